@@ -1,0 +1,1 @@
+"""One module per CLI command group; each exposes `register(subparsers, common)`."""
