@@ -1,14 +1,67 @@
-"""CONTRACT STUB: the signatures every other module codes against. The backend helper fills this in."""
+"""The Kinesis adapter: every Kinesis (and CloudWatch/STS) call the console makes goes through here.
+
+    async with open_backend(BackendConfig.from_args(args)) as kinesis:
+        shards = await kinesis.all_shards("orders")
+
+Three kinds of backend: `aws` (the standard credential chain, --profile, --region), `endpoint` (any
+Kinesis-compatible URL) and `local` (the embedded moto server that open_backend starts in a child
+process and stops on exit). Errors come out as one-line console errors (see errors.py); throttling
+is retried here with exponential backoff and reported through `on_throttle` and the logger.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import logging
+import os
+import random
+import re
+import sys
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from console.backend.errors import THROTTLE_CODES, error_code, error_message, translate
+from console.errors import BackendError, BadInput, ConsoleError, StreamNotFound
 from console.model import Shard, StreamSummary
+
+log = logging.getLogger("console.backend")
+
+DEFAULT_LOCAL_REGION = "us-east-1"
+DUMMY_CREDENTIALS = ("kconsole-local", "kconsole-local")  # local servers check the signature's shape only
+
+# AWS region names: two letters, one or more words, a number (us-east-1, us-gov-west-1, ap-southeast-5).
+_AWS_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$")
+# Anything botocore will put in a host name, for local servers that accept any region.
+_HOST_LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+
+# Server-side hiccups worth another try, like throttling (but not reported as throttling).
+_TRANSIENT_CODES = frozenset({"InternalFailure", "InternalFailureException", "ServiceUnavailable",
+                              "ServiceUnavailableException", "InternalServerError"})
+
+
+def _resolve_region(profile: str | None) -> str | None:
+    """The region botocore would use: AWS_REGION / AWS_DEFAULT_REGION, then the profile's config."""
+    for variable in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        if os.environ.get(variable):
+            return os.environ[variable]
+    import botocore.session
+    from botocore.exceptions import ProfileNotFound
+
+    try:
+        return botocore.session.Session(profile=profile).get_config_variable("region")
+    except ProfileNotFound:
+        raise BadInput(f"AWS profile not found: {profile!r} (see ~/.aws/config)", code="bad_profile") from None
+
+
+def validate_region(region: str, *, kind: str) -> str:
+    pattern = _AWS_REGION if kind == "aws" else _HOST_LABEL
+    if not isinstance(region, str) or not pattern.match(region):
+        example = "e.g. us-east-1, eu-west-1"
+        raise BadInput(f"not a valid AWS region: {region!r} ({example})", code="bad_region")
+    return region
 
 
 @dataclass(frozen=True)
@@ -20,60 +73,440 @@ class BackendConfig:
 
     @classmethod
     def from_args(cls, args: Any) -> "BackendConfig":
-        raise NotImplementedError
+        """--local wins the kind, then --endpoint-url, else real AWS; the region comes from --region,
+        the AWS environment or the profile, and defaults to us-east-1 for local and endpoint backends."""
+        local = bool(getattr(args, "local", False))
+        endpoint_url = getattr(args, "endpoint_url", None)
+        profile = getattr(args, "profile", None)
+        if local and endpoint_url:
+            raise BadInput("--local and --endpoint-url cannot be used together", code="usage")
+        kind = "local" if local else "endpoint" if endpoint_url else "aws"
+        if endpoint_url and not re.match(r"^https?://[^/\s]+", endpoint_url):
+            raise BadInput(f"--endpoint-url must be an http:// or https:// URL; got {endpoint_url!r}", code="usage")
+        region = getattr(args, "region", None)
+        if region is None and kind != "local":
+            region = _resolve_region(profile)
+        if region is None:
+            if kind == "aws":
+                raise BadInput("no AWS region configured: pass --region, set AWS_REGION, "
+                               "or set one in the profile", code="bad_region")
+            region = DEFAULT_LOCAL_REGION
+        validate_region(region, kind=kind)
+        return cls(kind=kind, region=region, profile=profile, endpoint_url=endpoint_url if kind == "endpoint" else None)
 
     @property
     def label(self) -> str:
-        """Short header text: 'AWS eu-west-1 (profile prod)', 'local 127.0.0.1:4566', 'endpoint http://...'."""
-        raise NotImplementedError
+        """Short header text: 'AWS eu-west-1 (profile prod)', 'local (embedded)', 'endpoint http://...'."""
+        if self.kind == "local":
+            return "local (embedded)"
+        if self.kind == "endpoint":
+            return f"endpoint {self.endpoint_url}"
+        profile = f" (profile {self.profile})" if self.profile else ""
+        return f"AWS {self.region or '?'}{profile}"
+
+
+@dataclass(frozen=True)
+class RetryEvent:
+    """One retried call: the UI and CLI show these ("throttled on PutRecords, retrying in 0.4 s")."""
+
+    operation: str
+    code: str
+    attempt: int
+    delay: float
+
+    @property
+    def throttled(self) -> bool:
+        return self.code in THROTTLE_CODES
+
+    def describe(self) -> str:
+        what = "throttled" if self.throttled else f"transient {self.code}"
+        return f"{what} on {self.operation}; retry {self.attempt} in {self.delay:.1f} s"
 
 
 class KinesisBackend:
-    config: BackendConfig
-    region: str
-    endpoint_url: str | None  # the live URL (for local: the child server's)
+    """One open connection to a Kinesis endpoint. Create through `open_backend`."""
+
+    max_retries = 6
+    backoff_base = 0.2  # seconds; doubles per retry up to backoff_cap, with jitter
+    backoff_cap = 5.0
+
+    def __init__(self, config: BackendConfig, client: Any, *, region: str, endpoint_url: str | None,
+                 session: Any = None, stack: contextlib.AsyncExitStack | None = None,
+                 client_config: Any = None, credentials: tuple[str, str] | None = None) -> None:
+        self.config = config
+        self.region = region
+        self.endpoint_url = endpoint_url
+        self._client = client
+        self._session = session
+        self._stack = stack
+        self._client_config = client_config
+        self._credentials = credentials
+        self._side_clients: dict[str, Any] = {}
+        # Called on every retry. The default says so on stderr (CLI); the UI replaces it with a status line.
+        self.on_retry: Callable[[RetryEvent], None] | None = _say_on_stderr
+        self.retries = 0  # total retried calls, for status lines
+        self.local_server = None  # the LocalKinesisServer for kind "local"
 
     @property
-    def label(self) -> str: ...
+    def label(self) -> str:
+        if self.config.kind == "local" and self.endpoint_url:
+            return "local " + self.endpoint_url.split("://", 1)[-1]
+        return self.config.label
 
-    # streams
-    async def list_streams(self) -> list[StreamSummary]: ...
-    async def describe_stream(self, stream: str) -> StreamSummary: ...
-    async def create_stream(self, stream: str, shard_count: int) -> None: ...
-    async def ensure_stream(self, stream: str, shard_count: int = 4) -> bool: ...  # True if created
-    async def wait_for_active(self, stream: str, timeout: float = 60.0) -> StreamSummary: ...
-    async def delete_stream(self, stream: str) -> None: ...
+    # ---- the one call path: retries and error translation -------------------------------------
 
-    # shards
+    async def _call(self, operation: str, client: Any = None, **params: Any) -> dict:
+        method = getattr(client or self._client, _snake(operation))
+        attempt = 0
+        while True:
+            try:
+                response = await method(**params)
+                response.pop("ResponseMetadata", None)
+                return response
+            except ConsoleError:
+                raise
+            except Exception as error:  # noqa: BLE001 - every botocore failure is translated below
+                code = error_code(error)
+                if _retryable(error, code) and attempt < self.max_retries:
+                    attempt += 1
+                    delay = min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+                    self._report_retry(RetryEvent(operation, code, attempt, delay))
+                    await asyncio.sleep(delay)
+                    continue
+                raise await self._translate(error, operation, params) from None
+
+    def _report_retry(self, event: RetryEvent) -> None:
+        self.retries += 1
+        log.info("%s", event.describe())
+        if self.on_retry is not None:
+            self.on_retry(event)
+
+    async def _translate(self, error: Exception, operation: str, params: dict) -> Exception:
+        translated = translate(error, operation=operation, where=self.label, endpoint_url=self.endpoint_url)
+        if translated is None:
+            return error
+        stream = params.get("StreamName")
+        if isinstance(translated, StreamNotFound) and stream:
+            names = await self._stream_names_or_none()
+            if names is not None and stream in names:  # the stream is there: a shard or consumer is not
+                return BadInput(f"not found on {self.label}: {translated}", code="not_found")
+            return StreamNotFound(f"stream {stream!r} not found on {self.label}; {_streams_text(names)}")
+        return translated
+
+    async def _stream_names_or_none(self) -> list[str] | None:
+        try:
+            return await self.stream_names()
+        except Exception:  # noqa: BLE001 - the listing is a courtesy; the not-found error stands alone
+            return None
+
+    async def _side_client(self, service: str) -> Any:
+        """CloudWatch and STS clients, opened on first use and closed with the backend."""
+        if service not in self._side_clients:
+            if self._session is None or self._stack is None:
+                raise BackendError(f"{service} is not available on this backend")
+            self._side_clients[service] = await self._stack.enter_async_context(
+                _create_client(self._session, service, self.region, self.endpoint_url,
+                               self._client_config, self._credentials))
+        return self._side_clients[service]
+
+    # ---- streams -------------------------------------------------------------------------------
+
+    async def stream_names(self) -> list[str]:
+        names: list[str] = []
+        params: dict[str, Any] = {"Limit": 100}
+        while True:
+            page = await self._call("ListStreams", **params)
+            names.extend(page.get("StreamNames", []))
+            if not page.get("HasMoreStreams") or not page.get("StreamNames"):
+                return names
+            params = {"Limit": 100, **({"NextToken": page["NextToken"]} if page.get("NextToken")
+                                      else {"ExclusiveStartStreamName": names[-1]})}
+
+    async def list_streams(self) -> list[StreamSummary]:
+        names = await self.stream_names()
+        limit = asyncio.Semaphore(8)
+
+        async def describe(name: str) -> StreamSummary | None:
+            async with limit:
+                try:
+                    return await self.describe_stream(name)
+                except StreamNotFound:  # deleted between the listing and the describe
+                    return None
+
+        summaries = await asyncio.gather(*(describe(name) for name in names))
+        return [summary for summary in summaries if summary is not None]
+
+    async def describe_stream(self, stream: str) -> StreamSummary:
+        raw = (await self._call("DescribeStreamSummary", StreamName=stream))["StreamDescriptionSummary"]
+        metrics = tuple(m for group in raw.get("EnhancedMonitoring", []) for m in group.get("ShardLevelMetrics", []))
+        return StreamSummary(
+            name=raw["StreamName"],
+            status=raw["StreamStatus"],
+            mode=(raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
+            open_shard_count=int(raw.get("OpenShardCount", 0)),
+            retention_hours=int(raw.get("RetentionPeriodHours", 24)),
+            encryption=raw.get("EncryptionType") or "NONE",
+            arn=raw.get("StreamARN", ""),
+            consumer_count=int(raw.get("ConsumerCount") or 0),
+            enhanced_metrics=metrics,
+        )
+
+    async def create_stream(self, stream: str, shard_count: int) -> None:
+        if isinstance(shard_count, bool) or not isinstance(shard_count, int) or shard_count < 1:
+            raise BadInput(f"shard count must be a whole number of at least 1; got {shard_count!r}")
+        await self._call("CreateStream", StreamName=stream, ShardCount=shard_count)
+
+    async def ensure_stream(self, stream: str, shard_count: int = 4) -> bool:
+        """Create `stream` with `shard_count` shards unless it exists; wait until ACTIVE. True if created."""
+        try:
+            summary = await self.describe_stream(stream)
+        except StreamNotFound:
+            from console.errors import ResourceInUse
+
+            try:
+                await self.create_stream(stream, shard_count)
+                created = True
+            except ResourceInUse:  # someone else created it in the meantime
+                created = False
+            await self.wait_for_active(stream)
+            return created
+        if summary.status != "ACTIVE":
+            await self.wait_for_active(stream)
+        return False
+
+    async def wait_for_active(self, stream: str, timeout: float = 60.0) -> StreamSummary:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        delay = 0.05
+        while True:
+            summary = await self.describe_stream(stream)
+            if summary.status == "ACTIVE":
+                return summary
+            if loop.time() + delay > deadline:
+                raise BackendError(f"stream {stream!r} is still {summary.status} after {timeout:g} s", code="timeout")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+    async def delete_stream(self, stream: str) -> None:
+        await self._call("DeleteStream", StreamName=stream, EnforceConsumerDeletion=True)
+
+    # ---- shards --------------------------------------------------------------------------------
+
     async def list_shards(self, *, stream: str | None = None, next_token: str | None = None,
-                          shard_filter: dict | None = None, max_results: int | None = None) -> dict: ...
-    async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]: ...
+                          shard_filter: dict | None = None, max_results: int | None = None) -> dict:
+        """One ListShards page, AWS-shaped. With `next_token` only NextToken (and MaxResults) are sent:
+        AWS rejects StreamName or ShardFilter next to a NextToken."""
+        params: dict[str, Any] = {}
+        if next_token:
+            params["NextToken"] = next_token
+        else:
+            if not stream:
+                raise BadInput("list_shards needs a stream name or a next token")
+            params["StreamName"] = stream
+            if shard_filter:
+                params["ShardFilter"] = shard_filter
+        if max_results:
+            params["MaxResults"] = max_results
+        return await self._call("ListShards", **params)
 
-    # writes
+    async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]:
+        shards: list[Shard] = []
+        page = await self.list_shards(stream=stream, shard_filter=shard_filter)
+        while True:
+            shards.extend(Shard.from_api(raw) for raw in page.get("Shards", []))
+            token = page.get("NextToken")
+            if not token:
+                return shards
+            page = await self.list_shards(next_token=token)
+
+    # ---- writes --------------------------------------------------------------------------------
+
     async def put_record(self, stream: str, data: bytes, partition_key: str, *,
                          explicit_hash_key: int | None = None,
-                         sequence_number_for_ordering: str | None = None) -> dict: ...
-    async def put_records(self, stream: str, records: list[dict]) -> dict: ...
+                         sequence_number_for_ordering: str | None = None) -> dict:
+        params: dict[str, Any] = {"StreamName": stream, "Data": data, "PartitionKey": partition_key}
+        if explicit_hash_key is not None:
+            params["ExplicitHashKey"] = str(explicit_hash_key)
+        if sequence_number_for_ordering is not None:
+            params["SequenceNumberForOrdering"] = sequence_number_for_ordering
+        return await self._call("PutRecord", **params)
 
-    # reads
+    async def put_records(self, stream: str, records: list[dict]) -> dict:
+        """`records` are AWS-shaped: {Data, PartitionKey, ExplicitHashKey?} (an int hash key is accepted).
+        Per-record failures come back in the response's Records (ErrorCode), as from AWS."""
+        entries = []
+        for record in records:
+            entry = {"Data": record["Data"], "PartitionKey": record["PartitionKey"]}
+            if record.get("ExplicitHashKey") is not None:
+                entry["ExplicitHashKey"] = str(record["ExplicitHashKey"])
+            entries.append(entry)
+        return await self._call("PutRecords", StreamName=stream, Records=entries)
+
+    # ---- reads ---------------------------------------------------------------------------------
+
     async def get_shard_iterator(self, stream: str, shard_id: str, iterator_type: str, *,
                                  sequence_number: str | None = None,
-                                 timestamp: datetime | None = None) -> str: ...
-    async def get_records(self, shard_iterator: str, limit: int = 10000) -> dict: ...
+                                 timestamp: datetime | None = None) -> str:
+        params: dict[str, Any] = {"StreamName": stream, "ShardId": shard_id, "ShardIteratorType": iterator_type}
+        if sequence_number is not None:
+            params["StartingSequenceNumber"] = sequence_number
+        if timestamp is not None:
+            params["Timestamp"] = timestamp
+        return (await self._call("GetShardIterator", **params))["ShardIterator"]
 
-    # resharding
-    async def split_shard(self, stream: str, shard_id: str, new_starting_hash_key: int) -> None: ...
-    async def merge_shards(self, stream: str, shard_id: str, adjacent_shard_id: str) -> None: ...
-    async def update_shard_count(self, stream: str, target: int) -> dict: ...
+    async def get_records(self, shard_iterator: str, limit: int = 10000) -> dict:
+        return await self._call("GetRecords", ShardIterator=shard_iterator, Limit=limit)
 
-    # monitoring / identity
-    async def enable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None: ...
+    # ---- resharding ----------------------------------------------------------------------------
+
+    async def split_shard(self, stream: str, shard_id: str, new_starting_hash_key: int) -> None:
+        await self._call("SplitShard", StreamName=stream, ShardToSplit=shard_id,
+                         NewStartingHashKey=str(new_starting_hash_key))
+
+    async def merge_shards(self, stream: str, shard_id: str, adjacent_shard_id: str) -> None:
+        await self._call("MergeShards", StreamName=stream, ShardToMerge=shard_id, AdjacentShardToMerge=adjacent_shard_id)
+
+    async def update_shard_count(self, stream: str, target: int) -> dict:
+        return await self._call("UpdateShardCount", StreamName=stream, TargetShardCount=target,
+                                ScalingType="UNIFORM_SCALING")
+
+    # ---- monitoring / identity -----------------------------------------------------------------
+
+    async def enable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None:
+        await self._call("EnableEnhancedMonitoring", StreamName=stream, ShardLevelMetrics=metrics)
+
     async def shard_metrics(self, stream: str, shard_ids: list[str], metric: str,
-                            start: datetime, end: datetime, period: int = 60) -> dict[str, list[tuple[datetime, float]]]: ...
-    async def caller_identity(self) -> str | None: ...
+                            start: datetime, end: datetime, period: int = 60) -> dict[str, list[tuple[datetime, float]]]:
+        """Per-shard CloudWatch series of one shard-level metric (needs enhanced monitoring on AWS)."""
+        cloudwatch = await self._side_client("cloudwatch")
+        stat = "Maximum" if metric == "IteratorAgeMilliseconds" else "Sum"
+        result: dict[str, list[tuple[datetime, float]]] = {shard_id: [] for shard_id in shard_ids}
+        for offset in range(0, len(shard_ids), 500):  # GetMetricData takes at most 500 queries
+            batch = shard_ids[offset:offset + 500]
+            queries = [{
+                "Id": f"m{index}",
+                "MetricStat": {
+                    "Metric": {"Namespace": "AWS/Kinesis", "MetricName": metric,
+                               "Dimensions": [{"Name": "StreamName", "Value": stream},
+                                              {"Name": "ShardId", "Value": shard_id}]},
+                    "Period": period, "Stat": stat,
+                },
+            } for index, shard_id in enumerate(batch)]
+            params: dict[str, Any] = {"MetricDataQueries": queries, "StartTime": start, "EndTime": end}
+            while True:
+                page = await self._call("GetMetricData", cloudwatch, **params)
+                for series in page.get("MetricDataResults", []):
+                    shard_id = batch[int(series["Id"][1:])]
+                    result[shard_id].extend(zip(series.get("Timestamps", []), series.get("Values", [])))
+                if not page.get("NextToken"):
+                    break
+                params["NextToken"] = page["NextToken"]
+        return {shard_id: sorted(points) for shard_id, points in result.items()}
+
+    async def caller_identity(self) -> str | None:
+        """The caller's ARN, or None when STS cannot tell (no STS on a custom endpoint, say)."""
+        try:
+            sts = await self._side_client("sts")
+            return (await self._call("GetCallerIdentity", sts)).get("Arn")
+        except ConsoleError:
+            return None
+
+
+def _say_on_stderr(event: RetryEvent) -> None:
+    print(f"kconsole: {event.describe()}", file=sys.stderr, flush=True)
+
+
+def _retryable(error: Exception, code: str | None) -> bool:
+    """Throttling and server hiccups are retried; LimitExceeded also names the account's shard limit,
+    which no amount of waiting fixes."""
+    if code in _TRANSIENT_CODES:
+        return True
+    if code not in THROTTLE_CODES:
+        return False
+    return not (code == "LimitExceededException" and "shard limit" in error_message(error).lower())
+
+
+def _streams_text(names: list[str] | None) -> str:
+    if names is None:
+        return "could not list the streams there"
+    if not names:
+        return "there are no streams there"
+    shown = ", ".join(names[:20]) + (f" (+{len(names) - 20} more)" if len(names) > 20 else "")
+    return f"streams there: {shown}"
+
+
+def _snake(operation: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", operation).lower()
+
+
+def client_config() -> Any:
+    from aiobotocore.config import AioConfig
+
+    return AioConfig(
+        connect_timeout=3,
+        read_timeout=20,
+        # botocore makes one attempt; KinesisBackend._call retries throttling itself so it can say so.
+        retries={"mode": "standard", "total_max_attempts": 1},
+        max_pool_connections=64,  # concurrent producers share one client
+        user_agent_extra="kconsole",
+    )
+
+
+def _create_client(session: Any, service: str, region: str, endpoint_url: str | None,
+                   config: Any, credentials: tuple[str, str] | None) -> Any:
+    kwargs: dict[str, Any] = {"region_name": region, "config": config}
+    if endpoint_url:
+        kwargs["endpoint_url"] = endpoint_url
+    if credentials:
+        kwargs["aws_access_key_id"], kwargs["aws_secret_access_key"] = credentials
+    return session.create_client(service, **kwargs)
+
+
+async def _credentials_for(session: Any, config: BackendConfig) -> tuple[str, str] | None:
+    """Local servers get dummy credentials (never the user's real ones); a custom endpoint uses the
+    configured chain if it yields anything, else dummies; AWS always uses the chain."""
+    if config.kind == "local":
+        return DUMMY_CREDENTIALS
+    if config.kind == "endpoint":
+        try:
+            found = await session.get_credentials()
+        except Exception:  # noqa: BLE001 - a broken chain just means "none configured" here
+            found = None
+        return None if found is not None else DUMMY_CREDENTIALS
+    return None
 
 
 @contextlib.asynccontextmanager
 async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
-    raise NotImplementedError
-    yield  # pragma: no cover
+    """An open backend; for kind "local" also the embedded server, started first and stopped last
+    (unless `config.endpoint_url` names one that is already running)."""
+    from aiobotocore.session import AioSession
+    from botocore.exceptions import BotoCoreError
+
+    async with contextlib.AsyncExitStack() as stack:
+        endpoint_url = config.endpoint_url
+        local_server = None
+        # kind "local" with an endpoint_url attaches to a running embedded server (tests, `local serve`).
+        if config.kind == "local" and not endpoint_url:
+            from console.backend.local import LocalKinesisServer
+
+            local_server = LocalKinesisServer()
+            stack.push_async_callback(asyncio.to_thread, local_server.stop)
+            endpoint_url = await asyncio.to_thread(local_server.start)
+        region = config.region or DEFAULT_LOCAL_REGION
+        try:
+            session = AioSession(profile=config.profile)
+            credentials = await _credentials_for(session, config)
+            settings = client_config()
+            client = await stack.enter_async_context(
+                _create_client(session, "kinesis", region, endpoint_url, settings, credentials))
+        except BotoCoreError as error:
+            translated = translate(error, operation="connect", where=config.label, endpoint_url=endpoint_url)
+            if translated is None:
+                raise
+            raise translated from None
+        backend = KinesisBackend(config, client, region=region, endpoint_url=endpoint_url or client.meta.endpoint_url,
+                                 session=session,
+                                 stack=stack, client_config=settings, credentials=credentials)
+        backend.local_server = local_server
+        yield backend

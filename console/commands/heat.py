@@ -1,7 +1,164 @@
-"""CLI commands: (not yet built)."""
+"""`kconsole heat STREAM`: which shard is hot, and why — sampled live from LATEST.
+
+    kconsole heat orders --seconds 10 --top 3 [--hottest] [--json]
+
+Per open shard: records/s, bytes/s, the peak second, utilisation of the shard limits (1,000
+records/s, 1 MiB/s) and the top partition keys with their share of the shard. Then what to do:
+for the hottest shard, the split point at the median hash of its observed traffic (as a
+`kconsole plan split` command line for the reshard preview), and for a key that dominates its
+shard, the write-sharding what-if (how many suffixes, which shards the sharded keys land on).
+"""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import math
+
+from console.backend import BackendConfig, open_backend
+from console.commands._output import emit, note, run_async
+from console.errors import BadInput
+from console.hashkeys import HashRangeIndex
+from console.heat import (
+    DOMINANT_SHARE,
+    SHARD_BYTES_LIMIT,
+    SHARD_RECORDS_LIMIT,
+    HotKeyWhatIf,
+    ShardHeatSnapshot,
+    StreamHeatSnapshot,
+    hot_key_what_if,
+)
+from console.heat_sampler import DEFAULT_READS_PER_SECOND, MAX_READS_PER_SECOND, HeatSampler
+
+MAX_SECONDS = 3600
+MAX_TOP = 100
+
 
 def register(subparsers, common) -> None:
-    """Add this module's subcommands (placeholder until the feature lands)."""
+    parser = subparsers.add_parser(
+        "heat", parents=common, help="live heat per shard: rates, peak, utilisation, top keys",
+        description="Sample every open shard from LATEST for a while and report its heat and top keys.")
+    parser.add_argument("stream", metavar="STREAM")
+    parser.add_argument("--seconds", type=float, default=10.0, metavar="S",
+                        help="how long to sample (default 10)")
+    parser.add_argument("--top", type=int, default=5, metavar="K", help="top keys per shard (default 5)")
+    parser.add_argument("--hottest", action="store_true", help="list the hottest shards first")
+    parser.add_argument("--reads-per-second", type=float, default=DEFAULT_READS_PER_SECOND, metavar="R",
+                        help=f"GetRecords calls per shard per second (default {DEFAULT_READS_PER_SECOND:g}, "
+                             f"at most {MAX_READS_PER_SECOND:g}: the limit is shared with other consumers)")
+    parser.set_defaults(handler=run_heat)
+
+
+def _validate(args: argparse.Namespace) -> None:
+    if not math.isfinite(args.seconds) or not 0 < args.seconds <= MAX_SECONDS:
+        raise BadInput(f"--seconds must be above 0 and at most {MAX_SECONDS}; got {args.seconds:g}")
+    if not 1 <= args.top <= MAX_TOP:
+        raise BadInput(f"--top must be from 1 to {MAX_TOP}; got {args.top}")
+    if not math.isfinite(args.reads_per_second) or not 0 < args.reads_per_second <= MAX_READS_PER_SECOND:
+        raise BadInput(f"--reads-per-second must be above 0 and at most {MAX_READS_PER_SECOND:g} "
+                       f"(the GetRecords limit per shard); got {args.reads_per_second:g}")
+
+
+def run_heat(args: argparse.Namespace) -> int:
+    _validate(args)
+    config = BackendConfig.from_args(args)
+    snapshot = run_async(_sample(config, args))
+    advice = advise(snapshot)
+    document = snapshot.to_json()
+    if args.hottest:
+        document["shards"] = [shard.to_json(snapshot.stream) for shard in snapshot.hottest_first()]
+    document.update(advice_json(snapshot, advice))
+    emit(args, document, lambda: render(snapshot, advice, hottest_first=args.hottest))
+    return 0
+
+
+async def _sample(config: BackendConfig, args: argparse.Namespace) -> StreamHeatSnapshot:
+    async with open_backend(config) as kinesis:
+        sampler = HeatSampler(kinesis, args.stream, reads_per_second=args.reads_per_second)
+        await sampler.start()
+        try:
+            note(f"sampling {args.stream} for {args.seconds:g} s from LATEST "
+                 f"({len(sampler.heat.shards)} open shards, {args.reads_per_second:g} reads/s each)...")
+            await asyncio.sleep(args.seconds)
+        except BaseException:
+            await sampler.stop(drain=False)
+            raise
+        await sampler.stop()
+        return sampler.snapshot(top=args.top)
+
+
+# ---- what to do about it -----------------------------------------------------------------------
+
+
+def advise(snapshot: StreamHeatSnapshot) -> dict:
+    """The hottest shard's split point and a write-sharding what-if for each dominant key."""
+    shards = [(s.shard_id, s.starting_hash_key, s.ending_hash_key) for s in snapshot.shards]
+    index = HashRangeIndex.build(shards) if shards else None
+    hot_keys: list[tuple[ShardHeatSnapshot, HotKeyWhatIf]] = []
+    for shard in snapshot.hottest_first():
+        if not shard.top_keys or index is None:
+            continue
+        top = shard.top_keys[0]
+        if top.share >= DOMINANT_SHARE:
+            key_rate = shard.records_per_s * top.share
+            key_bytes = shard.bytes_per_s * (top.bytes / shard.bytes if shard.bytes else 0.0)
+            hot_keys.append((shard, hot_key_what_if(top.key, key_rate, min(key_bytes, shard.bytes_per_s), index)))
+    return {"hottest": snapshot.hottest, "hot_keys": hot_keys}
+
+
+def advice_json(snapshot: StreamHeatSnapshot, advice: dict) -> dict:
+    hottest = advice["hottest"]
+    return {
+        "split_suggestion": hottest.split.to_json(snapshot.stream) if hottest and hottest.split else None,
+        "hot_keys": [{"shard_id": shard.shard_id, "share": round(shard.top_keys[0].share, 4), **what_if.to_json()}
+                     for shard, what_if in advice["hot_keys"]],
+    }
+
+
+# ---- text ---------------------------------------------------------------------------------------
+
+
+def _rate(value: float) -> str:
+    return f"{value:,.1f}"
+
+
+def _kib(value: float) -> str:
+    return f"{value / 1024:,.1f}"
+
+
+def _top_keys(shard: ShardHeatSnapshot) -> str:
+    return ", ".join(f"{row.key} {row.share:.0%}" for row in shard.top_keys) or "-"
+
+
+def render(snapshot: StreamHeatSnapshot, advice: dict, *, hottest_first: bool = False) -> str:
+    window = snapshot.window_end - snapshot.window_start
+    lines = [f"heat of {snapshot.stream} over {window:.1f} s "
+             f"(limits per shard: {SHARD_RECORDS_LIMIT:,} records/s, {SHARD_BYTES_LIMIT // 1024:,} KiB/s)"]
+    rows = [("SHARD", "REC/S", "PEAK", "KiB/S", "UTIL", "TOP KEYS (share of shard)")]
+    shards = snapshot.hottest_first() if hottest_first else list(snapshot.shards)
+    for shard in shards:
+        rows.append((shard.shard_id, _rate(shard.records_per_s), str(shard.peak_records_per_s),
+                     _kib(shard.bytes_per_s), f"{shard.utilisation:.0%}", _top_keys(shard)))
+    rows.append(("stream total", _rate(snapshot.records_per_s), "", _kib(snapshot.bytes_per_s), "", ""))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    for row in rows:
+        cells = [row[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in zip(row[1:5], widths[1:])]
+        lines.append("  ".join(cells + [row[5]]).rstrip())
+    hottest = advice["hottest"]
+    if hottest is None:
+        lines.append("no records arrived while sampling: nothing is hot")
+        return "\n".join(lines)
+    lines.append("")
+    lines.append(f"hottest: {hottest.shard_id} at {hottest.utilisation:.0%} of its limit "
+                 f"(peak second {hottest.peak_utilisation:.0%})")
+    if hottest.split:
+        lines.append(f"  split at the median hash of its traffic: {hottest.split.command(snapshot.stream)}")
+        if hottest.split.dominant_key:
+            lines.append(f"  (a split cannot divide one key: {hottest.split.dominant_key} carries "
+                         f"{hottest.split.dominant_share:.0%} of the shard)")
+    for shard, what_if in advice["hot_keys"]:
+        hits = ", ".join(f"{shard_id} x{count}" for shard_id, count in sorted(what_if.shards_hit.items()))
+        lines.append(f"hot key {what_if.key} ({shard.top_keys[0].share:.0%} of {shard.shard_id}, "
+                     f"{_rate(what_if.records_per_s)} records/s): write-shard it with {what_if.suffixes} suffixes "
+                     f"({what_if.key}:0..{what_if.suffixes - 1}) -> {hits}")
+    return "\n".join(lines)

@@ -1,7 +1,340 @@
-"""CLI commands: (not yet built)."""
+"""The key-space what-ifs: `kconsole predict`, `kconsole keytree`, `kconsole spread`.
+
+All three work offline against the even split AWS gives a new N-shard stream (`--shards N`,
+default 4). `predict` and `spread` can instead use a live stream's open shards (`--stream NAME`).
+"""
 
 from __future__ import annotations
 
+import argparse
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from console.commands._output import emit, run_async
+from console.distribution import Distribution, count_indices, format_distribution, summarize
+from console.errors import BadInput, TilingError
+from console.hashkeys import (
+    HASH_SPACE,
+    HashRangeIndex,
+    md5_hash_key,
+    parse_hash_key,
+    share_of_space,
+    validate_partition_key,
+)
+
+DEFAULT_SHARDS = 4  # what `kconsole --local` creates, and seed 003's example
+MAX_SHARDS = 100_000  # far above any account's shard limit; keeps a typo from building a huge map
+MAX_TREE_KEYS = 1_000_000
+MAX_ROWS = 50  # text tables longer than this show their head and say how many were left out
+
 
 def register(subparsers, common) -> None:
-    """Add this module's subcommands (placeholder until the feature lands)."""
+    predict = subparsers.add_parser(
+        "predict", parents=common,
+        help="which shard each partition key (or explicit hash key) lands on",
+        description="Predict the shard of each partition key: MD5 of the key as a 128-bit big-endian "
+                    f"integer, against an even split of N shards (--shards, default {DEFAULT_SHARDS}) "
+                    "or a live stream's open shards (--stream). With two or more keys it also shows "
+                    "how they spread over the shards.")
+    predict.add_argument("keys", nargs="*", metavar="KEY", help="partition keys (1 to 256 characters)")
+    predict.add_argument("--keys-file", metavar="F", help="more keys, one per line ('-' reads stdin; blank lines skipped)")
+    predict.add_argument("--explicit-hash-key", metavar="H",
+                         help="a decimal ExplicitHashKey (0 .. 2**128-1) that overrides the keys' MD5, as in PutRecord")
+    _add_shard_source(predict, with_stream=True)
+    predict.set_defaults(handler=predict_command)
+
+    keytree = subparsers.add_parser(
+        "keytree", parents=common,
+        help="balanced explicit hash keys: the next keys that keep every split of the key space even",
+        description="Hand out explicit hash keys that keep the key space balanced (seed 000's key tree): "
+                    "2**127, 2**126, 3*2**126, ... from an empty space, or, after the keys already in use "
+                    "(--existing-file), the keys that restore balance first. Prints the keys and a balance "
+                    "report: keys per tree depth and the worst left/right imbalance.")
+    keytree.add_argument("--count", default="1", metavar="N", help="how many next keys to hand out (default 1)")
+    keytree.add_argument("--existing-file", metavar="F",
+                         help="keys already in use, decimal, one per line ('-' reads stdin; blank lines and # comments skipped)")
+    keytree.add_argument("--space", default=str(HASH_SPACE), metavar="SIZE",
+                         help="size of the key space, a power of two (default 2**128, Kinesis'; 128 replays the seed)")
+    keytree.set_defaults(handler=keytree_command)
+
+    spread = subparsers.add_parser(
+        "spread", parents=common,
+        help="write-shard a hot partition key: where PK:0 .. PK:n-1 land and how sort keys spread",
+        description="Write sharding (seed 004): each record of hot partition key PK gets the suffix "
+                    "xxh64('PK:SK') & (n-1) and is written under 'PK:suffix'. Shows the shard each of "
+                    "the n sharded keys lands on and, given sort keys, how evenly they spread over the "
+                    "suffixes and the shards.")
+    spread.add_argument("partition_key", metavar="PK", help="the hot partition key")
+    sort_keys = spread.add_mutually_exclusive_group()
+    sort_keys.add_argument("--sort-key", action="append", default=[], metavar="SK", help="a sort key (repeatable)")
+    sort_keys.add_argument("--sort-keys-file", metavar="F", help="sort keys, one per line ('-' reads stdin)")
+    spread.add_argument("--suffixes", required=True, metavar="N", help="how many suffixes: a power of two")
+    _add_shard_source(spread, with_stream=True)
+    spread.set_defaults(handler=spread_command)
+
+
+def _add_shard_source(parser: argparse.ArgumentParser, *, with_stream: bool) -> None:
+    # SUPPRESS keeps a value given before the command name (`kconsole --stream s predict k`).
+    parser.add_argument("--shards", default=argparse.SUPPRESS, metavar="N",
+                        help=f"predict against the even split of a new N-shard stream (default {DEFAULT_SHARDS})")
+    if with_stream:
+        parser.add_argument("--stream", default=argparse.SUPPRESS, metavar="NAME",
+                            help="predict against this live stream's open shards instead")
+
+
+# -- where the shards come from ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ShardSet:
+    index: HashRangeIndex
+    source: dict  # {"shards": N} or {"stream": NAME, "backend": label}
+    lineage: Any = None  # console.lineage.Lineage for a live stream: answers "which shard before the reshard"
+
+    def describe(self) -> str:
+        if "stream" in self.source:
+            return f"stream {self.source['stream']} ({len(self.index)} open shards, {self.source['backend']})"
+        return f"an even split of {len(self.index)} shards"
+
+
+def parse_shard_count(value: object, *, option: str = "--shards") -> int:
+    text = str(value).strip()
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_SHARDS:
+        raise BadInput(f"{option} must be a whole number from 1 to {MAX_SHARDS}; got {str(value)!r}", code="usage")
+    return int(text)
+
+
+def resolve_shard_set(args: Any) -> ShardSet:
+    shards = getattr(args, "shards", None)
+    stream = getattr(args, "stream", None)
+    if shards is not None and stream is not None:
+        raise BadInput("give --shards N or --stream NAME, not both", code="usage")
+    if stream is not None:
+        return run_async(_load_stream_shards(args, stream))
+    count = DEFAULT_SHARDS if shards is None else parse_shard_count(shards)
+    return ShardSet(index=HashRangeIndex.even(count), source={"shards": count})
+
+
+async def _load_stream_shards(args: Any, stream: str) -> ShardSet:
+    from console.backend.client import BackendConfig, open_backend
+    from console.commands.streams import validate_stream_name
+    from console.lineage import Lineage
+
+    validate_stream_name(stream)
+    async with open_backend(BackendConfig.from_args(args)) as kinesis:
+        shards = await kinesis.all_shards(stream)
+        label = kinesis.label
+    lineage = Lineage.build(shards)
+    if lineage.open_index is None:
+        raise TilingError(f"stream {stream}: {lineage.problem}")
+    return ShardSet(index=lineage.open_index, source={"stream": stream, "backend": label}, lineage=lineage)
+
+
+def read_lines(path: str, *, what: str) -> list[str]:
+    """Lines of a file ('-' = stdin) without their line endings; a file we cannot read is bad input."""
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        raise BadInput(f"cannot read {what} {path!r}: {reason}") from None
+    return text.splitlines()
+
+
+def shard_distribution(index: HashRangeIndex, shard_indices: Iterable[int]) -> Distribution:
+    return summarize(
+        index.shard_ids,
+        count_indices(shard_indices, len(index)),
+        [share_of_space(s, e) for s, e in zip(index.starts, index.endings)],
+    )
+
+
+# -- kconsole predict ------------------------------------------------------------------------------------
+
+def predict_command(args: Any) -> int:
+    keys: list[str | None] = list(args.keys)
+    if args.keys_file:
+        keys += [line for line in read_lines(args.keys_file, what="keys file") if line.strip()]
+    explicit = None
+    if args.explicit_hash_key is not None:
+        explicit = parse_hash_key(args.explicit_hash_key, what="--explicit-hash-key")
+        if not keys:
+            keys = [None]  # the hash key alone still says where a record would land
+    if not keys:
+        raise BadInput("give at least one KEY (or --keys-file F, or --explicit-hash-key H)", code="usage")
+    for key in keys:
+        if key is not None:
+            validate_partition_key(key)
+
+    shard_set = resolve_shard_set(args)
+    index = shard_set.index
+    hash_keys = [explicit] * len(keys) if explicit is not None else predict_hash_keys(keys)
+    positions = index_many(index, hash_keys)
+    rows = []
+    for key, hash_key, position in zip(keys, hash_keys, positions):
+        row = {"key": key, "hash_key": str(hash_key), "shard_id": index.shard_ids[position], "shard_index": position}
+        if shard_set.lineage is not None:
+            row["previous_shard_id"] = shard_set.lineage.owner_before(hash_key).previous
+        rows.append(row)
+    distribution = shard_distribution(index, positions)
+    document = {"source": shard_set.source, "explicit_hash_key": None if explicit is None else str(explicit),
+                "keys": rows, "distribution": distribution.to_json()}
+    emit(args, document, lambda: format_predictions(rows, distribution, shard_set))
+    return 0
+
+
+def predict_hash_keys(keys: Sequence[str | None]) -> list[int]:
+    md5 = md5_hash_key
+    return [md5(key) for key in keys]  # type: ignore[arg-type]
+
+
+def index_many(index: HashRangeIndex, hash_keys: Sequence[int]) -> list[int]:
+    import bisect
+
+    endings, find = index.endings, bisect.bisect_left
+    return [find(endings, h) for h in hash_keys]
+
+
+def format_predictions(rows: list[dict], distribution: Distribution, shard_set: ShardSet) -> str:
+    with_previous = shard_set.lineage is not None
+    header = ["KEY", "HASH KEY", "SHARD", "#"] + (["BEFORE LAST RESHARD"] if with_previous else [])
+    table = [
+        [row["key"] if row["key"] is not None else "-", row["hash_key"], row["shard_id"], str(row["shard_index"])]
+        + ([row["previous_shard_id"] or "-"] if with_previous else [])
+        for row in rows
+    ]
+    lines = [f"against {shard_set.describe()}:", render_table(header, table, right_aligned={3})]
+    if len(rows) > 1:
+        lines += ["", format_distribution(distribution, noun="keys", bucket_noun="shards")]
+    return "\n".join(lines)
+
+
+# -- kconsole keytree ------------------------------------------------------------------------------------
+
+def keytree_command(args: Any) -> int:
+    from console.keytree import KeyTree
+
+    space = _parse_space(args.space)
+    count = _whole_number(args.count, option="--count", low=0, high=MAX_TREE_KEYS)
+    existing = read_existing_keys(args.existing_file, space) if args.existing_file else []
+    tree = KeyTree.rehydrate(existing, ceil=space)
+    keys = tree.next_keys(count)
+    report = tree.balance()
+    document = {"space": str(space), "existing": len(existing), "keys": [str(k) for k in keys],
+                "balance": report.to_json()}
+    emit(args, document, lambda: format_keytree(keys, report, space, len(existing)))
+    return 0
+
+
+def _parse_space(value: object) -> int:
+    text = str(value).strip().replace("_", "")
+    if text.startswith("2**") and text[3:].isdigit():
+        size = 2 ** int(text[3:]) if int(text[3:]) <= 128 else HASH_SPACE * 2
+    elif text.isascii() and text.isdigit():
+        size = int(text)
+    else:
+        size = -1
+    if size < 2 or size > HASH_SPACE or size & (size - 1):
+        raise BadInput(f"--space must be a power of two from 2 to 2**128; got {str(value)!r}", code="usage")
+    return size
+
+
+def _whole_number(value: object, *, option: str, low: int, high: int) -> int:
+    text = str(value).strip()
+    if not text.isascii() or not text.isdigit() or not low <= int(text) <= high:
+        raise BadInput(f"{option} must be a whole number from {low} to {high}; got {str(value)!r}", code="usage")
+    return int(text)
+
+
+def read_existing_keys(path: str, space: int) -> list[int]:
+    keys = []
+    source = "stdin" if path == "-" else path
+    for number, line in enumerate(read_lines(path, what="existing-keys file"), 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        if not text.isascii() or not text.isdigit():
+            raise BadInput(f"{source} line {number}: {text[:40]!r} is not a decimal hash key")
+        key = int(text)
+        if key >= space:
+            raise BadInput(f"{source} line {number}: key {key} is outside the key space [0, {space - 1}]")
+        keys.append(key)
+    return keys
+
+
+def format_keytree(keys: list[int], report, space: int, existing: int) -> str:
+    space_text = "2**128" if space == HASH_SPACE else str(space)
+    lines = [f"{len(keys)} next balanced key{'s' if len(keys) != 1 else ''} in [0, {space_text})"
+             + (f" after {existing} existing" if existing else "") + ":"]
+    shown = keys if len(keys) <= MAX_ROWS * 20 else keys[: MAX_ROWS * 20]
+    lines += [str(k) for k in shown]
+    if len(shown) < len(keys):
+        lines.append(f"... {len(keys) - len(shown)} more (use --json for all)")
+    lines += ["", f"balance of all {report.total_keys} keys (depths without keys left out):"]
+    table = [[str(lv.depth), str(lv.keys), str(lv.capacity), f"{lv.fill:.1%}"] for lv in report.levels if lv.keys]
+    lines.append(render_table(["DEPTH", "KEYS", "CAPACITY", "FILL"], table, right_aligned={0, 1, 2, 3}))
+    worst = report.worst
+    if worst is None:
+        lines.append("worst imbalance: none (no keys)")
+    else:
+        lines.append(f"worst imbalance: under {worst.key} (depth {worst.depth}): "
+                     f"left {worst.left}, right {worst.right} (difference {worst.difference})")
+    return "\n".join(lines)
+
+
+# -- kconsole spread -------------------------------------------------------------------------------------
+
+def spread_command(args: Any) -> int:
+    from console.writesharding import check_suffix_count, spread
+
+    suffixes = check_suffix_count(_whole_number(args.suffixes, option="--suffixes", low=1, high=1 << 20))
+    sort_keys = list(args.sort_key)
+    if args.sort_keys_file:
+        sort_keys = [line for line in read_lines(args.sort_keys_file, what="sort-keys file") if line.strip()]
+    shard_set = resolve_shard_set(args)
+    result = spread(args.partition_key, suffixes, shard_set.index, sort_keys)
+    document = {"source": shard_set.source, **result.to_json()}
+    emit(args, document, lambda: format_spread(result, shard_set))
+    return 0
+
+
+def format_spread(result, shard_set: ShardSet) -> str:
+    lines = [f"hot key {result.partition_key!r} split {result.suffix_count} ways against {shard_set.describe()}: "
+             f"the sharded keys reach {result.shards_reached} of {len(shard_set.index)} shards", ""]
+    suffix_rows = [[str(s.suffix), s.partition_key, s.shard_id, str(s.shard_index), str(s.sort_keys)]
+                   for s in result.suffixes]
+    lines.append(render_table(["SUFFIX", "PARTITION KEY", "SHARD", "#", "SORT KEYS"], suffix_rows,
+                              right_aligned={0, 3, 4}))
+    lines += ["", "sharded keys per shard:",
+              format_distribution(result.suffixes_by_shard, noun="suffixes", bucket_noun="shards")]
+    if result.sort_keys:
+        sort_rows = [[p.sort_key, str(p.suffix), p.partition_key, p.shard_id] for p in result.sort_keys]
+        lines += ["", render_table(["SORT KEY", "SUFFIX", "PARTITION KEY", "SHARD"], sort_rows, right_aligned={1}),
+                  "", "sort keys per suffix:",
+                  format_distribution(result.by_suffix, noun="sort keys", bucket_noun="suffixes"),
+                  "", "sort keys per shard:",
+                  format_distribution(result.by_shard, noun="sort keys", bucket_noun="shards")]
+    return "\n".join(lines)
+
+
+# -- text tables -------------------------------------------------------------------------------------------
+
+def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, right_aligned: set[int] = frozenset(),
+                 max_rows: int = MAX_ROWS) -> str:
+    shown = list(rows[:max_rows])
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *shown)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            str(cell).rjust(width) if i in right_aligned else str(cell).ljust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths))
+        ).rstrip()
+
+    out = [line(header)] + [line(row) for row in shown]
+    if len(rows) > len(shown):
+        out.append(f"... {len(rows) - len(shown)} more rows (use --json for all)")
+    return "\n".join(out)

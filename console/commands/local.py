@@ -1,7 +1,60 @@
-"""CLI commands: (not yet built)."""
+"""`kconsole local serve [--port P]`: the embedded local Kinesis in the foreground, to share.
+
+Several kconsole windows and scripts can then use one server through `--endpoint-url http://127.0.0.1:P`.
+Ctrl-C (or SIGTERM) stops it.
+"""
 
 from __future__ import annotations
 
+import errno
+import json
+import sys
+
+from console.errors import BadInput
+
+DEFAULT_PORT = 4567
+
 
 def register(subparsers, common) -> None:
-    """Add this module's subcommands (placeholder until the feature lands)."""
+    local = subparsers.add_parser("local", parents=common, help="the embedded local Kinesis (moto, patched)")
+    local.set_defaults(handler=_no_action)
+    # The nested parsers use the CLI's own parser class so their usage errors stay one line too.
+    actions = local.add_subparsers(dest="local_action", metavar="ACTION", parser_class=type(local))
+    serve = actions.add_parser("serve", parents=common,
+                               help="run the local Kinesis in the foreground for --endpoint-url clients")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT,
+                       help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0 picks a free one)")
+    serve.set_defaults(handler=serve_command)
+
+
+def _no_action(args) -> int:
+    raise BadInput("kconsole local: choose an action: serve", code="usage")
+
+
+def serve_command(args) -> int:
+    from console.backend.server_main import build_server, serve
+
+    port = args.port
+    if not 0 <= port <= 65535:
+        raise BadInput(f"--port must be from 0 to 65535; got {port}")
+    try:
+        server = build_server("127.0.0.1", port)
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise BadInput(f"port {port} on 127.0.0.1 is already in use; pick another with --port", code="port_in_use") from None
+        raise BadInput(f"cannot listen on 127.0.0.1:{port}: {error.strerror or error}") from None
+
+    def announce(url: str) -> None:
+        if getattr(args, "json", False):
+            print(json.dumps({"endpoint_url": url, "region": args.region or "us-east-1"}), flush=True)
+            return
+        print(f"local Kinesis listening on {url}  (moto, with kconsole's compatibility fixes)\n"
+              f"  use it:   kconsole --endpoint-url {url} streams\n"
+              f"            kconsole --endpoint-url {url} --stream NAME\n"
+              f"            aws kinesis --endpoint-url {url} list-streams\n"
+              f"  any credentials and region work; data lives in memory until this stops.\n"
+              f"  Ctrl-C stops it.", flush=True)
+
+    serve(server, on_ready=announce)
+    print("local Kinesis stopped", file=sys.stderr, flush=True)
+    return 0

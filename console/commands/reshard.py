@@ -1,7 +1,249 @@
-"""CLI commands: (not yet built)."""
+"""`kconsole plan ...` (what-if only) and `kconsole reshard ...` (the same plan, then carried out).
+
+    kconsole plan split STREAM --shard ID [--at HASH_KEY | --at midpoint | --at-median-of KEYS_FILE]
+    kconsole plan merge STREAM --shard ID --adjacent ID
+    kconsole plan scale STREAM --to N
+    kconsole plan even  STREAM [--to N]
+    kconsole plan scale --shards 4 --to 8        # offline: an even 4-shard stream, no backend
+    kconsole reshard split|merge|scale|even STREAM ... [--yes] [--wait] [--json]
+
+A plan that breaches a limit exits 1 (`plan` still prints it; `reshard` calls nothing).
+"""
 
 from __future__ import annotations
 
+import argparse
+import sys
+from dataclasses import replace
+from collections.abc import Sequence
+from pathlib import Path
+
+from console.actionlog import ActionLog
+from console.config import load_config
+from console.errors import BadInput, ConsoleError, PlanRejected, ReadOnlyRefusal
+from console.hashkeys import even_split, parse_hash_key, shard_id_for_index
+from console.limits import Limits, StreamContext
+from console.model import Shard
+from console.reshard import (
+    KeySample,
+    ReshardPlan,
+    median_hash_key,
+    plan_even,
+    plan_merge,
+    plan_scale,
+    plan_split,
+    midpoint,
+    render_plan,
+)
+from console.reshard_exec import ExecutionResult, Executor, PlanBuilder
+from console.commands._output import emit, note, run_async
+
+ACTIONS = ("split", "merge", "scale", "even")
+
 
 def register(subparsers, common) -> None:
-    """Add this module's subcommands (placeholder until the feature lands)."""
+    plan = subparsers.add_parser("plan", parents=common, help="what-if: show what a reshard would do (changes nothing)",
+                                 description="Show exactly what a split, merge, rescale or make-even would do.")
+    reshard = subparsers.add_parser("reshard", parents=common, help="split, merge or rescale a stream (asks first)",
+                                    description="Plan, confirm, then split, merge or rescale a stream.")
+    for parent, mutating in ((plan, False), (reshard, True)):
+        actions = parent.add_subparsers(dest="action", metavar="ACTION", required=True)
+        for action in ACTIONS:
+            parser = actions.add_parser(action, parents=common, help=_ACTION_HELP[action])
+            _add_action_arguments(parser, action, mutating=mutating)
+            parser.set_defaults(handler=run_reshard if mutating else run_plan)
+
+
+_ACTION_HELP = {
+    "split": "split one shard in two (SplitShard)",
+    "merge": "merge two adjacent shards (MergeShards)",
+    "scale": "rescale to N equal shards (UpdateShardCount, UNIFORM_SCALING)",
+    "even": "make all open shards equal with explicit splits and merges",
+}
+
+
+def _add_action_arguments(parser: argparse.ArgumentParser, action: str, *, mutating: bool) -> None:
+    parser.add_argument("stream", nargs=None if mutating else "?", metavar="STREAM",
+                        help="the stream" if mutating else "the stream (or use --shards N to plan offline)")
+    if not mutating:
+        parser.add_argument("--shards", type=int, default=None, metavar="N",
+                            help="plan against an offline stream of N equal shards (no backend needed)")
+    if action == "split":
+        parser.add_argument("--shard", required=True, metavar="ID", help="the shard to split")
+        where = parser.add_mutually_exclusive_group()
+        where.add_argument("--at", default=None, metavar="HASH_KEY|midpoint",
+                           help="NewStartingHashKey of the upper child (decimal), or 'midpoint' (the default)")
+        where.add_argument("--at-median-of", default=None, metavar="KEYS_FILE", type=Path,
+                           help="split at the median hash key of these partition keys (one per line)")
+    elif action == "merge":
+        parser.add_argument("--shard", required=True, metavar="ID", help="one of the two shards")
+        parser.add_argument("--adjacent", required=True, metavar="ID", help="the shard next to it in the key space")
+    elif action == "scale":
+        parser.add_argument("--to", type=int, required=True, metavar="N", help="target open shard count")
+    else:
+        parser.add_argument("--to", type=int, default=None, metavar="N",
+                            help="number of equal shards to end with (default: the current count)")
+    parser.add_argument("--sample-keys", type=Path, default=None, metavar="KEYS_FILE",
+                        help="partition keys (one per line): show which of them move and where")
+    parser.add_argument("--account-shard-limit", type=int, default=None, metavar="N",
+                        help="the account's shard quota (default: AWS's regional default)")
+    if mutating:
+        parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
+        parser.add_argument("--wait", action="store_true",
+                            help="wait (polling) until the stream is ACTIVE again, showing progress on stderr")
+        parser.add_argument("--timeout", type=float, default=900.0, metavar="SECONDS",
+                            help="give up waiting after this long (default 900)")
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def read_keys(path: Path) -> KeySample:
+    """Partition keys, one per line (blank lines skipped); each must be 1-256 characters."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise BadInput(f"cannot read keys file {path}: {getattr(error, 'strerror', None) or error}", code="bad_keys_file")
+    keys = [line.rstrip("\r") for line in text.split("\n")]
+    keys = [k for k in keys if k]
+    for number, key in enumerate(keys, 1):
+        if len(key) > 256:
+            raise BadInput(f"{path}: key {number} is {len(key)} characters; partition keys are 1 to 256", code="bad_keys_file")
+    if not keys:
+        raise BadInput(f"keys file {path} has no keys", code="bad_keys_file")
+    return KeySample.from_partition_keys(keys)
+
+
+def offline_shards(count: int) -> list[Shard]:
+    if count < 1:
+        raise BadInput(f"--shards must be at least 1; got {count}", code="bad_count")
+    return [Shard(shard_id_for_index(i), s, e) for i, (s, e) in enumerate(even_split(count))]
+
+
+def plan_builder(args: argparse.Namespace) -> PlanBuilder:
+    """A function from (shards, context) to the plan, so execution can rebuild it from fresh state."""
+    limits = Limits(account_shard_limit=args.account_shard_limit)
+    sample = read_keys(args.sample_keys) if args.sample_keys else None
+    if args.account_shard_limit is not None and args.account_shard_limit < 1:
+        raise BadInput("--account-shard-limit must be at least 1", code="bad_count")
+    if args.action == "split":
+        median_sample = read_keys(args.at_median_of) if args.at_median_of else None
+        at = args.at.strip().lower() if args.at else "midpoint"
+        explicit = None if median_sample or at == "midpoint" else parse_hash_key(args.at, what="--at hash key")
+
+        def build(shards: Sequence[Shard], context: StreamContext | None) -> ReshardPlan:
+            target = next((s for s in shards if s.shard_id == args.shard), None)
+            if target is None or explicit is not None:
+                key, basis = explicit or 0, "explicit hash key"
+            elif median_sample is not None:
+                key, basis = median_hash_key(target, median_sample), f"median of {len(median_sample)} keys in {args.at_median_of}"
+            else:
+                key, basis = midpoint(target), "midpoint"
+            return plan_split(shards, args.shard, key, basis=basis, context=context, limits=limits, sample=sample)
+        return build
+    if args.action == "merge":
+        return lambda shards, context: plan_merge(shards, args.shard, args.adjacent, context=context,
+                                                  limits=limits, sample=sample)
+    if args.action == "scale":
+        return lambda shards, context: plan_scale(shards, args.to, context=context, limits=limits, sample=sample)
+    return lambda shards, context: plan_even(shards, args.to, context=context, limits=limits, sample=sample)
+
+
+def _executor(kinesis, args: argparse.Namespace, *, quiet: bool = False) -> Executor:
+    return Executor(kinesis, args.stream, action_log=ActionLog.default(),
+                    progress=(lambda _: None) if quiet else note, timeout=getattr(args, "timeout", 900.0))
+
+
+# ---------------------------------------------------------------- plan
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    build = plan_builder(args)
+    if args.stream is None:
+        if args.shards is None:
+            raise BadInput("name a STREAM, or give --shards N to plan against an even N-shard stream offline",
+                           code="usage")
+        plan = build(offline_shards(args.shards), None)
+    else:
+        if args.shards is not None:
+            raise BadInput("give either STREAM or --shards N, not both", code="usage")
+        plan = run_async(_plan_from_stream(args, build))
+    emit(args, plan.to_json(), render_plan(plan))
+    if plan.breaches:
+        note(f"kconsole: plan breaches {len(plan.breaches)} limit(s); `kconsole reshard` would refuse it")
+        return 1
+    return 0
+
+
+async def _plan_from_stream(args: argparse.Namespace, build: PlanBuilder) -> ReshardPlan:
+    from console.backend import BackendConfig, open_backend
+
+    async with open_backend(BackendConfig.from_args(args)) as kinesis:
+        _, shards, context = await _executor(kinesis, args, quiet=True).snapshot()
+        return build(shards, context)
+
+
+# ---------------------------------------------------------------- reshard
+
+
+def refuse_if_read_only(args: argparse.Namespace) -> None:
+    config, _ = load_config()
+    if getattr(args, "read_only", False) or config.read_only:
+        source = "--read-only" if getattr(args, "read_only", False) else "read_only = true in the config"
+        raise ReadOnlyRefusal(f"read-only mode ({source}): refusing to {args.action} {args.stream}; nothing was called")
+
+
+def run_reshard(args: argparse.Namespace) -> int:
+    refuse_if_read_only(args)
+    build = plan_builder(args)
+    result = run_async(_reshard(args, build))
+    if result is None:
+        return 0
+    emit(args, result.to_json(), lambda: render_result(result))
+    return 0
+
+
+async def _reshard(args: argparse.Namespace, build: PlanBuilder) -> ExecutionResult | None:
+    from console.backend import BackendConfig, open_backend
+
+    async with open_backend(BackendConfig.from_args(args)) as kinesis:
+        executor = _executor(kinesis, args)
+        summary, shards, context = await executor.snapshot()
+        plan = build(shards, context)
+        if summary.status == "UPDATING" and args.wait:
+            plan = build(shards, replace(context, status="ACTIVE"))  # execute() waits for ACTIVE first
+        if plan.breaches:
+            raise PlanRejected("plan rejected, nothing was called: " + "; ".join(str(b) for b in plan.breaches))
+        if plan.is_noop:
+            emit(args, {"executed": False, "calls": [], "plan": plan.to_json()}, render_plan(plan) + "\nNothing to do.")
+            return None
+        _confirm(args, plan)
+        return await executor.execute(build, expected=plan, wait=args.wait)
+
+
+def _confirm(args: argparse.Namespace, plan: ReshardPlan) -> None:
+    """Show the plan, then require the stream name typed on a TTY (or --yes)."""
+    if args.yes:
+        return
+    if not sys.stdin.isatty():
+        raise ConsoleError(f"refusing to {args.action} {args.stream} without confirmation: no TTY to ask on; "
+                           "review with `kconsole plan` and pass --yes", code="needs_confirmation")
+    print(render_plan(plan), file=sys.stderr)
+    print(f"\nThis will {plan.summary} on {args.stream}. Type the stream name to confirm: ",
+          end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline().strip()
+    if answer != args.stream:
+        raise ConsoleError(f"confirmation did not match {args.stream!r}; nothing was called", code="not_confirmed")
+
+
+def render_result(result: ExecutionResult) -> str:
+    lines = [f"Called: {call}" for call in result.calls]
+    lines.append(f"Stream status: {result.status}")
+    if result.after is None:
+        lines.append("Submitted; follow with `kconsole shards STREAM` or use --wait next time.")
+    elif result.differences:
+        lines.append("Observed open shards differ from the plan:")
+        lines += [f"  - {d}" for d in result.differences[:20]]
+    else:
+        lines.append(f"Done: {len(result.after)} open shards, exactly as planned.")
+    return "\n".join(lines)

@@ -1,7 +1,141 @@
-"""CLI commands: (not yet built)."""
+"""`kconsole streams` and `kconsole shards STREAM [--open | --all] [--tree]`."""
 
 from __future__ import annotations
 
+import argparse
+import re
+from typing import Any
+
+from console.commands._output import emit, note, run_async
+from console.errors import BadInput
+from console.lineage import OPEN, Lineage
+from console.model import StreamSummary
+
+# What AWS accepts as a stream name; checked here so a typo is exit 2, not a server round trip.
+_STREAM_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,128}$")
+DEFAULT_LOCAL_SHARDS = 4
+
 
 def register(subparsers, common) -> None:
-    """Add this module's subcommands (placeholder until the feature lands)."""
+    streams = subparsers.add_parser("streams", parents=common, help="list streams: status, mode, open shards, retention")
+    streams.set_defaults(handler=streams_command)
+
+    shards = subparsers.add_parser(
+        "shards", parents=common,
+        help="list a stream's shards with hash ranges and lineage",
+        description="List a stream's shards (hash keys as decimal strings) with parents and children. "
+                    "With --local, a missing stream is created first (4 shards, or --shards N).")
+    shards.add_argument("stream", metavar="STREAM", help="stream name")
+    which = shards.add_mutually_exclusive_group()
+    which.add_argument("--open", dest="which", action="store_const", const="open", help="only open shards")
+    which.add_argument("--all", dest="which", action="store_const", const="all",
+                       help="open and closed shards within retention (default)")
+    shards.add_argument("--tree", action="store_true", help="show the lineage as a tree (nested in --json)")
+    # Same meaning as the top-level --shards; SUPPRESS keeps a value given before the command name.
+    shards.add_argument("--shards", type=int, default=argparse.SUPPRESS, metavar="N",
+                        help="with --local: shard count if the stream has to be created (default 4)")
+    shards.set_defaults(handler=shards_command, which="all")
+
+
+# -- kconsole streams ------------------------------------------------------------------------------
+
+def streams_command(args: Any) -> int:
+    summaries, label = run_async(_fetch_streams(args))
+    emit(args, [summary.to_json() for summary in summaries], lambda: format_streams(summaries, label))
+    return 0
+
+
+async def _fetch_streams(args: Any) -> tuple[list[StreamSummary], str]:
+    from console.backend.client import BackendConfig, open_backend
+
+    config = BackendConfig.from_args(args)
+    async with open_backend(config) as kinesis:
+        wanted = getattr(args, "stream", None)
+        if config.kind == "local" and wanted:
+            await _ensure_local_stream(kinesis, wanted, args)
+        summaries = await kinesis.list_streams()
+        return sorted(summaries, key=lambda s: s.name), kinesis.label
+
+
+def format_streams(summaries: list[StreamSummary], label: str) -> str:
+    if not summaries:
+        return f"no streams on {label}"
+    header = ("NAME", "STATUS", "MODE", "OPEN SHARDS", "RETENTION", "ENCRYPTION")
+    rows = [(s.name, s.status, s.mode, str(s.open_shard_count), f"{s.retention_hours} h", s.encryption)
+            for s in summaries]
+    return _table(header, rows, right_aligned={3})
+
+
+# -- kconsole shards -------------------------------------------------------------------------------
+
+def shards_command(args: Any) -> int:
+    stream = validate_stream_name(args.stream)
+    lineage, label = run_async(_fetch_lineage(args, stream))
+    if args.which == "open":
+        # Rebuilt from the open shards alone so the tree shows only them; links still name the parents.
+        full = lineage
+        lineage = Lineage.build(node.shard for node in full.nodes.values() if node.state == OPEN)
+        rows = [full[node.shard_id].to_json() for node in lineage.nodes.values()]
+    else:
+        rows = lineage.rows()
+    if lineage.problem:
+        note(f"kconsole: warning: stream {stream!r}: {lineage.problem}")
+    document: dict[str, Any] = {"stream": stream, "backend": label, "which": args.which, "problem": lineage.problem}
+    if args.tree:
+        document["tree"] = lineage.tree_json()
+        emit(args, document, lambda: f"{_heading(stream, label, rows)}\n{lineage.render_tree()}")
+    else:
+        document["shards"] = rows
+        emit(args, document, lambda: f"{_heading(stream, label, rows)}\n{format_shards(rows, lineage.problem)}")
+    return 0
+
+
+def validate_stream_name(name: str) -> str:
+    if not _STREAM_NAME.match(name or ""):
+        raise BadInput(f"not a valid stream name: {name!r} (1 to 128 of a-z A-Z 0-9 _ . -)", code="bad_stream_name")
+    return name
+
+
+async def _fetch_lineage(args: Any, stream: str) -> tuple[Lineage, str]:
+    from console.backend.client import BackendConfig, open_backend
+
+    config = BackendConfig.from_args(args)
+    async with open_backend(config) as kinesis:
+        if config.kind == "local":
+            await _ensure_local_stream(kinesis, stream, args)
+        # Everything within retention, so closed parents and their links are shown; --open filters locally.
+        shards = await kinesis.all_shards(stream)
+        return Lineage.build(shards), kinesis.label
+
+
+async def _ensure_local_stream(kinesis: Any, stream: str, args: Any) -> None:
+    """The embedded server starts empty each run, so a named stream is created on demand."""
+    count = getattr(args, "shards", None)
+    count = DEFAULT_LOCAL_SHARDS if count is None else count
+    if await kinesis.ensure_stream(stream, count):
+        note(f"created stream {stream!r} with {count} shards on the embedded local Kinesis")
+
+
+def _heading(stream: str, label: str, rows: list[dict]) -> str:
+    open_count = sum(1 for row in rows if row["state"] == OPEN)
+    return f"stream {stream} on {label}: {len(rows)} shards ({open_count} open)"
+
+
+def format_shards(rows: list[dict], problem: str | None) -> str:
+    header = ("SHARD ID", "STATE", "STARTING HASH KEY", "ENDING HASH KEY", "SHARE",
+              "PARENT", "ADJACENT PARENT", "CHILDREN")
+    body = [(row["shard_id"], row["state"], row["starting_hash_key"], row["ending_hash_key"],
+             f"{row['share'] * 100:.2f}%", row["parent_shard_id"] or "-", row["adjacent_parent_shard_id"] or "-",
+             ",".join(row["children"]) or "-") for row in rows]
+    text = _table(header, body, right_aligned={2, 3, 4})
+    return f"{text}\nproblem: {problem}" if problem else text
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]], *, right_aligned: set[int]) -> str:
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(cell.rjust(width) if index in right_aligned else cell.ljust(width)
+                         for index, (cell, width) in enumerate(zip(cells, widths))).rstrip()
+
+    return "\n".join([line(header), *(line(row) for row in rows)])

@@ -1,7 +1,117 @@
-"""CLI commands: (not yet built)."""
+"""`kconsole tail STREAM`: print what is in a stream, decoded (like `cat`, or `tail -f` with --follow)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import sys
+from typing import Any
+
+from console.commands._output import note, run_async
+from console.decoding import KIND_ERROR, KIND_TEXT, DecodedRecord
+from console.errors import BadInput
+from console.hashkeys import validate_partition_key
+from console.tail import TailOptions, TailReader, parse_start
+
+TEXT_HEX_BYTES = 64  # binary content shown per record in text mode (--json carries it all)
+
 
 def register(subparsers, common) -> None:
-    """Add this module's subcommands (placeholder until the feature lands)."""
+    parser = subparsers.add_parser(
+        "tail", parents=common, help="print the records in a stream, decoded (JSON, gzip, KPL aggregates)",
+        description="Read every relevant shard concurrently (parents before children) and print each record "
+                    "decoded. Without --follow it stops at the end of what the stream holds now.")
+    parser.add_argument("stream", help="stream name")
+    parser.add_argument("--from", dest="start", default=None, metavar="WHERE",
+                        help="trim-horizon (the default without --follow: all the stream holds), latest (the "
+                             "default with --follow: only new records), an ISO-8601 timestamp (UTC unless it has "
+                             "an offset), or a sequence number (give --shard, or it is looked up)")
+    parser.add_argument("--shard", dest="shards", action="extend", nargs="+", default=[], metavar="ID",
+                        help="read only these shards (and their children if they split)")
+    parser.add_argument("--key", dest="partition_key", metavar="PK",
+                        help="only records with this partition key (reads only the shard that can hold it)")
+    parser.add_argument("--grep", metavar="TEXT", help="only records whose decoded content or key contains TEXT")
+    parser.add_argument("--follow", "-f", action="store_true", help="keep reading new records until Ctrl-C")
+    parser.add_argument("--limit", type=_positive_int, metavar="N", help="stop after N records")
+    parser.set_defaults(handler=run)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise BadInput(f"--limit must be a whole number of at least 1; got {text!r}")
+    return value
+
+
+def options_from_args(args: Any) -> TailOptions:
+    if args.partition_key is not None:
+        validate_partition_key(args.partition_key)
+    if args.grep is not None and not args.grep:
+        raise BadInput("--grep needs some text to look for")
+    return TailOptions(
+        start=parse_start(args.start or ("latest" if args.follow else "trim-horizon")),
+        shard_ids=tuple(args.shards),
+        partition_key=args.partition_key,
+        grep=args.grep,
+        follow=args.follow,
+        limit=args.limit,
+    )
+
+
+def run(args: Any) -> int:
+    from console.backend import BackendConfig
+
+    options = options_from_args(args)
+    config = BackendConfig.from_args(args)
+    as_json = bool(getattr(args, "json", False))
+    reader_box: list[TailReader] = []
+    try:
+        run_async(_tail(config, args.stream, options, as_json, reader_box))
+    except KeyboardInterrupt:
+        shown = reader_box[0].shown if reader_box else 0
+        note(f"tail: stopped after {shown} record{'s' if shown != 1 else ''}")
+        # Ctrl-C is how a --follow ends, so that is success; otherwise the read was cut short.
+        return 0 if options.follow else 130
+    return 0
+
+
+async def _tail(config, stream: str, options: TailOptions, as_json: bool, reader_box: list) -> None:
+    from console.backend import open_backend
+
+    async with open_backend(config) as kinesis:
+        reader = TailReader(kinesis, stream, options)
+        reader_box.append(reader)
+        await reader.position()
+        if not as_json:
+            shards = ", ".join(sorted(reader.progress)) or "none"
+            note(f"tail {stream} from {options.start.describe()}: shards {shards}"
+                 + (" (following; Ctrl-C stops)" if options.follow else ""))
+        write = sys.stdout.write
+        async with contextlib.aclosing(reader.batches()) as batches:
+            async for batch in batches:
+                if not batch.records:
+                    continue
+                if as_json:
+                    write("".join(json.dumps(r.to_json(), ensure_ascii=False, default=str) + "\n"
+                                  for r in batch.records))
+                else:
+                    write("".join(format_line(r) + "\n" for r in batch.records))
+                sys.stdout.flush()
+        if not as_json:
+            lags = ", ".join(f"{p.shard_id} {p.records} rec" for p in reader.progress.values())
+            note(f"tail: {reader.shown} record{'s' if reader.shown != 1 else ''} ({lags})")
+
+
+def format_line(record: DecodedRecord) -> str:
+    """One line per record: arrival, shard, sequence[/sub], key [ehk], kind, size, content."""
+    arrival = record.to_json()["arrival"] or "-"
+    key = record.partition_key + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
+    content = record.content_text(max_hex_bytes=TEXT_HEX_BYTES)
+    if record.kind == KIND_ERROR:
+        content = f"{record.error}: {content}"
+    elif record.kind == KIND_TEXT:
+        content = content.replace("\n", "\\n").replace("\r", "\\r")  # one line per record
+    return f"{arrival} {record.shard_id} {record.position} {key} {record.kind_label} {record.size}B {content}"

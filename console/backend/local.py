@@ -1,0 +1,144 @@
+"""Start, wait for and stop the embedded local Kinesis child process (see server_main).
+
+The child runs in its own session so a Ctrl-C in the terminal reaches only kconsole, which then stops
+the child itself; the child also watches its stdin pipe and parent pid, so it dies with a crashed parent.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import http.client
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from urllib.parse import urlsplit
+
+from console.errors import BackendError
+
+_live: set["LocalKinesisServer"] = set()
+_live_lock = threading.Lock()
+
+
+class LocalKinesisServer:
+    """A moto server child process. `start()` returns its endpoint URL once it answers HTTP."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, patched: bool = True) -> None:
+        self.host = host
+        self.port = port
+        self.patched = patched
+        self.endpoint_url: str | None = None
+        self.start_seconds: float | None = None
+        self._process: subprocess.Popen | None = None
+        self._log = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def start(self, timeout: float = 30.0) -> str:
+        began = time.monotonic()
+        command = [sys.executable, "-m", "console.backend.server_main", "--host", self.host,
+                   "--port", str(self.port), "--parent-pid", str(os.getpid())]
+        if not self.patched:
+            command.append("--unpatched")
+        self._log = tempfile.TemporaryFile()
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+            start_new_session=True, env=env,
+        )
+        with _live_lock:
+            _live.add(self)
+        try:
+            self.endpoint_url = self._read_ready_line(began + timeout)
+            self._wait_until_answering(began + timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self.start_seconds = time.monotonic() - began
+        return self.endpoint_url
+
+    def _read_ready_line(self, deadline: float) -> str:
+        assert self._process and self._process.stdout
+        stdout = self._process.stdout
+        with selectors.DefaultSelector() as selector:
+            selector.register(stdout, selectors.EVENT_READ)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise BackendError("the embedded local Kinesis did not start in time")
+                if selector.select(min(remaining, 0.5)):
+                    line = stdout.readline().decode(errors="replace").strip()
+                    if line.startswith("READY "):
+                        return line.split(" ", 1)[1]
+                    if not line and self._process.poll() is not None:
+                        raise BackendError(f"the embedded local Kinesis exited on start: {self._last_log_line()}")
+                elif self._process.poll() is not None:
+                    raise BackendError(f"the embedded local Kinesis exited on start: {self._last_log_line()}")
+
+    def _wait_until_answering(self, deadline: float) -> None:
+        parts = urlsplit(self.endpoint_url)
+        while True:
+            try:
+                connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=1.0)
+                connection.request("GET", "/moto-api/data.json")
+                connection.getresponse().read()
+                connection.close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise BackendError(f"the embedded local Kinesis at {self.endpoint_url} does not answer") from None
+                time.sleep(0.05)
+
+    def _last_log_line(self) -> str:
+        if self._log is None:
+            return "no output"
+        self._log.seek(0)
+        lines = [line for line in self._log.read().decode(errors="replace").splitlines() if line.strip()]
+        return lines[-1] if lines else "no output"
+
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def stop(self, timeout: float = 3.0) -> None:
+        """SIGTERM, then SIGKILL to the child's process group if it does not go in time. Idempotent."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            try:
+                process.send_signal(signal.SIGTERM)
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout)
+        if process is not None:
+            for stream in (process.stdin, process.stdout):
+                if stream:
+                    stream.close()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        with _live_lock:
+            _live.discard(self)
+
+    def __enter__(self) -> "LocalKinesisServer":
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+
+@atexit.register
+def _stop_all() -> None:
+    """Last line of defence on interpreter exit (e.g. an exception escaping asyncio.run)."""
+    with _live_lock:
+        servers = list(_live)
+    for server in servers:
+        server.stop(timeout=1.0)

@@ -1,0 +1,331 @@
+"""Fixes for moto 5.2.5's Kinesis, applied inside the embedded server process (see server_main).
+
+Each fix has a test in tests/test_moto_compat.py that runs against a patched and an unpatched
+server, asserting the defect is present only in the unpatched one. Measured defects:
+
+  routing      puts after a split go to the closed parent (moto searches every shard, closed ones first)
+  end key      an ExplicitHashKey equal to a shard's EndingHashKey fails (moto treats the end as exclusive)
+  concurrency  concurrent PutRecords to one shard lose records (read-max-then-insert without a lock)
+  closed end   a closed shard's iterator never ends (GetRecords always returns a NextShardIterator)
+  list token   ListShards with only NextToken fails (the token does not carry the stream)
+  filter       ListShards ignores ShardFilter
+  sequences    every shard numbers its records 1, 2, 3... so sequence numbers repeat across shards
+  split/merge  a split moves the parent's records into the children and a merge copies them into the
+               child (AWS leaves them in the closed parents); a merge given the upper shard first is
+               refused, and the merged range is wrong; OpenShardCount ignores splits and merges
+  rescale      UpdateShardCount doubles then merges pairs, leaving uneven ranges; AWS's UNIFORM_SCALING
+               ends with the even split of the key space
+
+Everything here runs under one lock per process: moto's models are not thread-safe and the server is threaded.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import itertools
+import json
+import threading
+import time
+from datetime import datetime
+from typing import Any
+
+from console.hashkeys import HASH_SPACE, even_split
+
+_applied = False
+_lock = threading.RLock()
+
+# AWS sequence numbers are 56-digit decimal strings that grow within a shard and never repeat in a
+# stream; one process-wide counter from an AWS-sized base gives both properties.
+SEQUENCE_BASE = 49_600_000_000_000_000_000_000_000_000_000_000_000_000_000_000_000_000
+_sequence = itertools.count(SEQUENCE_BASE + 1)
+
+
+def next_sequence_number() -> int:
+    with _lock:
+        return next(_sequence)
+
+
+def apply() -> None:
+    """Patch moto's Kinesis models and responses in this process; idempotent."""
+    global _applied
+    with _lock:
+        if _applied:
+            return
+        from moto.kinesis import models, responses
+
+        _patch_shard(models.Shard)
+        _patch_stream(models.Stream, models)
+        _patch_responses(responses.KinesisResponse, models)
+        _applied = True
+
+
+# ---- shards: sequence numbers, creation/close times --------------------------------------------
+
+def _patch_shard(Shard: type) -> None:
+    original_init = Shard.__init__
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        self.starting_sequence = next_sequence_number()
+        self.ending_sequence = None
+        self.created_at = time.time()
+        self.closed_at = None
+
+    def put_record(self, partition_key: str, data: str, explicit_hash_key: str) -> str:
+        from moto.kinesis.models import Record
+
+        sequence_number = next_sequence_number()
+        self.records[sequence_number] = Record(partition_key, data, sequence_number, explicit_hash_key)
+        return str(sequence_number)
+
+    def get_max_sequence_number(self) -> int:
+        # LATEST on an empty shard must not hand out an iterator that re-reads later records' gaps.
+        return next(reversed(self.records)) if self.records else self.starting_sequence
+
+    def to_json(self) -> dict[str, Any]:
+        response = original_to_json(self)
+        response["SequenceNumberRange"] = {"StartingSequenceNumber": str(self.starting_sequence)}
+        if not self.is_open:
+            response["SequenceNumberRange"]["EndingSequenceNumber"] = str(self.ending_sequence)
+        return response
+
+    original_to_json = Shard.to_json
+    Shard.__init__ = __init__
+    Shard.put_record = put_record
+    Shard.get_max_sequence_number = get_max_sequence_number
+    Shard.to_json = to_json
+
+
+def close_shard(shard: Any) -> None:
+    shard.is_open = False
+    shard.closed_at = time.time()
+    shard.ending_sequence = next_sequence_number()  # above every record the shard holds
+
+
+# ---- streams: routing, split, merge, rescale -----------------------------------------------------
+
+def _patch_stream(Stream: type, models: Any) -> None:
+    InvalidArgumentError = models.InvalidArgumentError
+    Shard = models.Shard
+
+    def get_shard_for_key(self, partition_key: str, explicit_hash_key: str) -> Any:
+        if not isinstance(partition_key, str) or not 1 <= len(partition_key) <= 256:
+            raise InvalidArgumentError("PartitionKey must be 1 to 256 characters")
+        if explicit_hash_key:
+            try:
+                hash_key = int(explicit_hash_key)
+            except (TypeError, ValueError):
+                raise InvalidArgumentError(f"ExplicitHashKey {explicit_hash_key!r} is not a decimal integer") from None
+            if not 0 <= hash_key < HASH_SPACE:
+                raise InvalidArgumentError(f"ExplicitHashKey {explicit_hash_key} is outside [0, 2^128-1]")
+        else:
+            from moto.utilities.utils import md5_hash
+
+            hash_key = int(md5_hash(partition_key.encode("utf-8")).hexdigest(), 16)
+        # Only open shards take writes, and both ends of a range are inclusive.
+        for shard in self.shards.values():
+            if shard.is_open and shard.starting_hash <= hash_key <= shard.ending_hash:
+                return shard
+        raise InvalidArgumentError(f"no open shard owns hash key {hash_key}")
+
+    def new_shard(self, start: int, end: int, parent: str | None, adjacent_parent: str | None = None) -> Any:
+        next_id = max(shard._shard_id for shard in self.shards.values()) + 1
+        shard = Shard(next_id, start, end, parent=parent, adjacent_parent=adjacent_parent)
+        self.shards[shard.shard_id] = shard
+        return shard
+
+    def split(self, shard: Any, new_start: int) -> tuple[Any, Any]:
+        low = new_shard(self, shard.starting_hash, new_start - 1, shard.shard_id)
+        high = new_shard(self, new_start, shard.ending_hash, shard.shard_id)
+        close_shard(shard)  # its records stay readable in the parent, as on AWS
+        return low, high
+
+    def merge(self, lower: Any, upper: Any, parent: Any, adjacent: Any) -> Any:
+        child = new_shard(self, lower.starting_hash, upper.ending_hash, parent.shard_id, adjacent.shard_id)
+        close_shard(lower)
+        close_shard(upper)
+        return child
+
+    def split_shard(self, shard_to_split: str, new_starting_hash_key: str) -> None:
+        shard = self.shards[shard_to_split]
+        new_start = int(new_starting_hash_key)
+        if not shard.is_open:
+            raise InvalidArgumentError(
+                f"Shard {shard.shard_id} in stream {self.stream_name} under account {self.account_id} has already "
+                "been merged or split, and thus is not eligible for merging or splitting.")
+        if not shard.starting_hash < new_start <= shard.ending_hash:
+            raise InvalidArgumentError(
+                f"NewStartingHashKey {new_start} used in SplitShard() on shard {shard.shard_id} in stream "
+                f"{self.stream_name} under account {self.account_id} is not both greater than the shard's "
+                f"StartingHashKey {shard.starting_hash} and at most its EndingHashKey {shard.ending_hash}.")
+        split(self, shard, new_start)
+
+    def merge_shards(self, shard_to_merge: str, adjacent_shard_to_merge: str) -> None:
+        first, second = self.shards[shard_to_merge], self.shards[adjacent_shard_to_merge]
+        for shard in (first, second):
+            if not shard.is_open:
+                raise InvalidArgumentError(
+                    f"Shard {shard.shard_id} in stream {self.stream_name} under account {self.account_id} has "
+                    "already been merged or split, and thus is not eligible for merging or splitting.")
+        lower, upper = sorted((first, second), key=lambda shard: shard.starting_hash)
+        if lower.ending_hash + 1 != upper.starting_hash:
+            raise InvalidArgumentError(
+                f"Shards {first.shard_id} and {second.shard_id} in stream {self.stream_name} under account "
+                f"{self.account_id} are not an adjacent pair of shards eligible for merging")
+        merge(self, lower, upper, first, second)
+
+    def update_shard_count(self, target_shard_count: int) -> None:
+        """UNIFORM_SCALING: end with the even split of the key space, through splits then merges, so
+        every new shard has at most two parents as on AWS."""
+        if self.stream_mode.get("StreamMode", "") == "ON_DEMAND":
+            raise models.StreamCannotBeUpdatedError(stream_name=self.stream_name, account_id=self.account_id)
+        target = even_split(int(target_shard_count))
+        if sorted((s.starting_hash, s.ending_hash) for s in self.shards.values() if s.is_open) == target:
+            return
+        for boundary, _ in target[1:]:
+            owner = next(s for s in self.shards.values() if s.is_open and s.starting_hash <= boundary <= s.ending_hash)
+            if owner.starting_hash != boundary:
+                split(self, owner, boundary)
+        for low, high in target:
+            pieces = sorted((s for s in self.shards.values() if s.is_open and low <= s.starting_hash <= high),
+                            key=lambda shard: shard.starting_hash)
+            while len(pieces) > 1:
+                pieces[:2] = [merge(self, pieces[0], pieces[1], pieces[0], pieces[1])]
+        self.shard_count = len(target)
+
+    original_summary = Stream.to_json_summary
+
+    def to_json_summary(self) -> dict[str, Any]:
+        summary = original_summary(self)
+        summary["StreamDescriptionSummary"]["OpenShardCount"] = sum(1 for s in self.shards.values() if s.is_open)
+        summary["StreamDescriptionSummary"]["ConsumerCount"] = len(self.consumers)
+        return summary
+
+    Stream.get_shard_for_key = get_shard_for_key
+    Stream.split_shard = split_shard
+    Stream.merge_shards = merge_shards
+    Stream.update_shard_count = update_shard_count
+    Stream.to_json_summary = to_json_summary
+
+
+# ---- responses: one request at a time, GetRecords at a closed end, ListShards ------------------
+
+def _patch_responses(KinesisResponse: type, models: Any) -> None:
+    from moto.core.responses import ActionResult, BaseResponse
+
+    InvalidArgumentError = models.InvalidArgumentError
+
+    def call_action(self) -> Any:
+        with _lock:  # moto's Kinesis models assume one caller at a time
+            return BaseResponse.call_action(self)
+
+    def get_records(self) -> Any:
+        from moto.kinesis.utils import compose_shard_iterator, decompose_shard_iterator
+
+        iterator = self._get_param("ShardIterator")
+        limit = self._get_param("Limit")
+        stream_name, shard_id, last_sequence = decompose_shard_iterator(iterator)
+        stream = self.kinesis_backend.describe_stream(stream_arn=self._get_param("StreamARN"), stream_name=stream_name)
+        shard = stream.get_shard(shard_id)
+        records, last_sequence, millis_behind = shard.get_records(last_sequence, limit)
+        result: dict[str, Any] = {"Records": [record.to_json() for record in records],
+                                  "MillisBehindLatest": millis_behind}
+        at_closed_end = not shard.is_open and (not shard.records or last_sequence >= next(reversed(shard.records)))
+        if at_closed_end:
+            # AWS: no NextShardIterator once a closed shard is read to its end, and the children to go on with.
+            result["ChildShards"] = [
+                {"ShardId": child.shard_id,
+                 "ParentShards": [p for p in (child.parent, child.adjacent_parent) if p],
+                 "HashKeyRange": {"StartingHashKey": str(child.starting_hash),
+                                  "EndingHashKey": str(child.ending_hash)}}
+                for child in stream.shards.values() if shard.shard_id in (child.parent, child.adjacent_parent)]
+        else:
+            result["NextShardIterator"] = compose_shard_iterator(stream_name, shard, last_sequence)
+        return ActionResult(result)
+
+    def list_shards(self) -> Any:
+        token = self._get_param("NextToken")
+        max_results = self._get_param("MaxResults", 10000)
+        if not isinstance(max_results, int) or not 1 <= max_results <= 10000:
+            raise InvalidArgumentError(f"MaxResults must be from 1 to 10000; got {max_results}")
+        if token:
+            if self._get_param("StreamName") or self._get_param("StreamARN"):
+                raise InvalidArgumentError("NextToken and StreamName cannot be provided together.")
+            state = _decode_token(token, InvalidArgumentError)
+        else:
+            state = {"name": self._get_param("StreamName"), "arn": self._get_param("StreamARN"),
+                     "after": self._get_param("ExclusiveStartShardId"), "filter": self._get_param("ShardFilter")}
+        stream = self.kinesis_backend.describe_stream(stream_arn=state["arn"], stream_name=state["name"])
+        shards = sorted(stream.shards.values(), key=lambda shard: shard._shard_id)
+        shards = _filtered(shards, stream, state["filter"], InvalidArgumentError)
+        if state["after"]:
+            shards = [shard for shard in shards if shard.shard_id > state["after"]]
+        page, more = shards[:max_results], len(shards) > max_results
+        result: dict[str, Any] = {"Shards": [shard.to_json() for shard in page]}
+        if more:
+            result["NextToken"] = _encode_token({**state, "after": page[-1].shard_id})
+        return ActionResult(result)
+
+    KinesisResponse.call_action = call_action
+    KinesisResponse.get_records = get_records
+    KinesisResponse.list_shards = list_shards
+
+
+def _encode_token(state: dict) -> str:
+    return base64.urlsafe_b64encode(json.dumps(state, default=str).encode()).decode()
+
+
+def _decode_token(token: str, InvalidArgumentError: type) -> dict:
+    try:
+        state = json.loads(base64.urlsafe_b64decode(token.encode()))
+        if not isinstance(state, dict) or not {"name", "arn", "after", "filter"} <= set(state):
+            raise ValueError
+        return state
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise InvalidArgumentError(f"Invalid NextToken: {token[:40]}") from None
+
+
+def _timestamp(value: Any) -> float:
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    raise ValueError(value)
+
+
+def _open_at(shard: Any, moment: float) -> bool:
+    return shard.created_at <= moment and (shard.is_open or shard.closed_at >= moment)
+
+
+def _filtered(shards: list, stream: Any, shard_filter: dict | None, InvalidArgumentError: type) -> list:
+    """ListShards' ShardFilter, as AWS documents each type. Nothing is ever trimmed here, so the trim
+    horizon is the stream's first moment (or `now - retention`, whichever is later)."""
+    if not shard_filter:
+        return shards
+    kind = shard_filter.get("Type")
+    # The stream's first shards have no parents and were all made at its creation.
+    earliest = max((shard.created_at for shard in shards if not shard.parent), default=time.time())
+    if kind == "AT_LATEST":
+        return [shard for shard in shards if shard.is_open]
+    if kind == "AFTER_SHARD_ID":
+        if not shard_filter.get("ShardId"):
+            raise InvalidArgumentError("ShardFilter AFTER_SHARD_ID needs a ShardId")
+        return [shard for shard in shards if shard.shard_id > shard_filter["ShardId"]]
+    if kind in ("AT_TRIM_HORIZON", "FROM_TRIM_HORIZON"):
+        horizon = max(earliest, time.time() - stream.retention_period_hours * 3600)
+        if kind == "FROM_TRIM_HORIZON":
+            return [shard for shard in shards if shard.is_open or shard.closed_at >= horizon]
+        return [shard for shard in shards if _open_at(shard, horizon)]
+    if kind in ("AT_TIMESTAMP", "FROM_TIMESTAMP"):
+        try:
+            moment = max(earliest, _timestamp(shard_filter.get("Timestamp")))
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"ShardFilter {kind} needs a Timestamp") from None
+        if kind == "FROM_TIMESTAMP":
+            return [shard for shard in shards if shard.is_open or shard.closed_at >= moment]
+        return [shard for shard in shards if _open_at(shard, moment)]
+    raise InvalidArgumentError(f"unknown ShardFilter Type {kind!r}")

@@ -1,0 +1,268 @@
+"""Decode Kinesis record payloads for people: KPL aggregates, gzip, JSON, UTF-8 text, otherwise hex.
+
+Detection is per record and cheap: the first bytes decide (KPL magic 0xF3899AC2, gzip 1F 8B, an
+opening `{`, `[` or `"`), so plain JSON costs one `json.loads` plus a few byte compares. A payload
+that claims a format but is broken (an aggregate whose MD5 trailer does not match, a truncated
+gzip stream) becomes a `decode-error` record carrying the reason, never an exception.
+
+KPL aggregates are parsed with aws-kinesis-agg's own protobuf schema and framing constants. We do
+not route them through its `iter_deaggregate_records` because that function passes a malformed
+aggregate through silently as if it were a plain record, prints errors to stderr (which would tear
+the terminal UI), re-base64-encodes every inner record, and reads `explicit_hash_key_index` without
+checking presence (an inner record without an explicit hash key gets the table's first one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import zlib
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+# `messages_pb2` imports its sibling `config_pb2` as a top-level module; importing the
+# deaggregator first puts the package directory on sys.path, as the library expects.
+from aws_kinesis_agg import DIGEST_SIZE, MAGIC, deaggregator  # noqa: F401
+from aws_kinesis_agg import messages_pb2
+from google.protobuf.message import DecodeError
+
+KIND_JSON = "json"
+KIND_TEXT = "text"
+KIND_HEX = "hex"
+KIND_ERROR = "decode-error"
+
+ENCODING_KPL = "kpl"
+ENCODING_GZIP = "gzip"
+
+GZIP_MAGIC = b"\x1f\x8b"
+# A 1 MiB record can inflate to gigabytes; beyond this we say so instead of exhausting memory.
+MAX_INFLATED_BYTES = 64 * 1024 * 1024
+
+_JSON_OPENERS = frozenset(b'{["')
+_WHITESPACE = b" \t\r\n"
+_WHITESPACE_CODES = frozenset(_WHITESPACE)
+# C0 controls other than tab, newline and carriage return (and DEL) mean "not text".
+_CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+@dataclass(slots=True)
+class DecodedRecord:
+    """One user record as shown: where it came from and what it holds. Treat it as immutable
+    (not `frozen=True` only because a frozen dataclass's __init__ costs as much as parsing the JSON).
+
+    `value` is the parsed JSON value (kind json), the text (kind text) or the raw bytes (kind hex
+    and decode-error, so hex is only spelled out when shown). `encoding` lists the wrappers peeled
+    off, outermost first, e.g. ("kpl", "gzip").
+    """
+
+    shard_id: str
+    sequence_number: str
+    partition_key: str
+    arrival: datetime | None
+    size: int
+    kind: str
+    value: Any
+    encoding: tuple[str, ...] = ()
+    sub_sequence_number: int | None = None
+    explicit_hash_key: str | None = None
+    error: str | None = None
+
+    @property
+    def position(self) -> str:
+        """Sequence number, with the sub-sequence for a record that came out of an aggregate."""
+        if self.sub_sequence_number is None:
+            return self.sequence_number
+        return f"{self.sequence_number}/{self.sub_sequence_number}"
+
+    @property
+    def kind_label(self) -> str:
+        """'json', 'gzip+json', 'kpl+gzip+json', 'decode-error'."""
+        return "+".join((*self.encoding, self.kind))
+
+    def content_json(self) -> Any:
+        """The content as a JSON-able value: the parsed JSON, the text, or the bytes in hex."""
+        if isinstance(self.value, (bytes, bytearray)):
+            return self.value.hex()
+        return self.value
+
+    def content_text(self, *, pretty: bool = False, max_hex_bytes: int | None = None) -> str:
+        """The content as one string (compact, or indented JSON with `pretty`)."""
+        if self.kind == KIND_JSON:
+            if pretty:
+                return json.dumps(self.value, indent=2, ensure_ascii=False)
+            return json.dumps(self.value, separators=(",", ":"), ensure_ascii=False)
+        if self.kind == KIND_TEXT:
+            return self.value
+        raw = bytes(self.value)
+        if max_hex_bytes is not None and len(raw) > max_hex_bytes:
+            return f"{raw[:max_hex_bytes].hex()}… ({len(raw)} bytes)"
+        return raw.hex()
+
+    def to_json(self) -> dict:
+        doc = {
+            "shard_id": self.shard_id,
+            "sequence_number": self.sequence_number,
+            "sub_sequence_number": self.sub_sequence_number,
+            "partition_key": self.partition_key,
+            "explicit_hash_key": self.explicit_hash_key,
+            "arrival": _iso(self.arrival),
+            "size": self.size,
+            "kind": self.kind,
+            "encoding": list(self.encoding),
+            "content": self.content_json(),
+        }
+        if self.error is not None:
+            doc["error"] = self.error
+        return doc
+
+
+def _iso(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# (kind, value, encoding, error): what a payload holds, before it meets its record's metadata.
+# A plain tuple because this runs once per record and a dataclass costs more than the JSON parse.
+Content = tuple[str, Any, tuple[str, ...], "str | None"]
+_GZIP_ONLY = (ENCODING_GZIP,)
+_KPL_ONLY = (ENCODING_KPL,)
+_KPL_GZIP = (ENCODING_KPL, ENCODING_GZIP)
+
+
+def classify(data: bytes) -> Content:
+    """Decide what a (non-aggregate) payload is: gzip (then look inside), JSON, text, or hex."""
+    if data[:2] == GZIP_MAGIC:
+        try:
+            inflated = _gunzip(data)
+        except ValueError as problem:
+            return KIND_ERROR, data, _GZIP_ONLY, f"corrupt gzip: {problem}"
+        kind, value, _, error = _classify_plain(inflated)
+        return kind, value, _GZIP_ONLY, error
+    return _classify_plain(data)
+
+
+def _classify_plain(data: bytes) -> Content:
+    # One byte decides whether JSON is worth trying; json.loads raising on every text record would
+    # cost more than the rest of the decoding.
+    first = data[0] if data else 0
+    if first in _WHITESPACE_CODES:
+        first = data.lstrip(_WHITESPACE)[:1]
+        first = first[0] if first else 0
+    if first in _JSON_OPENERS:
+        # JSON on the wire is UTF-8 (RFC 8259); decoding first skips json's encoding sniffing,
+        # which otherwise costs about a third of the parse.
+        try:
+            return KIND_JSON, json.loads(data.decode("utf-8")), (), None
+        except ValueError:  # JSONDecodeError and UnicodeDecodeError both
+            pass
+    if _CONTROL_BYTES.search(data) is None:
+        try:
+            return KIND_TEXT, data.decode("utf-8"), (), None
+        except UnicodeDecodeError:
+            pass
+    return KIND_HEX, data, (), None
+
+
+def _gunzip(data: bytes) -> bytes:
+    """Inflate every gzip member, bounded; raise ValueError with a readable reason."""
+    pieces: list[bytes] = []
+    total = 0
+    remaining = data
+    while remaining:
+        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        try:
+            piece = inflater.decompress(remaining, MAX_INFLATED_BYTES - total + 1)
+        except zlib.error as problem:
+            raise ValueError(_zlib_reason(problem)) from None
+        total += len(piece)
+        if total > MAX_INFLATED_BYTES or inflater.unconsumed_tail:
+            raise ValueError(f"inflates past {MAX_INFLATED_BYTES // (1024 * 1024)} MiB; not shown")
+        if not inflater.eof:
+            raise ValueError(f"truncated stream ({len(data)} bytes in, {total} inflated before the end)")
+        pieces.append(piece)
+        remaining = inflater.unused_data
+        if remaining and remaining[:2] != GZIP_MAGIC:
+            break  # trailing padding after the last member, as gzip(1) tolerates
+    return b"".join(pieces)
+
+
+def _zlib_reason(problem: zlib.error) -> str:
+    text = str(problem)
+    # "Error -3 while decompressing data: incorrect header check" -> "incorrect header check"
+    return text.split(": ", 1)[1] if ": " in text else text
+
+
+def decode_record(
+    data: bytes,
+    *,
+    shard_id: str,
+    sequence_number: str,
+    partition_key: str,
+    arrival: datetime | None = None,
+) -> list[DecodedRecord]:
+    """Decode one Kinesis record into the user records it holds (several for a KPL aggregate)."""
+    head = data[:4]
+    if head == MAGIC:
+        return _deaggregate(data, shard_id, sequence_number, partition_key, arrival)
+    kind, value, encoding, error = classify(data) if head[:2] == GZIP_MAGIC else _classify_plain(data)
+    return [DecodedRecord(shard_id, sequence_number, partition_key, arrival, len(data), kind, value, encoding,
+                          None, None, error)]
+
+
+def decode_api_record(raw: dict, shard_id: str) -> list[DecodedRecord]:
+    """Decode one element of GetRecords' `Records` (botocore has already base64-decoded `Data`)."""
+    return decode_record(
+        raw["Data"],
+        shard_id=shard_id,
+        sequence_number=raw["SequenceNumber"],
+        partition_key=raw.get("PartitionKey", ""),
+        arrival=raw.get("ApproximateArrivalTimestamp"),
+    )
+
+
+def _deaggregate(data: bytes, shard_id: str, sequence_number: str, partition_key: str,
+                 arrival: datetime | None) -> list[DecodedRecord]:
+    def broken(reason: str) -> list[DecodedRecord]:
+        return [DecodedRecord(shard_id, sequence_number, partition_key, arrival, len(data),
+                              KIND_ERROR, data, (ENCODING_KPL,), error=f"malformed KPL aggregate: {reason}")]
+
+    body = data[len(MAGIC):]
+    if len(body) <= DIGEST_SIZE:
+        return broken(f"{len(data)} bytes is too short for a message and its MD5 digest")
+    message, digest = body[:-DIGEST_SIZE], body[-DIGEST_SIZE:]
+    if hashlib.md5(message).digest() != digest:
+        return broken("MD5 digest does not match the message (corrupt or truncated record)")
+    aggregate = messages_pb2.AggregatedRecord()
+    try:
+        aggregate.ParseFromString(message)
+    except DecodeError as problem:
+        return broken(f"protobuf message does not parse ({problem})")
+    if not aggregate.IsInitialized():
+        missing = ", ".join(aggregate.FindInitializationErrors())
+        return broken(f"protobuf message lacks required fields ({missing})")
+    keys, hash_keys = aggregate.partition_key_table, aggregate.explicit_hash_key_table
+    if not aggregate.records:
+        return broken("it holds no user records")
+    decoded: list[DecodedRecord] = []
+    for sub_sequence, inner in enumerate(aggregate.records):
+        if inner.partition_key_index >= len(keys):
+            return broken(f"user record {sub_sequence} names partition key #{inner.partition_key_index} "
+                          f"of a {len(keys)}-entry table")
+        explicit_hash_key = None
+        if inner.HasField("explicit_hash_key_index"):
+            if inner.explicit_hash_key_index >= len(hash_keys):
+                return broken(f"user record {sub_sequence} names explicit hash key "
+                              f"#{inner.explicit_hash_key_index} of a {len(hash_keys)}-entry table")
+            explicit_hash_key = hash_keys[inner.explicit_hash_key_index]
+        payload = inner.data
+        kind, value, encoding, error = classify(payload)
+        decoded.append(DecodedRecord(
+            shard_id, sequence_number, keys[inner.partition_key_index], arrival, len(payload),
+            kind, value, _KPL_GZIP if encoding else _KPL_ONLY, sub_sequence, explicit_hash_key, error,
+        ))
+    return decoded

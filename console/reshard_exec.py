@@ -1,0 +1,260 @@
+"""Carry out a reshard plan through the backend, never blindly.
+
+`execute` re-reads the stream just before the first call and rebuilds the plan from that fresh
+shard list: if another operator changed the shards since the preview, it refuses (PlanRejected
+naming what changed); if the stream is UPDATING it waits (wait=True) or explains. Limits are
+checked again on the fresh state. Calls that hit ResourceInUse wait for ACTIVE and retry; split
+and merge LimitExceeded (5 calls/s per account) back off and retry; UpdateShardCount's
+LimitExceeded is a quota, so it is explained, not retried. Every executed plan is appended to the
+action log, including partial failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from console.actionlog import ActionLog
+from console.errors import BackendError, ConsoleError, LimitExceeded, PlanRejected, ResourceInUse
+from console.limits import StreamContext
+from console.model import Shard, StreamSummary
+from console.reshard import Operation, ReshardPlan
+
+Progress = Callable[[str], None]
+PlanBuilder = Callable[[Sequence[Shard], StreamContext], ReshardPlan]
+
+API_NAMES = {"split": "SplitShard", "merge": "MergeShards", "update_shard_count": "UpdateShardCount"}
+
+
+@dataclass(frozen=True)
+class ExecutionResult:
+    plan: ReshardPlan  # the plan as rebuilt from the fresh shard list, which is what ran
+    calls: tuple[str, ...]
+    status: str  # the stream's status when we stopped watching
+    after: tuple[Shard, ...] | None  # observed open shards (only when we waited for ACTIVE)
+    differences: tuple[str, ...]  # observed vs planned, when observed
+    log_entry: dict[str, Any] | None
+
+    def to_json(self) -> dict:
+        return {
+            "executed": bool(self.calls),
+            "calls": list(self.calls),
+            "status": self.status,
+            "matches_plan": None if self.after is None else not self.differences,
+            "differences": list(self.differences),
+            "observed_after": None if self.after is None else [_shard_json(s) for s in self.after],
+            "plan": self.plan.to_json(),
+        }
+
+
+def _shard_json(shard: Shard) -> dict:
+    return {"shard_id": shard.shard_id, "starting_hash_key": str(shard.starting_hash_key),
+            "ending_hash_key": str(shard.ending_hash_key), "share": shard.share,
+            "parent_shard_id": shard.parent_shard_id, "adjacent_parent_shard_id": shard.adjacent_parent_shard_id}
+
+
+def describe_changes(expected: Sequence[Shard], fresh: Sequence[Shard]) -> list[str]:
+    """What differs between the open shards a plan was made from and the open shards now."""
+    then = {s.shard_id: (s.starting_hash_key, s.ending_hash_key) for s in expected}
+    now = {s.shard_id: (s.starting_hash_key, s.ending_hash_key) for s in fresh}
+    changes = [f"{sid} is no longer open" for sid in then if sid not in now]
+    changes += [f"{sid} is a new open shard" for sid in now if sid not in then]
+    changes += [f"{sid}'s hash range changed" for sid in then if sid in now and then[sid] != now[sid]]
+    return changes
+
+
+def compare_with_plan(plan: ReshardPlan, observed: Sequence[Shard]) -> list[str]:
+    """Differences between the planned open shards and the observed ones (ids only where planned)."""
+    planned = [(s.shard_id, s.starting_hash_key, s.ending_hash_key) for s in plan.after]
+    seen = sorted(observed, key=lambda s: s.starting_hash_key)
+    if len(planned) != len(seen):
+        return [f"planned {len(planned)} open shards, observed {len(seen)}"]
+    differences = []
+    for (planned_id, start, end), shard in zip(planned, seen):
+        if (start, end) != (shard.starting_hash_key, shard.ending_hash_key):
+            differences.append(f"planned [{start}, {end}], observed {shard.shard_id} "
+                               f"[{shard.starting_hash_key}, {shard.ending_hash_key}]")
+        elif planned_id is not None and planned_id != shard.shard_id:
+            differences.append(f"planned id {planned_id}, observed {shard.shard_id} for the same range")
+    return differences
+
+
+def open_in_order(shards: Sequence[Shard]) -> list[Shard]:
+    return sorted((s for s in shards if s.is_open), key=lambda s: s.starting_hash_key)
+
+
+class Executor:
+    """One plan's execution against one backend. `sleep` and `clock` are injectable for tests."""
+
+    def __init__(self, kinesis: Any, stream: str, *, action_log: ActionLog, progress: Progress = lambda _: None,
+                 poll_interval: float = 1.0, timeout: float = 900.0, retries: int = 3,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.kinesis, self.stream, self.action_log, self.progress = kinesis, stream, action_log, progress
+        self.poll_interval, self.timeout, self.retries = poll_interval, timeout, retries
+        self.sleep, self.clock = sleep, clock
+
+    # ---------------------------------------------------------------- state
+
+    async def context(self, summary: StreamSummary) -> StreamContext:
+        calls = self.action_log.update_shard_count_calls(self.stream, self.kinesis.label)
+        return StreamContext(status=summary.status, mode=summary.mode,
+                             region=getattr(self.kinesis, "region", None), recent_scale_calls=calls)
+
+    async def snapshot(self) -> tuple[StreamSummary, list[Shard], StreamContext]:
+        summary = await self.kinesis.describe_stream(self.stream)
+        shards = await self.kinesis.all_shards(self.stream)
+        return summary, shards, await self.context(summary)
+
+    async def wait_until_active(self, reason: str) -> StreamSummary:
+        """Poll DescribeStreamSummary until ACTIVE, reporting progress; time out with a clear error."""
+        started = self.clock()
+        while True:
+            summary = await self.kinesis.describe_stream(self.stream)
+            elapsed = self.clock() - started
+            if summary.status == "ACTIVE":
+                if elapsed > 0:
+                    self.progress(f"{self.stream}: ACTIVE after {elapsed:.0f}s, {summary.open_shard_count} open shards")
+                return summary
+            if summary.status not in ("UPDATING", "CREATING"):
+                raise BackendError(f"{self.stream} is {summary.status}; cannot continue ({reason})", code="stream_state")
+            if elapsed >= self.timeout:
+                raise BackendError(
+                    f"{self.stream} is still {summary.status} after {elapsed:.0f}s ({reason}); "
+                    "check again later with `kconsole shards`", code="timeout")
+            self.progress(f"{self.stream}: {summary.status} ({reason}), {summary.open_shard_count} open shards, "
+                          f"{elapsed:.0f}s elapsed")
+            await self.sleep(self.poll_interval)
+
+    # ---------------------------------------------------------------- calls
+
+    def _resolve(self, operation: Operation, shards: Sequence[Shard]) -> Operation:
+        """Find the operation's shards by hash key in the current list (ids of shards created by
+        earlier steps were only predicted)."""
+        if operation.kind == "update_shard_count":
+            return operation
+        key = operation.new_starting_hash_key
+        opened = open_in_order(shards)
+        if operation.kind == "split":
+            owner = next((s for s in opened if s.starting_hash_key < key <= s.ending_hash_key), None)
+            if owner is None:
+                raise PlanRejected(f"cannot split at {key}: an open shard already starts there (the stream changed)")
+            return Operation("split", shard_id=owner.shard_id, new_starting_hash_key=key)
+        lower = next((s for s in opened if s.ending_hash_key == key - 1), None)
+        upper = next((s for s in opened if s.starting_hash_key == key), None)
+        if lower is None or upper is None:
+            raise PlanRejected(f"cannot merge at {key}: no two open shards meet there any more (the stream changed)")
+        return Operation("merge", shard_id=lower.shard_id, adjacent_shard_id=upper.shard_id, new_starting_hash_key=key)
+
+    async def _call(self, operation: Operation) -> None:
+        if operation.kind == "split":
+            await self.kinesis.split_shard(self.stream, operation.shard_id, operation.new_starting_hash_key)
+        elif operation.kind == "merge":
+            await self.kinesis.merge_shards(self.stream, operation.shard_id, operation.adjacent_shard_id)
+        else:
+            await self.kinesis.update_shard_count(self.stream, operation.target_shard_count)
+
+    async def _call_with_retries(self, operation: Operation) -> None:
+        api = API_NAMES[operation.kind]
+        for attempt in range(self.retries + 1):
+            try:
+                await self._call(operation)
+                return
+            except ResourceInUse as error:
+                if attempt == self.retries:
+                    raise ResourceInUse(f"{api} on {self.stream}: the stream stayed busy after {attempt + 1} tries "
+                                        f"({error.message}); another change may be running") from None
+                self.progress(f"{api}: stream busy (ResourceInUse); waiting for ACTIVE, then retrying")
+                await self.wait_until_active("busy")
+            except LimitExceeded as error:
+                if operation.kind == "update_shard_count":
+                    raise LimitExceeded(
+                        f"UpdateShardCount on {self.stream} refused by AWS (LimitExceeded): the stream may have used "
+                        "its 10 scaling calls in the last 24 hours (including calls from other tools), or the "
+                        f"target exceeds the account shard quota; {error.message}") from None
+                if attempt == self.retries:
+                    raise LimitExceeded(f"{api} on {self.stream} still refused after {attempt + 1} tries "
+                                        f"(LimitExceeded: split/merge allow 5 calls per second per account, and "
+                                        f"the account shard quota applies): {error.message}") from None
+                delay = self.poll_interval * 2 ** attempt
+                self.progress(f"{api}: LimitExceeded; retrying in {delay:.1f}s")
+                await self.sleep(delay)
+
+    # ---------------------------------------------------------------- the whole run
+
+    async def execute(self, build: PlanBuilder, *, expected: ReshardPlan, wait: bool) -> ExecutionResult:
+        summary, shards, context = await self.snapshot()
+        if summary.status == "UPDATING":
+            if not wait:
+                raise ResourceInUse(f"{self.stream} is UPDATING (another reshard is in progress); nothing was "
+                                    "called; run again with --wait to wait for it, or later")
+            await self.wait_until_active("another change in progress")
+            summary, shards, context = await self.snapshot()
+        plan = build(shards, context)
+        changes = describe_changes(expected.before, plan.before)
+        if changes:
+            raise PlanRejected(f"{self.stream} changed since the plan was made ({'; '.join(changes[:5])}); "
+                               "nothing was called; review the new plan and run again", code="stale_plan")
+        if plan.breaches:
+            raise PlanRejected("plan rejected, nothing was called: " + "; ".join(str(b) for b in plan.breaches))
+        if plan.is_noop:
+            return ExecutionResult(plan, (), summary.status, None, (), None)
+        who = await self._caller_identity()
+        calls: list[str] = []
+        counts: dict[str, int] = {}
+        try:
+            for index, operation in enumerate(plan.operations):
+                if index:
+                    await self.wait_until_active(f"step {index} of {len(plan.operations)} done")
+                    shards = await self.kinesis.all_shards(self.stream)
+                resolved = self._resolve(operation, shards)
+                await self._call_with_retries(resolved)
+                calls.append(resolved.describe())
+                api = API_NAMES[resolved.kind]
+                counts[api] = counts.get(api, 0) + 1
+                if len(plan.operations) > 1:
+                    self.progress(f"{index + 1}/{len(plan.operations)}: {resolved.describe()}")
+        except ConsoleError as error:
+            if calls:
+                self._log(plan, who, calls, counts, None, result="failed", error=error.message)
+            raise
+        status, after, differences = "UPDATING", None, ()
+        if wait:
+            status = (await self.wait_until_active("resharding")).status
+            after = tuple(open_in_order(await self.kinesis.all_shards(self.stream)))
+            differences = tuple(compare_with_plan(plan, after))
+        else:
+            status = (await self.kinesis.describe_stream(self.stream)).status
+            if status == "ACTIVE":  # the change already landed (the local server applies it at once)
+                after = tuple(open_in_order(await self.kinesis.all_shards(self.stream)))
+                differences = tuple(compare_with_plan(plan, after))
+        entry = self._log(plan, who, calls, counts, after, result="done" if after is not None else "submitted")
+        return ExecutionResult(plan, tuple(calls), status, after, differences, entry)
+
+    async def _caller_identity(self) -> str | None:
+        try:
+            return await self.kinesis.caller_identity()
+        except ConsoleError:
+            return None
+
+    def _log(self, plan: ReshardPlan, who: str | None, calls: list[str], counts: dict[str, int],
+             after: Sequence[Shard] | None, *, result: str, error: str | None = None) -> dict[str, Any]:
+        entry = {
+            "who": who,
+            "backend": self.kinesis.label,
+            "stream": self.stream,
+            "action": plan.action,
+            "summary": plan.summary,
+            "calls": counts,
+            "operations": calls,
+            "result": result,
+            "before": [_shard_json(s) for s in plan.before],
+            "after": [_shard_json(s) for s in after] if after is not None else None,
+            "planned_after": [s.to_json() for s in plan.after],
+        }
+        if error:
+            entry["error"] = error
+        return self.action_log.append(entry)

@@ -1,0 +1,67 @@
+"""The test records the embedded producer writes and the verifier reads back.
+
+A record is one JSON object: run id, partition key, per-key sequence number (0, 1, 2, ... in the
+order the producer means the key's records to be read) and the wall-clock time the producer first
+handed it to a request, padded with a filler field up to the requested payload size. Anything
+else found in a stream (other runs, other producers) decodes to None and is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+
+# AWS's limit on one record's data blob plus its partition key.
+MAX_RECORD_BYTES = 1024 * 1024
+_FORMAT_TAG = "kconsole-test/1"
+
+
+def new_run_id() -> str:
+    """Short, unique enough to tell runs apart in one stream's retention window."""
+    return secrets.token_hex(6)
+
+
+def partition_key_for(run_id: str, index: int) -> str:
+    """The run's index-th partition key. The run id is part of it, so two runs never share keys."""
+    return f"{run_id}-{index:06d}"
+
+
+@dataclass(frozen=True, slots=True)
+class TestRecord:
+    __test__ = False  # not a pytest test class, whatever its name says
+
+    run_id: str
+    key: str
+    seq: int
+    sent_at: float  # epoch seconds when the producer first sent it
+
+    def encode(self, payload_bytes: int = 0) -> bytes:
+        """The JSON body, padded with a filler field to `payload_bytes` when that is larger."""
+        head = {"t": _FORMAT_TAG, "run": self.run_id, "key": self.key, "seq": self.seq, "ts": round(self.sent_at, 6)}
+        body = json.dumps(head, separators=(",", ":")).encode()
+        room = payload_bytes - len(body)
+        if room <= 0:
+            return body
+        if room < 9:  # too little for `,"pad":""`: JSON whitespace fills it exactly
+            return body[:-1] + b" " * room + b"}"
+        return body[:-1] + b',"pad":"' + b"x" * (room - 9) + b'"}'
+
+
+def header_size(run_id: str, key: str) -> int:
+    """The most bytes a record of this run and key needs before padding (large seq, 6-decimal time)."""
+    return len(TestRecord(run_id, key, 999_999, 9_999_999_999.999999).encode(0))
+
+
+def decode(data: bytes, run_id: str | None = None) -> TestRecord | None:
+    """The test record in `data`, or None when it is not one (of this run, when `run_id` is given)."""
+    if not data.startswith(b'{"t":"' + _FORMAT_TAG.encode()):
+        return None
+    try:
+        doc = json.loads(data)
+        record = TestRecord(str(doc["run"]), str(doc["key"]), int(doc["seq"]), float(doc["ts"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+    if run_id is not None and record.run_id != run_id:
+        return None
+    return record

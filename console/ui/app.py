@@ -1,0 +1,392 @@
+"""The live console: header, key-space ribbon, and tabs (shards, lineage, placement, key tree, and
+the producer / tail / heat panels when their modules exist), polling the stream in a worker.
+
+The data source is injected (`source`: any object with KinesisBackend's read methods), so tests
+drive this app against the embedded local Kinesis and the benchmark against a 10k-shard fake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Footer, Input, Static, TabbedContent, TabPane, Tree
+
+from console.ui.commands import ACTIONS, MUTATING_ACTIONS, ConsoleCommands
+from console.ui.format import format_share, short_shard_id
+from console.ui.screens.help import HelpScreen
+from console.ui.screens.stream_picker import StreamPickerScreen
+from console.ui.source import ConnectionInfo, StreamView, describe_failure, poll_stream
+from console.ui.widgets.header import ConsoleHeader
+from console.ui.widgets.keytree_panel import KeyTreePanel
+from console.ui.widgets.lineage_tree import LineageTree
+from console.ui.widgets.placement import PlacementPanel
+from console.ui.widgets.ribbon import KeySpaceRibbon
+from console.ui.widgets.shard_table import ShardTable
+
+# Panels other helpers build; hosted as tabs when their module exists.
+OPTIONAL_PANELS = (
+    ("producer", "Producer", "console.ui.producer_panel", "issue 6: ordered producer"),
+    ("tail", "Tail", "console.ui.tail_view", "issue 8: tail"),
+    ("heat", "Heat", "console.ui.heat_panel", "issue 7: heat"),
+)
+
+
+class StreamRefreshed(Message):
+    """A poll succeeded and its result is on screen."""
+
+    def __init__(self, view: StreamView) -> None:
+        super().__init__()
+        self.view = view
+
+
+class PollFailed(Message):
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+
+
+class KConsoleApp(App[None]):
+    CSS_PATH = Path(__file__).parent / "kconsole.tcss"  # absolute, so subclasses elsewhere find it
+    TITLE = "kconsole"
+    COMMANDS = App.COMMANDS | {ConsoleCommands}
+
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
+        Binding("r", "refresh", "Refresh", id="app.refresh"),
+        Binding("slash", "filter", "Filter", key_display="/", id="app.filter"),
+        Binding("c", "copy_keys", "Copy keys", id="app.copy"),
+        Binding("s", "split", "Split", id="reshard.split"),
+        Binding("m", "merge", "Merge", id="reshard.merge"),
+        Binding("x", "scale", "Scale", id="reshard.scale"),
+        Binding("p", "pick_stream", "Streams", id="app.streams"),
+        *(Binding(a.key, a.action, a.title, show=False) for a in ACTIONS if a.action.startswith("show_tab")),
+    ]
+
+    def __init__(
+        self,
+        source: Any,
+        *,
+        stream: str | None = None,
+        interval: float = 5.0,
+        read_only: bool = False,
+        config_warning: str | None = None,
+        theme: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        poll_timeout: float | None = None,
+        on_stream_opened: Callable[[str], None] | None = None,
+        last_stream: str | None = None,
+        panel_modules: tuple[tuple[str, str, str, str], ...] = OPTIONAL_PANELS,
+    ) -> None:
+        super().__init__()
+        self.source = source
+        self.stream = stream
+        self.interval = interval
+        self.read_only = read_only
+        self.poll_timeout = poll_timeout or max(5.0, min(30.0, interval * 3))
+        self._config_warning = config_warning
+        self._theme_name = theme
+        self._clock = clock
+        self._on_stream_opened = on_stream_opened
+        self._last_stream = last_stream
+        self._panel_modules = panel_modules
+        self.connection = ConnectionInfo.of(source)
+        self.view: StreamView | None = None
+        self.selected_shard_id: str | None = None
+        self.poll_count = 0
+        self._poll_in_flight = False
+        self._poll_timer = None
+        self._lineage_dirty = False
+        self.missing_panels: list[str] = []
+
+    # ---- layout --------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield ConsoleHeader(clock=self._clock, id="header")
+        yield KeySpaceRibbon(id="ribbon")
+        with TabbedContent(id="tabs", initial="shards"):
+            with TabPane("Shards", id="shards"):
+                with Vertical(id="shards-body"):
+                    yield Input(placeholder="filter: id, #n, open/closed, parent (enter keeps, escape clears)",
+                                id="table-filter")
+                    yield ShardTable(id="shard-table")
+                    yield Static("", id="shard-detail")
+            with TabPane("Lineage", id="lineage"):
+                yield LineageTree(id="lineage-tree")
+            with TabPane("Placement", id="placement"):
+                yield PlacementPanel(id="placement-panel")
+            with TabPane("Key tree", id="keytree"):
+                yield KeyTreePanel(id="keytree-panel")
+            for tab_id, title, module, issue in self._panel_modules:
+                with TabPane(title, id=tab_id):
+                    yield self._optional_panel(tab_id, module, issue)
+        yield Footer()
+
+    def _optional_panel(self, tab_id: str, module_name: str, issue: str) -> Widget:
+        """The panel class is the module's `PANEL` (or its only Widget subclass named *Panel/*View)."""
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name != module_name:
+                raise
+            self.missing_panels.append(tab_id)
+            path = module_name.replace(".", "/") + ".py"
+            return Static(f"Not available in this build: {path} ({issue}) does not exist yet.",
+                          classes="missing-panel")
+        panel_class = getattr(module, "PANEL", None)
+        return panel_class(self) if panel_class is not None else Static(f"{module_name} has no PANEL")
+
+    def on_mount(self) -> None:
+        if self._theme_name and self._theme_name in self.available_themes:
+            self.theme = self._theme_name
+        self.header.update_state(backend=self.connection.backend, region=self.connection.region,
+                                 profile=self.connection.profile, stream=self.stream, read_only=self.read_only)
+        if self._config_warning:
+            self.notify(self._config_warning, title="config", severity="warning", timeout=10)
+        if self.read_only:
+            self.notify("read-only: split, merge and scale are disabled", timeout=5)
+        self.table.focus()
+        if self.stream:
+            if self._on_stream_opened:
+                self._on_stream_opened(self.stream)
+            self.poll_now()
+        else:
+            self.action_pick_stream()
+
+    @property
+    def header(self) -> ConsoleHeader:
+        return self.query_one(ConsoleHeader)
+
+    @property
+    def table(self) -> ShardTable:
+        return self.query_one(ShardTable)
+
+    @property
+    def ribbon(self) -> KeySpaceRibbon:
+        return self.query_one(KeySpaceRibbon)
+
+    @property
+    def lineage_tree(self) -> LineageTree:
+        return self.query_one(LineageTree)
+
+    @property
+    def placement(self) -> PlacementPanel:
+        return self.query_one(PlacementPanel)
+
+    # ---- polling -------------------------------------------------------------------------------
+
+    def poll_now(self) -> bool:
+        """Start a poll unless one is running (polls never overlap). The next one is armed when it ends."""
+        if self._poll_in_flight or not self.stream:
+            return False
+        if self._poll_timer is not None:
+            self._poll_timer.stop()
+            self._poll_timer = None
+        self._poll_in_flight = True
+        self.header.update_state(polling=True)
+        self._poll(self.stream)
+        return True
+
+    @work(exclusive=True, group="poll", exit_on_error=False)
+    async def _poll(self, stream: str) -> None:
+        try:
+            view = await asyncio.wait_for(poll_stream(self.source, stream), self.poll_timeout)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # every failure is shown in the header; the next poll retries
+            if stream == self.stream:
+                self._show_failure(describe_failure(error, self.poll_timeout))
+        else:
+            if stream == self.stream:
+                self._apply_view(view)
+        finally:
+            self._poll_in_flight = False
+            self.poll_count += 1
+            if stream == self.stream and self.is_running:
+                self.header.update_state(polling=False)
+                self._poll_timer = self.set_timer(self.interval, self.poll_now)
+
+    def _show_failure(self, reason: str) -> None:
+        self.header.update_state(error=reason)
+        self.post_message(PollFailed(reason))
+
+    def _apply_view(self, view: StreamView) -> None:
+        previous = self.view
+        self.view = view
+        self.header.update_state(summary=view.summary, refreshed_at=self._clock(), error=None)
+        self.table.apply(view.shards)
+        self.ribbon.set_shards(view.shards)
+        self.placement.set_index(view.index)
+        if self.query_one(TabbedContent).active == "lineage":
+            self.lineage_tree.apply(view.lineage)
+        else:
+            self._lineage_dirty = True
+        if view.tiling_problem and (previous is None or previous.tiling_problem != view.tiling_problem):
+            self.notify(view.tiling_problem, title="shard map", severity="warning")
+        if self.selected_shard_id is None or view.shard(self.selected_shard_id) is None:
+            first = self.table.selected_shard_id or (self.table.shard_ids[0] if self.table.row_count else None)
+            if first:
+                self.select_shard(first)
+        else:
+            self._show_detail()
+        self.post_message(StreamRefreshed(view))
+
+    # ---- selection -----------------------------------------------------------------------------
+
+    def select_shard(self, shard_id: str, origin: str | None = None) -> None:
+        """Select a shard everywhere (table, ribbon, tree); `origin` is the widget that already shows it."""
+        if origin is not None and shard_id == self.selected_shard_id:
+            return
+        self.selected_shard_id = shard_id
+        if origin != "table":
+            self.table.select(shard_id)
+        if origin != "tree" and not self._lineage_dirty:
+            self.lineage_tree.select_shard(shard_id)
+        self.ribbon.set_selected(shard_id)
+        self._show_detail()
+
+    def _show_detail(self) -> None:
+        detail = self.query_one("#shard-detail", Static)
+        shard = self.table.shard(self.selected_shard_id) if self.selected_shard_id else None
+        if shard is None:
+            detail.update("")
+            return
+        parents = ", ".join(shard.parents) or "none"
+        detail.update(
+            f"[b]{shard.shard_id}[/b] {'open' if shard.is_open else 'closed'} · share {format_share(shard.share)}"
+            f" · parents {parents} · c copies the keys\n"
+            f"start {shard.starting_hash_key}\nend   {shard.ending_hash_key}"
+        )
+
+    @on(ShardTable.Highlighted)
+    def _table_highlighted(self, event: ShardTable.Highlighted) -> None:
+        self.select_shard(event.shard_id, origin="table")
+
+    @on(Tree.NodeHighlighted, "#lineage-tree")
+    def _tree_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        if event.node.data:
+            self.select_shard(event.node.data, origin="tree")
+
+    @on(KeySpaceRibbon.ShardClicked)
+    def _ribbon_clicked(self, event: KeySpaceRibbon.ShardClicked) -> None:
+        self.select_shard(event.shard_id, origin="ribbon")
+
+    @on(PlacementPanel.MarkersChanged)
+    def _placement_markers(self, event: PlacementPanel.MarkersChanged) -> None:
+        self.ribbon.set_markers(event.hash_keys)
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        # The tree is only rebuilt while visible: a 10k-shard stream must not pay for a hidden tree.
+        if event.pane.id == "lineage" and self._lineage_dirty and self.view is not None:
+            self._lineage_dirty = False
+            self.lineage_tree.apply(self.view.lineage)
+            if self.selected_shard_id:
+                self.lineage_tree.select_shard(self.selected_shard_id)
+
+    # ---- filter --------------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        self.action_show_tab("shards")
+        box = self.query_one("#table-filter", Input)
+        box.add_class("-visible")
+        box.focus()
+
+    @on(Input.Changed, "#table-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.table.set_filter(event.value)
+
+    @on(Input.Submitted, "#table-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        if not event.value.strip():
+            event.input.remove_class("-visible")
+        self.table.focus()
+
+    def on_key(self, event) -> None:
+        box = self.query_one("#table-filter", Input)
+        if event.key == "escape" and box.has_focus:
+            box.value = ""
+            box.remove_class("-visible")
+            self.table.focus()
+            event.stop()
+
+    # ---- actions -------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in MUTATING_ACTIONS and self.read_only:
+            return None  # shown greyed out in the footer, and the key does nothing
+        return True
+
+    def action_refresh(self) -> None:
+        if not self.stream:
+            self.notify("no stream open: press p to pick one", severity="warning")
+        elif not self.poll_now():
+            self.notify("a refresh is already running", timeout=2)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.screen.active_bindings, self.read_only))
+
+    def action_show_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    def action_sort(self) -> None:
+        self.action_show_tab("shards")
+        self.table.action_cycle_sort()
+
+    def action_copy_keys(self) -> None:
+        shard = self.table.shard(self.selected_shard_id) if self.selected_shard_id else None
+        if shard is None:
+            self.notify("select a shard first", severity="warning")
+            return
+        self.copy_to_clipboard(f"{shard.starting_hash_key} {shard.ending_hash_key}")
+        self.notify(f"copied the hash keys of {short_shard_id(shard.shard_id)} (start end)", timeout=3)
+
+    def action_pick_stream(self) -> None:
+        self.push_screen(StreamPickerScreen(self.source, current=self.stream or self._last_stream), self._stream_picked)
+
+    def _stream_picked(self, name: str | None) -> None:
+        if name and name != self.stream:
+            self.open_stream(name)
+        elif not self.stream:
+            self.notify("no stream open: press p to pick one", severity="warning")
+
+    def open_stream(self, name: str) -> None:
+        if self._poll_timer is not None:
+            self._poll_timer.stop()
+            self._poll_timer = None
+        self.workers.cancel_group(self, "poll")
+        self._poll_in_flight = False
+        self.stream = name
+        self.view = None
+        self.selected_shard_id = None
+        self.table.apply([])
+        self.ribbon.set_shards([])
+        self.header.update_state(stream=name, summary=None, refreshed_at=None, error=None)
+        if self._on_stream_opened:
+            self._on_stream_opened(name)
+        self.poll_now()
+
+    def action_split(self) -> None:
+        self._reshard("split")
+
+    def action_merge(self) -> None:
+        self._reshard("merge")
+
+    def action_scale(self) -> None:
+        self._reshard("scale")
+
+    def _reshard(self, operation: str) -> None:
+        from console.ui import reshard_flow
+
+        reshard_flow.start(self, operation)

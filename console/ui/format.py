@@ -1,0 +1,49 @@
+"""Short, fixed-width text for shard ids, hash keys, shares and rates (shared by the UI widgets)."""
+
+from __future__ import annotations
+
+import re
+
+from console.hashkeys import MAX_HASH_KEY
+
+_NUMBERED_SHARD = re.compile(r"^shardId-(\d+)$")
+
+
+def short_shard_id(shard_id: str) -> str:
+    """'shardId-000000000012' -> '#12'; anything else (other servers' ids) is kept whole."""
+    match = _NUMBERED_SHARD.match(shard_id)
+    return f"#{int(match.group(1))}" if match else shard_id
+
+
+def abbreviate_hash_key(value: int) -> str:
+    """A 39-digit key in 10 columns: '0', '1.7014e+38', 'max' for 2**128-1."""
+    if value == 0:
+        return "0"
+    if value == MAX_HASH_KEY:
+        return "2^128-1"
+    return f"{value:.4e}"
+
+
+def format_share(share: float) -> str:
+    if share >= 0.0995:
+        return f"{share * 100:.1f}%"
+    if share >= 0.0001:
+        return f"{share * 100:.2f}%"
+    return f"{share * 100:.0e}%"
+
+
+def format_rate(value: float, unit: str) -> str:
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:.1f}{suffix}{unit}"
+    return f"{value:.0f}{unit}"
+
+
+def format_age(seconds: float) -> str:
+    if seconds < 1:
+        return "just now"
+    if seconds < 60:
+        return f"{seconds:.0f}s ago"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f}m{seconds % 60:02.0f}s ago"
+    return f"{seconds / 3600:.1f}h ago"

@@ -1,0 +1,1 @@
+"""The console's own widgets (each one small and testable on its own)."""

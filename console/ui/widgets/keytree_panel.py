@@ -1,0 +1,140 @@
+"""Key-tree balance (seed 000): from explicit hash keys already handed out, how balanced the tree of
+positions is per level, and the next keys to hand out that keep every future split even."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Input, Static, TextArea
+
+from console.errors import BadInput
+from console.hashkeys import parse_hash_key
+from console.keytree import BalanceReport, KeyTree
+
+NEXT_KEYS_DEFAULT = 8
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+def parse_keys(text: str) -> tuple[list[int], list[str]]:
+    """Decimal hash keys, one per line (blank lines and # comments skipped); returns keys and problems."""
+    keys, problems = [], []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        try:
+            keys.append(parse_hash_key(line))
+        except BadInput as error:
+            problems.append(f"line {number}: {error.message}")
+    return keys, problems
+
+
+def balance_table(report: BalanceReport) -> Table:
+    table = Table(box=None, padding=(0, 1), show_edge=False, expand=False)
+    table.add_column("Depth", justify="right")
+    table.add_column("Keys", justify="right")
+    table.add_column("Positions", justify="right")
+    table.add_column("Filled", justify="right")
+    table.add_column("", no_wrap=True)
+    for level in report.levels:
+        bar_cells = 20
+        filled = round(min(1.0, level.fill) * bar_cells)
+        table.add_row(str(level.depth), str(level.keys), str(level.capacity), f"{level.fill * 100:.1f}%",
+                      Text("█" * filled + "░" * (bar_cells - filled), style="green" if level.fill >= 1 else "yellow"))
+    return table
+
+
+class KeyTreePanel(Vertical):
+    BINDINGS = [Binding("ctrl+l", "load_file", "Load keys file", id="keytree.load")]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.report: BalanceReport | None = None
+        self.next_keys: list[int] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("Explicit hash keys in use, one per line (typed, pasted, or loaded from a file):",
+                     id="keytree-help")
+        yield TextArea(id="keytree-input", soft_wrap=False)
+        with Horizontal(id="keytree-controls"):
+            yield Input(placeholder="file of keys (ctrl+l loads)", id="keytree-file")
+            yield Input(str(NEXT_KEYS_DEFAULT), placeholder="how many next keys", id="keytree-count",
+                        type="integer", max_length=4)
+        with VerticalScroll(id="keytree-output"):
+            yield Static(id="keytree-summary")
+            yield Static(id="keytree-levels")
+            yield Static(id="keytree-next")
+
+    def on_mount(self) -> None:
+        self.recompute()
+
+    def set_keys(self, text: str) -> None:
+        self.query_one("#keytree-input", TextArea).load_text(text)
+        self.recompute()
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        event.stop()
+        self.recompute()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "keytree-count":
+            event.stop()
+            self.recompute()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "keytree-file":
+            event.stop()
+            self.action_load_file()
+
+    def action_load_file(self) -> None:
+        raw = self.query_one("#keytree-file", Input).value.strip()
+        if not raw:
+            self.notify("type the path of a file of hash keys first", severity="warning")
+            return
+        path = Path(raw).expanduser()
+        try:
+            if path.stat().st_size > MAX_FILE_BYTES:
+                raise OSError(f"larger than {MAX_FILE_BYTES // 2**20} MiB")
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            self.notify(f"cannot read {path}: {error}", severity="error")
+            return
+        self.set_keys(text)
+        self.notify(f"loaded {path}")
+
+    def _wanted_count(self) -> int:
+        raw = self.query_one("#keytree-count", Input).value.strip()
+        try:
+            return max(0, min(256, int(raw)))
+        except ValueError:
+            return NEXT_KEYS_DEFAULT
+
+    def recompute(self) -> None:
+        keys, problems = parse_keys(self.query_one("#keytree-input", TextArea).text)
+        tree = KeyTree.rehydrate(keys)
+        self.report = tree.balance()
+        try:
+            self.next_keys = tree.next_keys(self._wanted_count())
+        except BadInput as error:
+            self.next_keys = []
+            problems.append(error.message)
+        summary = Text()
+        summary.append(f"{self.report.total_keys} distinct keys", style="bold")
+        worst = self.report.worst
+        if worst is not None:
+            summary.append(f" · worst imbalance at depth {worst.depth}: {worst.left} left vs {worst.right} right"
+                           f" (position {worst.key})")
+        for problem in problems[:5]:
+            summary.append(f"\n{problem}", style="red")
+        if len(problems) > 5:
+            summary.append(f"\n… and {len(problems) - 5} more problems", style="red")
+        self.query_one("#keytree-summary", Static).update(summary)
+        self.query_one("#keytree-levels", Static).update(balance_table(self.report) if self.report.levels else "")
+        next_text = Text("Next balanced keys:\n", style="bold")
+        next_text.append("\n".join(str(key) for key in self.next_keys) or "(none)")
+        self.query_one("#keytree-next", Static).update(next_text)

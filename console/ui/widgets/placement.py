@@ -1,0 +1,129 @@
+"""Placement: type or paste keys and see, live, each key's hash key and the open shard it lands on.
+
+One key per line. In partition-key mode the hash is MD5 (as Kinesis does it); in explicit mode each
+line is a decimal ExplicitHashKey. The keys are marked on the ribbon; with many keys a summary says
+how they spread over the open shards.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import DataTable, Static, TextArea
+
+from console.errors import BadInput
+from console.hashkeys import HashRangeIndex, md5_hash_key, parse_hash_key, validate_partition_key
+from console.ui.format import format_share, short_shard_id
+
+SHOWN_ROWS = 200  # the table lists the first keys; the summary covers all of them
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    key: str
+    hash_key: int | None
+    shard_id: str | None
+    problem: str | None = None
+
+
+def place_keys(lines: list[str], *, explicit: bool, index: HashRangeIndex | None) -> list[Placement]:
+    placements = []
+    for line in lines:
+        key = line.strip() if explicit else line
+        if not key.strip():
+            continue
+        try:
+            hash_key = parse_hash_key(key) if explicit else md5_hash_key(validate_partition_key(key))
+        except BadInput as error:
+            placements.append(Placement(key, None, None, error.message))
+            continue
+        placements.append(Placement(key, hash_key, index.predict(hash_key) if index else None))
+    return placements
+
+
+def distribution_summary(placements: list[Placement], index: HashRangeIndex | None) -> str:
+    placed = [p for p in placements if p.shard_id]
+    bad = sum(1 for p in placements if p.problem)
+    if not placements:
+        return "Type partition keys, one per line (or paste many)."
+    if index is None:
+        return f"{len(placements)} keys; waiting for the shard map to predict shards."
+    counts = Counter(p.shard_id for p in placed)
+    parts = [f"{len(placed)} keys on {len(counts)} of {len(index)} open shards"]
+    if placed:
+        expected = len(placed) / len(index)
+        busiest, top = counts.most_common(1)[0]
+        empty = len(index) - len(counts)
+        parts.append(f"busiest {short_shard_id(busiest)} {top} keys ({format_share(top / len(placed))},"
+                     f" {top / expected:.1f}x even)")
+        if empty:
+            parts.append(f"{empty} shard{'s' if empty != 1 else ''} get none")
+    if bad:
+        parts.append(f"{bad} invalid")
+    return " · ".join(parts)
+
+
+class PlacementPanel(Vertical):
+    BINDINGS = [Binding("ctrl+t", "toggle_mode", "Key mode", id="placement.mode")]
+
+    class MarkersChanged(Message):
+        def __init__(self, hash_keys: list[int]) -> None:
+            super().__init__()
+            self.hash_keys = hash_keys
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.explicit = False
+        self.index: HashRangeIndex | None = None
+        self.placements: list[Placement] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._mode_text(), id="placement-mode")
+        yield TextArea(id="placement-input", soft_wrap=False)
+        yield Static("Type partition keys, one per line (or paste many).", id="placement-summary")
+        table = DataTable(id="placement-results", cursor_type="row", zebra_stripes=True)
+        table.add_column("Key", key="key")
+        table.add_column("Hash key", key="hash")
+        table.add_column("Shard", key="shard")
+        yield table
+
+    def _mode_text(self) -> str:
+        mode = "explicit hash keys (decimal)" if self.explicit else "partition keys (MD5)"
+        return f"Keys are {mode}, one per line · ctrl+t switches"
+
+    def action_toggle_mode(self) -> None:
+        self.explicit = not self.explicit
+        self.query_one("#placement-mode", Static).update(self._mode_text())
+        self._recompute()
+
+    def set_keys(self, text: str) -> None:
+        """Replace the typed keys (used by tests and the command palette)."""
+        self.query_one("#placement-input", TextArea).load_text(text)
+        self._recompute()
+
+    def set_index(self, index: HashRangeIndex | None) -> None:
+        if index is not self.index:
+            self.index = index
+            self._recompute()
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        event.stop()
+        self._recompute()
+
+    def _recompute(self) -> None:
+        text = self.query_one("#placement-input", TextArea).text
+        self.placements = place_keys(text.splitlines(), explicit=self.explicit, index=self.index)
+        self.query_one("#placement-summary", Static).update(distribution_summary(self.placements, self.index))
+        table = self.query_one("#placement-results", DataTable)
+        table.clear()
+        for placement in self.placements[:SHOWN_ROWS]:
+            if placement.problem:
+                table.add_row(placement.key[:40], placement.problem, "-")
+            else:
+                table.add_row(placement.key[:40], str(placement.hash_key), placement.shard_id or "?")
+        self.post_message(self.MarkersChanged([p.hash_key for p in self.placements if p.hash_key is not None]))

@@ -1,0 +1,430 @@
+"""Read a producer run back and check that nothing was lost, reordered or misplaced.
+
+Which shards: every shard a put was acknowledged on or predicted for, and all their descendants
+(a key's records move to a child after a split or merge). How: parents are read to their end
+before their children, as a consumer must, starting at the smallest sequence number acknowledged
+on the shard (AT_SEQUENCE_NUMBER) — or at TRIM_HORIZON when the shard had no ack, or when a
+request of unknown outcome might have written to it before that first ack. Closed shards are read
+to their end, open ones to their current end (an empty page with nothing behind it).
+
+What: per record (key, per-key seq) the copies read and where. Lost = acknowledged, never read;
+duplicated = copies beyond the first; out of order = a key's record read after a later one of the
+same key; misplaced = read from a shard that is neither the predicted one (or, without a shard
+map, the acknowledged one) nor a descendant of it; latency = arrival time minus the record's send
+time. The transport is injected (backend methods), so this module does no I/O of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from console.errors import BackendError, ConsoleError, Throttled
+from console.model import Shard
+from console.producer import ProduceResult
+from console.testrecords import decode
+
+MAX_PROBLEMS_PER_KIND = 50  # detailed entries kept per kind of failure; the counts are always complete
+
+
+@dataclass(frozen=True, slots=True)
+class ReadCopy:
+    """One copy of a test record as read from the stream."""
+
+    key: str
+    seq: int
+    shard_id: str
+    sequence_number: str
+    order: int  # position of the shard in lineage order (parents first)
+    sent_at: float
+    arrival: float | None  # epoch seconds (ApproximateArrivalTimestamp)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One failure, with what the UI needs to show the records involved."""
+
+    kind: str  # lost | duplicated | out_of_order | misplaced | unacknowledged_read
+    key: str
+    seq: int
+    detail: str
+    shard_id: str | None = None
+    position: int | None = None  # index in the key's read order
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "key": self.key, "seq": self.seq, "shard_id": self.shard_id,
+                "position": self.position, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class ShardRead:
+    shard_id: str
+    start: str  # AT_SEQUENCE_NUMBER | TRIM_HORIZON
+    records: int  # every record read on the shard
+    run_records: int  # the run's records among them
+    closed: bool
+
+
+@dataclass
+class VerificationReport:
+    run_id: str
+    stream: str
+    sent: int
+    acknowledged: int
+    read_back: int  # distinct records of the run read
+    lost: int
+    duplicated: int
+    possible_duplicates: int
+    out_of_order: int
+    out_of_order_keys: int
+    misplaced: int
+    unacknowledged_read: int  # read, though the producer never got an ack (gave up or unknown)
+    failed: int  # records the producer gave up on
+    shard_mismatches: int
+    latency_ms: dict[str, float | None]
+    shards: list[ShardRead]
+    read_seconds: float
+    copies_read: int
+    first_out_of_order: dict | None
+    problems: list[Problem]
+    copies_by_key: dict[str, list[ReadCopy]] = field(default_factory=dict, repr=False)
+    acks_by_key: dict[str, dict[int, Any]] = field(default_factory=dict, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.lost == 0 and self.out_of_order == 0 and self.misplaced == 0 and self.failed == 0
+
+    @property
+    def read_records_per_second(self) -> float:
+        return self.copies_read / self.read_seconds if self.read_seconds > 0 else 0.0
+
+    def records_for(self, key: str) -> list[dict]:
+        """The key's copies in read order, with what the producer was told for each (for the UI)."""
+        acks = self.acks_by_key.get(key, {})
+        rows = []
+        for position, copy in enumerate(self.copies_by_key.get(key, [])):
+            ack = acks.get(copy.seq)
+            rows.append({"position": position, "seq": copy.seq, "shard_id": copy.shard_id,
+                         "sequence_number": copy.sequence_number,
+                         "acked_shard_id": ack.shard_id if ack else None,
+                         "acked_sequence_number": ack.sequence_number if ack else None})
+        read = {copy.seq for copy in self.copies_by_key.get(key, [])}
+        for seq, ack in sorted(acks.items()):
+            if seq not in read:
+                rows.append({"position": None, "seq": seq, "shard_id": None, "sequence_number": None,
+                             "acked_shard_id": ack.shard_id, "acked_sequence_number": ack.sequence_number})
+        return rows
+
+    def to_json(self) -> dict:
+        return {
+            "ok": self.ok,
+            "run_id": self.run_id,
+            "stream": self.stream,
+            "sent": self.sent,
+            "acknowledged": self.acknowledged,
+            "read_back": self.read_back,
+            "lost": self.lost,
+            "duplicated": self.duplicated,
+            "possible_duplicates": self.possible_duplicates,
+            "out_of_order": self.out_of_order,
+            "out_of_order_keys": self.out_of_order_keys,
+            "first_out_of_order": self.first_out_of_order,
+            "misplaced": self.misplaced,
+            "unacknowledged_read": self.unacknowledged_read,
+            "failed": self.failed,
+            "shard_mismatches": self.shard_mismatches,
+            "latency_ms": self.latency_ms,
+            "read_seconds": round(self.read_seconds, 3),
+            "read_records_per_second": round(self.read_records_per_second, 1),
+            "shards_read": [vars(read) for read in self.shards],
+            "problems": [problem.to_json() for problem in self.problems],
+        }
+
+
+class Lineage:
+    """Parent/child links of a stream's shards, enough for reading order and descendants."""
+
+    def __init__(self, shards: list[Shard]) -> None:
+        self.shards = {shard.shard_id: shard for shard in shards}
+        self.children: dict[str, list[str]] = defaultdict(list)
+        for shard in shards:
+            for parent in shard.parents:
+                self.children[parent].append(shard.shard_id)
+        self.order = self._topological_order()
+
+    def _topological_order(self) -> dict[str, int]:
+        """Every shard after all of its (listed) parents; ties by hash range, then id."""
+        depth: dict[str, int] = {}
+
+        def depth_of(shard_id: str) -> int:
+            if shard_id not in depth:
+                parents = [p for p in self.shards[shard_id].parents if p in self.shards]
+                depth[shard_id] = 1 + max((depth_of(p) for p in parents), default=-1)
+            return depth[shard_id]
+
+        ordered = sorted(self.shards, key=lambda s: (depth_of(s), self.shards[s].starting_hash_key, s))
+        return {shard_id: index for index, shard_id in enumerate(ordered)}
+
+    def descendants(self, shard_id: str) -> set[str]:
+        found: set[str] = set()
+        stack = list(self.children.get(shard_id, ()))
+        while stack:
+            child = stack.pop()
+            if child not in found:
+                found.add(child)
+                stack.extend(self.children.get(child, ()))
+        return found
+
+    def at_or_below(self, shard_id: str) -> set[str]:
+        return {shard_id} | self.descendants(shard_id)
+
+
+@dataclass
+class ReadSettings:
+    concurrency: int = 8  # shards read at once
+    page_limit: int = 10000
+    min_call_interval: float = 0.0  # per shard; AWS allows 5 GetRecords/s per shard (0.2 s)
+    timeout: float = 300.0  # for the whole read-back
+    retry_base: float = 0.1
+    retry_cap: float = 2.0
+
+
+class Verifier:
+    """Reads a run back through injected backend calls and builds a VerificationReport."""
+
+    def __init__(self, *, all_shards: Callable[[str], Awaitable[list[Shard]]],
+                 get_shard_iterator: Callable[..., Awaitable[str]],
+                 get_records: Callable[..., Awaitable[dict]],
+                 settings: ReadSettings | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._all_shards = all_shards
+        self._get_shard_iterator = get_shard_iterator
+        self._get_records = get_records
+        self.settings = settings or ReadSettings()
+        self._clock = clock
+
+    @classmethod
+    def for_backend(cls, kinesis: Any, settings: ReadSettings | None = None) -> "Verifier":
+        return cls(all_shards=kinesis.all_shards, get_shard_iterator=kinesis.get_shard_iterator,
+                   get_records=kinesis.get_records, settings=settings)
+
+    async def verify(self, run: ProduceResult) -> VerificationReport:
+        started = self._clock()
+        lineage = Lineage(await self._all_shards(run.stream))
+        plan = self._plan(run, lineage)
+        copies: list[ReadCopy] = []
+        reads: dict[str, ShardRead] = {}
+        done = {shard_id: asyncio.Event() for shard_id in plan}
+        gate = asyncio.Semaphore(self.settings.concurrency)
+
+        async def read(shard_id: str) -> None:
+            for parent in lineage.shards[shard_id].parents:
+                if parent in done:
+                    await done[parent].wait()
+            try:
+                async with gate:
+                    reads[shard_id] = await self._read_shard(run, lineage, shard_id, plan[shard_id], copies)
+            finally:
+                done[shard_id].set()
+
+        try:
+            async with asyncio.timeout(self.settings.timeout):
+                async with asyncio.TaskGroup() as group:
+                    for shard_id in sorted(plan, key=lineage.order.__getitem__):
+                        group.create_task(read(shard_id))
+        except TimeoutError:
+            raise BackendError(f"read-back of run {run.run_id} did not finish within {self.settings.timeout:g} s",
+                               code="verify_timeout") from None
+        except BaseExceptionGroup as group_error:
+            raise group_error.exceptions[0] from None
+        elapsed = self._clock() - started
+        ordered_reads = [reads[s] for s in sorted(reads, key=lineage.order.__getitem__)]
+        return analyse(run, lineage, copies, ordered_reads, elapsed)
+
+    def _plan(self, run: ProduceResult, lineage: Lineage) -> dict[str, tuple[str, str | None]]:
+        """shard id -> (iterator type, starting sequence number) for every shard to read."""
+        seeds = set(run.first_acks)
+        seeds.update(ack.predicted for ack in run.acks.values() if ack.predicted)
+        seeds.update(shard for shard in run.unknown_outcomes if shard)
+        relevant: set[str] = set()
+        for shard_id in seeds:
+            if shard_id in lineage.shards:
+                relevant |= lineage.at_or_below(shard_id)
+        plan = {}
+        for shard_id in relevant:
+            first = run.first_acks.get(shard_id)
+            if first is None or self._maybe_written_before(run, lineage, shard_id, first[1]):
+                plan[shard_id] = ("TRIM_HORIZON", None)
+            else:
+                plan[shard_id] = ("AT_SEQUENCE_NUMBER", str(first[0]))
+        return plan
+
+    @staticmethod
+    def _maybe_written_before(run: ProduceResult, lineage: Lineage, shard_id: str, first_ack_at: float) -> bool:
+        """Could a request of unknown outcome have written to `shard_id` ahead of its first ack?
+        Only if it was sent before that ack came back, to this shard or an ancestor (or unpredicted)."""
+        for predicted, sent_at in run.unknown_outcomes.items():
+            if sent_at >= first_ack_at:
+                continue
+            if predicted is None or predicted not in lineage.shards or shard_id in lineage.at_or_below(predicted):
+                return True
+        return False
+
+    async def _read_shard(self, run: ProduceResult, lineage: Lineage, shard_id: str,
+                          start: tuple[str, str | None], copies: list[ReadCopy]) -> ShardRead:
+        shard = lineage.shards[shard_id]
+        order = lineage.order[shard_id]
+        iterator_type, sequence_number = start
+        iterator = await self._call(self._get_shard_iterator, run.stream, shard_id, iterator_type,
+                                    sequence_number=sequence_number)
+        total = mine = 0
+        last_sequence_number: str | None = None
+        last_call = float("-inf")
+        while iterator:
+            wait = self.settings.min_call_interval - (self._clock() - last_call)
+            if wait > 0:
+                await asyncio.sleep(wait)
+            last_call = self._clock()
+            try:
+                page = await self._call(self._get_records, iterator, limit=self.settings.page_limit)
+            except BackendError as error:
+                if error.code != "expired_iterator":
+                    raise
+                after = ("AFTER_SEQUENCE_NUMBER", last_sequence_number) if last_sequence_number else start
+                iterator = await self._call(self._get_shard_iterator, run.stream, shard_id, after[0],
+                                            sequence_number=after[1])
+                continue
+            records = page.get("Records") or []
+            for raw in records:
+                total += 1
+                last_sequence_number = raw["SequenceNumber"]
+                record = decode(raw["Data"], run.run_id)
+                if record is None:
+                    continue
+                mine += 1
+                copies.append(ReadCopy(record.key, record.seq, shard_id, raw["SequenceNumber"], order,
+                                       record.sent_at, _epoch(raw.get("ApproximateArrivalTimestamp"))))
+            iterator = page.get("NextShardIterator")
+            # Caught up: nothing returned and nothing behind. An open shard's current end; a closed
+            # shard normally ends with no next iterator, but some servers keep handing one out.
+            if not records and not page.get("MillisBehindLatest"):
+                break
+        return ShardRead(shard_id, iterator_type, total, mine, closed=not shard.is_open)
+
+    async def _call(self, function: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
+        """Retry throttling (shared read limits) and a briefly unreachable endpoint with backoff."""
+        delay = self.settings.retry_base
+        for attempt in range(8):
+            try:
+                return await function(*args, **kwargs)
+            except ConsoleError as error:
+                retriable = isinstance(error, Throttled) or error.code == "endpoint_unreachable"
+                if not retriable or attempt == 7:
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(self.settings.retry_cap, delay * 2)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _epoch(value: Any) -> float | None:
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, (int, float)):
+        return float(value)
+    return None
+
+
+def _percentile(ordered: list[float], fraction: float) -> float:
+    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def analyse(run: ProduceResult, lineage: Lineage, copies: list[ReadCopy], shards: list[ShardRead],
+            read_seconds: float) -> VerificationReport:
+    """Compare what was read with what the producer was told. Pure: no I/O."""
+    problems_by_kind: dict[str, list[Problem]] = defaultdict(list)
+
+    def problem(kind: str, *args: Any) -> None:
+        if len(problems_by_kind[kind]) < MAX_PROBLEMS_PER_KIND:
+            problems_by_kind[kind].append(Problem(kind, *args))
+
+    by_key: dict[str, list[ReadCopy]] = defaultdict(list)
+    for copy in copies:
+        by_key[copy.key].append(copy)
+    acks_by_key: dict[str, dict[int, Any]] = defaultdict(dict)
+    for (key, seq), ack in run.acks.items():
+        acks_by_key[key][seq] = ack
+
+    duplicated = out_of_order = out_of_order_keys = misplaced = unacked_read = 0
+    first_out_of_order = None
+    latencies: list[float] = []
+    read_pairs: set[tuple[str, int]] = set()
+    allowed_cache: dict[str, set[str]] = {}
+    for key in sorted(by_key):
+        key_copies = by_key[key]
+        key_copies.sort(key=lambda c: (c.order, int(c.sequence_number)))
+        highest = -1
+        seen: set[int] = set()
+        key_disordered = False
+        acks = acks_by_key.get(key, {})
+        for position, copy in enumerate(key_copies):
+            if copy.seq in seen:
+                duplicated += 1
+                problem("duplicated", key, copy.seq, f"copy read again on {copy.shard_id}", copy.shard_id, position)
+            else:
+                seen.add(copy.seq)
+                if copy.seq not in acks:
+                    unacked_read += 1
+                    problem("unacknowledged_read", key, copy.seq, f"read on {copy.shard_id} though never "
+                            "acknowledged (a put of unknown outcome)", copy.shard_id, position)
+                if copy.arrival is not None:
+                    latencies.append((copy.arrival - copy.sent_at) * 1000)
+            if copy.seq < highest:
+                out_of_order += 1
+                key_disordered = True
+                detail = f"seq {copy.seq} read at position {position}, after seq {highest}"
+                if first_out_of_order is None:
+                    first_out_of_order = {"key": key, "position": position, "seq": copy.seq, "after_seq": highest}
+                problem("out_of_order", key, copy.seq, detail, copy.shard_id, position)
+            highest = max(highest, copy.seq)
+            ack = acks.get(copy.seq)
+            expected = (ack.predicted or ack.shard_id) if ack else None
+            if expected is not None:
+                allowed = allowed_cache.get(expected)
+                if allowed is None:
+                    allowed = allowed_cache[expected] = lineage.at_or_below(expected) if expected in lineage.shards \
+                        else {expected}
+                if copy.shard_id not in allowed:
+                    misplaced += 1
+                    problem("misplaced", key, copy.seq, f"read from {copy.shard_id}; expected {expected} "
+                            "or a descendant", copy.shard_id, position)
+            read_pairs.add((key, copy.seq))
+        out_of_order_keys += key_disordered
+
+    lost = 0
+    for (key, seq), ack in run.acks.items():
+        if (key, seq) not in read_pairs:
+            lost += 1
+            problem("lost", key, seq, f"acknowledged on {ack.shard_id} at {ack.sequence_number}, never read",
+                    ack.shard_id)
+    if not latencies:  # no arrival times from the server: fall back to the ack round trip
+        latencies = [(ack.acked_at - ack.sent_at) * 1000 for ack in run.acks.values()]
+    latencies.sort()
+    latency = ({"p50": round(_percentile(latencies, 0.5), 1), "p99": round(_percentile(latencies, 0.99), 1),
+                "max": round(latencies[-1], 1)} if latencies else {"p50": None, "p99": None, "max": None})
+    kinds = ("lost", "out_of_order", "misplaced", "unacknowledged_read", "duplicated")
+    problems = [p for kind in kinds for p in problems_by_kind.get(kind, ())]
+    return VerificationReport(
+        run_id=run.run_id, stream=run.stream, sent=run.sent, acknowledged=run.acknowledged,
+        read_back=len(read_pairs), lost=lost, duplicated=duplicated,
+        possible_duplicates=run.possible_duplicates, out_of_order=out_of_order,
+        out_of_order_keys=out_of_order_keys, misplaced=misplaced, unacknowledged_read=unacked_read,
+        failed=len(run.failed), shard_mismatches=run.mismatch_count, latency_ms=latency, shards=shards,
+        read_seconds=read_seconds, copies_read=len(copies), first_out_of_order=first_out_of_order,
+        problems=problems, copies_by_key=dict(by_key), acks_by_key=dict(acks_by_key))
+

@@ -1,0 +1,162 @@
+"""Shared fixtures: the embedded local Kinesis (patched moto) and the kinesis-mock cross-check server.
+
+    local_kinesis   session: a running LocalKinesisServer (.endpoint_url)
+    kinesis         an open KinesisBackend on it
+    make_stream     async factory: name = await make_stream(shards=4) -> ACTIVE, unique, deleted afterwards
+    kinesis_mock    session: kinesis-mock (npm kinesis-local) on a free plain-HTTP port (.endpoint_url)
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from console.backend import BackendConfig, open_backend
+from console.backend.local import LocalKinesisServer
+
+KINESIS_MOCK_DIR = Path(__file__).parent / "kinesis-mock"
+KINESIS_MOCK_MAIN = KINESIS_MOCK_DIR / "node_modules" / "kinesis-local" / "main.js"
+
+# Tests never run on EC2; without this an empty credential chain waits for the metadata service.
+os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+
+
+def unique_stream_name(prefix: str = "t") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def local_kinesis():
+    with LocalKinesisServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def kinesis(local_kinesis):
+    config = BackendConfig(kind="local", region="us-east-1", endpoint_url=local_kinesis.endpoint_url)
+    async with open_backend(config) as backend:
+        yield backend
+
+
+class StreamFactory:
+    """Creates uniquely named streams on one backend and deletes them at teardown."""
+
+    def __init__(self, backend) -> None:
+        self.backend = backend
+        self.created: list[str] = []
+
+    async def __call__(self, shards: int = 4, *, prefix: str = "t") -> str:
+        name = unique_stream_name(prefix)
+        await self.backend.create_stream(name, shards)
+        self.created.append(name)
+        await self.backend.wait_for_active(name)
+        return name
+
+    async def cleanup(self) -> None:
+        for name in self.created:
+            try:
+                await self.backend.delete_stream(name)
+            except Exception:  # noqa: BLE001 - a test may have deleted it already
+                pass
+
+
+@pytest.fixture
+async def make_stream(kinesis):
+    factory = StreamFactory(kinesis)
+    yield factory
+    await factory.cleanup()
+
+
+@dataclass
+class KinesisMockServer:
+    endpoint_url: str
+    process: subprocess.Popen
+
+
+def _ensure_kinesis_mock_installed() -> None:
+    if KINESIS_MOCK_MAIN.exists():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError("kinesis-mock is not installed and npm is not available")
+    subprocess.run([npm, "install", "--no-audit", "--no-fund"], cwd=KINESIS_MOCK_DIR, check=True,
+                   stdout=subprocess.DEVNULL, timeout=300)
+
+
+def _unavailable(reason: str):
+    """Skip locally, but fail loudly in CI where the cross-check must run."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"kinesis-mock unavailable in CI: {reason}")
+    pytest.skip(f"kinesis-mock unavailable: {reason}")
+
+
+@pytest.fixture(scope="session")
+def kinesis_mock():
+    node = shutil.which("node")
+    if node is None:
+        _unavailable("node is not installed")
+    try:
+        _ensure_kinesis_mock_installed()
+    except (RuntimeError, subprocess.SubprocessError) as error:
+        _unavailable(str(error))
+    plain_port, tls_port = free_port(), free_port()
+    env = dict(
+        os.environ,
+        KINESIS_MOCK_CERT_PATH=str(KINESIS_MOCK_MAIN.parent / "server.json"),
+        KINESIS_MOCK_PLAIN_PORT=str(plain_port),
+        KINESIS_MOCK_TLS_PORT=str(tls_port),
+        AWS_REGION="us-east-1",
+        LOG_LEVEL="ERROR",
+        ROOT_LOG_LEVEL="ERROR",
+        SHARD_LIMIT="200",
+        **{f"{what}_DURATION": "50ms" for what in (
+            "CREATE_STREAM", "DELETE_STREAM", "MERGE_SHARDS", "SPLIT_SHARD", "UPDATE_SHARD_COUNT",
+            "REGISTER_STREAM_CONSUMER", "DEREGISTER_STREAM_CONSUMER", "START_STREAM_ENCRYPTION",
+            "STOP_STREAM_ENCRYPTION", "UPDATE_STREAM_MODE")},
+    )
+    log = tempfile.TemporaryFile()
+    process = subprocess.Popen([node, str(KINESIS_MOCK_MAIN)], env=env, stdout=log, stderr=log,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                log.seek(0)
+                _unavailable(f"exited on start: {log.read().decode(errors='replace')[-500:]}")
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", plain_port, timeout=1)
+                connection.request("GET", "/healthcheck")
+                connection.getresponse().read()
+                connection.close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    _unavailable("did not answer within 60 s")
+                time.sleep(0.1)
+        yield KinesisMockServer(endpoint_url=f"http://127.0.0.1:{plain_port}", process=process)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(5)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(5)
+        log.close()

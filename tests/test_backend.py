@@ -1,0 +1,240 @@
+"""The backend adapter against the embedded local Kinesis, and the child server's lifecycle."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from botocore.exceptions import ClientError
+
+from console.backend import BackendConfig, KinesisBackend, open_backend
+from console.backend.local import LocalKinesisServer
+from console.errors import (AccessDenied, BadInput, EndpointUnreachable, NoCredentials, ResourceInUse,
+                            StreamNotFound, Throttled)
+from console.hashkeys import even_split, md5_hash_key
+
+
+def args(**given) -> argparse.Namespace:
+    base = {"local": False, "endpoint_url": None, "region": None, "profile": None}
+    return argparse.Namespace(**{**base, **given})
+
+
+# ---- configuration -------------------------------------------------------------------------------
+
+def test_from_args_kinds_and_regions(monkeypatch):
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    assert BackendConfig.from_args(args(local=True)) == BackendConfig(kind="local", region="us-east-1")
+    aws = BackendConfig.from_args(args())
+    assert (aws.kind, aws.region, aws.label) == ("aws", "eu-west-1", "AWS eu-west-1")
+    endpoint = BackendConfig.from_args(args(endpoint_url="http://127.0.0.1:4567", region="ap-south-1"))
+    assert (endpoint.kind, endpoint.region, endpoint.label) == ("endpoint", "ap-south-1", "endpoint http://127.0.0.1:4567")
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    assert BackendConfig.from_args(args(endpoint_url="http://localhost:1")).region == "us-east-1"
+    with pytest.raises(BadInput, match="no AWS region"):
+        BackendConfig.from_args(args())
+
+
+def test_profile_region_and_label(monkeypatch, tmp_path):
+    config_file = tmp_path / "config"
+    config_file.write_text("[profile prod]\nregion = eu-central-1\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config_file))
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    config = BackendConfig.from_args(args(profile="prod"))
+    assert config.label == "AWS eu-central-1 (profile prod)"
+    with pytest.raises(BadInput, match="profile not found: 'nope'"):
+        BackendConfig.from_args(args(profile="nope"))
+
+
+@pytest.mark.parametrize("region", ["us east 1", "US-EAST-1", "eu-west", "", "us-east-1/../x"])
+def test_bad_region_is_bad_input(region):
+    with pytest.raises(BadInput, match="not a valid AWS region"):
+        BackendConfig.from_args(args(region=region))
+
+
+def test_local_and_endpoint_are_exclusive():
+    with pytest.raises(BadInput):
+        BackendConfig.from_args(args(local=True, endpoint_url="http://x:1"))
+
+
+# ---- the API through the adapter -----------------------------------------------------------------
+
+async def test_streams_shards_and_records_round_trip(kinesis, make_stream):
+    name = await make_stream(shards=3)
+    summary = await kinesis.describe_stream(name)
+    assert (summary.status, summary.open_shard_count, summary.mode) == ("ACTIVE", 3, "PROVISIONED")
+    assert name in {s.name for s in await kinesis.list_streams()}
+
+    shards = await kinesis.all_shards(name)
+    assert [(s.starting_hash_key, s.ending_hash_key) for s in shards] == even_split(3)
+
+    keys = [f"key-{i}" for i in range(30)]
+    reply = await kinesis.put_records(name, [{"Data": k.encode(), "PartitionKey": k} for k in keys])
+    assert reply["FailedRecordCount"] == 0
+    single = await kinesis.put_record(name, b"one", "solo", explicit_hash_key=shards[2].starting_hash_key)
+    assert single["ShardId"] == shards[2].shard_id
+
+    received = []
+    for shard in shards:
+        iterator = await kinesis.get_shard_iterator(name, shard.shard_id, "TRIM_HORIZON")
+        for record in (await kinesis.get_records(iterator))["Records"]:
+            received.append((shard.shard_id, record["PartitionKey"]))
+    expected = {(next(s.shard_id for s in shards if s.contains(md5_hash_key(k))), k) for k in keys}
+    assert set(received) == expected | {(shards[2].shard_id, "solo")}
+
+
+async def test_all_shards_follows_pagination(kinesis, make_stream):
+    name = await make_stream(shards=7)
+    first = await kinesis.list_shards(stream=name, max_results=3)
+    assert len(first["Shards"]) == 3 and first.get("NextToken")
+    assert [s.shard_id for s in await kinesis.all_shards(name)] == [f"shardId-{i:012d}" for i in range(7)]
+
+
+async def test_ensure_stream_creates_once(kinesis):
+    from tests.conftest import unique_stream_name
+
+    name = unique_stream_name("ensure")
+    try:
+        assert await kinesis.ensure_stream(name, 2) is True
+        assert await kinesis.ensure_stream(name, 5) is False
+        assert (await kinesis.describe_stream(name)).open_shard_count == 2
+    finally:
+        await kinesis.delete_stream(name)
+
+
+async def test_unknown_stream_lists_existing_streams(kinesis, make_stream):
+    name = await make_stream(shards=1)
+    with pytest.raises(StreamNotFound) as caught:
+        await kinesis.all_shards("no-such-stream")
+    message = str(caught.value)
+    assert "'no-such-stream' not found on local 127.0.0.1:" in message and name in message
+    assert "\n" not in message
+
+
+class _FailingTransport:
+    """Answers every call with one AWS error: moto cannot be made to deny access or reject credentials."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.error = ClientError({"Error": {"Code": code, "Message": message}}, "SplitShard")
+
+    async def split_shard(self, **params):
+        raise self.error
+
+
+@pytest.mark.parametrize("code, expected, text", [
+    ("ResourceInUseException", ResourceInUse, "Stream s is UPDATING"),
+    ("AccessDeniedException", AccessDenied, "access denied for kinesis:SplitShard on AWS eu-west-1"),
+    ("UnrecognizedClientException", NoCredentials, "rejected the credentials"),
+    ("InvalidArgumentException", BadInput, "refused SplitShard"),
+])
+async def test_aws_errors_become_one_line_console_errors(code, expected, text):
+    backend = KinesisBackend(BackendConfig(kind="aws", region="eu-west-1"), _FailingTransport(code, "Stream s is\nUPDATING"),
+                             region="eu-west-1", endpoint_url=None)
+    with pytest.raises(expected) as caught:
+        await backend.split_shard("s", "shardId-000000000000", 1)
+    assert text in str(caught.value) and "\n" not in str(caught.value)
+
+
+async def test_unreachable_endpoint_is_one_line():
+    config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url="http://127.0.0.1:9")
+    began = time.monotonic()
+    async with open_backend(config) as backend:
+        with pytest.raises(EndpointUnreachable) as caught:
+            await backend.stream_names()
+    assert str(caught.value) == "cannot reach http://127.0.0.1:9/: connection failed"
+    assert time.monotonic() - began < 5
+
+
+class _ThrottlingTransport:
+    """Stands in for the aiobotocore client at the transport boundary: the server cannot be made to throttle."""
+
+    def __init__(self, throttles: int, code: str = "LimitExceededException") -> None:
+        self.throttles = throttles
+        self.code = code
+        self.calls = 0
+
+    async def list_streams(self, **params):
+        self.calls += 1
+        if self.calls <= self.throttles:
+            raise ClientError({"Error": {"Code": self.code, "Message": "Rate exceeded"}}, "ListStreams")
+        return {"StreamNames": ["a"], "HasMoreStreams": False, "ResponseMetadata": {}}
+
+
+async def test_throttling_is_retried_with_backoff_and_reported():
+    transport = _ThrottlingTransport(throttles=3)
+    backend = KinesisBackend(BackendConfig(kind="endpoint", endpoint_url="http://x"), transport,
+                             region="us-east-1", endpoint_url="http://x")
+    backend.backoff_base = 0.01
+    events = []
+    backend.on_retry = events.append
+    assert await backend.stream_names() == ["a"]
+    assert [e.attempt for e in events] == [1, 2, 3] and all(e.throttled for e in events)
+    assert events[0].describe().startswith("throttled on ListStreams; retry 1 in ")
+    assert events[2].delay > events[0].delay  # the backoff grows
+
+    backend = KinesisBackend(BackendConfig(kind="endpoint", endpoint_url="http://x"), _ThrottlingTransport(99, "ProvisionedThroughputExceededException"),
+                             region="us-east-1", endpoint_url="http://x")
+    backend.backoff_base = 0.001
+    with pytest.raises(Throttled, match="still throttled after retries"):
+        await backend.stream_names()
+
+
+# ---- the child server's lifecycle ----------------------------------------------------------------
+
+def _gone(pid: int, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_server_starts_answers_and_stops():
+    server = LocalKinesisServer()
+    server.start()
+    pid = server.pid
+    assert server.running() and server.endpoint_url.startswith("http://127.0.0.1:")
+    server.stop()
+    assert not server.running()
+    assert _gone(pid, 3)
+
+
+_PARENT_SCRIPT = textwrap.dedent("""
+    import asyncio, sys
+    from console.backend import BackendConfig, open_backend
+
+    async def main():
+        async with open_backend(BackendConfig(kind="local")) as kinesis:
+            print(kinesis.local_server.pid, flush=True)
+            await asyncio.sleep(60)
+
+    asyncio.run(main())
+""")
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGINT"])
+def test_no_orphan_when_the_parent_dies_or_is_interrupted(how):
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT_SCRIPT], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL)
+    try:
+        child_pid = int(parent.stdout.readline())
+        os.kill(child_pid, 0)  # alive
+        parent.send_signal(getattr(signal, how))
+        parent.wait(10)
+        assert _gone(child_pid, 5), f"server {child_pid} survived its parent's {how}"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        parent.stdout.close()

@@ -1,0 +1,249 @@
+"""Executing reshard plans against the embedded local Kinesis (patched moto over HTTP).
+
+For split, merge and make-even the open shards afterwards must equal the plan exactly (ids, ranges,
+parents). Refusals must leave the server's shard list untouched and the action log empty.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from console.actionlog import ActionLog
+from console.errors import LimitExceeded, PlanRejected, ResourceInUse
+from console.hashkeys import HASH_SPACE, even_split
+from console.limits import StreamContext
+from console.reshard import (
+    KeySample,
+    median_hash_key,
+    midpoint,
+    plan_even,
+    plan_merge,
+    plan_scale,
+    plan_split,
+)
+from console.reshard_exec import Executor, open_in_order
+
+
+def open_triples(shards):
+    return [(s.shard_id, s.starting_hash_key, s.ending_hash_key, s.parent_shard_id, s.adjacent_parent_shard_id)
+            for s in open_in_order(shards)]
+
+
+def planned_triples(plan):
+    return [(s.shard_id, s.starting_hash_key, s.ending_hash_key, s.parent_shard_id, s.adjacent_parent_shard_id)
+            for s in plan.after]
+
+
+@pytest.fixture
+def action_log(tmp_path):
+    return ActionLog(tmp_path / "actions.jsonl")
+
+
+async def run(kinesis, stream, build, action_log, *, wait=True, executor=None):
+    executor = executor or Executor(kinesis, stream, action_log=action_log, poll_interval=0.05, timeout=20)
+    _, shards, context = await executor.snapshot()
+    plan = build(shards, context)
+    return plan, await executor.execute(build, expected=plan, wait=wait)
+
+
+async def test_split_at_midpoint_matches_plan_exactly(kinesis, make_stream, action_log):
+    stream = await make_stream(shards=4)
+
+    def build(shards, context):
+        target = next(s for s in shards if s.shard_id == "shardId-000000000001")
+        return plan_split(shards, target.shard_id, midpoint(target), context=context)
+
+    plan, result = await run(kinesis, stream, build, action_log)
+    observed = await kinesis.all_shards(stream)
+    assert open_triples(observed) == planned_triples(plan)
+    assert [s.shard_id for s in plan.after if not s.unchanged] == ["shardId-000000000004", "shardId-000000000005"]
+    assert result.differences == ()
+    [entry] = action_log.entries()
+    assert entry["stream"] == stream and entry["action"] == "split" and entry["calls"] == {"SplitShard": 1}
+    assert len(entry["before"]) == 4 and len(entry["after"]) == 5 and entry["result"] == "done"
+
+
+async def test_split_at_median_of_sample_keys_divides_them_evenly(kinesis, make_stream, action_log):
+    stream = await make_stream(shards=2)
+    sample = KeySample.from_partition_keys([f"order-{i}" for i in range(400)])
+
+    def build(shards, context):
+        target = next(s for s in shards if s.shard_id == "shardId-000000000000")
+        return plan_split(shards, target.shard_id, median_hash_key(target, sample), context=context, sample=sample)
+
+    plan, _ = await run(kinesis, stream, build, action_log)
+    observed = open_in_order(await kinesis.all_shards(stream))
+    assert open_triples(observed) == planned_triples(plan)
+    low, high = observed[0], observed[1]
+    in_low = sum(1 for h in sample.hash_keys if low.contains(h))
+    in_high = sum(1 for h in sample.hash_keys if high.contains(h))
+    assert abs(in_low - in_high) <= 1 and in_low + in_high > 150
+
+
+async def test_merge_matches_plan_exactly_even_when_named_upper_first(kinesis, make_stream, action_log):
+    stream = await make_stream(shards=4)
+    build = lambda shards, context: plan_merge(shards, "shardId-000000000003", "shardId-000000000002", context=context)
+    plan, _ = await run(kinesis, stream, build, action_log)
+    assert open_triples(await kinesis.all_shards(stream)) == planned_triples(plan)
+    child = [s for s in plan.after if not s.unchanged]
+    assert [(c.shard_id, c.parent_shard_id, c.adjacent_parent_shard_id) for c in child] == [
+        ("shardId-000000000004", "shardId-000000000002", "shardId-000000000003")]
+
+
+async def test_make_even_runs_every_step_and_ends_equal(kinesis, make_stream, action_log):
+    stream = await make_stream(shards=3)
+    quarter = HASH_SPACE // 4
+    await kinesis.split_shard(stream, "shardId-000000000000", quarter)  # uneven: 1/4, 1/12, 1/3, 1/3
+    build = lambda shards, context: plan_even(shards, context=context)
+    plan, result = await run(kinesis, stream, build, action_log)
+    assert len(plan.operations) >= 3
+    observed = await kinesis.all_shards(stream)
+    assert open_triples(observed) == planned_triples(plan)
+    assert [(s.starting_hash_key, s.ending_hash_key) for s in open_in_order(observed)] == even_split(4)
+    assert action_log.entries()[0]["calls"]["SplitShard"] == plan.split_steps
+
+
+async def test_rescale_doubling_matches_the_documented_even_ranges(kinesis, make_stream, action_log):
+    stream = await make_stream(shards=4)
+    plan, result = await run(kinesis, stream, lambda s, c: plan_scale(s, 8, context=c), action_log)
+    observed = open_in_order(await kinesis.all_shards(stream))
+    assert [(s.starting_hash_key, s.ending_hash_key) for s in observed] == [s.range for s in plan.after]
+    assert plan.short_lived_shards == 0 and plan.split_steps == 4
+    assert action_log.entries()[0]["calls"] == {"UpdateShardCount": 1}
+
+
+async def test_rescale_to_a_non_multiple_matches_plan_ranges_and_step_count(kinesis, make_stream, action_log):
+    """AWS documents UNIFORM_SCALING as "shards of equal size". Unpatched moto 5.2.5 differs: it splits
+    every shard at a float midpoint and merges neighbouring pairs from the low end (4 -> 6 gives
+    shares 1/4, 1/4, 1/8 x 4); console/backend/moto_compat.py makes the embedded server scale
+    uniformly, so here the server's ranges must equal the plan's even_split(6) exactly, and the
+    number of shards it created must equal our step model (2 per split + 1 per merge)."""
+    stream = await make_stream(shards=4)
+    plan, result = await run(kinesis, stream, lambda s, c: plan_scale(s, 6, context=c), action_log)
+    every_shard = await kinesis.all_shards(stream)
+    observed = open_in_order(every_shard)
+    assert [(s.starting_hash_key, s.ending_hash_key) for s in observed] == [s.range for s in plan.after]
+    assert [s.range for s in plan.after] == even_split(6)
+    assert result.differences == ()
+    assert len(every_shard) - 4 == 2 * plan.split_steps + plan.merge_steps
+    assert plan.short_lived_shards == len(every_shard) - 4 - 6
+
+
+async def test_stale_plan_is_rejected_naming_the_change(kinesis, make_stream, action_log):
+    stream = await make_stream(shards=4)
+    executor = Executor(kinesis, stream, action_log=action_log, poll_interval=0.05)
+    _, shards, context = await executor.snapshot()
+    build = lambda s, c: plan_merge(s, "shardId-000000000000", "shardId-000000000001", context=c)
+    plan = build(shards, context)
+    await kinesis.split_shard(stream, "shardId-000000000000", HASH_SPACE // 8)  # another operator
+    changed = open_triples(await kinesis.all_shards(stream))
+    with pytest.raises(PlanRejected, match="shardId-000000000000 is no longer open"):
+        await executor.execute(build, expected=plan, wait=True)
+    assert open_triples(await kinesis.all_shards(stream)) == changed
+    assert action_log.entries() == []
+
+
+async def test_breached_limit_at_execution_makes_no_call(kinesis, make_stream, action_log):
+    stream = await make_stream(shards=2)
+    before = open_triples(await kinesis.all_shards(stream))
+    with pytest.raises(PlanRejected, match="more than double"):
+        await run(kinesis, stream, lambda s, c: plan_scale(s, 5, context=c), action_log)
+    assert open_triples(await kinesis.all_shards(stream)) == before
+    assert action_log.entries() == []
+
+
+async def test_daily_update_shard_count_quota_counts_the_action_log(kinesis, make_stream, action_log):
+    stream = await make_stream(shards=2)
+    for _ in range(10):
+        action_log.append({"stream": stream, "backend": kinesis.label, "calls": {"UpdateShardCount": 1}})
+    before = open_triples(await kinesis.all_shards(stream))
+    with pytest.raises(PlanRejected, match="10 times per rolling 24 hours"):
+        await run(kinesis, stream, lambda s, c: plan_scale(s, 4, context=c), action_log)
+    assert open_triples(await kinesis.all_shards(stream)) == before
+    assert len(action_log.entries()) == 10
+
+
+class FaultyBackend:
+    """The real backend, with faults no local server produces injected at its call boundary."""
+
+    def __init__(self, real, *, statuses=(), split_errors=(), scale_errors=()) -> None:
+        self.real, self.statuses = real, list(statuses)
+        self.split_errors, self.scale_errors = list(split_errors), list(scale_errors)
+        self.label, self.region = real.label, real.region
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    async def describe_stream(self, stream):
+        summary = await self.real.describe_stream(stream)
+        if self.statuses:
+            from dataclasses import replace
+            return replace(summary, status=self.statuses.pop(0))
+        return summary
+
+    async def split_shard(self, *args):
+        if self.split_errors:
+            raise self.split_errors.pop(0)
+        return await self.real.split_shard(*args)
+
+    async def update_shard_count(self, *args):
+        if self.scale_errors:
+            raise self.scale_errors.pop(0)
+        return await self.real.update_shard_count(*args)
+
+
+def split_first(shards, context):
+    target = next(s for s in shards if s.shard_id == "shardId-000000000000")
+    return plan_split(shards, target.shard_id, midpoint(target), context=context)
+
+
+async def test_updating_stream_without_wait_is_explained_and_nothing_called(kinesis, make_stream, action_log):
+    stream = await make_stream(shards=2)
+    faulty = FaultyBackend(kinesis, statuses=["ACTIVE", "UPDATING"])
+    executor = Executor(faulty, stream, action_log=action_log, poll_interval=0.01)
+    _, shards, context = await executor.snapshot()
+    plan = split_first(shards, context)
+    with pytest.raises(ResourceInUse, match="UPDATING.*--wait"):
+        await executor.execute(split_first, expected=plan, wait=False)
+    assert len(await kinesis.all_shards(stream)) == 2
+
+
+async def test_updating_stream_with_wait_polls_and_reports_progress(kinesis, make_stream, action_log):
+    stream = await make_stream(shards=2)
+    progress = []
+    faulty = FaultyBackend(kinesis, statuses=["ACTIVE", "UPDATING", "UPDATING", "UPDATING", "ACTIVE"])
+    executor = Executor(faulty, stream, action_log=action_log, poll_interval=0.01, progress=progress.append)
+    _, shards, context = await executor.snapshot()
+    plan = split_first(shards, context)
+    result = await executor.execute(split_first, expected=plan, wait=True)
+    assert result.differences == () and len(result.after) == 3
+    assert sum("UPDATING" in line for line in progress) == 2
+
+
+async def test_resource_in_use_is_retried_after_waiting(kinesis, make_stream, action_log):
+    stream = await make_stream(shards=2)
+    faulty = FaultyBackend(kinesis, split_errors=[ResourceInUse("stream busy")])
+    progress = []
+    executor = Executor(faulty, stream, action_log=action_log, poll_interval=0.01, progress=progress.append)
+    _, shards, context = await executor.snapshot()
+    result = await executor.execute(split_first, expected=split_first(shards, context), wait=True)
+    assert result.differences == () and any("ResourceInUse" in line for line in progress)
+
+
+async def test_update_shard_count_limit_exceeded_is_explained_not_retried(kinesis, make_stream, action_log):
+    stream = await make_stream(shards=2)
+    faulty = FaultyBackend(kinesis, scale_errors=[LimitExceeded("Rate exceeded"), LimitExceeded("again")])
+    executor = Executor(faulty, stream, action_log=action_log, poll_interval=0.01)
+    _, shards, context = await executor.snapshot()
+    build = lambda s, c: plan_scale(s, 4, context=c)
+    with pytest.raises(LimitExceeded, match="10 scaling calls in the last 24 hours"):
+        await executor.execute(build, expected=build(shards, context), wait=True)
+    assert len(faulty.scale_errors) == 1  # one call, no retry
+    assert len(await kinesis.all_shards(stream)) == 2
+
+
+async def test_on_demand_context_is_rejected_before_any_call(kinesis, make_stream, action_log):
+    stream = await make_stream(shards=2)
+    shards = await kinesis.all_shards(stream)
+    plan = plan_scale(shards, 4, context=StreamContext(mode="ON_DEMAND"))
+    assert [b.limit for b in plan.breaches] == ["on_demand_stream"]

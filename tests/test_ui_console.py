@@ -1,0 +1,133 @@
+"""The real console app driven with Pilot against the embedded local Kinesis (moto over HTTP)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from console.backend import BackendConfig, open_backend
+from console.backend.local import LocalKinesisServer
+from console.ui.app import KConsoleApp, PollFailed, StreamRefreshed
+from console.ui.widgets.header import ConsoleHeader
+
+pytestmark = pytest.mark.timeout(90)
+
+
+class RecordingApp(KConsoleApp):
+    """The real app, also keeping the typed messages it posts, so tests can assert on them."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.refreshed: list[StreamRefreshed] = []
+        self.failures: list[PollFailed] = []
+
+    def on_stream_refreshed(self, message: StreamRefreshed) -> None:
+        self.refreshed.append(message)
+
+    def on_poll_failed(self, message: PollFailed) -> None:
+        self.failures.append(message)
+
+
+async def wait_until(pilot, predicate, timeout: float = 15.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.05)
+
+
+def header_text(app: KConsoleApp) -> str:
+    return str(app.query_one(ConsoleHeader).render())
+
+
+async def test_table_shows_the_servers_shards(kinesis, make_stream):
+    name = await make_stream(shards=3)
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed, what="first poll")
+        server_ids = sorted(s.shard_id for s in await kinesis.all_shards(name))
+        assert sorted(app.table.shard_ids) == server_ids
+        assert app.ribbon.open_shard_ids == server_ids
+        text = header_text(app)
+        assert name in text and "ACTIVE" in text and "3 open shards" in text
+        assert "local" in text and "us-east-1" in text
+        # Keyboard moves the selection, and the ribbon follows it.
+        await pilot.press("down")
+        assert app.selected_shard_id == app.table.shard_ids[1] == app.ribbon.selected_id
+
+
+async def test_split_shows_children_and_closed_parent(kinesis, make_stream):
+    name = await make_stream(shards=2)
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed, what="first poll")
+        parent = (await kinesis.all_shards(name))[0]
+        await pilot.press("2")  # lineage tab
+        await kinesis.split_shard(name, parent.shard_id, parent.starting_hash_key + 2**100)
+        await kinesis.wait_for_active(name)
+        polls = len(app.refreshed)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: len(app.refreshed) > polls, what="poll after the split")
+        listed = await kinesis.all_shards(name)
+        children = sorted(s.shard_id for s in listed if parent.shard_id in s.parents)
+        assert len(children) == 2
+        node = app.lineage_tree.node_for(parent.shard_id)
+        assert node is not None and "closed" in str(node.label)
+        assert sorted(child.data for child in node.children) == children
+        for child in children:
+            assert "open" in str(app.lineage_tree.node_for(child).label)
+        # Selecting a child on the tree selects it in the table and on the ribbon.
+        app.lineage_tree.select_shard(children[1])
+        await wait_until(pilot, lambda: app.selected_shard_id == children[1], what="tree selection")
+        assert app.table.selected_shard_id == children[1] == app.ribbon.selected_id
+        # Rows were updated in place: the closed parent is still a row, with the new children.
+        assert set(app.table.shard_ids) == {s.shard_id for s in listed}
+
+
+async def test_typed_key_lands_where_put_record_puts_it(kinesis, make_stream):
+    name = await make_stream(shards=5)
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed, what="first poll")
+        await pilot.press("3")  # placement tab
+        await pilot.click("#placement-input")
+        for key in ("order-42", "customer-7"):
+            await pilot.press(*key, "enter")
+        await wait_until(pilot, lambda: len(app.placement.placements) == 2, what="placements")
+        for placement in app.placement.placements:
+            result = await kinesis.put_record(name, b"{}", placement.key)
+            assert placement.shard_id == result["ShardId"]
+        assert len(app.ribbon._markers) == 2
+
+
+async def test_killed_backend_turns_header_red_and_recovers():
+    server = LocalKinesisServer()
+    endpoint = await asyncio.to_thread(server.start)
+    port = int(endpoint.rsplit(":", 1)[1])
+    config = BackendConfig(kind="local", region="us-east-1", endpoint_url=endpoint)
+    try:
+        async with open_backend(config) as kinesis:
+            await kinesis.ensure_stream("doomed", 2)
+            app = RecordingApp(kinesis, stream="doomed", interval=0.3, poll_timeout=5)
+            async with app.run_test(size=(100, 32)) as pilot:
+                await wait_until(pilot, lambda: app.refreshed, what="first poll")
+                assert not app.header.failing
+                await asyncio.to_thread(server.stop)
+                await wait_until(pilot, lambda: app.failures, timeout=30, what="a failed poll")
+                assert app.header.failing and app.header.has_class("-failing")
+                assert "POLL FAILED" in header_text(app)
+                # Still responsive: keys work while the backend is down.
+                await pilot.press("down")
+                await pilot.press("2")
+                assert app.query_one("#tabs").active == "lineage"
+                # Bring a server back on the same port; the console recovers without help.
+                server.port = port
+                await asyncio.to_thread(server.start)
+                await kinesis.ensure_stream("doomed", 2)
+                polls = len(app.refreshed)
+                await wait_until(pilot, lambda: len(app.refreshed) > polls, timeout=30, what="recovery")
+                assert not app.header.failing and "POLL FAILED" not in header_text(app)
+    finally:
+        await asyncio.to_thread(server.stop)
