@@ -1,7 +1,7 @@
 """Decode Kinesis record payloads for people: KPL aggregates, gzip, JSON, UTF-8 text, otherwise hex.
 
 Detection is per record and cheap: the first bytes decide (KPL magic 0xF3899AC2, gzip 1F 8B, an
-opening `{`, `[` or `"`), so plain JSON costs one `json.loads` plus a few byte compares. A payload
+opening `{`, `[` or `"`), so plain JSON costs one JSON parse plus a few byte compares. A payload
 that claims a format but is broken (an aggregate whose MD5 trailer does not match, a truncated
 gzip stream) becomes a `decode-error` record carrying the reason, never an exception.
 
@@ -154,10 +154,8 @@ def _classify_plain(data: bytes) -> Content:
         first = data.lstrip(_WHITESPACE)[:1]
         first = first[0] if first else 0
     if first in _JSON_OPENERS:
-        # JSON on the wire is UTF-8 (RFC 8259); decoding first skips json's encoding sniffing,
-        # which otherwise costs about a third of the parse.
         try:
-            return KIND_JSON, json.loads(data.decode("utf-8")), (), None
+            return KIND_JSON, _parse_json(data), (), None
         except ValueError:  # JSONDecodeError and UnicodeDecodeError both
             pass
     if _CONTROL_BYTES.search(data) is None:
@@ -166,6 +164,23 @@ def _classify_plain(data: bytes) -> Content:
         except UnicodeDecodeError:
             pass
     return KIND_HEX, data, (), None
+
+
+_JSON_DECODER = json.JSONDecoder()
+_JSON_SPACE = " \t\n\r"
+
+
+def _parse_json(data: bytes) -> Any:
+    """json.loads, minus its wrappers: JSON on the wire is UTF-8 (RFC 8259), so decode it directly
+    rather than sniff the encoding, and call the decoder's documented raw_decode (json.loads spends
+    about a third of its time in the layers around it for a typical 300-byte event)."""
+    text = data.decode("utf-8")
+    if text[:1] in _JSON_SPACE:
+        return json.loads(text)
+    value, end = _JSON_DECODER.raw_decode(text)
+    if end != len(text) and text[end:].strip(_JSON_SPACE):
+        raise ValueError(f"extra data after the JSON value at character {end}")
+    return value
 
 
 def _gunzip(data: bytes) -> bytes:

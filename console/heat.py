@@ -34,6 +34,7 @@ from operator import itemgetter
 
 from console.hashkeys import HashRangeIndex, md5_hash_key
 from console.model import Shard
+from console.writesharding import spread
 
 # Keys counted per Counter.update call; bounds how far the table may overshoot its limit.
 CHUNK = 1024
@@ -160,6 +161,7 @@ SHARD_BYTES_LIMIT = 1024 * 1024  # bytes/s a shard accepts (data blob + partitio
 HISTORY_SECONDS = 300  # 1-second buckets kept per shard (sparklines, peaks)
 HASH_BINS = 512  # resolution of the per-shard traffic histogram over its hash range
 HASH_CACHE_SIZE = 4096  # MD5s of recently seen keys (hot keys repeat; cleared when full)
+RECENT_SECONDS = 10  # the live view's "now": rates over the last whole seconds
 DOMINANT_SHARE = 0.25  # a key above this share of its shard is named by the split suggestion
 
 # (arrival epoch seconds, partition key, size in bytes counted against the shard limit)
@@ -226,16 +228,20 @@ class ShardHeatSnapshot:
     peak_bytes_per_s: int
     utilisation: float  # average over the window: max of the records and bytes shares of the limits
     peak_utilisation: float
+    recent_records_per_s: float  # the last RECENT_SECONDS whole seconds (what a live view shows)
+    recent_bytes_per_s: float
     series: tuple[int, ...]  # records per second, oldest first (the last complete seconds)
     top_keys: tuple[TopKey, ...]
     top_keys_by_bytes: tuple[TopKey, ...]
     split: SplitSuggestion | None
     unplaced_records: int  # records whose key's MD5 is outside the shard: written with ExplicitHashKey
     key_error_bound: int  # any top-key count may exceed the truth by at most this
+    is_open: bool = True  # False: closed by a reshard during the window (its rates cover the whole window)
 
     def to_json(self, stream: str | None = None) -> dict:
         return {
             "shard_id": self.shard_id,
+            "state": "open" if self.is_open else "closed",
             "records": self.records,
             "bytes": self.bytes,
             "records_per_s": round(self.records_per_s, 3),
@@ -244,6 +250,8 @@ class ShardHeatSnapshot:
             "peak_bytes_per_s": self.peak_bytes_per_s,
             "utilisation": round(self.utilisation, 4),
             "peak_utilisation": round(self.peak_utilisation, 4),
+            "recent_records_per_s": round(self.recent_records_per_s, 3),
+            "recent_bytes_per_s": round(self.recent_bytes_per_s, 3),
             "top_keys": [row.to_json() for row in self.top_keys],
             "top_keys_by_bytes": [row.to_json() for row in self.top_keys_by_bytes],
             "key_error_bound": self.key_error_bound,
@@ -337,6 +345,18 @@ class ShardHeat:
         buckets = self._buckets
         return [buckets.get(s, (0, 0))[0] for s in range(until_second - seconds, until_second)]
 
+    def recent_rates(self, first_second: int, until_second: int) -> tuple[float, float]:
+        """Records/s and bytes/s over the last RECENT_SECONDS whole seconds before `until_second`
+        (not before `first_second`); falls back to nothing-yet (0, 0) in the first second."""
+        begin = max(first_second, until_second - RECENT_SECONDS)
+        seconds = until_second - begin
+        if seconds <= 0:
+            return 0.0, 0.0
+        buckets = self._buckets
+        records = sum(buckets[s][0] for s in range(begin, until_second) if s in buckets)
+        nbytes = sum(buckets[s][1] for s in range(begin, until_second) if s in buckets)
+        return records / seconds, nbytes / seconds
+
     def split_suggestion(self) -> SplitSuggestion | None:
         start, end = self.shard.starting_hash_key, self.shard.ending_hash_key
         placed = sum(self._bins)
@@ -362,7 +382,7 @@ class ShardHeat:
         return SplitSuggestion(self.shard.shard_id, at, placed, dominant_key, dominant_share)
 
     def snapshot(self, window_start: float, window_end: float, *, top: int = 5,
-                 series_seconds: int = 60) -> ShardHeatSnapshot:
+                 series_seconds: int = 60, is_open: bool = True) -> ShardHeatSnapshot:
         window = max(window_end - window_start, 1e-9)
         records_per_s, bytes_per_s = self.records / window, self.bytes / window
         first_second, last_second = int(window_start), int(window_end)
@@ -372,6 +392,7 @@ class ShardHeat:
                 peak_records = max(peak_records, records)
                 peak_bytes = max(peak_bytes, nbytes)
         span = min(series_seconds, max(1, last_second - first_second))
+        recent_records, recent_bytes = self.recent_rates(first_second, last_second)
         top_keys = tuple(self._top_key(row.key, row.count, row.guaranteed) for row in self.by_records.top(top))
         by_bytes = tuple(self._top_key(row.key, self.by_records.count(row.key), self.by_records.guaranteed(row.key),
                                        nbytes=row.count) for row in self.by_bytes.top(top))
@@ -388,12 +409,15 @@ class ShardHeat:
             peak_bytes_per_s=peak_bytes,
             utilisation=utilisation(records_per_s, bytes_per_s),
             peak_utilisation=utilisation(peak_records, peak_bytes),
+            recent_records_per_s=recent_records,
+            recent_bytes_per_s=recent_bytes,
             series=tuple(self.series(last_second, span)),
             top_keys=top_keys,
             top_keys_by_bytes=by_bytes,
             split=self.split_suggestion(),
             unplaced_records=self.unplaced,
             key_error_bound=self.by_records.error_bound,
+            is_open=is_open,
         )
 
     def _top_key(self, key: str, records: int, guaranteed: int, nbytes: int | None = None) -> TopKey:
@@ -423,12 +447,17 @@ class StreamHeatSnapshot:
             return ()
         return tuple(sum(column) for column in zip(*(shard.series for shard in self.shards)))
 
+    @property
+    def open_shards(self) -> tuple[ShardHeatSnapshot, ...]:
+        return tuple(shard for shard in self.shards if shard.is_open)
+
     def hottest_first(self) -> list[ShardHeatSnapshot]:
         return sorted(self.shards, key=lambda shard: (-shard.utilisation, -shard.records, shard.shard_id))
 
     @property
     def hottest(self) -> ShardHeatSnapshot | None:
-        ranked = self.hottest_first()
+        """The hottest open shard (a closed one cannot be split any more)."""
+        ranked = [shard for shard in self.hottest_first() if shard.is_open]
         return ranked[0] if ranked and ranked[0].records else None
 
     def to_json(self) -> dict:
@@ -451,11 +480,29 @@ class StreamHeat:
         self.stream = stream
         self.window_start = window_start
         self.window_end: float | None = None
+        # Shards whose life began or ended inside the window: their rates cover only their part of it.
+        self.closed: dict[str, float] = {}
+        self.born: dict[str, float] = {}
+        self._top_capacity, self._history_seconds = top_capacity, history_seconds
         ordered = sorted(shards, key=lambda shard: shard.starting_hash_key)
         self.shards: dict[str, ShardHeat] = {
             shard.shard_id: ShardHeat(shard, top_capacity=top_capacity, history_seconds=history_seconds)
             for shard in ordered
         }
+
+    def add_shard(self, shard: Shard, since: float) -> None:
+        """A shard born during the window (a reshard's child), sampled from `since`; key-space order kept."""
+        if shard.shard_id in self.shards:
+            return
+        self.born[shard.shard_id] = since
+        self.shards[shard.shard_id] = ShardHeat(shard, top_capacity=self._top_capacity,
+                                                history_seconds=self._history_seconds)
+        self.shards = dict(sorted(self.shards.items(), key=lambda item: (item[1].shard.starting_hash_key,
+                                                                         item[1].shard.ending_hash_key)))
+
+    def mark_closed(self, shard_id: str, at: float) -> None:
+        """The shard closed under a reshard; its rates cover the window up to `at`."""
+        self.closed[shard_id] = at
 
     def observe(self, shard_id: str, observations: Iterable[Observation]) -> int:
         end = self.window_end if self.window_end is not None else float("inf")
@@ -469,8 +516,10 @@ class StreamHeat:
         end = self.window_end if self.window_end is not None else now
         return StreamHeatSnapshot(
             self.stream, self.window_start, end,
-            tuple(heat.snapshot(self.window_start, end, top=top, series_seconds=series_seconds)
-                  for heat in self.shards.values()),
+            tuple(heat.snapshot(max(self.window_start, self.born.get(shard_id, self.window_start)),
+                                min(end, self.closed.get(shard_id, end)),
+                                top=top, series_seconds=series_seconds, is_open=shard_id not in self.closed)
+                  for shard_id, heat in self.shards.items()),
         )
 
 
@@ -518,8 +567,9 @@ def suffixes_needed(records_per_s: float, bytes_per_s: float, target: float = TA
 
 def hot_key_what_if(key: str, records_per_s: float, bytes_per_s: float, index: HashRangeIndex, *,
                     target: float = TARGET_UTILISATION) -> HotKeyWhatIf:
-    """How many suffixes the key needs and which shards the sharded keys `key:0..n-1` land on."""
+    """How many suffixes the key needs and which shards the sharded keys `key:0..n-1` land on
+    (the placement is console.writesharding's, seed 004)."""
     suffixes = suffixes_needed(records_per_s, bytes_per_s, target)
-    sharded = [f"{key}:{suffix}" for suffix in range(suffixes)]
-    landing = tuple(zip(sharded, index.predict_many([md5_hash_key(k) for k in sharded])))
+    placement = spread(key, suffixes, index)
+    landing = tuple((row.partition_key, row.shard_id) for row in placement.suffixes)
     return HotKeyWhatIf(key, records_per_s, bytes_per_s, suffixes, landing)

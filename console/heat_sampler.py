@@ -5,7 +5,9 @@ shared with every other consumer of the shard; the default 2 leaves 3 for them) 
 it reads by ApproximateArrivalTimestamp. The window of arrival time starts just before the
 iterators are taken, and `stop()` closes it, does one last read per shard (records that arrived
 before the close but were not read yet) and then cancels and awaits every reader: no task
-outlives `stop()`.
+outlives `stop()`. When a shard closes under a reshard, its reader hands over to the children
+(from TRIM_HORIZON: a child holds only records written after the reshard), so the heat follows the
+stream's new shape; the closed parent stays in the report with what it carried until it closed.
 
 All I/O goes through the injected backend (`all_shards`, `get_shard_iterator`, `get_records`), so the
 same sampler runs against AWS, any endpoint, the embedded local Kinesis or a test double.
@@ -16,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from console.errors import BackendError, BadInput, Throttled
 from console.heat import StreamHeat, StreamHeatSnapshot, observations_from_records
+from console.model import Shard
 
 MAX_READS_PER_SECOND = 5.0  # GetRecords transactions per second per shard (AWS limit)
 DEFAULT_READS_PER_SECOND = 2.0
@@ -50,6 +53,7 @@ class HeatSampler:
         self.reads = 0
         self.throttled_reads = 0
         self.closed_shards: list[str] = []  # shards that closed (resharded) while sampling
+        self._followed: set[str] = set()  # children already handed over to (a merge has two parents)
         self._tasks: dict[str, asyncio.Task] = {}
         self._closing = asyncio.Event()  # the window is closed: stop sleeping between reads
         self._last_call = asyncio.Event()  # make the last read now
@@ -81,14 +85,20 @@ class HeatSampler:
         if drain and self.drain_grace > 0:
             await asyncio.sleep(self.drain_grace)
         self._last_call.set()
-        tasks = list(self._tasks.values())
         if not drain:
-            for task in tasks:
+            for task in self._tasks.values():
                 task.cancel()
+        # A reader's last read normally takes milliseconds; bound it anyway.
+        deadline = asyncio.get_running_loop().time() + max(5.0, 4 * self.interval)
         try:
-            # A reader's last read normally takes milliseconds; bound it anyway.
-            await asyncio.wait(tasks, timeout=max(5.0, 4 * self.interval)) if tasks else None
+            while pending := [task for task in self._tasks.values() if not task.done()]:
+                remaining = deadline - asyncio.get_running_loop().time()
+                if remaining <= 0:
+                    break
+                await asyncio.wait(pending, timeout=remaining)
         finally:
+            # Readers started by a hand-over during the wait are in _tasks too: none escapes.
+            tasks = list(self._tasks.values())
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -101,6 +111,16 @@ class HeatSampler:
         if self.heat is None:
             raise RuntimeError("sampler not started")
         return self.heat.snapshot(self.clock(), top=top, series_seconds=series_seconds)
+
+    async def snapshots(self, every: float = 1.0, *, top: int = 5) -> AsyncIterator[StreamHeatSnapshot]:
+        """A snapshot every `every` seconds while the readers run (for a UI worker:
+        `async for snapshot in sampler.snapshots(): panel.update_snapshot(snapshot)`)."""
+        while self.running:
+            yield self.snapshot(top=top)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), every)
+            if self._closing.is_set():
+                return
 
     async def __aenter__(self) -> "HeatSampler":
         await self.start()
@@ -144,10 +164,34 @@ class HeatSampler:
             iterator = response.get("NextShardIterator")
             if iterator is None:  # the shard was closed by a reshard: nothing more will arrive
                 self.closed_shards.append(shard_id)
+                self.heat.mark_closed(shard_id, self.clock())
+                if not last_read:
+                    await self._follow_children(shard_id, response.get("ChildShards"))
                 return
             if last_read:
                 return
             await self._pause(self.interval - (time.monotonic() - began))
+
+    async def _follow_children(self, parent_id: str, child_shards: list[dict] | None) -> None:
+        """Start readers on the open children of a closed shard (GetRecords names them in ChildShards;
+        without that, ListShards does)."""
+        assert self.heat is not None
+        if child_shards is None:
+            children = [shard for shard in await self.backend.all_shards(self.stream)
+                        if shard.is_open and parent_id in shard.parents]
+        else:
+            children = [Shard.from_api({**raw, "ParentShardId": (raw.get("ParentShards") or [None])[0]})
+                        for raw in child_shards]
+        for child in children:
+            if child.shard_id in self._followed or child.shard_id in self._tasks or self._closing.is_set():
+                continue
+            self._followed.add(child.shard_id)  # before the await: the other parent of a merge may race us
+            iterator = await self.backend.get_shard_iterator(self.stream, child.shard_id, "TRIM_HORIZON")
+            if self._closing.is_set():
+                return
+            self.heat.add_shard(child, since=self.clock())
+            self._tasks[child.shard_id] = asyncio.create_task(
+                self._read_shard(child.shard_id, iterator), name=f"heat-{self.stream}-{child.shard_id}")
 
     async def _resume(self, shard_id: str, last_sequence: str | None) -> str:
         """A fresh iterator after the old one expired (5 minutes without a read, e.g. a suspended laptop)."""

@@ -267,11 +267,9 @@ class KeyTree:
             # node. Either way the key lands on it.
             go_left = child is left
             value, level = _child_position(node.value, node.level, go_left)
-            if child is _EMPTY:
-                placed = _Node(value, level, 1, BALANCED)
-                _mark_no_room(placed)
-            else:
-                placed = _Node(value, level, child.count + 1, KEY)
+            placed = _Node(value, level, child.count + 1, BALANCED if child is _EMPTY else KEY)
+            _mark_no_room(placed)
+            if child is not _EMPTY:
                 _link(placed, child, child.value < value)
             if go_left:
                 node.left = placed
@@ -324,7 +322,7 @@ class KeyTree:
         return 1 if level == 0 else 1 << (self.bits - level)
 
     def _worst_imbalance(self) -> Imbalance | None:
-        """Scan every position that has keys below or on it, stored or implied."""
+        """Scan every position that has keys on or below it, stored or implied."""
         if self._root is _EMPTY:
             return None
         best: tuple[int, int, int, int, int] | None = None  # (-difference, depth, key, left, right)
@@ -332,18 +330,18 @@ class KeyTree:
         while stack:
             node = stack.pop()
             if node.kind == BALANCED:
-                left, right = _balanced_children(node)
+                found = [_worst_in_balanced_run(node)]
             else:
                 left, right = node.left, node.right
-            found = [(node.value, node.level, left.count, right.count)]
-            for child, go_left in ((left, True), (right, False)):
-                if not child.count:
-                    continue
-                stack.append(child)
-                if not child.direct:
-                    # The top of an implied placeholder run holds all of the child's keys on one side.
-                    value, level = _child_position(node.value, node.level, go_left)
-                    found.append((value, level, *((child.count, 0) if child.value < value else (0, child.count))))
+                found = [(node.value, node.level, left.count, right.count)]
+                for child, go_left in ((left, True), (right, False)):
+                    if not child.count:
+                        continue
+                    stack.append(child)
+                    if not child.direct:
+                        # The top of an implied placeholder run holds all of the child's keys on one side.
+                        value, level = _child_position(node.value, node.level, go_left)
+                        found.append((value, level, *((child.count, 0) if child.value < value else (0, child.count))))
             for value, level, n_left, n_right in found:
                 rank = (-abs(n_left - n_right), self.bits - level, value, n_left, n_right)
                 if best is None or rank < best:
@@ -353,27 +351,31 @@ class KeyTree:
         return Imbalance(key=key, depth=depth, left=n_left, right=n_right)
 
 
+def _worst_in_balanced_run(node: _Node) -> tuple[int, int, int, int]:
+    """(key, level, left, right) of the shallowest, then lowest, position of a balanced run whose
+    halves differ (never by more than one), else of its top. After its own key a run gives its left
+    half every odd-numbered next key and its right half every even-numbered one, so when the halves
+    are equal they are the same shape and the left one holds the lower answer."""
+    value, level, count = node.value, node.level, node.count
+    top = None
+    while True:
+        left, right = count // 2, (count - 1) // 2
+        if left != right:
+            return value, level, left, right
+        if top is None:
+            top = (value, level, left, right)
+        if not left or level <= 1:
+            return top
+        value, level = _child_position(value, level, True)
+        count = left
+
+
 def _mark_no_room(node: _Node) -> None:
     """Level-1 positions have one-integer children; only the one left of 1 (the value 0) holds a key."""
     if node.level == 1:
         node.right = _NO_ROOM
         if node.value != 1:
             node.left = _NO_ROOM
-
-
-def _balanced_children(node: _Node) -> tuple[_Node, _Node]:
-    """The two halves of a balanced run, as balanced runs themselves (for reporting only): after its
-    own key, the left side got every odd-numbered next key and the right every even-numbered one."""
-    rest = node.count - 1
-    halves = []
-    for go_left, count in ((True, (rest + 1) // 2), (False, rest // 2)):
-        if not count or node.level == 0:
-            halves.append(_EMPTY)
-            continue
-        value, level = _child_position(node.value, node.level, go_left)
-        half = _Node(value, level, count, BALANCED)
-        halves.append(half)
-    return halves[0], halves[1]
 
 
 def _deepest_common_position(low_key: int, high_key: int) -> _Node:

@@ -31,7 +31,6 @@ from console.errors import (
     AccessDenied,
     BadInput,
     BackendError,
-    ConsoleError,
     LimitExceeded,
     NoCredentials,
     PlanRejected,
@@ -118,7 +117,7 @@ class Ack:
 
     shard_id: str
     sequence_number: str
-    predicted: str | None  # the shard map's prediction when it was sent
+    predicted: str | None  # the shard map's prediction when it was first sent
     sent_at: float  # epoch seconds, first send
     acked_at: float  # epoch seconds
 
@@ -230,12 +229,12 @@ class _Pending:
     sent_at: float  # epoch
     first_try: float  # monotonic
     attempts: int = 0
-    predicted: str | None = None
+    predicted: str | None = None  # at the latest attempt: what its ack is checked against
+    # At the first attempt: a copy from any attempt lands there or on a descendant (reshards only
+    # move a key's hash down the lineage), so this is what the verifier checks placement against.
+    first_predicted: str | None = None
     in_request: bool = False
-
-    @property
-    def size(self) -> int:
-        return len(self.data) + len(self.key.name.encode())
+    size: int = 0  # what counts toward the request limits: data plus partition key
 
 
 @dataclass(slots=True, eq=False)
@@ -243,6 +242,7 @@ class _KeyState:
     name: str
     hash_key: int
     explicit_hash_key: int | None
+    name_bytes: int = 0  # UTF-8 length of the name (counts toward request sizes)
     next_seq: int = 0
     pending: deque = field(default_factory=deque)  # built but unacknowledged, in key order
     in_flight: int = 0
@@ -310,7 +310,7 @@ class OrderedProducer:
         keys = []
         for index in range(settings.keys):
             name = partition_key_for(settings.run_id, index)
-            keys.append(_KeyState(name, hash_key_for(name, explicit[index]), explicit[index]))
+            keys.append(_KeyState(name, hash_key_for(name, explicit[index]), explicit[index], len(name.encode())))
         return keys
 
     # -- the run --------------------------------------------------------------------------------
@@ -394,11 +394,10 @@ class OrderedProducer:
                     except TimeoutError:
                         pass
         finally:
-            if tasks:
-                if fatal:
-                    for task in tasks:
-                        task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+            # Only a failure or a cancelled run leaves requests in flight: stop them with it.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         if fatal:
             raise fatal[0]
 
@@ -415,7 +414,7 @@ class OrderedProducer:
             return None
         sent_at = self._wall()
         data = TestRecord(self.settings.run_id, key.name, key.next_seq, sent_at).encode(self.settings.payload_bytes)
-        record = _Pending(key, key.next_seq, data, sent_at, self._clock())
+        record = _Pending(key, key.next_seq, data, sent_at, self._clock(), size=len(data) + key.name_bytes)
         key.next_seq += 1
         key.pending.append(record)
         return record
@@ -436,6 +435,7 @@ class OrderedProducer:
         """The record goes into a request now."""
         if record.attempts == 0:
             self.result.sent += 1
+            record.first_predicted = predicted
         record.attempts += 1
         record.in_request = True
         record.predicted = predicted
@@ -530,8 +530,9 @@ class OrderedProducer:
                 self._acknowledge(record, outcome["ShardId"], outcome["SequenceNumber"], now, wall)
                 self._pacer.succeeded(outcome["ShardId"], now)
         self._retry(failures, requeue)
+        failed_ids = {id(record) for record, _ in failures}
         for record in batch:
-            if not any(record is failed for failed, _ in failures):
+            if id(record) not in failed_ids:
                 requeue(record.key, now)
 
     def _acknowledge(self, record: _Pending, shard_id: str, sequence_number: str, now: float, wall: float) -> None:
@@ -546,7 +547,8 @@ class OrderedProducer:
         key.learned_shard = shard_id
         key.last_sequence_number = sequence_number
         result = self.result
-        result.acks[(key.name, record.seq)] = Ack(shard_id, sequence_number, record.predicted, record.sent_at, wall)
+        result.acks[(key.name, record.seq)] = Ack(shard_id, sequence_number, record.first_predicted or record.predicted,
+                                                  record.sent_at, wall)
         self._shard_acks[shard_id] = self._shard_acks.get(shard_id, 0) + 1
         number = int(sequence_number)
         first = result.first_acks.get(shard_id)

@@ -101,8 +101,22 @@ class Executor:
 
     async def context(self, summary: StreamSummary) -> StreamContext:
         calls = self.action_log.update_shard_count_calls(self.stream, self.kinesis.label)
+        limit, open_count = await self._account_limits()
         return StreamContext(status=summary.status, mode=summary.mode,
-                             region=getattr(self.kinesis, "region", None), recent_scale_calls=calls)
+                             region=getattr(self.kinesis, "region", None), recent_scale_calls=calls,
+                             account_open_shards=open_count, account_shard_limit=limit)
+
+    async def _account_limits(self) -> tuple[int | None, int | None]:
+        """DescribeLimits' ShardLimit and OpenShardCount when the backend offers the call; otherwise
+        the checks fall back to the documented regional default and this stream's own shards."""
+        describe = getattr(self.kinesis, "describe_limits", None)
+        if describe is None:
+            return None, None
+        try:
+            raw = await describe()
+            return int(raw["ShardLimit"]), int(raw["OpenShardCount"])
+        except (ConsoleError, KeyError, TypeError, ValueError):
+            return None, None
 
     async def snapshot(self) -> tuple[StreamSummary, list[Shard], StreamContext]:
         summary = await self.kinesis.describe_stream(self.stream)
@@ -111,12 +125,12 @@ class Executor:
 
     async def wait_until_active(self, reason: str) -> StreamSummary:
         """Poll DescribeStreamSummary until ACTIVE, reporting progress; time out with a clear error."""
-        started = self.clock()
+        started, waited = self.clock(), False
         while True:
             summary = await self.kinesis.describe_stream(self.stream)
             elapsed = self.clock() - started
             if summary.status == "ACTIVE":
-                if elapsed > 0:
+                if waited:
                     self.progress(f"{self.stream}: ACTIVE after {elapsed:.0f}s, {summary.open_shard_count} open shards")
                 return summary
             if summary.status not in ("UPDATING", "CREATING"):
@@ -125,6 +139,7 @@ class Executor:
                 raise BackendError(
                     f"{self.stream} is still {summary.status} after {elapsed:.0f}s ({reason}); "
                     "check again later with `kconsole shards`", code="timeout")
+            waited = True
             self.progress(f"{self.stream}: {summary.status} ({reason}), {summary.open_shard_count} open shards, "
                           f"{elapsed:.0f}s elapsed")
             await self.sleep(self.poll_interval)

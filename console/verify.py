@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from console.errors import BackendError, ConsoleError, Throttled
+from console.hashkeys import hash_key_for
 from console.model import Shard
 from console.producer import ProduceResult
 from console.testrecords import decode
@@ -339,6 +340,24 @@ def _epoch(value: Any) -> float | None:
     return None
 
 
+def _misplacement(shard_id: str, hash_key: int, ack: Any, lineage: Lineage,
+                  allowed_cache: dict[str, set[str]]) -> str | None:
+    """Why a copy read from `shard_id` is in the wrong place, or None. A shard whose hash range does
+    not hold the key's hash key can never rightly hold the record; nor can one outside the lineage
+    of the shard predicted (or, without a prediction, acknowledged) for it."""
+    shard = lineage.shards.get(shard_id)
+    if shard is not None and not shard.contains(hash_key):
+        return f"its hash range does not hold the key's hash key {hash_key}"
+    expected = (ack.predicted or ack.shard_id) if ack is not None else None
+    if expected is None:
+        return None
+    allowed = allowed_cache.get(expected)
+    if allowed is None:
+        allowed = lineage.at_or_below(expected) if expected in lineage.shards else {expected}
+        allowed_cache[expected] = allowed
+    return None if shard_id in allowed else f"expected {expected} or a descendant"
+
+
 def _percentile(ordered: list[float], fraction: float) -> float:
     index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
     return ordered[index]
@@ -372,6 +391,7 @@ def analyse(run: ProduceResult, lineage: Lineage, copies: list[ReadCopy], shards
         seen: set[int] = set()
         key_disordered = False
         acks = acks_by_key.get(key, {})
+        hash_key = hash_key_for(key, run.explicit_hash_keys.get(key))
         for position, copy in enumerate(key_copies):
             if copy.seq in seen:
                 duplicated += 1
@@ -393,16 +413,10 @@ def analyse(run: ProduceResult, lineage: Lineage, copies: list[ReadCopy], shards
                 problem("out_of_order", key, copy.seq, detail, copy.shard_id, position)
             highest = max(highest, copy.seq)
             ack = acks.get(copy.seq)
-            expected = (ack.predicted or ack.shard_id) if ack else None
-            if expected is not None:
-                allowed = allowed_cache.get(expected)
-                if allowed is None:
-                    allowed = allowed_cache[expected] = lineage.at_or_below(expected) if expected in lineage.shards \
-                        else {expected}
-                if copy.shard_id not in allowed:
-                    misplaced += 1
-                    problem("misplaced", key, copy.seq, f"read from {copy.shard_id}; expected {expected} "
-                            "or a descendant", copy.shard_id, position)
+            where = _misplacement(copy.shard_id, hash_key, ack, lineage, allowed_cache)
+            if where:
+                misplaced += 1
+                problem("misplaced", key, copy.seq, f"read from {copy.shard_id}; {where}", copy.shard_id, position)
             read_pairs.add((key, copy.seq))
         out_of_order_keys += key_disordered
 
@@ -428,3 +442,25 @@ def analyse(run: ProduceResult, lineage: Lineage, copies: list[ReadCopy], shards
         read_seconds=read_seconds, copies_read=len(copies), first_out_of_order=first_out_of_order,
         problems=problems, copies_by_key=dict(by_key), acks_by_key=dict(acks_by_key))
 
+
+
+async def run_and_verify(kinesis: Any, stream: str, settings: Any, *, verify: bool = True,
+                         on_progress: Callable[[Any], None] | None = None,
+                         on_verifying: Callable[[], None] | None = None,
+                         read_settings: ReadSettings | None = None,
+                         progress_interval: float = 0.25) -> tuple[ProduceResult, VerificationReport | None]:
+    """One whole run on an open backend (a KinesisBackend): shard map, ordered producer, read-back.
+    What the CLI and the console's producer panel (through the app's worker) both do."""
+    from console.producer import OrderedProducer
+    from console.shardmap import ShardMap
+
+    async with ShardMap.for_backend(kinesis, stream) as shard_map:
+        await shard_map.wait_ready(timeout=60, fail_fast=True)
+        producer = OrderedProducer(stream, settings, put_records=kinesis.put_records, put_record=kinesis.put_record,
+                                   shard_map=shard_map, on_progress=on_progress, progress_interval=progress_interval)
+        result = await producer.run()
+    if not verify:
+        return result, None
+    if on_verifying is not None:
+        on_verifying()
+    return result, await Verifier.for_backend(kinesis, read_settings).verify(result)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import signal
 import subprocess
@@ -238,3 +237,96 @@ def test_no_orphan_when_the_parent_dies_or_is_interrupted(how):
         if parent.poll() is None:
             parent.kill()
         parent.stdout.close()
+
+
+# ---- what a user sees: one line, the right exit code, no traceback ---------------------------------
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    from console.cli import main
+
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def assert_one_line_error(err: str, text: str) -> None:
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kconsole: error: ") and text in lines[0], err
+
+
+def test_cli_unknown_stream_lists_the_existing_ones(capsys, local_kinesis):
+    code, out, err = run_cli(capsys, "streams", "--endpoint-url", local_kinesis.endpoint_url)  # warm the listing
+    assert code == 0
+    code, out, err = run_cli(capsys, "shards", "no-such-stream", "--endpoint-url", local_kinesis.endpoint_url)
+    assert code == 1 and out == ""
+    assert_one_line_error(err, "stream 'no-such-stream' not found on endpoint http://127.0.0.1:")
+    assert "streams there:" in err or "there are no streams there" in err
+
+
+def test_cli_unknown_stream_json_error(capsys, local_kinesis):
+    import json
+
+    code, out, err = run_cli(capsys, "shards", "no-such-stream", "--json", "--endpoint-url", local_kinesis.endpoint_url)
+    assert code == 1
+    assert json.loads(out)["error"]["code"] == "stream_not_found"
+
+
+def test_cli_unreachable_endpoint(capsys):
+    code, out, err = run_cli(capsys, "streams", "--endpoint-url", "http://127.0.0.1:9")
+    assert code == 1
+    assert_one_line_error(err, "cannot reach http://127.0.0.1:9/: connection failed")
+
+
+@pytest.mark.parametrize("region", ["bad region", "EU-WEST-1", "eu_west_1"])
+def test_cli_bad_region(capsys, region):
+    code, out, err = run_cli(capsys, "streams", "--region", region)
+    assert code == 2
+    assert_one_line_error(err, f"not a valid AWS region: {region!r}")
+
+
+def test_cli_no_credentials(capsys, monkeypatch, tmp_path):
+    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                     "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                     "AWS_WEB_IDENTITY_TOKEN_FILE"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    code, out, err = run_cli(capsys, "streams", "--region", "eu-west-1")
+    assert code == 1
+    assert_one_line_error(err, "no AWS credentials found")
+
+
+def test_cli_error_in_a_real_process(local_kinesis):
+    """Once end to end as a shell sees it: exit code and a single stderr line."""
+    env = dict(os.environ, AWS_EC2_METADATA_DISABLED="true")
+    result = subprocess.run([sys.executable, "-m", "console.cli", "shards", "missing-stream",
+                             "--endpoint-url", local_kinesis.endpoint_url],
+                            capture_output=True, text=True, env=env, timeout=30)
+    assert result.returncode == 1, result.stderr
+    assert_one_line_error(result.stderr, "stream 'missing-stream' not found on endpoint")
+
+
+async def test_local_serve_shares_one_server_and_stops_on_ctrl_c():
+    import json
+
+    serve = subprocess.Popen([sys.executable, "-m", "console.cli", "local", "serve", "--port", "0", "--json"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = json.loads(serve.stdout.readline())["endpoint_url"]
+        config = BackendConfig.from_args(args(endpoint_url=url, region="eu-west-1"))
+        async with open_backend(config) as first, open_backend(config) as second:
+            assert await first.ensure_stream("shared", 2) is True
+            assert "shared" in await second.stream_names()  # a second client sees the same server
+        serve.send_signal(signal.SIGINT)
+        assert serve.wait(10) == 0
+        assert "Traceback" not in serve.stderr.read()
+        async with open_backend(config) as after:
+            with pytest.raises(EndpointUnreachable):
+                await after.stream_names()
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+        serve.stdout.close()
+        serve.stderr.close()

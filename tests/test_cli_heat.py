@@ -64,6 +64,12 @@ async def test_heat_json_names_hot_shard_key_split_and_what_if(kinesis, make_str
         assert row["shard_id"] == index.predict(md5_hash_key(row["partition_key"]))
     assert "sampling" in err  # the progress note goes to stderr, stdout stays one JSON document
 
+    # The hand-off: the suggested command is one the reshard preview accepts as it stands.
+    suggested = doc["split_suggestion"]["command"].split()[1:]
+    code, out, err = await kconsole(*suggested, "--json", "--endpoint-url", local_kinesis.endpoint_url)
+    assert code == 0, err
+    assert doc["split_suggestion"]["at"] in out
+
 
 async def test_heat_text_on_an_idle_stream(kinesis, make_stream, local_kinesis):
     stream = await make_stream(shards=2)
@@ -92,3 +98,32 @@ def test_heat_bad_input_exits_2(argv, fragment, capsys):
     assert main(["heat", "s", *argv, "--endpoint-url", "http://127.0.0.1:9"]) == 2
     err = capsys.readouterr().err
     assert fragment in err and len(err.strip().splitlines()) == 1
+
+
+async def test_enable_enhanced_monitoring_needs_yes_and_respects_read_only(kinesis, make_stream, local_kinesis):
+    stream = await make_stream(shards=1)
+    url = local_kinesis.endpoint_url
+    code, out, err = await kconsole("heat", stream, "--enable-enhanced-monitoring", "--read-only", "--yes",
+                                    "--json", "--endpoint-url", url)
+    assert code == 1 and json.loads(out)["error"]["code"] == "read_only"
+    code, out, err = await kconsole("heat", stream, "--enable-enhanced-monitoring", "--endpoint-url", url)
+    assert code == 1 and "without confirmation" in err  # no TTY in a subprocess with pipes
+    assert (await kinesis.describe_stream(stream)).enhanced_metrics == ()  # nothing was called
+
+    code, out, err = await kconsole("heat", stream, "--enable-enhanced-monitoring", "--yes", "--json",
+                                    "--endpoint-url", url)
+    assert code == 0, err
+    assert set(json.loads(out)["enhanced_metrics"]) >= {"IncomingBytes", "IncomingRecords"}
+    assert set((await kinesis.describe_stream(stream)).enhanced_metrics) >= {"IncomingBytes", "IncomingRecords"}
+
+
+async def test_cloudwatch_source_reports_every_shard(kinesis, make_stream, local_kinesis):
+    """The local server publishes no Kinesis metrics: every shard is reported, at zero, with a hint."""
+    stream = await make_stream(shards=2)
+    code, out, err = await kconsole("heat", stream, "--source", "cloudwatch", "--seconds", "300", "--json",
+                                    "--endpoint-url", local_kinesis.endpoint_url)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["source"] == "cloudwatch" and len(doc["shards"]) == 2
+    assert all(shard["records_per_s"] == 0 and shard["minutes_with_data"] == 0 for shard in doc["shards"])
+    assert "--enable-enhanced-monitoring" in err  # monitoring is off on this stream

@@ -10,10 +10,8 @@ import asyncio
 import json
 import os
 import pty
-import select
 import subprocess
 import sys
-import time
 
 import pytest
 

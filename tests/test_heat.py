@@ -149,6 +149,16 @@ def test_buckets_rates_and_peak_by_arrival_second():
     assert snap.utilisation == pytest.approx(utilisation(9 / 4, 90 / 4))
 
 
+def test_recent_rates_cover_the_last_whole_seconds():
+    heat = shard_heat()
+    heat.observe([(second + 0.5, "k", 10) for second in range(60)] + [(55.5, "burst", 10)] * 50)
+    snap = heat.snapshot(0.0, 60.0)
+    assert snap.records_per_s == pytest.approx(110 / 60)
+    assert snap.recent_records_per_s == pytest.approx((10 + 50) / 10)
+    assert snap.recent_bytes_per_s == pytest.approx(600 / 10)
+    assert snap.peak_records_per_s == 51 and len(snap.series) == 60
+
+
 def test_utilisation_is_the_larger_share_of_the_two_limits():
     assert utilisation(500, 0) == 0.5
     assert utilisation(10, SHARD_BYTES_LIMIT) == 1.0
@@ -243,3 +253,98 @@ def test_hot_key_what_if_lands_sharded_keys_where_md5_says():
         assert sharded_key.startswith("user.v1.User:abc:")
         assert shard_id == index.predict(md5_hash_key(sharded_key))
     assert sum(what_if.shards_hit.values()) == 8
+
+
+def four_shard_snapshot(hot_key_share: int = 300):
+    index = HashRangeIndex.even(4)
+    shards = [Shard(sid, s, e) for sid, s, e in zip(index.shard_ids, index.starts, index.endings)]
+    stream = StreamHeat("orders", shards, window_start=100.0)
+    keys = ["hot"] * hot_key_share + [f"c{i}" for i in range(300)]
+    for n, key in enumerate(keys):
+        stream.observe(index.predict(md5_hash_key(key)), [(100.0 + n / 200, key, 100)])
+    return index, stream.snapshot(now=104.0)
+
+
+async def test_heat_panel_rows_order_selection_and_top_keys():
+    from textual.app import App
+    from textual.widgets import Sparkline, Static
+
+    from console.ui.heat_panel import HeatPanel, ShardHeatRow
+
+    class PanelApp(App):
+        def compose(self):
+            yield HeatPanel(id="heat")
+
+    index, snapshot = four_shard_snapshot()
+    hot_shard = index.predict(md5_hash_key("hot"))
+    app = PanelApp()
+    async with app.run_test(size=(120, 30)) as pilot:
+        panel = app.query_one(HeatPanel)
+        panel.update_snapshot(snapshot)
+        await pilot.pause()
+        await pilot.pause()
+        rows = list(panel.query(ShardHeatRow))
+        assert [row.shard_id for row in rows] == list(index.shard_ids)  # key-space order first
+        assert panel.selected_shard == hot_shard  # the hottest is selected on first sight
+        keys_text = str(panel.query_one("#heat-keys", Static).render())
+        assert "hot" in keys_text and "kconsole plan split orders" in keys_text
+        hot_row = next(row for row in rows if row.shard_id == hot_shard)
+        assert max(hot_row.query_one(Sparkline).data) > 0
+        assert sum(panel.query_one("#heat-total-spark", Sparkline).data) == 600
+
+        panel.focus()
+        await pilot.press("h")
+        await pilot.pause()
+        await pilot.pause()
+        assert [row.shard_id for row in panel.query(ShardHeatRow)][0] == hot_shard
+        await pilot.press("down")
+        assert panel.selected_shard != hot_shard
+        await pilot.press("up")
+        assert panel.selected_shard == hot_shard
+
+
+async def test_heat_panel_tells_the_app_when_it_is_hidden():
+    from textual.app import App
+
+    from console.ui.heat_panel import HeatPanel
+
+    seen = []
+
+    class PanelApp(App):
+        def compose(self):
+            yield HeatPanel(id="heat")
+
+        def on_heat_panel_shown(self, message):
+            seen.append("shown")
+
+        def on_heat_panel_hidden(self, message):
+            seen.append("hidden")
+
+    app = PanelApp()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        app.query_one(HeatPanel).display = False
+        await pilot.pause()
+        await pilot.pause()
+    assert seen[0] == "shown" and "hidden" in seen
+
+
+def test_cloudwatch_minutes_become_rates_peaks_and_throttles():
+    from datetime import datetime, timedelta, timezone
+
+    from console.cloudwatch_heat import summarise_shard
+
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    minutes = [t0 + timedelta(minutes=i) for i in range(5)]
+    heat = summarise_shard("shardId-000000000000", {
+        "IncomingRecords": list(zip(minutes, [6000, 6000, 60000, 6000, 6000])),
+        "IncomingBytes": list(zip(minutes, [60_000] * 5)),
+        "WriteProvisionedThroughputExceeded": list(zip(minutes, [0, 0, 120, 0, 0])),
+        "IteratorAgeMilliseconds": list(zip(minutes, [10, 5000, 20, 0, 0])),
+    }, window_seconds=300)
+    assert heat.records_per_s == pytest.approx(84000 / 300)
+    assert heat.peak_records_per_s == pytest.approx(1000)  # the burst minute averages the limit
+    assert heat.peak_utilisation == pytest.approx(1.0)
+    assert heat.throttled_records == 120 and heat.iterator_age_ms == 5000
+    empty = summarise_shard("s", {}, window_seconds=300)
+    assert empty.records_per_s == 0 and empty.iterator_age_ms is None and empty.minutes_with_data == 0

@@ -55,12 +55,12 @@ async def test_sampler_finds_hot_shard_and_key_at_the_produced_rate(kinesis, mak
     await asyncio.sleep(0.5)
     sampler = HeatSampler(kinesis, stream, reads_per_second=4, drain_grace=0.2)
     await sampler.start()
-    await asyncio.sleep(4.0)
+    await asyncio.sleep(3.0)
     snapshot = await sampler.stop()
     stop.set()
     await writing
 
-    assert not sampler.running and sampler.reads >= 4 * 4 * 3
+    assert not sampler.running and sampler.reads >= 4 * 4 * 2
     # What the writer sent during the window, by the shard MD5 routes each key to.
     sent = writer.between(snapshot.window_start, snapshot.window_end)
     window = snapshot.window_end - snapshot.window_start
@@ -146,3 +146,55 @@ def test_reads_per_second_above_the_limit_is_refused():
 
     with pytest.raises(BadInput, match="at most 5"):
         HeatSampler(object(), "s", reads_per_second=6)
+
+
+async def test_snapshots_stream_while_running_and_end_on_stop(kinesis, make_stream):
+    stream = await make_stream(shards=1)
+    sampler = HeatSampler(kinesis, stream, reads_per_second=5, drain_grace=0.0)
+    await sampler.start()
+    seen = []
+
+    async def watch():
+        async for snapshot in sampler.snapshots(every=0.2):
+            seen.append(snapshot)
+
+    watcher = asyncio.create_task(watch())
+    await kinesis.put_records(stream, [{"Data": b"v", "PartitionKey": "k"} for _ in range(10)])
+    await asyncio.sleep(1.0)
+    await sampler.stop()
+    await asyncio.wait_for(watcher, 2)  # the generator ends when the sampler stops
+    assert len(seen) >= 3
+    assert seen[-1].shards[0].records == 10
+
+
+async def test_sampler_follows_a_split_into_the_children(kinesis, make_stream):
+    stream = await make_stream(shards=1)
+    parent = (await kinesis.all_shards(stream))[0]
+    sampler = HeatSampler(kinesis, stream, reads_per_second=5, drain_grace=0.2)
+    await sampler.start()
+    await kinesis.put_records(stream, [{"Data": b"before", "PartitionKey": f"b{i}"} for i in range(30)])
+    await asyncio.sleep(0.5)
+    middle = (parent.starting_hash_key + parent.ending_hash_key) // 2
+    await kinesis.split_shard(stream, parent.shard_id, middle)
+    await kinesis.wait_for_active(stream)
+    await asyncio.sleep(0.8)  # the parent's reader reaches the closed end and hands over
+    await kinesis.put_records(stream, [{"Data": b"after", "PartitionKey": f"a{i}"} for i in range(40)])
+    await asyncio.sleep(0.8)
+    snapshot = await sampler.stop()
+
+    assert sampler.closed_shards == [parent.shard_id]
+    window = snapshot.window_end - snapshot.window_start
+    by_id = {shard.shard_id: shard for shard in snapshot.shards}
+    children = [shard for shard in by_id.values() if shard.shard_id != parent.shard_id]
+    assert len(children) == 2 and all(child.is_open for child in children)
+    assert not by_id[parent.shard_id].is_open
+    assert by_id[parent.shard_id].records == 30
+    assert sum(child.records for child in children) == 40
+    for child in children:  # each child counted exactly the keys MD5 routes into its range
+        expected = sum(1 for i in range(40) if child.starting_hash_key <= md5_hash_key(f"a{i}") <= child.ending_hash_key)
+        assert child.records == expected
+        # rates cover only the part of the window each shard lived in: born after the split
+        assert child.window_seconds < window - 0.5
+    assert by_id[parent.shard_id].window_seconds < window - 0.5  # closed before the end
+    assert snapshot.hottest.is_open
+    assert not sampler.running

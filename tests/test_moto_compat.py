@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from datetime import datetime, timezone
 
 import pytest
 
@@ -134,6 +135,24 @@ async def test_shard_filter(server):
         assert [s.shard_id for s in after] == ["shardId-000000000002", "shardId-000000000003"]
 
 
+async def test_shard_filter_timestamps(kinesis, make_stream):
+    """AT_TIMESTAMP / FROM_TIMESTAMP on the patched server (unpatched moto ignores every filter)."""
+    name = await make_stream(shards=2)
+    before_split = datetime.now(timezone.utc)
+    await asyncio.sleep(0.05)
+    await kinesis.split_shard(name, "shardId-000000000000", 2**126)
+    await asyncio.sleep(0.05)
+    after_split = datetime.now(timezone.utc)
+
+    async def ids(kind: str, moment: datetime) -> list[str]:
+        return [s.shard_id for s in await kinesis.all_shards(name, {"Type": kind, "Timestamp": moment})]
+
+    assert await ids("AT_TIMESTAMP", before_split) == ["shardId-000000000000", "shardId-000000000001"]
+    assert await ids("AT_TIMESTAMP", after_split) == ["shardId-000000000001", "shardId-000000000002", "shardId-000000000003"]
+    assert len(await ids("FROM_TIMESTAMP", before_split)) == 4
+    assert await ids("FROM_TIMESTAMP", after_split) == await ids("AT_TIMESTAMP", after_split)
+
+
 async def test_sequence_numbers_unique_across_shards(server):
     kinesis, make_stream, patched = server
     name = await make_stream(shards=4)
@@ -214,3 +233,21 @@ async def test_random_explicit_keys_route_to_the_owner_after_reshards(server):
     keys = [rng.randrange(2**128) for _ in range(400)] + [s.ending_hash_key for s in shards] + [s.starting_hash_key for s in shards]
     reply = await kinesis.put_records(name, [{"Data": b"x", "PartitionKey": "p", "ExplicitHashKey": k} for k in keys])
     assert [r["ShardId"] for r in reply["Records"]] == index.predict_many(keys)
+
+
+async def test_split_at_the_shards_ending_hash_key(server):
+    """AWS takes any NewStartingHashKey in (StartingHashKey, EndingHashKey]; moto refuses the ending key."""
+    kinesis, make_stream, patched = server
+    name = await make_stream(shards=2)
+    ending = even_split(2)[0][1]
+    try:
+        await kinesis.split_shard(name, "shardId-000000000000", ending)
+        refused = False
+    except ConsoleError:
+        refused = True
+    expect_defect(refused, patched, "SplitShard at EndingHashKey refused")
+    if patched:
+        single_key = next(s for s in await kinesis.all_shards(name) if s.shard_id == "shardId-000000000003")
+        assert (single_key.starting_hash_key, single_key.ending_hash_key) == (ending, ending)
+        with pytest.raises(ConsoleError):  # an empty lower child is still refused
+            await kinesis.split_shard(name, "shardId-000000000001", even_split(2)[1][0])

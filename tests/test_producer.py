@@ -96,7 +96,7 @@ async def test_ordered_run_verifies_clean(kinesis, make_stream, mode, keys, per_
     # Progress ends with a final snapshot that matches the result, per shard too.
     assert seen[-1].done and seen[-1].acknowledged == total
     assert sum(p.acknowledged for p in seen[-1].shards.values()) == total
-    assert len(seen[-1].shards) == 3
+    assert set(seen[-1].shards) == {ack.shard_id for ack in result.acks.values()}
 
 
 async def test_requests_respect_limits_and_one_record_per_key(kinesis, make_stream):
@@ -172,11 +172,11 @@ async def test_split_and_merge_mid_run_verify_clean(kinesis, make_stream, mode):
                                     rate=total / 3.0, max_batch_records=100)
         producer = producer_for(kinesis, stream, settings, shard_map=shard_map)
         task = asyncio.create_task(producer.run())
-        await wait_for_acks(producer, total // 3, task)
+        await wait_for_acks(producer, total // 4, task)
         first, second = sorted(await kinesis.all_shards(stream), key=lambda s: s.starting_hash_key)
         await kinesis.split_shard(stream, first.shard_id, (first.starting_hash_key + first.ending_hash_key + 1) // 2)
         await kinesis.wait_for_active(stream)
-        await wait_for_acks(producer, 2 * total // 3, task)
+        await wait_for_acks(producer, total // 2, task)
         upper_child = next(s for s in await kinesis.all_shards(stream)
                            if s.parent_shard_id == first.shard_id and s.ending_hash_key == first.ending_hash_key)
         await kinesis.merge_shards(stream, upper_child.shard_id, second.shard_id)
@@ -195,3 +195,4 @@ async def test_split_and_merge_mid_run_verify_clean(kinesis, make_stream, mode):
     # Puts the map had predicted for a parent that was gone were reported to the map.
     if result.mismatch_count:
         assert shard_map.version >= 2
+

@@ -247,3 +247,57 @@ async def test_on_demand_context_is_rejected_before_any_call(kinesis, make_strea
     shards = await kinesis.all_shards(stream)
     plan = plan_scale(shards, 4, context=StreamContext(mode="ON_DEMAND"))
     assert [b.limit for b in plan.breaches] == ["on_demand_stream"]
+
+
+# ---------------------------------------------------------------- kinesis-mock cross-check
+
+
+@pytest.fixture
+async def mock_backend(kinesis_mock):
+    from console.backend import BackendConfig, open_backend
+
+    config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=kinesis_mock.endpoint_url)
+    async with open_backend(config) as backend:
+        yield backend
+
+
+@pytest.mark.kinesis_mock
+async def test_kinesis_mock_split_goes_through_updating_and_matches_plan(mock_backend, action_log):
+    """kinesis-mock reports UPDATING for a while after SplitShard (as AWS does), so --wait polls for real."""
+    from conftest import unique_stream_name
+
+    stream = unique_stream_name("reshard")
+    await mock_backend.create_stream(stream, 2)
+    await mock_backend.wait_for_active(stream)
+    progress = []
+    executor = Executor(mock_backend, stream, action_log=action_log, poll_interval=0.01, progress=progress.append)
+    try:
+        _, shards, context = await executor.snapshot()
+        result = await executor.execute(split_first, expected=split_first(shards, context), wait=True)
+        assert open_triples(await mock_backend.all_shards(stream)) == planned_triples(result.plan)
+        assert result.differences == () and result.status == "ACTIVE"
+        if progress:  # UPDATING lasts 50 ms here, so whether a poll sees it is a matter of timing
+            assert "UPDATING" in progress[0] and "ACTIVE after" in progress[-1]
+    finally:
+        await mock_backend.delete_stream(stream)
+
+
+@pytest.mark.kinesis_mock
+async def test_kinesis_mock_non_uniform_rescale_is_reported_not_hidden(mock_backend, action_log):
+    """kinesis-mock's UpdateShardCount 4 -> 6 splits two shards unevenly instead of producing AWS's
+    documented equal shares; execution must report the difference rather than claim success."""
+    from conftest import unique_stream_name
+
+    stream = unique_stream_name("reshard")
+    await mock_backend.create_stream(stream, 4)
+    await mock_backend.wait_for_active(stream)
+    executor = Executor(mock_backend, stream, action_log=action_log, poll_interval=0.01)
+    try:
+        _, shards, context = await executor.snapshot()
+        build = lambda s, c: plan_scale(s, 6, context=c)
+        result = await executor.execute(build, expected=build(shards, context), wait=True)
+        observed = [(s.starting_hash_key, s.ending_hash_key) for s in open_in_order(await mock_backend.all_shards(stream))]
+        assert len(observed) == 6
+        assert bool(result.differences) == (observed != even_split(6))
+    finally:
+        await mock_backend.delete_stream(stream)

@@ -15,9 +15,27 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from aws_kinesis_agg.aggregator import AggRecord
 
+from console.backend import BackendConfig, open_backend
 from console.errors import BackendError, BadInput, Throttled
 from console.hashkeys import md5_hash_key
 from console.tail import TailOptions, TailReader, parse_start
+from tests.conftest import StreamFactory
+
+
+@pytest.fixture(params=["moto", pytest.param("kinesis-mock", marks=pytest.mark.kinesis_mock)])
+async def server(request):
+    """(backend, stream factory) on the embedded moto and on kinesis-mock, which (like AWS) ends a
+    closed shard with a null NextShardIterator and names its ChildShards."""
+    if request.param == "moto":
+        config = BackendConfig(kind="local", region="us-east-1",
+                               endpoint_url=request.getfixturevalue("local_kinesis").endpoint_url)
+    else:
+        config = BackendConfig(kind="endpoint", region="us-east-1",
+                               endpoint_url=request.getfixturevalue("kinesis_mock").endpoint_url)
+    async with open_backend(config) as backend:
+        factory = StreamFactory(backend)
+        yield backend, factory
+        await factory.cleanup()
 
 
 async def read_all(reader: TailReader, *, timeout: float = 30.0) -> list:
@@ -40,7 +58,8 @@ def aggregate(*entries: tuple[str, bytes, str | None]) -> tuple[str, bytes]:
     return partition_key, blob
 
 
-async def test_every_encoding_is_decoded_and_broken_ones_are_reported(kinesis, make_stream):
+async def test_every_encoding_is_decoded_and_broken_ones_are_reported(server):
+    kinesis, make_stream = server
     stream = await make_stream(shards=1)
     agg_key, agg_blob = aggregate(("user-1", b'{"n": 1}', None), ("user-2", b"plain text", "123456789"),
                                   ("user-3", gzip.compress(b'{"n": 3}'), None))
@@ -77,7 +96,8 @@ async def test_every_encoding_is_decoded_and_broken_ones_are_reported(kinesis, m
     assert all(r.shard_id == "shardId-000000000000" and r.arrival is not None for r in records)
 
 
-async def test_parents_are_read_before_children_from_the_past(kinesis, make_stream):
+async def test_parents_are_read_before_children_from_the_past(server):
+    kinesis, make_stream = server
     stream = await make_stream(shards=1)
     for index in range(5):
         await kinesis.put_record(stream, json.dumps({"before": index}).encode(), f"k{index}")
@@ -93,7 +113,8 @@ async def test_parents_are_read_before_children_from_the_past(kinesis, make_stre
     assert {r.shard_id for r in records[5:]} <= {"shardId-000000000001", "shardId-000000000002"}
 
 
-async def test_follow_picks_up_the_children_of_a_split_while_tailing(kinesis, make_stream):
+async def test_follow_picks_up_the_children_of_a_split_while_tailing(server):
+    kinesis, make_stream = server
     stream = await make_stream(shards=1)
     reader = TailReader(kinesis, stream, TailOptions(start=parse_start("latest"), follow=True, limit=8),
                         refresh_interval=0.2)
@@ -140,8 +161,9 @@ async def test_grep_and_limit(kinesis, make_stream):
     assert len(limited) == 7
 
 
-async def test_from_timestamp_and_from_sequence_number(kinesis, make_stream):
-    stream = await make_stream(shards=1)
+async def test_from_timestamp_and_from_sequence_number(server):
+    kinesis, make_stream = server
+    stream = await make_stream(shards=2)
     for index in range(3):
         await kinesis.put_record(stream, f"old {index}".encode(), "k")
     await asyncio.sleep(1.1)
@@ -152,7 +174,7 @@ async def test_from_timestamp_and_from_sequence_number(kinesis, make_stream):
     since = await read_all(TailReader(kinesis, stream, TailOptions(start=parse_start(cut.isoformat()))))
     assert [r.value for r in since] == ["new 0", "new 1", "new 2"]
 
-    at_second = TailOptions(start=parse_start(answers[1]["SequenceNumber"]), shard_ids=("shardId-000000000000",))
+    at_second = TailOptions(start=parse_start(answers[1]["SequenceNumber"]), shard_ids=(answers[1]["ShardId"],))
     assert [r.value for r in await read_all(TailReader(kinesis, stream, at_second))] == ["new 1", "new 2"]
     located = TailOptions(start=parse_start(answers[1]["SequenceNumber"]))
     assert [r.value for r in await read_all(TailReader(kinesis, stream, located))] == ["new 1", "new 2"]

@@ -41,7 +41,9 @@ def test_lineage_reads_parents_first_and_knows_descendants():
 
 def fake_run(acks: dict[tuple[str, int], Ack]) -> ProduceResult:
     settings = ProducerSettings(keys=2, records_per_key=4, run_id="r1").validated()
-    return ProduceResult(settings, "s", 0.0, 1.0, sent=len(acks), acks=acks)
+    # Key a lives in the middle of shard 0 (later 3, then 4); key b in shard 1.
+    return ProduceResult(settings, "s", 0.0, 1.0, sent=len(acks), acks=acks,
+                         explicit_hash_keys={"a": 3 * HALF // 4, "b": HALF + 5})
 
 
 def copy(key, seq, shard_id, number, order) -> ReadCopy:
@@ -81,7 +83,8 @@ async def produce(kinesis, stream, put_records, **overrides):
     async with ShardMap.for_backend(kinesis, stream) as shard_map:
         await shard_map.wait_ready(10)
         result = await OrderedProducer(stream, settings, put_records=put_records, shard_map=shard_map).run()
-    return result, await Verifier.for_backend(kinesis).verify(result)
+        map_version = shard_map.version
+    return result, await Verifier.for_backend(kinesis).verify(result), map_version
 
 
 async def test_a_record_acknowledged_but_never_written_is_lost(kinesis, make_stream):
@@ -96,7 +99,7 @@ async def test_a_record_acknowledged_but_never_written_is_lost(kinesis, make_str
         answer = await kinesis.put_records(name, records[1:])
         return {"FailedRecordCount": 0, "Records": [dict(answer["Records"][0])] + answer["Records"]}
 
-    result, report = await produce(kinesis, stream, swallowing_put_records)
+    result, report, _ = await produce(kinesis, stream, swallowing_put_records)
     assert result.acknowledged == 100 and report.read_back == 99
     assert report.lost == 1 and not report.ok
     swallowed = calls[2][0]["PartitionKey"]
@@ -113,7 +116,7 @@ async def test_duplicates_the_producer_never_heard_of_are_counted(kinesis, make_
             await kinesis.put_records(name, records)
         return await kinesis.put_records(name, records)
 
-    result, report = await produce(kinesis, stream, doubling_put_records)
+    result, report, _ = await produce(kinesis, stream, doubling_put_records)
     assert result.possible_duplicates == 0
     assert report.duplicated == len(calls[3]) and report.lost == report.out_of_order == 0
     assert report.ok  # duplicates are reported, not a failure: the stream is at-least-once
@@ -135,7 +138,67 @@ async def test_records_routed_elsewhere_are_misplaced_and_mismatches_reported(ki
             entries.append(entry)
         return await kinesis.put_records(name, entries)
 
-    result, report = await produce(kinesis, stream, rerouting_put_records)
+    result, report, map_version = await produce(kinesis, stream, rerouting_put_records)
     assert report.misplaced == 5 and report.lost == 0 and not report.ok
-    assert result.mismatch_count == 5 and {m.key for m in result.mismatches} == {moved_key}
+    assert result.mismatch_count >= 1 and {m.key for m in result.mismatches} == {moved_key}
+    assert map_version >= 2  # the mismatch made the shard map list the shards again
     assert {p.key for p in report.problems if p.kind == "misplaced"} == {moved_key}
+
+
+# ---- the panel (no I/O: fed progress and a report, posts StartRequested) ----------------------------
+
+async def test_producer_panel_start_progress_report_and_records():
+    from textual.app import App
+    from textual.widgets import DataTable, Input
+
+    from console.ui.producer_panel import ProducerPanel
+    from console.producer import ProducerProgress, ShardProgress
+
+    requests = []
+
+    class Harness(App):
+        def compose(self):
+            yield ProducerPanel(local=True)
+
+        def on_producer_panel_start_requested(self, message):
+            requests.append(message)
+
+    app = Harness()
+    async with app.run_test(size=(160, 60)) as pilot:
+        panel = app.query_one(ProducerPanel)
+        panel.query_one("#producer-keys", Input).value = "0"
+        await pilot.click("#producer-start")
+        await pilot.pause()
+        assert not requests and "keys must be" in str(panel.query_one("#producer-status").render())
+        panel.query_one("#producer-keys", Input).value = "25"
+        panel.query_one("#producer-rate", Input).value = "500"
+        await pilot.pause(0.3)  # the button ignores presses during its press animation
+        await pilot.click("#producer-start")
+        await pilot.pause()
+        (request,) = requests
+        assert (request.settings.keys, request.settings.rate, request.settings.pacing, request.verify) == \
+            (25, 500.0, False, True)
+        panel.show_started(request.settings)
+        panel.show_progress(ProducerProgress(
+            run_id="r", total=250, sent=120, acknowledged=100, retries=3, throttled=1, possible_duplicates=0,
+            failed=0, shard_mismatches=0, elapsed=1.0, records_per_second=100.0,
+            shards={"shardId-000000000001": ShardProgress(60, 60.0, 1, 0.5),
+                    "shardId-000000000000": ShardProgress(40, 40.0, 0, 1.0)}))
+        await pilot.pause()
+        shards = panel.query_one("#producer-shards", DataTable)
+        assert shards.row_count == 2 and shards.get_row_at(0)[:2] == ["#1", "60"]
+        assert panel.query_one("#producer-progress").progress == 100
+        lineage = Lineage(reshard_history())
+        acks = {("a", s): Ack("shardId-0", str(10 + s), "shardId-0", 100.0, 100.02) for s in range(3)}
+        run = fake_run(acks)
+        copies = [copy("a", 0, "shardId-0", 10, 0), copy("a", 2, "shardId-0", 12, 0), copy("a", 1, "shardId-0", 13, 0)]
+        report = analyse(run, lineage, copies, [], read_seconds=0.1)
+        panel.show_report(report)
+        await pilot.pause()
+        problems = panel.query_one("#producer-problems", DataTable)
+        assert problems.row_count == 1 and problems.get_row_at(0)[0] == "out_of_order"
+        problems.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        records = panel.query_one("#producer-records", DataTable)
+        assert [records.get_row_at(i)[1] for i in range(records.row_count)] == ["0", "2", "1"]

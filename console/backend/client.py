@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from console.backend.errors import THROTTLE_CODES, error_code, error_message, translate
-from console.errors import BackendError, BadInput, ConsoleError, StreamNotFound
+from console.errors import BackendError, BadInput, ConsoleError, ResourceInUse, StreamNotFound
 from console.model import Shard, StreamSummary
 
 log = logging.getLogger("console.backend")
@@ -261,8 +261,6 @@ class KinesisBackend:
         try:
             summary = await self.describe_stream(stream)
         except StreamNotFound:
-            from console.errors import ResourceInUse
-
             try:
                 await self.create_stream(stream, shard_count)
                 created = True

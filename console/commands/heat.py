@@ -1,6 +1,8 @@
 """`kconsole heat STREAM`: which shard is hot, and why — sampled live from LATEST.
 
     kconsole heat orders --seconds 10 --top 3 [--hottest] [--json]
+    kconsole heat orders --source cloudwatch [--seconds 900]      (needs enhanced monitoring)
+    kconsole heat orders --enable-enhanced-monitoring [--yes]     (a change: confirmation, --read-only)
 
 Per open shard: records/s, bytes/s, the peak second, utilisation of the shard limits (1,000
 records/s, 1 MiB/s) and the top partition keys with their share of the shard. Then what to do:
@@ -14,10 +16,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import sys
 
 from console.backend import BackendConfig, open_backend
 from console.commands._output import emit, note, run_async
-from console.errors import BadInput
+from console.cloudwatch_heat import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
+from console.config import load_config
+from console.errors import BadInput, ConsoleError, ReadOnlyRefusal
 from console.hashkeys import HashRangeIndex
 from console.heat import (
     DOMINANT_SHARE,
@@ -31,6 +36,9 @@ from console.heat import (
 from console.heat_sampler import DEFAULT_READS_PER_SECOND, MAX_READS_PER_SECOND, HeatSampler
 
 MAX_SECONDS = 3600
+MAX_CLOUDWATCH_SECONDS = 14 * 24 * 3600  # 1-minute datapoints are kept for 15 days
+DEFAULT_SAMPLE_SECONDS = 10.0
+DEFAULT_CLOUDWATCH_SECONDS = 900.0
 MAX_TOP = 100
 
 
@@ -39,19 +47,31 @@ def register(subparsers, common) -> None:
         "heat", parents=common, help="live heat per shard: rates, peak, utilisation, top keys",
         description="Sample every open shard from LATEST for a while and report its heat and top keys.")
     parser.add_argument("stream", metavar="STREAM")
-    parser.add_argument("--seconds", type=float, default=10.0, metavar="S",
-                        help="how long to sample (default 10)")
+    parser.add_argument("--seconds", type=float, default=None, metavar="S",
+                        help=f"how long to sample (default {DEFAULT_SAMPLE_SECONDS:g}); with --source cloudwatch: "
+                             f"how far back to look (default {DEFAULT_CLOUDWATCH_SECONDS:g})")
     parser.add_argument("--top", type=int, default=5, metavar="K", help="top keys per shard (default 5)")
     parser.add_argument("--hottest", action="store_true", help="list the hottest shards first")
     parser.add_argument("--reads-per-second", type=float, default=DEFAULT_READS_PER_SECOND, metavar="R",
                         help=f"GetRecords calls per shard per second (default {DEFAULT_READS_PER_SECOND:g}, "
                              f"at most {MAX_READS_PER_SECOND:g}: the limit is shared with other consumers)")
+    parser.add_argument("--source", choices=("sample", "cloudwatch"), default="sample",
+                        help="sample: read every shard from LATEST (1-second buckets, top keys; default); "
+                             "cloudwatch: shard-level metrics per minute (needs enhanced monitoring)")
+    parser.add_argument("--enable-enhanced-monitoring", action="store_true",
+                        help=f"turn on the shard-level metrics ({', '.join(SHARD_LEVEL_METRICS)}); "
+                             "CloudWatch bills them per shard. Changes the stream: asks for confirmation")
+    parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
     parser.set_defaults(handler=run_heat)
 
 
 def _validate(args: argparse.Namespace) -> None:
-    if not math.isfinite(args.seconds) or not 0 < args.seconds <= MAX_SECONDS:
-        raise BadInput(f"--seconds must be above 0 and at most {MAX_SECONDS}; got {args.seconds:g}")
+    cloudwatch = args.source == "cloudwatch"
+    if args.seconds is None:
+        args.seconds = DEFAULT_CLOUDWATCH_SECONDS if cloudwatch else DEFAULT_SAMPLE_SECONDS
+    most = MAX_CLOUDWATCH_SECONDS if cloudwatch else MAX_SECONDS
+    if not math.isfinite(args.seconds) or not 0 < args.seconds <= most:
+        raise BadInput(f"--seconds must be above 0 and at most {most}; got {args.seconds:g}")
     if not 1 <= args.top <= MAX_TOP:
         raise BadInput(f"--top must be from 1 to {MAX_TOP}; got {args.top}")
     if not math.isfinite(args.reads_per_second) or not 0 < args.reads_per_second <= MAX_READS_PER_SECOND:
@@ -62,6 +82,10 @@ def _validate(args: argparse.Namespace) -> None:
 def run_heat(args: argparse.Namespace) -> int:
     _validate(args)
     config = BackendConfig.from_args(args)
+    if args.enable_enhanced_monitoring:
+        return run_enable_monitoring(args, config)
+    if args.source == "cloudwatch":
+        return run_cloudwatch(args, config)
     snapshot = run_async(_sample(config, args))
     advice = advise(snapshot)
     document = snapshot.to_json()
@@ -92,17 +116,21 @@ async def _sample(config: BackendConfig, args: argparse.Namespace) -> StreamHeat
 
 def advise(snapshot: StreamHeatSnapshot) -> dict:
     """The hottest shard's split point and a write-sharding what-if for each dominant key."""
-    shards = [(s.shard_id, s.starting_hash_key, s.ending_hash_key) for s in snapshot.shards]
+    shards = [(s.shard_id, s.starting_hash_key, s.ending_hash_key) for s in snapshot.open_shards]
     index = HashRangeIndex.build(shards) if shards else None
     hot_keys: list[tuple[ShardHeatSnapshot, HotKeyWhatIf]] = []
     for shard in snapshot.hottest_first():
-        if not shard.top_keys or index is None:
+        if not shard.top_keys or index is None or not shard.is_open:
             continue
         top = shard.top_keys[0]
         if top.share >= DOMINANT_SHARE:
             key_rate = shard.records_per_s * top.share
             key_bytes = shard.bytes_per_s * (top.bytes / shard.bytes if shard.bytes else 0.0)
-            hot_keys.append((shard, hot_key_what_if(top.key, key_rate, min(key_bytes, shard.bytes_per_s), index)))
+            try:
+                what_if = hot_key_what_if(top.key, key_rate, min(key_bytes, shard.bytes_per_s), index)
+            except BadInput:  # e.g. the sharded key would pass 256 characters: no what-if for it
+                continue
+            hot_keys.append((shard, what_if))
     return {"hottest": snapshot.hottest, "hot_keys": hot_keys}
 
 
@@ -127,7 +155,9 @@ def _kib(value: float) -> str:
 
 
 def _top_keys(shard: ShardHeatSnapshot) -> str:
-    return ", ".join(f"{row.key} {row.share:.0%}" for row in shard.top_keys) or "-"
+    """Keys seen more than once (a key seen once is noise, not heat); --json lists them all."""
+    repeated = [row for row in shard.top_keys if row.guaranteed_records > 1]
+    return ", ".join(f"{row.key} {row.share:.0%}" for row in repeated) or "-"
 
 
 def render(snapshot: StreamHeatSnapshot, advice: dict, *, hottest_first: bool = False) -> str:
@@ -137,7 +167,7 @@ def render(snapshot: StreamHeatSnapshot, advice: dict, *, hottest_first: bool = 
     rows = [("SHARD", "REC/S", "PEAK", "KiB/S", "UTIL", "TOP KEYS (share of shard)")]
     shards = snapshot.hottest_first() if hottest_first else list(snapshot.shards)
     for shard in shards:
-        rows.append((shard.shard_id, _rate(shard.records_per_s), str(shard.peak_records_per_s),
+        rows.append((shard.shard_id + ("" if shard.is_open else " (closed)"), _rate(shard.records_per_s), str(shard.peak_records_per_s),
                      _kib(shard.bytes_per_s), f"{shard.utilisation:.0%}", _top_keys(shard)))
     rows.append(("stream total", _rate(snapshot.records_per_s), "", _kib(snapshot.bytes_per_s), "", ""))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
@@ -162,3 +192,91 @@ def render(snapshot: StreamHeatSnapshot, advice: dict, *, hottest_first: bool = 
                      f"{_rate(what_if.records_per_s)} records/s): write-shard it with {what_if.suffixes} suffixes "
                      f"({what_if.key}:0..{what_if.suffixes - 1}) -> {hits}")
     return "\n".join(lines)
+
+
+# ---- CloudWatch source and turning it on -------------------------------------------------------
+
+
+def run_cloudwatch(args: argparse.Namespace, config: BackendConfig) -> int:
+    shards, enabled = run_async(_cloudwatch(config, args))
+    if args.hottest:
+        shards = sorted(shards, key=lambda shard: (-shard.utilisation, shard.shard_id))
+    hottest = max(shards, key=lambda shard: shard.utilisation, default=None)
+    document = {
+        "stream": args.stream, "source": "cloudwatch", "window_seconds": args.seconds,
+        "enhanced_metrics": sorted(enabled), "limits": limits_json(),
+        "records_per_s": round(sum(s.records_per_s for s in shards), 3),
+        "bytes_per_s": round(sum(s.bytes_per_s for s in shards), 3),
+        "hottest_shard": hottest.shard_id if hottest and hottest.records_per_s else None,
+        "shards": [shard.to_json() for shard in shards],
+    }
+    emit(args, document, lambda: render_cloudwatch(args.stream, args.seconds, shards))
+    return 0
+
+
+async def _cloudwatch(config: BackendConfig, args: argparse.Namespace) -> tuple[list[ShardMetricsHeat], set[str]]:
+    async with open_backend(config) as kinesis:
+        summary = await kinesis.describe_stream(args.stream)
+        enabled = set(summary.enhanced_metrics)
+        if "ALL" in enabled:
+            enabled = set(SHARD_LEVEL_METRICS)
+        if not enabled & {"IncomingBytes", "IncomingRecords"}:
+            note(f"enhanced monitoring is off for {args.stream}, so CloudWatch has no shard-level data; "
+                 f"turn it on with `kconsole heat {args.stream} --enable-enhanced-monitoring`, or sample live "
+                 f"with `kconsole heat {args.stream}`")
+        shard_ids = [shard.shard_id for shard in await kinesis.all_shards(args.stream) if shard.is_open]
+        return await cloudwatch_heat(kinesis, args.stream, shard_ids, seconds=args.seconds), enabled
+
+
+def render_cloudwatch(stream: str, seconds: float, shards: list[ShardMetricsHeat]) -> str:
+    lines = [f"CloudWatch heat of {stream} over the last {seconds:g} s (per-minute sums; bursts inside a "
+             "minute do not show: sample with `kconsole heat` for those)"]
+    rows = [("SHARD", "REC/S", "PEAK MIN", "KiB/S", "UTIL", "THROTTLED", "ITER AGE")]
+    for shard in shards:
+        age = "-" if shard.iterator_age_ms is None else f"{shard.iterator_age_ms / 1000:,.1f} s"
+        rows.append((shard.shard_id + ("" if shard.is_open else " (closed)"), _rate(shard.records_per_s), _rate(shard.peak_records_per_s),
+                     _kib(shard.bytes_per_s), f"{shard.utilisation:.0%}", str(shard.throttled_records), age))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        lines.append("  ".join([row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]))
+    if not any(shard.minutes_with_data for shard in shards):
+        lines.append("no datapoints in this window")
+    return "\n".join(lines)
+
+
+def refuse_if_read_only(args: argparse.Namespace) -> None:
+    if getattr(args, "read_only", False):
+        raise ReadOnlyRefusal(f"read-only mode (--read-only): refusing to enable enhanced monitoring on "
+                              f"{args.stream}; nothing was called")
+    if load_config()[0].read_only:
+        raise ReadOnlyRefusal(f"read-only mode (read_only = true in the config): refusing to enable enhanced "
+                              f"monitoring on {args.stream}; nothing was called")
+
+
+def confirm(args: argparse.Namespace, action: str) -> None:
+    """Require --yes, or the stream name typed on a TTY."""
+    if args.yes:
+        return
+    if not sys.stdin.isatty():
+        raise ConsoleError(f"refusing to {action} on {args.stream} without confirmation: no TTY to ask on; "
+                           "pass --yes", code="needs_confirmation")
+    print(f"This will {action} on {args.stream}. Type the stream name to confirm: ",
+          end="", file=sys.stderr, flush=True)
+    if sys.stdin.readline().strip() != args.stream:
+        raise ConsoleError(f"confirmation did not match {args.stream!r}; nothing was called", code="not_confirmed")
+
+
+def run_enable_monitoring(args: argparse.Namespace, config: BackendConfig) -> int:
+    refuse_if_read_only(args)
+    action = f"enable shard-level enhanced monitoring ({', '.join(SHARD_LEVEL_METRICS)}; billed per shard)"
+    confirm(args, action)
+
+    async def enable() -> tuple[str, ...]:
+        async with open_backend(config) as kinesis:
+            await kinesis.enable_enhanced_monitoring(args.stream, list(SHARD_LEVEL_METRICS))
+            return (await kinesis.describe_stream(args.stream)).enhanced_metrics
+
+    enabled = run_async(enable())
+    emit(args, {"stream": args.stream, "enhanced_metrics": sorted(enabled)},
+         f"enhanced monitoring on {args.stream}: {', '.join(sorted(enabled)) or 'none'}")
+    return 0

@@ -14,8 +14,8 @@ from typing import Any
 
 from console.commands._output import emit, note, run_async
 from console.errors import BadInput, ReadOnlyRefusal
-from console.producer import OrderedProducer, ProduceResult, ProducerProgress, ProducerSettings
-from console.verify import ReadSettings, VerificationReport, Verifier
+from console.producer import ProduceResult, ProducerProgress, ProducerSettings
+from console.verify import ReadSettings, VerificationReport, run_and_verify
 
 # AWS allows 5 GetRecords calls per second per shard.
 AWS_GET_RECORDS_INTERVAL = 0.2
@@ -99,7 +99,6 @@ def _config_read_only() -> bool:
 
 async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult, VerificationReport | None]:
     from console.backend import BackendConfig, open_backend
-    from console.shardmap import ShardMap
 
     config = BackendConfig.from_args(args)
     async with open_backend(config) as kinesis:
@@ -109,19 +108,13 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
             await kinesis.wait_for_active(args.stream)
         else:
             await kinesis.describe_stream(args.stream)  # a missing stream fails here, naming the ones there are
-        async with ShardMap.for_backend(kinesis, args.stream) as shard_map:
-            await shard_map.wait_ready(timeout=60, fail_fast=True)
-            producer = OrderedProducer(args.stream, settings, put_records=kinesis.put_records,
-                                       put_record=kinesis.put_record, shard_map=shard_map,
-                                       on_progress=_ProgressLines(), progress_interval=0.25)
-            note(f"producing {settings.total} records ({settings.keys} keys x {settings.records_per_key}) "
-                 f"to {args.stream!r}, run {settings.run_id}, {settings.mode} mode")
-            result = await producer.run()
-        report = None
-        if args.verify:
-            note(f"reading run {settings.run_id} back")
-            interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0
-            report = await Verifier.for_backend(kinesis, ReadSettings(min_call_interval=interval)).verify(result)
+        note(f"producing {settings.total} records ({settings.keys} keys x {settings.records_per_key}) "
+             f"to {args.stream!r}, run {settings.run_id}, {settings.mode} mode")
+        interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0
+        result, report = await run_and_verify(
+            kinesis, args.stream, settings, verify=args.verify, on_progress=_ProgressLines(),
+            on_verifying=lambda: note(f"reading run {settings.run_id} back"),
+            read_settings=ReadSettings(min_call_interval=interval))
     return result, report
 
 

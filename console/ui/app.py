@@ -8,6 +8,7 @@ drive this app against the embedded local Kinesis and the benchmark against a 10
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import time
 from collections.abc import Callable
@@ -20,13 +21,15 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Footer, Input, Static, TabbedContent, TabPane, Tree
+from textual.widgets import Footer, Input, Static, TabbedContent, TabPane, TextArea, Tree
+from textual.widgets._tabbed_content import ContentTabs
 
 from console.ui.commands import ACTIONS, MUTATING_ACTIONS, ConsoleCommands
 from console.ui.format import format_share, short_shard_id
+from console.ui.panel_host import PanelHost
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.stream_picker import StreamPickerScreen
-from console.ui.source import ConnectionInfo, StreamView, describe_failure, poll_stream
+from console.ui.source import BIG_STREAM, ConnectionInfo, StreamView, describe_failure, fetch_stream, with_lineage
 from console.ui.widgets.header import ConsoleHeader
 from console.ui.widgets.keytree_panel import KeyTreePanel
 from console.ui.widgets.lineage_tree import LineageTree
@@ -56,7 +59,7 @@ class PollFailed(Message):
         self.reason = reason
 
 
-class KConsoleApp(App[None]):
+class KConsoleApp(PanelHost, App[None]):
     CSS_PATH = Path(__file__).parent / "kconsole.tcss"  # absolute, so subclasses elsewhere find it
     TITLE = "kconsole"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
@@ -64,6 +67,7 @@ class KConsoleApp(App[None]):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
+        Binding("f1", "help", "Help", show=False, id="app.help_f1"),
         Binding("r", "refresh", "Refresh", id="app.refresh"),
         Binding("slash", "filter", "Filter", key_display="/", id="app.filter"),
         Binding("c", "copy_keys", "Copy keys", id="app.copy"),
@@ -108,6 +112,7 @@ class KConsoleApp(App[None]):
         self._poll_in_flight = False
         self._poll_timer = None
         self._lineage_dirty = False
+        self._last_tiling_problem: str | None = None
         self.missing_panels: list[str] = []
 
     # ---- layout --------------------------------------------------------------------------------
@@ -134,18 +139,27 @@ class KConsoleApp(App[None]):
         yield Footer()
 
     def _optional_panel(self, tab_id: str, module_name: str, issue: str) -> Widget:
-        """The panel class is the module's `PANEL` (or its only Widget subclass named *Panel/*View)."""
+        """Built by the module's `PANEL(app)` factory, else by its `*Panel` widget class; a module
+        missing from this build leaves a tab that says so."""
+        path = module_name.replace(".", "/") + ".py"
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as error:
             if error.name != module_name:
                 raise
             self.missing_panels.append(tab_id)
-            path = module_name.replace(".", "/") + ".py"
             return Static(f"Not available in this build: {path} ({issue}) does not exist yet.",
                           classes="missing-panel")
-        panel_class = getattr(module, "PANEL", None)
-        return panel_class(self) if panel_class is not None else Static(f"{module_name} has no PANEL")
+        factory = getattr(module, "PANEL", None)
+        if factory is not None:
+            return factory(self)
+        panel_classes = [value for name, value in vars(module).items()
+                         if isinstance(value, type) and issubclass(value, Widget) and name.endswith("Panel")
+                         and value.__module__ == module_name]
+        if len(panel_classes) == 1:
+            return panel_classes[0](id=f"{tab_id}-panel")
+        self.missing_panels.append(tab_id)
+        return Static(f"{path} has no PANEL(app) factory", classes="missing-panel")
 
     def on_mount(self) -> None:
         if self._theme_name and self._theme_name in self.available_themes:
@@ -157,6 +171,9 @@ class KConsoleApp(App[None]):
         if self.read_only:
             self.notify("read-only: split, merge and scale are disabled", timeout=5)
         self.table.focus()
+        # The widgets just built live as long as the app: keep full garbage collections (which
+        # stall the UI loop in proportion to the live objects they scan) from re-scanning them.
+        self.call_after_refresh(gc.freeze)
         if self.stream:
             if self._on_stream_opened:
                 self._on_stream_opened(self.stream)
@@ -201,15 +218,18 @@ class KConsoleApp(App[None]):
     @work(exclusive=True, group="poll", exit_on_error=False)
     async def _poll(self, stream: str) -> None:
         try:
-            view = await asyncio.wait_for(poll_stream(self.source, stream), self.poll_timeout)
+            view = await asyncio.wait_for(fetch_stream(self.source, stream), self.poll_timeout)
+            if stream != self.stream:
+                return
+            await self._show_shards(view)
+            view = await with_lineage(view)
+            if stream == self.stream:
+                self._show_lineage(view)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # every failure is shown in the header; the next poll retries
             if stream == self.stream:
                 self._show_failure(describe_failure(error, self.poll_timeout))
-        else:
-            if stream == self.stream:
-                self._apply_view(view)
         finally:
             self._poll_in_flight = False
             self.poll_count += 1
@@ -222,24 +242,49 @@ class KConsoleApp(App[None]):
         self.post_message(PollFailed(reason))
 
     def _apply_view(self, view: StreamView) -> None:
-        previous = self.view
+        """Show a complete poll result at once (synchronously; the poll worker does it in steps)."""
+        self._show_header(view)
+        self.table.apply(view.shards)
+        self._show_selection_and_ribbon(view)
+        self._show_lineage(view)
+
+    async def _show_shards(self, view: StreamView) -> None:
+        self._show_header(view)
+        await self.table.apply_async(view.shards)
+        self._show_selection_and_ribbon(view)
+
+    def _show_header(self, view: StreamView) -> None:
         self.view = view
         self.header.update_state(summary=view.summary, refreshed_at=self._clock(), error=None)
-        self.table.apply(view.shards)
+
+    def _show_selection_and_ribbon(self, view: StreamView) -> None:
         self.ribbon.set_shards(view.shards)
-        self.placement.set_index(view.index)
-        if self.query_one(TabbedContent).active == "lineage":
-            self.lineage_tree.apply(view.lineage)
-        else:
-            self._lineage_dirty = True
-        if view.tiling_problem and (previous is None or previous.tiling_problem != view.tiling_problem):
-            self.notify(view.tiling_problem, title="shard map", severity="warning")
-        if self.selected_shard_id is None or view.shard(self.selected_shard_id) is None:
+        if self.selected_shard_id is None or self.table.shard(self.selected_shard_id) is None:
             first = self.table.selected_shard_id or (self.table.shard_ids[0] if self.table.row_count else None)
             if first:
                 self.select_shard(first)
         else:
             self._show_detail()
+
+    def _show_lineage(self, view: StreamView) -> None:
+        self.view = view
+        if view.lineage is None:
+            return
+        if view.index is not None:
+            self.ribbon.set_index(view.index)
+        self.placement.set_index(view.index)
+        if self.query_one(TabbedContent).active == "lineage":
+            self.lineage_tree.apply(view.lineage)
+        else:
+            self._lineage_dirty = True
+        if view.tiling_problem and (self._last_tiling_problem != view.tiling_problem):
+            self.notify(view.tiling_problem, title="shard map", severity="warning")
+        self._last_tiling_problem = view.tiling_problem
+        if len(view.shards) > BIG_STREAM:
+            # A 10k-shard listing leaves ~100k long-lived objects; a full garbage collection then
+            # scans them all and stalls the UI for 100+ ms. They are acyclic (freed by refcount),
+            # so move what is alive now out of the collector's way.
+            gc.freeze()
         self.post_message(StreamRefreshed(view))
 
     # ---- selection -----------------------------------------------------------------------------
@@ -260,13 +305,14 @@ class KConsoleApp(App[None]):
         detail = self.query_one("#shard-detail", Static)
         shard = self.table.shard(self.selected_shard_id) if self.selected_shard_id else None
         if shard is None:
-            detail.update("")
+            detail.update("", layout=False)
             return
-        parents = ", ".join(shard.parents) or "none"
+        parents = " ".join(short_shard_id(p) for p in shard.parents) or "none"
         detail.update(
-            f"[b]{shard.shard_id}[/b] {'open' if shard.is_open else 'closed'} · share {format_share(shard.share)}"
-            f" · parents {parents} · c copies the keys\n"
-            f"start {shard.starting_hash_key}\nend   {shard.ending_hash_key}"
+            f"[b]{shard.shard_id}[/b] {'open' if shard.is_open else 'closed'} · {format_share(shard.share)}"
+            f" · parents {parents} · [dim]c copies keys[/dim]\n"
+            f"start {shard.starting_hash_key}\nend   {shard.ending_hash_key}",
+            layout=False,  # fixed height: a layout pass would repaint the whole screen
         )
 
     @on(ShardTable.Highlighted)
@@ -286,8 +332,26 @@ class KConsoleApp(App[None]):
     def _placement_markers(self, event: PlacementPanel.MarkersChanged) -> None:
         self.ribbon.set_markers(event.hash_keys)
 
+    PRIMARY_WIDGET = {"shards": "#shard-table", "lineage": "#lineage-tree", "placement": "#placement-input",
+                      "keytree": "#keytree-input", "producer": "#producer-start", "tail": "#tail-ring",
+                      "heat": "#heat-panel"}
+
+    def _focus_tab(self, tab: str) -> None:
+        """Keys go where the eyes are: the tab's main widget, else its first focusable widget that is
+        not a text box (so the single-key bindings keep working), else the tab strip."""
+        pane = self.query_one(f"TabPane#{tab}")
+        selector = self.PRIMARY_WIDGET.get(tab)
+        found = pane.query(selector) if selector else None
+        if found:
+            target = found.first()
+        else:
+            target = next((w for w in pane.query("*") if w.focusable and not isinstance(w, (Input, TextArea))),
+                          self.query_one(ContentTabs))
+        target.focus()
+
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self._focus_tab(event.pane.id)
         # The tree is only rebuilt while visible: a 10k-shard stream must not pay for a hidden tree.
         if event.pane.id == "lineage" and self._lineage_dirty and self.view is not None:
             self._lineage_dirty = False
@@ -301,7 +365,7 @@ class KConsoleApp(App[None]):
         self.action_show_tab("shards")
         box = self.query_one("#table-filter", Input)
         box.add_class("-visible")
-        box.focus()
+        self.call_after_refresh(box.focus)  # after the tab switch has focused the table
 
     @on(Input.Changed, "#table-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
@@ -314,11 +378,17 @@ class KConsoleApp(App[None]):
         self.table.focus()
 
     def on_key(self, event) -> None:
+        if event.key != "escape" or self.screen is not self.screen_stack[0]:
+            return
         box = self.query_one("#table-filter", Input)
-        if event.key == "escape" and box.has_focus:
+        if box.has_focus:
             box.value = ""
             box.remove_class("-visible")
             self.table.focus()
+            event.stop()
+        elif isinstance(self.focused, (Input, TextArea)):
+            # Out of a text box, so the single-key bindings (tabs 1-7, r, q...) work again.
+            self.query_one(ContentTabs).focus()
             event.stop()
 
     # ---- actions -------------------------------------------------------------------------------
@@ -338,7 +408,10 @@ class KConsoleApp(App[None]):
         self.push_screen(HelpScreen(self.screen.active_bindings, self.read_only))
 
     def action_show_tab(self, tab: str) -> None:
-        self.query_one(TabbedContent).active = tab
+        tabs = self.query_one(TabbedContent)
+        if tabs.active == tab:
+            self._focus_tab(tab)
+        tabs.active = tab
 
     def action_sort(self) -> None:
         self.action_show_tab("shards")
@@ -366,6 +439,7 @@ class KConsoleApp(App[None]):
             self._poll_timer.stop()
             self._poll_timer = None
         self.workers.cancel_group(self, "poll")
+        self.stop_panel_work()
         self._poll_in_flight = False
         self.stream = name
         self.view = None

@@ -89,7 +89,7 @@ class ReshardPreviewScreen(ModalScreen[bool]):
             elif self.plan.is_noop:
                 yield Static(Text("Nothing to do: the stream already looks like this."), id="preview-breaches")
             with VerticalScroll(id="preview-body"):
-                yield Static(Text(render_plan(self.plan, width=RIBBON_WIDTH)), id="preview-text")
+                yield Static(Text(render_plan(self.plan, with_ribbons=False)), id="preview-text")
             with Horizontal(id="preview-buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Proceed", id="proceed", variant="warning", disabled=not self.can_proceed)

@@ -8,7 +8,7 @@ transport of their own and the real app runs on `open_backend(...)`.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from console.errors import ConsoleError
@@ -56,16 +56,16 @@ class StreamView:
 
     summary: StreamSummary
     shards: tuple[Shard, ...]
-    lineage: Lineage
+    lineage: Lineage | None = None  # built after the table is shown (off the UI loop for big streams)
 
     @property
     def index(self) -> HashRangeIndex | None:
         """Open-shard index for prediction; None while the open shards do not tile the key space."""
-        return self.lineage.open_index
+        return self.lineage.open_index if self.lineage is not None else None
 
     @property
     def tiling_problem(self) -> str | None:
-        return self.lineage.problem
+        return self.lineage.problem if self.lineage is not None else None
 
     @property
     def open_shards(self) -> list[Shard]:
@@ -78,11 +78,27 @@ class StreamView:
         return None
 
 
-async def poll_stream(source: StreamSource, stream: str) -> StreamView:
+BIG_STREAM = 500  # shards; above this, pure-Python work on the whole listing runs in a thread
+
+
+async def fetch_stream(source: StreamSource, stream: str) -> StreamView:
+    """Summary and every shard; the lineage is left to `with_lineage`."""
     summary, shards = await asyncio.gather(source.describe_stream(stream), source.all_shards(stream))
-    # Building the lineage of 10k shards takes ~60 ms of pure Python: off the UI loop it goes.
-    lineage = await asyncio.to_thread(Lineage.build, shards) if len(shards) > 500 else Lineage.build(shards)
-    return StreamView(summary=summary, shards=tuple(shards), lineage=lineage)
+    return StreamView(summary=summary, shards=tuple(shards))
+
+
+async def with_lineage(view: StreamView) -> StreamView:
+    # Building the lineage of 10k shards takes 60-200 ms of pure Python: off the UI loop it goes
+    # (a thread holding the GIL still lets the loop run every switch interval, 5 ms).
+    if len(view.shards) > BIG_STREAM:
+        lineage = await asyncio.to_thread(Lineage.build, view.shards)
+    else:
+        lineage = Lineage.build(view.shards)
+    return replace(view, lineage=lineage)
+
+
+async def poll_stream(source: StreamSource, stream: str) -> StreamView:
+    return await with_lineage(await fetch_stream(source, stream))
 
 
 def describe_failure(error: BaseException, timeout: float) -> str:

@@ -7,11 +7,15 @@ batches of 1,000 keys. Keys are drawn before any timing. Each contender ingests 
   ss_exact       SpaceSaving(256).add_many(batch)    every record counted
   ss_sampled     SpaceSaving(256, sample_every=2)    one record in 2 counted, counts scaled by 2
 
-Speed: best of 3 wall-clock runs (time.perf_counter, no tracing). Memory: a separate traced run per
+Speed: best of 5 interleaved wall-clock rounds (time.perf_counter, no tracing). Memory: a separate traced run per
 contender: tracemalloc's peak while ingesting (key strings exist before tracing, so both sides are
 charged only for their own tables and temporaries). Recall: share of the exact top-10 (from the
 Counter) found in the summary's top-10. `ratio` = ss_sampled speed / counter speed (the headline);
-`ratio_exact` is the unsampled figure. Prints one JSON line last.
+`ratio_exact` is the unsampled figure: counting every record cannot beat Counter.update, since the
+summary itself counts each chunk with Counter.update (the C loop) and adds compaction on top, so
+the exact path lands near 0.9-1.0x. Only sampling buys the 1.5x; the heat sampler counts exactly
+(per-shard rates are at most 1,000 records/s), so sampling is there for very wide streams.
+Prints one JSON line last.
 """
 
 from __future__ import annotations
@@ -61,14 +65,17 @@ def run_space_saving(batches, sample_every: int):
     return summary
 
 
-def best_time(fn, *args, repeats: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        gc.collect()
-        began = time.perf_counter()
-        result = fn(*args)
-        best = min(best, time.perf_counter() - began)
-        del result
+def best_times(contenders: dict, batches, rounds: int = 5) -> dict[str, float]:
+    """Best wall-clock time per contender, interleaving the contenders round by round so that
+    load from other processes on a shared machine hits them alike."""
+    best = {name: float("inf") for name in contenders}
+    for _ in range(rounds):
+        for name, (fn, extra) in contenders.items():
+            gc.collect()
+            began = time.perf_counter()
+            result = fn(batches, *extra)
+            best[name] = min(best[name], time.perf_counter() - began)
+            del result
     return best
 
 
@@ -93,9 +100,9 @@ def main() -> None:
         "ss_exact": (run_space_saving, (1,)),
         "ss_sampled": (run_space_saving, (SAMPLE_EVERY,)),
     }
+    times = best_times(contenders, batches)
     for name, (fn, extra) in contenders.items():
-        seconds = best_time(fn, batches, *extra)
-        figures[f"{name}_records_per_s"] = round(RECORDS / seconds)
+        figures[f"{name}_records_per_s"] = round(RECORDS / times[name])
         figures[f"{name}_peak_bytes"] = peak_memory(fn, batches, *extra)
         if name != "counter":
             summary = fn(batches, *extra)
@@ -108,6 +115,8 @@ def main() -> None:
     figures["sample_every"] = SAMPLE_EVERY
     figures["ratio"] = figures["ss_sampled_speed_ratio"]
     figures["ratio_exact"] = figures["ss_exact_speed_ratio"]
+    figures["ratio_measured_as"] = (f"records/s of SpaceSaving({CAPACITY}, sample_every={SAMPLE_EVERY}).add_many "
+                                    f"over records/s of Counter.update, same {BATCH}-key batches, best of 5 interleaved rounds")
     figures["target_met"] = (figures["ratio"] >= 1.5 and figures["ss_sampled_memory_ratio"] <= 0.05
                              and figures[f"ss_sampled_top{TOP}_recall"] == 1.0)
     print(json.dumps(figures))

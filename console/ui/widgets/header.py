@@ -51,31 +51,31 @@ class ConsoleHeader(Widget):
 
     def render(self) -> Text:
         state = self.state
+        age = "never" if state.refreshed_at is None else format_age(max(0.0, self._clock() - state.refreshed_at))
         top = Text(no_wrap=True, overflow="ellipsis")
         top.append(" kconsole ", style="bold reverse")
         top.append(f" {state.backend or 'not connected'}", style="bold")
-        if state.region:
-            top.append(f" · region {state.region}")
-        if state.profile:
+        if state.region and state.region not in state.backend:
+            top.append(f" · {state.region}")
+        if state.profile and state.profile not in state.backend:
             top.append(f" · profile {state.profile}")
         if state.read_only:
-            top.append(" · ")
-            top.append("READ-ONLY", style="bold reverse")
+            top.append(" ")
+            top.append(" READ-ONLY ", style="bold reverse")
+        if state.error is None:
+            top.append(f" · refreshed {age}")
+            if state.polling:
+                top.append(" ⟳")
         bottom = Text(no_wrap=True, overflow="ellipsis")
-        bottom.append(f" stream {state.stream or '(none)'}", style="bold")
+        bottom.append(f" {state.stream or '(no stream: press p)'}", style="bold")
         summary = state.summary
-        if summary is not None:
-            bottom.append(" · ")
-            bottom.append(summary.status, style="bold" if summary.status == "ACTIVE" else "bold italic")
-            bottom.append(f" · {summary.mode} · {summary.open_shard_count} open shards"
-                          f" · retention {summary.retention_hours}h")
-        age = "never" if state.refreshed_at is None else format_age(max(0.0, self._clock() - state.refreshed_at))
         if state.error is not None:
             bottom.append(" · ")
             bottom.append(f"POLL FAILED: {state.error}", style="bold")
             bottom.append(f" · last good {age} · retrying")
-        else:
-            bottom.append(f" · refreshed {age}")
-            if state.polling:
-                bottom.append(" ⟳")
+        elif summary is not None:
+            bottom.append(" · ")
+            bottom.append(summary.status, style="bold" if summary.status == "ACTIVE" else "bold reverse")
+            bottom.append(f" · {summary.mode} · {summary.open_shard_count} open shards"
+                          f" · retention {summary.retention_hours}h")
         return Text("\n").join([top, bottom])

@@ -7,9 +7,9 @@ how they spread over the open shards.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -17,7 +17,8 @@ from textual.message import Message
 from textual.widgets import DataTable, Static, TextArea
 
 from console.errors import BadInput
-from console.hashkeys import HashRangeIndex, md5_hash_key, parse_hash_key, validate_partition_key
+from console.distribution import Distribution, count_indices, format_distribution, summarize
+from console.hashkeys import HashRangeIndex, md5_hash_key, parse_hash_key, share_of_space, validate_partition_key
 from console.ui.format import format_share, short_shard_id
 
 SHOWN_ROWS = 200  # the table lists the first keys; the summary covers all of them
@@ -46,23 +47,28 @@ def place_keys(lines: list[str], *, explicit: bool, index: HashRangeIndex | None
     return placements
 
 
+DISTRIBUTION_FROM = 10  # keys; from this many on, the per-shard spread is shown too
+
+
+def key_distribution(placements: list[Placement], index: HashRangeIndex) -> Distribution:
+    """How the placed keys spread over the open shards (console.distribution), in key-space order."""
+    positions = [index.index_of(p.hash_key) for p in placements if p.hash_key is not None]
+    expected = [share_of_space(start, end) for start, end in zip(index.starts, index.endings)]
+    return summarize(index.shard_ids, count_indices(positions, len(index)), expected)
+
+
 def distribution_summary(placements: list[Placement], index: HashRangeIndex | None) -> str:
-    placed = [p for p in placements if p.shard_id]
     bad = sum(1 for p in placements if p.problem)
     if not placements:
         return "Type partition keys, one per line (or paste many)."
     if index is None:
         return f"{len(placements)} keys; waiting for the shard map to predict shards."
-    counts = Counter(p.shard_id for p in placed)
-    parts = [f"{len(placed)} keys on {len(counts)} of {len(index)} open shards"]
-    if placed:
-        expected = len(placed) / len(index)
-        busiest, top = counts.most_common(1)[0]
-        empty = len(index) - len(counts)
-        parts.append(f"busiest {short_shard_id(busiest)} {top} keys ({format_share(top / len(placed))},"
-                     f" {top / expected:.1f}x even)")
-        if empty:
-            parts.append(f"{empty} shard{'s' if empty != 1 else ''} get none")
+    dist = key_distribution(placements, index)
+    parts = [f"{dist.total} keys on {len(dist.buckets) - dist.empty_buckets} of {len(dist.buckets)} open shards"]
+    busiest = dist.busiest
+    if dist.total and busiest is not None:
+        parts.append(f"busiest {short_shard_id(busiest.label)} {busiest.count} ({format_share(busiest.share)})")
+        parts.append(f"max/mean skew {dist.skew:.2f}")
     if bad:
         parts.append(f"{bad} invalid")
     return " · ".join(parts)
@@ -86,6 +92,7 @@ class PlacementPanel(Vertical):
         yield Static(self._mode_text(), id="placement-mode")
         yield TextArea(id="placement-input", soft_wrap=False)
         yield Static("Type partition keys, one per line (or paste many).", id="placement-summary")
+        yield Static("", id="placement-distribution")
         table = DataTable(id="placement-results", cursor_type="row", zebra_stripes=True)
         table.add_column("Key", key="key")
         table.add_column("Hash key", key="hash")
@@ -94,7 +101,7 @@ class PlacementPanel(Vertical):
 
     def _mode_text(self) -> str:
         mode = "explicit hash keys (decimal)" if self.explicit else "partition keys (MD5)"
-        return f"Keys are {mode}, one per line · ctrl+t switches"
+        return f"Keys are {mode}, one per line · ctrl+t switches · esc leaves the box"
 
     def action_toggle_mode(self) -> None:
         self.explicit = not self.explicit
@@ -109,7 +116,8 @@ class PlacementPanel(Vertical):
     def set_index(self, index: HashRangeIndex | None) -> None:
         if index is not self.index:
             self.index = index
-            self._recompute()
+            if self.placements:  # nothing typed yet: nothing to redo on every poll
+                self._recompute()
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         event.stop()
@@ -119,6 +127,14 @@ class PlacementPanel(Vertical):
         text = self.query_one("#placement-input", TextArea).text
         self.placements = place_keys(text.splitlines(), explicit=self.explicit, index=self.index)
         self.query_one("#placement-summary", Static).update(distribution_summary(self.placements, self.index))
+        spread = self.query_one("#placement-distribution", Static)
+        placed = sum(1 for p in self.placements if p.hash_key is not None)
+        if self.index is not None and placed >= DISTRIBUTION_FROM:
+            spread.update(Text(format_distribution(key_distribution(self.placements, self.index), bar_width=20,
+                                                   max_rows=8)))
+            spread.display = True
+        else:
+            spread.display = False
         table = self.query_one("#placement-results", DataTable)
         table.clear()
         for placement in self.placements[:SHOWN_ROWS]:

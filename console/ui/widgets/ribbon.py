@@ -9,7 +9,7 @@ visible at a glance even with 10,000 shards on an 80-column terminal.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rich.segment import Segment
@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from console.hashkeys import HASH_SPACE
+from console.hashkeys import HASH_SPACE, HashRangeIndex
 from console.model import Shard
 from console.ui.format import format_share, short_shard_id
 
@@ -52,26 +52,36 @@ class KeySpaceRibbon(Widget):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._starts: list[int] = []
-        self._ends: list[int] = []
-        self._ids: list[str] = []
+        self._starts: Sequence[int] = ()
+        self._ends: Sequence[int] = ()
+        self._ids: Sequence[str] = ()
         self._heat: dict[str, float] = {}
         self._markers: list[int] = []
         self.selected_id: str | None = None
         self._column_cache: tuple[int, list[int], list[int]] | None = None  # (width, owners, counts)
+        self._summary = ""
+        self._id_positions: dict[str, int] | None = None
+        self._style_cache: dict[str, Style] = {}
 
     # ---- data in -------------------------------------------------------------------------------
 
     def set_shards(self, shards: Iterable[Shard]) -> None:
         """Open shards only are drawn; they tile the key space."""
         open_shards = sorted((s for s in shards if s.is_open), key=lambda s: s.starting_hash_key)
-        starts = [s.starting_hash_key for s in open_shards]
-        ends = [s.ending_hash_key for s in open_shards]
-        ids = [s.shard_id for s in open_shards]
-        if (starts, ends, ids) == (self._starts, self._ends, self._ids):
+        self._set_ranges(tuple(s.starting_hash_key for s in open_shards),
+                         tuple(s.ending_hash_key for s in open_shards), tuple(s.shard_id for s in open_shards))
+
+    def set_index(self, index: HashRangeIndex) -> None:
+        """The open shards as the shard map's index holds them (already sorted: no work per poll)."""
+        self._set_ranges(index.starts, index.endings, index.shard_ids)
+
+    def _set_ranges(self, starts: Sequence[int], ends: Sequence[int], ids: Sequence[str]) -> None:
+        if ids == self._ids and starts == self._starts and ends == self._ends:
             return
         self._starts, self._ends, self._ids = starts, ends, ids
         self._column_cache = None
+        self._id_positions = None
+        self._summary = self._summary_of_shares() if ids else ""
         self.refresh()
 
     def set_selected(self, shard_id: str | None) -> None:
@@ -88,6 +98,13 @@ class KeySpaceRibbon(Widget):
         """Colour by heat (0..1 of the shard limit) instead of by share; empty dict reverts."""
         self._heat = dict(utilisation)
         self.refresh()
+
+    def _index_of(self, shard_id: str | None) -> int | None:
+        if shard_id is None:
+            return None
+        if self._id_positions is None or len(self._id_positions) != len(self._ids):
+            self._id_positions = {sid: i for i, sid in enumerate(self._ids)}
+        return self._id_positions.get(shard_id)
 
     @property
     def open_shard_ids(self) -> list[str]:
@@ -154,18 +171,29 @@ class KeySpaceRibbon(Widget):
         return self._ids[owners[x]]
 
     def _selected_columns(self, width: int) -> tuple[int, int] | None:
-        if self.selected_id not in self._ids:
+        if self._index_of(self.selected_id) is None:
             return None
-        index = self._ids.index(self.selected_id)
+        index = self._index_of(self.selected_id)
         first = self._starts[index] * width // HASH_SPACE
         last = self._ends[index] * width // HASH_SPACE
         return first, max(first, last)
 
     # ---- rendering -----------------------------------------------------------------------------
 
+    def notify_style_update(self) -> None:
+        self._style_cache.clear()
+        super().notify_style_update()
+
+    def _style(self, part: str) -> Style:
+        style = self._style_cache.get(part)
+        if style is None:
+            style = self.rich_style + (self.get_component_rich_style(part) if part else Style())
+            self._style_cache[part] = style
+        return style
+
     def render_line(self, y: int) -> Strip:
         width = self.content_region.width
-        base = self.rich_style
+        base = self._style("")
         if width <= 0:
             return Strip.blank(0)
         if not self._ids:
@@ -184,12 +212,12 @@ class KeySpaceRibbon(Widget):
         for hash_key in self._markers:
             column = min(width - 1, hash_key * width // HASH_SPACE)
             cells[column] = "▼" if cells[column] == " " else "◆"
-        style = base + self.get_component_rich_style("ribbon--marker")
+        style = self._style("ribbon--marker")
         return Strip([Segment("".join(cells), style)])
 
     def _bar_line(self, width: int, base: Style) -> Strip:
         selected = self._selected_columns(width)
-        selected_style = self.get_component_rich_style("ribbon--selected")
+        selected_style = self._style("ribbon--selected")
         segments = []
         for number, segment in enumerate(self._segments(width)):
             background = self._background(segment, width, number % 2)
@@ -224,18 +252,22 @@ class KeySpaceRibbon(Widget):
         for segment in self._segments(width):
             if not segment.dense:
                 place(short_shard_id(self._ids[segment.shard_index]), segment.first, segment.last, False)
-        style = base + self.get_component_rich_style("ribbon--label")
+        style = self._style("ribbon--label")
         return Strip([Segment("".join(cells), style)])
 
     def _summary_line(self, width: int, base: Style) -> Strip:
-        style = base + self.get_component_rich_style("ribbon--summary")
+        style = self._style("ribbon--summary")
         return Strip([Segment(self.summary_text()[:width].ljust(width), style)])
 
     def summary_text(self) -> str:
+        return self._summary
+
+    def _summary_of_shares(self) -> str:
         count = len(self._ids)
-        shares = [(end - start + 1) / HASH_SPACE for start, end in zip(self._starts, self._ends)]
-        smallest = min(range(count), key=shares.__getitem__)
-        largest = max(range(count), key=shares.__getitem__)
+        widths = [end - start for start, end in zip(self._starts, self._ends)]
+        smallest = widths.index(min(widths))
+        largest = widths.index(max(widths))
+        shares = {i: (widths[i] + 1) / HASH_SPACE for i in (smallest, largest)}
         spread = shares[largest] / shares[smallest]
         verdict = "even" if spread < 1.01 else f"uneven {spread:.1f}x"
         return (f"{count} open · {verdict} · min {format_share(shares[smallest])} {short_shard_id(self._ids[smallest])}"

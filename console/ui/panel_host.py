@@ -1,0 +1,149 @@
+"""Running the I/O behind the producer, tail and heat panels (which do none themselves).
+
+Each panel asks with a message; the app runs the domain code (console.verify, console.tail,
+console.heat_sampler) in a worker on the same backend the console polls, and feeds the panel.
+Workers are grouped per panel, so Stop (or hiding the heat panel, or opening another stream, or
+quitting) cancels exactly that panel's work and no task outlives it.
+"""
+
+from __future__ import annotations
+
+from textual import on, work
+from textual.message import Message
+
+from console.errors import ConsoleError
+from console.ui.widgets.shard_table import ShardHeat
+
+
+def _panel_message(module_name: str, class_name: str, message_name: str) -> type[Message] | None:
+    """A panel's message class if the panel module is in this build (the handlers below need it)."""
+    try:
+        module = __import__(module_name, fromlist=[class_name])
+    except ModuleNotFoundError:
+        return None
+    owner = getattr(module, class_name, None)
+    return getattr(owner, message_name, None) if owner is not None else None
+
+
+_ProducerStart = _panel_message("console.ui.producer_panel", "ProducerPanel", "StartRequested")
+_ProducerStop = _panel_message("console.ui.producer_panel", "ProducerPanel", "StopRequested")
+_TailStart = _panel_message("console.ui.tail_view", "TailView", "StartRequested")
+_TailStop = _panel_message("console.ui.tail_view", "TailView", "StopRequested")
+_HeatShown = _panel_message("console.ui.heat_panel", "HeatPanel", "Shown")
+_HeatHidden = _panel_message("console.ui.heat_panel", "HeatPanel", "Hidden")
+
+
+class _Never(Message):
+    """Stands in for the message class of a panel that is not in this build."""
+
+
+class PanelHost:
+    """Mixed into KConsoleApp. Expects `source`, `stream`, `read_only`, `table`, `ribbon`."""
+
+    PANEL_GROUPS = ("producer", "tail", "heat")
+
+    def stop_panel_work(self) -> None:
+        """Cancel every panel's worker (another stream was opened)."""
+        for group in self.PANEL_GROUPS:
+            self.workers.cancel_group(self, group)
+        self._clear_heat()
+
+    # ---- producer --------------------------------------------------------------------------------
+
+    @on(_ProducerStart or _Never)
+    def _producer_start(self, event) -> None:
+        if self.read_only:
+            event.panel.show_error("read-only: the producer writes records, so it is disabled (--read-only)")
+            return
+        if not self.stream:
+            event.panel.show_error("no stream open: press p to pick one")
+            return
+        self._run_producer(event.panel, event.settings, event.verify, self.stream)
+
+    @on(_ProducerStop or _Never)
+    def _producer_stop(self, event) -> None:
+        self.workers.cancel_group(self, "producer")
+        event.panel.show_error("stopped")
+
+    @work(exclusive=True, group="producer", exit_on_error=False)
+    async def _run_producer(self, panel, settings, verify: bool, stream: str) -> None:
+        from console.verify import run_and_verify
+
+        panel.show_started(settings)
+        try:
+            _result, report = await run_and_verify(self.source, stream, settings, verify=verify,
+                                                   on_progress=panel.show_progress, on_verifying=panel.show_verifying)
+        except ConsoleError as error:
+            panel.show_error(error.message)
+            return
+        if report is not None:
+            panel.show_report(report)
+        else:
+            panel.show_finished()
+        self.poll_now()
+
+    # ---- tail ------------------------------------------------------------------------------------
+
+    @on(_TailStart or _Never)
+    def _tail_start(self, event) -> None:
+        view = self.query_one("#tail-view")
+        if not self.stream:
+            view.set_running(False, "no stream open: press p to pick one")
+            return
+        self._run_tail(view, event.options, self.stream)
+
+    @on(_TailStop or _Never)
+    def _tail_stop(self, _event) -> None:
+        self.workers.cancel_group(self, "tail")
+
+    @work(exclusive=True, group="tail", exit_on_error=False)
+    async def _run_tail(self, view, options, stream: str) -> None:
+        from console.tail import TailReader
+
+        view.stream = stream
+        view.set_running(True)
+        message = None
+        try:
+            async for batch in TailReader(self.source, stream, options).batches():
+                view.add_batch(batch)
+            message = "reached the end of what the stream holds (t tails new records)"
+        except ConsoleError as error:
+            message = f"tail stopped: {error.message}"
+        finally:
+            view.set_running(False, message)
+
+    # ---- heat ------------------------------------------------------------------------------------
+
+    @on(_HeatShown or _Never)
+    def _heat_shown(self, _event) -> None:
+        if self.stream:
+            self._run_heat(self.stream)
+
+    @on(_HeatHidden or _Never)
+    def _heat_hidden(self, _event) -> None:
+        # The sampler's readers stop with the worker (HeatSampler.__aexit__ awaits them all).
+        self.workers.cancel_group(self, "heat")
+
+    @work(exclusive=True, group="heat", exit_on_error=False)
+    async def _run_heat(self, stream: str) -> None:
+        from console.heat_sampler import HeatSampler
+
+        panel = self.query_one("#heat-panel")
+        try:
+            async with HeatSampler(self.source, stream) as sampler:
+                async for snapshot in sampler.snapshots(every=1.0):
+                    panel.update_snapshot(snapshot)
+                    self._show_heat(snapshot)
+        except ConsoleError as error:
+            self.notify(f"heat: {error.message}", severity="error", timeout=8)
+
+    def _show_heat(self, snapshot) -> None:
+        heat = {shard.shard_id: ShardHeat(shard.recent_records_per_s, shard.recent_bytes_per_s, shard.utilisation,
+                                          tuple(shard.series[-4:]))
+                for shard in snapshot.shards}
+        self.table.set_heat(heat)
+        self.ribbon.set_heat({sid: figures.utilisation for sid, figures in heat.items()})
+
+    def _clear_heat(self) -> None:
+        self.table.set_heat({})
+        self.ribbon.set_heat({})

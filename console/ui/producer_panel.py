@@ -1,0 +1,244 @@
+"""The producer panel: set up a test run, watch it per shard, then read the verification report.
+
+The panel does no I/O. Start posts `ProducerPanel.StartRequested(panel, settings, verify)`; the app
+runs `console.verify.run_and_verify(kinesis, stream, settings, verify=..., on_progress=panel.show_progress,
+on_verifying=panel.show_verifying)` in a worker and feeds the panel: `show_started(settings)` first,
+then `show_report(report)` (or `show_finished()` without verification, `show_error(message)` on a
+ConsoleError). Stop posts `StopRequested(panel)`; cancelling the worker is the app's part. Failures in the
+report are rows of a table: selecting one lists the records of its key, as read and as acknowledged.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Button, Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
+
+from console.errors import ConsoleError
+from console.producer import ProducerProgress, ProducerSettings
+from console.ui.format import format_rate, short_shard_id
+from console.verify import VerificationReport
+
+
+class ProducerPanel(Vertical):
+    DEFAULT_CSS = """
+    ProducerPanel { height: 1fr; }
+    ProducerPanel #producer-form { height: auto; }
+    ProducerPanel #producer-form Vertical { width: 1fr; height: auto; }
+    ProducerPanel #producer-form Input, ProducerPanel #producer-form Select { width: 1fr; }
+    ProducerPanel #producer-actions { height: auto; }
+    ProducerPanel #producer-status { height: auto; padding: 0 1; }
+    ProducerPanel #producer-status.-error { color: $error; }
+    ProducerPanel #producer-shards { height: 8; }
+    ProducerPanel #producer-report { height: auto; padding: 0 1; }
+    ProducerPanel #producer-problems { height: 8; }
+    ProducerPanel #producer-records { height: 8; }
+    """
+
+    class StartRequested(Message):
+        """The user asked for a run with these (validated) settings. `panel` is the one to feed."""
+
+        def __init__(self, panel: "ProducerPanel", settings: ProducerSettings, verify: bool) -> None:
+            super().__init__()
+            self.panel = panel
+            self.settings = settings
+            self.verify = verify
+
+        @property
+        def control(self) -> "ProducerPanel":
+            return self.panel
+
+    class StopRequested(Message):
+        """The user asked to stop the run in progress."""
+
+        def __init__(self, panel: "ProducerPanel") -> None:
+            super().__init__()
+            self.panel = panel
+
+        @property
+        def control(self) -> "ProducerPanel":
+            return self.panel
+
+    def __init__(self, *, local: bool = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._local = local  # pacing defaults off for the embedded local Kinesis
+        self.report: VerificationReport | None = None
+        self.running = False
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="producer-form"):
+            yield self._field("Keys", Input("100", id="producer-keys", type="integer"))
+            yield self._field("Records per key", Input("10", id="producer-per-key", type="integer"))
+            yield self._field("Payload bytes", Input("128", id="producer-payload", type="integer"))
+            yield self._field("Rate (records/s, blank: max)", Input("", id="producer-rate", type="number"))
+            yield self._field("Mode", Select([("batch (PutRecords)", "batch"), ("sequential (PutRecord)", "sequential")],
+                                             value="batch", allow_blank=False, id="producer-mode"))
+            yield self._field("Explicit hash keys", Select([("none (MD5 of key)", "none"), ("key tree", "keytree")],
+                                                           value="none", allow_blank=False, id="producer-ehk"))
+        with Horizontal(id="producer-actions"):
+            yield Checkbox("Verify (read back)", value=True, id="producer-verify")
+            yield Checkbox("Pace to shard limits", value=not self._local, id="producer-pace")
+            yield Button("Start", variant="primary", id="producer-start")
+            yield Button("Stop", variant="error", id="producer-stop", disabled=True)
+        yield Static("Set up a run and press Start.", id="producer-status")
+        yield ProgressBar(total=100, show_eta=False, id="producer-progress")
+        yield DataTable(id="producer-shards", cursor_type="none", zebra_stripes=True)
+        with VerticalScroll():
+            yield Static("", id="producer-report")
+            yield DataTable(id="producer-problems", cursor_type="row", zebra_stripes=True)
+            yield DataTable(id="producer-records", cursor_type="row", zebra_stripes=True)
+
+    @staticmethod
+    def _field(label: str, widget) -> Vertical:
+        return Vertical(Label(label), widget)
+
+    def on_mount(self) -> None:
+        self.query_one("#producer-shards", DataTable).add_columns("Shard", "Acked", "Rate", "Throttled", "Pace")
+        self.query_one("#producer-problems", DataTable).add_columns("Failure", "Key", "Seq", "Shard", "Detail")
+        self.query_one("#producer-records", DataTable).add_columns(
+            "Pos", "Seq", "Read on", "Sequence number", "Acked on", "Acked sequence number")
+
+    # -- the form --------------------------------------------------------------------------------
+
+    def read_settings(self) -> tuple[ProducerSettings, bool]:
+        """The form as validated settings; raises ConsoleError (BadInput) naming the bad field."""
+        def number(widget_id: str, name: str, kind=int):
+            text = self.query_one(widget_id, Input).value.strip()
+            try:
+                return kind(text)
+            except ValueError:
+                raise ConsoleError(f"{name}: expected a number; got {text!r}") from None
+
+        rate_text = self.query_one("#producer-rate", Input).value.strip()
+        settings = ProducerSettings(
+            keys=number("#producer-keys", "keys"),
+            records_per_key=number("#producer-per-key", "records per key"),
+            payload_bytes=number("#producer-payload", "payload bytes"),
+            rate=number("#producer-rate", "rate", float) if rate_text else None,
+            mode=self.query_one("#producer-mode", Select).value,
+            explicit_hash_keys=self.query_one("#producer-ehk", Select).value,
+            pacing=self.query_one("#producer-pace", Checkbox).value,
+        ).validated()
+        return settings, self.query_one("#producer-verify", Checkbox).value
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "producer-stop":
+            self.post_message(self.StopRequested(self))
+            return
+        if event.button.id != "producer-start" or self.running:
+            return
+        try:
+            settings, verify = self.read_settings()
+        except ConsoleError as error:
+            self.show_error(error.message)
+            return
+        self.post_message(self.StartRequested(self, settings, verify))
+
+    # -- fed by the app ----------------------------------------------------------------------------
+
+    def show_started(self, settings: ProducerSettings) -> None:
+        self.running = True
+        self.report = None
+        self._set_running(True)
+        self._status(f"run {settings.run_id}: {settings.total} records ({settings.keys} keys x "
+                     f"{settings.records_per_key}), {settings.mode} mode")
+        self.query_one("#producer-progress", ProgressBar).update(total=settings.total, progress=0)
+        self.query_one("#producer-shards", DataTable).clear()
+        self.query_one("#producer-problems", DataTable).clear()
+        self.query_one("#producer-records", DataTable).clear()
+        self.query_one("#producer-report", Static).update("")
+
+    def show_progress(self, progress: ProducerProgress) -> None:
+        self.query_one("#producer-progress", ProgressBar).update(total=progress.total, progress=progress.acknowledged)
+        extras = [f"{label} {value}" for label, value in (
+            ("retries", progress.retries), ("throttled", progress.throttled),
+            ("possible duplicates", progress.possible_duplicates), ("shard mismatches", progress.shard_mismatches),
+            ("failed", progress.failed)) if value]
+        self._status(f"{progress.acknowledged}/{progress.total} acknowledged, "
+                     f"{format_rate(progress.records_per_second, ' rec/s')}, {progress.elapsed:.1f} s"
+                     + (" · " + ", ".join(extras) if extras else ""))
+        table = self.query_one("#producer-shards", DataTable)
+        table.clear()
+        for shard_id, shard in progress.shards.items():
+            table.add_row(short_shard_id(shard_id), str(shard.acknowledged),
+                          format_rate(shard.records_per_second, " rec/s"), str(shard.throttled),
+                          f"{shard.pace:.0%}", key=shard_id)
+        if progress.done and self.running:
+            self._set_running(False)
+
+    def show_verifying(self) -> None:
+        self._status("reading the run back to verify it ...")
+
+    def show_report(self, report: VerificationReport) -> None:
+        self.report = report
+        self.running = False
+        self._set_running(False)
+        lat = report.latency_ms
+        verdict = "[b green]VERIFIED[/]" if report.ok else "[b red]VERIFICATION FAILED[/]"
+        lines = [
+            f"{verdict}  run {report.run_id}",
+            f"sent {report.sent} · acknowledged {report.acknowledged} · read back {report.read_back}",
+            f"lost {report.lost} · duplicated {report.duplicated} (possible {report.possible_duplicates}) · "
+            f"out of order {report.out_of_order} ({report.out_of_order_keys} keys) · misplaced {report.misplaced}",
+            f"latency p50 {lat['p50']} ms · p99 {lat['p99']} ms · max {lat['max']} ms · "
+            f"{len(report.shards)} shards read in {report.read_seconds:.2f} s",
+        ]
+        if report.first_out_of_order:
+            first = report.first_out_of_order
+            lines.append(f"first out of order: key {first['key']}, seq {first['seq']} at position "
+                         f"{first['position']} after seq {first['after_seq']}")
+        self.query_one("#producer-report", Static).update("\n".join(lines))
+        self._status("done" if report.ok else "done: select a failure to see its key's records")
+        problems = self.query_one("#producer-problems", DataTable)
+        problems.clear()
+        for index, problem in enumerate(report.problems):
+            problems.add_row(problem.kind, problem.key, str(problem.seq), short_shard_id(problem.shard_id or "-"),
+                             problem.detail, key=str(index))
+
+    def show_finished(self) -> None:
+        """A run without verification ended."""
+        self.running = False
+        self._set_running(False)
+
+    def show_error(self, message: str) -> None:
+        self.running = False
+        self._set_running(False)
+        self._status(message, error=True)
+
+    # -- failures to records ------------------------------------------------------------------------
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id != "producer-problems" or self.report is None:
+            return
+        event.stop()
+        self.show_records_for(self.report.problems[int(event.row_key.value)].key)
+
+    def show_records_for(self, key: str) -> None:
+        table = self.query_one("#producer-records", DataTable)
+        table.clear()
+        assert self.report is not None
+        for row in self.report.records_for(key):
+            table.add_row("-" if row["position"] is None else str(row["position"]), str(row["seq"]),
+                          short_shard_id(row["shard_id"] or "never read"), row["sequence_number"] or "-",
+                          short_shard_id(row["acked_shard_id"] or "not acked"), row["acked_sequence_number"] or "-")
+        self._status(f"records of key {key}: {table.row_count}")
+
+    # -- helpers ------------------------------------------------------------------------------------
+
+    def _set_running(self, running: bool) -> None:
+        self.query_one("#producer-start", Button).disabled = running
+        self.query_one("#producer-stop", Button).disabled = not running
+
+    def _status(self, text: str, *, error: bool = False) -> None:
+        status = self.query_one("#producer-status", Static)
+        status.set_class(error, "-error")
+        status.update(Text(text))  # plain: messages may hold brackets that are not markup
+
+
+def PANEL(app: object) -> ProducerPanel:  # noqa: N802 - the name the console app looks up
+    """The console app's factory: pacing starts off when the app is on the embedded local Kinesis."""
+    backend = str(getattr(getattr(app, "connection", None), "backend", ""))
+    return ProducerPanel(local=backend.startswith("local"), id="producer-panel")

@@ -1,0 +1,470 @@
+"""The tail view: a bounded ring of the last N decoded records, fed in batches, never blocking the UI.
+
+The view does no network I/O. The app runs a `console.tail.TailReader` in a worker and hands each
+`TailBatch` to `TailView.add_batch` (cheap: it only queues). Every `flush_interval` (100 ms) the
+queue is moved into the ring in one step and the screen is refreshed once, so 50k records/s cost
+ten refreshes a second, not 50k. Only visible lines are rendered (a line-API ScrollView).
+
+Keys (when the record list has focus): up/down/page/home/end move the cursor (end: follow new
+records again), enter expands or collapses the record under the cursor (pretty JSON, text lines,
+or a hex dump), space pauses the display, w writes what is shown to a JSON-lines file, t starts or
+stops tailing new records, h starts reading from the oldest record (trim horizon).
+The view asks for reading with `StartRequested(options)` / `StopRequested()` messages.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Static
+
+from console.config import data_dir
+from console.decoding import KIND_ERROR, KIND_JSON, KIND_TEXT, DecodedRecord
+from console.tail import TailBatch, TailOptions, parse_start
+from console.ui.format import format_rate, short_shard_id
+
+DEFAULT_CAPACITY = 2000
+FLUSH_INTERVAL = 0.1
+RATE_WINDOW = 3.0  # seconds of history behind the records/s figure
+HEX_DUMP_WIDTH = 32  # bytes per line when a binary record is expanded
+MAX_EXPANDED_LINES = 500  # a huge record expands to its first lines, not to a million rows
+
+_KIND_STYLES = {"json": "green", "text": "cyan", "hex": "magenta", KIND_ERROR: "bold red"}
+
+
+def _clock_time(moment: datetime | None) -> str:
+    if moment is None:
+        return "--:--:--.---"
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+
+
+def format_lag(millis: int | None) -> str:
+    if millis is None:
+        return "?"
+    if millis < 1000:
+        return f"{millis} ms"
+    if millis < 60_000:
+        return f"{millis / 1000:.1f} s"
+    if millis < 3_600_000:
+        return f"{millis / 60_000:.1f} min"
+    return f"{millis / 3_600_000:.1f} h"
+
+
+def expanded_lines(record: DecodedRecord) -> list[str]:
+    """What an expanded record shows under its summary line."""
+    head = f"  seq {record.position}  key {record.partition_key}"
+    if record.explicit_hash_key:
+        head += f"  ehk {record.explicit_hash_key}"
+    head += f"  {record.size} B  {record.kind_label}"
+    lines = [head]
+    if record.error:
+        lines.append(f"  error: {record.error}")
+    if record.kind in (KIND_JSON, KIND_TEXT):
+        body = record.content_text(pretty=True).splitlines() or [""]
+    else:
+        raw = bytes(record.value)
+        body = [f"{offset:08x}  {raw[offset:offset + HEX_DUMP_WIDTH].hex(' ')}"
+                for offset in range(0, len(raw), HEX_DUMP_WIDTH)] or ["(empty)"]
+    if len(body) > MAX_EXPANDED_LINES:
+        body = body[:MAX_EXPANDED_LINES] + [f"… {len(body) - MAX_EXPANDED_LINES} more lines (w saves it all)"]
+    lines.extend("    " + line for line in body)
+    return lines
+
+
+class RecordRing(ScrollView, can_focus=True):
+    """The last `capacity` records, one line each (more when expanded), rendered on demand."""
+
+    DEFAULT_CSS = """
+    RecordRing { height: 1fr; background: $surface; }
+    RecordRing:focus { background-tint: $foreground 5%; }
+    """
+
+    BINDINGS = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "first", "Oldest", show=False),
+        Binding("end", "follow", "Follow", show=False),
+        Binding("enter", "toggle_expand", "Expand"),
+        Binding("space", "toggle_pause", "Pause"),
+    ]
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.capacity = capacity
+        self.records: deque[DecodedRecord] = deque(maxlen=capacity)
+        self.first_serial = 0  # serial of records[0]; serials never repeat, so they survive the ring moving
+        self.cursor: int | None = None  # a serial; None = follow the newest record
+        self.expanded: set[int] = set()
+        self.paused = False
+        self._starts: list[int] | None = None
+        self._total_lines = 0  # first line of each record, when any is expanded
+        self._expanded_cache: dict[int, list[str]] = {}
+
+    # --- contents ---------------------------------------------------------------------------------
+
+    def extend(self, records: Iterable[DecodedRecord]) -> int:
+        """Append records (oldest fall off the front); returns how many were appended."""
+        before = len(self.records)
+        incoming = list(records)
+        if len(incoming) > self.capacity:
+            dropped_early = len(incoming) - self.capacity
+            incoming = incoming[-self.capacity:]
+        else:
+            dropped_early = 0
+        overflow = max(0, before + len(incoming) - self.capacity)
+        self.records.extend(incoming)
+        self.first_serial += overflow + dropped_early
+        if overflow or dropped_early:
+            self.expanded = {serial for serial in self.expanded if serial >= self.first_serial}
+            self._expanded_cache = {s: v for s, v in self._expanded_cache.items() if s >= self.first_serial}
+            if self.cursor is not None and self.cursor < self.first_serial:
+                self.cursor = self.first_serial
+        self._relayout()
+        return len(incoming) + dropped_early
+
+    def clear(self) -> None:
+        self.first_serial += len(self.records)
+        self.records.clear()
+        self.expanded.clear()
+        self._expanded_cache.clear()
+        self.cursor = None
+        self._relayout()
+
+    @property
+    def following(self) -> bool:
+        return self.cursor is None
+
+    def _relayout(self) -> None:
+        if self.expanded:
+            starts, line = [], 0
+            first = self.first_serial
+            for index in range(len(self.records)):
+                starts.append(line)
+                line += 1 + (len(self._lines_of(first + index)) if first + index in self.expanded else 0)
+            self._starts = starts
+            total = line
+        else:
+            self._starts = None
+            total = len(self.records)
+        self._total_lines = total
+        self.virtual_size = Size(self.size.width, total)
+        if self.following and not self.paused:
+            self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
+        self.refresh()
+
+    def _lines_of(self, serial: int) -> list[str]:
+        lines = self._expanded_cache.get(serial)
+        if lines is None:
+            lines = expanded_lines(self.records[serial - self.first_serial])
+            self._expanded_cache[serial] = lines
+        return lines
+
+    def _locate(self, y: int) -> tuple[int, int] | None:
+        """(ring index, line within the record) of virtual line y."""
+        if not 0 <= y < self._total_lines:
+            return None
+        if self._starts is None:
+            return y, 0
+        index = bisect.bisect_right(self._starts, y) - 1
+        return index, y - self._starts[index]
+
+    def _line_of(self, serial: int) -> int:
+        index = serial - self.first_serial
+        return self._starts[index] if self._starts is not None else index
+
+    # --- rendering --------------------------------------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.size.width
+        style = self.rich_style
+        where = self._locate(scroll_y + y)
+        if where is None:
+            return Strip.blank(width, style)
+        index, sub_line = where
+        serial = self.first_serial + index
+        record = self.records[index]
+        if sub_line == 0:
+            text = self.summary(record)
+            if serial in self.expanded:
+                text = Text("▾ ").append_text(text)
+            else:
+                text = Text("▸ " if record.kind == KIND_JSON else "  ").append_text(text)
+        else:
+            text = Text(self._lines_of(serial)[sub_line - 1], style="dim" if sub_line == 1 else "")
+        if serial == self.cursor and self.has_focus:
+            text.stylize("reverse")
+        elif serial == self.cursor:
+            text.stylize("underline")
+        strip = Strip(text.render(self.app.console), text.cell_len)
+        return strip.crop_extend(scroll_x, scroll_x + width, style).apply_offsets(scroll_x, scroll_y + y)
+
+    @staticmethod
+    def summary(record: DecodedRecord) -> Text:
+        text = Text(no_wrap=True)
+        text.append(_clock_time(record.arrival), style="dim")
+        text.append(f" {short_shard_id(record.shard_id):>5} ", style="bold")
+        text.append(f"…{record.sequence_number[-6:]}", style="dim")
+        if record.sub_sequence_number is not None:
+            text.append(f"/{record.sub_sequence_number}", style="dim")
+        text.append(f" {record.partition_key} ", style="yellow")
+        text.append(record.kind_label, style=_KIND_STYLES.get(record.kind, ""))
+        content = record.content_text(max_hex_bytes=48)
+        if record.kind == KIND_ERROR:
+            content = f"{record.error}"
+        text.append(" " + content[:400].replace("\n", "⏎").replace("\r", ""))
+        return text
+
+    # --- keys -------------------------------------------------------------------------------------
+
+    def _move_to(self, serial: int | None) -> None:
+        if not self.records:
+            self.cursor = None
+            return
+        last = self.first_serial + len(self.records) - 1
+        self.cursor = None if serial is None else max(self.first_serial, min(last, serial))
+        if self.cursor is not None:
+            line = self._line_of(self.cursor)
+            self.scroll_to_region_line(line)
+        else:
+            self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
+        self.refresh()
+
+    def scroll_to_region_line(self, line: int) -> None:
+        top, height = self.scroll_offset.y, max(1, self.size.height)
+        if line < top:
+            self.scroll_to(y=line, animate=False, immediate=True, force=True)
+        elif line >= top + height:
+            self.scroll_to(y=line - height + 1, animate=False, immediate=True, force=True)
+
+    def action_cursor(self, step: int) -> None:
+        if not self.records:
+            return
+        current = self.cursor if self.cursor is not None else self.first_serial + len(self.records)
+        self._move_to(current + step)
+
+    def action_page(self, step: int) -> None:
+        self.action_cursor(step * max(1, self.size.height - 1))
+
+    def action_first(self) -> None:
+        self._move_to(self.first_serial)
+
+    def action_follow(self) -> None:
+        self._move_to(None)
+
+    def action_toggle_expand(self) -> None:
+        serial = self.cursor if self.cursor is not None else self.first_serial + len(self.records) - 1
+        if not self.records:
+            return
+        if serial in self.expanded:
+            self.expanded.discard(serial)
+        else:
+            self.expanded.add(serial)
+            if self.cursor is None:
+                self.cursor = serial
+        self._relayout()
+        self.scroll_to_region_line(self._line_of(serial))
+
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+        self.post_message(TailView.PauseChanged(self.paused))
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
+
+
+class TailView(Vertical):
+    """Status line (records/s, per-shard lag, state) over the record ring. Feed it with `add_batch`."""
+
+    DEFAULT_CSS = """
+    TailView { height: 1fr; }
+    TailView #tail-status { height: 1; padding: 0 1; background: $boost; }
+    TailView #tail-lag { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
+    """
+
+    BINDINGS = [
+        Binding("w", "save", "Save shown"),
+        Binding("t", "toggle_tail", "Tail new"),
+        Binding("h", "from_horizon", "From oldest"),
+    ]
+
+    class StartRequested(Message):
+        """Start reading with these options (the app runs the reader and feeds `add_batch`)."""
+
+        def __init__(self, options: TailOptions) -> None:
+            super().__init__()
+            self.options = options
+
+    class StopRequested(Message):
+        """Stop the reader the app is running."""
+
+    class PauseChanged(Message):
+        def __init__(self, paused: bool) -> None:
+            super().__init__()
+            self.paused = paused
+
+    class Saved(Message):
+        def __init__(self, path: Path, count: int) -> None:
+            super().__init__()
+            self.path = path
+            self.count = count
+
+    def __init__(self, *, stream: str | None = None, capacity: int = DEFAULT_CAPACITY,
+                 flush_interval: float = FLUSH_INTERVAL, clock: Callable[[], float] = time.monotonic,
+                 save_dir: Path | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.stream = stream
+        self.capacity = capacity
+        self.flush_interval = flush_interval
+        self.save_dir = save_dir
+        self.running = False
+        self.lag: dict[str, int | None] = {}
+        self.received = 0  # records handed to the view, ever
+        self._clock = clock
+        self._pending: deque[DecodedRecord] = deque(maxlen=capacity)  # never more than the ring can show
+        self._pending_dropped = 0
+        self._rate_marks: deque[tuple[float, int]] = deque()
+        self._last_message = "t tails new records, h reads from the oldest"
+
+    def compose(self):
+        yield Static("", id="tail-status")
+        yield Static("", id="tail-lag")
+        yield RecordRing(self.capacity, id="tail-ring")
+
+    def on_mount(self) -> None:
+        self._rate_marks.append((self._clock(), self.received))
+        self.set_interval(self.flush_interval, self.flush)
+        self._render_status()
+
+    @property
+    def ring(self) -> RecordRing:
+        return self.query_one(RecordRing)
+
+    # --- feeding (called by the app, from its worker via call_from_thread or on the loop) -----------
+
+    def add_batch(self, batch: TailBatch) -> None:
+        """Queue a reader batch; shown at the next flush. O(len(batch)), no rendering."""
+        self.lag[batch.shard_id] = batch.millis_behind
+        if batch.ended:
+            self.lag.pop(batch.shard_id, None)
+        self.add_records(batch.records)
+
+    def add_records(self, records: list[DecodedRecord]) -> None:
+        self.received += len(records)
+        overflow = len(self._pending) + len(records) - self.capacity
+        if overflow > 0:
+            self._pending_dropped += min(overflow, len(self._pending) + len(records))
+        self._pending.extend(records)
+
+    def set_running(self, running: bool, message: str | None = None) -> None:
+        """The app says whether a reader is running (and why it stopped, e.g. an error line)."""
+        self.running = running
+        if message is None:
+            message = "t stops, space pauses, enter expands, w saves" if running else "t tails new records, h reads from the oldest"
+        self._last_message = message
+        if not running:
+            self.lag.clear()
+        self._render_status()
+
+    def flush(self) -> None:
+        """Move queued records into the ring and refresh once (the timer calls this every 100 ms)."""
+        now = self._clock()
+        self._rate_marks.append((now, self.received))
+        while len(self._rate_marks) > 2 and now - self._rate_marks[0][0] > RATE_WINDOW:
+            self._rate_marks.popleft()
+        ring = self.ring
+        if self._pending and not ring.paused:
+            ring.extend(self._pending)
+            self._pending.clear()
+        self._render_status()
+
+    @property
+    def rate(self) -> float:
+        """Records per second over the last few seconds."""
+        if len(self._rate_marks) < 2:
+            return 0.0
+        (start, first), (end, last) = self._rate_marks[0], self._rate_marks[-1]
+        return (last - first) / (end - start) if end > start else 0.0
+
+    def _render_status(self) -> None:
+        ring = self.ring
+        state = "paused" if ring.paused else ("reading" if self.running else "stopped")
+        parts = [f"tail {self.stream or '-'}", state, format_rate(self.rate, " rec/s"),
+                 f"{len(ring.records):,}/{ring.capacity:,} shown", f"{self.received:,} received"]
+        if self._pending and ring.paused:
+            parts.append(f"{len(self._pending):,} waiting")
+        if not ring.following:
+            parts.append("cursor (end: follow)")
+        self.query_one("#tail-status", Static).update(" · ".join(parts) + f"   {self._last_message}")
+        self.query_one("#tail-lag", Static).update(self.lag_text())
+
+    def lag_text(self) -> str:
+        if not self.lag:
+            return ""
+        ordered = sorted(self.lag.items(), key=lambda item: -(item[1] or 0))
+        return "lag  " + "  ".join(f"{short_shard_id(shard)} {format_lag(millis)}" for shard, millis in ordered)
+
+    # --- saving -------------------------------------------------------------------------------------
+
+    def save(self, path: Path | None = None) -> Path:
+        """Write the records shown (the ring, oldest first) as JSON lines; returns the file."""
+        if path is None:
+            folder = self.save_dir or (data_dir() / "tails")
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+            path = folder / f"{self.stream or 'tail'}-{stamp}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        records = list(self.ring.records)
+        with path.open("w", encoding="utf-8") as out:
+            for record in records:
+                out.write(json.dumps(record.to_json(), ensure_ascii=False, default=str) + "\n")
+        self.post_message(self.Saved(path, len(records)))
+        return path
+
+    def action_save(self) -> None:
+        try:
+            path = self.save()
+        except OSError as error:
+            self.notify(f"could not save: {error}", severity="error")
+            return
+        self.notify(f"saved {len(self.ring.records)} records to {path}")
+
+    # --- asking the app to read ---------------------------------------------------------------------
+
+    def action_toggle_tail(self) -> None:
+        if self.running:
+            self.post_message(self.StopRequested())
+        else:
+            self.post_message(self.StartRequested(TailOptions(start=parse_start("latest"), follow=True)))
+
+    def action_from_horizon(self) -> None:
+        if self.running:
+            self.post_message(self.StopRequested())
+        self.ring.clear()
+        self.post_message(self.StartRequested(TailOptions(start=parse_start("trim-horizon"), follow=True)))
+
+    def on_tail_view_pause_changed(self, message: PauseChanged) -> None:
+        self._render_status()
+
+
+def PANEL(app) -> TailView:  # noqa: N802 - the console app builds its optional panels as PANEL(app)
+    return TailView(stream=getattr(app, "stream", None), id="tail-view")
