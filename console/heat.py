@@ -162,7 +162,8 @@ HISTORY_SECONDS = 300  # 1-second buckets kept per shard (sparklines, peaks)
 HASH_BINS = 512  # resolution of the per-shard traffic histogram over its hash range
 HASH_CACHE_SIZE = 4096  # MD5s of recently seen keys (hot keys repeat; cleared when full)
 RECENT_SECONDS = 10  # the live view's "now": rates over the last whole seconds
-DOMINANT_SHARE = 0.25  # a key above this share of its shard is named by the split suggestion
+DOMINANT_SHARE = 0.25
+MEDIAN_ATOMS = 32  # heaviest keys placed exactly (not smeared over a bin) when finding the median  # a key above this share of its shard is named by the split suggestion
 
 # (arrival epoch seconds, partition key, size in bytes counted against the shard limit)
 Observation = tuple[float, str, int]
@@ -202,12 +203,14 @@ class SplitSuggestion:
     placed_records: int  # records whose key's MD5 falls in this shard (the histogram's basis)
     dominant_key: str | None  # a single key a split cannot divide (write-shard it instead)
     dominant_share: float
+    lower_share: float = 0.5  # estimated share of the observed records below `at` (the lower child's)
 
     def command(self, stream: str) -> str:
         return f"kconsole plan split {stream} --shard {self.shard_id} --at {self.at}"
 
     def to_json(self, stream: str | None = None) -> dict:
         doc = {"shard_id": self.shard_id, "at": str(self.at), "placed_records": self.placed_records,
+               "lower_share": round(self.lower_share, 4),
                "dominant_key": self.dominant_key, "dominant_share": round(self.dominant_share, 4)}
         if stream is not None:
             doc["command"] = self.command(stream)
@@ -362,16 +365,7 @@ class ShardHeat:
         placed = sum(self._bins)
         if placed == 0 or end - start < 4:
             return None
-        width = end - start + 1
-        half, cumulative = placed / 2, 0
-        for index, count in enumerate(self._bins):
-            if count and cumulative + count >= half:
-                # Linear within the bin: records are spread evenly inside it as far as we know.
-                fraction = (half - cumulative) / count
-                scaled = int((index + fraction) * 2**20)
-                at = start + width * scaled // (HASH_BINS * 2**20)
-                break
-            cumulative += count
+        at, below = self._median_hash(placed)
         at = min(max(at, start + 2), end - 1)  # SplitShard needs start+1 < at < end
         dominant = self.by_records.top(1)
         dominant_key, dominant_share = None, 0.0
@@ -379,7 +373,46 @@ class ShardHeat:
             share = dominant[0].guaranteed / self.records
             if share >= DOMINANT_SHARE:
                 dominant_key, dominant_share = dominant[0].key, share
-        return SplitSuggestion(self.shard.shard_id, at, placed, dominant_key, dominant_share)
+        return SplitSuggestion(self.shard.shard_id, at, placed, dominant_key, dominant_share, below / placed)
+
+    def _median_hash(self, placed: int) -> tuple[int, float]:
+        """The hash key that best halves the observed records, and the record count below it.
+
+        The heaviest keys are point masses at their exact MD5 (a split can only put a key wholly on
+        one side); the rest of each histogram bin is taken as spread evenly across the bin.
+        """
+        start = self.shard.starting_hash_key
+        width = self.shard.ending_hash_key - start + 1
+        atoms: dict[int, list[tuple[int, int]]] = {}
+        for row in self.by_records.top(MEDIAN_ATOMS):
+            hash_key = self._hashes.get(row.key)
+            hash_key = md5_hash_key(row.key) if hash_key is None else hash_key
+            if row.guaranteed and 0 <= hash_key - start < width:
+                atoms.setdefault((hash_key - start) * HASH_BINS // width, []).append((hash_key, row.guaranteed))
+        half, below = placed / 2, 0.0
+        best_at, best_below, best_gap = start, 0.0, float("inf")
+        for index, count in enumerate(self._bins):
+            if not count:
+                continue
+            low, high = start + width * index // HASH_BINS, start + width * (index + 1) // HASH_BINS
+            points = sorted(atoms.get(index, ()))
+            density = max(0, count - sum(weight for _, weight in points)) / (high - low)
+            position = low
+            for hash_key, weight in points + [(high, 0)]:
+                spread_mass = density * (hash_key - position)
+                if spread_mass and below <= half <= below + spread_mass:
+                    return position + int((half - below) / density), half
+                below += spread_mass
+                if weight:
+                    # Split at the key (it goes up) or just after it (it goes down): the nearer to half.
+                    for at, lower in ((hash_key, below), (hash_key + 1, below + weight)):
+                        if abs(lower - half) < best_gap:
+                            best_at, best_below, best_gap = at, lower, abs(lower - half)
+                    below += weight
+                    if below >= half:
+                        return best_at, best_below
+                position = hash_key + 1 if weight else hash_key
+        return best_at, best_below
 
     def snapshot(self, window_start: float, window_end: float, *, top: int = 5,
                  series_seconds: int = 60, is_open: bool = True) -> ShardHeatSnapshot:

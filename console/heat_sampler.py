@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from console.errors import BackendError, BadInput, Throttled
+from console.errors import BackendError, BadInput, ConsoleError, Throttled
 from console.heat import StreamHeat, StreamHeatSnapshot, observations_from_records
 from console.model import Shard
 
@@ -60,6 +60,11 @@ class HeatSampler:
         self._failure: BaseException | None = None
 
     @property
+    def error(self) -> BaseException | None:
+        """The first error that ended a reader (stop() raises it too)."""
+        return self._failure
+
+    @property
     def running(self) -> bool:
         return any(not task.done() for task in self._tasks.values())
 
@@ -82,22 +87,24 @@ class HeatSampler:
         if self.heat.window_end is None:
             self.heat.close(self.clock())
         self._closing.set()
-        if drain and self.drain_grace > 0:
-            await asyncio.sleep(self.drain_grace)
-        self._last_call.set()
         if not drain:
             for task in self._tasks.values():
                 task.cancel()
-        # A reader's last read normally takes milliseconds; bound it anyway.
-        deadline = asyncio.get_running_loop().time() + max(5.0, 4 * self.interval)
         try:
+            if drain and self.drain_grace > 0:
+                await asyncio.sleep(self.drain_grace)
+            self._last_call.set()
+            # A reader's last read normally takes milliseconds; bound it anyway.
+            deadline = asyncio.get_running_loop().time() + max(5.0, 4 * self.interval)
             while pending := [task for task in self._tasks.values() if not task.done()]:
                 remaining = deadline - asyncio.get_running_loop().time()
                 if remaining <= 0:
                     break
                 await asyncio.wait(pending, timeout=remaining)
         finally:
-            # Readers started by a hand-over during the wait are in _tasks too: none escapes.
+            # Also when stop() itself is cancelled (the app quitting), and for readers started by a
+            # hand-over during the wait: they are in _tasks too, so none escapes.
+            self._last_call.set()
             tasks = list(self._tasks.values())
             for task in tasks:
                 task.cancel()
@@ -130,6 +137,12 @@ class HeatSampler:
         await self.stop(drain=exc_info[0] is None)
 
     async def _read_shard(self, shard_id: str, iterator: str) -> None:
+        try:
+            await self._read_loop(shard_id, iterator)
+        except ConsoleError as error:  # e.g. the stream was deleted: end this reader, report at stop()
+            self._failure = self._failure or error
+
+    async def _read_loop(self, shard_id: str, iterator: str) -> None:
         assert self.heat is not None
         last_sequence: str | None = None
         began = float("-inf")
@@ -152,8 +165,7 @@ class HeatSampler:
                 continue
             except BackendError as error:
                 if error.code != "expired_iterator":
-                    self._failure = self._failure or error
-                    return
+                    raise
                 iterator = await self._resume(shard_id, last_sequence)
                 continue
             self.reads += 1

@@ -15,6 +15,8 @@ Differences from the seed, all deliberate:
   stored only once a key lands on it: 100k random existing keys cost ~200k nodes, not ~11M.
 - A subtree that only ever received next keys holds exactly the first `count` keys of the
   balanced order, so it is one node and its next key is computed, not walked to.
+- `next_keys(n)` plans a batch: each stored node splits n between its sides in closed form and
+  interleaves their keys, so it is visited once per batch instead of once per key.
 - An out-of-range existing key is an error (the seed silently drops the whole tree).
 - A full subtree is never entered: the seed would hand out a duplicate there (its intervals
   overlap once they shrink to one integer). Until that point the keys are identical to the seed's.
@@ -279,15 +281,52 @@ class KeyTree:
             return value
 
     def next_keys(self, count: int) -> list[int]:
+        """The next `count` balanced keys, in order: the same as calling next_key() `count` times.
+
+        Done as one batch: each stored node works out in closed form how many of the keys go to each
+        side and in what interleaving, so it is visited once, not once per key."""
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise BadInput(f"key count must be a whole number of at least 0; got {count!r}")
         free = self.ceil - len(self)
         if count > free:
             raise KeySpaceExhausted(f"asked for {count} keys but only {free} of the {self.ceil} keys are free")
-        take = self.next_key
-        return [take() for _ in range(count)]
+        if not count:
+            return []
+        if self._root is _EMPTY:
+            self._root = _Node(self.ceil >> 1, self.bits, 0, BALANCED)
+        return self._hand_out(self._root, count)
 
-    # -- reporting --------------------------------------------------------------------------------
+    def _hand_out(self, root: _Node, count: int) -> list[int]:
+        """Plan top-down (how many keys each subtree gets), assemble bottom-up (their order).
+        Iterative: a subtree's keys are delivered to its parent's batch once they are all known."""
+        per_level = self._keys_per_level
+        first = _Batch(root, count, None, True)
+        stack = [first]
+        while stack:
+            batch = stack.pop()
+            node, wanted = batch.node, batch.count
+            node.count += wanted
+            if node.kind == BALANCED:
+                batch.keys = _balanced_run_keys(node, node.count - wanted, wanted, per_level)
+                _deliver(batch)
+                continue
+            if node.kind == PLACEHOLDER:
+                node.kind = KEY
+                per_level[node.level] += 1
+                batch.keys = [node.value]
+                wanted -= 1
+            if not wanted:
+                _deliver(batch)
+                continue
+            left, right = node.left, node.right
+            batch.runs, to_left, to_right = _plan(wanted, left.count, right.count, left.capacity, right.capacity)
+            for go_left, share in ((True, to_left), (False, to_right)):
+                if share:
+                    batch.waiting += 1
+                    stack.append(_Batch(_direct_child(node, go_left), share, batch, go_left))
+        return first.keys
+
+        # -- reporting --------------------------------------------------------------------------------
 
     def keys(self) -> list[int]:
         """All keys in the tree, ascending."""
@@ -368,6 +407,133 @@ def _worst_in_balanced_run(node: _Node) -> tuple[int, int, int, int]:
             return top
         value, level = _child_position(value, level, True)
         count = left
+
+
+
+class _Batch:
+    """Keys one subtree hands out in a next_keys call; `keys` is filled once known."""
+
+    __slots__ = ("node", "count", "parent", "is_left", "keys", "runs", "waiting", "left_keys", "right_keys")
+
+    def __init__(self, node: _Node, count: int, parent: "_Batch | None", is_left: bool) -> None:
+        self.node, self.count, self.parent, self.is_left = node, count, parent, is_left
+        self.keys: list[int] = []
+        self.runs: list[tuple[int, int]] = []
+        self.waiting = 0
+        self.left_keys: list[int] = []
+        self.right_keys: list[int] = []
+
+
+_TO_LEFT, _TO_RIGHT, _ALTERNATE = 0, 1, 2
+
+
+def _plan(wanted: int, left: int, right: int, left_cap: int, right_cap: int) -> tuple[list[tuple[int, int]], int, int]:
+    """The sides `wanted` successive next keys take below a node holding a key, as runs.
+
+    Each key goes to the side with fewer keys (ties left) unless that side is full. So: the smaller
+    side catches up, then the keys alternate left, right, ... until one side is full, then the rest go
+    to the other. Returns (runs of (side, how many), keys to the left, keys to the right)."""
+    runs: list[tuple[int, int]] = []
+    to_left = to_right = 0
+    if left < right:
+        catch_up = min(wanted, right - left, left_cap - left)
+        if catch_up:
+            runs.append((_TO_LEFT, catch_up))
+        to_left, wanted, left = catch_up, wanted - catch_up, left + catch_up
+        if wanted and left < right:  # the left side filled up first
+            runs.append((_TO_RIGHT, wanted))
+            return runs, to_left, wanted
+    elif left > right:
+        catch_up = min(wanted, left - right, right_cap - right)
+        if catch_up:
+            runs.append((_TO_RIGHT, catch_up))
+        to_right, wanted, right = catch_up, wanted - catch_up, right + catch_up
+        if wanted and right < left:
+            runs.append((_TO_LEFT, wanted))
+            return runs, wanted, to_right
+    if wanted:
+        left_room, right_room = left_cap - left, right_cap - right
+        alternating = min(wanted, 2 * min(left_room, right_room) + (left_room > right_room))
+        if alternating:
+            runs.append((_ALTERNATE, alternating))
+            to_left += (alternating + 1) // 2
+            to_right += alternating // 2
+            wanted -= alternating
+        if wanted:
+            if left_room > right_room:
+                runs.append((_TO_LEFT, wanted))
+                to_left += wanted
+            else:
+                runs.append((_TO_RIGHT, wanted))
+                to_right += wanted
+    return runs, to_left, to_right
+
+
+def _deliver(batch: _Batch) -> None:
+    """Hand a finished batch's keys to its parent; finish every parent that was waiting only on it."""
+    while batch.parent is not None:
+        parent = batch.parent
+        if batch.is_left:
+            parent.left_keys = batch.keys
+        else:
+            parent.right_keys = batch.keys
+        parent.waiting -= 1
+        if parent.waiting:
+            return
+        parent.keys.extend(_interleave(parent.runs, parent.left_keys, parent.right_keys))
+        batch = parent
+
+
+def _interleave(runs: list[tuple[int, int]], left: list[int], right: list[int]) -> list[int]:
+    out: list[int] = []
+    i = j = 0
+    for side, size in runs:
+        if side == _TO_LEFT:
+            out += left[i:i + size]
+            i += size
+        elif side == _TO_RIGHT:
+            out += right[j:j + size]
+            j += size
+        else:
+            from_left, from_right = (size + 1) // 2, size // 2
+            segment = [0] * size
+            segment[0::2] = left[i:i + from_left]
+            segment[1::2] = right[j:j + from_right]
+            out += segment
+            i += from_left
+            j += from_right
+    return out
+
+
+def _direct_child(node: _Node, go_left: bool) -> _Node:
+    """The stored node at a child position, storing it first when it is empty or only implied (a
+    placeholder above a deeper stored node)."""
+    child = node.left if go_left else node.right
+    if child.direct:
+        return child
+    value, level = _child_position(node.value, node.level, go_left)
+    placed = _Node(value, level, child.count, BALANCED if child is _EMPTY else PLACEHOLDER)
+    _mark_no_room(placed)
+    if child is not _EMPTY:
+        _link(placed, child, child.value < value)
+    if go_left:
+        node.left = placed
+    else:
+        node.right = placed
+    return placed
+
+
+def _balanced_run_keys(node: _Node, start: int, count: int, per_level: list[int]) -> list[int]:
+    """Keys start .. start+count-1 of a balanced run, tallying them per level (a run fills depth by depth)."""
+    value, level = node.value, node.level
+    keys = [balanced_key(value, level, index)[0] for index in range(start, start + count)]
+    index, stop = start, start + count
+    while index < stop:
+        depth = (index + 1).bit_length() - 1
+        depth_end = min(stop, (2 << depth) - 1)  # indices 2**d - 1 .. 2**(d+1) - 2 sit at depth d
+        per_level[max(level - depth, 0)] += depth_end - index
+        index = depth_end
+    return keys
 
 
 def _mark_no_room(node: _Node) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 
 from console.errors import BackendError, ConsoleError, Throttled
 from console.hashkeys import hash_key_for
+from console.lineage import Lineage
 from console.model import Shard
 from console.producer import ProduceResult
 from console.testrecords import decode
@@ -147,38 +148,26 @@ class VerificationReport:
         }
 
 
-class Lineage:
-    """Parent/child links of a stream's shards, enough for reading order and descendants."""
+class ShardLineage:
+    """The stream's lineage (console.lineage) as the verifier needs it: a reading order with every
+    parent before its children, and the shards at or below a shard."""
 
     def __init__(self, shards: list[Shard]) -> None:
-        self.shards = {shard.shard_id: shard for shard in shards}
-        self.children: dict[str, list[str]] = defaultdict(list)
-        for shard in shards:
-            for parent in shard.parents:
-                self.children[parent].append(shard.shard_id)
-        self.order = self._topological_order()
-
-    def _topological_order(self) -> dict[str, int]:
-        """Every shard after all of its (listed) parents; ties by hash range, then id."""
-        depth: dict[str, int] = {}
-
-        def depth_of(shard_id: str) -> int:
-            if shard_id not in depth:
-                parents = [p for p in self.shards[shard_id].parents if p in self.shards]
-                depth[shard_id] = 1 + max((depth_of(p) for p in parents), default=-1)
-            return depth[shard_id]
-
-        ordered = sorted(self.shards, key=lambda s: (depth_of(s), self.shards[s].starting_hash_key, s))
-        return {shard_id: index for index, shard_id in enumerate(ordered)}
+        self._lineage = Lineage.build(shards)
+        nodes = self._lineage.nodes
+        self.shards = {shard_id: node.shard for shard_id, node in nodes.items()}
+        ordered = sorted(nodes.values(), key=lambda n: (n.depth, n.shard.starting_hash_key, n.shard_id))
+        self.order = {node.shard_id: index for index, node in enumerate(ordered)}
 
     def descendants(self, shard_id: str) -> set[str]:
+        nodes = self._lineage.nodes
         found: set[str] = set()
-        stack = list(self.children.get(shard_id, ()))
+        stack = list(nodes[shard_id].children) if shard_id in nodes else []
         while stack:
             child = stack.pop()
             if child not in found:
                 found.add(child)
-                stack.extend(self.children.get(child, ()))
+                stack.extend(nodes[child].children)
         return found
 
     def at_or_below(self, shard_id: str) -> set[str]:
@@ -216,7 +205,7 @@ class Verifier:
 
     async def verify(self, run: ProduceResult) -> VerificationReport:
         started = self._clock()
-        lineage = Lineage(await self._all_shards(run.stream))
+        lineage = ShardLineage(await self._all_shards(run.stream))
         plan = self._plan(run, lineage)
         copies: list[ReadCopy] = []
         reads: dict[str, ShardRead] = {}
@@ -247,7 +236,7 @@ class Verifier:
         ordered_reads = [reads[s] for s in sorted(reads, key=lineage.order.__getitem__)]
         return analyse(run, lineage, copies, ordered_reads, elapsed)
 
-    def _plan(self, run: ProduceResult, lineage: Lineage) -> dict[str, tuple[str, str | None]]:
+    def _plan(self, run: ProduceResult, lineage: ShardLineage) -> dict[str, tuple[str, str | None]]:
         """shard id -> (iterator type, starting sequence number) for every shard to read."""
         seeds = set(run.first_acks)
         seeds.update(ack.predicted for ack in run.acks.values() if ack.predicted)
@@ -266,7 +255,7 @@ class Verifier:
         return plan
 
     @staticmethod
-    def _maybe_written_before(run: ProduceResult, lineage: Lineage, shard_id: str, first_ack_at: float) -> bool:
+    def _maybe_written_before(run: ProduceResult, lineage: ShardLineage, shard_id: str, first_ack_at: float) -> bool:
         """Could a request of unknown outcome have written to `shard_id` ahead of its first ack?
         Only if it was sent before that ack came back, to this shard or an ancestor (or unpredicted)."""
         for predicted, sent_at in run.unknown_outcomes.items():
@@ -276,7 +265,7 @@ class Verifier:
                 return True
         return False
 
-    async def _read_shard(self, run: ProduceResult, lineage: Lineage, shard_id: str,
+    async def _read_shard(self, run: ProduceResult, lineage: ShardLineage, shard_id: str,
                           start: tuple[str, str | None], copies: list[ReadCopy]) -> ShardRead:
         shard = lineage.shards[shard_id]
         order = lineage.order[shard_id]
@@ -340,7 +329,7 @@ def _epoch(value: Any) -> float | None:
     return None
 
 
-def _misplacement(shard_id: str, hash_key: int, ack: Any, lineage: Lineage,
+def _misplacement(shard_id: str, hash_key: int, ack: Any, lineage: ShardLineage,
                   allowed_cache: dict[str, set[str]]) -> str | None:
     """Why a copy read from `shard_id` is in the wrong place, or None. A shard whose hash range does
     not hold the key's hash key can never rightly hold the record; nor can one outside the lineage
@@ -363,7 +352,7 @@ def _percentile(ordered: list[float], fraction: float) -> float:
     return ordered[index]
 
 
-def analyse(run: ProduceResult, lineage: Lineage, copies: list[ReadCopy], shards: list[ShardRead],
+def analyse(run: ProduceResult, lineage: ShardLineage, copies: list[ReadCopy], shards: list[ShardRead],
             read_seconds: float) -> VerificationReport:
     """Compare what was read with what the producer was told. Pure: no I/O."""
     problems_by_kind: dict[str, list[Problem]] = defaultdict(list)

@@ -126,8 +126,11 @@ def kinesis_mock():
         LOG_LEVEL="ERROR",
         ROOT_LOG_LEVEL="ERROR",
         SHARD_LIMIT="200",
+        # Short state changes keep the tests quick; UpdateShardCount stays long enough that a test
+        # can meet the stream UPDATING (ResourceInUse) reliably.
+        UPDATE_SHARD_COUNT_DURATION="500ms",
         **{f"{what}_DURATION": "50ms" for what in (
-            "CREATE_STREAM", "DELETE_STREAM", "MERGE_SHARDS", "SPLIT_SHARD", "UPDATE_SHARD_COUNT",
+            "CREATE_STREAM", "DELETE_STREAM", "MERGE_SHARDS", "SPLIT_SHARD",
             "REGISTER_STREAM_CONSUMER", "DEREGISTER_STREAM_CONSUMER", "START_STREAM_ENCRYPTION",
             "STOP_STREAM_ENCRYPTION", "UPDATE_STREAM_MODE")},
     )

@@ -42,7 +42,7 @@ async def test_heat_json_names_hot_shard_key_split_and_what_if(kinesis, make_str
     stop = asyncio.Event()
     writer = asyncio.create_task(write_steadily(kinesis, stream, stop))
     try:
-        code, out, err = await kconsole("heat", stream, "--seconds", "3", "--top", "2", "--hottest", "--json",
+        code, out, err = await kconsole("heat", stream, "--seconds", "2", "--top", "2", "--hottest", "--json",
                                         "--endpoint-url", local_kinesis.endpoint_url)
     finally:
         stop.set()
@@ -73,7 +73,8 @@ async def test_heat_json_names_hot_shard_key_split_and_what_if(kinesis, make_str
 
 async def test_heat_text_on_an_idle_stream(kinesis, make_stream, local_kinesis):
     stream = await make_stream(shards=2)
-    code, out, err = await kconsole("heat", stream, "--seconds", "0.5", "--endpoint-url", local_kinesis.endpoint_url)
+    code, out, err = await kconsole("heat", stream, "--seconds", "0.5", "--read-only",
+                                    "--endpoint-url", local_kinesis.endpoint_url)
     assert code == 0, err
     assert "stream total" in out and "nothing is hot" in out
     assert "Traceback" not in err
@@ -100,18 +101,20 @@ def test_heat_bad_input_exits_2(argv, fragment, capsys):
     assert fragment in err and len(err.strip().splitlines()) == 1
 
 
-async def test_enable_enhanced_monitoring_needs_yes_and_respects_read_only(kinesis, make_stream, local_kinesis):
-    stream = await make_stream(shards=1)
-    url = local_kinesis.endpoint_url
-    code, out, err = await kconsole("heat", stream, "--enable-enhanced-monitoring", "--read-only", "--yes",
-                                    "--json", "--endpoint-url", url)
-    assert code == 1 and json.loads(out)["error"]["code"] == "read_only"
-    code, out, err = await kconsole("heat", stream, "--enable-enhanced-monitoring", "--endpoint-url", url)
-    assert code == 1 and "without confirmation" in err  # no TTY in a subprocess with pipes
-    assert (await kinesis.describe_stream(stream)).enhanced_metrics == ()  # nothing was called
+def test_enable_enhanced_monitoring_is_refused_read_only_or_unconfirmed(capsys):
+    """Both refusals happen before any call: the endpoint here does not even exist."""
+    argv = ["heat", "s", "--enable-enhanced-monitoring", "--endpoint-url", "http://127.0.0.1:9"]
+    assert main([*argv, "--read-only", "--yes", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "read_only"
+    assert main(argv) == 1  # pytest's stdin is no TTY: nobody to confirm
+    assert "without confirmation" in capsys.readouterr().err
 
+
+async def test_enable_enhanced_monitoring_with_yes(kinesis, make_stream, local_kinesis):
+    stream = await make_stream(shards=1)
+    assert (await kinesis.describe_stream(stream)).enhanced_metrics == ()
     code, out, err = await kconsole("heat", stream, "--enable-enhanced-monitoring", "--yes", "--json",
-                                    "--endpoint-url", url)
+                                    "--endpoint-url", local_kinesis.endpoint_url)
     assert code == 0, err
     assert set(json.loads(out)["enhanced_metrics"]) >= {"IncomingBytes", "IncomingRecords"}
     assert set((await kinesis.describe_stream(stream)).enhanced_metrics) >= {"IncomingBytes", "IncomingRecords"}

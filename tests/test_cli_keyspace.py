@@ -237,3 +237,12 @@ async def test_predict_against_a_live_stream_names_the_shard_before_the_split(lo
     code = await asyncio.to_thread(main, ["predict", "9", "--stream", name, "--endpoint-url", local_kinesis.endpoint_url])
     out, _ = capsys.readouterr()
     assert code == 0 and "BEFORE LAST RESHARD" in out and "shardId-000000000000" in out
+
+    code = await asyncio.to_thread(main, ["spread", "hot", "--suffixes", "8", "--sort-key", "a", "--stream", name,
+                                          "--endpoint-url", local_kinesis.endpoint_url, "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["source"]["stream"] == name
+    for row in document["suffixes"]:
+        assert row["shard_id"] == next(s for s in open_shards if s.contains(int(row["hash_key"]))).shard_id

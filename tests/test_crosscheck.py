@@ -201,3 +201,19 @@ async def test_iterator_reads_a_closed_shard_to_its_end(api):
         in_children += len(child_reply["Records"])
         assert child_reply.get("NextShardIterator")  # open shards never end
     assert in_children == 10
+
+
+async def test_resharding_an_updating_stream_is_resource_in_use(api):
+    """kinesis-mock keeps a stream UPDATING for a while after a reshard, as AWS does; moto does not."""
+    from console.errors import ResourceInUse
+
+    backend, make_stream, server = api
+    if server == "moto":
+        pytest.skip("moto reshards instantly: the stream is never UPDATING")
+    name = await make_stream(shards=2)
+    await backend.update_shard_count(name, 4)  # kinesis-mock stays UPDATING for 500 ms (see conftest)
+    with pytest.raises(ResourceInUse) as caught:
+        await backend.split_shard(name, "shardId-000000000001", 2**127 + 1)
+    assert "UPDATING" in str(caught.value) or "busy" in str(caught.value)
+    assert "\n" not in str(caught.value)
+    await backend.wait_for_active(name)

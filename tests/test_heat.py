@@ -205,6 +205,22 @@ def test_split_point_of_skewed_traffic_moves_towards_the_load_and_names_a_domina
     assert 3001 / 5000 - heat.by_records.error_bound / 5000 <= split.dominant_share <= 3001 / 5000
 
 
+@settings(max_examples=60, deadline=None)
+@given(weights=st.lists(st.integers(1, 400), min_size=1, max_size=8))
+def test_split_point_between_heavy_keys_is_the_best_cut(weights):
+    """With a few heavy keys, the split falls at a key boundary that best halves the traffic."""
+    keys = [f"heavy-{i}" for i in range(len(weights))]
+    heat = shard_heat()
+    heat.observe([(1.0, key, 1) for key, weight in zip(keys, weights) for _ in range(weight)])
+    split = heat.split_suggestion()
+    total = sum(weights)
+    below = sum(w for key, w in zip(keys, weights) if md5_hash_key(key) < split.at)
+    assert split.lower_share * total == pytest.approx(below)
+    ordered = sorted(zip((md5_hash_key(k) for k in keys), weights))
+    cuts = [sum(w for _, w in ordered[:n]) for n in range(len(ordered) + 1)]
+    assert abs(below - total / 2) == pytest.approx(min(abs(c - total / 2) for c in cuts))
+
+
 def test_split_point_stays_inside_the_shard_as_split_shard_requires():
     shard = Shard("shardId-000000000001", 1000, 1007)
     heat = shard_heat(shard)

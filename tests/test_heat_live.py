@@ -198,3 +198,33 @@ async def test_sampler_follows_a_split_into_the_children(kinesis, make_stream):
     assert by_id[parent.shard_id].window_seconds < window - 0.5  # closed before the end
     assert snapshot.hottest.is_open
     assert not sampler.running
+
+
+async def test_cancelling_stop_midway_still_leaves_no_readers(kinesis, make_stream):
+    """The app quitting cancels whatever is stopping the sampler: the readers must go anyway."""
+    stream = await make_stream(shards=2)
+    sampler = HeatSampler(kinesis, stream, reads_per_second=5, drain_grace=5.0)
+    await sampler.start()
+    readers = list(sampler._tasks.values())
+    stopping = asyncio.create_task(sampler.stop())
+    await asyncio.sleep(0.3)  # inside the drain grace
+    stopping.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await stopping
+    assert all(task.done() for task in readers) and not sampler.running
+
+
+async def test_a_deleted_stream_ends_the_readers_and_stop_says_why(kinesis, make_stream):
+    from console.errors import StreamNotFound
+
+    stream = await make_stream(shards=1)
+    sampler = HeatSampler(kinesis, stream, reads_per_second=5, drain_grace=0.0)
+    await sampler.start()
+    await kinesis.delete_stream(stream)
+    for _ in range(50):
+        if not sampler.running:
+            break
+        await asyncio.sleep(0.1)
+    assert not sampler.running and isinstance(sampler.error, StreamNotFound)
+    with pytest.raises(StreamNotFound):
+        await sampler.stop()

@@ -172,6 +172,21 @@ def test_large_random_rehydrate_matches_the_seed():
     assert len(tree) == len(set(existing)) + 250
 
 
+@settings(max_examples=120, deadline=None)
+@given(data=st.data(), bits=st.sampled_from([2, 5, 8, 12, 128]))
+def test_batches_equal_one_key_at_a_time(data, bits):
+    """next_keys plans whole batches in closed form; it must match next_key called in a loop."""
+    ceil = 1 << bits
+    existing = data.draw(st.lists(st.integers(0, ceil - 1), max_size=60))
+    batched, single = KeyTree.rehydrate(existing, ceil=ceil), KeyTree.rehydrate(existing, ceil=ceil)
+    free = ceil - len(batched)
+    for size in data.draw(st.lists(st.integers(0, 300), max_size=6)):
+        size = min(size, free)
+        free -= size
+        assert batched.next_keys(size) == [single.next_key() for _ in range(size)]
+    assert batched.balance() == single.balance()
+
+
 # --- balance -------------------------------------------------------------------------------------------
 
 

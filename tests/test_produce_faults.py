@@ -140,3 +140,28 @@ async def test_naive_batcher_is_caught_reordering(kinesis, make_stream):
     rows = report.records_for(first["key"])
     assert rows[first["position"]]["seq"] == first["seq"]
     assert any(p.kind == "out_of_order" and p.key == first["key"] for p in report.problems)
+
+
+async def test_a_key_that_keeps_failing_is_abandoned_not_reordered(kinesis, make_stream):
+    """After give_up_after seconds of failures the record is failed and its key stopped: sending the
+    key's later records would break its order. Other keys finish; the report says the run failed."""
+    stream = await make_stream(shards=2)
+    doomed = None
+
+    async def one_key_always_fails(name, records):
+        nonlocal doomed
+        doomed = doomed or records[0]["PartitionKey"]
+        passing = [r for r in records if r["PartitionKey"] != doomed]
+        answered = iter((await kinesis.put_records(name, passing))["Records"] if passing else ())
+        results = [{"ErrorCode": "InternalFailure", "ErrorMessage": "injected"} if r["PartitionKey"] == doomed
+                   else next(answered) for r in records]
+        return {"FailedRecordCount": sum("ErrorCode" in r for r in results), "Records": results}
+
+    class Transport:
+        put_records = staticmethod(one_key_always_fails)
+        put_record = None
+
+    result, report = await run_with(kinesis, stream, Transport, keys=5, records_per_key=4, give_up_after=0.3)
+    assert [(key, seq) for key, seq, _ in result.failed] == [(doomed, 0)]
+    assert result.abandoned == 3 and result.acknowledged == 16
+    assert report.failed == 1 and not report.ok and report.lost == report.out_of_order == 0

@@ -9,7 +9,7 @@ from console.hashkeys import MAX_HASH_KEY, md5_hash_key
 from console.model import Shard
 from console.producer import Ack, OrderedProducer, ProducerSettings, ProduceResult
 from console.shardmap import ShardMap
-from console.verify import Lineage, ReadCopy, Verifier, analyse
+from console.verify import ShardLineage, ReadCopy, Verifier, analyse
 
 HALF = 2**127
 
@@ -30,7 +30,7 @@ def reshard_history() -> list[Shard]:
 
 
 def test_lineage_reads_parents_first_and_knows_descendants():
-    lineage = Lineage(reshard_history())
+    lineage = ShardLineage(reshard_history())
     order = lineage.order
     assert order["shardId-0"] < order["shardId-2"] and order["shardId-0"] < order["shardId-3"]
     assert order["shardId-3"] < order["shardId-4"] and order["shardId-1"] < order["shardId-4"]
@@ -51,7 +51,7 @@ def copy(key, seq, shard_id, number, order) -> ReadCopy:
 
 
 def test_analysis_finds_each_kind_of_failure():
-    lineage = Lineage(reshard_history())
+    lineage = ShardLineage(reshard_history())
     o = lineage.order
     acks = {("a", s): Ack("shardId-0", str(10 + s), "shardId-0", 100.0, 100.02) for s in range(4)}
     acks.update({("b", s): Ack("shardId-1", str(20 + s), "shardId-1", 100.0, 100.02) for s in range(4)})
@@ -188,7 +188,7 @@ async def test_producer_panel_start_progress_report_and_records():
         shards = panel.query_one("#producer-shards", DataTable)
         assert shards.row_count == 2 and shards.get_row_at(0)[:2] == ["#1", "60"]
         assert panel.query_one("#producer-progress").progress == 100
-        lineage = Lineage(reshard_history())
+        lineage = ShardLineage(reshard_history())
         acks = {("a", s): Ack("shardId-0", str(10 + s), "shardId-0", 100.0, 100.02) for s in range(3)}
         run = fake_run(acks)
         copies = [copy("a", 0, "shardId-0", 10, 0), copy("a", 2, "shardId-0", 12, 0), copy("a", 1, "shardId-0", 13, 0)]

@@ -182,7 +182,8 @@ def render(snapshot: StreamHeatSnapshot, advice: dict, *, hottest_first: bool = 
     lines.append(f"hottest: {hottest.shard_id} at {hottest.utilisation:.0%} of its limit "
                  f"(peak second {hottest.peak_utilisation:.0%})")
     if hottest.split:
-        lines.append(f"  split at the median hash of its traffic: {hottest.split.command(snapshot.stream)}")
+        lines.append(f"  split at the median hash of its traffic (children ~{hottest.split.lower_share:.0%} / "
+                     f"{1 - hottest.split.lower_share:.0%} of it): {hottest.split.command(snapshot.stream)}")
         if hottest.split.dominant_key:
             lines.append(f"  (a split cannot divide one key: {hottest.split.dominant_key} carries "
                          f"{hottest.split.dominant_share:.0%} of the shard)")

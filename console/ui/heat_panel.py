@@ -55,7 +55,8 @@ def top_keys_text(shard: ShardHeatSnapshot | None, stream: str) -> Text:
     for row in repeated:
         text.append(f"  {row.key}  {row.records} records  {row.share:.0%}\n")
     if shard.split is not None and shard.records:
-        text.append(f"split at median: {shard.split.command(stream)}\n", style="cyan")
+        text.append(f"split at median (children ~{shard.split.lower_share:.0%} / {1 - shard.split.lower_share:.0%}): "
+                    f"{shard.split.command(stream)}\n", style="cyan")
         if shard.split.dominant_key:
             text.append(f"  {shard.split.dominant_key} carries {shard.split.dominant_share:.0%}: "
                         "write-shard it (`kconsole heat` shows the what-if)\n", style="yellow")

@@ -8,33 +8,10 @@ quitting) cancels exactly that panel's work and no task outlives it.
 
 from __future__ import annotations
 
-from textual import on, work
-from textual.message import Message
+from textual import work
 
 from console.errors import ConsoleError
 from console.ui.widgets.shard_table import ShardHeat
-
-
-def _panel_message(module_name: str, class_name: str, message_name: str) -> type[Message] | None:
-    """A panel's message class if the panel module is in this build (the handlers below need it)."""
-    try:
-        module = __import__(module_name, fromlist=[class_name])
-    except ModuleNotFoundError:
-        return None
-    owner = getattr(module, class_name, None)
-    return getattr(owner, message_name, None) if owner is not None else None
-
-
-_ProducerStart = _panel_message("console.ui.producer_panel", "ProducerPanel", "StartRequested")
-_ProducerStop = _panel_message("console.ui.producer_panel", "ProducerPanel", "StopRequested")
-_TailStart = _panel_message("console.ui.tail_view", "TailView", "StartRequested")
-_TailStop = _panel_message("console.ui.tail_view", "TailView", "StopRequested")
-_HeatShown = _panel_message("console.ui.heat_panel", "HeatPanel", "Shown")
-_HeatHidden = _panel_message("console.ui.heat_panel", "HeatPanel", "Hidden")
-
-
-class _Never(Message):
-    """Stands in for the message class of a panel that is not in this build."""
 
 
 class PanelHost:
@@ -50,8 +27,10 @@ class PanelHost:
 
     # ---- producer --------------------------------------------------------------------------------
 
-    @on(_ProducerStart or _Never)
-    def _producer_start(self, event) -> None:
+    # Handlers by name (on_<panel>_<message>), not @on: @on needs the panel's message class at import
+    # time, and this mixin must not import panels that may be missing from a build.
+
+    def on_producer_panel_start_requested(self, event) -> None:
         if self.read_only:
             event.panel.show_error("read-only: the producer writes records, so it is disabled (--read-only)")
             return
@@ -60,8 +39,7 @@ class PanelHost:
             return
         self._run_producer(event.panel, event.settings, event.verify, self.stream)
 
-    @on(_ProducerStop or _Never)
-    def _producer_stop(self, event) -> None:
+    def on_producer_panel_stop_requested(self, event) -> None:
         self.workers.cancel_group(self, "producer")
         event.panel.show_error("stopped")
 
@@ -84,16 +62,14 @@ class PanelHost:
 
     # ---- tail ------------------------------------------------------------------------------------
 
-    @on(_TailStart or _Never)
-    def _tail_start(self, event) -> None:
+    def on_tail_view_start_requested(self, event) -> None:
         view = self.query_one("#tail-view")
         if not self.stream:
             view.set_running(False, "no stream open: press p to pick one")
             return
         self._run_tail(view, event.options, self.stream)
 
-    @on(_TailStop or _Never)
-    def _tail_stop(self, _event) -> None:
+    def on_tail_view_stop_requested(self, _event) -> None:
         self.workers.cancel_group(self, "tail")
 
     @work(exclusive=True, group="tail", exit_on_error=False)
@@ -114,13 +90,11 @@ class PanelHost:
 
     # ---- heat ------------------------------------------------------------------------------------
 
-    @on(_HeatShown or _Never)
-    def _heat_shown(self, _event) -> None:
+    def on_heat_panel_shown(self, _event) -> None:
         if self.stream:
             self._run_heat(self.stream)
 
-    @on(_HeatHidden or _Never)
-    def _heat_hidden(self, _event) -> None:
+    def on_heat_panel_hidden(self, _event) -> None:
         # The sampler's readers stop with the worker (HeatSampler.__aexit__ awaits them all).
         self.workers.cancel_group(self, "heat")
 

@@ -31,6 +31,8 @@ class ProducerPanel(Vertical):
     ProducerPanel #producer-actions { height: auto; }
     ProducerPanel #producer-status { height: auto; padding: 0 1; }
     ProducerPanel #producer-status.-error { color: $error; }
+    ProducerPanel #producer-progress { width: 100%; padding: 0 1; }
+    ProducerPanel #producer-progress Bar { width: 1fr; }
     ProducerPanel #producer-shards { height: 8; }
     ProducerPanel #producer-report { height: auto; padding: 0 1; }
     ProducerPanel #producer-problems { height: 8; }
@@ -72,10 +74,10 @@ class ProducerPanel(Vertical):
             yield self._field("Keys", Input("100", id="producer-keys", type="integer"))
             yield self._field("Records per key", Input("10", id="producer-per-key", type="integer"))
             yield self._field("Payload bytes", Input("128", id="producer-payload", type="integer"))
-            yield self._field("Rate (records/s, blank: max)", Input("", id="producer-rate", type="number"))
-            yield self._field("Mode", Select([("batch (PutRecords)", "batch"), ("sequential (PutRecord)", "sequential")],
+            yield self._field("Rate (records/s)", Input("", placeholder="max", id="producer-rate", type="number"))
+            yield self._field("Mode", Select([("batch", "batch"), ("sequential", "sequential")],
                                              value="batch", allow_blank=False, id="producer-mode"))
-            yield self._field("Explicit hash keys", Select([("none (MD5 of key)", "none"), ("key tree", "keytree")],
+            yield self._field("Explicit hash keys", Select([("none (MD5)", "none"), ("key tree", "keytree")],
                                                            value="none", allow_blank=False, id="producer-ehk"))
         with Horizontal(id="producer-actions"):
             yield Checkbox("Verify (read back)", value=True, id="producer-verify")

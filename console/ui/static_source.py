@@ -15,6 +15,19 @@ def even_shards(count: int, *, first_index: int = 0) -> list[Shard]:
             for i, (start, end) in enumerate(even_split(count))]
 
 
+def split_shard(shards: list[Shard], shard_id: str, at: int) -> list[Shard]:
+    """What SplitShard does to a listing: the parent closes, two children (next ids) appear."""
+    parent = next(s for s in shards if s.shard_id == shard_id)
+    next_index = max(int(s.shard_id.rsplit("-", 1)[1]) for s in shards) + 1
+    closed = Shard(parent.shard_id, parent.starting_hash_key, parent.ending_hash_key, parent.parent_shard_id,
+                   parent.adjacent_parent_shard_id, parent.starting_sequence_number, ending_sequence_number="9")
+    children = [Shard(shard_id_for_index(next_index), parent.starting_hash_key, at - 1, parent.shard_id,
+                      starting_sequence_number="10"),
+                Shard(shard_id_for_index(next_index + 1), at, parent.ending_hash_key, parent.shard_id,
+                      starting_sequence_number="11")]
+    return [closed if s.shard_id == shard_id else s for s in shards] + children
+
+
 class StaticSource:
     """Serves one or more streams from memory. `shards` may be replaced between polls."""
 
@@ -29,6 +42,7 @@ class StaticSource:
         self.mode = mode
         self.retention_hours = retention_hours
         self.calls = 0
+        self.failure: Exception | None = None  # raised by every call while set (a backend that is down)
 
     def summary(self) -> StreamSummary:
         return StreamSummary(name=self.stream, status=self.status, mode=self.mode,
@@ -45,8 +59,11 @@ class StaticSource:
         return list(self.shards)
 
     async def list_streams(self) -> list[StreamSummary]:
+        self._check(self.stream)
         return [self.summary()]
 
     def _check(self, stream: str) -> None:
+        if self.failure is not None:
+            raise self.failure
         if stream != self.stream:
             raise StreamNotFound(f"stream {stream!r} not found")

@@ -342,7 +342,6 @@ class TailView(Vertical):
         self.received = 0  # records handed to the view, ever
         self._clock = clock
         self._pending: deque[DecodedRecord] = deque(maxlen=capacity)  # never more than the ring can show
-        self._pending_dropped = 0
         self._rate_marks: deque[tuple[float, int]] = deque()
         self._last_message = "t tails new records, h reads from the oldest"
 
@@ -371,10 +370,7 @@ class TailView(Vertical):
 
     def add_records(self, records: list[DecodedRecord]) -> None:
         self.received += len(records)
-        overflow = len(self._pending) + len(records) - self.capacity
-        if overflow > 0:
-            self._pending_dropped += min(overflow, len(self._pending) + len(records))
-        self._pending.extend(records)
+        self._pending.extend(records)  # bounded: at most the ring's capacity waits
 
     def set_running(self, running: bool, message: str | None = None) -> None:
         """The app says whether a reader is running (and why it stopped, e.g. an error line)."""

@@ -1,0 +1,77 @@
+"""Split and merge from the console (preview, confirm by name, execute) and read-only gating,
+against the embedded local Kinesis."""
+
+from __future__ import annotations
+
+import pytest
+
+from console.reshard import midpoint
+from console.ui.reshard_screens import ConfirmByNameScreen, ReshardPreviewScreen
+from console.ui.screens.prompt import ChoiceScreen, PromptScreen
+from test_ui_console import RecordingApp, wait_until
+
+pytestmark = pytest.mark.timeout(90)
+
+
+@pytest.fixture(autouse=True)
+def private_data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("KCONSOLE_DATA_DIR", str(tmp_path / "data"))  # the action log goes here
+    monkeypatch.setenv("KCONSOLE_CONFIG", str(tmp_path / "config.toml"))
+
+
+async def test_split_from_the_console_runs_after_preview_and_typed_name(kinesis, make_stream, tmp_path):
+    name = await make_stream(shards=2)
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed, what="first poll")
+        target = app.table.shard(app.selected_shard_id)
+        assert target is not None and target.is_open
+        await pilot.press("s")
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="split point prompt")
+        await pilot.press("enter")  # midpoint
+        await wait_until(pilot, lambda: isinstance(app.screen, ReshardPreviewScreen), what="preview")
+        assert app.screen.plan.ok and app.screen.plan.action == "split"
+        await pilot.press("enter")  # proceed
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="confirm dialog")
+        await pilot.press(*"wrong", "enter")
+        assert isinstance(app.screen, ConfirmByNameScreen)  # a wrong name never confirms
+        app.screen.query_one("Input").value = name  # (stream names hold '-', which press() reads as a key name)
+        await pilot.press("enter")
+        polls = len(app.refreshed)
+        await wait_until(pilot, lambda: len(app.refreshed) > polls and not app.table.shard(target.shard_id).is_open,
+                         timeout=30, what="poll after the split")
+        children = [s for s in await kinesis.all_shards(name) if target.shard_id in s.parents]
+        assert sorted(c.starting_hash_key for c in children) == [target.starting_hash_key, midpoint(target)]
+        assert {c.shard_id for c in children} <= set(app.table.shard_ids)
+        assert (tmp_path / "data").exists()  # the action log was written
+
+
+async def test_merge_choice_and_cancel_calls_nothing(kinesis, make_stream):
+    name = await make_stream(shards=3)
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed, what="first poll")
+        before = await kinesis.all_shards(name)
+        await pilot.press("down")  # the middle shard has two open neighbours
+        await pilot.press("m")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="neighbour choice")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ReshardPreviewScreen), what="preview")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, ReshardPreviewScreen), what="preview closed")
+        assert await kinesis.all_shards(name) == before
+
+
+async def test_read_only_greys_out_mutating_actions(kinesis, make_stream):
+    name = await make_stream(shards=2)
+    app = RecordingApp(kinesis, stream=name, interval=60, read_only=True)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed, what="first poll")
+        active = app.screen.active_bindings
+        assert active["s"].enabled is False and active["m"].enabled is False and active["x"].enabled is False
+        assert active["r"].enabled is True
+        await pilot.press("s")
+        await pilot.pause(0.2)
+        assert not isinstance(app.screen, PromptScreen)
+        assert "READ-ONLY" in str(app.header.render())
+        assert len(await kinesis.all_shards(name)) == 2
