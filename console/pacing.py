@@ -92,7 +92,11 @@ class ShardPacer:
         """Reserve one record of `size` bytes on `shard`; False means not now (ask `wait_time`)."""
         if shard is None:
             return True
-        pace = self._pace(shard, now)
+        pace = self._shards.get(shard)
+        if pace is None:
+            if not self.limits.enabled:
+                return True  # unpaced and never throttled: nothing to keep track of
+            pace = self._pace(shard, now)
         if now < pace.cool_until:
             return False
         self._recover(pace, now)

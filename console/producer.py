@@ -40,7 +40,7 @@ from console.errors import (
 )
 from console.hashkeys import hash_key_for, validate_partition_key
 from console.pacing import PacingLimits, ShardPacer, TokenBucket
-from console.testrecords import MAX_RECORD_BYTES, TestRecord, new_run_id, partition_key_for
+from console.testrecords import MAX_RECORD_BYTES, encode_record, new_run_id, partition_key_for
 
 MAX_BATCH_RECORDS = 500
 MAX_BATCH_BYTES = 5 * 1024 * 1024
@@ -413,7 +413,7 @@ class OrderedProducer:
         if key.next_seq >= self.settings.records_per_key:
             return None
         sent_at = self._wall()
-        data = TestRecord(self.settings.run_id, key.name, key.next_seq, sent_at).encode(self.settings.payload_bytes)
+        data = encode_record(self.settings.run_id, key.name, key.next_seq, sent_at, self.settings.payload_bytes)
         record = _Pending(key, key.next_seq, data, sent_at, self._clock(), size=len(data) + key.name_bytes)
         key.next_seq += 1
         key.pending.append(record)

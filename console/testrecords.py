@@ -39,15 +39,19 @@ class TestRecord:
 
     def encode(self, payload_bytes: int = 0) -> bytes:
         """The JSON body, padded with a filler field to `payload_bytes` when that is larger."""
-        # The producer encodes every record it sends: format the numbers into a cached per-key prefix
-        # rather than running json.dumps on the whole object (3x faster; the same JSON).
-        body = b"%s%d,\"ts\":%.6f}" % (_prefix(self.run_id, self.key), self.seq, self.sent_at)
-        room = payload_bytes - len(body)
-        if room <= 0:
-            return body
-        if room < 9:  # too little for `,"pad":""`: JSON whitespace fills it exactly
-            return body[:-1] + b" " * room + b"}"
-        return body[:-1] + b',"pad":"' + b"x" * (room - 9) + b'"}'
+        return encode_record(self.run_id, self.key, self.seq, self.sent_at, payload_bytes)
+
+
+def encode_record(run_id: str, key: str, seq: int, sent_at: float, payload_bytes: int = 0) -> bytes:
+    """TestRecord(...).encode(payload_bytes) without building the object (the producer's hot path)."""
+    # Numbers formatted into a cached per-key prefix: 3x faster than json.dumps of the whole object.
+    body = b"%s%d,\"ts\":%.6f}" % (_prefix(run_id, key), seq, sent_at)
+    room = payload_bytes - len(body)
+    if room <= 0:
+        return body
+    if room < 9:  # too little for `,"pad":""`: JSON whitespace fills it exactly
+        return body[:-1] + b" " * room + b"}"
+    return body[:-1] + b',"pad":"' + b"x" * (room - 9) + b'"}'
 
 
 @functools.lru_cache(maxsize=65536)

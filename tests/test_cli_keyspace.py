@@ -108,6 +108,8 @@ def test_predict_reads_a_keys_file(capsys, tmp_path: Path):
     (["predict", "k", "--shards", "2", "--stream", "s"], "not both"),
     (["predict", "k", "--stream", "bad name!"], "not a valid stream name"),
     (["predict", "k", "--bogus"], "unrecognized arguments: --bogus"),
+    (["predict", "k", "--shards", "9" * 5000], "--shards must be a whole number"),  # past int()'s 4300 digits
+    (["predict", "k", "--explicit-hash-key", "9" * 5000], "--explicit-hash-key must be from 0"),
 ])
 def test_predict_bad_input_is_one_line_and_exit_2(capsys, argv, contains):
     assert_one_line_error(*run(capsys, *argv), contains=contains)
@@ -146,6 +148,8 @@ def test_keytree_in_the_kinesis_space_text(capsys):
     (["keytree", "--space", "2**129"], "--space must be a power of two"),
     (["keytree", "--space", "4", "--count", "5"], "only 4 of the 4 keys are free"),
     (["keytree", "--existing-file", "/no/such"], "cannot read existing-keys file"),
+    (["keytree", "--space", "9" * 5000], "--space must be a power of two"),
+    (["keytree", "--count", "9" * 5000], "--count must be a whole number"),
 ])
 def test_keytree_bad_input(capsys, argv, contains):
     assert_one_line_error(*run(capsys, *argv), contains=contains)
@@ -158,6 +162,8 @@ def test_keytree_existing_file_errors_name_the_line(capsys, tmp_path: Path):
     assert_one_line_error(*run(capsys, "keytree", "--existing-file", str(bad)), contains="line 3: 'five' is not a decimal")
     bad.write_text(f"5\n{HASH_SPACE}\n")
     assert_one_line_error(*run(capsys, "keytree", "--existing-file", str(bad)), contains="line 2: key")
+    bad.write_text("9" * 5000)
+    assert_one_line_error(*run(capsys, "keytree", "--existing-file", str(bad)), contains="line 1: key 999")
 
 
 # -- spread ----------------------------------------------------------------------------------------------

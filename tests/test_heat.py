@@ -319,8 +319,9 @@ async def test_heat_panel_rows_order_selection_and_top_keys():
         assert panel.selected_shard == hot_shard
 
 
-async def test_heat_panel_tells_the_app_when_it_is_hidden():
+async def test_heat_panel_tells_the_app_when_its_tab_is_left_and_revisited():
     from textual.app import App
+    from textual.widgets import Static, TabbedContent, TabPane
 
     from console.ui.heat_panel import HeatPanel
 
@@ -328,7 +329,11 @@ async def test_heat_panel_tells_the_app_when_it_is_hidden():
 
     class PanelApp(App):
         def compose(self):
-            yield HeatPanel(id="heat")
+            with TabbedContent(initial="shards"):
+                with TabPane("Shards", id="shards"):
+                    yield Static("table")
+                with TabPane("Heat", id="heat"):
+                    yield HeatPanel(id="heat-panel")
 
         def on_heat_panel_shown(self, message):
             seen.append("shown")
@@ -339,28 +344,12 @@ async def test_heat_panel_tells_the_app_when_it_is_hidden():
     app = PanelApp()
     async with app.run_test() as pilot:
         await pilot.pause()
-        app.query_one(HeatPanel).display = False
+        assert "shown" not in seen  # mounted on a hidden tab: nothing to sample yet
+        app.query_one(TabbedContent).active = "heat"
         await pilot.pause()
         await pilot.pause()
-    assert seen[0] == "shown" and "hidden" in seen
-
-
-def test_cloudwatch_minutes_become_rates_peaks_and_throttles():
-    from datetime import datetime, timedelta, timezone
-
-    from console.cloudwatch_heat import summarise_shard
-
-    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    minutes = [t0 + timedelta(minutes=i) for i in range(5)]
-    heat = summarise_shard("shardId-000000000000", {
-        "IncomingRecords": list(zip(minutes, [6000, 6000, 60000, 6000, 6000])),
-        "IncomingBytes": list(zip(minutes, [60_000] * 5)),
-        "WriteProvisionedThroughputExceeded": list(zip(minutes, [0, 0, 120, 0, 0])),
-        "IteratorAgeMilliseconds": list(zip(minutes, [10, 5000, 20, 0, 0])),
-    }, window_seconds=300)
-    assert heat.records_per_s == pytest.approx(84000 / 300)
-    assert heat.peak_records_per_s == pytest.approx(1000)  # the burst minute averages the limit
-    assert heat.peak_utilisation == pytest.approx(1.0)
-    assert heat.throttled_records == 120 and heat.iterator_age_ms == 5000
-    empty = summarise_shard("s", {}, window_seconds=300)
-    assert empty.records_per_s == 0 and empty.iterator_age_ms is None and empty.minutes_with_data == 0
+        assert seen[-1:] == ["shown"]
+        app.query_one(TabbedContent).active = "shards"
+        await pilot.pause()
+        await pilot.pause()
+        assert seen[-1:] == ["hidden"]

@@ -64,6 +64,7 @@ def apply() -> None:
 
 def _patch_shard(Shard: type) -> None:
     original_init = Shard.__init__
+    original_to_json = Shard.to_json
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         original_init(self, *args, **kwargs)
@@ -90,7 +91,6 @@ def _patch_shard(Shard: type) -> None:
             response["SequenceNumberRange"]["EndingSequenceNumber"] = str(self.ending_sequence)
         return response
 
-    original_to_json = Shard.to_json
     Shard.__init__ = __init__
     Shard.put_record = put_record
     Shard.get_max_sequence_number = get_max_sequence_number

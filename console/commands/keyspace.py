@@ -102,10 +102,15 @@ class ShardSet:
 
 
 def parse_shard_count(value: object, *, option: str = "--shards") -> int:
-    text = str(value).strip()
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_SHARDS:
-        raise BadInput(f"{option} must be a whole number from 1 to {MAX_SHARDS}; got {str(value)!r}", code="usage")
-    return int(text)
+    return _whole_number(value, option=option, low=1, high=MAX_SHARDS)
+
+
+def _decimal(text: str, max_digits: int) -> int | None:
+    """`text` as a non-negative int, or None if it is not plain ASCII digits. Past `max_digits` it
+    only says "too big" (-1 marks that): int() refuses strings of over 4300 digits with a traceback."""
+    if not text.isascii() or not text.isdigit():
+        return None
+    return int(text) if len(text.lstrip("0")) <= max_digits else -1
 
 
 def resolve_shard_set(args: Any) -> ShardSet:
@@ -163,6 +168,8 @@ def predict_command(args: Any) -> int:
         keys += [line for line in read_lines(args.keys_file, what="keys file") if line.strip()]
     explicit = None
     if args.explicit_hash_key is not None:
+        if len(args.explicit_hash_key) > 60:  # parse_hash_key's int() would refuse a 4300-digit string
+            raise BadInput(f"--explicit-hash-key must be from 0 to 2**128-1; got {args.explicit_hash_key[:40]!r}...")
         explicit = parse_hash_key(args.explicit_hash_key, what="--explicit-hash-key")
         if not keys:
             keys = [None]  # the hash key alone still says where a record would land
@@ -262,23 +269,22 @@ def keytree_command(args: Any) -> int:
 
 
 def _parse_space(value: object) -> int:
+    """A power of two from 2 to 2**128, written out or as 2**k."""
     text = str(value).strip().replace("_", "")
-    if text.startswith("2**") and text[3:].isdigit():
-        size = 2 ** int(text[3:]) if int(text[3:]) <= 128 else HASH_SPACE * 2
-    elif text.isascii() and text.isdigit():
-        size = int(text)
-    else:
-        size = -1
-    if size < 2 or size > HASH_SPACE or size & (size - 1):
-        raise BadInput(f"--space must be a power of two from 2 to 2**128; got {str(value)!r}", code="usage")
+    exponent = _decimal(text[3:], 3) if text.startswith("2**") else None
+    size = 2**exponent if exponent is not None and 1 <= exponent <= 128 else _decimal(text, 39)
+    if size is None or size < 2 or size > HASH_SPACE or size & (size - 1):
+        shown = str(value) if len(str(value)) <= 40 else str(value)[:40] + "..."
+        raise BadInput(f"--space must be a power of two from 2 to 2**128; got {shown!r}", code="usage")
     return size
 
 
 def _whole_number(value: object, *, option: str, low: int, high: int) -> int:
-    text = str(value).strip()
-    if not text.isascii() or not text.isdigit() or not low <= int(text) <= high:
-        raise BadInput(f"{option} must be a whole number from {low} to {high}; got {str(value)!r}", code="usage")
-    return int(text)
+    number = _decimal(str(value).strip(), len(str(high)))
+    if number is None or not low <= number <= high:
+        shown = str(value) if len(str(value)) <= 40 else str(value)[:40] + "..."
+        raise BadInput(f"{option} must be a whole number from {low} to {high}; got {shown!r}", code="usage")
+    return number
 
 
 def read_existing_keys(path: str, space: int) -> list[int]:
@@ -288,11 +294,12 @@ def read_existing_keys(path: str, space: int) -> list[int]:
         text = line.split("#", 1)[0].strip()
         if not text:
             continue
-        if not text.isascii() or not text.isdigit():
+        key = _decimal(text, 39)  # 2**128 has 39 digits
+        if key is None:
             raise BadInput(f"{source} line {number}: {text[:40]!r} is not a decimal hash key")
-        key = int(text)
-        if key >= space:
-            raise BadInput(f"{source} line {number}: key {key} is outside the key space [0, {space - 1}]")
+        if key < 0 or key >= space:  # -1: too many digits to be a key at all
+            shown = str(key) if key >= 0 else f"{text[:40]}..."
+            raise BadInput(f"{source} line {number}: key {shown} is outside the key space [0, {space - 1}]")
         keys.append(key)
     return keys
 

@@ -115,6 +115,10 @@ class PanelHost:
         heat = {shard.shard_id: ShardHeat(shard.recent_records_per_s, shard.recent_bytes_per_s, shard.utilisation,
                                           tuple(shard.series[-4:]))
                 for shard in snapshot.shards}
+        self._show_heat_figures(heat)
+
+    def _show_heat_figures(self, heat: dict[str, ShardHeat]) -> None:
+        """Throughput column (with a sparkline) in the table, and the ribbon coloured by heat."""
         self.table.set_heat(heat)
         self.ribbon.set_heat({sid: figures.utilisation for sid, figures in heat.items()})
 
