@@ -98,7 +98,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return launch_console(args)
         return int(handler(args) or 0)
     except ConsoleError as error:
-        emit_error(error, as_json=as_json)
+        try:
+            emit_error(error, as_json=as_json)
+        except BrokenPipeError:  # `kconsole ... | head` closed early: nothing left to tell
+            pass
         return error.exit_code
     except KeyboardInterrupt:
         print("kconsole: interrupted", file=sys.stderr)

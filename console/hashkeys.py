@@ -43,7 +43,9 @@ def parse_hash_key(text: str | int, *, what: str = "explicit hash key") -> int:
         value = text
     else:
         raw = str(text).strip()
-        if not raw or not raw.isascii() or not raw.isdigit():
+        # 2**128-1 has 39 digits; checking the length first also keeps huge inputs away from int(),
+        # which refuses more than 4300 digits with a ValueError.
+        if not raw or not raw.isascii() or not raw.isdigit() or len(raw.lstrip("0")) > 39:
             raise BadInput(f"{what} must be a decimal integer from 0 to {MAX_HASH_KEY}; got {str(text)!r}")
         value = int(raw)
     if not 0 <= value <= MAX_HASH_KEY:

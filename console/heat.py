@@ -18,13 +18,18 @@ amount to a shared `floor`. Then for every key
 and `floor <= N / (k + 1)`, which gives the three Space-Saving guarantees (upper bounds, error
 bounded by N/k, every key with frequency > N/k present) at every moment, not only after compaction.
 
-`sample_every=m` counts one record in m (a random phase per chunk, so periodic key patterns do not
-alias) and scales reported counts by m. The guarantees then hold for the sampled sub-stream only;
+`sample_every=m` counts one record in m and scales reported counts by m. The phase is drawn at
+random per chunk, which keeps the estimate unbiased even for keys written round-robin with period m
+(such patterns only raise its variance). The guarantees then hold for the sampled sub-stream only;
 exact mode (m = 1) is the default and what the heat sampler uses.
+
+The rest of the module: `ShardHeat` / `StreamHeat` (buckets, rates, peaks, utilisation, top keys, the
+split point at the median hash) and the hot-key write-sharding what-if.
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import random
 from collections import Counter
@@ -326,12 +331,14 @@ class ShardHeat:
         start = self.shard.starting_hash_key
         width = self.shard.ending_hash_key - start + 1
         bins, hashes = self._bins, self._hashes
+        md5, from_bytes = hashlib.md5, int.from_bytes
         for key, count in key_counts.items():
             hash_key = hashes.get(key)
             if hash_key is None:
                 if len(hashes) >= HASH_CACHE_SIZE:
                     hashes.clear()
-                hash_key = hashes[key] = md5_hash_key(key)
+                # md5_hash_key inlined: this loop runs once per distinct key of every batch.
+                hash_key = hashes[key] = from_bytes(md5(key.encode("utf-8")).digest(), "big")
             offset = hash_key - start
             if 0 <= offset < width:
                 bins[offset * HASH_BINS // width] += count

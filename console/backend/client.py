@@ -167,7 +167,7 @@ class KinesisBackend:
                 raise
             except Exception as error:  # noqa: BLE001 - every botocore failure is translated below
                 code = error_code(error)
-                if _retryable(error, code) and attempt < self.max_retries:
+                if _retryable(error, code, operation) and attempt < self.max_retries:
                     attempt += 1
                     delay = min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
                     self._report_retry(RetryEvent(operation, code, attempt, delay))
@@ -368,6 +368,10 @@ class KinesisBackend:
         return await self._call("UpdateShardCount", StreamName=stream, TargetShardCount=target,
                                 ScalingType="UNIFORM_SCALING")
 
+    async def describe_limits(self) -> dict:
+        """The account's ShardLimit, OpenShardCount and on-demand stream counts (DescribeLimits)."""
+        return await self._call("DescribeLimits")
+
     # ---- monitoring / identity -----------------------------------------------------------------
 
     async def enable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None:
@@ -414,12 +418,15 @@ def _say_on_stderr(event: RetryEvent) -> None:
     print(f"kconsole: {event.describe()}", file=sys.stderr, flush=True)
 
 
-def _retryable(error: Exception, code: str | None) -> bool:
-    """Throttling and server hiccups are retried; LimitExceeded also names the account's shard limit,
-    which no amount of waiting fixes."""
+def _retryable(error: Exception, code: str | None, operation: str = "") -> bool:
+    """Throttling and server hiccups are retried. LimitExceeded is not when it names the account's
+    shard limit, nor on UpdateShardCount, where it means the rolling 24-hour call quota: no amount of
+    waiting within a command fixes either, and the caller explains them."""
     if code in _TRANSIENT_CODES:
         return True
     if code not in THROTTLE_CODES:
+        return False
+    if code == "LimitExceededException" and operation == "UpdateShardCount":
         return False
     return not (code == "LimitExceededException" and "shard limit" in error_message(error).lower())
 
