@@ -244,7 +244,12 @@ class ShardHeatSnapshot:
     split: SplitSuggestion | None
     unplaced_records: int  # records whose key's MD5 is outside the shard: written with ExplicitHashKey
     key_error_bound: int  # any top-key count may exceed the truth by at most this
-    is_open: bool = True  # False: closed by a reshard during the window (its rates cover the whole window)
+    is_open: bool = True  # False: closed by a reshard during the window (its rates end at the close)
+
+    @property
+    def recent_utilisation(self) -> float:
+        """Utilisation over the last RECENT_SECONDS: what a live view should colour by."""
+        return utilisation(self.recent_records_per_s, self.recent_bytes_per_s)
 
     def to_json(self, stream: str | None = None) -> dict:
         return {

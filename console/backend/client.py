@@ -40,6 +40,7 @@ _HOST_LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 # Server-side hiccups worth another try, like throttling (but not reported as throttling).
 _TRANSIENT_CODES = frozenset({"InternalFailure", "InternalFailureException", "ServiceUnavailable",
                               "ServiceUnavailableException", "InternalServerError"})
+_PUT_OPERATIONS = frozenset({"PutRecord", "PutRecords"})
 
 
 def _resolve_region(profile: str | None) -> str | None:
@@ -423,7 +424,9 @@ def _retryable(error: Exception, code: str | None, operation: str = "") -> bool:
     shard limit, nor on UpdateShardCount, where it means the rolling 24-hour call quota: no amount of
     waiting within a command fixes either, and the caller explains them."""
     if code in _TRANSIENT_CODES:
-        return True
+        # A put that failed as a whole with a server error may still have been written: re-sending it
+        # here would make a duplicate nobody counts. The producer retries those itself and counts them.
+        return operation not in _PUT_OPERATIONS
     if code not in THROTTLE_CODES:
         return False
     if code == "LimitExceededException" and operation == "UpdateShardCount":

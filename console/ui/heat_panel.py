@@ -18,7 +18,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Sparkline, Static
 
-from console.heat import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot, utilisation
+from console.heat import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
 
 SPARK_SECONDS = 60
 
@@ -36,7 +36,7 @@ def shard_label(shard: ShardHeatSnapshot, *, selected: bool) -> Text:
     text = Text("▶ " if selected else "  ")
     text.append(f"{shard.shard_id[-6:]:>6}{' ' if shard.is_open else 'x'}", style="bold" if selected else "")
     # The live view shows the last whole seconds; the window average would flatten a new burst.
-    now = utilisation(shard.recent_records_per_s, shard.recent_bytes_per_s)
+    now = shard.recent_utilisation
     text.append(f"{shard.recent_records_per_s:8.1f} rec/s {shard.recent_bytes_per_s / 1024:8.1f} KiB/s ")
     text.append(f"{now:4.0%}", style=heat_style(now))
     return text
