@@ -190,6 +190,7 @@ class ReshardPlan:
     peak_open_shards: int = 0
     ordering: str = ORDERING_NOTE
     notes: tuple[str, ...] = field(default_factory=tuple)
+    median: MedianSplit | None = None  # a split at the median of a sample: how it divides the sample
 
     @property
     def ok(self) -> bool:
@@ -218,6 +219,7 @@ class ReshardPlan:
             "ordering": self.ordering,
             "notes": list(self.notes),
             "breaches": [b.to_json() for b in self.breaches],
+            "median_split": self.median.to_json() if self.median else None,
         }
 
 
@@ -280,14 +282,79 @@ def midpoint(shard: Shard) -> int:
     return shard.starting_hash_key + (shard.ending_hash_key - shard.starting_hash_key + 1) // 2
 
 
+@dataclass(frozen=True, slots=True)
+class MedianSplit:
+    """A split key chosen from a sample, and how it divides the part of the sample in the shard."""
+
+    shard_id: str
+    key: int  # NewStartingHashKey: entries below it go to the lower child
+    source: str  # where the sample came from, e.g. "keys.txt" or "the last 300 s of records"
+    sampled: int  # sample entries (records, or lines of a keys file) in total
+    inside: int  # of which hash into the shard; only these count
+    distinct_keys: int  # distinct partition keys among those inside
+    lower: int  # entries inside that the lower child gets
+    upper: int
+    unit: str = "keys"  # what an entry is: "keys" (a keys file) or "records" (records read from the stream)
+
+    @property
+    def lower_fraction(self) -> float:
+        return self.lower / self.inside if self.inside else 0.0
+
+    @property
+    def upper_fraction(self) -> float:
+        return self.upper / self.inside if self.inside else 0.0
+
+    def describe(self) -> str:
+        outside = self.sampled - self.inside
+        ignored = f" ({outside} more hash outside the shard and were left out)" if outside else ""
+        return (f"median of {self.inside} sampled {self.unit} ({self.distinct_keys} distinct keys) from {self.source}"
+                f"{ignored}; it divides them {self.lower_fraction:.1%} / {self.upper_fraction:.1%} "
+                f"({self.lower} / {self.upper})")
+
+    def to_json(self) -> dict:
+        return {"shard_id": self.shard_id, "key": str(self.key), "source": self.source, "sampled": self.sampled,
+                "inside_shard": self.inside, "distinct_keys": self.distinct_keys, "lower": self.lower,
+                "upper": self.upper, "lower_fraction": self.lower_fraction, "upper_fraction": self.upper_fraction,
+                "unit": self.unit}
+
+
+def median_split(shard: Shard, sample: KeySample, source: str = "the sample", unit: str = "keys") -> MedianSplit:
+    """The split key that divides the sample entries hashing into `shard` as evenly as possible.
+
+    Entries are weighted one each, so a key seen in 500 records pulls the median 500 times: this
+    divides observed traffic, not key counts. Many entries can share one hash key (a hot partition
+    key), and a split cannot cut through one hash key, so the best lower-child count is either the
+    number of entries below the median's hash key or the number up to and including it. The key
+    itself is put halfway into the gap between the two neighbouring sampled hash keys rather than
+    on the upper one, so unseen keys near the boundary are not all pushed to one side.
+    """
+    entries = [(h, k) for h, k in zip(sample.hash_keys, _keys_or_hashes(sample)) if shard.contains(h)]
+    inside = sorted(h for h, _ in entries)
+    total = len(inside)
+    if total < 2:
+        raise BadInput(
+            f"{total} of the {len(sample)} sample keys fall in {shard.shard_id}; "
+            "need at least 2 to find a median", code="too_few_keys")
+    middle = inside[total // 2]
+    candidates = [bisect.bisect_left(inside, middle), bisect.bisect_right(inside, middle)]
+    lower = min((c for c in candidates if 0 < c < total), key=lambda c: abs(2 * c - total), default=None)
+    if lower is None:
+        raise BadInput(f"all {total} sample entries in {shard.shard_id} have the same hash key {middle} "
+                       "(one partition key); no split key divides them", code="one_hash_key")
+    below, above = inside[lower - 1], inside[lower]
+    key = below + (above - below + 1) // 2  # below < key <= above, so exactly `lower` entries fall below it
+    return MedianSplit(shard.shard_id, key, source, len(sample), total, len({k for _, k in entries}),
+                       lower, total - lower, unit)
+
+
+def _keys_or_hashes(sample: KeySample) -> Sequence:
+    """Partition keys to count distinct ones by; hash keys where a sample carries no keys."""
+    return sample.keys if len(sample.keys) == len(sample.hash_keys) else sample.hash_keys
+
+
 def median_hash_key(shard: Shard, sample: KeySample) -> int:
     """The split key that puts half of the sample keys falling in `shard` on each side."""
-    inside = sorted(h for h in sample.hash_keys if shard.contains(h))
-    if len(inside) < 2:
-        raise BadInput(
-            f"{len(inside)} of the {len(sample)} sample keys fall in {shard.shard_id}; "
-            "need at least 2 to find a median", code="too_few_keys")
-    return inside[len(inside) // 2]
+    return median_split(shard, sample).key
 
 
 def key_movement(before: Sequence[Shard], after: Sequence[PlannedShard], sample: KeySample | None) -> KeyMovement | None:
@@ -358,8 +425,9 @@ def _plan(action: str, summary: str, before: tuple[Shard, ...], after: tuple[Pla
 
 def plan_split(shards: Sequence[Shard], shard_id: str, new_starting_hash_key: int, *, basis: str = "explicit hash key",
                context: StreamContext | None = None, limits: Limits = DEFAULT_LIMITS,
-               sample: KeySample | None = None) -> ReshardPlan:
-    """Split `shard_id` so the upper child starts at `new_starting_hash_key` (SplitShard)."""
+               sample: KeySample | None = None, median: MedianSplit | None = None) -> ReshardPlan:
+    """Split `shard_id` so the upper child starts at `new_starting_hash_key` (SplitShard). `median`
+    says how a sample-median key divides its sample, for the plan to show."""
     before = open_shards(shards)
     target = _find(shards, shard_id)
     summary = f"split {shard_id} at {new_starting_hash_key} ({basis})"
@@ -369,7 +437,8 @@ def plan_split(shards: Sequence[Shard], shard_id: str, new_starting_hash_key: in
     else:
         breaches += check_split_key(shard_id, target.starting_hash_key, target.ending_hash_key, new_starting_hash_key)
     if any(b.limit in ("shard_not_open", "split_key_outside_shard") for b in breaches):
-        return _plan("split", summary, before, _unchanged(before), (), breaches, sample, peak_open_shards=len(before))
+        return _plan("split", summary, before, _unchanged(before), (), breaches, sample,
+                     peak_open_shards=len(before), median=median)
     ids = _IdAllocator(shards)
     low = PlannedShard(ids.take(), target.starting_hash_key, new_starting_hash_key - 1, parent_shard_id=shard_id)
     high = PlannedShard(ids.take(), new_starting_hash_key, target.ending_hash_key, parent_shard_id=shard_id)
@@ -379,7 +448,7 @@ def plan_split(shards: Sequence[Shard], shard_id: str, new_starting_hash_key: in
     breaches += check_account_shards(len(before), len(before) + 1, context, limits)
     operation = Operation("split", shard_id=shard_id, new_starting_hash_key=new_starting_hash_key)
     return _plan("split", summary, before, tuple(after), [operation], breaches, sample,
-                 split_steps=1, peak_open_shards=len(before) + 1)
+                 split_steps=1, peak_open_shards=len(before) + 1, median=median)
 
 
 def plan_merge(shards: Sequence[Shard], shard_id: str, adjacent_shard_id: str, *,
@@ -613,6 +682,8 @@ def render_plan(plan: ReshardPlan, width: int = 64, max_rows: int = 20, *, with_
     lines += _shard_rows(plan.before, max_rows)
     lines.append(f"After: {len(plan.after)} open shards (+ = new)")
     lines += _shard_rows(plan.after, max_rows)
+    if plan.median is not None:
+        lines.append(f"Split key: {plan.median.describe()}")
     lines.append(f"Key space moving to another shard: {plan.moved_fraction:.2%}")
     if plan.action in ("scale", "even"):
         lines.append(f"Steps: {plan.split_steps} splits, {plan.merge_steps} merges; "

@@ -156,6 +156,7 @@ def test_recent_rates_cover_the_last_whole_seconds():
     assert snap.records_per_s == pytest.approx(110 / 60)
     assert snap.recent_records_per_s == pytest.approx((10 + 50) / 10)
     assert snap.recent_bytes_per_s == pytest.approx(600 / 10)
+    assert snap.recent_utilisation == pytest.approx(6 / 1000)
     assert snap.peak_records_per_s == 51 and len(snap.series) == 60
 
 

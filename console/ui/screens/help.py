@@ -23,23 +23,24 @@ PANELS_TEXT = (
 
 
 def bindings_table(active: dict[str, ActiveBinding], read_only: bool) -> Table:
+    """The console's own actions first (the catalogue), then whatever else the focused widget adds."""
     table = Table(box=None, padding=(0, 2), show_header=True, header_style="bold")
     table.add_column("Key", no_wrap=True)
     table.add_column("Action")
     table.add_column("")
-    seen: set[str] = set()
-    for key, (node, binding, enabled, _tooltip) in active.items():
-        if not binding.description or binding.action in seen:
-            continue
-        seen.add(binding.action)
-        note = "" if enabled else ("disabled: read-only" if read_only else "not available here")
-        table.add_row(binding.key_display or key, binding.description, Text(note, style="dim"))
-    for action in ACTIONS:  # actions without a footer binding here (e.g. tab keys)
-        if action.action in seen:
-            continue
+    for action in ACTIONS:
         note = "disabled: read-only" if action.mutating and read_only else ""
         table.add_row(action.key, action.title, Text(note, style="dim"))
     table.add_row("ctrl+p", "Command palette (search every action)", "")
+    table.add_row("esc", "Leave a text box (so the keys above work again)", "")
+    catalogued = {action.action for action in ACTIONS}
+    seen: set[str] = set()
+    for key, (_node, binding, enabled, _tooltip) in active.items():
+        if not binding.description or binding.action in catalogued or binding.action in seen:
+            continue
+        seen.add(binding.action)
+        table.add_row(binding.key_display or key, binding.description,
+                      Text("" if enabled else "not available here", style="dim"))
     return table
 
 

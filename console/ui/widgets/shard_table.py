@@ -333,7 +333,15 @@ class ShardTable(ScrollView, can_focus=True):
             self.virtual_size = size
 
     def _visible_columns(self) -> tuple[Column, ...]:
-        return COLUMNS if self.show_throughput else COLUMNS[:-1]
+        """All columns that fit; on a narrow terminal the end key goes first (the next row's start
+        key implies it, and the detail line shows it in full), then the parents."""
+        columns = COLUMNS if self.show_throughput else COLUMNS[:-1]
+        width = self.scrollable_content_region.width if self.is_mounted else 0
+        for droppable in ("end", "parents"):
+            if not width or sum(c.width + 1 for c in columns) + 1 <= width:
+                break
+            columns = tuple(c for c in columns if c.key != droppable)
+        return columns
 
     def _table_width(self) -> int:
         return sum(column.width + 1 for column in self._visible_columns()) + 1
@@ -480,4 +488,6 @@ class ShardTable(ScrollView, can_focus=True):
         return Strip(self._cells(texts, style))
 
     def on_resize(self, _event: events.Resize) -> None:
+        self._update_virtual_size()
         self._scroll_cursor_into_view()
+        self.refresh()
