@@ -18,7 +18,6 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 
 from console.errors import BadInput
 from console.hashkeys import (
@@ -295,6 +294,8 @@ class MedianSplit:
     lower: int  # entries inside that the lower child gets
     upper: int
     unit: str = "keys"  # what an entry is: "keys" (a keys file) or "records" (records read from the stream)
+    uncut_key: str | None = None  # when no cut is within one entry of even: the key at the median that
+    uncut_count: int = 0  # cannot be cut, and how many entries it holds
 
     @property
     def lower_fraction(self) -> float:
@@ -307,15 +308,19 @@ class MedianSplit:
     def describe(self) -> str:
         outside = self.sampled - self.inside
         ignored = f" ({outside} more hash outside the shard and were left out)" if outside else ""
-        return (f"median of {self.inside} sampled {self.unit} ({self.distinct_keys} distinct keys) from {self.source}"
+        text = (f"median of {self.inside} sampled {self.unit} ({self.distinct_keys} distinct keys) from {self.source}"
                 f"{ignored}; it divides them {self.lower_fraction:.1%} / {self.upper_fraction:.1%} "
                 f"({self.lower} / {self.upper})")
+        if self.uncut_key is not None:
+            text += (f"; no split divides them more evenly: {self.uncut_key!r} alone has {self.uncut_count} "
+                     f"({self.uncut_count / self.inside:.1%}) and one hash key cannot be split")
+        return text
 
     def to_json(self) -> dict:
         return {"shard_id": self.shard_id, "key": str(self.key), "source": self.source, "sampled": self.sampled,
                 "inside_shard": self.inside, "distinct_keys": self.distinct_keys, "lower": self.lower,
                 "upper": self.upper, "lower_fraction": self.lower_fraction, "upper_fraction": self.upper_fraction,
-                "unit": self.unit}
+                "unit": self.unit, "uncut_key": self.uncut_key, "uncut_count": self.uncut_count}
 
 
 def median_split(shard: Shard, sample: KeySample, source: str = "the sample", unit: str = "keys") -> MedianSplit:
@@ -328,23 +333,25 @@ def median_split(shard: Shard, sample: KeySample, source: str = "the sample", un
     itself is put halfway into the gap between the two neighbouring sampled hash keys rather than
     on the upper one, so unseen keys near the boundary are not all pushed to one side.
     """
-    entries = [(h, k) for h, k in zip(sample.hash_keys, _keys_or_hashes(sample)) if shard.contains(h)]
-    inside = sorted(h for h, _ in entries)
+    entries = sorted((h, k) for h, k in zip(sample.hash_keys, _keys_or_hashes(sample)) if shard.contains(h))
+    inside = [h for h, _ in entries]
     total = len(inside)
     if total < 2:
         raise BadInput(
-            f"{total} of the {len(sample)} sample keys fall in {shard.shard_id}; "
+            f"{total} of the {len(sample)} sampled {unit} fall in {shard.shard_id}; "
             "need at least 2 to find a median", code="too_few_keys")
     middle = inside[total // 2]
-    candidates = [bisect.bisect_left(inside, middle), bisect.bisect_right(inside, middle)]
+    first, after = bisect.bisect_left(inside, middle), bisect.bisect_right(inside, middle)
+    candidates = [first, after]
     lower = min((c for c in candidates if 0 < c < total), key=lambda c: abs(2 * c - total), default=None)
     if lower is None:
-        raise BadInput(f"all {total} sample entries in {shard.shard_id} have the same hash key {middle} "
-                       "(one partition key); no split key divides them", code="one_hash_key")
+        raise BadInput(f"all {total} sampled {unit} in {shard.shard_id} have the same hash key (partition key "
+                       f"{str(entries[0][1])!r}); no split key divides them", code="one_hash_key")
     below, above = inside[lower - 1], inside[lower]
     key = below + (above - below + 1) // 2  # below < key <= above, so exactly `lower` entries fall below it
+    uncut = (str(entries[first][1]), after - first) if abs(2 * lower - total) > 1 else (None, 0)
     return MedianSplit(shard.shard_id, key, source, len(sample), total, len({k for _, k in entries}),
-                       lower, total - lower, unit)
+                       lower, total - lower, unit, *uncut)
 
 
 def _keys_or_hashes(sample: KeySample) -> Sequence:

@@ -17,7 +17,7 @@ import pytest
 
 from console.actionlog import ActionLog
 from console.cli import main
-from console.hashkeys import even_split
+from console.hashkeys import even_split, md5_hash_key
 from console.reshard_exec import open_in_order
 
 
@@ -93,11 +93,61 @@ async def test_plan_usage_errors_exit_2(capsys, tmp_path):
         ("plan", "scale", "--shards", "4", "--to", "0"),
         ("plan", "split", "--shards", "4", "--shard", "shardId-000000000001", "--at-median-of", tmp_path / "missing"),
         ("plan", "merge", "--shards", "4", "--shard", "shardId-000000000001", "--adjacent", "shardId-000000000001"),
+        ("plan", "split", "--shards", "4", "--shard", "shardId-000000000001", "--at-median-of-recent"),
+        ("plan", "split", "s", "--shard", "shardId-000000000001", "--sample-seconds", "60"),
+        ("plan", "split", "s", "--shard", "shardId-000000000001", "--at-median-of-recent", "--sample-seconds", "0"),
+        ("reshard", "split", "s", "--shard", "shardId-000000000001", "--at-median-of-recent", "--sample-limit", "0"),
     ]
     for argv in cases:
         code, out, err = await kconsole(capsys, *argv)
         assert code == 2, (argv, err)
         one_clean_line(err)
+
+
+# ---------------------------------------------------------------- split at the median of recent records
+
+
+def keys_in(shard_range, count, prefix):
+    low, high = shard_range
+    keys, index = [], 0
+    while len(keys) < count:
+        if low <= md5_hash_key(f"{prefix}-{index}") <= high:
+            keys.append(f"{prefix}-{index}")
+        index += 1
+    return keys
+
+
+async def test_split_at_median_of_recent_records_plans_then_runs(capsys, local_kinesis, kinesis, make_stream, log):
+    stream = await make_stream(shards=2)
+    start, end = even_split(2)[1]
+    tenth = start + (end - start) // 10
+    written = keys_in((start, tenth), 90, "hot") + keys_in((tenth + 1, end), 30, "cool")  # skewed to the bottom
+    await kinesis.put_records(stream, [{"Data": b"x", "PartitionKey": k} for k in written])
+    split = ["split", stream, "--shard", "shardId-000000000001", "--at-median-of-recent", *endpoint(local_kinesis)]
+
+    code, out, err = await kconsole(capsys, "plan", *split, "--sample-seconds", "120")
+    assert code == 0, err
+    assert "median of 120 sampled records (120 distinct keys)" in out and "50.0% / 50.0% (60 / 60)" in out
+    assert "shardId-000000000001's records of the last 120 s" in out and err == ""
+
+    code, out, err = await kconsole(capsys, "reshard", *split, "--yes", "--wait", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["matches_plan"] is True and doc["plan"]["median_split"]["sampled"] == 120
+    key = int(doc["plan"]["operations"][0]["new_starting_hash_key"])
+    assert start < key <= end and sum(md5_hash_key(k) < key for k in written) == 60
+    ranges = await open_ranges(kinesis, stream)
+    assert [(s, e) for _, s, e in ranges] == [even_split(2)[0], (start, key - 1), (key, end)]
+    assert log.entries()[0]["calls"] == {"SplitShard": 1}
+
+
+async def test_median_of_recent_on_an_idle_shard_is_one_line_and_no_call(capsys, local_kinesis, kinesis, make_stream, log):
+    stream = await make_stream(shards=2)
+    for verb in ("plan", "reshard"):
+        line = await refused(capsys, kinesis, stream, log, [verb, "split", stream, "--shard", "shardId-000000000000",
+                                                            "--at-median-of-recent", "--yes" if verb == "reshard" else "--json",
+                                                            *endpoint(local_kinesis)], match="--at midpoint")
+        assert "no records from the last 300 s" in line
 
 
 # ---------------------------------------------------------------- reshard

@@ -6,11 +6,14 @@ parents). Refusals must leave the server's shard list untouched and the action l
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import pytest
 
 from console.actionlog import ActionLog
-from console.errors import LimitExceeded, PlanRejected, ResourceInUse
-from console.hashkeys import HASH_SPACE, even_split
+from console.errors import ConsoleError, LimitExceeded, PlanRejected, ResourceInUse
+from console.hashkeys import HASH_SPACE, even_split, md5_hash_key
 from console.limits import StreamContext
 from console.reshard import (
     KeySample,
@@ -20,8 +23,9 @@ from console.reshard import (
     plan_merge,
     plan_scale,
     plan_split,
+    render_plan,
 )
-from console.reshard_exec import Executor, open_in_order
+from console.reshard_exec import Executor, median_split_of_recent, open_in_order, sample_recent_keys
 
 
 def open_triples(shards):
@@ -78,6 +82,90 @@ async def test_split_at_median_of_sample_keys_divides_them_evenly(kinesis, make_
     in_low = sum(1 for h in sample.hash_keys if low.contains(h))
     in_high = sum(1 for h in sample.hash_keys if high.contains(h))
     assert abs(in_low - in_high) <= 1 and in_low + in_high > 150
+
+
+# ---------------------------------------------------------------- split at the median of recent records
+
+
+def keys_hashing_into(low: int, high: int, count: int, prefix: str) -> list[str]:
+    """`count` distinct partition keys whose MD5 hash key lies in [low, high]."""
+    keys, index = [], 0
+    while len(keys) < count:
+        key = f"{prefix}-{index}"
+        if low <= md5_hash_key(key) <= high:
+            keys.append(key)
+        index += 1
+    return keys
+
+
+async def put_all(kinesis, stream, keys, data=b"{}"):
+    for offset in range(0, len(keys), 500):
+        answer = await kinesis.put_records(stream, [{"Data": data, "PartitionKey": k} for k in keys[offset:offset + 500]])
+        assert not answer.get("FailedRecordCount")
+
+
+async def test_median_of_recent_records_divides_skewed_traffic_evenly(kinesis, make_stream):
+    stream = await make_stream(shards=2)
+    shard = open_in_order(await kinesis.all_shards(stream))[1]
+    span = shard.ending_hash_key - shard.starting_hash_key + 1
+    # Skewed: 150 keys crowd the lowest tenth of the shard's range, 50 spread over the rest, so the
+    # midpoint would give the lower child about 87% of the traffic.
+    crowded = keys_hashing_into(shard.starting_hash_key, shard.starting_hash_key + span // 10, 150, "crowd")
+    spread = keys_hashing_into(shard.starting_hash_key + span // 10 + 1, shard.ending_hash_key, 50, "spread")
+    written = crowded + spread + crowded[:1]  # one key twice: 201 records, 200 distinct keys
+    await put_all(kinesis, stream, written)
+    await put_all(kinesis, stream, keys_hashing_into(0, shard.starting_hash_key - 1, 30, "other"))  # the other shard
+
+    median = await median_split_of_recent(kinesis, stream, shard)
+    assert shard.starting_hash_key < median.key <= shard.ending_hash_key
+    below = sum(md5_hash_key(k) < median.key for k in written)
+    assert abs(below - (len(written) - below)) <= 1
+    assert (median.lower, median.upper) == (below, len(written) - below)
+    assert (median.sampled, median.inside, median.distinct_keys) == (201, 201, 200)
+    assert median.unit == "records" and "the last 300 s" in median.source
+    plan = plan_split(await kinesis.all_shards(stream), shard.shard_id, median.key, median=median)
+    assert plan.to_json()["median_split"]["lower"] == below and plan.ok
+    shares = f"{below / len(written):.1%} / {1 - below / len(written):.1%}"
+    assert f"201 sampled records (200 distinct keys)" in render_plan(plan) and shares in render_plan(plan)
+
+
+async def test_recent_sample_is_bounded_by_time_and_count(kinesis, make_stream):
+    stream = await make_stream(shards=1)
+    await put_all(kinesis, stream, [f"old-{i}" for i in range(40)])
+    await asyncio.sleep(0.6)
+    window_start = time.time()  # the window starts here, 0.6 s clear of both batches however slow the run
+    await asyncio.sleep(0.6)
+    fresh = [f"new-{i}" for i in range(60)]
+    await put_all(kinesis, stream, fresh)
+    recent = await sample_recent_keys(kinesis, stream, "shardId-000000000000", seconds=time.time() - window_start)
+    assert list(recent.sample.keys) == fresh and not recent.limit_reached
+    capped = await sample_recent_keys(kinesis, stream, "shardId-000000000000", seconds=60, limit=25)
+    assert list(capped.sample.keys) == [f"old-{i}" for i in range(25)]
+    assert capped.limit_reached and "--sample-limit" in capped.describe()
+
+
+async def test_recent_sample_uses_kpl_explicit_hash_keys(kinesis, make_stream):
+    from aws_kinesis_agg.aggregator import AggRecord
+
+    stream = await make_stream(shards=1)
+    packer = AggRecord()
+    for hash_key in (10, 20, 30, 40):  # one partition key: by MD5 alone no split could divide them
+        packer.add_user_record("device", b"{}", str(hash_key))
+    outer_key, outer_hash_key, blob = packer.get_contents()
+    await kinesis.put_record(stream, blob, outer_key, explicit_hash_key=int(outer_hash_key))
+    [shard] = await kinesis.all_shards(stream)
+    median = await median_split_of_recent(kinesis, stream, shard)
+    assert 20 < median.key <= 30 and (median.lower, median.upper) == (2, 2)
+    assert median.distinct_keys == 1 and median.inside == 4
+
+
+async def test_shard_without_recent_records_fails_pointing_to_midpoint(kinesis, make_stream):
+    stream = await make_stream(shards=2)
+    shard = open_in_order(await kinesis.all_shards(stream))[0]
+    with pytest.raises(ConsoleError) as caught:
+        await median_split_of_recent(kinesis, stream, shard)
+    assert caught.value.exit_code == 1 and caught.value.code == "no_recent_records"
+    assert "--at midpoint" in caught.value.message and "\n" not in caught.value.message
 
 
 async def test_merge_matches_plan_exactly_even_when_named_upper_first(kinesis, make_stream, action_log):

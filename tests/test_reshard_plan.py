@@ -17,6 +17,7 @@ from console.model import Shard
 from console.reshard import (
     KeySample,
     median_hash_key,
+    median_split,
     midpoint,
     plan_even,
     plan_merge,
@@ -190,6 +191,44 @@ def test_median_needs_keys_in_the_shard():
     lonely = KeySample(["a"], [0])
     with pytest.raises(BadInput, match="need at least 2"):
         median_hash_key(shards[3], lonely)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(1, 40)), min_size=2, max_size=12))
+def test_median_split_is_the_most_even_cut_even_with_hot_keys(weighted):
+    """Keys repeated many times (hot keys) cannot be cut: the split must still be the most even of
+    all possible cuts, found here by trying every one."""
+    shard = Shard("shardId-000000000000", 100, 200)
+    hash_keys = [100 + offset for offset, repeats in weighted for _ in range(repeats)]
+    sample = KeySample([f"key-{h}" for h in hash_keys], hash_keys)
+    if len(set(hash_keys)) == 1:
+        with pytest.raises(BadInput, match="same hash key"):
+            median_split(shard, sample)
+        return
+    split = median_split(shard, sample)
+    below = sum(h < split.key for h in hash_keys)
+    best = min(abs(2 * sum(h < cut for h in hash_keys) - len(hash_keys)) for cut in range(101, 201))
+    assert shard.starting_hash_key < split.key <= shard.ending_hash_key
+    assert abs(2 * below - len(hash_keys)) == best
+    assert (split.lower, split.upper, split.inside) == (below, len(hash_keys) - below, len(hash_keys))
+    assert split.distinct_keys == len(set(hash_keys))
+    assert (split.uncut_key is not None) == (best > 1)  # a hot key is named exactly when it spoils the split
+    if split.uncut_key is not None:
+        assert hash_keys.count(int(split.uncut_key.removeprefix("key-"))) == split.uncut_count
+
+
+def test_median_split_key_sits_in_the_gap_and_is_shown_in_the_plan(tmp_path):
+    shards = even(2)
+    top = shards[1].starting_hash_key
+    sample = KeySample(["a", "b", "c", "d", "elsewhere"], [top + 10, top + 20, top + 1000, top + 2000, 5])
+    split = median_split(shards[1], sample, "keys.txt")
+    assert split.key == top + 510  # halfway between the 2nd and 3rd hash keys, not on the 3rd
+    plan = plan_split(shards, shards[1].shard_id, split.key, median=split)
+    text = render_plan(plan)
+    assert "median of 4 sampled keys (4 distinct keys) from keys.txt" in text
+    assert "1 more hash outside the shard" in text and "50.0% / 50.0% (2 / 2)" in text
+    doc = json.loads(json.dumps(plan.to_json()))["median_split"]
+    assert doc["key"] == str(top + 510) and doc["lower_fraction"] == 0.5 and doc["sampled"] == 5
 
 
 @pytest.mark.parametrize("current,target,splits,merges,short_lived", [

@@ -34,7 +34,8 @@ async def wait_until(pilot, predicate, timeout: float = 15.0, what: str = "condi
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            notes = [n.message for n in pilot.app._notifications]
+            raise AssertionError(f"timed out waiting for {what}; screen {pilot.app.screen!r}; notifications {notes}")
         await pilot.pause(0.05)
 
 

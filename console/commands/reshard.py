@@ -1,6 +1,7 @@
 """`kconsole plan ...` (what-if only) and `kconsole reshard ...` (the same plan, then carried out).
 
-    kconsole plan split STREAM --shard ID [--at HASH_KEY | --at midpoint | --at-median-of KEYS_FILE]
+    kconsole plan split STREAM --shard ID [--at HASH_KEY | --at midpoint | --at-median-of KEYS_FILE
+                                           | --at-median-of-recent [--sample-seconds S] [--sample-limit N]]
     kconsole plan merge STREAM --shard ID --adjacent ID
     kconsole plan scale STREAM --to N
     kconsole plan even  STREAM [--to N]
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,8 +27,9 @@ from console.limits import Limits, StreamContext
 from console.model import Shard
 from console.reshard import (
     KeySample,
+    MedianSplit,
     ReshardPlan,
-    median_hash_key,
+    median_split,
     plan_even,
     plan_merge,
     plan_scale,
@@ -35,7 +37,14 @@ from console.reshard import (
     midpoint,
     render_plan,
 )
-from console.reshard_exec import ExecutionResult, Executor, PlanBuilder
+from console.reshard_exec import (
+    DEFAULT_SAMPLE_LIMIT,
+    DEFAULT_SAMPLE_SECONDS,
+    ExecutionResult,
+    Executor,
+    PlanBuilder,
+    median_split_of_recent,
+)
 from console.commands._output import emit, note, run_async
 
 ACTIONS = ("split", "merge", "scale", "even")
@@ -75,6 +84,13 @@ def _add_action_arguments(parser: argparse.ArgumentParser, action: str, *, mutat
                            help="NewStartingHashKey of the upper child (decimal), or 'midpoint' (the default)")
         where.add_argument("--at-median-of", default=None, metavar="KEYS_FILE", type=Path,
                            help="split at the median hash key of these partition keys (one per line)")
+        where.add_argument("--at-median-of-recent", action="store_true",
+                           help="split at the median hash key of the shard's recent records, so its "
+                                "current traffic divides evenly")
+        parser.add_argument("--sample-seconds", type=float, default=None, metavar="S",
+                            help=f"with --at-median-of-recent: read the last S seconds (default {DEFAULT_SAMPLE_SECONDS:g})")
+        parser.add_argument("--sample-limit", type=int, default=None, metavar="N",
+                            help=f"with --at-median-of-recent: read at most N records (default {DEFAULT_SAMPLE_LIMIT})")
     elif action == "merge":
         parser.add_argument("--shard", required=True, metavar="ID", help="one of the two shards")
         parser.add_argument("--adjacent", required=True, metavar="ID", help="the shard next to it in the key space")
@@ -120,26 +136,71 @@ def offline_shards(count: int) -> list[Shard]:
     return [Shard(shard_id_for_index(i), s, e) for i, (s, e) in enumerate(even_split(count))]
 
 
-def plan_builder(args: argparse.Namespace) -> PlanBuilder:
-    """A function from (shards, context) to the plan, so execution can rebuild it from fresh state."""
-    limits = Limits(account_shard_limit=args.account_shard_limit)
-    sample = read_keys(args.sample_keys) if args.sample_keys else None
+@dataclass(frozen=True)
+class PlanInputs:
+    """Everything a plan needs from the command line, checked and read once, before any I/O."""
+
+    limits: Limits
+    sample: KeySample | None  # --sample-keys: show which of these keys move
+    median_of: KeySample | None  # --at-median-of KEYS_FILE
+    explicit_key: int | None  # --at HASH_KEY
+    recent: bool  # --at-median-of-recent: the split key comes from the stream's records
+    sample_seconds: float
+    sample_limit: int
+
+
+def read_inputs(args: argparse.Namespace) -> PlanInputs:
     if args.account_shard_limit is not None and args.account_shard_limit < 1:
         raise BadInput("--account-shard-limit must be at least 1", code="bad_count")
+    sample = read_keys(args.sample_keys) if args.sample_keys else None
+    median_of, explicit, recent = None, None, bool(getattr(args, "at_median_of_recent", False))
+    seconds, limit = getattr(args, "sample_seconds", None), getattr(args, "sample_limit", None)
+    if (seconds is not None or limit is not None) and not recent:
+        raise BadInput("--sample-seconds and --sample-limit only apply with --at-median-of-recent", code="usage")
+    seconds = DEFAULT_SAMPLE_SECONDS if seconds is None else seconds
+    limit = DEFAULT_SAMPLE_LIMIT if limit is None else limit
+    if recent:
+        if args.stream is None:
+            raise BadInput("--at-median-of-recent reads the stream's records: name a STREAM (not --shards N)",
+                           code="usage")
+        if not 0 < seconds < float("inf"):
+            raise BadInput(f"--sample-seconds must be a number of seconds above 0; got {seconds:g}", code="bad_sample")
+        if limit < 1:
+            raise BadInput(f"--sample-limit must be at least 1; got {limit}", code="bad_sample")
     if args.action == "split":
-        median_sample = read_keys(args.at_median_of) if args.at_median_of else None
+        median_of = read_keys(args.at_median_of) if args.at_median_of else None
         at = args.at.strip().lower() if args.at else "midpoint"
-        explicit = None if median_sample or at == "midpoint" else parse_hash_key(args.at, what="--at hash key")
+        if at != "midpoint":
+            explicit = parse_hash_key(args.at, what="--at hash key")
+    return PlanInputs(Limits(account_shard_limit=args.account_shard_limit), sample, median_of, explicit,
+                      recent, seconds, limit)
 
+
+def plan_builder(args: argparse.Namespace, inputs: PlanInputs | None = None,
+                 recent_median: MedianSplit | None = None) -> PlanBuilder:
+    """A function from (shards, context) to the plan, so execution can rebuild it from fresh state.
+    With --at-median-of-recent, `recent_median` is the split read from the stream
+    (`median_split_of_recent`); the builder reuses it rather than reading again."""
+    inputs = inputs or read_inputs(args)
+    limits, sample = inputs.limits, inputs.sample
+    if args.action == "split":
         def build(shards: Sequence[Shard], context: StreamContext | None) -> ReshardPlan:
             target = next((s for s in shards if s.shard_id == args.shard), None)
-            if target is None or explicit is not None:
-                key, basis = explicit or 0, "explicit hash key"
-            elif median_sample is not None:
-                key, basis = median_hash_key(target, median_sample), f"median of {len(median_sample)} keys in {args.at_median_of}"
-            else:
+            median = None
+            if target is None or inputs.explicit_key is not None:
+                key, basis = inputs.explicit_key or 0, "explicit hash key"  # plan_split names an unknown shard
+            elif inputs.median_of is not None:
+                median = median_split(target, inputs.median_of, str(args.at_median_of))
+                key, basis = median.key, f"median of {len(inputs.median_of)} keys in {args.at_median_of}"
+            elif inputs.recent and target.is_open:
+                if recent_median is None or recent_median.shard_id != target.shard_id:
+                    raise ValueError("--at-median-of-recent: sample the shard's records before planning")
+                median = recent_median
+                key, basis = median.key, f"median of {median.inside} records of the last {inputs.sample_seconds:g} s"
+            else:  # midpoint, or a closed shard (which the plan rejects whatever the key)
                 key, basis = midpoint(target), "midpoint"
-            return plan_split(shards, args.shard, key, basis=basis, context=context, limits=limits, sample=sample)
+            return plan_split(shards, args.shard, key, basis=basis, context=context, limits=limits,
+                              sample=sample, median=median)
         return build
     if args.action == "merge":
         return lambda shards, context: plan_merge(shards, args.shard, args.adjacent, context=context,
@@ -158,7 +219,8 @@ def _executor(kinesis, args: argparse.Namespace, *, quiet: bool = False) -> Exec
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    build = plan_builder(args)
+    inputs = read_inputs(args)
+    build = plan_builder(args, inputs)
     if args.stream is None:
         if args.shards is None:
             raise BadInput("name a STREAM, or give --shards N to plan against an even N-shard stream offline",
@@ -167,7 +229,7 @@ def run_plan(args: argparse.Namespace) -> int:
     else:
         if args.shards is not None:
             raise BadInput("give either STREAM or --shards N, not both", code="usage")
-        plan = run_async(_plan_from_stream(args, build))
+        plan = run_async(_plan_from_stream(args, inputs, build))
     emit(args, plan.to_json(), render_plan(plan))
     if plan.breaches:
         note(f"kconsole: plan breaches {len(plan.breaches)} limit(s); `kconsole reshard` would refuse it")
@@ -175,12 +237,26 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _plan_from_stream(args: argparse.Namespace, build: PlanBuilder) -> ReshardPlan:
+async def _plan_from_stream(args: argparse.Namespace, inputs: PlanInputs, build: PlanBuilder) -> ReshardPlan:
     from console.backend import BackendConfig, open_backend
 
     async with open_backend(BackendConfig.from_args(args)) as kinesis:
         _, shards, context = await _executor(kinesis, args, quiet=True).snapshot()
+        build = await _with_recent_median(kinesis, args, inputs, shards, build)
         return build(shards, context)
+
+
+async def _with_recent_median(kinesis, args: argparse.Namespace, inputs: PlanInputs, shards: Sequence[Shard],
+                              build: PlanBuilder) -> PlanBuilder:
+    """--at-median-of-recent: read the shard's recent records now; the plan splits at their median."""
+    if not inputs.recent:
+        return build
+    target = next((s for s in shards if s.shard_id == args.shard), None)
+    if target is None or not target.is_open:
+        return build  # the plan names the unknown or closed shard; nothing to sample
+    median = await median_split_of_recent(kinesis, args.stream, target, seconds=inputs.sample_seconds,
+                                          limit=inputs.sample_limit)
+    return plan_builder(args, inputs, median)
 
 
 # ---------------------------------------------------------------- reshard
@@ -195,20 +271,22 @@ def refuse_if_read_only(args: argparse.Namespace) -> None:
 
 def run_reshard(args: argparse.Namespace) -> int:
     refuse_if_read_only(args)
-    build = plan_builder(args)
-    result = run_async(_reshard(args, build))
+    inputs = read_inputs(args)
+    build = plan_builder(args, inputs)
+    result = run_async(_reshard(args, inputs, build))
     if result is None:
         return 0
     emit(args, result.to_json(), lambda: render_result(result))
     return 0
 
 
-async def _reshard(args: argparse.Namespace, build: PlanBuilder) -> ExecutionResult | None:
+async def _reshard(args: argparse.Namespace, inputs: PlanInputs, build: PlanBuilder) -> ExecutionResult | None:
     from console.backend import BackendConfig, open_backend
 
     async with open_backend(BackendConfig.from_args(args)) as kinesis:
         executor = _executor(kinesis, args)
         summary, shards, context = await executor.snapshot()
+        build = await _with_recent_median(kinesis, args, inputs, shards, build)
         plan = build(shards, context)
         if summary.status == "UPDATING" and args.wait:
             plan = build(shards, replace(context, status="ACTIVE"))  # execute() waits for ACTIVE first

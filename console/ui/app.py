@@ -177,7 +177,8 @@ class KConsoleApp(PanelHost, App[None]):
         if self.stream:
             if self._on_stream_opened:
                 self._on_stream_opened(self.stream)
-            self.poll_now()
+            # First paint the empty console, then load: the screen shows at once on a slow backend.
+            self.call_after_refresh(self.poll_now)
         else:
             self.action_pick_stream()
 
@@ -258,7 +259,12 @@ class KConsoleApp(PanelHost, App[None]):
         self.header.update_state(summary=view.summary, refreshed_at=self._clock(), error=None)
 
     def _show_selection_and_ribbon(self, view: StreamView) -> None:
-        self.ribbon.set_shards(view.shards)
+        if view.index is not None:
+            self.ribbon.set_index(view.index)
+        elif not self.ribbon.open_shard_ids:
+            # First load: draw the ribbon now; later polls update it from the lineage's index,
+            # which is already sorted, a moment later (sorting 10k shards here would stall the UI).
+            self.ribbon.set_shards(view.shards)
         if self.selected_shard_id is None or self.table.shard(self.selected_shard_id) is None:
             first = self.table.selected_shard_id or (self.table.shard_ids[0] if self.table.row_count else None)
             if first:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
+from rich.text import Text
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ class ConsoleCommands(Provider):
         app: KConsoleApp = self.app  # type: ignore[assignment]
         entries = []
         for action in ACTIONS:
-            title = f"{action.title}  [{action.key}]"
+            title = f"{action.title}  · key {action.key}"
             help_text = action.help
             if action.mutating and app.read_only:
                 title += "  (read-only: disabled)"
@@ -67,7 +68,7 @@ class ConsoleCommands(Provider):
 
     async def discover(self) -> Hits:
         for title, help_text, action in self._entries():
-            yield DiscoveryHit(title, partial(self._run, action), help=help_text)
+            yield DiscoveryHit(Text(title), partial(self._run, action), text=title, help=help_text)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)

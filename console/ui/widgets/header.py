@@ -42,7 +42,9 @@ class ConsoleHeader(Widget):
 
     def update_state(self, **changes) -> None:
         self.state = replace(self.state, **changes)
-        self.set_class(self.state.error is not None, "-failing")
+        failing = self.state.error is not None
+        if failing != self.has_class("-failing"):  # a class change re-applies styles: only when it flips
+            self.set_class(failing, "-failing")
         self.refresh()
 
     @property

@@ -136,6 +136,7 @@ class ShardTable(ScrollView, can_focus=True):
         self._cursor = 0
         self._selected_id: str | None = None
         self._style_cache: dict[tuple[str, bool], Style] = {}
+        self._columns_cache: tuple[tuple[int, bool], tuple[Column, ...]] | None = None
         self.sort_column = "start"
         self.sort_reverse = False
         self.filter_text = ""
@@ -335,12 +336,17 @@ class ShardTable(ScrollView, can_focus=True):
     def _visible_columns(self) -> tuple[Column, ...]:
         """All columns that fit; on a narrow terminal the end key goes first (the next row's start
         key implies it, and the detail line shows it in full), then the parents."""
+        key = (self.size.width, self.show_throughput)
+        if self._columns_cache is not None and self._columns_cache[0] == key:
+            return self._columns_cache[1]
         columns = COLUMNS if self.show_throughput else COLUMNS[:-1]
         width = self.scrollable_content_region.width if self.is_mounted else 0
         for droppable in ("end", "parents"):
             if not width or sum(c.width + 1 for c in columns) + 1 <= width:
                 break
             columns = tuple(c for c in columns if c.key != droppable)
+        if width:
+            self._columns_cache = (key, columns)
         return columns
 
     def _table_width(self) -> int:

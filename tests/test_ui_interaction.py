@@ -1,0 +1,125 @@
+"""Keyboard behaviour of the console: filter, sort, selection across polls, palette, picker, help,
+config warnings and the launcher's one-line errors."""
+
+from __future__ import annotations
+
+import pytest
+from test_ui_console import RecordingApp, wait_until
+
+from console.cli import main
+from console.config import load_config
+from console.hashkeys import HASH_SPACE
+from console.ui.screens.help import HelpScreen
+from console.ui.screens.stream_picker import StreamPickerScreen
+from console.ui.static_source import StaticSource, even_shards, split_shard
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def static_app(**options) -> RecordingApp:
+    shards = split_shard(even_shards(4), "shardId-000000000001", 3 * HASH_SPACE // 8)
+    options.setdefault("interval", 3600)
+    return RecordingApp(StaticSource("orders", shards), stream="orders", **options)
+
+
+async def test_filter_sort_and_selection_kept_across_polls():
+    app = static_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        assert app.table.shard_ids[:3] == ["shardId-000000000000", "shardId-000000000004", "shardId-000000000001"]
+        await pilot.press("down", "down", "down")
+        chosen = app.selected_shard_id
+        # Sort by shard id, then refresh twice: the cursor stays on the same shard.
+        await pilot.press("o")
+        assert app.table.sort_column == "shard" and app.table.selected_shard_id == chosen
+        for _ in range(2):
+            polls = len(app.refreshed)
+            await pilot.press("r")
+            await wait_until(pilot, lambda: len(app.refreshed) > polls)
+        assert app.table.selected_shard_id == chosen == app.ribbon.selected_id
+        # '/' filters; escape clears and gives the keys back to the table.
+        await pilot.press("slash", *"closed")
+        assert app.table.shard_ids == ["shardId-000000000001"]
+        await pilot.press("escape")
+        assert app.table.row_count == 6 and app.focused is app.table
+
+
+async def test_new_rows_arrive_in_place_without_losing_the_selection():
+    app = static_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        app.table.select("shardId-000000000003")
+        await pilot.pause()
+        app.source.shards = split_shard(app.source.shards, "shardId-000000000000", HASH_SPACE // 16)
+        polls = len(app.refreshed)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: len(app.refreshed) > polls)
+        assert app.table.row_count == 8
+        assert app.table.selected_shard_id == "shardId-000000000003"
+        assert not app.table.shard("shardId-000000000000").is_open
+
+
+async def test_command_palette_lists_and_runs_console_actions():
+    app = static_app(read_only=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"lineage")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.query_one("#tabs").active == "lineage", what="palette ran the action")
+        from console.ui.commands import ConsoleCommands
+
+        provider = ConsoleCommands(app.screen)
+        titles = [hit.text for hit in [h async for h in provider.discover()]]
+        assert any("Split" in t and "read-only: disabled" in t for t in titles)
+
+
+async def test_help_screen_lists_keys_and_closes():
+    app = static_app(read_only=True)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_bad_config_is_a_notification_not_a_crash(tmp_path):
+    bad = tmp_path / "config.toml"
+    bad.write_text("interval = 'soon'\n", encoding="utf-8")
+    config, warning = load_config(bad)
+    assert warning and "interval" in warning
+    app = static_app(config_warning=warning, interval=config.interval)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        assert any("interval" in n.message for n in app._notifications)
+
+
+async def test_stream_picker_opens_the_chosen_stream(kinesis, make_stream):
+    first = await make_stream(shards=1)
+    second = await make_stream(shards=2)
+    app = RecordingApp(kinesis, stream=None, interval=60)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, StreamPickerScreen) and app.screen.streams,
+                         what="stream list")
+        names = [s.name for s in app.screen.streams]
+        assert first in names and second in names
+        for _ in range(names.index(second)):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.refreshed, what="first poll of the chosen stream")
+        assert app.stream == second and app.table.row_count == 2
+
+
+@pytest.mark.parametrize("argv, text", [
+    (["--json"], "no --json output"),
+    (["--interval", "0", "--local"], "--interval must be from 0.2 to 3600"),
+    (["--stream", "x", "--endpoint-url", "http://127.0.0.1:9"], "needs a terminal"),
+])
+def test_launcher_errors_are_one_line(argv, text, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("KCONSOLE_CONFIG", str(tmp_path / "config.toml"))
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert text in err and len(err.splitlines()) == 1
