@@ -34,7 +34,19 @@ def validate_partition_key(partition_key: str) -> str:
             f"partition key must be 1 to 256 characters; got {len(partition_key)} "
             f"({partition_key[:20]!r}...)"
         )
+    if not partition_key.isascii():
+        check_utf8(partition_key, what="partition key")
     return partition_key
+
+
+def check_utf8(text: str, *, what: str) -> str:
+    """Bytes that are not UTF-8 on the command line (or a file read with surrogateescape) arrive as lone
+    surrogates, which no UTF-8 encoder takes: refuse them here, as bad input, not as a traceback later."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise BadInput(f"{what} is not valid UTF-8 text: {text[:40]!r} (bad byte at position {error.start})") from None
+    return text
 
 
 def parse_hash_key(text: str | int, *, what: str = "explicit hash key") -> int:

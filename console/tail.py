@@ -146,13 +146,12 @@ def select_shards(shards: Sequence[Shard], options: TailOptions) -> list[Shard]:
             names = ", ".join(ordered[:12]) + (f" (+{len(ordered) - 12} more)" if len(ordered) > 12 else "")
             raise BadInput(f"unknown shard {unknown[0]} (this stream's shards: {names})")
         chosen = [known[shard_id] for shard_id in dict.fromkeys(options.shard_ids)]
-    if options.partition_key is not None:
+    if options.partition_key is not None and not options.shard_ids:
+        # Only the shard the key hashes to. Shards named with --shard are read whole and filtered instead:
+        # a KPL aggregate is routed by its own key (or explicit hash key), so its inner records can sit
+        # in a shard their keys do not hash to.
         hash_key = md5_hash_key(validate_partition_key(options.partition_key))
-        owners = [shard for shard in chosen if shard.contains(hash_key)]
-        if not owners:
-            raise BadInput(f"partition key {options.partition_key!r} (hash key {hash_key}) "
-                           f"cannot be in shard(s) {', '.join(options.shard_ids)}")
-        chosen = owners
+        chosen = [shard for shard in chosen if shard.contains(hash_key)]
     if not options.start.reads_history and not options.shard_ids:
         # From LATEST only open shards will get records; their children are picked up as they appear.
         chosen = [shard for shard in chosen if shard.is_open]
@@ -184,7 +183,9 @@ class TailReader:
         self._map_listed_at = 0.0
         self._iterators: dict[str, str] = {}  # first iterators got by position()
         self._positioned = False
-        self._key_hash = md5_hash_key(options.partition_key) if options.partition_key is not None else None
+        # Children are followed only where the key can land, unless the user named the shards to read.
+        self._key_hash = (md5_hash_key(options.partition_key)
+                          if options.partition_key is not None and not options.shard_ids else None)
 
     # --- public -----------------------------------------------------------------------------------
 

@@ -299,6 +299,60 @@ def test_cli_bad_region(capsys, region):
     assert_one_line_error(err, f"not a valid AWS region: {region!r}")
 
 
+@pytest.mark.parametrize("url, text", [
+    ("http://127.0.0.1:99999", "Port out of range"),
+    ("http://[::1", "Invalid IPv6 URL"),
+    ("http://127.0.0.1:abc", "not a valid URL"),
+    ("http://127.0.0.1:0", "port outside 1..65535"),
+    ("http://:4567", "no host name"),
+    ("ftp://127.0.0.1:21", "http:// or https://"),
+])
+def test_cli_malformed_endpoint_url_is_bad_input(capsys, url, text):
+    code, out, err = run_cli(capsys, "streams", "--endpoint-url", url)
+    assert code == 2
+    assert_one_line_error(err, text)
+
+
+def test_cli_https_to_a_plain_http_server(capsys, local_kinesis):
+    tls_url = local_kinesis.endpoint_url.replace("http://", "https://")
+    code, out, err = run_cli(capsys, "streams", "--endpoint-url", tls_url)
+    assert code == 1
+    assert_one_line_error(err, f"TLS handshake with {tls_url}/ failed")
+    assert "use an http:// URL" in err
+
+
+def test_cli_endpoint_that_is_not_kinesis(capsys):
+    """A web server that answers with an HTML error page: one short line, not the page."""
+    import http.server
+    import threading
+
+    class QuietHandler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # keep stderr for what kconsole prints
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), QuietHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        code, out, err = run_cli(capsys, "streams", "--endpoint-url", f"http://127.0.0.1:{server.server_port}")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert code == 1
+    assert_one_line_error(err, "answered ListStreams with HTTP 501 and no Kinesis error; is it a Kinesis endpoint?")
+    assert "<html" not in err.lower()
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["local", "serve", "--local"], "--local"),
+    (["--endpoint-url", "http://127.0.0.1:4567", "local", "serve"], "--endpoint-url"),
+])
+def test_cli_local_serve_refuses_client_options(capsys, argv, option):
+    """`local serve` is the server: a client option would be silently ignored, so it is refused."""
+    code, out, err = run_cli(capsys, *argv, "--port", "99999")  # never binds, even if the check were gone
+    assert code == 2
+    assert_one_line_error(err, f"kconsole local serve runs its own server; {option} does not apply")
+
+
 def test_cli_no_credentials(capsys, monkeypatch, tmp_path):
     for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
                      "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
@@ -310,6 +364,32 @@ def test_cli_no_credentials(capsys, monkeypatch, tmp_path):
     code, out, err = run_cli(capsys, "streams", "--region", "eu-west-1")
     assert code == 1
     assert_one_line_error(err, "no AWS credentials found")
+
+
+def _aws_home(monkeypatch, tmp_path, config: str) -> dict:
+    """An environment whose only AWS setting is `config` (as ~/.aws/config), for a kconsole subprocess."""
+    (tmp_path / ".aws").mkdir()
+    (tmp_path / ".aws" / "config").write_text(config)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
+    return {**env, "HOME": str(tmp_path), "AWS_EC2_METADATA_DISABLED": "true"}
+
+
+@pytest.mark.parametrize("config, exit_code, text", [
+    ("[default]\nregion = eu-west-1\ncredential_process = /bin/false\n", 1,
+     "kconsole: error: cannot get AWS credentials: Error when retrieving credentials from custom-process"),
+    ("[default]\nregion = eu-west-1\nsso_session = corp\nsso_account_id = 111122223333\nsso_role_name = r\n"
+     "[sso-session corp]\nsso_start_url = https://corp.awsapps.com/start\nsso_region = eu-west-1\n", 1,
+     "kconsole: error: cannot get AWS credentials: Error loading SSO Token: Token for corp does not exist "
+     "(an SSO profile? run: aws sso login)"),
+    ("[default\nregion = eu-west-1\n", 2, "kconsole: error: the AWS configuration is broken: File contains no section"),
+])
+def test_cli_credential_and_config_failures_are_one_line(monkeypatch, tmp_path, config, exit_code, text):
+    """A failing credential_process, an SSO profile never logged in, a broken ~/.aws/config: botocore
+    raises (and logs a traceback as a warning first); the user sees one line."""
+    result = subprocess.run([sys.executable, "-m", "console.cli", "streams"], capture_output=True, text=True,
+                            env=_aws_home(monkeypatch, tmp_path, config), timeout=60)
+    assert result.returncode == exit_code and result.stdout == ""
+    assert result.stderr.startswith(text) and result.stderr.count("\n") == 1, result.stderr
 
 
 def test_cli_error_in_a_real_process(local_kinesis):

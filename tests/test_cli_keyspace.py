@@ -110,6 +110,7 @@ def test_predict_reads_a_keys_file(capsys, tmp_path: Path):
     (["predict", "k", "--bogus"], "unrecognized arguments: --bogus"),
     (["predict", "k", "--shards", "9" * 5000], "--shards must be a whole number"),  # past int()'s 4300 digits
     (["predict", "k", "--explicit-hash-key", "9" * 5000], "--explicit-hash-key must be from 0"),
+    (["predict", "\udcff\udcfe"], "partition key is not valid UTF-8 text"),  # bytes like $'\xff\xfe' in a shell
 ])
 def test_predict_bad_input_is_one_line_and_exit_2(capsys, argv, contains):
     assert_one_line_error(*run(capsys, *argv), contains=contains)
@@ -197,10 +198,55 @@ def test_spread_sort_keys_file_and_shards(capsys, tmp_path: Path):
     (["spread", "pk", "--suffixes", "4", "--sort-key", ""], "sort key #1 is empty"),
     (["spread", "pk", "--suffixes", "4", "--shards", "0"], "--shards must be a whole number"),
     (["spread", "pk", "--suffixes", "4", "--sort-key", "a", "--sort-keys-file", "f"], "not allowed with argument"),
+    (["spread", "pk", "--suffixes", str(1 << 17)], "--suffixes must be a whole number from 1 to 65536"),
+    (["spread", "k" * 255, "--suffixes", "4"], "with the suffix ':3' the sharded key would be 257"),
+    (["spread", "pk", "--suffixes", "4", "--sort-key", "\udcff"], "sort key #1 is not valid UTF-8 text"),
 ])
 def test_spread_bad_input(capsys, argv, contains):
     assert_one_line_error(*run(capsys, *argv), contains=contains)
     assert_one_line_error(*run(capsys, *argv, "--json"), contains=contains, as_json=True)
+
+
+def test_empty_and_binary_input_files_are_one_line_errors(capsys, tmp_path: Path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n")
+    binary = tmp_path / "binary.bin"
+    binary.write_bytes(b"ok\n\xff\xfe\x00")
+    for argv, contains in [
+        (["predict", "--keys-file", str(empty)], f"keys file {str(empty)!r} holds no keys"),
+        (["spread", "pk", "--suffixes", "4", "--sort-keys-file", str(empty)], "holds no sort keys"),
+        (["predict", "--keys-file", str(binary)], "not UTF-8 text (byte 0xff at offset 3)"),
+        (["keytree", "--existing-file", str(binary)], "not UTF-8 text (byte 0xff at offset 3)"),
+    ]:
+        assert_one_line_error(*run(capsys, *argv), contains=contains)
+        assert_one_line_error(*run(capsys, *argv, "--json"), contains=contains, as_json=True)
+
+
+def test_keys_file_on_stdin_that_is_not_utf8(tmp_path: Path):
+    result = subprocess.run([sys.executable, "-m", "console.cli", "predict", "--keys-file", "-"],
+                            input=b"ok\n\xff\xfe\n", capture_output=True, timeout=60)
+    assert result.returncode == 2 and result.stdout == b""
+    assert result.stderr.decode() == "kconsole: error: cannot read keys file '-': not UTF-8 text (byte 0xff at offset 3)\n"
+
+
+def test_keytree_counts_a_repeated_existing_key_once(capsys, tmp_path: Path):
+    existing = tmp_path / "existing.txt"
+    existing.write_text("5\n5\n9\n")
+    document = run_json(capsys, "keytree", "--space", "128", "--existing-file", str(existing))
+    assert (document["existing"], document["duplicates"]) == (2, 1)
+    assert document["balance"]["total_keys"] == 3  # 5, 9 and the one handed out
+    code, out, _ = run(capsys, "keytree", "--space", "128", "--existing-file", str(existing))
+    assert code == 0 and "after 2 existing (1 repeated line counted once):" in out
+
+
+def test_local_predict_creates_the_stream_it_is_asked_about():
+    result = subprocess.run([sys.executable, "-m", "console.cli", "--local", "predict", "k", "--stream", "fresh",
+                             "--json"], capture_output=True, text=True, timeout=90)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["source"]["stream"] == "fresh" and len(document["distribution"]["buckets"]) == 4
+    assert document["keys"][0]["shard_id"] == f"shardId-{md5_hash_key('k') * 4 >> 128:012d}"  # an even 4-way split
+    assert "created stream 'fresh' with 4 shards" in result.stderr
 
 
 # -- the installed script ------------------------------------------------------------------------------

@@ -117,3 +117,50 @@ async def test_follow_prints_new_records_and_stops_cleanly_on_ctrl_c(kinesis, ma
     assert process.returncode == 0, err
     assert "Traceback" not in err.decode() and "stopped after" in err.decode()
     assert all("live" in json.loads(row)["content"] for row in rest.decode().splitlines())
+
+
+async def test_a_malformed_stream_name_is_bad_input_before_any_call():
+    code, out, err = await kconsole("tail", "bad name!", endpoint="http://127.0.0.1:9")  # nothing listens there
+    assert code == 2 and out == ""
+    assert err == "kconsole: error: not a valid stream name: 'bad name!' (1 to 128 of a-z A-Z 0-9 _ . -)\n"
+
+
+async def test_local_creates_the_stream_with_the_top_level_shard_count():
+    """--local starts an empty server: tail creates the stream (as shards does) with `kconsole --shards N`,
+    which tail's own --shard list must not clobber."""
+    code, out, err = await kconsole("--local", "--shards", "2", "tail", "fresh", timeout=90)
+    assert code == 0, err
+    assert "created stream 'fresh' with 2 shards" in err
+    assert "tail fresh from trim-horizon: shards shardId-000000000000, shardId-000000000001\n" in err
+    code, out, err = await kconsole("--local", "--shards", "0", "tail", "fresh")
+    assert code == 2 and err == "kconsole: error: --shards must be a whole number from 1 to 10000; got 0\n"
+
+
+async def test_key_that_finds_nothing_says_where_it_looked(kinesis, make_stream, local_kinesis):
+    stream = await make_stream(shards=2)
+    code, out, err = await kconsole("tail", stream, "--key", "nobody", endpoint=local_kinesis.endpoint_url)
+    assert code == 0 and out == ""
+    assert "read only the shard 'nobody' hashes to" in err and "add --shard ID" in err
+
+
+async def test_text_lines_never_pass_control_characters_to_the_terminal(kinesis, make_stream, local_kinesis):
+    stream = await make_stream(shards=1)
+    await kinesis.put_record(stream, "tab\there\u2028next".encode(), "key\x1b[2J")
+
+    code, out, err = await kconsole("tail", stream, endpoint=local_kinesis.endpoint_url)
+
+    assert code == 0, err
+    assert out.count("\n") == 1 and "\x1b" not in out and "\u2028" not in out
+    assert " key\\x1b[2J text " in out and out.endswith("tab\\there\\u2028next\n")
+    assert "1 record (shardId-000000000000 1 rec 0 ms behind)" in err
+
+
+async def test_shard_option_before_the_stream_name_and_comma_separated(kinesis, make_stream, local_kinesis):
+    """`--shard ID STREAM` must not swallow STREAM as a second shard ID."""
+    stream = await make_stream(shards=3)
+    code, out, err = await kconsole("tail", "--shard", "shardId-000000000000,shardId-000000000002", stream,
+                                    endpoint=local_kinesis.endpoint_url)
+    assert code == 0, err
+    assert f"tail {stream} from trim-horizon: shards shardId-000000000000, shardId-000000000002\n" in err
+    code, out, err = await kconsole("tail", stream, "--shard", ",", endpoint=local_kinesis.endpoint_url)
+    assert code == 2 and err == "kconsole: error: --shard needs a shard ID, e.g. --shard shardId-000000000000\n"

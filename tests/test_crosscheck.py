@@ -13,7 +13,7 @@ import pytest
 
 from console.backend import BackendConfig, open_backend
 from console.hashkeys import MAX_HASH_KEY, HashRangeIndex, check_tiling, even_split, md5_hash_key
-from tests.conftest import StreamFactory
+from conftest import StreamFactory
 
 @pytest.fixture(params=["moto", pytest.param("kinesis-mock", marks=pytest.mark.kinesis_mock)])
 async def api(request):

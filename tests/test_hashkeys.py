@@ -152,6 +152,12 @@ def test_partition_keys_are_1_to_256_unicode_characters():
         validate_partition_key("")
 
 
+def test_partition_keys_that_are_not_utf8_are_bad_input():
+    """Bytes that are not UTF-8 on a command line arrive as lone surrogates; MD5 of the key would crash."""
+    with pytest.raises(BadInput, match="partition key is not valid UTF-8 text"):
+        validate_partition_key("ok-\udcff")
+
+
 def test_shard_ids_of_a_new_stream():
     assert shard_id_for_index(0) == "shardId-000000000000"
     assert HashRangeIndex.even(3).shard_ids == tuple(shard_id_for_index(i) for i in range(3))

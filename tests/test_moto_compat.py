@@ -17,7 +17,7 @@ from console.backend import BackendConfig, open_backend
 from console.backend.local import LocalKinesisServer
 from console.errors import ConsoleError
 from console.hashkeys import HashRangeIndex, even_split, md5_hash_key
-from tests.conftest import StreamFactory
+from conftest import StreamFactory
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from console.backend import BackendConfig, open_backend
 from console.errors import BackendError, BadInput, Throttled
 from console.hashkeys import md5_hash_key
 from console.tail import TailOptions, TailReader, parse_start
-from tests.conftest import StreamFactory
+from conftest import StreamFactory
 
 
 @pytest.fixture(params=["moto", pytest.param("kinesis-mock", marks=pytest.mark.kinesis_mock)])
@@ -199,14 +199,30 @@ async def test_throttling_and_expired_iterators_lose_and_repeat_nothing(kinesis,
     assert any(seconds >= 0.5 for seconds in slept)  # backed off after the throttle
 
 
-async def test_unknown_shard_and_impossible_key_are_bad_input(kinesis, make_stream):
+async def test_unknown_shard_is_bad_input(kinesis, make_stream):
     stream = await make_stream(shards=2)
     with pytest.raises(BadInput, match="unknown shard shardId-000000000099"):
         await TailReader(kinesis, stream, TailOptions(shard_ids=("shardId-000000000099",))).plan()
+
+
+async def test_key_with_shard_finds_aggregated_records_outside_the_keys_own_shard(kinesis, make_stream):
+    """A KPL aggregate is routed by its explicit hash key, so an inner record's key need not hash to the
+    shard holding it; naming that shard with --shard must still find the record by --key."""
+    from aws_kinesis_agg.aggregator import AggRecord
+
+    stream = await make_stream(shards=2)
     shards = await kinesis.all_shards(stream)
-    other = next(s.shard_id for s in shards if not s.contains(md5_hash_key("key-1")))
-    with pytest.raises(BadInput, match="cannot be in shard"):
-        await TailReader(kinesis, stream, TailOptions(shard_ids=(other,), partition_key="key-1")).plan()
+    elsewhere = next(s for s in shards if not s.contains(md5_hash_key("inner-key")))
+    packer = AggRecord()
+    packer.add_user_record("outer-key", b"first")
+    packer.add_user_record("inner-key", b"second")
+    outer_key, _, blob = packer.get_contents()
+    await kinesis.put_record(stream, blob, outer_key, explicit_hash_key=elsewhere.starting_hash_key)
+
+    found = await read_all(TailReader(kinesis, stream, TailOptions(
+        start=parse_start("trim-horizon"), shard_ids=(elsewhere.shard_id,), partition_key="inner-key")))
+
+    assert [(r.partition_key, r.value, r.shard_id) for r in found] == [("inner-key", "second", elsewhere.shard_id)]
 
 
 @pytest.mark.parametrize("text", ["yesterday", "2026-13-01", "12ab", "", "latest-ish"])

@@ -44,6 +44,20 @@ async def test_filter_sort_and_selection_kept_across_polls():
         assert app.table.row_count == 6 and app.focused is app.table
 
 
+async def test_mouse_selects_rows_and_ribbon_segments_and_sorts_by_header():
+    app = static_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.click("#shard-table", offset=(5, 3))  # header is line 0: the third row
+        assert app.selected_shard_id == app.table.shard_ids[2]
+        ribbon = app.query_one("#ribbon")
+        x = ribbon.content_region.width - 2  # the last open shard owns the right end of the bar
+        await pilot.click("#ribbon", offset=(x + ribbon.styles.padding.left, 1))
+        assert app.selected_shard_id == "shardId-000000000003" == app.table.selected_shard_id
+        await pilot.click("#shard-table", offset=(2, 0))  # the "Shard" column header
+        assert app.table.sort_column == "shard"
+
+
 async def test_new_rows_arrive_in_place_without_losing_the_selection():
     app = static_app()
     async with app.run_test(size=(100, 30)) as pilot:
@@ -63,10 +77,12 @@ async def test_command_palette_lists_and_runs_console_actions():
     app = static_app(read_only=True)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: app.refreshed)
+        from textual.command import CommandPalette
+
         await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), what="palette")
         await pilot.press(*"lineage")
-        await pilot.pause(0.5)
+        await wait_until(pilot, lambda: app.screen.query("CommandList").first().option_count > 0, what="hits")
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.query_one("#tabs").active == "lineage", what="palette ran the action")
         from console.ui.commands import ConsoleCommands
@@ -123,3 +139,13 @@ def test_launcher_errors_are_one_line(argv, text, capsys, tmp_path, monkeypatch)
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert text in err and len(err.splitlines()) == 1
+
+
+async def test_a_panel_module_missing_from_the_build_leaves_a_labelled_tab():
+    app = static_app(panel_modules=(("producer", "Producer", "console.ui.no_such_panel", "issue 6: producer"),))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("5")
+        assert app.missing_panels == ["producer"]
+        text = str(app.query_one("TabPane#producer .missing-panel").render())
+        assert "console/ui/no_such_panel.py" in text and "issue 6" in text

@@ -36,8 +36,8 @@ async def test_split_from_the_console_runs_after_preview_and_typed_name(kinesis,
         await pilot.press(*"wrong", "enter")
         assert isinstance(app.screen, ConfirmByNameScreen)  # a wrong name never confirms
         app.screen.query_one("Input").value = name  # (stream names hold '-', which press() reads as a key name)
-        await pilot.press("enter")
         polls = len(app.refreshed)
+        await pilot.press("enter")
         await wait_until(pilot, lambda: len(app.refreshed) > polls and not app.table.shard(target.shard_id).is_open,
                          timeout=30, what="poll after the split")
         children = [s for s in await kinesis.all_shards(name) if target.shard_id in s.parents]

@@ -48,7 +48,7 @@ def test_lineage_view(snap_compare):
         await loaded(pilot)
         await pilot.press("2")
         await pilot.pause()
-        pilot.app.lineage_tree.select_shard("shardId-000000000006")
+        pilot.app.select_shard("shardId-000000000006")
         await pilot.pause(0.1)
 
     assert snap_compare(make_app(), terminal_size=(100, 30), run_before=run_before)

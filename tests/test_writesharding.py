@@ -67,8 +67,17 @@ def test_spread_counts_add_up(pk, bits, shards, sort_keys):
 def test_spread_rejects_empty_sort_keys_and_overlong_sharded_keys():
     with pytest.raises(BadInput, match="sort key #2 is empty"):
         spread(PK, 4, HashRangeIndex.even(2), ["a", ""])
-    with pytest.raises(BadInput, match="1 to 256 characters"):
+    with pytest.raises(BadInput, match="PK is 254 characters; with the suffix ':15' the sharded key would be 257"):
         spread("k" * 254, 16, HashRangeIndex.even(2))  # "k...k:15" is 257 characters
+    with pytest.raises(BadInput, match="sort key #1 is not valid UTF-8"):
+        spread(PK, 4, HashRangeIndex.even(2), ["\udcff"])
+
+
+def test_suffix_count_is_capped_where_answers_stay_quick():
+    """2**20 suffixes took minutes and 290 MB of --json; the cap keeps a typo cheap."""
+    assert check_suffix_count(1 << 16) == 1 << 16
+    with pytest.raises(BadInput, match="at most 65536"):
+        check_suffix_count(1 << 17)
 
 
 def test_distribution_summary_of_three_versus_eleven():

@@ -22,12 +22,19 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from console.backend.errors import THROTTLE_CODES, error_code, error_message, translate
 from console.errors import BackendError, BadInput, ConsoleError, ResourceInUse, StreamNotFound
 from console.model import Shard, StreamSummary
 
 log = logging.getLogger("console.backend")
+
+# botocore logs a failed credential refresh (an expired SSO token, say) as a WARNING with a traceback
+# before raising; with no logging configured, Python's last-resort handler would print it all on
+# stderr. The raised error is translated into one line; a configured root handler still gets the record.
+for _library in ("botocore", "aiobotocore"):
+    logging.getLogger(_library).addHandler(logging.NullHandler())
 
 DEFAULT_LOCAL_REGION = "us-east-1"
 DUMMY_CREDENTIALS = ("kconsole-local", "kconsole-local")  # local servers check the signature's shape only
@@ -39,7 +46,8 @@ _HOST_LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 
 # Server-side hiccups worth another try, like throttling (but not reported as throttling).
 _TRANSIENT_CODES = frozenset({"InternalFailure", "InternalFailureException", "ServiceUnavailable",
-                              "ServiceUnavailableException", "InternalServerError"})
+                              "ServiceUnavailableException", "InternalServerError",
+                              "500", "502", "503", "504"})  # bare HTTP statuses: a gateway failing, no error body
 _PUT_OPERATIONS = frozenset({"PutRecord", "PutRecords"})
 
 
@@ -49,12 +57,14 @@ def _resolve_region(profile: str | None) -> str | None:
         if os.environ.get(variable):
             return os.environ[variable]
     import botocore.session
-    from botocore.exceptions import ProfileNotFound
+    from botocore.exceptions import BotoCoreError, ProfileNotFound
 
     try:
         return botocore.session.Session(profile=profile).get_config_variable("region")
     except ProfileNotFound:
         raise BadInput(f"AWS profile not found: {profile!r} (see ~/.aws/config)", code="bad_profile") from None
+    except BotoCoreError as error:  # an unparsable ~/.aws/config, say
+        raise translate(error, operation="configure", where="AWS", endpoint_url=None) from None
 
 
 def validate_region(region: str, *, kind: str) -> str:
@@ -63,6 +73,27 @@ def validate_region(region: str, *, kind: str) -> str:
         example = "e.g. us-east-1, eu-west-1"
         raise BadInput(f"not a valid AWS region: {region!r} ({example})", code="bad_region")
     return region
+
+
+def validate_endpoint_url(url: str) -> str:
+    """An http(s) URL with a host and, if given, a port from 1 to 65535; BadInput otherwise (botocore
+    would fail later with a bare ValueError traceback on a port out of range or a broken IPv6 host)."""
+    problem = None
+    if not re.match(r"^https?://[^/\s]+", url):
+        problem = "must be an http:// or https:// URL"
+    else:
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+            if not parts.hostname:
+                problem = "has no host name"
+            elif port is not None and not 1 <= port <= 65535:
+                problem = "has a port outside 1..65535"
+        except ValueError as error:  # "Port out of range 0-65535", "Invalid IPv6 URL", a non-numeric port
+            problem = f"is not a valid URL ({error})"
+    if problem:
+        raise BadInput(f"--endpoint-url {problem}; got {url!r}", code="usage")
+    return url
 
 
 @dataclass(frozen=True)
@@ -82,8 +113,8 @@ class BackendConfig:
         if local and endpoint_url:
             raise BadInput("--local and --endpoint-url cannot be used together", code="usage")
         kind = "local" if local else "endpoint" if endpoint_url else "aws"
-        if endpoint_url and not re.match(r"^https?://[^/\s]+", endpoint_url):
-            raise BadInput(f"--endpoint-url must be an http:// or https:// URL; got {endpoint_url!r}", code="usage")
+        if endpoint_url:
+            validate_endpoint_url(endpoint_url)
         region = getattr(args, "region", None)
         if region is None and kind != "local":
             region = _resolve_region(profile)

@@ -6,9 +6,19 @@ should let the original exception through. Throttling is not translated here: th
 
 from __future__ import annotations
 
+from botocore.exceptions import ConnectionError as BotocoreConnectionError
 from botocore.exceptions import (
+    BotoCoreError,
     ClientError,
+    ConfigParseError,
     ConnectionClosedError,
+    CredentialRetrievalError,
+    HTTPClientError,
+    InvalidConfigError,
+    MetadataRetrievalError,
+    SSLError,
+    SSOError,
+    TokenRetrievalError,
     ConnectTimeoutError,
     EndpointConnectionError,
     InvalidRegionError,
@@ -66,9 +76,13 @@ def error_code(error: BaseException) -> str | None:
     return None
 
 
+MAX_MESSAGE_CHARS = 300  # a server's message beyond this is noise on a one-line error
+
+
 def error_message(error: ClientError) -> str:
     message = error.response.get("Error", {}).get("Message") or ""
-    return " ".join(message.split())  # servers sometimes send multi-line messages
+    message = " ".join(message.split())  # servers sometimes send multi-line messages
+    return message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + "..."
 
 
 def is_throttle(error: BaseException) -> bool:
@@ -79,6 +93,12 @@ def translate(error: BaseException, *, operation: str, where: str, endpoint_url:
     """Map one botocore exception to a ConsoleError. `where` is the backend label for messages."""
     if isinstance(error, (NoCredentialsError, PartialCredentialsError)):
         return NoCredentials(_NO_CREDENTIALS_HINT)
+    if isinstance(error, (SSOError, TokenRetrievalError)):
+        return NoCredentials(f"cannot get AWS credentials: {_reason(error)} (an SSO profile? run: aws sso login)")
+    if isinstance(error, (CredentialRetrievalError, MetadataRetrievalError)):  # a failing credential_process, ...
+        return NoCredentials(f"cannot get AWS credentials: {_reason(error)}")
+    if isinstance(error, (ConfigParseError, InvalidConfigError)):
+        return BadInput(f"the AWS configuration is broken: {_reason(error)}", code="bad_aws_config")
     if isinstance(error, ProfileNotFound):
         return BadInput(f"AWS profile not found: {error.kwargs.get('profile')!r} (see ~/.aws/config)", code="bad_profile")
     if isinstance(error, InvalidRegionError):
@@ -93,10 +113,24 @@ def translate(error: BaseException, *, operation: str, where: str, endpoint_url:
         return EndpointUnreachable(f"no answer from {_url(error, endpoint_url)} in time ({operation})")
     if isinstance(error, ConnectionClosedError):
         return EndpointUnreachable(f"{_url(error, endpoint_url)} closed the connection ({operation})")
+    if isinstance(error, SSLError):
+        return EndpointUnreachable(f"TLS handshake with {_url(error, endpoint_url)} failed ({_reason(error)}); "
+                                   "if the server speaks plain HTTP, use an http:// URL")
+    if isinstance(error, (BotocoreConnectionError, HTTPClientError)):  # proxies, resets, other socket failures
+        return EndpointUnreachable(f"cannot reach {_url(error, endpoint_url)}: {_reason(error)}")
     if not isinstance(error, ClientError):
+        if isinstance(error, BotoCoreError):  # anything else botocore raises is still one line, not a traceback
+            return BackendError(f"{operation} failed on {where}: {_reason(error)}")
         return None
     code = error_code(error) or "Unknown"
     message = error_message(error)
+    if code.isdigit():
+        # No Kinesis error code, only an HTTP status: a proxy or gateway failing, or not a Kinesis API at all.
+        if code in ("500", "502", "503", "504"):  # retried by the client before we get here
+            return BackendError(f"{operation} failed on {where}: HTTP {code} with no Kinesis error (a server "
+                                "or gateway failure; try again)", code="server_error")
+        return BackendError(f"{where} answered {operation} with HTTP {code} and no Kinesis error; "
+                            "is it a Kinesis endpoint?", code="not_kinesis")
     if code in _CREDENTIAL_REJECTED_CODES:
         return NoCredentials(f"{where} rejected the credentials ({code}): {message}")
     if code in _ACCESS_DENIED_CODES:
@@ -113,6 +147,12 @@ def translate(error: BaseException, *, operation: str, where: str, endpoint_url:
     if code == "ExpiredIteratorException":
         return BackendError(f"shard iterator expired: {message}", code="expired_iterator")
     return BackendError(f"{operation} failed on {where}: {code}: {message}")
+
+
+def _reason(error: BaseException) -> str:
+    reason = str((getattr(error, "kwargs", {}) or {}).get("error") or error)
+    reason = " ".join(reason.split()).rstrip(": ") or type(error).__name__
+    return reason if len(reason) <= 200 else reason[:200] + "..."
 
 
 def _url(error: BaseException, fallback: str | None) -> str:

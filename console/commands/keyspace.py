@@ -126,11 +126,14 @@ def resolve_shard_set(args: Any) -> ShardSet:
 
 async def _load_stream_shards(args: Any, stream: str) -> ShardSet:
     from console.backend.client import BackendConfig, open_backend
-    from console.commands.streams import validate_stream_name
+    from console.commands.streams import ensure_local_stream, validate_stream_name
     from console.lineage import Lineage
 
     validate_stream_name(stream)
-    async with open_backend(BackendConfig.from_args(args)) as kinesis:
+    config = BackendConfig.from_args(args)
+    async with open_backend(config) as kinesis:
+        if config.kind == "local":  # the embedded server starts empty; as everywhere, --local creates the stream
+            await ensure_local_stream(kinesis, stream, args)
         shards = await kinesis.all_shards(stream)
         label = kinesis.label
     lineage = Lineage.build(shards)
@@ -142,11 +145,14 @@ async def _load_stream_shards(args: Any, stream: str) -> ShardSet:
 def read_lines(path: str, *, what: str) -> list[str]:
     """Lines of a file ('-' = stdin) without their line endings; a file we cannot read is bad input."""
     try:
-        if path == "-":
-            text = sys.stdin.read()
+        if path == "-":  # the raw bytes: the text layer may smuggle bad bytes in as surrogates
+            text = sys.stdin.buffer.read().decode("utf-8")
         else:
             text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+    except UnicodeDecodeError as error:  # a binary file, or another encoding
+        raise BadInput(f"cannot read {what} {path!r}: not UTF-8 text "
+                       f"(byte 0x{error.object[error.start]:02x} at offset {error.start})") from None
+    except OSError as error:
         reason = getattr(error, "strerror", None) or str(error)
         raise BadInput(f"cannot read {what} {path!r}: {reason}") from None
     return text.splitlines()
@@ -165,7 +171,10 @@ def shard_distribution(index: HashRangeIndex, shard_indices: Iterable[int]) -> D
 def predict_command(args: Any) -> int:
     keys: list[str | None] = list(args.keys)
     if args.keys_file:
-        keys += [line for line in read_lines(args.keys_file, what="keys file") if line.strip()]
+        from_file = [line for line in read_lines(args.keys_file, what="keys file") if line.strip()]
+        if not from_file:
+            raise BadInput(f"keys file {args.keys_file!r} holds no keys (one per line; blank lines are skipped)")
+        keys += from_file
     explicit = None
     if args.explicit_hash_key is not None:
         if len(args.explicit_hash_key) > 60:  # parse_hash_key's int() would refuse a 4300-digit string
@@ -258,13 +267,14 @@ def keytree_command(args: Any) -> int:
 
     space = _parse_space(args.space)
     count = _whole_number(args.count, option="--count", low=0, high=MAX_TREE_KEYS)
-    existing = read_existing_keys(args.existing_file, space) if args.existing_file else []
-    tree = KeyTree.rehydrate(existing, ceil=space)
+    listed = read_existing_keys(args.existing_file, space) if args.existing_file else []
+    existing = len(set(listed))  # the tree holds a repeated key once; say so rather than count it twice
+    tree = KeyTree.rehydrate(listed, ceil=space)
     keys = tree.next_keys(count)
     report = tree.balance()
-    document = {"space": str(space), "existing": len(existing), "keys": [str(k) for k in keys],
-                "balance": report.to_json()}
-    emit(args, document, lambda: format_keytree(keys, report, space, len(existing)))
+    document = {"space": str(space), "existing": existing, "duplicates": len(listed) - existing,
+                "keys": [str(k) for k in keys], "balance": report.to_json()}
+    emit(args, document, lambda: format_keytree(keys, report, space, existing, len(listed) - existing))
     return 0
 
 
@@ -304,10 +314,11 @@ def read_existing_keys(path: str, space: int) -> list[int]:
     return keys
 
 
-def format_keytree(keys: list[int], report, space: int, existing: int) -> str:
+def format_keytree(keys: list[int], report, space: int, existing: int, duplicates: int = 0) -> str:
     space_text = "2**128" if space == HASH_SPACE else str(space)
+    repeated = f" ({duplicates} repeated line{'s' if duplicates != 1 else ''} counted once)" if duplicates else ""
     lines = [f"{len(keys)} next balanced key{'s' if len(keys) != 1 else ''} in [0, {space_text})"
-             + (f" after {existing} existing" if existing else "") + ":"]
+             + (f" after {existing} existing{repeated}" if existing else "") + ":"]
     shown = keys if len(keys) <= MAX_ROWS * 20 else keys[: MAX_ROWS * 20]
     lines += [str(k) for k in shown]
     if len(shown) < len(keys):
@@ -327,12 +338,15 @@ def format_keytree(keys: list[int], report, space: int, existing: int) -> str:
 # -- kconsole spread -------------------------------------------------------------------------------------
 
 def spread_command(args: Any) -> int:
-    from console.writesharding import check_suffix_count, spread
+    from console.writesharding import MAX_SUFFIXES, check_suffix_count, spread
 
-    suffixes = check_suffix_count(_whole_number(args.suffixes, option="--suffixes", low=1, high=1 << 20))
+    suffixes = check_suffix_count(_whole_number(args.suffixes, option="--suffixes", low=1, high=MAX_SUFFIXES))
     sort_keys = list(args.sort_key)
     if args.sort_keys_file:
         sort_keys = [line for line in read_lines(args.sort_keys_file, what="sort-keys file") if line.strip()]
+        if not sort_keys:
+            raise BadInput(f"sort-keys file {args.sort_keys_file!r} holds no sort keys "
+                           "(one per line; blank lines are skipped)")
     shard_set = resolve_shard_set(args)
     result = spread(args.partition_key, suffixes, shard_set.index, sort_keys)
     document = {"source": shard_set.source, **result.to_json()}

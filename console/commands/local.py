@@ -16,12 +16,19 @@ DEFAULT_PORT = 4567
 
 
 def register(subparsers, common) -> None:
-    local = subparsers.add_parser("local", parents=common, help="the embedded local Kinesis (moto, patched)")
+    local = subparsers.add_parser(
+        "local", parents=common, help="the embedded local Kinesis (moto, patched)",
+        description="The embedded local Kinesis: moto's server with kconsole's compatibility fixes, no account "
+                    "or Docker needed. `kconsole --local ...` starts a private one per command; `kconsole local "
+                    "serve` runs one in the foreground to share.")
     local.set_defaults(handler=_no_action)
     # The nested parsers use the CLI's own parser class so their usage errors stay one line too.
     actions = local.add_subparsers(dest="local_action", metavar="ACTION", parser_class=type(local))
-    serve = actions.add_parser("serve", parents=common,
-                               help="run the local Kinesis in the foreground for --endpoint-url clients")
+    serve = actions.add_parser(
+        "serve", parents=common, help="run the local Kinesis in the foreground for --endpoint-url clients",
+        description="Run the embedded local Kinesis on 127.0.0.1 until Ctrl-C, so several kconsole windows and "
+                    "scripts share one server: kconsole --endpoint-url http://127.0.0.1:PORT ... Data lives in "
+                    "memory until it stops. With --json it prints {\"endpoint_url\", \"region\"} on one line.")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT,
                        help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0 picks a free one)")
     serve.set_defaults(handler=serve_command)
@@ -34,6 +41,9 @@ def _no_action(args) -> int:
 def serve_command(args) -> int:
     from console.backend.server_main import build_server, serve
 
+    for option, given in (("--local", getattr(args, "local", False)), ("--endpoint-url", getattr(args, "endpoint_url", None))):
+        if given:  # this command is the server; silently ignoring a client option would mislead
+            raise BadInput(f"kconsole local serve runs its own server; {option} does not apply", code="usage")
     port = args.port
     if not 0 <= port <= 65535:
         raise BadInput(f"--port must be from 0 to 65535; got {port}")

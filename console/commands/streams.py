@@ -14,10 +14,15 @@ from console.model import StreamSummary
 # What AWS accepts as a stream name; checked here so a typo is exit 2, not a server round trip.
 _STREAM_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,128}$")
 DEFAULT_LOCAL_SHARDS = 4
+MAX_LOCAL_SHARDS = 10_000  # AWS's default account limit is 500; more only makes the embedded server crawl
 
 
 def register(subparsers, common) -> None:
-    streams = subparsers.add_parser("streams", parents=common, help="list streams: status, mode, open shards, retention")
+    streams = subparsers.add_parser(
+        "streams", parents=common, help="list streams: status, mode, open shards, retention, encryption",
+        description="List the streams on the backend with status, capacity mode (PROVISIONED or ON_DEMAND), "
+                    "open shard count, retention and encryption. With --local the embedded server starts "
+                    "empty; kconsole --local --stream NAME streams creates NAME first.")
     streams.set_defaults(handler=streams_command)
 
     shards = subparsers.add_parser(
@@ -40,6 +45,8 @@ def register(subparsers, common) -> None:
 # -- kconsole streams ------------------------------------------------------------------------------
 
 def streams_command(args: Any) -> int:
+    if getattr(args, "local", False):
+        local_shard_count(args)  # a bad --shards is exit 2 before the embedded server starts
     summaries, label = run_async(_fetch_streams(args))
     emit(args, [summary.to_json() for summary in summaries], lambda: format_streams(summaries, label))
     return 0
@@ -52,7 +59,7 @@ async def _fetch_streams(args: Any) -> tuple[list[StreamSummary], str]:
     async with open_backend(config) as kinesis:
         wanted = getattr(args, "stream", None)
         if config.kind == "local" and wanted:
-            await _ensure_local_stream(kinesis, wanted, args)
+            await ensure_local_stream(kinesis, wanted, args)
         summaries = await kinesis.list_streams()
         return sorted(summaries, key=lambda s: s.name), kinesis.label
 
@@ -70,6 +77,8 @@ def format_streams(summaries: list[StreamSummary], label: str) -> str:
 
 def shards_command(args: Any) -> int:
     stream = validate_stream_name(args.stream)
+    if getattr(args, "local", False):
+        local_shard_count(args)
     lineage, label = run_async(_fetch_lineage(args, stream))
     if args.which == "open":
         # Rebuilt from the open shards alone so the tree shows only them; links still name the parents.
@@ -102,16 +111,25 @@ async def _fetch_lineage(args: Any, stream: str) -> tuple[Lineage, str]:
     config = BackendConfig.from_args(args)
     async with open_backend(config) as kinesis:
         if config.kind == "local":
-            await _ensure_local_stream(kinesis, stream, args)
+            await ensure_local_stream(kinesis, stream, args)
         # Everything within retention, so closed parents and their links are shown; --open filters locally.
         shards = await kinesis.all_shards(stream)
         return Lineage.build(shards), kinesis.label
 
 
-async def _ensure_local_stream(kinesis: Any, stream: str, args: Any) -> None:
-    """The embedded server starts empty each run, so a named stream is created on demand."""
+def local_shard_count(args: Any) -> int:
+    """--shards for a stream the embedded server has to create; checked before the server starts."""
     count = getattr(args, "shards", None)
-    count = DEFAULT_LOCAL_SHARDS if count is None else count
+    if count is None:
+        return DEFAULT_LOCAL_SHARDS
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_LOCAL_SHARDS:
+        raise BadInput(f"--shards must be a whole number from 1 to {MAX_LOCAL_SHARDS}; got {count!r}", code="usage")
+    return count
+
+
+async def ensure_local_stream(kinesis: Any, stream: str, args: Any) -> None:
+    """The embedded server starts empty each run, so a named stream is created on demand."""
+    count = local_shard_count(args)
     if await kinesis.ensure_stream(stream, count):
         note(f"created stream {stream!r} with {count} shards on the embedded local Kinesis")
 

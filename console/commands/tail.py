@@ -20,16 +20,22 @@ def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
         "tail", parents=common, help="print the records in a stream, decoded (JSON, gzip, KPL aggregates)",
         description="Read every relevant shard concurrently (parents before children) and print each record "
-                    "decoded. Without --follow it stops at the end of what the stream holds now.")
-    parser.add_argument("stream", help="stream name")
+                    "decoded, one line per record: arrival, shard, sequence number, partition key, encoding, "
+                    "size, content. Without --follow it stops at the end of what the stream holds now. "
+                    "With --json: one JSON object per record (JSON lines), not one document. "
+                    "With --local, a missing stream is created first (4 shards, or kconsole --shards N).")
+    parser.add_argument("stream", metavar="STREAM", help="stream name")
     parser.add_argument("--from", dest="start", default=None, metavar="WHERE",
                         help="trim-horizon (the default without --follow: all the stream holds), latest (the "
                              "default with --follow: only new records), an ISO-8601 timestamp (UTC unless it has "
                              "an offset), or a sequence number (give --shard, or it is looked up)")
-    parser.add_argument("--shard", dest="shards", action="extend", nargs="+", default=[], metavar="ID",
-                        help="read only these shards (and their children if they split)")
+    # One ID per --shard (repeat it, or separate with commas): a list-taking option would swallow the
+    # stream name in `kconsole tail --shard ID STREAM`.
+    parser.add_argument("--shard", dest="shard_ids", action="append", default=[], metavar="ID",
+                        help="read only this shard (repeatable, or comma-separated), and its children if it splits")
     parser.add_argument("--key", dest="partition_key", metavar="PK",
-                        help="only records with this partition key (reads only the shard that can hold it)")
+                        help="only records with this partition key (reads only the shard it hashes to; with "
+                             "--shard, those shards: KPL-aggregated records can sit elsewhere)")
     parser.add_argument("--grep", metavar="TEXT", help="only records whose decoded content or key contains TEXT")
     parser.add_argument("--follow", "-f", action="store_true", help="keep reading new records until Ctrl-C")
     parser.add_argument("--limit", type=_positive_int, metavar="N", help="stop after N records")
@@ -49,11 +55,14 @@ def _positive_int(text: str) -> int:
 def options_from_args(args: Any) -> TailOptions:
     if args.partition_key is not None:
         validate_partition_key(args.partition_key)
+    if args.shard_ids and not any(part.strip() for given in args.shard_ids for part in given.split(",")):
+        raise BadInput("--shard needs a shard ID, e.g. --shard shardId-000000000000")
     if args.grep is not None and not args.grep:
         raise BadInput("--grep needs some text to look for")
     return TailOptions(
         start=parse_start(args.start or ("latest" if args.follow else "trim-horizon")),
-        shard_ids=tuple(args.shards),
+        shard_ids=tuple(dict.fromkeys(part.strip() for given in args.shard_ids for part in given.split(",")
+                                      if part.strip())),
         partition_key=args.partition_key,
         grep=args.grep,
         follow=args.follow,
@@ -63,13 +72,17 @@ def options_from_args(args: Any) -> TailOptions:
 
 def run(args: Any) -> int:
     from console.backend import BackendConfig
+    from console.commands.streams import local_shard_count, validate_stream_name
 
+    validate_stream_name(args.stream)  # a typo is bad input (exit 2), not a stream the server lacks
     options = options_from_args(args)
+    if getattr(args, "local", False):
+        local_shard_count(args)
     config = BackendConfig.from_args(args)
     as_json = bool(getattr(args, "json", False))
     reader_box: list[TailReader] = []
     try:
-        run_async(_tail(config, args.stream, options, as_json, reader_box))
+        run_async(_tail(config, args.stream, options, as_json, reader_box, args))
     except KeyboardInterrupt:
         shown = reader_box[0].shown if reader_box else 0
         note(f"tail: stopped after {shown} record{'s' if shown != 1 else ''}")
@@ -78,10 +91,13 @@ def run(args: Any) -> int:
     return 0
 
 
-async def _tail(config, stream: str, options: TailOptions, as_json: bool, reader_box: list) -> None:
+async def _tail(config, stream: str, options: TailOptions, as_json: bool, reader_box: list, args: Any) -> None:
     from console.backend import open_backend
+    from console.commands.streams import ensure_local_stream
 
     async with open_backend(config) as kinesis:
+        if config.kind == "local":  # the embedded server starts empty: create the stream, as `shards` does
+            await ensure_local_stream(kinesis, stream, args)
         reader = TailReader(kinesis, stream, options)
         reader_box.append(reader)
         await reader.position()
@@ -101,17 +117,34 @@ async def _tail(config, stream: str, options: TailOptions, as_json: bool, reader
                     write("".join(format_line(r) + "\n" for r in batch.records))
                 sys.stdout.flush()
         if not as_json:
-            lags = ", ".join(f"{p.shard_id} {p.records} rec" for p in reader.progress.values())
+            lags = ", ".join(f"{p.shard_id} {p.records} rec"
+                             + (f" {p.millis_behind} ms behind" if p.millis_behind is not None else "")
+                             for p in reader.progress.values())
             note(f"tail: {reader.shown} record{'s' if reader.shown != 1 else ''} ({lags})")
+            if reader.shown == 0 and options.partition_key is not None and not options.shard_ids:
+                note(f"tail: read only the shard {options.partition_key!r} hashes to; records a KPL aggregate "
+                     "carries under this key may sit in another shard: add --shard ID ... to read more")
 
 
 def format_line(record: DecodedRecord) -> str:
     """One line per record: arrival, shard, sequence[/sub], key [ehk], kind, size, content."""
     arrival = record.to_json()["arrival"] or "-"
-    key = record.partition_key + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
+    key = one_line(record.partition_key) + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
     content = record.content_text(max_hex_bytes=TEXT_HEX_BYTES)
     if record.kind == KIND_ERROR:
         content = f"{record.error}: {content}"
     elif record.kind == KIND_TEXT:
-        content = content.replace("\n", "\\n").replace("\r", "\\r")  # one line per record
+        content = one_line(content)
     return f"{arrival} {record.shard_id} {record.position} {key} {record.kind_label} {record.size}B {content}"
+
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def one_line(text: str) -> str:
+    """`text` with line breaks and every other non-printable character escaped: one line per record, and
+    a producer's escape sequences (a partition key holding ESC[2J, say) never reach the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else _ESCAPES.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100
+                   else f"\\u{ord(ch):04x}") for ch in text)

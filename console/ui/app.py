@@ -21,7 +21,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Footer, Input, Static, TabbedContent, TabPane, TextArea, Tree
+from textual.widgets import Footer, Input, Static, TabbedContent, TabPane, TextArea
 from textual.widgets._tabbed_content import ContentTabs
 
 from console.ui.commands import ACTIONS, MUTATING_ACTIONS, ConsoleCommands
@@ -43,6 +43,16 @@ OPTIONAL_PANELS = (
     ("tail", "Tail", "console.ui.tail_view", "issue 8: tail"),
     ("heat", "Heat", "console.ui.heat_panel", "issue 7: heat"),
 )
+
+
+def _settle_heap() -> None:
+    """Move every object alive now out of the garbage collector's way.
+
+    A 10k-shard listing (and its lineage) is ~100k long-lived objects; each full collection would
+    scan them all and stall the UI loop for 100+ ms. Shards are acyclic, so refcounting frees them
+    when a later poll replaces them; only the collector's rescans are saved. Done for big streams only.
+    """
+    gc.freeze()
 
 
 class StreamRefreshed(Message):
@@ -69,13 +79,16 @@ class KConsoleApp(PanelHost, App[None]):
         Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
         Binding("f1", "help", "Help", show=False, id="app.help_f1"),
         Binding("r", "refresh", "Refresh", id="app.refresh"),
+        # One footer entry stands for the seven tab keys.
+        *(Binding(a.key, a.action, "Tabs" if a.key == "1" else a.title, show=a.key == "1",
+                  key_display="1-7" if a.key == "1" else None)
+          for a in ACTIONS if a.action.startswith("show_tab")),
         Binding("slash", "filter", "Filter", key_display="/", id="app.filter"),
-        Binding("c", "copy_keys", "Copy keys", id="app.copy"),
         Binding("s", "split", "Split", id="reshard.split"),
         Binding("m", "merge", "Merge", id="reshard.merge"),
         Binding("x", "scale", "Scale", id="reshard.scale"),
+        Binding("c", "copy_keys", "Copy keys", id="app.copy"),
         Binding("p", "pick_stream", "Streams", id="app.streams"),
-        *(Binding(a.key, a.action, a.title, show=False) for a in ACTIONS if a.action.startswith("show_tab")),
     ]
 
     def __init__(
@@ -164,16 +177,16 @@ class KConsoleApp(PanelHost, App[None]):
     def on_mount(self) -> None:
         if self._theme_name and self._theme_name in self.available_themes:
             self.theme = self._theme_name
+        elif self._theme_name:
+            self.notify(f"unknown theme {self._theme_name!r} in the config; using {self.theme}", title="config",
+                        severity="warning", timeout=8)
         self.header.update_state(backend=self.connection.backend, region=self.connection.region,
                                  profile=self.connection.profile, stream=self.stream, read_only=self.read_only)
         if self._config_warning:
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
         if self.read_only:
-            self.notify("read-only: split, merge and scale are disabled", timeout=5)
+            self.notify("read-only: split, merge, scale and the producer are disabled", timeout=5)
         self.table.focus()
-        # The widgets just built live as long as the app: keep full garbage collections (which
-        # stall the UI loop in proportion to the live objects they scan) from re-scanning them.
-        self.call_after_refresh(gc.freeze)
         if self.stream:
             if self._on_stream_opened:
                 self._on_stream_opened(self.stream)
@@ -222,6 +235,8 @@ class KConsoleApp(PanelHost, App[None]):
             view = await asyncio.wait_for(fetch_stream(self.source, stream), self.poll_timeout)
             if stream != self.stream:
                 return
+            if len(view.shards) > BIG_STREAM:
+                _settle_heap()
             await self._show_shards(view)
             view = await with_lineage(view)
             if stream == self.stream:
@@ -250,8 +265,12 @@ class KConsoleApp(PanelHost, App[None]):
         self._show_lineage(view)
 
     async def _show_shards(self, view: StreamView) -> None:
+        # Yield to the loop between the steps: each is a few ms even at 10k shards, but together
+        # they would hold the UI loop for tens of ms.
         self._show_header(view)
+        await asyncio.sleep(0)
         await self.table.apply_async(view.shards)
+        await asyncio.sleep(0)
         self._show_selection_and_ribbon(view)
 
     def _show_header(self, view: StreamView) -> None:
@@ -287,10 +306,7 @@ class KConsoleApp(PanelHost, App[None]):
             self.notify(view.tiling_problem, title="shard map", severity="warning")
         self._last_tiling_problem = view.tiling_problem
         if len(view.shards) > BIG_STREAM:
-            # A 10k-shard listing leaves ~100k long-lived objects; a full garbage collection then
-            # scans them all and stalls the UI for 100+ ms. They are acyclic (freed by refcount),
-            # so move what is alive now out of the collector's way.
-            gc.freeze()
+            _settle_heap()
         self.post_message(StreamRefreshed(view))
 
     # ---- selection -----------------------------------------------------------------------------
@@ -325,10 +341,9 @@ class KConsoleApp(PanelHost, App[None]):
     def _table_highlighted(self, event: ShardTable.Highlighted) -> None:
         self.select_shard(event.shard_id, origin="table")
 
-    @on(Tree.NodeHighlighted, "#lineage-tree")
-    def _tree_highlighted(self, event: Tree.NodeHighlighted) -> None:
-        if event.node.data:
-            self.select_shard(event.node.data, origin="tree")
+    @on(LineageTree.ShardHighlighted)
+    def _tree_highlighted(self, event: LineageTree.ShardHighlighted) -> None:
+        self.select_shard(event.shard_id, origin="tree")
 
     @on(KeySpaceRibbon.ShardClicked)
     def _ribbon_clicked(self, event: KeySpaceRibbon.ShardClicked) -> None:

@@ -30,12 +30,24 @@ def start(app: "KConsoleApp", operation: str) -> None:
     if not app.stream or app.view is None:
         app.notify(f"{operation}: no stream loaded yet", severity="warning")
         return
+    suggestion = heat_split_suggestion(app) if operation == "split" else None
+    if suggestion is not None:
+        app.select_shard(suggestion.shard_id)
     if operation in ("split", "merge"):
         shard = app.table.shard(app.selected_shard_id) if app.selected_shard_id else None
         if shard is None or not shard.is_open:
             app.notify(f"{operation}: select an open shard first (table, ribbon or lineage)", severity="warning")
             return
-    run_flow(app, operation)
+    run_flow(app, operation, suggestion.at if suggestion is not None else None)
+
+
+def heat_split_suggestion(app: "KConsoleApp"):
+    """On the heat tab, `s` splits the shard selected there at the median of its observed traffic."""
+    if app.query_one("#tabs").active != "heat":
+        return None
+    panels = app.query("#heat-panel")
+    selected = getattr(panels.first(), "selected", None) if panels else None
+    return getattr(selected, "split", None)
 
 
 def open_neighbours(shards: tuple[Shard, ...], shard: Shard) -> list[tuple[str, Shard]]:
@@ -71,7 +83,7 @@ def _count_problem(text: str) -> str | None:
 
 
 @work(exclusive=True, group="reshard", exit_on_error=False)
-async def run_flow(app: "KConsoleApp", operation: str) -> None:
+async def run_flow(app: "KConsoleApp", operation: str, suggested_split: int | None = None) -> None:
     from console.actionlog import ActionLog
     from console.reshard import midpoint, plan_merge, plan_scale, plan_split
     from console.reshard_exec import Executor
@@ -82,15 +94,23 @@ async def run_flow(app: "KConsoleApp", operation: str) -> None:
     view = app.view
     if operation == "split":
         shard = app.table.shard(app.selected_shard_id or "")
+        hint = (" (prefilled: the median hash key of the traffic the heat panel observed)"
+                if suggested_split is not None else "")
         answer = await app.push_screen_wait(PromptScreen(
             f"Split {shard.shard_id}",
-            "Split point: 'midpoint', or the decimal hash key the upper child starts at",
-            "midpoint", lambda text: split_point_problem(shard, text)))
+            f"Split point: 'midpoint', or the decimal hash key the upper child starts at{hint}",
+            str(suggested_split) if suggested_split is not None else "midpoint",
+            lambda text: split_point_problem(shard, text)))
         if answer is None:
             return
         at_midpoint = answer.lower() in ("", "midpoint", "m")
         key = midpoint(shard) if at_midpoint else parse_hash_key(answer)
-        basis = "midpoint" if at_midpoint else "explicit hash key"
+        if at_midpoint:
+            basis = "midpoint"
+        elif suggested_split is not None and key == suggested_split:
+            basis = "median of observed traffic"
+        else:
+            basis = "explicit hash key"
 
         def build(shards, context):
             return plan_split(shards, shard.shard_id, key, basis=basis, context=context)
