@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -31,7 +32,9 @@ class ArgumentParser(argparse.ArgumentParser):
     """argparse that raises instead of printing usage and exiting, so errors stay one line (and JSON)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise BadInput(f"{self.prog}: {message}", code="usage")
+        # "kconsole: error: predict: argument --shards: ..." names the subcommand once, not the program twice.
+        command = self.prog.removeprefix("kconsole").strip()
+        raise BadInput(f"{command}: {message}" if command else message, code="usage")
 
 
 def add_common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
@@ -104,10 +107,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
         return error.exit_code
     except KeyboardInterrupt:
-        print("kconsole: interrupted", file=sys.stderr)
+        try:
+            emit_error(ConsoleError("interrupted", code="interrupted"), as_json=as_json)
+        except BrokenPipeError:
+            pass
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as error:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+        if os.environ.get("KCONSOLE_DEBUG"):
+            raise
+        emit_error(ConsoleError(f"internal error: {type(error).__name__}: {error} "
+                                "(set KCONSOLE_DEBUG=1 for the traceback)", code="internal"), as_json=as_json)
+        return 1
 
 
 def entry() -> None:

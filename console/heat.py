@@ -1,174 +1,45 @@
-"""Heat per shard: 1-second rates by arrival time, utilisation against the shard limits, and top keys.
+"""Heat per shard: 1-second rates by arrival time, utilisation against the shard limits, top keys
+and the split point at the median hash.
 
-Pure: fed records by the sampler (console/heat_sampler.py), no I/O here.
-
-## Top keys: a bounded heavy-hitters summary (Space-Saving, kept in its mergeable offset form)
-
-Space-Saving with k counters answers "which keys are hot" in O(k) memory: every reported count is an
-upper bound on the key's true count, over-counting by at most N/k (N = total weight seen), so every
-key heavier than N/k is reported. Records arrive in GetRecords batches, so instead of updating one
-counter per record in Python we count each batch with `Counter.update` (C speed) straight into the
-summary's table and only compact when the table outgrows `capacity * slack` entries. Compaction is
-the Misra-Gries/Space-Saving merge of Agarwal et al., "Mergeable Summaries" (2012): subtract the
-(k+1)-th largest count from every counter, drop those that reach zero, and add the subtracted
-amount to a shared `floor`. Then for every key
-
-    lower(key) = table.get(key, 0) <= true(key) <= lower(key) + floor = count(key)
-
-and `floor <= N / (k + 1)`, which gives the three Space-Saving guarantees (upper bounds, error
-bounded by N/k, every key with frequency > N/k present) at every moment, not only after compaction.
-
-`sample_every=m` counts one record in m and scales reported counts by m. The phase is drawn at
-random per chunk, which keeps the estimate unbiased even for keys written round-robin with period m
-(such patterns only raise its variance). The guarantees then hold for the sampled sub-stream only;
-exact mode (m = 1) is the default and what the heat sampler uses.
-
-The rest of the module: `ShardHeat` / `StreamHeat` (buckets, rates, peaks, utilisation, top keys, the
-split point at the median hash) and the hot-key write-sharding what-if.
+Pure: fed records by the sampler (console/heat_sampler.py), no I/O here. The pieces live apart:
+console.heavyhitters counts the top keys, console.heat_snapshot holds what a reading reports, and
+console.hotkey works out the write-sharding what-if; their names are re-exported here.
 """
 
 from __future__ import annotations
 
 import hashlib
-import heapq
-import random
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from operator import itemgetter
+from collections.abc import Iterable, Mapping
 
-from console.hashkeys import HashRangeIndex, md5_hash_key
+from console.hashkeys import md5_hash_key
+from console.heat_snapshot import (
+    RECENT_SECONDS,
+    SHARD_BYTES_LIMIT,
+    SHARD_RECORDS_LIMIT,
+    ShardHeatSnapshot,
+    SplitSuggestion,
+    StreamHeatSnapshot,
+    TopKey,
+    utilisation,
+)
+from console.heavyhitters import CHUNK, KeyCount, SpaceSaving
+from console.hotkey import TARGET_UTILISATION, HotKeyWhatIf, hot_key_what_if, suffixes_needed
 from console.model import Shard
-from console.writesharding import spread
 
-# Keys counted per Counter.update call; bounds how far the table may overshoot its limit.
-CHUNK = 1024
+__all__ = [
+    "CHUNK", "DOMINANT_SHARE", "HASH_BINS", "HASH_CACHE_SIZE", "HISTORY_SECONDS", "MEDIAN_ATOMS",
+    "RECENT_SECONDS", "SHARD_BYTES_LIMIT", "SHARD_RECORDS_LIMIT", "TARGET_UTILISATION",
+    "HotKeyWhatIf", "KeyCount", "Observation", "ShardHeat", "ShardHeatSnapshot", "SpaceSaving",
+    "SplitSuggestion", "StreamHeat", "StreamHeatSnapshot", "TopKey",
+    "hot_key_what_if", "observations_from_records", "suffixes_needed", "utilisation",
+]
 
-
-@dataclass(frozen=True, slots=True)
-class KeyCount:
-    key: str
-    count: int  # upper bound on the true count (scaled by sample_every)
-    guaranteed: int  # lower bound on the true count (scaled by sample_every)
-
-
-class SpaceSaving:
-    """Top keys by weight in bounded memory: at most `capacity * slack + CHUNK` table entries."""
-
-    __slots__ = ("capacity", "sample_every", "_limit", "_table", "_floor", "_total", "_random")
-
-    def __init__(self, capacity: int = 256, *, slack: int = 8, sample_every: int = 1,
-                 seed: int | None = None) -> None:
-        if capacity < 1 or slack < 1 or sample_every < 1:
-            raise ValueError("capacity, slack and sample_every must be at least 1")
-        self.capacity = capacity
-        self.sample_every = sample_every
-        self._limit = max(capacity + 1, capacity * slack)
-        self._table: Counter[str] = Counter()
-        self._floor = 0  # weight subtracted from every counter so far (in sampled units)
-        self._total = 0  # weight counted (in sampled units)
-        self._random = random.Random(seed)
-
-    # ingestion -----------------------------------------------------------------------------
-
-    def add(self, key: str, weight: int = 1) -> None:
-        """Count one key (a record, or `weight` bytes of it)."""
-        if weight <= 0:
-            return
-        self._table[key] += weight
-        self._total += weight
-        if len(self._table) > self._limit:
-            self._compact()
-
-    def add_many(self, keys: Sequence[str]) -> None:
-        """Count each key once (one record each). The fast path: C-speed counting per chunk."""
-        table, step, limit = self._table, self.sample_every, self._limit
-        for begin in range(0, len(keys), CHUNK):
-            if step == 1:
-                chunk = keys[begin:begin + CHUNK]
-            else:
-                chunk = keys[begin + self._random.randrange(step):begin + CHUNK:step]
-            table.update(chunk)
-            self._total += len(chunk)
-            if len(table) > limit:
-                self._compact()
-                table = self._table
-
-    def add_weights(self, weights: Mapping[str, int] | Iterable[tuple[str, int]]) -> None:
-        """Count weighted keys, e.g. bytes per key of one batch (a pre-aggregated batch merges in one go)."""
-        items = weights.items() if isinstance(weights, Mapping) else weights
-        table = self._table
-        added = 0
-        for key, weight in items:
-            if weight > 0:
-                table[key] += weight
-                added += weight
-                if len(table) > self._limit:
-                    self._compact()
-                    table = self._table
-        self._total += added
-
-    def _compact(self) -> None:
-        values = sorted(self._table.values(), reverse=True)
-        if len(values) <= self.capacity:
-            return
-        cut = values[self.capacity]  # the (k+1)-th largest count
-        self._table = Counter({key: value - cut for key, value in self._table.items() if value > cut})
-        self._floor += cut
-
-    # queries --------------------------------------------------------------------------------
-
-    @property
-    def total(self) -> int:
-        """Total weight seen (estimated when sampling)."""
-        return self._total * self.sample_every
-
-    @property
-    def error_bound(self) -> int:
-        """How much any reported count may exceed the true one (<= total / (capacity + 1))."""
-        return self._floor * self.sample_every
-
-    def __len__(self) -> int:
-        return len(self._table)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._table
-
-    def count(self, key: str) -> int:
-        """Upper bound on `key`'s weight (for an unmonitored key: the floor)."""
-        return (self._table.get(key, 0) + self._floor) * self.sample_every
-
-    def guaranteed(self, key: str) -> int:
-        """Lower bound on `key`'s weight."""
-        return self._table.get(key, 0) * self.sample_every
-
-    def top(self, n: int = 10) -> list[KeyCount]:
-        """The n heaviest monitored keys, heaviest first (ties by key for a stable order)."""
-        best = heapq.nlargest(n, sorted(self._table.items()), key=itemgetter(1))
-        floor, m = self._floor, self.sample_every
-        return [KeyCount(key, (value + floor) * m, value * m) for key, value in best]
-
-    def heavier_than(self, share: float) -> list[KeyCount]:
-        """Every key whose true weight may exceed `share` of the total (a superset of the true ones)."""
-        threshold = share * self._total
-        floor, m = self._floor, self.sample_every
-        rows = [KeyCount(key, (value + floor) * m, value * m)
-                for key, value in self._table.items() if value + floor > threshold]
-        return sorted(rows, key=lambda row: (-row.count, row.key))
-
-
-# ---------------------------------------------------------------------------------------------
-# Heat per shard
-# ---------------------------------------------------------------------------------------------
-
-SHARD_RECORDS_LIMIT = 1000  # records/s a shard accepts
-SHARD_BYTES_LIMIT = 1024 * 1024  # bytes/s a shard accepts (data blob + partition key)
 HISTORY_SECONDS = 300  # 1-second buckets kept per shard (sparklines, peaks)
 HASH_BINS = 512  # resolution of the per-shard traffic histogram over its hash range
 HASH_CACHE_SIZE = 4096  # MD5s of recently seen keys (hot keys repeat; cleared when full)
-RECENT_SECONDS = 10  # the live view's "now": rates over the last whole seconds
-DOMINANT_SHARE = 0.25
-MEDIAN_ATOMS = 32  # heaviest keys placed exactly (not smeared over a bin) when finding the median  # a key above this share of its shard is named by the split suggestion
+DOMINANT_SHARE = 0.25  # a key above this share of its shard is named by the split suggestion
+MEDIAN_ATOMS = 32  # heaviest keys placed exactly (not smeared over a bin) when finding the median
 
 # (arrival epoch seconds, partition key, size in bytes counted against the shard limit)
 Observation = tuple[float, str, int]
@@ -184,99 +55,6 @@ def observations_from_records(records: Iterable[Mapping]) -> list[Observation]:
         key = record["PartitionKey"]
         rows.append((arrival, key, len(record["Data"]) + len(key.encode("utf-8"))))
     return rows
-
-
-@dataclass(frozen=True, slots=True)
-class TopKey:
-    key: str
-    records: int  # upper bound (Space-Saving count)
-    share: float  # of the shard's observed records
-    guaranteed_records: int
-    bytes: int  # upper bound from the by-bytes summary
-
-    def to_json(self) -> dict:
-        return {"key": self.key, "records": self.records, "share": round(self.share, 4),
-                "guaranteed_records": self.guaranteed_records, "bytes": self.bytes}
-
-
-@dataclass(frozen=True, slots=True)
-class SplitSuggestion:
-    """Where to split a hot shard so each child gets about half of its observed traffic."""
-
-    shard_id: str
-    at: int  # NewStartingHashKey: the median hash key of the observed records
-    placed_records: int  # records whose key's MD5 falls in this shard (the histogram's basis)
-    dominant_key: str | None  # a single key a split cannot divide (write-shard it instead)
-    dominant_share: float
-    lower_share: float = 0.5  # estimated share of the observed records below `at` (the lower child's)
-
-    def command(self, stream: str) -> str:
-        return f"kconsole plan split {stream} --shard {self.shard_id} --at {self.at}"
-
-    def to_json(self, stream: str | None = None) -> dict:
-        doc = {"shard_id": self.shard_id, "at": str(self.at), "placed_records": self.placed_records,
-               "lower_share": round(self.lower_share, 4),
-               "dominant_key": self.dominant_key, "dominant_share": round(self.dominant_share, 4)}
-        if stream is not None:
-            doc["command"] = self.command(stream)
-        return doc
-
-
-@dataclass(frozen=True, slots=True)
-class ShardHeatSnapshot:
-    shard_id: str
-    starting_hash_key: int
-    ending_hash_key: int
-    records: int
-    bytes: int
-    window_seconds: float
-    records_per_s: float
-    bytes_per_s: float
-    peak_records_per_s: int
-    peak_bytes_per_s: int
-    utilisation: float  # average over the window: max of the records and bytes shares of the limits
-    peak_utilisation: float
-    recent_records_per_s: float  # the last RECENT_SECONDS whole seconds (what a live view shows)
-    recent_bytes_per_s: float
-    series: tuple[int, ...]  # records per second, oldest first (the last complete seconds)
-    top_keys: tuple[TopKey, ...]
-    top_keys_by_bytes: tuple[TopKey, ...]
-    split: SplitSuggestion | None
-    unplaced_records: int  # records whose key's MD5 is outside the shard: written with ExplicitHashKey
-    key_error_bound: int  # any top-key count may exceed the truth by at most this
-    is_open: bool = True  # False: closed by a reshard during the window (its rates end at the close)
-
-    @property
-    def recent_utilisation(self) -> float:
-        """Utilisation over the last RECENT_SECONDS: what a live view should colour by."""
-        return utilisation(self.recent_records_per_s, self.recent_bytes_per_s)
-
-    def to_json(self, stream: str | None = None) -> dict:
-        return {
-            "shard_id": self.shard_id,
-            "state": "open" if self.is_open else "closed",
-            "records": self.records,
-            "bytes": self.bytes,
-            "records_per_s": round(self.records_per_s, 3),
-            "bytes_per_s": round(self.bytes_per_s, 3),
-            "peak_records_per_s": self.peak_records_per_s,
-            "peak_bytes_per_s": self.peak_bytes_per_s,
-            "utilisation": round(self.utilisation, 4),
-            "peak_utilisation": round(self.peak_utilisation, 4),
-            "recent_records_per_s": round(self.recent_records_per_s, 3),
-            "recent_bytes_per_s": round(self.recent_bytes_per_s, 3),
-            "top_keys": [row.to_json() for row in self.top_keys],
-            "top_keys_by_bytes": [row.to_json() for row in self.top_keys_by_bytes],
-            "key_error_bound": self.key_error_bound,
-            "unplaced_records": self.unplaced_records,
-            "split": self.split.to_json(stream) if self.split else None,
-            "series": list(self.series),
-        }
-
-
-def utilisation(records_per_s: float, bytes_per_s: float) -> float:
-    """The larger of the two shares of a shard's write limits (1.0 = at the limit)."""
-    return max(records_per_s / SHARD_RECORDS_LIMIT, bytes_per_s / SHARD_BYTES_LIMIT)
 
 
 class ShardHeat:
@@ -470,52 +248,6 @@ class ShardHeat:
         return TopKey(key, records, share, guaranteed, self.by_bytes.count(key) if nbytes is None else nbytes)
 
 
-@dataclass(frozen=True, slots=True)
-class StreamHeatSnapshot:
-    stream: str
-    window_start: float
-    window_end: float
-    shards: tuple[ShardHeatSnapshot, ...]  # key-space order
-
-    @property
-    def records_per_s(self) -> float:
-        return sum(shard.records_per_s for shard in self.shards)
-
-    @property
-    def bytes_per_s(self) -> float:
-        return sum(shard.bytes_per_s for shard in self.shards)
-
-    @property
-    def series(self) -> tuple[int, ...]:
-        """Stream total records per second (sum of the shards' series)."""
-        if not self.shards:
-            return ()
-        return tuple(sum(column) for column in zip(*(shard.series for shard in self.shards)))
-
-    @property
-    def open_shards(self) -> tuple[ShardHeatSnapshot, ...]:
-        return tuple(shard for shard in self.shards if shard.is_open)
-
-    def hottest_first(self) -> list[ShardHeatSnapshot]:
-        return sorted(self.shards, key=lambda shard: (-shard.utilisation, -shard.records, shard.shard_id))
-
-    @property
-    def hottest(self) -> ShardHeatSnapshot | None:
-        """The hottest open shard (a closed one cannot be split any more)."""
-        ranked = [shard for shard in self.hottest_first() if shard.is_open]
-        return ranked[0] if ranked and ranked[0].records else None
-
-    def to_json(self) -> dict:
-        return {
-            "stream": self.stream,
-            "window_seconds": round(self.window_end - self.window_start, 3),
-            "records_per_s": round(self.records_per_s, 3),
-            "bytes_per_s": round(self.bytes_per_s, 3),
-            "limits": {"records_per_s": SHARD_RECORDS_LIMIT, "bytes_per_s": SHARD_BYTES_LIMIT},
-            "hottest_shard": self.hottest.shard_id if self.hottest else None,
-            "shards": [shard.to_json(self.stream) for shard in self.shards],
-        }
-
 
 class StreamHeat:
     """Heat of every sampled shard of one stream over a window of arrival time [start, end)."""
@@ -567,54 +299,3 @@ class StreamHeat:
                   for shard_id, heat in self.shards.items()),
         )
 
-
-# ---------------------------------------------------------------------------------------------
-# What to do about a hot key: write sharding (seed 004)
-# ---------------------------------------------------------------------------------------------
-
-TARGET_UTILISATION = 0.5  # leave each sharded key half a shard, room for the shard's other keys
-
-
-@dataclass(frozen=True, slots=True)
-class HotKeyWhatIf:
-    key: str
-    records_per_s: float
-    bytes_per_s: float
-    suffixes: int  # a power of two (the suffix is xxh64("PK:SK") & (n-1))
-    landing: tuple[tuple[str, str], ...]  # (sharded partition key, shard id) per suffix
-
-    @property
-    def shards_hit(self) -> dict[str, int]:
-        hits: dict[str, int] = {}
-        for _, shard_id in self.landing:
-            hits[shard_id] = hits.get(shard_id, 0) + 1
-        return hits
-
-    def to_json(self) -> dict:
-        return {
-            "key": self.key,
-            "records_per_s": round(self.records_per_s, 3),
-            "bytes_per_s": round(self.bytes_per_s, 3),
-            "suffixes": self.suffixes,
-            "shards_hit": self.shards_hit,
-            "sharded_keys": [{"partition_key": key, "shard_id": shard_id} for key, shard_id in self.landing],
-        }
-
-
-def suffixes_needed(records_per_s: float, bytes_per_s: float, target: float = TARGET_UTILISATION) -> int:
-    """The smallest power of two n >= 2 such that 1/n of the key's traffic stays under `target` of a shard."""
-    needed = max(records_per_s / (target * SHARD_RECORDS_LIMIT), bytes_per_s / (target * SHARD_BYTES_LIMIT))
-    suffixes = 2
-    while suffixes < needed:
-        suffixes *= 2
-    return suffixes
-
-
-def hot_key_what_if(key: str, records_per_s: float, bytes_per_s: float, index: HashRangeIndex, *,
-                    target: float = TARGET_UTILISATION) -> HotKeyWhatIf:
-    """How many suffixes the key needs and which shards the sharded keys `key:0..n-1` land on
-    (the placement is console.writesharding's, seed 004)."""
-    suffixes = suffixes_needed(records_per_s, bytes_per_s, target)
-    placement = spread(key, suffixes, index)
-    landing = tuple((row.partition_key, row.shard_id) for row in placement.suffixes)
-    return HotKeyWhatIf(key, records_per_s, bytes_per_s, suffixes, landing)

@@ -247,6 +247,11 @@ def test_local_predict_creates_the_stream_it_is_asked_about():
     assert document["source"]["stream"] == "fresh" and len(document["distribution"]["buckets"]) == 4
     assert document["keys"][0]["shard_id"] == f"shardId-{md5_hash_key('k') * 4 >> 128:012d}"  # an even 4-way split
     assert "created stream 'fresh' with 4 shards" in result.stderr
+    # --shards N with --local --stream: the shard count the stream is created with, not a conflict
+    result = subprocess.run([sys.executable, "-m", "console.cli", "--local", "--shards", "8", "spread", "hot",
+                             "--suffixes", "2", "--stream", "fresh", "--json"], capture_output=True, text=True, timeout=90)
+    assert result.returncode == 0, result.stderr
+    assert len(json.loads(result.stdout)["suffixes_by_shard"]["buckets"]) == 8
 
 
 # -- the installed script ------------------------------------------------------------------------------

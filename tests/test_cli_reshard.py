@@ -20,6 +20,8 @@ from console.cli import main
 from console.hashkeys import even_split, md5_hash_key
 from console.reshard_exec import open_in_order
 
+from helpers_reshard import keys_hashing_into
+
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path, monkeypatch):
@@ -107,21 +109,11 @@ async def test_plan_usage_errors_exit_2(capsys, tmp_path):
 # ---------------------------------------------------------------- split at the median of recent records
 
 
-def keys_in(shard_range, count, prefix):
-    low, high = shard_range
-    keys, index = [], 0
-    while len(keys) < count:
-        if low <= md5_hash_key(f"{prefix}-{index}") <= high:
-            keys.append(f"{prefix}-{index}")
-        index += 1
-    return keys
-
-
 async def test_split_at_median_of_recent_records_plans_then_runs(capsys, local_kinesis, kinesis, make_stream, log):
     stream = await make_stream(shards=2)
     start, end = even_split(2)[1]
     tenth = start + (end - start) // 10
-    written = keys_in((start, tenth), 90, "hot") + keys_in((tenth + 1, end), 30, "cool")  # skewed to the bottom
+    written = keys_hashing_into(start, tenth, 90, "hot") + keys_hashing_into(tenth + 1, end, 30, "cool")  # skewed to the bottom
     await kinesis.put_records(stream, [{"Data": b"x", "PartitionKey": k} for k in written])
     split = ["split", stream, "--shard", "shardId-000000000001", "--at-median-of-recent", *endpoint(local_kinesis)]
 

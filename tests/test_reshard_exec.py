@@ -27,6 +27,8 @@ from console.reshard import (
 )
 from console.reshard_exec import Executor, median_split_of_recent, open_in_order, sample_recent_keys
 
+from helpers_reshard import keys_hashing_into
+
 
 def open_triples(shards):
     return [(s.shard_id, s.starting_hash_key, s.ending_hash_key, s.parent_shard_id, s.adjacent_parent_shard_id)
@@ -85,17 +87,6 @@ async def test_split_at_median_of_sample_keys_divides_them_evenly(kinesis, make_
 
 
 # ---------------------------------------------------------------- split at the median of recent records
-
-
-def keys_hashing_into(low: int, high: int, count: int, prefix: str) -> list[str]:
-    """`count` distinct partition keys whose MD5 hash key lies in [low, high]."""
-    keys, index = [], 0
-    while len(keys) < count:
-        key = f"{prefix}-{index}"
-        if low <= md5_hash_key(key) <= high:
-            keys.append(key)
-        index += 1
-    return keys
 
 
 async def put_all(kinesis, stream, keys, data=b"{}"):

@@ -27,16 +27,14 @@ from console.reshard import (
     ribbon,
 )
 
+from helpers_reshard import even_shards
+
 
 def stream_of(boundaries) -> list[Shard]:
     """Open shards cut at the given hash keys, numbered in key order."""
     starts = [0, *sorted(set(boundaries))]
     ends = [s - 1 for s in starts[1:]] + [MAX_HASH_KEY]
     return [Shard(shard_id_for_index(i), s, e) for i, (s, e) in enumerate(zip(starts, ends))]
-
-
-def even(count: int) -> list[Shard]:
-    return stream_of(start for start, _ in even_split(count)[1:])
 
 
 boundaries = st.lists(st.integers(min_value=1, max_value=MAX_HASH_KEY), min_size=0, max_size=24, unique=True)
@@ -160,7 +158,7 @@ def test_moved_fraction_of_uniform_sample_estimates_key_space_fraction(cuts, tar
 
 
 def test_midpoint_split_of_a_four_shard_stream_predicts_ids_and_halves():
-    shards = even(4)
+    shards = even_shards(4)
     plan = plan_split(shards, "shardId-000000000001", midpoint(shards[1]))
     new = [s for s in plan.after if not s.unchanged]
     assert [(s.shard_id, s.parent_shard_id) for s in new] == [
@@ -170,7 +168,7 @@ def test_midpoint_split_of_a_four_shard_stream_predicts_ids_and_halves():
 
 
 def test_ids_continue_after_closed_shards():
-    shards = [*even(2), Shard("shardId-000000000002", 0, 10, ending_sequence_number="9")]
+    shards = [*even_shards(2), Shard("shardId-000000000002", 0, 10, ending_sequence_number="9")]
     shards[0] = Shard(shards[0].shard_id, 0, shards[0].ending_hash_key)
     plan = plan_split(shards, "shardId-000000000000", HASH_SPACE // 4)
     assert {s.shard_id for s in plan.after if not s.unchanged} == {"shardId-000000000003", "shardId-000000000004"}
@@ -179,7 +177,7 @@ def test_ids_continue_after_closed_shards():
 def test_median_split_divides_observed_keys_evenly():
     keys = [f"tenant-{i}" for i in range(1001)]
     sample = KeySample.from_partition_keys(keys)
-    shards = even(1)
+    shards = even_shards(1)
     plan = plan_split(shards, "shardId-000000000000", median_hash_key(shards[0], sample))
     low, high = plan.after
     assert abs(sum(low.starting_hash_key <= h <= low.ending_hash_key for h in sample.hash_keys) -
@@ -187,7 +185,7 @@ def test_median_split_divides_observed_keys_evenly():
 
 
 def test_median_needs_keys_in_the_shard():
-    shards = even(4)
+    shards = even_shards(4)
     lonely = KeySample(["a"], [0])
     with pytest.raises(BadInput, match="need at least 2"):
         median_hash_key(shards[3], lonely)
@@ -218,7 +216,7 @@ def test_median_split_is_the_most_even_cut_even_with_hot_keys(weighted):
 
 
 def test_median_split_key_sits_in_the_gap_and_is_shown_in_the_plan(tmp_path):
-    shards = even(2)
+    shards = even_shards(2)
     top = shards[1].starting_hash_key
     sample = KeySample(["a", "b", "c", "d", "elsewhere"], [top + 10, top + 20, top + 1000, top + 2000, 5])
     split = median_split(shards[1], sample, "keys.txt")
@@ -235,7 +233,7 @@ def test_median_split_key_sits_in_the_gap_and_is_shown_in_the_plan(tmp_path):
     (4, 8, 4, 0, 0), (8, 4, 0, 4, 0), (4, 4, 0, 0, 0), (4, 6, 5, 3, 7), (1, 2, 1, 0, 0),
 ])
 def test_rescale_step_model(current, target, splits, merges, short_lived):
-    plan = plan_scale(even(current), target)
+    plan = plan_scale(even_shards(current), target)
     assert (plan.split_steps, plan.merge_steps, plan.short_lived_shards) == (splits, merges, short_lived)
     assert plan.is_noop == (current == target)
 
@@ -249,7 +247,7 @@ def limits_of(plan):
 
 @pytest.mark.parametrize("offset,where", [(0, "at the start of"), (1, "at the start of"), (-1, "outside")])
 def test_split_key_at_or_before_start(offset, where):
-    shards = even(4)
+    shards = even_shards(4)
     plan = plan_split(shards, shards[2].shard_id, shards[2].starting_hash_key + offset)
     [breach] = plan.breaches
     assert breach.limit == "split_key_outside_shard" and where in breach.detail and "StartingHashKey+1" in breach.rule
@@ -257,13 +255,13 @@ def test_split_key_at_or_before_start(offset, where):
 
 
 def test_split_key_at_end_or_beyond():
-    shards = even(4)
+    shards = even_shards(4)
     assert limits_of(plan_split(shards, shards[0].shard_id, shards[0].ending_hash_key)) == ["split_key_outside_shard"]
     assert limits_of(plan_split(shards, shards[0].shard_id, shards[1].ending_hash_key)) == ["split_key_outside_shard"]
 
 
 def test_merge_non_adjacent_names_the_reason():
-    shards = even(4)
+    shards = even_shards(4)
     plan = plan_merge(shards, shards[0].shard_id, shards[3].shard_id)
     [breach] = plan.breaches
     assert breach.limit == "merge_not_adjacent" and "2 open shard(s) lie between them" in breach.detail
@@ -271,7 +269,7 @@ def test_merge_non_adjacent_names_the_reason():
 
 
 def test_closed_shard_cannot_be_split_or_merged():
-    shards = [*even(2), Shard("shardId-000000000009", 0, 5, ending_sequence_number="1")]
+    shards = [*even_shards(2), Shard("shardId-000000000009", 0, 5, ending_sequence_number="1")]
     assert limits_of(plan_split(shards, "shardId-000000000009", 3)) == ["shard_not_open"]
     assert "shard_not_open" in limits_of(plan_merge(shards, "shardId-000000000009", shards[0].shard_id))
 
@@ -284,29 +282,29 @@ def test_closed_shard_cannot_be_split_or_merged():
 ])
 def test_bad_input_is_one_clear_error(call):
     with pytest.raises(BadInput) as caught:
-        call(even(4))
+        call(even_shards(4))
     assert "\n" not in caught.value.message and caught.value.exit_code == 2
 
 
 def test_update_shard_count_doubling_and_halving():
-    assert limits_of(plan_scale(even(4), 9)) == ["update_shard_count_doubling"]
-    assert limits_of(plan_scale(even(4), 8)) == []
-    assert limits_of(plan_scale(even(9), 4)) == ["update_shard_count_halving"]
-    halving = plan_scale(even(9), 4).breaches[0]
+    assert limits_of(plan_scale(even_shards(4), 9)) == ["update_shard_count_doubling"]
+    assert limits_of(plan_scale(even_shards(4), 8)) == []
+    assert limits_of(plan_scale(even_shards(9), 4)) == ["update_shard_count_halving"]
+    halving = plan_scale(even_shards(9), 4).breaches[0]
     assert halving.to_json()["min_target"] == 5 and "at most halve" in halving.rule
 
 
 def test_update_shard_count_daily_quota_from_context():
-    plan = plan_scale(even(4), 8, context=StreamContext(recent_scale_calls=10))
+    plan = plan_scale(even_shards(4), 8, context=StreamContext(recent_scale_calls=10))
     assert limits_of(plan) == ["update_shard_count_daily_quota"]
-    assert limits_of(plan_scale(even(4), 8, context=StreamContext(recent_scale_calls=9))) == []
-    assert limits_of(plan_scale(even(4), 8, context=StreamContext(recent_scale_calls=2),
+    assert limits_of(plan_scale(even_shards(4), 8, context=StreamContext(recent_scale_calls=9))) == []
+    assert limits_of(plan_scale(even_shards(4), 8, context=StreamContext(recent_scale_calls=2),
                                 limits=Limits(scale_calls_per_24h=2))) == ["update_shard_count_daily_quota"]
 
 
 def test_on_demand_and_not_active_block_every_reshard():
     on_demand, updating = StreamContext(mode="ON_DEMAND"), StreamContext(status="UPDATING")
-    shards = even(4)
+    shards = even_shards(4)
     for context, limit in ((on_demand, "on_demand_stream"), (updating, "stream_not_active")):
         assert limit in limits_of(plan_scale(shards, 8, context=context))
         assert limit in limits_of(plan_split(shards, shards[0].shard_id, midpoint(shards[0]), context=context))
@@ -315,20 +313,20 @@ def test_on_demand_and_not_active_block_every_reshard():
 
 
 def test_stream_shard_cap_of_ten_thousand():
-    assert "stream_shard_limit" in limits_of(plan_scale(even(6000), 10001, limits=Limits(account_shard_limit=10**6)))
-    assert "stream_shard_limit" not in limits_of(plan_scale(even(6000), 10000, limits=Limits(account_shard_limit=10**6)))
+    assert "stream_shard_limit" in limits_of(plan_scale(even_shards(6000), 10001, limits=Limits(account_shard_limit=10**6)))
+    assert "stream_shard_limit" not in limits_of(plan_scale(even_shards(6000), 10000, limits=Limits(account_shard_limit=10**6)))
 
 
 def test_account_shard_limit_counts_short_lived_shards():
     assert default_account_shard_limit("us-east-1") == 20_000
     assert default_account_shard_limit("eu-central-1") == 1_000
-    plan = plan_scale(even(600), 1000, context=StreamContext(region="eu-central-1"))
+    plan = plan_scale(even_shards(600), 1000, context=StreamContext(region="eu-central-1"))
     [breach] = plan.breaches
     assert breach.limit == "account_shard_limit" and breach.to_json()["needed"] == plan.peak_open_shards > 1000
-    assert limits_of(plan_scale(even(600), 1000, context=StreamContext(region="us-east-1"))) == []
+    assert limits_of(plan_scale(even_shards(600), 1000, context=StreamContext(region="us-east-1"))) == []
     other_streams = StreamContext(region="us-east-1", account_open_shards=19_990)
-    assert limits_of(plan_split(even(4), "shardId-000000000000", 5 * 10**30, context=other_streams)) == []
-    assert limits_of(plan_split(even(20), "shardId-000000000000", 10**30,
+    assert limits_of(plan_split(even_shards(4), "shardId-000000000000", 5 * 10**30, context=other_streams)) == []
+    assert limits_of(plan_split(even_shards(20), "shardId-000000000000", 10**30,
                                 context=StreamContext(account_open_shards=20_000))) == ["account_shard_limit"]
 
 
@@ -336,7 +334,7 @@ def test_account_shard_limit_counts_short_lived_shards():
 
 
 def test_plan_json_lists_after_shards_as_decimal_strings_with_breaches():
-    plan = plan_scale(even(4), 9, sample=KeySample.from_partition_keys(["a", "b", "c"]))
+    plan = plan_scale(even_shards(4), 9, sample=KeySample.from_partition_keys(["a", "b", "c"]))
     doc = json.loads(json.dumps(plan.to_json()))
     assert [(s["shard_id"], int(s["starting_hash_key"]), int(s["ending_hash_key"])) for s in doc["after"]] == [
         (None, start, end) for start, end in even_split(9)]
@@ -347,7 +345,7 @@ def test_plan_json_lists_after_shards_as_decimal_strings_with_breaches():
 
 def test_ribbon_and_text():
     assert ribbon(even_split(4), 8) == "00112233"
-    plan = plan_split(even(2), "shardId-000000000000", midpoint(even(2)[0]))
+    plan = plan_split(even_shards(2), "shardId-000000000000", midpoint(even_shards(2)[0]))
     text = render_plan(plan, width=8)
     assert "before |00001111|" in text and "after  |AABB1111|" in text
     assert "Ordering:" in text and "Limits: none breached." in text

@@ -5,14 +5,10 @@ from __future__ import annotations
 from textual.app import App
 from textual.widgets import Button, Static
 
-from console.hashkeys import even_split, shard_id_for_index
-from console.model import Shard
 from console.reshard import midpoint, plan_scale, plan_split
 from console.ui.reshard_screens import ConfirmByNameScreen, ReshardPreviewScreen
 
-
-def even(count):
-    return [Shard(shard_id_for_index(i), s, e) for i, (s, e) in enumerate(even_split(count))]
+from helpers_reshard import even_shards
 
 
 class Host(App):
@@ -26,7 +22,7 @@ class Host(App):
 
 
 def split_plan():
-    shards = even(4)
+    shards = even_shards(4)
     return plan_split(shards, shards[1].shard_id, midpoint(shards[1]))
 
 
@@ -51,7 +47,7 @@ async def test_preview_cancel_with_escape():
 
 
 async def test_preview_with_breaches_cannot_proceed():
-    app = Host(lambda: ReshardPreviewScreen(plan_scale(even(4), 9), "orders"))
+    app = Host(lambda: ReshardPreviewScreen(plan_scale(even_shards(4), 9), "orders"))
     async with app.run_test() as pilot:
         assert app.screen.query_one("#proceed", Button).disabled
         assert "more than double" in str(app.screen.query_one("#preview-breaches", Static).render())

@@ -16,13 +16,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
-import sys
 
 from console.backend import BackendConfig, open_backend
+from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, run_async
 from console.cloudwatch_heat import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
-from console.config import load_config
-from console.errors import BadInput, ConsoleError, ReadOnlyRefusal
+from console.errors import BadInput
 from console.hashkeys import HashRangeIndex
 from console.heat import (
     DOMINANT_SHARE,
@@ -245,32 +244,10 @@ def render_cloudwatch(stream: str, seconds: float, shards: list[ShardMetricsHeat
     return "\n".join(lines)
 
 
-def refuse_if_read_only(args: argparse.Namespace) -> None:
-    if getattr(args, "read_only", False):
-        raise ReadOnlyRefusal(f"read-only mode (--read-only): refusing to enable enhanced monitoring on "
-                              f"{args.stream}; nothing was called")
-    if load_config()[0].read_only:
-        raise ReadOnlyRefusal(f"read-only mode (read_only = true in the config): refusing to enable enhanced "
-                              f"monitoring on {args.stream}; nothing was called")
-
-
-def confirm(args: argparse.Namespace, action: str) -> None:
-    """Require --yes, or the stream name typed on a TTY."""
-    if args.yes:
-        return
-    if not sys.stdin.isatty():
-        raise ConsoleError(f"refusing to {action} on {args.stream} without confirmation: no TTY to ask on; "
-                           "pass --yes", code="needs_confirmation")
-    print(f"This will {action} on {args.stream}. Type the stream name to confirm: ",
-          end="", file=sys.stderr, flush=True)
-    if sys.stdin.readline().strip() != args.stream:
-        raise ConsoleError(f"confirmation did not match {args.stream!r}; nothing was called", code="not_confirmed")
-
-
 def run_enable_monitoring(args: argparse.Namespace, config: BackendConfig) -> int:
-    refuse_if_read_only(args)
+    refuse_if_read_only(args, f"enable enhanced monitoring on {args.stream}")
     action = f"enable shard-level enhanced monitoring ({', '.join(SHARD_LEVEL_METRICS)}; billed per shard)"
-    confirm(args, action)
+    confirm_by_stream_name(args, change=f"{action} on {args.stream}", consequence=action)
 
     async def enable() -> tuple[str, ...]:
         async with open_backend(config) as kinesis:

@@ -81,7 +81,8 @@ def register(subparsers, common) -> None:
 def _add_shard_source(parser: argparse.ArgumentParser, *, with_stream: bool) -> None:
     # SUPPRESS keeps a value given before the command name (`kconsole --stream s predict k`).
     parser.add_argument("--shards", default=argparse.SUPPRESS, metavar="N",
-                        help=f"predict against the even split of a new N-shard stream (default {DEFAULT_SHARDS})")
+                        help=f"predict against the even split of a new N-shard stream (default {DEFAULT_SHARDS}); "
+                             "with --local --stream, the shard count the stream is created with")
     if with_stream:
         parser.add_argument("--stream", default=argparse.SUPPRESS, metavar="NAME",
                             help="predict against this live stream's open shards instead")
@@ -117,7 +118,10 @@ def resolve_shard_set(args: Any) -> ShardSet:
     shards = getattr(args, "shards", None)
     stream = getattr(args, "stream", None)
     if shards is not None and stream is not None:
-        raise BadInput("give --shards N or --stream NAME, not both", code="usage")
+        if not getattr(args, "local", False):
+            raise BadInput("give --shards N or --stream NAME, not both", code="usage")
+        # With --local both make sense together: the stream is created on the empty server with N shards.
+        args.shards = parse_shard_count(shards)
     if stream is not None:
         return run_async(_load_stream_shards(args, stream))
     count = DEFAULT_SHARDS if shards is None else parse_shard_count(shards)

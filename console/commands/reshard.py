@@ -14,14 +14,12 @@ A plan that breaches a limit exits 1 (`plan` still prints it; `reshard` calls no
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass, replace
 from collections.abc import Sequence
 from pathlib import Path
 
 from console.actionlog import ActionLog
-from console.config import load_config
-from console.errors import BadInput, ConsoleError, PlanRejected, ReadOnlyRefusal
+from console.errors import BadInput, PlanRejected
 from console.hashkeys import even_split, parse_hash_key, shard_id_for_index
 from console.limits import Limits, StreamContext
 from console.model import Shard
@@ -45,6 +43,7 @@ from console.reshard_exec import (
     PlanBuilder,
     median_split_of_recent,
 )
+from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, run_async
 
 ACTIONS = ("split", "merge", "scale", "even")
@@ -262,15 +261,8 @@ async def _with_recent_median(kinesis, args: argparse.Namespace, inputs: PlanInp
 # ---------------------------------------------------------------- reshard
 
 
-def refuse_if_read_only(args: argparse.Namespace) -> None:
-    config, _ = load_config()
-    if getattr(args, "read_only", False) or config.read_only:
-        source = "--read-only" if getattr(args, "read_only", False) else "read_only = true in the config"
-        raise ReadOnlyRefusal(f"read-only mode ({source}): refusing to {args.action} {args.stream}; nothing was called")
-
-
 def run_reshard(args: argparse.Namespace) -> int:
-    refuse_if_read_only(args)
+    refuse_if_read_only(args, f"{args.action} {args.stream}")
     inputs = read_inputs(args)
     build = plan_builder(args, inputs)
     result = run_async(_reshard(args, inputs, build))
@@ -295,23 +287,9 @@ async def _reshard(args: argparse.Namespace, inputs: PlanInputs, build: PlanBuil
         if plan.is_noop:
             emit(args, {"executed": False, "calls": [], "plan": plan.to_json()}, render_plan(plan) + "\nNothing to do.")
             return None
-        _confirm(args, plan)
+        confirm_by_stream_name(args, change=f"{args.action} {args.stream}", consequence=plan.summary,
+                               advice="review with `kconsole plan` and ", preview=render_plan(plan) + "\n")
         return await executor.execute(build, expected=plan, wait=args.wait)
-
-
-def _confirm(args: argparse.Namespace, plan: ReshardPlan) -> None:
-    """Show the plan, then require the stream name typed on a TTY (or --yes)."""
-    if args.yes:
-        return
-    if not sys.stdin.isatty():
-        raise ConsoleError(f"refusing to {args.action} {args.stream} without confirmation: no TTY to ask on; "
-                           "review with `kconsole plan` and pass --yes", code="needs_confirmation")
-    print(render_plan(plan), file=sys.stderr)
-    print(f"\nThis will {plan.summary} on {args.stream}. Type the stream name to confirm: ",
-          end="", file=sys.stderr, flush=True)
-    answer = sys.stdin.readline().strip()
-    if answer != args.stream:
-        raise ConsoleError(f"confirmation did not match {args.stream!r}; nothing was called", code="not_confirmed")
 
 
 def render_result(result: ExecutionResult) -> str:

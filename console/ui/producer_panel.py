@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
+from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Button, Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
 
@@ -23,21 +24,35 @@ from console.verify import VerificationReport
 
 
 class ProducerPanel(Vertical):
+    # A compact grid (label, field) x 3 per line: the whole form takes three lines, so the progress
+    # and the per-shard table still have room on an 80x24 terminal.
     DEFAULT_CSS = """
     ProducerPanel { height: 1fr; }
-    ProducerPanel #producer-form { height: auto; }
-    ProducerPanel #producer-form Vertical { width: 1fr; height: auto; }
-    ProducerPanel #producer-form Input, ProducerPanel #producer-form Select { width: 1fr; }
-    ProducerPanel #producer-actions { height: auto; }
-    ProducerPanel #producer-status { height: auto; padding: 0 1; }
+    ProducerPanel #producer-form {
+        layout: grid; grid-size: 6; grid-columns: auto 1fr auto 1fr auto 1fr; grid-rows: 1;
+        grid-gutter: 0 1; height: 2; padding: 0 1; margin-top: 1;
+    }
+    ProducerPanel #producer-form Label { color: $text-muted; }
+    ProducerPanel #producer-actions { height: 1; padding: 0 1; margin-top: 1; }
+    ProducerPanel #producer-actions Checkbox { margin-right: 2; }
+    ProducerPanel #producer-actions Button { margin-left: 1; min-width: 9; }
+    ProducerPanel #producer-actions .spacer { width: 1fr; }
+    ProducerPanel #producer-status { height: auto; padding: 0 1; margin-top: 1; }
     ProducerPanel #producer-status.-error { color: $error; }
     ProducerPanel #producer-progress { width: 100%; padding: 0 1; }
     ProducerPanel #producer-progress Bar { width: 1fr; }
-    ProducerPanel #producer-shards { height: 8; }
+    ProducerPanel #producer-shards { height: 1fr; min-height: 4; max-height: 12; }
+    ProducerPanel #producer-results { height: 1fr; }
     ProducerPanel #producer-report { height: auto; padding: 0 1; }
-    ProducerPanel #producer-problems { height: 8; }
-    ProducerPanel #producer-records { height: 8; }
+    ProducerPanel #producer-problems { height: auto; max-height: 8; }
+    ProducerPanel #producer-records { height: auto; max-height: 8; }
+    ProducerPanel DataTable.-empty { display: none; }
     """
+
+    BINDINGS = [
+        Binding("ctrl+s", "start", "Start run", id="producer.start"),
+        Binding("ctrl+t", "stop", "Stop run", id="producer.stop"),
+    ]
 
     class StartRequested(Message):
         """The user asked for a run with these (validated) settings. `panel` is the one to feed."""
@@ -70,31 +85,37 @@ class ProducerPanel(Vertical):
         self.running = False
 
     def compose(self) -> ComposeResult:
-        with Horizontal(id="producer-form"):
-            yield self._field("Keys", Input("100", id="producer-keys", type="integer"))
-            yield self._field("Records per key", Input("10", id="producer-per-key", type="integer"))
-            yield self._field("Payload bytes", Input("128", id="producer-payload", type="integer"))
-            yield self._field("Rate (records/s)", Input("", placeholder="max", id="producer-rate", type="number"))
-            yield self._field("Mode", Select([("batch", "batch"), ("sequential", "sequential")],
-                                             value="batch", allow_blank=False, id="producer-mode"))
-            yield self._field("Explicit hash keys", Select([("none (MD5)", "none"), ("key tree", "keytree")],
-                                                           value="none", allow_blank=False, id="producer-ehk"))
+        with Grid(id="producer-form"):
+            yield Label("Keys")
+            yield Input("100", id="producer-keys", type="integer", compact=True, tooltip="distinct partition keys")
+            yield Label("Records/key")
+            yield Input("10", id="producer-per-key", type="integer", compact=True)
+            yield Label("Payload B")
+            yield Input("128", id="producer-payload", type="integer", compact=True, tooltip="bytes per record")
+            yield Label("Rate/s")
+            yield Input("", placeholder="max", id="producer-rate", type="number", compact=True,
+                        tooltip="records per second for the whole run; empty: as fast as allowed")
+            yield Label("Mode")
+            yield Select([("batch", "batch"), ("sequential", "sequential")], value="batch", allow_blank=False,
+                         id="producer-mode", compact=True,
+                         tooltip="batch: PutRecords, one record per key per batch; sequential: PutRecord chained")
+            yield Label("Hash keys")
+            yield Select([("MD5 of key", "none"), ("key tree", "keytree")], value="none", allow_blank=False,
+                         id="producer-ehk", compact=True, tooltip="explicit hash keys: none, or from the key tree")
         with Horizontal(id="producer-actions"):
-            yield Checkbox("Verify (read back)", value=True, id="producer-verify")
-            yield Checkbox("Pace to shard limits", value=not self._local, id="producer-pace")
-            yield Button("Start", variant="primary", id="producer-start")
-            yield Button("Stop", variant="error", id="producer-stop", disabled=True)
+            yield Checkbox("Verify (read back)", value=True, id="producer-verify", compact=True)
+            yield Checkbox("Pace to shard limits", value=not self._local, id="producer-pace", compact=True)
+            yield Static(classes="spacer")
+            yield Button("Start", variant="primary", id="producer-start", compact=True)
+            yield Button("Stop", variant="error", id="producer-stop", disabled=True, compact=True)
         yield Static("Set up a run and press Start.", id="producer-status")
         yield ProgressBar(total=100, show_eta=False, id="producer-progress")
         yield DataTable(id="producer-shards", cursor_type="none", zebra_stripes=True)
-        with VerticalScroll():
+        with VerticalScroll(id="producer-results"):
             yield Static("", id="producer-report")
-            yield DataTable(id="producer-problems", cursor_type="row", zebra_stripes=True)
-            yield DataTable(id="producer-records", cursor_type="row", zebra_stripes=True)
-
-    @staticmethod
-    def _field(label: str, widget) -> Vertical:
-        return Vertical(Label(label), widget)
+            # Shown only when there is something to list (empty tables would be two stray header lines).
+            yield DataTable(id="producer-problems", cursor_type="row", zebra_stripes=True, classes="-empty")
+            yield DataTable(id="producer-records", cursor_type="row", zebra_stripes=True, classes="-empty")
 
     def on_mount(self) -> None:
         self.query_one("#producer-shards", DataTable).add_columns("Shard", "Acked", "Rate", "Throttled", "Pace")
@@ -128,9 +149,20 @@ class ProducerPanel(Vertical):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         if event.button.id == "producer-stop":
-            self.post_message(self.StopRequested(self))
-            return
-        if event.button.id != "producer-start" or self.running:
+            self.action_stop()
+        elif event.button.id == "producer-start":
+            self.action_start()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Start writes records: greyed out (None) in read-only mode; each key only when it can act."""
+        if action == "start":
+            return None if getattr(self.app, "read_only", False) or self.running else True
+        if action == "stop":
+            return True if self.running else None
+        return True
+
+    def action_start(self) -> None:
+        if self.running:
             return
         try:
             settings, verify = self.read_settings()
@@ -138,6 +170,10 @@ class ProducerPanel(Vertical):
             self.show_error(error.message)
             return
         self.post_message(self.StartRequested(self, settings, verify))
+
+    def action_stop(self) -> None:
+        if self.running:
+            self.post_message(self.StopRequested(self))
 
     # -- fed by the app ----------------------------------------------------------------------------
 
@@ -149,8 +185,9 @@ class ProducerPanel(Vertical):
                      f"{settings.records_per_key}), {settings.mode} mode")
         self.query_one("#producer-progress", ProgressBar).update(total=settings.total, progress=0)
         self.query_one("#producer-shards", DataTable).clear()
-        self.query_one("#producer-problems", DataTable).clear()
-        self.query_one("#producer-records", DataTable).clear()
+        for table_id in ("#producer-problems", "#producer-records"):
+            self.query_one(table_id, DataTable).clear()
+            self.query_one(table_id).add_class("-empty")
         self.query_one("#producer-report", Static).update("")
 
     def show_progress(self, progress: ProducerProgress) -> None:
@@ -199,6 +236,7 @@ class ProducerPanel(Vertical):
         for index, problem in enumerate(report.problems):
             problems.add_row(problem.kind, problem.key, str(problem.seq), short_shard_id(problem.shard_id or "-"),
                              problem.detail, key=str(index))
+        problems.set_class(not report.problems, "-empty")
 
     def show_finished(self) -> None:
         """A run without verification ended."""
@@ -226,6 +264,7 @@ class ProducerPanel(Vertical):
             table.add_row("-" if row["position"] is None else str(row["position"]), str(row["seq"]),
                           short_shard_id(row["shard_id"] or "never read"), row["sequence_number"] or "-",
                           short_shard_id(row["acked_shard_id"] or "not acked"), row["acked_sequence_number"] or "-")
+        table.remove_class("-empty")
         self._status(f"records of key {key}: {table.row_count}")
 
     # -- helpers ------------------------------------------------------------------------------------
@@ -233,6 +272,7 @@ class ProducerPanel(Vertical):
     def _set_running(self, running: bool) -> None:
         self.query_one("#producer-start", Button).disabled = running
         self.query_one("#producer-stop", Button).disabled = not running
+        self.refresh_bindings()  # the footer greys Start / Stop to match
 
     def _status(self, text: str, *, error: bool = False) -> None:
         status = self.query_one("#producer-status", Static)

@@ -142,8 +142,14 @@ async def run_flow(app: "KConsoleApp", operation: str, suggested_split: int | No
         def build(shards, context):
             return plan_scale(shards, target, context=context)
 
-    executor = Executor(app.source, stream, action_log=ActionLog.default(),
-                        progress=lambda text: app.notify(text, title=operation, timeout=6))
+    def progress(text: str) -> None:
+        # A toast for the log of steps, the header for the state now (it stays until the end),
+        # and a poll so the header's status and the table follow the stream while it is UPDATING.
+        app.notify(text, title=operation, timeout=6)
+        app.header.update_state(activity=f"{operation}: {text}")
+        app.poll_now()
+
+    executor = Executor(app.source, stream, action_log=ActionLog.default(), progress=progress)
     try:
         _summary, shards, context = await executor.snapshot()
         plan = build(shards, context)
@@ -157,6 +163,7 @@ async def run_flow(app: "KConsoleApp", operation: str, suggested_split: int | No
         app.notify(f"{operation}: cancelled, nothing was called", timeout=4)
         return
     app.notify(f"{operation}: running — {plan.summary}", title=operation, timeout=6)
+    app.header.update_state(activity=f"{operation}: running, waiting for ACTIVE")
     try:
         result = await executor.execute(build, expected=plan, wait=True)
     except ConsoleError as error:
@@ -165,4 +172,6 @@ async def run_flow(app: "KConsoleApp", operation: str, suggested_split: int | No
         outcome = "as planned" if not result.differences else "; ".join(result.differences)
         app.notify(f"{operation} done ({', '.join(result.calls) or 'no calls'}); stream {result.status}; {outcome}",
                    title=operation, timeout=10)
+    finally:
+        app.header.update_state(activity=None)
     app.poll_now()

@@ -1,6 +1,11 @@
-"""The two-line header: where we are connected, which stream, its health, and how fresh the data is.
+"""The two-line header: which stream and how healthy it is, where we are connected, how fresh the data is.
+
+    orders  ACTIVE  PROVISIONED  4 open shards  retention 24h
+    local 127.0.0.1:4567 · us-east-1 · profile ops            READ-ONLY  refreshed 3s ago
 
 It turns red with the reason when a poll fails and goes back to normal on the next good poll.
+The right-hand parts (a running reshard, read-only, the age) stay put; a long left part is cut
+with an ellipsis first, so an 80-column terminal still shows every field.
 """
 
 from __future__ import annotations
@@ -9,11 +14,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
 from console.model import StreamSummary
 from console.ui.format import format_age
+
+GAP = "  "  # fields are separated by space, not punctuation: easier to scan
 
 
 @dataclass(frozen=True)
@@ -27,10 +35,22 @@ class HeaderState:
     error: str | None = None  # why the last poll failed; None when healthy
     read_only: bool = False
     polling: bool = False
+    activity: str | None = None  # a long-running action in progress (e.g. a reshard waiting for ACTIVE)
 
 
 class ConsoleHeader(Widget):
     """Always visible; re-renders once a second so the refresh age stays true."""
+
+    COMPONENT_CLASSES = {"console-header--ok", "console-header--busy", "console-header--dim",
+                         "console-header--badge"}
+
+    DEFAULT_CSS = """
+    ConsoleHeader > .console-header--ok { color: $text-success; text-style: bold; }
+    ConsoleHeader > .console-header--busy { color: $text-warning; text-style: bold; }
+    ConsoleHeader > .console-header--dim { color: $text-muted; }
+    ConsoleHeader > .console-header--badge { color: $text-warning; text-style: bold; }
+    ConsoleHeader.-failing > .console-header--dim { color: $text; }
+    """
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -51,33 +71,56 @@ class ConsoleHeader(Widget):
     def failing(self) -> bool:
         return self.state.error is not None
 
+    def _part(self, name: str) -> Style:
+        return self.get_component_rich_style(f"console-header--{name}", partial=True)
+
     def render(self) -> Text:
         state = self.state
+        width = self.content_region.width or 80
         age = "never" if state.refreshed_at is None else format_age(max(0.0, self._clock() - state.refreshed_at))
-        top = Text(no_wrap=True, overflow="ellipsis")
-        top.append(" kconsole ", style="bold reverse")
-        top.append(f" {state.backend or 'not connected'}", style="bold")
-        if state.region and state.region not in state.backend:
-            top.append(f" · {state.region}")
-        if state.profile and state.profile not in state.backend:
-            top.append(f" · profile {state.profile}")
-        if state.read_only:
-            top.append(" ")
-            top.append(" READ-ONLY ", style="bold reverse")
-        if state.error is None:
-            top.append(f" · refreshed {age}")
-            if state.polling:
-                top.append(" ⟳")
-        bottom = Text(no_wrap=True, overflow="ellipsis")
-        bottom.append(f" {state.stream or '(no stream: press p)'}", style="bold")
+        dim = self._part("dim")
+
+        stream_line = Text()
+        stream_line.append(f" {state.stream or '(no stream: press p)'}", style="bold")
         summary = state.summary
         if state.error is not None:
-            bottom.append(" · ")
-            bottom.append(f"POLL FAILED: {state.error}", style="bold")
-            bottom.append(f" · last good {age} · retrying")
+            stream_line.append(f"{GAP}POLL FAILED: {state.error}", style="bold")
         elif summary is not None:
-            bottom.append(" · ")
-            bottom.append(summary.status, style="bold" if summary.status == "ACTIVE" else "bold reverse")
-            bottom.append(f" · {summary.mode} · {summary.open_shard_count} open shards"
-                          f" · retention {summary.retention_hours}h")
-        return Text("\n").join([top, bottom])
+            healthy = summary.status == "ACTIVE"
+            stream_line.append(GAP)
+            # The gap goes inside the styled span: SVG renderers that drop a span's leading spaces
+            # (the screenshots) would otherwise run the words together.
+            stream_line.append(summary.status + GAP, style=self._part("ok" if healthy else "busy"))
+            stream_line.append(f"{summary.mode}{GAP}{summary.open_shard_count} open shards"
+                               f"{GAP}retention {summary.retention_hours}h")
+
+        where = Text(f" {state.backend or 'not connected'}", style=dim)
+        if state.region and state.region not in state.backend:
+            where.append(f" · {state.region}")
+        if state.profile and state.profile not in state.backend:
+            where.append(f" · profile {state.profile}")
+        right = Text()
+        if state.activity:
+            right.append(f"{state.activity}{GAP}", style=self._part("busy"))
+        if state.read_only:
+            right.append(" READ-ONLY ", style=self._part("badge") + Style(reverse=True))
+            right.append(GAP)
+        if state.error is not None:
+            right.append(f"last good data {age}, retrying ", style="bold")
+        else:
+            right.append("refreshing… " if state.polling else f"refreshed {age} ", style=dim)
+        return Text("\n").join([_spread(stream_line, Text(), width), _spread(where, right, width)])
+
+
+def _spread(left: Text, right: Text, width: int) -> Text:
+    """`left` then `right` flush with the right edge; the left part is cut (with …) when both do not fit."""
+    room = max(0, width - right.cell_len)
+    if left.cell_len > room:
+        left = left.copy()
+        left.truncate(max(0, room - 1), overflow="ellipsis")  # ends in "…"; one space before `right`
+    line = left.copy()
+    line.append(" " * max(0, width - left.cell_len - right.cell_len))
+    line.append_text(right)
+    line.no_wrap = True
+    line.overflow = "ellipsis"
+    return line

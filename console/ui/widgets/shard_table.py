@@ -79,6 +79,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("throughput", "Rate", 14, _throughput_text,
            lambda s, h: (h.records_per_s if h else -1.0, s.shard_id), align_right=True),
 )
+_STALE = Style(dim=True, italic=True)
 COLUMN_BY_KEY = {column.key: column for column in COLUMNS}
 SORTABLE = ("start", "shard", "state", "share", "throughput")
 THREADED_SORT_ROWS = 50_000  # a full sort of more rows runs off the UI loop (10k sort inline in ~15 ms;
@@ -129,6 +130,7 @@ class ShardTable(ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self._shards: dict[str, Shard] = {}
         self._heat: dict[str, ShardHeat] = {}
+        self.heat_stale = False  # the sampler stopped: the Rate column shows its last figures, dimmed
         # Shown shards (filtered) in ascending sort-key order, with their keys for bisecting;
         # with a reverse sort, row r shows _ascending[-1 - r].
         self._ascending: list[str] = []
@@ -235,6 +237,9 @@ class ShardTable(ScrollView, can_focus=True):
 
     def set_heat(self, heat: dict[str, ShardHeat]) -> None:
         """Show a throughput column (from the heat panel); an empty dict hides it again."""
+        if self.heat_stale:
+            self.heat_stale = False
+            self.refresh()
         previous, self._heat = self._heat, dict(heat)
         show = bool(self._heat)
         if show != self.show_throughput:
@@ -246,6 +251,13 @@ class ShardTable(ScrollView, can_focus=True):
         else:
             self._refresh_rows({sid for sid in self._heat.keys() | previous.keys()
                                 if self._heat.get(sid) != previous.get(sid)})
+
+    def set_heat_stale(self) -> None:
+        """The sampler stopped (its panel was hidden): keep the last figures, dimmed, under
+        "Rate (stale)", rather than let old rates pass for live ones. The next `set_heat` revives it."""
+        if self._heat and not self.heat_stale:
+            self.heat_stale = True
+            self.refresh()
 
     def set_filter(self, text: str) -> None:
         self.filter_text = text.strip().lower()
@@ -465,17 +477,18 @@ class ShardTable(ScrollView, can_focus=True):
 
     def _cells(self, texts: list[str], style: Style) -> list[Segment]:
         segments = [Segment(" ", style)]
+        stale = style + _STALE if self.heat_stale else style
         for column, text in zip(self._visible_columns(), texts):
             if len(text) > column.width:
                 text = text[: column.width - 1] + "…"
             cell = text.rjust(column.width) if column.align_right else text.ljust(column.width)
-            segments.append(Segment(cell + " ", style))
+            segments.append(Segment(cell + " ", stale if column.key == "throughput" else style))
         return segments
 
     def _header_strip(self) -> Strip:
         labels = []
         for column in self._visible_columns():
-            label = column.label
+            label = "Rate (stale)" if column.key == "throughput" and self.heat_stale else column.label
             if column.key == self.sort_column:
                 label = f"{label}{'▼' if self.sort_reverse else '▲'}"
             labels.append(label)
@@ -488,7 +501,7 @@ class ShardTable(ScrollView, can_focus=True):
         style = self._style("")
         if not shard.is_open:
             style += self._style("shard-table--closed")
-        if heat is not None and heat.utilisation >= 0.8:
+        if heat is not None and heat.utilisation >= 0.8 and not self.heat_stale:
             style += self._style("shard-table--hot")
         if row == self._cursor:
             style += self._style("shard-table--cursor")

@@ -1,0 +1,43 @@
+"""The two guards every changing command passes before its first call: read-only mode, then the
+operator's confirmation (--yes, or the stream name typed on a TTY). Both refuse with one line that
+says nothing was called."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from console.config import load_config
+from console.errors import ConsoleError, ReadOnlyRefusal
+
+
+def refuse_if_read_only(args: argparse.Namespace, change: str) -> None:
+    """Refuse `change` (e.g. "split my-stream") in read-only mode, naming where the mode was set.
+    The flag is checked first, so --read-only refuses without reading the config at all."""
+    if getattr(args, "read_only", False):
+        source = "--read-only"
+    elif load_config()[0].read_only:
+        source = "read_only = true in the config"
+    else:
+        return
+    raise ReadOnlyRefusal(f"read-only mode ({source}): refusing to {change}; nothing was called")
+
+
+def confirm_by_stream_name(args: argparse.Namespace, *, change: str, consequence: str,
+                           advice: str = "", preview: str | None = None) -> None:
+    """Go ahead on --yes or when the operator types the stream name; otherwise refuse.
+
+    `change` names the change in the refusal ("split my-stream"), `consequence` ends the prompt's
+    "This will ..." sentence, `advice` comes before "pass --yes" when there is no TTY, and
+    `preview` (e.g. the plan) is shown on stderr before the prompt."""
+    if args.yes:
+        return
+    if not sys.stdin.isatty():
+        raise ConsoleError(f"refusing to {change} without confirmation: no TTY to ask on; {advice}pass --yes",
+                           code="needs_confirmation")
+    if preview is not None:
+        print(preview, file=sys.stderr)
+    print(f"This will {consequence} on {args.stream}. Type the stream name to confirm: ",
+          end="", file=sys.stderr, flush=True)
+    if sys.stdin.readline().strip() != args.stream:
+        raise ConsoleError(f"confirmation did not match {args.stream!r}; nothing was called", code="not_confirmed")
