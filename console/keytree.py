@@ -21,16 +21,25 @@ Differences from the seed, all deliberate:
 - A full subtree is never entered: the seed would hand out a duplicate there (its intervals
   overlap once they shrink to one integer). Until that point the keys are identical to the seed's.
 - Everything is iterative: the tree is 128 levels deep at the bottom.
+
+The batch arithmetic of `next_keys` lives in console.keytree_batch and the balance report in
+console.keytree_report (its names are re-exported here).
 """
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from console.errors import BadInput
 from console.hashkeys import HASH_SPACE
+from console.keytree_batch import Batch, deliver, plan_sides
+from console.keytree_report import BalanceReport, Imbalance, LevelFill
+
+__all__ = [
+    "BALANCED", "KEY", "PLACEHOLDER", "BalanceReport", "Imbalance", "KeySpaceExhausted", "KeyTree", "LevelFill",
+    "balanced_key",
+]
 
 # What a stored node is.
 PLACEHOLDER = 0  # a position on the way to existing keys, free to hand out
@@ -118,52 +127,6 @@ for _stand_in in (_EMPTY, _NO_ROOM):
     _stand_in.left = _stand_in.right = _stand_in
 _EMPTY.capacity = 1 << 200  # never full
 _NO_ROOM.capacity = 0  # always full
-
-
-@dataclass(frozen=True, slots=True)
-class LevelFill:
-    depth: int
-    keys: int
-    capacity: int
-
-    @property
-    def fill(self) -> float:
-        return self.keys / self.capacity
-
-
-@dataclass(frozen=True, slots=True)
-class Imbalance:
-    """The position whose two subtrees differ most in key count (ties: the shallowest, then lowest)."""
-
-    key: int
-    depth: int
-    left: int
-    right: int
-
-    @property
-    def difference(self) -> int:
-        return abs(self.left - self.right)
-
-
-@dataclass(frozen=True, slots=True)
-class BalanceReport:
-    total_keys: int
-    levels: tuple[LevelFill, ...]  # depths 0 .. deepest key, in order
-    worst: Imbalance | None  # None for an empty tree
-
-    def to_json(self) -> dict:
-        worst = self.worst
-        return {
-            "total_keys": self.total_keys,
-            "levels": [
-                {"depth": lv.depth, "keys": lv.keys, "capacity": str(lv.capacity), "fill": lv.fill}
-                for lv in self.levels
-            ],
-            "worst_imbalance": None if worst is None else {
-                "key": str(worst.key), "depth": worst.depth, "left": worst.left, "right": worst.right,
-                "difference": worst.difference,
-            },
-        }
 
 
 def _check_ceil(ceil: int) -> int:
@@ -267,18 +230,9 @@ class KeyTree:
                 continue
             # The child position is not stored: it is empty, or a placeholder above a deeper stored
             # node. Either way the key lands on it.
-            go_left = child is left
-            value, level = _child_position(node.value, node.level, go_left)
-            placed = _Node(value, level, child.count + 1, BALANCED if child is _EMPTY else KEY)
-            _mark_no_room(placed)
-            if child is not _EMPTY:
-                _link(placed, child, child.value < value)
-            if go_left:
-                node.left = placed
-            else:
-                node.right = placed
-            per_level[level] += 1
-            return value
+            placed = _store_child(node, child is left, child.count + 1, KEY)
+            per_level[placed.level] += 1
+            return placed.value
 
     def next_keys(self, count: int) -> list[int]:
         """The next `count` balanced keys, in order: the same as calling next_key() `count` times.
@@ -300,7 +254,7 @@ class KeyTree:
         """Plan top-down (how many keys each subtree gets), assemble bottom-up (their order).
         Iterative: a subtree's keys are delivered to its parent's batch once they are all known."""
         per_level = self._keys_per_level
-        first = _Batch(root, count, None, True)
+        first = Batch(root, count, None, True)
         stack = [first]
         while stack:
             batch = stack.pop()
@@ -308,7 +262,7 @@ class KeyTree:
             node.count += wanted
             if node.kind == BALANCED:
                 batch.keys = _balanced_run_keys(node, node.count - wanted, wanted, per_level)
-                _deliver(batch)
+                deliver(batch)
                 continue
             if node.kind == PLACEHOLDER:
                 node.kind = KEY
@@ -316,17 +270,17 @@ class KeyTree:
                 batch.keys = [node.value]
                 wanted -= 1
             if not wanted:
-                _deliver(batch)
+                deliver(batch)
                 continue
             left, right = node.left, node.right
-            batch.runs, to_left, to_right = _plan(wanted, left.count, right.count, left.capacity, right.capacity)
+            batch.runs, to_left, to_right = plan_sides(wanted, left.count, right.count, left.capacity, right.capacity)
             for go_left, share in ((True, to_left), (False, to_right)):
                 if share:
                     batch.waiting += 1
-                    stack.append(_Batch(_direct_child(node, go_left), share, batch, go_left))
+                    stack.append(Batch(_direct_child(node, go_left), share, batch, go_left))
         return first.keys
 
-        # -- reporting --------------------------------------------------------------------------------
+    # -- reporting --------------------------------------------------------------------------------
 
     def keys(self) -> list[int]:
         """All keys in the tree, ascending."""
@@ -409,110 +363,22 @@ def _worst_in_balanced_run(node: _Node) -> tuple[int, int, int, int]:
         count = left
 
 
-
-class _Batch:
-    """Keys one subtree hands out in a next_keys call; `keys` is filled once known."""
-
-    __slots__ = ("node", "count", "parent", "is_left", "keys", "runs", "waiting", "left_keys", "right_keys")
-
-    def __init__(self, node: _Node, count: int, parent: "_Batch | None", is_left: bool) -> None:
-        self.node, self.count, self.parent, self.is_left = node, count, parent, is_left
-        self.keys: list[int] = []
-        self.runs: list[tuple[int, int]] = []
-        self.waiting = 0
-        self.left_keys: list[int] = []
-        self.right_keys: list[int] = []
-
-
-_TO_LEFT, _TO_RIGHT, _ALTERNATE = 0, 1, 2
-
-
-def _plan(wanted: int, left: int, right: int, left_cap: int, right_cap: int) -> tuple[list[tuple[int, int]], int, int]:
-    """The sides `wanted` successive next keys take below a node holding a key, as runs.
-
-    Each key goes to the side with fewer keys (ties left) unless that side is full. So: the smaller
-    side catches up, then the keys alternate left, right, ... until one side is full, then the rest go
-    to the other. Returns (runs of (side, how many), keys to the left, keys to the right)."""
-    runs: list[tuple[int, int]] = []
-    to_left = to_right = 0
-    if left < right:
-        catch_up = min(wanted, right - left, left_cap - left)
-        if catch_up:
-            runs.append((_TO_LEFT, catch_up))
-        to_left, wanted, left = catch_up, wanted - catch_up, left + catch_up
-        if wanted and left < right:  # the left side filled up first
-            runs.append((_TO_RIGHT, wanted))
-            return runs, to_left, wanted
-    elif left > right:
-        catch_up = min(wanted, left - right, right_cap - right)
-        if catch_up:
-            runs.append((_TO_RIGHT, catch_up))
-        to_right, wanted, right = catch_up, wanted - catch_up, right + catch_up
-        if wanted and right < left:
-            runs.append((_TO_LEFT, wanted))
-            return runs, wanted, to_right
-    if wanted:
-        left_room, right_room = left_cap - left, right_cap - right
-        alternating = min(wanted, 2 * min(left_room, right_room) + (left_room > right_room))
-        if alternating:
-            runs.append((_ALTERNATE, alternating))
-            to_left += (alternating + 1) // 2
-            to_right += alternating // 2
-            wanted -= alternating
-        if wanted:
-            if left_room > right_room:
-                runs.append((_TO_LEFT, wanted))
-                to_left += wanted
-            else:
-                runs.append((_TO_RIGHT, wanted))
-                to_right += wanted
-    return runs, to_left, to_right
-
-
-def _deliver(batch: _Batch) -> None:
-    """Hand a finished batch's keys to its parent; finish every parent that was waiting only on it."""
-    while batch.parent is not None:
-        parent = batch.parent
-        if batch.is_left:
-            parent.left_keys = batch.keys
-        else:
-            parent.right_keys = batch.keys
-        parent.waiting -= 1
-        if parent.waiting:
-            return
-        parent.keys.extend(_interleave(parent.runs, parent.left_keys, parent.right_keys))
-        batch = parent
-
-
-def _interleave(runs: list[tuple[int, int]], left: list[int], right: list[int]) -> list[int]:
-    out: list[int] = []
-    i = j = 0
-    for side, size in runs:
-        if side == _TO_LEFT:
-            out += left[i:i + size]
-            i += size
-        elif side == _TO_RIGHT:
-            out += right[j:j + size]
-            j += size
-        else:
-            from_left, from_right = (size + 1) // 2, size // 2
-            segment = [0] * size
-            segment[0::2] = left[i:i + from_left]
-            segment[1::2] = right[j:j + from_right]
-            out += segment
-            i += from_left
-            j += from_right
-    return out
-
-
 def _direct_child(node: _Node, go_left: bool) -> _Node:
     """The stored node at a child position, storing it first when it is empty or only implied (a
     placeholder above a deeper stored node)."""
     child = node.left if go_left else node.right
     if child.direct:
         return child
+    return _store_child(node, go_left, child.count, PLACEHOLDER)
+
+
+def _store_child(node: _Node, go_left: bool, count: int, kind: int) -> _Node:
+    """Store a node of `kind` holding `count` keys at an empty or only implied child position; it
+    adopts the deeper stored node the position stood above. An empty position becomes BALANCED
+    instead, since nothing is stored below it."""
+    child = node.left if go_left else node.right
     value, level = _child_position(node.value, node.level, go_left)
-    placed = _Node(value, level, child.count, BALANCED if child is _EMPTY else PLACEHOLDER)
+    placed = _Node(value, level, count, BALANCED if child is _EMPTY else kind)
     _mark_no_room(placed)
     if child is not _EMPTY:
         _link(placed, child, child.value < value)

@@ -15,7 +15,7 @@ counted and reported to the map (`invalidate(seen_at, predicted_shard)`, seed 00
 Transport, shard map, key source and clocks are injected: this module does no I/O of its own.
 
 This module is the async driver. The settings live in console.producer_settings, the per-key
-bookkeeping in console.producer_keys and what a run reports in console.produce_report; their
+bookkeeping in console.producer_ledger and what a run reports in console.produce_report; their
 names are re-exported here.
 """
 
@@ -51,9 +51,9 @@ from console.produce_report import (
     ShardMismatch,
     ShardProgress,
 )
-from console.producer_keys import KeyState, PendingRecord
+from console.producer_ledger import KeyState, PendingRecord, RecordLedger, Requeue
 from console.producer_settings import MAX_BATCH_BYTES, MAX_BATCH_RECORDS, ProducerSettings
-from console.testrecords import encode_record, partition_key_for
+from console.testrecords import partition_key_for
 
 __all__ = [
     "MAX_BATCH_BYTES", "MAX_BATCH_RECORDS", "THROTTLE_ERROR",
@@ -116,6 +116,8 @@ class OrderedProducer:
                                           if k.explicit_hash_key is not None}
         self._meter = ProgressMeter(settings, self.result, self._pacer, clock=clock, on_progress=on_progress,
                                     interval=progress_interval)
+        self._ledger = RecordLedger(settings, self.result, self._meter, clock=clock, wall_clock=wall_clock,
+                                    on_mismatch=self._invalidate)
         self._ran = False
 
     # -- set-up ---------------------------------------------------------------------------------
@@ -167,7 +169,7 @@ class OrderedProducer:
 
         def requeue(key: KeyState, due: float) -> None:
             nonlocal counter
-            if key.queued or key.abandoned or not self._has_work(key):
+            if key.queued or key.abandoned or not self._ledger.has_work(key):
                 return
             if due > self._clock():
                 counter += 1
@@ -191,7 +193,7 @@ class OrderedProducer:
                 now = self._clock()
                 while delayed and delayed[0][0] <= now:
                     key = heapq.heappop(delayed)[2]
-                    if not key.queued and self._has_work(key):
+                    if not key.queued and self._ledger.has_work(key):
                         key.queued = True
                         ready.append(key)
                 wait_hint = None
@@ -222,28 +224,6 @@ class OrderedProducer:
         if fatal:
             raise fatal[0]
 
-    def _has_work(self, key: KeyState) -> bool:
-        return not key.abandoned and (bool(key.pending) or key.next_seq < self.settings.records_per_key)
-
-    def _head(self, key: KeyState) -> PendingRecord | None:
-        """The key's first record not in a request, built on first use. Ordered mode only asks when
-        nothing of the key is in flight, so this is the oldest unacknowledged record."""
-        for record in key.pending:
-            if not record.in_request:
-                return record
-        if key.next_seq >= self.settings.records_per_key:
-            return None
-        sent_at = self._wall()
-        data = encode_record(self.settings.run_id, key.name, key.next_seq, sent_at, self.settings.payload_bytes)
-        record = PendingRecord(key, key.next_seq, data, sent_at, self._clock(), size=len(data) + key.name_bytes)
-        key.next_seq += 1
-        key.pending.append(record)
-        return record
-
-    def _has_untaken(self, key: KeyState) -> bool:
-        return not key.abandoned and (key.next_seq < self.settings.records_per_key
-                                      or any(not record.in_request for record in key.pending))
-
     def _prediction(self, key: KeyState) -> tuple[str | None, str | None]:
         """(the shard map's prediction, the shard to pace against: the prediction or the last ack's)."""
         predicted = self._map.predict(key.hash_key) if self._map is not None else None
@@ -251,19 +231,6 @@ class OrderedProducer:
 
     def _predict(self, key: KeyState) -> str | None:
         return self._prediction(key)[1]
-
-    def _take(self, record: PendingRecord, predicted: str | None) -> None:
-        """The record goes into a request now."""
-        if record.attempts == 0:
-            self.result.sent += 1
-            record.first_predicted = predicted
-        record.attempts += 1
-        record.in_request = True
-        record.predicted = predicted
-        key = record.key
-        key.in_flight += 1
-        if key.in_flight > self.result.max_in_flight_per_key:
-            self.result.max_in_flight_per_key = key.in_flight
 
     def _build_batch(self, ready: deque, now: float) -> tuple[list[PendingRecord], float | None]:
         """Take records from ready keys, at most one per key (unless the rule is switched off), within
@@ -278,7 +245,7 @@ class OrderedProducer:
             key.queued = False
             if key.abandoned:
                 continue
-            record = self._head(key)
+            record = self._ledger.head(key)
             if record is None:
                 continue
             if nbytes + record.size > settings.max_batch_bytes and batch:
@@ -298,10 +265,10 @@ class OrderedProducer:
                 wait_hint = hint if wait_hint is None else min(wait_hint, hint)
                 held.append(key)
                 continue
-            self._take(record, predicted)
+            self._ledger.take(record, predicted)
             batch.append(record)
             nbytes += record.size
-            if not settings.one_record_per_key and self._has_untaken(key):
+            if not settings.one_record_per_key and self._ledger.has_untaken(key):
                 # The naive batcher takes the key's next record too, straight away.
                 key.queued = True
                 ready.appendleft(key)
@@ -310,7 +277,7 @@ class OrderedProducer:
             ready.appendleft(key)
         return batch, wait_hint
 
-    async def _send_batch(self, batch: list[PendingRecord], requeue: Callable[[KeyState, float], None]) -> None:
+    async def _send_batch(self, batch: list[PendingRecord], requeue: Requeue) -> None:
         entries = []
         for record in batch:
             entry = {"Data": record.data, "PartitionKey": record.key.name}
@@ -327,16 +294,16 @@ class OrderedProducer:
             for shard in {self._predict(r.key) for r in batch}:
                 self._pacer.throttled(shard, now)
             self.result.throttled += len(batch)
-            self._retry_all(batch, str(error), requeue, outcome_known=True, sent_wall=sent_wall)
+            self._ledger.retry_all(batch, str(error), requeue, outcome_known=True, sent_wall=sent_wall)
             return
         except (BackendError, OSError, TimeoutError) as error:
-            self._retry_all(batch, str(error), requeue, outcome_known=False, sent_wall=sent_wall)
+            self._ledger.retry_all(batch, str(error), requeue, outcome_known=False, sent_wall=sent_wall)
             return
         now, wall = self._clock(), self._wall()
         results = response.get("Records") or []
         if len(results) != len(batch):
             # A malformed answer says nothing trustworthy about any record in it.
-            self._retry_all(batch, f"PutRecords answered {len(results)} results for {len(batch)} records",
+            self._ledger.retry_all(batch, f"PutRecords answered {len(results)} results for {len(batch)} records",
                             requeue, outcome_known=False, sent_wall=sent_wall)
             return
         failures: list[tuple[PendingRecord, str]] = []
@@ -348,38 +315,13 @@ class OrderedProducer:
                     self.result.throttled += 1
                 failures.append((record, f"{code}: {outcome.get('ErrorMessage', '')}".rstrip(": ")))
             else:
-                self._acknowledge(record, outcome["ShardId"], outcome["SequenceNumber"], now, wall)
+                self._ledger.acknowledge(record, outcome["ShardId"], outcome["SequenceNumber"], now, wall)
                 self._pacer.succeeded(outcome["ShardId"], now)
-        self._retry(failures, requeue)
+        self._ledger.retry(failures, requeue)
         failed_ids = {id(record) for record, _ in failures}
         for record in batch:
             if id(record) not in failed_ids:
                 requeue(record.key, now)
-
-    def _acknowledge(self, record: PendingRecord, shard_id: str, sequence_number: str, now: float, wall: float) -> None:
-        key = record.key
-        key.in_flight -= 1
-        record.in_request = False
-        # Acks come back in key order: only one in flight (ordered) or FIFO per request (naive).
-        try:
-            key.pending.remove(record)
-        except ValueError:  # pragma: no cover - a record is acknowledged once
-            pass
-        key.learned_shard = shard_id
-        key.last_sequence_number = sequence_number
-        result = self.result
-        result.acks[(key.name, record.seq)] = Ack(shard_id, sequence_number, record.first_predicted or record.predicted,
-                                                  record.sent_at, wall)
-        self._meter.count_ack(shard_id)
-        number = int(sequence_number)
-        first = result.first_acks.get(shard_id)
-        if first is None or number < first[0]:
-            result.first_acks[shard_id] = (number, wall)
-        if record.predicted is not None and record.predicted != shard_id:
-            result.mismatch_count += 1
-            if len(result.mismatches) < 100:
-                result.mismatches.append(ShardMismatch(key.name, record.seq, record.predicted, shard_id))
-            self._invalidate(record.predicted)
 
     def _invalidate(self, predicted: str) -> None:
         if self._map is None:
@@ -387,48 +329,6 @@ class OrderedProducer:
         outcome = self._map.invalidate(self._map_clock(), predicted)
         if inspect.isawaitable(outcome):
             asyncio.ensure_future(outcome)
-
-    def _retry_all(self, batch: list[PendingRecord], reason: str, requeue, *, outcome_known: bool, sent_wall: float) -> None:
-        if not outcome_known:
-            # The request may have been written: each record may now exist twice. Say so.
-            self.result.possible_duplicates += len(batch)
-            unknown = self.result.unknown_outcomes
-            for record in batch:
-                where = record.predicted
-                unknown[where] = min(unknown.get(where, sent_wall), sent_wall)
-        self._retry([(record, reason) for record in batch], requeue)
-
-    def _retry(self, failures: list[tuple[PendingRecord, str]], requeue) -> None:
-        """Put failed records back at the head of their key (in key order) after a backoff."""
-        if not failures:
-            return
-        now = self._clock()
-        settings = self.settings
-        self.result.retries += len(failures)
-        due_by_key: dict[int, tuple[KeyState, float]] = {}
-        for record, reason in failures:
-            key = record.key
-            key.in_flight -= 1
-            record.in_request = False
-            if now - record.first_try > settings.give_up_after:
-                self._abandon(key, record, reason)
-                continue
-            due = now + settings.retry_delay(record.attempts)
-            previous = due_by_key.get(id(key))
-            due_by_key[id(key)] = (key, max(due, previous[1]) if previous else due)
-        for key, due in due_by_key.values():
-            if key.in_flight == 0 or not settings.one_record_per_key:
-                requeue(key, due if settings.one_record_per_key else now)
-
-    def _abandon(self, key: KeyState, record: PendingRecord, reason: str) -> None:
-        """Retrying for too long: fail the record and stop the key (later records would break order)."""
-        if key.abandoned:
-            return
-        key.abandoned = True
-        self.result.failed.append((key.name, record.seq, reason))
-        self.result.abandoned += self.settings.records_per_key - key.next_seq
-        key.pending.clear()
-        key.next_seq = self.settings.records_per_key
 
     # -- sequential mode ------------------------------------------------------------------------
 
@@ -456,12 +356,12 @@ class OrderedProducer:
 
     async def _produce_key_sequentially(self, key: KeyState) -> None:
         settings = self.settings
-        while self._has_work(key):
-            record = self._head(key)
+        while self._ledger.has_work(key):
+            record = self._ledger.head(key)
             while True:
                 predicted, shard = self._prediction(key)
                 await self._wait_for_pace(shard, record.size)
-                self._take(record, predicted)
+                self._ledger.take(record, predicted)
                 sent_wall = self._wall()
                 try:
                     response = await self._put_record(  # type: ignore[misc]
@@ -474,13 +374,13 @@ class OrderedProducer:
                     if throttled:
                         self._pacer.throttled(shard, self._clock())
                         self.result.throttled += 1
-                    self._retry_all([record], str(error), lambda *_: None, outcome_known=throttled, sent_wall=sent_wall)
+                    self._ledger.retry_all([record], str(error), lambda *_: None, outcome_known=throttled, sent_wall=sent_wall)
                     if key.abandoned:
                         return
                     await asyncio.sleep(settings.retry_delay(record.attempts))
                     continue
                 now, wall = self._clock(), self._wall()
-                self._acknowledge(record, response["ShardId"], response["SequenceNumber"], now, wall)
+                self._ledger.acknowledge(record, response["ShardId"], response["SequenceNumber"], now, wall)
                 self._pacer.succeeded(response["ShardId"], now)
                 break
 

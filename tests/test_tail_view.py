@@ -136,3 +136,35 @@ async def test_keys_ask_the_app_to_start_and_stop_and_pause_holds_the_display():
         await pilot.press("space")
         await pilot.pause(0.25)
         assert len(view.ring.records) == 5
+
+
+async def test_option_row_sets_start_key_and_grep_and_rejects_a_bad_timestamp():
+    app = TailApp()
+    async with app.run_test(size=(80, 20)) as pilot:
+        view = app.query_one(TailView)
+        assert not view.query_one("#tail-at").display  # the time box shows only for 'at'
+        await pilot.press("f")  # to the options
+        assert view.query_one("#tail-from").has_focus
+        view.query_one("#tail-from").value = "at"
+        await pilot.pause()
+        assert view.query_one("#tail-at").display
+        view.query_one("#tail-at").value = "yesterday"
+        view.query_one("#tail-key").value = "user-7"
+        view.query_one("#tail-grep").focus()
+        await pilot.press(*"paid", "enter")
+        await pilot.pause(0.05)
+        assert app.requests == []  # a bad start is refused with the reason, nothing is read
+        assert "cannot start" in str(view.query_one("#tail-lag").render())
+        view.query_one("#tail-at").value = "2026-11-22T20:00:00"
+        await pilot.press("enter")
+        await pilot.pause(0.05)
+        options = app.requests[-1]
+        assert options.start.iterator_type == "AT_TIMESTAMP" and options.start.timestamp.utcoffset().total_seconds() == 0
+        assert (options.partition_key, options.grep, options.follow) == ("user-7", "paid", True)
+        assert view.ring.has_focus  # back on the records, where t / h / w work
+        view.set_running(True)
+        assert "from 2026-11-22T20:00:00+00:00, key user-7, grep 'paid'" in str(view.query_one("#tail-status").render())
+        await pilot.press("h")  # from the oldest, keeping the filters
+        await pilot.pause(0.05)
+        assert app.requests[-2] == "stop" and app.requests[-1].start.iterator_type == "TRIM_HORIZON"
+        assert app.requests[-1].partition_key == "user-7"

@@ -98,8 +98,52 @@ async def test_help_screen_lists_keys_and_closes():
         await wait_until(pilot, lambda: app.refreshed)
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
+        import io
+
+        from rich.console import Console
+
+        console = Console(width=100, record=True, file=io.StringIO())
+        console.print(app.screen.query_one("#help-keys").content)
+        text = console.export_text()
+        for wanted in ("Rescale the stream", "Tail tab", "From/key/grep", "Enhanced monitoring", "Start run",
+                       "disabled: read-only"):
+            assert wanted in text
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
+
+
+def test_catalogued_keys_are_real_bindings():
+    """What help and palette say a key does is what the key does: console-wide entries are app
+    bindings to the same action; tab entries are bindings of that tab's widgets."""
+    from console.ui.app import KConsoleApp
+    from console.ui.commands import ACTIONS, PANEL_KEYS, panel_bindings
+
+    app_bindings = {key.strip(): binding.action for binding in KConsoleApp.BINDINGS for key in binding.key.split(",")}
+    app_bindings.update({"?": app_bindings["question_mark"], "/": app_bindings["slash"]})
+    for action in ACTIONS:
+        if action.tab is None:
+            assert app_bindings.get(action.key) == action.action, action
+        else:
+            panel = next(p for p in PANEL_KEYS if p.tab == action.tab)
+            assert action.key in {entry.key for entry in panel_bindings(panel)}, action
+    for panel in PANEL_KEYS:  # every tab with keys of its own has them found
+        if panel.tab in ("tail", "heat", "producer", "shards"):
+            assert panel_bindings(panel), panel
+
+
+async def test_palette_runs_a_tab_key_on_its_widget():
+    from console.ui.commands import ConsoleCommands
+
+    app = static_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("2")
+        hits = {hit.text: hit for hit in [h async for h in ConsoleCommands(app.screen).discover()]}
+        assert any(title.startswith("Tail: From oldest") for title in hits)
+        reverse = next(hit for title, hit in hits.items() if title.startswith("Shards: Reverse sort"))
+        await reverse.command()
+        await pilot.pause()
+        assert app.query_one("#tabs").active == "shards" and app.table.sort_reverse
 
 
 async def test_bad_config_is_a_notification_not_a_crash(tmp_path):

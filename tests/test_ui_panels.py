@@ -28,6 +28,11 @@ async def test_tail_reads_the_stream_from_the_oldest_record(kinesis, make_stream
         view = app.query_one("#tail-view")
         await wait_until(pilot, lambda: view.received >= 30, what="tailed records")
         assert view.received == 30
+        # Start options: from the oldest again, only one key; the ring shows just its record.
+        view.query_one("#tail-key").value = "user-7"
+        await pilot.press("h")
+        await wait_until(pilot, lambda: view.received >= 31 and len(view.ring.records) == 1, what="filtered tail")
+        assert [r.partition_key for r in view.ring.records] == ["user-7"]
 
 
 async def test_heat_feeds_table_and_hands_a_split_point_to_the_reshard_flow(kinesis, make_stream):
@@ -51,6 +56,24 @@ async def test_heat_feeds_table_and_hands_a_split_point_to_the_reshard_flow(kine
         await pilot.press("1")
         await wait_until(pilot, lambda: not [w for w in app.workers if w.group == "heat" and not w.is_finished],
                          what="sampler stopped")
+        # Its last rates stay, marked stale (not passed off as live); the ribbon goes back to shares.
+        assert app.table.heat_stale and "Rate (stale)" in app.table.render_line(0).text
+        assert app.ribbon._heat == {}
+
+
+async def test_enhanced_monitoring_key_confirms_by_name_then_enables(kinesis, make_stream):
+    from console.ui.reshard_screens import ConfirmByNameScreen
+
+    name = await make_stream(shards=1)
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("7", "e")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="confirm dialog")
+        app.screen.query_one("Input").value = name
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: any("enhanced monitoring on" in note for note in app.notes), what="enabled")
+        assert "IncomingBytes" in (await kinesis.describe_stream(name)).enhanced_metrics
 
 
 async def test_producer_run_is_verified_through_the_console(kinesis, make_stream):
@@ -78,3 +101,10 @@ async def test_read_only_refuses_the_producer(kinesis, make_stream):
         await pilot.pause(0.3)
         assert "read-only" in str(app.query_one("#producer-status").render())
         assert not [w for w in app.workers if w.group == "producer"]
+        assert app.screen.active_bindings["ctrl+s"].enabled is False  # greyed in the footer
+        await pilot.press("7")  # enhanced monitoring is a change too: greyed, and the key does nothing
+        await pilot.pause(0.1)
+        assert app.screen.active_bindings["e"].enabled is False
+        await pilot.press("e")
+        await pilot.pause(0.1)
+        assert app.screen is app.screen_stack[0]

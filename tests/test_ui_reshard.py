@@ -75,3 +75,39 @@ async def test_read_only_greys_out_mutating_actions(kinesis, make_stream):
         assert not isinstance(app.screen, PromptScreen)
         assert "READ-ONLY" in str(app.header.render())
         assert len(await kinesis.all_shards(name)) == 2
+
+
+async def test_rescale_from_the_console_previews_confirms_and_shows_progress(kinesis, make_stream):
+    name = await make_stream(shards=2)
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed, what="first poll")
+        header_lines: list[str] = []
+        update_state = app.header.update_state
+
+        def recording_update_state(**changes):  # what the header showed at every change
+            update_state(**changes)
+            header_lines.append(str(app.header.render()))
+
+        app.header.update_state = recording_update_state
+        await pilot.press("x")
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="target count prompt")
+        assert app.screen.query_one("Input").value == "4"  # doubling is offered first
+        app.screen.query_one("Input").value = "0"
+        await pilot.press("enter")
+        assert isinstance(app.screen, PromptScreen)  # a bad count is refused in the dialog
+        app.screen.query_one("Input").value = "4"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ReshardPreviewScreen), what="preview")
+        plan = app.screen.plan
+        assert plan.ok and plan.action == "scale"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="confirm dialog")
+        app.screen.query_one("Input").value = name
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.view.summary.open_shard_count == 4 and app.header.state.activity is None,
+                         timeout=30, what="poll after the rescale")
+        assert any("scale: running" in line for line in header_lines)  # progress shown while it ran
+        server = sorted((s.starting_hash_key, s.ending_hash_key) for s in await kinesis.all_shards(name) if s.is_open)
+        assert server == sorted((s.starting_hash_key, s.ending_hash_key) for s in plan.after)
+        assert "4 open shards" in str(app.header.render())

@@ -111,3 +111,22 @@ def test_many_uneven_shards_with_heat_at_80_columns(snap_compare):
         await pilot.pause()
 
     assert snap_compare(make_app(shards), terminal_size=(80, 30), run_before=run_before)
+
+
+def test_producer_form_at_80x24(snap_compare):
+    async def run_before(pilot):
+        await loaded(pilot)
+        await pilot.press("5")
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_tail_options_at_80x24(snap_compare):
+    async def run_before(pilot):
+        await loaded(pilot)
+        await pilot.press("6")
+        pilot.app.query_one("#tail-key").value = "user-7"
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)

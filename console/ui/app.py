@@ -149,7 +149,7 @@ class KConsoleApp(PanelHost, App[None]):
             for tab_id, title, module, issue in self._panel_modules:
                 with TabPane(title, id=tab_id):
                     yield self._optional_panel(tab_id, module, issue)
-        yield Footer()
+        yield Footer(compact=True)  # compact: more keys fit on an 80-column terminal
 
     def _optional_panel(self, tab_id: str, module_name: str, issue: str) -> Widget:
         """Built by the module's `PANEL(app)` factory, else by its `*Panel` widget class; a module
@@ -185,7 +185,7 @@ class KConsoleApp(PanelHost, App[None]):
         if self._config_warning:
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
         if self.read_only:
-            self.notify("read-only: split, merge, scale and the producer are disabled", timeout=5)
+            self.notify("read-only: split, merge, scale, the producer and enhanced monitoring are disabled", timeout=5)
         self.table.focus()
         if self.stream:
             if self._on_stream_opened:
@@ -426,7 +426,7 @@ class KConsoleApp(PanelHost, App[None]):
             self.notify("a refresh is already running", timeout=2)
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.screen.active_bindings, self.read_only))
+        self.push_screen(HelpScreen(self.read_only))
 
     def action_show_tab(self, tab: str) -> None:
         tabs = self.query_one(TabbedContent)

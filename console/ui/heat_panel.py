@@ -4,7 +4,8 @@ No I/O here: the app runs `console.heat_sampler.HeatSampler` in a worker and cal
 `update_snapshot()` with each `StreamHeatSnapshot`. The panel posts `HeatPanel.Shown` / `HeatPanel.Hidden`
 so the app can start the sampler when the panel appears and stop it when it is hidden (or on quit).
 
-Keys: up/down (or k/j) select a shard, h toggles hottest-first order.
+Keys: up/down (or k/j) select a shard, h toggles hottest-first order, e turns on CloudWatch
+enhanced monitoring (the app asks for the stream name first; greyed out when read-only).
 """
 
 from __future__ import annotations
@@ -97,7 +98,9 @@ class HeatPanel(Widget, can_focus=True):
     BINDINGS = [
         Binding("up,k", "select(-1)", "Previous shard", show=False),
         Binding("down,j", "select(1)", "Next shard", show=False),
-        Binding("h", "toggle_order", "Hottest first"),
+        Binding("h", "toggle_order", "Hottest first", id="heat.order"),
+        # The app runs it (confirmation, read-only gating, the backend call in a worker).
+        Binding("e", "app.enable_monitoring", "Enhanced monitoring", id="heat.monitoring"),
     ]
 
     class Shown(Message):
@@ -187,3 +190,7 @@ class HeatPanel(Widget, can_focus=True):
     def action_toggle_order(self) -> None:
         self.hottest_first = not self.hottest_first
         self._render_snapshot()
+
+
+def PANEL(app: object) -> HeatPanel:  # noqa: N802 - the console app builds its optional panels as PANEL(app)
+    return HeatPanel(id="heat-panel")

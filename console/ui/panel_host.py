@@ -70,12 +70,18 @@ class PanelHost:
         self._run_tail(view, event.options, self.stream)
 
     def on_tail_view_stop_requested(self, _event) -> None:
+        self._tail_run = None
         self.workers.cancel_group(self, "tail")
+        self.query_one("#tail-view").set_running(False)
 
     @work(exclusive=True, group="tail", exit_on_error=False)
     async def _run_tail(self, view, options, stream: str) -> None:
         from console.tail import TailReader
 
+        # A restart (new options) cancels this worker while the next one starts: only the reader
+        # that is still the latest may say "stopped".
+        run = object()
+        self._tail_run = run
         view.stream = stream
         view.set_running(True)
         message = None
@@ -86,7 +92,8 @@ class PanelHost:
         except ConsoleError as error:
             message = f"tail stopped: {error.message}"
         finally:
-            view.set_running(False, message)
+            if getattr(self, "_tail_run", None) is run:
+                view.set_running(False, message)
 
     # ---- heat ------------------------------------------------------------------------------------
 
@@ -97,6 +104,13 @@ class PanelHost:
     def on_heat_panel_hidden(self, _event) -> None:
         # The sampler's readers stop with the worker (HeatSampler.__aexit__ awaits them all).
         self.workers.cancel_group(self, "heat")
+        self._heat_stopped()
+
+    def _heat_stopped(self) -> None:
+        """No sampler runs: the table keeps its last rates marked stale; the ribbon goes back to
+        colouring by share (a heat colour that no longer updates would mislead)."""
+        self.table.set_heat_stale()
+        self.ribbon.set_heat({})
 
     @work(exclusive=True, group="heat", exit_on_error=False)
     async def _run_heat(self, stream: str) -> None:
@@ -110,10 +124,13 @@ class PanelHost:
                     self._show_heat(snapshot)
         except ConsoleError as error:
             self.notify(f"heat: {error.message}", severity="error", timeout=8)
+            self._heat_stopped()
 
     def _show_heat(self, snapshot) -> None:
-        heat = {shard.shard_id: ShardHeat(shard.recent_records_per_s, shard.recent_bytes_per_s, shard.utilisation,
-                                          tuple(shard.series[-4:]))
+        # The live figures: the last few seconds (recent_*), not the window's average, which would
+        # flatten a burst that started a moment ago.
+        heat = {shard.shard_id: ShardHeat(shard.recent_records_per_s, shard.recent_bytes_per_s,
+                                          shard.recent_utilisation, tuple(shard.series[-4:]))
                 for shard in snapshot.shards}
         self._show_heat_figures(heat)
 
@@ -125,3 +142,37 @@ class PanelHost:
     def _clear_heat(self) -> None:
         self.table.set_heat({})
         self.ribbon.set_heat({})
+
+    # ---- enhanced monitoring (a change to the stream: confirmed, and refused read-only) -------------
+
+    def action_enable_monitoring(self) -> None:
+        if self.read_only:
+            self.notify("enhanced monitoring: not available in read-only mode", severity="warning")
+            return
+        if not self.stream:
+            self.notify("no stream open: press p to pick one", severity="warning")
+            return
+        from console.cloudwatch_heat import SHARD_LEVEL_METRICS
+        from console.ui.reshard_screens import ConfirmByNameScreen
+
+        stream = self.stream
+        what = f"enable shard-level enhanced monitoring ({', '.join(SHARD_LEVEL_METRICS)}; billed per shard)"
+
+        def confirmed(ok: bool | None) -> None:
+            if ok and stream == self.stream:
+                self._enable_monitoring(stream, SHARD_LEVEL_METRICS)
+            else:
+                self.notify("enhanced monitoring: cancelled, nothing was called", timeout=4)
+
+        self.push_screen(ConfirmByNameScreen(stream, what), confirmed)
+
+    @work(exclusive=True, group="monitoring", exit_on_error=False)
+    async def _enable_monitoring(self, stream: str, metrics: tuple[str, ...]) -> None:
+        try:
+            await self.source.enable_enhanced_monitoring(stream, list(metrics))
+            enabled = (await self.source.describe_stream(stream)).enhanced_metrics
+        except ConsoleError as error:
+            self.notify(f"enhanced monitoring: {error.message}", severity="error", timeout=10)
+            return
+        self.notify(f"enhanced monitoring on {stream}: {', '.join(sorted(enabled)) or 'none'}",
+                    title="heat", timeout=8)

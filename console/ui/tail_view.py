@@ -5,10 +5,14 @@ The view does no network I/O. The app runs a `console.tail.TailReader` in a work
 queue is moved into the ring in one step and the screen is refreshed once, so 50k records/s cost
 ten refreshes a second, not 50k. Only visible lines are rendered (a line-API ScrollView).
 
+An option row above the records sets where to start (latest, trim-horizon, or at a timestamp /
+sequence number), a partition-key filter and a grep filter, as `kconsole tail --from --key --grep`.
+
 Keys (when the record list has focus): up/down/page/home/end move the cursor (end: follow new
 records again), enter expands or collapses the record under the cursor (pretty JSON, text lines,
-or a hex dump), space pauses the display, w writes what is shown to a JSON-lines file, t starts or
-stops tailing new records, h starts reading from the oldest record (trim horizon).
+or a hex dump), space pauses the display, w writes what is shown to a JSON-lines file, t starts
+(with the options shown) or stops reading, h starts reading from the oldest record (trim horizon),
+f moves to the options (escape comes back).
 The view asks for reading with `StartRequested(options)` / `StopRequested()` messages.
 """
 
@@ -24,15 +28,17 @@ from pathlib import Path
 
 from rich.text import Text
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import Static
+from textual.widgets import Button, Input, Label, Select, Static
 
 from console.config import data_dir
 from console.decoding import KIND_ERROR, KIND_JSON, KIND_TEXT, DecodedRecord
+from console.errors import BadInput, ConsoleError
+from console.hashkeys import validate_partition_key
 from console.tail import TailBatch, TailOptions, parse_start
 from console.ui.format import format_rate, short_shard_id
 
@@ -41,6 +47,9 @@ FLUSH_INTERVAL = 0.1
 RATE_WINDOW = 3.0  # seconds of history behind the records/s figure
 HEX_DUMP_WIDTH = 32  # bytes per line when a binary record is expanded
 MAX_EXPANDED_LINES = 500  # a huge record expands to its first lines, not to a million rows
+
+START_CHOICES = [("latest", "latest"), ("trim-horizon", "trim-horizon"), ("at time / seq", "at")]
+IDLE_HINT = "t starts (options above, f edits them), h reads from the oldest"
 
 _KIND_STYLES = {"json": "green", "text": "cyan", "hex": "magenta", KIND_ERROR: "bold red"}
 
@@ -286,6 +295,12 @@ class RecordRing(ScrollView, can_focus=True):
         self.paused = not self.paused
         self.post_message(TailView.PauseChanged(self.paused))
 
+    def on_resize(self, _event) -> None:
+        # The lines above (lag, messages) grow and shrink: a following view keeps the newest in sight.
+        self.virtual_size = Size(self.size.width, self._total_lines)
+        if self.following and not self.paused:
+            self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
+
     def on_focus(self) -> None:
         self.refresh()
 
@@ -298,14 +313,22 @@ class TailView(Vertical):
 
     DEFAULT_CSS = """
     TailView { height: 1fr; }
-    TailView #tail-status { height: 1; padding: 0 1; background: $boost; }
+    TailView #tail-options { height: 1; padding: 0 1; margin: 1 0 0 0; }
+    TailView #tail-options Label { color: $text-muted; margin-right: 1; }
+    TailView #tail-options Select { width: 16; margin-right: 1; }
+    TailView #tail-at { width: 1fr; min-width: 12; margin-right: 1; }
+    TailView #tail-key { width: 1fr; margin-right: 1; }
+    TailView #tail-grep { width: 1fr; margin-right: 1; }
+    TailView #tail-start { min-width: 7; }
+    TailView #tail-status { height: 1; padding: 0 1; margin-top: 1; background: $boost; }
     TailView #tail-lag { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     """
 
     BINDINGS = [
-        Binding("w", "save", "Save shown"),
-        Binding("t", "toggle_tail", "Tail new"),
-        Binding("h", "from_horizon", "From oldest"),
+        Binding("t", "toggle_tail", "Start/stop", id="tail.toggle"),
+        Binding("h", "from_horizon", "From oldest", id="tail.horizon"),
+        Binding("f", "edit_options", "From/key/grep", id="tail.options"),
+        Binding("w", "save", "Save shown", id="tail.save"),
     ]
 
     class StartRequested(Message):
@@ -343,14 +366,29 @@ class TailView(Vertical):
         self._clock = clock
         self._pending: deque[DecodedRecord] = deque(maxlen=capacity)  # never more than the ring can show
         self._rate_marks: deque[tuple[float, int]] = deque()
-        self._last_message = "t tails new records, h reads from the oldest"
+        self._last_message = IDLE_HINT
+        self.options = TailOptions(follow=True)
 
     def compose(self):
+        # Where to start and what to show: the same options as `kconsole tail --from --key --grep`.
+        with Horizontal(id="tail-options"):
+            yield Label("From")
+            yield Select(START_CHOICES, value="latest", allow_blank=False, id="tail-from", compact=True)
+            yield Input(placeholder="timestamp or seq no.", id="tail-at", compact=True,
+                        tooltip="for 'at': an ISO-8601 time (2026-11-22T20:00:00Z, UTC if no offset) "
+                                "or a sequence number")
+            yield Label("Key")
+            yield Input(placeholder="any", id="tail-key", compact=True, tooltip="only this partition key")
+            yield Label("Grep")
+            yield Input(placeholder="any", id="tail-grep", compact=True,
+                        tooltip="only records whose content or key contains this text")
+            yield Button("Start", id="tail-start", variant="primary", compact=True)
         yield Static("", id="tail-status")
         yield Static("", id="tail-lag")
         yield RecordRing(self.capacity, id="tail-ring")
 
     def on_mount(self) -> None:
+        self._show_at_box()
         self._rate_marks.append((self._clock(), self.received))
         self.set_interval(self.flush_interval, self.flush)
         self._render_status()
@@ -376,7 +414,7 @@ class TailView(Vertical):
         """The app says whether a reader is running (and why it stopped, e.g. an error line)."""
         self.running = running
         if message is None:
-            message = "t stops, space pauses, enter expands, w saves" if running else "t tails new records, h reads from the oldest"
+            message = "t stops, space pauses, enter expands, w saves" if running else IDLE_HINT
         self._last_message = message
         if not running:
             self.lag.clear()
@@ -404,15 +442,17 @@ class TailView(Vertical):
 
     def _render_status(self) -> None:
         ring = self.ring
-        state = "paused" if ring.paused else ("reading" if self.running else "stopped")
-        parts = [f"tail {self.stream or '-'}", state, format_rate(self.rate, " rec/s"),
+        state = "paused" if ring.paused else (f"reading {self.describe_options()}" if self.running else "stopped")
+        parts = [state, format_rate(self.rate, " rec/s"),
                  f"{len(ring.records):,}/{ring.capacity:,} shown", f"{self.received:,} received"]
         if self._pending and ring.paused:
             parts.append(f"{len(self._pending):,} waiting")
         if not ring.following:
             parts.append("cursor (end: follow)")
-        self.query_one("#tail-status", Static).update(" · ".join(parts) + f"   {self._last_message}")
-        self.query_one("#tail-lag", Static).update(self.lag_text())
+        self.query_one("#tail-status", Static).update(Text(" · ".join(parts)))
+        # Under the figures: per-shard lag, then what the keys do now (or why reading stopped).
+        lag = self.lag_text()
+        self.query_one("#tail-lag", Static).update(Text(f"{lag}\n{self._last_message}" if lag else self._last_message))
 
     def lag_text(self) -> str:
         if not self.lag:
@@ -446,17 +486,83 @@ class TailView(Vertical):
 
     # --- asking the app to read ---------------------------------------------------------------------
 
+    def read_options(self) -> TailOptions:
+        """The option row as TailOptions (follow: the view keeps reading); BadInput names the bad field."""
+        choice = self.query_one("#tail-from", Select).value
+        at_text = self.query_one("#tail-at", Input).value.strip()
+        if choice == "at":
+            if not at_text:
+                raise BadInput("from 'at': type an ISO-8601 timestamp or a sequence number in the box")
+            start = parse_start(at_text)
+        else:
+            start = parse_start(str(choice))
+        key = self.query_one("#tail-key", Input).value.strip() or None
+        if key is not None:
+            validate_partition_key(key)
+        grep = self.query_one("#tail-grep", Input).value or None
+        return TailOptions(start=start, partition_key=key, grep=grep, follow=True)
+
+    def start_reading(self) -> None:
+        """(Re)start with the options shown: the ring is cleared when reading from the past, so what is
+        shown is exactly what the options select."""
+        try:
+            options = self.read_options()
+        except ConsoleError as error:
+            self.set_running(self.running, f"cannot start: {error.message}")
+            return
+        if self.running:
+            self.post_message(self.StopRequested())
+        if options.start.reads_history or options.partition_key or options.grep:
+            self.ring.clear()
+        self.options = options
+        self.post_message(self.StartRequested(options))
+        self.ring.focus()
+
     def action_toggle_tail(self) -> None:
         if self.running:
             self.post_message(self.StopRequested())
         else:
-            self.post_message(self.StartRequested(TailOptions(start=parse_start("latest"), follow=True)))
+            self.start_reading()
 
     def action_from_horizon(self) -> None:
-        if self.running:
-            self.post_message(self.StopRequested())
-        self.ring.clear()
-        self.post_message(self.StartRequested(TailOptions(start=parse_start("trim-horizon"), follow=True)))
+        self.query_one("#tail-from", Select).value = "trim-horizon"
+        self.start_reading()
+
+    def action_edit_options(self) -> None:
+        self.query_one("#tail-from", Select).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "tail-start":
+            event.stop()
+            self.start_reading()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id in ("tail-at", "tail-key", "tail-grep"):
+            event.stop()
+            self.start_reading()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "tail-from":
+            event.stop()
+            self._show_at_box()
+
+    def _show_at_box(self) -> None:
+        self.query_one("#tail-at", Input).display = self.query_one("#tail-from", Select).value == "at"
+
+    def on_key(self, event) -> None:
+        # Escape from an option box goes back to the records, where t/h/w/f work (not to the tab strip).
+        if event.key == "escape" and self.query_one("#tail-options").has_focus_within:
+            self.ring.focus()
+            event.stop()
+
+    def describe_options(self) -> str:
+        options = self.options
+        parts = [f"from {options.start.describe()}"]
+        if options.partition_key is not None:
+            parts.append(f"key {options.partition_key}")
+        if options.grep is not None:
+            parts.append(f"grep {options.grep!r}")
+        return ", ".join(parts)
 
     def on_tail_view_pause_changed(self, message: PauseChanged) -> None:
         self._render_status()
