@@ -193,3 +193,36 @@ async def test_a_panel_module_missing_from_the_build_leaves_a_labelled_tab():
         assert app.missing_panels == ["producer"]
         text = str(app.query_one("TabPane#producer .missing-panel").render())
         assert "console/ui/no_such_panel.py" in text and "issue 6" in text
+
+
+async def test_header_shows_every_field_at_80_columns_and_the_reason_when_failing():
+    from textual.app import App
+
+    from console.model import StreamSummary
+    from console.ui.widgets.header import ConsoleHeader
+
+    now = [1000.0]
+
+    class HeaderApp(App[None]):
+        def compose(self):
+            yield ConsoleHeader(clock=lambda: now[0])
+
+    app = HeaderApp()
+    async with app.run_test(size=(80, 4)) as pilot:
+        header = app.query_one(ConsoleHeader)
+        header.update_state(backend="aws", region="eu-west-1", profile="ops-admin", stream="orders-eu-production",
+                            summary=StreamSummary("orders-eu-production", "UPDATING", "PROVISIONED", 12, 168, "KMS"),
+                            refreshed_at=990.0, read_only=True)
+        await pilot.pause()
+        lines = str(header.render()).splitlines()  # laid out for the widget's 80 columns
+        text = "\n".join(lines)
+        for field in ("aws", "eu-west-1", "profile ops-admin", "orders-eu-production", "UPDATING", "PROVISIONED",
+                      "12 open shards", "retention 168h", "READ-ONLY", "refreshed 10s ago"):
+            assert field in text, (field, text)
+        assert all(len(line.rstrip()) <= 80 for line in lines)
+        header.update_state(error="cannot reach https://kinesis.eu-west-1.amazonaws.com (connection refused)")
+        await pilot.pause()
+        text = str(header.render())
+        assert header.has_class("-failing") and "POLL FAILED: cannot reach" in text and "last good data 10s ago" in text
+        header.update_state(error=None, refreshed_at=1000.0)
+        assert not header.has_class("-failing") and "refreshed just now" in str(header.render())

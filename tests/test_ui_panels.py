@@ -8,6 +8,7 @@ import json
 import pytest
 from test_ui_console import RecordingApp, wait_until
 
+from console.ui.reshard_screens import ConfirmByNameScreen
 from console.ui.screens.prompt import PromptScreen
 
 pytestmark = pytest.mark.timeout(90)
@@ -35,7 +36,7 @@ async def test_tail_reads_the_stream_from_the_oldest_record(kinesis, make_stream
         assert [r.partition_key for r in view.ring.records] == ["user-7"]
 
 
-async def test_heat_feeds_table_and_hands_a_split_point_to_the_reshard_flow(kinesis, make_stream):
+async def test_heat_feeds_table_hands_a_split_point_and_enables_monitoring(kinesis, make_stream):
     name = await make_stream(shards=2)
     app = RecordingApp(kinesis, stream=name, interval=60)
     async with app.run_test(size=(110, 36)) as pilot:
@@ -52,6 +53,13 @@ async def test_heat_feeds_table_and_hands_a_split_point_to_the_reshard_flow(kine
         assert app.screen.query_one("Input").value == str(suggestion.at)
         assert app.selected_shard_id == suggestion.shard_id
         await pilot.press("escape")
+        # e turns on enhanced monitoring, after the stream name is typed.
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="confirm dialog")
+        app.screen.query_one("Input").value = name
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: any("enhanced monitoring on" in note for note in app.notes), what="enabled")
+        assert "IncomingBytes" in (await kinesis.describe_stream(name)).enhanced_metrics
         # Leaving the heat tab stops the sampler (no worker left in its group).
         await pilot.press("1")
         await wait_until(pilot, lambda: not [w for w in app.workers if w.group == "heat" and not w.is_finished],
@@ -59,21 +67,6 @@ async def test_heat_feeds_table_and_hands_a_split_point_to_the_reshard_flow(kine
         # Its last rates stay, marked stale (not passed off as live); the ribbon goes back to shares.
         assert app.table.heat_stale and "Rate (stale)" in app.table.render_line(0).text
         assert app.ribbon._heat == {}
-
-
-async def test_enhanced_monitoring_key_confirms_by_name_then_enables(kinesis, make_stream):
-    from console.ui.reshard_screens import ConfirmByNameScreen
-
-    name = await make_stream(shards=1)
-    app = RecordingApp(kinesis, stream=name, interval=60)
-    async with app.run_test(size=(110, 36)) as pilot:
-        await wait_until(pilot, lambda: app.refreshed)
-        await pilot.press("7", "e")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="confirm dialog")
-        app.screen.query_one("Input").value = name
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: any("enhanced monitoring on" in note for note in app.notes), what="enabled")
-        assert "IncomingBytes" in (await kinesis.describe_stream(name)).enhanced_metrics
 
 
 async def test_producer_run_is_verified_through_the_console(kinesis, make_stream):
@@ -91,9 +84,11 @@ async def test_producer_run_is_verified_through_the_console(kinesis, make_stream
         assert report["sent"] == 60 and report["lost"] == 0 and report["read_back"] >= 60
 
 
-async def test_read_only_refuses_the_producer(kinesis, make_stream):
-    name = await make_stream(shards=1)
-    app = RecordingApp(kinesis, stream=name, interval=60, read_only=True)
+async def test_read_only_refuses_the_producer_and_enhanced_monitoring():
+    # Refused before any I/O: an in-memory source is enough.
+    from console.ui.static_source import StaticSource, even_shards
+
+    app = RecordingApp(StaticSource("orders", even_shards(2)), stream="orders", interval=3600, read_only=True)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.refreshed)
         await pilot.press("5")

@@ -45,6 +45,18 @@ OPTIONAL_PANELS = (
 )
 
 
+def _warm_lazy_imports() -> None:
+    """Pay now, at start-up, for what Textual and Rich would otherwise load on first use: the first
+    big listing needs a scrollbar (textual.scrollbar), measures non-ASCII text (Rich's unicode width
+    tables) and runs work in a thread (the default executor). Loaded during that first paint, they
+    stalled the UI loop for tens of ms (tests/benchmarks/bench_console.py)."""
+    import concurrent.futures.thread  # noqa: F401
+    import textual.scrollbar  # noqa: F401
+    from rich.cells import cell_len
+
+    cell_len("…▲▼·⟳▁█")
+
+
 def _settle_heap() -> None:
     """Move every object alive now out of the garbage collector's way.
 
@@ -175,6 +187,8 @@ class KConsoleApp(PanelHost, App[None]):
         return Static(f"{path} has no PANEL(app) factory", classes="missing-panel")
 
     def on_mount(self) -> None:
+        _warm_lazy_imports()
+        asyncio.get_running_loop().run_in_executor(None, int)  # start the executor's first thread now
         if self._theme_name and self._theme_name in self.available_themes:
             self.theme = self._theme_name
         elif self._theme_name:

@@ -87,6 +87,8 @@ class PanelHost:
         message = None
         try:
             async for batch in TailReader(self.source, stream, options).batches():
+                if self._tail_run is not run:  # replaced or stopped; the cancel has not landed yet
+                    return
                 view.add_batch(batch)
             message = "reached the end of what the stream holds (t tails new records)"
         except ConsoleError as error:

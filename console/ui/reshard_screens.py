@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Input, Static
 
 from console.reshard import ReshardPlan, render_plan, ribbons
 
@@ -79,7 +79,7 @@ class ReshardPreviewScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         before, after = ribbons(self.plan, RIBBON_WIDTH)
         with Vertical(id="preview-dialog"):
-            yield Label(Text(f"{self.stream_name}: {self.plan.summary}"), id="preview-title")
+            yield Static(Text(f"{self.stream_name}: {self.plan.summary}"), id="preview-title")
             yield Static(Text(f"before |{before}|\nafter  |{after}|\n"
                               f"{self.plan.moved_fraction:.2%} of the key space moves to another shard"),
                          id="preview-ribbons")
@@ -121,6 +121,7 @@ class ConfirmByNameScreen(ModalScreen[bool]):
     }
     ConfirmByNameScreen #confirm-dialog {
         width: 70;
+        max-width: 100%;
         height: auto;
         border: thick $warning;
         background: $surface;
@@ -153,8 +154,9 @@ class ConfirmByNameScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-dialog"):
-            yield Label(Text(self.action_text), id="confirm-action")
-            yield Label(Text(f"Type the stream name ({self.stream_name}) to confirm:"))
+            # Static, not Label: a long action (a plan summary, the metrics to enable) wraps instead of being cut.
+            yield Static(Text(self.action_text), id="confirm-action")
+            yield Static(Text(f"Type the stream name ({self.stream_name}) to confirm:"))
             yield Input(placeholder=self.stream_name, id="confirm-input")
             yield Static("", id="confirm-error")
             with Horizontal(id="confirm-buttons"):

@@ -99,7 +99,7 @@ class RecordRing(ScrollView, can_focus=True):
     """The last `capacity` records, one line each (more when expanded), rendered on demand."""
 
     DEFAULT_CSS = """
-    RecordRing { height: 1fr; background: $surface; }
+    RecordRing { height: 1fr; background: $surface; overflow-x: hidden; }
     RecordRing:focus { background-tint: $foreground 5%; }
     """
 
@@ -513,6 +513,7 @@ class TailView(Vertical):
         if self.running:
             self.post_message(self.StopRequested())
         if options.start.reads_history or options.partition_key or options.grep:
+            self._pending.clear()  # records of the previous reading must not land after the clear
             self.ring.clear()
         self.options = options
         self.post_message(self.StartRequested(options))
