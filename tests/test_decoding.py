@@ -34,7 +34,7 @@ def framed(message: bytes) -> bytes:
     return MAGIC + message + hashlib.md5(message).digest()
 
 
-@pytest.mark.parametrize(("data", "kind", "value"), [
+PLAIN_KINDS = [
     (b'{"a": [1, 2, {"b": null}]}', "json", {"a": [1, 2, {"b": None}]}),
     (b"  \n[1, 2]", "json", [1, 2]),
     (b'"just a string"', "json", "just a string"),
@@ -47,11 +47,28 @@ def framed(message: bytes) -> bytes:
     ('{"a": 1}\u00a0'.encode(), "text", '{"a": 1}\u00a0'),
     (b"tab\tand\r\nnewlines", "text", "tab\tand\r\nnewlines"),
     (b"", "text", ""),
-])
+    (b"[INFO] started", "text", "[INFO] started"),
+    (b'{"a": "\xff"}', "hex", b'{"a": "\xff"}'),
+]
+
+
+@pytest.mark.parametrize(("data", "kind", "value"), PLAIN_KINDS)
 def test_plain_kinds(data, kind, value):
     record = one(data)
     assert (record.kind, record.value, record.encoding, record.error) == (kind, value, (), None)
     assert record.size == len(data)
+
+
+@pytest.mark.parametrize(("data", "kind", "value"), PLAIN_KINDS)
+def test_gzip_and_kpl_wrapped_payloads_are_detected_like_plain_ones(data, kind, value):
+    # Detection has a fast path at each level (plain, inside gzip, inside an aggregate); all agree.
+    inflated = one(gzip.compress(data))
+    assert (inflated.kind, inflated.value, inflated.encoding) == (kind, value, ("gzip",))
+    aggregate = AggRecord()
+    aggregate.add_user_record("pk", data)
+    aggregate.add_user_record("pk", gzip.compress(data))
+    inner = decode(aggregate.get_contents()[2])
+    assert [(r.kind, r.value, r.encoding) for r in inner] == [(kind, value, ("kpl",)), (kind, value, ("kpl", "gzip"))]
 
 
 @pytest.mark.parametrize("data", [b"\x00\x01\x02", b"\xff\xfe\xfd", b"ok\x07bell", "é".encode("latin-1")])
