@@ -67,6 +67,53 @@ def _settle_heap() -> None:
     gc.freeze()
 
 
+class CoalescingFooter(Footer):
+    """A Footer that rebuilds once for a burst of binding changes, and not at all when the keys it
+    would show are the ones it shows.
+
+    Textual's Footer queues a full recompose (tens of ms with our key list) for every bindings
+    signal, and start-up sends three in a row (focus, screen resume, first idle) with the same keys:
+    those rebuilds ran while the first 10k-shard poll was being shown (bench_console's load stall).
+    """
+
+    _rebuild_pending = False
+    _shown_keys: tuple | None = None
+
+    def bindings_changed(self, screen) -> None:
+        self._bindings_ready = True
+        if not screen.app.app_focus:
+            return
+        if self.is_attached and screen is self.screen and not self._rebuild_pending:
+            self._rebuild_pending = True
+            self.call_after_refresh(self._rebuild)
+
+    def _keys_to_show(self) -> tuple:
+        """What `Footer.compose` reads: every active binding, whether it is enabled, its tooltip
+        and how its key is displayed."""
+        return tuple((binding, enabled, tooltip, self.app.get_key_display(binding))
+                     for _node, binding, enabled, tooltip in self.screen.active_bindings.values())
+
+    def build_then(self, callback: Callable[[], object]) -> None:
+        """Build the keys now (in this widget's own context: its compose binds to it), then call back."""
+
+        async def build() -> None:
+            self._bindings_ready = True
+            try:
+                await self._rebuild()
+            finally:  # the first poll must start even if the footer could not be built
+                callback()
+
+        self.call_later(build)
+
+    async def _rebuild(self) -> None:
+        self._rebuild_pending = False  # first: a change during the rebuild queues another
+        keys = self._keys_to_show()
+        if keys == self._shown_keys:
+            return
+        self._shown_keys = keys
+        await self.recompose()
+
+
 class StreamRefreshed(Message):
     """A poll succeeded and its result is on screen."""
 
@@ -161,7 +208,7 @@ class KConsoleApp(PanelHost, App[None]):
             for tab_id, title, module, issue in self._panel_modules:
                 with TabPane(title, id=tab_id):
                     yield self._optional_panel(tab_id, module, issue)
-        yield Footer(compact=True)  # compact: more keys fit on an 80-column terminal
+        yield CoalescingFooter(compact=True)  # compact: more keys fit on an 80-column terminal
 
     def _optional_panel(self, tab_id: str, module_name: str, issue: str) -> Widget:
         """Built by the module's `PANEL(app)` factory, else by its `*Panel` widget class; a module
@@ -204,10 +251,20 @@ class KConsoleApp(PanelHost, App[None]):
         if self.stream:
             if self._on_stream_opened:
                 self._on_stream_opened(self.stream)
-            # First paint the empty console, then load: the screen shows at once on a slow backend.
-            self.call_after_refresh(self.poll_now)
+            # First paint the empty console (its footer keys included: Textual builds them at the
+            # first idle otherwise, in the middle of the first load), then load: the screen shows
+            # at once on a slow backend.
+            self.query_one(CoalescingFooter).build_then(self._start_first_poll)
         else:
             self.action_pick_stream()
+
+    def _start_first_poll(self) -> None:
+        # Collect the start-up garbage (Textual's compose and first layout: ~100k objects) once,
+        # now, and freeze the survivors: otherwise the first listing's allocations trigger a full
+        # collection over all of them in the middle of the load (~50 ms at 10k shards).
+        gc.collect()
+        gc.freeze()
+        self.call_after_refresh(self.poll_now)
 
     @property
     def header(self) -> ConsoleHeader:
@@ -293,7 +350,7 @@ class KConsoleApp(PanelHost, App[None]):
 
     def _show_selection_and_ribbon(self, view: StreamView) -> None:
         if view.index is not None:
-            self.ribbon.set_index(view.index)
+            self.ribbon.set_index(view.index, view.share_summary)
         elif not self.ribbon.open_shard_ids:
             # First load: draw the ribbon now; later polls update it from the lineage's index,
             # which is already sorted, a moment later (sorting 10k shards here would stall the UI).
@@ -310,7 +367,7 @@ class KConsoleApp(PanelHost, App[None]):
         if view.lineage is None:
             return
         if view.index is not None:
-            self.ribbon.set_index(view.index)
+            self.ribbon.set_index(view.index, view.share_summary)
         self.placement.set_index(view.index)
         if self.query_one(TabbedContent).active == "lineage":
             self.lineage_tree.apply(view.lineage)

@@ -15,6 +15,7 @@ from console.errors import ConsoleError
 from console.hashkeys import HashRangeIndex
 from console.lineage import Lineage
 from console.model import Shard, StreamSummary
+from console.ui.widgets.ribbon import summarise_shares
 
 
 class StreamSource(Protocol):
@@ -50,6 +51,25 @@ def _safe_label(source: Any) -> str:
         return type(source).__name__
 
 
+class ShardListing(tuple):
+    """The shards of one poll (a plain tuple to every reader), plus what the shard table's diff needs
+    of them: ids, ending sequence numbers and an id map. Built once, in a thread for big streams,
+    so the UI loop does not walk 10k shards three more times per poll."""
+
+    ids: list[str]
+    endings: list[str | None]
+    by_id: dict[str, Shard]
+    ending_by_id: dict[str, str | None]
+
+    def __new__(cls, shards: Any = ()) -> "ShardListing":
+        listing = super().__new__(cls, shards)
+        listing.ids = [shard.shard_id for shard in listing]
+        listing.endings = [shard.ending_sequence_number for shard in listing]
+        listing.by_id = dict(zip(listing.ids, listing))
+        listing.ending_by_id = dict(zip(listing.ids, listing.endings))
+        return listing
+
+
 @dataclass(frozen=True)
 class StreamView:
     """One good poll: the stream's summary, every shard ListShards returned, and the open-shard index."""
@@ -57,6 +77,7 @@ class StreamView:
     summary: StreamSummary
     shards: tuple[Shard, ...]
     lineage: Lineage | None = None  # built after the table is shown (off the UI loop for big streams)
+    share_summary: str | None = None  # the ribbon's summary line of the open index, built with the lineage
 
     @property
     def index(self) -> HashRangeIndex | None:
@@ -84,17 +105,28 @@ BIG_STREAM = 500  # shards; above this, pure-Python work on the whole listing ru
 async def fetch_stream(source: StreamSource, stream: str) -> StreamView:
     """Summary and every shard; the lineage is left to `with_lineage`."""
     summary, shards = await asyncio.gather(source.describe_stream(stream), source.all_shards(stream))
-    return StreamView(summary=summary, shards=tuple(shards))
+    if len(shards) > BIG_STREAM:
+        listing = await asyncio.to_thread(ShardListing, shards)
+    else:
+        listing = ShardListing(shards)
+    return StreamView(summary=summary, shards=listing)
 
 
 async def with_lineage(view: StreamView) -> StreamView:
     # Building the lineage of 10k shards takes 60-200 ms of pure Python: off the UI loop it goes
     # (a thread holding the GIL still lets the loop run every switch interval, 5 ms).
     if len(view.shards) > BIG_STREAM:
-        lineage = await asyncio.to_thread(Lineage.build, view.shards)
+        lineage, summary = await asyncio.to_thread(_lineage_and_summary, view.shards)
     else:
-        lineage = Lineage.build(view.shards)
-    return replace(view, lineage=lineage)
+        lineage, summary = _lineage_and_summary(view.shards)
+    return replace(view, lineage=lineage, share_summary=summary)
+
+
+def _lineage_and_summary(shards: tuple[Shard, ...]) -> tuple[Lineage, str | None]:
+    lineage = Lineage.build(shards)
+    index = lineage.open_index
+    summary = summarise_shares(index.starts, index.endings, index.shard_ids) if index is not None else None
+    return lineage, summary
 
 
 async def poll_stream(source: StreamSource, stream: str) -> StreamView:

@@ -367,6 +367,8 @@ class TailView(Vertical):
         self._pending: deque[DecodedRecord] = deque(maxlen=capacity)  # never more than the ring can show
         self._rate_marks: deque[tuple[float, int]] = deque()
         self._last_message = IDLE_HINT
+        self._shown_status: str | None = None  # what the status lines show now (see _render_status)
+        self._shown_lag: str | None = None
         self.options = TailOptions(follow=True)
 
     def compose(self):
@@ -449,10 +451,18 @@ class TailView(Vertical):
             parts.append(f"{len(self._pending):,} waiting")
         if not ring.following:
             parts.append("cursor (end: follow)")
-        self.query_one("#tail-status", Static).update(Text(" · ".join(parts)))
+        # Update a Static only when its text changed: every update asks for a screen layout, and this
+        # runs on a 100 ms timer even while the tab is hidden and nothing is being read.
+        status = " · ".join(parts)
+        if status != self._shown_status:
+            self._shown_status = status
+            self.query_one("#tail-status", Static).update(Text(status))
         # Under the figures: per-shard lag, then what the keys do now (or why reading stopped).
         lag = self.lag_text()
-        self.query_one("#tail-lag", Static).update(Text(f"{lag}\n{self._last_message}" if lag else self._last_message))
+        lag_line = f"{lag}\n{self._last_message}" if lag else self._last_message
+        if lag_line != self._shown_lag:
+            self._shown_lag = lag_line
+            self.query_one("#tail-lag", Static).update(Text(lag_line))
 
     def lag_text(self) -> str:
         if not self.lag:

@@ -32,6 +32,23 @@ _HEAT = (("#2f6f3a", "#3d8a4a"), ("#9a7b00", "#b39000"), ("#a12a2a", "#bf3636"))
 _DENSE_MARK = "┊"
 
 
+def summarise_shares(starts: Sequence[int], ends: Sequence[int], ids: Sequence[str]) -> str:
+    """The summary line: how uneven the open shards' shares are. Pure (10k shards: a few ms), so the
+    poll worker works it out in its thread and hands it to `KeySpaceRibbon.set_index`."""
+    count = len(ids)
+    if not count:
+        return ""
+    widths = list(map(int.__sub__, ends, starts))
+    smallest = widths.index(min(widths))
+    largest = widths.index(max(widths))
+    shares = {i: (widths[i] + 1) / HASH_SPACE for i in (smallest, largest)}
+    spread = shares[largest] / shares[smallest]
+    verdict = "even" if spread < 1.01 else f"uneven {spread:.1f}x"
+    return (f"{count} open · {verdict} · min {format_share(shares[smallest])} {short_shard_id(ids[smallest])}"
+            f" · max {format_share(shares[largest])} {short_shard_id(ids[largest])}"
+            f" · even {format_share(1 / count)}")
+
+
 @dataclass(frozen=True, slots=True)
 class _Segment:
     """A run of bar columns owned by one shard (or a dense run of many small ones)."""
@@ -60,7 +77,7 @@ class KeySpaceRibbon(Widget):
         self.selected_id: str | None = None
         self._column_cache: tuple[int, list[int], list[int]] | None = None  # (width, owners, counts)
         self._summary = ""
-        self._id_positions: dict[str, int] | None = None
+        self._selected_index: tuple[str, int | None] | None = None  # (shard id, its position), see _index_of
         self._style_cache: dict[str, Style] = {}
 
     # ---- data in -------------------------------------------------------------------------------
@@ -71,17 +88,19 @@ class KeySpaceRibbon(Widget):
         self._set_ranges(tuple(s.starting_hash_key for s in open_shards),
                          tuple(s.ending_hash_key for s in open_shards), tuple(s.shard_id for s in open_shards))
 
-    def set_index(self, index: HashRangeIndex) -> None:
-        """The open shards as the shard map's index holds them (already sorted: no work per poll)."""
-        self._set_ranges(index.starts, index.endings, index.shard_ids)
+    def set_index(self, index: HashRangeIndex, summary: str | None = None) -> None:
+        """The open shards as the shard map's index holds them (already sorted: no work per poll);
+        `summary`, when given, is `summarise_shares` of them, worked out off the UI loop."""
+        self._set_ranges(index.starts, index.endings, index.shard_ids, summary)
 
-    def _set_ranges(self, starts: Sequence[int], ends: Sequence[int], ids: Sequence[str]) -> None:
+    def _set_ranges(self, starts: Sequence[int], ends: Sequence[int], ids: Sequence[str],
+                    summary: str | None = None) -> None:
         if ids == self._ids and starts == self._starts and ends == self._ends:
             return
         self._starts, self._ends, self._ids = starts, ends, ids
         self._column_cache = None
-        self._id_positions = None
-        self._summary = self._summary_of_shares() if ids else ""
+        self._selected_index = None
+        self._summary = summary if summary is not None else summarise_shares(starts, ends, ids)
         self.refresh()
 
     def set_selected(self, shard_id: str | None) -> None:
@@ -100,11 +119,19 @@ class KeySpaceRibbon(Widget):
         self.refresh()
 
     def _index_of(self, shard_id: str | None) -> int | None:
+        """Position of one shard among the open ones: a C-level scan, remembered until the shards
+        or the selection change (a map of all 10k ids cost ~4 ms on every poll's first paint)."""
         if shard_id is None:
             return None
-        if self._id_positions is None or len(self._id_positions) != len(self._ids):
-            self._id_positions = {sid: i for i, sid in enumerate(self._ids)}
-        return self._id_positions.get(shard_id)
+        cached = self._selected_index
+        if cached is not None and cached[0] == shard_id:
+            return cached[1]
+        try:
+            position: int | None = self._ids.index(shard_id)
+        except ValueError:
+            position = None
+        self._selected_index = (shard_id, position)
+        return position
 
     @property
     def open_shard_ids(self) -> list[str]:
@@ -261,18 +288,6 @@ class KeySpaceRibbon(Widget):
 
     def summary_text(self) -> str:
         return self._summary
-
-    def _summary_of_shares(self) -> str:
-        count = len(self._ids)
-        widths = [end - start for start, end in zip(self._starts, self._ends)]
-        smallest = widths.index(min(widths))
-        largest = widths.index(max(widths))
-        shares = {i: (widths[i] + 1) / HASH_SPACE for i in (smallest, largest)}
-        spread = shares[largest] / shares[smallest]
-        verdict = "even" if spread < 1.01 else f"uneven {spread:.1f}x"
-        return (f"{count} open · {verdict} · min {format_share(shares[smallest])} {short_shard_id(self._ids[smallest])}"
-                f" · max {format_share(shares[largest])} {short_shard_id(self._ids[largest])}"
-                f" · even {format_share(1 / count)}")
 
     async def _on_click(self, event: events.Click) -> None:
         shard_id = self.shard_at_x(event.x)
