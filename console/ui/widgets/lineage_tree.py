@@ -21,6 +21,7 @@ from textual.strip import Strip
 
 from console.lineage import OPEN, Lineage, LineageNode
 from console.ui.format import format_share, short_shard_id
+from console.ui.widgets.cursor import CURSOR_BINDINGS, CursorNavigation
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,17 +66,12 @@ def flatten(lineage: Lineage, folded: set[str]) -> list[TreeLine]:
     return lines
 
 
-class LineageTree(ScrollView, can_focus=True):
+class LineageTree(CursorNavigation, ScrollView, can_focus=True):
     COMPONENT_CLASSES = {"lineage-tree--cursor", "lineage-tree--closed", "lineage-tree--open-marker",
                          "lineage-tree--guide"}
 
     BINDINGS = [
-        Binding("up", "cursor(-1)", "Up", show=False),
-        Binding("down", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "jump(0)", "First", show=False),
-        Binding("end", "jump(-1)", "Last", show=False),
+        *CURSOR_BINDINGS,
         Binding("enter,space", "fold", "Fold", id="lineage.fold"),
     ]
 
@@ -154,12 +150,12 @@ class LineageTree(ScrollView, can_focus=True):
         if hidden_under:
             self._folded -= set(hidden_under)
             self._reflow()
-        self._move(self._line_of[shard_id], announce=False)
+        self._move_cursor(self._line_of[shard_id], announce=False)
         return True
 
     # ---- cursor --------------------------------------------------------------------------------
 
-    def _move(self, line: int, *, announce: bool = True) -> None:
+    def _move_cursor(self, line: int, *, announce: bool = True) -> None:
         if not self.lines:
             return
         line = max(0, min(line, len(self.lines) - 1))
@@ -174,22 +170,11 @@ class LineageTree(ScrollView, can_focus=True):
         if announce and changed:
             self.post_message(self.ShardHighlighted(self, shard_id))
 
-    def _scroll_cursor_into_view(self) -> None:
-        height = max(1, self.scrollable_content_region.height)
-        top = round(self.scroll_y)
-        if self._cursor < top:
-            self.scroll_to(y=self._cursor, animate=False, immediate=True)
-        elif self._cursor >= top + height:
-            self.scroll_to(y=self._cursor - height + 1, animate=False, immediate=True)
+    def _line_count(self) -> int:
+        return len(self.lines)
 
-    def action_cursor(self, delta: int) -> None:
-        self._move(self._cursor + delta)
-
-    def action_page(self, direction: int) -> None:
-        self._move(self._cursor + direction * max(1, self.scrollable_content_region.height - 1))
-
-    def action_jump(self, line: int) -> None:
-        self._move(line if line >= 0 else len(self.lines) - 1)
+    def _lines_visible(self) -> int:
+        return max(1, self.scrollable_content_region.height)
 
     def action_fold(self) -> None:
         if not self.lines:
@@ -205,7 +190,7 @@ class LineageTree(ScrollView, can_focus=True):
         if 0 <= line < len(self.lines):
             if line == self._cursor and event.x + round(self.scroll_x) < len(self.lines[line].prefix) + 2:
                 self.action_fold()
-            self._move(line)
+            self._move_cursor(line)
 
     # ---- rendering -----------------------------------------------------------------------------
 

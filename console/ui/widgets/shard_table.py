@@ -27,6 +27,7 @@ from textual.strip import Strip
 
 from console.model import Shard
 from console.ui.format import abbreviate_hash_key, format_rate, format_share, short_shard_id
+from console.ui.widgets.cursor import CURSOR_BINDINGS, CursorNavigation
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,7 @@ THREADED_SORT_ROWS = 50_000  # a full sort of more rows runs off the UI loop (10
 # a thread costs more in GIL hand-overs than it saves below that)
 
 
-class ShardTable(ScrollView, can_focus=True):
+class ShardTable(CursorNavigation, ScrollView, can_focus=True):
     """Shards of one stream, one line each, with a sticky header row, sorting and a text filter."""
 
     COMPONENT_CLASSES = {
@@ -102,12 +103,7 @@ class ShardTable(ScrollView, can_focus=True):
     }
 
     BINDINGS = [
-        Binding("up", "cursor(-1)", "Up", show=False),
-        Binding("down", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "jump(0)", "First", show=False),
-        Binding("end", "jump(-1)", "Last", show=False),
+        *CURSOR_BINDINGS,
         Binding("o", "cycle_sort", "Sort", id="table.sort"),
         Binding("O", "reverse_sort", "Reverse sort", show=False, id="table.reverse"),
     ]
@@ -451,22 +447,11 @@ class ShardTable(ScrollView, can_focus=True):
         if changed or announce:
             self.post_message(self.Highlighted(self, shard_id))
 
-    def _scroll_cursor_into_view(self) -> None:
-        rows_visible = max(1, self.scrollable_content_region.height - 1)
-        top = round(self.scroll_y)
-        if self._cursor < top:
-            self.scroll_to(y=self._cursor, animate=False, immediate=True)
-        elif self._cursor >= top + rows_visible:
-            self.scroll_to(y=self._cursor - rows_visible + 1, animate=False, immediate=True)
+    def _line_count(self) -> int:
+        return len(self._ascending)
 
-    def action_cursor(self, delta: int) -> None:
-        self._move_cursor(self._cursor + delta)
-
-    def action_page(self, direction: int) -> None:
-        self._move_cursor(self._cursor + direction * max(1, self.scrollable_content_region.height - 2))
-
-    def action_jump(self, row: int) -> None:
-        self._move_cursor(row if row >= 0 else len(self._ascending) - 1)
+    def _lines_visible(self) -> int:
+        return max(1, self.scrollable_content_region.height - 1)  # the header row is not content
 
     def action_cycle_sort(self) -> None:
         available = [c for c in SORTABLE if c != "throughput" or self.show_throughput]
