@@ -155,3 +155,41 @@ class HashRangeIndex:
     def predict_many(self, hash_keys: Sequence[int]) -> list[str]:
         endings, ids, find = self.endings, self.shard_ids, bisect.bisect_left
         return [ids[find(endings, h)] for h in hash_keys]
+
+
+# -- bulk prediction of partition keys -----------------------------------------------------------
+
+PREFIX_BITS = 16  # a 65,536-entry table: with 1,000 shards ~98% of its slices lie inside one shard
+TABLE_WORTH_IT = 20_000  # keys; below this, building the table (~50 ms) costs more than it saves
+
+
+def predict_indices(index: HashRangeIndex, partition_keys: Sequence[str]) -> list[int]:
+    """The shard position of each partition key (MD5 read as a big-endian int, then its owner).
+
+    For many keys the owner comes from a table indexed by the digest's first two bytes (the hash
+    key's top 16 bits), which answers whenever that slice of the key space lies inside one shard;
+    only a key in a slice holding a shard boundary is converted to an int and bisected. Callables
+    are bound to locals and the loop is one comprehension: bench_predict.py holds this to >= 0.7x
+    the throughput of bare MD5 + int conversion."""
+    md5, from_bytes, find, endings = hashlib.md5, int.from_bytes, bisect.bisect_left, index.endings
+    if len(partition_keys) < TABLE_WORTH_IT:
+        return [find(endings, from_bytes(md5(key.encode("utf-8")).digest(), "big")) for key in partition_keys]
+    table = prefix_table(index)
+    return [
+        owner if (owner := table[(digest := md5(key.encode("utf-8")).digest())[0] << 8 | digest[1]]) >= 0
+        else find(endings, from_bytes(digest, "big"))
+        for key in partition_keys
+    ]
+
+
+def prefix_table(index: HashRangeIndex, bits: int = PREFIX_BITS) -> list[int]:
+    # Callers index it with the digest's first two bytes, so `bits` stays 16 there.
+    """For each slice of the key space sharing its top `bits` bits: the position of the one shard
+    holding the whole slice, or -1 when a shard boundary falls inside it."""
+    shift = 128 - bits
+    endings, find = index.endings, bisect.bisect_left
+    table = []
+    for prefix in range(1 << bits):
+        first = find(endings, prefix << shift)
+        table.append(first if endings[first] >= ((prefix + 1) << shift) - 1 else -1)
+    return table

@@ -168,7 +168,7 @@ def test_bulk_prediction_table_equals_bisect(shard_count):
     """`kconsole predict` answers most of a large batch from a 16-bit prefix table; it must agree."""
     import random
 
-    from console.commands.keyspace import TABLE_WORTH_IT, predict_indices
+    from console.hashkeys import TABLE_WORTH_IT, predict_indices
 
     rng = random.Random(shard_count)
     cuts = sorted({rng.randrange(1, MAX_HASH_KEY) for _ in range(shard_count - 1)})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -28,3 +28,22 @@ def run_async(coro: Awaitable[T]) -> T:
 def note(message: str) -> None:
     """A progress or status line for humans; on stderr so --json stdout stays one document."""
     print(message, file=sys.stderr, flush=True)
+
+
+def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, right_aligned: set[int] = frozenset(),
+                 max_rows: int | None = None) -> str:
+    """A plain-text table: columns as wide as their widest cell, two spaces apart; with `max_rows`,
+    the head of a long table and a line saying how many rows were left out."""
+    shown = list(rows if max_rows is None else rows[:max_rows])
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *shown)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            str(cell).rjust(width) if i in right_aligned else str(cell).ljust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths))
+        ).rstrip()
+
+    out = [line(header)] + [line(row) for row in shown]
+    if len(rows) > len(shown):
+        out.append(f"... {len(rows) - len(shown)} more rows (use --json for all)")
+    return "\n".join(out)

@@ -19,7 +19,7 @@ import math
 
 from console.backend import BackendConfig, open_backend
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
-from console.commands._output import emit, note, run_async
+from console.commands._output import emit, note, render_table, run_async
 from console.cloudwatch_heat import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
 from console.errors import BadInput
 from console.hashkeys import HashRangeIndex
@@ -169,10 +169,7 @@ def render(snapshot: StreamHeatSnapshot, advice: dict, *, hottest_first: bool = 
         rows.append((shard.shard_id + ("" if shard.is_open else " (closed)"), _rate(shard.records_per_s), str(shard.peak_records_per_s),
                      _kib(shard.bytes_per_s), f"{shard.utilisation:.0%}", _top_keys(shard)))
     rows.append(("stream total", _rate(snapshot.records_per_s), "", _kib(snapshot.bytes_per_s), "", ""))
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    for row in rows:
-        cells = [row[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in zip(row[1:5], widths[1:])]
-        lines.append("  ".join(cells + [row[5]]).rstrip())
+    lines.append(render_table(rows[0], rows[1:], right_aligned={1, 2, 3, 4}))
     hottest = advice["hottest"]
     if hottest is None:
         lines.append("no records arrived while sampling: nothing is hot")
@@ -236,9 +233,7 @@ def render_cloudwatch(stream: str, seconds: float, shards: list[ShardMetricsHeat
         age = "-" if shard.iterator_age_ms is None else f"{shard.iterator_age_ms / 1000:,.1f} s"
         rows.append((shard.shard_id + ("" if shard.is_open else " (closed)"), _rate(shard.records_per_s), _rate(shard.peak_records_per_s),
                      _kib(shard.bytes_per_s), f"{shard.utilisation:.0%}", str(shard.throttled_records), age))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        lines.append("  ".join([row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]))
+    lines.append(render_table(rows[0], rows[1:], right_aligned=set(range(1, len(rows[0])))))
     if not any(shard.minutes_with_data for shard in shards):
         lines.append("no datapoints in this window")
     return "\n".join(lines)

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import hashlib
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from console.commands._output import emit, run_async
+from console.commands._output import emit, render_table, run_async
 from console.distribution import Distribution, count_indices, format_distribution, summarize
 from console.errors import BadInput, TilingError
 from console.hashkeys import (
@@ -130,7 +129,7 @@ def resolve_shard_set(args: Any) -> ShardSet:
 
 async def _load_stream_shards(args: Any, stream: str) -> ShardSet:
     from console.backend.client import BackendConfig, open_backend
-    from console.commands.streams import ensure_local_stream, validate_stream_name
+    from console.commands._stream_args import ensure_local_stream, validate_stream_name
     from console.lineage import Lineage
 
     validate_stream_name(stream)
@@ -214,42 +213,6 @@ def predict_command(args: Any) -> int:
     return 0
 
 
-PREFIX_BITS = 16  # a 65,536-entry table: with 1,000 shards ~98% of its slices lie inside one shard
-TABLE_WORTH_IT = 20_000  # keys; below this, building the table (~50 ms) costs more than it saves
-
-
-def predict_indices(index: HashRangeIndex, partition_keys: Sequence[str]) -> list[int]:
-    """The shard position of each partition key (MD5 read as a big-endian int, then its owner).
-
-    For many keys the owner comes from a table indexed by the digest's first two bytes (the hash
-    key's top 16 bits), which answers whenever that slice of the key space lies inside one shard;
-    only a key in a slice holding a shard boundary is converted to an int and bisected. Callables
-    are bound to locals and the loop is one comprehension: bench_predict.py holds this to >= 0.7x
-    the throughput of bare MD5 + int conversion."""
-    md5, from_bytes, find, endings = hashlib.md5, int.from_bytes, bisect.bisect_left, index.endings
-    if len(partition_keys) < TABLE_WORTH_IT:
-        return [find(endings, from_bytes(md5(key.encode("utf-8")).digest(), "big")) for key in partition_keys]
-    table = prefix_table(index)
-    return [
-        owner if (owner := table[(digest := md5(key.encode("utf-8")).digest())[0] << 8 | digest[1]]) >= 0
-        else find(endings, from_bytes(digest, "big"))
-        for key in partition_keys
-    ]
-
-
-def prefix_table(index: HashRangeIndex, bits: int = PREFIX_BITS) -> list[int]:
-    # Callers index it with the digest's first two bytes, so `bits` stays 16 there.
-    """For each slice of the key space sharing its top `bits` bits: the position of the one shard
-    holding the whole slice, or -1 when a shard boundary falls inside it."""
-    shift = 128 - bits
-    endings, find = index.endings, bisect.bisect_left
-    table = []
-    for prefix in range(1 << bits):
-        first = find(endings, prefix << shift)
-        table.append(first if endings[first] >= ((prefix + 1) << shift) - 1 else -1)
-    return table
-
-
 def format_predictions(rows: list[dict], distribution: Distribution, shard_set: ShardSet) -> str:
     with_previous = shard_set.lineage is not None
     header = ["KEY", "HASH KEY", "SHARD", "#"] + (["BEFORE LAST RESHARD"] if with_previous else [])
@@ -258,7 +221,7 @@ def format_predictions(rows: list[dict], distribution: Distribution, shard_set: 
         + ([row["previous_shard_id"] or "-"] if with_previous else [])
         for row in rows
     ]
-    lines = [f"against {shard_set.describe()}:", render_table(header, table, right_aligned={3})]
+    lines = [f"against {shard_set.describe()}:", render_table(header, table, right_aligned={3}, max_rows=MAX_ROWS)]
     if len(rows) > 1:
         lines += ["", format_distribution(distribution, noun="keys", bucket_noun="shards")]
     return "\n".join(lines)
@@ -329,7 +292,7 @@ def format_keytree(keys: list[int], report, space: int, existing: int, duplicate
         lines.append(f"... {len(keys) - len(shown)} more (use --json for all)")
     lines += ["", f"balance of all {report.total_keys} keys (depths without keys left out):"]
     table = [[str(lv.depth), str(lv.keys), str(lv.capacity), f"{lv.fill:.1%}"] for lv in report.levels if lv.keys]
-    lines.append(render_table(["DEPTH", "KEYS", "CAPACITY", "FILL"], table, right_aligned={0, 1, 2, 3}))
+    lines.append(render_table(["DEPTH", "KEYS", "CAPACITY", "FILL"], table, right_aligned={0, 1, 2, 3}, max_rows=MAX_ROWS))
     worst = report.worst
     if worst is None:
         lines.append("worst imbalance: none (no keys)")
@@ -364,33 +327,15 @@ def format_spread(result, shard_set: ShardSet) -> str:
     suffix_rows = [[str(s.suffix), s.partition_key, s.shard_id, str(s.shard_index), str(s.sort_keys)]
                    for s in result.suffixes]
     lines.append(render_table(["SUFFIX", "PARTITION KEY", "SHARD", "#", "SORT KEYS"], suffix_rows,
-                              right_aligned={0, 3, 4}))
+                              right_aligned={0, 3, 4}, max_rows=MAX_ROWS))
     lines += ["", "sharded keys per shard:",
               format_distribution(result.suffixes_by_shard, noun="suffixes", bucket_noun="shards")]
     if result.sort_keys:
         sort_rows = [[p.sort_key, str(p.suffix), p.partition_key, p.shard_id] for p in result.sort_keys]
-        lines += ["", render_table(["SORT KEY", "SUFFIX", "PARTITION KEY", "SHARD"], sort_rows, right_aligned={1}),
+        lines += ["", render_table(["SORT KEY", "SUFFIX", "PARTITION KEY", "SHARD"], sort_rows, right_aligned={1}, max_rows=MAX_ROWS),
                   "", "sort keys per suffix:",
                   format_distribution(result.by_suffix, noun="sort keys", bucket_noun="suffixes"),
                   "", "sort keys per shard:",
                   format_distribution(result.by_shard, noun="sort keys", bucket_noun="shards")]
     return "\n".join(lines)
 
-
-# -- text tables -------------------------------------------------------------------------------------------
-
-def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, right_aligned: set[int] = frozenset(),
-                 max_rows: int = MAX_ROWS) -> str:
-    shown = list(rows[:max_rows])
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *shown)]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(
-            str(cell).rjust(width) if i in right_aligned else str(cell).ljust(width)
-            for i, (cell, width) in enumerate(zip(cells, widths))
-        ).rstrip()
-
-    out = [line(header)] + [line(row) for row in shown]
-    if len(rows) > len(shown):
-        out.append(f"... {len(rows) - len(shown)} more rows (use --json for all)")
-    return "\n".join(out)

@@ -99,13 +99,12 @@ def _config_read_only() -> bool:
 
 async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult, VerificationReport | None]:
     from console.backend import BackendConfig, open_backend
+    from console.commands._stream_args import ensure_local_stream
 
     config = BackendConfig.from_args(args)
     async with open_backend(config) as kinesis:
         if config.kind == "local":
-            if await kinesis.ensure_stream(args.stream, getattr(args, "shards", None) or 4):
-                note(f"created stream {args.stream!r} on {kinesis.label}")
-            await kinesis.wait_for_active(args.stream)
+            await ensure_local_stream(kinesis, args.stream, args)
         else:
             await kinesis.describe_stream(args.stream)  # a missing stream fails here, naming the ones there are
         note(f"producing {settings.total} records ({settings.keys} keys x {settings.records_per_key}) "

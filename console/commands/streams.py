@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import re
 from typing import Any
 
-from console.commands._output import emit, note, run_async
-from console.errors import BadInput
+from console.commands._output import emit, note, render_table, run_async
+from console.commands._stream_args import ensure_local_stream, local_shard_count, validate_stream_name
 from console.lineage import OPEN, Lineage
 from console.model import StreamSummary
-
-# What AWS accepts as a stream name; checked here so a typo is exit 2, not a server round trip.
-_STREAM_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,128}$")
-DEFAULT_LOCAL_SHARDS = 4
-MAX_LOCAL_SHARDS = 10_000  # AWS's default account limit is 500; more only makes the embedded server crawl
 
 
 def register(subparsers, common) -> None:
@@ -70,7 +64,7 @@ def format_streams(summaries: list[StreamSummary], label: str) -> str:
     header = ("NAME", "STATUS", "MODE", "OPEN SHARDS", "RETENTION", "ENCRYPTION")
     rows = [(s.name, s.status, s.mode, str(s.open_shard_count), f"{s.retention_hours} h", s.encryption)
             for s in summaries]
-    return _table(header, rows, right_aligned={3})
+    return render_table(header, rows, right_aligned={3})
 
 
 # -- kconsole shards -------------------------------------------------------------------------------
@@ -99,12 +93,6 @@ def shards_command(args: Any) -> int:
     return 0
 
 
-def validate_stream_name(name: str) -> str:
-    if not _STREAM_NAME.match(name or ""):
-        raise BadInput(f"not a valid stream name: {name!r} (1 to 128 of a-z A-Z 0-9 _ . -)", code="bad_stream_name")
-    return name
-
-
 async def _fetch_lineage(args: Any, stream: str) -> tuple[Lineage, str]:
     from console.backend.client import BackendConfig, open_backend
 
@@ -115,23 +103,6 @@ async def _fetch_lineage(args: Any, stream: str) -> tuple[Lineage, str]:
         # Everything within retention, so closed parents and their links are shown; --open filters locally.
         shards = await kinesis.all_shards(stream)
         return Lineage.build(shards), kinesis.label
-
-
-def local_shard_count(args: Any) -> int:
-    """--shards for a stream the embedded server has to create; checked before the server starts."""
-    count = getattr(args, "shards", None)
-    if count is None:
-        return DEFAULT_LOCAL_SHARDS
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_LOCAL_SHARDS:
-        raise BadInput(f"--shards must be a whole number from 1 to {MAX_LOCAL_SHARDS}; got {count!r}", code="usage")
-    return count
-
-
-async def ensure_local_stream(kinesis: Any, stream: str, args: Any) -> None:
-    """The embedded server starts empty each run, so a named stream is created on demand."""
-    count = local_shard_count(args)
-    if await kinesis.ensure_stream(stream, count):
-        note(f"created stream {stream!r} with {count} shards on the embedded local Kinesis")
 
 
 def _heading(stream: str, label: str, rows: list[dict]) -> str:
@@ -145,15 +116,6 @@ def format_shards(rows: list[dict], problem: str | None) -> str:
     body = [(row["shard_id"], row["state"], row["starting_hash_key"], row["ending_hash_key"],
              f"{row['share'] * 100:.2f}%", row["parent_shard_id"] or "-", row["adjacent_parent_shard_id"] or "-",
              ",".join(row["children"]) or "-") for row in rows]
-    text = _table(header, body, right_aligned={2, 3, 4})
+    text = render_table(header, body, right_aligned={2, 3, 4})
     return f"{text}\nproblem: {problem}" if problem else text
 
-
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]], *, right_aligned: set[int]) -> str:
-    widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
-
-    def line(cells: tuple[str, ...]) -> str:
-        return "  ".join(cell.rjust(width) if index in right_aligned else cell.ljust(width)
-                         for index, (cell, width) in enumerate(zip(cells, widths))).rstrip()
-
-    return "\n".join([line(header), *(line(row) for row in rows)])

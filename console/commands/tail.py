@@ -72,7 +72,7 @@ def options_from_args(args: Any) -> TailOptions:
 
 def run(args: Any) -> int:
     from console.backend import BackendConfig
-    from console.commands.streams import local_shard_count, validate_stream_name
+    from console.commands._stream_args import local_shard_count, validate_stream_name
 
     validate_stream_name(args.stream)  # a typo is bad input (exit 2), not a stream the server lacks
     options = options_from_args(args)
@@ -93,7 +93,7 @@ def run(args: Any) -> int:
 
 async def _tail(config, stream: str, options: TailOptions, as_json: bool, reader_box: list, args: Any) -> None:
     from console.backend import open_backend
-    from console.commands.streams import ensure_local_stream
+    from console.commands._stream_args import ensure_local_stream
 
     async with open_backend(config) as kinesis:
         if config.kind == "local":  # the embedded server starts empty: create the stream, as `shards` does

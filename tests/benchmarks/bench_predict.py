@@ -15,7 +15,7 @@ import json
 import random
 import time
 
-from console.commands.keyspace import predict_indices
+from console.hashkeys import predict_indices
 from console.hashkeys import MAX_HASH_KEY, HashRangeIndex, md5_hash_key, shard_id_for_index
 
 KEYS = 1_000_000
