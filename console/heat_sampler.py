@@ -21,9 +21,10 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from console.errors import BackendError, BadInput, ConsoleError, Throttled
+from console.errors import BadInput, ConsoleError, Throttled
 from console.heat import StreamHeat, StreamHeatSnapshot, observations_from_records
 from console.model import Shard
+from console.shard_reader import ShardCursor
 
 MAX_READS_PER_SECOND = 5.0  # GetRecords transactions per second per shard (AWS limit)
 DEFAULT_READS_PER_SECOND = 2.0
@@ -144,45 +145,37 @@ class HeatSampler:
 
     async def _read_loop(self, shard_id: str, iterator: str) -> None:
         assert self.heat is not None
-        last_sequence: str | None = None
-        began = float("-inf")
+        # Never more than MAX_READS_PER_SECOND, even for the last read right after a wake-up; the
+        # slower `interval` between ordinary reads is kept here, as a pause the window's close cuts short.
+        cursor = ShardCursor(stream=self.stream, shard_id=shard_id, iterator=iterator,
+                             get_shard_iterator=self.backend.get_shard_iterator,
+                             get_records=self.backend.get_records, restart=lambda: self._at_latest(shard_id),
+                             limit=self.records_per_read, min_interval=1.0 / MAX_READS_PER_SECOND,
+                             sleep=asyncio.sleep, clock=time.monotonic)
         while True:
             if self._closing.is_set():
                 await self._last_call.wait()
             last_read = self._last_call.is_set()  # the window is closed: one more read, then done
-            # Never more than MAX_READS_PER_SECOND, even for the last read right after a wake-up.
-            gap = 1.0 / MAX_READS_PER_SECOND - (time.monotonic() - began)
-            if gap > 0:
-                await asyncio.sleep(gap)
-            began = time.monotonic()
             try:
-                response = await self.backend.get_records(iterator, self.records_per_read)
+                page = await cursor.read()
             except Throttled:
                 self.throttled_reads += 1
                 if last_read:
                     return
                 await self._pause(THROTTLE_PAUSE)
                 continue
-            except BackendError as error:
-                if error.code != "expired_iterator":
-                    raise
-                iterator = await self._resume(shard_id, last_sequence)
-                continue
             self.reads += 1
-            records = response.get("Records") or []
-            if records:
-                self.heat.observe(shard_id, observations_from_records(records))
-                last_sequence = records[-1]["SequenceNumber"]
-            iterator = response.get("NextShardIterator")
-            if iterator is None:  # the shard was closed by a reshard: nothing more will arrive
+            if page.records:
+                self.heat.observe(shard_id, observations_from_records(page.records))
+            if page.ended:  # the shard was closed by a reshard: nothing more will arrive
                 self.closed_shards.append(shard_id)
                 self.heat.mark_closed(shard_id, self.clock())
                 if not last_read:
-                    await self._follow_children(shard_id, response.get("ChildShards"))
+                    await self._follow_children(shard_id, page.child_shards)
                 return
             if last_read:
                 return
-            await self._pause(self.interval - (time.monotonic() - began))
+            await self._pause(self.interval - (time.monotonic() - cursor.last_call_at))
 
     async def _follow_children(self, parent_id: str, child_shards: list[dict] | None) -> None:
         """Start readers on the open children of a closed shard (GetRecords names them in ChildShards;
@@ -205,12 +198,10 @@ class HeatSampler:
             self._tasks[child.shard_id] = asyncio.create_task(
                 self._read_shard(child.shard_id, iterator), name=f"heat-{self.stream}-{child.shard_id}")
 
-    async def _resume(self, shard_id: str, last_sequence: str | None) -> str:
-        """A fresh iterator after the old one expired (5 minutes without a read, e.g. a suspended laptop)."""
-        if last_sequence is None:
-            return await self.backend.get_shard_iterator(self.stream, shard_id, "LATEST")
-        return await self.backend.get_shard_iterator(self.stream, shard_id, "AFTER_SEQUENCE_NUMBER",
-                                                     sequence_number=last_sequence)
+    async def _at_latest(self, shard_id: str) -> str:
+        """A fresh iterator after the old one expired (5 minutes without a read, e.g. a suspended
+        laptop) before anything was read; the cursor resumes after the last record otherwise."""
+        return await self.backend.get_shard_iterator(self.stream, shard_id, "LATEST")
 
     async def _pause(self, seconds: float) -> None:
         """Sleep between reads, but wake at once when the window closes."""

@@ -26,9 +26,10 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from console.decoding import DecodedRecord, decode_api_record
-from console.errors import BackendError, BadInput, Throttled
+from console.errors import BadInput, Throttled
 from console.hashkeys import md5_hash_key, validate_partition_key
 from console.model import Shard
+from console.shard_reader import ShardCursor
 
 LATEST = "LATEST"
 TRIM_HORIZON = "TRIM_HORIZON"
@@ -309,40 +310,31 @@ class TailReader:
         shard_id = shard.shard_id
         progress = self.progress[shard_id]
         progress.state = "reading"
-        iterator: str | None = self._iterators.pop(shard_id, None) or await self._first_iterator(shard)
-        last_sequence: str | None = None
+        iterator = self._iterators.pop(shard_id, None) or await self._first_iterator(shard)
+        cursor = ShardCursor(stream=self.stream, shard_id=shard_id, iterator=iterator,
+                             get_shard_iterator=self.backend.get_shard_iterator,
+                             get_records=self.backend.get_records,
+                             restart=lambda: self._first_iterator(shard), limit=self.batch_limit,
+                             min_interval=MIN_POLL_INTERVAL, sleep=self._sleep, clock=self._clock)
         backoff = 0.0
-        next_call = 0.0
         reported_lag: int | None = -1  # never a real value, so the first answer is always reported
         while True:
-            wait = next_call - self._clock()
-            if wait > 0:
-                await self._sleep(wait)
-            next_call = self._clock() + MIN_POLL_INTERVAL
             try:
-                answer = await self.backend.get_records(iterator, limit=self.batch_limit)
+                page = await cursor.read()
             except Throttled:
                 backoff = min(MAX_BACKOFF, max(0.5, backoff * 2))
                 progress.state = "throttled"
                 await self._sleep(backoff)
                 continue
-            except BackendError as error:
-                if error.code != "expired_iterator":
-                    raise
-                iterator = await self._reget_iterator(shard, last_sequence)
-                continue
             backoff = 0.0
             progress.state = "reading"
-            raw_records = answer.get("Records") or []
-            if raw_records:
-                last_sequence = raw_records[-1]["SequenceNumber"]
-            iterator = answer.get("NextShardIterator")
-            lag = answer.get("MillisBehindLatest")
+            raw_records = page.records
+            lag = page.millis_behind
             progress.millis_behind = lag
             shown = self._decode(raw_records, shard_id)
             progress.records += len(shown)
             at_tip = len(raw_records) < self.batch_limit and (lag == 0 or (lag is None and not raw_records))
-            ended = iterator is None
+            ended = page.ended
             if not ended and at_tip and not raw_records and await self._known_closed(shard_id):
                 # AWS ends a closed shard with a null NextShardIterator; some emulators hand out
                 # iterators forever, so a closed shard that is read to its tip counts as ended too.
@@ -354,7 +346,7 @@ class TailReader:
             if ended:
                 progress.state = "ended"
                 self._finished.add(shard_id)
-                child_ids = [child["ShardId"] for child in answer.get("ChildShards") or []]
+                child_ids = [child["ShardId"] for child in page.child_shards or []]
                 await self._shard_ended(shard, child_ids)
                 return
             if caught_up:
@@ -362,7 +354,7 @@ class TailReader:
                 self._finished.add(shard_id)
                 return
             if not raw_records or lag == 0:
-                next_call = self._clock() + IDLE_POLL_INTERVAL
+                cursor.defer(IDLE_POLL_INTERVAL)
 
     async def _known_closed(self, shard_id: str) -> bool:
         """Whether the shard map says the shard is closed; with follow, refreshed now and then."""
@@ -372,12 +364,6 @@ class TailReader:
                 self._shards[shard.shard_id] = shard
         shard = self._shards.get(shard_id)
         return shard is not None and not shard.is_open
-
-    async def _reget_iterator(self, shard: Shard, last_sequence: str | None) -> str:
-        if last_sequence is not None:
-            return await self.backend.get_shard_iterator(self.stream, shard.shard_id, AFTER_SEQUENCE_NUMBER,
-                                                         sequence_number=last_sequence)
-        return await self._first_iterator(shard)
 
     def _decode(self, raw_records: list[dict], shard_id: str) -> list[DecodedRecord]:
         key, grep = self.options.partition_key, self.options.grep

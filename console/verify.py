@@ -20,6 +20,7 @@ names are re-exported.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from typing import Any
 from console.errors import BackendError, ConsoleError, Throttled
 from console.model import Shard
 from console.produce_report import ProduceResult
+from console.shard_reader import ShardCursor
 from console.testrecords import decode
 from console.verify_analysis import (
     MAX_PROBLEMS_PER_KIND,
@@ -142,39 +144,31 @@ class Verifier:
         shard = lineage.shards[shard_id]
         order = lineage.order[shard_id]
         iterator_type, sequence_number = start
-        iterator = await self._call(self._get_shard_iterator, run.stream, shard_id, iterator_type,
+
+        async def at_start() -> str:
+            return await self._call(self._get_shard_iterator, run.stream, shard_id, iterator_type,
                                     sequence_number=sequence_number)
+
+        # Throttling is retried inside each call (self._call), so the cursor never sees Throttled.
+        cursor = ShardCursor(stream=run.stream, shard_id=shard_id, iterator=await at_start(),
+                             get_shard_iterator=functools.partial(self._call, self._get_shard_iterator),
+                             get_records=functools.partial(self._call, self._get_records),
+                             restart=at_start, limit=self.settings.page_limit,
+                             min_interval=self.settings.min_call_interval, sleep=asyncio.sleep, clock=self._clock)
         total = mine = 0
-        last_sequence_number: str | None = None
-        last_call = float("-inf")
-        while iterator:
-            wait = self.settings.min_call_interval - (self._clock() - last_call)
-            if wait > 0:
-                await asyncio.sleep(wait)
-            last_call = self._clock()
-            try:
-                page = await self._call(self._get_records, iterator, limit=self.settings.page_limit)
-            except BackendError as error:
-                if error.code != "expired_iterator":
-                    raise
-                after = ("AFTER_SEQUENCE_NUMBER", last_sequence_number) if last_sequence_number else start
-                iterator = await self._call(self._get_shard_iterator, run.stream, shard_id, after[0],
-                                            sequence_number=after[1])
-                continue
-            records = page.get("Records") or []
-            for raw in records:
+        while True:
+            page = await cursor.read()
+            for raw in page.records:
                 total += 1
-                last_sequence_number = raw["SequenceNumber"]
                 record = decode(raw["Data"], run.run_id)
                 if record is None:
                     continue
                 mine += 1
                 copies.append(ReadCopy(record.key, record.seq, shard_id, raw["SequenceNumber"], order,
                                        record.sent_at, _epoch(raw.get("ApproximateArrivalTimestamp"))))
-            iterator = page.get("NextShardIterator")
             # Caught up: nothing returned and nothing behind. An open shard's current end; a closed
             # shard normally ends with no next iterator, but some servers keep handing one out.
-            if not records and not page.get("MillisBehindLatest"):
+            if page.ended or (not page.records and not page.millis_behind):
                 break
         return ShardRead(shard_id, iterator_type, total, mine, closed=not shard.is_open)
 

@@ -1,0 +1,104 @@
+"""Reading one shard with GetRecords: the mechanics every reader of a shard repeats.
+
+A `ShardCursor` holds a shard iterator and moves it along page by page. It does what is the same for
+every consumer of a shard and nothing else:
+
+- paces calls so the shard sees at most one GetRecords per `min_interval` seconds (AWS allows 5 a
+  second per shard, shared by every consumer), with an injectable sleep and clock;
+- remembers the last sequence number read, and when the iterator expires (5 minutes unused; the
+  backend raises BackendError code "expired_iterator") gets a new one AFTER_SEQUENCE_NUMBER it, or
+  at the start position when nothing was read yet, and reads again;
+- reports the end of a closed shard: a page without a NextShardIterator (`page.ended`).
+
+What stays with the caller is policy: where to start, what a throttle means (Throttled is raised
+as is: back off, count it, or retry it inside the injected call), when to stop, what to do with the
+records, and in which order to read parents and children. No I/O of its own: the calls are injected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from console.errors import BackendError
+
+AFTER_SEQUENCE_NUMBER = "AFTER_SEQUENCE_NUMBER"
+EXPIRED_ITERATOR = "expired_iterator"
+
+
+@dataclass(slots=True)
+class ShardPage:
+    """One GetRecords answer."""
+
+    records: list[dict]
+    next_iterator: str | None
+    millis_behind: int | None
+    child_shards: list[dict] | None
+    answer: dict
+
+    @property
+    def ended(self) -> bool:
+        """The shard is closed and read to its end (AWS hands out no further iterator)."""
+        return self.next_iterator is None
+
+
+class ShardCursor:
+    """`page = await cursor.read()` until `page.ended` or the caller's own stop rule."""
+
+    def __init__(self, *, stream: str, shard_id: str, iterator: str,
+                 get_shard_iterator: Callable[..., Awaitable[str]],
+                 get_records: Callable[..., Awaitable[dict]],
+                 restart: Callable[[], Awaitable[str]],
+                 limit: int = 10_000, min_interval: float = 0.0,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream = stream
+        self.shard_id = shard_id
+        self.iterator: str | None = iterator
+        self.limit = limit
+        self.min_interval = min_interval
+        self.last_sequence: str | None = None
+        self.last_call_at = float("-inf")  # clock() when the latest GetRecords was sent
+        self._get_shard_iterator = get_shard_iterator
+        self._get_records = get_records
+        self._restart = restart  # an iterator at the caller's start position (expired before any record)
+        self._sleep = sleep
+        self._clock = clock
+        self._next_call = float("-inf")
+
+    def defer(self, seconds: float) -> None:
+        """Make the next read wait until `seconds` from now (e.g. a slower poll when caught up)."""
+        self._next_call = self._clock() + seconds
+
+    async def read(self) -> ShardPage:
+        """The next page. Raises Throttled and any other backend error except an expired iterator."""
+        if self.iterator is None:
+            raise RuntimeError(f"shard {self.shard_id} was read to its end")
+        while True:
+            wait = self._next_call - self._clock()
+            if wait > 0:
+                await self._sleep(wait)
+            self.last_call_at = self._clock()
+            self._next_call = self.last_call_at + self.min_interval
+            try:
+                answer = await self._get_records(self.iterator, limit=self.limit)
+            except BackendError as error:
+                if error.code != EXPIRED_ITERATOR:
+                    raise
+                self.iterator = await self._reposition()
+                continue
+            records = answer.get("Records") or []
+            if records:
+                self.last_sequence = records[-1]["SequenceNumber"]
+            self.iterator = answer.get("NextShardIterator")
+            return ShardPage(records, self.iterator, answer.get("MillisBehindLatest"),
+                             answer.get("ChildShards"), answer)
+
+    async def _reposition(self) -> str:
+        if self.last_sequence is None:
+            return await self._restart()
+        return await self._get_shard_iterator(self.stream, self.shard_id, AFTER_SEQUENCE_NUMBER,
+                                              sequence_number=self.last_sequence)
