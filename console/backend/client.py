@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from console.backend.errors import THROTTLE_CODES, error_code, error_message, translate
 from console.errors import BackendError, BadInput, ConsoleError, ResourceInUse, StreamNotFound
-from console.model import Shard, StreamSummary
+from console.topology.model import Shard, StreamSummary
 
 log = logging.getLogger("console.backend")
 

@@ -30,7 +30,7 @@ import time
 from datetime import datetime
 from typing import Any
 
-from console.hashkeys import HASH_SPACE, even_split
+from console.keyspace.hashkeys import HASH_SPACE, even_split
 
 _applied = False
 _lock = threading.RLock()

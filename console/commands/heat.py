@@ -20,10 +20,10 @@ import math
 from console.backend import BackendConfig, open_backend
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, render_table, run_async
-from console.cloudwatch_heat import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
+from console.heat.cloudwatch import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
 from console.errors import BadInput
-from console.hashkeys import HashRangeIndex
-from console.heat import (
+from console.keyspace.hashkeys import HashRangeIndex
+from console.heat.rates import (
     DOMINANT_SHARE,
     SHARD_BYTES_LIMIT,
     SHARD_RECORDS_LIMIT,
@@ -32,7 +32,7 @@ from console.heat import (
     StreamHeatSnapshot,
     hot_key_what_if,
 )
-from console.heat_sampler import DEFAULT_READS_PER_SECOND, MAX_READS_PER_SECOND, HeatSampler
+from console.heat.sampler import DEFAULT_READS_PER_SECOND, MAX_READS_PER_SECOND, HeatSampler
 
 MAX_SECONDS = 3600
 MAX_CLOUDWATCH_SECONDS = 14 * 24 * 3600  # 1-minute datapoints are kept for 15 days

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from console.commands._output import emit, render_table, run_async
-from console.distribution import Distribution, count_indices, format_distribution, summarize
+from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
 from console.errors import BadInput, TilingError
-from console.hashkeys import (
+from console.keyspace.hashkeys import (
     HASH_SPACE,
     HashRangeIndex,
     md5_hash_key,
@@ -26,7 +26,7 @@ from console.hashkeys import (
     validate_partition_key,
 )
 
-DEFAULT_SHARDS = 4  # what `kconsole --local` creates, and seed 003's example
+DEFAULT_SHARDS = 4  # what `kconsole --local` creates, and AWS's 4-shard example
 MAX_SHARDS = 100_000  # far above any account's shard limit; keeps a typo from building a huge map
 MAX_TREE_KEYS = 1_000_000
 MAX_ROWS = 50  # text tables longer than this show their head and say how many were left out
@@ -50,7 +50,7 @@ def register(subparsers, common) -> None:
     keytree = subparsers.add_parser(
         "keytree", parents=common,
         help="balanced explicit hash keys: the next keys that keep every split of the key space even",
-        description="Hand out explicit hash keys that keep the key space balanced (seed 000's key tree): "
+        description="Hand out explicit hash keys that keep the key space balanced (the balanced key tree): "
                     "2**127, 2**126, 3*2**126, ... from an empty space, or, after the keys already in use "
                     "(--existing-file), the keys that restore balance first. Prints the keys and a balance "
                     "report: keys per tree depth and the worst left/right imbalance.")
@@ -64,7 +64,7 @@ def register(subparsers, common) -> None:
     spread = subparsers.add_parser(
         "spread", parents=common,
         help="write-shard a hot partition key: where PK:0 .. PK:n-1 land and how sort keys spread",
-        description="Write sharding (seed 004): each record of hot partition key PK gets the suffix "
+        description="Write sharding: each record of hot partition key PK gets the suffix "
                     "xxh64('PK:SK') & (n-1) and is written under 'PK:suffix'. Shows the shard each of "
                     "the n sharded keys lands on and, given sort keys, how evenly they spread over the "
                     "suffixes and the shards.")
@@ -93,7 +93,7 @@ def _add_shard_source(parser: argparse.ArgumentParser, *, with_stream: bool) -> 
 class ShardSet:
     index: HashRangeIndex
     source: dict  # {"shards": N} or {"stream": NAME, "backend": label}
-    lineage: Any = None  # console.lineage.Lineage for a live stream: answers "which shard before the reshard"
+    lineage: Any = None  # console.topology.lineage.Lineage for a live stream: answers "which shard before the reshard"
 
     def describe(self) -> str:
         if "stream" in self.source:
@@ -130,7 +130,7 @@ def resolve_shard_set(args: Any) -> ShardSet:
 async def _load_stream_shards(args: Any, stream: str) -> ShardSet:
     from console.backend.client import BackendConfig, open_backend
     from console.commands._stream_args import ensure_local_stream, validate_stream_name
-    from console.lineage import Lineage
+    from console.topology.lineage import Lineage
 
     validate_stream_name(stream)
     config = BackendConfig.from_args(args)
@@ -230,7 +230,7 @@ def format_predictions(rows: list[dict], distribution: Distribution, shard_set: 
 # -- kconsole keytree ------------------------------------------------------------------------------------
 
 def keytree_command(args: Any) -> int:
-    from console.keytree import KeyTree
+    from console.keyspace.keytree.tree import KeyTree
 
     space = _parse_space(args.space)
     count = _whole_number(args.count, option="--count", low=0, high=MAX_TREE_KEYS)
@@ -305,7 +305,7 @@ def format_keytree(keys: list[int], report, space: int, existing: int, duplicate
 # -- kconsole spread -------------------------------------------------------------------------------------
 
 def spread_command(args: Any) -> int:
-    from console.writesharding import MAX_SUFFIXES, check_suffix_count, spread
+    from console.keyspace.writesharding import MAX_SUFFIXES, check_suffix_count, spread
 
     suffixes = check_suffix_count(_whole_number(args.suffixes, option="--suffixes", low=1, high=MAX_SUFFIXES))
     sort_keys = list(args.sort_key)

@@ -14,8 +14,8 @@ from typing import Any
 
 from console.commands._output import emit, note, run_async
 from console.errors import BadInput, ReadOnlyRefusal
-from console.producer import ProduceResult, ProducerProgress, ProducerSettings
-from console.verify import ReadSettings, VerificationReport, run_and_verify
+from console.produce.producer import ProduceResult, ProducerProgress, ProducerSettings
+from console.produce.verify import ReadSettings, VerificationReport, run_and_verify
 
 # AWS allows 5 GetRecords calls per second per shard.
 AWS_GET_RECORDS_INTERVAL = 0.2

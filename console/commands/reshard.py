@@ -18,12 +18,12 @@ from dataclasses import dataclass, replace
 from collections.abc import Sequence
 from pathlib import Path
 
-from console.actionlog import ActionLog
+from console.reshard.actionlog import ActionLog
 from console.errors import BadInput, PlanRejected
-from console.hashkeys import even_split, parse_hash_key, shard_id_for_index
-from console.limits import Limits, StreamContext
-from console.model import Shard
-from console.reshard import (
+from console.keyspace.hashkeys import even_split, parse_hash_key, shard_id_for_index
+from console.reshard.limits import Limits, StreamContext
+from console.topology.model import Shard
+from console.reshard.plan import (
     KeySample,
     MedianSplit,
     ReshardPlan,
@@ -35,7 +35,7 @@ from console.reshard import (
     midpoint,
     render_plan,
 )
-from console.reshard_exec import (
+from console.reshard.execute import (
     DEFAULT_SAMPLE_LIMIT,
     DEFAULT_SAMPLE_SECONDS,
     ExecutionResult,

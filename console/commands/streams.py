@@ -7,8 +7,8 @@ from typing import Any
 
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import ensure_local_stream, local_shard_count, validate_stream_name
-from console.lineage import OPEN, Lineage
-from console.model import StreamSummary
+from console.topology.lineage import OPEN, Lineage
+from console.topology.model import StreamSummary
 
 
 def register(subparsers, common) -> None:

@@ -8,10 +8,10 @@ import sys
 from typing import Any
 
 from console.commands._output import note, run_async
-from console.decoding import KIND_ERROR, KIND_TEXT, DecodedRecord
+from console.read.decoding import KIND_ERROR, KIND_TEXT, DecodedRecord
 from console.errors import BadInput
-from console.hashkeys import validate_partition_key
-from console.tail import TailOptions, TailReader, parse_start
+from console.keyspace.hashkeys import validate_partition_key
+from console.read.tail import TailOptions, TailReader, parse_start
 
 TEXT_HEX_BYTES = 64  # binary content shown per record in text mode (--json carries it all)
 

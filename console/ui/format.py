@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from console.hashkeys import MAX_HASH_KEY
+from console.keyspace.hashkeys import MAX_HASH_KEY
 
 _NUMBERED_SHARD = re.compile(r"^shardId-(\d+)$")
 

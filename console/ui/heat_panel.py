@@ -1,6 +1,6 @@
 """Heat panel: a sparkline per shard, the stream total, and the top keys of the selected shard.
 
-No I/O here: the app runs `console.heat_sampler.HeatSampler` in a worker and calls
+No I/O here: the app runs `console.heat.sampler.HeatSampler` in a worker and calls
 `update_snapshot()` with each `StreamHeatSnapshot`. The panel posts `HeatPanel.Shown` / `HeatPanel.Hidden`
 so the app can start the sampler when the panel appears and stop it when it is hidden (or on quit).
 
@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Sparkline, Static
 
-from console.heat import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
+from console.heat.rates import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
 
 SPARK_SECONDS = 60
 

@@ -1,7 +1,7 @@
 """Running the I/O behind the producer, tail and heat panels (which do none themselves).
 
-Each panel asks with a message; the app runs the domain code (console.verify, console.tail,
-console.heat_sampler) in a worker on the same backend the console polls, and feeds the panel.
+Each panel asks with a message; the app runs the domain code (console.produce.verify, console.read.tail,
+console.heat.sampler) in a worker on the same backend the console polls, and feeds the panel.
 Workers are grouped per panel, so Stop (or hiding the heat panel, or opening another stream, or
 quitting) cancels exactly that panel's work and no task outlives it.
 """
@@ -45,7 +45,7 @@ class PanelHost:
 
     @work(exclusive=True, group="producer", exit_on_error=False)
     async def _run_producer(self, panel, settings, verify: bool, stream: str) -> None:
-        from console.verify import run_and_verify
+        from console.produce.verify import run_and_verify
 
         panel.show_started(settings)
         try:
@@ -76,7 +76,7 @@ class PanelHost:
 
     @work(exclusive=True, group="tail", exit_on_error=False)
     async def _run_tail(self, view, options, stream: str) -> None:
-        from console.tail import TailReader
+        from console.read.tail import TailReader
 
         # A restart (new options) cancels this worker while the next one starts: only the reader
         # that is still the latest may say "stopped".
@@ -116,7 +116,7 @@ class PanelHost:
 
     @work(exclusive=True, group="heat", exit_on_error=False)
     async def _run_heat(self, stream: str) -> None:
-        from console.heat_sampler import HeatSampler
+        from console.heat.sampler import HeatSampler
 
         panel = self.query_one("#heat-panel")
         try:
@@ -154,7 +154,7 @@ class PanelHost:
         if not self.stream:
             self.notify("no stream open: press p to pick one", severity="warning")
             return
-        from console.cloudwatch_heat import SHARD_LEVEL_METRICS
+        from console.heat.cloudwatch import SHARD_LEVEL_METRICS
         from console.ui.reshard_screens import ConfirmByNameScreen
 
         stream = self.stream

@@ -1,7 +1,7 @@
 """The producer panel: set up a test run, watch it per shard, then read the verification report.
 
 The panel does no I/O. Start posts `ProducerPanel.StartRequested(panel, settings, verify)`; the app
-runs `console.verify.run_and_verify(kinesis, stream, settings, verify=..., on_progress=panel.show_progress,
+runs `console.produce.verify.run_and_verify(kinesis, stream, settings, verify=..., on_progress=panel.show_progress,
 on_verifying=panel.show_verifying)` in a worker and feeds the panel: `show_started(settings)` first,
 then `show_report(report)` (or `show_finished()` without verification, `show_error(message)` on a
 ConsoleError). Stop posts `StopRequested(panel)`; cancelling the worker is the app's part. Failures in the
@@ -18,9 +18,9 @@ from textual.message import Message
 from textual.widgets import Button, Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
 
 from console.errors import ConsoleError
-from console.producer import ProducerProgress, ProducerSettings
+from console.produce.producer import ProducerProgress, ProducerSettings
 from console.ui.format import format_rate, short_shard_id
-from console.verify import VerificationReport
+from console.produce.verify import VerificationReport
 
 
 class ProducerPanel(Vertical):

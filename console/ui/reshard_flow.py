@@ -1,9 +1,9 @@
 """Split / merge / scale from the console, never blindly.
 
 The selected shard (table, ribbon or tree) is the subject. A short question picks the split point,
-the merge neighbour or the target count; the plan is built from a fresh listing (console.reshard);
+the merge neighbour or the target count; the plan is built from a fresh listing (console.reshard.plan);
 the preview screen shows it (console/ui/reshard_screens.py); the operator types the stream name;
-then console.reshard_exec's Executor runs it in a worker, re-checking the plan against the stream
+then console.reshard.execute's Executor runs it in a worker, re-checking the plan against the stream
 just before calling, reporting progress as notifications, and the shard map is polled again.
 """
 
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from textual import work
 
 from console.errors import BadInput, ConsoleError
-from console.hashkeys import parse_hash_key
-from console.model import Shard
+from console.keyspace.hashkeys import parse_hash_key
+from console.topology.model import Shard
 from console.ui.format import short_shard_id
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 
@@ -84,9 +84,9 @@ def _count_problem(text: str) -> str | None:
 
 @work(exclusive=True, group="reshard", exit_on_error=False)
 async def run_flow(app: "KConsoleApp", operation: str, suggested_split: int | None = None) -> None:
-    from console.actionlog import ActionLog
-    from console.reshard import midpoint, plan_merge, plan_scale, plan_split
-    from console.reshard_exec import Executor
+    from console.reshard.actionlog import ActionLog
+    from console.reshard.plan import midpoint, plan_merge, plan_scale, plan_split
+    from console.reshard.execute import Executor
     from console.ui.reshard_screens import ConfirmByNameScreen, ReshardPreviewScreen
 
     stream = app.stream

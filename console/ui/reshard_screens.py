@@ -4,7 +4,7 @@
     ok = await app.push_screen_wait(ConfirmByNameScreen(stream_name, "split shardId-...")) # True: confirmed
 
 Both are modal and dismiss with a bool. The preview shows the key space as plain text ribbons
-before and after (console.reshard.ribbons: unchanged shards keep their character, new shards get
+before and after (console.reshard.plan.ribbons: unchanged shards keep their character, new shards get
 capitals), the plan text, and any breached limits; a plan with breaches cannot proceed.
 """
 
@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
-from console.reshard import ReshardPlan, render_plan, ribbons
+from console.reshard.plan import ReshardPlan, render_plan, ribbons
 
 RIBBON_WIDTH = 64
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from console.errors import ConsoleError
-from console.hashkeys import HashRangeIndex
-from console.lineage import Lineage
-from console.model import Shard, StreamSummary
+from console.keyspace.hashkeys import HashRangeIndex
+from console.topology.lineage import Lineage
+from console.topology.model import Shard, StreamSummary
 from console.ui.widgets.ribbon import summarise_shares
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from console.errors import StreamNotFound
-from console.hashkeys import even_split, shard_id_for_index
-from console.model import Shard, StreamSummary
+from console.keyspace.hashkeys import even_split, shard_id_for_index
+from console.topology.model import Shard, StreamSummary
 
 
 def even_shards(count: int, *, first_index: int = 0) -> list[Shard]:

@@ -1,6 +1,6 @@
 """The tail view: a bounded ring of the last N decoded records, fed in batches, never blocking the UI.
 
-The view does no network I/O. The app runs a `console.tail.TailReader` in a worker and hands each
+The view does no network I/O. The app runs a `console.read.tail.TailReader` in a worker and hands each
 `TailBatch` to `TailView.add_batch` (cheap: it only queues). Every `flush_interval` (100 ms) the
 queue is moved into the ring in one step and the screen is refreshed once, so 50k records/s cost
 ten refreshes a second, not 50k. Only visible lines are rendered (a line-API ScrollView).
@@ -36,10 +36,10 @@ from textual.strip import Strip
 from textual.widgets import Button, Input, Label, Select, Static
 
 from console.config import data_dir
-from console.decoding import KIND_ERROR, KIND_JSON, KIND_TEXT, DecodedRecord
+from console.read.decoding import KIND_ERROR, KIND_JSON, KIND_TEXT, DecodedRecord
 from console.errors import BadInput, ConsoleError
-from console.hashkeys import validate_partition_key
-from console.tail import TailBatch, TailOptions, parse_start
+from console.keyspace.hashkeys import validate_partition_key
+from console.read.tail import TailBatch, TailOptions, parse_start
 from console.ui.format import format_rate, short_shard_id
 
 DEFAULT_CAPACITY = 2000

@@ -21,7 +21,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
 from console.backend.client import BackendConfig, KinesisBackend
-from console.hashkeys import HASH_SPACE, even_split, shard_id_for_index
+from console.keyspace.hashkeys import HASH_SPACE, even_split, shard_id_for_index
 from console.ui.app import KConsoleApp, StreamRefreshed
 from console.ui.format import abbreviate_hash_key, format_share
 

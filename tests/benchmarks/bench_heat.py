@@ -1,4 +1,4 @@
-"""Heavy-hitter ingest: Space-Saving (console.heat) against an exact collections.Counter, same run.
+"""Heavy-hitter ingest: Space-Saving (console.heat.rates) against an exact collections.Counter, same run.
 
 1M records whose partition keys follow Zipf(1.1) over 1M possible keys, fed in GetRecords-sized
 batches of 1,000 keys. Keys are drawn before any timing. Each contender ingests every batch:
@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from console.heat import SpaceSaving  # noqa: E402
+from console.heat.rates import SpaceSaving  # noqa: E402
 
 RECORDS = 1_000_000
 UNIVERSE = 1_000_000

@@ -1,4 +1,4 @@
-"""Balanced key tree: next keys after rehydrating random existing keys, against the seed's algorithm.
+"""Balanced key tree: next keys after rehydrating random existing keys, against the reference O(n) algorithm.
 
 The seed (000) recomputes subtree sizes on every step, so each next key walks the whole tree: O(n),
 and with random 128-bit existing keys the tree holds ~113 placeholder nodes per key. The oracle is
@@ -20,11 +20,11 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.setrecursionlimit(10_000)
 
-from console.keytree import KeyTree  # noqa: E402
-from test_keytree import SeedTree  # noqa: E402  (the oracle)
+from console.keyspace.keytree.tree import KeyTree  # noqa: E402
+from tests.keyspace.test_keytree import SeedTree  # noqa: E402  (the oracle)
 
 EXISTING = 100_000
 NEXT = 100_000
@@ -49,7 +49,7 @@ def main() -> None:
     next_s, keys = cpu(tree.next_keys, NEXT)
     assert len(set(keys)) == NEXT and not set(keys) & set(existing)
 
-    # n = 20k: ours per next key vs the seed's per next key, on the same existing keys.
+    # n = 20k: ours per next key vs the reference algorithm's per next key, on the same existing keys.
     small = existing[:ORACLE_EXISTING]
     ours_small_rehydrate_s, ours_small = cpu(KeyTree.rehydrate, small)
     ours_small_next_s, ours_keys = cpu(ours_small.next_keys, ORACLE_EXISTING)

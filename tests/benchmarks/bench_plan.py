@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from console.hashkeys import MAX_HASH_KEY, even_split, shard_id_for_index, md5_hash_key  # noqa: E402
-from console.model import Shard  # noqa: E402
-from console.reshard import KeySample, plan_even, plan_scale  # noqa: E402
+from console.keyspace.hashkeys import MAX_HASH_KEY, even_split, shard_id_for_index, md5_hash_key  # noqa: E402
+from console.topology.model import Shard  # noqa: E402
+from console.reshard.plan import KeySample, plan_even, plan_scale  # noqa: E402
 
 KEYS = 1_000_000
 BASELINE_KEYS = 2_000

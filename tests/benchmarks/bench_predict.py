@@ -15,8 +15,8 @@ import json
 import random
 import time
 
-from console.hashkeys import predict_indices
-from console.hashkeys import MAX_HASH_KEY, HashRangeIndex, md5_hash_key, shard_id_for_index
+from console.keyspace.hashkeys import predict_indices
+from console.keyspace.hashkeys import MAX_HASH_KEY, HashRangeIndex, md5_hash_key, shard_id_for_index
 
 KEYS = 1_000_000
 SHARDS = 1_000

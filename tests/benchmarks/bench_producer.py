@@ -5,7 +5,7 @@ through the same KinesisBackend (aiobotocore), in one run:
 (a) ceiling: a raw PutRecords loop — pre-built records, CONCURRENCY requests in flight, BATCH
     records each, no ordering, no retries, no bookkeeping;
 (b) naive: PutRecord, one record at a time;
-(c) ordered: console.producer.OrderedProducer, 1,000 keys, the same concurrency and batch size
+(c) ordered: console.produce.producer.OrderedProducer, 1,000 keys, the same concurrency and batch size
     (1,000 keys / 4 requests = 250 records per request: the one-record-per-key rule costs nothing
     in batch size at this key count).
 (a) and (c) run ROUNDS times, alternating which goes first; the best round of each counts (least
@@ -25,9 +25,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from console.backend import BackendConfig, open_backend  # noqa: E402
-from console.producer import OrderedProducer, ProducerSettings  # noqa: E402
-from console.testrecords import TestRecord, new_run_id, partition_key_for  # noqa: E402
-from console.verify import Verifier  # noqa: E402
+from console.produce.producer import OrderedProducer, ProducerSettings  # noqa: E402
+from console.produce.testrecords import TestRecord, new_run_id, partition_key_for  # noqa: E402
+from console.produce.verify import Verifier  # noqa: E402
 
 KEYS = 1000
 RECORDS_PER_KEY = 12

@@ -15,8 +15,8 @@ import random
 import statistics
 import time
 
-from console.hashkeys import HASH_SPACE, even_split, shard_id_for_index
-from console.shardmap import ShardMap
+from console.keyspace.hashkeys import HASH_SPACE, even_split, shard_id_for_index
+from console.topology.shardmap import ShardMap
 
 SHARDS = 10_000
 PAGE = 1_000

@@ -6,7 +6,7 @@ How it is measured (both sides see exactly the same wire records, in the same or
   counts as "not JSON" and is skipped) -- a hand-rolled `get-records | base64 -d | jq` loop, in its
   fastest form (json.loads on str skips the encoding sniffing it does on bytes).
 - decoder: for every record, the same `base64.b64decode` (botocore does it before our code ever
-  sees the bytes, so it is part of the real cost) then `console.decoding.decode_record`, which
+  sees the bytes, so it is part of the real cost) then `console.read.decoding.decode_record`, which
   detects the kind, inflates gzip, de-aggregates KPL and parses JSON.
 - `decode_only_rps` also reports the decoder without the base64 step (bytes as botocore hands them).
 Best of several rounds for each side (least disturbed by other processes). `ratio` is decoded
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from aws_kinesis_agg.aggregator import AggRecord  # noqa: E402
 
-from console.decoding import decode_record  # noqa: E402
+from console.read.decoding import decode_record  # noqa: E402
 
 WIRE_RECORDS = 10_000
 ROUNDS = 9

@@ -10,7 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from console.model import StreamSummary
+from console.topology.model import StreamSummary
 from console.ui.source import describe_failure
 
 

@@ -18,7 +18,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from console.model import StreamSummary
+from console.topology.model import StreamSummary
 from console.ui.format import format_age
 
 GAP = "  "  # fields are separated by space, not punctuation: easier to scan

@@ -13,8 +13,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static, TextArea
 
 from console.errors import BadInput
-from console.hashkeys import parse_hash_key
-from console.keytree import BalanceReport, KeyTree
+from console.keyspace.hashkeys import parse_hash_key
+from console.keyspace.keytree.tree import BalanceReport, KeyTree
 
 NEXT_KEYS_DEFAULT = 8
 MAX_FILE_BYTES = 64 * 1024 * 1024

@@ -1,6 +1,6 @@
 """Lineage: closed parents above their children, open shards marked.
 
-A Line-API widget fed a `console.lineage.Lineage`: the tree is flattened to one entry per line and
+A Line-API widget fed a `console.topology.lineage.Lineage`: the tree is flattened to one entry per line and
 only the visible lines are rendered, so a 10,000-shard stream opens as fast as a 4-shard one (a
 Textual Tree of 10k nodes takes seconds to build). A merge's child sits under its first listed
 parent and appears as a reference line under the other one. Enter or space folds a subtree.
@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from console.lineage import OPEN, Lineage, LineageNode
+from console.topology.lineage import OPEN, Lineage, LineageNode
 from console.ui.format import format_share, short_shard_id
 from console.ui.widgets.cursor import CURSOR_BINDINGS, CursorNavigation
 
@@ -32,7 +32,7 @@ class TreeLine:
 
 
 def home_parent(lineage: Lineage, shard_id: str) -> str | None:
-    """A merged child is drawn under its first present parent (as console.lineage renders it)."""
+    """A merged child is drawn under its first present parent (as console.topology.lineage renders it)."""
     for parent in lineage.nodes[shard_id].shard.parents:
         if parent in lineage.nodes and parent != shard_id:
             return parent

@@ -17,8 +17,8 @@ from textual.message import Message
 from textual.widgets import DataTable, Static, TextArea
 
 from console.errors import BadInput
-from console.distribution import Distribution, count_indices, format_distribution, summarize
-from console.hashkeys import HashRangeIndex, md5_hash_key, parse_hash_key, share_of_space, validate_partition_key
+from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
+from console.keyspace.hashkeys import HashRangeIndex, md5_hash_key, parse_hash_key, share_of_space, validate_partition_key
 from console.ui.format import format_share, short_shard_id
 
 SHOWN_ROWS = 200  # the table lists the first keys; the summary covers all of them
@@ -51,7 +51,7 @@ DISTRIBUTION_FROM = 10  # keys; from this many on, the per-shard spread is shown
 
 
 def key_distribution(placements: list[Placement], index: HashRangeIndex) -> Distribution:
-    """How the placed keys spread over the open shards (console.distribution), in key-space order."""
+    """How the placed keys spread over the open shards (console.keyspace.distribution), in key-space order."""
     positions = [index.index_of(p.hash_key) for p in placements if p.hash_key is not None]
     expected = [share_of_space(start, end) for start, end in zip(index.starts, index.endings)]
     return summarize(index.shard_ids, count_indices(positions, len(index)), expected)

@@ -20,8 +20,8 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from console.hashkeys import HASH_SPACE, HashRangeIndex
-from console.model import Shard
+from console.keyspace.hashkeys import HASH_SPACE, HashRangeIndex
+from console.topology.model import Shard
 from console.ui.format import format_share, short_shard_id
 
 # (primary, alternate) background per class, so neighbouring segments stay distinguishable.

@@ -25,7 +25,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from console.model import Shard
+from console.topology.model import Shard
 from console.ui.format import abbreviate_hash_key, format_rate, format_share, short_shard_id
 from console.ui.widgets.cursor import CURSOR_BINDINGS, CursorNavigation
 

@@ -1,0 +1,301 @@
+"""Heat per shard: 1-second rates by arrival time, utilisation against the shard limits, top keys
+and the split point at the median hash.
+
+Pure: fed records by the sampler (console/heat_sampler.py), no I/O here. The pieces live apart:
+console.heat.heavyhitters counts the top keys, console.heat.snapshot holds what a reading reports, and
+console.heat.hotkey works out the write-sharding what-if; their names are re-exported here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+from console.keyspace.hashkeys import md5_hash_key
+from console.heat.snapshot import (
+    RECENT_SECONDS,
+    SHARD_BYTES_LIMIT,
+    SHARD_RECORDS_LIMIT,
+    ShardHeatSnapshot,
+    SplitSuggestion,
+    StreamHeatSnapshot,
+    TopKey,
+    utilisation,
+)
+from console.heat.heavyhitters import CHUNK, KeyCount, SpaceSaving
+from console.heat.hotkey import TARGET_UTILISATION, HotKeyWhatIf, hot_key_what_if, suffixes_needed
+from console.topology.model import Shard
+
+__all__ = [
+    "CHUNK", "DOMINANT_SHARE", "HASH_BINS", "HASH_CACHE_SIZE", "HISTORY_SECONDS", "MEDIAN_ATOMS",
+    "RECENT_SECONDS", "SHARD_BYTES_LIMIT", "SHARD_RECORDS_LIMIT", "TARGET_UTILISATION",
+    "HotKeyWhatIf", "KeyCount", "Observation", "ShardHeat", "ShardHeatSnapshot", "SpaceSaving",
+    "SplitSuggestion", "StreamHeat", "StreamHeatSnapshot", "TopKey",
+    "hot_key_what_if", "observations_from_records", "suffixes_needed", "utilisation",
+]
+
+HISTORY_SECONDS = 300  # 1-second buckets kept per shard (sparklines, peaks)
+HASH_BINS = 512  # resolution of the per-shard traffic histogram over its hash range
+HASH_CACHE_SIZE = 4096  # MD5s of recently seen keys (hot keys repeat; cleared when full)
+DOMINANT_SHARE = 0.25  # a key above this share of its shard is named by the split suggestion
+MEDIAN_ATOMS = 32  # heaviest keys placed exactly (not smeared over a bin) when finding the median
+
+# (arrival epoch seconds, partition key, size in bytes counted against the shard limit)
+Observation = tuple[float, str, int]
+
+
+def observations_from_records(records: Iterable[Mapping]) -> list[Observation]:
+    """GetRecords' `Records` as observations. Size = data blob + UTF-8 partition key, as the
+    1 MiB/s write limit counts it."""
+    rows = []
+    for record in records:
+        arrival = record["ApproximateArrivalTimestamp"]
+        arrival = arrival.timestamp() if hasattr(arrival, "timestamp") else float(arrival)
+        key = record["PartitionKey"]
+        rows.append((arrival, key, len(record["Data"]) + len(key.encode("utf-8"))))
+    return rows
+
+
+class ShardHeat:
+    """Everything observed on one shard, in bounded memory: at most HISTORY_SECONDS buckets, two
+    Space-Saving summaries, a fixed histogram and a small hash cache."""
+
+    def __init__(self, shard: Shard, *, top_capacity: int = 256,
+                 history_seconds: int = HISTORY_SECONDS) -> None:
+        self.shard = shard
+        self.history_seconds = history_seconds
+        self.records = 0
+        self.bytes = 0
+        self.unplaced = 0
+        self.by_records = SpaceSaving(top_capacity)
+        self.by_bytes = SpaceSaving(top_capacity)
+        self._buckets: dict[int, list[int]] = {}  # second -> [records, bytes]
+        self._newest = -1
+        self._bins = [0] * HASH_BINS
+        self._hashes: dict[str, int] = {}
+
+    def observe(self, observations: Iterable[Observation], start: float = float("-inf"),
+                end: float = float("inf")) -> int:
+        """Count the observations whose arrival lies in [start, end); returns how many counted."""
+        buckets = self._buckets
+        keys: list[str] = []
+        key_bytes: dict[str, int] = {}
+        total_bytes = 0
+        newest = self._newest
+        for arrival, key, size in observations:
+            if not start <= arrival < end:
+                continue
+            second = int(arrival)
+            bucket = buckets.get(second)
+            if bucket is None:
+                bucket = buckets[second] = [0, 0]
+                if second > newest:
+                    newest = second
+            bucket[0] += 1
+            bucket[1] += size
+            total_bytes += size
+            keys.append(key)
+            key_bytes[key] = key_bytes.get(key, 0) + size
+        if not keys:
+            return 0
+        self.records += len(keys)
+        self.bytes += total_bytes
+        self.by_records.add_many(keys)
+        self.by_bytes.add_weights(key_bytes)
+        self._place(Counter(keys))
+        if newest != self._newest:
+            self._newest = newest
+            self._forget_before(newest - self.history_seconds)
+        return len(keys)
+
+    def _place(self, key_counts: Mapping[str, int]) -> None:
+        """Histogram the batch's keys over this shard's hash range (for the median split point)."""
+        start = self.shard.starting_hash_key
+        width = self.shard.ending_hash_key - start + 1
+        bins, hashes = self._bins, self._hashes
+        md5, from_bytes = hashlib.md5, int.from_bytes
+        for key, count in key_counts.items():
+            hash_key = hashes.get(key)
+            if hash_key is None:
+                if len(hashes) >= HASH_CACHE_SIZE:
+                    hashes.clear()
+                # md5_hash_key inlined: this loop runs once per distinct key of every batch.
+                hash_key = hashes[key] = from_bytes(md5(key.encode("utf-8")).digest(), "big")
+            offset = hash_key - start
+            if 0 <= offset < width:
+                bins[offset * HASH_BINS // width] += count
+            else:
+                self.unplaced += count
+
+    def _forget_before(self, cutoff: int) -> None:
+        if len(self._buckets) > self.history_seconds:
+            for second in [s for s in self._buckets if s < cutoff]:
+                del self._buckets[second]
+
+    def series(self, until_second: int, seconds: int) -> list[int]:
+        """Records per second for the `seconds` whole seconds before `until_second`, oldest first."""
+        buckets = self._buckets
+        return [buckets.get(s, (0, 0))[0] for s in range(until_second - seconds, until_second)]
+
+    def recent_rates(self, first_second: int, until_second: int) -> tuple[float, float]:
+        """Records/s and bytes/s over the last RECENT_SECONDS whole seconds before `until_second`
+        (not before `first_second`); falls back to nothing-yet (0, 0) in the first second."""
+        begin = max(first_second, until_second - RECENT_SECONDS)
+        seconds = until_second - begin
+        if seconds <= 0:
+            return 0.0, 0.0
+        buckets = self._buckets
+        records = sum(buckets[s][0] for s in range(begin, until_second) if s in buckets)
+        nbytes = sum(buckets[s][1] for s in range(begin, until_second) if s in buckets)
+        return records / seconds, nbytes / seconds
+
+    def split_suggestion(self) -> SplitSuggestion | None:
+        start, end = self.shard.starting_hash_key, self.shard.ending_hash_key
+        placed = sum(self._bins)
+        if placed == 0 or end - start < 4:
+            return None
+        at, below = self._median_hash(placed)
+        at = min(max(at, start + 2), end - 1)  # SplitShard needs start+1 < at < end
+        dominant = self.by_records.top(1)
+        dominant_key, dominant_share = None, 0.0
+        if dominant and self.records:
+            share = dominant[0].guaranteed / self.records
+            if share >= DOMINANT_SHARE:
+                dominant_key, dominant_share = dominant[0].key, share
+        return SplitSuggestion(self.shard.shard_id, at, placed, dominant_key, dominant_share, below / placed)
+
+    def _median_hash(self, placed: int) -> tuple[int, float]:
+        """The hash key that best halves the observed records, and the record count below it.
+
+        The heaviest keys are point masses at their exact MD5 (a split can only put a key wholly on
+        one side); the rest of each histogram bin is taken as spread evenly across the bin.
+        """
+        start = self.shard.starting_hash_key
+        width = self.shard.ending_hash_key - start + 1
+        atoms: dict[int, list[tuple[int, int]]] = {}
+        for row in self.by_records.top(MEDIAN_ATOMS):
+            hash_key = self._hashes.get(row.key)
+            hash_key = md5_hash_key(row.key) if hash_key is None else hash_key
+            if row.guaranteed and 0 <= hash_key - start < width:
+                atoms.setdefault((hash_key - start) * HASH_BINS // width, []).append((hash_key, row.guaranteed))
+        half, below = placed / 2, 0.0
+        best_at, best_below, best_gap = start, 0.0, float("inf")
+        for index, count in enumerate(self._bins):
+            if not count:
+                continue
+            low, high = start + width * index // HASH_BINS, start + width * (index + 1) // HASH_BINS
+            points = sorted(atoms.get(index, ()))
+            density = max(0, count - sum(weight for _, weight in points)) / (high - low)
+            position = low
+            for hash_key, weight in points + [(high, 0)]:
+                spread_mass = density * (hash_key - position)
+                if spread_mass and below <= half <= below + spread_mass:
+                    return position + int((half - below) / density), half
+                below += spread_mass
+                if weight:
+                    # Split at the key (it goes up) or just after it (it goes down): the nearer to half.
+                    for at, lower in ((hash_key, below), (hash_key + 1, below + weight)):
+                        if abs(lower - half) < best_gap:
+                            best_at, best_below, best_gap = at, lower, abs(lower - half)
+                    below += weight
+                    if below >= half:
+                        return best_at, best_below
+                position = hash_key + 1 if weight else hash_key
+        return best_at, best_below
+
+    def snapshot(self, window_start: float, window_end: float, *, top: int = 5,
+                 series_seconds: int = 60, is_open: bool = True) -> ShardHeatSnapshot:
+        window = max(window_end - window_start, 1e-9)
+        records_per_s, bytes_per_s = self.records / window, self.bytes / window
+        first_second, last_second = int(window_start), int(window_end)
+        peak_records = peak_bytes = 0
+        for second, (records, nbytes) in self._buckets.items():
+            if first_second <= second <= last_second:
+                peak_records = max(peak_records, records)
+                peak_bytes = max(peak_bytes, nbytes)
+        span = min(series_seconds, max(1, last_second - first_second))
+        recent_records, recent_bytes = self.recent_rates(first_second, last_second)
+        top_keys = tuple(self._top_key(row.key, row.count, row.guaranteed) for row in self.by_records.top(top))
+        by_bytes = tuple(self._top_key(row.key, self.by_records.count(row.key), self.by_records.guaranteed(row.key),
+                                       nbytes=row.count) for row in self.by_bytes.top(top))
+        return ShardHeatSnapshot(
+            shard_id=self.shard.shard_id,
+            starting_hash_key=self.shard.starting_hash_key,
+            ending_hash_key=self.shard.ending_hash_key,
+            records=self.records,
+            bytes=self.bytes,
+            window_seconds=window,
+            records_per_s=records_per_s,
+            bytes_per_s=bytes_per_s,
+            peak_records_per_s=peak_records,
+            peak_bytes_per_s=peak_bytes,
+            utilisation=utilisation(records_per_s, bytes_per_s),
+            peak_utilisation=utilisation(peak_records, peak_bytes),
+            recent_records_per_s=recent_records,
+            recent_bytes_per_s=recent_bytes,
+            series=tuple(self.series(last_second, span)),
+            top_keys=top_keys,
+            top_keys_by_bytes=by_bytes,
+            split=self.split_suggestion(),
+            unplaced_records=self.unplaced,
+            key_error_bound=self.by_records.error_bound,
+            is_open=is_open,
+        )
+
+    def _top_key(self, key: str, records: int, guaranteed: int, nbytes: int | None = None) -> TopKey:
+        share = min(1.0, records / self.records) if self.records else 0.0
+        return TopKey(key, records, share, guaranteed, self.by_bytes.count(key) if nbytes is None else nbytes)
+
+
+
+class StreamHeat:
+    """Heat of every sampled shard of one stream over a window of arrival time [start, end)."""
+
+    def __init__(self, stream: str, shards: Iterable[Shard], *, window_start: float,
+                 top_capacity: int = 256, history_seconds: int = HISTORY_SECONDS) -> None:
+        self.stream = stream
+        self.window_start = window_start
+        self.window_end: float | None = None
+        # Shards whose life began or ended inside the window: their rates cover only their part of it.
+        self.closed: dict[str, float] = {}
+        self.born: dict[str, float] = {}
+        self._top_capacity, self._history_seconds = top_capacity, history_seconds
+        ordered = sorted(shards, key=lambda shard: shard.starting_hash_key)
+        self.shards: dict[str, ShardHeat] = {
+            shard.shard_id: ShardHeat(shard, top_capacity=top_capacity, history_seconds=history_seconds)
+            for shard in ordered
+        }
+
+    def add_shard(self, shard: Shard, since: float) -> None:
+        """A shard born during the window (a reshard's child), sampled from `since`; key-space order kept."""
+        if shard.shard_id in self.shards:
+            return
+        self.born[shard.shard_id] = since
+        self.shards[shard.shard_id] = ShardHeat(shard, top_capacity=self._top_capacity,
+                                                history_seconds=self._history_seconds)
+        self.shards = dict(sorted(self.shards.items(), key=lambda item: (item[1].shard.starting_hash_key,
+                                                                         item[1].shard.ending_hash_key)))
+
+    def mark_closed(self, shard_id: str, at: float) -> None:
+        """The shard closed under a reshard; its rates cover the window up to `at`."""
+        self.closed[shard_id] = at
+
+    def observe(self, shard_id: str, observations: Iterable[Observation]) -> int:
+        end = self.window_end if self.window_end is not None else float("inf")
+        return self.shards[shard_id].observe(observations, self.window_start, end)
+
+    def close(self, window_end: float) -> None:
+        """Stop counting arrivals at `window_end` (later reads are drained but not counted)."""
+        self.window_end = window_end
+
+    def snapshot(self, now: float, *, top: int = 5, series_seconds: int = 60) -> StreamHeatSnapshot:
+        end = self.window_end if self.window_end is not None else now
+        return StreamHeatSnapshot(
+            self.stream, self.window_start, end,
+            tuple(heat.snapshot(max(self.window_start, self.born.get(shard_id, self.window_start)),
+                                min(end, self.closed.get(shard_id, end)),
+                                top=top, series_seconds=series_seconds, is_open=shard_id not in self.closed)
+                  for shard_id, heat in self.shards.items()),
+        )
+

@@ -1,0 +1,211 @@
+"""Live heat: one background reader per open shard, from LATEST, feeding console.heat.rates.
+
+Each reader calls GetRecords at most `reads_per_second` times a second (AWS allows 5 per shard,
+shared with every other consumer of the shard; the default 2 leaves 3 for them) and counts what
+it reads by ApproximateArrivalTimestamp. The window of arrival time starts just before the
+iterators are taken, and `stop()` closes it, does one last read per shard (records that arrived
+before the close but were not read yet) and then cancels and awaits every reader: no task
+outlives `stop()`. When a shard closes under a reshard, its reader hands over to the children
+(from TRIM_HORIZON: a child holds only records written after the reshard), so the heat follows the
+stream's new shape; the closed parent stays in the report with what it carried until it closed.
+
+All I/O goes through the injected backend (`all_shards`, `get_shard_iterator`, `get_records`), so the
+same sampler runs against AWS, any endpoint, the embedded local Kinesis or a test double.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from console.errors import BadInput, ConsoleError, Throttled
+from console.heat.rates import StreamHeat, StreamHeatSnapshot, observations_from_records
+from console.topology.model import Shard
+from console.read.cursor import ShardCursor
+
+MAX_READS_PER_SECOND = 5.0  # GetRecords transactions per second per shard (AWS limit)
+DEFAULT_READS_PER_SECOND = 2.0
+THROTTLE_PAUSE = 1.0  # a throttled GetRecords: the shard's 5 reads/s are taken by other consumers
+# Records become readable shortly after PutRecords returns ("typically less than 1 second" on AWS),
+# so the last read waits this long after the window closes.
+DRAIN_GRACE = 0.5
+
+
+class HeatSampler:
+    """`async with HeatSampler(backend, "orders") as sampler: ...; snapshot = sampler.snapshot()`."""
+
+    def __init__(self, backend: Any, stream: str, *, reads_per_second: float = DEFAULT_READS_PER_SECOND,
+                 records_per_read: int = 10_000, top_capacity: int = 256, drain_grace: float = DRAIN_GRACE,
+                 clock: Callable[[], float] = time.time) -> None:
+        if not 0 < reads_per_second <= MAX_READS_PER_SECOND:
+            raise BadInput(f"reads per second per shard must be above 0 and at most {MAX_READS_PER_SECOND:g} "
+                           f"(the GetRecords limit); got {reads_per_second:g}")
+        self.backend = backend
+        self.stream = stream
+        self.interval = 1.0 / reads_per_second
+        self.records_per_read = records_per_read
+        self.top_capacity = top_capacity
+        self.clock = clock
+        self.drain_grace = drain_grace
+        self.heat: StreamHeat | None = None
+        self.reads = 0
+        self.throttled_reads = 0
+        self.closed_shards: list[str] = []  # shards that closed (resharded) while sampling
+        self._followed: set[str] = set()  # children already handed over to (a merge has two parents)
+        self._tasks: dict[str, asyncio.Task] = {}
+        self._closing = asyncio.Event()  # the window is closed: stop sleeping between reads
+        self._last_call = asyncio.Event()  # make the last read now
+        self._failure: BaseException | None = None
+
+    @property
+    def error(self) -> BaseException | None:
+        """The first error that ended a reader (stop() raises it too)."""
+        return self._failure
+
+    @property
+    def running(self) -> bool:
+        return any(not task.done() for task in self._tasks.values())
+
+    async def start(self) -> None:
+        if self._tasks:
+            raise RuntimeError("sampler already started")
+        shards = [shard for shard in await self.backend.all_shards(self.stream) if shard.is_open]
+        window_start = self.clock()
+        iterators = await asyncio.gather(*(
+            self.backend.get_shard_iterator(self.stream, shard.shard_id, "LATEST") for shard in shards))
+        self.heat = StreamHeat(self.stream, shards, window_start=window_start, top_capacity=self.top_capacity)
+        for shard, iterator in zip(shards, iterators):
+            self._tasks[shard.shard_id] = asyncio.create_task(
+                self._read_shard(shard.shard_id, iterator), name=f"heat-{self.stream}-{shard.shard_id}")
+
+    async def stop(self, *, drain: bool = True) -> StreamHeatSnapshot | None:
+        """Close the window, let each reader make its last read (if `drain`), and await them all."""
+        if self.heat is None:
+            return None
+        if self.heat.window_end is None:
+            self.heat.close(self.clock())
+        self._closing.set()
+        if not drain:
+            for task in self._tasks.values():
+                task.cancel()
+        try:
+            if drain and self.drain_grace > 0:
+                await asyncio.sleep(self.drain_grace)
+            self._last_call.set()
+            # A reader's last read normally takes milliseconds; bound it anyway.
+            deadline = asyncio.get_running_loop().time() + max(5.0, 4 * self.interval)
+            while pending := [task for task in self._tasks.values() if not task.done()]:
+                remaining = deadline - asyncio.get_running_loop().time()
+                if remaining <= 0:
+                    break
+                await asyncio.wait(pending, timeout=remaining)
+        finally:
+            # Also when stop() itself is cancelled (the app quitting), and for readers started by a
+            # hand-over during the wait: they are in _tasks too, so none escapes.
+            self._last_call.set()
+            tasks = list(self._tasks.values())
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+        return self.snapshot()
+
+    def snapshot(self, *, top: int = 5, series_seconds: int = 60) -> StreamHeatSnapshot:
+        if self.heat is None:
+            raise RuntimeError("sampler not started")
+        return self.heat.snapshot(self.clock(), top=top, series_seconds=series_seconds)
+
+    async def snapshots(self, every: float = 1.0, *, top: int = 5) -> AsyncIterator[StreamHeatSnapshot]:
+        """A snapshot every `every` seconds while the readers run (for a UI worker:
+        `async for snapshot in sampler.snapshots(): panel.update_snapshot(snapshot)`)."""
+        while self.running:
+            yield self.snapshot(top=top)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), every)
+            if self._closing.is_set():
+                return
+
+    async def __aenter__(self) -> "HeatSampler":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.stop(drain=exc_info[0] is None)
+
+    async def _read_shard(self, shard_id: str, iterator: str) -> None:
+        try:
+            await self._read_loop(shard_id, iterator)
+        except ConsoleError as error:  # e.g. the stream was deleted: end this reader, report at stop()
+            self._failure = self._failure or error
+
+    async def _read_loop(self, shard_id: str, iterator: str) -> None:
+        assert self.heat is not None
+        # Never more than MAX_READS_PER_SECOND, even for the last read right after a wake-up; the
+        # slower `interval` between ordinary reads is kept here, as a pause the window's close cuts short.
+        cursor = ShardCursor(stream=self.stream, shard_id=shard_id, iterator=iterator,
+                             get_shard_iterator=self.backend.get_shard_iterator,
+                             get_records=self.backend.get_records, restart=lambda: self._at_latest(shard_id),
+                             limit=self.records_per_read, min_interval=1.0 / MAX_READS_PER_SECOND,
+                             sleep=asyncio.sleep, clock=time.monotonic)
+        while True:
+            if self._closing.is_set():
+                await self._last_call.wait()
+            last_read = self._last_call.is_set()  # the window is closed: one more read, then done
+            try:
+                page = await cursor.read()
+            except Throttled:
+                self.throttled_reads += 1
+                if last_read:
+                    return
+                await self._pause(THROTTLE_PAUSE)
+                continue
+            self.reads += 1
+            if page.records:
+                self.heat.observe(shard_id, observations_from_records(page.records))
+            if page.ended:  # the shard was closed by a reshard: nothing more will arrive
+                self.closed_shards.append(shard_id)
+                self.heat.mark_closed(shard_id, self.clock())
+                if not last_read:
+                    await self._follow_children(shard_id, page.child_shards)
+                return
+            if last_read:
+                return
+            await self._pause(self.interval - (time.monotonic() - cursor.last_call_at))
+
+    async def _follow_children(self, parent_id: str, child_shards: list[dict] | None) -> None:
+        """Start readers on the open children of a closed shard (GetRecords names them in ChildShards;
+        without that, ListShards does)."""
+        assert self.heat is not None
+        if child_shards is None:
+            children = [shard for shard in await self.backend.all_shards(self.stream)
+                        if shard.is_open and parent_id in shard.parents]
+        else:
+            children = [Shard.from_api({**raw, "ParentShardId": (raw.get("ParentShards") or [None])[0]})
+                        for raw in child_shards]
+        for child in children:
+            if child.shard_id in self._followed or child.shard_id in self._tasks or self._closing.is_set():
+                continue
+            self._followed.add(child.shard_id)  # before the await: the other parent of a merge may race us
+            iterator = await self.backend.get_shard_iterator(self.stream, child.shard_id, "TRIM_HORIZON")
+            if self._closing.is_set():
+                return
+            self.heat.add_shard(child, since=self.clock())
+            self._tasks[child.shard_id] = asyncio.create_task(
+                self._read_shard(child.shard_id, iterator), name=f"heat-{self.stream}-{child.shard_id}")
+
+    async def _at_latest(self, shard_id: str) -> str:
+        """A fresh iterator after the old one expired (5 minutes without a read, e.g. a suspended
+        laptop) before anything was read; the cursor resumes after the last record otherwise."""
+        return await self.backend.get_shard_iterator(self.stream, shard_id, "LATEST")
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep between reads, but wake at once when the window closes."""
+        if seconds <= 0 or self._closing.is_set():
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._closing.wait(), seconds)

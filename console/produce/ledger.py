@@ -1,0 +1,172 @@
+"""The producer's per-key bookkeeping: each partition key's queue of built but unacknowledged
+records, what is in flight, and the run's counts (sent, acknowledged, retried, abandoned). Keeping
+at most one record of a key in flight is what lets the producer never reorder a key; the requests
+themselves are sent by console.produce.producer."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from console.produce.report import Ack, ProduceResult, ProgressMeter, ShardMismatch
+from console.produce.settings import ProducerSettings
+from console.produce.testrecords import encode_record
+
+
+@dataclass(slots=True)
+class PendingRecord:
+    """One record on its way: built once, resent byte for byte until acknowledged."""
+
+    key: "KeyState"
+    seq: int
+    data: bytes
+    sent_at: float  # epoch
+    first_try: float  # monotonic
+    attempts: int = 0
+    predicted: str | None = None  # at the latest attempt: what its ack is checked against
+    # At the first attempt: a copy from any attempt lands there or on a descendant (reshards only
+    # move a key's hash down the lineage), so this is what the verifier checks placement against.
+    first_predicted: str | None = None
+    in_request: bool = False
+    size: int = 0  # what counts toward the request limits: data plus partition key
+
+
+@dataclass(slots=True, eq=False)
+class KeyState:
+    name: str
+    hash_key: int
+    explicit_hash_key: int | None
+    name_bytes: int = 0  # UTF-8 length of the name (counts toward request sizes)
+    next_seq: int = 0
+    pending: deque = field(default_factory=deque)  # built but unacknowledged, in key order
+    in_flight: int = 0
+    queued: bool = False  # in the ready queue
+    learned_shard: str | None = None  # from the last ack, for pacing without a shard map
+    last_sequence_number: str | None = None  # sequential mode's SequenceNumberForOrdering
+    abandoned: bool = False
+
+
+# Put a key back in the send queue once `due` (monotonic seconds) has come.
+Requeue = Callable[[KeyState, float], None]
+
+
+class RecordLedger:
+    """Every key's records from first build to acknowledgement, and the run's counts of them: what
+    is sent, in flight, acknowledged, retried after a backoff or abandoned."""
+
+    def __init__(self, settings: ProducerSettings, result: ProduceResult, meter: ProgressMeter, *,
+                 clock: Callable[[], float], wall_clock: Callable[[], float],
+                 on_mismatch: Callable[[str], None]) -> None:
+        self.settings = settings
+        self.result = result
+        self._meter = meter
+        self._clock = clock
+        self._wall = wall_clock
+        self._on_mismatch = on_mismatch  # an ack landed on another shard than predicted: tell the map
+
+    def has_work(self, key: KeyState) -> bool:
+        return not key.abandoned and (bool(key.pending) or key.next_seq < self.settings.records_per_key)
+
+    def head(self, key: KeyState) -> PendingRecord | None:
+        """The key's first record not in a request, built on first use. Ordered mode only asks when
+        nothing of the key is in flight, so this is the oldest unacknowledged record."""
+        for record in key.pending:
+            if not record.in_request:
+                return record
+        if key.next_seq >= self.settings.records_per_key:
+            return None
+        sent_at = self._wall()
+        data = encode_record(self.settings.run_id, key.name, key.next_seq, sent_at, self.settings.payload_bytes)
+        record = PendingRecord(key, key.next_seq, data, sent_at, self._clock(), size=len(data) + key.name_bytes)
+        key.next_seq += 1
+        key.pending.append(record)
+        return record
+
+    def has_untaken(self, key: KeyState) -> bool:
+        return not key.abandoned and (key.next_seq < self.settings.records_per_key
+                                      or any(not record.in_request for record in key.pending))
+
+    def take(self, record: PendingRecord, predicted: str | None) -> None:
+        """The record goes into a request now."""
+        if record.attempts == 0:
+            self.result.sent += 1
+            record.first_predicted = predicted
+        record.attempts += 1
+        record.in_request = True
+        record.predicted = predicted
+        key = record.key
+        key.in_flight += 1
+        if key.in_flight > self.result.max_in_flight_per_key:
+            self.result.max_in_flight_per_key = key.in_flight
+
+    def acknowledge(self, record: PendingRecord, shard_id: str, sequence_number: str, now: float, wall: float) -> None:
+        """The put answered: record where the record landed and check it against the prediction."""
+        key = record.key
+        key.in_flight -= 1
+        record.in_request = False
+        # Acks come back in key order: only one in flight (ordered) or FIFO per request (naive).
+        try:
+            key.pending.remove(record)
+        except ValueError:  # pragma: no cover - a record is acknowledged once
+            pass
+        key.learned_shard = shard_id
+        key.last_sequence_number = sequence_number
+        result = self.result
+        result.acks[(key.name, record.seq)] = Ack(shard_id, sequence_number, record.first_predicted or record.predicted,
+                                                  record.sent_at, wall)
+        self._meter.count_ack(shard_id)
+        number = int(sequence_number)
+        first = result.first_acks.get(shard_id)
+        if first is None or number < first[0]:
+            result.first_acks[shard_id] = (number, wall)
+        if record.predicted is not None and record.predicted != shard_id:
+            result.mismatch_count += 1
+            if len(result.mismatches) < 100:
+                result.mismatches.append(ShardMismatch(key.name, record.seq, record.predicted, shard_id))
+            self._on_mismatch(record.predicted)
+
+    def retry_all(self, batch: list[PendingRecord], reason: str, requeue: Requeue, *, outcome_known: bool,
+                  sent_wall: float) -> None:
+        """The whole request failed: retry every record in it, counting possible duplicates when
+        the request may have been written anyway."""
+        if not outcome_known:
+            # The request may have been written: each record may now exist twice. Say so.
+            self.result.possible_duplicates += len(batch)
+            unknown = self.result.unknown_outcomes
+            for record in batch:
+                where = record.predicted
+                unknown[where] = min(unknown.get(where, sent_wall), sent_wall)
+        self.retry([(record, reason) for record in batch], requeue)
+
+    def retry(self, failures: list[tuple[PendingRecord, str]], requeue: Requeue) -> None:
+        """Put failed records back at the head of their key (in key order) after a backoff."""
+        if not failures:
+            return
+        now = self._clock()
+        settings = self.settings
+        self.result.retries += len(failures)
+        due_by_key: dict[int, tuple[KeyState, float]] = {}
+        for record, reason in failures:
+            key = record.key
+            key.in_flight -= 1
+            record.in_request = False
+            if now - record.first_try > settings.give_up_after:
+                self._abandon(key, record, reason)
+                continue
+            due = now + settings.retry_delay(record.attempts)
+            previous = due_by_key.get(id(key))
+            due_by_key[id(key)] = (key, max(due, previous[1]) if previous else due)
+        for key, due in due_by_key.values():
+            if key.in_flight == 0 or not settings.one_record_per_key:
+                requeue(key, due if settings.one_record_per_key else now)
+
+    def _abandon(self, key: KeyState, record: PendingRecord, reason: str) -> None:
+        """Retrying for too long: fail the record and stop the key (later records would break order)."""
+        if key.abandoned:
+            return
+        key.abandoned = True
+        self.result.failed.append((key.name, record.seq, reason))
+        self.result.abandoned += self.settings.records_per_key - key.next_seq
+        key.pending.clear()
+        key.next_seq = self.settings.records_per_key

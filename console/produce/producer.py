@@ -1,0 +1,411 @@
+"""The embedded ordered producer: test records out fast, without ever reordering a partition key.
+
+Batch mode: a PutRecords request carries at most one record per partition key, and a
+key has at most one record in flight across all concurrent requests, so a record that fails is
+retried before any later record of its key is even sent — a partial failure cannot reorder a key.
+Sequential mode: PutRecord, one record at a time per key, chaining SequenceNumberForOrdering.
+
+Failures: per-record errors (FailedRecordCount / ErrorCode) are retried with exponential backoff
+and jitter; ProvisionedThroughputExceeded also slows that shard (console.produce.pacing). A request whose
+outcome is unknown (timeout, dropped connection, server gone) is retried too, and every record in
+it is counted as a possible duplicate — the verifier then reports how many really were.
+
+Every acknowledgement's ShardId is checked against the shard map's prediction; a mismatch is
+counted and reported to the map (`invalidate(seen_at, predicted_shard)`).
+Transport, shard map, key source and clocks are injected: this module does no I/O of its own.
+
+This module is the async driver. The settings live in console.produce.settings, the per-key
+bookkeeping in console.produce.ledger and what a run reports in console.produce.report; their
+names are re-exported here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import inspect
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+from console.errors import (
+    AccessDenied,
+    BadInput,
+    BackendError,
+    LimitExceeded,
+    NoCredentials,
+    PlanRejected,
+    ReadOnlyRefusal,
+    StreamNotFound,
+    Throttled,
+)
+from console.keyspace.hashkeys import hash_key_for
+from console.produce.pacing import PacingLimits, ShardPacer, TokenBucket
+from console.produce.report import (
+    Ack,
+    ProduceResult,
+    ProducerProgress,
+    ProgressCallback,
+    ProgressMeter,
+    ShardMismatch,
+    ShardProgress,
+)
+from console.produce.ledger import KeyState, PendingRecord, RecordLedger, Requeue
+from console.produce.settings import MAX_BATCH_BYTES, MAX_BATCH_RECORDS, ProducerSettings
+from console.produce.testrecords import partition_key_for
+
+__all__ = [
+    "MAX_BATCH_BYTES", "MAX_BATCH_RECORDS", "THROTTLE_ERROR",
+    "Ack", "OrderedProducer", "ProduceResult", "ProducerProgress", "ProducerSettings", "ProgressCallback",
+    "PutRecord", "PutRecords", "ShardMismatch", "ShardPredictor", "ShardProgress", "keytree_hash_keys",
+]
+
+THROTTLE_ERROR = "ProvisionedThroughputExceededException"
+# Errors after which retrying cannot help: the whole run stops with the error.
+_FATAL = (BadInput, StreamNotFound, AccessDenied, NoCredentials, ReadOnlyRefusal, PlanRejected)
+# "Slow down" for the whole request: nothing was written.
+_THROTTLED = (Throttled, LimitExceeded)
+
+PutRecords = Callable[[str, list[dict]], Awaitable[dict]]
+PutRecord = Callable[..., Awaitable[dict]]
+
+
+class ShardPredictor(Protocol):
+    """What the producer needs of console.topology.shardmap.ShardMap."""
+
+    def predict(self, hash_key: int) -> str | None: ...
+
+    def invalidate(self, seen_at: float, predicted_shard: str | None) -> Any: ...
+
+
+
+class OrderedProducer:
+    """Produce one run of test records. Construct, then `await run()` once."""
+
+    def __init__(self, stream: str, settings: ProducerSettings, *,
+                 put_records: PutRecords | None = None,
+                 put_record: PutRecord | None = None,
+                 shard_map: ShardPredictor | None = None,
+                 explicit_hash_key_source: Callable[[int], Sequence[int]] | None = None,
+                 on_progress: ProgressCallback | None = None,
+                 progress_interval: float = 0.25,
+                 clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time,
+                 map_clock: Callable[[], float] | None = None) -> None:
+        self.settings = settings = settings.validated()
+        if settings.mode == "batch" and put_records is None:
+            raise BadInput("batch mode needs a put_records transport")
+        if settings.mode == "sequential" and put_record is None:
+            raise BadInput("sequential mode needs a put_record transport")
+        self.stream = stream
+        self._put_records = put_records
+        self._put_record = put_record
+        self._map = shard_map
+        # invalidate(seen_at) compares with the map's own clock (ShardMap.now()) when it has one.
+        self._map_clock = map_clock or getattr(shard_map, "now", None) or clock
+        self._progress_interval = progress_interval
+        self._clock = clock
+        self._wall = wall_clock
+        self._pacer = ShardPacer(PacingLimits(settings.shard_records_per_second, settings.shard_bytes_per_second,
+                                              enabled=settings.pacing))
+        self._rate = TokenBucket(settings.rate, burst=max(1.0, settings.rate / 10), now=clock()) if settings.rate else None
+        self._keys = self._make_keys(explicit_hash_key_source)
+        self.result = ProduceResult(settings, stream, started_at=wall_clock(), finished_at=wall_clock())
+        self.result.explicit_hash_keys = {k.name: k.explicit_hash_key for k in self._keys
+                                          if k.explicit_hash_key is not None}
+        self._meter = ProgressMeter(settings, self.result, self._pacer, clock=clock, on_progress=on_progress,
+                                    interval=progress_interval)
+        self._ledger = RecordLedger(settings, self.result, self._meter, clock=clock, wall_clock=wall_clock,
+                                    on_mismatch=self._invalidate)
+        self._ran = False
+
+    # -- set-up ---------------------------------------------------------------------------------
+
+    def _make_keys(self, source: Callable[[int], Sequence[int]] | None) -> list[KeyState]:
+        settings = self.settings
+        explicit: Sequence[int | None] = [None] * settings.keys
+        if settings.explicit_hash_keys == "keytree":
+            if source is None:
+                source = keytree_hash_keys
+            explicit = list(source(settings.keys))
+            if len(explicit) != settings.keys:
+                raise BadInput(f"the key tree handed out {len(explicit)} hash keys for {settings.keys} keys")
+        keys = []
+        for index in range(settings.keys):
+            name = partition_key_for(settings.run_id, index)
+            keys.append(KeyState(name, hash_key_for(name, explicit[index]), explicit[index], len(name.encode())))
+        return keys
+
+    # -- the run --------------------------------------------------------------------------------
+
+    async def run(self) -> ProduceResult:
+        if self._ran:
+            raise RuntimeError("an OrderedProducer runs once")
+        self._ran = True
+        self._meter.start(self._clock())
+        self.result.started_at = self._wall()
+        try:
+            if self.settings.mode == "batch":
+                await self._run_batches()
+            else:
+                await self._run_sequential()
+        finally:
+            self.result.finished_at = self._wall()
+            self._meter.report(force=True, done=True)
+        return self.result
+
+    # -- batch mode -----------------------------------------------------------------------------
+
+    async def _run_batches(self) -> None:
+        ready: deque[KeyState] = deque(self._keys)
+        for key in self._keys:
+            key.queued = True
+        delayed: list[tuple[float, int, KeyState]] = []  # (due, tie-breaker, key): backing off
+        tasks: set[asyncio.Task] = set()
+        wake = asyncio.Event()
+        fatal: list[BaseException] = []
+        counter = 0
+
+        def requeue(key: KeyState, due: float) -> None:
+            nonlocal counter
+            if key.queued or key.abandoned or not self._ledger.has_work(key):
+                return
+            if due > self._clock():
+                counter += 1
+                heapq.heappush(delayed, (due, counter, key))
+            else:
+                key.queued = True
+                ready.append(key)
+
+        async def send(batch: list[PendingRecord]) -> None:
+            try:
+                await self._send_batch(batch, requeue)
+            except BaseException as error:  # noqa: BLE001 - handed to the loop below, which re-raises
+                fatal.append(error)
+            finally:
+                # Free the slot now, not in a done-callback a loop turn later, so the next batch goes at once.
+                tasks.discard(asyncio.current_task())
+                wake.set()
+
+        try:
+            while not fatal:
+                now = self._clock()
+                while delayed and delayed[0][0] <= now:
+                    key = heapq.heappop(delayed)[2]
+                    if not key.queued and self._ledger.has_work(key):
+                        key.queued = True
+                        ready.append(key)
+                wait_hint = None
+                while len(tasks) < self.settings.concurrency and ready:
+                    batch, wait_hint = self._build_batch(ready, now)
+                    if not batch:
+                        break
+                    tasks.add(asyncio.create_task(send(batch)))
+                if not tasks and not ready and not delayed:
+                    break
+                self._meter.report()
+                timeout = self._progress_interval
+                if delayed:
+                    timeout = min(timeout, delayed[0][0] - now)
+                if wait_hint is not None and len(tasks) < self.settings.concurrency:
+                    timeout = min(timeout, wait_hint)
+                wake.clear()
+                if tasks or timeout > 0:
+                    try:
+                        await asyncio.wait_for(wake.wait(), max(timeout, 0.001))
+                    except TimeoutError:
+                        pass
+        finally:
+            # Only a failure or a cancelled run leaves requests in flight: stop them with it.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if fatal:
+            raise fatal[0]
+
+    def _prediction(self, key: KeyState) -> tuple[str | None, str | None]:
+        """(the shard map's prediction, the shard to pace against: the prediction or the last ack's)."""
+        predicted = self._map.predict(key.hash_key) if self._map is not None else None
+        return predicted, predicted or key.learned_shard
+
+    def _predict(self, key: KeyState) -> str | None:
+        return self._prediction(key)[1]
+
+    def _build_batch(self, ready: deque, now: float) -> tuple[list[PendingRecord], float | None]:
+        """Take records from ready keys, at most one per key (unless the rule is switched off), within
+        the request limits and the pace. Keys the pace turns away keep their place in the queue."""
+        settings = self.settings
+        batch: list[PendingRecord] = []
+        nbytes = 0
+        held: list[KeyState] = []
+        wait_hint: float | None = None
+        while ready and len(batch) < settings.max_batch_records:
+            key = ready.popleft()
+            key.queued = False
+            if key.abandoned:
+                continue
+            record = self._ledger.head(key)
+            if record is None:
+                continue
+            if nbytes + record.size > settings.max_batch_bytes and batch:
+                key.queued = True
+                ready.appendleft(key)
+                break
+            if self._rate is not None and not self._rate.try_take(1, now):
+                wait_hint = self._rate.wait_time(1, now)
+                key.queued = True
+                ready.appendleft(key)
+                break
+            predicted, shard = self._prediction(key)
+            if not self._pacer.try_take(shard, record.size, now):
+                if self._rate is not None:
+                    self._rate.tokens += 1
+                hint = self._pacer.wait_time(shard, record.size, now)
+                wait_hint = hint if wait_hint is None else min(wait_hint, hint)
+                held.append(key)
+                continue
+            self._ledger.take(record, predicted)
+            batch.append(record)
+            nbytes += record.size
+            if not settings.one_record_per_key and self._ledger.has_untaken(key):
+                # The naive batcher takes the key's next record too, straight away.
+                key.queued = True
+                ready.appendleft(key)
+        for key in reversed(held):
+            key.queued = True
+            ready.appendleft(key)
+        return batch, wait_hint
+
+    async def _send_batch(self, batch: list[PendingRecord], requeue: Requeue) -> None:
+        entries = []
+        for record in batch:
+            entry = {"Data": record.data, "PartitionKey": record.key.name}
+            if record.key.explicit_hash_key is not None:
+                entry["ExplicitHashKey"] = str(record.key.explicit_hash_key)
+            entries.append(entry)
+        sent_wall = self._wall()
+        try:
+            response = await self._put_records(self.stream, entries)  # type: ignore[misc]
+        except _FATAL:
+            raise
+        except _THROTTLED as error:
+            now = self._clock()
+            for shard in {self._predict(r.key) for r in batch}:
+                self._pacer.throttled(shard, now)
+            self.result.throttled += len(batch)
+            self._ledger.retry_all(batch, str(error), requeue, outcome_known=True, sent_wall=sent_wall)
+            return
+        except (BackendError, OSError, TimeoutError) as error:
+            self._ledger.retry_all(batch, str(error), requeue, outcome_known=False, sent_wall=sent_wall)
+            return
+        now, wall = self._clock(), self._wall()
+        results = response.get("Records") or []
+        if len(results) != len(batch):
+            # A malformed answer says nothing trustworthy about any record in it.
+            self._ledger.retry_all(batch, f"PutRecords answered {len(results)} results for {len(batch)} records",
+                            requeue, outcome_known=False, sent_wall=sent_wall)
+            return
+        failures: list[tuple[PendingRecord, str]] = []
+        for record, outcome in zip(batch, results):
+            code = outcome.get("ErrorCode")
+            if code:
+                if code == THROTTLE_ERROR:
+                    self._pacer.throttled(self._predict(record.key), now)
+                    self.result.throttled += 1
+                failures.append((record, f"{code}: {outcome.get('ErrorMessage', '')}".rstrip(": ")))
+            else:
+                self._ledger.acknowledge(record, outcome["ShardId"], outcome["SequenceNumber"], now, wall)
+                self._pacer.succeeded(outcome["ShardId"], now)
+        self._ledger.retry(failures, requeue)
+        failed_ids = {id(record) for record, _ in failures}
+        for record in batch:
+            if id(record) not in failed_ids:
+                requeue(record.key, now)
+
+    def _invalidate(self, predicted: str) -> None:
+        if self._map is None:
+            return
+        outcome = self._map.invalidate(self._map_clock(), predicted)
+        if inspect.isawaitable(outcome):
+            asyncio.ensure_future(outcome)
+
+    # -- sequential mode ------------------------------------------------------------------------
+
+    async def _run_sequential(self) -> None:
+        queue: deque[KeyState] = deque(self._keys)
+
+        async def worker() -> None:
+            while queue:
+                await self._produce_key_sequentially(queue.popleft())
+
+        async def reporter() -> None:
+            while True:
+                await asyncio.sleep(self._progress_interval)
+                self._meter.report()
+
+        report_task = asyncio.create_task(reporter())
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(min(self.settings.concurrency, len(self._keys))):
+                    group.create_task(worker())
+        except BaseExceptionGroup as group_error:
+            raise group_error.exceptions[0] from None
+        finally:
+            report_task.cancel()
+
+    async def _produce_key_sequentially(self, key: KeyState) -> None:
+        settings = self.settings
+        while self._ledger.has_work(key):
+            record = self._ledger.head(key)
+            while True:
+                predicted, shard = self._prediction(key)
+                await self._wait_for_pace(shard, record.size)
+                self._ledger.take(record, predicted)
+                sent_wall = self._wall()
+                try:
+                    response = await self._put_record(  # type: ignore[misc]
+                        self.stream, record.data, key.name, explicit_hash_key=key.explicit_hash_key,
+                        sequence_number_for_ordering=key.last_sequence_number)
+                except _FATAL:
+                    raise
+                except (BackendError, OSError, TimeoutError) as error:
+                    throttled = isinstance(error, _THROTTLED)
+                    if throttled:
+                        self._pacer.throttled(shard, self._clock())
+                        self.result.throttled += 1
+                    self._ledger.retry_all([record], str(error), lambda *_: None, outcome_known=throttled, sent_wall=sent_wall)
+                    if key.abandoned:
+                        return
+                    await asyncio.sleep(settings.retry_delay(record.attempts))
+                    continue
+                now, wall = self._clock(), self._wall()
+                self._ledger.acknowledge(record, response["ShardId"], response["SequenceNumber"], now, wall)
+                self._pacer.succeeded(response["ShardId"], now)
+                break
+
+    async def _wait_for_pace(self, shard: str | None, size: int) -> None:
+        while True:
+            now = self._clock()
+            if self._rate is not None and not self._rate.try_take(1, now):
+                await asyncio.sleep(self._rate.wait_time(1, now))
+                continue
+            if self._pacer.try_take(shard, size, now):
+                return
+            if self._rate is not None:
+                self._rate.tokens += 1
+            await asyncio.sleep(max(0.001, self._pacer.wait_time(shard, size, now)))
+
+    # -- progress -------------------------------------------------------------------------------
+
+    def progress(self, now: float | None = None, *, done: bool = False) -> ProducerProgress:
+        return self._meter.snapshot(now, done=done)
+
+
+def keytree_hash_keys(count: int) -> list[int]:
+    """The first `count` keys an empty key tree hands out: 2**127, 2**126, 3*2**126, ..."""
+    try:
+        from console.keyspace.keytree.tree import KeyTree
+    except ImportError as error:  # pragma: no cover - the key tree ships with the package
+        raise BadInput(f"the key tree is not available: {error}") from None
+    return [int(key) for key in KeyTree.rehydrate([]).next_keys(count)]

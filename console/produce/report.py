@@ -1,0 +1,175 @@
+"""What a producer run reports: where each record landed (Ack), shard mismatches, progress snapshots
+for progress bars (ProducerProgress, kept by ProgressMeter) and the finished run (ProduceResult)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from console.produce.pacing import ShardPacer
+from console.produce.settings import ProducerSettings
+
+
+@dataclass(slots=True)
+class Ack:
+    """Where one record landed, as the put's response said."""
+
+    shard_id: str
+    sequence_number: str
+    predicted: str | None  # the shard map's prediction when it was first sent
+    sent_at: float  # epoch seconds, first send
+    acked_at: float  # epoch seconds
+
+
+@dataclass(frozen=True, slots=True)
+class ShardMismatch:
+    key: str
+    seq: int
+    predicted: str
+    actual: str
+
+
+@dataclass(frozen=True)
+class ShardProgress:
+    acknowledged: int
+    records_per_second: float
+    throttled: int
+    pace: float  # fraction of the shard limit the pacer allows right now
+
+
+@dataclass(frozen=True)
+class ProducerProgress:
+    """A snapshot for progress bars: totals, and per shard what was acknowledged and how fast."""
+
+    run_id: str
+    total: int
+    sent: int
+    acknowledged: int
+    retries: int
+    throttled: int
+    possible_duplicates: int
+    failed: int
+    shard_mismatches: int
+    elapsed: float
+    records_per_second: float
+    shards: dict[str, ShardProgress]
+    done: bool = False
+
+    @property
+    def fraction(self) -> float:
+        return self.acknowledged / self.total if self.total else 1.0
+
+
+@dataclass
+class ProduceResult:
+    """Everything the verifier and the reports need to know about a finished run."""
+
+    settings: ProducerSettings
+    stream: str
+    started_at: float  # epoch seconds
+    finished_at: float
+    sent: int = 0
+    acks: dict[tuple[str, int], Ack] = field(default_factory=dict)
+    retries: int = 0
+    throttled: int = 0
+    possible_duplicates: int = 0
+    failed: list[tuple[str, int, str]] = field(default_factory=list)  # (key, seq, last error)
+    abandoned: int = 0  # records never sent because an earlier one of their key failed for good
+    mismatches: list[ShardMismatch] = field(default_factory=list)
+    mismatch_count: int = 0
+    max_in_flight_per_key: int = 0
+    # For the verifier: where an unknown-outcome attempt could have landed (predicted shard, or None
+    # when there was no prediction) -> epoch time of the earliest such attempt.
+    unknown_outcomes: dict[str | None, float] = field(default_factory=dict)
+    # Per shard: the smallest acknowledged sequence number, and when that ack was received.
+    first_acks: dict[str, tuple[int, float]] = field(default_factory=dict)
+    explicit_hash_keys: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str:
+        return self.settings.run_id
+
+    @property
+    def acknowledged(self) -> int:
+        return len(self.acks)
+
+    @property
+    def elapsed(self) -> float:
+        return max(1e-9, self.finished_at - self.started_at)
+
+    def to_json(self) -> dict:
+        return {
+            "run_id": self.run_id,
+            "stream": self.stream,
+            "mode": self.settings.mode,
+            "keys": self.settings.keys,
+            "records_per_key": self.settings.records_per_key,
+            "payload_bytes": self.settings.payload_bytes,
+            "sent": self.sent,
+            "acknowledged": self.acknowledged,
+            "retries": self.retries,
+            "throttled": self.throttled,
+            "possible_duplicates": self.possible_duplicates,
+            "failed": len(self.failed),
+            "abandoned": self.abandoned,
+            "shard_mismatches": self.mismatch_count,
+            "seconds": round(self.elapsed, 3),
+            "records_per_second": round(self.acknowledged / self.elapsed, 1),
+        }
+
+
+
+ProgressCallback = Callable[[ProducerProgress], None]
+
+
+class ProgressMeter:
+    """Counts acknowledgements per shard and turns the run's counters into ProducerProgress
+    snapshots, handed to the callback at most once per `interval` seconds."""
+
+    def __init__(self, settings: ProducerSettings, result: ProduceResult, pacer: ShardPacer, *,
+                 clock: Callable[[], float], on_progress: ProgressCallback | None, interval: float) -> None:
+        self._settings = settings
+        self._result = result
+        self._pacer = pacer
+        self._clock = clock
+        self._on_progress = on_progress
+        self._interval = interval
+        self._shard_acks: dict[str, int] = {}
+        self._last_progress = (0.0, 0, {})  # (time, acked, per-shard acked) at the last report
+        self._next_report = 0.0
+        self._started = 0.0
+
+    def start(self, now: float) -> None:
+        self._started = now
+        self._last_progress = (now, 0, {})
+
+    def count_ack(self, shard_id: str) -> None:
+        self._shard_acks[shard_id] = self._shard_acks.get(shard_id, 0) + 1
+
+    def report(self, *, force: bool = False, done: bool = False) -> None:
+        if self._on_progress is None:
+            return
+        now = self._clock()
+        if not force and now < self._next_report:
+            return
+        self._next_report = now + self._interval
+        self._on_progress(self.snapshot(now, done=done))
+
+    def snapshot(self, now: float | None = None, *, done: bool = False) -> ProducerProgress:
+        now = self._clock() if now is None else now
+        last_time, last_acked, last_shards = self._last_progress
+        span = max(now - last_time, 1e-6)
+        result = self._result
+        shards = {
+            shard: ShardProgress(count, (count - last_shards.get(shard, 0)) / span,
+                                 self._pacer.throttle_count(shard), self._pacer.scale_of(shard))
+            for shard, count in sorted(self._shard_acks.items())
+        }
+        progress = ProducerProgress(
+            run_id=self._settings.run_id, total=self._settings.total, sent=result.sent,
+            acknowledged=result.acknowledged, retries=result.retries, throttled=result.throttled,
+            possible_duplicates=result.possible_duplicates, failed=len(result.failed),
+            shard_mismatches=result.mismatch_count, elapsed=now - self._started,
+            records_per_second=(result.acknowledged - last_acked) / span, shards=shards, done=done)
+        self._last_progress = (now, result.acknowledged, dict(self._shard_acks))
+        return progress

@@ -1,0 +1,71 @@
+"""What one producer run is asked to do (ProducerSettings), checked before anything is sent, and the
+PutRecords request limits it is held to."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from console.errors import BadInput
+from console.keyspace.hashkeys import validate_partition_key
+from console.produce.testrecords import MAX_RECORD_BYTES, new_run_id, partition_key_for
+
+MAX_BATCH_RECORDS = 500
+MAX_BATCH_BYTES = 5 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ProducerSettings:
+    keys: int
+    records_per_key: int
+    payload_bytes: int = 128
+    mode: Literal["batch", "sequential"] = "batch"
+    rate: float | None = None  # records/s for the whole run; None: as fast as the shards allow
+    concurrency: int = 8  # requests in flight (batch) or keys in progress (sequential)
+    explicit_hash_keys: Literal["none", "keytree"] = "none"
+    pacing: bool = True  # per-shard pace at the shard limits below
+    shard_records_per_second: float = 1000.0
+    shard_bytes_per_second: float = 1024.0 * 1024.0
+    max_batch_records: int = MAX_BATCH_RECORDS
+    max_batch_bytes: int = MAX_BATCH_BYTES
+    retry_base: float = 0.05  # seconds; doubles per attempt of the same record
+    retry_cap: float = 2.0
+    give_up_after: float = 120.0  # seconds of retrying one record before the key is abandoned
+    one_record_per_key: bool = True  # False only to prove, in tests, that the rule is what keeps order
+    run_id: str = ""
+
+    def validated(self) -> "ProducerSettings":
+        """Check the numbers (BadInput, one line, for the CLI and the panel) and fill in a run id."""
+        def whole(name: str, value: Any, low: int, high: int) -> None:
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise BadInput(f"{name} must be a whole number from {low} to {high}; got {value!r}")
+
+        whole("keys", self.keys, 1, 1_000_000)
+        whole("records per key", self.records_per_key, 1, 1_000_000)
+        whole("concurrency", self.concurrency, 1, 256)
+        whole("batch size", self.max_batch_records, 1, MAX_BATCH_RECORDS)
+        whole("batch bytes", self.max_batch_bytes, 1024, MAX_BATCH_BYTES)
+        run_id = self.run_id or new_run_id()
+        key = partition_key_for(run_id, self.keys - 1)
+        validate_partition_key(key)
+        largest = MAX_RECORD_BYTES - len(key.encode())
+        whole("payload bytes", self.payload_bytes, 0, largest)
+        if self.mode not in ("batch", "sequential"):
+            raise BadInput(f"mode must be batch or sequential; got {self.mode!r}")
+        if self.explicit_hash_keys not in ("none", "keytree"):
+            raise BadInput(f"explicit hash keys must come from 'none' or 'keytree'; got {self.explicit_hash_keys!r}")
+        if self.rate is not None and not (isinstance(self.rate, (int, float)) and self.rate > 0):
+            raise BadInput(f"rate must be a positive number of records per second; got {self.rate!r}")
+        return replace(self, run_id=run_id)
+
+    @property
+    def total(self) -> int:
+        return self.keys * self.records_per_key
+
+
+    def retry_delay(self, attempts: int) -> float:
+        """Seconds to wait before the next attempt of a record tried `attempts` times: exponential
+        backoff with jitter, so retries of many keys do not all land in the same instant."""
+        backoff = min(self.retry_cap, self.retry_base * 2 ** (attempts - 1))
+        return backoff * random.uniform(0.5, 1.0)

@@ -1,0 +1,217 @@
+"""Read a producer run back and check that nothing was lost, reordered or misplaced.
+
+Which shards: every shard a put was acknowledged on or predicted for, and all their descendants
+(a key's records move to a child after a split or merge). How: parents are read to their end
+before their children, as a consumer must, starting at the smallest sequence number acknowledged
+on the shard (AT_SEQUENCE_NUMBER) — or at TRIM_HORIZON when the shard had no ack, or when a
+request of unknown outcome might have written to it before that first ack. Closed shards are read
+to their end, open ones to their current end (an empty page with nothing behind it).
+
+What: per record (key, per-key seq) the copies read and where. Lost = acknowledged, never read;
+duplicated = copies beyond the first; out of order = a key's record read after a later one of the
+same key; misplaced = read from a shard that is neither the predicted one (or, without a shard
+map, the acknowledged one) nor a descendant of it; latency = arrival time minus the record's send
+time. The transport is injected (backend methods), so this module does no I/O of its own.
+
+The reading is here; the pure comparison and the report live in console.produce.verify_analysis, whose
+names are re-exported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from console.errors import BackendError, ConsoleError, Throttled
+from console.topology.model import Shard
+from console.produce.report import ProduceResult
+from console.read.cursor import ShardCursor
+from console.produce.testrecords import decode
+from console.produce.verify_analysis import (
+    MAX_PROBLEMS_PER_KIND,
+    Problem,
+    ReadCopy,
+    ShardLineage,
+    ShardRead,
+    VerificationReport,
+    analyse,
+)
+
+__all__ = [
+    "MAX_PROBLEMS_PER_KIND", "Problem", "ReadCopy", "ReadSettings", "ShardLineage", "ShardRead",
+    "VerificationReport", "Verifier", "analyse", "run_and_verify",
+]
+
+
+@dataclass
+class ReadSettings:
+    concurrency: int = 8  # shards read at once
+    page_limit: int = 10000
+    min_call_interval: float = 0.0  # per shard; AWS allows 5 GetRecords/s per shard (0.2 s)
+    timeout: float = 300.0  # for the whole read-back
+    retry_base: float = 0.1
+    retry_cap: float = 2.0
+
+
+class Verifier:
+    """Reads a run back through injected backend calls and builds a VerificationReport."""
+
+    def __init__(self, *, all_shards: Callable[[str], Awaitable[list[Shard]]],
+                 get_shard_iterator: Callable[..., Awaitable[str]],
+                 get_records: Callable[..., Awaitable[dict]],
+                 settings: ReadSettings | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._all_shards = all_shards
+        self._get_shard_iterator = get_shard_iterator
+        self._get_records = get_records
+        self.settings = settings or ReadSettings()
+        self._clock = clock
+
+    @classmethod
+    def for_backend(cls, kinesis: Any, settings: ReadSettings | None = None) -> "Verifier":
+        return cls(all_shards=kinesis.all_shards, get_shard_iterator=kinesis.get_shard_iterator,
+                   get_records=kinesis.get_records, settings=settings)
+
+    async def verify(self, run: ProduceResult) -> VerificationReport:
+        started = self._clock()
+        lineage = ShardLineage(await self._all_shards(run.stream))
+        plan = self._plan(run, lineage)
+        copies: list[ReadCopy] = []
+        reads: dict[str, ShardRead] = {}
+        done = {shard_id: asyncio.Event() for shard_id in plan}
+        gate = asyncio.Semaphore(self.settings.concurrency)
+
+        async def read(shard_id: str) -> None:
+            for parent in lineage.shards[shard_id].parents:
+                if parent in done:
+                    await done[parent].wait()
+            try:
+                async with gate:
+                    reads[shard_id] = await self._read_shard(run, lineage, shard_id, plan[shard_id], copies)
+            finally:
+                done[shard_id].set()
+
+        try:
+            async with asyncio.timeout(self.settings.timeout):
+                async with asyncio.TaskGroup() as group:
+                    for shard_id in sorted(plan, key=lineage.order.__getitem__):
+                        group.create_task(read(shard_id))
+        except TimeoutError:
+            raise BackendError(f"read-back of run {run.run_id} did not finish within {self.settings.timeout:g} s",
+                               code="verify_timeout") from None
+        except BaseExceptionGroup as group_error:
+            raise group_error.exceptions[0] from None
+        elapsed = self._clock() - started
+        ordered_reads = [reads[s] for s in sorted(reads, key=lineage.order.__getitem__)]
+        return analyse(run, lineage, copies, ordered_reads, elapsed)
+
+    def _plan(self, run: ProduceResult, lineage: ShardLineage) -> dict[str, tuple[str, str | None]]:
+        """shard id -> (iterator type, starting sequence number) for every shard to read."""
+        seeds = set(run.first_acks)
+        seeds.update(ack.predicted for ack in run.acks.values() if ack.predicted)
+        seeds.update(shard for shard in run.unknown_outcomes if shard)
+        relevant: set[str] = set()
+        for shard_id in seeds:
+            if shard_id in lineage.shards:
+                relevant |= lineage.at_or_below(shard_id)
+        plan = {}
+        for shard_id in relevant:
+            first = run.first_acks.get(shard_id)
+            if first is None or self._maybe_written_before(run, lineage, shard_id, first[1]):
+                plan[shard_id] = ("TRIM_HORIZON", None)
+            else:
+                plan[shard_id] = ("AT_SEQUENCE_NUMBER", str(first[0]))
+        return plan
+
+    @staticmethod
+    def _maybe_written_before(run: ProduceResult, lineage: ShardLineage, shard_id: str, first_ack_at: float) -> bool:
+        """Could a request of unknown outcome have written to `shard_id` ahead of its first ack?
+        Only if it was sent before that ack came back, to this shard or an ancestor (or unpredicted)."""
+        for predicted, sent_at in run.unknown_outcomes.items():
+            if sent_at >= first_ack_at:
+                continue
+            if predicted is None or predicted not in lineage.shards or shard_id in lineage.at_or_below(predicted):
+                return True
+        return False
+
+    async def _read_shard(self, run: ProduceResult, lineage: ShardLineage, shard_id: str,
+                          start: tuple[str, str | None], copies: list[ReadCopy]) -> ShardRead:
+        shard = lineage.shards[shard_id]
+        order = lineage.order[shard_id]
+        iterator_type, sequence_number = start
+
+        async def at_start() -> str:
+            return await self._call(self._get_shard_iterator, run.stream, shard_id, iterator_type,
+                                    sequence_number=sequence_number)
+
+        # Throttling is retried inside each call (self._call), so the cursor never sees Throttled.
+        cursor = ShardCursor(stream=run.stream, shard_id=shard_id, iterator=await at_start(),
+                             get_shard_iterator=functools.partial(self._call, self._get_shard_iterator),
+                             get_records=functools.partial(self._call, self._get_records),
+                             restart=at_start, limit=self.settings.page_limit,
+                             min_interval=self.settings.min_call_interval, sleep=asyncio.sleep, clock=self._clock)
+        total = mine = 0
+        while True:
+            page = await cursor.read()
+            for raw in page.records:
+                total += 1
+                record = decode(raw["Data"], run.run_id)
+                if record is None:
+                    continue
+                mine += 1
+                copies.append(ReadCopy(record.key, record.seq, shard_id, raw["SequenceNumber"], order,
+                                       record.sent_at, _epoch(raw.get("ApproximateArrivalTimestamp"))))
+            # Caught up: nothing returned and nothing behind. An open shard's current end; a closed
+            # shard normally ends with no next iterator, but some servers keep handing one out.
+            if page.ended or (not page.records and not page.millis_behind):
+                break
+        return ShardRead(shard_id, iterator_type, total, mine, closed=not shard.is_open)
+
+    async def _call(self, function: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
+        """Retry throttling (shared read limits) and a briefly unreachable endpoint with backoff."""
+        delay = self.settings.retry_base
+        for attempt in range(8):
+            try:
+                return await function(*args, **kwargs)
+            except ConsoleError as error:
+                retriable = isinstance(error, Throttled) or error.code == "endpoint_unreachable"
+                if not retriable or attempt == 7:
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(self.settings.retry_cap, delay * 2)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _epoch(value: Any) -> float | None:
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, (int, float)):
+        return float(value)
+    return None
+
+
+async def run_and_verify(kinesis: Any, stream: str, settings: Any, *, verify: bool = True,
+                         on_progress: Callable[[Any], None] | None = None,
+                         on_verifying: Callable[[], None] | None = None,
+                         read_settings: ReadSettings | None = None,
+                         progress_interval: float = 0.25) -> tuple[ProduceResult, VerificationReport | None]:
+    """One whole run on an open backend (a KinesisBackend): shard map, ordered producer, read-back.
+    What the CLI and the console's producer panel (through the app's worker) both do."""
+    from console.produce.producer import OrderedProducer
+    from console.topology.shardmap import ShardMap
+
+    async with ShardMap.for_backend(kinesis, stream) as shard_map:
+        await shard_map.wait_ready(timeout=60, fail_fast=True)
+        producer = OrderedProducer(stream, settings, put_records=kinesis.put_records, put_record=kinesis.put_record,
+                                   shard_map=shard_map, on_progress=on_progress, progress_interval=progress_interval)
+        result = await producer.run()
+    if not verify:
+        return result, None
+    if on_verifying is not None:
+        on_verifying()
+    return result, await Verifier.for_backend(kinesis, read_settings).verify(result)

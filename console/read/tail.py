@@ -1,0 +1,401 @@
+"""Read what is in a stream: every relevant shard concurrently, decoded, in consumer order.
+
+`TailReader(backend, stream, options).batches()` yields `TailBatch`es (one per GetRecords answer
+that passed the filters, plus lag-only updates). The backend is anything with `all_shards`,
+`get_shard_iterator` and `get_records` shaped like console.backend.client.KinesisBackend; this
+module does no I/O of its own.
+
+Order rules a consumer must follow: a child shard is read only after all of its parents that are
+being read have been read to their end (so, from the past, closed parents come first). When a shard
+ends (GetRecords returns no NextShardIterator) its children are picked up, so a split or merge while
+tailing is followed. Without `follow` a shard is finished when it is caught up (MillisBehindLatest
+== 0 and a short batch) or closed; with `follow` open shards are polled until cancelled.
+
+GetRecords limits: each shard is polled at most 5 times a second; a throttle (after the backend's
+own retries) backs off exponentially; an expired iterator is re-got after the last sequence number.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from console.read.decoding import DecodedRecord, decode_api_record
+from console.errors import BadInput, Throttled
+from console.keyspace.hashkeys import md5_hash_key, validate_partition_key
+from console.topology.model import Shard
+from console.read.cursor import ShardCursor
+
+LATEST = "LATEST"
+TRIM_HORIZON = "TRIM_HORIZON"
+AT_TIMESTAMP = "AT_TIMESTAMP"
+AT_SEQUENCE_NUMBER = "AT_SEQUENCE_NUMBER"
+AFTER_SEQUENCE_NUMBER = "AFTER_SEQUENCE_NUMBER"
+
+MIN_POLL_INTERVAL = 0.2  # GetRecords allows 5 calls per second per shard
+IDLE_POLL_INTERVAL = 1.0  # when caught up, poll once a second as AWS recommends
+MAX_BACKOFF = 10.0
+GET_RECORDS_LIMIT = 10_000
+
+_SEQUENCE_NUMBER = re.compile(r"\d{1,128}")
+
+
+class ReadBackend(Protocol):
+    async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]: ...
+    async def get_shard_iterator(self, stream: str, shard_id: str, iterator_type: str, *,
+                                 sequence_number: str | None = None,
+                                 timestamp: datetime | None = None) -> str: ...
+    async def get_records(self, shard_iterator: str, limit: int = 10000) -> dict: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StartPosition:
+    """Where to start reading: LATEST, TRIM_HORIZON, AT_TIMESTAMP or AT_SEQUENCE_NUMBER."""
+
+    iterator_type: str
+    timestamp: datetime | None = None
+    sequence_number: str | None = None
+
+    @property
+    def reads_history(self) -> bool:
+        """Whether closed shards can hold records we should show."""
+        return self.iterator_type != LATEST
+
+    def describe(self) -> str:
+        if self.timestamp is not None:
+            return self.timestamp.isoformat()
+        return self.sequence_number or self.iterator_type.lower().replace("_", "-")
+
+
+def parse_start(text: str | None) -> StartPosition:
+    """--from: latest | trim-horizon | an ISO-8601 timestamp | a sequence number (all digits).
+
+    A timestamp without a UTC offset is taken as UTC.
+    """
+    raw = (text or "latest").strip()
+    lowered = raw.lower().replace("_", "-")
+    if lowered == "latest":
+        return StartPosition(LATEST)
+    if lowered in ("trim-horizon", "horizon", "earliest", "beginning"):
+        return StartPosition(TRIM_HORIZON)
+    if _SEQUENCE_NUMBER.fullmatch(raw):
+        return StartPosition(AT_SEQUENCE_NUMBER, sequence_number=raw)
+    try:
+        moment = datetime.fromisoformat(raw.replace("z", "Z"))
+    except ValueError:
+        raise BadInput(
+            f"--from must be latest, trim-horizon, an ISO-8601 timestamp (e.g. 2026-11-22T20:00:00Z) "
+            f"or a sequence number (digits); got {text!r}"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return StartPosition(AT_TIMESTAMP, timestamp=moment)
+
+
+@dataclass(frozen=True)
+class TailOptions:
+    start: StartPosition = field(default_factory=lambda: StartPosition(LATEST))
+    shard_ids: tuple[str, ...] = ()
+    partition_key: str | None = None
+    grep: str | None = None
+    follow: bool = False
+    limit: int | None = None  # stop after this many user records are shown
+
+
+@dataclass(slots=True)
+class TailBatch:
+    """Records from one GetRecords answer of one shard (possibly none: a lag or state update)."""
+
+    shard_id: str
+    records: list[DecodedRecord]
+    millis_behind: int | None
+    ended: bool = False  # the shard is closed and fully read
+    caught_up: bool = False  # without --follow: this shard is done
+
+
+@dataclass(slots=True)
+class ShardProgress:
+    shard_id: str
+    millis_behind: int | None = None
+    records: int = 0
+    state: str = "waiting"  # waiting | reading | caught-up | ended | throttled
+
+
+def record_matches(record: DecodedRecord, partition_key: str | None, grep: str | None) -> bool:
+    if partition_key is not None and record.partition_key != partition_key:
+        return False
+    if grep is not None:
+        haystack = record.content_text() if record.error is None else f"{record.error} {record.content_text()}"
+        if grep not in haystack and grep not in record.partition_key:
+            return False
+    return True
+
+
+def select_shards(shards: Sequence[Shard], options: TailOptions) -> list[Shard]:
+    """The shards that can hold what was asked for, checked against the stream; BadInput otherwise."""
+    known = {shard.shard_id: shard for shard in shards}
+    chosen = list(shards)
+    if options.shard_ids:
+        unknown = [shard_id for shard_id in options.shard_ids if shard_id not in known]
+        if unknown:
+            ordered = sorted(known)
+            names = ", ".join(ordered[:12]) + (f" (+{len(ordered) - 12} more)" if len(ordered) > 12 else "")
+            raise BadInput(f"unknown shard {unknown[0]} (this stream's shards: {names})")
+        chosen = [known[shard_id] for shard_id in dict.fromkeys(options.shard_ids)]
+    if options.partition_key is not None and not options.shard_ids:
+        # Only the shard the key hashes to. Shards named with --shard are read whole and filtered instead:
+        # a KPL aggregate is routed by its own key (or explicit hash key), so its inner records can sit
+        # in a shard their keys do not hash to.
+        hash_key = md5_hash_key(validate_partition_key(options.partition_key))
+        chosen = [shard for shard in chosen if shard.contains(hash_key)]
+    if not options.start.reads_history and not options.shard_ids:
+        # From LATEST only open shards will get records; their children are picked up as they appear.
+        chosen = [shard for shard in chosen if shard.is_open]
+    return chosen
+
+
+class TailReader:
+    """Reads the chosen shards concurrently and yields decoded batches in consumer order."""
+
+    def __init__(self, backend: ReadBackend, stream: str, options: TailOptions, *,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+                 clock: Callable[[], float] = time.monotonic, refresh_interval: float = 5.0,
+                 batch_limit: int = GET_RECORDS_LIMIT) -> None:
+        self.backend = backend
+        self.batch_limit = batch_limit  # records per GetRecords call
+        self.refresh_interval = refresh_interval  # with follow: how often an idle shard re-checks the map
+        self.stream = stream
+        self.options = options
+        self.progress: dict[str, ShardProgress] = {}
+        self.shown = 0
+        self._sleep = sleep
+        self._clock = clock
+        self._queue: asyncio.Queue[TailBatch | BaseException | None] = asyncio.Queue(maxsize=64)
+        self._shards: dict[str, Shard] = {}
+        self._planned: set[str] = set()  # shards we read or will read once their parents end
+        self._initial: frozenset[str] = frozenset()  # planned at the start (read from the start position)
+        self._finished: set[str] = set()
+        self._tasks: dict[str, asyncio.Task] = {}
+        self._map_listed_at = 0.0
+        self._iterators: dict[str, str] = {}  # first iterators got by position()
+        self._positioned = False
+        # Children are followed only where the key can land, unless the user named the shards to read.
+        self._key_hash = (md5_hash_key(options.partition_key)
+                          if options.partition_key is not None and not options.shard_ids else None)
+
+    # --- public -----------------------------------------------------------------------------------
+
+    async def plan(self) -> list[Shard]:
+        """List the stream's shards and choose what to read (BadInput for an unknown shard)."""
+        shards = await self.backend.all_shards(self.stream)
+        self._shards = {shard.shard_id: shard for shard in shards}
+        self._map_listed_at = self._clock()
+        chosen = select_shards(shards, self.options)
+        if self.options.start.iterator_type == AT_SEQUENCE_NUMBER and not self.options.shard_ids:
+            chosen = [await self._locate_sequence_number(chosen)]
+        self._planned = {shard.shard_id for shard in chosen}
+        self._initial = frozenset(self._planned)
+        for shard in chosen:
+            self.progress[shard.shard_id] = ShardProgress(shard.shard_id)
+        return chosen
+
+    async def position(self) -> None:
+        """Plan, and get the first iterators of the shards that can start now, concurrently. Once this
+        returns, a record put is seen even from LATEST; a bad start (say a sequence number that is
+        not in the shard) fails here, before anything is shown."""
+        if not self._planned:
+            await self.plan()
+        ready = [self._shards[shard_id] for shard_id in sorted(self._planned) if self._parents_done(shard_id)]
+        iterators = await asyncio.gather(*(self._first_iterator(shard) for shard in ready))
+        self._iterators.update(zip((shard.shard_id for shard in ready), iterators))
+        self._positioned = True
+
+    async def batches(self) -> AsyncIterator[TailBatch]:
+        """Yield batches until every shard is done (or forever with follow, or until the limit)."""
+        if not self._positioned:
+            await self.position()
+        for shard_id in sorted(self._planned):
+            self._start_if_ready(shard_id)
+        try:
+            while self._tasks or not self._queue.empty():
+                item = await self._queue.get()
+                if item is None:
+                    continue  # a shard task finished; the loop condition decides whether we are done
+                if isinstance(item, BaseException):
+                    raise item
+                if self.options.limit is not None:
+                    room = self.options.limit - self.shown
+                    if len(item.records) > room:
+                        item.records = item.records[:room]
+                self.shown += len(item.records)
+                yield item
+                if self.options.limit is not None and self.shown >= self.options.limit:
+                    return
+        finally:
+            await self._stop_all()
+
+    # --- scheduling -------------------------------------------------------------------------------
+
+    def _start_if_ready(self, shard_id: str) -> None:
+        if shard_id in self._tasks or shard_id in self._finished:
+            return
+        shard = self._shards.get(shard_id)
+        if shard is None:
+            return
+        if not self._parents_done(shard_id):
+            return
+        self.progress.setdefault(shard_id, ShardProgress(shard_id))
+        self._tasks[shard_id] = asyncio.create_task(self._run_shard(shard), name=f"tail {shard_id}")
+
+    def _parents_done(self, shard_id: str) -> bool:
+        # A parent we are not reading (never chosen, or aged out of retention) does not hold a child back.
+        shard = self._shards[shard_id]
+        return all(parent not in self._planned or parent in self._finished for parent in shard.parents)
+
+    async def _shard_ended(self, shard: Shard, child_ids: list[str]) -> None:
+        """Plan the children of an ended shard (those that can hold our key) and start the ready ones."""
+        if not child_ids or any(child not in self._shards for child in child_ids):
+            # Children named by GetRecords but not yet in our map, or not named at all: list again.
+            self._shards.update((s.shard_id, s) for s in await self.backend.all_shards(self.stream))
+            if not child_ids:
+                child_ids = [s.shard_id for s in self._shards.values() if shard.shard_id in s.parents]
+        for child_id in child_ids:
+            child = self._shards.get(child_id)
+            if child is None or (self._key_hash is not None and not child.contains(self._key_hash)):
+                continue
+            self._planned.add(child_id)
+        for child_id in child_ids:
+            if child_id in self._planned:
+                self._start_if_ready(child_id)
+
+    async def _stop_all(self) -> None:
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._tasks.clear()
+
+    # --- one shard --------------------------------------------------------------------------------
+
+    async def _first_iterator(self, shard: Shard) -> str:
+        start = self.options.start
+        if shard.shard_id not in self._initial:
+            # A child found while reading holds only records newer than its parents: read it all.
+            return await self.backend.get_shard_iterator(self.stream, shard.shard_id, TRIM_HORIZON)
+        return await self.backend.get_shard_iterator(
+            self.stream, shard.shard_id, start.iterator_type,
+            sequence_number=start.sequence_number, timestamp=start.timestamp,
+        )
+
+    async def _run_shard(self, shard: Shard) -> None:
+        """Task body: read one shard; hand errors to the consumer; always tell it we are gone."""
+        try:
+            await self._read_shard(shard)
+        except asyncio.CancelledError:
+            self._tasks.pop(shard.shard_id, None)
+            raise
+        except Exception as error:  # the consumer re-raises it in batches()
+            self._tasks.pop(shard.shard_id, None)
+            await self._queue.put(error)
+            return
+        self._tasks.pop(shard.shard_id, None)
+        await self._queue.put(None)  # wakes the consumer to re-check whether anything is left
+
+    async def _read_shard(self, shard: Shard) -> None:
+        shard_id = shard.shard_id
+        progress = self.progress[shard_id]
+        progress.state = "reading"
+        iterator = self._iterators.pop(shard_id, None) or await self._first_iterator(shard)
+        cursor = ShardCursor(stream=self.stream, shard_id=shard_id, iterator=iterator,
+                             get_shard_iterator=self.backend.get_shard_iterator,
+                             get_records=self.backend.get_records,
+                             restart=lambda: self._first_iterator(shard), limit=self.batch_limit,
+                             min_interval=MIN_POLL_INTERVAL, sleep=self._sleep, clock=self._clock)
+        backoff = 0.0
+        reported_lag: int | None = -1  # never a real value, so the first answer is always reported
+        while True:
+            try:
+                page = await cursor.read()
+            except Throttled:
+                backoff = min(MAX_BACKOFF, max(0.5, backoff * 2))
+                progress.state = "throttled"
+                await self._sleep(backoff)
+                continue
+            backoff = 0.0
+            progress.state = "reading"
+            raw_records = page.records
+            lag = page.millis_behind
+            progress.millis_behind = lag
+            shown = self._decode(raw_records, shard_id)
+            progress.records += len(shown)
+            at_tip = len(raw_records) < self.batch_limit and (lag == 0 or (lag is None and not raw_records))
+            ended = page.ended
+            if not ended and at_tip and not raw_records and await self._known_closed(shard_id):
+                # AWS ends a closed shard with a null NextShardIterator; some emulators hand out
+                # iterators forever, so a closed shard that is read to its tip counts as ended too.
+                ended = True
+            caught_up = not ended and not self.options.follow and at_tip
+            if shown or ended or caught_up or lag != reported_lag:
+                await self._queue.put(TailBatch(shard_id, shown, lag, ended=ended, caught_up=caught_up))
+                reported_lag = lag
+            if ended:
+                progress.state = "ended"
+                self._finished.add(shard_id)
+                child_ids = [child["ShardId"] for child in page.child_shards or []]
+                await self._shard_ended(shard, child_ids)
+                return
+            if caught_up:
+                progress.state = "caught-up"
+                self._finished.add(shard_id)
+                return
+            if not raw_records or lag == 0:
+                cursor.defer(IDLE_POLL_INTERVAL)
+
+    async def _known_closed(self, shard_id: str) -> bool:
+        """Whether the shard map says the shard is closed; with follow, refreshed now and then."""
+        if self.options.follow and self._clock() - self._map_listed_at >= self.refresh_interval:
+            self._map_listed_at = self._clock()
+            for shard in await self.backend.all_shards(self.stream):
+                self._shards[shard.shard_id] = shard
+        shard = self._shards.get(shard_id)
+        return shard is not None and not shard.is_open
+
+    def _decode(self, raw_records: list[dict], shard_id: str) -> list[DecodedRecord]:
+        key, grep = self.options.partition_key, self.options.grep
+        decoded: list[DecodedRecord] = []
+        for raw in raw_records:
+            decoded.extend(decode_api_record(raw, shard_id))
+        if key is None and grep is None:
+            return decoded
+        return [record for record in decoded if record_matches(record, key, grep)]
+
+    # --- locating a sequence number ---------------------------------------------------------------
+
+    async def _locate_sequence_number(self, candidates: list[Shard]) -> Shard:
+        """Find the shard holding --from SEQ: the one whose first record at that position is it."""
+        wanted = self.options.start.sequence_number or ""
+        number = int(wanted)
+        in_range = [s for s in candidates if _may_hold(s, number)] or candidates
+        for shard in in_range:
+            try:
+                iterator = await self.backend.get_shard_iterator(
+                    self.stream, shard.shard_id, AT_SEQUENCE_NUMBER, sequence_number=wanted)
+                answer = await self.backend.get_records(iterator, limit=1)
+            except BadInput:
+                continue  # InvalidArgument: not this shard's sequence number
+            records = answer.get("Records") or []
+            if records and records[0]["SequenceNumber"] == wanted:
+                return shard
+        raise BadInput(f"sequence number {wanted} is not in any shard of {self.stream} "
+                       f"(expired, or give --shard ID)")
+
+
+def _may_hold(shard: Shard, number: int) -> bool:
+    start = int(shard.starting_sequence_number) if shard.starting_sequence_number else 0
+    end = int(shard.ending_sequence_number) if shard.ending_sequence_number else None
+    return start <= number and (end is None or number <= end)

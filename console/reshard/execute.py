@@ -1,0 +1,363 @@
+"""Carry out a reshard plan through the backend, never blindly.
+
+`execute` re-reads the stream just before the first call and rebuilds the plan from that fresh
+shard list: if another operator changed the shards since the preview, it refuses (PlanRejected
+naming what changed); if the stream is UPDATING it waits (wait=True) or explains. Limits are
+checked again on the fresh state. Calls that hit ResourceInUse wait for ACTIVE and retry; split
+and merge LimitExceeded (5 calls/s per account) back off and retry; UpdateShardCount's
+LimitExceeded is a quota, so it is explained, not retried. Every executed plan is appended to the
+action log, including partial failures.
+
+`median_split_of_recent` is the one read a plan needs: it samples a shard's recent records so a
+split can divide the traffic the shard really carries (`--at-median-of-recent`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime, timedelta, timezone
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from console.reshard.actionlog import ActionLog
+from console.read.decoding import DecodedRecord
+from console.errors import BackendError, BadInput, ConsoleError, LimitExceeded, PlanRejected, ResourceInUse
+from console.keyspace.hashkeys import MAX_HASH_KEY, md5_hash_key
+from console.reshard.limits import StreamContext
+from console.topology.model import Shard, StreamSummary
+from console.reshard.plan import KeySample, MedianSplit, Operation, ReshardPlan, median_split
+from console.read.tail import AT_TIMESTAMP, GET_RECORDS_LIMIT, StartPosition, TailOptions, TailReader
+
+Progress = Callable[[str], None]
+PlanBuilder = Callable[[Sequence[Shard], StreamContext], ReshardPlan]
+
+API_NAMES = {"split": "SplitShard", "merge": "MergeShards", "update_shard_count": "UpdateShardCount"}
+
+
+@dataclass(frozen=True)
+class ExecutionResult:
+    plan: ReshardPlan  # the plan as rebuilt from the fresh shard list, which is what ran
+    calls: tuple[str, ...]
+    status: str  # the stream's status when we stopped watching
+    after: tuple[Shard, ...] | None  # observed open shards (only when we waited for ACTIVE)
+    differences: tuple[str, ...]  # observed vs planned, when observed
+    log_entry: dict[str, Any] | None
+
+    def to_json(self) -> dict:
+        return {
+            "executed": bool(self.calls),
+            "calls": list(self.calls),
+            "status": self.status,
+            "matches_plan": None if self.after is None else not self.differences,
+            "differences": list(self.differences),
+            "observed_after": None if self.after is None else [_shard_json(s) for s in self.after],
+            "plan": self.plan.to_json(),
+        }
+
+
+def _shard_json(shard: Shard) -> dict:
+    return {"shard_id": shard.shard_id, "starting_hash_key": str(shard.starting_hash_key),
+            "ending_hash_key": str(shard.ending_hash_key), "share": shard.share,
+            "parent_shard_id": shard.parent_shard_id, "adjacent_parent_shard_id": shard.adjacent_parent_shard_id}
+
+
+def describe_changes(expected: Sequence[Shard], fresh: Sequence[Shard]) -> list[str]:
+    """What differs between the open shards a plan was made from and the open shards now."""
+    then = {s.shard_id: (s.starting_hash_key, s.ending_hash_key) for s in expected}
+    now = {s.shard_id: (s.starting_hash_key, s.ending_hash_key) for s in fresh}
+    changes = [f"{sid} is no longer open" for sid in then if sid not in now]
+    changes += [f"{sid} is a new open shard" for sid in now if sid not in then]
+    changes += [f"{sid}'s hash range changed" for sid in then if sid in now and then[sid] != now[sid]]
+    return changes
+
+
+def compare_with_plan(plan: ReshardPlan, observed: Sequence[Shard]) -> list[str]:
+    """Differences between the planned open shards and the observed ones (ids only where planned)."""
+    planned = [(s.shard_id, s.starting_hash_key, s.ending_hash_key) for s in plan.after]
+    seen = sorted(observed, key=lambda s: s.starting_hash_key)
+    if len(planned) != len(seen):
+        return [f"planned {len(planned)} open shards, observed {len(seen)}"]
+    differences = []
+    for (planned_id, start, end), shard in zip(planned, seen):
+        if (start, end) != (shard.starting_hash_key, shard.ending_hash_key):
+            differences.append(f"planned [{start}, {end}], observed {shard.shard_id} "
+                               f"[{shard.starting_hash_key}, {shard.ending_hash_key}]")
+        elif planned_id is not None and planned_id != shard.shard_id:
+            differences.append(f"planned id {planned_id}, observed {shard.shard_id} for the same range")
+    return differences
+
+
+def open_in_order(shards: Sequence[Shard]) -> list[Shard]:
+    return sorted((s for s in shards if s.is_open), key=lambda s: s.starting_hash_key)
+
+
+class Executor:
+    """One plan's execution against one backend. `sleep` and `clock` are injectable for tests."""
+
+    def __init__(self, kinesis: Any, stream: str, *, action_log: ActionLog, progress: Progress = lambda _: None,
+                 poll_interval: float = 1.0, timeout: float = 900.0, retries: int = 3,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.kinesis, self.stream, self.action_log, self.progress = kinesis, stream, action_log, progress
+        self.poll_interval, self.timeout, self.retries = poll_interval, timeout, retries
+        self.sleep, self.clock = sleep, clock
+
+    # ---------------------------------------------------------------- state
+
+    async def context(self, summary: StreamSummary) -> StreamContext:
+        calls = self.action_log.update_shard_count_calls(self.stream, self.kinesis.label)
+        limit, open_count = await self._account_limits()
+        return StreamContext(status=summary.status, mode=summary.mode,
+                             region=getattr(self.kinesis, "region", None), recent_scale_calls=calls,
+                             account_open_shards=open_count, account_shard_limit=limit)
+
+    async def _account_limits(self) -> tuple[int | None, int | None]:
+        """DescribeLimits' ShardLimit and OpenShardCount when the backend offers the call; otherwise
+        the checks fall back to the documented regional default and this stream's own shards."""
+        describe = getattr(self.kinesis, "describe_limits", None)
+        if describe is None:
+            return None, None
+        try:
+            raw = await describe()
+            return int(raw["ShardLimit"]), int(raw["OpenShardCount"])
+        except (ConsoleError, KeyError, TypeError, ValueError):
+            return None, None
+
+    async def snapshot(self) -> tuple[StreamSummary, list[Shard], StreamContext]:
+        summary = await self.kinesis.describe_stream(self.stream)
+        shards = await self.kinesis.all_shards(self.stream)
+        return summary, shards, await self.context(summary)
+
+    async def wait_until_active(self, reason: str) -> StreamSummary:
+        """Poll DescribeStreamSummary until ACTIVE, reporting progress; time out with a clear error."""
+        started, waited = self.clock(), False
+        while True:
+            summary = await self.kinesis.describe_stream(self.stream)
+            elapsed = self.clock() - started
+            if summary.status == "ACTIVE":
+                if waited:
+                    self.progress(f"{self.stream}: ACTIVE after {elapsed:.0f}s, {summary.open_shard_count} open shards")
+                return summary
+            if summary.status not in ("UPDATING", "CREATING"):
+                raise BackendError(f"{self.stream} is {summary.status}; cannot continue ({reason})", code="stream_state")
+            if elapsed >= self.timeout:
+                raise BackendError(
+                    f"{self.stream} is still {summary.status} after {elapsed:.0f}s ({reason}); "
+                    "check again later with `kconsole shards`", code="timeout")
+            waited = True
+            self.progress(f"{self.stream}: {summary.status} ({reason}), {summary.open_shard_count} open shards, "
+                          f"{elapsed:.0f}s elapsed")
+            await self.sleep(self.poll_interval)
+
+    # ---------------------------------------------------------------- calls
+
+    def _resolve(self, operation: Operation, shards: Sequence[Shard]) -> Operation:
+        """Find the operation's shards by hash key in the current list (ids of shards created by
+        earlier steps were only predicted)."""
+        if operation.kind == "update_shard_count":
+            return operation
+        key = operation.new_starting_hash_key
+        opened = open_in_order(shards)
+        if operation.kind == "split":
+            owner = next((s for s in opened if s.starting_hash_key < key <= s.ending_hash_key), None)
+            if owner is None:
+                raise PlanRejected(f"cannot split at {key}: an open shard already starts there (the stream changed)")
+            return Operation("split", shard_id=owner.shard_id, new_starting_hash_key=key)
+        lower = next((s for s in opened if s.ending_hash_key == key - 1), None)
+        upper = next((s for s in opened if s.starting_hash_key == key), None)
+        if lower is None or upper is None:
+            raise PlanRejected(f"cannot merge at {key}: no two open shards meet there any more (the stream changed)")
+        return Operation("merge", shard_id=lower.shard_id, adjacent_shard_id=upper.shard_id, new_starting_hash_key=key)
+
+    async def _call(self, operation: Operation) -> None:
+        if operation.kind == "split":
+            await self.kinesis.split_shard(self.stream, operation.shard_id, operation.new_starting_hash_key)
+        elif operation.kind == "merge":
+            await self.kinesis.merge_shards(self.stream, operation.shard_id, operation.adjacent_shard_id)
+        else:
+            await self.kinesis.update_shard_count(self.stream, operation.target_shard_count)
+
+    async def _call_with_retries(self, operation: Operation) -> None:
+        api = API_NAMES[operation.kind]
+        for attempt in range(self.retries + 1):
+            try:
+                await self._call(operation)
+                return
+            except ResourceInUse as error:
+                if attempt == self.retries:
+                    raise ResourceInUse(f"{api} on {self.stream}: the stream stayed busy after {attempt + 1} tries "
+                                        f"({error.message}); another change may be running") from None
+                self.progress(f"{api}: stream busy (ResourceInUse); waiting for ACTIVE, then retrying")
+                await self.wait_until_active("busy")
+            except LimitExceeded as error:
+                if operation.kind == "update_shard_count":
+                    raise LimitExceeded(
+                        f"UpdateShardCount on {self.stream} refused by AWS (LimitExceeded): the stream may have used "
+                        "its 10 scaling calls in the last 24 hours (including calls from other tools), or the "
+                        f"target exceeds the account shard quota; {error.message}") from None
+                if attempt == self.retries:
+                    raise LimitExceeded(f"{api} on {self.stream} still refused after {attempt + 1} tries "
+                                        f"(LimitExceeded: split/merge allow 5 calls per second per account, and "
+                                        f"the account shard quota applies): {error.message}") from None
+                delay = self.poll_interval * 2 ** attempt
+                self.progress(f"{api}: LimitExceeded; retrying in {delay:.1f}s")
+                await self.sleep(delay)
+
+    # ---------------------------------------------------------------- the whole run
+
+    async def execute(self, build: PlanBuilder, *, expected: ReshardPlan, wait: bool) -> ExecutionResult:
+        summary, shards, context = await self.snapshot()
+        if summary.status == "UPDATING":
+            if not wait:
+                raise ResourceInUse(f"{self.stream} is UPDATING (another reshard is in progress); nothing was "
+                                    "called; run again with --wait to wait for it, or later")
+            await self.wait_until_active("another change in progress")
+            summary, shards, context = await self.snapshot()
+        plan = build(shards, context)
+        changes = describe_changes(expected.before, plan.before)
+        if changes:
+            raise PlanRejected(f"{self.stream} changed since the plan was made ({'; '.join(changes[:5])}); "
+                               "nothing was called; review the new plan and run again", code="stale_plan")
+        if plan.breaches:
+            raise PlanRejected("plan rejected, nothing was called: " + "; ".join(str(b) for b in plan.breaches))
+        if plan.is_noop:
+            return ExecutionResult(plan, (), summary.status, None, (), None)
+        who = await self._caller_identity()
+        calls: list[str] = []
+        counts: dict[str, int] = {}
+        try:
+            for index, operation in enumerate(plan.operations):
+                if index:
+                    await self.wait_until_active(f"step {index} of {len(plan.operations)} done")
+                    shards = await self.kinesis.all_shards(self.stream)
+                resolved = self._resolve(operation, shards)
+                await self._call_with_retries(resolved)
+                calls.append(resolved.describe())
+                api = API_NAMES[resolved.kind]
+                counts[api] = counts.get(api, 0) + 1
+                if len(plan.operations) > 1:
+                    self.progress(f"{index + 1}/{len(plan.operations)}: {resolved.describe()}")
+        except ConsoleError as error:
+            if calls:
+                self._log(plan, who, calls, counts, None, result="failed", error=error.message)
+            raise
+        status, after, differences = "UPDATING", None, ()
+        if wait:
+            status = (await self.wait_until_active("resharding")).status
+            after = tuple(open_in_order(await self.kinesis.all_shards(self.stream)))
+            differences = tuple(compare_with_plan(plan, after))
+        else:
+            status = (await self.kinesis.describe_stream(self.stream)).status
+            if status == "ACTIVE":  # the change already landed (the local server applies it at once)
+                after = tuple(open_in_order(await self.kinesis.all_shards(self.stream)))
+                differences = tuple(compare_with_plan(plan, after))
+        entry = self._log(plan, who, calls, counts, after, result="done" if after is not None else "submitted")
+        return ExecutionResult(plan, tuple(calls), status, after, differences, entry)
+
+    async def _caller_identity(self) -> str | None:
+        try:
+            return await self.kinesis.caller_identity()
+        except ConsoleError:
+            return None
+
+    def _log(self, plan: ReshardPlan, who: str | None, calls: list[str], counts: dict[str, int],
+             after: Sequence[Shard] | None, *, result: str, error: str | None = None) -> dict[str, Any]:
+        entry = {
+            "who": who,
+            "backend": self.kinesis.label,
+            "stream": self.stream,
+            "action": plan.action,
+            "summary": plan.summary,
+            "calls": counts,
+            "operations": calls,
+            "result": result,
+            "before": [_shard_json(s) for s in plan.before],
+            "after": [_shard_json(s) for s in after] if after is not None else None,
+            "planned_after": [s.to_json() for s in plan.after],
+        }
+        if error:
+            entry["error"] = error
+        return self.action_log.append(entry)
+
+
+# ---------------------------------------------------------------- sampling recent records
+
+DEFAULT_SAMPLE_SECONDS = 300.0
+DEFAULT_SAMPLE_LIMIT = 10_000
+
+
+@dataclass(frozen=True)
+class RecentSample:
+    """Hash keys of the user records a shard received lately, one entry per user record."""
+
+    shard_id: str
+    seconds: float
+    limit: int
+    sample: KeySample
+    records: int  # Kinesis records read; a KPL aggregate is one record holding many user records
+
+    @property
+    def limit_reached(self) -> bool:
+        return len(self.sample) >= self.limit
+
+    def describe(self) -> str:
+        first = f", the first {self.limit} user records of it (--sample-limit)" if self.limit_reached else ""
+        return f"{self.shard_id}'s records of the last {self.seconds:g} s{first}"
+
+
+def record_hash_key(record: DecodedRecord) -> int:
+    """The hash key a user record routes by: its KPL explicit hash key if it has one, else the MD5
+    of its partition key."""
+    if record.explicit_hash_key is not None:
+        try:
+            key = int(record.explicit_hash_key)
+        except ValueError:
+            key = -1
+        if 0 <= key <= MAX_HASH_KEY:
+            return key
+    return md5_hash_key(record.partition_key)
+
+
+async def sample_recent_keys(kinesis: Any, stream: str, shard_id: str, *, seconds: float = DEFAULT_SAMPLE_SECONDS,
+                             limit: int = DEFAULT_SAMPLE_LIMIT, now: datetime | None = None) -> RecentSample:
+    """Read `shard_id` from AT_TIMESTAMP now - `seconds` to its current end, at most `limit` user
+    records, and take each record's hash key. TailReader does the reading, so GetRecords stays
+    within its limits (5 calls/s per shard, at most 10,000 records a call, throttling backed off).
+
+    GetRecords does not return a plain record's ExplicitHashKey, so such a record is hashed by its
+    partition key and may fall outside the shard; median_split leaves those out and says how many.
+    """
+    if not seconds > 0:
+        raise BadInput(f"--sample-seconds must be above 0; got {seconds:g}", code="bad_sample")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise BadInput(f"--sample-limit must be a whole number of at least 1; got {limit!r}", code="bad_sample")
+    start = (now or datetime.now(timezone.utc)) - timedelta(seconds=seconds)
+    options = TailOptions(start=StartPosition(AT_TIMESTAMP, timestamp=start), shard_ids=(shard_id,), limit=limit)
+    reader = TailReader(kinesis, stream, options, batch_limit=min(limit, GET_RECORDS_LIMIT))
+    keys: list[str] = []
+    hash_keys: list[int] = []
+    sequence_numbers: set[str] = set()
+    async for batch in reader.batches():
+        for record in batch.records:
+            keys.append(record.partition_key)
+            hash_keys.append(record_hash_key(record))
+            sequence_numbers.add(record.sequence_number)
+    return RecentSample(shard_id, seconds, limit, KeySample(keys, hash_keys), len(sequence_numbers))
+
+
+async def median_split_of_recent(kinesis: Any, stream: str, shard: Shard, *, seconds: float = DEFAULT_SAMPLE_SECONDS,
+                                 limit: int = DEFAULT_SAMPLE_LIMIT, now: datetime | None = None) -> MedianSplit:
+    """The split key that divides `shard`'s recent traffic evenly (see sample_recent_keys). Too little
+    traffic to take a median from is a failure (exit 1) that points to --at midpoint."""
+    recent = await sample_recent_keys(kinesis, stream, shard.shard_id, seconds=seconds, limit=limit, now=now)
+    if not len(recent.sample):
+        raise ConsoleError(f"{shard.shard_id} of {stream} has no records from the last {seconds:g} s to take a "
+                           "median from; split with --at midpoint, or sample longer with --sample-seconds",
+                           code="no_recent_records")
+    try:
+        return median_split(shard, recent.sample, recent.describe(), unit="records")
+    except BadInput as error:  # a sample too small or all one key: the traffic, not the input, is at fault
+        raise ConsoleError(f"cannot split {shard.shard_id} at the median of its recent records: {error.message}; "
+                           "split with --at midpoint or --at HASH_KEY instead", code=error.code) from None

@@ -1,0 +1,89 @@
+"""What a sample of partition keys says about a reshard: the split key at the sample's median, and
+which sampled keys land on another shard after the change."""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Sequence
+
+from console.errors import BadInput
+from console.topology.model import Shard
+from console.reshard.model import MAX_LISTED_MOVES, KeyMove, KeyMovement, KeySample, MedianSplit, PlannedShard
+
+def median_split(shard: Shard, sample: KeySample, source: str = "the sample", unit: str = "keys") -> MedianSplit:
+    """The split key that divides the sample entries hashing into `shard` as evenly as possible.
+
+    Entries are weighted one each, so a key seen in 500 records pulls the median 500 times: this
+    divides observed traffic, not key counts. Many entries can share one hash key (a hot partition
+    key), and a split cannot cut through one hash key, so the best lower-child count is either the
+    number of entries below the median's hash key or the number up to and including it. The key
+    itself is put halfway into the gap between the two neighbouring sampled hash keys rather than
+    on the upper one, so unseen keys near the boundary are not all pushed to one side.
+    """
+    entries = sorted((h, k) for h, k in zip(sample.hash_keys, _keys_or_hashes(sample)) if shard.contains(h))
+    inside = [h for h, _ in entries]
+    total = len(inside)
+    if total < 2:
+        raise BadInput(
+            f"{total} of the {len(sample)} sampled {unit} fall in {shard.shard_id}; "
+            "need at least 2 to find a median", code="too_few_keys")
+    middle = inside[total // 2]
+    first, after = bisect.bisect_left(inside, middle), bisect.bisect_right(inside, middle)
+    candidates = [first, after]
+    lower = min((c for c in candidates if 0 < c < total), key=lambda c: abs(2 * c - total), default=None)
+    if lower is None:
+        raise BadInput(f"all {total} sampled {unit} in {shard.shard_id} have the same hash key (partition key "
+                       f"{str(entries[0][1])!r}); no split key divides them", code="one_hash_key")
+    below, above = inside[lower - 1], inside[lower]
+    key = below + (above - below + 1) // 2  # below < key <= above, so exactly `lower` entries fall below it
+    uncut = (str(entries[first][1]), after - first) if abs(2 * lower - total) > 1 else (None, 0)
+    return MedianSplit(shard.shard_id, key, source, len(sample), total, len({k for _, k in entries}),
+                       lower, total - lower, unit, *uncut)
+
+
+def _keys_or_hashes(sample: KeySample) -> Sequence:
+    """Partition keys to count distinct ones by; hash keys where a sample carries no keys."""
+    return sample.keys if len(sample.keys) == len(sample.hash_keys) else sample.hash_keys
+
+
+def median_hash_key(shard: Shard, sample: KeySample) -> int:
+    """The split key that puts half of the sample keys falling in `shard` on each side."""
+    return median_split(shard, sample).key
+
+
+def key_movement(before: Sequence[Shard], after: Sequence[PlannedShard], sample: KeySample | None) -> KeyMovement | None:
+    """Which sample keys land on another shard after the change, and where.
+
+    A key moves when the shard that serves it is replaced: its before-shard's range is not an open
+    range afterwards. The before and after boundaries together cut the key space into at most N+M
+    segments, each inside exactly one before-shard and one after-shard. With the sample's hash
+    keys sorted once (KeySample), counting per segment is one bisect per segment, and the listed
+    moves are slices of that order: no work per key at all.
+    """
+    if sample is None:
+        return None
+    before_ends = [s.ending_hash_key for s in before]
+    after_ends = [s.ending_hash_key for s in after]
+    after_ranges = {s.range for s in after}
+    changed = [(s.starting_hash_key, s.ending_hash_key) not in after_ranges for s in before]
+    ordered, keys = sample.sorted_hash_keys, sample.keys
+    per_route: Counter = Counter()
+    moves: list[KeyMove] = []
+    low = 0
+    for end in sorted(set(before_ends) | set(after_ends)):
+        high = bisect.bisect_right(ordered, end, low)
+        old = bisect.bisect_left(before_ends, end)
+        if changed[old] and high > low:
+            new = bisect.bisect_left(after_ends, end)
+            per_route[(old, new)] += high - low
+            for position in sample.order[low:min(high, low + MAX_LISTED_MOVES - len(moves))]:
+                moves.append(KeyMove(keys[position] if position < len(keys) else "", sample.hash_keys[position],
+                                     before[old].shard_id, after[new].shard_id, new))
+        low = high
+    routes = tuple(
+        (before[o].shard_id, after[n].shard_id, n, count)
+        for (o, n), count in sorted(per_route.items(), key=lambda item: (-item[1], item[0]))
+    )
+    return KeyMovement(len(sample.hash_keys), sum(per_route.values()), routes, tuple(moves))
+

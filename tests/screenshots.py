@@ -1,0 +1,112 @@
+"""Regenerate screenshots/*.svg from the real console on the embedded local Kinesis.
+
+    python tests/screenshots.py [--out screenshots]
+
+Starts the embedded backend, creates the demo stream (as `kconsole --local` does), writes a few
+hundred records, then drives the app with Pilot through its main views and saves an SVG of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+VIEWS = ("shards", "shards-80-columns", "lineage", "placement", "keytree", "help", "split-preview",
+         "tail", "heat", "producer")
+
+
+async def wait_until(pilot, predicate, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the console never reached the state to capture")
+        await pilot.pause(0.05)
+
+
+async def write_records(kinesis, stream: str, count: int, *, hot_key: str | None = None) -> None:
+    for start in range(0, count, 250):
+        batch = []
+        for n in range(start, min(count, start + 250)):
+            key = hot_key if hot_key and n % 2 else f"user-{n % 97}"
+            batch.append({"Data": json.dumps({"user": key, "n": n}).encode(), "PartitionKey": key})
+        await kinesis.put_records(stream, batch)
+
+
+async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
+    from console.ui.app import KConsoleApp
+    from console.ui.reshard_screens import ReshardPreviewScreen
+    from console.ui.screens.prompt import PromptScreen
+
+    size = (80, 30) if view == "shards-80-columns" else (120, 36)
+    app = KConsoleApp(kinesis, stream=stream, interval=60)
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda: app.view is not None and app.view.lineage is not None)
+        if view == "lineage":
+            await pilot.press("2")
+        elif view == "placement":
+            await pilot.press("3")
+            app.placement.set_keys("\n".join(f"customer-{n}" for n in range(1, 41)))
+            await pilot.press("escape")
+        elif view == "keytree":
+            await pilot.press("4")
+            app.query_one("#keytree-panel").set_keys("\n".join(str(k) for k in (2**127, 2**126, 2**125, 2**124 * 11)))
+            await pilot.press("escape")
+        elif view == "help":
+            await pilot.press("question_mark")
+        elif view == "split-preview":
+            await pilot.press("s")
+            await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen))
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, ReshardPreviewScreen))
+        elif view == "tail":
+            await pilot.press("6")
+            await pilot.press("h")
+            await wait_until(pilot, lambda: app.query_one("#tail-view").received >= 100)
+            await pilot.pause(0.3)
+        elif view == "heat":
+            await pilot.press("7")
+            await pilot.pause(1.5)
+            await write_records(kinesis, stream, 1500, hot_key="hot-customer")
+            await pilot.pause(2.5)
+        elif view == "producer":
+            await pilot.press("5")
+            app.query_one("#producer-keys").value = "50"
+            app.query_one("#producer-per-key").value = "4"
+            await pilot.click("#producer-start")
+            panel = app.query_one("#producer-panel")
+            await wait_until(pilot, lambda: panel.report is not None, timeout=60)
+        await pilot.pause(0.3)
+        path = out / f"{view}.svg"
+        path.write_text(app.export_screenshot(title=f"kconsole — {view}"), encoding="utf-8")
+        return path
+
+
+async def main(out: Path) -> None:
+    from console.backend import BackendConfig, open_backend
+    from console.ui.launch import DEMO_STREAM, prepare_demo_stream
+
+    out.mkdir(parents=True, exist_ok=True)
+    async with open_backend(BackendConfig(kind="local", region="us-east-1")) as kinesis:
+        await prepare_demo_stream(kinesis)
+        await write_records(kinesis, DEMO_STREAM, 500)
+        for view in VIEWS:
+            path = await capture(kinesis, DEMO_STREAM, view, out)
+            print(f"wrote {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "screenshots")
+    arguments = parser.parse_args()
+    # The action log and config of a screenshot run stay out of the user's own files.
+    scratch = tempfile.mkdtemp(prefix="kconsole-screenshots-")
+    os.environ.setdefault("KCONSOLE_DATA_DIR", scratch)
+    os.environ.setdefault("KCONSOLE_CONFIG", str(Path(scratch) / "config.toml"))
+    os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+    asyncio.run(main(arguments.out))

@@ -1,0 +1,105 @@
+"""The console hosts the tail, heat and producer panels: it runs their I/O on the same backend and
+feeds them (embedded local Kinesis)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tests.ui.test_ui_console import RecordingApp, wait_until
+
+from console.ui.reshard_screens import ConfirmByNameScreen
+from console.ui.screens.prompt import PromptScreen
+
+pytestmark = pytest.mark.timeout(90)
+
+
+async def put_json(kinesis, stream: str, count: int, key=lambda n: f"user-{n}") -> None:
+    await kinesis.put_records(stream, [{"Data": json.dumps({"n": n}).encode(), "PartitionKey": key(n)}
+                                       for n in range(count)])
+
+
+async def test_tail_reads_the_stream_from_the_oldest_record(kinesis, make_stream):
+    name = await make_stream(shards=2)
+    await put_json(kinesis, name, 30)
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("6", "h")
+        view = app.query_one("#tail-view")
+        await wait_until(pilot, lambda: view.received >= 30, what="tailed records")
+        assert view.received == 30
+        # Start options: from the oldest again, only one key; the ring shows just its record.
+        view.query_one("#tail-key").value = "user-7"
+        await pilot.press("h")
+        await wait_until(pilot, lambda: view.received >= 31 and len(view.ring.records) == 1, what="filtered tail")
+        assert [r.partition_key for r in view.ring.records] == ["user-7"]
+
+
+async def test_heat_feeds_table_hands_a_split_point_and_enables_monitoring(kinesis, make_stream):
+    name = await make_stream(shards=2)
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("7")
+        panel = app.query_one("#heat-panel")
+        await wait_until(pilot, lambda: panel.snapshot is not None, what="first heat snapshot")
+        await put_json(kinesis, name, 400)
+        await wait_until(pilot, lambda: app.table.show_throughput and panel.selected is not None
+                         and panel.selected.split is not None, timeout=20, what="heat with a split suggestion")
+        suggestion = panel.selected.split
+        await pilot.press("s")
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="split prompt")
+        assert app.screen.query_one("Input").value == str(suggestion.at)
+        assert app.selected_shard_id == suggestion.shard_id
+        await pilot.press("escape")
+        # e turns on enhanced monitoring, after the stream name is typed.
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="confirm dialog")
+        app.screen.query_one("Input").value = name
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: any("enhanced monitoring on" in note for note in app.notes), what="enabled")
+        assert "IncomingBytes" in (await kinesis.describe_stream(name)).enhanced_metrics
+        # Leaving the heat tab stops the sampler (no worker left in its group).
+        await pilot.press("1")
+        await wait_until(pilot, lambda: not [w for w in app.workers if w.group == "heat" and not w.is_finished],
+                         what="sampler stopped")
+        # Its last rates stay, marked stale (not passed off as live); the ribbon goes back to shares.
+        assert app.table.heat_stale and "Rate (stale)" in app.table.render_line(0).text
+        assert app.ribbon._heat == {}
+
+
+async def test_producer_run_is_verified_through_the_console(kinesis, make_stream):
+    name = await make_stream(shards=3)
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("5")
+        app.query_one("#producer-keys").value = "20"
+        app.query_one("#producer-per-key").value = "3"
+        await pilot.click("#producer-start")
+        panel = app.query_one("#producer-panel")
+        await wait_until(pilot, lambda: panel.report is not None, timeout=40, what="verification report")
+        report = panel.report.to_json() if hasattr(panel.report, "to_json") else vars(panel.report)
+        assert report["sent"] == 60 and report["lost"] == 0 and report["read_back"] >= 60
+
+
+async def test_read_only_refuses_the_producer_and_enhanced_monitoring():
+    # Refused before any I/O: an in-memory source is enough.
+    from console.ui.static_source import StaticSource, even_shards
+
+    app = RecordingApp(StaticSource("orders", even_shards(2)), stream="orders", interval=3600, read_only=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("5")
+        await pilot.click("#producer-start")
+        await pilot.pause(0.3)
+        assert "read-only" in str(app.query_one("#producer-status").render())
+        assert not [w for w in app.workers if w.group == "producer"]
+        assert app.screen.active_bindings["ctrl+s"].enabled is False  # greyed in the footer
+        await pilot.press("7")  # enhanced monitoring is a change too: greyed, and the key does nothing
+        await pilot.pause(0.1)
+        assert app.screen.active_bindings["e"].enabled is False
+        await pilot.press("e")
+        await pilot.pause(0.1)
+        assert app.screen is app.screen_stack[0]

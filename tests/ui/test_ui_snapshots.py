@@ -1,0 +1,132 @@
+"""Snapshots of the main views (pytest-textual-snapshot): fixed data, a frozen clock, no network.
+
+Update after an intended change of look with `pytest tests/test_ui_snapshots.py --snapshot-update`
+and review the SVGs in tests/__snapshots__/test_ui_snapshots/.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from console.errors import EndpointUnreachable
+from console.keyspace.hashkeys import HASH_SPACE
+from console.ui.app import KConsoleApp
+from console.ui.static_source import StaticSource, even_shards, split_shard
+from console.ui.widgets.shard_table import ShardHeat
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def demo_shards():
+    """Four even shards, the first split at its midpoint and the upper child split again: uneven."""
+    shards = split_shard(even_shards(4), "shardId-000000000000", HASH_SPACE // 8)
+    return split_shard(shards, "shardId-000000000005", 3 * HASH_SPACE // 16)
+
+
+def make_app(shards=None, **options) -> KConsoleApp:
+    source = StaticSource("orders", demo_shards() if shards is None else shards)
+    return KConsoleApp(source, stream="orders", interval=3600, clock=lambda: 1000.0, **options)
+
+
+async def loaded(pilot) -> None:
+    app = pilot.app
+    while app.view is None or app.view.lineage is None:
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+def test_shards_view(snap_compare):
+    assert snap_compare(make_app(), terminal_size=(120, 36), run_before=loaded)
+
+
+def test_shards_view_80_columns(snap_compare):
+    assert snap_compare(make_app(), terminal_size=(80, 30), run_before=loaded)
+
+
+def test_lineage_view(snap_compare):
+    async def run_before(pilot):
+        await loaded(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        pilot.app.select_shard("shardId-000000000006")
+        await pilot.pause(0.1)
+
+    assert snap_compare(make_app(), terminal_size=(100, 30), run_before=run_before)
+
+
+def test_placement_view(snap_compare):
+    async def run_before(pilot):
+        await loaded(pilot)
+        await pilot.press("3")
+        pilot.app.placement.set_keys("\n".join(f"user-{n}" for n in range(1, 13)))
+        await pilot.press("escape")  # leave the text box: a blinking cursor would make the picture flaky
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=(100, 40), run_before=run_before)
+
+
+def test_keytree_view(snap_compare):
+    async def run_before(pilot):
+        await loaded(pilot)
+        await pilot.press("4")
+        pilot.app.query_one("#keytree-panel").set_keys(f"{HASH_SPACE // 2}\n{HASH_SPACE // 4}\n{HASH_SPACE // 8}")
+        await pilot.press("escape")
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=(100, 36), run_before=run_before)
+
+
+def test_help_screen(snap_compare):
+    async def run_before(pilot):
+        await loaded(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(make_app(read_only=True), terminal_size=(100, 40), run_before=run_before)
+
+
+def test_header_red_when_backend_down(snap_compare):
+    async def run_before(pilot):
+        await loaded(pilot)
+        pilot.app.source.failure = EndpointUnreachable("cannot reach http://127.0.0.1:4567 (connection refused)")
+        pilot.app.action_refresh()
+        while not pilot.app.header.failing:
+            await pilot.pause(0.02)
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=(100, 24), run_before=run_before)
+
+
+def test_many_uneven_shards_with_heat_at_80_columns(snap_compare):
+    shards = even_shards(64)
+    for shard_id, at in (("shardId-000000000003", 3 * HASH_SPACE // 64 + HASH_SPACE // 256),
+                         ("shardId-000000000040", 40 * HASH_SPACE // 64 + HASH_SPACE // 128)):
+        shards = split_shard(shards, shard_id, at)
+
+    async def run_before(pilot):
+        await loaded(pilot)
+        heat = {f"shardId-{n:012d}": ShardHeat(100.0 * n, 1000.0 * n, min(1.0, n / 50), (n, n + 1, n + 2, n // 2))
+                for n in range(0, 70, 3)}
+        pilot.app._show_heat_figures(heat)
+        await pilot.pause()
+
+    assert snap_compare(make_app(shards), terminal_size=(80, 30), run_before=run_before)
+
+
+def test_producer_form_at_80x24(snap_compare):
+    async def run_before(pilot):
+        await loaded(pilot)
+        await pilot.press("5")
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_tail_options_at_80x24(snap_compare):
+    async def run_before(pilot):
+        await loaded(pilot)
+        await pilot.press("6")
+        pilot.app.query_one("#tail-key").value = "user-7"
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)
