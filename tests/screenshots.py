@@ -40,7 +40,7 @@ async def write_records(kinesis, stream: str, count: int, *, hot_key: str | None
 
 async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
     from console.ui.app import KConsoleApp
-    from console.ui.reshard_screens import ReshardPreviewScreen
+    from console.ui.screens.reshard import ReshardPreviewScreen
     from console.ui.screens.prompt import PromptScreen
 
     size = (80, 30) if view == "shards-80-columns" else (120, 36)

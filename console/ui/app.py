@@ -1,5 +1,9 @@
-"""The live console: header, key-space ribbon, and tabs (shards, lineage, placement, key tree, and
-the producer / tail / heat panels when their modules exist), polling the stream in a worker.
+"""The live console: header, key-space ribbon, and tabs (shards, lineage, placement, key tree,
+producer, tail, heat), polling the stream in a worker.
+
+Panels render what they are given and post typed messages; the app handles them (here, in
+console.ui.panel_host for the producer / tail / heat work, and console.ui.reshard_flow for split,
+merge and rescale, which get only the narrow objects they need).
 
 The data source is injected (`source`: any object with KinesisBackend's read methods), so tests
 drive this app against the embedded local Kinesis and the benchmark against a 10k-shard fake.
@@ -9,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,31 +21,28 @@ from typing import Any
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.message import Message
-from textual.widget import Widget
-from textual.widgets import Footer, Input, Static, TabbedContent, TabPane, TextArea
-from textual.widgets._tabbed_content import ContentTabs
+from textual.widgets import Footer, Input, TabbedContent, TabPane, Tabs, TextArea
 
-from console.ui.commands import ACTIONS, MUTATING_ACTIONS, ConsoleCommands
-from console.ui.format import format_share, short_shard_id
+from console.ui import reshard_flow
+from console.ui.bindings import ACTIONS, MUTATING_ACTIONS
+from console.ui.format import short_shard_id
+from console.ui.palette import ConsoleCommands
 from console.ui.panel_host import PanelHost
+from console.ui.panels.heat import HeatPanel
+from console.ui.panels.keytree import KeyTreePanel
+from console.ui.panels.lineage import LineageTree
+from console.ui.panels.placement import PlacementPanel
+from console.ui.panels.producer import ProducerPanel
+from console.ui.panels.shards import ShardsPanel
+from console.ui.panels.tail import TailView
+from console.ui.reshard_flow import ReshardActivity, ReshardDialogs, ReshardProgressed, ReshardRequest
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.stream_picker import StreamPickerScreen
 from console.ui.source import BIG_STREAM, ConnectionInfo, StreamView, describe_failure, fetch_stream, with_lineage
 from console.ui.widgets.header import ConsoleHeader
-from console.ui.widgets.keytree_panel import KeyTreePanel
-from console.ui.widgets.lineage_tree import LineageTree
-from console.ui.widgets.placement import PlacementPanel
 from console.ui.widgets.ribbon import KeySpaceRibbon
 from console.ui.widgets.shard_table import ShardTable
-
-# Panels other helpers build; hosted as tabs when their module exists.
-OPTIONAL_PANELS = (
-    ("producer", "Producer", "console.ui.producer_panel", "issue 6: ordered producer"),
-    ("tail", "Tail", "console.ui.tail_view", "issue 8: tail"),
-    ("heat", "Heat", "console.ui.heat_panel", "issue 7: heat"),
-)
 
 
 def _warm_lazy_imports() -> None:
@@ -163,7 +163,6 @@ class KConsoleApp(PanelHost, App[None]):
         poll_timeout: float | None = None,
         on_stream_opened: Callable[[str], None] | None = None,
         last_stream: str | None = None,
-        panel_modules: tuple[tuple[str, str, str, str], ...] = OPTIONAL_PANELS,
     ) -> None:
         super().__init__()
         self.source = source
@@ -176,7 +175,6 @@ class KConsoleApp(PanelHost, App[None]):
         self._clock = clock
         self._on_stream_opened = on_stream_opened
         self._last_stream = last_stream
-        self._panel_modules = panel_modules
         self.connection = ConnectionInfo.of(source)
         self.view: StreamView | None = None
         self.selected_shard_id: str | None = None
@@ -185,7 +183,6 @@ class KConsoleApp(PanelHost, App[None]):
         self._poll_timer = None
         self._lineage_dirty = False
         self._last_tiling_problem: str | None = None
-        self.missing_panels: list[str] = []
 
     # ---- layout --------------------------------------------------------------------------------
 
@@ -194,44 +191,21 @@ class KConsoleApp(PanelHost, App[None]):
         yield KeySpaceRibbon(id="ribbon")
         with TabbedContent(id="tabs", initial="shards"):
             with TabPane("Shards", id="shards"):
-                with Vertical(id="shards-body"):
-                    yield Input(placeholder="filter: id, #n, open/closed, parent (enter keeps, escape clears)",
-                                id="table-filter")
-                    yield ShardTable(id="shard-table")
-                    yield Static("", id="shard-detail")
+                yield ShardsPanel(id="shards-body")
             with TabPane("Lineage", id="lineage"):
                 yield LineageTree(id="lineage-tree")
             with TabPane("Placement", id="placement"):
                 yield PlacementPanel(id="placement-panel")
             with TabPane("Key tree", id="keytree"):
                 yield KeyTreePanel(id="keytree-panel")
-            for tab_id, title, module, issue in self._panel_modules:
-                with TabPane(title, id=tab_id):
-                    yield self._optional_panel(tab_id, module, issue)
+            with TabPane("Producer", id="producer"):
+                # Pacing starts off on the embedded local Kinesis (it has no shard limits to respect).
+                yield ProducerPanel(local=self.connection.backend.startswith("local"), id="producer-panel")
+            with TabPane("Tail", id="tail"):
+                yield TailView(stream=self.stream, id="tail-view")
+            with TabPane("Heat", id="heat"):
+                yield HeatPanel(id="heat-panel")
         yield CoalescingFooter(compact=True)  # compact: more keys fit on an 80-column terminal
-
-    def _optional_panel(self, tab_id: str, module_name: str, issue: str) -> Widget:
-        """Built by the module's `PANEL(app)` factory, else by its `*Panel` widget class; a module
-        missing from this build leaves a tab that says so."""
-        path = module_name.replace(".", "/") + ".py"
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name != module_name:
-                raise
-            self.missing_panels.append(tab_id)
-            return Static(f"Not available in this build: {path} ({issue}) does not exist yet.",
-                          classes="missing-panel")
-        factory = getattr(module, "PANEL", None)
-        if factory is not None:
-            return factory(self)
-        panel_classes = [value for name, value in vars(module).items()
-                         if isinstance(value, type) and issubclass(value, Widget) and name.endswith("Panel")
-                         and value.__module__ == module_name]
-        if len(panel_classes) == 1:
-            return panel_classes[0](id=f"{tab_id}-panel")
-        self.missing_panels.append(tab_id)
-        return Static(f"{path} has no PANEL(app) factory", classes="missing-panel")
 
     def on_mount(self) -> None:
         _warm_lazy_imports()
@@ -269,6 +243,10 @@ class KConsoleApp(PanelHost, App[None]):
     @property
     def header(self) -> ConsoleHeader:
         return self.query_one(ConsoleHeader)
+
+    @property
+    def shards_panel(self) -> ShardsPanel:
+        return self.query_one(ShardsPanel)
 
     @property
     def table(self) -> ShardTable:
@@ -395,18 +373,7 @@ class KConsoleApp(PanelHost, App[None]):
         self._show_detail()
 
     def _show_detail(self) -> None:
-        detail = self.query_one("#shard-detail", Static)
-        shard = self.table.shard(self.selected_shard_id) if self.selected_shard_id else None
-        if shard is None:
-            detail.update("", layout=False)
-            return
-        parents = " ".join(short_shard_id(p) for p in shard.parents) or "none"
-        detail.update(
-            f"[b]{shard.shard_id}[/b] {'open' if shard.is_open else 'closed'} · {format_share(shard.share)}"
-            f" · parents {parents} · [dim]c copies keys[/dim]\n"
-            f"start {shard.starting_hash_key}\nend   {shard.ending_hash_key}",
-            layout=False,  # fixed height: a layout pass would repaint the whole screen
-        )
+        self.shards_panel.show_detail(self.table.shard(self.selected_shard_id) if self.selected_shard_id else None)
 
     @on(ShardTable.Highlighted)
     def _table_highlighted(self, event: ShardTable.Highlighted) -> None:
@@ -438,7 +405,7 @@ class KConsoleApp(PanelHost, App[None]):
             target = found.first()
         else:
             target = next((w for w in pane.query("*") if w.focusable and not isinstance(w, (Input, TextArea))),
-                          self.query_one(ContentTabs))
+                          self.tab_strip)
         target.focus()
 
     @on(TabbedContent.TabActivated)
@@ -453,34 +420,23 @@ class KConsoleApp(PanelHost, App[None]):
 
     # ---- filter --------------------------------------------------------------------------------
 
+    @property
+    def tab_strip(self) -> Tabs:
+        """The row of tab titles. TabbedContent builds it as a private subclass of the public Tabs
+        (textual.widgets._tabbed_content.ContentTabs), so it is found as a Tabs: tests/ui checks
+        that escape still lands on it."""
+        return self.query_one(TabbedContent).query_one(Tabs)
+
     def action_filter(self) -> None:
         self.action_show_tab("shards")
-        box = self.query_one("#table-filter", Input)
-        box.add_class("-visible")
-        self.call_after_refresh(box.focus)  # after the tab switch has focused the table
-
-    @on(Input.Changed, "#table-filter")
-    def _filter_changed(self, event: Input.Changed) -> None:
-        self.table.set_filter(event.value)
-
-    @on(Input.Submitted, "#table-filter")
-    def _filter_submitted(self, event: Input.Submitted) -> None:
-        if not event.value.strip():
-            event.input.remove_class("-visible")
-        self.table.focus()
+        self.shards_panel.open_filter()
 
     def on_key(self, event) -> None:
         if event.key != "escape" or self.screen is not self.screen_stack[0]:
             return
-        box = self.query_one("#table-filter", Input)
-        if box.has_focus:
-            box.value = ""
-            box.remove_class("-visible")
-            self.table.focus()
-            event.stop()
-        elif isinstance(self.focused, (Input, TextArea)):
+        if isinstance(self.focused, (Input, TextArea)):
             # Out of a text box, so the single-key bindings (tabs 1-7, r, q...) work again.
-            self.query_one(ContentTabs).focus()
+            self.tab_strip.focus()
             event.stop()
 
     # ---- actions -------------------------------------------------------------------------------
@@ -553,6 +509,40 @@ class KConsoleApp(PanelHost, App[None]):
         self._reshard("scale")
 
     def _reshard(self, operation: str) -> None:
-        from console.ui import reshard_flow
+        if self.read_only:
+            self.notify(f"{operation}: not available in read-only mode", severity="warning")
+            return
+        if not self.stream or self.view is None:
+            self.notify(f"{operation}: no stream loaded yet", severity="warning")
+            return
+        suggestion = self._heat_split_suggestion() if operation == "split" else None
+        if suggestion is not None:
+            self.select_shard(suggestion.shard_id)
+        request = ReshardRequest(
+            operation, self.stream, self.view.shards, self.view.summary.open_shard_count,
+            self.table.shard(self.selected_shard_id) if self.selected_shard_id else None, self.source,
+            suggestion.at if suggestion is not None else None)
+        problem = reshard_flow.refusal(request)
+        if problem:
+            self.notify(problem, severity="warning")
+            return
+        self._run_reshard(request)
 
-        reshard_flow.start(self, operation)
+    def _heat_split_suggestion(self):
+        """On the heat tab, `s` splits the shard selected there at the median of its observed traffic."""
+        if self.query_one(TabbedContent).active != "heat":
+            return None
+        selected = self.query_one(HeatPanel).selected
+        return selected.split if selected is not None else None
+
+    @work(exclusive=True, group="reshard", exit_on_error=False)
+    async def _run_reshard(self, request: ReshardRequest) -> None:
+        await reshard_flow.run_reshard(request, ReshardDialogs(self.push_screen_wait, self.notify, self.post_message))
+
+    @on(ReshardActivity)
+    def _reshard_activity(self, event: ReshardActivity) -> None:
+        self.header.update_state(activity=event.text)
+
+    @on(ReshardProgressed)
+    def _reshard_progressed(self, _event: ReshardProgressed) -> None:
+        self.poll_now()

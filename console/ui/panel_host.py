@@ -11,6 +11,14 @@ from __future__ import annotations
 from textual import work
 
 from console.errors import ConsoleError
+from console.heat.cloudwatch import SHARD_LEVEL_METRICS
+from console.heat.sampler import HeatSampler
+from console.produce.verify import run_and_verify
+from console.read.tail import TailReader
+from console.ui.panels.heat import HeatPanel
+from console.ui.panels.producer import ProducerPanel
+from console.ui.panels.tail import TailView
+from console.ui.screens.reshard import ConfirmByNameScreen
 from console.ui.widgets.shard_table import ShardHeat
 
 
@@ -27,10 +35,10 @@ class PanelHost:
 
     # ---- producer --------------------------------------------------------------------------------
 
-    # Handlers by name (on_<panel>_<message>), not @on: @on needs the panel's message class at import
-    # time, and this mixin must not import panels that may be missing from a build.
+    # Handlers by name (on_<panel>_<message>), not @on: Textual collects @on handlers only from
+    # classes that are message pumps themselves, and this is a mixin.
 
-    def on_producer_panel_start_requested(self, event) -> None:
+    def on_producer_panel_start_requested(self, event: ProducerPanel.StartRequested) -> None:
         if self.read_only:
             event.panel.show_error("read-only: the producer writes records, so it is disabled (--read-only)")
             return
@@ -39,14 +47,12 @@ class PanelHost:
             return
         self._run_producer(event.panel, event.settings, event.verify, self.stream)
 
-    def on_producer_panel_stop_requested(self, event) -> None:
+    def on_producer_panel_stop_requested(self, event: ProducerPanel.StopRequested) -> None:
         self.workers.cancel_group(self, "producer")
         event.panel.show_error("stopped")
 
     @work(exclusive=True, group="producer", exit_on_error=False)
-    async def _run_producer(self, panel, settings, verify: bool, stream: str) -> None:
-        from console.produce.verify import run_and_verify
-
+    async def _run_producer(self, panel: ProducerPanel, settings, verify: bool, stream: str) -> None:
         panel.show_started(settings)
         try:
             _result, report = await run_and_verify(self.source, stream, settings, verify=verify,
@@ -62,22 +68,20 @@ class PanelHost:
 
     # ---- tail ------------------------------------------------------------------------------------
 
-    def on_tail_view_start_requested(self, event) -> None:
-        view = self.query_one("#tail-view")
+    def on_tail_view_start_requested(self, event: TailView.StartRequested) -> None:
+        view = self.query_one(TailView)
         if not self.stream:
             view.set_running(False, "no stream open: press p to pick one")
             return
         self._run_tail(view, event.options, self.stream)
 
-    def on_tail_view_stop_requested(self, _event) -> None:
+    def on_tail_view_stop_requested(self, _event: TailView.StopRequested) -> None:
         self._tail_run = None
         self.workers.cancel_group(self, "tail")
-        self.query_one("#tail-view").set_running(False)
+        self.query_one(TailView).set_running(False)
 
     @work(exclusive=True, group="tail", exit_on_error=False)
-    async def _run_tail(self, view, options, stream: str) -> None:
-        from console.read.tail import TailReader
-
+    async def _run_tail(self, view: TailView, options, stream: str) -> None:
         # A restart (new options) cancels this worker while the next one starts: only the reader
         # that is still the latest may say "stopped".
         run = object()
@@ -99,11 +103,11 @@ class PanelHost:
 
     # ---- heat ------------------------------------------------------------------------------------
 
-    def on_heat_panel_shown(self, _event) -> None:
+    def on_heat_panel_shown(self, _event: HeatPanel.Shown) -> None:
         if self.stream:
             self._run_heat(self.stream)
 
-    def on_heat_panel_hidden(self, _event) -> None:
+    def on_heat_panel_hidden(self, _event: HeatPanel.Hidden) -> None:
         # The sampler's readers stop with the worker (HeatSampler.__aexit__ awaits them all).
         self.workers.cancel_group(self, "heat")
         self._heat_stopped()
@@ -116,9 +120,7 @@ class PanelHost:
 
     @work(exclusive=True, group="heat", exit_on_error=False)
     async def _run_heat(self, stream: str) -> None:
-        from console.heat.sampler import HeatSampler
-
-        panel = self.query_one("#heat-panel")
+        panel = self.query_one(HeatPanel)
         try:
             async with HeatSampler(self.source, stream) as sampler:
                 async for snapshot in sampler.snapshots(every=1.0):
@@ -154,9 +156,6 @@ class PanelHost:
         if not self.stream:
             self.notify("no stream open: press p to pick one", severity="warning")
             return
-        from console.heat.cloudwatch import SHARD_LEVEL_METRICS
-        from console.ui.reshard_screens import ConfirmByNameScreen
-
         stream = self.stream
         what = f"enable shard-level enhanced monitoring ({', '.join(SHARD_LEVEL_METRICS)}; billed per shard)"
 

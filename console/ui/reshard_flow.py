@@ -1,53 +1,72 @@
 """Split / merge / scale from the console, never blindly.
 
-The selected shard (table, ribbon or tree) is the subject. A short question picks the split point,
-the merge neighbour or the target count; the plan is built from a fresh listing (console.reshard.plan);
-the preview screen shows it (console/ui/reshard_screens.py); the operator types the stream name;
-then console.reshard.execute's Executor runs it in a worker, re-checking the plan against the stream
-just before calling, reporting progress as notifications, and the shard map is polled again.
+The app hands the flow what it needs, no more: a `ReshardRequest` (the stream, its shards as last
+polled, the selected shard, the backend) and three callables (`ask` pushes a dialog and waits for
+its answer, `notify` shows a toast, `post` sends a message to the app). A short question picks the
+split point, the merge neighbour or the target count; the plan is built from a fresh listing
+(console.reshard.plan); the preview screen shows it (console/ui/screens/reshard.py); the operator
+types the stream name; then console.reshard.execute's Executor runs it, re-checking the plan
+against the stream just before calling. Progress goes back to the app as `ReshardActivity` (the
+header's activity line) and `ReshardProgressed` (the stream changed: poll it now) messages.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
-from textual import work
+from textual.message import Message
+from textual.screen import Screen
 
 from console.errors import BadInput, ConsoleError
 from console.keyspace.hashkeys import parse_hash_key
+from console.reshard.actionlog import ActionLog
+from console.reshard.execute import Executor
+from console.reshard.plan import midpoint, plan_merge, plan_scale, plan_split
 from console.topology.model import Shard
 from console.ui.format import short_shard_id
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
+from console.ui.screens.reshard import ConfirmByNameScreen, ReshardPreviewScreen
 
-if TYPE_CHECKING:
-    from console.ui.app import KConsoleApp
-
-
-def start(app: "KConsoleApp", operation: str) -> None:
-    if app.read_only:
-        app.notify(f"{operation}: not available in read-only mode", severity="warning")
-        return
-    if not app.stream or app.view is None:
-        app.notify(f"{operation}: no stream loaded yet", severity="warning")
-        return
-    suggestion = heat_split_suggestion(app) if operation == "split" else None
-    if suggestion is not None:
-        app.select_shard(suggestion.shard_id)
-    if operation in ("split", "merge"):
-        shard = app.table.shard(app.selected_shard_id) if app.selected_shard_id else None
-        if shard is None or not shard.is_open:
-            app.notify(f"{operation}: select an open shard first (table, ribbon or lineage)", severity="warning")
-            return
-    run_flow(app, operation, suggestion.at if suggestion is not None else None)
+OPERATIONS = ("split", "merge", "scale")
 
 
-def heat_split_suggestion(app: "KConsoleApp"):
-    """On the heat tab, `s` splits the shard selected there at the median of its observed traffic."""
-    if app.query_one("#tabs").active != "heat":
-        return None
-    panels = app.query("#heat-panel")
-    selected = getattr(panels.first(), "selected", None) if panels else None
-    return getattr(selected, "split", None)
+class ReshardActivity(Message):
+    """What the reshard is doing now, for the header (None: nothing any more)."""
+
+    def __init__(self, text: str | None) -> None:
+        super().__init__()
+        self.text = text
+
+
+class ReshardProgressed(Message):
+    """The stream may have changed shape: poll it now."""
+
+
+@dataclass(frozen=True)
+class ReshardRequest:
+    operation: str  # one of OPERATIONS
+    stream: str
+    shards: tuple[Shard, ...]  # as last polled (the plan itself is built from a fresh listing)
+    open_shard_count: int
+    selected: Shard | None
+    source: Any  # the backend the console polls
+    suggested_split: int | None = None  # the heat panel's median of observed traffic
+
+
+@dataclass(frozen=True)
+class ReshardDialogs:
+    ask: Callable[[Screen], Awaitable[Any]]  # push a dialog, wait for its answer
+    notify: Callable[..., None]
+    post: Callable[[Message], object]
+
+
+def refusal(request: ReshardRequest) -> str | None:
+    """Why the flow cannot start (a toast), or None."""
+    if request.operation in ("split", "merge") and (request.selected is None or not request.selected.is_open):
+        return f"{request.operation}: select an open shard first (table, ribbon or lineage)"
+    return None
 
 
 def open_neighbours(shards: tuple[Shard, ...], shard: Shard) -> list[tuple[str, Shard]]:
@@ -82,21 +101,16 @@ def _count_problem(text: str) -> str | None:
     return None
 
 
-@work(exclusive=True, group="reshard", exit_on_error=False)
-async def run_flow(app: "KConsoleApp", operation: str, suggested_split: int | None = None) -> None:
-    from console.reshard.actionlog import ActionLog
-    from console.reshard.plan import midpoint, plan_merge, plan_scale, plan_split
-    from console.reshard.execute import Executor
-    from console.ui.reshard_screens import ConfirmByNameScreen, ReshardPreviewScreen
-
-    stream = app.stream
-    assert stream is not None and app.view is not None
-    view = app.view
+async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
+    operation, stream = request.operation, request.stream
+    ask, notify, post = dialogs.ask, dialogs.notify, dialogs.post
     if operation == "split":
-        shard = app.table.shard(app.selected_shard_id or "")
+        shard = request.selected
+        assert shard is not None
+        suggested_split = request.suggested_split
         hint = (" (prefilled: the median hash key of the traffic the heat panel observed)"
                 if suggested_split is not None else "")
-        answer = await app.push_screen_wait(PromptScreen(
+        answer = await ask(PromptScreen(
             f"Split {shard.shard_id}",
             f"Split point: 'midpoint', or the decimal hash key the upper child starts at{hint}",
             str(suggested_split) if suggested_split is not None else "midpoint",
@@ -115,24 +129,25 @@ async def run_flow(app: "KConsoleApp", operation: str, suggested_split: int | No
         def build(shards, context):
             return plan_split(shards, shard.shard_id, key, basis=basis, context=context)
     elif operation == "merge":
-        shard = app.table.shard(app.selected_shard_id or "")
-        neighbours = open_neighbours(view.shards, shard)
+        shard = request.selected
+        assert shard is not None
+        neighbours = open_neighbours(request.shards, shard)
         if not neighbours:
-            app.notify(f"merge: {shard.shard_id} has no adjacent open shard", severity="warning")
+            notify(f"merge: {shard.shard_id} has no adjacent open shard", severity="warning")
             return
-        chosen = await app.push_screen_wait(ChoiceScreen(
+        chosen = await ask(ChoiceScreen(
             f"Merge {shard.shard_id} with which adjacent open shard?",
             [(other.shard_id, f"{other.shard_id}  ({side} neighbour, {other.share:.2%})") for side, other in neighbours]))
         if chosen is None:
             return
         lower, upper = sorted((shard.shard_id, chosen), key=lambda sid: next(
-            s.starting_hash_key for s in view.shards if s.shard_id == sid))
+            s.starting_hash_key for s in request.shards if s.shard_id == sid))
 
         def build(shards, context):
             return plan_merge(shards, lower, upper, context=context)
     else:
-        current = view.summary.open_shard_count
-        answer = await app.push_screen_wait(PromptScreen(
+        current = request.open_shard_count
+        answer = await ask(PromptScreen(
             f"Rescale {stream} (now {current} open shards)", "Target open shard count (UpdateShardCount, uniform)",
             str(current * 2), _count_problem))
         if answer is None:
@@ -145,33 +160,33 @@ async def run_flow(app: "KConsoleApp", operation: str, suggested_split: int | No
     def progress(text: str) -> None:
         # A toast for the log of steps, the header for the state now (it stays until the end),
         # and a poll so the header's status and the table follow the stream while it is UPDATING.
-        app.notify(text, title=operation, timeout=6)
-        app.header.update_state(activity=f"{operation}: {text}")
-        app.poll_now()
+        notify(text, title=operation, timeout=6)
+        post(ReshardActivity(f"{operation}: {text}"))
+        post(ReshardProgressed())
 
-    executor = Executor(app.source, stream, action_log=ActionLog.default(), progress=progress)
+    executor = Executor(request.source, stream, action_log=ActionLog.default(), progress=progress)
     try:
         _summary, shards, context = await executor.snapshot()
         plan = build(shards, context)
     except ConsoleError as error:
-        app.notify(f"{operation}: {error.message}", severity="error", timeout=10)
+        notify(f"{operation}: {error.message}", severity="error", timeout=10)
         return
-    if not await app.push_screen_wait(ReshardPreviewScreen(plan, stream)):
-        app.notify(f"{operation}: cancelled, nothing was called", timeout=4)
+    if not await ask(ReshardPreviewScreen(plan, stream)):
+        notify(f"{operation}: cancelled, nothing was called", timeout=4)
         return
-    if not await app.push_screen_wait(ConfirmByNameScreen(stream, plan.summary)):
-        app.notify(f"{operation}: cancelled, nothing was called", timeout=4)
+    if not await ask(ConfirmByNameScreen(stream, plan.summary)):
+        notify(f"{operation}: cancelled, nothing was called", timeout=4)
         return
-    app.notify(f"{operation}: running — {plan.summary}", title=operation, timeout=6)
-    app.header.update_state(activity=f"{operation}: running, waiting for ACTIVE")
+    notify(f"{operation}: running — {plan.summary}", title=operation, timeout=6)
+    post(ReshardActivity(f"{operation}: running, waiting for ACTIVE"))
     try:
         result = await executor.execute(build, expected=plan, wait=True)
     except ConsoleError as error:
-        app.notify(f"{operation} failed: {error.message}", severity="error", timeout=15)
+        notify(f"{operation} failed: {error.message}", severity="error", timeout=15)
     else:
         outcome = "as planned" if not result.differences else "; ".join(result.differences)
-        app.notify(f"{operation} done ({', '.join(result.calls) or 'no calls'}); stream {result.status}; {outcome}",
-                   title=operation, timeout=10)
+        notify(f"{operation} done ({', '.join(result.calls) or 'no calls'}); stream {result.status}; {outcome}",
+               title=operation, timeout=10)
     finally:
-        app.header.update_state(activity=None)
-    app.poll_now()
+        post(ReshardActivity(None))
+    post(ReshardProgressed())

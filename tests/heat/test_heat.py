@@ -286,7 +286,7 @@ async def test_heat_panel_rows_order_selection_and_top_keys():
     from textual.app import App
     from textual.widgets import Sparkline, Static
 
-    from console.ui.heat_panel import HeatPanel, ShardHeatRow
+    from console.ui.panels.heat import HeatPanel, ShardHeatRow
 
     class PanelApp(App):
         def compose(self):
@@ -327,7 +327,7 @@ async def test_heat_panel_tells_the_app_when_its_tab_is_left_and_revisited():
     from textual.app import App
     from textual.widgets import Static, TabbedContent, TabPane
 
-    from console.ui.heat_panel import HeatPanel
+    from console.ui.panels.heat import HeatPanel
 
     seen = []
 

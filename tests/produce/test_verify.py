@@ -151,7 +151,7 @@ async def test_producer_panel_start_progress_report_and_records():
     from textual.app import App
     from textual.widgets import DataTable, Input
 
-    from console.ui.producer_panel import ProducerPanel
+    from console.ui.panels.producer import ProducerPanel
     from console.produce.producer import ProducerProgress, ShardProgress
 
     requests = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from console.ui.app import KConsoleApp
 from console.ui.static_source import StaticSource, even_shards
-from console.ui.widgets.lineage_tree import LineageTree
+from console.ui.panels.lineage import LineageTree
 
 
 def make_app(count: int) -> KConsoleApp:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from console.reshard.plan import midpoint
-from console.ui.reshard_screens import ConfirmByNameScreen, ReshardPreviewScreen
+from console.ui.screens.reshard import ConfirmByNameScreen, ReshardPreviewScreen
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 from tests.ui.test_ui_console import RecordingApp, wait_until
 

@@ -15,7 +15,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from console.ui.commands import ACTIONS, PANEL_KEYS, panel_bindings
+from console.ui.bindings import ACTIONS, PANEL_KEYS, panel_bindings
 
 PANELS_TEXT = (
     "Header: stream, status, capacity mode, open shards, retention; backend, region, profile and the age of"

@@ -1,1 +1,2 @@
-"""The console's own widgets (each one small and testable on its own)."""
+"""Widgets shared by the console's views: the header, the key-space ribbon, the shard table and
+the cursor keys the scrolling lists share. Each is small and testable on its own."""

@@ -191,6 +191,3 @@ class HeatPanel(Widget, can_focus=True):
         self.hottest_first = not self.hottest_first
         self._render_snapshot()
 
-
-def PANEL(app: object) -> HeatPanel:  # noqa: N802 - the console app builds its optional panels as PANEL(app)
-    return HeatPanel(id="heat-panel")

@@ -578,6 +578,3 @@ class TailView(Vertical):
     def on_tail_view_pause_changed(self, message: PauseChanged) -> None:
         self._render_status()
 
-
-def PANEL(app) -> TailView:  # noqa: N802 - the console app builds its optional panels as PANEL(app)
-    return TailView(stream=getattr(app, "stream", None), id="tail-view")

@@ -279,8 +279,3 @@ class ProducerPanel(Vertical):
         status.set_class(error, "-error")
         status.update(Text(text))  # plain: messages may hold brackets that are not markup
 
-
-def PANEL(app: object) -> ProducerPanel:  # noqa: N802 - the name the console app looks up
-    """The console app's factory: pacing starts off when the app is on the embedded local Kinesis."""
-    backend = str(getattr(getattr(app, "connection", None), "backend", ""))
-    return ProducerPanel(local=backend.startswith("local"), id="producer-panel")

@@ -11,7 +11,7 @@ from textual.app import App
 
 from console.read.decoding import decode_record
 from console.read.tail import TailBatch
-from console.ui.tail_view import RecordRing, TailView
+from console.ui.panels.tail import RecordRing, TailView
 
 
 def records_for(shard: str, start: int, count: int, *, payload=lambda i: json.dumps({"n": i}).encode()):

@@ -1,4 +1,4 @@
-"""Key-tree balance (seed 000): from explicit hash keys already handed out, how balanced the tree of
+"""Key-tree balance: from the explicit hash keys already handed out, how balanced the tree of
 positions is per level, and the next keys to hand out that keep every future split even."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from textual.app import App
 from textual.widgets import Button, Static
 
 from console.reshard.plan import midpoint, plan_scale, plan_split
-from console.ui.reshard_screens import ConfirmByNameScreen, ReshardPreviewScreen
+from console.ui.screens.reshard import ConfirmByNameScreen, ReshardPreviewScreen
 
 from tests.reshard.helpers_reshard import even_shards
 

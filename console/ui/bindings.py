@@ -1,0 +1,119 @@
+"""The console's keys in one table: the command palette, the help screen and read-only gating all
+read it, so a new action appears everywhere at once. Console-wide actions are catalogued here
+(ACTIONS); each tab's own keys are read from its widgets' BINDINGS (PANEL_KEYS).
+
+This module imports the panels (for their BINDINGS) and nothing from the app, so the app, the help
+screen and the palette can all import it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+from textual.widget import Widget
+
+from console.ui.panels.heat import HeatPanel
+from console.ui.panels.keytree import KeyTreePanel
+from console.ui.panels.lineage import LineageTree
+from console.ui.panels.placement import PlacementPanel
+from console.ui.panels.producer import ProducerPanel
+from console.ui.panels.tail import RecordRing, TailView
+from console.ui.widgets.shard_table import ShardTable
+
+
+@dataclass(frozen=True)
+class ConsoleAction:
+    action: str  # as run by App.run_action, e.g. "show_tab('placement')"
+    key: str  # the key that runs it, for display
+    title: str
+    help: str
+    mutating: bool = False
+    tab: str | None = None  # works only on this tab (its key is that panel's binding); None: everywhere
+
+
+ACTIONS: tuple[ConsoleAction, ...] = (
+    ConsoleAction("refresh", "r", "Refresh now", "Poll the stream now instead of waiting for the next interval."),
+    ConsoleAction("filter", "/", "Filter shards", "Show only shards whose id, state or parents contain the text."),
+    ConsoleAction("sort", "o", "Sort shards", "Cycle the table's sort column (start key, id, state, share, rate).",
+                  tab="shards"),
+    ConsoleAction("copy_keys", "c", "Copy selected shard's hash keys",
+                  "Copy the full starting and ending hash key of the selected shard to the clipboard."),
+    ConsoleAction("split", "s", "Split selected shard", "Preview, confirm and run a split of the selected shard.",
+                  mutating=True),
+    ConsoleAction("merge", "m", "Merge selected shard with its neighbour",
+                  "Preview, confirm and run a merge of the selected shard with an adjacent open shard.",
+                  mutating=True),
+    ConsoleAction("scale", "x", "Rescale the stream", "Preview, confirm and run UpdateShardCount (uniform scaling).",
+                  mutating=True),
+    ConsoleAction("enable_monitoring", "e", "Enable enhanced monitoring",
+                  "Turn on CloudWatch shard-level metrics for the stream (billed per shard); asks for the name.",
+                  mutating=True, tab="heat"),
+    ConsoleAction("pick_stream", "p", "Open another stream", "List the streams on this backend and open one."),
+    ConsoleAction("show_tab('shards')", "1", "Show shards", "The shard table."),
+    ConsoleAction("show_tab('lineage')", "2", "Show lineage", "Closed parents and their children."),
+    ConsoleAction("show_tab('placement')", "3", "Show placement", "Which shard each partition key lands on."),
+    ConsoleAction("show_tab('keytree')", "4", "Show key-tree balance", "Balance of the explicit hash keys in use (the balanced key tree)."),
+    ConsoleAction("show_tab('producer')", "5", "Show producer", "Publish ordered test records and verify them."),
+    ConsoleAction("show_tab('tail')", "6", "Show tail", "Read the records in the stream."),
+    ConsoleAction("show_tab('heat')", "7", "Show heat", "Throughput per shard and hot keys."),
+    ConsoleAction("help", "?", "Help", "Every key and what it does."),
+    ConsoleAction("quit", "q", "Quit", "Leave kconsole."),
+)
+
+MUTATING_ACTIONS = frozenset(a.action for a in ACTIONS if a.mutating)
+
+
+@dataclass(frozen=True)
+class PanelKeys:
+    """Where a tab's own keys live: (widget class, selector of its widget in the app) per widget."""
+
+    title: str
+    tab: str
+    widgets: tuple[tuple[type[Widget], str], ...]
+
+
+PANEL_KEYS: tuple[PanelKeys, ...] = (
+    PanelKeys("Shards", "shards", ((ShardTable, "#shard-table"),)),
+    PanelKeys("Lineage", "lineage", ((LineageTree, "#lineage-tree"),)),
+    PanelKeys("Placement", "placement", ((PlacementPanel, "#placement-panel"),)),
+    PanelKeys("Key tree", "keytree", ((KeyTreePanel, "#keytree-panel"),)),
+    PanelKeys("Producer", "producer", ((ProducerPanel, "#producer-panel"),)),
+    PanelKeys("Tail", "tail", ((TailView, "#tail-view"), (RecordRing, "#tail-ring"))),
+    PanelKeys("Heat", "heat", ((HeatPanel, "#heat-panel"),)),
+)
+# Panel actions that change the stream (their panels grey them out when read-only).
+PANEL_MUTATING = {(ProducerPanel, "start")}
+_MOVES = {"cursor", "page", "jump", "first", "follow", "select"}  # arrows & co: listed once, not per widget
+_KEY_NAMES = {"question_mark": "?", "slash": "/", "escape": "esc"}
+
+
+@dataclass(frozen=True)
+class PanelBinding:
+    panel: PanelKeys
+    widget_class: type[Widget]
+    selector: str
+    binding: Binding
+
+    @property
+    def action(self) -> str:
+        return self.binding.action.removeprefix("app.")
+
+    @property
+    def key(self) -> str:
+        if self.binding.key_display:
+            return self.binding.key_display
+        return "/".join(_KEY_NAMES.get(key.strip(), key.strip()) for key in self.binding.key.split(","))
+
+    @property
+    def mutating(self) -> bool:
+        return self.action in MUTATING_ACTIONS or (self.widget_class, self.action) in PANEL_MUTATING
+
+
+def panel_bindings(panel: PanelKeys) -> list[PanelBinding]:
+    """A tab's own keys, read from its widgets' BINDINGS (so help and palette cannot drift from them)."""
+    found = []
+    for widget_class, selector in panel.widgets:
+        for binding in widget_class.BINDINGS:
+            if isinstance(binding, Binding) and binding.action.split("(")[0] not in _MOVES:
+                found.append(PanelBinding(panel, widget_class, selector, binding))
+    return found

@@ -1,0 +1,68 @@
+"""The Shards tab: the filter box (`/`), the shard table and the selected shard's detail.
+
+The app feeds it (`show_detail`) and listens to the table's `ShardTable.Highlighted`; the filter
+works inside the panel: typing filters the table, enter keeps the filter and returns to the table,
+escape clears it.
+"""
+
+from __future__ import annotations
+
+from textual import events, on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, Static
+
+from console.topology.model import Shard
+from console.ui.format import format_share, short_shard_id
+from console.ui.widgets.shard_table import ShardTable
+
+
+class ShardsPanel(Vertical):
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="filter: id, #n, open/closed, parent (enter keeps, escape clears)",
+                    id="table-filter")
+        yield ShardTable(id="shard-table")
+        yield Static("", id="shard-detail")
+
+    @property
+    def table(self) -> ShardTable:
+        return self.query_one(ShardTable)
+
+    @property
+    def filter_box(self) -> Input:
+        return self.query_one("#table-filter", Input)
+
+    def open_filter(self) -> None:
+        self.filter_box.add_class("-visible")
+        self.call_after_refresh(self.filter_box.focus)  # after a tab switch has focused the table
+
+    def show_detail(self, shard: Shard | None) -> None:
+        detail = self.query_one("#shard-detail", Static)
+        if shard is None:
+            detail.update("", layout=False)
+            return
+        parents = " ".join(short_shard_id(p) for p in shard.parents) or "none"
+        detail.update(
+            f"[b]{shard.shard_id}[/b] {'open' if shard.is_open else 'closed'} · {format_share(shard.share)}"
+            f" · parents {parents} · [dim]c copies keys[/dim]\n"
+            f"start {shard.starting_hash_key}\nend   {shard.ending_hash_key}",
+            layout=False,  # fixed height: a layout pass would repaint the whole screen
+        )
+
+    @on(Input.Changed, "#table-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.table.set_filter(event.value)
+
+    @on(Input.Submitted, "#table-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        if not event.value.strip():
+            event.input.remove_class("-visible")
+        self.table.focus()
+
+    def on_key(self, event: events.Key) -> None:
+        box = self.filter_box
+        if event.key == "escape" and box.has_focus:
+            box.value = ""
+            box.remove_class("-visible")
+            self.table.focus()
+            event.stop()
