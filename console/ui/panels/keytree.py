@@ -58,7 +58,7 @@ class KeyTreePanel(Vertical):
         self.next_keys: list[int] = []
 
     def compose(self) -> ComposeResult:
-        yield Static("Explicit hash keys in use, one per line (typed, pasted or loaded) · esc leaves the box",
+        yield Static("Explicit hash keys in use, one per line (typed, pasted or loaded) · enter to type, esc leaves",
                      id="keytree-help")
         yield TextArea(id="keytree-input", soft_wrap=False)
         with Horizontal(id="keytree-controls"):

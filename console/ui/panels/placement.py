@@ -101,7 +101,7 @@ class PlacementPanel(Vertical):
 
     def _mode_text(self) -> str:
         mode = "explicit hash keys (decimal)" if self.explicit else "partition keys (MD5)"
-        return f"Keys are {mode}, one per line · ctrl+t switches · esc leaves the box"
+        return f"Keys are {mode}, one per line · ctrl+t switches · enter to type, esc leaves the box"
 
     def action_toggle_mode(self) -> None:
         self.explicit = not self.explicit

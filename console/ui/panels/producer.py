@@ -108,7 +108,7 @@ class ProducerPanel(Vertical):
             yield Static(classes="spacer")
             yield Button("Start", variant="primary", id="producer-start", compact=True)
             yield Button("Stop", variant="error", id="producer-stop", disabled=True, compact=True)
-        yield Static("Set up a run and press Start.", id="producer-status")
+        yield Static("enter edits a field, tab moves to the next; ctrl+s or Start runs.", id="producer-status")
         yield ProgressBar(total=100, show_eta=False, id="producer-progress")
         yield DataTable(id="producer-shards", cursor_type="none", zebra_stripes=True)
         with VerticalScroll(id="producer-results"):

@@ -1,0 +1,97 @@
+"""Where the keys go: the console's focus model.
+
+- The tab keys (1-7) always switch tabs, except while the user is typing in a text box.
+- Opening a tab focuses its primary list, or its first field. A field focused that way is only
+  *offered*: 1-7 still switch tabs, and the field takes keys once the user enters it (enter, a
+  click, or typing any other character into it; reaching it with tab / shift+tab counts too).
+- Escape leaves a text box for the tab strip, so every single-key binding works again.
+
+Mixed into the app (before App: its `on_event` sees a key before Textual routes it to the box).
+"""
+
+from __future__ import annotations
+
+from textual import events
+from textual.widget import Widget
+from textual.widgets import Input, TabbedContent, Tabs, TextArea
+
+from console.ui.bindings import ACTIONS
+
+TEXT_FIELDS = (Input, TextArea)
+TAB_ACTIONS = {action.key: action.action for action in ACTIONS if action.action.startswith("show_tab")}
+
+# Each tab's first focus: its primary list, or its first field.
+FIRST_FOCUS = {"shards": "#shard-table", "lineage": "#lineage-tree", "placement": "#placement-input",
+               "keytree": "#keytree-input", "producer": "#producer-keys", "tail": "#tail-ring",
+               "heat": "#heat-panel"}
+
+
+class FocusModel:
+    """Mixed into KConsoleApp: `focus_tab(tab)`, `typing`, `tab_strip`, and the enter / escape keys."""
+
+    _offered_field: Widget | None = None  # a text box focused by opening its tab, not yet entered
+
+    @property
+    def tab_strip(self) -> Tabs:
+        """The row of tab titles. TabbedContent builds it as a private subclass of the public Tabs
+        (textual.widgets._tabbed_content.ContentTabs), so it is found as a Tabs: tests/ui checks
+        that escape still lands on it."""
+        return self.query_one(TabbedContent).query_one(Tabs)
+
+    @property
+    def typing(self) -> bool:
+        """True when keys go into a text box the user entered (or into a dialog over the console)."""
+        if self.screen is not self.screen_stack[0]:
+            return True
+        focused = self.focused
+        return isinstance(focused, TEXT_FIELDS) and focused is not self._offered_field
+
+    @property
+    def offered_field(self) -> Widget | None:
+        focused = self.focused
+        return focused if focused is not None and focused is self._offered_field else None
+
+    def focus_tab(self, tab: str) -> None:
+        pane = self.query_one(f"TabPane#{tab}")
+        found = pane.query(FIRST_FOCUS[tab]) if tab in FIRST_FOCUS else None
+        target = found.first() if found else next((w for w in pane.query("*") if w.focusable), self.tab_strip)
+        self._offered_field = target if isinstance(target, TEXT_FIELDS) else None
+        target.focus()
+        self.refresh_bindings()
+
+    def enter_field(self) -> None:
+        if self._offered_field is not None:
+            self._offered_field = None
+            self.refresh_bindings()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        # Focus that the tab switch did not give (tab / shift+tab, a click) means the user chose it.
+        if event.widget is not self._offered_field:
+            self.enter_field()
+        else:
+            self.refresh_bindings()
+
+    async def on_event(self, event: events.Event) -> None:
+        # Seen here, before Textual hands the key to the focused text box (which would take it).
+        # A click reaches the app on its way down from the terminal, or bubbling back up from the widget.
+        if self._offered_field is not None and isinstance(event, events.MouseDown):
+            widget, _region = self.screen.get_widget_at(event.screen_x, event.screen_y)
+            if widget is self._offered_field:
+                self.enter_field()
+        elif isinstance(event, events.Key) and not event.is_forwarded and self.offered_field is not None:
+            if event.key in TAB_ACTIONS:
+                await self.run_action(TAB_ACTIONS[event.key])
+                return
+            elif event.key == "enter":
+                self.enter_field()
+                return
+            elif event.is_printable:
+                self.enter_field()  # typing a letter into the offered box is entering it
+        await super().on_event(event)  # type: ignore[misc]
+
+    def leave_text_box(self, event: events.Key) -> None:
+        """Escape in a text box: back to the tab strip, so the single-key bindings work again."""
+        if event.key == "escape" and self.screen is self.screen_stack[0] and isinstance(self.focused, TEXT_FIELDS):
+            self._offered_field = None
+            self.tab_strip.focus()
+            event.stop()

@@ -1,0 +1,54 @@
+"""The focus model: tab keys always switch tabs, a tab's first field takes digits only once the user
+enters it, escape leaves a text box."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Tabs
+
+from tests.ui.test_ui_interaction import static_app
+from tests.ui.test_ui_console import wait_until
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def test_each_tab_first_focuses_its_list_or_first_field_and_digits_still_switch():
+    app = static_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        firsts = {"1": "shard-table", "2": "lineage-tree", "3": "placement-input", "4": "keytree-input",
+                  "5": "producer-keys", "6": "tail-ring", "7": "heat-panel"}
+        for key, widget_id in [*firsts.items(), ("3", "placement-input"), ("1", "shard-table")]:
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.focused is not None and app.focused.id == widget_id, key
+        assert app.query_one("#placement-input").text == "" and app.query_one("#keytree-input").text == ""
+        assert app.query_one("#producer-keys").value == "100"
+
+
+async def test_enter_or_a_letter_or_a_click_enters_the_field_then_digits_go_in():
+    app = static_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("5", "enter", *"2000")
+        assert app.query_one("#tabs").active == "producer"
+        assert app.query_one("#producer-keys").value == "2000"  # the field's text was selected on entry
+        await pilot.press("escape")
+        assert isinstance(app.focused, Tabs)
+        await pilot.press("3", *"user-17")
+        assert app.query_one("#tabs").active == "placement"
+        assert app.query_one("#placement-input").text == "user-17"
+        await pilot.press("escape", "4")
+        await pilot.click("#keytree-input")
+        await pilot.press("4", "2")
+        assert app.query_one("#tabs").active == "keytree" and app.query_one("#keytree-input").text == "42"
+        await pilot.press("escape", "1")
+        assert app.query_one("#tabs").active == "shards" and app.focused is app.table
+
+
+async def test_tab_keys_do_nothing_over_a_dialog():
+    app = static_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("question_mark", "3")
+        assert app.query_one("#tabs").active == "shards"
