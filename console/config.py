@@ -34,6 +34,7 @@ class Config:
     last_stream: str | None = None
     theme: str = "textual-dark"
     read_only: bool = False
+    key_format: str = "decimal"  # how hash keys are written in the console: "decimal" or "hex"
 
     def validate(self) -> list[str]:
         problems = []
@@ -45,6 +46,8 @@ class Config:
             problems.append("theme must be a string")
         if not isinstance(self.read_only, bool):
             problems.append("read_only must be true or false")
+        if self.key_format not in ("decimal", "hex"):
+            problems.append(f"key_format must be \"decimal\" or \"hex\" (got {self.key_format!r})")
         return problems
 
 
@@ -72,7 +75,7 @@ def save_config(config: Config, path: Path | None = None) -> None:
     path = path or config_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [f"interval = {float(config.interval)}", f'theme = "{config.theme}"',
-             f"read_only = {'true' if config.read_only else 'false'}"]
+             f"read_only = {'true' if config.read_only else 'false'}", f'key_format = "{config.key_format}"']
     if config.last_stream:
         lines.append(f'last_stream = "{config.last_stream}"')
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -165,6 +165,7 @@ class KConsoleApp(PanelHost, FocusModel, App[None]):
         poll_timeout: float | None = None,
         on_stream_opened: Callable[[str], None] | None = None,
         last_stream: str | None = None,
+        key_format: str = "decimal",
     ) -> None:
         super().__init__()
         self.source = source
@@ -177,6 +178,7 @@ class KConsoleApp(PanelHost, FocusModel, App[None]):
         self._clock = clock
         self._on_stream_opened = on_stream_opened
         self._last_stream = last_stream
+        self.key_format = key_format  # how hash keys are written (console.ui.format.KEY_FORMATS)
         self.connection = ConnectionInfo.of(source)
         self.view: StreamView | None = None
         self.selected_shard_id: str | None = None
@@ -193,11 +195,11 @@ class KConsoleApp(PanelHost, FocusModel, App[None]):
         yield KeySpaceRibbon(id="ribbon")
         with TabbedContent(id="tabs", initial="shards"):
             with TabPane("Shards", id="shards"):
-                yield ShardsPanel(id="shards-body")
+                yield ShardsPanel(key_format=self.key_format, id="shards-body")
             with TabPane("Lineage", id="lineage"):
                 yield LineageTree(id="lineage-tree")
             with TabPane("Placement", id="placement"):
-                yield PlacementPanel(id="placement-panel")
+                yield PlacementPanel(key_format=self.key_format, id="placement-panel")
             with TabPane("Key tree", id="keytree"):
                 yield KeyTreePanel(id="keytree-panel")
             with TabPane("Producer", id="producer"):

@@ -15,13 +15,15 @@ def short_shard_id(shard_id: str) -> str:
     return f"#{int(match.group(1))}" if match else shard_id
 
 
-def abbreviate_hash_key(value: int) -> str:
-    """A 39-digit key in 10 columns: '0', '1.7014e+38', 'max' for 2**128-1."""
-    if value == 0:
-        return "0"
-    if value == MAX_HASH_KEY:
-        return "2^128-1"
-    return f"{value:.4e}"
+# How the console writes hash keys, chosen once (the `key_format` setting) and used in every view:
+# decimal as AWS takes them (ExplicitHashKey, StartingHashKey), or the same 128 bits in hex.
+KEY_FORMATS = ("decimal", "hex")
+KEY_WIDTHS = {"decimal": len(str(MAX_HASH_KEY)), "hex": 2 + 32}
+
+
+def format_hash_key(value: int, key_format: str = "decimal") -> str:
+    """A hash key in full, never rounded: up to 39 decimal digits, or 0x and 32 hex digits."""
+    return f"0x{value:032x}" if key_format == "hex" else str(value)
 
 
 def format_share(share: float) -> str:

@@ -75,7 +75,7 @@ def launch_console(args) -> int:
                 stream = DEMO_STREAM
             app = KConsoleApp(kinesis, stream=stream, interval=interval, read_only=read_only,
                               config_warning=warning, theme=config.theme, on_stream_opened=remember,
-                              last_stream=config.last_stream)
+                              last_stream=config.last_stream, key_format=config.key_format)
             await app.run_async()
 
     asyncio.run(run())

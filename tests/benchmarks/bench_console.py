@@ -23,7 +23,7 @@ from textual.widgets import DataTable
 from console.backend.client import BackendConfig, KinesisBackend
 from console.keyspace.hashkeys import HASH_SPACE, even_split, shard_id_for_index
 from console.ui.app import KConsoleApp, StreamRefreshed
-from console.ui.format import abbreviate_hash_key, format_share
+from console.ui.format import format_hash_key, format_share
 
 SHARDS = 10_000
 SPLITS = 50  # 50 parents close and 100 children appear: 150 of ~10k rows touched (1.5%)
@@ -198,7 +198,7 @@ class NaiveTable(App):
 
 
 async def bench_naive_datatable() -> dict:
-    rows = [(shard_id_for_index(i), "open", abbreviate_hash_key(s), abbreviate_hash_key(e),
+    rows = [(shard_id_for_index(i), "open", format_hash_key(s), format_hash_key(e),
              format_share((e - s + 1) / HASH_SPACE), "-") for i, (s, e) in enumerate(even_split(SHARDS))]
     app = NaiveTable()
     async with app.run_test(size=SIZE) as pilot:

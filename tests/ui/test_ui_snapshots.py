@@ -130,3 +130,11 @@ def test_tail_options_at_80x24(snap_compare):
         await pilot.pause()
 
     assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_full_keys_at_140x45(snap_compare):
+    assert snap_compare(make_app(), terminal_size=(140, 45), run_before=loaded)
+
+
+def test_hex_keys_at_80x24(snap_compare):
+    assert snap_compare(make_app(key_format="hex"), terminal_size=(80, 24), run_before=loaded)

@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Static, TextArea
 from console.errors import BadInput
 from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
 from console.keyspace.hashkeys import HashRangeIndex, md5_hash_key, parse_hash_key, share_of_space, validate_partition_key
-from console.ui.format import format_share, short_shard_id
+from console.ui.format import format_hash_key, format_share, short_shard_id
 
 SHOWN_ROWS = 200  # the table lists the first keys; the summary covers all of them
 
@@ -82,8 +82,9 @@ class PlacementPanel(Vertical):
             super().__init__()
             self.hash_keys = hash_keys
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, key_format: str = "decimal", id: str | None = None) -> None:
         super().__init__(id=id)
+        self.key_format = key_format
         self.explicit = False
         self.index: HashRangeIndex | None = None
         self.placements: list[Placement] = []
@@ -141,5 +142,6 @@ class PlacementPanel(Vertical):
             if placement.problem:
                 table.add_row(placement.key[:40], placement.problem, "-")
             else:
-                table.add_row(placement.key[:40], str(placement.hash_key), placement.shard_id or "?")
+                table.add_row(placement.key[:40], format_hash_key(placement.hash_key, self.key_format),
+                              placement.shard_id or "?")
         self.post_message(self.MarkersChanged([p.hash_key for p in self.placements if p.hash_key is not None]))

@@ -13,15 +13,19 @@ from textual.containers import Vertical
 from textual.widgets import Input, Static
 
 from console.topology.model import Shard
-from console.ui.format import format_share, short_shard_id
+from console.ui.format import format_hash_key, format_share, short_shard_id
 from console.ui.widgets.shard_table import ShardTable
 
 
 class ShardsPanel(Vertical):
+    def __init__(self, *, key_format: str = "decimal", id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.key_format = key_format
+
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter: id, #n, open/closed, parent (enter keeps, escape clears)",
                     id="table-filter")
-        yield ShardTable(id="shard-table")
+        yield ShardTable(key_format=self.key_format, id="shard-table")
         yield Static("", id="shard-detail")
 
     @property
@@ -45,7 +49,8 @@ class ShardsPanel(Vertical):
         detail.update(
             f"[b]{shard.shard_id}[/b] {'open' if shard.is_open else 'closed'} · {format_share(shard.share)}"
             f" · parents {parents} · [dim]c copies keys[/dim]\n"
-            f"start {shard.starting_hash_key}\nend   {shard.ending_hash_key}",
+            f"start {format_hash_key(shard.starting_hash_key, self.key_format)}\n"
+            f"end   {format_hash_key(shard.ending_hash_key, self.key_format)}",
             layout=False,  # fixed height: a layout pass would repaint the whole screen
         )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import compress
 from operator import attrgetter, ne
 from typing import Any
@@ -26,7 +26,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from console.topology.model import Shard
-from console.ui.format import abbreviate_hash_key, format_rate, format_share, short_shard_id
+from console.ui.format import KEY_WIDTHS, format_hash_key, format_rate, format_share, short_shard_id
 from console.ui.widgets.cursor import CURSOR_BINDINGS, CursorNavigation
 
 
@@ -73,9 +73,9 @@ def _throughput_text(_shard: Shard, heat: ShardHeat | None) -> str:
 COLUMNS: tuple[Column, ...] = (
     Column("shard", "Shard", 20, lambda s, h: s.shard_id, lambda s, h: (len(s.shard_id), s.shard_id)),
     Column("state", "State", 6, lambda s, h: "open" if s.is_open else "closed", lambda s, h: (not s.is_open, s.starting_hash_key, len(s.shard_id), s.shard_id)),
-    Column("start", "Start key", 10, lambda s, h: abbreviate_hash_key(s.starting_hash_key),
+    Column("start", "Start key", KEY_WIDTHS["decimal"], lambda s, h: format_hash_key(s.starting_hash_key),
            lambda s, h: (s.starting_hash_key, not s.is_open, len(s.shard_id), s.shard_id), align_right=True),
-    Column("end", "End key", 10, lambda s, h: abbreviate_hash_key(s.ending_hash_key),
+    Column("end", "End key", KEY_WIDTHS["decimal"], lambda s, h: format_hash_key(s.ending_hash_key),
            lambda s, h: (s.ending_hash_key, not s.is_open, len(s.shard_id), s.shard_id), align_right=True),
     Column("share", "Share", 6, lambda s, h: format_share(s.share), lambda s, h: (s.share, s.shard_id), align_right=True),
     Column("parents", "Parents", 12, _parents_text, lambda s, h: (s.parents, s.shard_id)),
@@ -83,6 +83,41 @@ COLUMNS: tuple[Column, ...] = (
            lambda s, h: (h.records_per_s if h else -1.0, s.shard_id), align_right=True),
 )
 _STALE = Style(dim=True, italic=True)
+NARROW_SHARD_WIDTH = 6  # "#12345": the short id, when the full one does not fit
+NARROWEST_KEY_WIDTH = 12
+
+
+def columns_for(key_format: str) -> tuple[Column, ...]:
+    """The columns with hash keys written in `key_format` (console.ui.format.KEY_FORMATS)."""
+    if key_format == "decimal":
+        return COLUMNS
+    hexed = {"start": lambda s, h: format_hash_key(s.starting_hash_key, "hex"),
+             "end": lambda s, h: format_hash_key(s.ending_hash_key, "hex")}
+    return tuple(replace(c, width=KEY_WIDTHS["hex"], text=hexed[c.key]) if c.key in hexed else c for c in COLUMNS)
+
+
+def fit_columns(columns: tuple[Column, ...], width: int) -> tuple[Column, ...]:
+    """The columns that fit `width`, keys in full where they fit. On a narrower terminal, in turn:
+    the end key goes (the next row's start key implies it, and the detail line shows it in full),
+    then the parents, then shard ids shorten to '#n'; last, the start key keeps its leading digits."""
+
+    def total(cols: tuple[Column, ...]) -> int:
+        return sum(c.width + 1 for c in cols) + 1
+
+    for step in ("end", "parents", "shard"):
+        if total(columns) <= width:
+            return columns
+        if step == "shard":
+            columns = tuple(replace(c, width=NARROW_SHARD_WIDTH, text=lambda s, h: short_shard_id(s.shard_id))
+                            if c.key == "shard" else c for c in columns)
+        else:
+            columns = tuple(c for c in columns if c.key != step)
+    over = total(columns) - width
+    if over > 0:
+        columns = tuple(replace(c, width=max(NARROWEST_KEY_WIDTH, c.width - over)) if c.key == "start" else c
+                        for c in columns)
+    return columns
+
 COLUMN_BY_KEY = {column.key: column for column in COLUMNS}
 SORTABLE = ("start", "shard", "state", "share", "throughput")
 _SHARD_ID = attrgetter("shard_id")
@@ -126,8 +161,10 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
             self.column = column
             self.reverse = reverse
 
-    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(self, *, key_format: str = "decimal", name: str | None = None, id: str | None = None,
+                 classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
+        self._columns = columns_for(key_format)
         self._shards: dict[str, Shard] = {}
         self._endings: dict[str, str | None] = {}  # shard id -> ending sequence number, for the diff
         self._heat: dict[str, ShardHeat] = {}
@@ -390,18 +427,14 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
             self.virtual_size = size
 
     def _visible_columns(self) -> tuple[Column, ...]:
-        """All columns that fit; on a narrow terminal the end key goes first (the next row's start
-        key implies it, and the detail line shows it in full), then the parents."""
+        """The columns that fit the widget's width (fit_columns)."""
         key = (self.size.width, self.show_throughput)
         if self._columns_cache is not None and self._columns_cache[0] == key:
             return self._columns_cache[1]
-        columns = COLUMNS if self.show_throughput else COLUMNS[:-1]
+        columns = self._columns if self.show_throughput else self._columns[:-1]
         width = self.scrollable_content_region.width if self.is_mounted else 0
-        for droppable in ("end", "parents"):
-            if not width or sum(c.width + 1 for c in columns) + 1 <= width:
-                break
-            columns = tuple(c for c in columns if c.key != droppable)
         if width:
+            columns = fit_columns(columns, width)
             self._columns_cache = (key, columns)
         return columns
 

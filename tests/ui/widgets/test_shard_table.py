@@ -1,0 +1,65 @@
+"""Hash keys in the shard table: in full where they fit, in the one format the settings choose,
+never in scientific notation."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from console.config import load_config
+from console.keyspace.hashkeys import MAX_HASH_KEY
+from console.ui.format import format_hash_key
+from console.ui.widgets.shard_table import COLUMNS, columns_for, fit_columns
+from tests.ui.test_ui_console import wait_until
+from tests.ui.test_ui_interaction import static_app
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_formats_write_every_key_in_full():
+    assert format_hash_key(MAX_HASH_KEY) == "340282366920938463463374607431768211455"
+    assert format_hash_key(MAX_HASH_KEY, "hex") == "0x" + "f" * 32
+    assert format_hash_key(1, "hex") == "0x" + "0" * 31 + "1"
+    assert format_hash_key(2**127) == str(2**127) and "e" not in format_hash_key(2**127)
+
+
+@pytest.mark.parametrize("key_format", ["decimal", "hex"])
+def test_columns_narrow_in_order_and_keys_stay_full_while_they_fit(key_format):
+    columns = columns_for(key_format)
+    key_width = len(format_hash_key(MAX_HASH_KEY, key_format))
+    wide = fit_columns(columns[:-1], 138)
+    assert [c.key for c in wide] == ["shard", "state", "start", "end", "share", "parents"]
+    assert {c.width for c in wide if c.key in ("start", "end")} == {key_width}
+    at_80 = fit_columns(columns[:-1], 78)
+    assert [c.key for c in at_80] == ["shard", "state", "start", "share"]
+    assert next(c for c in at_80 if c.key == "start").width == key_width
+    with_rate = fit_columns(columns, 78)  # the Rate column: shard ids shorten before keys do
+    assert [c.key for c in with_rate] == ["shard", "state", "start", "share", "throughput"]
+    assert next(c for c in with_rate if c.key == "shard").width < COLUMNS[0].width
+    assert sum(c.width + 1 for c in with_rate) + 1 <= 78
+
+
+@pytest.mark.parametrize("key_format, size", [("decimal", (140, 45)), ("hex", (140, 45)), ("decimal", (80, 24))])
+async def test_the_table_shows_full_keys_in_the_chosen_format(key_format, size):
+    app = static_app(key_format=key_format)
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.pause()
+        lines = [app.table.render_line(y).text for y in range(app.table.row_count + 1)]
+        text = "\n".join(lines)
+        assert not re.search(r"\d\.\d+e\+\d", text)
+        last = app.view.shards[-1]
+        assert format_hash_key(last.starting_hash_key, key_format) in text
+        detail = str(app.query_one("#shard-detail").render())
+        selected = app.table.shard(app.selected_shard_id)
+        assert format_hash_key(selected.ending_hash_key, key_format) in detail
+
+
+def test_key_format_setting_is_checked(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text('key_format = "hex"\n', encoding="utf-8")
+    assert load_config(path)[0].key_format == "hex"
+    path.write_text('key_format = "sci"\n', encoding="utf-8")
+    config, warning = load_config(path)
+    assert config.key_format == "decimal" and "key_format" in warning
