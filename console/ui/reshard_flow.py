@@ -23,9 +23,9 @@ from console.errors import BadInput, ConsoleError
 from console.keyspace.hashkeys import parse_hash_key
 from console.reshard.actionlog import ActionLog
 from console.reshard.execute import Executor
+from console.reshard.limits import check_split_key
 from console.reshard.plan import midpoint, plan_merge, plan_scale, plan_split
 from console.topology.model import Shard
-from console.ui.format import short_shard_id
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 from console.ui.screens.reshard import ConfirmByNameScreen, ReshardPreviewScreen
 
@@ -82,17 +82,28 @@ def open_neighbours(shards: tuple[Shard, ...], shard: Shard) -> list[tuple[str, 
     return sorted(found, key=lambda pair: pair[0])
 
 
+def parse_split_point(text: str) -> int:
+    """A hash key typed in decimal (as AWS takes it) or in hex with 0x (as key_format = "hex" shows it)."""
+    raw = text.strip()
+    if raw.lower().startswith("0x"):
+        try:
+            return parse_hash_key(int(raw, 16), what="split point")
+        except ValueError:
+            raise BadInput(f"split point: {raw!r} is not a hexadecimal number") from None
+    return parse_hash_key(raw, what="split point")
+
+
 def split_point_problem(shard: Shard, text: str) -> str | None:
-    if text.lower() in ("", "midpoint", "m"):
+    """None if `text` is a split point the plan accepts; else the plan's own message (the one rule,
+    console.reshard.limits.check_split_key, used by `kconsole plan split` too)."""
+    if text.lower().strip() in ("", "midpoint", "m"):
         return None
     try:
-        key = parse_hash_key(text, what="split point")
+        key = parse_split_point(text)
     except BadInput as error:
         return error.message
-    if not shard.starting_hash_key < key <= shard.ending_hash_key:
-        return (f"the split point must be inside {short_shard_id(shard.shard_id)}: greater than "
-                f"{shard.starting_hash_key} and at most {shard.ending_hash_key}")
-    return None
+    breaches = check_split_key(shard.shard_id, shard.starting_hash_key, shard.ending_hash_key, key)
+    return str(breaches[0]) if breaches else None
 
 
 def _count_problem(text: str) -> str | None:
@@ -112,13 +123,13 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
                 if suggested_split is not None else "")
         answer = await ask(PromptScreen(
             f"Split {shard.shard_id}",
-            f"Split point: 'midpoint', or the decimal hash key the upper child starts at{hint}",
+            f"Split point: 'midpoint', or the hash key the upper child starts at (decimal, or 0x hex){hint}",
             str(suggested_split) if suggested_split is not None else "midpoint",
             lambda text: split_point_problem(shard, text)))
         if answer is None:
             return
-        at_midpoint = answer.lower() in ("", "midpoint", "m")
-        key = midpoint(shard) if at_midpoint else parse_hash_key(answer)
+        at_midpoint = answer.lower().strip() in ("", "midpoint", "m")
+        key = midpoint(shard) if at_midpoint else parse_split_point(answer)
         if at_midpoint:
             basis = "midpoint"
         elif suggested_split is not None and key == suggested_split:

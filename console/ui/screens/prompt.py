@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -37,7 +38,7 @@ class PromptScreen(ModalScreen[str | None]):
         event.stop()
         problem = self._check(event.value.strip())
         if problem:
-            self.query_one("#prompt-error", Static).update(problem)
+            self.query_one("#prompt-error", Static).update(Text(problem))  # plain: "[start, end]" is not markup
         else:
             self.dismiss(event.value.strip())
 
