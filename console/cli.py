@@ -20,6 +20,8 @@ from console.errors import BadInput, ConsoleError
 COMMAND_MODULES = (
     "console.commands.keyspace",  # predict, keytree, spread
     "console.commands.streams",  # streams, shards
+    "console.commands.stream",  # stream create|delete|retention|mode|encryption|describe
+    "console.commands.put",  # put
     "console.commands.reshard",  # plan, reshard
     "console.commands.produce",  # produce
     "console.commands.heat",  # heat
