@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from console.lifecycle.rules import AWS_MANAGED_KMS_KEY, MIN_RETENTION_HOURS
+from console.lifecycle.rules import AWS_MANAGED_KMS_KEY, DEFAULT_SHARDS, MIN_RETENTION_HOURS
 from console.topology.model import StreamSummary
 
 # UpdateStreamMode: the capacity mode of a stream may change once in a rolling 24 hours.
@@ -82,6 +82,7 @@ def plan_create(name: str, *, shards: int | None, on_demand: bool, retention_hou
         summary = "create an on-demand stream (AWS sizes and scales the shards)"
         consequences = ["on-demand streams are billed per hour and per GB written and read"]
     else:
+        shards = shards or DEFAULT_SHARDS
         calls = [Call("CreateStream", {"StreamName": name, "ShardCount": shards})]
         summary = f"create a provisioned stream of {shards} shards"
         consequences = [f"{shards} shards: up to {shards * 1000:,} records/s and {shards} MiB/s written; "
