@@ -24,6 +24,7 @@ from typing import Any
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, render_table, run_async
 from console.errors import BadInput, PlanRejected, StreamNotFound
+from console.lifecycle.execute import apply, mode_switches
 from console.lifecycle.plans import LifecyclePlan, plan_create, plan_delete, plan_encryption, plan_mode, plan_retention
 from console.lifecycle.rules import (
     AWS_MANAGED_KMS_KEY,
@@ -129,13 +130,8 @@ def _refuse_or_confirm(args: Any, plan: LifecyclePlan, *, consequence: str) -> b
     return True
 
 
-async def _record(kinesis: Any, plan: LifecyclePlan) -> None:
-    calls: dict[str, int] = {}
-    for call in plan.calls:
-        calls[call.operation] = calls.get(call.operation, 0) + 1
-    identity = await kinesis.caller_identity() if kinesis.config.kind == "aws" else None
-    _history().append({"action": f"stream {plan.action}", "stream": plan.stream, "backend": kinesis.label,
-                       "who": identity, "calls": calls, "summary": plan.summary})
+async def _who(kinesis: Any) -> str | None:
+    return await kinesis.caller_identity() if kinesis.config.kind == "aws" else None
 
 
 def _finish(args: Any, plan: LifecyclePlan, executed: bool, status: str | None) -> int:
@@ -168,18 +164,10 @@ async def _create(args: Any, shards: int | None, on_demand: bool) -> int:
         exists = await _exists(kinesis, args.stream)
         plan = plan_create(args.stream, shards=shards, on_demand=on_demand, retention_hours=args.retention_hours,
                            exists=exists)
-        if plan.refusal:
-            raise PlanRejected(f"create {args.stream} refused, nothing was called: {plan.refusal}")
-        note(f"creating {args.stream!r}: {plan.summary} on {kinesis.label}")
-        await kinesis.create_stream(args.stream, shards, on_demand=on_demand)
-        status = "CREATING"
-        extra_retention = len(plan.calls) > 1
-        if args.wait or extra_retention:
-            status = await _wait_active(kinesis, args.stream)
-        if extra_retention:
-            await kinesis.increase_retention(args.stream, args.retention_hours)
-            status = await _wait_active(kinesis, args.stream) if args.wait else "UPDATING"
-        await _record(kinesis, plan)
+        if plan.ok:
+            note(f"creating {args.stream!r}: {plan.summary} on {kinesis.label}")
+        await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis))
+        status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream(args.stream)).status
     return _finish(args, plan, True, status)
 
 
@@ -207,8 +195,7 @@ async def _delete(args: Any) -> int:
                            total_shards=len(shards), enforce_consumer_deletion=args.enforce_consumer_deletion)
         if not _refuse_or_confirm(args, plan, consequence="delete the stream and every record in it"):
             return _finish(args, plan, False, summary.status)
-        await kinesis.delete_stream(args.stream, enforce_consumer_deletion=args.enforce_consumer_deletion)
-        await _record(kinesis, plan)
+        await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis))
         status = "DELETING"
         if args.wait:
             status = await _wait_gone(kinesis, args.stream)
@@ -238,13 +225,7 @@ def run_retention(args: Any) -> int:
     async def build(kinesis, summary):
         return plan_retention(summary, args.hours)
 
-    async def execute(kinesis, plan):
-        if plan.calls[0].operation == "IncreaseStreamRetentionPeriod":
-            await kinesis.increase_retention(args.stream, args.hours)
-        else:
-            await kinesis.decrease_retention(args.stream, args.hours)
-
-    return run_async(_change(args, build, execute))
+    return run_async(_change(args, build))
 
 
 def run_mode(args: Any) -> int:
@@ -254,22 +235,10 @@ def run_mode(args: Any) -> int:
     refuse_if_read_only(args, f"switch the capacity mode of {args.stream}")
 
     async def build(kinesis, summary):
-        return plan_mode(summary, args.mode, shards=shards, recent_switches=_mode_switches(args.stream, kinesis.label),
-                         now=time.time())
+        switches = mode_switches(_history().entries(), args.stream, kinesis.label)
+        return plan_mode(summary, args.mode, shards=shards, recent_switches=switches, now=time.time())
 
-    async def execute(kinesis, plan):
-        await kinesis.update_stream_mode(plan.calls[0].parameters["StreamARN"], args.mode)
-        if len(plan.calls) > 1:
-            await _wait_active(kinesis, args.stream)
-            await kinesis.update_shard_count(args.stream, shards)
-
-    return run_async(_change(args, build, execute))
-
-
-def _mode_switches(stream: str, backend: str) -> list[float]:
-    return [float(entry.get("epoch", 0)) for entry in _history().entries()
-            if entry.get("stream") == stream and entry.get("backend") == backend
-            and (entry.get("calls") or {}).get("UpdateStreamMode")]
+    return run_async(_change(args, build))
 
 
 def run_encryption(args: Any) -> int:
@@ -279,24 +248,16 @@ def run_encryption(args: Any) -> int:
         details = await kinesis.describe_stream_details(args.stream)
         return plan_encryption(summary, None if args.off else args.kms_key, current_key=details.get("KeyId"))
 
-    async def execute(kinesis, plan):
-        call = plan.calls[0]
-        if call.operation == "StopStreamEncryption":
-            await kinesis.stop_encryption(args.stream, call.parameters["KeyId"])
-        else:
-            await kinesis.start_encryption(args.stream, call.parameters["KeyId"])
-
-    return run_async(_change(args, build, execute))
+    return run_async(_change(args, build))
 
 
-async def _change(args: Any, build, execute) -> int:
+async def _change(args: Any, build) -> int:
     async with _open(args) as kinesis:
         summary = await kinesis.describe_stream(args.stream)
         plan = await build(kinesis, summary)
         if not _refuse_or_confirm(args, plan, consequence=plan.summary):
             return _finish(args, plan, False, summary.status)
-        await execute(kinesis, plan)
-        await _record(kinesis, plan)
+        await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis))
         status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream(args.stream)).status
     return _finish(args, plan, True, status)
 

@@ -148,6 +148,7 @@ class KConsoleApp(PanelHost, App[None]):
         Binding("x", "scale", "Scale", id="reshard.scale"),
         Binding("c", "copy_keys", "Copy keys", id="app.copy"),
         Binding("p", "pick_stream", "Streams", id="app.streams"),
+        Binding("S", "stream_actions", "Stream", id="stream.actions"),
     ]
 
     def __init__(
@@ -246,7 +247,8 @@ class KConsoleApp(PanelHost, App[None]):
         if self._config_warning:
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
         if self.read_only:
-            self.notify("read-only: split, merge, scale, the producer and enhanced monitoring are disabled", timeout=5)
+            self.notify("read-only: split, merge, scale, stream actions, the producer and enhanced monitoring "
+                        "are disabled", timeout=5)
         self.table.focus()
         if self.stream:
             if self._on_stream_opened:
@@ -556,3 +558,8 @@ class KConsoleApp(PanelHost, App[None]):
         from console.ui import reshard_flow
 
         reshard_flow.start(self, operation)
+
+    def action_stream_actions(self) -> None:
+        from console.ui.screens import stream_actions
+
+        stream_actions.start(self)

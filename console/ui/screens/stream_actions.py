@@ -1,0 +1,238 @@
+"""The Stream actions menu (key S, or "Stream actions" in the palette): retention, capacity mode,
+encryption and delete for the open stream, each planned by console.lifecycle (AWS's rules checked
+first), previewed, confirmed by typing the stream name, then carried out in a worker.
+
+    start(app)        # opens the menu; every entry is greyed out when the console is read-only
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, OptionList, Static
+from textual.widgets.option_list import Option
+
+from console.errors import BadInput, ConsoleError
+from console.lifecycle.execute import apply, mode_switches
+from console.lifecycle.plans import MODE_NAMES, LifecyclePlan, plan_delete, plan_encryption, plan_mode, plan_retention
+from console.lifecycle.rules import AWS_MANAGED_KMS_KEY, check_kms_key, check_retention_hours
+from console.topology.model import StreamSummary
+from console.ui.screens.prompt import ChoiceScreen, PromptScreen
+
+if TYPE_CHECKING:
+    from console.ui.app import KConsoleApp
+
+ACTIONS = (
+    ("retention", "Retention", "how long records stay readable (24 h to 365 days)"),
+    ("mode", "Capacity mode", "on-demand or provisioned (one switch per 24 h)"),
+    ("encryption", "Encryption", "server-side encryption with a KMS key, or off"),
+    ("delete", "Delete stream", "the stream and every record in it"),
+)
+
+
+class StreamActionsScreen(ModalScreen[str | None]):
+    """The menu; dismisses with the chosen action's id, or None."""
+
+    DEFAULT_CSS = """
+    StreamActionsScreen {
+        align: center middle;
+    }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="stream-actions.cancel")]
+
+    def __init__(self, summary: StreamSummary, *, read_only: bool) -> None:
+        super().__init__()
+        self.summary = summary
+        self.read_only = read_only
+
+    def compose(self) -> ComposeResult:
+        s = self.summary
+        with Vertical(classes="prompt-dialog", id="stream-actions"):
+            yield Static(Text(f"Stream actions: {s.name}"), classes="prompt-title")
+            yield Static(Text(f"{s.status} · {MODE_NAMES.get(s.mode, s.mode)} · {s.open_shard_count} open shards · "
+                              f"retention {s.retention_hours} h · encryption {s.encryption}"))
+            yield OptionList(*(Option(Text(f"{title:<15}{detail}"), id=action, disabled=self.read_only)
+                               for action, title, detail in ACTIONS), id="stream-actions-list")
+            help_text = "enter chooses · escape cancels · each shows its plan, then asks for the stream name"
+            if self.read_only:
+                help_text = "read-only (--read-only or read_only in the config): every action is disabled"
+            yield Static(help_text, classes="prompt-help")
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class LifecyclePreviewScreen(ModalScreen[bool]):
+    """The plan before anything is called; Proceed only when AWS's rules allow it and it changes something."""
+
+    DEFAULT_CSS = """
+    LifecyclePreviewScreen {
+        align: center middle;
+    }
+    LifecyclePreviewScreen #lifecycle-preview {
+        width: 96;
+        max-width: 100%;
+    }
+    LifecyclePreviewScreen #lifecycle-preview-body {
+        height: auto;
+        max-height: 20;
+    }
+    LifecyclePreviewScreen .dialog-buttons {
+        height: auto;
+        align: right middle;
+        margin-top: 1;
+    }
+    LifecyclePreviewScreen Button {
+        margin-left: 2;
+    }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="lifecycle-preview.cancel")]
+
+    def __init__(self, plan: LifecyclePlan) -> None:
+        super().__init__()
+        self.plan = plan
+
+    @property
+    def can_proceed(self) -> bool:
+        return self.plan.ok and not self.plan.is_noop
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="prompt-dialog", id="lifecycle-preview"):
+            yield Static(Text(f"{self.plan.stream}: {self.plan.summary}"), classes="prompt-title")
+            with VerticalScroll(id="lifecycle-preview-body"):
+                # The title already says what; the body is the rest of the plan's text.
+                yield Static(Text(self.plan.render().partition("\n")[2]), id="lifecycle-preview-text")
+            if self.plan.refusal:
+                yield Static(Text(f"Cannot proceed: {self.plan.refusal}"), id="prompt-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Cancel", id="cancel")
+                yield Button("Proceed", id="proceed", variant="warning", disabled=not self.can_proceed)
+
+    def on_mount(self) -> None:
+        self.query_one("#proceed" if self.can_proceed else "#cancel", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "proceed" and self.can_proceed)
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+
+def start(app: "KConsoleApp") -> None:
+    if not app.stream or app.view is None:
+        app.notify("stream actions: no stream loaded yet", severity="warning")
+        return
+
+    def chosen(action: str | None) -> None:
+        if action:
+            run_action(app, action)
+
+    app.push_screen(StreamActionsScreen(app.view.summary, read_only=app.read_only), chosen)
+
+
+def _problem(check, text: str) -> str | None:
+    try:
+        check(text)
+    except BadInput as error:
+        return error.message
+    return None
+
+
+@work(exclusive=True, group="stream-actions", exit_on_error=False)
+async def run_action(app: "KConsoleApp", action: str) -> None:
+    from console.reshard.actionlog import ActionLog
+    from console.ui.reshard_screens import ConfirmByNameScreen
+
+    if app.read_only:  # the menu greys its entries; this guards any other way in
+        app.notify(f"{action}: not available in read-only mode", severity="warning")
+        return
+    stream, kinesis = app.stream, app.source
+    try:
+        summary = await kinesis.describe_stream(stream)
+        plan = await _plan(app, action, summary)
+    except ConsoleError as error:
+        app.notify(f"{action}: {error.message}", severity="error", timeout=10)
+        return
+    if plan is None:
+        return
+    if not await app.push_screen_wait(LifecyclePreviewScreen(plan)):
+        app.notify(f"{action}: cancelled, nothing was called", timeout=4)
+        return
+    if not await app.push_screen_wait(ConfirmByNameScreen(stream, plan.summary)):
+        app.notify(f"{action}: cancelled, nothing was called", timeout=4)
+        return
+    app.header.update_state(activity=f"{action}: {plan.summary}")
+    try:
+        await apply(kinesis, plan, action_log=ActionLog.default(),
+                    progress=lambda text: app.notify(text, title=action, timeout=5))
+    except ConsoleError as error:
+        app.notify(f"{action} failed: {error.message}", severity="error", timeout=15)
+    else:
+        app.notify(f"{action} done: {plan.summary}", title=action, timeout=8)
+        if action == "delete":
+            app.header.update_state(activity=None)
+            app.action_pick_stream()
+            return
+    finally:
+        app.header.update_state(activity=None)
+    app.poll_now()
+
+
+async def _plan(app: "KConsoleApp", action: str, summary: StreamSummary) -> LifecyclePlan | None:
+    """Ask what the action needs, then plan it; None when the operator cancels."""
+    from console.reshard.actionlog import ActionLog
+
+    kinesis = app.source
+    if action == "retention":
+        answer = await app.push_screen_wait(PromptScreen(
+            f"Retention of {summary.name} (now {summary.retention_hours} h)",
+            "Hours, from 24 to 8760; a decrease makes older records unreadable at once",
+            str(summary.retention_hours), lambda text: _problem(check_retention_hours, text)))
+        return None if answer is None else plan_retention(summary, check_retention_hours(answer))
+    if action == "mode":
+        other = "ON_DEMAND" if summary.mode == "PROVISIONED" else "PROVISIONED"
+        choice = await app.push_screen_wait(ChoiceScreen(
+            f"Capacity mode of {summary.name} (now {MODE_NAMES.get(summary.mode, summary.mode)})",
+            [(other, f"switch to {MODE_NAMES[other]}"), (summary.mode, f"stay {MODE_NAMES.get(summary.mode)}")]))
+        if choice is None:
+            return None
+        switches = mode_switches(ActionLog.default().entries(), summary.name, kinesis.label)
+        return plan_mode(summary, choice, shards=None, recent_switches=switches, now=time.time())
+    if action == "encryption":
+        details = await kinesis.describe_stream_details(summary.name)
+        answer = await app.push_screen_wait(PromptScreen(
+            f"Encryption of {summary.name} (now {summary.encryption}"
+            + (f", key {details.get('KeyId')})" if details.get("KeyId") else ")"),
+            f"A KMS key alias, id or ARN ({AWS_MANAGED_KMS_KEY} is AWS's own), or 'off'",
+            "off" if summary.encryption == "KMS" else AWS_MANAGED_KMS_KEY,
+            lambda text: None if text.lower() == "off" else _problem(check_kms_key, text)))
+        if answer is None:
+            return None
+        key = None if answer.lower() == "off" else check_kms_key(answer)
+        return plan_encryption(summary, key, current_key=details.get("KeyId"))
+    consumers = [c.get("ConsumerName", "?") for c in await kinesis.stream_consumers(summary.arn)] if summary.arn else []
+    enforce = False
+    if consumers:
+        choice = await app.push_screen_wait(ChoiceScreen(
+            f"{summary.name} has {len(consumers)} registered consumer(s): deregister them with it?",
+            [("yes", "yes: delete the stream and its consumers"), ("no", "no: keep the stream")]))
+        if choice != "yes":
+            return None
+        enforce = True
+    shards = len(app.view.shards) if app.view is not None else None
+    return plan_delete(summary, consumers=consumers, total_shards=shards, enforce_consumer_deletion=enforce)
