@@ -15,11 +15,14 @@ from collections.abc import Sequence
 
 from console import __version__
 from console.errors import BadInput, ConsoleError
+from console.lifecycle.rules import parse_shard_count
 
 # Order here is the order in `kconsole --help`.
 COMMAND_MODULES = (
     "console.commands.keyspace",  # predict, keytree, spread
     "console.commands.streams",  # streams, shards
+    "console.commands.stream",  # stream create|delete|retention|mode|encryption|describe
+    "console.commands.put",  # put
     "console.commands.reshard",  # plan, reshard
     "console.commands.produce",  # produce
     "console.commands.heat",  # heat
@@ -64,8 +67,9 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--stream", help="stream to open in the console")
     parser.add_argument("--interval", type=float, default=None, metavar="SECONDS",
                         help="shard-map poll interval in the console (default 5, or the config's)")
-    parser.add_argument("--shards", type=int, default=None, metavar="N",
-                        help="with --local: shard count for a stream that has to be created (default 4)")
+    parser.add_argument("--shards", type=parse_shard_count, default=None, metavar="N",
+                        help="with --local: shard count (1 to 10,000) for a stream that has to be created "
+                             "(default 4)")
     add_common_options(parser, suppress=False)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
 

@@ -283,10 +283,54 @@ class KinesisBackend:
             enhanced_metrics=metrics,
         )
 
-    async def create_stream(self, stream: str, shard_count: int) -> None:
+    async def create_stream(self, stream: str, shard_count: int | None, *, on_demand: bool = False) -> None:
+        """CreateStream: `shard_count` shards in provisioned mode, or on-demand (no count: AWS sizes it)."""
+        if on_demand:
+            await self._call("CreateStream", StreamName=stream, StreamModeDetails={"StreamMode": "ON_DEMAND"})
+            return
         if isinstance(shard_count, bool) or not isinstance(shard_count, int) or shard_count < 1:
             raise BadInput(f"shard count must be a whole number of at least 1; got {shard_count!r}")
         await self._call("CreateStream", StreamName=stream, ShardCount=shard_count)
+
+    async def describe_stream_details(self, stream: str) -> dict:
+        """DescribeStreamSummary's whole answer, AWS-shaped (the summary above keeps what the console shows)."""
+        return (await self._call("DescribeStreamSummary", StreamName=stream))["StreamDescriptionSummary"]
+
+    async def stream_tags(self, stream: str) -> dict[str, str]:
+        tags: dict[str, str] = {}
+        params: dict[str, Any] = {"StreamName": stream}
+        while True:
+            page = await self._call("ListTagsForStream", **params)
+            tags.update({tag["Key"]: tag.get("Value", "") for tag in page.get("Tags", [])})
+            if not page.get("HasMoreTags") or not page.get("Tags"):
+                return tags
+            params["ExclusiveStartTagKey"] = page["Tags"][-1]["Key"]
+
+    async def stream_consumers(self, stream_arn: str) -> list[dict]:
+        """The stream's registered (enhanced fan-out) consumers, AWS-shaped."""
+        consumers: list[dict] = []
+        params: dict[str, Any] = {"StreamARN": stream_arn}
+        while True:
+            page = await self._call("ListStreamConsumers", **params)
+            consumers.extend(page.get("Consumers", []))
+            if not page.get("NextToken"):
+                return consumers
+            params = {"StreamARN": stream_arn, "NextToken": page["NextToken"]}
+
+    async def increase_retention(self, stream: str, hours: int) -> None:
+        await self._call("IncreaseStreamRetentionPeriod", StreamName=stream, RetentionPeriodHours=hours)
+
+    async def decrease_retention(self, stream: str, hours: int) -> None:
+        await self._call("DecreaseStreamRetentionPeriod", StreamName=stream, RetentionPeriodHours=hours)
+
+    async def update_stream_mode(self, stream_arn: str, mode: str) -> None:
+        await self._call("UpdateStreamMode", StreamARN=stream_arn, StreamModeDetails={"StreamMode": mode})
+
+    async def start_encryption(self, stream: str, key_id: str) -> None:
+        await self._call("StartStreamEncryption", StreamName=stream, EncryptionType="KMS", KeyId=key_id)
+
+    async def stop_encryption(self, stream: str, key_id: str) -> None:
+        await self._call("StopStreamEncryption", StreamName=stream, EncryptionType="KMS", KeyId=key_id)
 
     async def ensure_stream(self, stream: str, shard_count: int = 4) -> bool:
         """Create `stream` with `shard_count` shards unless it exists; wait until ACTIVE. True if created."""
@@ -317,8 +361,8 @@ class KinesisBackend:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
 
-    async def delete_stream(self, stream: str) -> None:
-        await self._call("DeleteStream", StreamName=stream, EnforceConsumerDeletion=True)
+    async def delete_stream(self, stream: str, *, enforce_consumer_deletion: bool = True) -> None:
+        await self._call("DeleteStream", StreamName=stream, EnforceConsumerDeletion=enforce_consumer_deletion)
 
     # ---- shards --------------------------------------------------------------------------------
 

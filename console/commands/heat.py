@@ -20,6 +20,8 @@ import math
 from console.backend import BackendConfig, open_backend
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, render_table, run_async
+from console.commands._stream_args import ensure_local_stream
+from console.lifecycle.rules import parse_shard_count
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
 from console.errors import BadInput
 from console.keyspace.hashkeys import HashRangeIndex
@@ -61,6 +63,8 @@ def register(subparsers, common) -> None:
                         help=f"turn on the shard-level metrics ({', '.join(SHARD_LEVEL_METRICS)}); "
                              "CloudWatch bills them per shard. Changes the stream: asks for confirmation")
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
+    parser.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
+                        help="with --local: shard count if the stream has to be created (default 4)")
     parser.set_defaults(handler=run_heat)
 
 
@@ -97,6 +101,8 @@ def run_heat(args: argparse.Namespace) -> int:
 
 async def _sample(config: BackendConfig, args: argparse.Namespace) -> StreamHeatSnapshot:
     async with open_backend(config) as kinesis:
+        if config.kind == "local":  # the embedded server starts empty: create the stream, as everywhere
+            await ensure_local_stream(kinesis, args.stream, args)
         sampler = HeatSampler(kinesis, args.stream, reads_per_second=args.reads_per_second)
         await sampler.start()
         try:
@@ -213,6 +219,8 @@ def run_cloudwatch(args: argparse.Namespace, config: BackendConfig) -> int:
 
 async def _cloudwatch(config: BackendConfig, args: argparse.Namespace) -> tuple[list[ShardMetricsHeat], set[str]]:
     async with open_backend(config) as kinesis:
+        if config.kind == "local":
+            await ensure_local_stream(kinesis, args.stream, args)
         summary = await kinesis.describe_stream(args.stream)
         enabled = set(summary.enhanced_metrics)
         if "ALL" in enabled:
@@ -246,6 +254,8 @@ def run_enable_monitoring(args: argparse.Namespace, config: BackendConfig) -> in
 
     async def enable() -> tuple[str, ...]:
         async with open_backend(config) as kinesis:
+            if config.kind == "local":
+                await ensure_local_stream(kinesis, args.stream, args)
             await kinesis.enable_enhanced_monitoring(args.stream, list(SHARD_LEVEL_METRICS))
             return (await kinesis.describe_stream(args.stream)).enhanced_metrics
 

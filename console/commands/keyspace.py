@@ -114,6 +114,8 @@ def _decimal(text: str, max_digits: int) -> int | None:
 
 
 def resolve_shard_set(args: Any) -> ShardSet:
+    from console.commands._stream_args import local_shard_count
+
     shards = getattr(args, "shards", None)
     stream = getattr(args, "stream", None)
     if shards is not None and stream is not None:
@@ -121,6 +123,7 @@ def resolve_shard_set(args: Any) -> ShardSet:
             raise BadInput("give --shards N or --stream NAME, not both", code="usage")
         # With --local both make sense together: the stream is created on the empty server with N shards.
         args.shards = parse_shard_count(shards)
+        local_shard_count(args)  # the bound on a stream to create, checked before the server starts
     if stream is not None:
         return run_async(_load_stream_shards(args, stream))
     count = DEFAULT_SHARDS if shards is None else parse_shard_count(shards)

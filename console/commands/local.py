@@ -1,4 +1,4 @@
-"""`kconsole local serve [--port P]`: the embedded local Kinesis in the foreground, to share.
+"""`kconsole local serve [--port P] [--stream NAME ... --shards N]`: the embedded local Kinesis in the foreground, to share.
 
 Several kconsole windows and scripts can then use one server through `--endpoint-url http://127.0.0.1:P`.
 Ctrl-C (or SIGTERM) stops it.
@@ -6,11 +6,17 @@ Ctrl-C (or SIGTERM) stops it.
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import errno
 import json
+import os
+import signal
 import sys
+import threading
 
-from console.errors import BadInput
+from console.errors import BadInput, ConsoleError
+from console.lifecycle.rules import DEFAULT_SHARDS, parse_shard_count, validate_stream_name
 
 DEFAULT_PORT = 4567
 
@@ -31,6 +37,10 @@ def register(subparsers, common) -> None:
                     "memory until it stops. With --json it prints {\"endpoint_url\", \"region\"} on one line.")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT,
                        help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0 picks a free one)")
+    serve.add_argument("--stream", dest="streams", action="append", type=validate_stream_name, default=[],
+                       metavar="NAME", help="create this stream before announcing the endpoint (repeatable)")
+    serve.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
+                       help="shard count of the streams --stream creates (1 to 10,000; default 4)")
     serve.set_defaults(handler=serve_command)
 
 
@@ -54,17 +64,53 @@ def serve_command(args) -> int:
             raise BadInput(f"port {port} on 127.0.0.1 is already in use; pick another with --port", code="port_in_use") from None
         raise BadInput(f"cannot listen on 127.0.0.1:{port}: {error.strerror or error}") from None
 
+    streams = list(dict.fromkeys(args.streams + ([args.stream] if getattr(args, "stream", None) else [])))
+    shards = getattr(args, "shards", None) or DEFAULT_SHARDS
+    failed: list[ConsoleError] = []
+
+    def ready(url: str) -> None:
+        if not streams:
+            announce(url)
+            return
+
+        # The server answers only once serve() runs, so the streams are made from another thread;
+        # the endpoint is announced after them, so whoever waits for that line finds them there.
+        def create() -> None:
+            try:
+                asyncio.run(_create_streams(url, args.region, streams, shards))
+            except ConsoleError as error:
+                failed.append(error)
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            announce(url)
+
+        threading.Thread(target=create, name="create-streams", daemon=True).start()
+
     def announce(url: str) -> None:
         if getattr(args, "json", False):
-            print(json.dumps({"endpoint_url": url, "region": args.region or "us-east-1"}), flush=True)
+            print(json.dumps({"endpoint_url": url, "region": args.region or "us-east-1", "streams": streams}),
+                  flush=True)
             return
+        for name in streams:
+            print(f"created stream {name!r} with {shards} shards", flush=True)
         print(f"local Kinesis listening on {url}  (moto, with kconsole's compatibility fixes)\n"
               f"  use it:   kconsole --endpoint-url {url} streams\n"
+              f"            kconsole --endpoint-url {url} stream create NAME --shards 4\n"
               f"            kconsole --endpoint-url {url} --stream NAME\n"
               f"            aws kinesis --endpoint-url {url} list-streams\n"
               f"  any credentials and region work; data lives in memory until this stops.\n"
               f"  Ctrl-C stops it.", flush=True)
 
-    serve(server, on_ready=announce)
+    serve(server, on_ready=ready)
+    if failed:
+        raise failed[0]
     print("local Kinesis stopped", file=sys.stderr, flush=True)
     return 0
+
+
+async def _create_streams(url: str, region: str | None, streams: list[str], shards: int) -> None:
+    from console.backend import BackendConfig, open_backend
+
+    config = BackendConfig(kind="endpoint", region=region or "us-east-1", endpoint_url=url)
+    async with open_backend(config) as kinesis:
+        await asyncio.gather(*(kinesis.ensure_stream(name, shards) for name in streams))

@@ -120,8 +120,9 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
 class _ProgressLines:
     """Progress on stderr, at most a line a second (and the last one)."""
 
-    def __init__(self) -> None:
+    def __init__(self, label: str = "produce") -> None:
         self._next = 0.0
+        self._label = label
 
     def __call__(self, progress: ProducerProgress) -> None:
         now = time.monotonic()
@@ -132,7 +133,7 @@ class _ProgressLines:
             ("retries", progress.retries), ("throttled", progress.throttled),
             ("possible duplicates", progress.possible_duplicates), ("shard mismatches", progress.shard_mismatches),
         ) if value)
-        print(f"produce: {progress.acknowledged}/{progress.total} acknowledged ({progress.fraction:.0%}), "
+        print(f"{self._label}: {progress.acknowledged}/{progress.total} acknowledged ({progress.fraction:.0%}), "
               f"{progress.records_per_second:.0f} records/s, {len(progress.shards)} shards{extra}",
               file=sys.stderr, flush=True)
 

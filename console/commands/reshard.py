@@ -45,6 +45,8 @@ from console.reshard.execute import (
 )
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, run_async
+from console.commands._stream_args import ensure_local_stream
+from console.lifecycle.rules import parse_shard_count
 
 ACTIONS = ("split", "merge", "scale", "even")
 
@@ -74,8 +76,14 @@ def _add_action_arguments(parser: argparse.ArgumentParser, action: str, *, mutat
     parser.add_argument("stream", nargs=None if mutating else "?", metavar="STREAM",
                         help="the stream" if mutating else "the stream (or use --shards N to plan offline)")
     if not mutating:
-        parser.add_argument("--shards", type=int, default=None, metavar="N",
-                            help="plan against an offline stream of N equal shards (no backend needed)")
+        # SUPPRESS: a top-level `kconsole --local --shards 8 plan ...` is kept, not reset to None.
+        parser.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
+                            help="plan against an offline stream of N equal shards (no backend needed); "
+                                 "with --local and STREAM: the shard count if the stream has to be created")
+    else:
+        # SUPPRESS keeps a value given before the command name (`kconsole --local --shards 8 reshard ...`).
+        parser.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
+                            help="with --local: shard count if the stream has to be created (default 4)")
     if action == "split":
         parser.add_argument("--shard", required=True, metavar="ID", help="the shard to split")
         where = parser.add_mutually_exclusive_group()
@@ -226,7 +234,7 @@ def run_plan(args: argparse.Namespace) -> int:
                            code="usage")
         plan = build(offline_shards(args.shards), None)
     else:
-        if args.shards is not None:
+        if args.shards is not None and not getattr(args, "local", False):
             raise BadInput("give either STREAM or --shards N, not both", code="usage")
         plan = run_async(_plan_from_stream(args, inputs, build))
     emit(args, plan.to_json(), render_plan(plan))
@@ -240,6 +248,7 @@ async def _plan_from_stream(args: argparse.Namespace, inputs: PlanInputs, build:
     from console.backend import BackendConfig, open_backend
 
     async with open_backend(BackendConfig.from_args(args)) as kinesis:
+        await _create_if_local(kinesis, args)
         _, shards, context = await _executor(kinesis, args, quiet=True).snapshot()
         build = await _with_recent_median(kinesis, args, inputs, shards, build)
         return build(shards, context)
@@ -256,6 +265,12 @@ async def _with_recent_median(kinesis, args: argparse.Namespace, inputs: PlanInp
     median = await median_split_of_recent(kinesis, args.stream, target, seconds=inputs.sample_seconds,
                                           limit=inputs.sample_limit)
     return plan_builder(args, inputs, median)
+
+
+async def _create_if_local(kinesis, args: argparse.Namespace) -> None:
+    """The embedded server starts empty each run: as every command does, --local creates the stream."""
+    if kinesis.config.kind == "local":
+        await ensure_local_stream(kinesis, args.stream, args)
 
 
 # ---------------------------------------------------------------- reshard
@@ -276,6 +291,7 @@ async def _reshard(args: argparse.Namespace, inputs: PlanInputs, build: PlanBuil
     from console.backend import BackendConfig, open_backend
 
     async with open_backend(BackendConfig.from_args(args)) as kinesis:
+        await _create_if_local(kinesis, args)
         executor = _executor(kinesis, args)
         summary, shards, context = await executor.snapshot()
         build = await _with_recent_median(kinesis, args, inputs, shards, build)

@@ -7,6 +7,7 @@ from typing import Any
 
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import ensure_local_stream, local_shard_count, validate_stream_name
+from console.lifecycle.rules import parse_shard_count
 from console.topology.lineage import OPEN, Lineage
 from console.topology.model import StreamSummary
 
@@ -31,7 +32,7 @@ def register(subparsers, common) -> None:
                        help="open and closed shards within retention (default)")
     shards.add_argument("--tree", action="store_true", help="show the lineage as a tree (nested in --json)")
     # Same meaning as the top-level --shards; SUPPRESS keeps a value given before the command name.
-    shards.add_argument("--shards", type=int, default=argparse.SUPPRESS, metavar="N",
+    shards.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
                         help="with --local: shard count if the stream has to be created (default 4)")
     shards.set_defaults(handler=shards_command, which="all")
 

@@ -45,6 +45,8 @@ class KeyState:
     learned_shard: str | None = None  # from the last ack, for pacing without a shard map
     last_sequence_number: str | None = None  # sequential mode's SequenceNumberForOrdering
     abandoned: bool = False
+    record_count: int = 0  # how many records this key sends
+    payloads: list[bytes] | None = None  # given records' data, in key order; None: generated test records
 
 
 # Put a key back in the send queue once `due` (monotonic seconds) has come.
@@ -66,7 +68,7 @@ class RecordLedger:
         self._on_mismatch = on_mismatch  # an ack landed on another shard than predicted: tell the map
 
     def has_work(self, key: KeyState) -> bool:
-        return not key.abandoned and (bool(key.pending) or key.next_seq < self.settings.records_per_key)
+        return not key.abandoned and (bool(key.pending) or key.next_seq < key.record_count)
 
     def head(self, key: KeyState) -> PendingRecord | None:
         """The key's first record not in a request, built on first use. Ordered mode only asks when
@@ -74,17 +76,20 @@ class RecordLedger:
         for record in key.pending:
             if not record.in_request:
                 return record
-        if key.next_seq >= self.settings.records_per_key:
+        if key.next_seq >= key.record_count:
             return None
         sent_at = self._wall()
-        data = encode_record(self.settings.run_id, key.name, key.next_seq, sent_at, self.settings.payload_bytes)
+        if key.payloads is not None:
+            data = key.payloads[key.next_seq]
+        else:
+            data = encode_record(self.settings.run_id, key.name, key.next_seq, sent_at, self.settings.payload_bytes)
         record = PendingRecord(key, key.next_seq, data, sent_at, self._clock(), size=len(data) + key.name_bytes)
         key.next_seq += 1
         key.pending.append(record)
         return record
 
     def has_untaken(self, key: KeyState) -> bool:
-        return not key.abandoned and (key.next_seq < self.settings.records_per_key
+        return not key.abandoned and (key.next_seq < key.record_count
                                       or any(not record.in_request for record in key.pending))
 
     def take(self, record: PendingRecord, predicted: str | None) -> None:
@@ -167,6 +172,6 @@ class RecordLedger:
             return
         key.abandoned = True
         self.result.failed.append((key.name, record.seq, reason))
-        self.result.abandoned += self.settings.records_per_key - key.next_seq
+        self.result.abandoned += key.record_count - key.next_seq
         key.pending.clear()
-        key.next_seq = self.settings.records_per_key
+        key.next_seq = key.record_count

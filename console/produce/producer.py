@@ -88,6 +88,7 @@ class OrderedProducer:
                  put_record: PutRecord | None = None,
                  shard_map: ShardPredictor | None = None,
                  explicit_hash_key_source: Callable[[int], Sequence[int]] | None = None,
+                 records: Sequence[Any] | None = None,
                  on_progress: ProgressCallback | None = None,
                  progress_interval: float = 0.25,
                  clock: Callable[[], float] = time.monotonic,
@@ -110,7 +111,8 @@ class OrderedProducer:
         self._pacer = ShardPacer(PacingLimits(settings.shard_records_per_second, settings.shard_bytes_per_second,
                                               enabled=settings.pacing))
         self._rate = TokenBucket(settings.rate, burst=max(1.0, settings.rate / 10), now=clock()) if settings.rate else None
-        self._keys = self._make_keys(explicit_hash_key_source)
+        self._keys = (self._keys_of(records) if records is not None
+                      else self._make_keys(explicit_hash_key_source))
         self.result = ProduceResult(settings, stream, started_at=wall_clock(), finished_at=wall_clock())
         self.result.explicit_hash_keys = {k.name: k.explicit_hash_key for k in self._keys
                                           if k.explicit_hash_key is not None}
@@ -134,8 +136,23 @@ class OrderedProducer:
         keys = []
         for index in range(settings.keys):
             name = partition_key_for(settings.run_id, index)
-            keys.append(KeyState(name, hash_key_for(name, explicit[index]), explicit[index], len(name.encode())))
+            keys.append(KeyState(name, hash_key_for(name, explicit[index]), explicit[index], len(name.encode()),
+                                 record_count=settings.records_per_key))
         return keys
+
+    @staticmethod
+    def _keys_of(records: Sequence[Any]) -> list[KeyState]:
+        """Given records (objects with `key`, `data`, `explicit_hash_key`), grouped by partition key in
+        the order keys first appear; each key's records keep their order."""
+        keys: dict[str, KeyState] = {}
+        for record in records:
+            key = keys.get(record.key)
+            if key is None:
+                key = keys[record.key] = KeyState(record.key, hash_key_for(record.key, record.explicit_hash_key),
+                                                  record.explicit_hash_key, len(record.key.encode()), payloads=[])
+            key.payloads.append(record.data)
+            key.record_count += 1
+        return list(keys.values())
 
     # -- the run --------------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ class ProducerSettings:
     give_up_after: float = 120.0  # seconds of retrying one record before the key is abandoned
     one_record_per_key: bool = True  # False only to prove, in tests, that the rule is what keeps order
     run_id: str = ""
+    record_total: int | None = None  # given records (OrderedProducer's `records`): their number
 
     def validated(self) -> "ProducerSettings":
         """Check the numbers (BadInput, one line, for the CLI and the panel) and fill in a run id."""
@@ -61,7 +62,7 @@ class ProducerSettings:
 
     @property
     def total(self) -> int:
-        return self.keys * self.records_per_key
+        return self.record_total if self.record_total is not None else self.keys * self.records_per_key
 
 
     def retry_delay(self, attempts: int) -> float:

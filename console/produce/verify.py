@@ -65,17 +65,22 @@ class Verifier:
                  get_shard_iterator: Callable[..., Awaitable[str]],
                  get_records: Callable[..., Awaitable[dict]],
                  settings: ReadSettings | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 identify: Callable[[ProduceResult, dict], Any] | None = None) -> None:
         self._all_shards = all_shards
+        # Which of the run's records a read record is (something with key, seq and sent_at), or None:
+        # by default the test-record header; given records are matched by their key and bytes.
+        self._identify = identify or (lambda run, raw: decode(raw["Data"], run.run_id))
         self._get_shard_iterator = get_shard_iterator
         self._get_records = get_records
         self.settings = settings or ReadSettings()
         self._clock = clock
 
     @classmethod
-    def for_backend(cls, kinesis: Any, settings: ReadSettings | None = None) -> "Verifier":
+    def for_backend(cls, kinesis: Any, settings: ReadSettings | None = None,
+                    identify: Callable[[ProduceResult, dict], Any] | None = None) -> "Verifier":
         return cls(all_shards=kinesis.all_shards, get_shard_iterator=kinesis.get_shard_iterator,
-                   get_records=kinesis.get_records, settings=settings)
+                   get_records=kinesis.get_records, settings=settings, identify=identify)
 
     async def verify(self, run: ProduceResult) -> VerificationReport:
         started = self._clock()
@@ -160,7 +165,7 @@ class Verifier:
             page = await cursor.read()
             for raw in page.records:
                 total += 1
-                record = decode(raw["Data"], run.run_id)
+                record = self._identify(run, raw)
                 if record is None:
                     continue
                 mine += 1
@@ -199,19 +204,27 @@ async def run_and_verify(kinesis: Any, stream: str, settings: Any, *, verify: bo
                          on_progress: Callable[[Any], None] | None = None,
                          on_verifying: Callable[[], None] | None = None,
                          read_settings: ReadSettings | None = None,
-                         progress_interval: float = 0.25) -> tuple[ProduceResult, VerificationReport | None]:
+                         progress_interval: float = 0.25,
+                         records: Any = None) -> tuple[ProduceResult, VerificationReport | None]:
     """One whole run on an open backend (a KinesisBackend): shard map, ordered producer, read-back.
-    What the CLI and the console's producer panel (through the app's worker) both do."""
+    What the CLI and the console's producer panel (through the app's worker) both do. With `records`
+    (console.produce.given.GivenRecord), those are sent instead of generated test records."""
     from console.produce.producer import OrderedProducer
     from console.topology.shardmap import ShardMap
 
     async with ShardMap.for_backend(kinesis, stream) as shard_map:
         await shard_map.wait_ready(timeout=60, fail_fast=True)
         producer = OrderedProducer(stream, settings, put_records=kinesis.put_records, put_record=kinesis.put_record,
-                                   shard_map=shard_map, on_progress=on_progress, progress_interval=progress_interval)
+                                   shard_map=shard_map, on_progress=on_progress, progress_interval=progress_interval,
+                                   records=records)
         result = await producer.run()
     if not verify:
         return result, None
     if on_verifying is not None:
         on_verifying()
-    return result, await Verifier.for_backend(kinesis, read_settings).verify(result)
+    identify = None
+    if records is not None:
+        from console.produce.given import GivenRecordMatcher
+
+        identify = GivenRecordMatcher(records)
+    return result, await Verifier.for_backend(kinesis, read_settings, identify).verify(result)

@@ -38,7 +38,9 @@ from console.ui.panels.producer import ProducerPanel
 from console.ui.panels.shards import ShardsPanel
 from console.ui.panels.tail import TailView
 from console.ui.reshard_flow import ReshardActivity, ReshardDialogs, ReshardProgressed, ReshardRequest
+from console.ui.screens import stream_actions
 from console.ui.screens.help import HelpScreen
+from console.ui.screens.stream_actions import StreamActionRequest, StreamActionsScreen, StreamDeleted
 from console.ui.screens.stream_picker import StreamPickerScreen
 from console.ui.source import BIG_STREAM, ConnectionInfo, StreamView, describe_failure, fetch_stream, with_lineage
 from console.ui.widgets.header import ConsoleHeader
@@ -150,6 +152,7 @@ class KConsoleApp(PanelHost, FocusModel, App[None]):
         Binding("x", "scale", "Scale", id="reshard.scale"),
         Binding("c", "copy_keys", "Copy keys", id="app.copy"),
         Binding("p", "pick_stream", "Streams", id="app.streams"),
+        Binding("S", "stream_actions", "Stream", id="stream.actions"),
     ]
 
     def __init__(
@@ -224,7 +227,8 @@ class KConsoleApp(PanelHost, FocusModel, App[None]):
         if self._config_warning:
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
         if self.read_only:
-            self.notify("read-only: split, merge, scale, the producer and enhanced monitoring are disabled", timeout=5)
+            self.notify("read-only: split, merge, scale, stream actions, the producer and enhanced monitoring "
+                        "are disabled", timeout=5)
         self.table.focus()
         if self.stream:
             if self._on_stream_opened:
@@ -523,3 +527,26 @@ class KConsoleApp(PanelHost, FocusModel, App[None]):
     @on(ReshardProgressed)
     def _reshard_progressed(self, _event: ReshardProgressed) -> None:
         self.poll_now()
+
+    def action_stream_actions(self) -> None:
+        if not self.stream or self.view is None:
+            self.notify("stream actions: no stream loaded yet", severity="warning")
+            return
+        view = self.view
+
+        def chosen(action: str | None) -> None:
+            if action:
+                self._run_stream_action(StreamActionRequest(action, view.summary, len(view.shards), self.source))
+
+        self.push_screen(StreamActionsScreen(view.summary, read_only=self.read_only), chosen)
+
+    @work(exclusive=True, group="stream-actions", exit_on_error=False)
+    async def _run_stream_action(self, request: StreamActionRequest) -> None:
+        if self.read_only:  # the menu greys its entries; this guards any other way in
+            self.notify(f"{request.action}: not available in read-only mode", severity="warning")
+            return
+        await stream_actions.run_action(request, ReshardDialogs(self.push_screen_wait, self.notify, self.post_message))
+
+    @on(StreamDeleted)
+    def _stream_deleted(self, _event: StreamDeleted) -> None:
+        self.action_pick_stream()

@@ -48,6 +48,9 @@ ACTIONS: tuple[ConsoleAction, ...] = (
     ConsoleAction("enable_monitoring", "e", "Enable enhanced monitoring",
                   "Turn on CloudWatch shard-level metrics for the stream (billed per shard); asks for the name.",
                   mutating=True, tab="heat"),
+    ConsoleAction("stream_actions", "S", "Stream actions: retention, mode, encryption, delete",
+                  "Change the open stream's retention, capacity mode or encryption, or delete it: "
+                  "a preview, then type the stream name.", mutating=True),
     ConsoleAction("pick_stream", "p", "Open another stream", "List the streams on this backend and open one."),
     ConsoleAction("show_tab('shards')", "1", "Show shards", "The shard table."),
     ConsoleAction("show_tab('lineage')", "2", "Show lineage", "Closed parents and their children."),

@@ -12,6 +12,7 @@ import json
 import sys
 from dataclasses import replace
 
+from console.lifecycle.rules import DEFAULT_SHARDS, validate_stream_name
 from console.errors import BadInput
 
 DEMO_STREAM = "kconsole-demo"
@@ -25,12 +26,12 @@ def resolve_interval(cli_value: float | None, config_value: float) -> float:
     return float(value)
 
 
-async def prepare_demo_stream(kinesis, name: str = DEMO_STREAM, shards: int = 4) -> bool:
-    """Create the demo stream unless it exists: `shards` even shards, the first one split in two,
-    and a few JSON records spread over it. Returns True if it was created now."""
+async def prepare_demo_stream(kinesis, name: str = DEMO_STREAM, shards: int = 4, *, split: bool = True) -> bool:
+    """Create the demo stream unless it exists: `shards` even shards, the first one split in two
+    (with `split`), and a few JSON records spread over it. Returns True if it was created now."""
     if not await kinesis.ensure_stream(name, shards):
         return False
-    if shards >= 2:
+    if split and shards >= 2:
         first = (await kinesis.all_shards(name))[0]
         midpoint = first.starting_hash_key + (first.ending_hash_key - first.starting_hash_key + 1) // 2
         await kinesis.split_shard(name, first.shard_id, midpoint)
@@ -47,8 +48,9 @@ def launch_console(args) -> int:
 
     if getattr(args, "json", False):
         raise BadInput("the live console has no --json output; use a subcommand (kconsole --help)", code="usage")
-    if getattr(args, "shards", None) is not None and (args.shards < 1 or args.shards > 500):
-        raise BadInput(f"--shards must be from 1 to 500; got {args.shards}", code="usage")
+    shards = getattr(args, "shards", None) or DEFAULT_SHARDS  # bounded by the parser (1 to 10,000)
+    if args.stream:
+        validate_stream_name(args.stream)
     config, warning = load_config()
     interval = resolve_interval(getattr(args, "interval", None), config.interval)
     read_only = bool(getattr(args, "read_only", False) or config.read_only)
@@ -70,12 +72,19 @@ def launch_console(args) -> int:
             print("kconsole: starting the embedded local Kinesis…", file=sys.stderr)
         async with open_backend(backend_config) as kinesis:
             stream = args.stream
+            created = None
             if backend_config.kind == "local" and not stream:
-                await prepare_demo_stream(kinesis, shards=args.shards or 4)
+                # The demo splits a shard to show lineage, unless the user asked for a shard count:
+                # then the stream has exactly that many open shards.
+                await prepare_demo_stream(kinesis, shards=shards, split=args.shards is None)
                 stream = DEMO_STREAM
+            elif backend_config.kind == "local" and await kinesis.ensure_stream(stream, shards):
+                created = f"created stream {stream!r} with {shards} shards on the embedded local Kinesis"
             app = KConsoleApp(kinesis, stream=stream, interval=interval, read_only=read_only,
                               config_warning=warning, theme=config.theme, on_stream_opened=remember,
                               last_stream=config.last_stream, key_format=config.key_format)
+            if created:
+                app.notify(created, title="first contact", timeout=8)  # shown once the console is up
             await app.run_async()
 
     asyncio.run(run())

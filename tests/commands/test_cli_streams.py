@@ -123,8 +123,8 @@ async def test_unknown_stream_is_one_line_naming_the_streams_that_exist(local_ki
     (["streams", "--endpoint-url", "http://127.0.0.1:9"], 1, "127.0.0.1:9"),
     (["streams", "--endpoint-url", "not-a-url"], 2, "--endpoint-url"),
     # checked before the embedded server starts, naming the option (not the API's "shard count")
-    (["--local", "shards", "s", "--shards", "0"], 2, "--shards must be a whole number from 1 to 10000; got 0"),
-    (["--local", "--shards", "20000", "streams"], 2, "--shards must be a whole number from 1 to 10000"),
+    (["--local", "shards", "s", "--shards", "0"], 2, "--shards must be a whole number from 1 to 10,000; got '0'"),
+    (["--local", "--shards", "20000", "streams"], 2, "--shards must be a whole number from 1 to 10,000"),
 ])
 async def test_bad_input_is_one_line_and_an_exit_code(argv, exit_code, words, capsys):
     code, out, err = await run_cli(capsys, *argv)

@@ -133,7 +133,7 @@ async def test_local_creates_the_stream_with_the_top_level_shard_count():
     assert "created stream 'fresh' with 2 shards" in err
     assert "tail fresh from trim-horizon: shards shardId-000000000000, shardId-000000000001\n" in err
     code, out, err = await kconsole("--local", "--shards", "0", "tail", "fresh")
-    assert code == 2 and err == "kconsole: error: --shards must be a whole number from 1 to 10000; got 0\n"
+    assert code == 2 and err == "kconsole: error: --shards must be a whole number from 1 to 10,000; got '0'\n"
 
 
 async def test_key_that_finds_nothing_says_where_it_looked(kinesis, make_stream, local_kinesis):

@@ -58,7 +58,8 @@ class StreamPickerScreen(ModalScreen[str | None]):
         options.clear_options()
         options.add_options([Option(option_text(s), id=s.name) for s in self.streams])
         if not self.streams:
-            status.update("this backend has no streams; create one (e.g. `kconsole --local` makes a demo stream)")
+            status.update("this backend has no streams; create one: kconsole stream create NAME (plus this "
+                          "console's --endpoint-url), or kconsole --local for a demo stream")
             return
         status.update(f"{len(self.streams)} stream{'s' if len(self.streams) != 1 else ''}")
         names = [s.name for s in self.streams]

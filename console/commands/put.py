@@ -1,0 +1,177 @@
+"""`kconsole put STREAM [--file F | -]`: send your own JSON lines through the ordered producer.
+
+    printf '%s\n' '{"key": "order-1", "data": {"total": 12}}' | kconsole put orders --verify
+    kconsole put orders --file events.jsonl --key-field user.id [--explicit-hash-key-field ehk] [--skip-bad]
+
+Each line is checked first (JSON, partition key 1-256 characters, record at most 1 MiB, hash key in
+range); a bad line is reported with its number and nothing is sent, unless --skip-bad sends the
+good ones. Records of one key go in line order, one in flight at a time, so retries never reorder
+a key. The summary says what landed on which shard; --verify reads every record back.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from contextlib import ExitStack
+from typing import Any
+
+from console.commands._confirm import refuse_if_read_only
+from console.commands._output import emit, note, run_async
+from console.commands._stream_args import validate_stream_name
+from console.errors import BadInput
+from console.produce.given import MAX_PROBLEMS_SHOWN, ParsedLines, parse_json_lines
+from console.produce.producer import ProduceResult, ProducerSettings
+from console.produce.verify import ReadSettings, VerificationReport
+
+MAX_LINES_SHOWN = 20  # per shard, in the text summary
+
+
+def register(subparsers, common) -> None:
+    parser = subparsers.add_parser(
+        "put", parents=common, help="send JSON lines (file or stdin) as records, in order per key",
+        description="Send records from JSON lines: {\"key\": ..., \"data\": ...} per line, or any JSON document "
+                    "with --key-field naming its partition key. Every line is checked first; bad lines are "
+                    "reported with their numbers and nothing is sent unless --skip-bad. Records of a key keep "
+                    "their line order (one in flight per key). Progress goes to stderr; the summary says "
+                    "which shard each record landed on.")
+    parser.add_argument("stream", metavar="STREAM", help="stream name (created with --local if missing)")
+    parser.add_argument("source", nargs="?", metavar="-", help="read stdin (the default when it is not a terminal)")
+    parser.add_argument("--file", metavar="F", help="read JSON lines from F ('-': stdin)")
+    parser.add_argument("--key-field", metavar="FIELD",
+                        help="partition key from this field of each document (dotted path); the line is the data")
+    parser.add_argument("--explicit-hash-key-field", metavar="FIELD",
+                        help="explicit hash key (decimal, 0 to 2**128-1) from this field of each document")
+    parser.add_argument("--skip-bad", action="store_true", help="report bad lines but send the good ones")
+    parser.add_argument("--verify", action="store_true", help="read every record back: lost, reordered, misplaced")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: Any) -> int:
+    validate_stream_name(args.stream)
+    for option in ("key_field", "explicit_hash_key_field"):
+        value = getattr(args, option)
+        if value is not None and (not value.strip() or any(not part for part in value.split("."))):
+            raise BadInput(f"--{option.replace('_', '-')} must name a field (a.b for a nested one); got {value!r}")
+    refuse_if_read_only(args, f"put records to {args.stream}")
+    parsed = read_input(args)
+    if parsed.problems:
+        shown = "; ".join(str(p) for p in parsed.problems[:3])
+        more = f" (+{len(parsed.problems) - 3} more)" if len(parsed.problems) > 3 else ""
+        if not args.skip_bad:
+            raise BadInput(f"{len(parsed.problems)} bad line(s), nothing was sent: {shown}{more}; "
+                           "fix them or pass --skip-bad", code="bad_lines")
+        for problem in parsed.problems[:MAX_PROBLEMS_SHOWN]:
+            note(f"kconsole: skipping {problem}")
+        if len(parsed.problems) > MAX_PROBLEMS_SHOWN:
+            note(f"kconsole: skipping {len(parsed.problems) - MAX_PROBLEMS_SHOWN} more bad lines")
+    if not parsed.records:
+        raise BadInput("no records to put: the input has no good lines", code="no_records")
+    result, report = run_async(_put(args, parsed))
+    document = summary_document(parsed, result, report)
+    emit(args, document, lambda: summary_text(document))
+    return 0 if document["ok"] else 1
+
+
+def read_input(args: Any) -> ParsedLines:
+    """Every line checked before any connection is made."""
+    if args.source not in (None, "-"):
+        raise BadInput(f"unexpected argument {args.source!r}: give --file F, or - for stdin", code="usage")
+    path = args.file if args.file is not None else args.source
+    if path is None:
+        if sys.stdin.isatty():
+            raise BadInput("no input: give --file F, or pipe JSON lines on stdin (-)", code="usage")
+        path = "-"
+    options = {"key_field": args.key_field, "explicit_hash_key_field": args.explicit_hash_key_field}
+    with ExitStack() as stack:
+        if path == "-":
+            handle = sys.stdin.buffer
+        else:
+            try:
+                handle = stack.enter_context(open(path, "rb"))
+            except OSError as error:
+                raise BadInput(f"cannot read {path}: {error.strerror or error}", code="bad_file") from None
+        try:
+            return parse_json_lines(handle, **options)
+        except OSError as error:
+            raise BadInput(f"cannot read {path}: {error.strerror or error}", code="bad_file") from None
+
+
+async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, VerificationReport | None]:
+    from console.backend import BackendConfig, open_backend
+    from console.commands._stream_args import ensure_local_stream
+    from console.commands.produce import AWS_GET_RECORDS_INTERVAL, _ProgressLines
+    from console.produce.verify import run_and_verify
+
+    per_key: dict[str, int] = defaultdict(int)
+    for record in parsed.records:
+        per_key[record.key] += 1
+    config = BackendConfig.from_args(args)
+    settings = ProducerSettings(keys=len(per_key), records_per_key=max(per_key.values()), payload_bytes=0,
+                                record_total=len(parsed.records), pacing=config.kind == "aws").validated()
+    async with open_backend(config) as kinesis:
+        if config.kind == "local":
+            await ensure_local_stream(kinesis, args.stream, args)
+        else:
+            await kinesis.describe_stream(args.stream)  # a missing stream fails here, naming the ones there are
+        note(f"putting {len(parsed.records)} records ({len(per_key)} keys) to {args.stream!r}")
+        interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0
+        return await run_and_verify(
+            kinesis, args.stream, settings, verify=args.verify, on_progress=_ProgressLines("put"),
+            on_verifying=lambda: note(f"reading {len(parsed.records)} records back"),
+            read_settings=ReadSettings(min_call_interval=interval), records=parsed.records)
+
+
+def summary_document(parsed: ParsedLines, result: ProduceResult, report: VerificationReport | None) -> dict:
+    line_of = parsed.line_of()
+    landed = sorted(((line_of[pair], pair[0], ack.shard_id, ack.sequence_number)
+                     for pair, ack in result.acks.items()), key=lambda row: row[0])
+    shards: dict[str, dict] = {}
+    for line, _key, shard_id, _seq in landed:
+        entry = shards.setdefault(shard_id, {"records": 0, "lines": []})
+        entry["records"] += 1
+        entry["lines"].append(line)
+    failed = [{"line": line_of.get((key, seq)), "key": key, "error": error} for key, seq, error in result.failed]
+    document: dict[str, Any] = {
+        "stream": result.stream,
+        "records": len(parsed.records), "skipped_bad_lines": len(parsed.problems),
+        "bad_lines": [{"line": p.line, "error": p.message} for p in parsed.problems[:MAX_PROBLEMS_SHOWN]],
+        "sent": result.sent, "acknowledged": result.acknowledged, "retries": result.retries,
+        "throttled": result.throttled, "possible_duplicates": result.possible_duplicates,
+        "failed": failed, "abandoned": result.abandoned, "seconds": round(result.elapsed, 3),
+        "shards": dict(sorted(shards.items())),
+        "landed": [{"line": line, "key": key, "shard_id": shard, "sequence_number": seq}
+                   for line, key, shard, seq in landed],
+        "verified": report is not None,
+    }
+    if report is not None:
+        verification = report.to_json()
+        document["verification"] = {name: verification[name] for name in (
+            "read_back", "lost", "duplicated", "out_of_order", "misplaced", "ok") if name in verification}
+        document["verification"]["ok"] = report.ok
+        document["verification"]["problems"] = [
+            {"kind": p.kind, "line": line_of.get((p.key, p.seq)), "key": p.key, "detail": p.detail}
+            for p in report.problems[:MAX_PROBLEMS_SHOWN]]
+    document["ok"] = not failed and not result.abandoned and (report is None or report.ok)
+    return document
+
+
+def summary_text(document: dict) -> str:
+    lines = [f"put {document['acknowledged']}/{document['records']} records to {document['stream']} in "
+             f"{document['seconds']:.2f} s ({document['retries']} retries, {document['throttled']} throttled"
+             + (f", {document['skipped_bad_lines']} bad lines skipped" if document["skipped_bad_lines"] else "")
+             + ")"]
+    for shard_id, entry in document["shards"].items():
+        shown = ", ".join(str(n) for n in entry["lines"][:MAX_LINES_SHOWN])
+        more = f", … (+{len(entry['lines']) - MAX_LINES_SHOWN})" if len(entry["lines"]) > MAX_LINES_SHOWN else ""
+        lines.append(f"  {shard_id}: {entry['records']} records (lines {shown}{more})")
+    for failure in document["failed"][:10]:
+        lines.append(f"  failed: line {failure['line']} (key {failure['key']!r}): {failure['error']}")
+    verification = document.get("verification")
+    if verification is not None:
+        lines.append(f"verification {'OK' if verification['ok'] else 'FAILED'}: read back {verification['read_back']}, "
+                     f"lost {verification['lost']}, duplicated {verification['duplicated']}, "
+                     f"out of order {verification['out_of_order']}, misplaced {verification['misplaced']}")
+        for problem in verification["problems"][:10]:
+            lines.append(f"  {problem['kind']}: line {problem['line']} (key {problem['key']!r}): {problem['detail']}")
+    return "\n".join(lines)

@@ -1,0 +1,318 @@
+"""`kconsole stream create|delete|retention|mode|encryption|describe NAME`: a stream's life.
+
+    kconsole stream create orders --shards 4 [--retention-hours 48] [--wait]
+    kconsole stream create clicks --on-demand
+    kconsole stream retention orders --hours 24          # says what a decrease makes unreadable
+    kconsole stream mode orders on-demand | provisioned [--shards N]
+    kconsole stream encryption orders --kms-key alias/aws/kinesis | --off
+    kconsole stream delete orders [--enforce-consumer-deletion] [--yes]
+    kconsole stream describe orders [--json]
+
+Every change is planned first (console.lifecycle.plans: AWS's rules checked before any call), shown,
+confirmed by typing the stream name on a TTY (or --yes), refused under --read-only, and written to
+the action log, whose mode switches the 24-hour rule reads back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from datetime import datetime
+from typing import Any
+
+from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
+from console.commands._output import emit, note, render_table, run_async
+from console.errors import BadInput, PlanRejected, StreamNotFound
+from console.lifecycle.execute import apply, mode_switches
+from console.lifecycle.plans import LifecyclePlan, plan_create, plan_delete, plan_encryption, plan_mode, plan_retention
+from console.lifecycle.rules import (
+    AWS_MANAGED_KMS_KEY,
+    MAX_RETENTION_HOURS,
+    MIN_RETENTION_HOURS,
+    check_kms_key,
+    check_retention_hours,
+    parse_mode,
+    parse_shard_count,
+    validate_stream_name,
+)
+
+DEFAULT_WAIT_SECONDS = 300.0
+_VERBS = {"create": "create", "delete": "delete", "retention": "change the retention of",
+          "mode": "switch the capacity mode of", "encryption": "change the encryption of"}
+
+
+def register(subparsers, common) -> None:
+    stream = subparsers.add_parser(
+        "stream", parents=common, help="create, describe, change or delete a stream",
+        description="A stream's life: create it, change its retention, capacity mode or encryption, "
+                    "describe it, delete it. Every change shows its plan first and asks for the stream name "
+                    "on a TTY (--yes without one); --read-only refuses them.")
+    stream.set_defaults(handler=_no_action)
+    actions = stream.add_subparsers(dest="stream_action", metavar="ACTION", parser_class=type(stream))
+
+    def action(name: str, help_text: str, handler, *, changes: bool = True) -> argparse.ArgumentParser:
+        parser = actions.add_parser(name, parents=common, help=help_text, description=help_text)
+        parser.add_argument("stream", metavar="NAME", type=_stream_name, help="the stream's name")
+        if changes:
+            parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
+            parser.add_argument("--wait", action="store_true", help="wait until the stream is ACTIVE again (or gone)")
+        parser.set_defaults(handler=handler)
+        return parser
+
+    create = action("create", "create a stream: provisioned with --shards N (default 4) or --on-demand", run_create)
+    size = create.add_mutually_exclusive_group()
+    # SUPPRESS: a top-level `kconsole --shards N stream create ...` is kept, not overwritten with None.
+    size.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
+                      help="provisioned shard count, 1 to 10,000 (default 4)")
+    size.add_argument("--on-demand", action="store_true", help="on-demand capacity mode (AWS sizes the stream)")
+    create.add_argument("--retention-hours", type=_retention("--retention-hours"), default=None, metavar="H",
+                        help=f"retention from {MIN_RETENTION_HOURS} to {MAX_RETENTION_HOURS} hours (default 24)")
+
+    delete = action("delete", "delete a stream and every record in it (shows what is lost, asks first)", run_delete)
+    delete.add_argument("--enforce-consumer-deletion", action="store_true",
+                        help="also deregister the stream's enhanced fan-out consumers (AWS refuses otherwise)")
+
+    retention = action("retention", "increase or decrease how long records stay readable", run_retention)
+    retention.add_argument("--hours", type=_retention("--hours"), required=True, metavar="H",
+                           help=f"{MIN_RETENTION_HOURS} to {MAX_RETENTION_HOURS}; a decrease drops older records at once")
+
+    mode = action("mode", "switch between on-demand and provisioned capacity (once per 24 h)", run_mode)
+    mode.add_argument("mode", metavar="MODE", type=parse_mode, help="on-demand or provisioned")
+    mode.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
+                      help="with provisioned: rescale to N shards after the switch (default: keep the count)")
+
+    encryption = action("encryption", "turn server-side encryption (KMS) on, change its key, or off", run_encryption)
+    which = encryption.add_mutually_exclusive_group(required=True)
+    which.add_argument("--kms-key", type=check_kms_key, metavar="ALIAS|ARN",
+                       help=f"KMS key alias, id or ARN (AWS's own key: {AWS_MANAGED_KMS_KEY})")
+    which.add_argument("--off", action="store_true", help="stop encrypting new records")
+
+    action("describe", "everything DescribeStreamSummary says, plus tags, consumers and enhanced monitoring",
+           run_describe, changes=False)
+
+
+def _no_action(args) -> int:
+    raise BadInput("kconsole stream: choose an action: create, delete, retention, mode, encryption, describe",
+                   code="usage")
+
+
+def _stream_name(text: str) -> str:
+    return validate_stream_name(text)
+
+
+def _retention(option: str):
+    return lambda text: check_retention_hours(text, option=option)
+
+
+# ---- running a change --------------------------------------------------------------------------
+
+def _open(args: Any):
+    from console.backend import BackendConfig, open_backend
+
+    return open_backend(BackendConfig.from_args(args))
+
+
+def _history():
+    from console.reshard.actionlog import ActionLog
+
+    return ActionLog.default()
+
+
+def _refuse_or_confirm(args: Any, plan: LifecyclePlan, *, consequence: str) -> bool:
+    """True when there is something to do and the operator agreed; exit 1 on a refusal."""
+    if plan.refusal:
+        raise PlanRejected(f"{plan.action} {plan.stream} refused, nothing was called: {plan.refusal}")
+    if plan.is_noop:
+        return False
+    confirm_by_stream_name(args, change=f"{_VERBS[plan.action]} {plan.stream}", consequence=consequence,
+                           preview=plan.render() + "\n")
+    return True
+
+
+async def _who(kinesis: Any) -> str | None:
+    return await kinesis.caller_identity() if kinesis.config.kind == "aws" else None
+
+
+def _finish(args: Any, plan: LifecyclePlan, executed: bool, status: str | None) -> int:
+    document = {"executed": executed, "status": status, "plan": plan.to_json()}
+    if executed:
+        text = f"{plan.render()}\nDone: {plan.summary}" + (f"; stream {status}" if status else "")
+    else:
+        text = plan.render()
+    emit(args, document, text)
+    return 0
+
+
+async def _wait_active(kinesis: Any, stream: str, timeout: float = DEFAULT_WAIT_SECONDS) -> str:
+    return (await kinesis.wait_for_active(stream, timeout=timeout)).status
+
+
+# ---- create ------------------------------------------------------------------------------------
+
+def run_create(args: Any) -> int:
+    on_demand = bool(args.on_demand)
+    shards = getattr(args, "shards", None)
+    if on_demand and shards is not None:
+        raise BadInput("give --shards N or --on-demand, not both", code="usage")
+    refuse_if_read_only(args, f"create stream {args.stream}")
+    return run_async(_create(args, None if on_demand else (shards or 4), on_demand))
+
+
+async def _create(args: Any, shards: int | None, on_demand: bool) -> int:
+    async with _open(args) as kinesis:
+        exists = await _exists(kinesis, args.stream)
+        plan = plan_create(args.stream, shards=shards, on_demand=on_demand, retention_hours=args.retention_hours,
+                           exists=exists)
+        if plan.ok:
+            note(f"creating {args.stream!r}: {plan.summary} on {kinesis.label}")
+        await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis))
+        status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream(args.stream)).status
+    return _finish(args, plan, True, status)
+
+
+async def _exists(kinesis: Any, stream: str) -> bool:
+    try:
+        await kinesis.describe_stream(stream)
+    except StreamNotFound:
+        return False
+    return True
+
+
+# ---- delete ------------------------------------------------------------------------------------
+
+def run_delete(args: Any) -> int:
+    refuse_if_read_only(args, f"delete stream {args.stream}")
+    return run_async(_delete(args))
+
+
+async def _delete(args: Any) -> int:
+    async with _open(args) as kinesis:
+        summary = await kinesis.describe_stream(args.stream)
+        consumers, shards = await asyncio.gather(kinesis.stream_consumers(summary.arn) if summary.arn else _none(),
+                                                 kinesis.all_shards(args.stream))
+        plan = plan_delete(summary, consumers=[c.get("ConsumerName", "?") for c in consumers],
+                           total_shards=len(shards), enforce_consumer_deletion=args.enforce_consumer_deletion)
+        if not _refuse_or_confirm(args, plan, consequence="delete the stream and every record in it"):
+            return _finish(args, plan, False, summary.status)
+        await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis))
+        status = "DELETING"
+        if args.wait:
+            status = await _wait_gone(kinesis, args.stream)
+    return _finish(args, plan, True, status)
+
+
+async def _none() -> list:
+    return []
+
+
+async def _wait_gone(kinesis: Any, stream: str, timeout: float = DEFAULT_WAIT_SECONDS) -> str:
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while time.monotonic() < deadline:
+        if not await _exists(kinesis, stream):
+            return "DELETED"
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 2.0)
+    return "DELETING"
+
+
+# ---- retention, mode, encryption ---------------------------------------------------------------
+
+def run_retention(args: Any) -> int:
+    refuse_if_read_only(args, f"change the retention of {args.stream}")
+
+    async def build(kinesis, summary):
+        return plan_retention(summary, args.hours)
+
+    return run_async(_change(args, build))
+
+
+def run_mode(args: Any) -> int:
+    shards = getattr(args, "shards", None)
+    if args.mode == "ON_DEMAND" and shards is not None:
+        raise BadInput("--shards applies only to provisioned mode (AWS sizes an on-demand stream)", code="usage")
+    refuse_if_read_only(args, f"switch the capacity mode of {args.stream}")
+
+    async def build(kinesis, summary):
+        switches = mode_switches(_history().entries(), args.stream, kinesis.label)
+        return plan_mode(summary, args.mode, shards=shards, recent_switches=switches, now=time.time())
+
+    return run_async(_change(args, build))
+
+
+def run_encryption(args: Any) -> int:
+    refuse_if_read_only(args, f"change the encryption of {args.stream}")
+
+    async def build(kinesis, summary):
+        details = await kinesis.describe_stream_details(args.stream)
+        return plan_encryption(summary, None if args.off else args.kms_key, current_key=details.get("KeyId"))
+
+    return run_async(_change(args, build))
+
+
+async def _change(args: Any, build) -> int:
+    async with _open(args) as kinesis:
+        summary = await kinesis.describe_stream(args.stream)
+        plan = await build(kinesis, summary)
+        if not _refuse_or_confirm(args, plan, consequence=plan.summary):
+            return _finish(args, plan, False, summary.status)
+        await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis))
+        status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream(args.stream)).status
+    return _finish(args, plan, True, status)
+
+
+# ---- describe ----------------------------------------------------------------------------------
+
+def run_describe(args: Any) -> int:
+    document = run_async(_describe(args))
+    emit(args, document, lambda: render_description(document))
+    return 0
+
+
+async def _describe(args: Any) -> dict:
+    async with _open(args) as kinesis:
+        raw = await kinesis.describe_stream_details(args.stream)
+        tags, consumers = await asyncio.gather(kinesis.stream_tags(args.stream),
+                                               kinesis.stream_consumers(raw["StreamARN"]) if raw.get("StreamARN")
+                                               else _none())
+        label = kinesis.label
+    metrics = sorted({m for group in raw.get("EnhancedMonitoring", []) for m in group.get("ShardLevelMetrics", [])})
+    document = {_snake(key): _plain(value) for key, value in raw.items() if key != "EnhancedMonitoring"}
+    document.update({
+        "backend": label,
+        "stream_mode": (raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
+        "enhanced_monitoring": metrics,
+        "tags": tags,
+        "consumer_count": raw.get("ConsumerCount", len(consumers)),
+        "consumers": [{"name": c.get("ConsumerName"), "status": c.get("ConsumerStatus"),
+                       "arn": c.get("ConsumerARN"), "created": _plain(c.get("ConsumerCreationTimestamp"))}
+                      for c in consumers],
+    })
+    document.pop("stream_mode_details", None)
+    return document
+
+
+def _snake(name: str) -> str:
+    import re
+
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower().replace("a_r_n", "arn")
+
+
+def _plain(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def render_description(document: dict) -> str:
+    first = ("stream_name", "stream_status", "stream_mode", "open_shard_count", "retention_period_hours",
+             "encryption_type", "key_id", "stream_creation_timestamp", "stream_arn", "consumer_count", "backend")
+    rows = [(key, document[key]) for key in first if key in document]
+    rows += [(key, value) for key, value in document.items()
+             if key not in first and key not in ("tags", "consumers", "enhanced_monitoring")]
+    rows.append(("enhanced_monitoring", ", ".join(document["enhanced_monitoring"]) or "off"))
+    rows.append(("tags", ", ".join(f"{k}={v}" for k, v in sorted(document["tags"].items())) or "none"))
+    text = render_table(("FIELD", "VALUE"), [(key, "-" if value is None else str(value)) for key, value in rows])
+    if document["consumers"]:
+        text += "\n\n" + render_table(("CONSUMER", "STATUS", "CREATED"),
+                                      [(c["name"], c["status"], c["created"] or "-") for c in document["consumers"]])
+    return text

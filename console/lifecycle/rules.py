@@ -1,0 +1,62 @@
+"""AWS's own limits on a stream's settings, checked before anything is sent: a typo is one line and
+exit 2, never a server round trip or a half-made change."""
+
+from __future__ import annotations
+
+import re
+
+from console.errors import BadInput
+
+# CreateStream's StreamName: 1 to 128 of these characters.
+STREAM_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,128}$")
+# The most shards kconsole creates or rescales to: UpdateShardCount's ceiling for one stream.
+MAX_SHARDS = 10_000
+DEFAULT_SHARDS = 4
+# IncreaseStreamRetentionPeriod / DecreaseStreamRetentionPeriod: 24 hours to 365 days.
+MIN_RETENTION_HOURS = 24
+MAX_RETENTION_HOURS = 8760
+# KeyId of StartStreamEncryption: an alias ("alias/..."), a key id, or a key or alias ARN; 1 to 2048.
+MAX_KMS_KEY_LENGTH = 2048
+AWS_MANAGED_KMS_KEY = "alias/aws/kinesis"
+MODES = ("PROVISIONED", "ON_DEMAND")
+
+
+def validate_stream_name(name: str) -> str:
+    if not isinstance(name, str) or not STREAM_NAME.match(name):
+        shown = name if not isinstance(name, str) or len(name) <= 60 else name[:60] + "..."
+        raise BadInput(f"not a valid stream name: {shown!r} (1 to 128 of a-z A-Z 0-9 _ . -)", code="bad_stream_name")
+    return name
+
+
+def parse_shard_count(text: object, *, option: str = "--shards") -> int:
+    """A shard count from the command line (argparse `type=`), bounded before any work starts."""
+    value = str(text).strip()
+    if not (value.isascii() and value.isdigit()) or len(value) > 6 or not 1 <= int(value) <= MAX_SHARDS:
+        shown = value if len(value) <= 30 else value[:30] + "..."
+        raise BadInput(f"{option} must be a whole number from 1 to {MAX_SHARDS:,}; got {shown!r}", code="usage")
+    return int(value)
+
+
+def check_retention_hours(hours: object, *, option: str = "--hours") -> int:
+    value = str(hours).strip()
+    if not (value.isascii() and value.isdigit()) or len(value) > 6 or \
+            not MIN_RETENTION_HOURS <= int(value) <= MAX_RETENTION_HOURS:
+        shown = value if len(value) <= 30 else value[:30] + "..."
+        raise BadInput(f"{option} must be a whole number of hours from {MIN_RETENTION_HOURS} to "
+                       f"{MAX_RETENTION_HOURS} (365 days); got {shown!r}", code="bad_retention")
+    return int(value)
+
+
+def check_kms_key(key: str) -> str:
+    key = (key or "").strip()
+    if not 1 <= len(key) <= MAX_KMS_KEY_LENGTH or any(ch.isspace() or not ch.isprintable() for ch in key):
+        raise BadInput("--kms-key must be a KMS key alias (alias/...), key id or ARN of 1 to 2048 "
+                       "characters without spaces", code="bad_kms_key")
+    return key
+
+
+def parse_mode(text: str) -> str:
+    mode = (text or "").strip().upper().replace("-", "_")
+    if mode not in MODES:
+        raise BadInput(f"capacity mode must be on-demand or provisioned; got {text!r}", code="usage")
+    return mode

@@ -1,0 +1,233 @@
+"""The Stream actions menu (key S, or "Stream actions" in the palette): retention, capacity mode,
+encryption and delete for the open stream, each planned by console.lifecycle (AWS's rules checked
+first), previewed, confirmed by typing the stream name, then carried out in the app's worker.
+Every entry is greyed out when the console is read-only. Like the reshard flow, `run_action` gets
+only what it needs (a `StreamActionRequest` and the dialog callables) and reports back in messages.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.message import Message
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, OptionList, Static
+from textual.widgets.option_list import Option
+
+from console.errors import BadInput, ConsoleError
+from console.lifecycle.execute import apply, mode_switches
+from console.lifecycle.plans import MODE_NAMES, LifecyclePlan, plan_delete, plan_encryption, plan_mode, plan_retention
+from console.lifecycle.rules import AWS_MANAGED_KMS_KEY, check_kms_key, check_retention_hours
+from console.topology.model import StreamSummary
+from console.reshard.actionlog import ActionLog
+from console.ui.reshard_flow import ReshardActivity, ReshardDialogs, ReshardProgressed
+from console.ui.screens.prompt import ChoiceScreen, PromptScreen
+from console.ui.screens.reshard import ConfirmByNameScreen
+
+
+ACTIONS = (
+    ("retention", "Retention", "how long records stay readable (24 h to 365 days)"),
+    ("mode", "Capacity mode", "on-demand or provisioned (one switch per 24 h)"),
+    ("encryption", "Encryption", "server-side encryption with a KMS key, or off"),
+    ("delete", "Delete stream", "the stream and every record in it"),
+)
+
+
+class StreamActionsScreen(ModalScreen[str | None]):
+    """The menu; dismisses with the chosen action's id, or None."""
+
+    DEFAULT_CSS = """
+    StreamActionsScreen {
+        align: center middle;
+    }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="stream-actions.cancel")]
+
+    def __init__(self, summary: StreamSummary, *, read_only: bool) -> None:
+        super().__init__()
+        self.summary = summary
+        self.read_only = read_only
+
+    def compose(self) -> ComposeResult:
+        s = self.summary
+        with Vertical(classes="prompt-dialog", id="stream-actions"):
+            yield Static(Text(f"Stream actions: {s.name}"), classes="prompt-title")
+            yield Static(Text(f"{s.status} · {MODE_NAMES.get(s.mode, s.mode)} · {s.open_shard_count} open shards · "
+                              f"retention {s.retention_hours} h · encryption {s.encryption}"))
+            yield OptionList(*(Option(Text(f"{title:<15}{detail}"), id=action, disabled=self.read_only)
+                               for action, title, detail in ACTIONS), id="stream-actions-list")
+            help_text = "enter chooses · escape cancels · each shows its plan, then asks for the stream name"
+            if self.read_only:
+                help_text = "read-only (--read-only or read_only in the config): every action is disabled"
+            yield Static(help_text, classes="prompt-help")
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class LifecyclePreviewScreen(ModalScreen[bool]):
+    """The plan before anything is called; Proceed only when AWS's rules allow it and it changes something."""
+
+    DEFAULT_CSS = """
+    LifecyclePreviewScreen {
+        align: center middle;
+    }
+    LifecyclePreviewScreen #lifecycle-preview {
+        width: 96;
+        max-width: 100%;
+    }
+    LifecyclePreviewScreen #lifecycle-preview-body {
+        height: auto;
+        max-height: 20;
+    }
+    LifecyclePreviewScreen .dialog-buttons {
+        height: auto;
+        align: right middle;
+        margin-top: 1;
+    }
+    LifecyclePreviewScreen Button {
+        margin-left: 2;
+    }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="lifecycle-preview.cancel")]
+
+    def __init__(self, plan: LifecyclePlan) -> None:
+        super().__init__()
+        self.plan = plan
+
+    @property
+    def can_proceed(self) -> bool:
+        return self.plan.ok and not self.plan.is_noop
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="prompt-dialog", id="lifecycle-preview"):
+            yield Static(Text(f"{self.plan.stream}: {self.plan.summary}"), classes="prompt-title")
+            with VerticalScroll(id="lifecycle-preview-body"):
+                # The title already says what; the body is the rest of the plan's text.
+                yield Static(Text(self.plan.render().partition("\n")[2]), id="lifecycle-preview-text")
+            if self.plan.refusal:
+                yield Static(Text(f"Cannot proceed: {self.plan.refusal}"), id="prompt-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Cancel", id="cancel")
+                yield Button("Proceed", id="proceed", variant="warning", disabled=not self.can_proceed)
+
+    def on_mount(self) -> None:
+        self.query_one("#proceed" if self.can_proceed else "#cancel", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "proceed" and self.can_proceed)
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+
+@dataclass(frozen=True)
+class StreamActionRequest:
+    action: str  # retention, mode, encryption or delete
+    summary: StreamSummary  # as last polled; the plan is made from a fresh description
+    total_shards: int | None
+    source: Any  # the backend the console polls
+
+
+class StreamDeleted(Message):
+    """The open stream was deleted: the app offers another."""
+
+
+def _problem(check, text: str) -> str | None:
+    try:
+        check(text)
+    except BadInput as error:
+        return error.message
+    return None
+
+
+async def run_action(request: StreamActionRequest, dialogs: ReshardDialogs) -> None:
+    """Ask what the action needs, preview the plan, take the typed name, then apply it; progress goes
+    back to the app as messages (the header's activity line, a poll, or the stream being gone)."""
+    action, kinesis = request.action, request.source
+    stream = request.summary.name
+    try:
+        summary = await kinesis.describe_stream(stream)
+        plan = await _plan(request, summary, dialogs)
+    except ConsoleError as error:
+        dialogs.notify(f"{action}: {error.message}", severity="error", timeout=10)
+        return
+    if plan is None:
+        return
+    if not await dialogs.ask(LifecyclePreviewScreen(plan)):
+        dialogs.notify(f"{action}: cancelled, nothing was called", timeout=4)
+        return
+    if not await dialogs.ask(ConfirmByNameScreen(stream, plan.summary)):
+        dialogs.notify(f"{action}: cancelled, nothing was called", timeout=4)
+        return
+    dialogs.post(ReshardActivity(f"{action}: {plan.summary}"))
+    try:
+        await apply(kinesis, plan, action_log=ActionLog.default(),
+                    progress=lambda text: dialogs.notify(text, title=action, timeout=5))
+    except ConsoleError as error:
+        dialogs.notify(f"{action} failed: {error.message}", severity="error", timeout=15)
+    else:
+        dialogs.notify(f"{action} done: {plan.summary}", title=action, timeout=8)
+        if action == "delete":
+            dialogs.post(ReshardActivity(None))
+            dialogs.post(StreamDeleted())
+            return
+    finally:
+        dialogs.post(ReshardActivity(None))
+    dialogs.post(ReshardProgressed())
+
+
+async def _plan(request: StreamActionRequest, summary: StreamSummary, dialogs: ReshardDialogs) -> LifecyclePlan | None:
+    """Ask what the action needs, then plan it; None when the operator cancels."""
+    action, kinesis = request.action, request.source
+    if action == "retention":
+        answer = await dialogs.ask(PromptScreen(
+            f"Retention of {summary.name} (now {summary.retention_hours} h)",
+            "Hours, from 24 to 8760; a decrease makes older records unreadable at once",
+            str(summary.retention_hours), lambda text: _problem(check_retention_hours, text)))
+        return None if answer is None else plan_retention(summary, check_retention_hours(answer))
+    if action == "mode":
+        other = "ON_DEMAND" if summary.mode == "PROVISIONED" else "PROVISIONED"
+        choice = await dialogs.ask(ChoiceScreen(
+            f"Capacity mode of {summary.name} (now {MODE_NAMES.get(summary.mode, summary.mode)})",
+            [(other, f"switch to {MODE_NAMES[other]}"), (summary.mode, f"stay {MODE_NAMES.get(summary.mode)}")]))
+        if choice is None:
+            return None
+        switches = mode_switches(ActionLog.default().entries(), summary.name, kinesis.label)
+        return plan_mode(summary, choice, shards=None, recent_switches=switches, now=time.time())
+    if action == "encryption":
+        details = await kinesis.describe_stream_details(summary.name)
+        answer = await dialogs.ask(PromptScreen(
+            f"Encryption of {summary.name} (now {summary.encryption}"
+            + (f", key {details.get('KeyId')})" if details.get("KeyId") else ")"),
+            f"A KMS key alias, id or ARN ({AWS_MANAGED_KMS_KEY} is AWS's own), or 'off'",
+            "off" if summary.encryption == "KMS" else AWS_MANAGED_KMS_KEY,
+            lambda text: None if text.lower() == "off" else _problem(check_kms_key, text)))
+        if answer is None:
+            return None
+        key = None if answer.lower() == "off" else check_kms_key(answer)
+        return plan_encryption(summary, key, current_key=details.get("KeyId"))
+    consumers = [c.get("ConsumerName", "?") for c in await kinesis.stream_consumers(summary.arn)] if summary.arn else []
+    enforce = False
+    if consumers:
+        choice = await dialogs.ask(ChoiceScreen(
+            f"{summary.name} has {len(consumers)} registered consumer(s): deregister them with it?",
+            [("yes", "yes: delete the stream and its consumers"), ("no", "no: keep the stream")]))
+        if choice != "yes":
+            return None
+        enforce = True
+    return plan_delete(summary, consumers=consumers, total_shards=request.total_shards, enforce_consumer_deletion=enforce)

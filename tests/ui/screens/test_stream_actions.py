@@ -1,0 +1,108 @@
+"""The Stream actions menu (key S) against the embedded local Kinesis: retention, a mode switch and
+its 24-hour rule, delete with the typed name, and every entry greyed out when read-only."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Button, OptionList
+from tests.ui.test_ui_console import RecordingApp, wait_until
+
+from console.ui.screens.reshard import ConfirmByNameScreen
+from console.ui.screens.prompt import ChoiceScreen, PromptScreen
+from console.ui.screens.stream_actions import LifecyclePreviewScreen, StreamActionsScreen
+
+pytestmark = pytest.mark.timeout(90)
+
+
+@pytest.fixture(autouse=True)
+def private_action_log(tmp_path, monkeypatch):
+    monkeypatch.setenv("KCONSOLE_DATA_DIR", str(tmp_path / "data"))
+
+
+async def open_menu(pilot, app) -> None:
+    await wait_until(pilot, lambda: app.view is not None, what="first poll")
+    await pilot.press("S")
+    await wait_until(pilot, lambda: isinstance(app.screen, StreamActionsScreen), what="menu")
+
+
+async def confirm(pilot, app, name: str) -> None:
+    await wait_until(pilot, lambda: isinstance(app.screen, LifecyclePreviewScreen), what="preview")
+    assert not app.screen.query_one("#proceed", Button).disabled
+    await pilot.click("#proceed")
+    await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="typed confirmation")
+    await pilot.press(*name, "enter")
+
+
+async def test_retention_from_the_menu_changes_the_stream(kinesis, make_stream):
+    name = await make_stream(shards=2)
+    app = RecordingApp(kinesis, stream=name, interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_menu(pilot, app)
+        await pilot.press("enter")  # Retention
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="hours prompt")
+        await pilot.press(*["backspace"] * 4, "9", "9", "9", "9", "enter")
+        assert "from 24 to 8760" in str(app.screen.query_one("#prompt-error").render())  # stays, says why
+        await pilot.press(*["backspace"] * 4, "7", "2", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, LifecyclePreviewScreen), what="preview")
+        assert "increase retention from 24 h to 72 h" in app.screen.plan.render()
+        await confirm(pilot, app, name)
+        await wait_until(pilot, lambda: any("retention done" in note for note in app.notes), what="done")
+    assert (await kinesis.describe_stream(name)).retention_hours == 72
+
+
+async def test_mode_switch_then_a_second_switch_is_refused_in_the_preview(kinesis, make_stream):
+    name = await make_stream(shards=2)
+    app = RecordingApp(kinesis, stream=name, interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_menu(pilot, app)
+        await pilot.press("down", "enter")  # Capacity mode
+        await wait_until(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="mode choice")
+        await pilot.press("enter")  # switch to on-demand
+        await confirm(pilot, app, name)
+        await wait_until(pilot, lambda: any("mode done" in note for note in app.notes), what="done")
+        assert (await kinesis.describe_stream(name)).mode == "ON_DEMAND"
+
+        await open_menu(pilot, app)
+        await pilot.press("down", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="mode choice")
+        await pilot.press("enter")  # back to provisioned: inside 24 h of the last switch
+        await wait_until(pilot, lambda: isinstance(app.screen, LifecyclePreviewScreen), what="preview")
+        assert "one switch per 24 hours" in (app.screen.plan.refusal or "")
+        assert app.screen.query_one("#proceed", Button).disabled
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: any("cancelled, nothing was called" in n for n in app.notes), what="cancel")
+    assert (await kinesis.describe_stream(name)).mode == "ON_DEMAND"
+
+
+async def test_delete_needs_the_exact_name_then_opens_the_stream_picker(kinesis, make_stream):
+    name = await make_stream(shards=1)
+    app = RecordingApp(kinesis, stream=name, interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_menu(pilot, app)
+        await pilot.press("down", "down", "down", "enter")  # Delete stream
+        await wait_until(pilot, lambda: isinstance(app.screen, LifecyclePreviewScreen), what="preview")
+        assert "every record in it" in app.screen.plan.render()
+        await pilot.click("#proceed")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="typed confirmation")
+        await pilot.press(*"wrong", "enter")
+        assert isinstance(app.screen, ConfirmByNameScreen)  # a wrong name deletes nothing
+        assert name in await kinesis.stream_names()
+        await pilot.press(*["backspace"] * 5, *name, "enter")
+        await wait_until(pilot, lambda: any("delete done" in note for note in app.notes), what="done")
+    assert name not in await kinesis.stream_names()
+
+
+async def test_read_only_greys_out_the_key_the_palette_entry_and_every_menu_entry(kinesis, make_stream):
+    name = await make_stream(shards=1)
+    app = RecordingApp(kinesis, stream=name, interval=3600, read_only=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.view is not None, what="first poll")
+        await pilot.press("S")
+        await pilot.pause(0.2)
+        assert not isinstance(app.screen, StreamActionsScreen)
+        assert app.check_action("stream_actions", ()) is None  # shown greyed in the footer
+        app.push_screen(StreamActionsScreen(app.view.summary, read_only=True))
+        await pilot.pause(0.1)
+        options = app.screen.query_one(OptionList)
+        assert options.option_count == 4
+        assert all(options.get_option_at_index(i).disabled for i in range(4))
