@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from console.bounds import shard_count
 from console.errors import BadInput
 from console.keyspace.hashkeys import HASH_SPACE, check_tiling, even_split
 from console.reshard.limits import (
@@ -276,9 +277,11 @@ def _rounding_near_misses(before: Sequence[Shard], target_ranges: Sequence[tuple
 
 
 def _target_count(count: object, what: str) -> int:
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+    """The target shard count, within what kconsole plans at all (console.bounds), so the work of a
+    plan never follows a mistyped target into billions of ranges."""
+    if isinstance(count, bool) or not isinstance(count, int):
         raise BadInput(f"{what} must be a whole number of at least 1; got {count!r}", code="bad_count")
-    return count
+    return shard_count(count, what=what)
 
 
 def plan_scale(shards: Sequence[Shard], target: int, *, context: StreamContext | None = None,

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 
 from textual import work
 
+from console.bounds import scale_target
 from console.errors import BadInput, ConsoleError
 from console.keyspace.hashkeys import parse_hash_key
+from console.reshard.limits import check_scale_step, check_split_key
 from console.topology.model import Shard
-from console.ui.format import short_shard_id
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 
 if TYPE_CHECKING:
@@ -70,16 +71,18 @@ def split_point_problem(shard: Shard, text: str) -> str | None:
         key = parse_hash_key(text, what="split point")
     except BadInput as error:
         return error.message
-    if not shard.starting_hash_key < key <= shard.ending_hash_key:
-        return (f"the split point must be inside {short_shard_id(shard.shard_id)}: greater than "
-                f"{shard.starting_hash_key} and at most {shard.ending_hash_key}")
-    return None
+    breaches = check_split_key(shard.shard_id, shard.starting_hash_key, shard.ending_hash_key, key)
+    return str(breaches[0]) if breaches else None  # the plan's own rule and words
 
 
-def _count_problem(text: str) -> str | None:
-    if not text.isdigit() or int(text) < 1:
-        return f"the target must be a whole number of shards, at least 1; got {text!r}"
-    return None
+def scale_target_problem(text: str, current: int) -> str | None:
+    """The CLI's bound on --to, then UpdateShardCount's double/half rule as the plan states it."""
+    try:
+        target = scale_target(text, what="the target")
+    except BadInput as error:
+        return error.message
+    breaches = check_scale_step(current, target)
+    return str(breaches[0]) if breaches else None
 
 
 @work(exclusive=True, group="reshard", exit_on_error=False)
@@ -134,7 +137,7 @@ async def run_flow(app: "KConsoleApp", operation: str, suggested_split: int | No
         current = view.summary.open_shard_count
         answer = await app.push_screen_wait(PromptScreen(
             f"Rescale {stream} (now {current} open shards)", "Target open shard count (UpdateShardCount, uniform)",
-            str(current * 2), _count_problem))
+            str(current * 2), lambda text: scale_target_problem(text, current)))
         if answer is None:
             return
         target = int(answer)
