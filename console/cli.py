@@ -103,6 +103,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = _wants_json(argv)
     try:
         args = build_parser().parse_args(argv)
+        if getattr(args, "local", False) or getattr(args, "endpoint_url", None) is not None:
+            from console.backend.client import check_backend_options
+
+            check_backend_options(args)
         report_config_problems()
         handler = getattr(args, "handler", None)
         if handler is None:

@@ -12,6 +12,7 @@ import json
 import sys
 from dataclasses import replace
 
+from console.bounds import validate_stream_name
 from console.errors import BadInput
 
 DEMO_STREAM = "kconsole-demo"
@@ -49,6 +50,8 @@ def launch_console(args) -> int:
         raise BadInput("the live console has no --json output; use a subcommand (kconsole --help)", code="usage")
     if getattr(args, "shards", None) is not None and (args.shards < 1 or args.shards > 500):
         raise BadInput(f"--shards must be from 1 to 500; got {args.shards}", code="usage")
+    if args.stream is not None:
+        validate_stream_name(args.stream)  # a name AWS would refuse is exit 2, not a console polling forever
     config, warning = load_config()
     interval = resolve_interval(getattr(args, "interval", None), config.interval)
     read_only = bool(getattr(args, "read_only", False) or config.read_only)
