@@ -276,6 +276,10 @@ def run_reshard(args: argparse.Namespace) -> int:
     if result is None:
         return 0
     emit(args, result.to_json(), lambda: render_result(result))
+    if result.differences:
+        note(f"kconsole: the open shards differ from the plan in {len(result.differences)} place(s); "
+             "check them with `kconsole shards`")
+        return 1
     return 0
 
 
