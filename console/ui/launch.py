@@ -73,7 +73,7 @@ def launch_console(args) -> int:
             print("kconsole: starting the embedded local Kinesis…", file=sys.stderr)
         async with open_backend(backend_config) as kinesis:
             stream = args.stream
-            if backend_config.kind == "local" and not stream:
+            if backend_config.kind == "local" and not stream and not read_only:  # read-only creates nothing
                 await prepare_demo_stream(kinesis, shards=args.shards or 4)
                 stream = DEMO_STREAM
             app = KConsoleApp(kinesis, stream=stream, interval=interval, read_only=read_only,

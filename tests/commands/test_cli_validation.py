@@ -50,3 +50,16 @@ def test_a_password_in_the_endpoint_url_is_dropped_and_the_server_still_answers(
     assert isinstance(json.loads(out), list) and SECRET not in out + err
     config = BackendConfig.from_args(argparse.Namespace(endpoint_url=url, region=None, profile=None, local=False))
     assert config.endpoint_url == local_kinesis.endpoint_url and SECRET not in config.label
+
+
+@pytest.mark.parametrize("argv", [["tail", "newstream"], ["shards", "newstream"], ["--stream", "newstream", "streams"],
+                                  ["predict", "k", "--stream", "newstream"], ["streams"]])
+def test_local_read_only_creates_no_stream(argv, capsys):
+    """Read-only is total: not even the private embedded server gets a stream created."""
+    code, out, err = run([*argv, "--local", "--read-only", "--json"], capsys)
+    if argv == ["streams"]:  # lists what is there, which is nothing
+        assert code == 0 and json.loads(out) == []
+    else:
+        assert code == 1 and json.loads(out)["error"]["code"] == "stream_not_found"
+        assert "read-only mode (--read-only) creates no stream" in err
+    assert "created stream" not in err
