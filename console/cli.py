@@ -93,11 +93,25 @@ def emit_error(error: ConsoleError, *, as_json: bool) -> None:
         print(json.dumps({"error": {"code": error.code, "message": error.message}}))
 
 
+def report_config_problems() -> None:
+    """A bad config file is named in one line on stderr, whatever the command (the console shows it too)."""
+    from console.config import load_config
+
+    warning = load_config()[1]
+    if warning:
+        print(f"kconsole: warning: {warning}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = _wants_json(argv)
     try:
         args = build_parser().parse_args(argv)
+        if getattr(args, "local", False) or getattr(args, "endpoint_url", None) is not None:
+            from console.backend.client import check_backend_options
+
+            check_backend_options(args)
+        report_config_problems()
         handler = getattr(args, "handler", None)
         if handler is None:
             from console.ui.launch import launch_console

@@ -1,13 +1,17 @@
 """User settings in a TOML file under platformdirs' user config dir.
 
-A bad file never stops the console: `load_config` returns the defaults and a one-line warning.
+A bad file never stops the console or a command: each setting is checked on its own, an unusable
+one is replaced by its default and named in a one-line warning, and a safety setting (`read_only`)
+that is present but unusable fails closed.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import tomllib
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import platformdirs
@@ -36,46 +40,85 @@ class Config:
     read_only: bool = False
     key_format: str = "decimal"  # how hash keys are written in the console: "decimal" or "hex"
 
-    def validate(self) -> list[str]:
-        problems = []
-        if not isinstance(self.interval, (int, float)) or isinstance(self.interval, bool) or not 0.2 <= self.interval <= 3600:
-            problems.append(f"interval must be a number of seconds from 0.2 to 3600 (got {self.interval!r})")
-        if self.last_stream is not None and not isinstance(self.last_stream, str):
-            problems.append("last_stream must be a string")
-        if not isinstance(self.theme, str):
-            problems.append("theme must be a string")
-        if not isinstance(self.read_only, bool):
-            problems.append("read_only must be true or false")
-        if self.key_format not in ("decimal", "hex"):
-            problems.append(f"key_format must be \"decimal\" or \"hex\" (got {self.key_format!r})")
-        return problems
+
+# Each key's check: the value to use, or None when the value is unusable.
+def _interval(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0.2 <= value <= 3600:
+        return float(value)
+    return None
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value and value.isprintable() and len(value) <= 200 else None
+
+
+_CHECKS = {
+    "interval": (_interval, "a number of seconds from 0.2 to 3600"),
+    "last_stream": (_text, "a stream name"),
+    "theme": (_text, "a theme name"),
+    "read_only": (lambda value: value if isinstance(value, bool) else None, "true or false"),
+    "key_format": (lambda value: value if value in ("decimal", "hex") else None, '"decimal" or "hex"'),
+}
+# Safety settings fail closed: present but unusable, they take the safe value, never the default.
+FAIL_CLOSED = {"read_only": True}
+# `read_only = ...` in a file that does not parse as TOML: still a read_only that is present.
+_READ_ONLY_LINE = re.compile(r"^\s*read_only\s*=\s*(\S*)", re.MULTILINE)
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
 
 
 def load_config(path: Path | None = None) -> tuple[Config, str | None]:
-    """Read the config; on any problem return the defaults and a one-line warning naming the file."""
+    """Read the config, each key on its own: an unusable value is replaced by its default (a safety
+    key by its safe value) and named in the one-line warning, which is None when all is well."""
     path = path or config_path()
-    if not path.exists():
-        return Config(), None
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return Config(), f"ignoring config {path}: {exc}; using defaults"
-    known = {f.name for f in fields(Config)}
-    unknown = sorted(set(raw) - known)
-    config = replace(Config(), **{k: v for k, v in raw.items() if k in known})
-    problems = config.validate()
-    if problems:
-        return Config(), f"ignoring config {path}: {problems[0]}; using defaults"
-    if unknown:
-        return config, f"config {path}: unknown setting(s) {', '.join(unknown)} ignored"
-    return config, None
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return Config(), None
+    except OSError as error:  # unreadable: whether it asks for read-only cannot be known, so it does
+        reason = error.strerror or error
+        return Config(read_only=True), f"cannot read config {path}: {reason}; using defaults, read-only"
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        read_only = any(value != "false" for value in _READ_ONLY_LINE.findall(text))
+        safety = ", read-only (read_only is set but unreadable)" if read_only else ""
+        return Config(read_only=read_only), f"ignoring config {path}: {error}; using defaults{safety}"
+    values, problems = {}, []
+    for key, value in raw.items():
+        if key not in _CHECKS:
+            problems.append(f"unknown setting {key} ignored")
+            continue
+        check, expected = _CHECKS[key]
+        usable = check(value)
+        if usable is not None:
+            values[key] = usable
+        elif key in FAIL_CLOSED:
+            values[key] = FAIL_CLOSED[key]
+            problems.append(f"{key} must be {expected} (got {_shown(value)}); treated as {_toml(FAIL_CLOSED[key])}")
+        else:
+            problems.append(f"{key} must be {expected} (got {_shown(value)}); using {_toml(getattr(Config, key))}")
+    warning = f"config {path}: {'; '.join(problems)}" if problems else None
+    return replace(Config(), **values), warning
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)  # a TOML basic string: JSON's escapes are TOML's
+    return repr(value)
 
 
 def save_config(config: Config, path: Path | None = None) -> None:
     path = path or config_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [f"interval = {float(config.interval)}", f'theme = "{config.theme}"',
-             f"read_only = {'true' if config.read_only else 'false'}", f'key_format = "{config.key_format}"']
+    lines = [f"interval = {float(config.interval)}", f"theme = {_toml(config.theme)}",
+             f"read_only = {_toml(config.read_only)}",
+             f"key_format = {_toml(config.key_format)}"]
     if config.last_stream:
-        lines.append(f'last_stream = "{config.last_stream}"')
+        lines.append(f"last_stream = {_toml(config.last_stream)}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -13,11 +13,12 @@ import pytest
 
 CONSOLE = Path(__file__).resolve().parents[1] / "console"
 
-# Layers from the ground up. errors and config are the shared base every layer may use; read and
+# Layers from the ground up. errors and config are the shared base every layer may use (bounds, the
+# limits on every number a user gives, stands on errors beside keyspace); read and
 # backend stand side by side (neither imports the other), as do produce, heat and reshard.
 LAYERS: dict[str, int] = {
     "errors": 0, "config": 0, "__init__": 0,
-    "keyspace": 1,
+    "keyspace": 1, "bounds": 1,
     "topology": 2,
     "read": 3, "backend": 3,
     "produce": 4, "heat": 4, "reshard": 4, "lifecycle": 4,

@@ -75,9 +75,21 @@ def validate_region(region: str, *, kind: str) -> str:
     return region
 
 
+# user:password@ before the host, with or without a scheme.
+_USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*://)?)[^/?#\s]*@")
+
+
+def without_userinfo(url: str) -> str:
+    """`url` without any user:password@: Kinesis requests are signed with AWS credentials (aiohttp
+    refuses credentials in a URL besides), and a password must never reach an error, a header or JSON."""
+    return _USERINFO.sub(r"\1", url, count=1)
+
+
 def validate_endpoint_url(url: str) -> str:
-    """An http(s) URL with a host and, if given, a port from 1 to 65535; BadInput otherwise (botocore
-    would fail later with a bare ValueError traceback on a port out of range or a broken IPv6 host)."""
+    """An http(s) URL with a host and, if given, a port from 1 to 65535, returned without any
+    user:password@; BadInput otherwise (botocore would fail later with a bare ValueError traceback on a
+    port out of range or a broken IPv6 host). Only the URL without credentials is ever shown."""
+    url = without_userinfo(url)
     problem = None
     if not re.match(r"^https?://[^/\s]+", url):
         problem = "must be an http:// or https:// URL"
@@ -96,6 +108,16 @@ def validate_endpoint_url(url: str) -> str:
     return url
 
 
+def check_backend_options(args: Any) -> None:
+    """The backend options make sense together: --local or --endpoint-url, not both, and a usable URL.
+    Every command checks this at parse time, even one that stays offline, so a mistake is never ignored."""
+    endpoint_url = getattr(args, "endpoint_url", None)
+    if getattr(args, "local", False) and endpoint_url is not None:
+        raise BadInput("--local and --endpoint-url cannot be used together", code="usage")
+    if endpoint_url is not None:
+        validate_endpoint_url(endpoint_url)
+
+
 @dataclass(frozen=True)
 class BackendConfig:
     kind: Literal["aws", "endpoint", "local"] = "aws"
@@ -110,11 +132,10 @@ class BackendConfig:
         local = bool(getattr(args, "local", False))
         endpoint_url = getattr(args, "endpoint_url", None)
         profile = getattr(args, "profile", None)
-        if local and endpoint_url:
-            raise BadInput("--local and --endpoint-url cannot be used together", code="usage")
+        check_backend_options(args)
         kind = "local" if local else "endpoint" if endpoint_url else "aws"
         if endpoint_url:
-            validate_endpoint_url(endpoint_url)
+            endpoint_url = validate_endpoint_url(endpoint_url)
         region = getattr(args, "region", None)
         if region is None and kind != "local":
             region = _resolve_region(profile)

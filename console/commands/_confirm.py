@@ -11,16 +11,21 @@ from console.config import load_config
 from console.errors import ConsoleError, ReadOnlyRefusal
 
 
-def refuse_if_read_only(args: argparse.Namespace, change: str) -> None:
-    """Refuse `change` (e.g. "split my-stream") in read-only mode, naming where the mode was set.
-    The flag is checked first, so --read-only refuses without reading the config at all."""
+def read_only_source(args: argparse.Namespace) -> str | None:
+    """Where read-only mode was set (None: it is off). The flag is checked first, so --read-only
+    decides without reading the config at all."""
     if getattr(args, "read_only", False):
-        source = "--read-only"
-    elif load_config()[0].read_only:
-        source = "read_only = true in the config"
-    else:
-        return
-    raise ReadOnlyRefusal(f"read-only mode ({source}): refusing to {change}; nothing was called")
+        return "--read-only"
+    if load_config()[0].read_only:
+        return "read_only in the config"
+    return None
+
+
+def refuse_if_read_only(args: argparse.Namespace, change: str) -> None:
+    """Refuse `change` (e.g. "split my-stream") in read-only mode, naming where the mode was set."""
+    source = read_only_source(args)
+    if source is not None:
+        raise ReadOnlyRefusal(f"read-only mode ({source}): refusing to {change}; nothing was called")
 
 
 def confirm_by_stream_name(args: argparse.Namespace, *, change: str, consequence: str,

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from console.bounds import validate_stream_name
+from console.commands._confirm import read_only_source
 from console.commands._output import note
-from console.errors import BadInput
+from console.errors import BadInput, StreamNotFound
 from console.lifecycle.rules import DEFAULT_SHARDS as DEFAULT_LOCAL_SHARDS
 from console.lifecycle.rules import MAX_SHARDS as MAX_LOCAL_SHARDS
-from console.lifecycle.rules import validate_stream_name
 
 __all__ = ["DEFAULT_LOCAL_SHARDS", "MAX_LOCAL_SHARDS", "ensure_local_stream", "local_shard_count",
            "validate_stream_name"]
@@ -26,7 +27,16 @@ def local_shard_count(args: Any) -> int:
 
 
 async def ensure_local_stream(kinesis: Any, stream: str, args: Any) -> None:
-    """The embedded server starts empty each run, so a named stream is created on demand."""
+    """The embedded server starts empty each run, so a named stream is created on demand, except in
+    read-only mode, which creates nothing anywhere: a missing stream is then simply not found."""
     count = local_shard_count(args)
+    source = read_only_source(args)
+    if source is not None:
+        try:
+            await kinesis.describe_stream(stream)
+        except StreamNotFound as error:
+            raise StreamNotFound(f"{error.message}; read-only mode ({source}) creates no stream, not even on "
+                                 "the embedded local Kinesis") from None
+        return
     if await kinesis.ensure_stream(stream, count):
         note(f"created stream {stream!r} with {count} shards on the embedded local Kinesis")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from console.bounds import shard_count, whole_number
 from console.commands._output import emit, render_table, run_async
 from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
 from console.errors import BadInput, TilingError
@@ -27,7 +28,6 @@ from console.keyspace.hashkeys import (
 )
 
 DEFAULT_SHARDS = 4  # what `kconsole --local` creates, and AWS's 4-shard example
-MAX_SHARDS = 100_000  # far above any account's shard limit; keeps a typo from building a huge map
 MAX_TREE_KEYS = 1_000_000
 MAX_ROWS = 50  # text tables longer than this show their head and say how many were left out
 
@@ -102,7 +102,7 @@ class ShardSet:
 
 
 def parse_shard_count(value: object, *, option: str = "--shards") -> int:
-    return _whole_number(value, option=option, low=1, high=MAX_SHARDS)
+    return shard_count(value, what=option)
 
 
 def _decimal(text: str, max_digits: int) -> int | None:
@@ -236,7 +236,7 @@ def keytree_command(args: Any) -> int:
     from console.keyspace.keytree.tree import KeyTree
 
     space = _parse_space(args.space)
-    count = _whole_number(args.count, option="--count", low=0, high=MAX_TREE_KEYS)
+    count = whole_number(args.count, what="--count", low=0, high=MAX_TREE_KEYS)
     listed = read_existing_keys(args.existing_file, space) if args.existing_file else []
     existing = len(set(listed))  # the tree holds a repeated key once; say so rather than count it twice
     tree = KeyTree.rehydrate(listed, ceil=space)
@@ -257,14 +257,6 @@ def _parse_space(value: object) -> int:
         shown = str(value) if len(str(value)) <= 40 else str(value)[:40] + "..."
         raise BadInput(f"--space must be a power of two from 2 to 2**128; got {shown!r}", code="usage")
     return size
-
-
-def _whole_number(value: object, *, option: str, low: int, high: int) -> int:
-    number = _decimal(str(value).strip(), len(str(high)))
-    if number is None or not low <= number <= high:
-        shown = str(value) if len(str(value)) <= 40 else str(value)[:40] + "..."
-        raise BadInput(f"{option} must be a whole number from {low} to {high}; got {shown!r}", code="usage")
-    return number
 
 
 def read_existing_keys(path: str, space: int) -> list[int]:
@@ -310,7 +302,7 @@ def format_keytree(keys: list[int], report, space: int, existing: int, duplicate
 def spread_command(args: Any) -> int:
     from console.keyspace.writesharding import MAX_SUFFIXES, check_suffix_count, spread
 
-    suffixes = check_suffix_count(_whole_number(args.suffixes, option="--suffixes", low=1, high=MAX_SUFFIXES))
+    suffixes = check_suffix_count(whole_number(args.suffixes, what="--suffixes", low=1, high=MAX_SUFFIXES))
     sort_keys = list(args.sort_key)
     if args.sort_keys_file:
         sort_keys = [line for line in read_lines(args.sort_keys_file, what="sort-keys file") if line.strip()]

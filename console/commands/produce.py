@@ -12,8 +12,9 @@ import sys
 import time
 from typing import Any
 
+from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, run_async
-from console.errors import BadInput, ReadOnlyRefusal
+from console.errors import BadInput
 from console.produce.producer import ProduceResult, ProducerProgress, ProducerSettings
 from console.produce.verify import ReadSettings, VerificationReport, run_and_verify
 
@@ -52,6 +53,7 @@ def register(subparsers, common) -> None:
     pace.add_argument("--no-pace", dest="pace", action="store_false",
                       help="do not pace (default with --local)")
     parser.add_argument("--verify", action="store_true", help="read the run back and check it")
+    parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
     parser.set_defaults(handler=handle)
 
 
@@ -83,18 +85,11 @@ def settings_from_args(args: Any) -> ProducerSettings:
 
 def handle(args: Any) -> int:
     settings = settings_from_args(args)  # bad numbers fail here, before any connection
-    if getattr(args, "read_only", False) or _config_read_only():
-        raise ReadOnlyRefusal("produce writes records to the stream; refused in read-only mode")
+    refuse_if_read_only(args, f"write test records to {args.stream}")
     result, report = run_async(_produce(args, settings))
     document = summary_document(result, report)
     emit(args, document, lambda: summary_text(result, report))
     return 0 if document["ok"] else 1
-
-
-def _config_read_only() -> bool:
-    from console.config import load_config
-
-    return load_config()[0].read_only
 
 
 async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult, VerificationReport | None]:
@@ -107,6 +102,9 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
             await ensure_local_stream(kinesis, args.stream, args)
         else:
             await kinesis.describe_stream(args.stream)  # a missing stream fails here, naming the ones there are
+        confirm_by_stream_name(args, change=f"write test records to {args.stream}",
+                               consequence=f"write {settings.total} test records ({settings.keys} keys x "
+                                           f"{settings.records_per_key})")
         note(f"producing {settings.total} records ({settings.keys} keys x {settings.records_per_key}) "
              f"to {args.stream!r}, run {settings.run_id}, {settings.mode} mode")
         interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0

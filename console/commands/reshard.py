@@ -18,6 +18,15 @@ from dataclasses import dataclass, replace
 from collections.abc import Sequence
 from pathlib import Path
 
+from console.bounds import (
+    UPDATE_SHARD_COUNT_MAX,
+    argtype,
+    retention_window,
+    scale_target,
+    shard_count,
+    timeout,
+    whole_number,
+)
 from console.reshard.actionlog import ActionLog
 from console.errors import BadInput, PlanRejected
 from console.keyspace.hashkeys import even_split, parse_hash_key, shard_id_for_index
@@ -49,6 +58,7 @@ from console.commands._stream_args import ensure_local_stream
 from console.lifecycle.rules import parse_shard_count
 
 ACTIONS = ("split", "merge", "scale", "even")
+MAX_SAMPLE_LIMIT = 1_000_000  # records read for a median: 100 full GetRecords calls
 
 
 def register(subparsers, common) -> None:
@@ -77,7 +87,7 @@ def _add_action_arguments(parser: argparse.ArgumentParser, action: str, *, mutat
                         help="the stream" if mutating else "the stream (or use --shards N to plan offline)")
     if not mutating:
         # SUPPRESS: a top-level `kconsole --local --shards 8 plan ...` is kept, not reset to None.
-        parser.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
+        parser.add_argument("--shards", type=argtype(shard_count, "--shards"), default=argparse.SUPPRESS, metavar="N",
                             help="plan against an offline stream of N equal shards (no backend needed); "
                                  "with --local and STREAM: the shard count if the stream has to be created")
     else:
@@ -94,27 +104,31 @@ def _add_action_arguments(parser: argparse.ArgumentParser, action: str, *, mutat
         where.add_argument("--at-median-of-recent", action="store_true",
                            help="split at the median hash key of the shard's recent records, so its "
                                 "current traffic divides evenly")
-        parser.add_argument("--sample-seconds", type=float, default=None, metavar="S",
+        parser.add_argument("--sample-seconds", type=argtype(retention_window, "--sample-seconds"), default=None,
+                            metavar="S",
                             help=f"with --at-median-of-recent: read the last S seconds (default {DEFAULT_SAMPLE_SECONDS:g})")
-        parser.add_argument("--sample-limit", type=int, default=None, metavar="N",
+        parser.add_argument("--sample-limit", type=argtype(whole_number, "--sample-limit", low=1,
+                                                           high=MAX_SAMPLE_LIMIT), default=None, metavar="N",
                             help=f"with --at-median-of-recent: read at most N records (default {DEFAULT_SAMPLE_LIMIT})")
     elif action == "merge":
         parser.add_argument("--shard", required=True, metavar="ID", help="one of the two shards")
         parser.add_argument("--adjacent", required=True, metavar="ID", help="the shard next to it in the key space")
     elif action == "scale":
-        parser.add_argument("--to", type=int, required=True, metavar="N", help="target open shard count")
+        parser.add_argument("--to", type=argtype(scale_target, "--to"), required=True, metavar="N",
+                            help=f"target open shard count (1 to {UPDATE_SHARD_COUNT_MAX})")
     else:
-        parser.add_argument("--to", type=int, default=None, metavar="N",
+        parser.add_argument("--to", type=argtype(shard_count, "--to"), default=None, metavar="N",
                             help="number of equal shards to end with (default: the current count)")
     parser.add_argument("--sample-keys", type=Path, default=None, metavar="KEYS_FILE",
                         help="partition keys (one per line): show which of them move and where")
-    parser.add_argument("--account-shard-limit", type=int, default=None, metavar="N",
+    parser.add_argument("--account-shard-limit", type=argtype(shard_count, "--account-shard-limit"), default=None,
+                        metavar="N",
                         help="the account's shard quota (default: AWS's regional default)")
     if mutating:
         parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
         parser.add_argument("--wait", action="store_true",
                             help="wait (polling) until the stream is ACTIVE again, showing progress on stderr")
-        parser.add_argument("--timeout", type=float, default=900.0, metavar="SECONDS",
+        parser.add_argument("--timeout", type=argtype(timeout, "--timeout"), default=900.0, metavar="SECONDS",
                             help="give up waiting after this long (default 900)")
 
 
@@ -138,8 +152,7 @@ def read_keys(path: Path) -> KeySample:
 
 
 def offline_shards(count: int) -> list[Shard]:
-    if count < 1:
-        raise BadInput(f"--shards must be at least 1; got {count}", code="bad_count")
+    count = shard_count(count)
     return [Shard(shard_id_for_index(i), s, e) for i, (s, e) in enumerate(even_split(count))]
 
 
@@ -157,8 +170,6 @@ class PlanInputs:
 
 
 def read_inputs(args: argparse.Namespace) -> PlanInputs:
-    if args.account_shard_limit is not None and args.account_shard_limit < 1:
-        raise BadInput("--account-shard-limit must be at least 1", code="bad_count")
     sample = read_keys(args.sample_keys) if args.sample_keys else None
     median_of, explicit, recent = None, None, bool(getattr(args, "at_median_of_recent", False))
     seconds, limit = getattr(args, "sample_seconds", None), getattr(args, "sample_limit", None)
@@ -170,10 +181,6 @@ def read_inputs(args: argparse.Namespace) -> PlanInputs:
         if args.stream is None:
             raise BadInput("--at-median-of-recent reads the stream's records: name a STREAM (not --shards N)",
                            code="usage")
-        if not 0 < seconds < float("inf"):
-            raise BadInput(f"--sample-seconds must be a number of seconds above 0; got {seconds:g}", code="bad_sample")
-        if limit < 1:
-            raise BadInput(f"--sample-limit must be at least 1; got {limit}", code="bad_sample")
     if args.action == "split":
         median_of = read_keys(args.at_median_of) if args.at_median_of else None
         at = args.at.strip().lower() if args.at else "midpoint"
@@ -284,6 +291,10 @@ def run_reshard(args: argparse.Namespace) -> int:
     if result is None:
         return 0
     emit(args, result.to_json(), lambda: render_result(result))
+    if result.differences:
+        note(f"kconsole: the open shards differ from the plan in {len(result.differences)} place(s); "
+             "check them with `kconsole shards`")
+        return 1
     return 0
 
 

@@ -3,14 +3,11 @@ exit 2, never a server round trip or a half-made change."""
 
 from __future__ import annotations
 
-import re
-
+from console.bounds import UPDATE_SHARD_COUNT_MAX, validate_stream_name, whole_number
 from console.errors import BadInput
 
-# CreateStream's StreamName: 1 to 128 of these characters.
-STREAM_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,128}$")
 # The most shards kconsole creates or rescales to: UpdateShardCount's ceiling for one stream.
-MAX_SHARDS = 10_000
+MAX_SHARDS = UPDATE_SHARD_COUNT_MAX
 DEFAULT_SHARDS = 4
 # IncreaseStreamRetentionPeriod / DecreaseStreamRetentionPeriod: 24 hours to 365 days.
 MIN_RETENTION_HOURS = 24
@@ -21,20 +18,12 @@ AWS_MANAGED_KMS_KEY = "alias/aws/kinesis"
 MODES = ("PROVISIONED", "ON_DEMAND")
 
 
-def validate_stream_name(name: str) -> str:
-    if not isinstance(name, str) or not STREAM_NAME.match(name):
-        shown = name if not isinstance(name, str) or len(name) <= 60 else name[:60] + "..."
-        raise BadInput(f"not a valid stream name: {shown!r} (1 to 128 of a-z A-Z 0-9 _ . -)", code="bad_stream_name")
-    return name
+__all__ = ["validate_stream_name"]  # CreateStream's StreamName rule lives with the other bounds
 
 
 def parse_shard_count(text: object, *, option: str = "--shards") -> int:
-    """A shard count from the command line (argparse `type=`), bounded before any work starts."""
-    value = str(text).strip()
-    if not (value.isascii() and value.isdigit()) or len(value) > 6 or not 1 <= int(value) <= MAX_SHARDS:
-        shown = value if len(value) <= 30 else value[:30] + "..."
-        raise BadInput(f"{option} must be a whole number from 1 to {MAX_SHARDS:,}; got {shown!r}", code="usage")
-    return int(value)
+    """A shard count for a stream to create (argparse `type=`), bounded before any work starts."""
+    return whole_number(text, what=option, low=1, high=MAX_SHARDS)
 
 
 def check_retention_hours(hours: object, *, option: str = "--hours") -> int:

@@ -25,8 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from console.bounds import UPDATE_SHARD_COUNT_MAX
+
 SCALE_CALLS_PER_24H = 10
-MAX_SHARDS_PER_STREAM_UPDATE = 10_000
+MAX_SHARDS_PER_STREAM_UPDATE = UPDATE_SHARD_COUNT_MAX
 LARGE_QUOTA_REGIONS = frozenset({"us-east-1", "us-west-2", "eu-west-1"})
 LARGE_REGION_ACCOUNT_SHARDS = 20_000
 OTHER_REGION_ACCOUNT_SHARDS = 1_000
@@ -125,22 +127,7 @@ def check_account_shards(current_open: int, peak_open: int, context: StreamConte
 def check_update_shard_count(current_open: int, target: int, peak_open: int,
                              context: StreamContext | None, limits: Limits) -> list[Breach]:
     """UpdateShardCount's documented default limits."""
-    breaches = check_stream_state(context, "UpdateShardCount")
-    if target > 2 * current_open:
-        breaches.append(Breach(
-            "update_shard_count_doubling",
-            "UpdateShardCount may at most double the open shard count in one call",
-            f"{current_open} -> {target} is more than double; go to {2 * current_open} first",
-            {"current": current_open, "target": target, "max_target": 2 * current_open},
-        ))
-    if 2 * target < current_open:
-        smallest = (current_open + 1) // 2
-        breaches.append(Breach(
-            "update_shard_count_halving",
-            "UpdateShardCount may at most halve the open shard count in one call",
-            f"{current_open} -> {target} is less than half; go to {smallest} first",
-            {"current": current_open, "target": target, "min_target": smallest},
-        ))
+    breaches = check_stream_state(context, "UpdateShardCount") + check_scale_step(current_open, target)
     cap = limits.max_shards_per_stream_update
     if target > cap and target > current_open:
         breaches.append(Breach(
@@ -165,6 +152,27 @@ def check_update_shard_count(current_open: int, target: int, peak_open: int,
             {"calls_last_24h": used, "quota": limits.scale_calls_per_24h},
         ))
     breaches.extend(check_account_shards(current_open, peak_open, context, limits))
+    return breaches
+
+
+def check_scale_step(current_open: int, target: int) -> list[Breach]:
+    """UpdateShardCount's step rule: at most double, at least halve the open count in one call."""
+    breaches = []
+    if target > 2 * current_open:
+        breaches.append(Breach(
+            "update_shard_count_doubling",
+            "UpdateShardCount may at most double the open shard count in one call",
+            f"{current_open} -> {target} is more than double; go to {2 * current_open} first",
+            {"current": current_open, "target": target, "max_target": 2 * current_open},
+        ))
+    if 2 * target < current_open:
+        smallest = (current_open + 1) // 2
+        breaches.append(Breach(
+            "update_shard_count_halving",
+            "UpdateShardCount may at most halve the open shard count in one call",
+            f"{current_open} -> {target} is less than half; go to {smallest} first",
+            {"current": current_open, "target": target, "min_target": smallest},
+        ))
     return breaches
 
 

@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from console.bounds import shard_count
 from console.errors import BadInput
 from console.keyspace.hashkeys import HASH_SPACE, check_tiling, even_split
 from console.reshard.limits import (
@@ -53,7 +54,7 @@ __all__ = [
     "DEFAULT_LIMITS", "MAX_LISTED_MOVES", "MAX_LISTED_ROUTES", "ORDERING_NOTE", "RIBBON_BEFORE", "RIBBON_NEW",
     "KeyMove", "KeyMovement", "KeySample", "MedianSplit", "Operation", "PlannedShard", "ReshardPlan",
     "key_movement", "median_hash_key", "median_split", "midpoint", "moved_fraction", "open_shards",
-    "plan_even", "plan_merge", "plan_scale", "plan_split", "render_plan", "ribbon", "ribbons",
+    "even_tolerance", "plan_even", "plan_merge", "plan_scale", "plan_split", "render_plan", "ribbon", "ribbons",
 ]
 
 DEFAULT_LIMITS = Limits()
@@ -261,6 +262,34 @@ def _walk_to(shards: Sequence[Shard], before: tuple[Shard, ...], target_ranges: 
     return _Walk(operations, after, splits, merges, 2 * splits + merges - created_and_kept, len(before) + splits)
 
 
+EVEN_TOLERANCE_FRACTION = 10**6  # a boundary within 1/1,000,000 of an even shard's range counts as even
+
+
+def even_tolerance(count: int) -> int:
+    """How far (in hash keys) a boundary may lie from the even split of `count` shards and still count
+    as even: a millionth of one even shard. Shares then differ by under 0.0001% of a shard, far below
+    what any partition key distribution can show, while other servers' rounding (kinesis-mock steps
+    by (2**128-1)//N, a few keys off) or a hand-made near-even split does not cost a reshard."""
+    return (HASH_SPACE // count) // EVEN_TOLERANCE_FRACTION
+
+
+def _keep_near_boundaries(before: Sequence[Shard], target_ranges: Sequence[tuple[int, int]],
+                          tolerance: int) -> tuple[list[tuple[int, int]], int]:
+    """The target ranges with each boundary that a current boundary lies within `tolerance` of moved
+    onto that current boundary (so it stays), and how many were moved."""
+    current = [s.starting_hash_key for s in before[1:]]
+    starts, kept = [0], 0
+    for start, _ in target_ranges[1:]:
+        position = bisect.bisect_left(current, start - tolerance)
+        near = current[position] if position < len(current) and current[position] <= start + tolerance else None
+        if near is not None and near != start and near > starts[-1]:
+            kept += 1
+            start = near
+        starts.append(start)
+    ends = [s - 1 for s in starts[1:]] + [HASH_SPACE - 1]
+    return list(zip(starts, ends)), kept
+
+
 def _rounding_near_misses(before: Sequence[Shard], target_ranges: Sequence[tuple[int, int]]) -> int:
     """Current boundaries that miss a target boundary only by even_split's rounding (< N+M keys)."""
     wanted = sorted(start for start, _ in target_ranges[1:])
@@ -276,9 +305,11 @@ def _rounding_near_misses(before: Sequence[Shard], target_ranges: Sequence[tuple
 
 
 def _target_count(count: object, what: str) -> int:
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+    """The target shard count, within what kconsole plans at all (console.bounds), so the work of a
+    plan never follows a mistyped target into billions of ranges."""
+    if isinstance(count, bool) or not isinstance(count, int):
         raise BadInput(f"{what} must be a whole number of at least 1; got {count!r}", code="bad_count")
-    return count
+    return shard_count(count, what=what)
 
 
 def plan_scale(shards: Sequence[Shard], target: int, *, context: StreamContext | None = None,
@@ -328,10 +359,13 @@ def plan_even(shards: Sequence[Shard], target: int | None = None, *, context: St
               limits: Limits = DEFAULT_LIMITS, sample: KeySample | None = None) -> ReshardPlan:
     """Make every open shard's share equal (to `target` shards, default the current count) with
     explicit SplitShard/MergeShards calls, run one after another (each makes the stream UPDATING).
-    The final ranges are even_split(target), the same as a new stream's."""
+    The final ranges are even_split(target), the same as a new stream's, except that a current
+    boundary within even_tolerance(target) of an even one is kept (it already counts as even)."""
     before = open_shards(shards)
     target = len(before) if target is None else _target_count(target, "target shard count")
-    walk = _walk_to(shards, before, even_split(target))
+    tolerance = even_tolerance(target)
+    target_ranges, kept_near = _keep_near_boundaries(before, even_split(target), tolerance)
+    walk = _walk_to(shards, before, target_ranges)
     breaches = []
     if walk.operations:
         breaches = check_stream_state(context, "SplitShard/MergeShards")
@@ -340,6 +374,9 @@ def plan_even(shards: Sequence[Shard], target: int | None = None, *, context: St
              "for the stream to be ACTIVE again" if walk.operations else "the open shards are already equal: nothing to do"]
     if walk.short_lived:
         notes.append(f"{walk.short_lived} shards are created and merged away again")
+    if kept_near:
+        notes.append(f"{kept_near} boundaries within {tolerance} hash keys (a millionth of an even shard) of the "
+                     "even split are kept as they are: counted as even")
     return _plan("even", f"make {len(before)} open shards into {target} equal shards", before, walk.after,
                  walk.operations, breaches, sample, split_steps=walk.splits, merge_steps=walk.merges,
                  short_lived_shards=walk.short_lived, peak_open_shards=walk.peak, notes=tuple(notes))

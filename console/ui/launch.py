@@ -12,7 +12,8 @@ import json
 import sys
 from dataclasses import replace
 
-from console.lifecycle.rules import DEFAULT_SHARDS, validate_stream_name
+from console.bounds import validate_stream_name
+from console.lifecycle.rules import DEFAULT_SHARDS
 from console.errors import BadInput
 
 DEMO_STREAM = "kconsole-demo"
@@ -50,7 +51,7 @@ def launch_console(args) -> int:
         raise BadInput("the live console has no --json output; use a subcommand (kconsole --help)", code="usage")
     shards = getattr(args, "shards", None) or DEFAULT_SHARDS  # bounded by the parser (1 to 10,000)
     if args.stream:
-        validate_stream_name(args.stream)
+        validate_stream_name(args.stream)  # a name AWS would refuse is exit 2, not a console polling forever
     config, warning = load_config()
     interval = resolve_interval(getattr(args, "interval", None), config.interval)
     read_only = bool(getattr(args, "read_only", False) or config.read_only)
@@ -73,12 +74,12 @@ def launch_console(args) -> int:
         async with open_backend(backend_config) as kinesis:
             stream = args.stream
             created = None
-            if backend_config.kind == "local" and not stream:
+            if backend_config.kind == "local" and not stream and not read_only:  # read-only creates nothing
                 # The demo splits a shard to show lineage, unless the user asked for a shard count:
                 # then the stream has exactly that many open shards.
                 await prepare_demo_stream(kinesis, shards=shards, split=args.shards is None)
                 stream = DEMO_STREAM
-            elif backend_config.kind == "local" and await kinesis.ensure_stream(stream, shards):
+            elif backend_config.kind == "local" and not read_only and await kinesis.ensure_stream(stream, shards):
                 created = f"created stream {stream!r} with {shards} shards on the embedded local Kinesis"
             app = KConsoleApp(kinesis, stream=stream, interval=interval, read_only=read_only,
                               config_warning=warning, theme=config.theme, on_stream_opened=remember,

@@ -45,7 +45,19 @@ class PanelHost:
         if not self.stream:
             event.panel.show_error("no stream open: press p to pick one")
             return
-        self._run_producer(event.panel, event.settings, event.verify, self.stream)
+        from console.ui.screens.reshard import ConfirmByNameScreen
+
+        panel, settings, verify, stream = event.panel, event.settings, event.verify, self.stream
+
+        def confirmed(yes: bool | None) -> None:
+            # Writing to a stream is a change like a reshard: the operator types its name first.
+            if yes:
+                self._run_producer(panel, settings, verify, stream)
+            else:
+                panel.show_error("cancelled: nothing was written")
+
+        self.push_screen(ConfirmByNameScreen(stream, f"Write {settings.total} test records ({settings.keys} keys x "
+                                                     f"{settings.records_per_key}) to {stream}"), confirmed)
 
     def on_producer_panel_stop_requested(self, event: ProducerPanel.StopRequested) -> None:
         self.workers.cancel_group(self, "producer")

@@ -19,11 +19,12 @@ from typing import Any
 from textual.message import Message
 from textual.screen import Screen
 
+from console.bounds import scale_target
 from console.errors import BadInput, ConsoleError
 from console.keyspace.hashkeys import parse_hash_key
 from console.reshard.actionlog import ActionLog
 from console.reshard.execute import Executor
-from console.reshard.limits import check_split_key
+from console.reshard.limits import check_scale_step, check_split_key
 from console.reshard.plan import midpoint, plan_merge, plan_scale, plan_split
 from console.topology.model import Shard
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
@@ -103,13 +104,17 @@ def split_point_problem(shard: Shard, text: str) -> str | None:
     except BadInput as error:
         return error.message
     breaches = check_split_key(shard.shard_id, shard.starting_hash_key, shard.ending_hash_key, key)
+    return str(breaches[0]) if breaches else None  # the plan's own rule and words
+
+
+def scale_target_problem(text: str, current: int) -> str | None:
+    """The CLI's bound on --to, then UpdateShardCount's double/half rule as the plan states it."""
+    try:
+        target = scale_target(text, what="the target")
+    except BadInput as error:
+        return error.message
+    breaches = check_scale_step(current, target)
     return str(breaches[0]) if breaches else None
-
-
-def _count_problem(text: str) -> str | None:
-    if not text.isdigit() or int(text) < 1:
-        return f"the target must be a whole number of shards, at least 1; got {text!r}"
-    return None
 
 
 async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
@@ -160,7 +165,7 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         current = request.open_shard_count
         answer = await ask(PromptScreen(
             f"Rescale {stream} (now {current} open shards)", "Target open shard count (UpdateShardCount, uniform)",
-            str(current * 2), _count_problem))
+            str(current * 2), lambda text: scale_target_problem(text, current)))
         if answer is None:
             return
         target = int(answer)

@@ -94,10 +94,10 @@ def test_predict_reads_a_keys_file(capsys, tmp_path: Path):
 
 
 @pytest.mark.parametrize("argv, contains", [
-    (["predict", "--shards", "0", "some-key"], "--shards must be a whole number from 1 to 100000; got '0'"),
+    (["predict", "--shards", "0", "some-key"], "--shards must be a whole number from 1 to 100,000; got '0'"),
     (["predict", "--shards", "-3", "k"], "--shards must be a whole number"),
     (["predict", "--shards", "four", "k"], "got 'four'"),
-    (["predict", "--shards", "100001", "k"], "from 1 to 100000"),
+    (["predict", "--shards", "100001", "k"], "from 1 to 100,000"),
     (["--shards", "0", "predict", "k"], "--shards must be a whole number"),
     (["predict"], "give at least one KEY"),
     (["predict", "k", "--explicit-hash-key", "-1"], "--explicit-hash-key must be a decimal integer"),
@@ -143,7 +143,7 @@ def test_keytree_in_the_kinesis_space_text(capsys):
 
 
 @pytest.mark.parametrize("argv, contains", [
-    (["keytree", "--count", "-1"], "--count must be a whole number from 0 to 1000000"),
+    (["keytree", "--count", "-1"], "--count must be a whole number from 0 to 1,000,000"),
     (["keytree", "--count", "lots"], "got 'lots'"),
     (["keytree", "--space", "100"], "--space must be a power of two"),
     (["keytree", "--space", "2**129"], "--space must be a power of two"),
@@ -198,7 +198,7 @@ def test_spread_sort_keys_file_and_shards(capsys, tmp_path: Path):
     (["spread", "pk", "--suffixes", "4", "--sort-key", ""], "sort key #1 is empty"),
     (["spread", "pk", "--suffixes", "4", "--shards", "0"], "--shards must be a whole number"),
     (["spread", "pk", "--suffixes", "4", "--sort-key", "a", "--sort-keys-file", "f"], "not allowed with argument"),
-    (["spread", "pk", "--suffixes", str(1 << 17)], "--suffixes must be a whole number from 1 to 65536"),
+    (["spread", "pk", "--suffixes", str(1 << 17)], "--suffixes must be a whole number from 1 to 65,536"),
     (["spread", "k" * 255, "--suffixes", "4"], "with the suffix ':3' the sharded key would be 257"),
     (["spread", "pk", "--suffixes", "4", "--sort-key", "\udcff"], "sort key #1 is not valid UTF-8 text"),
 ])
@@ -261,7 +261,7 @@ def test_installed_kconsole_script_predicts_and_fails_cleanly():
     script = shutil.which("kconsole") or str(Path(sys.executable).with_name("kconsole"))
     done = subprocess.run([script, "predict", "--shards", "0", "some-key"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == "kconsole: error: --shards must be a whole number from 1 to 100000; got '0'\n"
+    assert done.stderr == "kconsole: error: --shards must be a whole number from 1 to 100,000; got '0'\n"
     done = subprocess.run([script, "predict", "partition-key-0001", "--json"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0
     assert json.loads(done.stdout)["keys"][0]["shard_index"] == 2

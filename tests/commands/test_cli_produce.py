@@ -24,7 +24,7 @@ def endpoint_args(local_kinesis) -> list[str]:
 
 def test_local_creates_the_stream_and_verifies(tmp_path):
     command = [sys.executable, "-m", "console.cli", "produce", "cli-produce-local", "--local", "--keys", "20",
-               "--records-per-key", "5", "--verify", "--json"]
+               "--records-per-key", "5", "--verify", "--json", "--yes"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120,
                           env={**__import__("os").environ, "KCONSOLE_CONFIG": str(tmp_path / "none.toml")})
     assert done.returncode == 0, done.stderr
@@ -40,7 +40,7 @@ async def test_sequential_with_key_tree_hash_keys(local_kinesis, make_stream, ca
     pytest.importorskip("console.keyspace.keytree.tree")
     stream = await make_stream(shards=2)
     code = await run_cli(["produce", stream, "--keys", "6", "--records-per-key", "4", "--mode", "sequential",
-                          "--explicit-hash-keys", "keytree", "--verify", "--json", *endpoint_args(local_kinesis)])
+                          "--explicit-hash-keys", "keytree", "--verify", "--json", "--yes", *endpoint_args(local_kinesis)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     report = json.loads(captured.out)
@@ -50,7 +50,7 @@ async def test_sequential_with_key_tree_hash_keys(local_kinesis, make_stream, ca
 
 async def test_text_output_without_verify(local_kinesis, make_stream, capsys):
     stream = await make_stream(shards=1)
-    code = await run_cli(["produce", stream, "--keys", "3", "--records-per-key", "2", "--payload-bytes", "1000",
+    code = await run_cli(["produce", stream, "--keys", "3", "--records-per-key", "2", "--payload-bytes", "1000", "--yes",
                           *endpoint_args(local_kinesis)])
     out = capsys.readouterr().out
     assert code == 0 and "6/6 acknowledged" in out and "verification" not in out
@@ -70,7 +70,7 @@ async def test_verification_failure_exits_1(local_kinesis, make_stream, capsys, 
         return {"FailedRecordCount": 0, "Records": [dict(answer["Records"][0])] + answer["Records"]}
 
     monkeypatch.setattr(KinesisBackend, "put_records", swallowing)
-    code = await run_cli(["produce", stream, "--keys", "10", "--records-per-key", "3", "--verify", "--json",
+    code = await run_cli(["produce", stream, "--keys", "10", "--records-per-key", "3", "--verify", "--json", "--yes",
                           *endpoint_args(local_kinesis)])
     report = json.loads(capsys.readouterr().out)
     assert code == 1 and not report["ok"] and report["lost"] == 1
@@ -99,3 +99,35 @@ async def test_unknown_stream_names_the_ones_there(local_kinesis, capsys):
                           *endpoint_args(local_kinesis)])
     err = capsys.readouterr().err
     assert code == 1 and "not found" in err and len(err.strip().splitlines()) == 1
+
+
+async def test_writing_needs_the_stream_name_or_yes(local_kinesis, make_stream, capsys, monkeypatch):
+    """Without a TTY and without --yes nothing is written; on a TTY the typed name must match."""
+    import io
+
+    stream = await make_stream(shards=1)
+
+    async def records_in_stream():
+        await run_cli(["tail", stream, "--json", *endpoint_args(local_kinesis)])
+        return len(capsys.readouterr().out.splitlines())
+
+    argv = ["produce", stream, "--keys", "2", "--records-per-key", "2", "--json", *endpoint_args(local_kinesis)]
+    code = await run_cli(argv)
+    captured = capsys.readouterr()
+    assert code == 1 and json.loads(captured.out)["error"]["code"] == "needs_confirmation"
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal("not-the-name\n"))
+    code = await run_cli(argv)
+    captured = capsys.readouterr()
+    assert code == 1 and json.loads(captured.out)["error"]["code"] == "not_confirmed"
+    assert "Type the stream name to confirm" in captured.err and "write 4 test records" in captured.err
+    assert await records_in_stream() == 0
+    monkeypatch.setattr(sys, "stdin", Terminal(stream + "\n"))
+    code = await run_cli(argv)
+    captured = capsys.readouterr()
+    assert code == 0 and json.loads(captured.out)["acknowledged"] == 4
+    assert await records_in_stream() == 4

@@ -260,3 +260,27 @@ async def test_tty_confirmation_requires_the_stream_name(local_kinesis, kinesis,
     code, err = await asyncio.to_thread(run_on_tty, argv, stream, env)
     assert code == 0, err
     assert len(await open_ranges(kinesis, stream)) == 4 and log.entries()[0]["calls"] == {"UpdateShardCount": 1}
+
+
+@pytest.mark.kinesis_mock
+async def test_reshard_exits_1_and_prints_the_difference_when_the_result_is_not_the_plan(kinesis_mock, capsys):
+    """kinesis-mock's UpdateShardCount 4 -> 6 does not end with AWS's equal shares: the command says
+    where the result differs and exits 1 rather than 0."""
+    from console.backend import BackendConfig, open_backend
+    from tests.conftest import unique_stream_name
+
+    stream = unique_stream_name("differs")
+    config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=kinesis_mock.endpoint_url)
+    async with open_backend(config) as backend:
+        await backend.create_stream(stream, 4)
+        await backend.wait_for_active(stream)
+        try:
+            code, out, err = await kconsole(capsys, "reshard", "scale", stream, "--to", "6", "--yes", "--wait",
+                                            "--endpoint-url", kinesis_mock.endpoint_url, "--region", "us-east-1")
+            observed = [(s.starting_hash_key, s.ending_hash_key) for s in open_in_order(await backend.all_shards(stream))]
+        finally:
+            await backend.delete_stream(stream)
+    assert observed != even_split(6)  # the server's departure this test relies on
+    assert code == 1, err
+    assert "Observed open shards differ from the plan:" in out and "planned [" in out
+    assert "differ from the plan" in err

@@ -79,6 +79,17 @@ async def test_producer_run_is_verified_through_the_console(kinesis, make_stream
         app.query_one("#producer-per-key").value = "3"
         await pilot.click("#producer-start")
         panel = app.query_one("#producer-panel")
+        # Writing is a change: the stream name is asked for first; escape writes nothing.
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="confirm dialog")
+        assert "Write 60 test records" in str(app.screen.query_one("#confirm-action").render())
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: "nothing was written" in str(app.query_one("#producer-status").render()),
+                         what="cancelled")
+        assert not [w for w in app.workers if w.group == "producer"]
+        await pilot.click("#producer-start")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="confirm dialog")
+        app.screen.query_one("Input").value = name
+        await pilot.press("enter")
         await wait_until(pilot, lambda: panel.report is not None, timeout=40, what="verification report")
         report = panel.report.to_json() if hasattr(panel.report, "to_json") else vars(panel.report)
         assert report["sent"] == 60 and report["lost"] == 0 and report["read_back"] >= 60

@@ -111,3 +111,38 @@ async def test_rescale_from_the_console_previews_confirms_and_shows_progress(kin
         server = sorted((s.starting_hash_key, s.ending_hash_key) for s in await kinesis.all_shards(name) if s.is_open)
         assert server == sorted((s.starting_hash_key, s.ending_hash_key) for s in plan.after)
         assert "4 open shards" in str(app.header.render())
+
+
+async def test_rescale_prompt_refuses_a_huge_target_at_once_and_stays_responsive(kinesis, make_stream):
+    import time
+
+    name = await make_stream(shards=2)
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed, what="first poll")
+        await pilot.press("x")
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="target count prompt")
+        for target, expected in (("99999999999", "from 1 to 10,000"), ("5", "more than double; go to 4 first")):
+            app.screen.query_one("Input").value = target
+            started = time.monotonic()
+            await pilot.press("enter")
+            assert time.monotonic() - started < 1.0
+            assert isinstance(app.screen, PromptScreen)
+            assert expected in str(app.screen.query_one("#prompt-error").render())
+        await pilot.press("escape")
+        assert not isinstance(app.screen, PromptScreen)
+
+
+def test_split_prompt_refuses_the_keys_the_plan_refuses_with_the_plans_words():
+    from console.keyspace.hashkeys import even_split
+    from console.reshard.plan import plan_split
+    from console.topology.model import Shard
+    from console.ui.reshard_flow import split_point_problem
+
+    shards = [Shard(f"shardId-00000000000{i}", s, e) for i, (s, e) in enumerate(even_split(2))]
+    shard = shards[0]
+    for key in (shard.ending_hash_key, shard.starting_hash_key + 1, shard.ending_hash_key + 1):
+        [breach] = plan_split(shards, shard.shard_id, key).breaches
+        assert split_point_problem(shard, str(key)) == str(breach)
+    assert split_point_problem(shard, str(shard.ending_hash_key - 1)) is None
+    assert not plan_split(shards, shard.shard_id, shard.ending_hash_key - 1).breaches
