@@ -7,9 +7,11 @@ module does no I/O of its own.
 
 Order rules a consumer must follow: a child shard is read only after all of its parents that are
 being read have been read to their end (so, from the past, closed parents come first). When a shard
-ends (GetRecords returns no NextShardIterator) its children are picked up, so a split or merge while
-tailing is followed. Without `follow` a shard is finished when it is caught up (MillisBehindLatest
-== 0 and a short batch) or closed; with `follow` open shards are polled until cancelled.
+ends (GetRecords returns no NextShardIterator) its children are picked up, with or without `follow`,
+so a split or merge before or while tailing is followed. Without `follow` an open shard is finished
+when it is caught up (MillisBehindLatest == 0 and a short batch); a closed shard only at its end,
+however its last records and empty pages are spread over pages (`ShardCursor.done`). With `follow`
+open shards are polled until cancelled.
 
 GetRecords limits: each shard is polled at most 5 times a second; a throttle (after the backend's
 own retries) backs off exponentially; an expired iterator is re-got after the last sequence number.
@@ -315,7 +317,8 @@ class TailReader:
                              get_shard_iterator=self.backend.get_shard_iterator,
                              get_records=self.backend.get_records,
                              restart=lambda: self._first_iterator(shard), limit=self.batch_limit,
-                             min_interval=MIN_POLL_INTERVAL, sleep=self._sleep, clock=self._clock)
+                             min_interval=MIN_POLL_INTERVAL, sleep=self._sleep, clock=self._clock,
+                             closed=not shard.is_open)
         backoff = 0.0
         reported_lag: int | None = -1  # never a real value, so the first answer is always reported
         while True:
@@ -333,13 +336,10 @@ class TailReader:
             progress.millis_behind = lag
             shown = self._decode(raw_records, shard_id)
             progress.records += len(shown)
-            at_tip = len(raw_records) < self.batch_limit and (lag == 0 or (lag is None and not raw_records))
-            ended = page.ended
-            if not ended and at_tip and not raw_records and await self._known_closed(shard_id):
-                # AWS ends a closed shard with a null NextShardIterator; some emulators hand out
-                # iterators forever, so a closed shard that is read to its tip counts as ended too.
-                ended = True
-            caught_up = not ended and not self.options.follow and at_tip
+            if not cursor.closed and cursor.at_tip(page) and await self._known_closed(shard_id):
+                cursor.closed = True  # closed since it was listed: read it to its end, then its children
+            ended = cursor.at_end(page)
+            caught_up = not ended and cursor.done(page, follow=self.options.follow)
             if shown or ended or caught_up or lag != reported_lag:
                 await self._queue.put(TailBatch(shard_id, shown, lag, ended=ended, caught_up=caught_up))
                 reported_lag = lag
@@ -353,12 +353,12 @@ class TailReader:
                 progress.state = "caught-up"
                 self._finished.add(shard_id)
                 return
-            if not raw_records or lag == 0:
-                cursor.defer(IDLE_POLL_INTERVAL)
+            if not cursor.closed and (not raw_records or lag == 0):
+                cursor.defer(IDLE_POLL_INTERVAL)  # a closed shard gets nothing new: read on to its end
 
     async def _known_closed(self, shard_id: str) -> bool:
-        """Whether the shard map says the shard is closed; with follow, refreshed now and then."""
-        if self.options.follow and self._clock() - self._map_listed_at >= self.refresh_interval:
+        """Whether the shard map says the shard is closed; refreshed at most every `refresh_interval`."""
+        if self._clock() - self._map_listed_at >= self.refresh_interval:
             self._map_listed_at = self._clock()
             for shard in await self.backend.all_shards(self.stream):
                 self._shards[shard.shard_id] = shard
