@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import sys
 
 from console.cli import main
 from tests.commands.test_cli_heat import kconsole
@@ -97,3 +98,35 @@ async def test_heat_text_escapes_hot_keys(kinesis, make_stream, local_kinesis):
     assert code == 0, err
     assert raw_controls(out) == [] and raw_controls(err) == []
     assert "k\\x1b]52;c;cHduZWQ=\\x07" in out and "k\\u202eevil" in out  # the keys are shown, spelled out
+
+
+PEAK_RSS_OF_TAIL = """
+import resource, subprocess, sys
+done = subprocess.run([sys.executable, "-m", "console.cli", *sys.argv[1:]], stdout=subprocess.DEVNULL,
+                      stderr=subprocess.PIPE)
+print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.stderr.decode().strip()[-300:] or "-")
+"""
+
+
+async def test_tail_of_a_page_of_records_inflating_to_63_mib_each_stays_within_a_memory_bound(
+        kinesis, make_stream, local_kinesis):
+    """Twelve gzip records of 63 MiB inflated and a 1 GiB gzip bomb in one page: `tail` (text and --json)
+    inflates one record's worth per page; its peak resident memory is measured by a wrapper process."""
+    stream = await make_stream(shards=1)
+    record_63 = gzip.compress(json.dumps({"pad": "a" * (63 * 1024 * 1024 - 20)}).encode())
+    for index in range(12):
+        await kinesis.put_record(stream, record_63, f"big-{index}")
+    from tests.read.test_hostile_records import gzip_bomb
+    await kinesis.put_record(stream, gzip_bomb(), "bomb")
+
+    for mode in ([], ["--json"]):
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", PEAK_RSS_OF_TAIL, "tail", stream, *mode, "--endpoint-url", local_kinesis.endpoint_url,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = (part.decode() for part in await asyncio.wait_for(process.communicate(), 120))
+        returncode, peak_kib, last_line = (out.split(maxsplit=2) + ["", "", ""])[:3] if out else ("", "", err)
+        assert returncode == "0", (err, last_line)
+        assert "13 records" in last_line or mode
+        peak_mib = int(peak_kib) / 1024
+        print(f"\ntail {' '.join(mode) or 'text'}: peak RSS {peak_mib:.0f} MiB")
+        assert peak_mib < 400, f"peak RSS {peak_mib:.0f} MiB"
