@@ -11,6 +11,7 @@ from __future__ import annotations
 from textual import work
 
 from console.errors import ConsoleError
+from console.read.printable import printable
 from console.ui.widgets.shard_table import ShardHeat
 
 
@@ -93,6 +94,8 @@ class PanelHost:
             message = "reached the end of what the stream holds (t tails new records)"
         except ConsoleError as error:
             message = f"tail stopped: {error.message}"
+        except Exception as error:  # a reader bug must say so on the tab, not stop it silently
+            message = f"tail stopped: internal error: {type(error).__name__}: {printable(str(error))}"
         finally:
             if getattr(self, "_tail_run", None) is run:
                 view.set_running(False, message)

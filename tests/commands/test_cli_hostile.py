@@ -10,7 +10,8 @@ import sys
 
 from console.cli import main
 from tests.commands.test_cli_heat import kconsole
-from tests.hostile import BIDI, C1, CLEAR_SCREEN, HOSTILE_KEYS, OSC_CLIPBOARD, OSC_TITLE, raw_controls
+from tests.hostile import (BIDI, C1, CLEAR_SCREEN, HOSTILE_KEYS, OSC_CLIPBOARD, OSC_TITLE, raw_controls,
+                           write_hostile_keys)
 
 HOSTILE_PAYLOADS = {
     "text-osc": f"title {OSC_TITLE} clip {OSC_CLIPBOARD}".encode(),
@@ -80,15 +81,8 @@ def test_predict_and_spread_escape_the_keys_they_print(capsys):
 
 async def test_heat_text_escapes_hot_keys(kinesis, make_stream, local_kinesis):
     stream = await make_stream(shards=1)
-    keys = list(HOSTILE_KEYS.values())
     stop = asyncio.Event()
-
-    async def write() -> None:
-        while not stop.is_set():
-            await kinesis.put_records(stream, [{"Data": b"{}", "PartitionKey": key} for key in keys for _ in range(3)])
-            await asyncio.sleep(0.1)
-
-    writer = asyncio.create_task(write())
+    writer = asyncio.create_task(write_hostile_keys(kinesis, stream, stop))
     try:
         code, out, err = await kconsole("heat", stream, "--seconds", "2", "--top", "10",
                                         "--endpoint-url", local_kinesis.endpoint_url)
