@@ -28,8 +28,9 @@ def run_async(coro: Awaitable[T]) -> T:
 
 
 def note(message: str) -> None:
-    """A progress or status line for humans; on stderr so --json stdout stays one document."""
-    print(message, file=sys.stderr, flush=True)
+    """A progress or status line for humans; on stderr so --json stdout stays one document. Escaped: it may
+    quote a key or a server's words."""
+    print(printable(message), file=sys.stderr, flush=True)
 
 
 def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, right_aligned: set[int] = frozenset(),
