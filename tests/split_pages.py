@@ -7,7 +7,9 @@ and its answer is then handed back over several pages:
 - a closed shard's last records come with a next iterator, and its end (no iterator, ChildShards)
   only on the following call;
 - every page with records is preceded by `empty_pages` empty pages with more to come: nothing
-  behind (MillisBehindLatest 0) on a closed shard, behind on an open one.
+  behind (MillisBehindLatest 0) on a closed shard, behind on an open one;
+- with `never_end`, a closed shard is never ended: empty pages with a next iterator, forever, as some
+  emulators do.
 
 The extra pages are answered from memory (our own iterator tokens), never sent to the server.
 """
@@ -24,9 +26,10 @@ class _Answered:
 
 
 class SplitPages:
-    def __init__(self, closed_shards: set[str], *, empty_pages: int = 2) -> None:
+    def __init__(self, closed_shards: set[str], *, empty_pages: int = 2, never_end: bool = False) -> None:
         self.closed_shards = closed_shards
         self.empty_pages = empty_pages
+        self.never_end = never_end
         self.shard_of: dict[str, str | None] = {}  # iterator -> shard id
         self.answers: dict[str, dict] = {}  # our iterator token -> the page to hand back for it
         self.ends_delayed = 0
@@ -55,6 +58,8 @@ class SplitPages:
         iterator = json.loads(params["body"])["ShardIterator"]
         context["split_pages_iterator"] = iterator
         answer = self.answers.pop(iterator, None)
+        if iterator.startswith("never-ends-"):
+            answer = {"Records": [], "MillisBehindLatest": 0, "NextShardIterator": f"never-ends-{self._token()}"}
         if answer is None:
             return None  # a real iterator: the server answers
         context["split_pages_ours"] = True
@@ -67,6 +72,9 @@ class SplitPages:
         following = parsed.get("NextShardIterator")
         if following:
             self.shard_of[following] = shard
+        if following is None and self.never_end:
+            parsed.pop("ChildShards", None)
+            parsed["NextShardIterator"] = following = f"never-ends-{self._token()}"
         if not parsed.get("Records"):
             return
         if following is None:  # the page that ends a closed shard: its records now, its end next call

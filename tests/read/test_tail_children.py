@@ -51,3 +51,15 @@ async def test_follow_reads_the_children_when_the_end_comes_a_page_after_the_las
 
     assert [r.shard_id for r in records[:5]] == [PARENT] * 5
     assert sorted(r.value["after"] for r in records[5:]) == list(range(5))
+
+
+async def test_a_closed_shard_that_never_ends_is_taken_as_ended_after_empty_pages_at_its_tip(kinesis, make_stream):
+    """Some emulators hand out iterators for a closed shard forever: after CLOSED_SHARD_PATIENCE empty pages
+    with nothing behind, the shard counts as ended and its children (found by ListShards) are read."""
+    stream = await split_with_records(kinesis, make_stream)
+    SplitPages({PARENT}, empty_pages=0, never_end=True).install(kinesis)
+
+    records = await read_all(TailReader(kinesis, stream, TailOptions(start=parse_start("trim-horizon"))))
+
+    assert [r.shard_id for r in records[:5]] == [PARENT] * 5
+    assert sorted(r.value["after"] for r in records[5:]) == list(range(5))
