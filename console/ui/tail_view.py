@@ -80,7 +80,7 @@ def expanded_lines(record: DecodedRecord) -> list[str]:
     """What an expanded record shows under its summary line."""
     head = f"  seq {record.position}  key {printable(record.partition_key)}"
     if record.explicit_hash_key:
-        head += f"  ehk {record.explicit_hash_key}"
+        head += f"  ehk {printable(record.explicit_hash_key)}"
     head += f"  {record.size} B  {record.kind_label}"
     lines = [head]
     if record.error:

@@ -50,3 +50,18 @@ def test_every_hostile_key_is_neutralised_in_text_and_json():
     for key in HOSTILE_KEYS.values():
         assert raw_controls(printable(key)) == []
         assert raw_controls(printable_json(json.dumps({"k": key}, ensure_ascii=False))) == []
+
+
+def test_tail_lines_escape_every_field_a_stream_supplies():
+    from aws_kinesis_agg.aggregator import AggRecord
+
+    from console.commands.tail import format_line
+    from console.read.decoding import decode_record
+
+    packer = AggRecord()
+    packer.add_user_record(f"inner{OSC_TITLE}", f"text {C1}".encode(), "12\x1b[2J")
+    _, _, blob = packer.get_contents()
+    (record,) = decode_record(blob, shard_id="shardId-000000000000", sequence_number="1", partition_key="outer")
+    line = format_line(record)
+    assert raw_controls(line) == [] and "\n" not in line
+    assert " inner\\x1b]0;pwned\\x07 ehk=12\\x1b[2J kpl+text " in line
