@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from console import __version__
 from console.errors import BadInput, ConsoleError
 from console.lifecycle.rules import parse_shard_count
+from console.read.printable import printable
 
 # Order here is the order in `kconsole --help`.
 COMMAND_MODULES = (
@@ -88,7 +89,7 @@ def _wants_json(argv: Sequence[str]) -> bool:
 
 
 def emit_error(error: ConsoleError, *, as_json: bool) -> None:
-    print(f"kconsole: error: {error.message}", file=sys.stderr)
+    print(f"kconsole: error: {printable(error.message)}", file=sys.stderr)  # one line, whatever it quotes
     if as_json:
         print(json.dumps({"error": {"code": error.code, "message": error.message}}))
 

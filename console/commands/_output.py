@@ -8,6 +8,8 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+from console.read.printable import printable
+
 T = TypeVar("T")
 
 
@@ -26,15 +28,18 @@ def run_async(coro: Awaitable[T]) -> T:
 
 
 def note(message: str) -> None:
-    """A progress or status line for humans; on stderr so --json stdout stays one document."""
-    print(message, file=sys.stderr, flush=True)
+    """A progress or status line for humans; on stderr so --json stdout stays one document. Escaped: it may
+    quote a key or a server's words."""
+    print(printable(message), file=sys.stderr, flush=True)
 
 
 def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, right_aligned: set[int] = frozenset(),
                  max_rows: int | None = None) -> str:
     """A plain-text table: columns as wide as their widest cell, two spaces apart; with `max_rows`,
-    the head of a long table and a line saying how many rows were left out."""
-    shown = list(rows if max_rows is None else rows[:max_rows])
+    the head of a long table and a line saying how many rows were left out. Cells are escaped (`printable`):
+    keys and other text from a stream draw as themselves and never break the table's lines."""
+    shown = [[printable(str(cell)) for cell in row] for row in (rows if max_rows is None else rows[:max_rows])]
+    header = [printable(str(cell)) for cell in header]
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *shown)]
 
     def line(cells: Sequence[str]) -> str:

@@ -24,6 +24,7 @@ from console.commands._stream_args import ensure_local_stream
 from console.lifecycle.rules import parse_shard_count
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
 from console.errors import BadInput
+from console.read.printable import printable
 from console.keyspace.hashkeys import HashRangeIndex
 from console.heat.rates import (
     DOMINANT_SHARE,
@@ -187,13 +188,14 @@ def render(snapshot: StreamHeatSnapshot, advice: dict, *, hottest_first: bool = 
         lines.append(f"  split at the median hash of its traffic (children ~{hottest.split.lower_share:.0%} / "
                      f"{1 - hottest.split.lower_share:.0%} of it): {hottest.split.command(snapshot.stream)}")
         if hottest.split.dominant_key:
-            lines.append(f"  (a split cannot divide one key: {hottest.split.dominant_key} carries "
+            lines.append(f"  (a split cannot divide one key: {printable(hottest.split.dominant_key)} carries "
                          f"{hottest.split.dominant_share:.0%} of the shard)")
     for shard, what_if in advice["hot_keys"]:
         hits = ", ".join(f"{shard_id} x{count}" for shard_id, count in sorted(what_if.shards_hit.items()))
-        lines.append(f"hot key {what_if.key} ({shard.top_keys[0].share:.0%} of {shard.shard_id}, "
+        key = printable(what_if.key)
+        lines.append(f"hot key {key} ({shard.top_keys[0].share:.0%} of {shard.shard_id}, "
                      f"{_rate(what_if.records_per_s)} records/s): write-shard it with {what_if.suffixes} suffixes "
-                     f"({what_if.key}:0..{what_if.suffixes - 1}) -> {hits}")
+                     f"({key}:0..{what_if.suffixes - 1}) -> {hits}")
     return "\n".join(lines)
 
 

@@ -8,7 +8,8 @@ import sys
 from typing import Any
 
 from console.commands._output import note, run_async
-from console.read.decoding import KIND_ERROR, KIND_TEXT, DecodedRecord
+from console.read.decoding import KIND_ERROR, DecodedRecord
+from console.read.printable import printable, printable_json
 from console.errors import BadInput
 from console.keyspace.hashkeys import validate_partition_key
 from console.read.tail import TailOptions, TailReader, parse_start
@@ -111,7 +112,7 @@ async def _tail(config, stream: str, options: TailOptions, as_json: bool, reader
                 if not batch.records:
                     continue
                 if as_json:
-                    write("".join(json.dumps(r.to_json(), ensure_ascii=False, default=str) + "\n"
+                    write("".join(printable_json(json.dumps(r.to_json(), ensure_ascii=False, default=str)) + "\n"
                                   for r in batch.records))
                 else:
                     write("".join(format_line(r) + "\n" for r in batch.records))
@@ -127,24 +128,12 @@ async def _tail(config, stream: str, options: TailOptions, as_json: bool, reader
 
 
 def format_line(record: DecodedRecord) -> str:
-    """One line per record: arrival, shard, sequence[/sub], key [ehk], kind, size, content."""
+    """One line per record: arrival, shard, sequence[/sub], key [ehk], kind, size, content. What came from the
+    stream (key, content, a decode error's reason) is escaped: a producer's escape sequences never reach the
+    terminal, and a record never takes more than its line."""
     arrival = record.to_json()["arrival"] or "-"
-    key = one_line(record.partition_key) + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
+    key = record.partition_key + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
     content = record.content_text(max_hex_bytes=TEXT_HEX_BYTES)
     if record.kind == KIND_ERROR:
         content = f"{record.error}: {content}"
-    elif record.kind == KIND_TEXT:
-        content = one_line(content)
-    return f"{arrival} {record.shard_id} {record.position} {key} {record.kind_label} {record.size}B {content}"
-
-
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def one_line(text: str) -> str:
-    """`text` with line breaks and every other non-printable character escaped: one line per record, and
-    a producer's escape sequences (a partition key holding ESC[2J, say) never reach the terminal."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else _ESCAPES.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100
-                   else f"\\u{ord(ch):04x}") for ch in text)
+    return printable(f"{arrival} {record.shard_id} {record.position} {key} {record.kind_label} {record.size}B {content}")

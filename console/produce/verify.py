@@ -159,7 +159,8 @@ class Verifier:
                              get_shard_iterator=functools.partial(self._call, self._get_shard_iterator),
                              get_records=functools.partial(self._call, self._get_records),
                              restart=at_start, limit=self.settings.page_limit,
-                             min_interval=self.settings.min_call_interval, sleep=asyncio.sleep, clock=self._clock)
+                             min_interval=self.settings.min_call_interval, sleep=asyncio.sleep, clock=self._clock,
+                             closed=not shard.is_open)
         total = mine = 0
         while True:
             page = await cursor.read()
@@ -171,9 +172,7 @@ class Verifier:
                 mine += 1
                 copies.append(ReadCopy(record.key, record.seq, shard_id, raw["SequenceNumber"], order,
                                        record.sent_at, _epoch(raw.get("ApproximateArrivalTimestamp"))))
-            # Caught up: nothing returned and nothing behind. An open shard's current end; a closed
-            # shard normally ends with no next iterator, but some servers keep handing one out.
-            if page.ended or (not page.records and not page.millis_behind):
+            if cursor.done(page, follow=False):  # an open shard's tip, or a closed shard's end
                 break
         return ShardRead(shard_id, iterator_type, total, mine, closed=not shard.is_open)
 

@@ -8,11 +8,18 @@ every consumer of a shard and nothing else:
 - remembers the last sequence number read, and when the iterator expires (5 minutes unused; the
   backend raises BackendError code "expired_iterator") gets a new one AFTER_SEQUENCE_NUMBER it, or
   at the start position when nothing was read yet, and reads again;
-- reports the end of a closed shard: a page without a NextShardIterator (`page.ended`).
+- reports the end of a closed shard: a page without a NextShardIterator (`page.ended`);
+- says when a reader is done with the shard (`done(page, follow=...)`), the one stop rule every
+  reader shares: a shard is done when it is read to its end, or, for a reader that stops at the
+  tip, when it is open and the page reached its tip. A closed shard is read until it ends: AWS may
+  hand back its last records, and empty pages, with a next iterator before the page that ends it,
+  and stopping there would skip the rest of it and every child. (A server that never ends a
+  closed shard is taken at its word after CLOSED_SHARD_PATIENCE empty pages in a row at its tip.)
 
 What stays with the caller is policy: where to start, what a throttle means (Throttled is raised
-as is: back off, count it, or retry it inside the injected call), when to stop, what to do with the
-records, and in which order to read parents and children. No I/O of its own: the calls are injected.
+as is: back off, count it, or retry it inside the injected call), whether to follow, what to do
+with the records, and in which order to read parents and children. No I/O of its own: the calls
+are injected.
 """
 
 from __future__ import annotations
@@ -27,6 +34,9 @@ from console.errors import BackendError
 
 AFTER_SEQUENCE_NUMBER = "AFTER_SEQUENCE_NUMBER"
 EXPIRED_ITERATOR = "expired_iterator"
+# Empty pages in a row at a closed shard's tip, with a next iterator each time, after which the shard is
+# taken as ended: AWS ends a closed shard with a null iterator, but some emulators hand out iterators forever.
+CLOSED_SHARD_PATIENCE = 10
 
 
 @dataclass(slots=True)
@@ -52,7 +62,7 @@ class ShardCursor:
                  get_shard_iterator: Callable[..., Awaitable[str]],
                  get_records: Callable[..., Awaitable[dict]],
                  restart: Callable[[], Awaitable[str]],
-                 limit: int = 10_000, min_interval: float = 0.0,
+                 limit: int = 10_000, min_interval: float = 0.0, closed: bool = False,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.stream = stream
@@ -62,6 +72,8 @@ class ShardCursor:
         self.min_interval = min_interval
         self.last_sequence: str | None = None
         self.last_call_at = float("-inf")  # clock() when the latest GetRecords was sent
+        self.closed = closed  # the shard map says the shard is closed (the caller may learn it later)
+        self.empty_at_tip = 0  # empty pages in a row with nothing behind
         self._get_shard_iterator = get_shard_iterator
         self._get_records = get_records
         self._restart = restart  # an iterator at the caller's start position (expired before any record)
@@ -94,8 +106,24 @@ class ShardCursor:
             if records:
                 self.last_sequence = records[-1]["SequenceNumber"]
             self.iterator = answer.get("NextShardIterator")
-            return ShardPage(records, self.iterator, answer.get("MillisBehindLatest"),
+            page = ShardPage(records, self.iterator, answer.get("MillisBehindLatest"),
                              answer.get("ChildShards"), answer)
+            self.empty_at_tip = self.empty_at_tip + 1 if not records and not page.millis_behind else 0
+            return page
+
+    def at_tip(self, page: ShardPage) -> bool:
+        """The page reached the shard's current end: a short page with nothing behind it."""
+        lag = page.millis_behind
+        return len(page.records) < self.limit and (lag == 0 or (lag is None and not page.records))
+
+    def at_end(self, page: ShardPage) -> bool:
+        """The shard is read to its end: no next iterator, or a closed shard that only gives empty pages."""
+        return page.ended or (self.closed and self.empty_at_tip >= CLOSED_SHARD_PATIENCE)
+
+    def done(self, page: ShardPage, *, follow: bool) -> bool:
+        """Whether a reader is done with the shard after `page`: it is at its end, or (without `follow`)
+        it is open and at its tip. A closed shard is never done before its end."""
+        return self.at_end(page) or (not follow and not self.closed and self.at_tip(page))
 
     async def _reposition(self) -> str:
         if self.last_sequence is None:

@@ -7,9 +7,11 @@ module does no I/O of its own.
 
 Order rules a consumer must follow: a child shard is read only after all of its parents that are
 being read have been read to their end (so, from the past, closed parents come first). When a shard
-ends (GetRecords returns no NextShardIterator) its children are picked up, so a split or merge while
-tailing is followed. Without `follow` a shard is finished when it is caught up (MillisBehindLatest
-== 0 and a short batch) or closed; with `follow` open shards are polled until cancelled.
+ends (GetRecords returns no NextShardIterator) its children are picked up, with or without `follow`,
+so a split or merge before or while tailing is followed. Without `follow` an open shard is finished
+when it is caught up (MillisBehindLatest == 0 and a short batch); a closed shard only at its end,
+however its last records and empty pages are spread over pages (`ShardCursor.done`). With `follow`
+open shards are polled until cancelled.
 
 GetRecords limits: each shard is polled at most 5 times a second; a throttle (after the backend's
 own retries) backs off exponentially; an expired iterator is re-got after the last sequence number.
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from console.read.decoding import DecodedRecord, decode_api_record
+from console.read.decoding import MIB, DecodedRecord, InflateBudget, decode_api_record
 from console.errors import BadInput, Throttled
 from console.keyspace.hashkeys import md5_hash_key, validate_partition_key
 from console.topology.model import Shard
@@ -41,6 +43,9 @@ MIN_POLL_INTERVAL = 0.2  # GetRecords allows 5 calls per second per shard
 IDLE_POLL_INTERVAL = 1.0  # when caught up, poll once a second as AWS recommends
 MAX_BACKOFF = 10.0
 GET_RECORDS_LIMIT = 10_000
+# Decoded records waiting for the consumer, by weight: a slow consumer holds the readers back rather than
+# letting pages of large (or inflated) records pile up. Pages are decoded one at a time, when there is room.
+MAX_QUEUED_BYTES = 64 * MIB
 
 _SEQUENCE_NUMBER = re.compile(r"\d{1,128}")
 
@@ -116,6 +121,7 @@ class TailBatch:
     millis_behind: int | None
     ended: bool = False  # the shard is closed and fully read
     caught_up: bool = False  # without --follow: this shard is done
+    weight: int = 0  # bytes the records hold (DecodedRecord.weight)
 
 
 @dataclass(slots=True)
@@ -176,6 +182,9 @@ class TailReader:
         self._sleep = sleep
         self._clock = clock
         self._queue: asyncio.Queue[TailBatch | BaseException | None] = asyncio.Queue(maxsize=64)
+        self._queued_bytes = 0
+        self._room = asyncio.Event()
+        self._decoding = asyncio.Lock()
         self._shards: dict[str, Shard] = {}
         self._planned: set[str] = set()  # shards we read or will read once their parents end
         self._initial: frozenset[str] = frozenset()  # planned at the start (read from the start position)
@@ -228,6 +237,8 @@ class TailReader:
                     continue  # a shard task finished; the loop condition decides whether we are done
                 if isinstance(item, BaseException):
                     raise item
+                self._queued_bytes -= item.weight
+                self._room.set()
                 if self.options.limit is not None:
                     room = self.options.limit - self.shown
                     if len(item.records) > room:
@@ -315,7 +326,8 @@ class TailReader:
                              get_shard_iterator=self.backend.get_shard_iterator,
                              get_records=self.backend.get_records,
                              restart=lambda: self._first_iterator(shard), limit=self.batch_limit,
-                             min_interval=MIN_POLL_INTERVAL, sleep=self._sleep, clock=self._clock)
+                             min_interval=MIN_POLL_INTERVAL, sleep=self._sleep, clock=self._clock,
+                             closed=not shard.is_open)
         backoff = 0.0
         reported_lag: int | None = -1  # never a real value, so the first answer is always reported
         while True:
@@ -331,18 +343,22 @@ class TailReader:
             raw_records = page.records
             lag = page.millis_behind
             progress.millis_behind = lag
-            shown = self._decode(raw_records, shard_id)
-            progress.records += len(shown)
-            at_tip = len(raw_records) < self.batch_limit and (lag == 0 or (lag is None and not raw_records))
-            ended = page.ended
-            if not ended and at_tip and not raw_records and await self._known_closed(shard_id):
-                # AWS ends a closed shard with a null NextShardIterator; some emulators hand out
-                # iterators forever, so a closed shard that is read to its tip counts as ended too.
-                ended = True
-            caught_up = not ended and not self.options.follow and at_tip
-            if shown or ended or caught_up or lag != reported_lag:
-                await self._queue.put(TailBatch(shard_id, shown, lag, ended=ended, caught_up=caught_up))
-                reported_lag = lag
+            if not cursor.closed and cursor.at_tip(page) and await self._known_closed(shard_id):
+                cursor.closed = True  # closed since it was listed: read it to its end, then its children
+            ended = cursor.at_end(page)
+            caught_up = not ended and cursor.done(page, follow=self.options.follow)
+            async with self._decoding:
+                while self._queued_bytes >= MAX_QUEUED_BYTES:
+                    self._room.clear()
+                    await self._room.wait()
+                shown = self._decode(raw_records, shard_id)
+                progress.records += len(shown)
+                if shown or ended or caught_up or lag != reported_lag:
+                    weight = sum(record.weight for record in shown)
+                    self._queued_bytes += weight
+                    await self._queue.put(TailBatch(shard_id, shown, lag, ended=ended, caught_up=caught_up,
+                                                    weight=weight))
+                    reported_lag = lag
             if ended:
                 progress.state = "ended"
                 self._finished.add(shard_id)
@@ -353,12 +369,12 @@ class TailReader:
                 progress.state = "caught-up"
                 self._finished.add(shard_id)
                 return
-            if not raw_records or lag == 0:
-                cursor.defer(IDLE_POLL_INTERVAL)
+            if not cursor.closed and (not raw_records or lag == 0):
+                cursor.defer(IDLE_POLL_INTERVAL)  # a closed shard gets nothing new: read on to its end
 
     async def _known_closed(self, shard_id: str) -> bool:
-        """Whether the shard map says the shard is closed; with follow, refreshed now and then."""
-        if self.options.follow and self._clock() - self._map_listed_at >= self.refresh_interval:
+        """Whether the shard map says the shard is closed; refreshed at most every `refresh_interval`."""
+        if self._clock() - self._map_listed_at >= self.refresh_interval:
             self._map_listed_at = self._clock()
             for shard in await self.backend.all_shards(self.stream):
                 self._shards[shard.shard_id] = shard
@@ -368,8 +384,9 @@ class TailReader:
     def _decode(self, raw_records: list[dict], shard_id: str) -> list[DecodedRecord]:
         key, grep = self.options.partition_key, self.options.grep
         decoded: list[DecodedRecord] = []
+        budget = InflateBudget()  # what this page's records may inflate together
         for raw in raw_records:
-            decoded.extend(decode_api_record(raw, shard_id))
+            decoded.extend(decode_api_record(raw, shard_id, budget))
         if key is None and grep is None:
             return decoded
         return [record for record in decoded if record_matches(record, key, grep)]

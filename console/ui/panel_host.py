@@ -14,6 +14,7 @@ from console.errors import ConsoleError
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS
 from console.heat.sampler import HeatSampler
 from console.produce.verify import run_and_verify
+from console.read.printable import printable
 from console.read.tail import TailReader
 from console.ui.panels.heat import HeatPanel
 from console.ui.panels.producer import ProducerPanel
@@ -45,7 +46,6 @@ class PanelHost:
         if not self.stream:
             event.panel.show_error("no stream open: press p to pick one")
             return
-        from console.ui.screens.reshard import ConfirmByNameScreen
 
         panel, settings, verify, stream = event.panel, event.settings, event.verify, self.stream
 
@@ -109,6 +109,8 @@ class PanelHost:
             message = "reached the end of what the stream holds (t tails new records)"
         except ConsoleError as error:
             message = f"tail stopped: {error.message}"
+        except Exception as error:  # a reader bug must say so on the tab, not stop it silently
+            message = f"tail stopped: internal error: {type(error).__name__}: {printable(str(error))}"
         finally:
             if getattr(self, "_tail_run", None) is run:
                 view.set_running(False, message)

@@ -20,6 +20,7 @@ from textual.widget import Widget
 from textual.widgets import Sparkline, Static
 
 from console.heat.rates import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
+from console.read.printable import printable
 
 SPARK_SECONDS = 60
 
@@ -54,12 +55,12 @@ def top_keys_text(shard: ShardHeatSnapshot | None, stream: str) -> Text:
     elif not repeated:
         text.append("no key repeats: the traffic is spread\n", style="dim")
     for row in repeated:
-        text.append(f"  {row.key}  {row.records} records  {row.share:.0%}\n")
+        text.append(f"  {printable(row.key)}  {row.records} records  {row.share:.0%}\n")
     if shard.split is not None and shard.records:
         text.append(f"split at median (children ~{shard.split.lower_share:.0%} / {1 - shard.split.lower_share:.0%}): "
                     f"{shard.split.command(stream)}\n", style="cyan")
         if shard.split.dominant_key:
-            text.append(f"  {shard.split.dominant_key} carries {shard.split.dominant_share:.0%}: "
+            text.append(f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%}: "
                         "write-shard it (`kconsole heat` shows the what-if)\n", style="yellow")
     return text
 

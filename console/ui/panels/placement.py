@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.segment import Segment
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
+from textual.strip import Strip
 from textual.widgets import DataTable, Static, TextArea
 
 from console.errors import BadInput
 from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
 from console.keyspace.hashkeys import HashRangeIndex, md5_hash_key, parse_hash_key, share_of_space, validate_partition_key
+from console.read.printable import printable
 from console.ui.format import format_hash_key, format_share, short_shard_id
 
 SHOWN_ROWS = 200  # the table lists the first keys; the summary covers all of them
@@ -74,6 +77,19 @@ def distribution_summary(placements: list[Placement], index: HashRangeIndex | No
     return " · ".join(parts)
 
 
+class KeysInput(TextArea):
+    """The keys box: a pasted key's control characters are drawn escaped (the cursor may sit a few cells
+    off on such a line), never sent to the terminal; the text itself is kept as pasted."""
+
+    def render_line(self, y: int) -> Strip:
+        strip = super().render_line(y)
+        segments = list(strip)
+        if all(segment.text.isprintable() for segment in segments):
+            return strip
+        escaped = [Segment(printable(segment.text), segment.style, segment.control) for segment in segments]
+        return Strip(escaped).crop(0, strip.cell_length)
+
+
 class PlacementPanel(Vertical):
     BINDINGS = [Binding("ctrl+t", "toggle_mode", "Key mode", id="placement.mode")]
 
@@ -91,7 +107,7 @@ class PlacementPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(self._mode_text(), id="placement-mode")
-        yield TextArea(id="placement-input", soft_wrap=False)
+        yield KeysInput(id="placement-input", soft_wrap=False)
         yield Static("Type partition keys, one per line (or paste many).", id="placement-summary")
         yield Static("", id="placement-distribution")
         table = DataTable(id="placement-results", cursor_type="row", zebra_stripes=True)
@@ -139,9 +155,10 @@ class PlacementPanel(Vertical):
         table = self.query_one("#placement-results", DataTable)
         table.clear()
         for placement in self.placements[:SHOWN_ROWS]:
+            key = Text(printable(placement.key[:40]))  # Text: a key is never read as markup
             if placement.problem:
-                table.add_row(placement.key[:40], placement.problem, "-")
+                table.add_row(key, Text(printable(placement.problem)), "-")
             else:
-                table.add_row(placement.key[:40], format_hash_key(placement.hash_key, self.key_format),
+                table.add_row(key, format_hash_key(placement.hash_key, self.key_format),
                               placement.shard_id or "?")
         self.post_message(self.MarkersChanged([p.hash_key for p in self.placements if p.hash_key is not None]))

@@ -21,6 +21,7 @@ from console.errors import ConsoleError
 from console.produce.producer import ProducerProgress, ProducerSettings
 from console.ui.format import format_rate, short_shard_id
 from console.produce.verify import VerificationReport
+from console.read.printable import printable
 
 
 class ProducerPanel(Vertical):
@@ -227,14 +228,14 @@ class ProducerPanel(Vertical):
         ]
         if report.first_out_of_order:
             first = report.first_out_of_order
-            lines.append(f"first out of order: key {first['key']}, seq {first['seq']} at position "
+            lines.append(f"first out of order: key {printable(first['key'])}, seq {first['seq']} at position "
                          f"{first['position']} after seq {first['after_seq']}")
-        self.query_one("#producer-report", Static).update("\n".join(lines))
+        self.query_one("#producer-report", Static).update(Text("\n".join(lines)))
         self._status("done" if report.ok else "done: select a failure to see its key's records")
         problems = self.query_one("#producer-problems", DataTable)
         problems.clear()
         for index, problem in enumerate(report.problems):
-            problems.add_row(problem.kind, problem.key, str(problem.seq), short_shard_id(problem.shard_id or "-"),
+            problems.add_row(problem.kind, Text(printable(problem.key)), str(problem.seq), short_shard_id(problem.shard_id or "-"),
                              problem.detail, key=str(index))
         problems.set_class(not report.problems, "-empty")
 
@@ -265,7 +266,7 @@ class ProducerPanel(Vertical):
                           short_shard_id(row["shard_id"] or "never read"), row["sequence_number"] or "-",
                           short_shard_id(row["acked_shard_id"] or "not acked"), row["acked_sequence_number"] or "-")
         table.remove_class("-empty")
-        self._status(f"records of key {key}: {table.row_count}")
+        self._status(f"records of key {printable(key)}: {table.row_count}")
 
     # -- helpers ------------------------------------------------------------------------------------
 

@@ -37,6 +37,8 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from console.config import data_dir
 from console.read.decoding import KIND_ERROR, KIND_JSON, KIND_TEXT, DecodedRecord
+from console.read.printable import printable, printable_json
+from console.read.window import RecordWindow
 from console.errors import BadInput, ConsoleError
 from console.keyspace.hashkeys import validate_partition_key
 from console.read.tail import TailBatch, TailOptions, parse_start
@@ -76,13 +78,13 @@ def format_lag(millis: int | None) -> str:
 
 def expanded_lines(record: DecodedRecord) -> list[str]:
     """What an expanded record shows under its summary line."""
-    head = f"  seq {record.position}  key {record.partition_key}"
+    head = f"  seq {record.position}  key {printable(record.partition_key)}"
     if record.explicit_hash_key:
-        head += f"  ehk {record.explicit_hash_key}"
+        head += f"  ehk {printable(record.explicit_hash_key)}"
     head += f"  {record.size} B  {record.kind_label}"
     lines = [head]
     if record.error:
-        lines.append(f"  error: {record.error}")
+        lines.append(f"  error: {printable(record.error)}")
     if record.kind in (KIND_JSON, KIND_TEXT):
         body = record.content_text(pretty=True).splitlines() or [""]
     else:
@@ -91,7 +93,7 @@ def expanded_lines(record: DecodedRecord) -> list[str]:
                 for offset in range(0, len(raw), HEX_DUMP_WIDTH)] or ["(empty)"]
     if len(body) > MAX_EXPANDED_LINES:
         body = body[:MAX_EXPANDED_LINES] + [f"… {len(body) - MAX_EXPANDED_LINES} more lines (w saves it all)"]
-    lines.extend("    " + line for line in body)
+    lines.extend("    " + printable(line) for line in body)
     return lines
 
 
@@ -117,7 +119,7 @@ class RecordRing(ScrollView, can_focus=True):
     def __init__(self, capacity: int = DEFAULT_CAPACITY, **kwargs) -> None:
         super().__init__(**kwargs)
         self.capacity = capacity
-        self.records: deque[DecodedRecord] = deque(maxlen=capacity)
+        self.records = RecordWindow(capacity)  # bounded in bytes too
         self.first_serial = 0  # serial of records[0]; serials never repeat, so they survive the ring moving
         self.cursor: int | None = None  # a serial; None = follow the newest record
         self.expanded: set[int] = set()
@@ -130,23 +132,16 @@ class RecordRing(ScrollView, can_focus=True):
 
     def extend(self, records: Iterable[DecodedRecord]) -> int:
         """Append records (oldest fall off the front); returns how many were appended."""
-        before = len(self.records)
         incoming = list(records)
-        if len(incoming) > self.capacity:
-            dropped_early = len(incoming) - self.capacity
-            incoming = incoming[-self.capacity:]
-        else:
-            dropped_early = 0
-        overflow = max(0, before + len(incoming) - self.capacity)
-        self.records.extend(incoming)
-        self.first_serial += overflow + dropped_early
-        if overflow or dropped_early:
+        dropped = self.records.extend(incoming)
+        self.first_serial += dropped
+        if dropped:
             self.expanded = {serial for serial in self.expanded if serial >= self.first_serial}
             self._expanded_cache = {s: v for s, v in self._expanded_cache.items() if s >= self.first_serial}
             if self.cursor is not None and self.cursor < self.first_serial:
                 self.cursor = self.first_serial
         self._relayout()
-        return len(incoming) + dropped_early
+        return len(incoming)
 
     def clear(self) -> None:
         self.first_serial += len(self.records)
@@ -233,12 +228,12 @@ class RecordRing(ScrollView, can_focus=True):
         text.append(f"…{record.sequence_number[-6:]}", style="dim")
         if record.sub_sequence_number is not None:
             text.append(f"/{record.sub_sequence_number}", style="dim")
-        text.append(f" {record.partition_key} ", style="yellow")
+        text.append(f" {printable(record.partition_key)} ", style="yellow")
         text.append(record.kind_label, style=_KIND_STYLES.get(record.kind, ""))
         content = record.content_text(max_hex_bytes=48)
         if record.kind == KIND_ERROR:
             content = f"{record.error}"
-        text.append(" " + content[:400].replace("\n", "⏎").replace("\r", ""))
+        text.append(" " + printable(content[:400].replace("\n", "⏎").replace("\r", "")))
         return text
 
     # --- keys -------------------------------------------------------------------------------------
@@ -364,7 +359,7 @@ class TailView(Vertical):
         self.lag: dict[str, int | None] = {}
         self.received = 0  # records handed to the view, ever
         self._clock = clock
-        self._pending: deque[DecodedRecord] = deque(maxlen=capacity)  # never more than the ring can show
+        self._pending = RecordWindow(capacity)  # never more than the ring can show
         self._rate_marks: deque[tuple[float, int]] = deque()
         self._last_message = IDLE_HINT
         self._shown_status: str | None = None  # what the status lines show now (see _render_status)
@@ -482,7 +477,7 @@ class TailView(Vertical):
         records = list(self.ring.records)
         with path.open("w", encoding="utf-8") as out:
             for record in records:
-                out.write(json.dumps(record.to_json(), ensure_ascii=False, default=str) + "\n")
+                out.write(printable_json(json.dumps(record.to_json(), ensure_ascii=False, default=str)) + "\n")
         self.post_message(self.Saved(path, len(records)))
         return path
 
@@ -570,9 +565,9 @@ class TailView(Vertical):
         options = self.options
         parts = [f"from {options.start.describe()}"]
         if options.partition_key is not None:
-            parts.append(f"key {options.partition_key}")
+            parts.append(f"key {printable(options.partition_key)}")
         if options.grep is not None:
-            parts.append(f"grep {options.grep!r}")
+            parts.append(f"grep {printable(repr(options.grep))}")
         return ", ".join(parts)
 
     def on_tail_view_pause_changed(self, message: PauseChanged) -> None:
