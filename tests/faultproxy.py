@@ -12,11 +12,14 @@ way a network does, one request at a time:
                    up and resends), then forwarded anyway; the answer goes nowhere
     refuse         every answer closes its connection, and the listener is down `refuse_down` seconds
                    out of every `refuse_period`: new connections are refused (nothing was sent)
+    invalid        the proxy answers for the server, refusing the request as an InvalidArgumentException
+                   (a server refusing one record; nothing is forwarded)
     outage()       the listener closes and every open connection is reset for some seconds, like a
                    server restart
 
 Rates are probabilities per request, drawn from a seeded generator; `operations` limits the faults
-to requests whose X-Amz-Target names one of them (reads pass untouched when only puts are listed).
+to requests whose X-Amz-Target names one of them (reads pass untouched when only puts are listed),
+`skip` lets that many targeted requests pass first and `limit` caps how many are failed.
 `stats` counts what was done to how many requests.
 """
 
@@ -42,10 +45,12 @@ class Faults:
     stall_seconds: float = 0.0
     late: float = 0.0
     late_seconds: float = 0.0
-    late_limit: int | None = None  # at most this many late deliveries in a run
+    invalid: float = 0.0
     refuse_down: float = 0.0
     refuse_period: float = 1.0
     operations: frozenset[str] | None = None  # None: every operation
+    skip: int = 0
+    limit: int | None = None
 
 
 @dataclass
@@ -85,7 +90,7 @@ class FaultProxy:
             self._flapper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._flapper
-        await self._close_listener()
+        self._close_listener()
         for writer in list(self._connections):
             _reset(writer)
         for task in list(self._tasks):
@@ -99,15 +104,15 @@ class FaultProxy:
         self.port = self._server.sockets[0].getsockname()[1]
         self._down = False
 
-    async def _close_listener(self) -> None:
+    def _close_listener(self) -> None:
         if self._server is not None:
             self._server.close()
             self._server = None
         self._down = True
 
-    async def down(self) -> None:
+    def down(self) -> None:
         """Like a server that died: new connections refused, open ones reset mid-whatever."""
-        await self._close_listener()
+        self._close_listener()
         for writer in list(self._connections):
             _reset(writer)
 
@@ -116,14 +121,14 @@ class FaultProxy:
 
     async def outage(self, seconds: float) -> None:
         self.stats["outages"] += 1
-        await self.down()
+        self.down()
         await asyncio.sleep(seconds)
         await self.up()
 
     async def _flap(self) -> None:
         while True:
             await asyncio.sleep(self.faults.refuse_period - self.faults.refuse_down)
-            await self._close_listener()
+            self._close_listener()
             self.stats["refusing"] += 1
             await asyncio.sleep(self.faults.refuse_down)
             await self._listen()
@@ -153,21 +158,30 @@ class FaultProxy:
         faults = self.faults
         self.stats["requests"] += 1
         targeted = faults.operations is None or request.operation in faults.operations
+        if targeted:
+            self.stats["targeted"] += 1
+            if self.stats["targeted"] <= faults.skip or (faults.limit is not None and self.stats["faults"] >= faults.limit):
+                targeted = False
         draw = self.random.random() if targeted else 1.0
         if faults.latency:
             await asyncio.sleep(faults.latency)
         edge = 0.0
         for name, rate in (("reset_before", faults.reset_before), ("reset_after", faults.reset_after),
-                           ("stall", faults.stall), ("late", faults.late)):
+                           ("stall", faults.stall), ("late", faults.late), ("invalid", faults.invalid)):
             edge += rate
             if draw < edge:
                 break
         else:
             name = "pass"
-        if name == "late" and faults.late_limit is not None and self.stats["late"] >= faults.late_limit:
-            name = "pass"
         self.stats[name] += 1
         self.stats[f"{name}:{request.operation}"] += 1
+        self.stats["faults"] += name != "pass"
+        if name == "invalid":
+            body = b'{"__type":"InvalidArgumentException","message":"refused by the fault proxy"}'
+            writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.1\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            await writer.drain()
+            return True
         if name == "reset_before":
             _reset(writer)
             return False

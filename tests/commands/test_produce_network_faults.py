@@ -35,7 +35,7 @@ CASES = {
     "reset after 20%": Faults(reset_after=0.20),
     "reset after 40%": Faults(reset_after=0.40),
     "stalls (10%, 1 s)": Faults(stall=0.10, stall_seconds=1.0),
-    "late delivery": Faults(late=0.05, late_seconds=REQUEST_TIMEOUT + 1.0, late_limit=3, operations=PUTS),
+    "late delivery": Faults(late=0.05, late_seconds=REQUEST_TIMEOUT + 1.0, limit=3, operations=PUTS),
     "refused connections": Faults(refuse_down=0.1, refuse_period=0.25),
     "outage 3 s": Faults(),
 }
@@ -122,7 +122,7 @@ async def test_refused_connections_are_retried_and_not_possible_duplicates(local
 
     stream = await make_stream(shards=2)
     async with FaultProxy(upstream_port(local_kinesis)) as proxy:
-        await proxy.down()
+        proxy.down()
         config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url, request_timeout=2)
         async with open_backend(config) as kinesis:
             for mode in ("batch", "sequential"):
@@ -136,7 +136,52 @@ async def test_refused_connections_are_retried_and_not_possible_duplicates(local
                 result = await run
                 assert result.complete and result.retries > 0
                 assert result.possible_duplicates == 0 and result.last_unknown_sent is None
-                await proxy.down()
+                proxy.down()
+
+
+@pytest.mark.parametrize("mode, operation", [("batch", "PutRecords"), ("sequential", "PutRecord")])
+async def test_a_refused_record_is_that_records_failure_not_the_runs(mode, operation, local_kinesis, make_stream,
+                                                                      capsys):
+    """The server refuses one request mid-run (answered by the proxy: no local server refuses a valid
+    record). Its records fail with the reason and their keys stop; every other key completes, the
+    run is verified and exits 1 with the partial report, not 2 as if the input were bad."""
+    keys, per_key = 20, 10
+    stream = await make_stream(shards=2)
+    faults = Faults(invalid=1.0, skip=12, limit=1, operations=frozenset({operation}))
+    async with FaultProxy(upstream_port(local_kinesis), faults) as proxy:
+        code, report = await produce_through(proxy, stream, mode, keys, per_key, capsys)
+    refused = 5 if mode == "batch" else 1  # one request: a batch of 5 keys, or one record
+    assert code == 1 and not report["ok"] and report["stopped"] is None
+    assert report["failed"] == refused and len(report["failed_records"]) == refused
+    assert all("refused by the fault proxy" in failure["error"] for failure in report["failed_records"])
+    assert report["acknowledged"] == report["sent"] - refused
+    assert report["not_attempted"] == keys * per_key - report["sent"] == report["abandoned"] > 0
+    assert report["verified"] and (report["lost"], report["out_of_order"]) == (0, 0)
+    truth = await asyncio.to_thread(read_run, local_kinesis.endpoint_url, stream, report["run_id"],
+                                    keys=[f"{report['run_id']}-{index:06d}" for index in range(keys)],
+                                    records_per_key=per_key)
+    assert truth.records == report["acknowledged"] and truth.reordered == 0
+
+
+async def test_a_failed_read_back_keeps_the_produce_summary(local_kinesis, make_stream):
+    """The server goes away between the last put and the read-back: the run's figures stand."""
+    from console.backend import BackendConfig, open_backend
+    from console.commands.produce import summary_document, summary_text
+    from console.produce.producer import ProducerSettings
+    from console.produce.verify import run_and_verify
+
+    stream = await make_stream(shards=2)
+    async with FaultProxy(upstream_port(local_kinesis)) as proxy:
+        config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url, request_timeout=2)
+        async with open_backend(config) as kinesis:
+            kinesis.max_retries = 1
+            result, report = await run_and_verify(kinesis, stream, ProducerSettings(keys=10, records_per_key=5),
+                                                  on_verifying=lambda _wait: proxy.down())
+    assert report is None and result.acknowledged == 50
+    assert result.verification_error.startswith("verification failed: cannot reach")
+    document = summary_document(result, report)
+    assert (document["acknowledged"], document["verified"], document["ok"]) == (50, False, False)
+    assert "50/50 acknowledged" in summary_text(result, report)
 
 
 @pytest.mark.slow
