@@ -204,5 +204,5 @@ class ProgressMeter:
         if self._failing is None:
             return None
         reason, since = self._failing
-        bound = f", giving up at {self.give_up_after:g} s" if self.give_up_after else ""
+        bound = f" of {self.give_up_after:g}" if self.give_up_after else ""
         return f"no answer for {now - since:.0f} s{bound}: {reason}"

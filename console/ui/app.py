@@ -243,6 +243,8 @@ class KConsoleApp(PanelHost, App[None]):
                         severity="warning", timeout=8)
         self.header.update_state(backend=self.connection.backend, region=self.connection.region,
                                  profile=self.connection.profile, stream=self.stream, read_only=self.read_only)
+        if hasattr(self.source, "on_retry"):  # retries go in the header, not on a stderr under the screen
+            self.source.on_retry = self._show_retry
         if self._config_warning:
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
         if self.read_only:
@@ -346,7 +348,12 @@ class KConsoleApp(PanelHost, App[None]):
 
     def _show_header(self, view: StreamView) -> None:
         self.view = view
-        self.header.update_state(summary=view.summary, refreshed_at=self._clock(), error=None)
+        self.header.update_state(summary=view.summary, refreshed_at=self._clock(), error=None, notice=None)
+
+    def _show_retry(self, event) -> None:
+        """A backend call is being retried (throttled, a dropped connection): say so until a poll succeeds."""
+        if self.is_running:
+            self.header.update_state(notice=event.describe())
 
     def _show_selection_and_ribbon(self, view: StreamView) -> None:
         if view.index is not None:
