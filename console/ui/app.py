@@ -318,7 +318,10 @@ class KConsoleApp(PanelHost, App[None]):
             raise
         except Exception as error:  # every failure is shown in the header; the next poll retries
             if stream == self.stream:
-                self._show_failure(describe_failure(error, self.poll_timeout))
+                reason = describe_failure(error, self.poll_timeout)
+                if isinstance(error, TimeoutError) and self.header.state.notice:  # cut short while retrying
+                    reason += f" (last: {self.header.state.notice.split(';')[0]})"
+                self._show_failure(reason)
         finally:
             self._poll_in_flight = False
             self.poll_count += 1

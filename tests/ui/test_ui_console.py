@@ -130,6 +130,7 @@ async def test_killed_backend_turns_header_red_and_recovers():
                 await wait_until(pilot, lambda: app.failures, timeout=30, what="a failed poll")
                 assert app.header.failing and app.header.has_class("-failing")
                 assert "POLL FAILED" in header_text(app)
+                assert "could not connect" in app.header.state.error  # what the retries met, not only the timeout
                 # Still responsive: keys work while the backend is down.
                 await pilot.press("down")
                 await pilot.press("2")
