@@ -57,6 +57,8 @@ def add_common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
     group.add_argument("--profile", default=default(None), help="AWS named profile")
     group.add_argument("--read-only", action="store_true", default=default(False),
                        help="refuse every action that changes a stream")
+    group.add_argument("--request-timeout", type=float, default=default(None), metavar="SECONDS",
+                       help="seconds without an answer before a request fails (default 20)")
 
 
 def build_parser() -> ArgumentParser:

@@ -68,7 +68,15 @@ class StreamNotFound(BackendError):
 
 
 class EndpointUnreachable(BackendError):
+    """The endpoint did not answer. `request_sent` is False only when no connection was made (refused,
+    no route, a name that does not resolve, a connect timeout): nothing reached the server, so trying
+    again cannot write anything twice. Otherwise the request may have been written and its answer lost."""
+
     code = "endpoint_unreachable"
+
+    def __init__(self, message: str, *, code: str | None = None, request_sent: bool = True) -> None:
+        super().__init__(message, code=code)
+        self.request_sent = request_sent
 
 
 class Throttled(BackendError):

@@ -6,7 +6,11 @@
 Three kinds of backend: `aws` (the standard credential chain, --profile, --region), `endpoint` (any
 Kinesis-compatible URL) and `local` (the embedded moto server that open_backend starts in a child
 process and stops on exit). Errors come out as one-line console errors (see errors.py); throttling
-is retried here with exponential backoff and reported through `on_throttle` and the logger.
+is retried here with exponential backoff and jitter and reported through `on_retry` and the logger.
+So are failed connections, where that is safe: a read is asked again after a dropped connection
+or a timeout; anything else only when the connection was never made. A put whose answer was lost
+is never resent here: it may have been written, and only the producer can count it as a possible
+duplicate.
 """
 
 from __future__ import annotations
@@ -18,13 +22,21 @@ import os
 import random
 import re
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from console.backend.errors import THROTTLE_CODES, error_code, error_message, translate
+from console.backend.errors import (
+    NOT_CONNECTED,
+    THROTTLE_CODES,
+    connection_failure,
+    error_code,
+    error_message,
+    translate,
+)
 from console.errors import BackendError, BadInput, ConsoleError, ResourceInUse, StreamNotFound
 from console.topology.model import Shard, StreamSummary
 
@@ -49,6 +61,16 @@ _TRANSIENT_CODES = frozenset({"InternalFailure", "InternalFailureException", "Se
                               "ServiceUnavailableException", "InternalServerError",
                               "500", "502", "503", "504"})  # bare HTTP statuses: a gateway failing, no error body
 _PUT_OPERATIONS = frozenset({"PutRecord", "PutRecords"})
+# Calls that change nothing: asked again after a dropped connection or a timeout, they cannot do harm.
+# Anything else is retried on a failed connection only when nothing was sent (connection refused).
+_IDEMPOTENT_READS = frozenset({
+    "ListStreams", "ListShards", "DescribeStream", "DescribeStreamSummary", "DescribeLimits",
+    "DescribeStreamConsumer", "ListStreamConsumers", "GetShardIterator", "GetRecords",
+    "GetMetricData", "GetMetricStatistics", "GetCallerIdentity",
+    "GetItem", "BatchGetItem", "Query", "Scan", "DescribeTable",
+})
+DEFAULT_REQUEST_TIMEOUT = 20.0  # seconds without an answer before a request counts as failed
+MAX_REQUEST_TIMEOUT = 300.0
 
 
 def _resolve_region(profile: str | None) -> str | None:
@@ -118,12 +140,20 @@ def check_backend_options(args: Any) -> None:
         validate_endpoint_url(endpoint_url)
 
 
+def validate_request_timeout(seconds: Any) -> float:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= MAX_REQUEST_TIMEOUT:
+        raise BadInput(f"--request-timeout must be more than 0 and at most {MAX_REQUEST_TIMEOUT:g} seconds; "
+                       f"got {seconds!r}", code="usage")
+    return float(seconds)
+
+
 @dataclass(frozen=True)
 class BackendConfig:
     kind: Literal["aws", "endpoint", "local"] = "aws"
     region: str | None = None
     profile: str | None = None
     endpoint_url: str | None = None
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
 
     @classmethod
     def from_args(cls, args: Any) -> "BackendConfig":
@@ -145,7 +175,10 @@ class BackendConfig:
                                "or set one in the profile", code="bad_region")
             region = DEFAULT_LOCAL_REGION
         validate_region(region, kind=kind)
-        return cls(kind=kind, region=region, profile=profile, endpoint_url=endpoint_url if kind == "endpoint" else None)
+        timeout = getattr(args, "request_timeout", None)
+        timeout = DEFAULT_REQUEST_TIMEOUT if timeout is None else validate_request_timeout(timeout)
+        return cls(kind=kind, region=region, profile=profile, endpoint_url=endpoint_url if kind == "endpoint" else None,
+                   request_timeout=timeout)
 
     @property
     def label(self) -> str:
@@ -163,16 +196,17 @@ class RetryEvent:
     """One retried call: the UI and CLI show these ("throttled on PutRecords, retrying in 0.4 s")."""
 
     operation: str
-    code: str
+    code: str  # the error code, or how the connection failed (console.backend.errors.connection_failure)
     attempt: int
     delay: float
+    connection: bool = False  # the connection failed (refused, dropped, timed out), not the server
 
     @property
     def throttled(self) -> bool:
         return self.code in THROTTLE_CODES
 
     def describe(self) -> str:
-        what = "throttled" if self.throttled else f"transient {self.code}"
+        what = "throttled" if self.throttled else self.code if self.connection else f"transient {self.code}"
         return f"{what} on {self.operation}; retry {self.attempt} in {self.delay:.1f} s"
 
 
@@ -180,6 +214,9 @@ class KinesisBackend:
     """One open connection to a Kinesis endpoint. Create through `open_backend`."""
 
     max_retries = 6
+    # An endpoint never reached since the backend opened is more likely a wrong URL than a restarting
+    # server: refused connections there get only a couple of quick retries, so a typo fails fast.
+    max_retries_never_reached = 2
     backoff_base = 0.2  # seconds; doubles per retry up to backoff_cap, with jitter
     backoff_cap = 5.0
 
@@ -196,9 +233,15 @@ class KinesisBackend:
         self._credentials = credentials
         self._side_clients: dict[str, Any] = {}
         # Called on every retry. The default says so on stderr (CLI); the UI replaces it with a status line.
-        self.on_retry: Callable[[RetryEvent], None] | None = _say_on_stderr
+        self.on_retry: Callable[[RetryEvent], None] | None = _StderrRetryLines()
         self.retries = 0  # total retried calls, for status lines
         self.local_server = None  # the LocalKinesisServer for kind "local"
+        self._reached = False  # any call answered yet
+
+    @property
+    def request_timeout(self) -> float:
+        """Seconds a request may go unanswered before it fails (and, for a put, its outcome is unknown)."""
+        return self.config.request_timeout
 
     @property
     def label(self) -> str:
@@ -214,16 +257,27 @@ class KinesisBackend:
         while True:
             try:
                 response = await method(**params)
+                self._reached = True
                 response.pop("ResponseMetadata", None)
                 return response
             except ConsoleError:
                 raise
             except Exception as error:  # noqa: BLE001 - every botocore failure is translated below
                 code = error_code(error)
-                if _retryable(error, code, operation) and attempt < self.max_retries:
+                failure = connection_failure(error)
+                if failure is not None:
+                    retry = operation in _IDEMPOTENT_READS or (failure == NOT_CONNECTED and operation not in _PUT_OPERATIONS)
+                else:
+                    retry = _retryable(error, code, operation)
+                quick = failure == NOT_CONNECTED and not self._reached
+                if retry and attempt < (self.max_retries_never_reached if quick else self.max_retries):
                     attempt += 1
                     delay = min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
-                    self._report_retry(RetryEvent(operation, code, attempt, delay))
+                    event = RetryEvent(operation, failure or code, attempt, delay, connection=bool(failure))
+                    if quick:  # a wrong URL says so once, in its error line, not in retry lines first
+                        self.retries += 1
+                    else:
+                        self._report_retry(event)
                     await asyncio.sleep(delay)
                     continue
                 raise await self._translate(error, operation, params) from None
@@ -511,8 +565,23 @@ class KinesisBackend:
             return None
 
 
-def _say_on_stderr(event: RetryEvent) -> None:
-    print(f"kconsole: {event.describe()}", file=sys.stderr, flush=True)
+class _StderrRetryLines:
+    """Retries on stderr, at most one line a second: many concurrent calls failing at once (a dropped
+    network, a throttled stream) say so once, with how many more retries there were."""
+
+    def __init__(self, every: float = 1.0) -> None:
+        self._every = every
+        self._next = 0.0
+        self._unsaid = 0
+
+    def __call__(self, event: RetryEvent) -> None:
+        now = time.monotonic()
+        if now < self._next:
+            self._unsaid += 1
+            return
+        more = f" (+{self._unsaid} more retries)" if self._unsaid else ""
+        self._next, self._unsaid = now + self._every, 0
+        print(f"kconsole: {event.describe()}{more}", file=sys.stderr, flush=True)
 
 
 def _retryable(error: Exception, code: str | None, operation: str = "") -> bool:
@@ -543,12 +612,12 @@ def _snake(operation: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", operation).lower()
 
 
-def client_config() -> Any:
+def client_config(request_timeout: float = DEFAULT_REQUEST_TIMEOUT) -> Any:
     from aiobotocore.config import AioConfig
 
     return AioConfig(
-        connect_timeout=3,
-        read_timeout=20,
+        connect_timeout=min(3.0, request_timeout),
+        read_timeout=request_timeout,
         # botocore makes one attempt; KinesisBackend._call retries throttling itself so it can say so.
         retries={"mode": "standard", "total_max_attempts": 1},
         max_pool_connections=64,  # concurrent producers share one client
@@ -601,7 +670,7 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
         try:
             session = AioSession(profile=config.profile)
             credentials = await _credentials_for(session, config)
-            settings = client_config()
+            settings = client_config(config.request_timeout)
             client = await stack.enter_async_context(
                 _create_client(session, "kinesis", region, endpoint_url, settings, credentials))
         except BotoCoreError as error:

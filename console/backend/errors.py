@@ -6,6 +6,9 @@ should let the original exception through. Throttling is not translated here: th
 
 from __future__ import annotations
 
+import socket
+
+import aiohttp
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 from botocore.exceptions import (
     BotoCoreError,
@@ -70,6 +73,33 @@ _NO_CREDENTIALS_HINT = (
 )
 
 
+# How a request failed to get an answer (connection_failure): never connected, so nothing was sent;
+# or sent (perhaps in part) and then the connection dropped or the answer did not come in time.
+NOT_CONNECTED = "could not connect"
+DROPPED = "connection dropped"
+TIMED_OUT = "no answer in time"
+
+
+def connection_failure(error: BaseException) -> str | None:
+    """NOT_CONNECTED, DROPPED or TIMED_OUT for a botocore transport failure; None for anything else.
+    aiobotocore raises EndpointConnectionError both for a refused connect and for a reset in the
+    middle of an exchange: only the first (aiohttp's ClientConnectorError, a DNS failure) is safe."""
+    if isinstance(error, SSLError):  # a plain-HTTP server behind an https:// URL: no retry fixes that
+        return None
+    if isinstance(error, ConnectTimeoutError):
+        return NOT_CONNECTED
+    if isinstance(error, EndpointConnectionError):
+        cause = (getattr(error, "kwargs", {}) or {}).get("error")
+        return NOT_CONNECTED if isinstance(cause, (aiohttp.ClientConnectorError, socket.gaierror)) else DROPPED
+    if isinstance(error, ReadTimeoutError):
+        return TIMED_OUT
+    if isinstance(error, (ConnectionClosedError, BotocoreConnectionError)):
+        return DROPPED
+    if isinstance(error, HTTPClientError) and isinstance((getattr(error, "kwargs", {}) or {}).get("error"), OSError):
+        return DROPPED
+    return None
+
+
 def error_code(error: BaseException) -> str | None:
     if isinstance(error, ClientError):
         return error.response.get("Error", {}).get("Code")
@@ -105,13 +135,13 @@ def translate(error: BaseException, *, operation: str, where: str, endpoint_url:
         return BadInput(f"not a valid AWS region: {error.kwargs.get('region_name')!r}", code="bad_region")
     if isinstance(error, NoRegionError):
         return BadInput("no AWS region configured: pass --region or set AWS_REGION", code="bad_region")
-    if isinstance(error, ConnectTimeoutError):
-        return EndpointUnreachable(f"cannot reach {_url(error, endpoint_url)}: connection timed out")
-    if isinstance(error, EndpointConnectionError):
-        return EndpointUnreachable(f"cannot reach {_url(error, endpoint_url)}: connection failed")
+    failure = connection_failure(error)
+    if failure == NOT_CONNECTED:
+        what = "connection timed out" if isinstance(error, ConnectTimeoutError) else "connection failed"
+        return EndpointUnreachable(f"cannot reach {_url(error, endpoint_url)}: {what}", request_sent=False)
     if isinstance(error, ReadTimeoutError):
         return EndpointUnreachable(f"no answer from {_url(error, endpoint_url)} in time ({operation})")
-    if isinstance(error, ConnectionClosedError):
+    if failure == DROPPED:
         return EndpointUnreachable(f"{_url(error, endpoint_url)} closed the connection ({operation})")
     if isinstance(error, SSLError):
         return EndpointUnreachable(f"TLS handshake with {_url(error, endpoint_url)} failed ({_reason(error)}); "

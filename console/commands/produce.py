@@ -2,8 +2,11 @@
 
     kconsole produce orders --local --keys 1000 --records-per-key 20 --verify --json
 
-stdout: one JSON document (--json) or a short summary; progress lines go to stderr. Exit 1 when the
-verification fails (anything lost, reordered or misplaced) or the producer had to give up records.
+stdout: one JSON document (--json) or a short summary; progress lines go to stderr. Exit 2 for bad
+input (nothing is sent); exit 1 when the verification fails (anything lost, reordered or misplaced),
+the producer had to give up records, or the run stopped early (the stream or the endpoint went away):
+then the summary is the partial report (sent, acknowledged, failed with reasons, not attempted) and
+stderr has one line saying why.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, run_async
-from console.errors import BadInput
+from console.errors import BadInput, ConsoleError
 from console.produce.producer import ProduceResult, ProducerProgress, ProducerSettings
 from console.produce.verify import ReadSettings, VerificationReport, run_and_verify
 
@@ -54,6 +57,9 @@ def register(subparsers, common) -> None:
                       help="do not pace (default with --local)")
     parser.add_argument("--verify", action="store_true", help="read the run back and check it")
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
+    parser.add_argument("--give-up-after", type=_positive, default=60.0, metavar="SECONDS",
+                        help="stop the run, with its partial report, when the endpoint has answered nothing "
+                             "for this long (default 60)")
     parser.set_defaults(handler=handle)
 
 
@@ -79,7 +85,7 @@ def settings_from_args(args: Any) -> ProducerSettings:
     return ProducerSettings(
         keys=args.keys, records_per_key=args.records_per_key, payload_bytes=args.payload_bytes,
         mode=args.mode, rate=args.rate, concurrency=args.concurrency, max_batch_records=args.batch_size,
-        explicit_hash_keys=args.explicit_hash_keys, pacing=pace,
+        explicit_hash_keys=args.explicit_hash_keys, pacing=pace, unanswered_give_up=args.give_up_after,
     ).validated()
 
 
@@ -88,6 +94,10 @@ def handle(args: Any) -> int:
     refuse_if_read_only(args, f"write test records to {args.stream}")
     result, report = run_async(_produce(args, settings))
     document = summary_document(result, report)
+    problem = result.stopped and ConsoleError(f"produce stopped: {result.stopped}", code="run_stopped")
+    if problem:
+        document["error"] = {"code": problem.code, "message": problem.message}
+        note(f"kconsole: error: {problem.message}")
     emit(args, document, lambda: summary_text(result, report))
     return 0 if document["ok"] else 1
 
@@ -110,9 +120,16 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
         interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0
         result, report = await run_and_verify(
             kinesis, args.stream, settings, verify=args.verify, on_progress=_ProgressLines(),
-            on_verifying=lambda: note(f"reading run {settings.run_id} back"),
+            on_verifying=lambda wait: note(_verifying_line(settings.run_id, wait)),
             read_settings=ReadSettings(min_call_interval=interval))
     return result, report
+
+
+def _verifying_line(run_id: str, wait: float) -> str:
+    if wait <= 0:
+        return f"reading run {run_id} back"
+    return (f"waiting {wait:.0f} s for puts whose answer was lost (they may still land), "
+            f"then reading run {run_id} back")
 
 
 class _ProgressLines:
@@ -131,8 +148,9 @@ class _ProgressLines:
             ("retries", progress.retries), ("throttled", progress.throttled),
             ("possible duplicates", progress.possible_duplicates), ("shard mismatches", progress.shard_mismatches),
         ) if value)
+        failing = f"; failing: {progress.failing}" if progress.failing and not progress.done else ""
         print(f"{self._label}: {progress.acknowledged}/{progress.total} acknowledged ({progress.fraction:.0%}), "
-              f"{progress.records_per_second:.0f} records/s, {len(progress.shards)} shards{extra}",
+              f"{progress.records_per_second:.0f} records/s, {len(progress.shards)} shards{extra}{failing}",
               file=sys.stderr, flush=True)
 
 
@@ -140,12 +158,13 @@ def summary_document(result: ProduceResult, report: VerificationReport | None) -
     document = result.to_json()
     if report is None:
         document.update({"verified": False, "read_back": None, "lost": None, "duplicated": None,
-                         "out_of_order": None, "misplaced": None})
-        document["ok"] = not result.failed
+                         "late_duplicates": None, "out_of_order": None, "misplaced": None,
+                         "verification_error": result.verification_error})
+        document["ok"] = result.complete and result.verification_error is None
     else:
         document.update(report.to_json())
         document["verified"] = True
-        document["ok"] = report.ok
+        document["ok"] = report.ok and result.complete
     if result.failed:
         document["failed_records"] = [{"key": k, "seq": s, "error": e} for k, s, e in result.failed[:50]]
     if result.mismatches:
@@ -162,17 +181,32 @@ def summary_text(result: ProduceResult, report: VerificationReport | None) -> st
     ]
     if result.mismatch_count:
         lines.append(f"shard map mispredicted {result.mismatch_count} puts (reported to the map)")
+    if result.stopped:
+        lines.append(f"STOPPED EARLY: {result.stopped}")
+    if result.failed or result.stopped:
+        lines.append(f"partial run: {result.sent} of {result.settings.total} sent, {result.acknowledged} acknowledged, "
+                     f"{len(result.failed)} failed, {result.not_attempted} not attempted")
     if result.failed:
-        lines.append(f"gave up on {len(result.failed)} records ({result.abandoned} more never sent); "
-                     f"first: {result.failed[0][0]} #{result.failed[0][1]}: {result.failed[0][2]}")
+        reasons: dict[str, int] = {}
+        for _key, _seq, reason in result.failed:
+            reasons[reason] = reasons.get(reason, 0) + 1
+        for reason, count in sorted(reasons.items(), key=lambda item: -item[1])[:5]:
+            lines.append(f"  failed {count}: {reason}")
+        lines.append(f"  first failed: {result.failed[0][0]} #{result.failed[0][1]}")
     if report is None:
+        if result.verification_error:
+            lines.append(result.verification_error)
         return "\n".join(lines)
     lat = report.latency_ms
+    waited = f" after waiting {report.waited_seconds:.0f} s for puts of unknown outcome" if report.waited_seconds else ""
     lines.append(
         f"verification {'OK' if report.ok else 'FAILED'}: read back {report.read_back}, lost {report.lost}, "
-        f"duplicated {report.duplicated}, out of order {report.out_of_order}, misplaced {report.misplaced}; "
-        f"latency p50 {lat['p50']} ms, p99 {lat['p99']} ms, max {lat['max']} ms; "
-        f"{len(report.shards)} shards read in {report.read_seconds:.2f} s")
+        f"duplicated {report.duplicated} (possible {report.possible_duplicates}), out of order {report.out_of_order}, "
+        f"misplaced {report.misplaced}; latency p50 {lat['p50']} ms, p99 {lat['p99']} ms, max {lat['max']} ms; "
+        f"{len(report.shards)} shards read in {report.read_seconds:.2f} s{waited}")
+    if report.late_duplicates:
+        lines.append(f"{report.late_duplicates} late duplicates arrived after later records of their key "
+                     "(order is judged by each record's first copy)")
     if report.first_out_of_order:
         first = report.first_out_of_order
         lines.append(f"first out of order: key {first['key']} seq {first['seq']} at position {first['position']} "

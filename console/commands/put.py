@@ -118,7 +118,8 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
         interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0
         return await run_and_verify(
             kinesis, args.stream, settings, verify=args.verify, on_progress=_ProgressLines("put"),
-            on_verifying=lambda: note(f"reading {len(parsed.records)} records back"),
+            on_verifying=lambda wait: note(f"reading {len(parsed.records)} records back"
+                                           + (f" after waiting {wait:.0f} s for puts whose answer was lost" if wait > 0 else "")),
             read_settings=ReadSettings(min_call_interval=interval), records=parsed.records)
 
 

@@ -138,6 +138,7 @@ class RecordLedger:
         if not outcome_known:
             # The request may have been written: each record may now exist twice. Say so.
             self.result.possible_duplicates += len(batch)
+            self.result.last_unknown_sent = max(self.result.last_unknown_sent or sent_wall, sent_wall)
             unknown = self.result.unknown_outcomes
             for record in batch:
                 where = record.predicted
@@ -165,6 +166,26 @@ class RecordLedger:
         for key, due in due_by_key.values():
             if key.in_flight == 0 or not settings.one_record_per_key:
                 requeue(key, due if settings.one_record_per_key else now)
+
+    def refused(self, batch: list[PendingRecord], reason: str) -> None:
+        """The server refused these records (not the connection, not a throttle): each is failed with
+        the reason and its key stopped, since its later records would overtake it. Other keys go on."""
+        for record in batch:
+            record.key.in_flight -= 1
+            record.in_request = False
+            self._abandon(record.key, record, reason)
+
+    def stop(self, keys: list[KeyState], reason: str) -> None:
+        """The run ends now: every record sent but not acknowledged is failed with `reason`; what was
+        never sent stays not attempted."""
+        for key in keys:
+            if key.abandoned:
+                continue
+            key.abandoned = True
+            for record in key.pending:
+                if record.attempts:
+                    self.result.failed.append((key.name, record.seq, reason))
+            key.pending.clear()
 
     def _abandon(self, key: KeyState, record: PendingRecord, reason: str) -> None:
         """Retrying for too long: fail the record and stop the key (later records would break order)."""

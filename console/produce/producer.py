@@ -7,8 +7,12 @@ Sequential mode: PutRecord, one record at a time per key, chaining SequenceNumbe
 
 Failures: per-record errors (FailedRecordCount / ErrorCode) are retried with exponential backoff
 and jitter; ProvisionedThroughputExceeded also slows that shard (console.produce.pacing). A request whose
-outcome is unknown (timeout, dropped connection, server gone) is retried too, and every record in
-it is counted as a possible duplicate — the verifier then reports how many really were.
+outcome is unknown (timeout, dropped connection) is retried too, and every record in it is counted
+as a possible duplicate — the verifier then reports how many really were. A refused connection sent
+nothing: retried, not counted. A record the server refuses (invalid argument) is that record's
+failure: its key stops, the others go on. The run itself stops early, with its partial report, only
+when nothing can succeed any more: the stream or the credentials are gone, or the endpoint has not
+answered a single request for `unanswered_give_up` seconds (one bound for the whole run).
 
 Every acknowledgement's ShardId is checked against the shard map's prediction; a mismatch is
 counted and reported to the map (`invalidate(seen_at, predicted_shard)`).
@@ -33,6 +37,7 @@ from console.errors import (
     AccessDenied,
     BadInput,
     BackendError,
+    EndpointUnreachable,
     LimitExceeded,
     NoCredentials,
     PlanRejected,
@@ -62,8 +67,10 @@ __all__ = [
 ]
 
 THROTTLE_ERROR = "ProvisionedThroughputExceededException"
-# Errors after which retrying cannot help: the whole run stops with the error.
-_FATAL = (BadInput, StreamNotFound, AccessDenied, NoCredentials, ReadOnlyRefusal, PlanRejected)
+# Errors after which no record can succeed: the run stops, with its partial report.
+_FATAL = (StreamNotFound, AccessDenied, NoCredentials, ReadOnlyRefusal, PlanRejected)
+# No answer at all: the request may or may not have reached the server (see EndpointUnreachable.request_sent).
+_UNANSWERED = (EndpointUnreachable, OSError, TimeoutError)
 # "Slow down" for the whole request: nothing was written.
 _THROTTLED = (Throttled, LimitExceeded)
 
@@ -120,6 +127,8 @@ class OrderedProducer:
                                     interval=progress_interval)
         self._ledger = RecordLedger(settings, self.result, self._meter, clock=clock, wall_clock=wall_clock,
                                     on_mismatch=self._invalidate)
+        self._meter.give_up_after = settings.unanswered_give_up
+        self._last_answer = clock()
         self._ran = False
 
     # -- set-up ---------------------------------------------------------------------------------
@@ -161,12 +170,15 @@ class OrderedProducer:
             raise RuntimeError("an OrderedProducer runs once")
         self._ran = True
         self._meter.start(self._clock())
+        self._last_answer = self._clock()
         self.result.started_at = self._wall()
         try:
             if self.settings.mode == "batch":
                 await self._run_batches()
             else:
                 await self._run_sequential()
+            if self.result.stopped:
+                self._ledger.stop(self._keys, f"run stopped: {self.result.stopped}")
         finally:
             self.result.finished_at = self._wall()
             self._meter.report(force=True, done=True)
@@ -206,7 +218,7 @@ class OrderedProducer:
                 wake.set()
 
         try:
-            while not fatal:
+            while not fatal and not self.result.stopped:
                 now = self._clock()
                 while delayed and delayed[0][0] <= now:
                     key = heapq.heappop(delayed)[2]
@@ -233,6 +245,8 @@ class OrderedProducer:
                         await asyncio.wait_for(wake.wait(), max(timeout, 0.001))
                     except TimeoutError:
                         pass
+            if tasks and not fatal:  # stopped: let the requests in flight end, so their outcome is known
+                await asyncio.gather(*list(tasks), return_exceptions=True)
         finally:
             # Only a failure or a cancelled run leaves requests in flight: stop them with it.
             for task in tasks:
@@ -304,18 +318,31 @@ class OrderedProducer:
         sent_wall = self._wall()
         try:
             response = await self._put_records(self.stream, entries)  # type: ignore[misc]
-        except _FATAL:
-            raise
+        except _FATAL as error:
+            self._stop(str(error))
+            return
+        except BadInput as error:
+            self._answered()
+            self._ledger.refused(batch, str(error))
+            return
+        except _UNANSWERED as error:
+            self._unanswered(error)
+            sent = getattr(error, "request_sent", True)
+            self._ledger.retry_all(batch, str(error), requeue, outcome_known=not sent, sent_wall=sent_wall)
+            return
         except _THROTTLED as error:
+            self._answered()
             now = self._clock()
             for shard in {self._predict(r.key) for r in batch}:
                 self._pacer.throttled(shard, now)
             self.result.throttled += len(batch)
             self._ledger.retry_all(batch, str(error), requeue, outcome_known=True, sent_wall=sent_wall)
             return
-        except (BackendError, OSError, TimeoutError) as error:
+        except BackendError as error:  # the server answered with a failure: it may have written first
+            self._answered()
             self._ledger.retry_all(batch, str(error), requeue, outcome_known=False, sent_wall=sent_wall)
             return
+        self._answered()
         now, wall = self._clock(), self._wall()
         results = response.get("Records") or []
         if len(results) != len(batch):
@@ -340,6 +367,25 @@ class OrderedProducer:
             if id(record) not in failed_ids:
                 requeue(record.key, now)
 
+    # -- the endpoint's health, for the whole run --------------------------------------------------
+
+    def _answered(self) -> None:
+        self._last_answer = self._clock()
+        self._meter.failing(None)
+
+    def _unanswered(self, error: BaseException) -> None:
+        """A request got no answer. Once none has come for `unanswered_give_up` seconds, stop the run."""
+        silent = self._clock() - self._last_answer
+        self._meter.failing(str(error), self._last_answer)
+        self._meter.report()
+        if silent > self.settings.unanswered_give_up:
+            self._stop(f"no answer from the endpoint for {silent:.0f} s; last: {error}", unanswered=True)
+
+    def _stop(self, reason: str, *, unanswered: bool = False) -> None:
+        if self.result.stopped is None:
+            self.result.stopped = reason
+            self.result.endpoint_lost = unanswered
+
     def _invalidate(self, predicted: str) -> None:
         if self._map is None:
             return
@@ -353,7 +399,7 @@ class OrderedProducer:
         queue: deque[KeyState] = deque(self._keys)
 
         async def worker() -> None:
-            while queue:
+            while queue and not self.result.stopped:
                 await self._produce_key_sequentially(queue.popleft())
 
         async def reporter() -> None:
@@ -373,9 +419,9 @@ class OrderedProducer:
 
     async def _produce_key_sequentially(self, key: KeyState) -> None:
         settings = self.settings
-        while self._ledger.has_work(key):
+        while self._ledger.has_work(key) and not self.result.stopped:
             record = self._ledger.head(key)
-            while True:
+            while not self.result.stopped:
                 predicted, shard = self._prediction(key)
                 await self._wait_for_pace(shard, record.size)
                 self._ledger.take(record, predicted)
@@ -384,18 +430,29 @@ class OrderedProducer:
                     response = await self._put_record(  # type: ignore[misc]
                         self.stream, record.data, key.name, explicit_hash_key=key.explicit_hash_key,
                         sequence_number_for_ordering=key.last_sequence_number)
-                except _FATAL:
-                    raise
+                except _FATAL as error:
+                    self._stop(str(error))
+                    return
+                except BadInput as error:
+                    self._answered()
+                    self._ledger.refused([record], str(error))
+                    return
                 except (BackendError, OSError, TimeoutError) as error:
-                    throttled = isinstance(error, _THROTTLED)
-                    if throttled:
+                    if isinstance(error, _UNANSWERED):
+                        self._unanswered(error)
+                        known = not getattr(error, "request_sent", True)
+                    else:
+                        self._answered()
+                        known = isinstance(error, _THROTTLED)
+                    if isinstance(error, _THROTTLED):
                         self._pacer.throttled(shard, self._clock())
                         self.result.throttled += 1
-                    self._ledger.retry_all([record], str(error), lambda *_: None, outcome_known=throttled, sent_wall=sent_wall)
+                    self._ledger.retry_all([record], str(error), lambda *_: None, outcome_known=known, sent_wall=sent_wall)
                     if key.abandoned:
                         return
                     await asyncio.sleep(settings.retry_delay(record.attempts))
                     continue
+                self._answered()
                 now, wall = self._clock(), self._wall()
                 self._ledger.acknowledge(record, response["ShardId"], response["SequenceNumber"], now, wall)
                 self._pacer.succeeded(response["ShardId"], now)

@@ -54,6 +54,7 @@ class ProducerProgress:
     records_per_second: float
     shards: dict[str, ShardProgress]
     done: bool = False
+    failing: str | None = None  # what keeps failing right now, and for how long; None when calls succeed
 
     @property
     def fraction(self) -> float:
@@ -75,6 +76,12 @@ class ProduceResult:
     possible_duplicates: int = 0
     failed: list[tuple[str, int, str]] = field(default_factory=list)  # (key, seq, last error)
     abandoned: int = 0  # records never sent because an earlier one of their key failed for good
+    stopped: str | None = None  # why the run ended before every record was tried; None when it did not
+    endpoint_lost: bool = False  # it stopped because the endpoint answered nothing for too long
+    # Epoch send time of the latest request whose outcome stayed unknown: it may still land on the
+    # server until the in-flight window has passed, so the verifier waits that long before reading.
+    last_unknown_sent: float | None = None
+    verification_error: str | None = None  # the read-back failed; the run's own figures still stand
     mismatches: list[ShardMismatch] = field(default_factory=list)
     mismatch_count: int = 0
     max_in_flight_per_key: int = 0
@@ -92,6 +99,16 @@ class ProduceResult:
     @property
     def acknowledged(self) -> int:
         return len(self.acks)
+
+    @property
+    def not_attempted(self) -> int:
+        """Records of the run never put in a request (their key failed first, or the run stopped)."""
+        return self.settings.total - self.sent
+
+    @property
+    def complete(self) -> bool:
+        """Every record acknowledged: nothing failed, nothing left untried."""
+        return not self.failed and self.stopped is None and self.acknowledged == self.settings.total
 
     @property
     def elapsed(self) -> float:
@@ -112,6 +129,8 @@ class ProduceResult:
             "possible_duplicates": self.possible_duplicates,
             "failed": len(self.failed),
             "abandoned": self.abandoned,
+            "not_attempted": self.not_attempted,
+            "stopped": self.stopped,
             "shard_mismatches": self.mismatch_count,
             "seconds": round(self.elapsed, 3),
             "records_per_second": round(self.acknowledged / self.elapsed, 1),
@@ -138,6 +157,12 @@ class ProgressMeter:
         self._last_progress = (0.0, 0, {})  # (time, acked, per-shard acked) at the last report
         self._next_report = 0.0
         self._started = 0.0
+        self._failing: tuple[str, float] | None = None  # (latest failure, since when) while calls fail
+        self.give_up_after: float | None = None  # said next to a failure, so the user knows the bound
+
+    def failing(self, reason: str | None, since: float | None = None) -> None:
+        """Calls are failing with `reason` since `since` (monotonic); None: they succeed again."""
+        self._failing = None if reason is None else (reason, since if since is not None else self._clock())
 
     def start(self, now: float) -> None:
         self._started = now
@@ -170,6 +195,14 @@ class ProgressMeter:
             acknowledged=result.acknowledged, retries=result.retries, throttled=result.throttled,
             possible_duplicates=result.possible_duplicates, failed=len(result.failed),
             shard_mismatches=result.mismatch_count, elapsed=now - self._started,
-            records_per_second=(result.acknowledged - last_acked) / span, shards=shards, done=done)
+            records_per_second=(result.acknowledged - last_acked) / span, shards=shards, done=done,
+            failing=self._failing_text(now))
         self._last_progress = (now, result.acknowledged, dict(self._shard_acks))
         return progress
+
+    def _failing_text(self, now: float) -> str | None:
+        if self._failing is None:
+            return None
+        reason, since = self._failing
+        bound = f" of {self.give_up_after:g}" if self.give_up_after else ""
+        return f"no answer for {now - since:.0f} s{bound}: {reason}"

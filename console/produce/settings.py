@@ -13,6 +13,7 @@ from console.produce.testrecords import MAX_RECORD_BYTES, new_run_id, partition_
 
 MAX_BATCH_RECORDS = 500
 MAX_BATCH_BYTES = 5 * 1024 * 1024
+MAX_GIVE_UP = 3600.0  # seconds: past an hour of failures, nobody is waiting for the run any more
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class ProducerSettings:
     retry_base: float = 0.05  # seconds; doubles per attempt of the same record
     retry_cap: float = 2.0
     give_up_after: float = 120.0  # seconds of retrying one record before the key is abandoned
+    # Seconds without a single answer from the endpoint (refused, dropped, timed out: the server is
+    # gone) before the whole run stops with its partial report. One bound for the run, not per key.
+    unanswered_give_up: float = 60.0
     one_record_per_key: bool = True  # False only to prove, in tests, that the rule is what keeps order
     run_id: str = ""
     record_total: int | None = None  # given records (OrderedProducer's `records`): their number
@@ -56,6 +60,9 @@ class ProducerSettings:
             raise BadInput(f"mode must be batch or sequential; got {self.mode!r}")
         if self.explicit_hash_keys not in ("none", "keytree"):
             raise BadInput(f"explicit hash keys must come from 'none' or 'keytree'; got {self.explicit_hash_keys!r}")
+        for name, seconds in (("give-up time", self.give_up_after), ("unanswered give-up time", self.unanswered_give_up)):
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= MAX_GIVE_UP:
+                raise BadInput(f"{name} must be more than 0 and at most {MAX_GIVE_UP:g} seconds; got {seconds!r}")
         if self.rate is not None and not (isinstance(self.rate, (int, float)) and self.rate > 0):
             raise BadInput(f"rate must be a positive number of records per second; got {self.rate!r}")
         return replace(self, run_id=run_id)

@@ -7,11 +7,14 @@ on the shard (AT_SEQUENCE_NUMBER) — or at TRIM_HORIZON when the shard had no a
 request of unknown outcome might have written to it before that first ack. Closed shards are read
 to their end, open ones to their current end (an empty page with nothing behind it).
 
-What: per record (key, per-key seq) the copies read and where. Lost = acknowledged, never read;
-duplicated = copies beyond the first; out of order = a key's record read after a later one of the
-same key; misplaced = read from a shard that is neither the predicted one (or, without a shard
-map, the acknowledged one) nor a descendant of it; latency = arrival time minus the record's send
-time. The transport is injected (backend methods), so this module does no I/O of its own.
+What is counted (lost, duplicated, late duplicates, out of order, misplaced, latency) is defined
+in console.produce.verify_analysis. The transport is injected (backend methods), so this module does
+no I/O of its own.
+
+When: a request whose outcome stayed unknown (its answer was lost) may still be on its way and land
+later, after the records that followed it. So when the run had any, reading starts only once the
+in-flight window (the request timeout plus a margin: `ReadSettings.in_flight_window`) has passed
+since the latest of them was sent; a copy that lands later than that cannot be counted.
 
 The reading is here; the pure comparison and the report live in console.produce.verify_analysis, whose
 names are re-exported.
@@ -20,6 +23,7 @@ names are re-exported.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import time
 from collections.abc import Awaitable, Callable
@@ -56,6 +60,13 @@ class ReadSettings:
     timeout: float = 300.0  # for the whole read-back
     retry_base: float = 0.1
     retry_cap: float = 2.0
+    # Seconds after a request of unknown outcome was sent before it can no longer land on the server.
+    in_flight_window: float = 0.0
+
+
+# The in-flight window is this many request timeouts: the timeout itself, then as much again and a half
+# for a request held up on the way (a proxy, a retransmitting network) to be delivered all the same.
+IN_FLIGHT_TIMEOUTS = 2.5
 
 
 class Verifier:
@@ -66,7 +77,9 @@ class Verifier:
                  get_records: Callable[..., Awaitable[dict]],
                  settings: ReadSettings | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 identify: Callable[[ProduceResult, dict], Any] | None = None) -> None:
+                 identify: Callable[[ProduceResult, dict], Any] | None = None,
+                 wall_clock: Callable[[], float] = time.time,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
         self._all_shards = all_shards
         # Which of the run's records a read record is (something with key, seq and sent_at), or None:
         # by default the test-record header; given records are matched by their key and bytes.
@@ -75,6 +88,8 @@ class Verifier:
         self._get_records = get_records
         self.settings = settings or ReadSettings()
         self._clock = clock
+        self._wall = wall_clock
+        self._sleep = sleep
 
     @classmethod
     def for_backend(cls, kinesis: Any, settings: ReadSettings | None = None,
@@ -82,9 +97,23 @@ class Verifier:
         return cls(all_shards=kinesis.all_shards, get_shard_iterator=kinesis.get_shard_iterator,
                    get_records=kinesis.get_records, settings=settings, identify=identify)
 
+    def in_flight_wait(self, run: ProduceResult) -> float:
+        """Seconds to wait before reading: until the latest request of unknown outcome can no longer land."""
+        if run.last_unknown_sent is None:
+            return 0.0
+        return max(0.0, run.last_unknown_sent + self.settings.in_flight_window - self._wall())
+
     async def verify(self, run: ProduceResult) -> VerificationReport:
+        waited = self.in_flight_wait(run)
+        if waited:
+            await self._sleep(waited)
         started = self._clock()
-        lineage = ShardLineage(await self._all_shards(run.stream))
+        try:
+            async with asyncio.timeout(self.settings.timeout):
+                lineage = ShardLineage(await self._call(self._all_shards, run.stream))
+        except TimeoutError:
+            raise BackendError(f"listing the shards of {run.stream} did not finish within "
+                               f"{self.settings.timeout:g} s", code="verify_timeout") from None
         plan = self._plan(run, lineage)
         copies: list[ReadCopy] = []
         reads: dict[str, ShardRead] = {}
@@ -113,7 +142,9 @@ class Verifier:
             raise group_error.exceptions[0] from None
         elapsed = self._clock() - started
         ordered_reads = [reads[s] for s in sorted(reads, key=lineage.order.__getitem__)]
-        return analyse(run, lineage, copies, ordered_reads, elapsed)
+        report = analyse(run, lineage, copies, ordered_reads, elapsed)
+        report.waited_seconds = waited
+        return report
 
     def _plan(self, run: ProduceResult, lineage: ShardLineage) -> dict[str, tuple[str, str | None]]:
         """shard id -> (iterator type, starting sequence number) for every shard to read."""
@@ -177,16 +208,17 @@ class Verifier:
         return ShardRead(shard_id, iterator_type, total, mine, closed=not shard.is_open)
 
     async def _call(self, function: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
-        """Retry throttling (shared read limits) and a briefly unreachable endpoint with backoff."""
+        """Retry throttling (shared read limits) and a briefly unreachable endpoint with backoff, on top
+        of the backend's own retries: a read-back after a long run must not fail on one dropped call."""
         delay = self.settings.retry_base
         for attempt in range(8):
             try:
                 return await function(*args, **kwargs)
             except ConsoleError as error:
-                retriable = isinstance(error, Throttled) or error.code == "endpoint_unreachable"
-                if not retriable or attempt == 7:
+                unreachable = error.code == "endpoint_unreachable"
+                if not (isinstance(error, Throttled) or unreachable) or attempt == 7 or (unreachable and attempt == 2):
                     raise
-            await asyncio.sleep(delay)
+            await self._sleep(delay)
             delay = min(self.settings.retry_cap, delay * 2)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -201,7 +233,7 @@ def _epoch(value: Any) -> float | None:
 
 async def run_and_verify(kinesis: Any, stream: str, settings: Any, *, verify: bool = True,
                          on_progress: Callable[[Any], None] | None = None,
-                         on_verifying: Callable[[], None] | None = None,
+                         on_verifying: Callable[[float], None] | None = None,
                          read_settings: ReadSettings | None = None,
                          progress_interval: float = 0.25,
                          records: Any = None) -> tuple[ProduceResult, VerificationReport | None]:
@@ -219,11 +251,23 @@ async def run_and_verify(kinesis: Any, stream: str, settings: Any, *, verify: bo
         result = await producer.run()
     if not verify:
         return result, None
-    if on_verifying is not None:
-        on_verifying()
+    if result.endpoint_lost:  # nothing answers: a read-back could only wait and fail
+        result.verification_error = "not verified: the endpoint stopped answering"
+        return result, None
+    read_settings = read_settings or ReadSettings()
+    if not read_settings.in_flight_window:
+        timeout = getattr(kinesis, "request_timeout", None) or 0.0
+        read_settings = dataclasses.replace(read_settings, in_flight_window=IN_FLIGHT_TIMEOUTS * timeout)
     identify = None
     if records is not None:
         from console.produce.given import GivenRecordMatcher
 
         identify = GivenRecordMatcher(records)
-    return result, await Verifier.for_backend(kinesis, read_settings, identify).verify(result)
+    verifier = Verifier.for_backend(kinesis, read_settings, identify)
+    if on_verifying is not None:
+        on_verifying(verifier.in_flight_wait(result))
+    try:
+        return result, await verifier.verify(result)
+    except ConsoleError as error:  # the run's own figures stand; say why they could not be checked
+        result.verification_error = f"verification failed: {error}"
+        return result, None

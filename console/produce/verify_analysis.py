@@ -2,8 +2,8 @@
 the producer was told (`analyse`), and the VerificationReport that comes of it.
 
 What: per record (key, per-key seq) the copies read and where. Lost = acknowledged, never read;
-duplicated = copies beyond the first; out of order = a key's record read after a later one of the
-same key; misplaced = read from a shard that is neither the predicted one (or, without a shard
+duplicated = copies beyond the first (late duplicates: those read after a later record of the key);
+out of order = a record's first copy read after the first copy of a later record of the same key; misplaced = read from a shard that is neither the predicted one (or, without a shard
 map, the acknowledged one) nor a descendant of it; latency = arrival time minus the record's send
 time.
 """
@@ -82,6 +82,10 @@ class VerificationReport:
     copies_read: int
     first_out_of_order: dict | None
     problems: list[Problem]
+    # Extra copies read after a later record of their key (a put of unknown outcome that landed late).
+    # Order is judged by each record's first copy; these are counted here and in `duplicated`.
+    late_duplicates: int = 0
+    waited_seconds: float = 0.0  # waited for the in-flight window before reading
     copies_by_key: dict[str, list[ReadCopy]] = field(default_factory=dict, repr=False)
     acks_by_key: dict[str, dict[int, Any]] = field(default_factory=dict, repr=False)
 
@@ -120,6 +124,7 @@ class VerificationReport:
             "read_back": self.read_back,
             "lost": self.lost,
             "duplicated": self.duplicated,
+            "late_duplicates": self.late_duplicates,
             "possible_duplicates": self.possible_duplicates,
             "out_of_order": self.out_of_order,
             "out_of_order_keys": self.out_of_order_keys,
@@ -130,6 +135,7 @@ class VerificationReport:
             "shard_mismatches": self.shard_mismatches,
             "latency_ms": self.latency_ms,
             "read_seconds": round(self.read_seconds, 3),
+            "waited_seconds": round(self.waited_seconds, 3),
             "read_records_per_second": round(self.read_records_per_second, 1),
             "shards_read": [vars(read) for read in self.shards],
             "problems": [problem.to_json() for problem in self.problems],
@@ -201,7 +207,7 @@ def analyse(run: ProduceResult, lineage: ShardLineage, copies: list[ReadCopy], s
     for (key, seq), ack in run.acks.items():
         acks_by_key[key][seq] = ack
 
-    duplicated = out_of_order = out_of_order_keys = misplaced = unacked_read = 0
+    duplicated = late_duplicates = out_of_order = out_of_order_keys = misplaced = unacked_read = 0
     first_out_of_order = None
     latencies: list[float] = []
     read_pairs: set[tuple[str, int]] = set()
@@ -217,7 +223,11 @@ def analyse(run: ProduceResult, lineage: ShardLineage, copies: list[ReadCopy], s
         for position, copy in enumerate(key_copies):
             if copy.seq in seen:
                 duplicated += 1
-                problem("duplicated", key, copy.seq, f"copy read again on {copy.shard_id}", copy.shard_id, position)
+                detail = f"copy read again on {copy.shard_id}"
+                if copy.seq < highest:
+                    late_duplicates += 1
+                    detail += f", late: after seq {highest}"
+                problem("duplicated", key, copy.seq, detail, copy.shard_id, position)
             else:
                 seen.add(copy.seq)
                 if copy.seq not in acks:
@@ -226,13 +236,13 @@ def analyse(run: ProduceResult, lineage: ShardLineage, copies: list[ReadCopy], s
                             "acknowledged (a put of unknown outcome)", copy.shard_id, position)
                 if copy.arrival is not None:
                     latencies.append((copy.arrival - copy.sent_at) * 1000)
-            if copy.seq < highest:
-                out_of_order += 1
-                key_disordered = True
-                detail = f"seq {copy.seq} read at position {position}, after seq {highest}"
-                if first_out_of_order is None:
-                    first_out_of_order = {"key": key, "position": position, "seq": copy.seq, "after_seq": highest}
-                problem("out_of_order", key, copy.seq, detail, copy.shard_id, position)
+                if copy.seq < highest:  # order is judged by first copies
+                    out_of_order += 1
+                    key_disordered = True
+                    detail = f"seq {copy.seq} read at position {position}, after seq {highest}"
+                    if first_out_of_order is None:
+                        first_out_of_order = {"key": key, "position": position, "seq": copy.seq, "after_seq": highest}
+                    problem("out_of_order", key, copy.seq, detail, copy.shard_id, position)
             highest = max(highest, copy.seq)
             ack = acks.get(copy.seq)
             where = _misplacement(copy.shard_id, hash_key, ack, lineage, allowed_cache)
@@ -262,4 +272,4 @@ def analyse(run: ProduceResult, lineage: ShardLineage, copies: list[ReadCopy], s
         out_of_order_keys=out_of_order_keys, misplaced=misplaced, unacknowledged_read=unacked_read,
         failed=len(run.failed), shard_mismatches=run.mismatch_count, latency_ms=latency, shards=shards,
         read_seconds=read_seconds, copies_read=len(copies), first_out_of_order=first_out_of_order,
-        problems=problems, copies_by_key=dict(by_key), acks_by_key=dict(acks_by_key))
+        problems=problems, late_duplicates=late_duplicates, copies_by_key=dict(by_key), acks_by_key=dict(acks_by_key))

@@ -224,6 +224,8 @@ class KConsoleApp(PanelHost, FocusModel, App[None]):
                         severity="warning", timeout=8)
         self.header.update_state(backend=self.connection.backend, region=self.connection.region,
                                  profile=self.connection.profile, stream=self.stream, read_only=self.read_only)
+        if hasattr(self.source, "on_retry"):  # retries go in the header, not on a stderr under the screen
+            self.source.on_retry = self._show_retry
         if self._config_warning:
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
         if self.read_only:
@@ -302,7 +304,10 @@ class KConsoleApp(PanelHost, FocusModel, App[None]):
             raise
         except Exception as error:  # every failure is shown in the header; the next poll retries
             if stream == self.stream:
-                self._show_failure(describe_failure(error, self.poll_timeout))
+                reason = describe_failure(error, self.poll_timeout)
+                if isinstance(error, TimeoutError) and self.header.state.notice:  # cut short while retrying
+                    reason += f" (last: {self.header.state.notice.split(';')[0]})"
+                self._show_failure(reason)
         finally:
             self._poll_in_flight = False
             self.poll_count += 1
@@ -332,7 +337,12 @@ class KConsoleApp(PanelHost, FocusModel, App[None]):
 
     def _show_header(self, view: StreamView) -> None:
         self.view = view
-        self.header.update_state(summary=view.summary, refreshed_at=self._clock(), error=None)
+        self.header.update_state(summary=view.summary, refreshed_at=self._clock(), error=None, notice=None)
+
+    def _show_retry(self, event) -> None:
+        """A backend call is being retried (throttled, a dropped connection): say so until a poll succeeds."""
+        if self.is_running:
+            self.header.update_state(notice=event.describe())
 
     def _show_selection_and_ribbon(self, view: StreamView) -> None:
         if view.index is not None:

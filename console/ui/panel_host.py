@@ -67,8 +67,8 @@ class PanelHost:
     async def _run_producer(self, panel: ProducerPanel, settings, verify: bool, stream: str) -> None:
         panel.show_started(settings)
         try:
-            _result, report = await run_and_verify(self.source, stream, settings, verify=verify,
-                                                   on_progress=panel.show_progress, on_verifying=panel.show_verifying)
+            result, report = await run_and_verify(self.source, stream, settings, verify=verify,
+                                                  on_progress=panel.show_progress, on_verifying=panel.show_verifying)
         except ConsoleError as error:
             panel.show_error(error.message)
             return
@@ -76,6 +76,11 @@ class PanelHost:
             panel.show_report(report)
         else:
             panel.show_finished()
+        trouble = [text for text in (result.stopped and f"stopped early: {result.stopped}",
+                                     result.verification_error) if text]
+        if trouble:  # the partial report stays on screen; the status line says what went wrong
+            panel.show_error(f"{result.sent} sent, {result.acknowledged} acknowledged, {len(result.failed)} failed, "
+                             f"{result.not_attempted} not attempted; " + "; ".join(trouble))
         self.poll_now()
 
     # ---- tail ------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from console.errors import BadInput, StreamNotFound
+from console.errors import BadInput
 from console.keyspace.hashkeys import HASH_SPACE
 from console.produce.pacing import ShardPacer, PacingLimits, TokenBucket
 from console.produce.producer import MAX_BATCH_BYTES, OrderedProducer, ProducerSettings
@@ -147,10 +147,13 @@ async def test_keytree_hash_keys_place_keys_evenly(kinesis, make_stream):
     assert sorted(result.explicit_hash_keys.values())[0] == HASH_SPACE // 16
 
 
-async def test_missing_stream_stops_the_run(kinesis):
-    settings = ProducerSettings(keys=3, records_per_key=2)
-    with pytest.raises(StreamNotFound):
-        await producer_for(kinesis, "no-such-stream-here", settings).run()
+@pytest.mark.parametrize("mode", ["batch", "sequential"])
+async def test_missing_stream_stops_the_run_with_its_partial_report(kinesis, mode):
+    settings = ProducerSettings(keys=3, records_per_key=2, mode=mode, concurrency=1)
+    result = await producer_for(kinesis, "no-such-stream-here", settings).run()
+    assert "not found" in result.stopped and not result.endpoint_lost and not result.complete
+    assert result.acknowledged == 0 and result.sent == len(result.failed) >= 1
+    assert result.not_attempted == 6 - result.sent
 
 
 # ---- a live reshard ---------------------------------------------------------------------------------

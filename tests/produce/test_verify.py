@@ -9,7 +9,7 @@ from console.keyspace.hashkeys import MAX_HASH_KEY, md5_hash_key
 from console.topology.model import Shard
 from console.produce.producer import Ack, OrderedProducer, ProducerSettings, ProduceResult
 from console.topology.shardmap import ShardMap
-from console.produce.verify import ShardLineage, ReadCopy, Verifier, analyse
+from console.produce.verify import ReadCopy, ReadSettings, ShardLineage, Verifier, analyse
 
 HALF = 2**127
 
@@ -75,6 +75,42 @@ def test_analysis_finds_each_kind_of_failure():
     rows = report.records_for("b")
     assert [row["seq"] for row in rows] == [0, 2, 3, 1] and rows[-1]["position"] is None
     assert report.latency_ms["max"] == pytest.approx(13.0, abs=0.1)
+
+
+def test_order_is_judged_by_first_copies_and_late_duplicates_are_counted_apart():
+    """A put of unknown outcome resent, then the first attempt landing late, after later records:
+    key a reads 0 1 2 3 1 2. Not out of order (every first copy is in order); two late duplicates."""
+    lineage = ShardLineage(reshard_history())
+    o = lineage.order["shardId-0"]
+    acks = {("a", s): Ack("shardId-0", str(10 + s), "shardId-0", 100.0, 100.02) for s in range(4)}
+    copies = [copy("a", seq, "shardId-0", 10 + position, o) for position, seq in enumerate([0, 1, 2, 3, 1, 2])]
+    report = analyse(fake_run(acks), lineage, copies, [], read_seconds=0.1)
+    assert (report.out_of_order, report.duplicated, report.late_duplicates, report.lost) == (0, 2, 2, 0)
+    assert report.ok and report.to_json()["late_duplicates"] == 2
+    assert [p.detail for p in report.problems] == ["copy read again on shardId-0, late: after seq 3"] * 2
+    # A first copy after a later one is still out of order: 0 2 1 3 (+ a timely duplicate of 3).
+    copies = [copy("a", seq, "shardId-0", 10 + position, o) for position, seq in enumerate([0, 2, 1, 3, 3])]
+    report = analyse(fake_run(acks), lineage, copies, [], read_seconds=0.1)
+    assert (report.out_of_order, report.duplicated, report.late_duplicates) == (1, 1, 0) and not report.ok
+
+
+async def test_the_verifier_waits_out_the_in_flight_window(kinesis, make_stream):
+    """After a put of unknown outcome it reads only once that put can no longer land."""
+    stream = await make_stream(shards=1)
+    slept = []
+
+    async def sleep(seconds):
+        slept.append(seconds)
+
+    settings = ProducerSettings(keys=1, records_per_key=1, run_id="r2").validated()
+    run = ProduceResult(settings, stream, 0.0, 1.0, last_unknown_sent=1_000.0)
+    verifier = Verifier(all_shards=kinesis.all_shards, get_shard_iterator=kinesis.get_shard_iterator,
+                        get_records=kinesis.get_records, settings=ReadSettings(in_flight_window=50.0),
+                        wall_clock=lambda: 1_020.0, sleep=sleep)
+    report = await verifier.verify(run)
+    assert slept[0] == pytest.approx(30.0) and report.waited_seconds == pytest.approx(30.0)
+    run.last_unknown_sent = None
+    assert verifier.in_flight_wait(run) == 0.0
 
 
 async def produce(kinesis, stream, put_records, **overrides):

@@ -130,6 +130,7 @@ async def test_killed_backend_turns_header_red_and_recovers():
                 await wait_until(pilot, lambda: app.failures, timeout=30, what="a failed poll")
                 assert app.header.failing and app.header.has_class("-failing")
                 assert "POLL FAILED" in header_text(app)
+                assert "could not connect" in app.header.state.error  # what the retries met, not only the timeout
                 # Still responsive: keys work while the backend is down.
                 await pilot.press("down")
                 await pilot.press("2")
@@ -143,3 +144,24 @@ async def test_killed_backend_turns_header_red_and_recovers():
                 assert not app.header.failing and "POLL FAILED" not in header_text(app)
     finally:
         await asyncio.to_thread(server.stop)
+
+
+async def test_retried_reads_show_in_the_header_and_the_poll_succeeds(local_kinesis, make_stream):
+    """A dropped connection under a poll is retried by the backend; the header says so meanwhile."""
+    from urllib.parse import urlsplit
+
+    from tests.faultproxy import FaultProxy, Faults
+
+    stream = await make_stream(shards=2)
+    faults = Faults(reset_before=1.0, skip=1, limit=3, operations=frozenset({"ListShards"}))
+    async with FaultProxy(urlsplit(local_kinesis.endpoint_url).port, faults) as proxy:
+        config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url)
+        async with open_backend(config) as kinesis:
+            app = RecordingApp(kinesis, stream=stream, interval=0.3, poll_timeout=10)
+            async with app.run_test(size=(140, 32)) as pilot:
+                await wait_until(pilot, lambda: "connection dropped on ListShards" in header_text(app),
+                                 what="the retry in the header")
+                polls = len(app.refreshed)
+                await wait_until(pilot, lambda: len(app.refreshed) > polls, what="the retried poll")
+                assert "connection dropped" not in header_text(app) and not app.failures
+                assert proxy.stats["faults"] == 3 and kinesis.retries == 3

@@ -197,9 +197,10 @@ class ProducerPanel(Vertical):
             ("retries", progress.retries), ("throttled", progress.throttled),
             ("possible duplicates", progress.possible_duplicates), ("shard mismatches", progress.shard_mismatches),
             ("failed", progress.failed)) if value]
+        failing = f" · failing: {progress.failing}" if progress.failing and not progress.done else ""
         self._status(f"{progress.acknowledged}/{progress.total} acknowledged, "
                      f"{format_rate(progress.records_per_second, ' rec/s')}, {progress.elapsed:.1f} s"
-                     + (" · " + ", ".join(extras) if extras else ""))
+                     + (" · " + ", ".join(extras) if extras else "") + failing, error=bool(failing))
         table = self.query_one("#producer-shards", DataTable)
         table.clear()
         for shard_id, shard in progress.shards.items():
@@ -209,8 +210,12 @@ class ProducerPanel(Vertical):
         if progress.done and self.running:
             self._set_running(False)
 
-    def show_verifying(self) -> None:
-        self._status("reading the run back to verify it ...")
+    def show_verifying(self, wait: float = 0.0) -> None:
+        if wait > 0:
+            self._status(f"waiting {wait:.0f} s for puts whose answer was lost (they may still land), "
+                         "then reading the run back ...")
+        else:
+            self._status("reading the run back to verify it ...")
 
     def show_report(self, report: VerificationReport) -> None:
         self.report = report
@@ -221,7 +226,8 @@ class ProducerPanel(Vertical):
         lines = [
             f"{verdict}  run {report.run_id}",
             f"sent {report.sent} · acknowledged {report.acknowledged} · read back {report.read_back}",
-            f"lost {report.lost} · duplicated {report.duplicated} (possible {report.possible_duplicates}) · "
+            f"lost {report.lost} · duplicated {report.duplicated} (possible {report.possible_duplicates}, "
+            f"late {report.late_duplicates}) · "
             f"out of order {report.out_of_order} ({report.out_of_order_keys} keys) · misplaced {report.misplaced}",
             f"latency p50 {lat['p50']} ms · p99 {lat['p99']} ms · max {lat['max']} ms · "
             f"{len(report.shards)} shards read in {report.read_seconds:.2f} s",

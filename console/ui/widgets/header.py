@@ -36,6 +36,7 @@ class HeaderState:
     read_only: bool = False
     polling: bool = False
     activity: str | None = None  # a long-running action in progress (e.g. a reshard waiting for ACTIVE)
+    notice: str | None = None  # the latest retried call ("connection dropped on ListShards; retry 2 in 0.4 s")
 
 
 class ConsoleHeader(Widget):
@@ -93,6 +94,8 @@ class ConsoleHeader(Widget):
             stream_line.append(summary.status + GAP, style=self._part("ok" if healthy else "busy"))
             stream_line.append(f"{summary.mode}{GAP}{summary.open_shard_count} open shards"
                                f"{GAP}retention {summary.retention_hours}h")
+        if state.error is None and state.notice is not None:
+            stream_line.append(f"{GAP}{state.notice}", style=self._part("busy"))
 
         where = Text(f" {state.backend or 'not connected'}", style=dim)
         if state.region and state.region not in state.backend:

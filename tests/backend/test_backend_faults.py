@@ -1,0 +1,76 @@
+"""The backend under network faults, through the TCP fault proxy in front of the embedded server:
+reads are asked again after a dropped connection or a timeout, and say so; a put whose answer was
+lost is never resent by the backend (the server holds exactly one copy); a refused connection is
+known to have sent nothing."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import pytest
+
+from console.backend import BackendConfig, open_backend
+from console.errors import EndpointUnreachable
+from tests.faultproxy import FaultProxy, Faults
+from tests.server_truth import read_run
+
+
+def proxy_for(local_kinesis, faults: Faults) -> FaultProxy:
+    return FaultProxy(urlsplit(local_kinesis.endpoint_url).port, faults)
+
+
+def backend_on(proxy: FaultProxy, timeout: float = 2.0):
+    return open_backend(BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url,
+                                      request_timeout=timeout))
+
+
+@pytest.mark.parametrize("fault", ["reset_before", "reset_after", "late"])
+async def test_reads_are_retried_after_a_dropped_connection_or_timeout(local_kinesis, make_stream, fault):
+    stream = await make_stream(shards=3)
+    faults = Faults(**{fault: 1.0}, late_seconds=1.5, limit=2,
+                    operations=frozenset({"ListShards", "GetShardIterator", "GetRecords", "DescribeStreamSummary"}))
+    async with proxy_for(local_kinesis, faults) as proxy, backend_on(proxy, timeout=1.0) as kinesis:
+        events = []
+        kinesis.on_retry = events.append
+        shards = await kinesis.all_shards(stream)
+        summary = await kinesis.describe_stream(stream)
+        iterator = await kinesis.get_shard_iterator(stream, shards[0].shard_id, "TRIM_HORIZON")
+        page = await kinesis.get_records(iterator)
+    assert len(shards) == 3 and summary.open_shard_count == 3 and page["Records"] == []
+    assert proxy.stats["faults"] == 2 and kinesis.retries == 2
+    assert [(e.operation, e.connection) for e in events] == [("ListShards", True), ("ListShards", True)]
+    expected = "no answer in time" if fault == "late" else "connection dropped"
+    assert events[0].describe().startswith(f"{expected} on ListShards; retry 1 in ")
+
+
+@pytest.mark.parametrize("operation", ["PutRecords", "PutRecord"])
+async def test_a_put_whose_answer_was_lost_is_not_resent(local_kinesis, make_stream, operation):
+    stream = await make_stream(shards=1)
+    faults = Faults(reset_after=1.0, limit=1, operations=frozenset({operation}))
+    async with proxy_for(local_kinesis, faults) as proxy, backend_on(proxy) as kinesis:
+        with pytest.raises(EndpointUnreachable) as caught:
+            if operation == "PutRecords":
+                await kinesis.put_records(stream, [{"Data": b'{"run":"r","key":"k","seq":0}', "PartitionKey": "k"}])
+            else:
+                await kinesis.put_record(stream, b'{"run":"r","key":"k","seq":0}', "k")
+    assert caught.value.request_sent and kinesis.retries == 0
+    assert proxy.stats["requests"] == 1
+    truth = read_run(local_kinesis.endpoint_url, stream, "r", keys=["k"], records_per_key=1)
+    assert (truth.records, truth.lost, truth.duplicated) == (1, 0, 0)  # written once, answer lost
+
+
+async def test_a_refused_connection_sent_nothing(local_kinesis, make_stream):
+    stream = await make_stream(shards=1)
+    async with proxy_for(local_kinesis, Faults()) as proxy, backend_on(proxy) as kinesis:
+        await kinesis.all_shards(stream)  # reached once: an outage now is retried and reported
+        proxy.down()
+        events = []
+        kinesis.on_retry = events.append
+        with pytest.raises(EndpointUnreachable) as caught:
+            await kinesis.put_records(stream, [{"Data": b"x", "PartitionKey": "k"}])
+        assert not caught.value.request_sent and kinesis.retries == 0  # the producer retries puts
+        kinesis.backoff_cap = 0.05
+        with pytest.raises(EndpointUnreachable) as caught:
+            await kinesis.all_shards(stream)
+    assert not caught.value.request_sent and caught.value.message.endswith("connection failed")
+    assert len(events) == kinesis.max_retries and all(e.code == "could not connect" for e in events)
