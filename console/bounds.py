@@ -6,14 +6,15 @@ exit 2, in milliseconds. A number is judged by its digits before int() sees it, 
 argument costs nothing and a huge shard count never reaches a planner.
 
 AWS's numbers (Amazon Kinesis Data Streams API reference and "Quotas and limits"):
-- UpdateShardCount: the target may not exceed 10,000 shards per stream; it may at most double and
-  at least halve the open count (that needs the current count, so the plan checks it, cheaply, before
-  it plans anything: console.reshard.plan).
+- UpdateShardCount: the target may not exceed 10,000 shards per stream. It may also at most double
+  and at least halve the open count; that needs the current count, so the plan reports it
+  (console.reshard.limits.check_scale_step, which the console's rescale prompt applies too).
 - Shards per account: 20,000 by default in the largest Regions, raisable on request. What kconsole
   will plan is capped at SHARD_COUNT_CEILING, five times that default, so a typo cannot build a
   plan of billions of shards; a raised quota below it is given with --account-shard-limit.
-- Records: data plus partition key at most 1 MiB; PutRecords at most 500 records and 5 MiB.
-- GetRecords: at most 10,000 records a call. Retention: 24 to 8,760 hours.
+- Retention: 24 to 8,760 hours, so no read reaches further back than 8,760 hours.
+The producer's numbers (PutRecords' 500 records and 5 MiB, 1 MiB a record) are checked by
+console.produce.settings before anything is sent.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ T = TypeVar("T")
 UPDATE_SHARD_COUNT_MAX = 10_000  # UpdateShardCount: "not above 10,000 shards in a stream"
 DEFAULT_ACCOUNT_SHARD_QUOTA = 20_000  # the largest Regions' default shard quota
 SHARD_COUNT_CEILING = 5 * DEFAULT_ACCOUNT_SHARD_QUOTA
-MAX_RECORD_BYTES = 1024 * 1024  # data blob plus partition key
 MAX_RETENTION_HOURS = 8_760
 MAX_RETENTION_SECONDS = MAX_RETENTION_HOURS * 3600
 # What AWS accepts as a stream name; checked first so a typo is exit 2, not a server round trip.

@@ -2,8 +2,9 @@
 0, 1, 2 or 130 and never a traceback or an "internal error".
 
 Commands run in-process through console.cli.main, each under a short alarm. Nothing can reach AWS:
-every vector ends with --endpoint-url naming a closed port on 127.0.0.1, AWS_ENDPOINT_URL points the
-SDK there too, and `local serve` (which would listen until stopped) is refused by that --endpoint-url.
+every vector gets --endpoint-url naming a closed port on 127.0.0.1 right after the command's name,
+AWS_ENDPOINT_URL points the SDK there too, any other host name fails to resolve (and fails the case),
+and `local serve` (which would listen until stopped) is refused by that --endpoint-url.
 The grammar is read from the parser itself, so a new command or option is fuzzed without a change here.
 300 cases run in CI; set KCONSOLE_SLOW=1 and run `-m slow` for thousands more.
 """
@@ -15,6 +16,7 @@ import contextlib
 import io
 import os
 import signal
+import socket
 import sys
 
 import pytest
@@ -122,9 +124,21 @@ def fuzz_directory(tmp_path_factory):
     return str(directory)
 
 
+FOREIGN_HOSTS: list[str] = []  # host names a case tried to resolve other than 127.0.0.1
+
+
 @pytest.fixture
 def offline(fuzz_directory, monkeypatch):
     closed = f"http://127.0.0.1:{free_port()}"
+    resolve = socket.getaddrinfo
+
+    def local_only(host, *args, **kwargs):  # the transport boundary: no name but 127.0.0.1 is looked up
+        if host not in ("127.0.0.1", b"127.0.0.1"):
+            FOREIGN_HOSTS.append(str(host))
+            raise socket.gaierror(socket.EAI_NONAME, f"the fuzzer resolves only 127.0.0.1, not {host}")
+        return resolve(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", local_only)
     for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_KINESIS", "AWS_ENDPOINT_URL_STS",
                  "AWS_ENDPOINT_URL_CLOUDWATCH", "AWS_ENDPOINT_URL_DYNAMODB"):
         monkeypatch.setenv(name, closed)
@@ -169,8 +183,12 @@ def run_case(argv: list[str]) -> tuple[int, str]:
 
 
 def check(argv: list[str], endpoint: str) -> None:
-    argv = [*argv, "--endpoint-url", endpoint]
+    # Right after the command's name, where no drawn option or `--` can swallow it.
+    command = max((len(path) for path in COMMANDS if tuple(argv[:len(path)]) == path), default=0)
+    argv = [*argv[:command], "--endpoint-url", endpoint, *argv[command:]]
+    FOREIGN_HOSTS.clear()
     code, err = run_case(argv)
+    assert not FOREIGN_HOSTS, (argv, FOREIGN_HOSTS)
     assert code in ALLOWED_EXIT_CODES, (argv, code, err)
     assert "Traceback" not in err and "internal error" not in err, (argv, err)
     if code in (1, 2):
@@ -213,3 +231,12 @@ def test_the_fuzzer_can_fail(offline, fuzz_directory, monkeypatch):
     monkeypatch.setattr(keyspace, "keytree_command", broken)
     with pytest.raises(AssertionError, match="internal error"):
         check(["keytree"], offline)
+
+
+def test_the_fuzzer_notices_a_case_that_reaches_for_another_host(offline, monkeypatch):
+    from console.backend import client
+
+    # A command that ignored --endpoint-url would look up AWS's own host name.
+    monkeypatch.setattr(client, "validate_endpoint_url", lambda url: "http://kinesis.us-east-1.amazonaws.com")
+    with pytest.raises(AssertionError, match="amazonaws"):
+        check(["streams", "--region", "us-east-1"], offline)

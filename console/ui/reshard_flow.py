@@ -104,7 +104,7 @@ def split_point_problem(shard: Shard, text: str) -> str | None:
     except BadInput as error:
         return error.message
     breaches = check_split_key(shard.shard_id, shard.starting_hash_key, shard.ending_hash_key, key)
-    return str(breaches[0]) if breaches else None  # the plan's own rule and words
+    return str(breaches[0]) if breaches else None
 
 
 def scale_target_problem(text: str, current: int) -> str | None:

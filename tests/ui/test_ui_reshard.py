@@ -132,17 +132,3 @@ async def test_rescale_prompt_refuses_a_huge_target_at_once_and_stays_responsive
         await pilot.press("escape")
         assert not isinstance(app.screen, PromptScreen)
 
-
-def test_split_prompt_refuses_the_keys_the_plan_refuses_with_the_plans_words():
-    from console.keyspace.hashkeys import even_split
-    from console.reshard.plan import plan_split
-    from console.topology.model import Shard
-    from console.ui.reshard_flow import split_point_problem
-
-    shards = [Shard(f"shardId-00000000000{i}", s, e) for i, (s, e) in enumerate(even_split(2))]
-    shard = shards[0]
-    for key in (shard.ending_hash_key, shard.starting_hash_key + 1, shard.ending_hash_key + 1):
-        [breach] = plan_split(shards, shard.shard_id, key).breaches
-        assert split_point_problem(shard, str(key)) == str(breach)
-    assert split_point_problem(shard, str(shard.ending_hash_key - 1)) is None
-    assert not plan_split(shards, shard.shard_id, shard.ending_hash_key - 1).breaches
