@@ -232,6 +232,7 @@ def _executor(kinesis, args: argparse.Namespace, *, quiet: bool = False) -> Exec
 def run_plan(args: argparse.Namespace) -> int:
     inputs = read_inputs(args)
     build = plan_builder(args, inputs)
+    barrier = None
     if args.stream is None:
         if args.shards is None:
             raise BadInput("name a STREAM, or give --shards N to plan against an even N-shard stream offline",
