@@ -12,11 +12,11 @@ import pytest
 from aiobotocore.awsrequest import AioAWSResponse
 
 from console.backend import BackendConfig, open_backend
-from console.cli import main
 from console.consumers.look import consumer_report, find_lease_tables, read_leases
 from console.consumers.recommend import window_peaks
 from console.consumers.report import STALLED, UNOWNED, StallTracker
 from console.errors import AccessDenied, BadInput
+from tests.commands.test_cli_reshard import kconsole, one_clean_line
 from tests.conftest import StreamFactory
 from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items
 
@@ -43,19 +43,6 @@ async def put_to(kinesis, stream: str, shard, count: int, tag: str = "r") -> lis
 
 def millis_since(record: dict, now: datetime) -> int:
     return int((now - record["ApproximateArrivalTimestamp"]).total_seconds() * 1000)
-
-
-async def kconsole(capsys, *argv):
-    code = await asyncio.to_thread(main, [str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(err: str) -> str:
-    assert "Traceback" not in err
-    lines = [line for line in err.splitlines() if line.startswith("kconsole: error:")]
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 async def test_records_and_time_behind_per_shard_from_a_real_lease_table(kinesis, make_stream, ddb):
@@ -215,7 +202,7 @@ async def test_cli_json_contract_and_bad_input(capsys, local_kinesis, kinesis, m
         (["--watch", "5"], "--watch needs --lease-table"),
     ):
         code, out, err = await kconsole(capsys, "consumers", stream, *argv, *endpoint(local_kinesis))
-        assert code == 2 and expected in one_error_line(err), (argv, err)
+        assert code == 2 and expected in one_clean_line(err), (argv, err)
 
 
 async def test_cli_register_and_deregister_ask_first_and_respect_read_only(capsys, local_kinesis, kinesis, make_stream):
@@ -223,9 +210,9 @@ async def test_cli_register_and_deregister_ask_first_and_respect_read_only(capsy
     arn = (await kinesis.describe_stream(stream)).arn
     base = ["consumers", "register", stream, "--name", "analytics", *endpoint(local_kinesis)]
     code, out, err = await kconsole(capsys, *base, "--yes", "--read-only")
-    assert code == 1 and "read-only" in one_error_line(err)
+    assert code == 1 and "read-only" in one_clean_line(err)
     code, out, err = await kconsole(capsys, *base)  # no TTY under pytest, no --yes
-    assert code == 1 and "without confirmation" in one_error_line(err)
+    assert code == 1 and "without confirmation" in one_clean_line(err)
     assert await kinesis.list_stream_consumers(arn) == []
     code, out, err = await kconsole(capsys, *base, "--yes", "--json")
     assert code == 0 and json.loads(out)["name"] == "analytics"
@@ -251,7 +238,7 @@ async def test_split_while_a_consumer_holds_the_parent_shows_the_barrier(capsys,
     code, out, err = await kconsole(capsys, "plan", *split)
     assert "Lag this change puts behind the barrier" in out and f"{shards[0].shard_id}: 5 records" in out
     code, out, err = await kconsole(capsys, "reshard", *split, "--yes")
-    assert code == 1 and "--force" in one_error_line(err) and "5 records" in err
+    assert code == 1 and "--force" in one_clean_line(err) and "5 records" in err
     assert len(await kinesis.all_shards(stream)) == 2  # nothing was called
     code, out, err = await kconsole(capsys, "reshard", *split, "--yes", "--force")
     assert code == 0 and len(await kinesis.all_shards(stream)) == 4
@@ -277,7 +264,7 @@ async def test_recommend_prints_ready_plan_lines(capsys, local_kinesis, kinesis,
     assert code == 0 and document["source"].startswith("the window's records")
     assert document["commands"] == [f"kconsole plan split {stream} --shard {shards[0].shard_id} --at-median-of-recent"]
     code, out, err = await kconsole(capsys, "recommend", stream, "--window", "1y", *endpoint(local_kinesis))
-    assert code == 2 and "--window" in one_error_line(err)
+    assert code == 2 and "--window" in one_clean_line(err)
 
 
 # ---- EFO on both servers -------------------------------------------------------------------------
