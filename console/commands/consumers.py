@@ -17,10 +17,10 @@ from datetime import datetime, timedelta, timezone
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import validate_stream_name
-from console.commands.tail import one_line
+from console.read.decoding import one_line
 from console.consumers.lag import DEFAULT_SCAN_CAP, MAX_SCAN_CAP
 from console.consumers.recommend import DEFAULT_WINDOW_CAP, Recommendation, ShardLoad, recommend, window_peaks
-from console.consumers.report import ConsumerReport, StallTracker
+from console.consumers.report import ConsumerReport, StallTracker, format_millis
 from console.errors import BadInput
 
 ACTIONS = ("register", "deregister")
@@ -159,15 +159,6 @@ async def _report(args: argparse.Namespace) -> ConsumerReport:
             report = await consumer_report(backend, args.stream, lease_table=args.lease_table,
                                            cap=args.scan_cap, tracker=tracker)
         return report
-
-
-def format_millis(millis: int | None) -> str:
-    if millis is None:
-        return "?"
-    if millis < 1000:
-        return f"{millis} ms"
-    seconds = millis / 1000
-    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
 def format_records(row, cap: int) -> str:

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from console.commands._output import note, run_async
-from console.read.decoding import KIND_ERROR, KIND_TEXT, DecodedRecord
+from console.read.decoding import KIND_ERROR, KIND_TEXT, DecodedRecord, one_line
 from console.errors import BadInput
 from console.keyspace.hashkeys import validate_partition_key
 from console.read.tail import TailOptions, TailReader, parse_start
@@ -136,15 +136,3 @@ def format_line(record: DecodedRecord) -> str:
     elif record.kind == KIND_TEXT:
         content = one_line(content)
     return f"{arrival} {record.shard_id} {record.position} {key} {record.kind_label} {record.size}B {content}"
-
-
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def one_line(text: str) -> str:
-    """`text` with line breaks and every other non-printable character escaped: one line per record, and
-    a producer's escape sequences (a partition key holding ESC[2J, say) never reach the terminal."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else _ESCAPES.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100
-                   else f"\\u{ord(ch):04x}") for ch in text)

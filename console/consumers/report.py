@@ -52,6 +52,16 @@ class StallTracker:
         self._counters = {lease.lease_key: lease.counter for lease in leases}
 
 
+def format_millis(millis: int | None) -> str:
+    """Time behind for people: 850 ms, 12.5 s, 3.2 min, 1.5 h; "?" when unknown."""
+    if millis is None:
+        return "?"
+    if millis < 1000:
+        return f"{millis} ms"
+    seconds = millis / 1000
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
 def lease_state(lease: Lease, lag: ShardLag | None, previous_counter: int | None) -> str:
     if lease.finished:
         return FINISHED

@@ -25,6 +25,7 @@ from textual.widgets import Footer, Input, Static, TabbedContent, TabPane, TextA
 from textual.widgets._tabbed_content import ContentTabs
 
 from console.ui.commands import ACTIONS, MUTATING_ACTIONS, ConsoleCommands
+from console.ui.consumers_host import ConsumersHost
 from console.ui.format import format_share, short_shard_id
 from console.ui.panel_host import PanelHost
 from console.ui.screens.help import HelpScreen
@@ -42,6 +43,7 @@ OPTIONAL_PANELS = (
     ("producer", "Producer", "console.ui.producer_panel", "issue 6: ordered producer"),
     ("tail", "Tail", "console.ui.tail_view", "issue 8: tail"),
     ("heat", "Heat", "console.ui.heat_panel", "issue 7: heat"),
+    ("consumers", "Consumers", "console.ui.panels.consumers", "consumers and lag"),
 )
 
 
@@ -128,7 +130,7 @@ class PollFailed(Message):
         self.reason = reason
 
 
-class KConsoleApp(PanelHost, App[None]):
+class KConsoleApp(ConsumersHost, PanelHost, App[None]):
     CSS_PATH = Path(__file__).parent / "kconsole.tcss"  # absolute, so subclasses elsewhere find it
     TITLE = "kconsole"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
@@ -138,9 +140,9 @@ class KConsoleApp(PanelHost, App[None]):
         Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
         Binding("f1", "help", "Help", show=False, id="app.help_f1"),
         Binding("r", "refresh", "Refresh", id="app.refresh"),
-        # One footer entry stands for the seven tab keys.
+        # One footer entry stands for the tab keys.
         *(Binding(a.key, a.action, "Tabs" if a.key == "1" else a.title, show=a.key == "1",
-                  key_display="1-7" if a.key == "1" else None)
+                  key_display="1-8" if a.key == "1" else None)
           for a in ACTIONS if a.action.startswith("show_tab")),
         Binding("slash", "filter", "Filter", key_display="/", id="app.filter"),
         Binding("s", "split", "Split", id="reshard.split"),
@@ -292,6 +294,9 @@ class KConsoleApp(PanelHost, App[None]):
         """Start a poll unless one is running (polls never overlap). The next one is armed when it ends."""
         if self._poll_in_flight or not self.stream:
             return False
+        if self.consumers_poll_running:  # runs as soon as the lease poll ends
+            self._shard_poll_deferred = True
+            return False
         if self._poll_timer is not None:
             self._poll_timer.stop()
             self._poll_timer = None
@@ -426,7 +431,7 @@ class KConsoleApp(PanelHost, App[None]):
 
     PRIMARY_WIDGET = {"shards": "#shard-table", "lineage": "#lineage-tree", "placement": "#placement-input",
                       "keytree": "#keytree-input", "producer": "#producer-start", "tail": "#tail-ring",
-                      "heat": "#heat-panel"}
+                      "heat": "#heat-panel", "consumers": "#consumers-table"}
 
     def _focus_tab(self, tab: str) -> None:
         """Keys go where the eyes are: the tab's main widget, else its first focusable widget that is
@@ -479,7 +484,7 @@ class KConsoleApp(PanelHost, App[None]):
             self.table.focus()
             event.stop()
         elif isinstance(self.focused, (Input, TextArea)):
-            # Out of a text box, so the single-key bindings (tabs 1-7, r, q...) work again.
+            # Out of a text box, so the single-key bindings (tabs 1-8, r, q...) work again.
             self.query_one(ContentTabs).focus()
             event.stop()
 

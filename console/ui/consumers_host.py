@@ -1,0 +1,65 @@
+"""Running the Consumers tab's polls (the panel does no I/O of its own).
+
+Enter in the tab's lease-table box starts a loop in a worker: every poll interval, one
+`consumer_report` (EFO consumers, the lease table, lag per leased shard) on the backend the console
+polls, shown in the panel and as the shard table's Lag column. Lease polls and shard polls never
+overlap: a lease poll waits for a running shard poll, and a shard poll due during a lease poll runs
+right after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from textual import work
+
+from console.consumers.report import StallTracker, format_millis
+from console.errors import ConsoleError
+
+
+class ConsumersHost:
+    """Mixed into KConsoleApp. Expects `source`, `stream`, `interval`, `table`, `poll_now` and
+    `_poll_in_flight`."""
+
+    consumers_poll_running = False
+    _shard_poll_deferred = False
+
+    def stop_panel_work(self) -> None:
+        self.workers.cancel_group(self, "consumers")
+        self.consumers_poll_running = False
+        self.table.set_lag({})
+        super().stop_panel_work()
+
+    def on_consumers_panel_watch_requested(self, event) -> None:
+        if not self.stream:
+            event.panel.show_error("no stream open: press p to pick one")
+            return
+        self._watch_consumers(event.panel, self.stream, event.table)
+
+    @work(exclusive=True, group="consumers", exit_on_error=False)
+    async def _watch_consumers(self, panel, stream: str, lease_table: str | None) -> None:
+        from console.consumers.look import consumer_report
+
+        tracker = StallTracker()
+        self.table.set_lag({})
+        try:
+            while stream == self.stream:
+                while self._poll_in_flight:  # never alongside a shard poll
+                    await asyncio.sleep(0.05)
+                self.consumers_poll_running = True
+                try:
+                    report = await consumer_report(self.source, stream, lease_table=lease_table, tracker=tracker)
+                except ConsoleError as error:
+                    panel.show_error(error.message)
+                else:
+                    panel.show_report(report)
+                    self.table.set_lag({shard_id: format_millis(millis)
+                                        for shard_id, millis in report.worst_millis_by_shard().items()})
+                finally:
+                    self.consumers_poll_running = False
+                    if self._shard_poll_deferred:
+                        self._shard_poll_deferred = False
+                        self.poll_now()
+                await asyncio.sleep(self.interval)
+        finally:
+            self.consumers_poll_running = False

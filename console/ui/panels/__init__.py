@@ -1,0 +1,1 @@
+"""Tabs of the console (each renders state it is given and posts typed messages)."""
