@@ -109,6 +109,6 @@ def _replace_rows(table: DataTable, columns: tuple[str, ...], rows: dict[str, tu
         if key in present:
             for column, cell in zip(columns, cells):
                 if table.get_cell(key, column) != cell:
-                    table.update_cell(key, column, cell)
+                    table.update_cell(key, column, cell, update_width=True)
         else:
             table.add_row(*cells, key=key)
