@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import math
 import re
 from datetime import datetime, timedelta, timezone
 
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, render_table, run_async
-from console.commands._stream_args import validate_stream_name
+from console.commands._stream_args import ensure_local_stream, local_shard_count, validate_stream_name
 from console.read.decoding import one_line
 from console.consumers.lag import DEFAULT_SCAN_CAP, MAX_SCAN_CAP
 from console.consumers.recommend import DEFAULT_WINDOW_CAP, Recommendation, ShardLoad, recommend, window_peaks
@@ -118,6 +119,8 @@ def run_consumers(args: argparse.Namespace) -> int:
     if args.name is not None or args.yes:
         raise BadInput("--name and --yes only apply to consumers register|deregister", code="usage")
     validate_scan_cap(args.scan_cap)
+    if getattr(args, "local", False):
+        local_shard_count(args)  # a bad --shards is exit 2 before the embedded server starts
     if args.lease_table is not None:
         validate_table_name(args.lease_table)
     if args.watch is not None:
@@ -136,20 +139,30 @@ def run_consumers(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _find_tables(args: argparse.Namespace) -> list[str]:
+@contextlib.asynccontextmanager
+async def _open(args: argparse.Namespace):
+    """The backend; on the embedded server (empty each run) the stream is created first."""
     from console.backend import BackendConfig, open_backend
+
+    config = BackendConfig.from_args(args)
+    async with open_backend(config) as backend:
+        if config.kind == "local":
+            await ensure_local_stream(backend, args.stream, args)
+        yield backend
+
+
+async def _find_tables(args: argparse.Namespace) -> list[str]:
     from console.consumers.look import find_lease_tables
 
-    async with open_backend(BackendConfig.from_args(args)) as backend:
+    async with _open(args) as backend:
         shards = await backend.all_shards(args.stream)
         return await find_lease_tables(backend, args.stream, [shard.shard_id for shard in shards])
 
 
 async def _report(args: argparse.Namespace) -> ConsumerReport:
-    from console.backend import BackendConfig, open_backend
     from console.consumers.look import consumer_report
 
-    async with open_backend(BackendConfig.from_args(args)) as backend:
+    async with _open(args) as backend:
         tracker = StallTracker()
         report = await consumer_report(backend, args.stream, lease_table=args.lease_table, cap=args.scan_cap,
                                        tracker=tracker)
@@ -206,9 +219,7 @@ def run_registration(args: argparse.Namespace, action: str) -> int:
 
 
 async def _registration(args: argparse.Namespace, action: str) -> dict:
-    from console.backend import BackendConfig, open_backend
-
-    async with open_backend(BackendConfig.from_args(args)) as backend:
+    async with _open(args) as backend:
         summary = await backend.describe_stream(args.stream)
         names = {c.get("ConsumerName") for c in await backend.list_stream_consumers(summary.arn)}
         if action == "register":
@@ -252,11 +263,10 @@ def run_recommend(args: argparse.Namespace) -> int:
 
 
 async def _recommend(args: argparse.Namespace, window: float) -> tuple[Recommendation, str]:
-    from console.backend import BackendConfig, open_backend
     from console.heat.cloudwatch import cloudwatch_heat
     from console.heat.snapshot import utilisation
 
-    async with open_backend(BackendConfig.from_args(args)) as backend:
+    async with _open(args) as backend:
         summary = await backend.describe_stream(args.stream)
         shards = [shard for shard in await backend.all_shards(args.stream) if shard.is_open]
         metered = {"IncomingBytes", "IncomingRecords"} <= set(summary.enhanced_metrics)

@@ -2,7 +2,8 @@
 
 Enter in the tab's lease-table box starts a loop in a worker: every poll interval, one
 `consumer_report` (EFO consumers, the lease table, lag per leased shard) on the backend the console
-polls, shown in the panel and as the shard table's Lag column. Lease polls and shard polls never
+polls, shown in the panel and as the shard table's Lag column; and the stream's CloudWatch metrics
+of the last hour. Lease polls and shard polls never
 overlap: a lease poll waits for a running shard poll, and a shard poll due during a lease poll runs
 right after it.
 """
@@ -13,6 +14,7 @@ import asyncio
 
 from textual import work
 
+from console.consumers.capacity import stream_metrics
 from console.consumers.report import StallTracker, format_millis
 from console.errors import ConsoleError
 
@@ -38,8 +40,6 @@ class ConsumersHost:
 
     @work(exclusive=True, group="consumers", exit_on_error=False)
     async def _watch_consumers(self, panel, stream: str, lease_table: str | None) -> None:
-        from console.consumers.look import consumer_report
-
         tracker = StallTracker()
         self.table.set_lag({})
         try:
@@ -48,13 +48,7 @@ class ConsumersHost:
                     await asyncio.sleep(0.05)
                 self.consumers_poll_running = True
                 try:
-                    report = await consumer_report(self.source, stream, lease_table=lease_table, tracker=tracker)
-                except ConsoleError as error:
-                    panel.show_error(error.message)
-                else:
-                    panel.show_report(report)
-                    self.table.set_lag({shard_id: format_millis(millis)
-                                        for shard_id, millis in report.worst_millis_by_shard().items()})
+                    await self._show_consumers(panel, stream, lease_table, tracker)
                 finally:
                     self.consumers_poll_running = False
                     if self._shard_poll_deferred:
@@ -63,3 +57,25 @@ class ConsumersHost:
                 await asyncio.sleep(self.interval)
         finally:
             self.consumers_poll_running = False
+            if self._shard_poll_deferred and self.is_running:  # cancelled while a shard poll waited
+                self._shard_poll_deferred = False
+                self.poll_now()
+
+    async def _show_consumers(self, panel, stream: str, lease_table: str | None, tracker: StallTracker) -> None:
+        from console.consumers.look import consumer_report
+
+        try:
+            view = self.view  # the shard poll's latest listing: no second ListShards
+            shards = list(view.shards) if view is not None and view.summary.name == stream else None
+            report = await consumer_report(self.source, stream, lease_table=lease_table, tracker=tracker,
+                                           shards=shards, stream_arn=(view.summary.arn or None) if shards else None)
+        except ConsoleError as error:
+            panel.show_error(error.message)
+        else:
+            panel.show_report(report)
+            self.table.set_lag({shard_id: format_millis(millis)
+                                for shard_id, millis in report.worst_millis_by_shard().items()})
+        try:
+            panel.show_metrics(await stream_metrics(self.source, stream))
+        except ConsoleError as error:
+            panel.show_metrics(None, error.message)

@@ -44,3 +44,62 @@ async def test_lease_table_in_the_consumers_tab(kinesis, make_stream, local_kine
         await pilot.press("enter")
         await wait_until(pilot, lambda: "not found" in str(app.query_one("#consumers-status", Static).render()),
                          what="error line")
+
+
+class OverlapProbe:
+    """The real backend, noting when a shard poll (ListShards) and a lease poll (Scan, GetRecords)
+    are in flight at the same time."""
+
+    SHARD_POLL = {"all_shards"}
+    LEASE_POLL = {"scan_table", "get_records", "get_shard_iterator", "describe_table"}
+
+    def __init__(self, backend) -> None:
+        self._backend = backend
+        self.in_flight = {"shard": 0, "lease": 0}
+        self.calls = {"shard": 0, "lease": 0}
+        self.overlaps = 0
+
+    def __getattr__(self, name):
+        value = getattr(self._backend, name)
+        kind = "shard" if name in self.SHARD_POLL else "lease" if name in self.LEASE_POLL else None
+        if kind is None:
+            return value
+        other = "lease" if kind == "shard" else "shard"
+
+        async def call(*args, **kwargs):
+            self.calls[kind] += 1
+            self.in_flight[kind] += 1
+            if self.in_flight[other]:
+                self.overlaps += 1
+            try:
+                return await value(*args, **kwargs)
+            finally:
+                self.in_flight[kind] -= 1
+        return call
+
+
+async def test_lease_polls_never_overlap_shard_polls_and_metrics_show(kinesis, make_stream, local_kinesis):
+    from tests.consumers.test_capacity import put_metric
+    from datetime import datetime, timedelta, timezone
+
+    name = await make_stream(shards=3)
+    shards = await kinesis.all_shards(name)
+    for shard in shards:
+        await kinesis.put_record(name, b"r", "k", explicit_hash_key=shard.starting_hash_key)
+    await put_metric(local_kinesis.endpoint_url, name, "IncomingRecords", 600,
+                     datetime.now(timezone.utc) - timedelta(minutes=2))
+    async with dynamodb(local_kinesis.endpoint_url) as client:
+        table = await create_lease_table(client)
+        await put_items(client, table, [kcl_lease(s.shard_id) for s in shards])
+    probe = OverlapProbe(kinesis)
+    app = RecordingApp(probe, stream=name, interval=0.2)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed, what="first poll")
+        await pilot.press("8")
+        app.query_one("#consumers-table").value = table
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: probe.calls["lease"] >= 40 and len(app.refreshed) >= 8, timeout=30,
+                         what="several polls of each kind")
+        metrics = str(app.query_one("#consumers-metrics", Static).render())
+        assert "in records" in metrics and "peak 10r/s" in metrics  # 600 in the minute: 10 records/s
+    assert probe.overlaps == 0

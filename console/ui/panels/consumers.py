@@ -14,11 +14,23 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
+from console.consumers.capacity import StreamMetrics
 from console.consumers.report import ConsumerReport, LeaseRow, format_millis
 from console.read.decoding import one_line
+from console.ui.format import format_rate
+from console.ui.widgets.shard_table import sparkline
 
 LEASE_COLUMNS = ("Shard", "State", "Owner", "Checkpoint", "Behind", "Time", "Problem")
 EFO_COLUMNS = ("EFO consumer", "Status", "Created")
+# Stream-level CloudWatch metrics: (metric, label, how the latest minute is shown).
+METRIC_LINES = (
+    ("IncomingRecords", "in records", lambda v: format_rate(v / 60, "r/s")),
+    ("IncomingBytes", "in bytes", lambda v: format_rate(v / 60, "B/s")),
+    ("GetRecords.IteratorAgeMilliseconds", "iterator age", lambda v: format_millis(int(v))),
+    ("WriteProvisionedThroughputExceeded", "write throttled", lambda v: f"{v:,.0f}/min"),
+    ("ReadProvisionedThroughputExceeded", "read throttled", lambda v: f"{v:,.0f}/min"),
+    ("GetRecords.Latency", "GetRecords latency", lambda v: f"{v:,.0f} ms"),
+)
 
 
 def plain(value: object) -> Text:
@@ -43,6 +55,7 @@ class ConsumersPanel(Vertical):
     ConsumersPanel #consumers-efo { height: auto; max-height: 8; }
     ConsumersPanel #consumers-leases { height: 1fr; }
     ConsumersPanel #consumers-status { height: auto; }
+    ConsumersPanel #consumers-metrics { height: auto; color: $text-muted; }
     """
 
     class WatchRequested(Message):
@@ -56,6 +69,7 @@ class ConsumersPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Input(placeholder="KCL lease table (enter reads it; empty: EFO consumers only)", id="consumers-table")
         yield Static("", id="consumers-status")
+        yield Static("", id="consumers-metrics")
         yield DataTable(id="consumers-efo", cursor_type="row", zebra_stripes=False)
         yield DataTable(id="consumers-leases", cursor_type="row")
 
@@ -79,6 +93,20 @@ class ConsumersPanel(Vertical):
 
     def show_error(self, message: str) -> None:
         self.query_one("#consumers-status", Static).update(Text(one_line(message), style="bold red"))
+
+    def show_metrics(self, metrics: StreamMetrics | None, problem: str | None = None) -> None:
+        """The stream-level CloudWatch metrics: the last 30 minutes as sparklines, and the hour's peak
+        minute (CloudWatch's latest minute is often not complete yet)."""
+        widget = self.query_one("#consumers-metrics", Static)
+        if metrics is None:
+            widget.update(Text(f"CloudWatch: {one_line(problem or 'no metrics')}"))
+            return
+        if not metrics.has_data:
+            widget.update(Text(f"CloudWatch: no stream metrics in the last {metrics.minutes} min"))
+            return
+        lines = [f"{label:<19} {sparkline(tuple(int(v) for v in metrics.series[name][-30:])):<30} "
+                 f"peak {shown(metrics.peak(name))}" for name, label, shown in METRIC_LINES]
+        widget.update(Text("\n".join(lines)))
 
     def show_report(self, report: ConsumerReport) -> None:
         _replace_rows(self.query_one("#consumers-efo", DataTable), EFO_COLUMNS,
