@@ -24,11 +24,13 @@ class ConsumersHost:
     `_poll_in_flight`."""
 
     consumers_poll_running = False
+    consumers_lease_table: str | None = None  # the lease table the tab reads (the reshard preview uses it)
     _shard_poll_deferred = False
 
     def stop_panel_work(self) -> None:
         self.workers.cancel_group(self, "consumers")
         self.consumers_poll_running = False
+        self.consumers_lease_table = None
         self.table.set_lag({})
         super().stop_panel_work()
 
@@ -36,6 +38,7 @@ class ConsumersHost:
         if not self.stream:
             event.panel.show_error("no stream open: press p to pick one")
             return
+        self.consumers_lease_table = event.table
         self._watch_consumers(event.panel, self.stream, event.table)
 
     @work(exclusive=True, group="consumers", exit_on_error=False)
@@ -60,6 +63,23 @@ class ConsumersHost:
             if self._shard_poll_deferred and self.is_running:  # cancelled while a shard poll waited
                 self._shard_poll_deferred = False
                 self.poll_now()
+
+    async def reshard_barrier_lines(self, stream: str, shards, plan) -> tuple[list[str], bool]:
+        """For the reshard preview, with a lease table open in the Consumers tab: the parents not yet
+        finished and the lag the plan would put behind the barrier (lines, and whether any is behind)."""
+        if not self.consumers_lease_table:
+            return [], False
+        from console.consumers.barrier import barrier_analysis, changed_shards
+        from console.consumers.look import consumer_report
+
+        try:
+            report = await consumer_report(self.source, stream, lease_table=self.consumers_lease_table,
+                                           shards=shards)
+        except ConsoleError as error:
+            return [f"Consumers: cannot read lease table {self.consumers_lease_table}: {error.message}"], True
+        kept = (shard.shard_id for shard in plan.after if shard.unchanged and shard.shard_id)
+        barrier = barrier_analysis(report, shards, changed_shards(plan.before, kept))
+        return barrier.lines(), barrier.blocking
 
     async def _show_consumers(self, panel, stream: str, lease_table: str | None, tracker: StallTracker) -> None:
         from console.consumers.look import consumer_report

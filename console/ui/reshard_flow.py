@@ -156,7 +156,8 @@ async def run_flow(app: "KConsoleApp", operation: str, suggested_split: int | No
     except ConsoleError as error:
         app.notify(f"{operation}: {error.message}", severity="error", timeout=10)
         return
-    if not await app.push_screen_wait(ReshardPreviewScreen(plan, stream)):
+    consumers, behind = await app.reshard_barrier_lines(stream, shards, plan)
+    if not await app.push_screen_wait(ReshardPreviewScreen(plan, stream, consumers=consumers, consumers_behind=behind)):
         app.notify(f"{operation}: cancelled, nothing was called", timeout=4)
         return
     if not await app.push_screen_wait(ConfirmByNameScreen(stream, plan.summary)):

@@ -103,3 +103,37 @@ async def test_lease_polls_never_overlap_shard_polls_and_metrics_show(kinesis, m
         metrics = str(app.query_one("#consumers-metrics", Static).render())
         assert "in records" in metrics and "peak 10r/s" in metrics  # 600 in the minute: 10 records/s
     assert probe.overlaps == 0
+
+
+async def test_split_preview_shows_the_barrier_when_a_lease_table_is_open(kinesis, make_stream, local_kinesis,
+                                                                          tmp_path, monkeypatch):
+    from console.ui.reshard_screens import ReshardPreviewScreen
+    from console.ui.screens.prompt import PromptScreen
+
+    monkeypatch.setenv("KCONSOLE_DATA_DIR", str(tmp_path / "data"))
+    name = await make_stream(shards=2)
+    shards = await kinesis.all_shards(name)
+    for i in range(3):
+        await kinesis.put_record(name, b"r", f"k{i}", explicit_hash_key=shards[0].starting_hash_key)
+    async with dynamodb(local_kinesis.endpoint_url) as client:
+        table = await create_lease_table(client)
+        await put_items(client, table, [kcl_lease(s.shard_id) for s in shards])
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed, what="first poll")
+        await pilot.press("8")
+        app.query_one("#consumers-table").value = table
+        await pilot.press("enter")
+        leases = app.query_one("#consumers-leases", DataTable)
+        await wait_until(pilot, lambda: leases.row_count == 2, what="lease rows")
+        await pilot.press("1")
+        app.select_shard(shards[0].shard_id)
+        await pilot.press("s")
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="split point prompt")
+        await pilot.press("enter")  # midpoint
+        await wait_until(pilot, lambda: isinstance(app.screen, ReshardPreviewScreen), what="preview")
+        text = str(app.screen.query_one("#preview-consumers", Static).render())
+        assert "Lag this change puts behind the barrier" in text and f"{shards[0].shard_id}: 3 records" in text
+        assert app.screen.query_one("#preview-consumers").has_class("-behind")
+        await pilot.press("escape")
+    assert len(await kinesis.all_shards(name)) == 2  # cancelled: nothing called
