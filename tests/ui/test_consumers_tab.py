@@ -1,37 +1,60 @@
 """The Consumers tab, driven with Pilot on the embedded local Kinesis: a real KCL lease table is read,
-its leases shown with their lag, the shard table gains a Lag column, and a bad table is one red line."""
+its leases shown with their lag, the shard table gains a Lag column, a bad table is one red line,
+lease polls never run alongside shard polls, and the split preview shows the barrier."""
 
 from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from textual.widgets import DataTable, Static
 
+from console.ui.reshard_screens import ReshardPreviewScreen
+from console.ui.screens.prompt import PromptScreen
 from console.ui.widgets.shard_table import LAG_COLUMN
 from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items
+from tests.consumers.test_capacity import put_metric
 from tests.ui.test_ui_console import RecordingApp, wait_until
 
 pytestmark = pytest.mark.timeout(90)
 
 
-async def test_lease_table_in_the_consumers_tab(kinesis, make_stream, local_kinesis):
-    name = await make_stream(shards=2)
-    shards = await kinesis.all_shards(name)
-    for i in range(4):
-        await kinesis.put_record(name, b"\x1b[2Jrecord", f"k{i}", explicit_hash_key=shards[0].starting_hash_key)
-    async with dynamodb(local_kinesis.endpoint_url) as client:
+async def leased_stream(kinesis, make_stream, endpoint_url: str, *, shards: int, records: int,
+                        leases=None) -> tuple[str, list, str]:
+    """A stream with `records` records on its first shard and a lease table (one lease per shard
+    unless `leases`, a function of the shards, says otherwise)."""
+    name = await make_stream(shards=shards)
+    listed = await kinesis.all_shards(name)
+    for i in range(records):
+        await kinesis.put_record(name, b"\x1b[2Jrecord", f"k{i}", explicit_hash_key=listed[0].starting_hash_key)
+    async with dynamodb(endpoint_url) as client:
         table = await create_lease_table(client)
-        await put_items(client, table, [kcl_lease(shards[0].shard_id, owner="worker-\x1b[31mred"),
-                                        kcl_lease("shardId-000000000099")])
+        await put_items(client, table, leases(listed) if leases else [kcl_lease(s.shard_id) for s in listed])
+    return name, listed, table
+
+
+async def watch_lease_table(pilot, app, table: str, *, rows: int) -> DataTable:
+    """Open the Consumers tab, enter the lease table, wait for its rows."""
+    await wait_until(pilot, lambda: app.refreshed, what="first poll")
+    await pilot.press("8")
+    box = app.query_one("#consumers-table")
+    assert app.focused is box
+    box.value = table
+    await pilot.press("enter")
+    leases = app.query_one("#consumers-leases", DataTable)
+    await wait_until(pilot, lambda: leases.row_count == rows, what="lease rows")
+    return leases
+
+
+async def test_lease_table_in_the_consumers_tab(kinesis, make_stream, local_kinesis):
+    name, shards, table = await leased_stream(
+        kinesis, make_stream, local_kinesis.endpoint_url, shards=2, records=4,
+        leases=lambda listed: [kcl_lease(listed[0].shard_id, owner="worker-\x1b[31mred"),
+                               kcl_lease("shardId-000000000099")])
     app = RecordingApp(kinesis, stream=name, interval=60)
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_until(pilot, lambda: app.refreshed, what="first poll")
-        await pilot.press("8")
+        leases = await watch_lease_table(pilot, app, table, rows=2)
         box = app.query_one("#consumers-table")
-        assert app.focused is box
-        box.value = table
-        await pilot.press("enter")
-        leases = app.query_one("#consumers-leases", DataTable)
-        await wait_until(pilot, lambda: leases.row_count == 2, what="lease rows")
         row = [str(cell) for cell in leases.get_row(shards[0].shard_id)]
         assert row[:3] == [shards[0].shard_id, "owned", "worker-\\x1b[31mred"]  # escaped, not a colour
         assert row[4] == "4"
@@ -79,25 +102,13 @@ class OverlapProbe:
 
 
 async def test_lease_polls_never_overlap_shard_polls_and_metrics_show(kinesis, make_stream, local_kinesis):
-    from tests.consumers.test_capacity import put_metric
-    from datetime import datetime, timedelta, timezone
-
-    name = await make_stream(shards=3)
-    shards = await kinesis.all_shards(name)
-    for shard in shards:
-        await kinesis.put_record(name, b"r", "k", explicit_hash_key=shard.starting_hash_key)
+    name, shards, table = await leased_stream(kinesis, make_stream, local_kinesis.endpoint_url, shards=3, records=1)
     await put_metric(local_kinesis.endpoint_url, name, "IncomingRecords", 600,
                      datetime.now(timezone.utc) - timedelta(minutes=2))
-    async with dynamodb(local_kinesis.endpoint_url) as client:
-        table = await create_lease_table(client)
-        await put_items(client, table, [kcl_lease(s.shard_id) for s in shards])
     probe = OverlapProbe(kinesis)
     app = RecordingApp(probe, stream=name, interval=0.2)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: app.refreshed, what="first poll")
-        await pilot.press("8")
-        app.query_one("#consumers-table").value = table
-        await pilot.press("enter")
+        await watch_lease_table(pilot, app, table, rows=3)
         await wait_until(pilot, lambda: probe.calls["lease"] >= 40 and len(app.refreshed) >= 8, timeout=30,
                          what="several polls of each kind")
         metrics = str(app.query_one("#consumers-metrics", Static).render())
@@ -107,25 +118,11 @@ async def test_lease_polls_never_overlap_shard_polls_and_metrics_show(kinesis, m
 
 async def test_split_preview_shows_the_barrier_when_a_lease_table_is_open(kinesis, make_stream, local_kinesis,
                                                                           tmp_path, monkeypatch):
-    from console.ui.reshard_screens import ReshardPreviewScreen
-    from console.ui.screens.prompt import PromptScreen
-
     monkeypatch.setenv("KCONSOLE_DATA_DIR", str(tmp_path / "data"))
-    name = await make_stream(shards=2)
-    shards = await kinesis.all_shards(name)
-    for i in range(3):
-        await kinesis.put_record(name, b"r", f"k{i}", explicit_hash_key=shards[0].starting_hash_key)
-    async with dynamodb(local_kinesis.endpoint_url) as client:
-        table = await create_lease_table(client)
-        await put_items(client, table, [kcl_lease(s.shard_id) for s in shards])
+    name, shards, table = await leased_stream(kinesis, make_stream, local_kinesis.endpoint_url, shards=2, records=3)
     app = RecordingApp(kinesis, stream=name, interval=60)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: app.refreshed, what="first poll")
-        await pilot.press("8")
-        app.query_one("#consumers-table").value = table
-        await pilot.press("enter")
-        leases = app.query_one("#consumers-leases", DataTable)
-        await wait_until(pilot, lambda: leases.row_count == 2, what="lease rows")
+        await watch_lease_table(pilot, app, table, rows=2)
         await pilot.press("1")
         app.select_shard(shards[0].shard_id)
         await pilot.press("s")
