@@ -285,8 +285,8 @@ async def _recommend(args: argparse.Namespace, window: float) -> tuple[Recommend
             capped = [p.shard_id for p in peaks.values() if p.capped]
             label = "the window's records (busiest second)" + (
                 f"; {len(capped)} shard(s) read only to the cap" if capped else "")
-        return recommend(args.stream, shards, loads, target=args.target / 100,
-                         shared_readers=args.shared_readers), label
+        return recommend(args.stream, shards, loads, target=args.target / 100, shared_readers=args.shared_readers,
+                         on_demand=summary.mode == "ON_DEMAND"), label
 
 
 def render_recommendation(rec: Recommendation, source: str) -> str:

@@ -62,8 +62,9 @@ class Recommendation:
 
 
 def recommend(stream: str, open_shards: Sequence[Shard], loads: Mapping[str, ShardLoad], *, target: float,
-              shared_readers: int = 1) -> Recommendation:
-    """`open_shards` in key order; a shard missing from `loads` counts as idle."""
+              shared_readers: int = 1, on_demand: bool = False) -> Recommendation:
+    """`open_shards` in key order; a shard missing from `loads` counts as idle. An ON_DEMAND stream
+    gets the figures but no plan: AWS sizes it, and it cannot be split, merged or rescaled."""
     shards = sorted(open_shards, key=lambda s: s.starting_hash_key)
     idle = ShardLoad("", 0.0, 0.0, 0.0)
     use = {s.shard_id: loads.get(s.shard_id, idle).utilisation(shared_readers) for s in shards}
@@ -77,7 +78,11 @@ def recommend(stream: str, open_shards: Sequence[Shard], loads: Mapping[str, Sha
     reasons: list[str] = []
     count = len(shards)
     hot = [s for s in shards if pieces[s.shard_id] > 1]
-    if not any(loads.get(s.shard_id, idle).peak_records_per_s for s in shards):
+    if on_demand:
+        reasons.append("an ON_DEMAND stream: AWS adds and removes shards itself; to reshard by hand, "
+                       "switch it to PROVISIONED first")
+        recommended = count
+    elif not any(loads.get(s.shard_id, idle).peak_records_per_s for s in shards):
         reasons.append("no traffic observed in the window: nothing to size from")
         recommended = count
     elif hot and len(hot) * 2 > count:
@@ -164,7 +169,8 @@ async def _shard_peak(backend: Any, stream: str, shard_id: str, start: datetime,
             second = int(arrival.timestamp() if isinstance(arrival, datetime) else
                          datetime.now(timezone.utc).timestamp())
             records[second] += 1
-            nbytes[second] += len(record.get("Data") or b"") + len(record.get("PartitionKey") or "")
+            # AWS counts the data blob and the partition key's UTF-8 bytes against the shard limit.
+            nbytes[second] += len(record.get("Data") or b"") + len((record.get("PartitionKey") or "").encode())
         read += len(page.records)
         if page.ended or page.millis_behind == 0 or (not page.records and page.millis_behind is None):
             break

@@ -303,3 +303,17 @@ async def test_efo_consumers_register_list_describe_deregister(any_server):
             break
         await asyncio.sleep(0.05)
     assert not left or left[0]["ConsumerStatus"] == "DELETING"
+
+
+async def test_cli_watch_reads_twice_and_finds_the_stalled_lease(capsys, local_kinesis, kinesis, make_stream, ddb):
+    stream = await make_stream(shards=1)
+    shard = (await kinesis.all_shards(stream))[0]
+    await put_to(kinesis, stream, shard, 2)
+    table = await create_lease_table(ddb)
+    await put_items(ddb, table, [kcl_lease(shard.shard_id, counter=3)])  # nobody renews it
+    code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, "--watch", "0.2", "--json",
+                                    *endpoint(local_kinesis))
+    assert code == 0 and json.loads(out)["leases"][0]["state"] == "stalled"
+    code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, "--watch", "900",
+                                    *endpoint(local_kinesis))
+    assert code == 2 and "--watch must be" in one_clean_line(err)

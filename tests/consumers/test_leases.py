@@ -150,6 +150,8 @@ def test_recommend_splits_a_hot_shard_merges_cold_pairs_and_rescales_when_most_a
     assert most.commands == ("kconsole plan scale s --to 6",)
     fine = recommend("s", shards, loads(0.5, 0.5, 0.5, 0.5), target=0.7)
     assert fine.commands == () and fine.recommended_shards == 4
+    on_demand = recommend("s", shards, loads(1.5, 0.3, 0.3, 0.3), target=0.7, on_demand=True)
+    assert on_demand.commands == () and "ON_DEMAND" in on_demand.reasons[0]
     # Reads count too: three polling consumers of 0.6 MiB/s need 1.8 of the shard's 2 MiB/s.
     readers = recommend("s", shards[:1], {ids[0]: ShardLoad(ids[0], 0.2, 0.6 * 1024 * 1024, 10)}, target=0.7,
                         shared_readers=3)
