@@ -40,7 +40,8 @@ def register(subparsers, common) -> None:
                     "owner, checkpoint, records and time behind, state (owned, unowned, stalled, finished), "
                     "and the open shards with no lease. `consumers register|deregister STREAM --name NAME` "
                     "changes the EFO registrations (asks first).")
-    parser.add_argument("words", nargs="+", metavar="STREAM | register STREAM | deregister STREAM")
+    parser.add_argument("words", nargs="+", metavar="[register|deregister] STREAM",
+                        help="the stream; `register STREAM` or `deregister STREAM` with --name changes its EFO consumers")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--lease-table", metavar="TABLE", help="the KCL application's DynamoDB lease table")
     which.add_argument("--find-lease-tables", action="store_true",
@@ -174,12 +175,6 @@ async def _report(args: argparse.Namespace) -> ConsumerReport:
         return report
 
 
-def format_records(row, cap: int) -> str:
-    if row.records_behind is not None:
-        return f"{row.records_behind:,}"
-    return f">{cap:,}" if row.lag is not None and row.lag.over_cap else "?"
-
-
 def render_report(report: ConsumerReport) -> str:
     lines = [f"stream {report.stream}: {len(report.efo_consumers)} EFO consumer(s)"
              + (f", {len(report.rows)} lease(s) in {report.lease_table}" if report.lease_table else "")]
@@ -190,7 +185,7 @@ def render_report(report: ConsumerReport) -> str:
         lines.append("(KCL leases: pass --lease-table TABLE, or find it with --find-lease-tables)")
         return "\n".join(lines)
     rows = [(one_line(row.shard_id), row.state, one_line(row.lease.owner or "-"), one_line(row.lease.checkpoint or "-"),
-             format_records(row, report.scan_cap), format_millis(row.millis_behind),
+             row.records_text(report.scan_cap), format_millis(row.millis_behind),
              f"! {one_line(row.problem)}" if row.problem else "") for row in report.rows]
     if rows:
         lines.append(render_table(("SHARD", "STATE", "OWNER", "CHECKPOINT", "RECORDS BEHIND", "TIME BEHIND", ""),

@@ -92,6 +92,12 @@ class LeaseRow:
     def millis_behind(self) -> int | None:
         return 0 if self.lease.finished else (self.lag.millis_behind if self.lag else None)
 
+    def records_text(self, cap: int) -> str:
+        """Records behind for people: "1,234", ">10,000" over the cap, "?" when not measurable."""
+        if self.records_behind is not None:
+            return f"{self.records_behind:,}"
+        return f">{cap:,}" if self.lag is not None and self.lag.over_cap else "?"
+
     def to_json(self) -> dict:
         return {"shard_id": self.shard_id, "owner": self.lease.owner, "checkpoint": self.lease.checkpoint,
                 "records_behind": self.records_behind, "millis_behind": self.millis_behind, "state": self.state}

@@ -38,15 +38,11 @@ def plain(value: object) -> Text:
 
 
 def lease_cells(row: LeaseRow, cap: int) -> tuple[Text, ...]:
-    if row.records_behind is not None:
-        behind = f"{row.records_behind:,}"
-    else:
-        behind = f">{cap:,}" if row.lag is not None and row.lag.over_cap else "?"
     checkpoint = row.lease.checkpoint or "-"
     if len(checkpoint) > 14:
         checkpoint = "…" + checkpoint[-13:]
     return (plain(row.shard_id), plain(row.state), plain(row.lease.owner or "-"), plain(checkpoint),
-            Text(behind, justify="right"), Text(format_millis(row.millis_behind), justify="right"),
+            Text(row.records_text(cap), justify="right"), Text(format_millis(row.millis_behind), justify="right"),
             plain(f"! {row.problem}" if row.problem else ""))
 
 
