@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "console.commands.produce",  # produce
     "console.commands.heat",  # heat
     "console.commands.tail",  # tail
+    "console.commands.consumers",  # consumers, recommend
     "console.commands.local",  # local serve
 )
 

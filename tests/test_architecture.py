@@ -21,11 +21,11 @@ LAYERS: dict[str, int] = {
     "keyspace": 1, "bounds": 1,
     "topology": 2,
     "read": 3, "backend": 3,
-    "produce": 4, "heat": 4, "reshard": 4, "lifecycle": 4,
+    "produce": 4, "heat": 4, "reshard": 4, "lifecycle": 4, "consumers": 4,
     "commands": 5, "ui": 5,
     "cli": 6,
 }
-DOMAIN = {"keyspace", "topology", "read", "produce", "heat", "reshard", "lifecycle"}
+DOMAIN = {"keyspace", "topology", "read", "produce", "heat", "reshard", "lifecycle", "consumers"}
 FOREIGN_TO_DOMAIN = ("textual", "rich", "aiobotocore", "botocore")
 
 

@@ -251,7 +251,7 @@ class KinesisBackend:
 
     # ---- the one call path: retries and error translation -------------------------------------
 
-    async def _call(self, operation: str, client: Any = None, **params: Any) -> dict:
+    async def _call(self, operation: str, client: Any = None, *, service: str = "kinesis", **params: Any) -> dict:
         method = getattr(client or self._client, _snake(operation))
         attempt = 0
         while True:
@@ -280,7 +280,7 @@ class KinesisBackend:
                         self._report_retry(event)
                     await asyncio.sleep(delay)
                     continue
-                raise await self._translate(error, operation, params) from None
+                raise await self._translate(error, operation, params, service) from None
 
     def _report_retry(self, event: RetryEvent) -> None:
         self.retries += 1
@@ -288,10 +288,14 @@ class KinesisBackend:
         if self.on_retry is not None:
             self.on_retry(event)
 
-    async def _translate(self, error: Exception, operation: str, params: dict) -> Exception:
-        translated = translate(error, operation=operation, where=self.label, endpoint_url=self.endpoint_url)
+    async def _translate(self, error: Exception, operation: str, params: dict, service: str = "kinesis") -> Exception:
+        translated = translate(error, operation=operation, where=self.label, endpoint_url=self.endpoint_url,
+                               service=service)
         if translated is None:
             return error
+        if service == "dynamodb" and isinstance(translated, StreamNotFound):
+            return BadInput(f"DynamoDB table {params.get('TableName')!r} not found on {self.label}",
+                            code="table_not_found")
         stream = params.get("StreamName")
         if isinstance(translated, StreamNotFound) and stream:
             names = await self._stream_names_or_none()
@@ -307,7 +311,7 @@ class KinesisBackend:
             return None
 
     async def _side_client(self, service: str) -> Any:
-        """CloudWatch and STS clients, opened on first use and closed with the backend."""
+        """CloudWatch, DynamoDB and STS clients, opened on first use and closed with the backend."""
         if service not in self._side_clients:
             if self._session is None or self._stack is None:
                 raise BackendError(f"{service} is not available on this backend")
@@ -523,6 +527,62 @@ class KinesisBackend:
         """The account's ShardLimit, OpenShardCount and on-demand stream counts (DescribeLimits)."""
         return await self._call("DescribeLimits")
 
+    # ---- enhanced fan-out consumers ------------------------------------------------------------
+
+    async def list_stream_consumers(self, stream_arn: str) -> list[dict]:
+        """Every EFO consumer registered on the stream, AWS-shaped (ConsumerName, ConsumerARN,
+        ConsumerStatus, ConsumerCreationTimestamp)."""
+        consumers: list[dict] = []
+        params: dict[str, Any] = {"StreamARN": stream_arn}
+        while True:
+            page = await self._call("ListStreamConsumers", **params)
+            consumers.extend(page.get("Consumers", []))
+            if not page.get("NextToken"):
+                return consumers
+            params = {"StreamARN": stream_arn, "NextToken": page["NextToken"]}
+
+    async def describe_stream_consumer(self, stream_arn: str, name: str) -> dict:
+        answer = await self._call("DescribeStreamConsumer", StreamARN=stream_arn, ConsumerName=name)
+        return answer["ConsumerDescription"]
+
+    async def register_stream_consumer(self, stream_arn: str, name: str) -> dict:
+        return (await self._call("RegisterStreamConsumer", StreamARN=stream_arn, ConsumerName=name))["Consumer"]
+
+    async def deregister_stream_consumer(self, stream_arn: str, name: str) -> None:
+        await self._call("DeregisterStreamConsumer", StreamARN=stream_arn, ConsumerName=name)
+
+    # ---- DynamoDB (KCL lease tables) -----------------------------------------------------------
+
+    async def _dynamodb(self, operation: str, **params: Any) -> dict:
+        return await self._call(operation, await self._side_client("dynamodb"), service="dynamodb", **params)
+
+    async def table_names(self) -> list[str]:
+        names: list[str] = []
+        params: dict[str, Any] = {}
+        while True:
+            page = await self._dynamodb("ListTables", **params)
+            names.extend(page.get("TableNames", []))
+            if not page.get("LastEvaluatedTableName"):
+                return names
+            params = {"ExclusiveStartTableName": page["LastEvaluatedTableName"]}
+
+    async def describe_table(self, table: str) -> dict:
+        return (await self._dynamodb("DescribeTable", TableName=table))["Table"]
+
+    async def scan_table(self, table: str, *, limit: int | None = None) -> list[dict]:
+        """The table's items as DynamoDB returns them ({"S": ...}, {"N": ...}, {"SS": [...]}); with
+        `limit`, at most that many (a sample to recognise the table by)."""
+        items: list[dict] = []
+        params: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+        if limit is not None:
+            params["Limit"] = limit
+        while True:
+            page = await self._dynamodb("Scan", **params)
+            items.extend(page.get("Items", []))
+            if not page.get("LastEvaluatedKey") or (limit is not None and len(items) >= limit):
+                return items[:limit] if limit is not None else items
+            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
     # ---- monitoring / identity -----------------------------------------------------------------
 
     async def enable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None:
@@ -531,36 +591,44 @@ class KinesisBackend:
     async def shard_metrics(self, stream: str, shard_ids: list[str], metric: str,
                             start: datetime, end: datetime, period: int = 60) -> dict[str, list[tuple[datetime, float]]]:
         """Per-shard CloudWatch series of one shard-level metric (needs enhanced monitoring on AWS)."""
-        cloudwatch = await self._side_client("cloudwatch")
         stat = "Maximum" if metric == "IteratorAgeMilliseconds" else "Sum"
         result: dict[str, list[tuple[datetime, float]]] = {shard_id: [] for shard_id in shard_ids}
         for offset in range(0, len(shard_ids), 500):  # GetMetricData takes at most 500 queries
             batch = shard_ids[offset:offset + 500]
-            queries = [{
-                "Id": f"m{index}",
-                "MetricStat": {
-                    "Metric": {"Namespace": "AWS/Kinesis", "MetricName": metric,
-                               "Dimensions": [{"Name": "StreamName", "Value": stream},
-                                              {"Name": "ShardId", "Value": shard_id}]},
-                    "Period": period, "Stat": stat,
-                },
-            } for index, shard_id in enumerate(batch)]
-            params: dict[str, Any] = {"MetricDataQueries": queries, "StartTime": start, "EndTime": end}
-            while True:
-                page = await self._call("GetMetricData", cloudwatch, **params)
-                for series in page.get("MetricDataResults", []):
-                    shard_id = batch[int(series["Id"][1:])]
-                    result[shard_id].extend(zip(series.get("Timestamps", []), series.get("Values", [])))
-                if not page.get("NextToken"):
-                    break
-                params["NextToken"] = page["NextToken"]
+            queries = [_metric_query(index, metric, stat, period, StreamName=stream, ShardId=shard_id)
+                       for index, shard_id in enumerate(batch)]
+            for index, points in (await self._metric_data(queries, start, end)).items():
+                result[batch[index]].extend(points)
         return {shard_id: sorted(points) for shard_id, points in result.items()}
+
+    async def stream_metrics(self, stream: str, metrics: dict[str, str], start: datetime, end: datetime,
+                             period: int = 60) -> dict[str, list[tuple[datetime, float]]]:
+        """Stream-level CloudWatch series (free, no enhanced monitoring): {metric name: statistic}."""
+        names = list(metrics)
+        queries = [_metric_query(index, name, metrics[name], period, StreamName=stream)
+                   for index, name in enumerate(names)]
+        found = await self._metric_data(queries, start, end)
+        return {name: sorted(found.get(index, [])) for index, name in enumerate(names)}
+
+    async def _metric_data(self, queries: list[dict], start: datetime, end: datetime) -> dict[int, list]:
+        """GetMetricData over every page: the points of query number i (its Id is f"m{i}")."""
+        cloudwatch = await self._side_client("cloudwatch")
+        found: dict[int, list[tuple[datetime, float]]] = {}
+        params: dict[str, Any] = {"MetricDataQueries": queries, "StartTime": start, "EndTime": end}
+        while True:
+            page = await self._call("GetMetricData", cloudwatch, service="cloudwatch", **params)
+            for series in page.get("MetricDataResults", []):
+                found.setdefault(int(series["Id"][1:]), []).extend(
+                    zip(series.get("Timestamps", []), series.get("Values", [])))
+            if not page.get("NextToken"):
+                return found
+            params["NextToken"] = page["NextToken"]
 
     async def caller_identity(self) -> str | None:
         """The caller's ARN, or None when STS cannot tell (no STS on a custom endpoint, say)."""
         try:
             sts = await self._side_client("sts")
-            return (await self._call("GetCallerIdentity", sts)).get("Arn")
+            return (await self._call("GetCallerIdentity", sts, service="sts")).get("Arn")
         except ConsoleError:
             return None
 
@@ -582,6 +650,14 @@ class _StderrRetryLines:
         more = f" (+{self._unsaid} more retries)" if self._unsaid else ""
         self._next, self._unsaid = now + self._every, 0
         print(f"kconsole: {event.describe()}{more}", file=sys.stderr, flush=True)
+
+
+def _metric_query(index: int, metric: str, stat: str, period: int, **dimensions: str) -> dict:
+    return {"Id": f"m{index}", "MetricStat": {
+        "Metric": {"Namespace": "AWS/Kinesis", "MetricName": metric,
+                   "Dimensions": [{"Name": name, "Value": value} for name, value in dimensions.items()]},
+        "Period": period, "Stat": stat}}
+
 
 
 def _retryable(error: Exception, code: str | None, operation: str = "") -> bool:

@@ -119,7 +119,8 @@ def is_throttle(error: BaseException) -> bool:
     return error_code(error) in THROTTLE_CODES
 
 
-def translate(error: BaseException, *, operation: str, where: str, endpoint_url: str | None) -> ConsoleError | None:
+def translate(error: BaseException, *, operation: str, where: str, endpoint_url: str | None,
+              service: str = "kinesis") -> ConsoleError | None:
     """Map one botocore exception to a ConsoleError. `where` is the backend label for messages."""
     if isinstance(error, (NoCredentialsError, PartialCredentialsError)):
         return NoCredentials(_NO_CREDENTIALS_HINT)
@@ -164,7 +165,7 @@ def translate(error: BaseException, *, operation: str, where: str, endpoint_url:
     if code in _CREDENTIAL_REJECTED_CODES:
         return NoCredentials(f"{where} rejected the credentials ({code}): {message}")
     if code in _ACCESS_DENIED_CODES:
-        return AccessDenied(f"access denied for kinesis:{operation} on {where}: {message}")
+        return AccessDenied(f"access denied for {service}:{operation} on {where}: {message}")
     if code == "ResourceInUseException":
         return ResourceInUse(f"{message} (the stream is busy, e.g. UPDATING after a reshard; try again shortly)")
     if code in THROTTLE_CODES:

@@ -15,6 +15,8 @@ server, asserting the defect is present only in the unpatched one. Measured defe
                refused, and the merged range is wrong; OpenShardCount ignores splits and merges
   rescale      UpdateShardCount doubles then merges pairs, leaving uneven ranges; AWS's UNIFORM_SCALING
                ends with the even split of the key space
+  deregister   DeregisterStreamConsumer by StreamARN and ConsumerName keeps the named consumer and
+               deletes every other one
 
 Everything here runs under one lock per process: moto's models are not thread-safe and the server is threaded.
 """
@@ -57,7 +59,23 @@ def apply() -> None:
         _patch_shard(models.Shard)
         _patch_stream(models.Stream, models)
         _patch_responses(responses.KinesisResponse, models)
+        _patch_backend(models.KinesisBackend)
         _applied = True
+
+
+# ---- enhanced fan-out consumers ----------------------------------------------------------------
+
+def _patch_backend(KinesisBackend: type) -> None:
+    original = KinesisBackend.deregister_stream_consumer
+
+    def deregister_stream_consumer(self, stream_arn: str, consumer_name: str, consumer_arn: str) -> None:
+        if stream_arn and consumer_name and not consumer_arn:
+            stream = self._find_stream_by_arn(stream_arn)
+            stream.consumers = [c for c in stream.consumers if c.consumer_name != consumer_name]
+            return
+        original(self, stream_arn, consumer_name, consumer_arn)
+
+    KinesisBackend.deregister_stream_consumer = deregister_stream_consumer
 
 
 # ---- shards: sequence numbers, creation/close times --------------------------------------------

@@ -56,6 +56,8 @@ from console.commands._confirm import confirm_by_stream_name, refuse_if_read_onl
 from console.commands._output import emit, note, run_async
 from console.commands._stream_args import ensure_local_stream
 from console.lifecycle.rules import parse_shard_count
+from console.commands.consumers import validate_table_name
+from console.consumers.barrier import BarrierReport, barrier_analysis, changed_shards
 
 ACTIONS = ("split", "merge", "scale", "even")
 MAX_SAMPLE_LIMIT = 1_000_000  # records read for a median: 100 full GetRecords calls
@@ -124,8 +126,14 @@ def _add_action_arguments(parser: argparse.ArgumentParser, action: str, *, mutat
     parser.add_argument("--account-shard-limit", type=argtype(shard_count, "--account-shard-limit"), default=None,
                         metavar="N",
                         help="the account's shard quota (default: AWS's regional default)")
+    parser.add_argument("--lease-table", default=None, metavar="TABLE",
+                        help="a KCL lease table of the stream: show the consumers' lag the change would put "
+                             "behind the parent-before-child barrier" + (" (and refuse without --force)" if mutating else ""))
     if mutating:
         parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
+        parser.add_argument("--force", action="store_true",
+                            help="reshard even though consumers in --lease-table still have records to read in "
+                                 "the shards it changes")
         parser.add_argument("--wait", action="store_true",
                             help="wait (polling) until the stream is ACTIVE again, showing progress on stderr")
         parser.add_argument("--timeout", type=argtype(timeout, "--timeout"), default=900.0, metavar="SECONDS",
@@ -170,6 +178,10 @@ class PlanInputs:
 
 
 def read_inputs(args: argparse.Namespace) -> PlanInputs:
+    if getattr(args, "lease_table", None) is not None:
+        if args.stream is None:
+            raise BadInput("--lease-table reads the stream's consumers: name a STREAM (not --shards N)", code="usage")
+        validate_table_name(args.lease_table)
     sample = read_keys(args.sample_keys) if args.sample_keys else None
     median_of, explicit, recent = None, None, bool(getattr(args, "at_median_of_recent", False))
     seconds, limit = getattr(args, "sample_seconds", None), getattr(args, "sample_limit", None)
@@ -235,6 +247,7 @@ def _executor(kinesis, args: argparse.Namespace, *, quiet: bool = False) -> Exec
 def run_plan(args: argparse.Namespace) -> int:
     inputs = read_inputs(args)
     build = plan_builder(args, inputs)
+    barrier = None
     if args.stream is None:
         if args.shards is None:
             raise BadInput("name a STREAM, or give --shards N to plan against an even N-shard stream offline",
@@ -243,22 +256,38 @@ def run_plan(args: argparse.Namespace) -> int:
     else:
         if args.shards is not None and not getattr(args, "local", False):
             raise BadInput("give either STREAM or --shards N, not both", code="usage")
-        plan = run_async(_plan_from_stream(args, inputs, build))
-    emit(args, plan.to_json(), render_plan(plan))
+        plan, barrier = run_async(_plan_from_stream(args, inputs, build))
+    document = plan.to_json() | ({"consumers": barrier.to_json()} if barrier else {})
+    emit(args, document, lambda: render_plan(plan) + ("\n" + "\n".join(barrier.lines()) if barrier else ""))
     if plan.breaches:
         note(f"kconsole: plan breaches {len(plan.breaches)} limit(s); `kconsole reshard` would refuse it")
         return 1
     return 0
 
 
-async def _plan_from_stream(args: argparse.Namespace, inputs: PlanInputs, build: PlanBuilder) -> ReshardPlan:
+async def _plan_from_stream(args: argparse.Namespace, inputs: PlanInputs,
+                            build: PlanBuilder) -> tuple[ReshardPlan, BarrierReport | None]:
     from console.backend import BackendConfig, open_backend
 
     async with open_backend(BackendConfig.from_args(args)) as kinesis:
         await _create_if_local(kinesis, args)
-        _, shards, context = await _executor(kinesis, args, quiet=True).snapshot()
+        summary, shards, context = await _executor(kinesis, args, quiet=True).snapshot()
         build = await _with_recent_median(kinesis, args, inputs, shards, build)
-        return build(shards, context)
+        plan = build(shards, context)
+        return plan, await _barrier(kinesis, args, summary, shards, plan)
+
+
+async def _barrier(kinesis, args: argparse.Namespace, summary, shards: Sequence[Shard],
+                   plan: ReshardPlan) -> BarrierReport | None:
+    """With --lease-table: the consumers' lag in the shards the plan closes (read from the lease table)."""
+    if not getattr(args, "lease_table", None):
+        return None
+    from console.consumers.look import consumer_report
+
+    report = await consumer_report(kinesis, args.stream, lease_table=args.lease_table, shards=shards,
+                                   stream_arn=summary.arn)
+    changed = changed_shards(plan.before, (shard.shard_id for shard in plan.after if shard.unchanged and shard.shard_id))
+    return barrier_analysis(report, shards, changed)
 
 
 async def _with_recent_median(kinesis, args: argparse.Namespace, inputs: PlanInputs, shards: Sequence[Shard],
@@ -314,8 +343,13 @@ async def _reshard(args: argparse.Namespace, inputs: PlanInputs, build: PlanBuil
         if plan.is_noop:
             emit(args, {"executed": False, "calls": [], "plan": plan.to_json()}, render_plan(plan) + "\nNothing to do.")
             return None
+        barrier = await _barrier(kinesis, args, summary, shards, plan)
+        if barrier is not None and barrier.blocking and not args.force:
+            raise PlanRejected(f"not resharding {args.stream}: {barrier.reason()}; nothing was called "
+                               "(pass --force to reshard anyway)", code="consumers_behind")
+        preview = render_plan(plan) + ("\n" + "\n".join(barrier.lines()) if barrier else "") + "\n"
         confirm_by_stream_name(args, change=f"{args.action} {args.stream}", consequence=plan.summary,
-                               advice="review with `kconsole plan` and ", preview=render_plan(plan) + "\n")
+                               advice="review with `kconsole plan` and ", preview=preview)
         return await executor.execute(build, expected=plan, wait=args.wait)
 
 

@@ -29,7 +29,9 @@ from console.ui.bindings import ACTIONS, MUTATING_ACTIONS
 from console.ui.focus import FocusModel
 from console.ui.format import short_shard_id
 from console.ui.palette import ConsoleCommands
+from console.ui.consumers_host import ConsumersHost
 from console.ui.panel_host import PanelHost
+from console.ui.panels.consumers import ConsumersPanel
 from console.ui.panels.heat import HeatPanel
 from console.ui.panels.keytree import KeyTreePanel
 from console.ui.panels.lineage import LineageTree
@@ -131,7 +133,7 @@ class PollFailed(Message):
         self.reason = reason
 
 
-class KConsoleApp(PanelHost, FocusModel, App[None]):
+class KConsoleApp(ConsumersHost, PanelHost, FocusModel, App[None]):
     CSS_PATH = Path(__file__).parent / "kconsole.tcss"  # absolute, so subclasses elsewhere find it
     TITLE = "kconsole"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
@@ -141,10 +143,10 @@ class KConsoleApp(PanelHost, FocusModel, App[None]):
         Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
         Binding("f1", "help", "Help", show=False, id="app.help_f1"),
         Binding("r", "refresh", "Refresh", id="app.refresh"),
-        # One footer entry stands for the seven tab keys (console.ui.focus sends them on from a text
+        # One footer entry stands for the tab keys (console.ui.focus sends them on from a text
         # box that a tab switch focused, until the user enters it).
         *(Binding(a.key, a.action, "Tabs" if a.key == "1" else a.title, show=a.key == "1",
-                  key_display="1-7" if a.key == "1" else None)
+                  key_display="1-8" if a.key == "1" else None)
           for a in ACTIONS if a.action.startswith("show_tab")),
         Binding("slash", "filter", "Filter", key_display="/", id="app.filter"),
         Binding("s", "split", "Split", id="reshard.split"),
@@ -212,6 +214,8 @@ class KConsoleApp(PanelHost, FocusModel, App[None]):
                 yield TailView(stream=self.stream, id="tail-view")
             with TabPane("Heat", id="heat"):
                 yield HeatPanel(id="heat-panel")
+            with TabPane("Consumers", id="consumers"):
+                yield ConsumersPanel(id="consumers-panel")
         yield CoalescingFooter(compact=True)  # compact: more keys fit on an 80-column terminal
 
     def on_mount(self) -> None:
@@ -279,6 +283,9 @@ class KConsoleApp(PanelHost, FocusModel, App[None]):
     def poll_now(self) -> bool:
         """Start a poll unless one is running (polls never overlap). The next one is armed when it ends."""
         if self._poll_in_flight or not self.stream:
+            return False
+        if self.consumers_poll_running:  # runs as soon as the lease poll ends
+            self._shard_poll_deferred = True
             return False
         if self._poll_timer is not None:
             self._poll_timer.stop()
@@ -512,7 +519,7 @@ class KConsoleApp(PanelHost, FocusModel, App[None]):
         request = ReshardRequest(
             operation, self.stream, self.view.shards, self.view.summary.open_shard_count,
             self.table.shard(self.selected_shard_id) if self.selected_shard_id else None, self.source,
-            suggestion.at if suggestion is not None else None)
+            suggestion.at if suggestion is not None else None, barrier=self.reshard_barrier_lines)
         problem = reshard_flow.refusal(request)
         if problem:
             self.notify(problem, severity="warning")

@@ -59,6 +59,8 @@ ACTIONS: tuple[ConsoleAction, ...] = (
     ConsoleAction("show_tab('producer')", "5", "Show producer", "Publish ordered test records and verify them."),
     ConsoleAction("show_tab('tail')", "6", "Show tail", "Read the records in the stream."),
     ConsoleAction("show_tab('heat')", "7", "Show heat", "Throughput per shard and hot keys."),
+    ConsoleAction("show_tab('consumers')", "8", "Show consumers",
+                  "EFO consumers and KCL leases: owner, lag and state per shard."),
     ConsoleAction("help", "?", "Help", "Every key and what it does."),
     ConsoleAction("quit", "q", "Quit", "Leave kconsole."),
 )

@@ -1,8 +1,8 @@
 """Where the keys go: the console's focus model.
 
-- The tab keys (1-7) always switch tabs, except while the user is typing in a text box.
+- The tab keys (1-8) always switch tabs, except while the user is typing in a text box.
 - Opening a tab focuses its primary list, or its first field. A field focused that way is only
-  *offered*: 1-7 still switch tabs, and the field takes keys once the user enters it (enter, a
+  *offered*: 1-8 still switch tabs, and the field takes keys once the user enters it (enter, a
   click, or typing any other character into it; reaching it with tab / shift+tab counts too).
 - Escape leaves a text box for the tab strip, so every single-key binding works again.
 
@@ -23,7 +23,7 @@ TAB_ACTIONS = {action.key: action.action for action in ACTIONS if action.action.
 # Each tab's first focus: its primary list, or its first field.
 FIRST_FOCUS = {"shards": "#shard-table", "lineage": "#lineage-tree", "placement": "#placement-input",
                "keytree": "#keytree-input", "producer": "#producer-keys", "tail": "#tail-ring",
-               "heat": "#heat-panel"}
+               "heat": "#heat-panel", "consumers": "#consumers-table"}
 
 
 class FocusModel:

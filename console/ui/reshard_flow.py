@@ -54,6 +54,9 @@ class ReshardRequest:
     selected: Shard | None
     source: Any  # the backend the console polls
     suggested_split: int | None = None  # the heat panel's median of observed traffic
+    # With a lease table open (Consumers tab): the barrier lines for the preview and whether any
+    # consumer is still behind in a shard the plan closes.
+    barrier: Callable[[str, Any, Any], Awaitable[tuple[list[str], bool]]] | None = None
 
 
 @dataclass(frozen=True)
@@ -187,7 +190,8 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
     except ConsoleError as error:
         notify(f"{operation}: {error.message}", severity="error", timeout=10)
         return
-    if not await ask(ReshardPreviewScreen(plan, stream)):
+    consumers, behind = await request.barrier(stream, shards, plan) if request.barrier is not None else (None, None)
+    if not await ask(ReshardPreviewScreen(plan, stream, consumers=consumers, consumers_behind=behind)):
         notify(f"{operation}: cancelled, nothing was called", timeout=4)
         return
     if not await ask(ConfirmByNameScreen(stream, plan.summary)):

@@ -256,3 +256,14 @@ async def test_split_at_the_shards_ending_hash_key(server):
         assert (single_key.starting_hash_key, single_key.ending_hash_key) == (ending, ending)
         with pytest.raises(ConsoleError):  # an empty lower child is still refused
             await kinesis.split_shard(name, "shardId-000000000001", even_split(2)[1][0])
+
+
+async def test_deregister_by_name_removes_only_that_consumer(server):
+    kinesis, make_stream, patched = server
+    name = await make_stream(shards=1)
+    arn = (await kinesis.describe_stream(name)).arn
+    for consumer in ("keep-me", "drop-me"):
+        await kinesis.register_stream_consumer(arn, consumer)
+    await kinesis.deregister_stream_consumer(arn, "drop-me")
+    left = sorted(c["ConsumerName"] for c in await kinesis.list_stream_consumers(arn))
+    expect_defect(left != ["keep-me"], patched, "deregistering by name keeps only the named consumer")

@@ -48,7 +48,7 @@ def bindings_table(read_only: bool) -> Group:
             [(action.key, action.title, disabled if action.mutating and read_only else "")
              for action in ACTIONS if action.tab is None]
             + [("ctrl+p", "Command palette (search every action)", ""),
-               ("enter", "Type into the text box a tab opened on (until then 1-7 still switch tabs)", ""),
+               ("enter", "Type into the text box a tab opened on (until then 1-8 still switch tabs)", ""),
                ("esc", "Leave a text box (so the keys above work again)", ""),
                ("↑↓ pgup pgdn", "Move in the table, tree, tail or heat list (home / end: first / last)", "")])
     for panel in PANEL_KEYS:

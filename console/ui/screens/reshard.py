@@ -48,6 +48,9 @@ class ReshardPreviewScreen(ModalScreen[bool]):
         color: $error;
         text-style: bold;
     }
+    ReshardPreviewScreen #preview-consumers.-behind {
+        color: $warning;
+    }
     ReshardPreviewScreen #preview-body {
         height: 1fr;
         border: round $panel;
@@ -67,10 +70,13 @@ class ReshardPreviewScreen(ModalScreen[bool]):
         Binding("enter", "proceed", "Proceed", show=False),
     ]
 
-    def __init__(self, plan: ReshardPlan, stream_name: str) -> None:
+    def __init__(self, plan: ReshardPlan, stream_name: str, *, consumers: list[str] | None = None,
+                 consumers_behind: bool = False) -> None:
         super().__init__()
         self.plan = plan
         self.stream_name = stream_name
+        self.consumers = consumers or []  # the lease table's barrier lines (Consumers tab), if one is open
+        self.consumers_behind = consumers_behind
 
     @property
     def can_proceed(self) -> bool:
@@ -88,6 +94,9 @@ class ReshardPreviewScreen(ModalScreen[bool]):
                     f"- {breach.detail} (rule: {breach.rule})" for breach in self.plan.breaches)), id="preview-breaches")
             elif self.plan.is_noop:
                 yield Static(Text("Nothing to do: the stream already looks like this."), id="preview-breaches")
+            if self.consumers:
+                yield Static(Text("\n".join(self.consumers), style="bold" if self.consumers_behind else ""),
+                             id="preview-consumers", classes="-behind" if self.consumers_behind else "")
             with VerticalScroll(id="preview-body"):
                 yield Static(Text(render_plan(self.plan, with_ribbons=False)), id="preview-text")
             with Horizontal(id="preview-buttons"):

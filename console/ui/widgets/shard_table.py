@@ -82,6 +82,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("throughput", "Rate", 14, _throughput_text,
            lambda s, h: (h.records_per_s if h else -1.0, s.shard_id), align_right=True),
 )
+# Shown when consumer lag is known (the Consumers tab): the worst lease's time behind on each shard.
+LAG_COLUMN = Column("lag", "Lag", 9, lambda s, h: "", lambda s, h: s.shard_id, align_right=True)
 _STALE = Style(dim=True, italic=True)
 NARROW_SHARD_WIDTH = 6  # "#12345": the short id, when the full one does not fit
 NARROWEST_KEY_WIDTH = 12
@@ -178,11 +180,12 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
         self._cursor = 0
         self._selected_id: str | None = None
         self._style_cache: dict[tuple[str, bool], Style] = {}
-        self._columns_cache: tuple[tuple[int, bool], tuple[Column, ...]] | None = None
+        self._columns_cache: tuple[tuple[int, bool, bool], tuple[Column, ...]] | None = None
         self.sort_column = "start"
         self.sort_reverse = False
         self.filter_text = ""
         self.show_throughput = False
+        self._lag: dict[str, str] = {}  # shard id -> lag text; empty: no Lag column
 
     # ---- data in -------------------------------------------------------------------------------
 
@@ -311,6 +314,16 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
             self._refresh_rows({sid for sid in self._heat.keys() | previous.keys()
                                 if self._heat.get(sid) != previous.get(sid)})
 
+    def set_lag(self, lag: dict[str, str]) -> None:
+        """Show a Lag column (texts per shard, from the consumers' leases); an empty dict hides it."""
+        previous, self._lag = self._lag, dict(lag)
+        if bool(previous) != bool(self._lag):
+            self._columns_cache = None
+            self._update_virtual_size()
+            self.refresh()
+        else:
+            self._refresh_rows({sid for sid in self._lag.keys() | previous.keys() if self._lag.get(sid) != previous.get(sid)})
+
     def set_heat_stale(self) -> None:
         """The sampler stopped (its panel was hidden): keep the last figures, dimmed, under
         "Rate (stale)", rather than let old rates pass for live ones. The next `set_heat` revives it."""
@@ -427,11 +440,11 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
             self.virtual_size = size
 
     def _visible_columns(self) -> tuple[Column, ...]:
-        """The columns that fit the widget's width (fit_columns)."""
-        key = (self.size.width, self.show_throughput)
+        """The columns that fit the widget's width (fit_columns); the Lag column only while lag is known."""
+        key = (self.size.width, self.show_throughput, bool(self._lag))
         if self._columns_cache is not None and self._columns_cache[0] == key:
             return self._columns_cache[1]
-        columns = self._columns if self.show_throughput else self._columns[:-1]
+        columns = (self._columns if self.show_throughput else self._columns[:-1]) + ((LAG_COLUMN,) if self._lag else ())
         width = self.scrollable_content_region.width if self.is_mounted else 0
         if width:
             columns = fit_columns(columns, width)
@@ -582,7 +595,8 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
             style += self._style("shard-table--hot")
         if row == self._cursor:
             style += self._style("shard-table--cursor")
-        texts = [column.text(shard, heat) for column in self._visible_columns()]
+        texts = [self._lag.get(shard_id, "-") if column is LAG_COLUMN else column.text(shard, heat)
+                 for column in self._visible_columns()]
         return Strip(self._cells(texts, style))
 
     def on_resize(self, _event: events.Resize) -> None:

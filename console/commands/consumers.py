@@ -1,0 +1,293 @@
+"""`kconsole consumers` (who reads a stream, how far behind) and `kconsole recommend` (how many shards).
+
+    kconsole consumers STREAM [--lease-table TABLE | --find-lease-tables] [--scan-cap N] [--watch S] [--json]
+    kconsole consumers register STREAM --name NAME [--yes]      (EFO; a change: confirmation, --read-only)
+    kconsole consumers deregister STREAM --name NAME [--yes]
+    kconsole recommend STREAM [--window 1h] [--target 70] [--shared-readers N] [--source auto|cloudwatch|sample]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import math
+import re
+from datetime import datetime, timedelta, timezone
+
+from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
+from console.commands._output import emit, note, render_table, run_async
+from console.commands._stream_args import ensure_local_stream, local_shard_count, validate_stream_name
+from console.read.decoding import one_line
+from console.consumers.lag import DEFAULT_SCAN_CAP, MAX_SCAN_CAP
+from console.consumers.recommend import DEFAULT_WINDOW_CAP, Recommendation, ShardLoad, recommend, window_peaks
+from console.consumers.report import ConsumerReport, StallTracker, format_millis
+from console.errors import BadInput
+
+ACTIONS = ("register", "deregister")
+_TABLE_NAME = re.compile(r"^[a-zA-Z0-9_.-]{3,255}$")  # DynamoDB's table-name rule
+_CONSUMER_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,128}$")  # Kinesis's consumer-name rule
+MAX_WATCH_SECONDS = 300.0
+MIN_WINDOW, MAX_WINDOW = 60, 14 * 24 * 3600  # CloudWatch keeps 1-minute data points for 15 days
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd]?)$")
+_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def register(subparsers, common) -> None:
+    parser = subparsers.add_parser(
+        "consumers", parents=common, help="EFO consumers and KCL leases: owner, lag and state per shard",
+        description="List a stream's enhanced fan-out consumers and, with a KCL lease table, every lease: "
+                    "owner, checkpoint, records and time behind, state (owned, unowned, stalled, finished), "
+                    "and the open shards with no lease. `consumers register|deregister STREAM --name NAME` "
+                    "changes the EFO registrations (asks first).")
+    parser.add_argument("words", nargs="+", metavar="[register|deregister] STREAM",
+                        help="the stream; `register STREAM` or `deregister STREAM` with --name changes its EFO consumers")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--lease-table", metavar="TABLE", help="the KCL application's DynamoDB lease table")
+    which.add_argument("--find-lease-tables", action="store_true",
+                       help="list the DynamoDB tables holding KCL leases of this stream")
+    parser.add_argument("--scan-cap", type=int, default=DEFAULT_SCAN_CAP, metavar="N",
+                        help=f"count at most N records behind per shard (default {DEFAULT_SCAN_CAP:,}); more is "
+                             "shown as over the cap")
+    parser.add_argument("--watch", type=float, default=None, metavar="S",
+                        help="read the lease table twice, S seconds apart, to find stalled leases (a counter "
+                             "that does not move while records wait)")
+    parser.add_argument("--name", metavar="NAME", help="register/deregister: the EFO consumer's name")
+    parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
+    parser.set_defaults(handler=run_consumers)
+
+    rec = subparsers.add_parser(
+        "recommend", parents=common, help="shard count and plan that keep peak utilisation under a target",
+        description="From each open shard's observed peak (CloudWatch shard-level metrics when enhanced "
+                    "monitoring is on, else the window's records) against 1 MiB/s and 1,000 records/s written "
+                    "and 2 MiB/s read, the shard count and the `kconsole plan` lines that bring peak "
+                    "utilisation under the target.")
+    rec.add_argument("stream", metavar="STREAM")
+    rec.add_argument("--window", default="1h", metavar="DURATION", help="how far back to look: 90s, 15m, 1h, 2d (default 1h)")
+    rec.add_argument("--target", type=float, default=70.0, metavar="PERCENT", help="peak utilisation to stay under (default 70)")
+    rec.add_argument("--shared-readers", type=int, default=1, metavar="N",
+                     help="polling (shared-throughput) consumers; each reads every byte (default 1)")
+    rec.add_argument("--source", choices=("auto", "cloudwatch", "sample"), default="auto",
+                     help="auto: CloudWatch when the stream has shard-level metrics, else read the window")
+    rec.add_argument("--scan-cap", type=int, default=DEFAULT_WINDOW_CAP, metavar="N",
+                     help=f"with the sample source: records read per shard at most (default {DEFAULT_WINDOW_CAP:,})")
+    rec.set_defaults(handler=run_recommend)
+
+
+# ---- arguments -----------------------------------------------------------------------------------
+
+
+def validate_table_name(name: str) -> str:
+    if not _TABLE_NAME.match(name or ""):
+        raise BadInput(f"not a valid DynamoDB table name: {name!r} (3 to 255 of a-z A-Z 0-9 _ . -)",
+                       code="bad_table_name")
+    return name
+
+
+def validate_scan_cap(cap: int, most: int = MAX_SCAN_CAP) -> int:
+    if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= most:
+        raise BadInput(f"--scan-cap must be a whole number from 1 to {most:,}; got {cap!r}", code="usage")
+    return cap
+
+
+def parse_duration(text: str) -> float:
+    match = _DURATION.match((text or "").strip().lower())
+    seconds = float(match.group(1)) * _UNIT[match.group(2)] if match else None
+    if seconds is None or not MIN_WINDOW <= seconds <= MAX_WINDOW:
+        raise BadInput(f"--window must be a duration from 60s to 14d (e.g. 15m, 1h, 2d); got {text!r}", code="usage")
+    return seconds
+
+
+def _consumers_target(args: argparse.Namespace) -> tuple[str | None, str]:
+    words = args.words
+    if words[0] in ACTIONS:
+        if len(words) != 2:
+            raise BadInput(f"usage: kconsole consumers {words[0]} STREAM --name NAME", code="usage")
+        return words[0], validate_stream_name(words[1])
+    if len(words) != 1:
+        raise BadInput(f"consumers takes one STREAM (or register|deregister STREAM); got {' '.join(words)!r}",
+                       code="usage")
+    return None, validate_stream_name(words[0])
+
+
+# ---- kconsole consumers --------------------------------------------------------------------------
+
+
+def run_consumers(args: argparse.Namespace) -> int:
+    action, args.stream = _consumers_target(args)
+    if action:
+        return run_registration(args, action)
+    if args.name is not None or args.yes:
+        raise BadInput("--name and --yes only apply to consumers register|deregister", code="usage")
+    validate_scan_cap(args.scan_cap)
+    if getattr(args, "local", False):
+        local_shard_count(args)  # a bad --shards is exit 2 before the embedded server starts
+    if args.lease_table is not None:
+        validate_table_name(args.lease_table)
+    if args.watch is not None:
+        if args.lease_table is None:
+            raise BadInput("--watch needs --lease-table (stalls are read from lease counters)", code="usage")
+        if not math.isfinite(args.watch) or not 0 < args.watch <= MAX_WATCH_SECONDS:
+            raise BadInput(f"--watch must be above 0 and at most {MAX_WATCH_SECONDS:g} seconds; got {args.watch:g}",
+                           code="usage")
+    if args.find_lease_tables:
+        tables = run_async(_find_tables(args))
+        emit(args, {"stream": args.stream, "lease_tables": tables},
+             "\n".join(tables) if tables else f"no DynamoDB table here holds KCL leases of {args.stream}")
+        return 0
+    report = run_async(_report(args))
+    emit(args, report.to_json(), lambda: render_report(report))
+    return 0
+
+
+@contextlib.asynccontextmanager
+async def _open(args: argparse.Namespace):
+    """The backend; on the embedded server (empty each run) the stream is created first."""
+    from console.backend import BackendConfig, open_backend
+
+    config = BackendConfig.from_args(args)
+    async with open_backend(config) as backend:
+        if config.kind == "local":
+            await ensure_local_stream(backend, args.stream, args)
+        yield backend
+
+
+async def _find_tables(args: argparse.Namespace) -> list[str]:
+    from console.consumers.look import find_lease_tables
+
+    async with _open(args) as backend:
+        shards = await backend.all_shards(args.stream)
+        return await find_lease_tables(backend, args.stream, [shard.shard_id for shard in shards])
+
+
+async def _report(args: argparse.Namespace) -> ConsumerReport:
+    from console.consumers.look import consumer_report
+
+    async with _open(args) as backend:
+        tracker = StallTracker()
+        report = await consumer_report(backend, args.stream, lease_table=args.lease_table, cap=args.scan_cap,
+                                       tracker=tracker)
+        if args.watch:
+            note(f"reading the lease table again in {args.watch:g} s to find stalled leases...")
+            await asyncio.sleep(args.watch)
+            report = await consumer_report(backend, args.stream, lease_table=args.lease_table,
+                                           cap=args.scan_cap, tracker=tracker)
+        return report
+
+
+def render_report(report: ConsumerReport) -> str:
+    lines = [f"stream {report.stream}: {len(report.efo_consumers)} EFO consumer(s)"
+             + (f", {len(report.rows)} lease(s) in {report.lease_table}" if report.lease_table else "")]
+    if report.efo_consumers:
+        lines.append(render_table(("EFO CONSUMER", "STATUS", "CREATED", "ARN"),
+                                  [(one_line(c.name), c.status, c.created, c.arn) for c in report.efo_consumers]))
+    if report.lease_table is None:
+        lines.append("(KCL leases: pass --lease-table TABLE, or find it with --find-lease-tables)")
+        return "\n".join(lines)
+    rows = [(one_line(row.shard_id), row.state, one_line(row.lease.owner or "-"), one_line(row.lease.checkpoint or "-"),
+             row.records_text(report.scan_cap), format_millis(row.millis_behind),
+             f"! {one_line(row.problem)}" if row.problem else "") for row in report.rows]
+    if rows:
+        lines.append(render_table(("SHARD", "STATE", "OWNER", "CHECKPOINT", "RECORDS BEHIND", "TIME BEHIND", ""),
+                                  rows, right_aligned={4, 5}))
+    for shard_id in report.unleased_shards:
+        parents = report.waiting_on_parents.get(shard_id)
+        why = f" (waits for {', '.join(parents)} to reach SHARD_END)" if parents else ""
+        lines.append(f"no lease: {shard_id}{why}")
+    if report.problems:
+        lines.append(f"{len(report.problems)} lease(s) marked ! could not be measured")
+    return "\n".join(lines)
+
+
+# ---- register / deregister -----------------------------------------------------------------------
+
+
+def run_registration(args: argparse.Namespace, action: str) -> int:
+    if not args.name or not _CONSUMER_NAME.match(args.name):
+        raise BadInput(f"consumers {action} needs --name NAME (1 to 128 of a-z A-Z 0-9 _ . -); got {args.name!r}",
+                       code="usage")
+    refuse_if_read_only(args, f"{action} consumer {args.name} on {args.stream}")
+    document = run_async(_registration(args, action))
+    emit(args, document, f"{'registered' if action == 'register' else 'deregistering'} EFO consumer "
+                         f"{args.name} on {args.stream}: {document['status']}")
+    return 0
+
+
+async def _registration(args: argparse.Namespace, action: str) -> dict:
+    async with _open(args) as backend:
+        summary = await backend.describe_stream(args.stream)
+        names = {c.get("ConsumerName") for c in await backend.list_stream_consumers(summary.arn)}
+        if action == "register":
+            if args.name in names:
+                raise BadInput(f"EFO consumer {args.name!r} is already registered on {args.stream}", code="exists")
+            preview = (f"Register EFO consumer {args.name} on {args.stream} ({len(names)} registered now, at most 20). "
+                       "It gets its own 2 MiB/s per shard; AWS bills it per consumer-shard hour and per GB read.")
+            consequence = f"register EFO consumer {args.name}"
+        else:
+            if args.name not in names:
+                raise BadInput(f"no EFO consumer {args.name!r} on {args.stream}; registered: "
+                               f"{', '.join(sorted(names)) or 'none'}", code="not_found")
+            preview = (f"Deregister EFO consumer {args.name} from {args.stream}. Any application subscribed "
+                       "with it loses its SubscribeToShard connections.")
+            consequence = f"deregister EFO consumer {args.name}"
+        confirm_by_stream_name(args, change=f"{action} consumer {args.name} on {args.stream}",
+                               consequence=consequence, preview=preview)
+        if action == "register":
+            consumer = await backend.register_stream_consumer(summary.arn, args.name)
+            return {"action": action, "name": args.name, "status": consumer.get("ConsumerStatus", "CREATING"),
+                    "arn": consumer.get("ConsumerARN")}
+        await backend.deregister_stream_consumer(summary.arn, args.name)
+        return {"action": action, "name": args.name, "status": "DELETING", "arn": None}
+
+
+# ---- kconsole recommend --------------------------------------------------------------------------
+
+
+def run_recommend(args: argparse.Namespace) -> int:
+    validate_stream_name(args.stream)
+    window = parse_duration(args.window)
+    if not math.isfinite(args.target) or not 1 <= args.target <= 100:
+        raise BadInput(f"--target must be a percentage from 1 to 100; got {args.target:g}", code="usage")
+    if not 0 <= args.shared_readers <= 20:
+        raise BadInput(f"--shared-readers must be from 0 to 20; got {args.shared_readers}", code="usage")
+    validate_scan_cap(args.scan_cap)
+    recommendation, source = run_async(_recommend(args, window))
+    document = recommendation.to_json() | {"source": source, "window_seconds": window}
+    emit(args, document, lambda: render_recommendation(recommendation, source))
+    return 0
+
+
+async def _recommend(args: argparse.Namespace, window: float) -> tuple[Recommendation, str]:
+    from console.heat.cloudwatch import cloudwatch_heat
+    from console.heat.snapshot import utilisation
+
+    async with _open(args) as backend:
+        summary = await backend.describe_stream(args.stream)
+        shards = [shard for shard in await backend.all_shards(args.stream) if shard.is_open]
+        metered = {"IncomingBytes", "IncomingRecords"} <= set(summary.enhanced_metrics)
+        source = args.source if args.source != "auto" else ("cloudwatch" if metered else "sample")
+        if source == "cloudwatch":
+            heats = await cloudwatch_heat(backend, args.stream, [s.shard_id for s in shards], seconds=window)
+            loads = {h.shard_id: ShardLoad(h.shard_id, h.peak_utilisation, h.peak_bytes_per_s, h.peak_records_per_s)
+                     for h in heats}
+            label = "CloudWatch shard-level metrics (busiest minute's average)"
+        else:
+            start = datetime.now(timezone.utc) - timedelta(seconds=window)
+            note(f"reading {len(shards)} shards' records of the last {args.window} (at most {args.scan_cap:,} each)...")
+            peaks = await window_peaks(backend, args.stream, shards, start, cap=args.scan_cap)
+            loads = {p.shard_id: ShardLoad(p.shard_id, utilisation(p.peak_records_per_s, p.peak_bytes_per_s),
+                                           p.peak_bytes_per_s, p.peak_records_per_s) for p in peaks.values()}
+            capped = [p.shard_id for p in peaks.values() if p.capped]
+            label = "the window's records (busiest second)" + (
+                f"; {len(capped)} shard(s) read only to the cap" if capped else "")
+        return recommend(args.stream, shards, loads, target=args.target / 100, shared_readers=args.shared_readers,
+                         on_demand=summary.mode == "ON_DEMAND"), label
+
+
+def render_recommendation(rec: Recommendation, source: str) -> str:
+    lines = [f"stream {rec.stream}: {rec.current_shards} open shards, peak utilisation {rec.peak_utilisation:.0%} "
+             f"(from {source}; target {rec.target:.0%}, {rec.shared_readers} shared reader(s))",
+             f"recommended: {rec.recommended_shards} shards"]
+    lines += [f"  {reason}" for reason in rec.reasons]
+    lines += rec.commands
+    return "\n".join(lines)

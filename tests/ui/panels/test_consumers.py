@@ -1,0 +1,136 @@
+"""The Consumers tab, driven with Pilot on the embedded local Kinesis: a real KCL lease table is read,
+its leases shown with their lag, the shard table gains a Lag column, a bad table is one red line,
+lease polls never run alongside shard polls, and the split preview shows the barrier."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from textual.widgets import DataTable, Static
+
+from console.ui.screens.reshard import ReshardPreviewScreen
+from console.ui.screens.prompt import PromptScreen
+from console.ui.widgets.shard_table import LAG_COLUMN
+from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items
+from tests.consumers.test_capacity import put_metric
+from tests.ui.test_ui_console import RecordingApp, wait_until
+
+pytestmark = pytest.mark.timeout(90)
+
+
+async def leased_stream(kinesis, make_stream, endpoint_url: str, *, shards: int, records: int,
+                        leases=None) -> tuple[str, list, str]:
+    """A stream with `records` records on its first shard and a lease table (one lease per shard
+    unless `leases`, a function of the shards, says otherwise)."""
+    name = await make_stream(shards=shards)
+    listed = await kinesis.all_shards(name)
+    for i in range(records):
+        await kinesis.put_record(name, b"\x1b[2Jrecord", f"k{i}", explicit_hash_key=listed[0].starting_hash_key)
+    async with dynamodb(endpoint_url) as client:
+        table = await create_lease_table(client)
+        await put_items(client, table, leases(listed) if leases else [kcl_lease(s.shard_id) for s in listed])
+    return name, listed, table
+
+
+async def watch_lease_table(pilot, app, table: str, *, rows: int) -> DataTable:
+    """Open the Consumers tab, enter the lease table, wait for its rows."""
+    await wait_until(pilot, lambda: app.refreshed, what="first poll")
+    await pilot.press("8")
+    box = app.query_one("#consumers-table")
+    assert app.focused is box
+    box.value = table
+    await pilot.press("enter", "enter")  # the first enter takes the offered field (the focus model), the second submits
+    leases = app.query_one("#consumers-leases", DataTable)
+    await wait_until(pilot, lambda: leases.row_count == rows, what="lease rows")
+    return leases
+
+
+async def test_lease_table_in_the_consumers_tab(kinesis, make_stream, local_kinesis):
+    name, shards, table = await leased_stream(
+        kinesis, make_stream, local_kinesis.endpoint_url, shards=2, records=4,
+        leases=lambda listed: [kcl_lease(listed[0].shard_id, owner="worker-\x1b[31mred"),
+                               kcl_lease("shardId-000000000099")])
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(120, 36)) as pilot:
+        leases = await watch_lease_table(pilot, app, table, rows=2)
+        box = app.query_one("#consumers-table")
+        row = [str(cell) for cell in leases.get_row(shards[0].shard_id)]
+        assert row[:3] == [shards[0].shard_id, "owned", "worker-\\x1b[31mred"]  # escaped, not a colour
+        assert row[4] == "4"
+        assert "no such shard" in str(leases.get_row("shardId-000000000099")[6])
+        status = str(app.query_one("#consumers-status", Static).render())
+        assert f"no lease: {shards[1].shard_id}" in status and "1 marked !" in status
+        assert LAG_COLUMN in app.table._visible_columns()
+        box.value = "not-a-table"
+        app.query_one("#consumers-table").focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "not found" in str(app.query_one("#consumers-status", Static).render()),
+                         what="error line")
+
+
+class OverlapProbe:
+    """The real backend, noting when a shard poll (ListShards) and a lease poll (Scan, GetRecords)
+    are in flight at the same time."""
+
+    SHARD_POLL = {"all_shards"}
+    LEASE_POLL = {"scan_table", "get_records", "get_shard_iterator", "describe_table"}
+
+    def __init__(self, backend) -> None:
+        self._backend = backend
+        self.in_flight = {"shard": 0, "lease": 0}
+        self.calls = {"shard": 0, "lease": 0}
+        self.overlaps = 0
+
+    def __getattr__(self, name):
+        value = getattr(self._backend, name)
+        kind = "shard" if name in self.SHARD_POLL else "lease" if name in self.LEASE_POLL else None
+        if kind is None:
+            return value
+        other = "lease" if kind == "shard" else "shard"
+
+        async def call(*args, **kwargs):
+            self.calls[kind] += 1
+            self.in_flight[kind] += 1
+            if self.in_flight[other]:
+                self.overlaps += 1
+            try:
+                return await value(*args, **kwargs)
+            finally:
+                self.in_flight[kind] -= 1
+        return call
+
+
+async def test_lease_polls_never_overlap_shard_polls_and_metrics_show(kinesis, make_stream, local_kinesis):
+    name, shards, table = await leased_stream(kinesis, make_stream, local_kinesis.endpoint_url, shards=3, records=1)
+    await put_metric(local_kinesis.endpoint_url, name, "IncomingRecords", 600,
+                     datetime.now(timezone.utc) - timedelta(minutes=2))
+    probe = OverlapProbe(kinesis)
+    app = RecordingApp(probe, stream=name, interval=0.2)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await watch_lease_table(pilot, app, table, rows=3)
+        await wait_until(pilot, lambda: probe.calls["lease"] >= 40 and len(app.refreshed) >= 8, timeout=30,
+                         what="several polls of each kind")
+        metrics = str(app.query_one("#consumers-metrics", Static).render())
+        assert "in records" in metrics and "peak 10r/s" in metrics  # 600 in the minute: 10 records/s
+    assert probe.overlaps == 0
+
+
+async def test_split_preview_shows_the_barrier_when_a_lease_table_is_open(kinesis, make_stream, local_kinesis,
+                                                                          tmp_path, monkeypatch):
+    monkeypatch.setenv("KCONSOLE_DATA_DIR", str(tmp_path / "data"))
+    name, shards, table = await leased_stream(kinesis, make_stream, local_kinesis.endpoint_url, shards=2, records=3)
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await watch_lease_table(pilot, app, table, rows=2)
+        await pilot.press("1")
+        app.select_shard(shards[0].shard_id)
+        await pilot.press("s")
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="split point prompt")
+        await pilot.press("enter")  # midpoint
+        await wait_until(pilot, lambda: isinstance(app.screen, ReshardPreviewScreen), what="preview")
+        text = str(app.screen.query_one("#preview-consumers", Static).render())
+        assert "Lag this change puts behind the barrier" in text and f"{shards[0].shard_id}: 3 records" in text
+        assert app.screen.query_one("#preview-consumers").has_class("-behind")
+        await pilot.press("escape")
+    assert len(await kinesis.all_shards(name)) == 2  # cancelled: nothing called
