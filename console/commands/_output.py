@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -22,6 +21,8 @@ def emit(args: Any, document: Any, text: str | Callable[[], str]) -> None:
 
 
 def run_async(coro: Awaitable[T]) -> T:
+    import asyncio  # here, not at the top: offline commands such as `predict` never load it
+
     return asyncio.run(coro)  # type: ignore[arg-type]
 
 

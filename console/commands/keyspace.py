@@ -6,6 +6,8 @@ default 4). `predict` and `spread` can instead use a live stream's open shards (
 
 from __future__ import annotations
 
+from console.commands import command_help
+
 import argparse
 import bisect
 import sys
@@ -35,7 +37,7 @@ MAX_ROWS = 50  # text tables longer than this show their head and say how many w
 def register(subparsers, common) -> None:
     predict = subparsers.add_parser(
         "predict", parents=common,
-        help="which shard each partition key (or explicit hash key) lands on",
+        help=command_help("predict"),
         description="Predict the shard of each partition key: MD5 of the key as a 128-bit big-endian "
                     f"integer, against an even split of N shards (--shards, default {DEFAULT_SHARDS}) "
                     "or a live stream's open shards (--stream). With two or more keys it also shows "
@@ -49,7 +51,7 @@ def register(subparsers, common) -> None:
 
     keytree = subparsers.add_parser(
         "keytree", parents=common,
-        help="balanced explicit hash keys: the next keys that keep every split of the key space even",
+        help=command_help("keytree"),
         description="Hand out explicit hash keys that keep the key space balanced (the balanced key tree): "
                     "2**127, 2**126, 3*2**126, ... from an empty space, or, after the keys already in use "
                     "(--existing-file), the keys that restore balance first. Prints the keys and a balance "
@@ -63,7 +65,7 @@ def register(subparsers, common) -> None:
 
     spread = subparsers.add_parser(
         "spread", parents=common,
-        help="write-shard a hot partition key: where PK:0 .. PK:n-1 land and how sort keys spread",
+        help=command_help("spread"),
         description="Write sharding: each record of hot partition key PK gets the suffix "
                     "xxh64('PK:SK') & (n-1) and is written under 'PK:suffix'. Shows the shard each of "
                     "the n sharded keys lands on and, given sort keys, how evenly they spread over the "

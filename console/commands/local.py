@@ -6,6 +6,8 @@ Ctrl-C (or SIGTERM) stops it.
 
 from __future__ import annotations
 
+from console.commands import command_help
+
 import errno
 import json
 import sys
@@ -17,7 +19,7 @@ DEFAULT_PORT = 4567
 
 def register(subparsers, common) -> None:
     local = subparsers.add_parser(
-        "local", parents=common, help="the embedded local Kinesis (moto, patched)",
+        "local", parents=common, help=command_help("local"),
         description="The embedded local Kinesis: moto's server with kconsole's compatibility fixes, no account "
                     "or Docker needed. `kconsole --local ...` starts a private one per command; `kconsole local "
                     "serve` runs one in the foreground to share.")

@@ -13,6 +13,8 @@ A plan that breaches a limit exits 1 (`plan` still prints it; `reshard` calls no
 
 from __future__ import annotations
 
+from console.commands import command_help
+
 import argparse
 from dataclasses import dataclass, replace
 from collections.abc import Sequence
@@ -50,9 +52,9 @@ ACTIONS = ("split", "merge", "scale", "even")
 
 
 def register(subparsers, common) -> None:
-    plan = subparsers.add_parser("plan", parents=common, help="what-if: show what a reshard would do (changes nothing)",
+    plan = subparsers.add_parser("plan", parents=common, help=command_help("plan"),
                                  description="Show exactly what a split, merge, rescale or make-even would do.")
-    reshard = subparsers.add_parser("reshard", parents=common, help="split, merge or rescale a stream (asks first)",
+    reshard = subparsers.add_parser("reshard", parents=common, help=command_help("reshard"),
                                     description="Plan, confirm, then split, merge or rescale a stream.")
     for parent, mutating in ((plan, False), (reshard, True)):
         actions = parent.add_subparsers(dest="action", metavar="ACTION", required=True)
