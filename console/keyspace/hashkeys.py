@@ -182,6 +182,27 @@ def predict_indices(index: HashRangeIndex, partition_keys: Sequence[str]) -> lis
     ]
 
 
+def predict_hash_keys(index: HashRangeIndex, partition_keys: Sequence[str]) -> tuple[list[int], list[int]]:
+    """The hash key of each partition key and the position of the shard owning it, for callers that
+    show the hash keys too (`kconsole predict`). The owner comes from the prefix table whenever the
+    key's top 16 bits settle it, so only keys near a shard boundary are bisected."""
+    md5, from_bytes, find, endings = hashlib.md5, int.from_bytes, bisect.bisect_left, index.endings
+    hash_keys = [from_bytes(md5(key.encode("utf-8")).digest(), "big") for key in partition_keys]
+    if len(hash_keys) < TABLE_WORTH_IT:
+        return hash_keys, [find(endings, h) for h in hash_keys]
+    table, shift = prefix_table(index), 128 - PREFIX_BITS
+    return hash_keys, [owner if (owner := table[h >> shift]) >= 0 else find(endings, h) for h in hash_keys]
+
+
+def validate_partition_keys(partition_keys: Sequence[str]) -> None:
+    """validate_partition_key over many keys, in bulk when they are all short ASCII (the usual case)."""
+    if partition_keys and min(map(len, partition_keys)) >= 1 \
+            and max(map(len, partition_keys)) <= MAX_PARTITION_KEY_CHARS and all(map(str.isascii, partition_keys)):
+        return
+    for key in partition_keys:
+        validate_partition_key(key)
+
+
 def prefix_table(index: HashRangeIndex, bits: int = PREFIX_BITS) -> list[int]:
     # Callers index it with the digest's first two bytes, so `bits` stays 16 there.
     """For each slice of the key space sharing its top `bits` bits: the position of the one shard
