@@ -121,11 +121,13 @@ def read_keys(path: Path) -> KeySample:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise BadInput(f"cannot read keys file {path}: {getattr(error, 'strerror', None) or error}", code="bad_keys_file")
-    keys = [line.rstrip("\r") for line in text.split("\n")]
-    keys = [k for k in keys if k]
-    for number, key in enumerate(keys, 1):
-        if len(key) > 256:
-            raise BadInput(f"{path}: key {number} is {len(key)} characters; partition keys are 1 to 256", code="bad_keys_file")
+    keys = text.split("\n")
+    if "\r" in text:
+        keys = [line.rstrip("\r") for line in keys]
+    keys = list(filter(None, keys))
+    if keys and max(map(len, keys)) > 256:
+        number, key = next((n, k) for n, k in enumerate(keys, 1) if len(k) > 256)
+        raise BadInput(f"{path}: key {number} is {len(key)} characters; partition keys are 1 to 256", code="bad_keys_file")
     if not keys:
         raise BadInput(f"keys file {path} has no keys", code="bad_keys_file")
     return KeySample.from_partition_keys(keys)
