@@ -2,35 +2,24 @@
 
 `kconsole [--stream NAME] [--local]` opens the live console; every what-if and operation is also a
 non-interactive subcommand with `--json` output. Each subcommand lives in its own module under
-console/commands/ and registers itself through `register(subparsers, common)`.
+console/commands/ and registers itself through `register(subparsers, common)`; the parser imports that
+module only when its command is the one being run, so `kconsole predict` starts without the network
+stack and `kconsole --help` still lists every command (console/commands/__init__.py names them).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
 import os
 import sys
 from collections.abc import Sequence
 
 from console import __version__
+from console.commands import COMMANDS
 from console.errors import BadInput, ConsoleError
 from console.lifecycle.rules import parse_shard_count
 from console.read.printable import printable
-
-# Order here is the order in `kconsole --help`.
-COMMAND_MODULES = (
-    "console.commands.keyspace",  # predict, keytree, spread
-    "console.commands.streams",  # streams, shards
-    "console.commands.stream",  # stream create|delete|retention|mode|encryption|describe
-    "console.commands.put",  # put
-    "console.commands.reshard",  # plan, reshard
-    "console.commands.produce",  # produce
-    "console.commands.heat",  # heat
-    "console.commands.tail",  # tail
-    "console.commands.consumers",  # consumers, recommend
-    "console.commands.local",  # local serve
-)
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -75,16 +64,43 @@ def build_parser() -> ArgumentParser:
                         help="with --local: shard count (1 to 10,000) for a stream that has to be created "
                              "(default 4)")
     add_common_options(parser, suppress=False)
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
-
     common = ArgumentParser(add_help=False)
     add_common_options(common, suppress=True)
-
-    import importlib
-
-    for module_name in COMMAND_MODULES:
-        importlib.import_module(module_name).register(subparsers, [common])
+    parser.register("action", "lazy_parsers", LazySubParsers)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser,
+                                       action="lazy_parsers")
+    subparsers.common = [common]
+    for name, (module_name, summary) in COMMANDS.items():
+        subparsers.add_placeholder(name, module_name, help=summary)
     return parser
+
+
+class LazySubParsers(argparse._SubParsersAction):
+    """Subcommands whose parsers are built on use: until its command is chosen, each is a placeholder
+    that only carries its help line; choosing it imports the command's module, which registers the
+    real parsers of its commands in the placeholders' stead."""
+
+    common: list[argparse.ArgumentParser]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._modules: dict[str, str] = {}  # command name -> module not imported yet
+
+    def add_placeholder(self, name: str, module_name: str, *, help: str) -> None:
+        self.add_parser(name, help=help, add_help=False)
+        self._modules[name] = module_name
+
+    def add_parser(self, name: str, **kwargs):
+        if name in self._modules:  # the module is registering the real parser: replace the placeholder
+            del self._modules[name], self._name_parser_map[name]
+            kwargs.pop("help", None)  # the placeholder already lists it in --help
+        return super().add_parser(name, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        module_name = self._modules.get(values[0])
+        if module_name is not None:
+            importlib.import_module(module_name).register(self, self.common)
+        super().__call__(parser, namespace, values, option_string)
 
 
 def _wants_json(argv: Sequence[str]) -> bool:
@@ -94,6 +110,8 @@ def _wants_json(argv: Sequence[str]) -> bool:
 def emit_error(error: ConsoleError, *, as_json: bool) -> None:
     print(f"kconsole: error: {printable(error.message)}", file=sys.stderr)  # one line, whatever it quotes
     if as_json:
+        import json
+
         print(json.dumps({"error": {"code": error.code, "message": error.message}}))
 
 

@@ -1,1 +1,31 @@
-"""One module per CLI command group; each exposes `register(subparsers, common)`."""
+"""One module per CLI command group; each exposes `register(subparsers, common)`.
+
+COMMANDS names every top-level command, the module that registers it and its one-line help, so the
+CLI can list them all in `kconsole --help` and import only the module of the command being run.
+Order here is the order in `kconsole --help`; a module's commands sit together, in its own order.
+"""
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "predict": ("console.commands.keyspace", "which shard each partition key (or explicit hash key) lands on"),
+    "keytree": ("console.commands.keyspace",
+                "balanced explicit hash keys: the next keys that keep every split of the key space even"),
+    "spread": ("console.commands.keyspace",
+               "write-shard a hot partition key: where PK:0 .. PK:n-1 land and how sort keys spread"),
+    "streams": ("console.commands.streams", "list streams: status, mode, open shards, retention, encryption"),
+    "shards": ("console.commands.streams", "list a stream's shards with hash ranges and lineage"),
+    "stream": ("console.commands.stream", "create, describe, change or delete a stream"),
+    "put": ("console.commands.put", "send JSON lines (file or stdin) as records, in order per key"),
+    "plan": ("console.commands.reshard", "what-if: show what a reshard would do (changes nothing)"),
+    "reshard": ("console.commands.reshard", "split, merge or rescale a stream (asks first)"),
+    "produce": ("console.commands.produce",
+                "write ordered test records to a stream and optionally read them back to verify order"),
+    "heat": ("console.commands.heat", "live heat per shard: rates, peak, utilisation, top keys"),
+    "tail": ("console.commands.tail", "print the records in a stream, decoded (JSON, gzip, KPL aggregates)"),
+    "consumers": ("console.commands.consumers", "EFO consumers and KCL leases: owner, lag and state per shard"),
+    "recommend": ("console.commands.consumers", "shard count and plan that keep peak utilisation under a target"),
+    "local": ("console.commands.local", "the embedded local Kinesis (moto, patched)"),
+}
+
+
+def command_help(name: str) -> str:
+    return COMMANDS[name][1]

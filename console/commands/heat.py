@@ -13,6 +13,8 @@ shard, the write-sharding what-if (how many suffixes, which shards the sharded k
 
 from __future__ import annotations
 
+from console.commands import command_help
+
 import argparse
 import asyncio
 import math
@@ -46,7 +48,7 @@ MAX_TOP = 100
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "heat", parents=common, help="live heat per shard: rates, peak, utilisation, top keys",
+        "heat", parents=common, help=command_help("heat"),
         description="Sample every open shard from LATEST for a while and report its heat and top keys.")
     parser.add_argument("stream", metavar="STREAM")
     parser.add_argument("--seconds", type=float, default=None, metavar="S",

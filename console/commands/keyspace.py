@@ -6,25 +6,28 @@ default 4). `predict` and `spread` can instead use a live stream's open shards (
 
 from __future__ import annotations
 
+from console.commands import command_help
+
 import argparse
-import bisect
+import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from json.encoder import encode_basestring_ascii
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from console.bounds import shard_count, whole_number
-from console.commands._output import emit, render_table, run_async
+from console.commands._output import emit, emit_json_with_rows, render_table, run_async
 from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
 from console.errors import BadInput, TilingError
 from console.keyspace.hashkeys import (
     HASH_SPACE,
     HashRangeIndex,
-    md5_hash_key,
     parse_hash_key,
+    predict_hash_keys,
     share_of_space,
-    validate_partition_key,
+    validate_partition_keys,
 )
 
 DEFAULT_SHARDS = 4  # what `kconsole --local` creates, and AWS's 4-shard example
@@ -35,7 +38,7 @@ MAX_ROWS = 50  # text tables longer than this show their head and say how many w
 def register(subparsers, common) -> None:
     predict = subparsers.add_parser(
         "predict", parents=common,
-        help="which shard each partition key (or explicit hash key) lands on",
+        help=command_help("predict"),
         description="Predict the shard of each partition key: MD5 of the key as a 128-bit big-endian "
                     f"integer, against an even split of N shards (--shards, default {DEFAULT_SHARDS}) "
                     "or a live stream's open shards (--stream). With two or more keys it also shows "
@@ -49,7 +52,7 @@ def register(subparsers, common) -> None:
 
     keytree = subparsers.add_parser(
         "keytree", parents=common,
-        help="balanced explicit hash keys: the next keys that keep every split of the key space even",
+        help=command_help("keytree"),
         description="Hand out explicit hash keys that keep the key space balanced (the balanced key tree): "
                     "2**127, 2**126, 3*2**126, ... from an empty space, or, after the keys already in use "
                     "(--existing-file), the keys that restore balance first. Prints the keys and a balance "
@@ -63,7 +66,7 @@ def register(subparsers, common) -> None:
 
     spread = subparsers.add_parser(
         "spread", parents=common,
-        help="write-shard a hot partition key: where PK:0 .. PK:n-1 land and how sort keys spread",
+        help=command_help("spread"),
         description="Write sharding: each record of hot partition key PK gets the suffix "
                     "xxh64('PK:SK') & (n-1) and is written under 'PK:suffix'. Shows the shard each of "
                     "the n sharded keys lands on and, given sort keys, how evenly they spread over the "
@@ -190,9 +193,7 @@ def predict_command(args: Any) -> int:
             keys = [None]  # the hash key alone still says where a record would land
     if not keys:
         raise BadInput("give at least one KEY (or --keys-file F, or --explicit-hash-key H)", code="usage")
-    for key in keys:
-        if key is not None:
-            validate_partition_key(key)
+    validate_partition_keys([key for key in keys if key is not None])
 
     shard_set = resolve_shard_set(args)
     index = shard_set.index
@@ -200,32 +201,72 @@ def predict_command(args: Any) -> int:
         hash_keys = [explicit] * len(keys)
         positions = [index.index_of(explicit)] * len(keys)
     else:
-        hash_keys = [md5_hash_key(key) for key in keys]  # type: ignore[arg-type]
-        endings, find = index.endings, bisect.bisect_left
-        positions = [find(endings, h) for h in hash_keys]
-    rows = []
-    for key, hash_key, position in zip(keys, hash_keys, positions):
-        row = {"key": key, "hash_key": str(hash_key), "shard_id": index.shard_ids[position], "shard_index": position}
-        if shard_set.lineage is not None:
-            row["previous_shard_id"] = shard_set.lineage.owner_before(hash_key).previous
-        rows.append(row)
+        hash_keys, positions = predict_hash_keys(index, keys)  # type: ignore[arg-type]
+    predictions = Predictions(keys, hash_keys, positions, index, shard_set.lineage)
     distribution = shard_distribution(index, positions)
     document = {"source": shard_set.source, "explicit_hash_key": None if explicit is None else str(explicit),
-                "keys": rows, "distribution": distribution.to_json()}
-    emit(args, document, lambda: format_predictions(rows, distribution, shard_set))
+                "keys": None, "distribution": distribution.to_json()}
+    if getattr(args, "json", False):
+        emit_json_with_rows(document, "keys", predictions.encoded_chunks())
+    else:
+        emit(args, document, lambda: format_predictions(predictions, distribution, shard_set))
     return 0
 
 
-def format_predictions(rows: list[dict], distribution: Distribution, shard_set: ShardSet) -> str:
+@dataclass(frozen=True)
+class Predictions:
+    """Where each key lands, kept as parallel lists: the rows are only made for what is printed (the
+    head of the text table), and --json encodes them straight from the lists, chunk by chunk."""
+
+    keys: list[str | None]
+    hash_keys: list[int]
+    positions: list[int]
+    index: HashRangeIndex
+    lineage: Any = None
+
+    CHUNK = 10_000  # rows per write of --json output
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def rows(self, stop: int) -> list[dict]:
+        """The first `stop` rows, as --json prints them."""
+        ids = self.index.shard_ids
+        rows = [{"key": key, "hash_key": str(hash_key), "shard_id": ids[position], "shard_index": position}
+                for key, hash_key, position in zip(self.keys[:stop], self.hash_keys[:stop], self.positions[:stop])]
+        if self.lineage is not None:
+            for row, hash_key in zip(rows, self.hash_keys):
+                row["previous_shard_id"] = self.lineage.owner_before(hash_key).previous
+        return rows
+
+    def encoded_chunks(self) -> Iterator[str]:
+        """The rows as JSON objects (what json.dumps makes of rows()), comma-joined CHUNK at a time."""
+        encode = encode_basestring_ascii
+        ids = [encode(shard_id) for shard_id in self.index.shard_ids]
+        for first in range(0, len(self.keys), self.CHUNK):
+            window = slice(first, first + self.CHUNK)
+            keys, hash_keys, positions = self.keys[window], self.hash_keys[window], self.positions[window]
+            if self.lineage is None:
+                yield ", ".join(
+                    f'{{"key": {"null" if key is None else encode(key)}, "hash_key": "{hash_key}", '
+                    f'"shard_id": {ids[position]}, "shard_index": {position}}}'
+                    for key, hash_key, position in zip(keys, hash_keys, positions))
+            else:
+                yield ", ".join(json.dumps(row) for row in Predictions(keys, hash_keys, positions, self.index,
+                                                                        self.lineage).rows(len(keys)))
+
+
+def format_predictions(predictions: Predictions, distribution: Distribution, shard_set: ShardSet) -> str:
     with_previous = shard_set.lineage is not None
     header = ["KEY", "HASH KEY", "SHARD", "#"] + (["BEFORE LAST RESHARD"] if with_previous else [])
     table = [
         [row["key"] if row["key"] is not None else "-", row["hash_key"], row["shard_id"], str(row["shard_index"])]
         + ([row["previous_shard_id"] or "-"] if with_previous else [])
-        for row in rows
+        for row in predictions.rows(MAX_ROWS)
     ]
-    lines = [f"against {shard_set.describe()}:", render_table(header, table, right_aligned={3}, max_rows=MAX_ROWS)]
-    if len(rows) > 1:
+    lines = [f"against {shard_set.describe()}:",
+             render_table(header, table, right_aligned={3}, max_rows=MAX_ROWS, total_rows=len(predictions))]
+    if len(predictions) > 1:
         lines += ["", format_distribution(distribution, noun="keys", bucket_noun="shards")]
     return "\n".join(lines)
 

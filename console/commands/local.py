@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 
+from console.commands import command_help
 from console.errors import BadInput, ConsoleError
 from console.lifecycle.rules import DEFAULT_SHARDS, parse_shard_count, validate_stream_name
 
@@ -23,7 +24,7 @@ DEFAULT_PORT = 4567
 
 def register(subparsers, common) -> None:
     local = subparsers.add_parser(
-        "local", parents=common, help="the embedded local Kinesis (moto, patched)",
+        "local", parents=common, help=command_help("local"),
         description="The embedded local Kinesis: moto's server with kconsole's compatibility fixes, no account "
                     "or Docker needed. `kconsole --local ...` starts a private one per command; `kconsole local "
                     "serve` runs one in the foreground to share.")

@@ -11,6 +11,8 @@ stderr has one line saying why.
 
 from __future__ import annotations
 
+from console.commands import command_help
+
 import sys
 import time
 from typing import Any
@@ -29,7 +31,7 @@ PROGRESS_EVERY = 1.0  # seconds between progress lines on stderr
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
         "produce", parents=common,
-        help="write ordered test records to a stream and optionally read them back to verify order",
+        help=command_help("produce"),
         description="Write test records (JSON: run id, key, per-key sequence number, timestamp) with the "
                     "ordered producer: at most one record per key in flight, so retries never reorder a key. "
                     "With --verify, read every record back and report lost, duplicated, out-of-order and "

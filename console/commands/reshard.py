@@ -13,6 +13,8 @@ A plan that breaches a limit exits 1 (`plan` still prints it; `reshard` calls no
 
 from __future__ import annotations
 
+from console.commands import command_help
+
 import argparse
 from dataclasses import dataclass, replace
 from collections.abc import Sequence
@@ -64,9 +66,9 @@ MAX_SAMPLE_LIMIT = 1_000_000  # records read for a median: 100 full GetRecords c
 
 
 def register(subparsers, common) -> None:
-    plan = subparsers.add_parser("plan", parents=common, help="what-if: show what a reshard would do (changes nothing)",
+    plan = subparsers.add_parser("plan", parents=common, help=command_help("plan"),
                                  description="Show exactly what a split, merge, rescale or make-even would do.")
-    reshard = subparsers.add_parser("reshard", parents=common, help="split, merge or rescale a stream (asks first)",
+    reshard = subparsers.add_parser("reshard", parents=common, help=command_help("reshard"),
                                     description="Plan, confirm, then split, merge or rescale a stream.")
     for parent, mutating in ((plan, False), (reshard, True)):
         actions = parent.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -149,11 +151,13 @@ def read_keys(path: Path) -> KeySample:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise BadInput(f"cannot read keys file {path}: {getattr(error, 'strerror', None) or error}", code="bad_keys_file")
-    keys = [line.rstrip("\r") for line in text.split("\n")]
-    keys = [k for k in keys if k]
-    for number, key in enumerate(keys, 1):
-        if len(key) > 256:
-            raise BadInput(f"{path}: key {number} is {len(key)} characters; partition keys are 1 to 256", code="bad_keys_file")
+    keys = text.split("\n")
+    if "\r" in text:
+        keys = [line.rstrip("\r") for line in keys]
+    keys = list(filter(None, keys))
+    if keys and max(map(len, keys)) > 256:
+        number, key = next((n, k) for n, k in enumerate(keys, 1) if len(k) > 256)
+        raise BadInput(f"{path}: key {number} is {len(key)} characters; partition keys are 1 to 256", code="bad_keys_file")
     if not keys:
         raise BadInput(f"keys file {path} has no keys", code="bad_keys_file")
     return KeySample.from_partition_keys(keys)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from console.commands import command_help
+
 import argparse
 from typing import Any
 
@@ -14,7 +16,7 @@ from console.topology.model import StreamSummary
 
 def register(subparsers, common) -> None:
     streams = subparsers.add_parser(
-        "streams", parents=common, help="list streams: status, mode, open shards, retention, encryption",
+        "streams", parents=common, help=command_help("streams"),
         description="List the streams on the backend with status, capacity mode (PROVISIONED or ON_DEMAND), "
                     "open shard count, retention and encryption. With --local the embedded server starts "
                     "empty; kconsole --local --stream NAME streams creates NAME first.")
@@ -22,7 +24,7 @@ def register(subparsers, common) -> None:
 
     shards = subparsers.add_parser(
         "shards", parents=common,
-        help="list a stream's shards with hash ranges and lineage",
+        help=command_help("shards"),
         description="List a stream's shards (hash keys as decimal strings) with parents and children. "
                     "With --local, a missing stream is created first (4 shards, or --shards N).")
     shards.add_argument("stream", metavar="STREAM", help="stream name")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from console.commands import command_help
+
 import contextlib
 import json
 import sys
@@ -19,7 +21,7 @@ TEXT_HEX_BYTES = 64  # binary content shown per record in text mode (--json carr
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "tail", parents=common, help="print the records in a stream, decoded (JSON, gzip, KPL aggregates)",
+        "tail", parents=common, help=command_help("tail"),
         description="Read every relevant shard concurrently (parents before children) and print each record "
                     "decoded, one line per record: arrival, shard, sequence number, partition key, encoding, "
                     "size, content. Without --follow it stops at the end of what the stream holds now. "

@@ -174,7 +174,7 @@ def predict_indices(index: HashRangeIndex, partition_keys: Sequence[str]) -> lis
     md5, from_bytes, find, endings = hashlib.md5, int.from_bytes, bisect.bisect_left, index.endings
     if len(partition_keys) < TABLE_WORTH_IT:
         return [find(endings, from_bytes(md5(key.encode("utf-8")).digest(), "big")) for key in partition_keys]
-    table = prefix_table(index)
+    table = prefix_table(index.endings)
     return [
         owner if (owner := table[(digest := md5(key.encode("utf-8")).digest())[0] << 8 | digest[1]]) >= 0
         else find(endings, from_bytes(digest, "big"))
@@ -182,14 +182,48 @@ def predict_indices(index: HashRangeIndex, partition_keys: Sequence[str]) -> lis
     ]
 
 
-def prefix_table(index: HashRangeIndex, bits: int = PREFIX_BITS) -> list[int]:
-    # Callers index it with the digest's first two bytes, so `bits` stays 16 there.
-    """For each slice of the key space sharing its top `bits` bits: the position of the one shard
-    holding the whole slice, or -1 when a shard boundary falls inside it."""
+def md5_hash_keys(partition_keys: Sequence[str]) -> list[int]:
+    """md5_hash_key of each key, in one comprehension (a third faster than calling it per key)."""
+    md5, from_bytes = hashlib.md5, int.from_bytes
+    return [from_bytes(md5(key.encode("utf-8")).digest(), "big") for key in partition_keys]
+
+
+def owners_among(endings: Sequence[int], hash_keys: Sequence[int]) -> list[int]:
+    """For each hash key, the position of the first of the sorted `endings` at or above it (what
+    bisect_left gives, and for a shard map's endings the owning shard). For many keys the answer
+    comes from a table of the top 16 bits, so only keys in a slice holding an ending are bisected."""
+    find = bisect.bisect_left
+    if len(hash_keys) < TABLE_WORTH_IT:
+        return [find(endings, h) for h in hash_keys]
+    table, shift = prefix_table(endings), 128 - PREFIX_BITS
+    return [owner if (owner := table[h >> shift]) >= 0 else find(endings, h) for h in hash_keys]
+
+
+def predict_hash_keys(index: HashRangeIndex, partition_keys: Sequence[str]) -> tuple[list[int], list[int]]:
+    """The hash key of each partition key and the position of the shard owning it, for callers that
+    show the hash keys too (`kconsole predict`)."""
+    hash_keys = md5_hash_keys(partition_keys)
+    return hash_keys, owners_among(index.endings, hash_keys)
+
+
+def validate_partition_keys(partition_keys: Sequence[str]) -> None:
+    """validate_partition_key over many keys, in bulk when they are all short ASCII (the usual case)."""
+    if partition_keys and min(map(len, partition_keys)) >= 1 \
+            and max(map(len, partition_keys)) <= MAX_PARTITION_KEY_CHARS and all(map(str.isascii, partition_keys)):
+        return
+    for key in partition_keys:
+        validate_partition_key(key)
+
+
+def prefix_table(endings: Sequence[int], bits: int = PREFIX_BITS) -> list[int]:
+    # Callers index it with the hash key's top 16 bits (the digest's first two bytes), so `bits` stays 16 there.
+    """For each slice of the key space sharing its top `bits` bits: the position of the first of the
+    sorted `endings` at or above the whole slice when that one ending covers it, or -1 when an
+    ending falls inside the slice."""
     shift = 128 - bits
-    endings, find = index.endings, bisect.bisect_left
+    find = bisect.bisect_left
     table = []
     for prefix in range(1 << bits):
         first = find(endings, prefix << shift)
-        table.append(first if endings[first] >= ((prefix + 1) << shift) - 1 else -1)
+        table.append(first if first < len(endings) and endings[first] >= ((prefix + 1) << shift) - 1 else -1)
     return table

@@ -109,14 +109,20 @@ class ShardPacer:
             return False
         return True
 
-    def wait_time(self, shard: str | None, size: int, now: float) -> float:
+    def wait_time(self, shard: str | None, size: int, now: float, records: int = 1) -> float:
+        """Seconds until the shard takes `records` records of `size` bytes (as many as its burst holds)."""
         if shard is None:
             return 0.0
         pace = self._pace(shard, now)
         wait = max(0.0, pace.cool_until - now)
         if pace.records is not None:
-            wait = max(wait, pace.records.wait_time(1, now), pace.nbytes.wait_time(size, now))
+            wait = max(wait, pace.records.wait_time(records, now), pace.nbytes.wait_time(size * records, now))
         return wait
+
+    def records_per_second(self, shard: str | None) -> float | None:
+        """The shard's current pace (its limit, lowered after throttles); None when it is not paced."""
+        pace = self._shards.get(shard) if shard is not None else None
+        return pace.records.rate if pace is not None and pace.records is not None else None
 
     def throttled(self, shard: str | None, now: float) -> None:
         """The shard said ProvisionedThroughputExceeded: halve its pace and cool it down briefly."""

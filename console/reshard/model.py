@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from console.keyspace.hashkeys import md5_hash_key, share_of_space, validate_partition_key
+from console.keyspace.hashkeys import md5_hash_keys, share_of_space, validate_partition_keys
 from console.reshard.limits import Breach
 from console.topology.model import Shard
 
@@ -87,22 +87,16 @@ class Operation:
 
 @dataclass(frozen=True)
 class KeySample:
-    """Partition keys and their hash keys, hashed and sorted once so every plan reuses the work."""
+    """Partition keys and their hash keys, hashed once so every plan reuses the work."""
 
     keys: Sequence[str]
     hash_keys: Sequence[int]
-    order: Sequence[int] = field(init=False, repr=False, compare=False)  # positions by ascending hash key
-    sorted_hash_keys: Sequence[int] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        order = sorted(range(len(self.hash_keys)), key=self.hash_keys.__getitem__)
-        object.__setattr__(self, "order", order)
-        object.__setattr__(self, "sorted_hash_keys", [self.hash_keys[i] for i in order])
 
     @classmethod
     def from_partition_keys(cls, keys: Iterable[str]) -> "KeySample":
-        keys = [validate_partition_key(k) for k in keys]
-        return cls(keys, [md5_hash_key(k) for k in keys])
+        keys = list(keys)
+        validate_partition_keys(keys)
+        return cls(keys, md5_hash_keys(keys))
 
     def __len__(self) -> int:
         return len(self.hash_keys)

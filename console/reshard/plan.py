@@ -236,28 +236,35 @@ def _walk_to(shards: Sequence[Shard], before: tuple[Shard, ...], target_ranges: 
     wanted = {start for start, _ in target_ranges}
     ids = _IdAllocator(shards)
     by_start = {s.starting_hash_key: _kept(s) for s in before}
-    starts = sorted(by_start)
+    # Every start that ever exists, in key order. Splits go in key order, so when the one at `key`
+    # runs, the shard just below it in this list (original or split off before) is its parent.
+    starts = sorted(current | wanted)
     operations: list[Operation] = []
-    for key in sorted(wanted - current):
-        parent = by_start[starts[bisect.bisect_right(starts, key) - 1]]
+    for below, key in zip(starts, starts[1:]):
+        if key in current:
+            continue
+        parent = by_start[below]
         operations.append(Operation("split", shard_id=parent.shard_id, new_starting_hash_key=key))
         by_start[parent.starting_hash_key] = PlannedShard(ids.take(), parent.starting_hash_key, key - 1,
                                                           parent_shard_id=parent.shard_id)
         by_start[key] = PlannedShard(ids.take(), key, parent.ending_hash_key, parent_shard_id=parent.shard_id)
-        bisect.insort(starts, key)
     splits = len(operations)
-    for key in sorted(current - wanted):
-        position = bisect.bisect_left(starts, key)
-        lower, upper = by_start[starts[position - 1]], by_start[key]
+    # Merges go in key order too: a boundary that must vanish merges its shard into the nearest kept
+    # start below it (which earlier merges may already have grown).
+    lower_start = starts[0]
+    for key in starts[1:]:
+        if key in wanted:
+            lower_start = key
+            continue
+        lower, upper = by_start[lower_start], by_start[key]
         operations.append(Operation("merge", shard_id=lower.shard_id, adjacent_shard_id=upper.shard_id,
                                     new_starting_hash_key=key))
-        by_start[lower.starting_hash_key] = PlannedShard(
+        by_start[lower_start] = PlannedShard(
             ids.take(), lower.starting_hash_key, upper.ending_hash_key,
             parent_shard_id=lower.shard_id, adjacent_parent_shard_id=upper.shard_id)
         del by_start[key]
-        del starts[position]
     merges = len(operations) - splits
-    after = tuple(by_start[start] for start in starts)
+    after = tuple(by_start[start] for start in starts if start in wanted)
     created_and_kept = sum(1 for s in after if not s.unchanged)
     return _Walk(operations, after, splits, merges, 2 * splits + merges - created_and_kept, len(before) + splits)
 

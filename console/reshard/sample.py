@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from console.errors import BadInput
+from console.keyspace.hashkeys import owners_among
 from console.topology.model import Shard
 from console.reshard.model import MAX_LISTED_MOVES, KeyMove, KeyMovement, KeySample, MedianSplit, PlannedShard
 
@@ -57,9 +58,9 @@ def key_movement(before: Sequence[Shard], after: Sequence[PlannedShard], sample:
 
     A key moves when the shard that serves it is replaced: its before-shard's range is not an open
     range afterwards. The before and after boundaries together cut the key space into at most N+M
-    segments, each inside exactly one before-shard and one after-shard. With the sample's hash
-    keys sorted once (KeySample), counting per segment is one bisect per segment, and the listed
-    moves are slices of that order: no work per key at all.
+    segments, each inside exactly one before-shard and one after-shard. Each key's segment comes from
+    one table lookup (owners_among), the counts per segment from one Counter, and the listed moves
+    (the first in key order) from the few segments that hold them: no sort of the whole sample.
     """
     if sample is None:
         return None
@@ -67,23 +68,34 @@ def key_movement(before: Sequence[Shard], after: Sequence[PlannedShard], sample:
     after_ends = [s.ending_hash_key for s in after]
     after_ranges = {s.range for s in after}
     changed = [(s.starting_hash_key, s.ending_hash_key) not in after_ranges for s in before]
-    ordered, keys = sample.sorted_hash_keys, sample.keys
+    ends = sorted(set(before_ends) | set(after_ends))
+    segments = owners_among(ends, sample.hash_keys)
+    per_segment = Counter(segments)
     per_route: Counter = Counter()
-    moves: list[KeyMove] = []
-    low = 0
-    for end in sorted(set(before_ends) | set(after_ends)):
-        high = bisect.bisect_right(ordered, end, low)
+    listed_segments: list[int] = []  # the first segments whose keys move, until they hold enough to list
+    to_list = 0
+    for segment in sorted(per_segment):
+        end = ends[segment]
         old = bisect.bisect_left(before_ends, end)
-        if changed[old] and high > low:
-            new = bisect.bisect_left(after_ends, end)
-            per_route[(old, new)] += high - low
-            for position in sample.order[low:min(high, low + MAX_LISTED_MOVES - len(moves))]:
-                moves.append(KeyMove(keys[position] if position < len(keys) else "", sample.hash_keys[position],
-                                     before[old].shard_id, after[new].shard_id, new))
-        low = high
+        if changed[old]:
+            per_route[(old, bisect.bisect_left(after_ends, end))] += per_segment[segment]
+            if to_list < MAX_LISTED_MOVES:
+                listed_segments.append(segment)
+                to_list += per_segment[segment]
+    moves: list[KeyMove] = []
+    if listed_segments:
+        last, hash_keys, keys = listed_segments[-1], sample.hash_keys, sample.keys
+        wanted = set(listed_segments)
+        # In key order, ties in sample order: what a sort of the whole sample would list first.
+        first = sorted((hash_keys[position], position) for position, segment in enumerate(segments)
+                       if segment <= last and segment in wanted)
+        for hash_key, position in first[:MAX_LISTED_MOVES]:
+            end = ends[segments[position]]
+            old, new = bisect.bisect_left(before_ends, end), bisect.bisect_left(after_ends, end)
+            moves.append(KeyMove(keys[position] if position < len(keys) else "", hash_key,
+                                 before[old].shard_id, after[new].shard_id, new))
     routes = tuple(
         (before[o].shard_id, after[n].shard_id, n, count)
         for (o, n), count in sorted(per_route.items(), key=lambda item: (-item[1], item[0]))
     )
     return KeyMovement(len(sample.hash_keys), sum(per_route.values()), routes, tuple(moves))
-

@@ -44,7 +44,8 @@ from console.ui.screens import stream_actions
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.stream_actions import StreamActionRequest, StreamActionsScreen, StreamDeleted
 from console.ui.screens.stream_picker import StreamPickerScreen
-from console.ui.source import BIG_STREAM, ConnectionInfo, StreamView, describe_failure, fetch_stream, with_lineage
+from console.ui.source import (BIG_STREAM, ConnectionInfo, ListingSchedule, StreamView, describe_failure,
+                               fetch_stream, with_lineage)
 from console.ui.widgets.header import ConsoleHeader
 from console.ui.widgets.ribbon import KeySpaceRibbon
 from console.ui.widgets.shard_table import ShardTable
@@ -190,6 +191,7 @@ class KConsoleApp(ConsumersHost, PanelHost, FocusModel, App[None]):
         self.poll_count = 0
         self._poll_in_flight = False
         self._poll_timer = None
+        self._listing = ListingSchedule()
         self._lineage_dirty = False
         self._last_tiling_problem: str | None = None
 
@@ -280,8 +282,9 @@ class KConsoleApp(ConsumersHost, PanelHost, FocusModel, App[None]):
 
     # ---- polling -------------------------------------------------------------------------------
 
-    def poll_now(self) -> bool:
-        """Start a poll unless one is running (polls never overlap). The next one is armed when it ends."""
+    def poll_now(self, *, list_all: bool = True) -> bool:
+        """Start a poll unless one is running (polls never overlap). The next one is armed when it ends.
+        A timed poll (`list_all=False`) lists the shards only when the ListingSchedule says so."""
         if self._poll_in_flight or not self.stream:
             return False
         if self.consumers_poll_running:  # runs as soon as the lease poll ends
@@ -292,15 +295,27 @@ class KConsoleApp(ConsumersHost, PanelHost, FocusModel, App[None]):
             self._poll_timer = None
         self._poll_in_flight = True
         self.header.update_state(polling=True)
-        self._poll(self.stream)
+        previous = self.view if self.view is not None and self.view.summary.name == self.stream else None
+        if list_all or previous is None or self._listing.next_poll_lists_all():
+            previous = None
+        self._poll(self.stream, previous)
         return True
 
+    def _timed_poll(self) -> None:
+        if self.is_running:  # a timer may still fire while the app shuts down
+            self.poll_now(list_all=False)
+
     @work(exclusive=True, group="poll", exit_on_error=False)
-    async def _poll(self, stream: str) -> None:
+    async def _poll(self, stream: str, previous: StreamView | None = None) -> None:
         try:
-            view = await asyncio.wait_for(fetch_stream(self.source, stream), self.poll_timeout)
+            view = await asyncio.wait_for(fetch_stream(self.source, stream, previous), self.poll_timeout)
             if stream != self.stream:
                 return
+            if previous is not None and view.shards is previous.shards:
+                self._show_header(view)  # the same shards: nothing in the table or the lineage changed
+                self.post_message(StreamRefreshed(view))
+                return
+            self._listing.listed_all()
             if len(view.shards) > BIG_STREAM:
                 _settle_heap()
             await self._show_shards(view)
@@ -320,7 +335,7 @@ class KConsoleApp(ConsumersHost, PanelHost, FocusModel, App[None]):
             self.poll_count += 1
             if stream == self.stream and self.is_running:
                 self.header.update_state(polling=False)
-                self._poll_timer = self.set_timer(self.interval, self.poll_now)
+                self._poll_timer = self.set_timer(self.interval, self._timed_poll)
 
     def _show_failure(self, reason: str) -> None:
         self.header.update_state(error=reason)

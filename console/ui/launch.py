@@ -8,9 +8,11 @@ with a few records and one split so the ribbon and the lineage show something re
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import sys
 from dataclasses import replace
+from typing import Any
 
 from console.bounds import validate_stream_name
 from console.lifecycle.rules import DEFAULT_SHARDS
@@ -43,6 +45,39 @@ async def prepare_demo_stream(kinesis, name: str = DEMO_STREAM, shards: int = 4,
     return True
 
 
+class PrefetchingSource:
+    """A source whose answers for the console's first poll of `stream` were asked for before the UI
+    started: the server works on them while Textual starts, and the first poll picks them up. Every
+    other call goes straight to `source`."""
+
+    def __init__(self, source: Any, stream: str) -> None:
+        self._source = source
+        self._stream = stream
+        self._pending: dict[str, asyncio.Future] = {
+            "describe_stream": asyncio.ensure_future(source.describe_stream(stream)),
+            "all_shards": asyncio.ensure_future(source.all_shards(stream)),
+        }
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._source, name)
+
+    async def describe_stream(self, stream: str) -> Any:
+        early = self._pending.pop("describe_stream", None) if stream == self._stream else None
+        return await early if early is not None else await self._source.describe_stream(stream)
+
+    async def all_shards(self, stream: str, shard_filter: dict | None = None) -> Any:
+        early = self._pending.pop("all_shards", None) if stream == self._stream and shard_filter is None else None
+        return await early if early is not None else await self._source.all_shards(stream, shard_filter)
+
+    def cancel(self) -> None:
+        """Drop answers nobody asked for (the console closed before its first poll)."""
+        for early in self._pending.values():
+            early.cancel()
+            if early.done() and not early.cancelled():
+                early.exception()  # retrieved, so asyncio does not log it as never looked at
+        self._pending.clear()
+
+
 def launch_console(args) -> int:
     from console.backend import BackendConfig, open_backend
     from console.config import load_config, save_config
@@ -67,8 +102,9 @@ def launch_console(args) -> int:
                 pass
 
     async def run() -> None:
-        from console.ui.app import KConsoleApp
-
+        # Textual loads in a thread while the backend opens (and the embedded server starts), and the
+        # first poll's calls go out before the UI starts: the waits on the server overlap the start-up.
+        app_module = asyncio.ensure_future(asyncio.to_thread(importlib.import_module, "console.ui.app"))
         if backend_config.kind == "local":
             print("kconsole: starting the embedded local Kinesis…", file=sys.stderr)
         async with open_backend(backend_config) as kinesis:
@@ -81,12 +117,18 @@ def launch_console(args) -> int:
                 stream = DEMO_STREAM
             elif backend_config.kind == "local" and not read_only and await kinesis.ensure_stream(stream, shards):
                 created = f"created stream {stream!r} with {shards} shards on the embedded local Kinesis"
-            app = KConsoleApp(kinesis, stream=stream, interval=interval, read_only=read_only,
-                              config_warning=warning, theme=config.theme, on_stream_opened=remember,
-                              last_stream=config.last_stream, key_format=config.key_format)
-            if created:
-                app.notify(created, title="first contact", timeout=8)  # shown once the console is up
-            await app.run_async()
+            source = PrefetchingSource(kinesis, stream) if stream else kinesis
+            try:
+                app = (await app_module).KConsoleApp(
+                    source, stream=stream, interval=interval, read_only=read_only, config_warning=warning,
+                    theme=config.theme, on_stream_opened=remember, last_stream=config.last_stream,
+                    key_format=config.key_format)
+                if created:
+                    app.notify(created, title="first contact", timeout=8)  # shown once the console is up
+                await app.run_async()
+            finally:
+                if isinstance(source, PrefetchingSource):
+                    source.cancel()
 
     asyncio.run(run())
     return 0

@@ -102,9 +102,49 @@ class StreamView:
 BIG_STREAM = 500  # shards; above this, pure-Python work on the whole listing runs in a thread
 
 
-async def fetch_stream(source: StreamSource, stream: str) -> StreamView:
-    """Summary and every shard; the lineage is left to `with_lineage`."""
-    summary, shards = await asyncio.gather(source.describe_stream(stream), source.all_shards(stream))
+# Polls between two full listings when nothing says the shards changed: with the default 5 s
+# interval, the whole ListShards once a minute (it catches a split and a merge that cancel out in
+# the open-shard count between two polls).
+FULL_LISTING_EVERY = 12
+
+
+class ListingSchedule:
+    """When a poll lists every shard. Each poll asks DescribeStreamSummary (one small call); the full
+    ListShards (ten pages for 10k shards, and the table diff and lineage after it) only runs on the
+    first poll, when the user asks (`r`), when the summary's status or open-shard count moved, and
+    every FULL_LISTING_EVERY-th poll."""
+
+    def __init__(self, every: int = FULL_LISTING_EVERY) -> None:
+        self.every = every
+        self._since_full = 0
+
+    def next_poll_lists_all(self) -> bool:
+        """Count a timed poll; True when it is due to list every shard regardless of the summary."""
+        self._since_full += 1
+        return self._since_full >= self.every
+
+    def listed_all(self) -> None:
+        self._since_full = 0
+
+
+def listing_is_current(previous: StreamView, summary: StreamSummary) -> bool:
+    """Whether the shards of `previous` still stand, as far as the stream's summary tells."""
+    before = previous.summary
+    return (summary.name == before.name and summary.status == before.status == "ACTIVE"
+            and summary.open_shard_count == before.open_shard_count)
+
+
+async def fetch_stream(source: StreamSource, stream: str, previous: StreamView | None = None) -> StreamView:
+    """Summary and every shard; the lineage is left to `with_lineage`. Given the `previous` view of
+    the same stream, only the summary is asked for, and the previous shards (with their lineage) are
+    kept unless the summary says they changed."""
+    if previous is not None:
+        summary = await source.describe_stream(stream)
+        if listing_is_current(previous, summary):
+            return replace(previous, summary=summary)
+        shards = await source.all_shards(stream)
+    else:
+        summary, shards = await asyncio.gather(source.describe_stream(stream), source.all_shards(stream))
     if len(shards) > BIG_STREAM:
         listing = await asyncio.to_thread(ShardListing, shards)
     else:
@@ -113,6 +153,8 @@ async def fetch_stream(source: StreamSource, stream: str) -> StreamView:
 
 
 async def with_lineage(view: StreamView) -> StreamView:
+    if view.lineage is not None:  # the shards of an earlier poll, kept: so is their lineage
+        return view
     # Building the lineage of 10k shards takes 60-200 ms of pure Python: off the UI loop it goes
     # (a thread holding the GIL still lets the loop run every switch interval, 5 ms).
     if len(view.shards) > BIG_STREAM:

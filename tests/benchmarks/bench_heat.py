@@ -1,20 +1,21 @@
-"""Heavy-hitter ingest: Space-Saving (console.heat.rates) against an exact collections.Counter, same run.
+"""Heavy-hitter ingest on the heat sampler's path: Space-Saving against an exact collections.Counter.
 
 1M records whose partition keys follow Zipf(1.1) over 1M possible keys, fed in GetRecords-sized
 batches of 1,000 keys. Keys are drawn before any timing. Each contender ingests every batch:
 
   counter        Counter.update(batch)               exact, C-speed (the baseline)
-  ss_exact       SpaceSaving(256).add_many(batch)    every record counted
-  ss_sampled     SpaceSaving(256, sample_every=2)    one record in 2 counted, counts scaled by 2
+  ss_exact       SpaceSaving(256).add_many(batch)    every record counted: what ShardHeat.observe
+                                                     calls for each GetRecords page (the product's path)
+  ss_sampled     SpaceSaving(256, sample_every=2)    secondary, not on the product's path: one record
+                                                     in 2 counted, counts scaled by 2
 
-Speed: best of 5 interleaved wall-clock rounds (time.perf_counter, no tracing). Memory: a separate traced run per
-contender: tracemalloc's peak while ingesting (key strings exist before tracing, so both sides are
-charged only for their own tables and temporaries). Recall: share of the exact top-10 (from the
-Counter) found in the summary's top-10. `ratio` = ss_sampled speed / counter speed (the headline);
-`ratio_exact` is the unsampled figure: counting every record cannot beat Counter.update, since the
-summary itself counts each chunk with Counter.update (the C loop) and adds compaction on top, so
-the exact path lands near 0.9-1.0x. Only sampling buys the 1.5x; the heat sampler counts exactly
-(per-shard rates are at most 1,000 records/s), so sampling is there for very wide streams.
+Speed: best of 7 interleaved rounds of CPU time (time.process_time: 8 engineers share 2 cores, so
+wall time would mostly measure them). Memory: a separate traced run per contender: tracemalloc's
+peak while ingesting (key strings exist before tracing, so both sides are charged only for their
+own tables and temporaries). Recall: share of the exact top-10 (from the Counter) found in the
+summary's top-10. `ratio` = ss_exact speed / counter speed. The summary counts each chunk with
+Counter.update's own C loop into a table small enough to stay in cache, then compacts; so its
+floor is that C loop over every record, and its ratio to Counter stays near 1.0-1.1x.
 Prints one JSON line last.
 """
 
@@ -65,16 +66,16 @@ def run_space_saving(batches, sample_every: int):
     return summary
 
 
-def best_times(contenders: dict, batches, rounds: int = 5) -> dict[str, float]:
-    """Best wall-clock time per contender, interleaving the contenders round by round so that
-    load from other processes on a shared machine hits them alike."""
+def best_times(contenders: dict, batches, rounds: int = 7) -> dict[str, float]:
+    """Best CPU time per contender, interleaving the contenders round by round so that load from
+    other processes on a shared machine hits them alike."""
     best = {name: float("inf") for name in contenders}
     for _ in range(rounds):
         for name, (fn, extra) in contenders.items():
             gc.collect()
-            began = time.perf_counter()
+            began = time.process_time()
             result = fn(batches, *extra)
-            best[name] = min(best[name], time.perf_counter() - began)
+            best[name] = min(best[name], time.process_time() - began)
             del result
     return best
 
@@ -93,7 +94,7 @@ def main() -> None:
     batches = zipf_batches()
     exact = run_counter(batches)
     truth = [key for key, _ in exact.most_common(TOP)]
-    figures = {"records": RECORDS, "universe": UNIVERSE, "zipf": EXPONENT, "batch": BATCH,
+    figures = {"benchmark": "heat", "records": RECORDS, "universe": UNIVERSE, "zipf": EXPONENT, "batch": BATCH,
                "capacity": CAPACITY, "distinct_keys": len(exact)}
     contenders = {
         "counter": (run_counter, ()),
@@ -113,12 +114,12 @@ def main() -> None:
         figures[f"{name}_speed_ratio"] = round(figures[f"{name}_records_per_s"] / figures["counter_records_per_s"], 3)
         figures[f"{name}_memory_ratio"] = round(figures[f"{name}_peak_bytes"] / figures["counter_peak_bytes"], 4)
     figures["sample_every"] = SAMPLE_EVERY
-    figures["ratio"] = figures["ss_sampled_speed_ratio"]
-    figures["ratio_exact"] = figures["ss_exact_speed_ratio"]
-    figures["ratio_measured_as"] = (f"records/s of SpaceSaving({CAPACITY}, sample_every={SAMPLE_EVERY}).add_many "
-                                    f"over records/s of Counter.update, same {BATCH}-key batches, best of 5 interleaved rounds")
-    figures["target_met"] = (figures["ratio"] >= 1.5 and figures["ss_sampled_memory_ratio"] <= 0.05
-                             and figures[f"ss_sampled_top{TOP}_recall"] == 1.0)
+    figures["ratio"] = figures["ss_exact_speed_ratio"]
+    figures["secondary_ratio_sampled"] = figures["ss_sampled_speed_ratio"]
+    figures["baseline"] = f"Counter.update over the same {BATCH}-key batches (CPU time, best of 7 interleaved rounds)"
+    figures["path"] = f"SpaceSaving({CAPACITY}).add_many per batch, every record counted (ShardHeat.observe)"
+    figures["target_met"] = (figures["ratio"] >= 1.5 and figures["ss_exact_memory_ratio"] <= 0.05
+                             and figures[f"ss_exact_top{TOP}_recall"] == 1.0)
     print(json.dumps(figures))
 
 

@@ -1,14 +1,15 @@
-"""Benchmark: planning big reshards with key movement for 1M sample keys.
+"""`kconsole plan scale` with a 1M-key sample, end to end; and how the plan grows with the shard count.
 
-    python tests/benchmarks/bench_plan.py
-
-1. rescale 5,000 -> 10,000 open shards (UpdateShardCount model) with movement of 1M keys;
-2. "make even" on 2,000 uneven shards (explicit splits and merges) with movement of 1M keys.
-Target: each under 2 s. Baseline, measured in the same run: the naive per-key computation (a linear
-scan over the shards for each key, before and after) on a 2,000-key subsample, scaled to 1M keys.
-Preparing the sample (MD5 of every key, then one sort) is timed separately: it happens once when
-keys are loaded and every later plan reuses it; both plans here share one sample.
-The last line printed is one JSON document of figures.
+1. The command as a user runs it: `kconsole plan scale --shards 5000 --to 10000 --sample-keys F
+   --json > file` (a process: start-up, reading and hashing 1M keys, the plan, which keys move and
+   where, the JSON written out). Target: under 1.0 s. The baseline, also a process, is the script a
+   user would write instead to count moved keys: MD5 + int of every key, bisect over the ending keys
+   before and after. Both must agree on how many keys move.
+2. `plan_even` (what `kconsole plan even STREAM` calls on a live stream's shards) on 2,000 uneven
+   shards with the same 1M keys, including hashing the sample: the whole cost of one run.
+3. Growth: plan_scale N -> 2N at 20k, 40k and 80k shards (no sample): every step of the walk is
+   linear or n log n, so doubling N should about double the time (`growth` near 2, not 4).
+Prints one JSON line of figures last.
 """
 
 from __future__ import annotations
@@ -16,18 +17,41 @@ from __future__ import annotations
 import json
 import random
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from console.keyspace.hashkeys import MAX_HASH_KEY, even_split, shard_id_for_index, md5_hash_key  # noqa: E402
+from _measure import environment, fastest, kconsole_command, run_process  # noqa: E402
+from console.keyspace.hashkeys import MAX_HASH_KEY, even_split, shard_id_for_index  # noqa: E402
+from console.reshard.model import KeySample  # noqa: E402
+from console.reshard.plan import plan_even, plan_scale  # noqa: E402
 from console.topology.model import Shard  # noqa: E402
-from console.reshard.plan import KeySample, plan_even, plan_scale  # noqa: E402
 
 KEYS = 1_000_000
-BASELINE_KEYS = 2_000
-TARGET_SECONDS = 2.0
+ROUNDS = 3
+TARGET_SECONDS = 1.0
+
+PLAIN_SCRIPT = '''
+import bisect, hashlib, json, sys
+def ends(n):
+    step = 2**128 // n
+    return [(i + 1) * step - 1 for i in range(n - 1)] + [2**128 - 1]
+before, after = ends(5000), ends(10000)
+after_ranges = set(zip([0] + [e + 1 for e in after[:-1]], after))
+changed = [(lo, hi) not in after_ranges for lo, hi in zip([0] + [e + 1 for e in before[:-1]], before)]
+moved = 0
+with open(sys.argv[1], encoding="utf-8") as keys:
+    for key in keys.read().split("\\n"):
+        if key:
+            h = int.from_bytes(hashlib.md5(key.encode("utf-8")).digest(), "big")
+            if changed[bisect.bisect_left(before, h)]:
+                bisect.bisect_left(after, h)
+                moved += 1
+print(json.dumps({"moved": moved}))
+'''
 
 
 def even_stream(count: int) -> list[Shard]:
@@ -42,61 +66,62 @@ def uneven_stream(count: int, rng: random.Random) -> list[Shard]:
     return [Shard(shard_id_for_index(i), s, e) for i, (s, e) in enumerate(zip(starts, ends))]
 
 
-def naive_moves(before: list[Shard], after_ranges: list[tuple[int, int]], hashes: list[int]) -> int:
-    """The obvious way: for every key scan the shard lists for its owner before and after."""
-    kept = set(after_ranges)
-    moved = 0
-    for h in hashes:
-        old = next(s for s in before if s.starting_hash_key <= h <= s.ending_hash_key)
-        if (old.starting_hash_key, old.ending_hash_key) not in kept:
-            next(r for r in after_ranges if r[0] <= h <= r[1])
-            moved += 1
-    return moved
-
-
 def timed(fn):
-    started = time.perf_counter()
+    started = time.process_time()
     result = fn()
-    return result, time.perf_counter() - started
+    return result, time.process_time() - started
 
 
 def main() -> None:
     rng = random.Random(20261122)
     keys = [f"user-{rng.getrandbits(40):x}-{i}" for i in range(KEYS)]
-    sample, hash_seconds = timed(lambda: KeySample(keys, [md5_hash_key(k) for k in keys]))
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        keys_file = work / "keys.txt"
+        keys_file.write_text("\n".join(keys) + "\n")
+        script = work / "plain.py"
+        script.write_text(PLAIN_SCRIPT)
+        command = kconsole_command() + ["plan", "scale", "--shards", "5000", "--to", "10000",
+                                        "--sample-keys", str(keys_file), "--json"]
+        cli_runs, plain_runs = [], []
+        for _ in range(ROUNDS):
+            with (work / "plan.json").open("wb") as out:
+                cli_runs.append(run_process(command, stdout=out, env=environment()))
+            with (work / "plain.json").open("wb") as out:
+                plain_runs.append(run_process([sys.executable, str(script), str(keys_file)], stdout=out,
+                                              env=environment()))
+        cli, plain = fastest(cli_runs), fastest(plain_runs)
+        moved = json.loads((work / "plan.json").read_text())["key_movement"]["moved"]
+        assert moved == json.loads((work / "plain.json").read_text())["moved"], "the plan and the script disagree"
 
-    scale_before = even_stream(5_000)
-    scale_plan, scale_seconds = timed(lambda: plan_scale(scale_before, 10_000, sample=sample))
     even_before = uneven_stream(2_000, rng)
-    even_plan, even_seconds = timed(lambda: plan_even(even_before, sample=sample))
+    even_plan, even_seconds = timed(lambda: plan_even(even_before, sample=KeySample.from_partition_keys(keys)))
 
-    subsample = sample.hash_keys[:BASELINE_KEYS]
-    naive_scale, naive_scale_seconds = timed(lambda: naive_moves(scale_before, [s.range for s in scale_plan.after], subsample))
-    naive_even, naive_even_seconds = timed(lambda: naive_moves(even_before, [s.range for s in even_plan.after], subsample))
-    # The fast path must agree with the naive one on the subsample.
-    fast_scale = plan_scale(scale_before, 10_000, sample=KeySample(keys[:BASELINE_KEYS], subsample)).key_movement.moved
-    fast_even = plan_even(even_before, sample=KeySample(keys[:BASELINE_KEYS], subsample)).key_movement.moved
-    assert (fast_scale, fast_even) == (naive_scale, naive_even), "fast and naive movement disagree"
+    growth = {}
+    for count in (20_000, 40_000, 80_000):
+        before = even_stream(count)
+        growth[count] = min(timed(lambda: plan_scale(before, 2 * count))[1] for _ in range(3))
 
-    scale_naive_1m = naive_scale_seconds * KEYS / BASELINE_KEYS
-    even_naive_1m = naive_even_seconds * KEYS / BASELINE_KEYS
-    print(f"prepare 1M keys (md5 + sort, once): {hash_seconds:.2f} s")
-    print(f"rescale 5000 -> 10000: {scale_seconds:.2f} s ({scale_plan.split_steps} splits, "
-          f"{scale_plan.merge_steps} merges, {scale_plan.short_lived_shards} short-lived; "
-          f"{scale_plan.key_movement.moved} keys move); naive est. {scale_naive_1m:.0f} s")
-    print(f"make even on 2000 uneven: {even_seconds:.2f} s ({len(even_plan.operations)} calls, "
-          f"{even_plan.key_movement.moved} keys move); naive est. {even_naive_1m:.0f} s")
+    print(f"kconsole plan scale 5000 -> 10000, 1M sample keys: {cli.wall:.2f} s ({cli.cpu:.2f} s CPU); "
+          f"plain md5 + bisect script: {plain.wall:.2f} s ({plain.cpu:.2f} s CPU); {moved} keys move")
+    print(f"plan_even on 2000 uneven shards with 1M keys hashed: {even_seconds:.2f} s CPU "
+          f"({len(even_plan.operations)} calls)")
+    print("plan_scale N -> 2N: " + ", ".join(f"{n}: {s:.2f} s" for n, s in growth.items()))
     figures = {
-        "bench": "plan",
+        "benchmark": "plan",
+        "path": "kconsole plan scale --shards 5000 --to 10000 --sample-keys F (1M keys) --json > file",
+        "baseline": "plain script: md5 + bisect before and after per key, counting moved keys",
         "keys": KEYS,
-        "prepare_sample_seconds": round(hash_seconds, 3),
-        "scale_5000_to_10000_seconds": round(scale_seconds, 3),
-        "even_2000_seconds": round(even_seconds, 3),
-        "naive_scale_seconds_est": round(scale_naive_1m, 1),
-        "naive_even_seconds_est": round(even_naive_1m, 1),
+        "cli_s": round(cli.wall, 3),
+        "cli_cpu_s": round(cli.cpu, 3),
+        "baseline_s": round(plain.wall, 3),
+        "baseline_cpu_s": round(plain.cpu, 3),
+        "ratio": round(plain.wall / cli.wall, 3),
+        "even_2000_with_sample_cpu_s": round(even_seconds, 3),
+        "scale_n_to_2n_cpu_s": {str(n): round(s, 3) for n, s in growth.items()},
+        "growth": round((growth[80_000] / growth[20_000]) ** 0.5, 2),  # per doubling
         "target_seconds": TARGET_SECONDS,
-        "within_target": scale_seconds < TARGET_SECONDS and even_seconds < TARGET_SECONDS,
-        "ratio": round((scale_naive_1m + even_naive_1m) / (scale_seconds + even_seconds), 1),
+        "within_target": cli.wall < TARGET_SECONDS,
     }
     print(json.dumps(figures))
 

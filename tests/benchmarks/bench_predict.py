@@ -1,91 +1,97 @@
-"""Shard prediction throughput: 1M random partition keys over a 1,000-shard map.
+"""`kconsole predict --keys-file` end to end: 1M partition keys over 1,000 shards, --json to a file.
 
-Prediction is MD5 of the key as a big-endian int, then `bisect_left` over the HashRangeIndex's
-sorted ending keys. The floor is bare `hashlib.md5` + int conversion of the same keys in the same
-run: prediction cannot beat it, and the target is at least 0.7x its throughput.
+The user's path is the command itself, run as a user runs it (a process: start-up, reading the
+file, MD5 and the owner of every key, the JSON document written to a file). The baseline is the
+script a user would write instead, also run as a process: read the file, MD5 + bisect per key, rows
+as dicts, one json.dumps (the C encoder) and one write. Both print the same rows; the benchmark checks
+that they agree. Also measured: the same command with PYTHONUNBUFFERED=1 (output must stay as fast)
+and in text mode (which prints 50 rows and the distribution, so must not build the other rows).
 
     python tests/benchmarks/bench_predict.py     # last line: one JSON document with `ratio`
 """
 
 from __future__ import annotations
 
-import gc
-import hashlib
 import json
 import random
-import time
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
-from console.keyspace.hashkeys import predict_indices
-from console.keyspace.hashkeys import MAX_HASH_KEY, HashRangeIndex, md5_hash_key, shard_id_for_index
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measure import best_of, environment, fastest, kconsole_command, run_process  # noqa: E402
 
 KEYS = 1_000_000
 SHARDS = 1_000
-ROUNDS = 3  # best of, to keep other processes' noise out
+ROUNDS = 3
+TARGET_RATIO = 0.9
 
-
-def random_shard_map(count: int, rng: random.Random) -> HashRangeIndex:
-    """`count` open shards with uneven ranges, as after many splits and merges."""
-    cuts = sorted({rng.randrange(1, MAX_HASH_KEY) for _ in range(count - 1)})
-    starts = [0] + cuts
-    ends = [s - 1 for s in cuts] + [MAX_HASH_KEY]
-    return HashRangeIndex.build((shard_id_for_index(i), s, e) for i, (s, e) in enumerate(zip(starts, ends)))
-
-
-def floor_md5_to_int(keys: list[str]) -> list[int]:
-    md5, from_bytes = hashlib.md5, int.from_bytes
-    return [from_bytes(md5(key.encode("utf-8")).digest(), "big") for key in keys]
-
-
-def two_pass(index: HashRangeIndex, keys: list[str]) -> list[str]:
-    """The plain composition of the shared helpers: md5_hash_key per key, then predict_many."""
-    return index.predict_many([md5_hash_key(key) for key in keys])
-
-
-def timed(fn, *args) -> tuple[float, object]:
-    """CPU seconds of one call (8 helpers share 2 cores: wall time would mostly measure them), GC off."""
-    gc.collect()
-    gc.disable()
-    try:
-        started = time.process_time()
-        result = fn(*args)
-        return time.process_time() - started, result
-    finally:
-        gc.enable()
+PLAIN_SCRIPT = '''
+import bisect, hashlib, json, sys
+step = 2**128 // {shards}
+endings = [(i + 1) * step - 1 for i in range({shards} - 1)] + [2**128 - 1]
+ids = [f"shardId-{{i:012d}}" for i in range({shards})]
+rows = []
+with open(sys.argv[1], encoding="utf-8") as keys:
+    for key in keys.read().splitlines():
+        if key.strip():
+            h = int.from_bytes(hashlib.md5(key.encode("utf-8")).digest(), "big")
+            i = bisect.bisect_left(endings, h)
+            rows.append({{"key": key, "hash_key": str(h), "shard_id": ids[i], "shard_index": i}})
+sys.stdout.write(json.dumps({{"keys": rows}}) + "\\n")
+'''
 
 
 def main() -> None:
     rng = random.Random(20181222)
-    keys = [f"user-{rng.getrandbits(64):016x}" for _ in range(KEYS)]
-    index = random_shard_map(SHARDS, rng)
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        keys_file = work / "keys.txt"
+        keys_file.write_text("".join(f"user-{rng.getrandbits(64):016x}\n" for _ in range(KEYS)))
+        script = work / "plain.py"
+        script.write_text(PLAIN_SCRIPT.format(shards=SHARDS))
+        command = kconsole_command() + ["predict", "--keys-file", str(keys_file), "--shards", str(SHARDS)]
+        outputs = {name: work / f"{name}.out" for name in ("plain", "json", "unbuffered", "text")}
 
-    # Rounds interleave the floor and the prediction so a busy moment hits both alike; best of each.
-    floor_s = fused_s = plain_s = float("inf")
-    for _ in range(ROUNDS):
-        seconds, hashes = timed(floor_md5_to_int, keys)
-        floor_s = min(floor_s, seconds)
-        seconds, positions = timed(predict_indices, index, keys)
-        fused_s = min(fused_s, seconds)
-    plain_s, owners = timed(two_pass, index, keys)
+        def to_file(name, argv, **env):
+            with outputs[name].open("wb") as out:
+                return run_process(argv, stdout=out, env=environment(**env))
 
-    # Spot-check against a linear scan so a fast wrong answer cannot pass.
-    ranges = list(zip(index.starts, index.endings))
-    for i in rng.sample(range(KEYS), 200):
-        expected = next(n for n, (s, e) in enumerate(ranges) if s <= hashes[i] <= e)
-        assert positions[i] == expected and owners[i] == index.shard_ids[expected]
+        # Rounds interleave the two sides so a busy moment hits both alike; best of each.
+        plain_runs, json_runs = [], []
+        for _ in range(ROUNDS):
+            plain_runs.append(to_file("plain", [sys.executable, str(script), str(keys_file)]))
+            json_runs.append(to_file("json", command + ["--json"]))
+        plain, json_run = fastest(plain_runs), fastest(json_runs)
+        unbuffered = best_of(ROUNDS, lambda: to_file("unbuffered", command + ["--json"], PYTHONUNBUFFERED="1"))
+        text = best_of(ROUNDS, lambda: to_file("text", command))
+
+        ours = json.loads(outputs["json"].read_text())["keys"]
+        theirs = json.loads(outputs["plain"].read_text())["keys"]
+        assert ours == theirs, "kconsole predict and the plain script disagree"
+        assert outputs["unbuffered"].read_bytes() == outputs["json"].read_bytes()
+        assert len(outputs["text"].read_text().splitlines()) < 200  # 50 rows and the distribution summary
 
     figures = {
         "benchmark": "predict",
+        "path": "kconsole predict --keys-file F --shards 1000 --json > file",
+        "baseline": "plain script: md5 + bisect per key, json.dumps of the rows",
         "keys": KEYS,
         "shards": SHARDS,
-        "floor_md5_int_keys_per_s": round(KEYS / floor_s),
-        "predict_keys_per_s": round(KEYS / fused_s),
-        "predict_two_pass_keys_per_s": round(KEYS / plain_s),
-        "ratio": round(floor_s / fused_s, 3),
-        "ratio_two_pass": round(floor_s / plain_s, 3),
-        "target_ratio": 0.7,
+        "kconsole_s": round(json_run.wall, 3),
+        "kconsole_cpu_s": round(json_run.cpu, 3),
+        "baseline_s": round(plain.wall, 3),
+        "baseline_cpu_s": round(plain.cpu, 3),
+        "ratio": round(plain.wall / json_run.wall, 3),
+        "unbuffered_s": round(unbuffered.wall, 3),
+        "unbuffered_ratio": round(plain.wall / unbuffered.wall, 3),
+        "text_mode_s": round(text.wall, 3),
+        "target_ratio": TARGET_RATIO,
     }
-    print(f"floor (md5 + int): {KEYS / floor_s:,.0f} keys/s; prediction: {KEYS / fused_s:,.0f} keys/s "
-          f"(two-pass helpers: {KEYS / plain_s:,.0f} keys/s)")
+    print(f"kconsole predict --json: {json_run.wall:.2f} s; plain md5+bisect script: {plain.wall:.2f} s; "
+          f"PYTHONUNBUFFERED=1: {unbuffered.wall:.2f} s; text mode: {text.wall:.2f} s")
     print(json.dumps(figures))
 
 

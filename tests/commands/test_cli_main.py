@@ -70,3 +70,27 @@ def test_version(argv, capsys):
         cli.main(argv)
     assert exit_info.value.code == 0
     assert "kconsole" in capsys.readouterr().out
+
+
+def test_predict_starts_without_the_network_or_ui_stack():
+    # Offline commands must not pay for asyncio, aiobotocore or Textual at start-up: the CLI imports a
+    # command's module only when that command runs.
+    script = ("import sys; from console.cli import main; code = main(['predict', 'abc', '--shards', '4']); "
+              "print(sorted(m for m in ('asyncio', 'aiobotocore', 'botocore', 'textual') if m in sys.modules)); "
+              "sys.exit(code)")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "shardId-000000000002" in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_help_lists_every_command_without_importing_them():
+    script = ("import sys; from console.cli import main\n"
+              "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+              "print(sorted(m for m in sys.modules if m.startswith('console.commands.')))")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    from console.commands import COMMANDS
+
+    for name, (_module, summary) in COMMANDS.items():
+        assert name in result.stdout and summary.split()[0] in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "[]"

@@ -135,6 +135,32 @@ async def test_pacing_holds_a_shard_to_its_rate(kinesis, make_stream):
     assert elapsed >= 0.45
 
 
+@pytest.mark.parametrize("limit", [
+    {"pacing": True, "shard_records_per_second": 500},  # the per-shard pace
+    {"pacing": False, "rate": 500},  # the run's own --rate
+])
+async def test_a_spent_pace_waits_for_a_refill_not_for_each_token(kinesis, make_stream, limit):
+    # 800 records at 500/s: a full bucket goes at once, the other 300 arrive while the producer waits
+    # on the pace. Waking for every token would send them in hundreds of one-record requests (and
+    # scan every waiting key each time); waiting for a refill sends them in a few full ones.
+    stream = await make_stream(shards=1)
+    settings = ProducerSettings(keys=100, records_per_key=8, concurrency=4, **limit)
+    requests = []
+
+    async def counted_put_records(name, entries):
+        requests.append(len(entries))
+        return await kinesis.put_records(name, entries)
+
+    async with ShardMap.for_backend(kinesis, stream) as shard_map:
+        await shard_map.wait_ready(10)
+        started = time.monotonic()
+        result = await OrderedProducer(stream, settings, put_records=counted_put_records, shard_map=shard_map).run()
+        elapsed = time.monotonic() - started
+    assert result.acknowledged == 800 and not result.failed
+    assert elapsed >= 0.5  # the pace held: 300 records past the burst at 500/s
+    assert len(requests) <= 40, requests
+
+
 async def test_keytree_hash_keys_place_keys_evenly(kinesis, make_stream):
     pytest.importorskip("console.keyspace.keytree.tree")
     stream = await make_stream(shards=4)

@@ -165,3 +165,51 @@ async def test_retried_reads_show_in_the_header_and_the_poll_succeeds(local_kine
                 await wait_until(pilot, lambda: len(app.refreshed) > polls, what="the retried poll")
                 assert "connection dropped" not in header_text(app) and not app.failures
                 assert proxy.stats["faults"] == 3 and kinesis.retries == 3
+
+
+class CountingSource:
+    """The real backend, counting the two calls a poll can make (what the server is asked)."""
+
+    def __init__(self, backend) -> None:
+        self.backend = backend
+        self.summaries = 0
+        self.listings = 0
+
+    def __getattr__(self, name):
+        return getattr(self.backend, name)
+
+    async def describe_stream(self, stream):
+        self.summaries += 1
+        return await self.backend.describe_stream(stream)
+
+    async def all_shards(self, stream, shard_filter=None):
+        self.listings += 1
+        return await self.backend.all_shards(stream, shard_filter)
+
+
+async def test_timed_polls_ask_for_the_summary_and_list_shards_only_on_change(kinesis, make_stream):
+    name = await make_stream(shards=2)
+    source = CountingSource(kinesis)
+    app = RecordingApp(source, stream=name, interval=0.05)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_until(pilot, lambda: len(app.refreshed) >= 6, what="six polls")
+        # Idle: the first poll listed the shards; the later ones only asked for the summary.
+        assert source.listings == 1 and source.summaries >= 6
+        parent = (await kinesis.all_shards(name))[0]
+        await kinesis.split_shard(name, parent.shard_id, parent.starting_hash_key + 2**100)
+        await kinesis.wait_for_active(name)
+        # The open-shard count moved: the next poll lists the shards and the table shows the children.
+        await wait_until(pilot, lambda: len(app.table.shard_ids) == 4, what="the split in the table")
+        assert source.listings == 2
+        listed = source.listings
+        await pilot.press("r")  # asked for: a full listing whatever the summary says
+        await wait_until(pilot, lambda: source.listings > listed, what="the listing asked for")
+
+
+def test_listing_schedule_lists_everything_every_nth_timed_poll():
+    from console.ui.source import ListingSchedule
+
+    schedule = ListingSchedule(every=3)
+    assert [schedule.next_poll_lists_all() for _ in range(3)] == [False, False, True]
+    schedule.listed_all()
+    assert [schedule.next_poll_lists_all() for _ in range(3)] == [False, False, True]

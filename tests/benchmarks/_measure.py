@@ -1,0 +1,124 @@
+"""What the benchmarks share: running a command the way a user does and timing its whole cost."""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def kconsole_command() -> list[str]:
+    """The installed `kconsole` script next to this interpreter (what a user types), else the module."""
+    script = Path(sys.executable).with_name("kconsole")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "console.cli"]
+
+
+@dataclass(frozen=True)
+class Run:
+    wall: float  # seconds, start of the process to its exit
+    cpu: float  # user + system seconds of the process (and its children)
+
+
+def run_process(argv: list[str], *, stdout=subprocess.DEVNULL, env: dict | None = None, stdin=None) -> Run:
+    """Run one process to completion; its wall time and the CPU it used. A failure stops the benchmark."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    result = subprocess.run(argv, stdout=stdout, stderr=subprocess.PIPE, env=env, stdin=stdin)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:4])} ... failed ({result.returncode}): {result.stderr.decode()[-400:]}")
+    return Run(wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+
+
+def fastest(runs) -> Run:
+    """The fastest run by wall time: other processes on the machine only ever add time."""
+    return min(runs, key=lambda run: run.wall)
+
+
+def best_of(rounds: int, measure) -> Run:
+    return fastest(measure() for _ in range(rounds))
+
+
+def environment(**overrides: str) -> dict:
+    env = dict(os.environ)
+    env.pop("PYTHONUNBUFFERED", None)
+    env.update(overrides)
+    return env
+
+
+def which(name: str) -> str | None:
+    return shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds a live process has used (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Terminal:
+    """A program in a pseudo-terminal of a given size, as a user starts it in a real terminal."""
+
+    def __init__(self, argv: list[str], *, columns: int = 140, rows: int = 45, env: dict | None = None) -> None:
+        import fcntl
+        import pty
+        import struct
+        import termios
+
+        self.started = time.perf_counter()
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: become the program
+            os.execvpe(argv[0], argv, {**(env or os.environ), "TERM": "xterm-256color",
+                                       "COLUMNS": str(columns), "LINES": str(rows)})
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+        self.output = b""
+
+    def wait_for(self, needle: bytes, timeout: float = 60.0) -> float:
+        """Seconds from the start until `needle` was written to the terminal."""
+        import select
+
+        deadline = time.perf_counter() + timeout
+        while needle not in self.output:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise SystemExit(f"never saw {needle!r} on the terminal; last output {self.output[-300:]!r}")
+            ready, _, _ = select.select([self.fd], [], [], remaining)
+            if ready:
+                try:
+                    self.output += os.read(self.fd, 1 << 16)
+                except OSError:
+                    raise SystemExit(f"the program ended before {needle!r}: {self.output[-300:]!r}") from None
+        return time.perf_counter() - self.started
+
+    def drain(self, seconds: float) -> None:
+        """Keep reading (a terminal that is not read blocks the program) for `seconds`."""
+        import select
+
+        deadline = time.perf_counter() + seconds
+        while (remaining := deadline - time.perf_counter()) > 0:
+            if select.select([self.fd], [], [], remaining)[0]:
+                try:
+                    os.read(self.fd, 1 << 16)
+                except OSError:
+                    return
+
+    def close(self) -> None:
+        import signal
+
+        try:
+            os.write(self.fd, b"q")
+            self.drain(1.0)
+            os.kill(self.pid, signal.SIGTERM)
+        except OSError:
+            pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+        os.close(self.fd)

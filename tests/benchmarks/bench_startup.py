@@ -1,0 +1,83 @@
+"""Cold start of the commands a user types, each a fresh process, against the floor of the same kind.
+
+- `kconsole --help` and `kconsole predict abc --shards 4` against `python -c pass` of the same
+  interpreter (the floor of any Python program here). Target: <= 3x.
+- `kconsole streams --endpoint-url URL` (on `kconsole local serve`, two streams) against the call
+  the AWS CLI makes for `aws kinesis list-streams`: botocore's ListStreams, in a fresh process of
+  the same interpreter. Target: <= 1.0x. (kconsole also asks DescribeStreamSummary for each stream,
+  concurrently, to show status, mode, open shards, retention and encryption.)
+Best of ROUNDS wall-clock runs per command, interleaved. Prints one JSON line of figures last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measure import environment, fastest, kconsole_command, run_process  # noqa: E402
+
+ROUNDS = 9
+LIST_STREAMS = """
+import sys, botocore.session
+client = botocore.session.get_session().create_client(
+    "kinesis", endpoint_url=sys.argv[1], region_name="us-east-1", aws_access_key_id="local",
+    aws_secret_access_key="local")
+print(client.list_streams()["StreamNames"])
+"""
+
+
+async def create_streams(endpoint: str) -> None:
+    from console.backend import BackendConfig, open_backend
+
+    async with open_backend(BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=endpoint)) as kinesis:
+        for name in ("orders", "clicks"):
+            await kinesis.ensure_stream(name, 4)
+
+
+def main() -> None:
+    env = environment(AWS_ACCESS_KEY_ID="local", AWS_SECRET_ACCESS_KEY="local")
+    server = subprocess.Popen(kconsole_command() + ["local", "serve", "--port", "0", "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        endpoint = json.loads(server.stdout.readline())["endpoint_url"]
+        asyncio.run(create_streams(endpoint))
+        with tempfile.TemporaryDirectory() as folder:
+            script = Path(folder) / "list_streams.py"
+            script.write_text(LIST_STREAMS)
+            commands = {
+                "python_pass": [sys.executable, "-c", "pass"],
+                "help": kconsole_command() + ["--help"],
+                "predict": kconsole_command() + ["predict", "abc", "--shards", "4"],
+                "botocore_list_streams": [sys.executable, str(script), endpoint],
+                "streams": kconsole_command() + ["streams", "--endpoint-url", endpoint, "--region", "us-east-1"],
+            }
+            runs: dict[str, list] = {name: [] for name in commands}
+            for _ in range(ROUNDS):
+                for name, argv in commands.items():
+                    runs[name].append(run_process(argv, env=env))
+    finally:
+        server.terminate()
+        server.wait()
+    best = {name: fastest(found).wall for name, found in runs.items()}
+    figures = {
+        "benchmark": "startup",
+        "path": "fresh kconsole processes: --help; predict abc --shards 4; streams --endpoint-url URL",
+        "baseline": "python -c pass (help, predict); botocore ListStreams in a fresh process (streams)",
+        **{f"{name}_s": round(seconds, 4) for name, seconds in best.items()},
+        "help_ratio": round(best["help"] / best["python_pass"], 2),
+        "predict_ratio": round(best["predict"] / best["python_pass"], 2),
+        "streams_ratio": round(best["streams"] / best["botocore_list_streams"], 2),
+        "targets": {"help_ratio": 3.0, "predict_ratio": 3.0, "streams_ratio": 1.0},
+    }
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
