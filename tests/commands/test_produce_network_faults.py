@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import time
+import zlib
 from urllib.parse import urlsplit
 
 import pytest
@@ -58,7 +59,7 @@ async def produce_through(proxy: FaultProxy, stream: str, mode: str, keys: int, 
 
 async def run_case(name, faults, mode, keys, per_key, local_kinesis, make_stream, capsys):
     stream = await make_stream(shards=2)
-    async with FaultProxy(upstream_port(local_kinesis), faults, seed=hash((name, mode)) & 0xFFFF) as proxy:
+    async with FaultProxy(upstream_port(local_kinesis), faults, seed=zlib.crc32(f"{name}/{mode}".encode())) as proxy:
         run = asyncio.create_task(produce_through(proxy, stream, mode, keys, per_key, capsys))
         if name.startswith("outage"):
             while proxy.stats["pass:PutRecords"] + proxy.stats["pass:PutRecord"] < 20:  # well into the run
