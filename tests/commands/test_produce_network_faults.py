@@ -42,6 +42,12 @@ CASES = {
 }
 
 
+def confirmed() -> list[str]:
+    """["--yes"] where `produce` asks for confirmation before writing (refusing without a TTY), else []."""
+    probe = ["produce", "s", "--keys", "1", "--records-per-key", "1", "--yes"]
+    return [] if cli.build_parser().parse_known_args(probe)[1] else ["--yes"]
+
+
 def upstream_port(local_kinesis) -> int:
     return urlsplit(local_kinesis.endpoint_url).port
 
@@ -50,7 +56,7 @@ async def produce_through(proxy: FaultProxy, stream: str, mode: str, keys: int, 
     # Small batches: enough requests in a few hundred records for a 5% fault to strike.
     argv = ["produce", stream, "--keys", str(keys), "--records-per-key", str(per_key), "--mode", mode, "--batch-size", "5",
             "--verify", "--json", "--endpoint-url", proxy.endpoint_url, "--region", "us-east-1",
-            "--request-timeout", str(REQUEST_TIMEOUT)]
+            "--request-timeout", str(REQUEST_TIMEOUT), *confirmed()]
     code = await asyncio.to_thread(cli.main, argv)
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
@@ -207,7 +213,8 @@ def test_killing_the_server_mid_run_stops_in_bounded_time(mode, tmp_path):
     try:
         command = [sys.executable, "-m", "console.cli", "produce", "doomed", "--endpoint-url", endpoint,
                    "--region", "us-east-1", "--keys", "40", "--records-per-key", "200", "--rate", "400",
-                   "--mode", mode, "--give-up-after", "3", "--request-timeout", "2", "--verify", "--json"]
+                   "--mode", mode, "--give-up-after", "3", "--request-timeout", "2", "--verify", "--json",
+                   *confirmed()]
         env = {**os.environ, "KCONSOLE_CONFIG": str(tmp_path / "none.toml")}
         _create_stream(endpoint)
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
