@@ -47,8 +47,19 @@ def add_common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
     group.add_argument("--profile", default=default(None), help="AWS named profile")
     group.add_argument("--read-only", action="store_true", default=default(False),
                        help="refuse every action that changes a stream")
-    group.add_argument("--request-timeout", type=float, default=default(None), metavar="SECONDS",
+    group.add_argument("--request-timeout", type=_request_timeout, default=default(None), metavar="SECONDS",
                        help="seconds without an answer before a request fails (default 20)")
+
+
+def _request_timeout(text: str) -> float:
+    """Checked as it is parsed, so a bad value is exit 2 before anything connects."""
+    from console.backend.client import validate_request_timeout
+
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise BadInput(f"--request-timeout must be a number of seconds; got {text!r}", code="usage") from None
+    return validate_request_timeout(seconds)
 
 
 def build_parser() -> ArgumentParser:

@@ -60,7 +60,8 @@ class ProducerSettings:
             raise BadInput(f"mode must be batch or sequential; got {self.mode!r}")
         if self.explicit_hash_keys not in ("none", "keytree"):
             raise BadInput(f"explicit hash keys must come from 'none' or 'keytree'; got {self.explicit_hash_keys!r}")
-        for name, seconds in (("give-up time", self.give_up_after), ("unanswered give-up time", self.unanswered_give_up)):
+        for name, seconds in (("give-up time per record", self.give_up_after),
+                              ("give-up time without answers (--give-up-after)", self.unanswered_give_up)):
             if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= MAX_GIVE_UP:
                 raise BadInput(f"{name} must be more than 0 and at most {MAX_GIVE_UP:g} seconds; got {seconds!r}")
         if self.rate is not None and not (isinstance(self.rate, (int, float)) and self.rate > 0):

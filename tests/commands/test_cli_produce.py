@@ -85,6 +85,10 @@ async def test_verification_failure_exits_1(local_kinesis, make_stream, capsys, 
     (["--keys", "1", "--records-per-key", "1", "--mode", "fast"], 2, "invalid choice"),
     (["--keys", "1", "--records-per-key", "1", "--batch-size", "501"], 2, "batch size"),
     (["--records-per-key", "1"], 2, "required: --keys"),
+    (["--keys", "1", "--records-per-key", "1", "--give-up-after", "99999"], 2, "(--give-up-after) must be"),
+    (["--keys", "1", "--records-per-key", "1", "--give-up-after", "nan"], 2, "positive number"),
+    (["--keys", "1", "--records-per-key", "1", "--request-timeout", "0"], 2, "--request-timeout must be"),
+    (["--keys", "1", "--records-per-key", "1", "--request-timeout", "inf"], 2, "--request-timeout must be"),
     (["--keys", "1", "--records-per-key", "1", "--read-only"], 1, "read-only"),
 ])
 def test_bad_input_is_one_line(argv, code, message, capsys):

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import time
+import zlib
 from urllib.parse import urlsplit
 
 import pytest
@@ -41,6 +42,12 @@ CASES = {
 }
 
 
+def confirmed() -> list[str]:
+    """["--yes"] where `produce` asks for confirmation before writing (refusing without a TTY), else []."""
+    probe = ["produce", "s", "--keys", "1", "--records-per-key", "1", "--yes"]
+    return [] if cli.build_parser().parse_known_args(probe)[1] else ["--yes"]
+
+
 def upstream_port(local_kinesis) -> int:
     return urlsplit(local_kinesis.endpoint_url).port
 
@@ -49,7 +56,7 @@ async def produce_through(proxy: FaultProxy, stream: str, mode: str, keys: int, 
     # Small batches: enough requests in a few hundred records for a 5% fault to strike.
     argv = ["produce", stream, "--keys", str(keys), "--records-per-key", str(per_key), "--mode", mode, "--batch-size", "5",
             "--verify", "--json", "--endpoint-url", proxy.endpoint_url, "--region", "us-east-1",
-            "--request-timeout", str(REQUEST_TIMEOUT)]
+            "--request-timeout", str(REQUEST_TIMEOUT), *confirmed()]
     code = await asyncio.to_thread(cli.main, argv)
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
@@ -58,7 +65,7 @@ async def produce_through(proxy: FaultProxy, stream: str, mode: str, keys: int, 
 
 async def run_case(name, faults, mode, keys, per_key, local_kinesis, make_stream, capsys):
     stream = await make_stream(shards=2)
-    async with FaultProxy(upstream_port(local_kinesis), faults, seed=hash((name, mode)) & 0xFFFF) as proxy:
+    async with FaultProxy(upstream_port(local_kinesis), faults, seed=zlib.crc32(f"{name}/{mode}".encode())) as proxy:
         run = asyncio.create_task(produce_through(proxy, stream, mode, keys, per_key, capsys))
         if name.startswith("outage"):
             while proxy.stats["pass:PutRecords"] + proxy.stats["pass:PutRecord"] < 20:  # well into the run
@@ -206,7 +213,8 @@ def test_killing_the_server_mid_run_stops_in_bounded_time(mode, tmp_path):
     try:
         command = [sys.executable, "-m", "console.cli", "produce", "doomed", "--endpoint-url", endpoint,
                    "--region", "us-east-1", "--keys", "40", "--records-per-key", "200", "--rate", "400",
-                   "--mode", mode, "--give-up-after", "3", "--request-timeout", "2", "--verify", "--json"]
+                   "--mode", mode, "--give-up-after", "3", "--request-timeout", "2", "--verify", "--json",
+                   *confirmed()]
         env = {**os.environ, "KCONSOLE_CONFIG": str(tmp_path / "none.toml")}
         _create_stream(endpoint)
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
