@@ -13,12 +13,15 @@ T = TypeVar("T")
 
 
 def emit(args: Any, document: Any, text: str | Callable[[], str]) -> None:
-    """Print `document` as one JSON document with --json, else the human text."""
+    """Print `document` as one JSON document with --json, else the human text. Every line of the text is
+    escaped (`printable`), so a key or message quoted anywhere in it draws as itself (JSON escapes all
+    but ASCII already)."""
     if getattr(args, "json", False):
         json.dump(document, sys.stdout, default=str)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write((text() if callable(text) else text).rstrip("\n") + "\n")
+        lines = (text() if callable(text) else text).rstrip("\n").split("\n")
+        sys.stdout.write("\n".join(printable(line) for line in lines) + "\n")
     sys.stdout.flush()
 
 
