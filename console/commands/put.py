@@ -164,7 +164,8 @@ def summary_text(document: dict) -> str:
     for shard_id, entry in document["shards"].items():
         shown = ", ".join(str(n) for n in entry["lines"][:MAX_LINES_SHOWN])
         more = f", … (+{len(entry['lines']) - MAX_LINES_SHOWN})" if len(entry["lines"]) > MAX_LINES_SHOWN else ""
-        lines.append(f"  {shard_id}: {entry['records']} records (lines {shown}{more})")
+        plural = "s" if entry["records"] != 1 else ""
+        lines.append(f"  {shard_id}: {entry['records']} record{plural} (line{plural} {shown}{more})")
     for failure in document["failed"][:10]:
         lines.append(f"  failed: line {failure['line']} (key {failure['key']!r}): {failure['error']}")
     verification = document.get("verification")
