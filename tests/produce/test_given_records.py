@@ -4,12 +4,13 @@ nothing is lost or reordered, and identical lines are told apart by their acknow
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
 from tests.produce.test_produce_faults import FaultyTransport
 
-from console.produce.given import GivenRecordMatcher, parse_json_lines
+from console.produce.given import GivenRecordMatcher, OverlongLine, bounded_lines, parse_json_lines
 from console.produce.producer import OrderedProducer, ProducerSettings
 from console.produce.verify import Verifier
 from console.topology.shardmap import ShardMap
@@ -37,6 +38,16 @@ def test_a_key_field_sends_the_line_itself_and_reads_dotted_paths():
     out_of_range = parse_json_lines([line.replace('"42"', str(2**128))], key_field="user.id",
                                     explicit_hash_key_field="ehk")
     assert "explicit hash key must be from 0 to" in out_of_range.problems[0].message
+
+
+def test_an_overlong_line_is_reported_by_length_without_being_held_whole():
+    data = b'{"key": "a", "data": 1}\n' + b"x" * 5000 + b"\n" + b'{"key": "b", "data": 2}'
+    lines = list(bounded_lines(io.BytesIO(data), limit=1000))
+    assert lines[0] == b'{"key": "a", "data": 1}\n' and lines[1] == OverlongLine(5001)
+    assert lines[2] == b'{"key": "b", "data": 2}'
+    parsed = parse_json_lines(lines)
+    assert [r.key for r in parsed.records] == ["a", "b"]
+    assert str(parsed.problems[0]).startswith("line 2: line is 5,001 bytes: too long to hold a record")
 
 
 def given_lines(count: int) -> list[bytes]:
