@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 VIEWS = ("shards", "shards-80-columns", "lineage", "placement", "keytree", "help", "split-preview",
-         "tail", "heat", "producer")
+         "tail", "heat", "producer", "stream-actions")
 
 
 async def wait_until(pilot, predicate, timeout: float = 30.0) -> None:
@@ -59,6 +59,11 @@ async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
             await pilot.press("escape")
         elif view == "help":
             await pilot.press("question_mark")
+        elif view == "stream-actions":
+            from console.ui.screens.stream_actions import StreamActionsScreen
+
+            await pilot.press("S")
+            await wait_until(pilot, lambda: isinstance(app.screen, StreamActionsScreen))
         elif view == "split-preview":
             await pilot.press("s")
             await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen))

@@ -157,10 +157,15 @@ class BackendConfig:
 
     @classmethod
     def from_args(cls, args: Any) -> "BackendConfig":
-        """--local wins the kind, then --endpoint-url, else real AWS; the region comes from --region,
+        """--local wins the kind, then --endpoint-url (or AWS_ENDPOINT_URL_KINESIS / AWS_ENDPOINT_URL), else
+        real AWS; the region comes from --region,
         the AWS environment or the profile, and defaults to us-east-1 for local and endpoint backends."""
         local = bool(getattr(args, "local", False))
         endpoint_url = getattr(args, "endpoint_url", None)
+        if not endpoint_url and not local:
+            # The SDKs' own endpoint variables: botocore would follow them silently while the header
+            # said "AWS"; taken here, the backend is named for what it is (and gets local credentials).
+            endpoint_url = os.environ.get("AWS_ENDPOINT_URL_KINESIS") or os.environ.get("AWS_ENDPOINT_URL") or None
         profile = getattr(args, "profile", None)
         check_backend_options(args)
         kind = "local" if local else "endpoint" if endpoint_url else "aws"

@@ -99,6 +99,7 @@ def serve_command(args) -> int:
               f"            kconsole --endpoint-url {url} stream create NAME --shards 4\n"
               f"            kconsole --endpoint-url {url} --stream NAME\n"
               f"            aws kinesis --endpoint-url {url} list-streams\n"
+              f"  or:       export AWS_ENDPOINT_URL={url}   (then every kconsole and aws command uses it)\n"
               f"  any credentials and region work; data lives in memory until this stops.\n"
               f"  Ctrl-C stops it.", flush=True)
 

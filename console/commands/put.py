@@ -20,7 +20,7 @@ from console.commands._confirm import refuse_if_read_only
 from console.commands._output import emit, note, run_async
 from console.commands._stream_args import validate_stream_name
 from console.errors import BadInput
-from console.produce.given import MAX_PROBLEMS_SHOWN, ParsedLines, parse_json_lines
+from console.produce.given import MAX_PROBLEMS_SHOWN, ParsedLines, bounded_lines, parse_json_lines
 from console.produce.producer import ProduceResult, ProducerSettings
 from console.produce.verify import ReadSettings, VerificationReport
 
@@ -92,7 +92,7 @@ def read_input(args: Any) -> ParsedLines:
             except OSError as error:
                 raise BadInput(f"cannot read {path}: {error.strerror or error}", code="bad_file") from None
         try:
-            return parse_json_lines(handle, **options)
+            return parse_json_lines(bounded_lines(handle), **options)
         except OSError as error:
             raise BadInput(f"cannot read {path}: {error.strerror or error}", code="bad_file") from None
 
@@ -165,7 +165,8 @@ def summary_text(document: dict) -> str:
     for shard_id, entry in document["shards"].items():
         shown = ", ".join(str(n) for n in entry["lines"][:MAX_LINES_SHOWN])
         more = f", … (+{len(entry['lines']) - MAX_LINES_SHOWN})" if len(entry["lines"]) > MAX_LINES_SHOWN else ""
-        lines.append(f"  {shard_id}: {entry['records']} records (lines {shown}{more})")
+        plural = "s" if entry["records"] != 1 else ""
+        lines.append(f"  {shard_id}: {entry['records']} record{plural} (line{plural} {shown}{more})")
     for failure in document["failed"][:10]:
         lines.append(f"  failed: line {failure['line']} (key {failure['key']!r}): {failure['error']}")
     verification = document.get("verification")

@@ -23,6 +23,7 @@ from typing import Any
 
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, render_table, run_async
+from console.commands._stream_args import ensure_local_stream
 from console.errors import BadInput, PlanRejected, StreamNotFound
 from console.lifecycle.execute import apply, mode_switches
 from console.lifecycle.plans import LifecyclePlan, plan_create, plan_delete, plan_encryption, plan_mode, plan_retention
@@ -79,7 +80,7 @@ def register(subparsers, common) -> None:
 
     mode = action("mode", "switch between on-demand and provisioned capacity (once per 24 h)", run_mode)
     mode.add_argument("mode", metavar="MODE", type=parse_mode, help="on-demand or provisioned")
-    mode.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
+    mode.add_argument("--shards", dest="target_shards", type=parse_shard_count, default=None, metavar="N",
                       help="with provisioned: rescale to N shards after the switch (default: keep the count)")
 
     encryption = action("encryption", "turn server-side encryption (KMS) on, change its key, or off", run_encryption)
@@ -88,8 +89,12 @@ def register(subparsers, common) -> None:
                        help=f"KMS key alias, id or ARN (AWS's own key: {AWS_MANAGED_KMS_KEY})")
     which.add_argument("--off", action="store_true", help="stop encrypting new records")
 
-    action("describe", "everything DescribeStreamSummary says, plus tags, consumers and enhanced monitoring",
-           run_describe, changes=False)
+    describe = action("describe", "everything DescribeStreamSummary says, plus tags, consumers and enhanced "
+                                  "monitoring", run_describe, changes=False)
+    for parser in (retention, encryption, describe):
+        # SUPPRESS keeps a value given before the command name (`kconsole --local --shards 8 stream ...`).
+        parser.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
+                            help="with --local: shard count if the stream has to be created (default 4)")
 
 
 def _no_action(args) -> int:
@@ -128,6 +133,13 @@ def _refuse_or_confirm(args: Any, plan: LifecyclePlan, *, consequence: str) -> b
     confirm_by_stream_name(args, change=f"{_VERBS[plan.action]} {plan.stream}", consequence=consequence,
                            preview=plan.render() + "\n")
     return True
+
+
+async def _create_if_local(kinesis: Any, args: Any) -> None:
+    """The embedded server starts empty each run: as every command does, --local creates the stream
+    (not for create, which is the point, nor for delete, which would make a stream only to drop it)."""
+    if kinesis.config.kind == "local":
+        await ensure_local_stream(kinesis, args.stream, args)
 
 
 async def _who(kinesis: Any) -> str | None:
@@ -229,7 +241,7 @@ def run_retention(args: Any) -> int:
 
 
 def run_mode(args: Any) -> int:
-    shards = getattr(args, "shards", None)
+    shards = args.target_shards
     if args.mode == "ON_DEMAND" and shards is not None:
         raise BadInput("--shards applies only to provisioned mode (AWS sizes an on-demand stream)", code="usage")
     refuse_if_read_only(args, f"switch the capacity mode of {args.stream}")
@@ -253,6 +265,7 @@ def run_encryption(args: Any) -> int:
 
 async def _change(args: Any, build) -> int:
     async with _open(args) as kinesis:
+        await _create_if_local(kinesis, args)
         summary = await kinesis.describe_stream(args.stream)
         plan = await build(kinesis, summary)
         if not _refuse_or_confirm(args, plan, consequence=plan.summary):
@@ -272,6 +285,7 @@ def run_describe(args: Any) -> int:
 
 async def _describe(args: Any) -> dict:
     async with _open(args) as kinesis:
+        await _create_if_local(kinesis, args)
         raw = await kinesis.describe_stream_details(args.stream)
         tags, consumers = await asyncio.gather(kinesis.stream_tags(args.stream),
                                                kinesis.stream_consumers(raw["StreamARN"]) if raw.get("StreamARN")

@@ -10,7 +10,7 @@ named, places the record by hash key instead of by the MD5 of its key. Every pro
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -21,6 +21,35 @@ from console.produce.testrecords import MAX_RECORD_BYTES
 
 MAX_GIVEN_RECORDS = 1_000_000  # one run of the ordered producer holds every record in memory
 MAX_PROBLEMS_SHOWN = 20
+# A line longer than this cannot hold a record of at most 1 MiB (its JSON escapes take up to 6 bytes
+# per byte of data); such a line is reported without being read into memory whole.
+MAX_LINE_BYTES = 6 * MAX_RECORD_BYTES + 4096
+_READ_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class OverlongLine:
+    """Stands for a line too long to hold any record; only its length was kept."""
+
+    length: int
+
+
+def bounded_lines(handle: Any, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | OverlongLine]:
+    """The lines of a binary file, never holding more than `limit` bytes of one line in memory."""
+    while True:
+        line = handle.readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        length = len(line)
+        while not line.endswith(b"\n"):
+            line = handle.readline(_READ_CHUNK)
+            if not line:
+                break
+            length += len(line)
+        yield OverlongLine(length)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,13 +152,17 @@ def parse_line(number: int, raw: bytes | str, *, key_field: str | None,
     return GivenRecord(number, key, data, explicit)
 
 
-def parse_json_lines(lines: Iterable[bytes | str], *, key_field: str | None = None,
+def parse_json_lines(lines: Iterable[bytes | str | OverlongLine], *, key_field: str | None = None,
                      explicit_hash_key_field: str | None = None) -> ParsedLines:
     """Every line checked; the records and, separately, each bad line with its number."""
     parsed = ParsedLines()
     explicit_of: dict[str, tuple[int | None, int]] = {}  # key -> (its explicit hash key, first line)
     for number, raw in enumerate(lines, 1):
-        if not (raw.strip() if isinstance(raw, (bytes, str)) else raw):
+        if isinstance(raw, OverlongLine):
+            parsed.problems.append(LineProblem(number, f"line is {raw.length:,} bytes: too long to hold a record "
+                                                       f"of at most {MAX_RECORD_BYTES:,} bytes (1 MiB)"))
+            continue
+        if not raw.strip():
             parsed.blank += 1
             continue
         try:

@@ -106,3 +106,19 @@ async def test_read_only_greys_out_the_key_the_palette_entry_and_every_menu_entr
         options = app.screen.query_one(OptionList)
         assert options.option_count == 4
         assert all(options.get_option_at_index(i).disabled for i in range(4))
+
+
+async def test_the_palette_opens_the_menu(kinesis, make_stream):
+    from textual.command import CommandPalette
+
+    name = await make_stream(shards=1)
+    app = RecordingApp(kinesis, stream=name, interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.view is not None, what="first poll")
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), what="palette")
+        await pilot.press(*"stream actions")
+        await wait_until(pilot, lambda: app.screen.query("CommandList").first().option_count > 0, what="hits")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, StreamActionsScreen), what="menu from the palette")
+        assert not any(app.screen.query_one(OptionList).get_option_at_index(i).disabled for i in range(4))
