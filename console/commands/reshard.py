@@ -91,7 +91,7 @@ def _add_action_arguments(parser: argparse.ArgumentParser, action: str, *, mutat
                         help="the stream" if mutating else "the stream (or use --shards N to plan offline)")
     if not mutating:
         # SUPPRESS: a top-level `kconsole --local --shards 8 plan ...` is kept, not reset to None.
-        parser.add_argument("--shards", type=argtype(shard_count, "--shards"), default=argparse.SUPPRESS, metavar="N",
+        parser.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
                             help="plan against an offline stream of N equal shards (no backend needed); "
                                  "with --local and STREAM: the shard count if the stream has to be created")
     else:
