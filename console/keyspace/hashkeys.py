@@ -169,8 +169,7 @@ def predict_indices(index: HashRangeIndex, partition_keys: Sequence[str]) -> lis
     For many keys the owner comes from a table indexed by the digest's first two bytes (the hash
     key's top 16 bits), which answers whenever that slice of the key space lies inside one shard;
     only a key in a slice holding a shard boundary is converted to an int and bisected. Callables
-    are bound to locals and the loop is one comprehension: bench_predict.py holds this to >= 0.7x
-    the throughput of bare MD5 + int conversion."""
+    are bound to locals and the loop is one comprehension."""
     md5, from_bytes, find, endings = hashlib.md5, int.from_bytes, bisect.bisect_left, index.endings
     if len(partition_keys) < TABLE_WORTH_IT:
         return [find(endings, from_bytes(md5(key.encode("utf-8")).digest(), "big")) for key in partition_keys]
