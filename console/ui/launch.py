@@ -8,6 +8,7 @@ with a few records and one split so the ribbon and the lineage show something re
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import sys
 from dataclasses import replace
@@ -66,8 +67,9 @@ def launch_console(args) -> int:
                 pass
 
     async def run() -> None:
-        from console.ui.app import KConsoleApp
-
+        # Textual and the app load in a thread while the embedded server boots in its own process:
+        # the two take about as long, so first contact waits for one, not both.
+        app_module = asyncio.create_task(asyncio.to_thread(importlib.import_module, "console.ui.app"))
         if backend_config.kind == "local":
             print("kconsole: starting the embedded local Kinesis…", file=sys.stderr)
         async with open_backend(backend_config) as kinesis:
@@ -80,7 +82,8 @@ def launch_console(args) -> int:
                 stream = DEMO_STREAM
             elif backend_config.kind == "local" and await kinesis.ensure_stream(stream, shards):
                 created = f"created stream {stream!r} with {shards} shards on the embedded local Kinesis"
-            app = KConsoleApp(kinesis, stream=stream, interval=interval, read_only=read_only,
+            console_app = (await app_module).KConsoleApp
+            app = console_app(kinesis, stream=stream, interval=interval, read_only=read_only,
                               config_warning=warning, theme=config.theme, on_stream_opened=remember,
                               last_stream=config.last_stream)
             if created:

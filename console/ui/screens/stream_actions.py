@@ -8,7 +8,7 @@ first), previewed, confirmed by typing the stream name, then carried out in a wo
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import Any
 
 from rich.text import Text
 from textual import work
@@ -26,8 +26,9 @@ from console.lifecycle.rules import AWS_MANAGED_KMS_KEY, check_kms_key, check_re
 from console.topology.model import StreamSummary
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 
-if TYPE_CHECKING:
-    from console.ui.app import KConsoleApp
+# The app is typed loosely (Any): importing console.ui.app here, even for type checking, would put
+# this screen in an import circle with the app that opens it.
+KConsoleApp = Any
 
 ACTIONS = (
     ("retention", "Retention", "how long records stay readable (24 h to 365 days)"),
@@ -133,7 +134,7 @@ class LifecyclePreviewScreen(ModalScreen[bool]):
         self.dismiss(False)
 
 
-def start(app: "KConsoleApp") -> None:
+def start(app: KConsoleApp) -> None:
     if not app.stream or app.view is None:
         app.notify("stream actions: no stream loaded yet", severity="warning")
         return
@@ -154,7 +155,7 @@ def _problem(check, text: str) -> str | None:
 
 
 @work(exclusive=True, group="stream-actions", exit_on_error=False)
-async def run_action(app: "KConsoleApp", action: str) -> None:
+async def run_action(app: KConsoleApp, action: str) -> None:
     from console.reshard.actionlog import ActionLog
     from console.ui.reshard_screens import ConfirmByNameScreen
 
@@ -193,7 +194,7 @@ async def run_action(app: "KConsoleApp", action: str) -> None:
     app.poll_now()
 
 
-async def _plan(app: "KConsoleApp", action: str, summary: StreamSummary) -> LifecyclePlan | None:
+async def _plan(app: KConsoleApp, action: str, summary: StreamSummary) -> LifecyclePlan | None:
     """Ask what the action needs, then plan it; None when the operator cancels."""
     from console.reshard.actionlog import ActionLog
 
