@@ -52,7 +52,7 @@ async def test_commands_that_could_never_work_on_local_now_create_the_stream(arg
 @pytest.mark.parametrize("argv", [
     ["--local", "--shards", "10001", "heat", "orders"],
     ["--local", "reshard", "split", "orders", "--shard", "x", "--shards", "0"],
-    ["--local", "plan", "scale", "orders", "--to", "2", "--shards", "many"],
+    ["--local", "shards", "orders", "--shards", "many"],
     ["--local", "--shards", "0"],
 ])
 async def test_a_shard_count_out_of_bounds_is_refused_before_the_server_starts(argv):
