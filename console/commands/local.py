@@ -39,6 +39,9 @@ def _no_action(args) -> int:
 
 
 def serve_command(args) -> int:
+    from console.backend.local import require_local_extra
+
+    require_local_extra()
     from console.backend.server_main import build_server, serve
 
     for option, given in (("--local", getattr(args, "local", False)), ("--endpoint-url", getattr(args, "endpoint_url", None))):
