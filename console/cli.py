@@ -45,7 +45,14 @@ def add_common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
         return argparse.SUPPRESS if suppress else value
 
     group = parser.add_argument_group("backend and output")
-    group.add_argument("--json", action="store_true", default=default(False), help="print one JSON document on stdout")
+    group.add_argument("--json", action="store_true", default=default(False),
+                       help="print one JSON document on stdout (short for --output json)")
+    group.add_argument("--output", choices=("json", "text", "table"), default=default(None),
+                       help="json, text (tab-separated, for awk) or table; default: the human view")
+    group.add_argument("--query", default=default(None), metavar="EXPR",
+                       help="JMESPath expression over the JSON document, as in the AWS CLI")
+    group.add_argument("--max-items", type=int, default=default(None), metavar="N",
+                       help="show only the first N items of each list")
     group.add_argument("--local", action="store_true", default=default(False),
                        help="start and use the embedded local Kinesis on 127.0.0.1")
     group.add_argument("--endpoint-url", default=default(None), metavar="URL", help="any Kinesis-compatible endpoint")
@@ -80,7 +87,8 @@ def build_parser() -> ArgumentParser:
 
 
 def _wants_json(argv: Sequence[str]) -> bool:
-    return "--json" in argv
+    pairs = zip(argv, argv[1:])
+    return "--json" in argv or "--output=json" in argv or ("--output", "json") in pairs
 
 
 def emit_error(error: ConsoleError, *, as_json: bool) -> None:
@@ -95,7 +103,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         handler = getattr(args, "handler", None)
+        from console.commands._output import configure
+
+        configure(args)
         if handler is None:
+            if args.output or args.max_items is not None:
+                raise BadInput("the live console has no --json output (nor --output, --query, --max-items); "
+                               "use a subcommand (kconsole --help)", code="usage")
             from console.ui.launch import launch_console
 
             return launch_console(args)

@@ -7,9 +7,10 @@ Ctrl-C (or SIGTERM) stops it.
 from __future__ import annotations
 
 import errno
-import json
+import signal
 import sys
 
+from console.commands._output import emit
 from console.errors import BadInput
 
 DEFAULT_PORT = 4567
@@ -58,16 +59,14 @@ def serve_command(args) -> int:
         raise BadInput(f"cannot listen on 127.0.0.1:{port}: {error.strerror or error}") from None
 
     def announce(url: str) -> None:
-        if getattr(args, "json", False):
-            print(json.dumps({"endpoint_url": url, "region": args.region or "us-east-1"}), flush=True)
-            return
-        print(f"local Kinesis listening on {url}  (moto, with kconsole's compatibility fixes)\n"
+        emit(args, {"endpoint_url": url, "region": args.region or "us-east-1"},
+             f"local Kinesis listening on {url}  (moto, with kconsole's compatibility fixes)\n"
               f"  use it:   kconsole --endpoint-url {url} streams\n"
               f"            kconsole --endpoint-url {url} --stream NAME\n"
               f"            aws kinesis --endpoint-url {url} list-streams\n"
               f"  any credentials and region work; data lives in memory until this stops.\n"
-              f"  Ctrl-C stops it.", flush=True)
+              f"  Ctrl-C stops it.")
 
-    serve(server, on_ready=announce)
+    stopped_by = serve(server, on_ready=announce)
     print("local Kinesis stopped", file=sys.stderr, flush=True)
-    return 0
+    return 130 if stopped_by == signal.SIGINT else 0  # Ctrl-C exits 130, as on every command

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from typing import Any
 
-from console.commands._output import note, run_async
+from console.commands._output import emit_record, note, printable, run_async
 from console.read.decoding import KIND_ERROR, KIND_TEXT, DecodedRecord
 from console.errors import BadInput
 from console.keyspace.hashkeys import validate_partition_key
@@ -75,23 +74,24 @@ def run(args: Any) -> int:
     from console.commands._stream_args import local_shard_count, validate_stream_name
 
     validate_stream_name(args.stream)  # a typo is bad input (exit 2), not a stream the server lacks
+    if getattr(args, "output", None) == "table":
+        raise BadInput("tail streams its records, which a table cannot do: use --output text or json",
+                       code="usage")
     options = options_from_args(args)
     if getattr(args, "local", False):
         local_shard_count(args)
     config = BackendConfig.from_args(args)
-    as_json = bool(getattr(args, "json", False))
     reader_box: list[TailReader] = []
     try:
-        run_async(_tail(config, args.stream, options, as_json, reader_box, args))
+        run_async(_tail(config, args.stream, options, reader_box, args))
     except KeyboardInterrupt:
         shown = reader_box[0].shown if reader_box else 0
         note(f"tail: stopped after {shown} record{'s' if shown != 1 else ''}")
-        # Ctrl-C is how a --follow ends, so that is success; otherwise the read was cut short.
-        return 0 if options.follow else 130
+        return 130  # as every command on Ctrl-C, --follow included: a script can tell "cut short" apart
     return 0
 
 
-async def _tail(config, stream: str, options: TailOptions, as_json: bool, reader_box: list, args: Any) -> None:
+async def _tail(config, stream: str, options: TailOptions, reader_box: list, args: Any) -> None:
     from console.backend import open_backend
     from console.commands._stream_args import ensure_local_stream
 
@@ -101,7 +101,7 @@ async def _tail(config, stream: str, options: TailOptions, as_json: bool, reader
         reader = TailReader(kinesis, stream, options)
         reader_box.append(reader)
         await reader.position()
-        if not as_json:
+        if args.output is None:
             shards = ", ".join(sorted(reader.progress)) or "none"
             note(f"tail {stream} from {options.start.describe()}: shards {shards}"
                  + (" (following; Ctrl-C stops)" if options.follow else ""))
@@ -110,13 +110,9 @@ async def _tail(config, stream: str, options: TailOptions, as_json: bool, reader
             async for batch in batches:
                 if not batch.records:
                     continue
-                if as_json:
-                    write("".join(json.dumps(r.to_json(), ensure_ascii=False, default=str) + "\n"
-                                  for r in batch.records))
-                else:
-                    write("".join(format_line(r) + "\n" for r in batch.records))
+                write("".join(emit_record(args, r.to_json(), lambda r=r: format_line(r)) for r in batch.records))
                 sys.stdout.flush()
-        if not as_json:
+        if args.output is None:
             lags = ", ".join(f"{p.shard_id} {p.records} rec"
                              + (f" {p.millis_behind} ms behind" if p.millis_behind is not None else "")
                              for p in reader.progress.values())
@@ -129,22 +125,10 @@ async def _tail(config, stream: str, options: TailOptions, as_json: bool, reader
 def format_line(record: DecodedRecord) -> str:
     """One line per record: arrival, shard, sequence[/sub], key [ehk], kind, size, content."""
     arrival = record.to_json()["arrival"] or "-"
-    key = one_line(record.partition_key) + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
+    key = printable(record.partition_key) + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
     content = record.content_text(max_hex_bytes=TEXT_HEX_BYTES)
     if record.kind == KIND_ERROR:
         content = f"{record.error}: {content}"
     elif record.kind == KIND_TEXT:
-        content = one_line(content)
+        content = printable(content)
     return f"{arrival} {record.shard_id} {record.position} {key} {record.kind_label} {record.size}B {content}"
-
-
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def one_line(text: str) -> str:
-    """`text` with line breaks and every other non-printable character escaped: one line per record, and
-    a producer's escape sequences (a partition key holding ESC[2J, say) never reach the terminal."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else _ESCAPES.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100
-                   else f"\\u{ord(ch):04x}") for ch in text)
