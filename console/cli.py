@@ -58,6 +58,10 @@ def add_common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
     group.add_argument("--endpoint-url", default=default(None), metavar="URL", help="any Kinesis-compatible endpoint")
     group.add_argument("--region", default=default(None), help="AWS region (default: from the AWS config/environment)")
     group.add_argument("--profile", default=default(None), help="AWS named profile")
+    group.add_argument("--cli-read-timeout", type=float, default=default(None), metavar="SECONDS",
+                       help="socket read timeout (default 20; 0 waits without limit)")
+    group.add_argument("--cli-connect-timeout", type=float, default=default(None), metavar="SECONDS",
+                       help="socket connect timeout (default 3; 0 waits without limit)")
     group.add_argument("--read-only", action="store_true", default=default(False),
                        help="refuse every action that changes a stream")
 
