@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "console.commands.heat",  # heat
     "console.commands.tail",  # tail
     "console.commands.local",  # local serve
+    "console.commands.completion",  # completion bash|zsh|fish
 )
 
 
@@ -105,7 +106,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = _wants_json(argv)
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions: answer and exit
+            from console.commands.completion import autocomplete
+
+            autocomplete(parser)
+        args = parser.parse_args(argv)
         handler = getattr(args, "handler", None)
         from console.commands._output import configure
 
