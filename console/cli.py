@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "console.commands.tail",  # tail
     "console.commands.local",  # local serve
     "console.commands.completion",  # completion bash|zsh|fish
+    "console.commands.web",  # web
 )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from dataclasses import replace
 
@@ -41,6 +42,12 @@ async def prepare_demo_stream(kinesis, name: str = DEMO_STREAM, shards: int = 4)
     return True
 
 
+def served_to_a_browser() -> bool:
+    """True under textual-serve (`kconsole web`) or `textual serve`: Textual's web driver then talks
+    over the pipe, so a non-terminal stdout is expected there."""
+    return os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver")
+
+
 def launch_console(args) -> int:
     from console.backend import BackendConfig, open_backend
     from console.config import load_config, save_config
@@ -53,7 +60,7 @@ def launch_console(args) -> int:
     interval = resolve_interval(getattr(args, "interval", None), config.interval)
     read_only = bool(getattr(args, "read_only", False) or config.read_only)
     backend_config = BackendConfig.from_args(args)
-    if not sys.stdout.isatty():
+    if not sys.stdout.isatty() and not served_to_a_browser():
         raise BadInput("the live console needs a terminal; for scripts use the subcommands with --json", code="usage")
 
     def remember(stream: str) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import sys
 
 import pytest
 
 from console import cli
 from console.keyspace.hashkeys import md5_hash_key
+from tests.conftest import interrupt, kconsole_child
 
 
 def run(argv, capsys):
@@ -106,18 +106,9 @@ async def test_tail_text_output_and_max_items(kinesis, make_stream, local_kinesi
 
 async def test_ctrl_c_exits_130_on_a_command_that_is_working(kinesis, make_stream, local_kinesis):
     stream = await make_stream(shards=2)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "console.cli", "heat", stream, "--seconds", "60",
-        "--endpoint-url", local_kinesis.endpoint_url,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    try:
+    async with kconsole_child("heat", stream, "--seconds", "60", "--endpoint-url", local_kinesis.endpoint_url) as process:
         await asyncio.sleep(3)  # imported, connected and sampling
         assert process.returncode is None
-        process.send_signal(signal.SIGINT)
-        _, err = await asyncio.wait_for(process.communicate(), 20)
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        _, err = await interrupt(process)
     assert process.returncode == 130, err
     assert b"Traceback" not in err and err.decode().strip().splitlines()[-1] == "kconsole: error: interrupted"
