@@ -27,6 +27,7 @@ from textual.widgets._tabbed_content import ContentTabs
 from console.ui.commands import ACTIONS, MUTATING_ACTIONS, ConsoleCommands
 from console.ui.format import format_share, short_shard_id
 from console.ui.panel_host import PanelHost
+from console.ui.screens.command_line import CommandLineHost, CommandLineScreen
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.stream_picker import StreamPickerScreen
 from console.ui.source import BIG_STREAM, ConnectionInfo, StreamView, describe_failure, fetch_stream, with_lineage
@@ -128,7 +129,7 @@ class PollFailed(Message):
         self.reason = reason
 
 
-class KConsoleApp(PanelHost, App[None]):
+class KConsoleApp(PanelHost, CommandLineHost, App[None]):
     CSS_PATH = Path(__file__).parent / "kconsole.tcss"  # absolute, so subclasses elsewhere find it
     TITLE = "kconsole"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
@@ -148,6 +149,12 @@ class KConsoleApp(PanelHost, App[None]):
         Binding("x", "scale", "Scale", id="reshard.scale"),
         Binding("c", "copy_keys", "Copy keys", id="app.copy"),
         Binding("p", "pick_stream", "Streams", id="app.streams"),
+        # k9s habits: command mode, vi keys in lists, ctrl+c quits (in a text box it asks once).
+        Binding("colon", "command_line", "Command", key_display=":", show=False, id="app.command_line"),
+        Binding("j", "vi_cursor('down')", "Down", show=False, id="app.vi_down"),
+        Binding("k", "vi_cursor('up')", "Up", show=False, id="app.vi_up"),
+        Binding("ctrl+c", "ctrl_c_quit", "Quit", show=False, id="app.ctrl_c_quit"),
+        Binding("R", "toggle_read_only", "Read-only", key_display="R", show=False, id="app.read_only"),
     ]
 
     def __init__(
@@ -489,6 +496,10 @@ class KConsoleApp(PanelHost, App[None]):
         if action in MUTATING_ACTIONS and self.read_only:
             return None  # shown greyed out in the footer, and the key does nothing
         return True
+
+    @on(CommandLineScreen.Entered)
+    async def _command_entered(self, event: CommandLineScreen.Entered) -> None:
+        await self.run_command(event.parsed)
 
     def action_refresh(self) -> None:
         if not self.stream:

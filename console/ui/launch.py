@@ -63,10 +63,14 @@ def launch_console(args) -> int:
     if not sys.stdout.isatty() and not served_to_a_browser():
         raise BadInput("the live console needs a terminal; for scripts use the subcommands with --json", code="usage")
 
-    def remember(stream: str) -> None:
-        if config.last_stream != stream and warning is None:  # never overwrite a file we could not read
+    def remember(**changes) -> None:
+        """Save the last stream and the theme picked in the palette; never overwrite a file we could not read."""
+        nonlocal config
+        updated = replace(config, **changes)
+        if updated != config and warning is None:
             try:
-                save_config(replace(config, last_stream=stream))
+                save_config(updated)
+                config = updated
             except OSError:
                 pass
 
@@ -81,8 +85,10 @@ def launch_console(args) -> int:
                 await prepare_demo_stream(kinesis, shards=args.shards or 4)
                 stream = DEMO_STREAM
             app = KConsoleApp(kinesis, stream=stream, interval=interval, read_only=read_only,
-                              config_warning=warning, theme=config.theme, on_stream_opened=remember,
+                              config_warning=warning, theme=config.theme,
+                              on_stream_opened=lambda stream: remember(last_stream=stream),
                               last_stream=config.last_stream)
+            app.on_theme_changed = lambda theme: remember(theme=theme)
             await app.run_async()
 
     asyncio.run(run())
