@@ -77,7 +77,10 @@ def emit(args: Any, document: Any, text: str | Callable[[], str]) -> None:
 
 
 def shape(document: Any, *, max_items: int | None, query: str | None) -> Any:
-    """The document as plain JSON values, its lists cut to `max_items` (said on stderr), then queried."""
+    """The document as plain JSON values, its lists cut to `max_items` (said on stderr), then queried.
+    Plain `--json` skips the round trip: a million-key document is not encoded twice."""
+    if max_items is None and query is None:
+        return document
     document = json.loads(json.dumps(document, default=str))
     if max_items is not None:
         document = _first_items(document, max_items)
@@ -160,6 +163,7 @@ def _text_cell(value: Any) -> str:
 def render_rich_table(document: Any) -> str:
     from rich.console import Console, Group
 
+    document = json.loads(json.dumps(document, default=str))  # datetimes and the like as text
     parts = list(_rich_parts(document, title=None))
     terminal = sys.stdout.isatty()
     # Off a terminal nothing is wrapped: long hash keys stay on one line for whoever reads the file.
