@@ -39,12 +39,23 @@ def add_common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
         return argparse.SUPPRESS if suppress else value
 
     group = parser.add_argument_group("backend and output")
-    group.add_argument("--json", action="store_true", default=default(False), help="print one JSON document on stdout")
+    group.add_argument("--json", action="store_true", default=default(False),
+                       help="print one JSON document on stdout (short for --output json)")
+    group.add_argument("--output", choices=("json", "text", "table"), default=default(None),
+                       help="json, text (tab-separated, for awk) or table; default: the human view")
+    group.add_argument("--query", default=default(None), metavar="EXPR",
+                       help="JMESPath expression over the JSON document, as in the AWS CLI")
+    group.add_argument("--max-items", type=int, default=default(None), metavar="N",
+                       help="show only the first N items of each list")
     group.add_argument("--local", action="store_true", default=default(False),
                        help="start and use the embedded local Kinesis on 127.0.0.1")
     group.add_argument("--endpoint-url", default=default(None), metavar="URL", help="any Kinesis-compatible endpoint")
     group.add_argument("--region", default=default(None), help="AWS region (default: from the AWS config/environment)")
     group.add_argument("--profile", default=default(None), help="AWS named profile")
+    group.add_argument("--cli-read-timeout", type=float, default=default(None), metavar="SECONDS",
+                       help="socket read timeout (default 20; 0 waits without limit)")
+    group.add_argument("--cli-connect-timeout", type=float, default=default(None), metavar="SECONDS",
+                       help="socket connect timeout (default 3; 0 waits without limit)")
     group.add_argument("--read-only", action="store_true", default=default(False),
                        help="refuse every action that changes a stream")
     group.add_argument("--request-timeout", type=_request_timeout, default=default(None), metavar="SECONDS",
@@ -107,6 +118,11 @@ class LazySubParsers(argparse._SubParsersAction):
             kwargs.pop("help", None)  # the placeholder already lists it in --help
         return super().add_parser(name, **kwargs)
 
+    def load_all(self) -> None:
+        """Import every command's module: shell completion walks the whole grammar."""
+        for module_name in dict.fromkeys(self._modules.values()):
+            importlib.import_module(module_name).register(self, self.common)
+
     def __call__(self, parser, namespace, values, option_string=None) -> None:
         module_name = self._modules.get(values[0])
         if module_name is not None:
@@ -115,7 +131,8 @@ class LazySubParsers(argparse._SubParsersAction):
 
 
 def _wants_json(argv: Sequence[str]) -> bool:
-    return "--json" in argv
+    pairs = zip(argv, argv[1:])
+    return "--json" in argv or "--output=json" in argv or ("--output", "json") in pairs
 
 
 def emit_error(error: ConsoleError, *, as_json: bool) -> None:
@@ -139,14 +156,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = _wants_json(argv)
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions: answer and exit
+            from console.commands.completion import autocomplete
+
+            autocomplete(parser)
+        args = parser.parse_args(argv)
         if getattr(args, "local", False) or getattr(args, "endpoint_url", None) is not None:
             from console.backend.client import check_backend_options
 
             check_backend_options(args)
         report_config_problems()
         handler = getattr(args, "handler", None)
+        from console.commands._output import configure
+
+        configure(args)
         if handler is None:
+            if args.output or args.max_items is not None:
+                raise BadInput("the live console has no --json output (nor --output, --query, --max-items); "
+                               "use a subcommand (kconsole --help)", code="usage")
             from console.ui.launch import launch_console
 
             return launch_console(args)

@@ -32,6 +32,12 @@ def data_dir() -> Path:
     return Path(override) if override else Path(platformdirs.user_data_dir(APP_NAME))
 
 
+def cache_dir() -> Path:
+    """Where short-lived lookups are remembered, e.g. stream names for completion (KCONSOLE_CACHE_DIR overrides)."""
+    override = os.environ.get("KCONSOLE_CACHE_DIR")
+    return Path(override) if override else Path(platformdirs.user_cache_dir(APP_NAME))
+
+
 @dataclass(frozen=True)
 class Config:
     interval: float = 5.0  # seconds between shard-map polls in the console

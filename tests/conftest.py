@@ -4,10 +4,13 @@
     kinesis         an open KinesisBackend on it
     make_stream     async factory: name = await make_stream(shards=4) -> ACTIVE, unique, deleted afterwards
     kinesis_mock    session: kinesis-mock (npm kinesis-local) on a free plain-HTTP port (.endpoint_url)
+    kconsole_child  async context: `python -m console.cli ARGV` as a child, killed if still running after
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import http.client
 import os
 import shutil
@@ -30,6 +33,27 @@ KINESIS_MOCK_MAIN = KINESIS_MOCK_DIR / "node_modules" / "kinesis-local" / "main.
 
 # Tests never run on EC2; without this an empty credential chain waits for the metadata service.
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+
+
+@contextlib.asynccontextmanager
+async def kconsole_child(*argv: str):
+    """kconsole as a shell runs it, with piped output; killed on the way out if it is still running."""
+    import sys
+
+    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "console.cli", *argv,
+                                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        yield process
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def interrupt(process, timeout: float = 20.0) -> tuple[bytes, bytes]:
+    """Ctrl-C for a child: SIGINT, then what it still prints until it exits."""
+    process.send_signal(signal.SIGINT)
+    return await asyncio.wait_for(process.communicate(), timeout)
 
 
 def unique_stream_name(prefix: str = "t") -> str:

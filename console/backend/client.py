@@ -73,20 +73,81 @@ DEFAULT_REQUEST_TIMEOUT = 20.0  # seconds without an answer before a request cou
 MAX_REQUEST_TIMEOUT = 300.0
 
 
-def _resolve_region(profile: str | None) -> str | None:
-    """The region botocore would use: AWS_REGION / AWS_DEFAULT_REGION, then the profile's config."""
-    for variable in ("AWS_REGION", "AWS_DEFAULT_REGION"):
-        if os.environ.get(variable):
-            return os.environ[variable]
-    import botocore.session
-    from botocore.exceptions import BotoCoreError, ProfileNotFound
+RETRY_MODES = ("legacy", "standard", "adaptive")
+MAX_ATTEMPTS_LIMIT = 100  # AWS_MAX_ATTEMPTS beyond this is a typo, not a retry policy
+MAX_TIMEOUT_SECONDS = 3600.0
+DEFAULT_CONNECT_TIMEOUT = 3.0
+DEFAULT_READ_TIMEOUT = 20.0
+DEFAULT_MAX_ATTEMPTS = 7  # one call and six retries of throttling or a server hiccup
+# Hosts whose endpoint is a server on this machine: they get dummy credentials, never the user's.
+_LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
 
-    try:
-        return botocore.session.Session(profile=profile).get_config_variable("region")
-    except ProfileNotFound:
-        raise BadInput(f"AWS profile not found: {profile!r} (see ~/.aws/config)", code="bad_profile") from None
-    except BotoCoreError as error:  # an unparsable ~/.aws/config, say
-        raise translate(error, operation="configure", where="AWS", endpoint_url=None) from None
+
+class _AwsSettings:
+    """What botocore reads from the environment and ~/.aws/config for one profile, read once."""
+
+    def __init__(self, profile: str | None) -> None:
+        import botocore.session
+
+        self.profile = profile
+        self._session = botocore.session.Session(profile=profile)
+
+    def get(self, name: str) -> Any:
+        from botocore.exceptions import BotoCoreError, ProfileNotFound
+
+        try:
+            return self._session.get_config_variable(name)
+        except ProfileNotFound:
+            raise BadInput(f"AWS profile not found: {profile_name(self.profile)!r} (see ~/.aws/config)",
+                           code="bad_profile") from None
+        except BotoCoreError as error:  # an unparsable ~/.aws/config, say
+            raise translate(error, operation="configure", where="AWS", endpoint_url=None) from None
+
+    def region(self) -> str | None:
+        """The region botocore would use: AWS_REGION / AWS_DEFAULT_REGION, then the profile's config."""
+        for variable in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+            if os.environ.get(variable):
+                return os.environ[variable]
+        return self.get("region")
+
+    def configured_endpoint(self) -> tuple[str, str] | None:
+        """(URL, where it was set) in botocore's order: AWS_ENDPOINT_URL_KINESIS, AWS_ENDPOINT_URL, the
+        profile's `services` section, the profile's endpoint_url; none when
+        AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is true. Resolved here (botocore would connect to it
+        anyway) so the header and errors name the endpoint in use, and where it came from."""
+        if self.get("ignore_configured_endpoint_urls"):
+            return None
+        for variable in ("AWS_ENDPOINT_URL_KINESIS", "AWS_ENDPOINT_URL"):
+            if os.environ.get(variable):
+                return os.environ[variable], variable
+        scoped = self.scoped_config()
+        where = f"profile {profile_name(self.profile) or 'default'}"
+        services = scoped.get("services")
+        if services:
+            section = self._session.full_config.get("services", {}).get(services, {})
+            if (section.get("kinesis") or {}).get("endpoint_url"):
+                return section["kinesis"]["endpoint_url"], f"{where}, services {services}"
+        if scoped.get("endpoint_url"):
+            return scoped["endpoint_url"], where
+        return None
+
+    def scoped_config(self) -> dict:
+        from botocore.exceptions import ProfileNotFound
+
+        try:
+            return self._session.get_scoped_config()
+        except ProfileNotFound:
+            raise BadInput(f"AWS profile not found: {profile_name(self.profile)!r} (see ~/.aws/config)",
+                           code="bad_profile") from None
+
+
+def profile_name(given: str | None) -> str | None:
+    """The profile botocore uses: --profile, else AWS_PROFILE, else AWS_DEFAULT_PROFILE."""
+    return given or os.environ.get("AWS_PROFILE") or os.environ.get("AWS_DEFAULT_PROFILE") or None
+
+
+def is_local_endpoint(url: str | None) -> bool:
+    return bool(url) and (urlsplit(url).hostname or "") in _LOCAL_HOSTS
 
 
 def validate_region(region: str, *, kind: str) -> str:
@@ -147,53 +208,118 @@ def validate_request_timeout(seconds: Any) -> float:
     return float(seconds)
 
 
+def validate_timeout(value: Any, option: str) -> float:
+    """Seconds from 0 to an hour, as the AWS CLI takes them; 0 means no timeout (aiohttp, under
+    aiobotocore, waits without limit on 0, where None would get botocore's default)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_TIMEOUT_SECONDS:
+        raise BadInput(f"{option} must be from 0 (no timeout) to {MAX_TIMEOUT_SECONDS:g} seconds; got {value!r}",
+                       code="usage")
+    return float(value)
+
+
 @dataclass(frozen=True)
 class BackendConfig:
     kind: Literal["aws", "endpoint", "local"] = "aws"
     region: str | None = None
     profile: str | None = None
     endpoint_url: str | None = None
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    # Where endpoint_url came from when not --endpoint-url: AWS_ENDPOINT_URL_KINESIS, a profile, ...
+    endpoint_source: str | None = None
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    read_timeout: float = DEFAULT_READ_TIMEOUT
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    retry_mode: str = "standard"
 
     @classmethod
     def from_args(cls, args: Any) -> "BackendConfig":
-        """--local wins the kind, then --endpoint-url (or AWS_ENDPOINT_URL_KINESIS / AWS_ENDPOINT_URL), else
-        real AWS; the region comes from --region,
-        the AWS environment or the profile, and defaults to us-east-1 for local and endpoint backends."""
+        """--local wins the kind, then --endpoint-url, then an endpoint configured the botocore way
+        (see _AwsSettings.configured_endpoint), else real AWS; the region comes from --region, the AWS
+        environment or the profile, and defaults to us-east-1 for local and endpoint backends. Retries
+        follow AWS_MAX_ATTEMPTS / AWS_RETRY_MODE (or the profile's), timeouts --cli-*-timeout."""
         local = bool(getattr(args, "local", False))
         endpoint_url = getattr(args, "endpoint_url", None)
-        if not endpoint_url and not local:
-            # The SDKs' own endpoint variables: botocore would follow them silently while the header
-            # said "AWS"; taken here, the backend is named for what it is (and gets local credentials).
-            endpoint_url = os.environ.get("AWS_ENDPOINT_URL_KINESIS") or os.environ.get("AWS_ENDPOINT_URL") or None
         profile = getattr(args, "profile", None)
         check_backend_options(args)
-        kind = "local" if local else "endpoint" if endpoint_url else "aws"
         if endpoint_url:
-            endpoint_url = validate_endpoint_url(endpoint_url)
+            endpoint_url = validate_endpoint_url(endpoint_url)  # user:password@ dropped, never printed
+        source = None
+        timeouts = {field: validate_timeout(getattr(args, option.replace("-", "_")[2:]), option)
+                    for field, option in (("connect_timeout", "--cli-connect-timeout"),
+                                          ("read_timeout", "--cli-read-timeout"))
+                    if getattr(args, option.replace("-", "_")[2:], None) is not None}
+        request_timeout = getattr(args, "request_timeout", None)
+        if request_timeout is not None:
+            if "read_timeout" in timeouts and timeouts["read_timeout"] != request_timeout:
+                raise BadInput("--request-timeout and --cli-read-timeout are the same setting; give one", code="usage")
+            timeouts["read_timeout"] = validate_request_timeout(request_timeout)
+        read_timeout = timeouts.get("read_timeout", DEFAULT_READ_TIMEOUT)
+        if "connect_timeout" not in timeouts and read_timeout:
+            timeouts["connect_timeout"] = min(DEFAULT_CONNECT_TIMEOUT, read_timeout)
+        settings = _AwsSettings(profile)
+        if not local and not endpoint_url:
+            configured = settings.configured_endpoint()
+            if configured:
+                endpoint_url, source = configured
+                endpoint_url = _validate_configured_endpoint(endpoint_url, source)
+        kind = "local" if local else "endpoint" if endpoint_url else "aws"
         region = getattr(args, "region", None)
         if region is None and kind != "local":
-            region = _resolve_region(profile)
+            region = settings.region()
         if region is None:
             if kind == "aws":
                 raise BadInput("no AWS region configured: pass --region, set AWS_REGION, "
                                "or set one in the profile", code="bad_region")
             region = DEFAULT_LOCAL_REGION
         validate_region(region, kind=kind)
-        timeout = getattr(args, "request_timeout", None)
-        timeout = DEFAULT_REQUEST_TIMEOUT if timeout is None else validate_request_timeout(timeout)
-        return cls(kind=kind, region=region, profile=profile, endpoint_url=endpoint_url if kind == "endpoint" else None,
-                   request_timeout=timeout)
+        retry_mode, max_attempts = _retry_settings(settings)
+        return cls(kind=kind, region=region, profile=profile,
+                   endpoint_url=endpoint_url if kind == "endpoint" else None, endpoint_source=source,
+                   max_attempts=max_attempts, retry_mode=retry_mode, **timeouts)
 
     @property
     def label(self) -> str:
-        """Short header text: 'AWS eu-west-1 (profile prod)', 'local (embedded)', 'endpoint http://...'."""
+        """Short header text: 'AWS eu-west-1 (profile prod)', 'local (embedded)', 'endpoint http://...',
+        'endpoint http://... (AWS_ENDPOINT_URL)'."""
         if self.kind == "local":
             return "local (embedded)"
         if self.kind == "endpoint":
-            return f"endpoint {self.endpoint_url}"
+            return f"endpoint {self.endpoint_url}" + (f" ({self.endpoint_source})" if self.endpoint_source else "")
         profile = f" (profile {self.profile})" if self.profile else ""
         return f"AWS {self.region or '?'}{profile}"
+
+    @property
+    def local_endpoint(self) -> bool:
+        """A server on this machine: given dummy credentials when the chain has none, as --endpoint-url is."""
+        return self.kind == "endpoint" and (self.endpoint_source is None or is_local_endpoint(self.endpoint_url))
+
+
+def _validate_configured_endpoint(url: str, source: str) -> str:
+    try:
+        return validate_endpoint_url(url)
+    except BadInput as error:
+        raise BadInput(str(error).replace("--endpoint-url", f"the endpoint URL from {source}"),
+                       code="bad_endpoint") from None
+
+
+def _retry_settings(settings: _AwsSettings) -> tuple[str, int]:
+    """AWS_RETRY_MODE and AWS_MAX_ATTEMPTS (or retry_mode / max_attempts in the profile), checked.
+    Read as given, not through botocore's defaults: unset means kconsole's own (standard, 7)."""
+    profile = settings.scoped_config()
+    mode = os.environ.get("AWS_RETRY_MODE") or profile.get("retry_mode") or "standard"
+    if mode not in RETRY_MODES:
+        raise BadInput(f"AWS_RETRY_MODE (or the profile's retry_mode) must be one of {', '.join(RETRY_MODES)}; "
+                       f"got {mode!r}", code="bad_aws_config")
+    given = os.environ.get("AWS_MAX_ATTEMPTS") or profile.get("max_attempts")
+    if given is None:
+        return mode, DEFAULT_MAX_ATTEMPTS
+    try:
+        attempts = int(str(given).strip())
+    except ValueError:
+        attempts = 0
+    if not 1 <= attempts <= MAX_ATTEMPTS_LIMIT:
+        raise BadInput(f"AWS_MAX_ATTEMPTS (or the profile's max_attempts) must be a whole number from 1 to "
+                       f"{MAX_ATTEMPTS_LIMIT}; got {given!r}", code="bad_aws_config")
+    return mode, attempts
 
 
 @dataclass(frozen=True)
@@ -218,7 +344,6 @@ class RetryEvent:
 class KinesisBackend:
     """One open connection to a Kinesis endpoint. Create through `open_backend`."""
 
-    max_retries = 6
     # An endpoint never reached since the backend opened is more likely a wrong URL than a restarting
     # server: refused connections there get only a couple of quick retries, so a typo fails fast.
     max_retries_never_reached = 2
@@ -229,6 +354,9 @@ class KinesisBackend:
                  session: Any = None, stack: contextlib.AsyncExitStack | None = None,
                  client_config: Any = None, credentials: tuple[str, str] | None = None) -> None:
         self.config = config
+        # Throttling and server hiccups are retried here, not in botocore, so each retry can be shown;
+        # AWS_MAX_ATTEMPTS counts the first call, as botocore's does.
+        self.max_retries = config.max_attempts - 1
         self.region = region
         self.endpoint_url = endpoint_url
         self._client = client
@@ -246,7 +374,8 @@ class KinesisBackend:
     @property
     def request_timeout(self) -> float:
         """Seconds a request may go unanswered before it fails (and, for a put, its outcome is unknown)."""
-        return self.config.request_timeout
+        # 0 (--cli-read-timeout 0) waits without limit; verification then waits out the longest timeout.
+        return self.config.read_timeout or MAX_REQUEST_TIMEOUT
 
     @property
     def label(self) -> str:
@@ -320,8 +449,11 @@ class KinesisBackend:
         if service not in self._side_clients:
             if self._session is None or self._stack is None:
                 raise BackendError(f"{service} is not available on this backend")
+            # --endpoint-url and the embedded server stand for every service; an endpoint configured
+            # for Kinesis alone (AWS_ENDPOINT_URL_KINESIS) does not, so botocore resolves the others.
+            shared = self.endpoint_url if self.config.endpoint_source is None else None
             self._side_clients[service] = await self._stack.enter_async_context(
-                _create_client(self._session, service, self.region, self.endpoint_url,
+                _create_client(self._session, service, self.region, shared,
                                self._client_config, self._credentials))
         return self._side_clients[service]
 
@@ -693,14 +825,17 @@ def _snake(operation: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", operation).lower()
 
 
-def client_config(request_timeout: float = DEFAULT_REQUEST_TIMEOUT) -> Any:
+def client_config(config: BackendConfig | None = None) -> Any:
     from aiobotocore.config import AioConfig
 
+    config = config or BackendConfig()
     return AioConfig(
-        connect_timeout=min(3.0, request_timeout),
-        read_timeout=request_timeout,
-        # botocore makes one attempt; KinesisBackend._call retries throttling itself so it can say so.
-        retries={"mode": "standard", "total_max_attempts": 1},
+        connect_timeout=config.connect_timeout,
+        read_timeout=config.read_timeout,
+        # botocore makes one attempt; KinesisBackend._call retries throttling itself so it can say so,
+        # and so a put that failed with a 5xx is never resent blindly. The mode still applies: adaptive
+        # keeps its client-side rate limiter.
+        retries={"mode": config.retry_mode, "total_max_attempts": 1},
         max_pool_connections=64,  # concurrent producers share one client
         user_agent_extra="kconsole",
     )
@@ -717,11 +852,12 @@ def _create_client(session: Any, service: str, region: str, endpoint_url: str | 
 
 
 async def _credentials_for(session: Any, config: BackendConfig) -> tuple[str, str] | None:
-    """Local servers get dummy credentials (never the user's real ones); a custom endpoint uses the
-    configured chain if it yields anything, else dummies; AWS always uses the chain."""
+    """Local servers get dummy credentials (never the user's real ones); --endpoint-url, or an endpoint
+    on this machine set in the environment or profile, uses the configured chain if it yields anything,
+    else dummies; AWS, and a remote endpoint configured the botocore way, always use the chain."""
     if config.kind == "local":
         return DUMMY_CREDENTIALS
-    if config.kind == "endpoint":
+    if config.local_endpoint:
         try:
             found = await session.get_credentials()
         except Exception:  # noqa: BLE001 - a broken chain just means "none configured" here
@@ -751,7 +887,7 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
         try:
             session = AioSession(profile=config.profile)
             credentials = await _credentials_for(session, config)
-            settings = client_config(config.request_timeout)
+            settings = client_config(config)
             client = await stack.enter_async_context(
                 _create_client(session, "kinesis", region, endpoint_url, settings, credentials))
         except BotoCoreError as error:

@@ -6,6 +6,7 @@ should let the original exception through. Throttling is not translated here: th
 
 from __future__ import annotations
 
+import os
 import socket
 
 import aiohttp
@@ -131,7 +132,9 @@ def translate(error: BaseException, *, operation: str, where: str, endpoint_url:
     if isinstance(error, (ConfigParseError, InvalidConfigError)):
         return BadInput(f"the AWS configuration is broken: {_reason(error)}", code="bad_aws_config")
     if isinstance(error, ProfileNotFound):
-        return BadInput(f"AWS profile not found: {error.kwargs.get('profile')!r} (see ~/.aws/config)", code="bad_profile")
+        # botocore names None when the profile came from AWS_PROFILE; name the one it looked for.
+        profile = error.kwargs.get("profile") or os.environ.get("AWS_PROFILE") or os.environ.get("AWS_DEFAULT_PROFILE")
+        return BadInput(f"AWS profile not found: {profile!r} (see ~/.aws/config)", code="bad_profile")
     if isinstance(error, InvalidRegionError):
         return BadInput(f"not a valid AWS region: {error.kwargs.get('region_name')!r}", code="bad_region")
     if isinstance(error, NoRegionError):

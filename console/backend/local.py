@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import http.client
+import importlib.util
 import os
 import selectors
 import signal
@@ -21,8 +22,20 @@ from urllib.parse import urlsplit
 
 from console.errors import BackendError
 
+# What the embedded server's process imports; installed by the `local` extra, never by a lean install.
+LOCAL_SERVER_MODULES = ("moto", "flask", "flask_cors")
+LOCAL_EXTRA_HINT = "pip install 'kconsole[local]'"
+
 _live: set["LocalKinesisServer"] = set()
 _live_lock = threading.Lock()
+
+
+def require_local_extra() -> None:
+    """Refuse in one line, before any process starts, when the embedded server cannot run here."""
+    missing = [name for name in LOCAL_SERVER_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise BackendError(f"the embedded local Kinesis needs {', '.join(missing).replace('_', '-')}, "
+                           f"which this install lacks: {LOCAL_EXTRA_HINT}", code="local_extra_missing")
 
 
 class LocalKinesisServer:
@@ -42,6 +55,7 @@ class LocalKinesisServer:
         return self._process.pid if self._process else None
 
     def start(self, timeout: float = 30.0) -> str:
+        require_local_extra()
         began = time.monotonic()
         command = [sys.executable, "-m", "console.backend.server_main", "--host", self.host,
                    "--port", str(self.port), "--parent-pid", str(os.getpid())]

@@ -72,10 +72,12 @@ def endpoint_of(server: BaseWSGIServer) -> str:
     return f"http://{host}:{port}"
 
 
-def serve(server: BaseWSGIServer, *, on_ready: Callable[[str], None]) -> None:
-    """Serve until SIGTERM/SIGINT; returns after closing the socket."""
+def serve(server: BaseWSGIServer, *, on_ready: Callable[[str], None]) -> int | None:
+    """Serve until SIGTERM/SIGINT; returns the signal that stopped it, after closing the socket."""
+    stopped_by: list[int] = []
 
     def stop(signum, frame):  # noqa: ARG001 - signal handler signature
+        stopped_by.append(signum)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
@@ -87,6 +89,7 @@ def serve(server: BaseWSGIServer, *, on_ready: Callable[[str], None]) -> None:
         pass
     finally:
         server.server_close()
+    return stopped_by[0] if stopped_by else None
 
 
 def watch_parent(parent_pid: int) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from console.bounds import shard_count, whole_number
-from console.commands._output import emit, emit_json_with_rows, render_table, run_async
+from console.commands._output import emit, emit_json_with_rows, plain_json, render_table, run_async
 from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
 from console.errors import BadInput, TilingError
 from console.keyspace.hashkeys import (
@@ -206,10 +206,12 @@ def predict_command(args: Any) -> int:
     distribution = shard_distribution(index, positions)
     document = {"source": shard_set.source, "explicit_hash_key": None if explicit is None else str(explicit),
                 "keys": None, "distribution": distribution.to_json()}
-    if getattr(args, "json", False):
+    if plain_json(args):
         emit_json_with_rows(document, "keys", predictions.encoded_chunks())
-    else:
-        emit(args, document, lambda: format_predictions(predictions, distribution, shard_set))
+        return 0
+    if getattr(args, "output", None) is not None:  # --output text/table, --query, --max-items: the whole document
+        document["keys"] = json.loads("[" + ", ".join(predictions.encoded_chunks()) + "]")
+    emit(args, document, lambda: format_predictions(predictions, distribution, shard_set))
     return 0
 
 

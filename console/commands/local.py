@@ -16,6 +16,7 @@ import sys
 import threading
 
 from console.commands import command_help
+from console.commands._output import emit
 from console.errors import BadInput, ConsoleError
 from console.lifecycle.rules import DEFAULT_SHARDS, parse_shard_count, validate_stream_name
 
@@ -50,6 +51,9 @@ def _no_action(args) -> int:
 
 
 def serve_command(args) -> int:
+    from console.backend.local import require_local_extra
+
+    require_local_extra()
     from console.backend.server_main import build_server, serve
 
     for option, given in (("--local", getattr(args, "local", False)), ("--endpoint-url", getattr(args, "endpoint_url", None))):
@@ -88,26 +92,22 @@ def serve_command(args) -> int:
         threading.Thread(target=create, name="create-streams", daemon=True).start()
 
     def announce(url: str) -> None:
-        if getattr(args, "json", False):
-            print(json.dumps({"endpoint_url": url, "region": args.region or "us-east-1", "streams": streams}),
-                  flush=True)
-            return
-        for name in streams:
-            print(f"created stream {name!r} with {shards} shards", flush=True)
-        print(f"local Kinesis listening on {url}  (moto, with kconsole's compatibility fixes)\n"
+        text = "".join(f"created stream {name!r} with {shards} shards\n" for name in streams)
+        emit(args, {"endpoint_url": url, "region": args.region or "us-east-1", "streams": streams},
+             text + f"local Kinesis listening on {url}  (moto, with kconsole's compatibility fixes)\n"
               f"  use it:   kconsole --endpoint-url {url} streams\n"
               f"            kconsole --endpoint-url {url} stream create NAME --shards 4\n"
               f"            kconsole --endpoint-url {url} --stream NAME\n"
               f"            aws kinesis --endpoint-url {url} list-streams\n"
               f"  or:       export AWS_ENDPOINT_URL={url}   (then every kconsole and aws command uses it)\n"
               f"  any credentials and region work; data lives in memory until this stops.\n"
-              f"  Ctrl-C stops it.", flush=True)
+              f"  Ctrl-C stops it.")
 
-    serve(server, on_ready=ready)
+    stopped_by = serve(server, on_ready=ready)
     if failed:
         raise failed[0]
     print("local Kinesis stopped", file=sys.stderr, flush=True)
-    return 0
+    return 130 if stopped_by == signal.SIGINT else 0  # Ctrl-C exits 130, as on every command
 
 
 async def _create_streams(url: str, region: str | None, streams: list[str], shards: int) -> None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 from console.commands import command_help
 
 import contextlib
-import json
 import sys
 from typing import Any
 
-from console.commands._output import note, run_async
+from console.commands._output import emit_record, note, run_async
 from console.read.decoding import KIND_ERROR, KIND_TEXT, DecodedRecord, one_line
-from console.read.printable import printable, printable_json
+from console.read.printable import printable
 from console.errors import BadInput
 from console.keyspace.hashkeys import validate_partition_key
 from console.read.tail import TailOptions, TailReader, parse_start
@@ -78,23 +77,24 @@ def run(args: Any) -> int:
     from console.commands._stream_args import local_shard_count, validate_stream_name
 
     validate_stream_name(args.stream)  # a typo is bad input (exit 2), not a stream the server lacks
+    if getattr(args, "output", None) == "table":
+        raise BadInput("tail streams its records, which a table cannot do: use --output text or json",
+                       code="usage")
     options = options_from_args(args)
     if getattr(args, "local", False):
         local_shard_count(args)
     config = BackendConfig.from_args(args)
-    as_json = bool(getattr(args, "json", False))
     reader_box: list[TailReader] = []
     try:
-        run_async(_tail(config, args.stream, options, as_json, reader_box, args))
+        run_async(_tail(config, args.stream, options, reader_box, args))
     except KeyboardInterrupt:
         shown = reader_box[0].shown if reader_box else 0
         note(f"tail: stopped after {shown} record{'s' if shown != 1 else ''}")
-        # Ctrl-C is how a --follow ends, so that is success; otherwise the read was cut short.
-        return 0 if options.follow else 130
+        return 130  # as every command on Ctrl-C, --follow included: a script can tell "cut short" apart
     return 0
 
 
-async def _tail(config, stream: str, options: TailOptions, as_json: bool, reader_box: list, args: Any) -> None:
+async def _tail(config, stream: str, options: TailOptions, reader_box: list, args: Any) -> None:
     from console.backend import open_backend
     from console.commands._stream_args import ensure_local_stream
 
@@ -104,7 +104,7 @@ async def _tail(config, stream: str, options: TailOptions, as_json: bool, reader
         reader = TailReader(kinesis, stream, options)
         reader_box.append(reader)
         await reader.position()
-        if not as_json:
+        if args.output is None:
             shards = ", ".join(sorted(reader.progress)) or "none"
             note(f"tail {stream} from {options.start.describe()}: shards {shards}"
                  + (" (following; Ctrl-C stops)" if options.follow else ""))
@@ -113,13 +113,9 @@ async def _tail(config, stream: str, options: TailOptions, as_json: bool, reader
             async for batch in batches:
                 if not batch.records:
                     continue
-                if as_json:
-                    write("".join(printable_json(json.dumps(r.to_json(), ensure_ascii=False, default=str)) + "\n"
-                                  for r in batch.records))
-                else:
-                    write("".join(format_line(r) + "\n" for r in batch.records))
+                write("".join(emit_record(args, r.to_json(), lambda r=r: format_line(r)) for r in batch.records))
                 sys.stdout.flush()
-        if not as_json:
+        if args.output is None:
             lags = ", ".join(f"{p.shard_id} {p.records} rec"
                              + (f" {p.millis_behind} ms behind" if p.millis_behind is not None else "")
                              for p in reader.progress.values())

@@ -41,6 +41,7 @@ from console.ui.panels.shards import ShardsPanel
 from console.ui.panels.tail import TailView
 from console.ui.reshard_flow import ReshardActivity, ReshardDialogs, ReshardProgressed, ReshardRequest
 from console.ui.screens import stream_actions
+from console.ui.screens.command_line import CommandLineHost, CommandLineScreen
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.stream_actions import StreamActionRequest, StreamActionsScreen, StreamDeleted
 from console.ui.screens.stream_picker import StreamPickerScreen
@@ -134,7 +135,7 @@ class PollFailed(Message):
         self.reason = reason
 
 
-class KConsoleApp(ConsumersHost, PanelHost, FocusModel, App[None]):
+class KConsoleApp(ConsumersHost, PanelHost, CommandLineHost, FocusModel, App[None]):
     CSS_PATH = Path(__file__).parent / "kconsole.tcss"  # absolute, so subclasses elsewhere find it
     TITLE = "kconsole"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
@@ -156,6 +157,12 @@ class KConsoleApp(ConsumersHost, PanelHost, FocusModel, App[None]):
         Binding("c", "copy_keys", "Copy keys", id="app.copy"),
         Binding("p", "pick_stream", "Streams", id="app.streams"),
         Binding("S", "stream_actions", "Stream", id="stream.actions"),
+        # k9s habits: command mode, vi keys in lists, ctrl+c quits (in a text box it asks once).
+        Binding("colon", "command_line", "Command", key_display=":", show=False, id="app.command_line"),
+        Binding("j", "vi_cursor('down')", "Down", show=False, id="app.vi_down"),
+        Binding("k", "vi_cursor('up')", "Up", show=False, id="app.vi_up"),
+        Binding("ctrl+c", "ctrl_c_quit", "Quit", show=False, id="app.ctrl_c_quit"),
+        Binding("R", "toggle_read_only", "Read-only", key_display="R", show=False, id="app.read_only"),
     ]
 
     def __init__(
@@ -458,6 +465,10 @@ class KConsoleApp(ConsumersHost, PanelHost, FocusModel, App[None]):
         if action == "show_tab":
             return not self.typing  # False: the digit goes into the text box instead
         return True
+
+    @on(CommandLineScreen.Entered)
+    async def _command_entered(self, event: CommandLineScreen.Entered) -> None:
+        await self.run_command(event.parsed)
 
     def action_refresh(self) -> None:
         if not self.stream:

@@ -61,8 +61,12 @@ ACTIONS: tuple[ConsoleAction, ...] = (
     ConsoleAction("show_tab('heat')", "7", "Show heat", "Throughput per shard and hot keys."),
     ConsoleAction("show_tab('consumers')", "8", "Show consumers",
                   "EFO consumers and KCL leases: owner, lag and state per shard."),
+    ConsoleAction("command_line", ":", "Command mode",
+                  "k9s-style commands: shards, lineage, heat, consumers, stream NAME, streams, ro, rw, q."),
+    ConsoleAction("toggle_read_only", "R", "Toggle read-only",
+                  "Into read-only at once; back to read-write only after typing the stream name."),
     ConsoleAction("help", "?", "Help", "Every key and what it does."),
-    ConsoleAction("quit", "q", "Quit", "Leave kconsole."),
+    ConsoleAction("quit", "q", "Quit (ctrl+c too)", "Leave kconsole; ctrl+c as well, outside text boxes."),
 )
 
 MUTATING_ACTIONS = frozenset(a.action for a in ACTIONS if a.mutating)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import os
 import sys
 from dataclasses import replace
 from typing import Any
@@ -78,6 +79,12 @@ class PrefetchingSource:
         self._pending.clear()
 
 
+def served_to_a_browser() -> bool:
+    """True under textual-serve (`kconsole web`) or `textual serve`: Textual's web driver then talks
+    over the pipe, so a non-terminal stdout is expected there."""
+    return os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver")
+
+
 def launch_console(args) -> int:
     from console.backend import BackendConfig, open_backend
     from console.config import load_config, save_config
@@ -91,13 +98,17 @@ def launch_console(args) -> int:
     interval = resolve_interval(getattr(args, "interval", None), config.interval)
     read_only = bool(getattr(args, "read_only", False) or config.read_only)
     backend_config = BackendConfig.from_args(args)
-    if not sys.stdout.isatty():
+    if not sys.stdout.isatty() and not served_to_a_browser():
         raise BadInput("the live console needs a terminal; for scripts use the subcommands with --json", code="usage")
 
-    def remember(stream: str) -> None:
-        if config.last_stream != stream and warning is None:  # never overwrite a file we could not read
+    def remember(**changes) -> None:
+        """Save the last stream and the theme picked in the palette; never overwrite a file we could not read."""
+        nonlocal config
+        updated = replace(config, **changes)
+        if updated != config and warning is None:
             try:
-                save_config(replace(config, last_stream=stream))
+                save_config(updated)
+                config = updated
             except OSError:
                 pass
 
@@ -121,8 +132,10 @@ def launch_console(args) -> int:
             try:
                 app = (await app_module).KConsoleApp(
                     source, stream=stream, interval=interval, read_only=read_only, config_warning=warning,
-                    theme=config.theme, on_stream_opened=remember, last_stream=config.last_stream,
+                    theme=config.theme, on_stream_opened=lambda stream: remember(last_stream=stream),
+                    last_stream=config.last_stream,
                     key_format=config.key_format)
+                app.on_theme_changed = lambda theme: remember(theme=theme)
                 if created:
                     app.notify(created, title="first contact", timeout=8)  # shown once the console is up
                 await app.run_async()

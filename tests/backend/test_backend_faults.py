@@ -21,7 +21,7 @@ def proxy_for(local_kinesis, faults: Faults) -> FaultProxy:
 
 def backend_on(proxy: FaultProxy, timeout: float = 2.0):
     return open_backend(BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url,
-                                      request_timeout=timeout))
+                                      read_timeout=timeout, connect_timeout=min(3.0, timeout)))
 
 
 @pytest.mark.parametrize("fault", ["reset_before", "reset_after", "late"])

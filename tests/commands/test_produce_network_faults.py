@@ -130,7 +130,7 @@ async def test_refused_connections_are_retried_and_not_possible_duplicates(local
     stream = await make_stream(shards=2)
     async with FaultProxy(upstream_port(local_kinesis)) as proxy:
         proxy.down()
-        config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url, request_timeout=2)
+        config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url, read_timeout=2)
         async with open_backend(config) as kinesis:
             for mode in ("batch", "sequential"):
                 settings = ProducerSettings(keys=10, records_per_key=3, mode=mode, pacing=False, retry_cap=0.2)
@@ -179,7 +179,7 @@ async def test_a_failed_read_back_keeps_the_produce_summary(local_kinesis, make_
 
     stream = await make_stream(shards=2)
     async with FaultProxy(upstream_port(local_kinesis)) as proxy:
-        config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url, request_timeout=2)
+        config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url, read_timeout=2)
         async with open_backend(config) as kinesis:
             kinesis.max_retries = 1
             result, report = await run_and_verify(kinesis, stream, ProducerSettings(keys=10, records_per_key=5),

@@ -106,8 +106,10 @@ async def test_help_screen_lists_keys_and_closes():
         console.print(app.screen.query_one("#help-keys").content)
         text = console.export_text()
         for wanted in ("Rescale the stream", "Tail tab", "From/key/grep", "Enhanced monitoring", "Start run",
-                       "disabled: read-only"):
-            assert wanted in text
+                       "disabled: read-only",
+                       # the k9s habits: command mode and its commands, j/k, the read-only toggle, ctrl+c
+                       "Command mode", ":stream NAME", ":consumers", ":q", "Toggle read-only", "j k", "ctrl+c"):
+            assert wanted in text, wanted
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
 
@@ -119,7 +121,7 @@ def test_catalogued_keys_are_real_bindings():
     from console.ui.bindings import ACTIONS, PANEL_KEYS, panel_bindings
 
     app_bindings = {key.strip(): binding.action for binding in KConsoleApp.BINDINGS for key in binding.key.split(",")}
-    app_bindings.update({"?": app_bindings["question_mark"], "/": app_bindings["slash"]})
+    app_bindings.update({"?": app_bindings["question_mark"], "/": app_bindings["slash"], ":": app_bindings["colon"]})
     for action in ACTIONS:
         if action.tab is None:
             assert app_bindings.get(action.key) == action.action, action

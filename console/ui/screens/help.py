@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from console.ui.bindings import ACTIONS, PANEL_KEYS, panel_bindings
+from console.ui.screens.command_line import COMMANDS
 
 PANELS_TEXT = (
     "Header: stream, status, capacity mode, open shards, retention; backend, region, profile and the age of"
@@ -50,7 +51,10 @@ def bindings_table(read_only: bool) -> Group:
             + [("ctrl+p", "Command palette (search every action)", ""),
                ("enter", "Type into the text box a tab opened on (until then 1-8 still switch tabs)", ""),
                ("esc", "Leave a text box (so the keys above work again)", ""),
-               ("↑↓ pgup pgdn", "Move in the table, tree, tail or heat list (home / end: first / last)", "")])
+               ("↑↓ j k", "Move in the table, tree, tail or heat list (pgup / pgdn: a page; home / end: "
+                          "first / last)", "")])
+    section("Command mode (: then enter)",
+            [(f":{command.usage}", command.help, "") for command in COMMANDS])
     for panel in PANEL_KEYS:
         rows = [(entry.key, entry.binding.description, disabled if entry.mutating and read_only else "")
                 for entry in panel_bindings(panel)]
