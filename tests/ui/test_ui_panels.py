@@ -103,3 +103,40 @@ async def test_read_only_refuses_the_producer_and_enhanced_monitoring():
         await pilot.press("e")
         await pilot.pause(0.1)
         assert app.screen is app.screen_stack[0]
+
+
+async def test_empty_states_say_what_to_do():
+    from tests.ui.test_ui_console import wait_until
+    from tests.ui.test_ui_interaction import static_app
+
+    app = static_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("slash", *"zzz")
+        assert app.table.row_count == 0
+        assert "No shard matches 'zzz'" in app.table.render_line(2).text and "escape" in app.table.render_line(2).text
+        await pilot.press("escape")
+        assert app.table.render_line(2).text.strip() and app.table.empty_message is None
+        await pilot.press("3")
+        summary = app.query_one("#placement-summary")
+        assert "partition keys" in str(summary.render())
+        await pilot.press("ctrl+t")
+        assert "explicit hash keys" in str(summary.render()) and "partition" not in str(summary.render())
+        await pilot.press("4")
+        assert "none typed yet" in str(app.query_one("#keytree-summary").render())
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)])
+async def test_footer_palette_key_reaches_the_right_edge(size):
+    """With more keys than fit, the footer's labels run under the docked ctrl+p key: it must cover
+    the last column, or a stray letter shows there (as it did under tmux)."""
+    from tests.ui.test_ui_console import wait_until
+    from tests.ui.test_ui_interaction import static_app
+
+    app = static_app()
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("6")
+        await pilot.pause(0.2)
+        palette_key = app.query_one("FooterKey.-command-palette")
+        assert palette_key.region.right == size[0]

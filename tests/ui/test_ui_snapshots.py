@@ -138,3 +138,23 @@ def test_full_keys_at_140x45(snap_compare):
 
 def test_hex_keys_at_80x24(snap_compare):
     assert snap_compare(make_app(key_format="hex"), terminal_size=(80, 24), run_before=loaded)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)])
+def test_filter_without_a_match_says_what_to_do(snap_compare, size):
+    async def run_before(pilot):
+        await loaded(pilot)
+        await pilot.press("slash", *"zzz", "enter")
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)])
+def test_empty_placement_in_hash_key_mode(snap_compare, size):
+    async def run_before(pilot):
+        await loaded(pilot)
+        await pilot.press("3", "ctrl+t", "escape")
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=size, run_before=run_before)

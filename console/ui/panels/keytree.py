@@ -125,6 +125,9 @@ class KeyTreePanel(Vertical):
             problems.append(error.message)
         summary = Text()
         summary.append(f"{self.report.total_keys} distinct keys", style="bold")
+        if not self.report.total_keys and not problems:
+            summary.append(" · none typed yet: paste the explicit hash keys already handed out (or load a file"
+                           " with ctrl+l); with none, the next keys below start the balanced tree", style="italic")
         worst = self.report.worst
         if worst is not None:
             summary.append(f" · worst imbalance at depth {worst.depth}: {worst.left} left vs {worst.right} right"

@@ -57,10 +57,16 @@ def key_distribution(placements: list[Placement], index: HashRangeIndex) -> Dist
     return summarize(index.shard_ids, count_indices(positions, len(index)), expected)
 
 
-def distribution_summary(placements: list[Placement], index: HashRangeIndex | None) -> str:
+def empty_hint(explicit: bool) -> str:
+    if explicit:
+        return "Type explicit hash keys (decimal, 0 to 2^128-1), one per line: each shows the shard it lands on."
+    return "Type partition keys, one per line (or paste many): each shows its MD5 hash key and its shard."
+
+
+def distribution_summary(placements: list[Placement], index: HashRangeIndex | None, *, explicit: bool = False) -> str:
     bad = sum(1 for p in placements if p.problem)
     if not placements:
-        return "Type partition keys, one per line (or paste many)."
+        return empty_hint(explicit)
     if index is None:
         return f"{len(placements)} keys; waiting for the shard map to predict shards."
     dist = key_distribution(placements, index)
@@ -92,7 +98,7 @@ class PlacementPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(self._mode_text(), id="placement-mode")
         yield TextArea(id="placement-input", soft_wrap=False)
-        yield Static("Type partition keys, one per line (or paste many).", id="placement-summary")
+        yield Static(empty_hint(self.explicit), id="placement-summary")
         yield Static("", id="placement-distribution")
         table = DataTable(id="placement-results", cursor_type="row", zebra_stripes=True)
         table.add_column("Key", key="key")
@@ -127,7 +133,8 @@ class PlacementPanel(Vertical):
     def _recompute(self) -> None:
         text = self.query_one("#placement-input", TextArea).text
         self.placements = place_keys(text.splitlines(), explicit=self.explicit, index=self.index)
-        self.query_one("#placement-summary", Static).update(distribution_summary(self.placements, self.index))
+        self.query_one("#placement-summary", Static).update(
+            distribution_summary(self.placements, self.index, explicit=self.explicit))
         spread = self.query_one("#placement-distribution", Static)
         placed = sum(1 for p in self.placements if p.hash_key is not None)
         if self.index is not None and placed >= DISTRIBUTION_FROM:
