@@ -140,3 +140,35 @@ async def test_footer_palette_key_reaches_the_right_edge(size):
         await pilot.pause(0.2)
         palette_key = app.query_one("FooterKey.-command-palette")
         assert palette_key.region.right == size[0]
+
+
+def test_key_tree_lists_the_depths_in_use_and_the_next_one():
+    from console.keyspace.hashkeys import HASH_SPACE
+    from console.keyspace.keytree.tree import KeyTree
+    from console.ui.panels.keytree import levels_in_use
+
+    def shown(keys):
+        levels, next_depth = levels_in_use(KeyTree.rehydrate(keys).balance())
+        return [(level.depth, level.keys) for level in levels], next_depth
+
+    assert shown([]) == ([(0, 0)], 0)
+    assert shown([HASH_SPACE // 2]) == ([(0, 1), (1, 0)], 1)
+    # A key at depth 127 used to list all 128 depths; now only the three that matter.
+    assert shown([HASH_SPACE // 2, HASH_SPACE // 4, 1]) == ([(0, 1), (1, 1), (127, 1)], 1)
+    assert shown([HASH_SPACE // 2, HASH_SPACE // 4, 3 * HASH_SPACE // 4]) == ([(0, 1), (1, 2), (2, 0)], 2)
+
+
+async def test_next_keys_stay_in_view_at_80x24():
+    from console.keyspace.hashkeys import HASH_SPACE
+    from tests.ui.test_ui_console import wait_until
+    from tests.ui.test_ui_interaction import static_app
+
+    app = static_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("4")
+        app.query_one("#keytree-panel").set_keys(f"{HASH_SPACE // 2}\n{HASH_SPACE // 4}\n1\n")
+        await pilot.pause()
+        box = app.query_one("#keytree-next-box")
+        assert box.region.height >= 4 and box.region.bottom <= 23  # above the footer
+        assert "Next balanced keys" in str(app.query_one("#keytree-next").render())

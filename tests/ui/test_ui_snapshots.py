@@ -65,15 +65,16 @@ def test_placement_view(snap_compare):
     assert snap_compare(make_app(), terminal_size=(100, 40), run_before=run_before)
 
 
-def test_keytree_view(snap_compare):
+@pytest.mark.parametrize("size", [(100, 36), (80, 24), (140, 45)])
+def test_keytree_view(snap_compare, size):
     async def run_before(pilot):
         await loaded(pilot)
         await pilot.press("4")
-        pilot.app.query_one("#keytree-panel").set_keys(f"{HASH_SPACE // 2}\n{HASH_SPACE // 4}\n{HASH_SPACE // 8}")
+        pilot.app.query_one("#keytree-panel").set_keys(f"{HASH_SPACE // 2}\n{HASH_SPACE // 4}\n{HASH_SPACE // 8}\n1")
         await pilot.press("escape")
         await pilot.pause()
 
-    assert snap_compare(make_app(), terminal_size=(100, 36), run_before=run_before)
+    assert snap_compare(make_app(), terminal_size=size, run_before=run_before)
 
 
 def test_help_screen(snap_compare):
