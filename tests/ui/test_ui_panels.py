@@ -172,3 +172,26 @@ async def test_next_keys_stay_in_view_at_80x24():
         box = app.query_one("#keytree-next-box")
         assert box.region.height >= 4 and box.region.bottom <= 23  # above the footer
         assert "Next balanced keys" in str(app.query_one("#keytree-next").render())
+
+
+async def test_placement_problems_have_their_own_column_and_the_table_recovers():
+    from tests.ui.test_ui_console import wait_until
+    from tests.ui.test_ui_interaction import static_app
+
+    app = static_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed and app.placement.index is not None)
+        await pilot.press("3", "ctrl+t")
+        table = app.query_one("#placement-results")
+        good = "170141183460469231731687303715884105728"
+        app.placement.set_keys(f"{good}\nnot-a-number-but-a-rather-long-line-of-text\n")
+        await pilot.pause()
+        assert [c.label.plain for c in table.columns.values()] == ["Key", "Shard", "Hash key", "Problem"]
+        assert table.get_row_at(1)[1:3] == ["-", "-"] and "decimal integer" in table.get_row_at(1)[3].plain
+        widths = {c.label.plain: c.get_render_width(table) for c in table.columns.values()}
+        assert widths["Key"] + widths["Shard"] <= 80  # Shard stays on screen
+        assert table.get_row_at(0)[1] == "shardId-000000000002"
+        app.placement.set_keys(f"{good}\n")
+        await pilot.pause()
+        problem = next(c for c in table.columns.values() if c.label.plain == "Problem")
+        assert problem.get_render_width(table) <= len("Problem") + 2  # the error's width is gone

@@ -159,3 +159,15 @@ def test_empty_placement_in_hash_key_mode(snap_compare, size):
         await pilot.pause()
 
     assert snap_compare(make_app(), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)])
+def test_placement_problem_column(snap_compare, size):
+    async def run_before(pilot):
+        await loaded(pilot)
+        await pilot.press("3", "ctrl+t")
+        pilot.app.placement.set_keys(f"{HASH_SPACE // 2}\n12e30\n{HASH_SPACE // 8}\n")
+        await pilot.press("escape")
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=size, run_before=run_before)
