@@ -40,6 +40,7 @@ from console.ui.panels.tail import TailView
 from console.ui.reshard_flow import ReshardActivity, ReshardDialogs, ReshardProgressed, ReshardRequest
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.stream_picker import StreamPickerScreen
+from console.ui.toasts import ToastsBehindDialogs
 from console.ui.source import BIG_STREAM, ConnectionInfo, StreamView, describe_failure, fetch_stream, with_lineage
 from console.ui.widgets.header import ConsoleHeader
 from console.ui.widgets.ribbon import KeySpaceRibbon
@@ -129,7 +130,7 @@ class PollFailed(Message):
         self.reason = reason
 
 
-class KConsoleApp(PanelHost, FocusModel, App[None]):
+class KConsoleApp(PanelHost, FocusModel, ToastsBehindDialogs, App[None]):
     CSS_PATH = Path(__file__).parent / "kconsole.tcss"  # absolute, so subclasses elsewhere find it
     TITLE = "kconsole"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
@@ -498,7 +499,7 @@ class KConsoleApp(PanelHost, FocusModel, App[None]):
         request = ReshardRequest(
             operation, self.stream, self.view.shards, self.view.summary.open_shard_count,
             self.table.shard(self.selected_shard_id) if self.selected_shard_id else None, self.source,
-            suggestion.at if suggestion is not None else None)
+            suggestion.at if suggestion is not None else None, self.key_format, self.placement.key_sample())
         problem = reshard_flow.refusal(request)
         if problem:
             self.notify(problem, severity="warning")

@@ -24,6 +24,7 @@ from console.keyspace.hashkeys import parse_hash_key
 from console.reshard.actionlog import ActionLog
 from console.reshard.execute import Executor
 from console.reshard.limits import check_split_key
+from console.reshard.model import KeySample
 from console.reshard.plan import midpoint, plan_merge, plan_scale, plan_split
 from console.topology.model import Shard
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
@@ -53,6 +54,9 @@ class ReshardRequest:
     selected: Shard | None
     source: Any  # the backend the console polls
     suggested_split: int | None = None  # the heat panel's median of observed traffic
+    key_format: str = "decimal"  # how the preview writes hash keys
+    sample: KeySample | None = None  # keys whose moves the plan counts (those typed in Placement)
+    sample_label: str = "keys typed in Placement"
 
 
 @dataclass(frozen=True)
@@ -138,7 +142,7 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
             basis = "explicit hash key"
 
         def build(shards, context):
-            return plan_split(shards, shard.shard_id, key, basis=basis, context=context)
+            return plan_split(shards, shard.shard_id, key, basis=basis, context=context, sample=request.sample)
     elif operation == "merge":
         shard = request.selected
         assert shard is not None
@@ -155,7 +159,7 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
             s.starting_hash_key for s in request.shards if s.shard_id == sid))
 
         def build(shards, context):
-            return plan_merge(shards, lower, upper, context=context)
+            return plan_merge(shards, lower, upper, context=context, sample=request.sample)
     else:
         current = request.open_shard_count
         answer = await ask(PromptScreen(
@@ -166,7 +170,7 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         target = int(answer)
 
         def build(shards, context):
-            return plan_scale(shards, target, context=context)
+            return plan_scale(shards, target, context=context, sample=request.sample)
 
     def progress(text: str) -> None:
         # A toast for the log of steps, the header for the state now (it stays until the end),
@@ -182,7 +186,8 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
     except ConsoleError as error:
         notify(f"{operation}: {error.message}", severity="error", timeout=10)
         return
-    if not await ask(ReshardPreviewScreen(plan, stream)):
+    if not await ask(ReshardPreviewScreen(plan, stream, key_format=request.key_format,
+                                          sample_label=request.sample_label)):
         notify(f"{operation}: cancelled, nothing was called", timeout=4)
         return
     if not await ask(ConfirmByNameScreen(stream, plan.summary)):

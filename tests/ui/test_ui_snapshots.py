@@ -171,3 +171,21 @@ def test_placement_problem_column(snap_compare, size):
         await pilot.pause()
 
     assert snap_compare(make_app(), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)])
+def test_split_preview_legend_and_aligned_ranges(snap_compare, size):
+    from console.reshard.model import KeySample
+    from console.reshard.plan import midpoint, plan_split
+    from console.ui.screens.reshard import ReshardPreviewScreen
+
+    async def run_before(pilot):
+        await loaded(pilot)
+        shards = pilot.app.view.shards
+        target = next(s for s in shards if s.shard_id == "shardId-000000000001")
+        sample = KeySample.from_partition_keys([f"user-{n}" for n in range(1, 13)])
+        plan = plan_split(shards, target.shard_id, midpoint(target), basis="midpoint", sample=sample)
+        pilot.app.push_screen(ReshardPreviewScreen(plan, "orders", sample_label="keys typed in Placement"))
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=size, run_before=run_before)

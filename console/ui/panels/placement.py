@@ -17,6 +17,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Static, TextArea
 
 from console.errors import BadInput
+from console.reshard.model import KeySample
 from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
 from console.keyspace.hashkeys import HashRangeIndex, md5_hash_key, parse_hash_key, share_of_space, validate_partition_key
 from console.ui.format import KEY_WIDTHS, format_hash_key, format_share, short_shard_id
@@ -118,6 +119,13 @@ class PlacementPanel(Vertical):
     def _mode_text(self) -> str:
         mode = "explicit hash keys (decimal)" if self.explicit else "partition keys (MD5)"
         return f"Keys are {mode}, one per line · ctrl+t switches · enter to type, esc leaves the box"
+
+    def key_sample(self) -> KeySample | None:
+        """The keys typed here that parse, as a sample a reshard plan counts moves of (None: none)."""
+        placed = [p for p in self.placements if p.hash_key is not None]
+        if not placed:
+            return None
+        return KeySample([p.key for p in placed], [p.hash_key for p in placed])
 
     def action_toggle_mode(self) -> None:
         self.explicit = not self.explicit
