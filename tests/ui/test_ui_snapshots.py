@@ -189,3 +189,49 @@ def test_split_preview_legend_and_aligned_ranges(snap_compare, size):
         await pilot.pause()
 
     assert snap_compare(make_app(), terminal_size=size, run_before=run_before)
+
+
+def heat_snapshot():
+    """Six shards over 200 s: one ramps up to its limit, one is idle, the rest calm; fixed data."""
+    from console.heat.rates import StreamHeat
+    from console.keyspace.hashkeys import HashRangeIndex, md5_hash_key
+    from console.topology.model import Shard
+    from console.ui.widgets.heat_map import MAP_SECONDS
+
+    index = HashRangeIndex.even(6)
+    shards = [Shard(sid, s, e) for sid, s, e in zip(index.shard_ids, index.starts, index.endings)]
+    heat = StreamHeat("orders", shards, window_start=1000.0)
+    keys = {index.predict(md5_hash_key(f"k{n}")): f"k{n}" for n in range(200)}
+    for second in range(200):
+        for position, shard_id in enumerate(index.shard_ids):
+            rate = {0: 5 * second, 1: 0, 2: 100, 3: 300 if second > 120 else 20}.get(position, 50)
+            if rate:
+                heat.observe(shard_id, [(1000.0 + second + i / max(rate, 1), keys[shard_id], 100)
+                                        for i in range(min(rate, 1000))])
+    return heat.snapshot(now=1200.0, series_seconds=MAP_SECONDS)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)])
+def test_heat_map(snap_compare, size):
+    from textual.app import App
+
+    from console.ui.panels.heat import HeatPanel
+
+    snapshot = heat_snapshot()
+
+    class HeatApp(App):
+        CSS_PATH = KConsoleApp.CSS_PATH
+
+        def compose(self):
+            yield HeatPanel(id="heat-panel")
+
+        def on_mount(self):
+            panel = self.query_one(HeatPanel)
+            panel.update_snapshot(snapshot)
+
+    async def run_before(pilot):
+        await pilot.pause()
+        pilot.app.query_one(HeatPanel).update_snapshot(snapshot)  # again, now that the map has its size
+        await pilot.pause()
+
+    assert snap_compare(HeatApp(), terminal_size=size, run_before=run_before)
