@@ -49,7 +49,7 @@ class HeatPanel(Widget, can_focus=True):
     DEFAULT_CSS = """
     HeatPanel { height: 1fr; }
     HeatPanel #heat-total { height: auto; }
-    HeatPanel #heat-legend { height: 1; }
+    HeatPanel #heat-legend { height: auto; }
     HeatPanel #heat-map { height: 1fr; min-height: 5; }
     HeatPanel #heat-keys { height: auto; max-height: 35%; }
     """

@@ -50,17 +50,19 @@ def balance_table(report: BalanceReport) -> Table:
     table = Table(box=None, padding=(0, 1), show_edge=False, expand=False)
     table.add_column("Depth", justify="right")
     table.add_column("Keys", justify="right")
-    table.add_column("Positions", justify="right")
+    table.add_column("Slots", justify="right")  # positions the depth can hold
     table.add_column("Filled", justify="right")
     table.add_column("", no_wrap=True)
     levels, next_depth = levels_in_use(report)
     for level in levels:
-        bar_cells = 20
+        bar_cells = 10  # the table fits beside the next keys on an 80-column terminal
         filled = round(min(1.0, level.fill) * bar_cells)
         bar = Text("█" * filled + "░" * (bar_cells - filled), style="green" if level.fill >= 1 else "yellow")
         if level.depth == next_depth:
-            bar.append(" ← next", style="bold")
-        table.add_row(str(level.depth), str(level.keys), str(level.capacity), f"{level.fill * 100:.1f}%", bar)
+            bar.append(" ←", style="bold")
+        # A deep level holds 2^depth positions: written as such, exactly, rather than 39 digits.
+        slots = str(level.capacity) if level.capacity < 10**5 else f"2^{level.capacity.bit_length() - 1}"
+        table.add_row(str(level.depth), str(level.keys), slots, f"{level.fill * 100:.1f}%", bar)
     return table
 
 
@@ -148,8 +150,8 @@ class KeyTreePanel(Vertical):
                            " with ctrl+l); with none, the next keys below start the balanced tree", style="italic")
         worst = self.report.worst
         if worst is not None:
-            summary.append(f" · worst imbalance at depth {worst.depth}: {worst.left} left vs {worst.right} right"
-                           f" (position {worst.key})")
+            summary.append(f" · worst imbalance at depth {worst.depth}: {worst.left} left vs {worst.right} right")
+        summary.append("\nDepths in use; ← the next to fill", style="dim")
         for problem in problems[:5]:
             summary.append(f"\n{problem}", style="red")
         if len(problems) > 5:
