@@ -114,13 +114,16 @@ def test_many_uneven_shards_with_heat_at_80_columns(snap_compare):
     assert snap_compare(make_app(shards), terminal_size=(80, 30), run_before=run_before)
 
 
-def test_producer_form_at_80x24(snap_compare):
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)])
+def test_producer_form_opens_on_its_first_field(snap_compare, size):
     async def run_before(pilot):
         await loaded(pilot)
         await pilot.press("5")
+        while getattr(pilot.app.focused, "id", None) != "producer-keys":
+            await pilot.pause(0.02)
         await pilot.pause()
 
-    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)
+    assert snap_compare(make_app(), terminal_size=size, run_before=run_before)
 
 
 def test_tail_options_at_80x24(snap_compare):
@@ -235,3 +238,20 @@ def test_heat_map(snap_compare, size):
         await pilot.pause()
 
     assert snap_compare(HeatApp(), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)])
+def test_split_prompt_refuses_the_end_key_with_the_plans_rule(snap_compare, size):
+    from console.ui.screens.prompt import PromptScreen
+
+    async def run_before(pilot):
+        await loaded(pilot)
+        pilot.app.select_shard("shardId-000000000001")
+        await pilot.press("s")
+        while not isinstance(pilot.app.screen, PromptScreen):
+            await pilot.pause(0.02)
+        pilot.app.screen.query_one("Input").value = str(2 * HASH_SPACE // 4 - 1)  # the shard's end key
+        await pilot.press("enter")
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=size, run_before=run_before)
