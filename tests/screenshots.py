@@ -77,8 +77,10 @@ async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
         elif view == "heat":
             await pilot.press("7")
             await pilot.pause(1.5)
-            await write_records(kinesis, stream, 1500, hot_key="hot-customer")
-            await pilot.pause(2.5)
+            for _burst in range(6):  # a few seconds of traffic, so the heat map has columns to show
+                await write_records(kinesis, stream, 400, hot_key="hot-customer")
+                await pilot.pause(1.0)
+            await pilot.pause(1.5)
         elif view == "producer":
             await pilot.press("5")
             app.query_one("#producer-keys").value = "50"

@@ -138,6 +138,11 @@ class ShardHeat:
         buckets = self._buckets
         return [buckets.get(s, (0, 0))[0] for s in range(until_second - seconds, until_second)]
 
+    def utilisation_series(self, until_second: int, seconds: int) -> list[float]:
+        """Utilisation of the shard limits per second, for the same seconds as `series`."""
+        buckets = self._buckets
+        return [utilisation(*buckets[s]) if s in buckets else 0.0 for s in range(until_second - seconds, until_second)]
+
     def recent_rates(self, first_second: int, until_second: int) -> tuple[float, float]:
         """Records/s and bytes/s over the last RECENT_SECONDS whole seconds before `until_second`
         (not before `first_second`); falls back to nothing-yet (0, 0) in the first second."""
@@ -235,6 +240,7 @@ class ShardHeat:
             recent_records_per_s=recent_records,
             recent_bytes_per_s=recent_bytes,
             series=tuple(self.series(last_second, span)),
+            utilisation_series=tuple(self.utilisation_series(last_second, span)),
             top_keys=top_keys,
             top_keys_by_bytes=by_bytes,
             split=self.split_suggestion(),

@@ -120,11 +120,12 @@ class HeatSampler:
             raise RuntimeError("sampler not started")
         return self.heat.snapshot(self.clock(), top=top, series_seconds=series_seconds)
 
-    async def snapshots(self, every: float = 1.0, *, top: int = 5) -> AsyncIterator[StreamHeatSnapshot]:
+    async def snapshots(self, every: float = 1.0, *, top: int = 5,
+                        series_seconds: int = 60) -> AsyncIterator[StreamHeatSnapshot]:
         """A snapshot every `every` seconds while the readers run (for a UI worker:
         `async for snapshot in sampler.snapshots(): panel.update_snapshot(snapshot)`)."""
         while self.running:
-            yield self.snapshot(top=top)
+            yield self.snapshot(top=top, series_seconds=series_seconds)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), every)
             if self._closing.is_set():

@@ -75,6 +75,7 @@ class ShardHeatSnapshot:
     unplaced_records: int  # records whose key's MD5 is outside the shard: written with ExplicitHashKey
     key_error_bound: int  # any top-key count may exceed the truth by at most this
     is_open: bool = True  # False: closed by a reshard during the window (its rates end at the close)
+    utilisation_series: tuple[float, ...] = ()  # per second, aligned with `series` (the heat map's cells)
 
     @property
     def recent_utilisation(self) -> float:

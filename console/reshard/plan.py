@@ -47,14 +47,14 @@ from console.reshard.model import (
     PlannedShard,
     ReshardPlan,
 )
-from console.reshard.render import RIBBON_BEFORE, RIBBON_NEW, render_plan, ribbon, ribbons
+from console.reshard.render import RIBBON_BEFORE, RIBBON_NEW, render_plan, ribbon, ribbon_labels, ribbons
 from console.reshard.sample import key_movement, median_hash_key, median_split
 
 __all__ = [
     "DEFAULT_LIMITS", "MAX_LISTED_MOVES", "MAX_LISTED_ROUTES", "ORDERING_NOTE", "RIBBON_BEFORE", "RIBBON_NEW",
     "KeyMove", "KeyMovement", "KeySample", "MedianSplit", "Operation", "PlannedShard", "ReshardPlan",
     "key_movement", "median_hash_key", "median_split", "midpoint", "moved_fraction", "open_shards",
-    "even_tolerance", "plan_even", "plan_merge", "plan_scale", "plan_split", "render_plan", "ribbon", "ribbons",
+    "even_tolerance", "plan_even", "plan_merge", "plan_scale", "plan_split", "render_plan", "ribbon", "ribbon_labels", "ribbons",
 ]
 
 DEFAULT_LIMITS = Limits()

@@ -47,6 +47,7 @@ from console.ui.screens.stream_actions import StreamActionRequest, StreamActions
 from console.ui.screens.stream_picker import StreamPickerScreen
 from console.ui.source import (BIG_STREAM, ConnectionInfo, ListingSchedule, StreamView, describe_failure,
                                fetch_stream, with_lineage)
+from console.ui.toasts import ToastsBehindDialogs
 from console.ui.widgets.header import ConsoleHeader
 from console.ui.widgets.ribbon import KeySpaceRibbon
 from console.ui.widgets.shard_table import ShardTable
@@ -135,7 +136,7 @@ class PollFailed(Message):
         self.reason = reason
 
 
-class KConsoleApp(ConsumersHost, PanelHost, CommandLineHost, FocusModel, App[None]):
+class KConsoleApp(ConsumersHost, PanelHost, CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
     CSS_PATH = Path(__file__).parent / "kconsole.tcss"  # absolute, so subclasses elsewhere find it
     TITLE = "kconsole"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
@@ -545,7 +546,8 @@ class KConsoleApp(ConsumersHost, PanelHost, CommandLineHost, FocusModel, App[Non
         request = ReshardRequest(
             operation, self.stream, self.view.shards, self.view.summary.open_shard_count,
             self.table.shard(self.selected_shard_id) if self.selected_shard_id else None, self.source,
-            suggestion.at if suggestion is not None else None, barrier=self.reshard_barrier_lines)
+            suggestion.at if suggestion is not None else None, self.key_format, self.placement.key_sample(),
+            barrier=self.reshard_barrier_lines)
         problem = reshard_flow.refusal(request)
         if problem:
             self.notify(problem, severity="warning")

@@ -12,6 +12,7 @@ Mixed into the app (before App: its `on_event` sees a key before Textual routes 
 from __future__ import annotations
 
 from textual import events
+from textual.errors import NoWidget
 from textual.widget import Widget
 from textual.widgets import Input, TabbedContent, Tabs, TextArea
 
@@ -75,7 +76,10 @@ class FocusModel:
         # Seen here, before Textual hands the key to the focused text box (which would take it).
         # A click reaches the app on its way down from the terminal, or bubbling back up from the widget.
         if self._offered_field is not None and isinstance(event, events.MouseDown):
-            widget, _region = self.screen.get_widget_at(event.screen_x, event.screen_y)
+            try:
+                widget, _region = self.screen.get_widget_at(event.screen_x, event.screen_y)
+            except NoWidget:  # a click outside every widget
+                widget = None
             if widget is self._offered_field:
                 self.enter_field()
         elif isinstance(event, events.Key) and not event.is_forwarded and self.offered_field is not None:

@@ -20,6 +20,7 @@ from console.ui.panels.heat import HeatPanel
 from console.ui.panels.producer import ProducerPanel
 from console.ui.panels.tail import TailView
 from console.ui.screens.reshard import ConfirmByNameScreen
+from console.ui.widgets.heat_map import MAP_SECONDS
 from console.ui.widgets.shard_table import ShardHeat
 
 
@@ -142,7 +143,7 @@ class PanelHost:
         panel = self.query_one(HeatPanel)
         try:
             async with HeatSampler(self.source, stream) as sampler:
-                async for snapshot in sampler.snapshots(every=1.0):
+                async for snapshot in sampler.snapshots(every=1.0, series_seconds=MAP_SECONDS):
                     panel.update_snapshot(snapshot)
                     self._show_heat(snapshot)
         except ConsoleError as error:

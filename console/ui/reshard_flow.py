@@ -25,6 +25,7 @@ from console.keyspace.hashkeys import parse_hash_key
 from console.reshard.actionlog import ActionLog
 from console.reshard.execute import Executor
 from console.reshard.limits import check_scale_step, check_split_key
+from console.reshard.model import KeySample
 from console.reshard.plan import midpoint, plan_merge, plan_scale, plan_split
 from console.topology.model import Shard
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
@@ -57,6 +58,9 @@ class ReshardRequest:
     # With a lease table open (Consumers tab): the barrier lines for the preview and whether any
     # consumer is still behind in a shard the plan closes.
     barrier: Callable[[str, Any, Any], Awaitable[tuple[list[str], bool]]] | None = None
+    key_format: str = "decimal"  # how the preview writes hash keys
+    sample: KeySample | None = None  # keys whose moves the plan counts (those typed in Placement)
+    sample_label: str = "keys typed in Placement"
 
 
 @dataclass(frozen=True)
@@ -146,7 +150,7 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
             basis = "explicit hash key"
 
         def build(shards, context):
-            return plan_split(shards, shard.shard_id, key, basis=basis, context=context)
+            return plan_split(shards, shard.shard_id, key, basis=basis, context=context, sample=request.sample)
     elif operation == "merge":
         shard = request.selected
         assert shard is not None
@@ -163,7 +167,7 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
             s.starting_hash_key for s in request.shards if s.shard_id == sid))
 
         def build(shards, context):
-            return plan_merge(shards, lower, upper, context=context)
+            return plan_merge(shards, lower, upper, context=context, sample=request.sample)
     else:
         current = request.open_shard_count
         answer = await ask(PromptScreen(
@@ -174,7 +178,7 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         target = int(answer)
 
         def build(shards, context):
-            return plan_scale(shards, target, context=context)
+            return plan_scale(shards, target, context=context, sample=request.sample)
 
     def progress(text: str) -> None:
         # A toast for the log of steps, the header for the state now (it stays until the end),
@@ -191,7 +195,8 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         notify(f"{operation}: {error.message}", severity="error", timeout=10)
         return
     consumers, behind = await request.barrier(stream, shards, plan) if request.barrier is not None else (None, None)
-    if not await ask(ReshardPreviewScreen(plan, stream, consumers=consumers, consumers_behind=behind)):
+    if not await ask(ReshardPreviewScreen(plan, stream, key_format=request.key_format, sample_label=request.sample_label,
+                                          consumers=consumers, consumers_behind=behind)):
         notify(f"{operation}: cancelled, nothing was called", timeout=4)
         return
     if not await ask(ConfirmByNameScreen(stream, plan.summary)):

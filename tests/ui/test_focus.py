@@ -52,3 +52,22 @@ async def test_tab_keys_do_nothing_over_a_dialog():
         await wait_until(pilot, lambda: app.refreshed)
         await pilot.press("question_mark", "3")
         assert app.query_one("#tabs").active == "shards"
+
+
+async def test_toasts_never_cover_a_dialog():
+    from console.ui.screens.help import HelpScreen
+
+    app = static_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        app.notify("split done", timeout=10)
+        await pilot.pause()
+        assert [n.message for n in app._notifications] == ["split done"]
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen) and not list(app._notifications)  # cleared for the dialog
+        app.notify("merge running", timeout=10)
+        await pilot.pause()
+        assert not list(app._notifications)  # held while the dialog is open
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert [n.message for n in app._notifications] == ["merge running"]

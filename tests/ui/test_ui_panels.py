@@ -114,3 +114,95 @@ async def test_read_only_refuses_the_producer_and_enhanced_monitoring():
         await pilot.press("e")
         await pilot.pause(0.1)
         assert app.screen is app.screen_stack[0]
+
+
+async def test_empty_states_say_what_to_do():
+    from tests.ui.test_ui_console import wait_until
+    from tests.ui.test_ui_interaction import static_app
+
+    app = static_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("slash", *"zzz")
+        assert app.table.row_count == 0
+        assert "No shard matches 'zzz'" in app.table.render_line(2).text and "escape" in app.table.render_line(2).text
+        await pilot.press("escape")
+        assert app.table.render_line(2).text.strip() and app.table.empty_message is None
+        await pilot.press("3")
+        summary = app.query_one("#placement-summary")
+        assert "partition keys" in str(summary.render())
+        await pilot.press("ctrl+t")
+        assert "explicit hash keys" in str(summary.render()) and "partition" not in str(summary.render())
+        await pilot.press("4")
+        assert "none typed yet" in str(app.query_one("#keytree-summary").render())
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)])
+async def test_footer_palette_key_reaches_the_right_edge(size):
+    """With more keys than fit, the footer's labels run under the docked ctrl+p key: it must cover
+    the last column, or a stray letter shows there (as it did under tmux)."""
+    from tests.ui.test_ui_console import wait_until
+    from tests.ui.test_ui_interaction import static_app
+
+    app = static_app()
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("6")
+        await pilot.pause(0.2)
+        palette_key = app.query_one("FooterKey.-command-palette")
+        assert palette_key.region.right == size[0]
+
+
+def test_key_tree_lists_the_depths_in_use_and_the_next_one():
+    from console.keyspace.hashkeys import HASH_SPACE
+    from console.keyspace.keytree.tree import KeyTree
+    from console.ui.panels.keytree import levels_in_use
+
+    def shown(keys):
+        levels, next_depth = levels_in_use(KeyTree.rehydrate(keys).balance())
+        return [(level.depth, level.keys) for level in levels], next_depth
+
+    assert shown([]) == ([(0, 0)], 0)
+    assert shown([HASH_SPACE // 2]) == ([(0, 1), (1, 0)], 1)
+    # A key at depth 127 used to list all 128 depths; now only the three that matter.
+    assert shown([HASH_SPACE // 2, HASH_SPACE // 4, 1]) == ([(0, 1), (1, 1), (127, 1)], 1)
+    assert shown([HASH_SPACE // 2, HASH_SPACE // 4, 3 * HASH_SPACE // 4]) == ([(0, 1), (1, 2), (2, 0)], 2)
+
+
+async def test_next_keys_stay_in_view_at_80x24():
+    from console.keyspace.hashkeys import HASH_SPACE
+    from tests.ui.test_ui_console import wait_until
+    from tests.ui.test_ui_interaction import static_app
+
+    app = static_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("4")
+        app.query_one("#keytree-panel").set_keys(f"{HASH_SPACE // 2}\n{HASH_SPACE // 4}\n1\n")
+        await pilot.pause()
+        box = app.query_one("#keytree-next-box")
+        assert box.region.height >= 4 and box.region.bottom <= 23  # above the footer
+        assert "Next balanced keys" in str(app.query_one("#keytree-next").render())
+
+
+async def test_placement_problems_have_their_own_column_and_the_table_recovers():
+    from tests.ui.test_ui_console import wait_until
+    from tests.ui.test_ui_interaction import static_app
+
+    app = static_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed and app.placement.index is not None)
+        await pilot.press("3", "ctrl+t")
+        table = app.query_one("#placement-results")
+        good = "170141183460469231731687303715884105728"
+        app.placement.set_keys(f"{good}\nnot-a-number-but-a-rather-long-line-of-text\n")
+        await pilot.pause()
+        assert [c.label.plain for c in table.columns.values()] == ["Key", "Shard", "Hash key", "Problem"]
+        assert table.get_row_at(1)[1:3] == ["-", "-"] and "decimal integer" in table.get_row_at(1)[3].plain
+        widths = {c.label.plain: c.get_render_width(table) for c in table.columns.values()}
+        assert widths["Key"] + widths["Shard"] <= 80  # Shard stays on screen
+        assert table.get_row_at(0)[1] == "shardId-000000000002"
+        app.placement.set_keys(f"{good}\n")
+        await pilot.pause()
+        problem = next(c for c in table.columns.values() if c.label.plain == "Problem")
+        assert problem.get_render_width(table) <= len("Problem") + 2  # the error's width is gone

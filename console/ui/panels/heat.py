@@ -1,4 +1,5 @@
-"""Heat panel: a sparkline per shard, the stream total, and the top keys of the selected shard.
+"""Heat panel: a heat map of the shards over the last five minutes (console.ui.widgets.heat_map),
+the stream total, and the top keys of the selected shard.
 
 No I/O here: the app runs `console.heat.sampler.HeatSampler` in a worker and calls
 `update_snapshot()` with each `StreamHeatSnapshot`. The panel posts `HeatPanel.Shown` / `HeatPanel.Hidden`
@@ -11,37 +12,17 @@ enhanced monitoring (the app asks for the stream name first; greyed out when rea
 from __future__ import annotations
 
 from rich.text import Text
-from textual import events
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Sparkline, Static
+from textual.widgets import Static
 
 from console.heat.rates import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
 from console.read.printable import printable
-
-SPARK_SECONDS = 60
-
-
-def heat_style(utilisation: float) -> str:
-    """Colour by share of the shard limit: calm, warm, hot."""
-    if utilisation >= 0.8:
-        return "bold red"
-    if utilisation >= 0.5:
-        return "yellow"
-    return "green"
-
-
-def shard_label(shard: ShardHeatSnapshot, *, selected: bool) -> Text:
-    text = Text("▶ " if selected else "  ")
-    text.append(f"{shard.shard_id[-6:]:>6}{' ' if shard.is_open else 'x'}", style="bold" if selected else "")
-    # The live view shows the last whole seconds; the window average would flatten a new burst.
-    now = shard.recent_utilisation
-    text.append(f"{shard.recent_records_per_s:8.1f} rec/s {shard.recent_bytes_per_s / 1024:8.1f} KiB/s ")
-    text.append(f"{now:4.0%}", style=heat_style(now))
-    return text
+from console.ui.widgets.heat_map import HeatMap, HeatRow, legend
 
 
 def top_keys_text(shard: ShardHeatSnapshot | None, stream: str) -> Text:
@@ -65,35 +46,13 @@ def top_keys_text(shard: ShardHeatSnapshot | None, stream: str) -> Text:
     return text
 
 
-class ShardHeatRow(Horizontal):
-    """One shard: its label and a sparkline of records per second."""
-
-    DEFAULT_CSS = """
-    ShardHeatRow { height: 1; }
-    ShardHeatRow > Static { width: 46; }
-    ShardHeatRow > Sparkline { width: 1fr; }
-    """
-
-    def __init__(self, shard_id: str) -> None:
-        super().__init__(classes="heat-row")
-        self.shard_id = shard_id
-
-    def compose(self) -> ComposeResult:
-        yield Static(classes="heat-label")
-        yield Sparkline([], summary_function=max, classes="heat-spark")
-
-    def show(self, shard: ShardHeatSnapshot, *, selected: bool) -> None:
-        self.query_one(".heat-label", Static).update(shard_label(shard, selected=selected))
-        self.query_one(".heat-spark", Sparkline).data = list(shard.series[-SPARK_SECONDS:]) or [0]
-
-
 class HeatPanel(Widget, can_focus=True):
     DEFAULT_CSS = """
     HeatPanel { height: 1fr; }
-    HeatPanel #heat-total { height: 1; }
-    HeatPanel #heat-total-spark { height: 2; }
-    HeatPanel #heat-rows { height: 1fr; }
-    HeatPanel #heat-keys { height: auto; max-height: 12; }
+    HeatPanel #heat-total { height: auto; }
+    HeatPanel #heat-legend { height: auto; }
+    HeatPanel #heat-map { height: 1fr; min-height: 5; }
+    HeatPanel #heat-keys { height: auto; max-height: 35%; }
     """
 
     BINDINGS = [
@@ -119,8 +78,8 @@ class HeatPanel(Widget, can_focus=True):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static("heat: waiting for the sampler...", id="heat-total")
-            yield Sparkline([0], summary_function=max, id="heat-total-spark")
-            yield VerticalScroll(id="heat-rows")
+            yield Static(id="heat-legend")
+            yield HeatMap(id="heat-map")
             yield Static(id="heat-keys")
 
     def on_show(self, event: events.Show) -> None:
@@ -151,24 +110,29 @@ class HeatPanel(Widget, can_focus=True):
             return
         recent = sum(shard.recent_records_per_s for shard in snapshot.shards)
         recent_bytes = sum(shard.recent_bytes_per_s for shard in snapshot.shards)
-        total = Text(f"{snapshot.stream}: {recent:,.1f} rec/s  {recent_bytes / 1024:,.1f} KiB/s "
-                     f"(last {RECENT_SECONDS} s; {snapshot.records_per_s:,.1f} rec/s over "
-                     f"{snapshot.window_end - snapshot.window_start:.0f} s)"
-                     f"  ({'hottest first' if self.hottest_first else 'key-space order'}; h toggles)")
+        order = "hottest first" if self.hottest_first else "key-space order"
+        if snapshot.shards and not snapshot.series:
+            total = Text(f"{snapshot.stream}: sampling started; the first second is being read …", style="italic")
+        elif not any(shard.records for shard in snapshot.shards):
+            total = Text(f"{snapshot.stream}: idle, no records written in the "
+                         f"{snapshot.window_end - snapshot.window_start:.0f} s sampled so far", style="italic")
+        else:
+            total = Text(f"{snapshot.stream}: {recent:,.1f} rec/s  {recent_bytes / 1024:,.1f} KiB/s "
+                         f"(last {RECENT_SECONDS} s; {snapshot.records_per_s:,.1f} rec/s over "
+                         f"{snapshot.window_end - snapshot.window_start:.0f} s)")
+        total.append(f"  ({order}; h toggles, ↑↓ select)", style="dim")
         self.query_one("#heat-total", Static).update(total)
-        self.query_one("#heat-total-spark", Sparkline).data = list(snapshot.series[-SPARK_SECONDS:]) or [0]
-        rows_box = self.query_one("#heat-rows", VerticalScroll)
-        ordered = self.ordered_shards
-        rows = list(rows_box.query(ShardHeatRow))
-        if [row.shard_id for row in rows] != [shard.shard_id for shard in ordered]:
-            rows_box.remove_children()
-            rows = [ShardHeatRow(shard.shard_id) for shard in ordered]
-            rows_box.mount_all(rows)
-            self.call_after_refresh(self._render_snapshot)  # rows compose first; fill them next frame
-            return
-        for row, shard in zip(rows, ordered):
-            row.show(shard, selected=shard.shard_id == self.selected_shard)
+        heat_map = self.query_one(HeatMap)
+        heat_map.show([HeatRow(shard.shard_id, shard.is_open, shard.recent_records_per_s, shard.recent_utilisation,
+                               shard.utilisation_series) for shard in self.ordered_shards], self.selected_shard)
+        self.query_one("#heat-legend", Static).update(Text.assemble(*((seg.text, seg.style) for seg in
+                                                                      legend(heat_map.per_cell))))
         self.query_one("#heat-keys", Static).update(top_keys_text(self.selected, snapshot.stream))
+
+    @on(HeatMap.RowClicked)
+    def _row_clicked(self, event: HeatMap.RowClicked) -> None:
+        self.selected_shard = event.shard_id
+        self._render_snapshot()
 
     @property
     def selected(self) -> ShardHeatSnapshot | None:

@@ -14,6 +14,7 @@ from textual.widgets import Input, Static, TextArea
 
 from console.errors import BadInput
 from console.keyspace.hashkeys import parse_hash_key
+from console.keyspace.keytree.balance import LevelFill
 from console.keyspace.keytree.tree import BalanceReport, KeyTree
 
 NEXT_KEYS_DEFAULT = 8
@@ -34,18 +35,34 @@ def parse_keys(text: str) -> tuple[list[int], list[str]]:
     return keys, problems
 
 
+def levels_in_use(report: BalanceReport) -> tuple[list[LevelFill], int]:
+    """The depths that hold keys, plus the next depth to fill (the shallowest that is not full: where
+    the next balanced keys go), as `kconsole keytree` leaves empty depths out; and that next depth."""
+    levels = list(report.levels)
+    next_depth = next((level.depth for level in levels if level.fill < 1), len(levels))
+    shown = [level for level in levels if level.keys or level.depth == next_depth]
+    if next_depth == len(levels) and next_depth <= 128:
+        shown.append(LevelFill(next_depth, 0, 1 << next_depth if next_depth < 128 else 1))
+    return shown, next_depth
+
+
 def balance_table(report: BalanceReport) -> Table:
     table = Table(box=None, padding=(0, 1), show_edge=False, expand=False)
     table.add_column("Depth", justify="right")
     table.add_column("Keys", justify="right")
-    table.add_column("Positions", justify="right")
+    table.add_column("Slots", justify="right")  # positions the depth can hold
     table.add_column("Filled", justify="right")
     table.add_column("", no_wrap=True)
-    for level in report.levels:
-        bar_cells = 20
+    levels, next_depth = levels_in_use(report)
+    for level in levels:
+        bar_cells = 10  # the table fits beside the next keys on an 80-column terminal
         filled = round(min(1.0, level.fill) * bar_cells)
-        table.add_row(str(level.depth), str(level.keys), str(level.capacity), f"{level.fill * 100:.1f}%",
-                      Text("█" * filled + "░" * (bar_cells - filled), style="green" if level.fill >= 1 else "yellow"))
+        bar = Text("█" * filled + "░" * (bar_cells - filled), style="green" if level.fill >= 1 else "yellow")
+        if level.depth == next_depth:
+            bar.append(" ←", style="bold")
+        # A deep level holds 2^depth positions: written as such, exactly, rather than 39 digits.
+        slots = str(level.capacity) if level.capacity < 10**5 else f"2^{level.capacity.bit_length() - 1}"
+        table.add_row(str(level.depth), str(level.keys), slots, f"{level.fill * 100:.1f}%", bar)
     return table
 
 
@@ -58,17 +75,20 @@ class KeyTreePanel(Vertical):
         self.next_keys: list[int] = []
 
     def compose(self) -> ComposeResult:
-        yield Static("Explicit hash keys in use, one per line (typed, pasted or loaded) · enter to type, esc leaves",
+        yield Static("Explicit hash keys in use, one per line · enter to type, esc leaves",
                      id="keytree-help")
         yield TextArea(id="keytree-input", soft_wrap=False)
         with Horizontal(id="keytree-controls"):
             yield Input(placeholder="file of keys (ctrl+l loads)", id="keytree-file")
             yield Input(str(NEXT_KEYS_DEFAULT), placeholder="how many next keys", id="keytree-count",
                         type="integer", max_length=4)
-        with VerticalScroll(id="keytree-output"):
-            yield Static(id="keytree-summary")
-            yield Static(id="keytree-levels")
-            yield Static(id="keytree-next")
+        # The next keys sit in a column of their own, beside the balance: always in view.
+        with Horizontal(id="keytree-output"):
+            with VerticalScroll(id="keytree-balance"):
+                yield Static(id="keytree-summary")
+                yield Static(id="keytree-levels")
+            with VerticalScroll(id="keytree-next-box"):
+                yield Static(id="keytree-next")
 
     def on_mount(self) -> None:
         self.recompute()
@@ -125,16 +145,19 @@ class KeyTreePanel(Vertical):
             problems.append(error.message)
         summary = Text()
         summary.append(f"{self.report.total_keys} distinct keys", style="bold")
+        if not self.report.total_keys and not problems:
+            summary.append(" · none typed yet: paste the explicit hash keys already handed out (or load a file"
+                           " with ctrl+l); with none, the next keys below start the balanced tree", style="italic")
         worst = self.report.worst
         if worst is not None:
-            summary.append(f" · worst imbalance at depth {worst.depth}: {worst.left} left vs {worst.right} right"
-                           f" (position {worst.key})")
+            summary.append(f" · worst imbalance at depth {worst.depth}: {worst.left} left vs {worst.right} right")
+        summary.append("\nDepths in use; ← the next to fill", style="dim")
         for problem in problems[:5]:
             summary.append(f"\n{problem}", style="red")
         if len(problems) > 5:
             summary.append(f"\n… and {len(problems) - 5} more problems", style="red")
         self.query_one("#keytree-summary", Static).update(summary)
-        self.query_one("#keytree-levels", Static).update(balance_table(self.report) if self.report.levels else "")
+        self.query_one("#keytree-levels", Static).update(balance_table(self.report))
         next_text = Text("Next balanced keys:\n", style="bold")
         next_text.append("\n".join(str(key) for key in self.next_keys) or "(none)")
         self.query_one("#keytree-next", Static).update(next_text)

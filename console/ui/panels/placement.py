@@ -19,12 +19,14 @@ from textual.strip import Strip
 from textual.widgets import DataTable, Static, TextArea
 
 from console.errors import BadInput
+from console.reshard.model import KeySample
 from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
 from console.keyspace.hashkeys import HashRangeIndex, md5_hash_key, parse_hash_key, share_of_space, validate_partition_key
 from console.read.printable import printable
-from console.ui.format import format_hash_key, format_share, short_shard_id
+from console.ui.format import KEY_WIDTHS, format_hash_key, format_share, short_shard_id
 
 SHOWN_ROWS = 200  # the table lists the first keys; the summary covers all of them
+KEY_COLUMN_WIDTH = 24  # longer keys are cut here (the hash is of the whole key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +62,16 @@ def key_distribution(placements: list[Placement], index: HashRangeIndex) -> Dist
     return summarize(index.shard_ids, count_indices(positions, len(index)), expected)
 
 
-def distribution_summary(placements: list[Placement], index: HashRangeIndex | None) -> str:
+def empty_hint(explicit: bool) -> str:
+    if explicit:
+        return "Type explicit hash keys (decimal, 0 to 2^128-1), one per line: each shows the shard it lands on."
+    return "Type partition keys, one per line (or paste many): each shows its MD5 hash key and its shard."
+
+
+def distribution_summary(placements: list[Placement], index: HashRangeIndex | None, *, explicit: bool = False) -> str:
     bad = sum(1 for p in placements if p.problem)
     if not placements:
-        return "Type partition keys, one per line (or paste many)."
+        return empty_hint(explicit)
     if index is None:
         return f"{len(placements)} keys; waiting for the shard map to predict shards."
     dist = key_distribution(placements, index)
@@ -73,7 +81,8 @@ def distribution_summary(placements: list[Placement], index: HashRangeIndex | No
         parts.append(f"busiest {short_shard_id(busiest.label)} {busiest.count} ({format_share(busiest.share)})")
         parts.append(f"max/mean skew {dist.skew:.2f}")
     if bad:
-        parts.append(f"{bad} invalid")
+        first = next(p for p in placements if p.problem)
+        parts.append(f"{bad} invalid (first, {first.key[:KEY_COLUMN_WIDTH]!r}: {first.problem})")
     return " · ".join(parts)
 
 
@@ -108,17 +117,31 @@ class PlacementPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(self._mode_text(), id="placement-mode")
         yield KeysInput(id="placement-input", soft_wrap=False)
-        yield Static("Type partition keys, one per line (or paste many).", id="placement-summary")
+        yield Static(empty_hint(self.explicit), id="placement-summary")
         yield Static("", id="placement-distribution")
-        table = DataTable(id="placement-results", cursor_type="row", zebra_stripes=True)
-        table.add_column("Key", key="key")
-        table.add_column("Hash key", key="hash")
-        table.add_column("Shard", key="shard")
-        yield table
+        yield DataTable(id="placement-results", cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        self._add_columns(self.query_one("#placement-results", DataTable))
+
+    def _add_columns(self, table: DataTable) -> None:
+        # Fixed widths, the shard (the answer) before the 39-digit hash, and a line's problem in a
+        # column of its own, last: an error text never widens a column and pushes Shard off-screen.
+        table.add_column("Key", key="key", width=KEY_COLUMN_WIDTH)
+        table.add_column("Shard", key="shard", width=20)
+        table.add_column("Hash key", key="hash", width=KEY_WIDTHS[self.key_format])
+        table.add_column("Problem", key="problem")
 
     def _mode_text(self) -> str:
         mode = "explicit hash keys (decimal)" if self.explicit else "partition keys (MD5)"
         return f"Keys are {mode}, one per line · ctrl+t switches · enter to type, esc leaves the box"
+
+    def key_sample(self) -> KeySample | None:
+        """The keys typed here that parse, as a sample a reshard plan counts moves of (None: none)."""
+        placed = [p for p in self.placements if p.hash_key is not None]
+        if not placed:
+            return None
+        return KeySample([p.key for p in placed], [p.hash_key for p in placed])
 
     def action_toggle_mode(self) -> None:
         self.explicit = not self.explicit
@@ -143,7 +166,8 @@ class PlacementPanel(Vertical):
     def _recompute(self) -> None:
         text = self.query_one("#placement-input", TextArea).text
         self.placements = place_keys(text.splitlines(), explicit=self.explicit, index=self.index)
-        self.query_one("#placement-summary", Static).update(distribution_summary(self.placements, self.index))
+        self.query_one("#placement-summary", Static).update(
+            Text(distribution_summary(self.placements, self.index, explicit=self.explicit)))  # keys are not markup
         spread = self.query_one("#placement-distribution", Static)
         placed = sum(1 for p in self.placements if p.hash_key is not None)
         if self.index is not None and placed >= DISTRIBUTION_FROM:
@@ -153,12 +177,12 @@ class PlacementPanel(Vertical):
         else:
             spread.display = False
         table = self.query_one("#placement-results", DataTable)
-        table.clear()
+        table.clear(columns=True)  # the Problem column's width starts again from what is shown now
+        self._add_columns(table)
         for placement in self.placements[:SHOWN_ROWS]:
-            key = Text(printable(placement.key[:40]))  # Text: a key is never read as markup
+            key = Text(printable(placement.key[:KEY_COLUMN_WIDTH]))  # Text: a key is never read as markup
             if placement.problem:
-                table.add_row(key, Text(printable(placement.problem)), "-")
+                table.add_row(key, "-", "-", Text(printable(placement.problem), style="red"))
             else:
-                table.add_row(key, format_hash_key(placement.hash_key, self.key_format),
-                              placement.shard_id or "?")
+                table.add_row(key, placement.shard_id or "?", format_hash_key(placement.hash_key, self.key_format), "")
         self.post_message(self.MarkersChanged([p.hash_key for p in self.placements if p.hash_key is not None]))

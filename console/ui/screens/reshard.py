@@ -5,7 +5,9 @@
 
 Both are modal and dismiss with a bool. The preview shows the key space as plain text ribbons
 before and after (console.reshard.plan.ribbons: unchanged shards keep their character, new shards get
-capitals), the plan text, and any breached limits; a plan with breaches cannot proceed.
+capitals) with a legend of short shard ids, how much of the key space (and of a key sample, when
+there is one) moves, the shards before and after with their ranges in aligned columns (hash keys in
+the console's key format), and any breached limits; a plan with breaches cannot proceed.
 """
 
 from __future__ import annotations
@@ -13,13 +15,51 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, ScrollableContainer, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
-from console.reshard.plan import ReshardPlan, render_plan, ribbons
+from console.reshard.plan import ReshardPlan, ribbon_labels, ribbons
+from console.reshard.render import plan_details
+from console.ui.format import format_hash_key, short_shard_id
 
-RIBBON_WIDTH = 64
+RIBBON_WIDTH = 64  # at most; a narrow terminal gets a shorter bar (ribbon_width)
+LEGEND_ENTRIES = 24  # per bar; a bigger stream's legend ends in "…"
+MAX_ROWS = 20
+
+
+def legend(labels: list[str], shards, *, new: bool = False) -> Text:
+    """'0 #4  1 #5  …': which shard each character of a bar stands for (new ones marked)."""
+    text = Text()
+    seen: set[str] = set()
+    for label, shard in zip(labels, shards):
+        if label in seen:
+            continue
+        seen.add(label)
+        if len(seen) > LEGEND_ENTRIES:
+            text.append("…")
+            break
+        is_new = new and not getattr(shard, "unchanged", True)
+        text.append(label, style="bold")
+        text.append(f" {short_shard_id(shard.shard_id) if shard.shard_id else '(new)'}")
+        text.append(" new  " if is_new else "  ", style="green" if is_new else "")
+    return text
+
+
+def moved_summary(plan: ReshardPlan, sample_label: str) -> str:
+    text = f"{plan.moved_fraction:.2%} of the key space moves to another shard"
+    movement = plan.key_movement
+    if movement is not None and movement.sample_size:
+        text += (f" · {movement.moved} of the {movement.sample_size} {sample_label} move"
+                 f" ({movement.moved_fraction:.1%})")
+    return text
+
+
+def plan_body(plan: ReshardPlan, key_format: str) -> str:
+    """Everything below the bars (console.reshard.render.plan_details), with hash keys in the
+    console's key format and short shard ids."""
+    return "\n".join(plan_details(plan, MAX_ROWS, key_text=lambda key: format_hash_key(key, key_format),
+                                   shard_name=short_shard_id))
 
 
 class ReshardPreviewScreen(ModalScreen[bool]):
@@ -35,7 +75,7 @@ class ReshardPreviewScreen(ModalScreen[bool]):
         height: 90%;
         border: thick $primary;
         background: $surface;
-        padding: 1 2;
+        padding: 0 1;
     }
     ReshardPreviewScreen #preview-title {
         text-style: bold;
@@ -55,6 +95,9 @@ class ReshardPreviewScreen(ModalScreen[bool]):
         height: 1fr;
         border: round $panel;
     }
+    ReshardPreviewScreen #preview-text {
+        width: auto;  /* lines keep their columns; the box scrolls sideways on a narrow terminal */
+    }
     ReshardPreviewScreen #preview-buttons {
         height: auto;
         align: right middle;
@@ -70,25 +113,38 @@ class ReshardPreviewScreen(ModalScreen[bool]):
         Binding("enter", "proceed", "Proceed", show=False),
     ]
 
-    def __init__(self, plan: ReshardPlan, stream_name: str, *, consumers: list[str] | None = None,
+    def __init__(self, plan: ReshardPlan, stream_name: str, *, key_format: str = "decimal",
+                 sample_label: str = "sample keys", consumers: list[str] | None = None,
                  consumers_behind: bool = False) -> None:
         super().__init__()
         self.plan = plan
         self.stream_name = stream_name
+        self.key_format = key_format
+        self.sample_label = sample_label  # what the plan's key sample is, e.g. "keys typed in Placement"
         self.consumers = consumers or []  # the lease table's barrier lines (Consumers tab), if one is open
         self.consumers_behind = consumers_behind
+
+    def ribbon_width(self) -> int:
+        """The bars fit the dialog: 90% of the terminal (at most 120), less border, padding and the
+        'before |' label."""
+        dialog = min(120, self.app.size.width * 9 // 10)
+        return max(16, min(RIBBON_WIDTH, dialog - 4 - 9))
 
     @property
     def can_proceed(self) -> bool:
         return self.plan.ok and not self.plan.is_noop
 
     def compose(self) -> ComposeResult:
-        before, after = ribbons(self.plan, RIBBON_WIDTH)
+        before, after = ribbons(self.plan, self.ribbon_width())
+        before_labels, after_labels = ribbon_labels(self.plan)
+        bars = Text(f"before |{before}|\n        ")
+        bars.append_text(legend(before_labels, self.plan.before))
+        bars.append(f"\nafter  |{after}|\n        ")
+        bars.append_text(legend(after_labels, self.plan.after, new=True))
+        bars.append(f"\n{moved_summary(self.plan, self.sample_label)}")
         with Vertical(id="preview-dialog"):
             yield Static(Text(f"{self.stream_name}: {self.plan.summary}"), id="preview-title")
-            yield Static(Text(f"before |{before}|\nafter  |{after}|\n"
-                              f"{self.plan.moved_fraction:.2%} of the key space moves to another shard"),
-                         id="preview-ribbons")
+            yield Static(bars, id="preview-ribbons")
             if self.plan.breaches:
                 yield Static(Text("Cannot proceed, limits breached:\n" + "\n".join(
                     f"- {breach.detail} (rule: {breach.rule})" for breach in self.plan.breaches)), id="preview-breaches")
@@ -97,11 +153,12 @@ class ReshardPreviewScreen(ModalScreen[bool]):
             if self.consumers:
                 yield Static(Text("\n".join(self.consumers), style="bold" if self.consumers_behind else ""),
                              id="preview-consumers", classes="-behind" if self.consumers_behind else "")
-            with VerticalScroll(id="preview-body"):
-                yield Static(Text(render_plan(self.plan, with_ribbons=False)), id="preview-text")
+            with ScrollableContainer(id="preview-body"):
+                yield Static(Text(plan_body(self.plan, self.key_format), no_wrap=True), id="preview-text")
             with Horizontal(id="preview-buttons"):
-                yield Button("Cancel", id="cancel")
-                yield Button("Proceed", id="proceed", variant="warning", disabled=not self.can_proceed)
+                # Compact: one line each, so the plan keeps room on a 24-line terminal.
+                yield Button("Cancel", id="cancel", compact=True)
+                yield Button("Proceed", id="proceed", variant="warning", disabled=not self.can_proceed, compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#cancel" if not self.can_proceed else "#proceed", Button).focus()

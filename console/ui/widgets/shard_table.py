@@ -85,6 +85,7 @@ COLUMNS: tuple[Column, ...] = (
 # Shown when consumer lag is known (the Consumers tab): the worst lease's time behind on each shard.
 LAG_COLUMN = Column("lag", "Lag", 9, lambda s, h: "", lambda s, h: s.shard_id, align_right=True)
 _STALE = Style(dim=True, italic=True)
+_EMPTY = Style(italic=True)
 NARROW_SHARD_WIDTH = 6  # "#12345": the short id, when the full one does not fit
 NARROWEST_KEY_WIDTH = 12
 
@@ -552,6 +553,17 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
             self._style_cache[key] = style
         return style
 
+    @property
+    def empty_message(self) -> str | None:
+        """What an empty table says to do (None: it has rows)."""
+        if self._ascending:
+            return None
+        if self.filter_text:
+            return f"No shard matches {self.filter_text!r}: edit the filter (/), or escape in it to clear it."
+        if not self._shards:
+            return "No shards yet: waiting for the first poll (r refreshes, p picks another stream)."
+        return None
+
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         scroll_x = round(self.scroll_x)
@@ -561,6 +573,9 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
         else:
             row = round(self.scroll_y) + y - 1
             if row >= len(self._ascending):
+                message = self.empty_message if y == 2 else None
+                if message:
+                    return Strip([Segment(f" {message}", base + _EMPTY)]).crop_extend(0, width, base)
                 return Strip.blank(width, base)
             strip = self._row_strip(row)
         return strip.crop_extend(scroll_x, scroll_x + width, base)

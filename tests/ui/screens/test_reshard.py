@@ -28,7 +28,7 @@ def split_plan():
 
 async def test_preview_shows_ribbons_and_proceeds():
     app = Host(lambda: ReshardPreviewScreen(split_plan(), "orders"))
-    async with app.run_test() as pilot:
+    async with app.run_test(size=(100, 30)) as pilot:  # wide enough for the full 64-column bars
         ribbons = str(app.screen.query_one("#preview-ribbons", Static).render())
         assert "before |" + "0" * 16 + "1" * 16 in ribbons
         assert "after  |" + "0" * 16 + "A" * 8 + "B" * 8 in ribbons
@@ -81,3 +81,27 @@ async def test_confirm_cancel():
         await pilot.press("escape")
         await pilot.pause()
     assert app.results == [False]
+
+
+async def test_preview_has_a_legend_aligned_ranges_and_the_sample_keys_that_move():
+    from console.reshard.model import KeySample
+
+    shards = even_shards(4)
+    sample = KeySample.from_partition_keys([f"user-{n}" for n in range(40)])
+    plan = plan_split(shards, shards[1].shard_id, midpoint(shards[1]), sample=sample)
+    app = Host(lambda: ReshardPreviewScreen(plan, "orders", key_format="hex", sample_label="keys typed in Placement"))
+    async with app.run_test(size=(120, 40)):
+        ribbons = str(app.screen.query_one("#preview-ribbons", Static).render())
+        before_id, upper_id = shards[1].shard_id, shards[2].shard_id
+        assert f"0 #0  1 #{int(before_id[-12:])}  2 #{int(upper_id[-12:])}" in ribbons
+        new_ids = [s.shard_id for s in plan.after if not s.unchanged]
+        assert all(f"#{int(sid[-12:])} new" in ribbons for sid in new_ids)
+        movement = plan.key_movement
+        assert 0 < movement.moved < 40
+        assert f"{movement.moved} of the 40 keys typed in Placement move" in ribbons
+        body = str(app.screen.query_one("#preview-text", Static).render())
+        rows = [line for line in body.splitlines() if "0x" in line]
+        assert len(rows) == len(plan.before) + len(plan.after)
+        assert len({line.index("0x") for line in rows}) == 1  # start keys in one column
+        assert len({line.rindex("0x") for line in rows}) == 1  # end keys in one column
+        assert "0x" + "f" * 32 in body and "e+" not in body
