@@ -4,7 +4,8 @@
 Commands run in-process through console.cli.main, each under a short alarm. Nothing can reach AWS:
 every vector gets --endpoint-url naming a closed port on 127.0.0.1 right after the command's name,
 AWS_ENDPOINT_URL points the SDK there too, any other host name fails to resolve (and fails the case),
-and `local serve` (which would listen until stopped) is refused by that --endpoint-url.
+and `local serve` (which would listen until stopped) is refused by that --endpoint-url; `web`,
+which serves until stopped whatever it is given, is left out.
 The grammar is read from the parser itself, so a new command or option is fuzzed without a change here.
 300 cases run in CI; set KCONSOLE_SLOW=1 and run `-m slow` for thousands more.
 """
@@ -42,8 +43,13 @@ def _commands() -> dict[tuple[str, ...], list[argparse.Action]]:
                 for name, child in action.choices.items():
                     walk(child, (*path, name))
 
-    walk(cli.build_parser(), ())
-    return found
+    parser = cli.build_parser()
+    for action in parser._actions:  # the CLI builds command parsers on use; the fuzzer wants them all
+        if hasattr(action, "load_all"):
+            action.load_all()
+    walk(parser, ())
+    # `web` serves the console until stopped, whatever it is given: it has nothing to answer with.
+    return {path: actions for path, actions in found.items() if path[:1] != ("web",)}
 
 
 COMMANDS = _commands()

@@ -546,7 +546,7 @@ class KConsoleApp(ConsumersHost, PanelHost, CommandLineHost, FocusModel, ToastsB
         request = ReshardRequest(
             operation, self.stream, self.view.shards, self.view.summary.open_shard_count,
             self.table.shard(self.selected_shard_id) if self.selected_shard_id else None, self.source,
-            suggestion.at if suggestion is not None else None, self.key_format, self.placement.key_sample(),
+            suggestion.at if suggestion is not None else None, key_format=self.key_format, sample=self.placement.key_sample(),
             barrier=self.reshard_barrier_lines)
         problem = reshard_flow.refusal(request)
         if problem:

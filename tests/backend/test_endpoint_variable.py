@@ -16,7 +16,7 @@ async def test_the_endpoint_variable_selects_the_server_and_names_it(local_kines
     assert (config.kind, config.endpoint_url) == ("endpoint", local_kinesis.endpoint_url)
     async with open_backend(config) as kinesis:
         assert name in await kinesis.stream_names()
-        assert kinesis.label == f"endpoint {local_kinesis.endpoint_url}"
+        assert kinesis.label == f"endpoint {local_kinesis.endpoint_url} (AWS_ENDPOINT_URL)"  # named with its source
     # The Kinesis-specific variable wins; --endpoint-url and --local win over both.
     monkeypatch.setenv("AWS_ENDPOINT_URL_KINESIS", "http://127.0.0.1:1")
     assert BackendConfig.from_args(argparse.Namespace()).endpoint_url == "http://127.0.0.1:1"

@@ -43,6 +43,7 @@ async def test_command_mode_switches_views_and_explains_mistakes():
         await pilot.press("escape")  # the key-tree tab focuses its text box, where ':' is typed; leave it
         await command(pilot, "consumers")
         assert any("no consumers view" in note for note in app.notes) or tabs.active == "consumers"
+        await pilot.press("escape")  # the consumers tab, too, opens on its text box (the lease table)
         await command(pilot, "bogus")
         assert isinstance(app.screen, CommandLineScreen)  # stays open, with the reason
         assert "unknown command 'bogus'" in str(app.screen.query_one("#command-line-error").render())
