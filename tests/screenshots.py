@@ -86,6 +86,10 @@ async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
             app.query_one("#producer-keys").value = "50"
             app.query_one("#producer-per-key").value = "4"
             await pilot.click("#producer-start")
+            # Writing to a stream asks for its name first, as a reshard does.
+            await wait_until(pilot, lambda: bool(app.screen.query("#confirm-input")))
+            app.screen.query_one("#confirm-input").value = stream
+            await pilot.press("enter")
             panel = app.query_one("#producer-panel")
             await wait_until(pilot, lambda: panel.report is not None, timeout=60)
         await pilot.pause(0.3)
