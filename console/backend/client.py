@@ -522,17 +522,6 @@ class KinesisBackend:
                 return tags
             params["ExclusiveStartTagKey"] = page["Tags"][-1]["Key"]
 
-    async def stream_consumers(self, stream_arn: str) -> list[dict]:
-        """The stream's registered (enhanced fan-out) consumers, AWS-shaped."""
-        consumers: list[dict] = []
-        params: dict[str, Any] = {"StreamARN": stream_arn}
-        while True:
-            page = await self._call("ListStreamConsumers", **params)
-            consumers.extend(page.get("Consumers", []))
-            if not page.get("NextToken"):
-                return consumers
-            params = {"StreamARN": stream_arn, "NextToken": page["NextToken"]}
-
     async def increase_retention(self, stream: str, hours: int) -> None:
         await self._call("IncreaseStreamRetentionPeriod", StreamName=stream, RetentionPeriodHours=hours)
 

@@ -201,7 +201,7 @@ def run_delete(args: Any) -> int:
 async def _delete(args: Any) -> int:
     async with _open(args) as kinesis:
         summary = await kinesis.describe_stream(args.stream)
-        consumers, shards = await asyncio.gather(kinesis.stream_consumers(summary.arn) if summary.arn else _none(),
+        consumers, shards = await asyncio.gather(kinesis.list_stream_consumers(summary.arn) if summary.arn else _none(),
                                                  kinesis.all_shards(args.stream))
         plan = plan_delete(summary, consumers=[c.get("ConsumerName", "?") for c in consumers],
                            total_shards=len(shards), enforce_consumer_deletion=args.enforce_consumer_deletion)
@@ -288,7 +288,7 @@ async def _describe(args: Any) -> dict:
         await _create_if_local(kinesis, args)
         raw = await kinesis.describe_stream_details(args.stream)
         tags, consumers = await asyncio.gather(kinesis.stream_tags(args.stream),
-                                               kinesis.stream_consumers(raw["StreamARN"]) if raw.get("StreamARN")
+                                               kinesis.list_stream_consumers(raw["StreamARN"]) if raw.get("StreamARN")
                                                else _none())
         label = kinesis.label
     metrics = sorted({m for group in raw.get("EnhancedMonitoring", []) for m in group.get("ShardLevelMetrics", [])})

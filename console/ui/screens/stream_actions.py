@@ -221,7 +221,7 @@ async def _plan(request: StreamActionRequest, summary: StreamSummary, dialogs: R
             return None
         key = None if answer.lower() == "off" else check_kms_key(answer)
         return plan_encryption(summary, key, current_key=details.get("KeyId"))
-    consumers = [c.get("ConsumerName", "?") for c in await kinesis.stream_consumers(summary.arn)] if summary.arn else []
+    consumers = [c.get("ConsumerName", "?") for c in await kinesis.list_stream_consumers(summary.arn)] if summary.arn else []
     enforce = False
     if consumers:
         choice = await dialogs.ask(ChoiceScreen(
