@@ -61,7 +61,7 @@ def register(subparsers, common) -> None:
     keytree.add_argument("--existing-file", metavar="F",
                          help="keys already in use, decimal, one per line ('-' reads stdin; blank lines and # comments skipped)")
     keytree.add_argument("--space", default=str(HASH_SPACE), metavar="SIZE",
-                         help="size of the key space, a power of two (default 2**128, Kinesis'; 128 replays the seed)")
+                         help="size of the key space, a power of two (default 2**128, Kinesis'; 128 replays the reference algorithm's small example)")
     keytree.set_defaults(handler=keytree_command)
 
     spread = subparsers.add_parser(

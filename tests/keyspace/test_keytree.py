@@ -144,7 +144,7 @@ def test_next_keys_equal_the_seed_until_the_seed_repeats_a_key(data, bits):
         if seed_agrees:
             seed_key = oracle.next_key()
             if seed_key in used:
-                seed_agrees = False  # the seed hands out a duplicate here; we take a free key instead
+                seed_agrees = False  # the reference algorithm hands out a duplicate here; we take a free key instead
             else:
                 assert key == seed_key
         assert key not in used

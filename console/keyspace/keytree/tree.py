@@ -8,7 +8,7 @@ holding fewer keys (ties go left) and takes the first free position it reaches.
 `insertAndBackfill` rehydrates the tree from keys already in use, creating placeholder
 positions on the way down to each of them.
 
-Differences from the seed, all deliberate:
+Differences from the reference algorithm, all deliberate:
 - Subtree key counts live in the nodes, so a next key costs O(depth), not O(n).
 - Only positions that hold a key or branch are stored. A run of single-child placeholders
   (about 110 of them above every random 128-bit key) is implied by the edge that skips it and is
@@ -17,8 +17,8 @@ Differences from the seed, all deliberate:
   balanced order, so it is one node and its next key is computed, not walked to.
 - `next_keys(n)` plans a batch: each stored node splits n between its sides in closed form and
   interleaves their keys, so it is visited once per batch instead of once per key.
-- An out-of-range existing key is an error (the seed silently drops the whole tree).
-- A full subtree is never entered: the seed would hand out a duplicate there (its intervals
+- An out-of-range existing key is an error (the reference algorithm silently drops the whole tree).
+- A full subtree is never entered: the reference algorithm would hand out a duplicate there (its intervals
   overlap once they shrink to one integer). Until that point the keys are identical to the reference algorithm's.
 - Everything is iterative: the tree is 128 levels deep at the bottom.
 
@@ -87,7 +87,7 @@ def _level_of(value: int) -> int:
 
 def _child_position(value: int, level: int, go_left: bool) -> tuple[int, int]:
     """The (value, level) of a position's left or right child. Level 1's children are one-integer
-    intervals; only [0, 1), left of 1, holds a key (the seed would repeat the parent's value)."""
+    intervals; only [0, 1), left of 1, holds a key (the reference algorithm would repeat the parent's value)."""
     if level == 1:
         return 0, 0
     step = 1 << (level - 2)
