@@ -18,7 +18,6 @@ from datetime import datetime, timedelta, timezone
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import ensure_local_stream, local_shard_count, validate_stream_name
-from console.read.decoding import one_line
 from console.consumers.lag import DEFAULT_SCAN_CAP, MAX_SCAN_CAP
 from console.consumers.recommend import DEFAULT_WINDOW_CAP, Recommendation, ShardLoad, recommend, window_peaks
 from console.consumers.report import ConsumerReport, StallTracker, format_millis
@@ -180,13 +179,14 @@ def render_report(report: ConsumerReport) -> str:
              + (f", {len(report.rows)} lease(s) in {report.lease_table}" if report.lease_table else "")]
     if report.efo_consumers:
         lines.append(render_table(("EFO CONSUMER", "STATUS", "CREATED", "ARN"),
-                                  [(one_line(c.name), c.status, c.created, c.arn) for c in report.efo_consumers]))
+                                  [(c.name, c.status, c.created, c.arn) for c in report.efo_consumers]))
     if report.lease_table is None:
         lines.append("(KCL leases: pass --lease-table TABLE, or find it with --find-lease-tables)")
         return "\n".join(lines)
-    rows = [(one_line(row.shard_id), row.state, one_line(row.lease.owner or "-"), one_line(row.lease.checkpoint or "-"),
+    # render_table (and emit) escape every cell: owners, checkpoints and problems come from the lease table
+    rows = [(row.shard_id, row.state, row.lease.owner or "-", row.lease.checkpoint or "-",
              row.records_text(report.scan_cap), format_millis(row.millis_behind),
-             f"! {one_line(row.problem)}" if row.problem else "") for row in report.rows]
+             f"! {row.problem}" if row.problem else "") for row in report.rows]
     if rows:
         lines.append(render_table(("SHARD", "STATE", "OWNER", "CHECKPOINT", "RECORDS BEHIND", "TIME BEHIND", ""),
                                   rows, right_aligned={4, 5}))

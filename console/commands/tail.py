@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from console.commands._output import emit_record, note, run_async
-from console.read.decoding import KIND_ERROR, KIND_TEXT, DecodedRecord, one_line
+from console.read.decoding import KIND_ERROR, DecodedRecord
 from console.read.printable import printable
 from console.errors import BadInput
 from console.keyspace.hashkeys import validate_partition_key
@@ -134,6 +134,4 @@ def format_line(record: DecodedRecord) -> str:
     content = record.content_text(max_hex_bytes=TEXT_HEX_BYTES)
     if record.kind == KIND_ERROR:
         content = f"{record.error}: {content}"
-    elif record.kind == KIND_TEXT:
-        content = one_line(content)
     return printable(f"{arrival} {record.shard_id} {record.position} {key} {record.kind_label} {record.size}B {content}")

@@ -422,15 +422,3 @@ def _deaggregate(data: bytes, shard_id: str, sequence_number: str, partition_key
             kind, value, _KPL_GZIP if encoding else _KPL_ONLY, sub_sequence, explicit_hash_key, error, inflated,
         ))
     return decoded
-
-
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def one_line(text: str) -> str:
-    """`text` with line breaks and every other non-printable character escaped: one line per record, and
-    a producer's escape sequences (a partition key holding ESC[2J, say) never reach the terminal."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else _ESCAPES.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100
-                   else f"\\u{ord(ch):04x}") for ch in text)

@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Input, Static
 
 from console.consumers.capacity import StreamMetrics
 from console.consumers.report import ConsumerReport, LeaseRow, format_millis
-from console.read.decoding import one_line
+from console.read.printable import printable
 from console.ui.format import format_rate
 from console.ui.widgets.shard_table import sparkline
 
@@ -34,7 +34,7 @@ METRIC_LINES = (
 
 
 def plain(value: object) -> Text:
-    return Text(one_line(str(value)))
+    return Text(printable(str(value)))
 
 
 def lease_cells(row: LeaseRow, cap: int) -> tuple[Text, ...]:
@@ -88,14 +88,14 @@ class ConsumersPanel(Vertical):
         self.query_one("#consumers-status", Static).update(Text(text))
 
     def show_error(self, message: str) -> None:
-        self.query_one("#consumers-status", Static).update(Text(one_line(message), style="bold red"))
+        self.query_one("#consumers-status", Static).update(Text(printable(message), style="bold red"))
 
     def show_metrics(self, metrics: StreamMetrics | None, problem: str | None = None) -> None:
         """The stream-level CloudWatch metrics: the last 30 minutes as sparklines, and the hour's peak
         minute (CloudWatch's latest minute is often not complete yet)."""
         widget = self.query_one("#consumers-metrics", Static)
         if metrics is None:
-            widget.update(Text(f"CloudWatch: {one_line(problem or 'no metrics')}"))
+            widget.update(Text(f"CloudWatch: {printable(problem or 'no metrics')}"))
             return
         if not metrics.has_data:
             widget.update(Text(f"CloudWatch: no stream metrics in the last {metrics.minutes} min"))
