@@ -18,7 +18,8 @@ import threading
 from console.commands import command_help
 from console.commands._output import emit
 from console.errors import BadInput, ConsoleError
-from console.lifecycle.rules import DEFAULT_SHARDS, parse_shard_count, validate_stream_name
+from console.bounds import validate_stream_name
+from console.lifecycle.rules import DEFAULT_SHARDS, parse_shard_count
 
 DEFAULT_PORT = 4567
 

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
+from console.bounds import validate_stream_name
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import ensure_local_stream
 from console.errors import BadInput, PlanRejected, StreamNotFound
@@ -35,7 +36,6 @@ from console.lifecycle.rules import (
     check_retention_hours,
     parse_mode,
     parse_shard_count,
-    validate_stream_name,
 )
 
 DEFAULT_WAIT_SECONDS = 300.0

@@ -3,7 +3,7 @@ exit 2, never a server round trip or a half-made change."""
 
 from __future__ import annotations
 
-from console.bounds import UPDATE_SHARD_COUNT_MAX, validate_stream_name, whole_number
+from console.bounds import UPDATE_SHARD_COUNT_MAX, whole_number
 from console.errors import BadInput
 
 # The most shards kconsole creates or rescales to: UpdateShardCount's ceiling for one stream.
@@ -16,9 +16,6 @@ MAX_RETENTION_HOURS = 8760
 MAX_KMS_KEY_LENGTH = 2048
 AWS_MANAGED_KMS_KEY = "alias/aws/kinesis"
 MODES = ("PROVISIONED", "ON_DEMAND")
-
-
-__all__ = ["validate_stream_name"]  # CreateStream's StreamName rule lives with the other bounds
 
 
 def parse_shard_count(text: object, *, option: str = "--shards") -> int:

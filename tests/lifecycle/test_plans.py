@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from console.bounds import validate_stream_name
 from console.errors import BadInput
 from console.lifecycle.plans import plan_create, plan_delete, plan_encryption, plan_mode, plan_retention
 from console.lifecycle.rules import (
@@ -17,7 +18,6 @@ from console.lifecycle.rules import (
     check_retention_hours,
     parse_mode,
     parse_shard_count,
-    validate_stream_name,
 )
 from console.topology.model import StreamSummary
 
