@@ -13,12 +13,11 @@ shard, the write-sharding what-if (how many suffixes, which shards the sharded k
 
 from __future__ import annotations
 
-from console.commands import command_help
-
 import argparse
 import asyncio
 import math
 
+from console.commands import command_help
 from console.backend import BackendConfig, open_backend
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, render_table, run_async

@@ -6,8 +6,6 @@ default 4). `predict` and `spread` can instead use a live stream's open shards (
 
 from __future__ import annotations
 
-from console.commands import command_help
-
 import argparse
 import json
 import sys
@@ -17,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from console.commands import command_help
 from console.bounds import shard_count, whole_number
 from console.commands._output import emit, emit_json_with_rows, plain_json, render_table, run_async
 from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize

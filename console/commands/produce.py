@@ -11,12 +11,11 @@ stderr has one line saying why.
 
 from __future__ import annotations
 
-from console.commands import command_help
-
 import sys
 import time
 from typing import Any
 
+from console.commands import command_help
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, run_async
 from console.errors import BadInput, ConsoleError

@@ -13,13 +13,12 @@ A plan that breaches a limit exits 1 (`plan` still prints it; `reshard` calls no
 
 from __future__ import annotations
 
-from console.commands import command_help
-
 import argparse
 from dataclasses import dataclass, replace
 from collections.abc import Sequence
 from pathlib import Path
 
+from console.commands import command_help
 from console.bounds import (
     UPDATE_SHARD_COUNT_MAX,
     argtype,

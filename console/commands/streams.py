@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from console.commands import command_help
-
 import argparse
 from typing import Any
 
+from console.commands import command_help
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import ensure_local_stream, local_shard_count, validate_stream_name
 from console.lifecycle.rules import parse_shard_count

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from console.commands import command_help
-
 import contextlib
 import sys
 from typing import Any
 
+from console.commands import command_help
 from console.commands._output import emit_record, note, run_async
 from console.read.decoding import KIND_ERROR, DecodedRecord
 from console.read.printable import printable
