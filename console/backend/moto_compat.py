@@ -1,6 +1,6 @@
 """Fixes for moto 5.2.5's Kinesis, applied inside the embedded server process (see server_main).
 
-Each fix has a test in tests/test_moto_compat.py that runs against a patched and an unpatched
+Each fix has a test in tests/backend/test_moto_compat.py that runs against a patched and an unpatched
 server, asserting the defect is present only in the unpatched one. Measured defects:
 
   routing      puts after a split go to the closed parent (moto searches every shard, closed ones first)
@@ -15,6 +15,7 @@ server, asserting the defect is present only in the unpatched one. Measured defe
                refused, and the merged range is wrong; OpenShardCount ignores splits and merges
   rescale      UpdateShardCount doubles then merges pairs, leaving uneven ranges; AWS's UNIFORM_SCALING
                ends with the even split of the key space
+  iterator     GetRecords with a malformed ShardIterator fails with a 500 (AWS: InvalidArgumentException)
   deregister   DeregisterStreamConsumer by StreamARN and ConsumerName keeps the named consumer and
                deletes every other one
 
@@ -41,6 +42,11 @@ _lock = threading.RLock()
 # stream; one process-wide counter from an AWS-sized base gives both properties.
 SEQUENCE_BASE = 49_600_000_000_000_000_000_000_000_000_000_000_000_000_000_000_000_000
 _sequence = itertools.count(SEQUENCE_BASE + 1)
+
+
+def lock() -> threading.RLock:
+    """The one lock every request to moto's Kinesis models holds (the server's short path too)."""
+    return _lock
 
 
 def next_sequence_number() -> int:
@@ -243,7 +249,11 @@ def _patch_responses(KinesisResponse: type, models: Any) -> None:
 
         iterator = self._get_param("ShardIterator")
         limit = self._get_param("Limit")
-        stream_name, shard_id, last_sequence = decompose_shard_iterator(iterator)
+        try:
+            stream_name, shard_id, last_sequence = decompose_shard_iterator(iterator)
+        except (ValueError, TypeError, AttributeError, binascii.Error):
+            # moto fails with a 500 (and botocore retries it); AWS answers InvalidArgumentException.
+            raise InvalidArgumentError(f"Invalid ShardIterator: {str(iterator)[:40]}") from None
         stream = self.kinesis_backend.describe_stream(stream_arn=self._get_param("StreamARN"), stream_name=stream_name)
         shard = stream.get_shard(shard_id)
         records, last_sequence, millis_behind = shard.get_records(last_sequence, limit)

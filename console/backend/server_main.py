@@ -37,9 +37,26 @@ def build_server(host: str = "127.0.0.1", port: int = 0, *, patched: bool = True
     if port:
         _check_port_free(host, port)
     app = DomainDispatcherApplication(create_backend_app)
+    if patched:
+        from console.backend.fast_reads import ShortPathReads
+
+        app = ShortPathReads(app, moto_compat.lock())
     server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
+    server.handle_error = _quiet_on_disconnect(server.handle_error)
     server.daemon_threads = True  # a request stuck in a handler must not keep the process alive on exit
     return server
+
+
+def _quiet_on_disconnect(handle_error: Callable) -> Callable:
+    """A client that goes away mid-request (a cancelled poll, a closed console) is normal: say nothing,
+    where socketserver would print a traceback into the terminal of `kconsole local serve`."""
+
+    def handle(request, client_address) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        handle_error(request, client_address)
+
+    return handle
 
 
 def _cache_moto_module_listing() -> None:

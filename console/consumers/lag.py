@@ -44,10 +44,11 @@ class ShardLag:
 
 async def measure_lag(backend: Any, stream: str, leases: Iterable[Lease], *, cap: int = DEFAULT_SCAN_CAP,
                       concurrency: int = DEFAULT_CONCURRENCY, min_interval: float = DEFAULT_MIN_INTERVAL,
-                      now: datetime | None = None) -> dict[str, ShardLag]:
+                      now: datetime | None = None, limit: asyncio.Semaphore | None = None) -> dict[str, ShardLag]:
     """Lag per shard for every lease that is not finished; shards the stream does not have should be
-    filtered out by the caller (they are reported, not read)."""
-    limit = asyncio.Semaphore(concurrency)
+    filtered out by the caller (they are reported, not read). Callers measuring several batches at
+    once share one `limit` so the bound on reads in flight holds across them."""
+    limit = limit or asyncio.Semaphore(concurrency)
     moment = now or datetime.now(timezone.utc)
 
     async def one(lease: Lease) -> ShardLag:

@@ -4,10 +4,10 @@ I/O goes through the injected backend (its Kinesis and DynamoDB methods)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from console.consumers.lag import DEFAULT_SCAN_CAP, measure_lag
+from console.consumers.lag import DEFAULT_CONCURRENCY, DEFAULT_SCAN_CAP, ShardLag, measure_lag
 from console.consumers.leases import (
     LEASE_KEY,
     Lease,
@@ -22,6 +22,7 @@ from console.errors import BadInput
 from console.topology.model import Shard
 
 SAMPLE_ITEMS = 25  # items read from each table when looking for lease tables
+LEASE_PAGE = 250  # lease items per Scan page when measuring lag: small enough to start reading early
 
 
 async def efo_consumers(backend: Any, stream_arn: str) -> list[EfoConsumer]:
@@ -32,22 +33,31 @@ async def efo_consumers(backend: Any, stream_arn: str) -> list[EfoConsumer]:
 async def read_leases(backend: Any, table: str, stream: str) -> list[Lease]:
     """The stream's leases in `table`; BadInput (one line) when the table is not a KCL lease table or
     holds no lease of this stream."""
+    return [lease async for page in lease_pages(backend, table, stream) for lease in page]
+
+
+async def lease_pages(backend: Any, table: str, stream: str, *, page_size: int | None = None
+                      ) -> AsyncIterator[list[Lease]]:
+    """The stream's leases in `table`, a page of the table at a time; raises BadInput as read_leases."""
     description = await backend.describe_table(table)
     if not is_lease_key_schema(description):
         keys = ", ".join(f"{k.get('AttributeName')} ({k.get('KeyType')})" for k in description.get("KeySchema", []))
         raise BadInput(f"table {table!r} is not a KCL lease table: its key is {keys or 'unknown'}; "
                        f"a lease table's is {LEASE_KEY} (HASH)", code="not_a_lease_table")
-    items = await backend.scan_table(table)
-    if items and not any(looks_like_lease_item(item) for item in items):
-        raise BadInput(f"table {table!r} is not a KCL lease table: none of its {len(items)} items has "
-                       "leaseKey, leaseCounter and checkpoint", code="not_a_lease_table")
-    leases = leases_for_stream(items, stream)
-    if not leases and items:
-        others = sorted({parse_lease(item).stream_name or "?" for item in items if looks_like_lease_item(item)})
-        if others != ["?"]:
-            raise BadInput(f"lease table {table!r} holds no lease of stream {stream!r} "
-                           f"(its streams: {', '.join(others[:10])})", code="not_this_stream")
-    return leases
+    seen_items, seen_leases, other_streams, lease_like = 0, 0, set(), False
+    async for items in backend.scan_pages(table, page_size=page_size):
+        lease_like = lease_like or any(looks_like_lease_item(item) for item in items)
+        if items and not lease_like:
+            raise BadInput(f"table {table!r} is not a KCL lease table: none of its {len(items)} items has "
+                           "leaseKey, leaseCounter and checkpoint", code="not_a_lease_table")
+        leases = leases_for_stream(items, stream)
+        seen_items, seen_leases = seen_items + len(items), seen_leases + len(leases)
+        if not leases:
+            other_streams |= {parse_lease(item).stream_name or "?" for item in items if looks_like_lease_item(item)}
+        yield leases
+    if not seen_leases and seen_items and sorted(other_streams) != ["?"]:
+        raise BadInput(f"lease table {table!r} holds no lease of stream {stream!r} "
+                       f"(its streams: {', '.join(sorted(other_streams)[:10])})", code="not_this_stream")
 
 
 async def find_lease_tables(backend: Any, stream: str, shard_ids: Sequence[str]) -> list[str]:
@@ -76,8 +86,23 @@ async def consumer_report(backend: Any, stream: str, *, lease_table: str | None,
     if shards is None:
         shards = await backend.all_shards(stream)
     efo = await efo_consumers(backend, stream_arn)
-    leases = await read_leases(backend, lease_table, stream) if lease_table else []
     known = {shard.shard_id for shard in shards}
-    lags = await measure_lag(backend, stream, [lease for lease in leases if lease.shard_id in known],
-                             cap=cap, **lag_options)
+    leases: list[Lease] = []
+    lags: dict[str, ShardLag] = {}
+    if lease_table:
+        # Each page of the table is measured while the next one is read: the scan and the reads
+        # overlap instead of adding up.
+        limit = asyncio.Semaphore(lag_options.pop("concurrency", DEFAULT_CONCURRENCY))
+        batches: list[asyncio.Task] = []
+        try:
+            async for page in lease_pages(backend, lease_table, stream, page_size=LEASE_PAGE):
+                leases.extend(page)
+                batches.append(asyncio.ensure_future(measure_lag(
+                    backend, stream, [lease for lease in page if lease.shard_id in known],
+                    cap=cap, limit=limit, **lag_options)))
+            for measured in await asyncio.gather(*batches):
+                lags.update(measured)
+        finally:
+            for batch in batches:
+                batch.cancel()
     return build_report(stream, lease_table, leases, shards, lags, efo, scan_cap=cap, tracker=tracker)

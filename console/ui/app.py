@@ -313,7 +313,9 @@ class KConsoleApp(ConsumersHost, PanelHost, CommandLineHost, FocusModel, ToastsB
         if self.is_running:  # a timer may still fire while the app shuts down
             self.poll_now(list_all=False)
 
-    @work(exclusive=True, group="poll", exit_on_error=False)
+    # A description, or Textual builds one from repr() of the arguments: the whole previous view,
+    # 10,000 shards, every five seconds (most of the idle CPU at that size).
+    @work(exclusive=True, group="poll", exit_on_error=False, description="poll the stream")
     async def _poll(self, stream: str, previous: StreamView | None = None) -> None:
         try:
             view = await asyncio.wait_for(fetch_stream(self.source, stream, previous), self.poll_timeout)
@@ -561,7 +563,7 @@ class KConsoleApp(ConsumersHost, PanelHost, CommandLineHost, FocusModel, ToastsB
         selected = self.query_one(HeatPanel).selected
         return selected.split if selected is not None else None
 
-    @work(exclusive=True, group="reshard", exit_on_error=False)
+    @work(exclusive=True, group="reshard", exit_on_error=False, description="reshard")
     async def _run_reshard(self, request: ReshardRequest) -> None:
         await reshard_flow.run_reshard(request, ReshardDialogs(self.push_screen_wait, self.notify, self.post_message))
 

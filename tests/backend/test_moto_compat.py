@@ -267,3 +267,15 @@ async def test_deregister_by_name_removes_only_that_consumer(server):
     await kinesis.deregister_stream_consumer(arn, "drop-me")
     left = sorted(c["ConsumerName"] for c in await kinesis.list_stream_consumers(arn))
     expect_defect(left != ["keep-me"], patched, "deregistering by name keeps only the named consumer")
+
+
+async def test_malformed_shard_iterator_is_invalid_argument(server):
+    kinesis, make_stream, patched = server
+    await make_stream(shards=1)
+    try:
+        await kinesis.get_records("not-an-iterator")
+        answer = "no error"
+    except ConsoleError as error:
+        answer = str(error)
+    expect_defect("InvalidArgument" not in answer and "Invalid ShardIterator" not in answer, patched,
+                  f"a malformed iterator is not InvalidArgumentException (got: {answer})")

@@ -33,6 +33,7 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Select, Static
 
 from console.config import data_dir
@@ -356,6 +357,7 @@ class TailView(Vertical):
         self.flush_interval = flush_interval
         self.save_dir = save_dir
         self.running = False
+        self._flush_timer: Timer | None = None
         self.lag: dict[str, int | None] = {}
         self.received = 0  # records handed to the view, ever
         self._clock = clock
@@ -387,7 +389,9 @@ class TailView(Vertical):
     def on_mount(self) -> None:
         self._show_at_box()
         self._rate_marks.append((self._clock(), self.received))
-        self.set_interval(self.flush_interval, self.flush)
+        # The flush timer runs only while a reader runs or records wait: idle, a 100 ms timer would be
+        # most of the console's CPU.
+        self._flush_timer = self.set_interval(self.flush_interval, self.flush, pause=not self.running)
         self._render_status()
 
     @property
@@ -406,10 +410,18 @@ class TailView(Vertical):
     def add_records(self, records: list[DecodedRecord]) -> None:
         self.received += len(records)
         self._pending.extend(records)  # bounded: at most the ring's capacity waits
+        if self._flush_timer is not None and records:
+            self._flush_timer.resume()
 
     def set_running(self, running: bool, message: str | None = None) -> None:
         """The app says whether a reader is running (and why it stopped, e.g. an error line)."""
         self.running = running
+        if self._flush_timer is not None:
+            if running:
+                self._flush_timer.resume()
+            else:
+                self._flush_timer.pause()
+                self.flush()  # what the reader queued last is shown
         if message is None:
             message = "t stops, space pauses, enter expands, w saves" if running else IDLE_HINT
         self._last_message = message
@@ -428,6 +440,8 @@ class TailView(Vertical):
             ring.extend(self._pending)
             self._pending.clear()
         self._render_status()
+        if not self.running and not self._pending and self._flush_timer is not None:
+            self._flush_timer.pause()
 
     @property
     def rate(self) -> float:
