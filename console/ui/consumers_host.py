@@ -2,8 +2,8 @@
 
 Enter in the tab's lease-table box starts a loop in a worker: every poll interval, one
 `consumer_report` (EFO consumers, the lease table, lag per leased shard) on the backend the console
-polls, shown in the panel and as the shard table's Lag column; and the stream's CloudWatch metrics
-of the last hour. Lease polls and shard polls never
+polls, shown in the panel and as the shard table's Lag column (the stream's CloudWatch metrics come
+from the app's once-a-minute capacity poll, console.ui.capacity_host). Lease polls and shard polls never
 overlap: a lease poll waits for a running shard poll, and a shard poll due during a lease poll runs
 right after it.
 """
@@ -14,7 +14,6 @@ import asyncio
 
 from textual import work
 
-from console.consumers.capacity import stream_metrics
 from console.consumers.report import StallTracker, format_millis
 from console.errors import ConsoleError
 
@@ -95,7 +94,3 @@ class ConsumersHost:
             panel.show_report(report)
             self.table.set_lag({shard_id: format_millis(millis)
                                 for shard_id, millis in report.worst_millis_by_shard().items()})
-        try:
-            panel.show_metrics(await stream_metrics(self.source, stream))
-        except ConsoleError as error:
-            panel.show_metrics(None, error.message)

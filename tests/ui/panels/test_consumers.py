@@ -13,7 +13,7 @@ from console.ui.screens.reshard import ReshardPreviewScreen
 from console.ui.screens.prompt import PromptScreen
 from console.ui.widgets.shard_table import LAG_COLUMN
 from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items
-from tests.consumers.test_capacity import put_metric
+from tests.heat.test_capacity import put_metric
 from tests.ui.test_ui_console import RecordingApp, wait_until
 
 pytestmark = pytest.mark.timeout(90)
