@@ -63,22 +63,24 @@ class ConsumersHost:
                 self._shard_poll_deferred = False
                 self.poll_now()
 
-    async def reshard_barrier_lines(self, stream: str, shards, plan) -> tuple[list[str], bool]:
+    async def reshard_barrier_lines(self, stream: str, shards, plan) -> tuple[list[str], str | None]:
         """For the reshard preview, with a lease table open in the Consumers tab: the parents not yet
-        finished and the lag the plan would put behind the barrier (lines, and whether any is behind)."""
+        finished and the lag the plan would put behind the barrier (lines), and why the plan is held
+        back (None: it is not). A lease table that cannot be read holds it back too: the lag is unknown."""
         if not self.consumers_lease_table:
-            return [], False
+            return [], None
         from console.consumers.barrier import barrier_analysis, changed_shards
         from console.consumers.look import consumer_report
 
+        table = self.consumers_lease_table
         try:
-            report = await consumer_report(self.source, stream, lease_table=self.consumers_lease_table,
-                                           shards=shards)
+            report = await consumer_report(self.source, stream, lease_table=table, shards=shards)
         except ConsoleError as error:
-            return [f"Consumers: cannot read lease table {self.consumers_lease_table}: {error.message}"], True
+            return ([f"Consumers: cannot read lease table {table}: {error.message}"],
+                    f"the consumers' lag in lease table {table} is unknown")
         kept = (shard.shard_id for shard in plan.after if shard.unchanged and shard.shard_id)
         barrier = barrier_analysis(report, shards, changed_shards(plan.before, kept))
-        return barrier.lines(), barrier.blocking
+        return barrier.lines(), barrier.reason() if barrier.blocking else None
 
     async def _show_consumers(self, panel, stream: str, lease_table: str | None, tracker: StallTracker) -> None:
         from console.consumers.look import consumer_report
