@@ -3,7 +3,8 @@
     python tests/screenshots.py [--out screenshots]
 
 Starts the embedded backend, creates the demo stream (as `kconsole --local` does), writes a few
-hundred records, then drives the app with Pilot through its main views and saves an SVG of each.
+hundred records and half an hour of the stream-level CloudWatch metrics Kinesis would publish for
+them, then drives the app with Pilot through its main views and saves an SVG of each.
 """
 
 from __future__ import annotations
@@ -36,6 +37,32 @@ async def write_records(kinesis, stream: str, count: int, *, hot_key: str | None
             key = hot_key if hot_key and n % 2 else f"user-{n % 97}"
             batch.append({"Data": json.dumps({"user": key, "n": n}).encode(), "PartitionKey": key})
         await kinesis.put_records(stream, batch)
+
+
+async def publish_demo_metrics(endpoint_url: str, stream: str, minutes: int = 30) -> None:
+    """Stream-level metrics as Kinesis publishes them (AWS/Kinesis, dimension StreamName), one point a
+    minute: steady traffic with a busier spell, consumers a little behind, a few throttled writes."""
+    from datetime import datetime, timedelta, timezone
+
+    from aiobotocore.session import AioSession
+
+    from console.backend.client import DUMMY_CREDENTIALS
+
+    now = datetime.now(timezone.utc).replace(second=30, microsecond=0)
+    data = []
+    for ago in range(1, minutes + 1):
+        busy = 2.0 if 8 <= ago <= 14 else 1.0
+        values = {"IncomingRecords": 6000 * busy + 450 * (ago % 4), "IncomingBytes": 420_000 * busy + 9000 * (ago % 5),
+                  "GetRecords.IteratorAgeMilliseconds": 900 * busy + 120 * (ago % 3),
+                  "WriteProvisionedThroughputExceeded": 14 if 9 <= ago <= 11 else 0,
+                  "ReadProvisionedThroughputExceeded": 0, "GetRecords.Latency": 18 + ago % 5}
+        data += [{"MetricName": name, "Dimensions": [{"Name": "StreamName", "Value": stream}],
+                  "Timestamp": now - timedelta(minutes=ago), "Value": value} for name, value in values.items()]
+    async with AioSession().create_client("cloudwatch", region_name="us-east-1", endpoint_url=endpoint_url,
+                                          aws_access_key_id=DUMMY_CREDENTIALS[0],
+                                          aws_secret_access_key=DUMMY_CREDENTIALS[1]) as cloudwatch:
+        for offset in range(0, len(data), 500):  # PutMetricData takes at most 1,000 points
+            await cloudwatch.put_metric_data(Namespace="AWS/Kinesis", MetricData=data[offset:offset + 500])
 
 
 async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
@@ -76,6 +103,7 @@ async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
             await pilot.pause(0.3)
         elif view == "heat":
             await pilot.press("7")
+            await wait_until(pilot, lambda: "in records" in str(app.query_one("#heat-capacity").render()))
             await pilot.pause(1.5)
             for _burst in range(6):  # a few seconds of traffic, so the heat map has columns to show
                 await write_records(kinesis, stream, 400, hot_key="hot-customer")
@@ -106,6 +134,7 @@ async def main(out: Path) -> None:
     async with open_backend(BackendConfig(kind="local", region="us-east-1")) as kinesis:
         await prepare_demo_stream(kinesis)
         await write_records(kinesis, DEMO_STREAM, 500)
+        await publish_demo_metrics(kinesis.endpoint_url, DEMO_STREAM)
         for view in VIEWS:
             path = await capture(kinesis, DEMO_STREAM, view, out)
             print(f"wrote {path}", file=sys.stderr)

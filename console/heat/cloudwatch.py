@@ -3,7 +3,7 @@
 CloudWatch sums each metric per minute, so it hides bursts inside a minute that the sampler's
 1-second buckets show; in exchange it needs no reads and covers the past. Rates here are per
 second averaged over each minute; `peak_records_per_s` is the busiest minute's average.
-I/O goes through the injected backend's `shard_metrics`.
+I/O goes through the injected backend's `shard_metrics` (GetMetricData, batched).
 """
 
 from __future__ import annotations
@@ -15,8 +15,17 @@ from typing import Any
 
 from console.heat.rates import SHARD_BYTES_LIMIT, SHARD_RECORDS_LIMIT, utilisation
 
-SHARD_LEVEL_METRICS = ("IncomingBytes", "IncomingRecords", "WriteProvisionedThroughputExceeded",
-                       "IteratorAgeMilliseconds")
+# Every shard-level metric the console shows, with the statistic that answers "how much / how bad"
+# per minute; the heat summary needs the first four (and `e` turns those on).
+SHARD_METRIC_STATISTICS: dict[str, str] = {
+    "IncomingBytes": "Sum",
+    "IncomingRecords": "Sum",
+    "WriteProvisionedThroughputExceeded": "Sum",
+    "IteratorAgeMilliseconds": "Maximum",
+    "OutgoingBytes": "Sum",
+    "ReadProvisionedThroughputExceeded": "Sum",
+}
+SHARD_LEVEL_METRICS = tuple(SHARD_METRIC_STATISTICS)[:4]
 PERIOD = 60  # the finest period for shard-level metrics
 
 Series = Sequence[tuple[datetime, float]]
@@ -82,12 +91,11 @@ async def cloudwatch_heat(backend: Any, stream: str, shard_ids: Sequence[str], *
     end = (now or datetime.now(timezone.utc)).replace(second=0, microsecond=0)
     minutes = max(1, int(-(-seconds // PERIOD)))
     start = end - timedelta(minutes=minutes)
-    by_metric = {metric: await backend.shard_metrics(stream, list(shard_ids), metric, start, end, PERIOD)
-                 for metric in SHARD_LEVEL_METRICS}
+    by_shard = await backend.shard_metrics(stream, list(shard_ids),
+                                           {metric: SHARD_METRIC_STATISTICS[metric] for metric in SHARD_LEVEL_METRICS},
+                                           start, end, PERIOD)
     window = minutes * PERIOD
-    return [summarise_shard(shard_id, {metric: series.get(shard_id, []) for metric, series in by_metric.items()},
-                            window)
-            for shard_id in shard_ids]
+    return [summarise_shard(shard_id, by_shard.get(shard_id, {}), window) for shard_id in shard_ids]
 
 
 def limits_json() -> dict:

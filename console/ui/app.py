@@ -2,7 +2,8 @@
 producer, tail, heat), polling the stream in a worker.
 
 Panels render what they are given and post typed messages; the app handles them (here, in
-console.ui.panel_host for the producer / tail / heat work, and console.ui.reshard_flow for split,
+console.ui.panel_host for the producer / tail / heat work, console.ui.capacity_host for the CloudWatch
+metrics, console.ui.consumers_host for the Consumers tab, and console.ui.reshard_flow for split,
 merge and rescale, which get only the narrow objects they need).
 
 The data source is injected (`source`: any object with KinesisBackend's read methods), so tests
@@ -29,6 +30,7 @@ from console.ui.bindings import ACTIONS, MUTATING_ACTIONS
 from console.ui.focus import FocusModel
 from console.ui.format import short_shard_id
 from console.ui.palette import ConsoleCommands
+from console.ui.capacity_host import CapacityHost
 from console.ui.consumers_host import ConsumersHost
 from console.ui.panel_host import PanelHost
 from console.ui.panels.consumers import ConsumersPanel
@@ -136,7 +138,7 @@ class PollFailed(Message):
         self.reason = reason
 
 
-class KConsoleApp(ConsumersHost, PanelHost, CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
+class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
     CSS_PATH = Path(__file__).parent / "kconsole.tcss"  # absolute, so subclasses elsewhere find it
     TITLE = "kconsole"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
@@ -370,6 +372,7 @@ class KConsoleApp(ConsumersHost, PanelHost, CommandLineHost, FocusModel, ToastsB
     def _show_header(self, view: StreamView) -> None:
         self.view = view
         self.header.update_state(summary=view.summary, refreshed_at=self._clock(), error=None, notice=None)
+        self.watch_capacity(view)
 
     def _show_retry(self, event) -> None:
         """A backend call is being retried (throttled, a dropped connection): say so until a poll succeeds."""

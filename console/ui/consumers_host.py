@@ -2,8 +2,8 @@
 
 Enter in the tab's lease-table box starts a loop in a worker: every poll interval, one
 `consumer_report` (EFO consumers, the lease table, lag per leased shard) on the backend the console
-polls, shown in the panel and as the shard table's Lag column; and the stream's CloudWatch metrics
-of the last hour. Lease polls and shard polls never
+polls, shown in the panel and as the shard table's Lag column (the stream's CloudWatch metrics come
+from the app's once-a-minute capacity poll, console.ui.capacity_host). Lease polls and shard polls never
 overlap: a lease poll waits for a running shard poll, and a shard poll due during a lease poll runs
 right after it.
 """
@@ -14,7 +14,6 @@ import asyncio
 
 from textual import work
 
-from console.consumers.capacity import stream_metrics
 from console.consumers.report import StallTracker, format_millis
 from console.errors import ConsoleError
 
@@ -64,22 +63,24 @@ class ConsumersHost:
                 self._shard_poll_deferred = False
                 self.poll_now()
 
-    async def reshard_barrier_lines(self, stream: str, shards, plan) -> tuple[list[str], bool]:
+    async def reshard_barrier_lines(self, stream: str, shards, plan) -> tuple[list[str], str | None]:
         """For the reshard preview, with a lease table open in the Consumers tab: the parents not yet
-        finished and the lag the plan would put behind the barrier (lines, and whether any is behind)."""
+        finished and the lag the plan would put behind the barrier (lines), and why the plan is held
+        back (None: it is not). A lease table that cannot be read holds it back too: the lag is unknown."""
         if not self.consumers_lease_table:
-            return [], False
+            return [], None
         from console.consumers.barrier import barrier_analysis, changed_shards
         from console.consumers.look import consumer_report
 
+        table = self.consumers_lease_table
         try:
-            report = await consumer_report(self.source, stream, lease_table=self.consumers_lease_table,
-                                           shards=shards)
+            report = await consumer_report(self.source, stream, lease_table=table, shards=shards)
         except ConsoleError as error:
-            return [f"Consumers: cannot read lease table {self.consumers_lease_table}: {error.message}"], True
+            return ([f"Consumers: cannot read lease table {table}: {error.message}"],
+                    f"the consumers' lag in lease table {table} is unknown")
         kept = (shard.shard_id for shard in plan.after if shard.unchanged and shard.shard_id)
         barrier = barrier_analysis(report, shards, changed_shards(plan.before, kept))
-        return barrier.lines(), barrier.blocking
+        return barrier.lines(), barrier.reason() if barrier.blocking else None
 
     async def _show_consumers(self, panel, stream: str, lease_table: str | None, tracker: StallTracker) -> None:
         from console.consumers.look import consumer_report
@@ -95,7 +96,3 @@ class ConsumersHost:
             panel.show_report(report)
             self.table.set_lag({shard_id: format_millis(millis)
                                 for shard_id, millis in report.worst_millis_by_shard().items()})
-        try:
-            panel.show_metrics(await stream_metrics(self.source, stream))
-        except ConsoleError as error:
-            panel.show_metrics(None, error.message)

@@ -197,3 +197,4 @@ class PanelHost:
             return
         self.notify(f"enhanced monitoring on {stream}: {', '.join(sorted(enabled)) or 'none'}",
                     title="heat", timeout=8)
+        self.poll_now()  # the poll's summary is what the shard-level CloudWatch view follows

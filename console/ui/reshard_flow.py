@@ -4,7 +4,9 @@ The app hands the flow what it needs, no more: a `ReshardRequest` (the stream, i
 polled, the selected shard, the backend) and three callables (`ask` pushes a dialog and waits for
 its answer, `notify` shows a toast, `post` sends a message to the app). A short question picks the
 split point, the merge neighbour or the target count; the plan is built from a fresh listing
-(console.reshard.plan); the preview screen shows it (console/ui/screens/reshard.py); the operator
+(console.reshard.plan); the preview screen shows it (console/ui/screens/reshard.py), with the
+reshard barrier when a lease table is open in the Consumers tab (consumers still reading the shards
+the plan changes hold it back until the operator presses f, as --force does on the CLI); the operator
 types the stream name; then console.reshard.execute's Executor runs it, re-checking the plan
 against the stream just before calling. Progress goes back to the app as `ReshardActivity` (the
 header's activity line) and `ReshardProgressed` (the stream changed: poll it now) messages.
@@ -55,9 +57,9 @@ class ReshardRequest:
     selected: Shard | None
     source: Any  # the backend the console polls
     suggested_split: int | None = None  # the heat panel's median of observed traffic
-    # With a lease table open (Consumers tab): the barrier lines for the preview and whether any
-    # consumer is still behind in a shard the plan closes.
-    barrier: Callable[[str, Any, Any], Awaitable[tuple[list[str], bool]]] | None = None
+    # With a lease table open (Consumers tab): the barrier lines for the preview and, when consumers
+    # are still behind in the shards the plan changes, why the change is held back (else None).
+    barrier: Callable[[str, Any, Any], Awaitable[tuple[list[str], str | None]]] | None = None
     key_format: str = "decimal"  # how the preview writes hash keys
     sample: KeySample | None = None  # keys whose moves the plan counts (those typed in Placement)
     sample_label: str = "keys typed in Placement"
@@ -194,12 +196,13 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
     except ConsoleError as error:
         notify(f"{operation}: {error.message}", severity="error", timeout=10)
         return
-    consumers, behind = await request.barrier(stream, shards, plan) if request.barrier is not None else (None, None)
+    consumers, held_back = await request.barrier(stream, shards, plan) if request.barrier is not None else (None, None)
     if not await ask(ReshardPreviewScreen(plan, stream, key_format=request.key_format, sample_label=request.sample_label,
-                                          consumers=consumers, consumers_behind=behind)):
+                                          consumers=consumers, held_back=held_back)):
         notify(f"{operation}: cancelled, nothing was called", timeout=4)
         return
-    if not await ask(ConfirmByNameScreen(stream, plan.summary)):
+    action = f"{plan.summary} — APPLY ANYWAY: {held_back}" if held_back else plan.summary
+    if not await ask(ConfirmByNameScreen(stream, action)):
         notify(f"{operation}: cancelled, nothing was called", timeout=4)
         return
     notify(f"{operation}: running — {plan.summary}", title=operation, timeout=6)

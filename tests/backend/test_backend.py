@@ -99,9 +99,9 @@ async def test_monitoring_and_identity(kinesis, make_stream):
     assert set((await kinesis.describe_stream(name)).enhanced_metrics) == {"IncomingBytes", "IncomingRecords"}
     now = datetime.now(timezone.utc)
     series = await kinesis.shard_metrics(name, ["shardId-000000000000", "shardId-000000000001"],
-                                         "IncomingBytes", now - timedelta(minutes=5), now)
-    # moto keeps no shard-level metrics; the shape (one series per asked shard) is what matters here.
-    assert set(series) == {"shardId-000000000000", "shardId-000000000001"}
+                                         {"IncomingBytes": "Sum"}, now - timedelta(minutes=5), now)
+    # moto keeps no shard-level metrics of its own; the shape (one series per asked shard) is what matters here.
+    assert series == {"shardId-000000000000": {"IncomingBytes": []}, "shardId-000000000001": {"IncomingBytes": []}}
     assert (await kinesis.caller_identity()).startswith("arn:aws:")
 
 

@@ -14,23 +14,13 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
-from console.consumers.capacity import StreamMetrics
 from console.consumers.report import ConsumerReport, LeaseRow, format_millis
+from console.heat.capacity import MetricSeries
 from console.read.printable import printable
-from console.ui.format import format_rate
-from console.ui.widgets.shard_table import sparkline
+from console.ui.widgets.metric_lines import stream_capacity_text
 
 LEASE_COLUMNS = ("Shard", "State", "Owner", "Checkpoint", "Behind", "Time", "Problem")
 EFO_COLUMNS = ("EFO consumer", "Status", "Created")
-# Stream-level CloudWatch metrics: (metric, label, how the latest minute is shown).
-METRIC_LINES = (
-    ("IncomingRecords", "in records", lambda v: format_rate(v / 60, "r/s")),
-    ("IncomingBytes", "in bytes", lambda v: format_rate(v / 60, "B/s")),
-    ("GetRecords.IteratorAgeMilliseconds", "iterator age", lambda v: format_millis(int(v))),
-    ("WriteProvisionedThroughputExceeded", "write throttled", lambda v: f"{v:,.0f}/min"),
-    ("ReadProvisionedThroughputExceeded", "read throttled", lambda v: f"{v:,.0f}/min"),
-    ("GetRecords.Latency", "GetRecords latency", lambda v: f"{v:,.0f} ms"),
-)
 
 
 def plain(value: object) -> Text:
@@ -90,19 +80,9 @@ class ConsumersPanel(Vertical):
     def show_error(self, message: str) -> None:
         self.query_one("#consumers-status", Static).update(Text(printable(message), style="bold red"))
 
-    def show_metrics(self, metrics: StreamMetrics | None, problem: str | None = None) -> None:
-        """The stream-level CloudWatch metrics: the last 30 minutes as sparklines, and the hour's peak
-        minute (CloudWatch's latest minute is often not complete yet)."""
-        widget = self.query_one("#consumers-metrics", Static)
-        if metrics is None:
-            widget.update(Text(f"CloudWatch: {printable(problem or 'no metrics')}"))
-            return
-        if not metrics.has_data:
-            widget.update(Text(f"CloudWatch: no stream metrics in the last {metrics.minutes} min"))
-            return
-        lines = [f"{label:<19} {sparkline(tuple(int(v) for v in metrics.series[name][-30:])):<30} "
-                 f"peak {shown(metrics.peak(name))}" for name, label, shown in METRIC_LINES]
-        widget.update(Text("\n".join(lines)))
+    def show_metrics(self, metrics: MetricSeries | None, problem: str | None = None) -> None:
+        """The stream-level CloudWatch metrics (the app polls them once a minute for the Heat tab too)."""
+        self.query_one("#consumers-metrics", Static).update(stream_capacity_text(metrics, problem))
 
     def show_report(self, report: ConsumerReport) -> None:
         _replace_rows(self.query_one("#consumers-efo", DataTable), EFO_COLUMNS,

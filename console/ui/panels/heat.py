@@ -1,9 +1,12 @@
 """Heat panel: a heat map of the shards over the last five minutes (console.ui.widgets.heat_map),
-the stream total, and the top keys of the selected shard.
+the stream total, the stream's CloudWatch metrics of the last 30 minutes, and the top keys (and, with
+enhanced monitoring, the shard-level CloudWatch metrics) of the selected shard.
 
 No I/O here: the app runs `console.heat.sampler.HeatSampler` in a worker and calls
-`update_snapshot()` with each `StreamHeatSnapshot`. The panel posts `HeatPanel.Shown` / `HeatPanel.Hidden`
-so the app can start the sampler when the panel appears and stop it when it is hidden (or on quit).
+`update_snapshot()` with each `StreamHeatSnapshot`, and polls CloudWatch (console.ui.capacity_host),
+calling `show_capacity()` and `show_shard_capacity()`. The panel posts `HeatPanel.Shown` / `HeatPanel.Hidden`
+so the app can start the sampler when the panel appears and stop it when it is hidden (or on quit),
+and `HeatPanel.SelectionChanged` so it can fetch the newly selected shard's metrics.
 
 Keys: up/down (or k/j) select a shard, h toggles hottest-first order, e turns on CloudWatch
 enhanced monitoring (the app asks for the stream name first; greyed out when read-only).
@@ -15,14 +18,16 @@ from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
+from console.heat.capacity import MetricSeries
 from console.heat.rates import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
 from console.read.printable import printable
 from console.ui.widgets.heat_map import HeatMap, HeatRow, legend
+from console.ui.widgets.metric_lines import capacity_text, stream_capacity_text
 
 
 def top_keys_text(shard: ShardHeatSnapshot | None, stream: str) -> Text:
@@ -52,7 +57,9 @@ class HeatPanel(Widget, can_focus=True):
     HeatPanel #heat-total { height: auto; }
     HeatPanel #heat-legend { height: auto; }
     HeatPanel #heat-map { height: 1fr; min-height: 5; }
+    HeatPanel #heat-capacity { height: auto; margin-bottom: 1; }
     HeatPanel #heat-keys { height: auto; max-height: 35%; }
+    HeatPanel #heat-shard-capacity { height: auto; }
     """
 
     BINDINGS = [
@@ -69,6 +76,13 @@ class HeatPanel(Widget, can_focus=True):
     class Hidden(Message):
         """The panel was hidden: stop sampling."""
 
+    class SelectionChanged(Message):
+        """Another shard is selected: its shard-level metrics are wanted."""
+
+        def __init__(self, shard_id: str | None) -> None:
+            super().__init__()
+            self.shard_id = shard_id
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.snapshot: StreamHeatSnapshot | None = None
@@ -76,11 +90,15 @@ class HeatPanel(Widget, can_focus=True):
         self.selected_shard: str | None = None
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        # Scrolls (mouse wheel) on a short terminal rather than cutting the metrics off; the keys
+        # stay with the panel, which keeps the focus.
+        with VerticalScroll(can_focus=False):
             yield Static("heat: waiting for the sampler...", id="heat-total")
             yield Static(id="heat-legend")
             yield HeatMap(id="heat-map")
+            yield Static(Text("fetching the stream's CloudWatch metrics…", style="dim"), id="heat-capacity")
             yield Static(id="heat-keys")
+            yield Static(id="heat-shard-capacity")
 
     def on_show(self, event: events.Show) -> None:
         self.post_message(self.Shown())
@@ -94,9 +112,28 @@ class HeatPanel(Widget, can_focus=True):
         self.snapshot = snapshot
         if self.selected_shard not in {shard.shard_id for shard in snapshot.shards}:
             hottest = snapshot.hottest
-            self.selected_shard = hottest.shard_id if hottest else (
-                snapshot.shards[0].shard_id if snapshot.shards else None)
+            self._select(hottest.shard_id if hottest else (snapshot.shards[0].shard_id if snapshot.shards else None))
         self._render_snapshot()
+
+    def show_capacity(self, metrics: MetricSeries | None, problem: str | None = None) -> None:
+        """The stream-level CloudWatch metrics (None: `problem` says why there are none)."""
+        self.query_one("#heat-capacity", Static).update(stream_capacity_text(metrics, problem))
+
+    def show_shard_capacity(self, shard_id: str | None, metrics: MetricSeries | None, note: str | None = None) -> None:
+        """The selected shard's shard-level CloudWatch metrics, or a line saying why there are none
+        (`note`; empty: nothing to say)."""
+        widget = self.query_one("#heat-shard-capacity", Static)
+        if metrics is None:
+            widget.update(Text(printable(note or ""), style="dim"))
+            return
+        shard = printable(shard_id or "")
+        widget.update(capacity_text(metrics, None, title=f"CloudWatch · {shard} · enhanced monitoring",
+                                    empty=f"CloudWatch: no data for {shard} yet"))
+
+    def _select(self, shard_id: str | None) -> None:
+        if shard_id != self.selected_shard:
+            self.selected_shard = shard_id
+            self.post_message(self.SelectionChanged(shard_id))
 
     @property
     def ordered_shards(self) -> list[ShardHeatSnapshot]:
@@ -131,7 +168,7 @@ class HeatPanel(Widget, can_focus=True):
 
     @on(HeatMap.RowClicked)
     def _row_clicked(self, event: HeatMap.RowClicked) -> None:
-        self.selected_shard = event.shard_id
+        self._select(event.shard_id)
         self._render_snapshot()
 
     @property
@@ -149,7 +186,7 @@ class HeatPanel(Widget, can_focus=True):
             return
         ids = [shard.shard_id for shard in ordered]
         position = ids.index(self.selected_shard) if self.selected_shard in ids else 0
-        self.selected_shard = ids[(position + step) % len(ids)]
+        self._select(ids[(position + step) % len(ids)])
         self._render_snapshot()
 
     def action_toggle_order(self) -> None:

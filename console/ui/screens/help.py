@@ -20,7 +20,8 @@ from console.ui.screens.command_line import COMMANDS
 
 PANELS_TEXT = (
     "Header: stream, status, capacity mode, open shards, retention; backend, region, profile and the age of"
-    " the data. Red with the reason when polling fails (it keeps retrying).\n"
+    " the data; where it fits, CloudWatch's last 5 minutes: the consumers' lag (iterator age) and how many"
+    " requests were throttled. Red with the reason when polling fails (it keeps retrying).\n"
     "Ribbon: the key space [0, 2^128) left to right; each open shard a segment as wide as its share. Green is"
     " an even share, amber wider (hotter if traffic is uniform), blue narrower; while the Heat tab samples,"
     " colours show heat instead (green calm, yellow ≥ 50%, red ≥ 80% of the shard limit). ▀ marks the"

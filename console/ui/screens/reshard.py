@@ -7,7 +7,10 @@ Both are modal and dismiss with a bool. The preview shows the key space as plain
 before and after (console.reshard.plan.ribbons: unchanged shards keep their character, new shards get
 capitals) with a legend of short shard ids, how much of the key space (and of a key sample, when
 there is one) moves, the shards before and after with their ranges in aligned columns (hash keys in
-the console's key format), and any breached limits; a plan with breaches cannot proceed.
+the console's key format), and any breached limits; a plan with breaches cannot proceed. With a
+lease table open in the Consumers tab it also shows the reshard barrier (console.consumers.barrier);
+when consumers are still reading the shards the plan changes, Proceed is held back and only `f`
+(Apply anyway) goes on, so forcing is a step of its own.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from textual.containers import Horizontal, ScrollableContainer, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
+from console.read.printable import printable
 from console.reshard.plan import ReshardPlan, ribbon_labels, ribbons
 from console.reshard.render import plan_details
 from console.ui.format import format_hash_key, short_shard_id
@@ -91,6 +95,10 @@ class ReshardPreviewScreen(ModalScreen[bool]):
     ReshardPreviewScreen #preview-consumers.-behind {
         color: $warning;
     }
+    ReshardPreviewScreen #preview-held-back {
+        color: $error;
+        text-style: bold;
+    }
     ReshardPreviewScreen #preview-body {
         height: 1fr;
         border: round $panel;
@@ -111,18 +119,19 @@ class ReshardPreviewScreen(ModalScreen[bool]):
     BINDINGS = [
         Binding("escape", "cancel", "Cancel"),
         Binding("enter", "proceed", "Proceed", show=False),
+        Binding("f", "force", "Apply anyway"),
     ]
 
     def __init__(self, plan: ReshardPlan, stream_name: str, *, key_format: str = "decimal",
                  sample_label: str = "sample keys", consumers: list[str] | None = None,
-                 consumers_behind: bool = False) -> None:
+                 held_back: str | None = None) -> None:
         super().__init__()
         self.plan = plan
         self.stream_name = stream_name
         self.key_format = key_format
         self.sample_label = sample_label  # what the plan's key sample is, e.g. "keys typed in Placement"
         self.consumers = consumers or []  # the lease table's barrier lines (Consumers tab), if one is open
-        self.consumers_behind = consumers_behind
+        self.held_back = held_back  # why consumers hold the change back (only `f` goes on), or None
 
     def ribbon_width(self) -> int:
         """The bars fit the dialog: 90% of the terminal (at most 120), less border, padding and the
@@ -132,7 +141,16 @@ class ReshardPreviewScreen(ModalScreen[bool]):
 
     @property
     def can_proceed(self) -> bool:
-        return self.plan.ok and not self.plan.is_noop
+        return self.plan.ok and not self.plan.is_noop and self.held_back is None
+
+    @property
+    def can_force(self) -> bool:
+        return self.plan.ok and not self.plan.is_noop and self.held_back is not None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "force" and not self.can_force:
+            return False  # not in the footer: there is nothing to force
+        return True
 
     def compose(self) -> ComposeResult:
         before, after = ribbons(self.plan, self.ribbon_width())
@@ -151,27 +169,44 @@ class ReshardPreviewScreen(ModalScreen[bool]):
             elif self.plan.is_noop:
                 yield Static(Text("Nothing to do: the stream already looks like this."), id="preview-breaches")
             if self.consumers:
-                yield Static(Text("\n".join(self.consumers), style="bold" if self.consumers_behind else ""),
-                             id="preview-consumers", classes="-behind" if self.consumers_behind else "")
+                # Lease owners and keys come from the lease table: escaped, never control sequences.
+                yield Static(Text("\n".join(map(printable, self.consumers)),
+                                  style="bold" if self.held_back else ""),
+                             id="preview-consumers", classes="-behind" if self.held_back else "")
+            if self.can_force:
+                yield Static(Text(f"Held back: {printable(self.held_back)}.\nPress f to apply anyway (those consumers "
+                                  "fall further behind until they finish the parents), or Escape to cancel."),
+                             id="preview-held-back")
             with ScrollableContainer(id="preview-body"):
                 yield Static(Text(plan_body(self.plan, self.key_format), no_wrap=True), id="preview-text")
             with Horizontal(id="preview-buttons"):
                 # Compact: one line each, so the plan keeps room on a 24-line terminal.
                 yield Button("Cancel", id="cancel", compact=True)
-                yield Button("Proceed", id="proceed", variant="warning", disabled=not self.can_proceed, compact=True)
+                if self.can_force:
+                    yield Button("Apply anyway (f)", id="force", variant="error", compact=True)
+                else:
+                    yield Button("Proceed", id="proceed", variant="warning", disabled=not self.can_proceed,
+                                 compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#cancel" if not self.can_proceed else "#proceed", Button).focus()
+        # Focus never starts on a button that changes the stream when consumers hold the change back.
+        self.query_one("#proceed" if self.can_proceed else "#cancel", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         if event.button.id == "proceed":
             self.action_proceed()
+        elif event.button.id == "force":
+            self.action_force()
         else:
             self.action_cancel()
 
     def action_proceed(self) -> None:
         if self.can_proceed:
+            self.dismiss(True)
+
+    def action_force(self) -> None:
+        if self.can_force:
             self.dismiss(True)
 
     def action_cancel(self) -> None:

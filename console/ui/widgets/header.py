@@ -1,11 +1,13 @@
 """The two-line header: which stream and how healthy it is, where we are connected, how fresh the data is.
 
     orders  ACTIVE  PROVISIONED  4 open shards  retention 24h
-    local 127.0.0.1:4567 · us-east-1 · profile ops            READ-ONLY  refreshed 3s ago
+    local 127.0.0.1:4567 · us-east-1 · profile ops  lag 3.2 s  throttled 0  READ-ONLY  refreshed 3s ago
 
 It turns red with the reason when a poll fails and goes back to normal on the next good poll.
 The right-hand parts (a running reshard, read-only, the age) stay put; a long left part is cut
-with an ellipsis first, so an 80-column terminal still shows every field.
+with an ellipsis first, so an 80-column terminal still shows every field. The capacity summary
+(CloudWatch's iterator age and throttled requests of the last 5 minutes) is shown only when it fits
+without cutting anything; the Heat tab always has it.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
+from console.heat.capacity import CapacitySummary
 from console.topology.model import StreamSummary
 from console.ui.format import format_age
+from console.ui.widgets.metric_lines import summary_text
 
 GAP = "  "  # fields are separated by space, not punctuation: easier to scan
 
@@ -37,6 +41,7 @@ class HeaderState:
     polling: bool = False
     activity: str | None = None  # a long-running action in progress (e.g. a reshard waiting for ACTIVE)
     notice: str | None = None  # the latest retried call ("connection dropped on ListShards; retry 2 in 0.4 s")
+    capacity: CapacitySummary | None = None  # CloudWatch's last few minutes (None: no data)
 
 
 class ConsoleHeader(Widget):
@@ -112,6 +117,11 @@ class ConsoleHeader(Widget):
             right.append(f"last good data {age}, retrying ", style="bold")
         else:
             right.append("refreshing… " if state.polling else f"refreshed {age} ", style=dim)
+        if state.capacity is not None and state.error is None:
+            capacity = Text(summary_text(state.capacity) + GAP,
+                            style=self._part("busy") if state.capacity.throttled else dim)
+            if where.cell_len + 1 + capacity.cell_len + right.cell_len <= width:  # only where nothing is cut
+                right = capacity + right
         return Text("\n").join([_spread(stream_line, Text(), width), _spread(where, right, width)])
 
 

@@ -1,6 +1,7 @@
 """The Consumers tab, driven with Pilot on the embedded local Kinesis: a real KCL lease table is read,
 its leases shown with their lag, the shard table gains a Lag column, a bad table is one red line,
-lease polls never run alongside shard polls, and the split preview shows the barrier."""
+lease polls never run alongside shard polls, and the split preview shows the barrier and holds a split
+back, until the force key, while consumers still read the parents."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from textual.widgets import DataTable, Static
 
-from console.ui.screens.reshard import ReshardPreviewScreen
+from console.reshard.plan import midpoint
+from console.ui.screens.reshard import ConfirmByNameScreen, ReshardPreviewScreen
 from console.ui.screens.prompt import PromptScreen
 from console.ui.widgets.shard_table import LAG_COLUMN
 from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items
-from tests.consumers.test_capacity import put_metric
+from tests.heat.test_capacity import put_metric
 from tests.ui.test_ui_console import RecordingApp, wait_until
 
 pytestmark = pytest.mark.timeout(90)
@@ -134,3 +136,56 @@ async def test_split_preview_shows_the_barrier_when_a_lease_table_is_open(kinesi
         assert app.screen.query_one("#preview-consumers").has_class("-behind")
         await pilot.press("escape")
     assert len(await kinesis.all_shards(name)) == 2  # cancelled: nothing called
+
+
+async def test_a_split_behind_an_unfinished_parent_applies_only_after_the_force_key(kinesis, make_stream,
+                                                                                   local_kinesis, tmp_path,
+                                                                                   monkeypatch):
+    monkeypatch.setenv("KCONSOLE_DATA_DIR", str(tmp_path / "data"))
+    name = await make_stream(shards=2)
+    parent, other = await kinesis.all_shards(name)
+    for i in range(3):  # records the parent's consumer has not read yet
+        await kinesis.put_record(name, b"record", f"k{i}", explicit_hash_key=parent.starting_hash_key)
+    await kinesis.split_shard(name, parent.shard_id, midpoint(parent))
+    await kinesis.wait_for_active(name)
+    child = next(s for s in await kinesis.all_shards(name) if s.parent_shard_id == parent.shard_id)
+    async with dynamodb(local_kinesis.endpoint_url) as client:
+        table = await create_lease_table(client)
+        # The KCL still reads the closed parent (its checkpoint is not SHARD_END): its children wait.
+        await put_items(client, table, [kcl_lease(parent.shard_id), kcl_lease(other.shard_id)])
+    app = RecordingApp(kinesis, stream=name, interval=60)
+
+    async def preview_of_child_split() -> ReshardPreviewScreen:
+        await pilot.press("1")
+        app.select_shard(child.shard_id)
+        await pilot.press("s")
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="split point prompt")
+        await pilot.press("enter")  # midpoint
+        await wait_until(pilot, lambda: isinstance(app.screen, ReshardPreviewScreen), what="preview")
+        return app.screen
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        await watch_lease_table(pilot, app, table, rows=2)
+        preview = await preview_of_child_split()
+        consumers = str(preview.query_one("#preview-consumers", Static).render())
+        assert "Parents not yet finished" in consumers and parent.shard_id in consumers
+        held_back = str(preview.query_one("#preview-held-back", Static).render())
+        assert "still wait for unfinished parents" in held_back and "Press f to apply anyway" in held_back
+        assert not preview.query("#proceed") and app.focused.id == "cancel"
+        preview.action_proceed()  # what Enter would have done with no consumers behind: nothing now
+        assert app.screen is preview
+        await pilot.press("enter")  # on Cancel
+        await wait_until(pilot, lambda: not isinstance(app.screen, ReshardPreviewScreen), what="preview closed")
+        assert not isinstance(app.screen, ConfirmByNameScreen)
+        assert next(s for s in await kinesis.all_shards(name) if s.shard_id == child.shard_id).is_open
+
+        await preview_of_child_split()
+        await pilot.press("f")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="confirm dialog")
+        assert "APPLY ANYWAY" in str(app.screen.query_one("#confirm-action", Static).render())
+        app.screen.query_one("Input").value = name
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.table.shard(child.shard_id).is_open, timeout=30,
+                         what="the split in the table")
+    grandchildren = [s for s in await kinesis.all_shards(name) if s.parent_shard_id == child.shard_id]
+    assert len(grandchildren) == 2
