@@ -1,4 +1,4 @@
-"""User settings in a TOML file under platformdirs' user config dir.
+"""User settings in a TOML file under platformdirs' user config dir (console.userdirs finds it).
 
 A bad file never stops the console or a command: each setting is checked on its own, an unusable
 one is replaced by its default and named in a one-line warning, and a safety setting (`read_only`)
@@ -8,34 +8,12 @@ that is present but unusable fails closed.
 from __future__ import annotations
 
 import json
-import os
 import re
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import platformdirs
-
-APP_NAME = "kconsole"
-
-
-def config_path() -> Path:
-    override = os.environ.get("KCONSOLE_CONFIG")
-    if override:
-        return Path(override)
-    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
-
-
-def data_dir() -> Path:
-    """Where the action log and saved tails go (KCONSOLE_DATA_DIR overrides, for tests)."""
-    override = os.environ.get("KCONSOLE_DATA_DIR")
-    return Path(override) if override else Path(platformdirs.user_data_dir(APP_NAME))
-
-
-def cache_dir() -> Path:
-    """Where short-lived lookups are remembered, e.g. stream names for completion (KCONSOLE_CACHE_DIR overrides)."""
-    override = os.environ.get("KCONSOLE_CACHE_DIR")
-    return Path(override) if override else Path(platformdirs.user_cache_dir(APP_NAME))
+from console.userdirs import config_path
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -77,3 +79,37 @@ def test_an_offline_command_names_a_bad_config_too(tmp_path, monkeypatch, capsys
     monkeypatch.setenv("KCONSOLE_CONFIG", str(path))
     assert cli.main(["predict", "k"]) == 0
     assert capsys.readouterr().err.count("kconsole: warning: config") == 1
+
+
+@pytest.mark.parametrize("environment", [
+    {"XDG_CONFIG_HOME": None}, {"XDG_CONFIG_HOME": ""}, {"XDG_CONFIG_HOME": "  "},
+    {"XDG_CONFIG_HOME": "/srv/settings"}, {"XDG_CONFIG_HOME": "relative/settings"},
+    {"XDG_CONFIG_HOME": None, "HOME": "relative-home"}, {"XDG_CONFIG_HOME": "/srv/settings", "HOME": ""},
+])
+def test_the_config_file_is_where_platformdirs_puts_it(monkeypatch, environment):
+    # console.userdirs finds the file without importing platformdirs when the XDG rule is plain.
+    import platformdirs
+
+    from console.userdirs import APP_NAME, config_file
+
+    monkeypatch.delenv("KCONSOLE_CONFIG", raising=False)
+    for name, value in environment.items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    assert config_file() == os.path.join(platformdirs.user_config_dir(APP_NAME), "config.toml")
+
+
+def test_without_a_config_file_no_toml_reader_is_loaded(tmp_path):
+    # Every command looks for the config file; only one that exists is parsed.
+    code = ("import sys; from console import cli; cli.main(['predict', 'k'])\n"
+            "assert 'tomllib' not in sys.modules and 'platformdirs' not in sys.modules, 'loaded'\n")
+    env = {**os.environ, "HOME": str(tmp_path), "KCONSOLE_CONFIG": ""}
+    env.pop("XDG_CONFIG_HOME", None)
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    (tmp_path / ".config" / "kconsole").mkdir(parents=True)
+    (tmp_path / ".config" / "kconsole" / "config.toml").write_text("interval = 2\n")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert "loaded" in result.stderr  # the check itself can fail: with a file, the reader is loaded
