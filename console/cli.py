@@ -144,7 +144,16 @@ def emit_error(error: ConsoleError, *, as_json: bool) -> None:
 
 
 def report_config_problems() -> None:
-    """A bad config file is named in one line on stderr, whatever the command (the console shows it too)."""
+    """A bad config file is named in one line on stderr, whatever the command (the console shows it too).
+    Without a config file there is nothing to parse, so the TOML reader is never loaded."""
+    from console.userdirs import config_file
+
+    try:
+        os.stat(config_file())
+    except FileNotFoundError:
+        return
+    except OSError:  # unreadable or in a folder we may not enter: load_config says so
+        pass
     from console.config import load_config
 
     warning = load_config()[1]

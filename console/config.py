@@ -1,4 +1,4 @@
-"""User settings in a TOML file under platformdirs' user config dir.
+"""User settings in a TOML file under platformdirs' user config dir (console.userdirs finds it).
 
 A bad file never stops the console or a command: each setting is checked on its own, an unusable
 one is replaced by its default and named in a one-line warning, and a safety setting (`read_only`)
@@ -8,34 +8,11 @@ that is present but unusable fails closed.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import platformdirs
-
-APP_NAME = "kconsole"
-
-
-def config_path() -> Path:
-    override = os.environ.get("KCONSOLE_CONFIG")
-    if override:
-        return Path(override)
-    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
-
-
-def data_dir() -> Path:
-    """Where the action log and saved tails go (KCONSOLE_DATA_DIR overrides, for tests)."""
-    override = os.environ.get("KCONSOLE_DATA_DIR")
-    return Path(override) if override else Path(platformdirs.user_data_dir(APP_NAME))
-
-
-def cache_dir() -> Path:
-    """Where short-lived lookups are remembered, e.g. stream names for completion (KCONSOLE_CACHE_DIR overrides)."""
-    override = os.environ.get("KCONSOLE_CACHE_DIR")
-    return Path(override) if override else Path(platformdirs.user_cache_dir(APP_NAME))
+from console.userdirs import config_path
 
 
 @dataclass(frozen=True)
@@ -71,6 +48,31 @@ FAIL_CLOSED = {"read_only": True}
 _READ_ONLY_LINE = re.compile(r"^\s*read_only\s*=\s*(\S*)", re.MULTILINE)
 
 
+# The lines save_config writes: `key = value`, the value true, false, a plain number or a string
+# without escapes. A file of only such lines (and blank ones), each key once, means in TOML exactly
+# what it says, so it is read without loading tomllib (a few milliseconds of every command's start).
+_PLAIN_LINE = re.compile(r'([A-Za-z_]+) = (true|false|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?|"[^"\\\x00-\x1f\x7f]*")')
+
+
+def _plain_settings(text: str) -> dict | None:
+    """The settings of a file save_config could have written, or None for anything else (tomllib reads it)."""
+    settings: dict = {}
+    for line in text.replace("\r\n", "\n").split("\n"):  # a lone CR is left in, for the pattern to refuse
+        if not line:
+            continue
+        found = _PLAIN_LINE.fullmatch(line)
+        if found is None or found[1] in settings:
+            return None
+        key, value = found.groups()
+        if value in ("true", "false"):
+            settings[key] = value == "true"
+        elif value.startswith('"'):
+            settings[key] = value[1:-1]
+        else:
+            settings[key] = float(value) if "." in value else int(value)
+    return settings
+
+
 def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:40] + "..."
@@ -87,12 +89,16 @@ def load_config(path: Path | None = None) -> tuple[Config, str | None]:
     except OSError as error:  # unreadable: whether it asks for read-only cannot be known, so it does
         reason = error.strerror or error
         return Config(read_only=True), f"cannot read config {path}: {reason}; using defaults, read-only"
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        read_only = any(value != "false" for value in _READ_ONLY_LINE.findall(text))
-        safety = ", read-only (read_only is set but unreadable)" if read_only else ""
-        return Config(read_only=read_only), f"ignoring config {path}: {error}; using defaults{safety}"
+    raw = _plain_settings(text)
+    if raw is None:
+        import tomllib
+
+        try:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            read_only = any(value != "false" for value in _READ_ONLY_LINE.findall(text))
+            safety = ", read-only (read_only is set but unreadable)" if read_only else ""
+            return Config(read_only=read_only), f"ignoring config {path}: {error}; using defaults{safety}"
     values, problems = {}, []
     for key, value in raw.items():
         if key not in _CHECKS:

@@ -13,12 +13,13 @@ import pytest
 
 CONSOLE = Path(__file__).resolve().parents[1] / "console"
 
-# Layers from the ground up. errors and config are the shared base every layer may use (bounds, the
-# limits on every number a user gives, stands on errors beside keyspace); read and
+# Layers from the ground up. errors and userdirs (where kconsole's files live) are the shared base
+# every layer may use, and config (the settings file, found through userdirs) stands on them beside
+# keyspace and bounds (the limits on every number a user gives); read and
 # backend stand side by side (neither imports the other), as do produce, heat and reshard.
 LAYERS: dict[str, int] = {
-    "errors": 0, "config": 0, "__init__": 0,
-    "keyspace": 1, "bounds": 1,
+    "errors": 0, "userdirs": 0, "__init__": 0,
+    "keyspace": 1, "bounds": 1, "config": 1,
     "topology": 2,
     "read": 3, "backend": 3,
     "produce": 4, "heat": 4, "reshard": 4, "lifecycle": 4, "consumers": 4,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from console.config import load_config
 from console.errors import ConsoleError, ReadOnlyRefusal
 
 
@@ -16,6 +15,8 @@ def read_only_source(args: argparse.Namespace) -> str | None:
     decides without reading the config at all."""
     if getattr(args, "read_only", False):
         return "--read-only"
+    from console.config import load_config  # here: `kconsole predict` and other offline commands never read it
+
     if load_config()[0].read_only:
         return "read_only in the config"
     return None

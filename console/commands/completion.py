@@ -72,7 +72,7 @@ def stream_names(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list
 
 def _cached_stream_names(parsed_args: argparse.Namespace) -> list[str]:
     from console.backend import BackendConfig
-    from console.config import cache_dir
+    from console.userdirs import cache_dir
 
     if getattr(parsed_args, "local", False):
         return []  # starting the embedded server takes seconds, and it would start empty anyway

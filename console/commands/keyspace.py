@@ -7,12 +7,8 @@ default 4). `predict` and `spread` can instead use a live stream's open shards (
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterable, Iterator
-from json.encoder import encode_basestring_ascii
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from console.commands import command_help
@@ -91,11 +87,16 @@ def _add_shard_source(parser: argparse.ArgumentParser, *, with_stream: bool) -> 
 
 # -- where the shards come from ------------------------------------------------------------------------
 
-@dataclass(frozen=True)
 class ShardSet:
-    index: HashRangeIndex
-    source: dict  # {"shards": N} or {"stream": NAME, "backend": label}
-    lineage: Any = None  # console.topology.lineage.Lineage for a live stream: answers "which shard before the reshard"
+    """The shards to predict against. (This module's classes are plain, not dataclasses: `kconsole
+    predict` starts without importing dataclasses and inspect.)"""
+
+    __slots__ = ("index", "source", "lineage")
+
+    def __init__(self, index: HashRangeIndex, source: dict, lineage: Any = None) -> None:
+        self.index = index
+        self.source = source  # {"shards": N} or {"stream": NAME, "backend": label}
+        self.lineage = lineage  # console.topology.lineage.Lineage for a live stream: answers "which shard before the reshard"
 
     def describe(self) -> str:
         if "stream" in self.source:
@@ -156,7 +157,8 @@ def read_lines(path: str, *, what: str) -> list[str]:
         if path == "-":  # the raw bytes: the text layer may smuggle bad bytes in as surrogates
             text = sys.stdin.buffer.read().decode("utf-8")
         else:
-            text = Path(path).read_text(encoding="utf-8")
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
     except UnicodeDecodeError as error:  # a binary file, or another encoding
         raise BadInput(f"cannot read {what} {path!r}: not UTF-8 text "
                        f"(byte 0x{error.object[error.start]:02x} at offset {error.start})") from None
@@ -209,23 +211,27 @@ def predict_command(args: Any) -> int:
         emit_json_with_rows(document, "keys", predictions.encoded_chunks())
         return 0
     if getattr(args, "output", None) is not None:  # --output text/table, --query, --max-items: the whole document
+        import json
+
         document["keys"] = json.loads("[" + ", ".join(predictions.encoded_chunks()) + "]")
     emit(args, document, lambda: format_predictions(predictions, distribution, shard_set))
     return 0
 
 
-@dataclass(frozen=True)
 class Predictions:
     """Where each key lands, kept as parallel lists: the rows are only made for what is printed (the
     head of the text table), and --json encodes them straight from the lists, chunk by chunk."""
 
-    keys: list[str | None]
-    hash_keys: list[int]
-    positions: list[int]
-    index: HashRangeIndex
-    lineage: Any = None
-
+    __slots__ = ("keys", "hash_keys", "positions", "index", "lineage")
     CHUNK = 10_000  # rows per write of --json output
+
+    def __init__(self, keys: list[str | None], hash_keys: list[int], positions: list[int], index: HashRangeIndex,
+                 lineage: Any = None) -> None:
+        self.keys = keys
+        self.hash_keys = hash_keys
+        self.positions = positions
+        self.index = index
+        self.lineage = lineage
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -242,7 +248,8 @@ class Predictions:
 
     def encoded_chunks(self) -> Iterator[str]:
         """The rows as JSON objects (what json.dumps makes of rows()), comma-joined CHUNK at a time."""
-        encode = encode_basestring_ascii
+        import json
+        from json.encoder import encode_basestring_ascii as encode
         ids = [encode(shard_id) for shard_id in self.index.shard_ids]
         for first in range(0, len(self.keys), self.CHUNK):
             window = slice(first, first + self.CHUNK)

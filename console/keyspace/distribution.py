@@ -8,16 +8,25 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+
+# Plain classes, not dataclasses: `kconsole predict` starts without importing dataclasses (and inspect).
 
 
-@dataclass(frozen=True, slots=True)
 class BucketCount:
-    label: str  # a shard id, or a suffix
-    index: int  # position in key-space order (shards) or the suffix number
-    count: int
-    share: float  # of all items; 0.0 when there are none
-    expected_share: float  # what an even spread would give this bucket (its key-space share for shards)
+    __slots__ = ("label", "index", "count", "share", "expected_share")
+
+    def __init__(self, label: str, index: int, count: int, share: float, expected_share: float) -> None:
+        self.label = label  # a shard id, or a suffix
+        self.index = index  # position in key-space order (shards) or the suffix number
+        self.count = count
+        self.share = share  # of all items; 0.0 when there are none
+        self.expected_share = expected_share  # what an even spread would give this bucket (its key-space share for shards)
+
+    def __eq__(self, other: object) -> bool:
+        return self.to_json() == other.to_json() if isinstance(other, BucketCount) else NotImplemented
+
+    def __repr__(self) -> str:
+        return f"BucketCount({self.label!r}, count={self.count})"
 
     def to_json(self) -> dict:
         return {
@@ -29,10 +38,20 @@ class BucketCount:
         }
 
 
-@dataclass(frozen=True, slots=True)
 class Distribution:
-    buckets: tuple[BucketCount, ...]
-    total: int
+    __slots__ = ("buckets", "total")
+
+    def __init__(self, buckets: tuple[BucketCount, ...], total: int) -> None:
+        self.buckets = buckets
+        self.total = total
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Distribution):
+            return NotImplemented
+        return (self.buckets, self.total) == (other.buckets, other.total)
+
+    def __repr__(self) -> str:
+        return f"Distribution(total={self.total}, buckets={list(self.buckets)!r})"
 
     @property
     def max_count(self) -> int:

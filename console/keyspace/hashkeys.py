@@ -9,11 +9,14 @@ contains int(md5(key)) read big-endian; an ExplicitHashKey replaces the MD5. Ope
 from __future__ import annotations
 
 import bisect
-import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from console.errors import BadInput, TilingError
+
+try:  # CPython's own MD5: faster than OpenSSL's on keys of up to 256 characters, and no libcrypto to load
+    from _md5 import md5
+except ImportError:  # a build without it (some FIPS builds leave it out)
+    from hashlib import md5
 
 HASH_SPACE = 2**128
 MAX_HASH_KEY = HASH_SPACE - 1
@@ -22,7 +25,7 @@ MAX_PARTITION_KEY_CHARS = 256
 
 def md5_hash_key(partition_key: str) -> int:
     """The hash key Kinesis derives from a partition key: MD5 of its UTF-8 bytes, as a big-endian int."""
-    return int.from_bytes(hashlib.md5(partition_key.encode("utf-8")).digest(), "big")
+    return int.from_bytes(md5(partition_key.encode("utf-8")).digest(), "big")
 
 
 def validate_partition_key(partition_key: str) -> str:
@@ -117,16 +120,30 @@ def check_tiling(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     return ordered
 
 
-@dataclass(frozen=True, slots=True)
 class HashRangeIndex:
     """Open shards sorted by ending hash key, for O(log N) prediction.
 
-    Build with `HashRangeIndex.build([(shard_id, start, end), ...])`; it checks the tiling.
+    Build with `HashRangeIndex.build([(shard_id, start, end), ...])`; it checks the tiling. A plain
+    class, not a dataclass: `kconsole predict` starts without importing dataclasses (and inspect).
     """
 
-    endings: tuple[int, ...]
-    starts: tuple[int, ...]
-    shard_ids: tuple[str, ...]
+    __slots__ = ("endings", "starts", "shard_ids")
+
+    def __init__(self, endings: tuple[int, ...], starts: tuple[int, ...], shard_ids: tuple[str, ...]) -> None:
+        self.endings = endings
+        self.starts = starts
+        self.shard_ids = shard_ids
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HashRangeIndex):
+            return NotImplemented
+        return (self.endings, self.starts, self.shard_ids) == (other.endings, other.starts, other.shard_ids)
+
+    def __hash__(self) -> int:
+        return hash((self.endings, self.starts, self.shard_ids))
+
+    def __repr__(self) -> str:
+        return f"HashRangeIndex(shard_ids={self.shard_ids!r})"
 
     @classmethod
     def build(cls, shards: Iterable[tuple[str, int, int]]) -> "HashRangeIndex":
@@ -170,12 +187,12 @@ def predict_indices(index: HashRangeIndex, partition_keys: Sequence[str]) -> lis
     key's top 16 bits), which answers whenever that slice of the key space lies inside one shard;
     only a key in a slice holding a shard boundary is converted to an int and bisected. Callables
     are bound to locals and the loop is one comprehension."""
-    md5, from_bytes, find, endings = hashlib.md5, int.from_bytes, bisect.bisect_left, index.endings
+    digest_of, from_bytes, find, endings = md5, int.from_bytes, bisect.bisect_left, index.endings
     if len(partition_keys) < TABLE_WORTH_IT:
-        return [find(endings, from_bytes(md5(key.encode("utf-8")).digest(), "big")) for key in partition_keys]
+        return [find(endings, from_bytes(digest_of(key.encode("utf-8")).digest(), "big")) for key in partition_keys]
     table = prefix_table(index.endings)
     return [
-        owner if (owner := table[(digest := md5(key.encode("utf-8")).digest())[0] << 8 | digest[1]]) >= 0
+        owner if (owner := table[(digest := digest_of(key.encode("utf-8")).digest())[0] << 8 | digest[1]]) >= 0
         else find(endings, from_bytes(digest, "big"))
         for key in partition_keys
     ]
@@ -183,8 +200,8 @@ def predict_indices(index: HashRangeIndex, partition_keys: Sequence[str]) -> lis
 
 def md5_hash_keys(partition_keys: Sequence[str]) -> list[int]:
     """md5_hash_key of each key, in one comprehension (a third faster than calling it per key)."""
-    md5, from_bytes = hashlib.md5, int.from_bytes
-    return [from_bytes(md5(key.encode("utf-8")).digest(), "big") for key in partition_keys]
+    digest_of, from_bytes = md5, int.from_bytes
+    return [from_bytes(digest_of(key.encode("utf-8")).digest(), "big") for key in partition_keys]
 
 
 def owners_among(endings: Sequence[int], hash_keys: Sequence[int]) -> list[int]:

@@ -1,4 +1,4 @@
-"""The local action log: one JSON line per executed change, under console.config.data_dir().
+"""The local action log: one JSON line per executed change, under console.userdirs.data_dir().
 
 Each entry says who (the caller identity AWS reports, when it does), what (action, API calls),
 when (UTC), where (backend label and stream) and the open shards before and after. The log also
@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from console.config import data_dir
+from console.userdirs import data_dir
 
 LOG_NAME = "actions.jsonl"
 DAY_SECONDS = 24 * 3600

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -72,13 +73,16 @@ def test_version(argv, capsys):
     assert "kconsole" in capsys.readouterr().out
 
 
-def test_predict_starts_without_the_network_or_ui_stack():
+def test_predict_starts_without_the_network_or_ui_stack(tmp_path):
     # Offline commands must not pay for asyncio, aiobotocore or Textual at start-up: the CLI imports a
-    # command's module only when that command runs.
+    # command's module only when that command runs. Nor, without a config file, for dataclasses
+    # (inspect), tomllib, platformdirs or OpenSSL's hashlib: `predict` starts in a few times `python -c pass`.
     script = ("import sys; from console.cli import main; code = main(['predict', 'abc', '--shards', '4']); "
-              "print(sorted(m for m in ('asyncio', 'aiobotocore', 'botocore', 'textual') if m in sys.modules)); "
+              "print(sorted(m for m in ('asyncio', 'aiobotocore', 'botocore', 'textual', 'dataclasses', 'tomllib', "
+              "'platformdirs', '_hashlib') if m in sys.modules)); "
               "sys.exit(code)")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    env = {**os.environ, "KCONSOLE_CONFIG": str(tmp_path / "absent.toml")}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode == 0, result.stderr
     assert "shardId-000000000002" in result.stdout
     assert result.stdout.strip().splitlines()[-1] == "[]"

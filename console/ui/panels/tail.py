@@ -36,7 +36,7 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Select, Static
 
-from console.config import data_dir
+from console.userdirs import data_dir
 from console.read.decoding import KIND_ERROR, KIND_JSON, KIND_TEXT, DecodedRecord
 from console.read.printable import printable, printable_json
 from console.read.window import RecordWindow
