@@ -99,8 +99,8 @@ def serve(server: BaseWSGIServer, *, on_ready: Callable[[str], None]) -> int | N
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    on_ready(endpoint_of(server))
     try:
+        on_ready(endpoint_of(server))  # inside: a SIGTERM right at READY must stop quietly too
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
         pass

@@ -424,3 +424,15 @@ async def test_local_serve_shares_one_server_and_stops_on_ctrl_c():
             serve.kill()
         serve.stdout.close()
         serve.stderr.close()
+
+
+def test_server_stopped_the_moment_it_is_ready_exits_quietly():
+    """A SIGTERM that lands while the server announces READY (a user's Ctrl-C at once) stops it
+    without a traceback."""
+    for _ in range(12):
+        server = subprocess.Popen([sys.executable, "-m", "console.backend.server_main", "--port", "0"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert server.stdout.readline().startswith(b"READY http://127.0.0.1:")
+        server.terminate()
+        _, stderr = server.communicate(timeout=10)
+        assert b"Traceback" not in stderr, stderr.decode()[-500:]
