@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import inspect
+import math
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -329,7 +330,10 @@ class OrderedProducer:
         for shard, size in newly_parked.items():
             per_second = self._pacer.records_per_second(shard) or 1.0
             wanted = max(1, min(len(parked[shard]), int(per_second * REFILL_SECONDS)))
-            heapq.heappush(self._unpark, (now + self._pacer.wait_time(shard, size, now, wanted), shard))
+            due = now + self._pacer.wait_time(shard, size, now, wanted)
+            # Shards come back on a common beat, so one request carries several shards' records
+            # rather than one small request per shard (the bucket keeps filling meanwhile).
+            heapq.heappush(self._unpark, (math.ceil(due / REFILL_SECONDS) * REFILL_SECONDS, shard))
         return batch, wait_hint
 
     async def _send_batch(self, batch: list[PendingRecord], requeue: Requeue) -> None:
