@@ -32,7 +32,7 @@ def test_lean_dependencies_leave_the_embedded_server_to_the_local_extra():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     names = {requirement.split("[")[0].split(">")[0].split("=")[0].split("<")[0].strip().lower()
              for requirement in project["dependencies"]}
-    assert not names & {"moto", "flask", "flask-cors"}, names
+    assert not names & {"moto", "flask", "flask-cors", "waitress"}, names
     extras = project["optional-dependencies"]
     assert any(requirement.startswith("moto") for requirement in extras["local"])
     assert "kconsole[local]" in extras["test"], "the test extra must pull the embedded server"

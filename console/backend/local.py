@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from console.errors import BackendError
 
 # What the embedded server's process imports; installed by the `local` extra, never by a lean install.
-LOCAL_SERVER_MODULES = ("moto", "flask", "flask_cors")
+LOCAL_SERVER_MODULES = ("moto", "flask", "flask_cors", "waitress")
 LOCAL_EXTRA_HINT = "pip install 'kconsole[local]'"
 
 _live: set["LocalKinesisServer"] = set()

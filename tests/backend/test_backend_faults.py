@@ -5,6 +5,8 @@ known to have sent nothing."""
 
 from __future__ import annotations
 
+import asyncio
+
 from urllib.parse import urlsplit
 
 import pytest
@@ -64,6 +66,7 @@ async def test_a_refused_connection_sent_nothing(local_kinesis, make_stream):
     async with proxy_for(local_kinesis, Faults()) as proxy, backend_on(proxy) as kinesis:
         await kinesis.all_shards(stream)  # reached once: an outage now is retried and reported
         proxy.down()
+        await asyncio.sleep(0.1)  # the client sees its kept-alive connection reset, as it would a moment later
         events = []
         kinesis.on_retry = events.append
         with pytest.raises(EndpointUnreachable) as caught:

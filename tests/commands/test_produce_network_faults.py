@@ -150,6 +150,7 @@ async def test_refused_connections_are_retried_and_not_possible_duplicates(local
                 assert result.complete and result.retries > 0
                 assert result.possible_duplicates == 0 and result.last_unknown_sent is None
                 proxy.down()
+                await asyncio.sleep(0.1)  # the client sees its kept-alive connections reset before the next run
 
 
 @pytest.mark.parametrize("mode, operation", [("batch", "PutRecords"), ("sequential", "PutRecord")])
