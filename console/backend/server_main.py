@@ -19,7 +19,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-
 from typing import Any
 
 # waitress, not werkzeug's development server: werkzeug closes the connection after every answer (and
