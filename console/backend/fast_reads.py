@@ -16,11 +16,13 @@ import base64
 import calendar
 import io
 import json
-import os
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
+
+from werkzeug.datastructures import EnvironHeaders
 
 TARGET_PREFIX = "Kinesis_20131202."
 SHORT_PATH_CALLS = {"GetShardIterator": "get_shard_iterator", "GetRecords": "get_records",
@@ -33,16 +35,11 @@ class ShortPathReads:
     """WSGI middleware in front of moto's application (see module docstring)."""
 
     def __init__(self, app: Callable, lock: Any) -> None:
-        from moto.core.responses import BaseResponse
         from moto.kinesis.responses import KinesisResponse
 
         self.app = app
         self.lock = lock
         self.response_class = KinesisResponse
-        self.region_in_url = BaseResponse.region_regex
-        self.region_in_user_agent = BaseResponse.region_from_useragent_regex
-        self.access_key_in_authorization = BaseResponse.access_key_regex
-        self.default_region = BaseResponse.default_region
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         target = environ.get("HTTP_X_AMZ_TARGET", "")
@@ -76,34 +73,14 @@ class ShortPathReads:
         handler.querystring = {name: [value] for name, value in params.items()}
         handler.body = body.decode()
         handler.uri_match = {}
-        handler.region = self._region(environ)
-        handler.current_account = self._account(environ)
+        # Region and account exactly as moto finds them: its own methods, over this request's headers.
+        handler.headers = EnvironHeaders(environ)
+        url = f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', '')}{environ.get('PATH_INFO', '')}"
+        handler.region = handler.get_region_from_url(SimpleNamespace(headers=handler.headers), url)
+        handler.current_account = handler.get_current_account()
         with self.lock:
             result = getattr(handler, method)().result
             return json.dumps(_wire(result), separators=(",", ":")).encode()
-
-    def _region(self, environ: dict) -> str:
-        """As moto's BaseResponse.get_region_from_url: the URL, the User-Agent, the SigV4 scope."""
-        url = f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', '')}{environ.get('PATH_INFO', '')}"
-        if match := self.region_in_url.search(url):
-            return match.group(1)
-        if match := self.region_in_user_agent.search(environ.get("HTTP_USER_AGENT", "")):
-            return match.group(1)
-        authorization = environ.get("HTTP_AUTHORIZATION", "")
-        if "AWS4" in authorization:
-            return authorization.split(",")[0].split("/")[2]
-        return self.default_region
-
-    def _account(self, environ: dict) -> str:
-        """As moto's BaseResponse.get_current_account: MOTO_ACCOUNT_ID, the header, then the access key."""
-        from moto.iam.models import get_account_id_from
-
-        if "MOTO_ACCOUNT_ID" in os.environ:
-            return os.environ["MOTO_ACCOUNT_ID"]
-        if "HTTP_X_MOTO_ACCOUNT_ID" in environ:
-            return environ["HTTP_X_MOTO_ACCOUNT_ID"]
-        match = self.access_key_in_authorization.search(environ.get("HTTP_AUTHORIZATION", ""))
-        return get_account_id_from(match.group(1) if match else "AKIAEXAMPLE")
 
 
 def _read_body(environ: dict) -> bytes:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from typing import Any
 
 from console.errors import AccessDenied, ConsoleError, EndpointUnreachable
-from console.heat.cloudwatch import SHARD_METRIC_STATISTICS
+from console.heat.cloudwatch import PERIOD, SHARD_METRIC_STATISTICS, minute_window
 
 # Metric -> the statistic that answers "how much / how bad" per minute.
 STREAM_METRICS: dict[str, str] = {
@@ -24,7 +24,6 @@ STREAM_METRICS: dict[str, str] = {
 }
 ITERATOR_AGE_METRICS = ("GetRecords.IteratorAgeMilliseconds", "IteratorAgeMilliseconds")  # stream, shard level
 THROTTLE_METRICS = ("WriteProvisionedThroughputExceeded", "ReadProvisionedThroughputExceeded")
-PERIOD = 60
 # CloudWatch's newest minute is often still being filled in: "now" means the last few minutes.
 RECENT_MINUTES = 5
 # Shard-level series asked for at once: the shards shown, never the whole stream (10,000 shards x 6
@@ -89,13 +88,8 @@ def per_minute(points: Sequence[tuple[datetime, float]], start: datetime, minute
     return tuple(values)
 
 
-def _window(minutes: int, now: datetime | None) -> tuple[datetime, datetime]:
-    end = (now or datetime.now(timezone.utc)).replace(second=0, microsecond=0)
-    return end - timedelta(minutes=minutes), end
-
-
 async def stream_metrics(backend: Any, stream: str, *, minutes: int = 60, now: datetime | None = None) -> MetricSeries:
-    start, end = _window(minutes, now)
+    start, end = minute_window(minutes, now)
     raw = await backend.stream_metrics(stream, STREAM_METRICS, start, end, PERIOD)
     return MetricSeries(minutes, {name: per_minute(raw.get(name, []), start, minutes) for name in STREAM_METRICS})
 
@@ -116,7 +110,7 @@ async def shard_metrics(backend: Any, stream: str, shard_ids: Sequence[str], met
         raise ValueError(f"at most {MAX_SHARDS_PER_FETCH} shards per fetch; got {len(shard_ids)}")
     if not shard_ids or not metrics:
         return {}
-    start, end = _window(minutes, now)
+    start, end = minute_window(minutes, now)
     raw = await backend.shard_metrics(stream, list(shard_ids), dict(metrics), start, end, PERIOD)
     return {shard_id: MetricSeries(minutes, {metric: per_minute(raw.get(shard_id, {}).get(metric, []), start, minutes)
                                              for metric in metrics})
