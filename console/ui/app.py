@@ -20,20 +20,20 @@ import gc
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
-from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import TabbedContent, TabPane
+from textual.widgets import TabbedContent, TabPane, Tabs
 from textual.worker import Worker, WorkerState
 
 from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS, ConsoleBackend
 from console.errors import ConsoleError
 from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
 from console.ui import reshard_flow
-from console.ui.bindings import ACTIONS, MUTATING_ACTIONS
+from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS
 from console.ui.focus import FocusModel
 from console.ui.format import short_shard_id
 from console.ui.palette import ConsoleCommands
@@ -53,6 +53,7 @@ from console.ui.screens.stream_actions import StreamActionRequest, StreamActions
 from console.ui.screens.stream_picker import StreamPickerScreen
 from console.ui.source import (BIG_STREAM, ConnectionInfo, ListingSchedule, StreamView, describe_failure,
                                fetch_stream, with_lineage)
+from console.ui.startup import settle_heap, warm_lazy_imports
 from console.ui.toasts import ToastsBehindDialogs
 from console.ui.widgets.footer import CoalescingFooter
 from console.ui.widgets.header import ConsoleHeader
@@ -61,28 +62,6 @@ from console.ui.widgets.shard_table import ShardHeat, ShardTable
 
 CAPACITY_INTERVAL = 60.0  # seconds between fetches of the stream's CloudWatch metrics (its resolution)
 NO_CLOUDWATCH = "no CloudWatch metrics: this source has no CloudWatch"
-
-
-def _warm_lazy_imports() -> None:
-    """Pay now, at start-up, for what Textual and Rich would otherwise load on first use: the first
-    big listing needs a scrollbar (textual.scrollbar), measures non-ASCII text (Rich's unicode width
-    tables) and runs work in a thread (the default executor). Loaded during that first paint, they
-    stalled the UI loop for tens of ms (tests/benchmarks/bench_console.py)."""
-    import concurrent.futures.thread  # noqa: F401
-    import textual.scrollbar  # noqa: F401
-    from rich.cells import cell_len
-
-    cell_len("…▲▼·⟳▁█")
-
-
-def _settle_heap() -> None:
-    """Move every object alive now out of the garbage collector's way.
-
-    A 10k-shard listing (and its lineage) is ~100k long-lived objects; each full collection would
-    scan them all and stall the UI loop for 100+ ms. Shards are acyclic, so refcounting frees them
-    when a later poll replaces them; only the collector's rescans are saved. Done for big streams only.
-    """
-    gc.freeze()
 
 
 class StreamRefreshed(Message):
@@ -99,35 +78,12 @@ class PollFailed(Message):
         self.reason = reason
 
 
-class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
+class KConsoleApp(CommandLineHost, App[None]):
     CSS_PATH = Path(__file__).parent / "kconsole.tcss"  # absolute, so subclasses elsewhere find it
     TITLE = "kconsole"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
 
-    BINDINGS = [
-        Binding("q", "quit", "Quit", id="app.quit"),
-        Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
-        Binding("f1", "help", "Help", show=False, id="app.help_f1"),
-        Binding("r", "refresh", "Refresh", id="app.refresh"),
-        # One footer entry stands for the tab keys (console.ui.focus sends them on from a text
-        # box that a tab switch focused, until the user enters it).
-        *(Binding(a.key, a.action, "Tabs" if a.key == "1" else a.title, show=a.key == "1",
-                  key_display="1-8" if a.key == "1" else None)
-          for a in ACTIONS if a.action.startswith("show_tab")),
-        Binding("slash", "filter", "Filter", key_display="/", id="app.filter"),
-        Binding("s", "split", "Split", id="reshard.split"),
-        Binding("m", "merge", "Merge", id="reshard.merge"),
-        Binding("x", "scale", "Scale", id="reshard.scale"),
-        Binding("c", "copy_keys", "Copy keys", id="app.copy"),
-        Binding("p", "pick_stream", "Streams", id="app.streams"),
-        Binding("S", "stream_actions", "Stream", id="stream.actions"),
-        # k9s habits: command mode, vi keys in lists, ctrl+c quits (in a text box it asks once).
-        Binding("colon", "command_line", "Command", key_display=":", show=False, id="app.command_line"),
-        Binding("j", "vi_cursor('down')", "Down", show=False, id="app.vi_down"),
-        Binding("k", "vi_cursor('up')", "Up", show=False, id="app.vi_up"),
-        Binding("ctrl+c", "ctrl_c_quit", "Quit", show=False, id="app.ctrl_c_quit"),
-        Binding("R", "toggle_read_only", "Read-only", key_display="R", show=False, id="app.read_only"),
-    ]
+    BINDINGS = APP_BINDINGS
 
     # What the panels follow (data_bind in compose).
     stream: reactive[str | None] = reactive(None, init=False)
@@ -173,6 +129,11 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
         self._lineage_dirty = False
         self._last_tiling_problem: str | None = None
         self._capacity_stream: str | None = None  # the stream the CloudWatch loop follows
+        self.focus_model = FocusModel(self)
+        self.toasts = ToastsBehindDialogs(self)
+        # Called with the theme's name when the user picks another one (the launcher saves it to the config).
+        self.on_theme_changed: Callable[[str], None] | None = None
+        self.ctrl_c_asked_at: float | None = None  # ctrl+c in a text box asks once (CommandLineHost)
 
     # ---- layout --------------------------------------------------------------------------------
 
@@ -202,7 +163,7 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
         yield CoalescingFooter(compact=True)  # compact: more keys fit on an 80-column terminal
 
     def on_mount(self) -> None:
-        _warm_lazy_imports()
+        warm_lazy_imports()
         asyncio.get_running_loop().run_in_executor(None, int)  # start the executor's first thread now
         if self._theme_name and self._theme_name in self.available_themes:
             self.theme = self._theme_name
@@ -309,7 +270,7 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
                 return
             self._listing.listed_all()
             if len(view.shards) > BIG_STREAM:
-                _settle_heap()
+                settle_heap()
             await self._show_shards(view)
             view = await with_lineage(view)
             if stream == self.stream:
@@ -418,7 +379,7 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
             self.notify(view.tiling_problem, title="shard map", severity="warning")
         self._last_tiling_problem = view.tiling_problem
         if len(view.shards) > BIG_STREAM:
-            _settle_heap()
+            settle_heap()
         self.post_message(StreamRefreshed(view))
 
     # ---- selection -----------------------------------------------------------------------------
@@ -482,13 +443,39 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        self.focus_tab(event.pane.id)
+        self.focus_model.focus_tab(event.pane.id)
         # The tree is only rebuilt while visible: a 10k-shard stream must not pay for a hidden tree.
         if event.pane.id == "lineage" and self._lineage_dirty and self.view is not None:
             self._lineage_dirty = False
             self.lineage_tree.apply(self.view.lineage)
             if self.selected_shard_id:
                 self.lineage_tree.select_shard(self.selected_shard_id)
+
+    # ---- focus and toasts (console.ui.focus, console.ui.toasts) --------------------------------
+
+    async def on_event(self, event: events.Event) -> None:
+        if not await self.focus_model.handled(event):
+            await super().on_event(event)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        self.focus_model.focused(event.widget)
+
+    @property
+    def tab_strip(self) -> Tabs:
+        return self.focus_model.tab_strip
+
+    def notify(self, message: str, **options: Any) -> None:
+        if not self.toasts.held(message, options):
+            super().notify(message, **options)
+
+    def push_screen(self, screen: Any, *args: Any, **kwargs: Any) -> Any:
+        self.toasts.opening(screen)
+        return super().push_screen(screen, *args, **kwargs)
+
+    def pop_screen(self) -> Any:
+        result = super().pop_screen()
+        self.toasts.closed()
+        return result
 
     # ---- filter --------------------------------------------------------------------------------
 
@@ -497,7 +484,7 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
         self.shards_panel.open_filter()
 
     def on_key(self, event) -> None:
-        self.leave_text_box(event)
+        self.focus_model.leave_text_box(event)
 
     # ---- actions -------------------------------------------------------------------------------
 
@@ -505,7 +492,7 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
         if action in MUTATING_ACTIONS and self.read_only:
             return None  # shown greyed out in the footer, and the key does nothing
         if action == "show_tab":
-            return not self.typing  # False: the digit goes into the text box instead
+            return not self.focus_model.typing  # False: the digit goes into the text box instead
         return True
 
     @on(CommandLineScreen.Entered)
@@ -524,7 +511,7 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
     def action_show_tab(self, tab: str) -> None:
         tabs = self.query_one(TabbedContent)
         if tabs.active == tab:
-            self.focus_tab(tab)
+            self.focus_model.focus_tab(tab)
         tabs.active = tab
 
     def action_sort(self) -> None:
