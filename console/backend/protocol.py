@@ -25,19 +25,13 @@ RETRY_EVENTS = "retry-events"
 MetricPoints = list[tuple[datetime, float]]
 
 
-class RetryNotice(Protocol):
-    """What the console shows of a retried call."""
-
-    def describe(self) -> str: ...
-
-
 @runtime_checkable
 class StreamReads(Protocol):
     """What the console's own loops read: the stream list, a stream's summary and its shards."""
 
     async def list_streams(self) -> list[StreamSummary]: ...
 
-    async def describe_stream(self, stream: str) -> StreamSummary: ...
+    async def describe_stream_summary(self, stream: str) -> StreamSummary: ...
 
     async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]: ...
 
@@ -47,7 +41,7 @@ class ConsoleBackend(StreamReads, Protocol):
 
     # Which optional parts this source offers (CLOUDWATCH, RETRY_EVENTS).
     capabilities: frozenset[str]
-    # Called with each retried call, when RETRY_EVENTS is offered.
+    # Called with each retried call (a console.backend.calls.RetryEvent), when RETRY_EVENTS is offered.
     on_retry: Callable[[Any], None] | None
 
     @property

@@ -60,7 +60,7 @@ class PrefetchingSource:
         self._stream = stream
         self.capabilities = source.capabilities
         self._pending: dict[str, asyncio.Future] = {
-            "describe_stream": asyncio.ensure_future(source.describe_stream(stream)),
+            "describe_stream_summary": asyncio.ensure_future(source.describe_stream_summary(stream)),
             "all_shards": asyncio.ensure_future(source.all_shards(stream)),
         }
 
@@ -84,9 +84,9 @@ class PrefetchingSource:
     def config(self) -> Any:
         return getattr(self._source, "config", None)
 
-    async def describe_stream(self, stream: str) -> StreamSummary:
-        early = self._pending.pop("describe_stream", None) if stream == self._stream else None
-        return await early if early is not None else await self._source.describe_stream(stream)
+    async def describe_stream_summary(self, stream: str) -> StreamSummary:
+        early = self._pending.pop("describe_stream_summary", None) if stream == self._stream else None
+        return await early if early is not None else await self._source.describe_stream_summary(stream)
 
     async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]:
         early = self._pending.pop("all_shards", None) if stream == self._stream and shard_filter is None else None

@@ -248,7 +248,7 @@ class HeatPanel(Widget, can_focus=True):
     async def _enable_monitoring(self, source: ConsoleBackend, stream: str, metrics: tuple[str, ...]) -> None:
         try:
             await source.enable_enhanced_monitoring(stream, list(metrics))
-            enabled = (await source.describe_stream(stream)).enhanced_metrics
+            enabled = (await source.describe_stream_summary(stream)).enhanced_metrics
         except ConsoleError as error:
             self.notify(f"enhanced monitoring: {error.message}", severity="error", timeout=10)
             return
