@@ -1,0 +1,47 @@
+"""After any dialog over the console closes, confirmed or cancelled, the next digit switches tabs:
+it never lands in a form field behind the dialog (a Keys field turned from 100 into 7 would be the
+next run's setting)."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Input, TabbedContent
+
+from tests.ui.test_ui_interaction import static_app
+from tests.ui.test_ui_console import wait_until
+
+pytestmark = pytest.mark.timeout(60)
+
+# (tab key, keys that open a dialog from that tab's first focus, keys that close it)
+DIALOGS = [
+    ("5", ["ctrl+s"], ["escape"]),                     # the producer's Start asks for the stream name
+    ("5", ["ctrl+s"], ["tab", "enter"]),                 # ... and its Cancel button
+    ("5", ["escape", "question_mark"], ["escape"]),     # help
+    ("3", ["escape", "colon"], ["escape"]),             # the command line
+    ("4", ["escape", "S"], ["escape"]),                 # stream actions
+    ("1", ["s"], ["escape"]),                           # a split preview
+    ("1", ["x"], ["escape"]),                           # the rescale prompt
+    ("1", ["p"], ["escape"]),                           # the stream picker
+]
+
+
+def form_values(app) -> dict[str, str]:
+    return {field.id: field.value for field in app.query(Input) if field.id}
+
+
+@pytest.mark.parametrize("tab_key, open_keys, close_keys", DIALOGS)
+async def test_the_next_digit_after_a_dialog_switches_tabs(tab_key, open_keys, close_keys):
+    app = static_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press(tab_key)
+        await pilot.pause()
+        before = form_values(app)
+        await pilot.press(*open_keys)
+        await wait_until(pilot, lambda: len(app.screen_stack) > 1, what="the dialog")
+        await pilot.press(*close_keys)
+        await wait_until(pilot, lambda: len(app.screen_stack) == 1, what="the dialog to close")
+        await pilot.press("7")
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "heat"
+        assert form_values(app) == before
