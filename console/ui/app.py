@@ -32,6 +32,7 @@ from textual.worker import Worker, WorkerState
 from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS, ConsoleBackend
 from console.errors import ConsoleError
 from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
+from console.topology.lineage import Lineage
 from console.ui import reshard_flow
 from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS
 from console.ui.focus import FocusModel
@@ -552,6 +553,11 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.table.set_lag({})
         self.ribbon.set_shards([])
         self.ribbon.set_heat({})
+        # Nothing of the previous stream stays on screen as if it were this one, found or not.
+        self._show_detail()
+        self.placement.set_index(None)
+        self.lineage_tree.apply(Lineage.build([]))
+        self._lineage_dirty = False
         self.header.update_state(stream=name, summary=None, refreshed_at=None, error=None, capacity=None)
         if name and self._on_stream_opened:
             self._on_stream_opened(name)

@@ -45,3 +45,18 @@ async def test_the_next_digit_after_a_dialog_switches_tabs(tab_key, open_keys, c
         await pilot.pause()
         assert app.query_one(TabbedContent).active == "heat"
         assert form_values(app) == before
+
+
+async def test_a_stream_that_does_not_exist_leaves_nothing_of_the_previous_one_on_screen():
+    app = static_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("down")
+        await pilot.press("2")
+        await wait_until(pilot, lambda: app.lineage_tree.lines, what="the lineage")
+        app.open_stream("does-not-exist")
+        await wait_until(pilot, lambda: app.header.state.error, what="the header to say the stream is missing")
+        assert not app.lineage_tree.lines
+        assert app.table.row_count == 0
+        assert str(app.query_one("#shard-detail").render()).strip() == ""
+        assert app.placement.index is None
