@@ -34,7 +34,7 @@ from console.errors import ConsoleError
 from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
 from console.topology.lineage import Lineage
 from console.ui import reshard_flow
-from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS
+from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, READ_ONLY_DISABLES
 from console.ui.focus import FocusModel
 from console.ui.format import short_shard_id
 from console.ui.palette import ConsoleCommands
@@ -178,8 +178,7 @@ class KConsoleApp(CommandLineHost, App[None]):
         if self._config_warning:
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
         if self.read_only:
-            self.notify("read-only: split, merge, scale, stream actions, the producer and enhanced monitoring "
-                        "are disabled", timeout=5)
+            self.notify(f"read-only: {READ_ONLY_DISABLES} are disabled", timeout=5)
         self.table.focus()
         if self.stream:
             if self._on_stream_opened:
@@ -486,6 +485,12 @@ class KConsoleApp(CommandLineHost, App[None]):
 
     def on_key(self, event) -> None:
         self.focus_model.leave_text_box(event)
+        if self.read_only and self.screen is self.screen_stack[0] and not self.focus_model.typing:
+            disabled = next((b for b in APP_BINDINGS if b.action in MUTATING_ACTIONS and event.key in b.key.split(",")),
+                            None)
+            if disabled is not None:  # a greyed-out key does nothing; say why rather than stay silent
+                self.notify(f"{disabled.description}: disabled in read-only mode (R or :rw leaves it, after you "
+                            "type the stream name)", severity="warning", timeout=4)
 
     # ---- actions -------------------------------------------------------------------------------
 

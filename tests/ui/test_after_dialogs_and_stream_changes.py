@@ -60,3 +60,17 @@ async def test_a_stream_that_does_not_exist_leaves_nothing_of_the_previous_one_o
         assert app.table.row_count == 0
         assert str(app.query_one("#shard-detail").render()).strip() == ""
         assert app.placement.index is None
+
+
+async def test_a_greyed_out_key_says_why_under_read_only():
+    app = static_app(read_only=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        app.notes.clear()
+        for key in ("s", "S", "x"):
+            await pilot.press(key)
+            await pilot.pause()
+        assert len(app.screen_stack) == 1  # nothing opened
+        said = [note for note in app.notes if "read-only" in note]
+        assert len(said) == 3 and all("R or :rw" in note for note in said)
+        assert any(note.startswith("Stream") for note in said), said
