@@ -74,3 +74,13 @@ async def test_a_greyed_out_key_says_why_under_read_only():
         said = [note for note in app.notes if "read-only" in note]
         assert len(said) == 3 and all("R or :rw" in note for note in said)
         assert any(note.startswith("Stream") for note in said), said
+
+
+async def test_ctrl_a_selects_every_key_in_placement():
+    app = static_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("3", "enter", *"alpha", "enter", *"beta")
+        await pilot.press("ctrl+a")
+        box = app.query_one("#placement-input")
+        assert box.selected_text == "alpha\nbeta"
