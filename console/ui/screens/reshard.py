@@ -44,8 +44,9 @@ def legend(labels: list[str], shards, *, new: bool = False) -> Text:
             break
         is_new = new and not getattr(shard, "unchanged", True)
         text.append(label, style="bold")
-        text.append(f" {short_shard_id(shard.shard_id) if shard.shard_id else '(new)'}")
-        text.append(" new  " if is_new else "  ", style="green" if is_new else "")
+        if shard.shard_id:  # a shard still to be created has no id yet: "new" alone says it
+            text.append(f" {short_shard_id(shard.shard_id)}")
+        text.append(" new  " if is_new or not shard.shard_id else "  ", style="green" if is_new else "")
     return text
 
 
