@@ -15,6 +15,7 @@ when consumers are still reading the shards the plan changes, Proceed is held ba
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, ScrollableContainer, Vertical
@@ -114,6 +115,10 @@ class ReshardPreviewScreen(ModalScreen[bool]):
     ReshardPreviewScreen Button {
         margin-left: 2;
     }
+    ReshardPreviewScreen #preview-keys {
+        width: 1fr;
+        color: $text-muted;
+    }
     """
 
     BINDINGS = [
@@ -180,6 +185,8 @@ class ReshardPreviewScreen(ModalScreen[bool]):
             with ScrollableContainer(id="preview-body"):
                 yield Static(Text(plan_body(self.plan, self.key_format), no_wrap=True), id="preview-text")
             with Horizontal(id="preview-buttons"):
+                # What enter does right now: it presses the focused button (tab moves between them).
+                yield Static(id="preview-keys")
                 # Compact: one line each, so the plan keeps room on a 24-line terminal.
                 yield Button("Cancel", id="cancel", compact=True)
                 if self.can_force:
@@ -191,6 +198,11 @@ class ReshardPreviewScreen(ModalScreen[bool]):
     def on_mount(self) -> None:
         # Focus never starts on a button that changes the stream when consumers hold the change back.
         self.query_one("#proceed" if self.can_proceed else "#cancel", Button).focus()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        what = {"proceed": "proceeds", "force": "applies anyway", "cancel": "cancels"}.get(event.widget.id or "")
+        if what is not None:
+            self.query_one("#preview-keys", Static).update(f"enter {what} · tab: next button · esc cancels")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
