@@ -14,6 +14,8 @@ when consumers are still reading the shards the plan changes, Proceed is held ba
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -60,11 +62,19 @@ def moved_summary(plan: ReshardPlan, sample_label: str) -> str:
     return text
 
 
-def plan_body(plan: ReshardPlan, key_format: str) -> str:
+PROSE_PREFIXES = ("Ordering:", "Note:", "Split key:")  # sentences, not columns: wrapped to the dialog
+
+
+def plan_body(plan: ReshardPlan, key_format: str, width: int | None = None) -> str:
     """Everything below the bars (console.reshard.render.plan_details), with hash keys in the
-    console's key format and short shard ids."""
-    return "\n".join(plan_details(plan, MAX_ROWS, key_text=lambda key: format_hash_key(key, key_format),
-                                   shard_name=short_shard_id))
+    console's key format and short shard ids. With `width`, the prose lines wrap to it (the rows keep
+    their columns and scroll sideways)."""
+    lines = plan_details(plan, MAX_ROWS, key_text=lambda key: format_hash_key(key, key_format),
+                         shard_name=short_shard_id)
+    if width is not None:
+        lines = [wrapped for line in lines for wrapped in
+                 (textwrap.wrap(line, width, subsequent_indent="  ") if line.startswith(PROSE_PREFIXES) else [line])]
+    return "\n".join(lines)
 
 
 class ReshardPreviewScreen(ModalScreen[bool]):
@@ -138,6 +148,10 @@ class ReshardPreviewScreen(ModalScreen[bool]):
         self.consumers = consumers or []  # the lease table's barrier lines (Consumers tab), if one is open
         self.held_back = held_back  # why consumers hold the change back (only `f` goes on), or None
 
+    def text_width(self) -> int:
+        """The dialog's inner width: 90% of the terminal (at most 120), less borders and padding."""
+        return max(20, min(120, self.app.size.width * 9 // 10) - 6)
+
     def ribbon_width(self) -> int:
         """The bars fit the dialog: 90% of the terminal (at most 120), less border, padding and the
         'before |' label."""
@@ -183,7 +197,7 @@ class ReshardPreviewScreen(ModalScreen[bool]):
                                   "fall further behind until they finish the parents), or Escape to cancel."),
                              id="preview-held-back")
             with ScrollableContainer(id="preview-body"):
-                yield Static(Text(plan_body(self.plan, self.key_format), no_wrap=True), id="preview-text")
+                yield Static(Text(plan_body(self.plan, self.key_format, self.text_width()), no_wrap=True), id="preview-text")
             with Horizontal(id="preview-buttons"):
                 # What enter does right now: it presses the focused button (tab moves between them).
                 yield Static(id="preview-keys")

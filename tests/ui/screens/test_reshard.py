@@ -120,3 +120,13 @@ async def test_the_preview_says_what_enter_does_as_the_focus_moves():
         await pilot.press("enter")
         await pilot.pause()
     assert app.results == [False]
+
+
+async def test_the_ordering_sentence_wraps_inside_an_80_column_dialog():
+    app = Host(lambda: ReshardPreviewScreen(split_plan(), "orders"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        body = str(app.screen.query_one("#preview-text", Static).render())
+        ordering = body[body.index("Ordering:"):].split("\n")
+        width = app.screen.text_width()
+        assert len(ordering) > 1 and all(len(line) <= width for line in ordering[:3])
