@@ -99,14 +99,17 @@ def columns_for(key_format: str) -> tuple[Column, ...]:
     return tuple(replace(c, width=KEY_WIDTHS["hex"], text=hexed[c.key]) if c.key in hexed else c for c in COLUMNS)
 
 
+def column_width(columns: tuple[Column, ...]) -> int:
+    """The cells the columns take, separators and edge included."""
+    return sum(c.width + 1 for c in columns) + 1
+
+
 def fit_columns(columns: tuple[Column, ...], width: int) -> tuple[Column, ...]:
     """The columns that fit `width`, keys in full where they fit. On a narrower terminal, in turn:
     the end key goes (the next row's start key implies it, and the detail line shows it in full),
     then the parents, then shard ids shorten to '#n'; last, the start key keeps its leading digits."""
 
-    def total(cols: tuple[Column, ...]) -> int:
-        return sum(c.width + 1 for c in cols) + 1
-
+    total = column_width
     for step in ("end", "parents", "shard"):
         if total(columns) <= width:
             return columns
@@ -302,6 +305,7 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
         """Show a throughput column (from the heat panel); an empty dict hides it again."""
         if self.heat_stale:
             self.heat_stale = False
+            self._update_virtual_size()
             self.refresh()
         previous, self._heat = self._heat, dict(heat)
         show = bool(self._heat)
@@ -330,6 +334,7 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
         "Rate (stale)", rather than let old rates pass for live ones. The next `set_heat` revives it."""
         if self._heat and not self.heat_stale:
             self.heat_stale = True
+            self._update_virtual_size()
             self.refresh()
 
     def set_filter(self, text: str) -> None:
@@ -442,11 +447,14 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
 
     def _visible_columns(self) -> tuple[Column, ...]:
         """The columns that fit the widget's width (fit_columns); the Lag column only while lag is known."""
-        key = (self.size.width, self.show_throughput, bool(self._lag))
+        key = (self.size.width, self.show_throughput, bool(self._lag), self.heat_stale)
         if self._columns_cache is not None and self._columns_cache[0] == key:
             return self._columns_cache[1]
         columns = (self._columns if self.show_throughput else self._columns[:-1]) + ((LAG_COLUMN,) if self._lag else ())
         width = self.scrollable_content_region.width if self.is_mounted else 0
+        if width and self.heat_stale and column_width(columns) > width:
+            # Old rates are worth less than a key column: they go first when not everything fits.
+            columns = tuple(c for c in columns if c.key != "throughput")
         if width:
             columns = fit_columns(columns, width)
             self._columns_cache = (key, columns)
