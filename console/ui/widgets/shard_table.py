@@ -99,17 +99,14 @@ def columns_for(key_format: str) -> tuple[Column, ...]:
     return tuple(replace(c, width=KEY_WIDTHS["hex"], text=hexed[c.key]) if c.key in hexed else c for c in COLUMNS)
 
 
-def column_width(columns: tuple[Column, ...]) -> int:
-    """The cells the columns take, separators and edge included."""
-    return sum(c.width + 1 for c in columns) + 1
-
-
 def fit_columns(columns: tuple[Column, ...], width: int) -> tuple[Column, ...]:
     """The columns that fit `width`, keys in full where they fit. On a narrower terminal, in turn:
     the end key goes (the next row's start key implies it, and the detail line shows it in full),
     then the parents, then shard ids shorten to '#n'; last, the start key keeps its leading digits."""
 
-    total = column_width
+    def total(cols: tuple[Column, ...]) -> int:
+        return sum(c.width + 1 for c in cols) + 1
+
     for step in ("end", "parents", "shard"):
         if total(columns) <= width:
             return columns
@@ -452,9 +449,11 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
             return self._columns_cache[1]
         columns = (self._columns if self.show_throughput else self._columns[:-1]) + ((LAG_COLUMN,) if self._lag else ())
         width = self.scrollable_content_region.width if self.is_mounted else 0
-        if width and self.heat_stale and column_width(columns) > width:
-            # Old rates are worth less than a key column: they go first when not everything fits.
-            columns = tuple(c for c in columns if c.key != "throughput")
+        if width and self.heat_stale:
+            # Old rates are worth less than any other column: shown only where they push none out.
+            without = tuple(c for c in columns if c.key != "throughput")
+            if [c.key for c in fit_columns(columns, width) if c.key != "throughput"] != [c.key for c in fit_columns(without, width)]:
+                columns = without
         if width:
             columns = fit_columns(columns, width)
             self._columns_cache = (key, columns)
