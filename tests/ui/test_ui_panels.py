@@ -65,9 +65,7 @@ async def test_heat_feeds_table_hands_a_split_point_and_enables_monitoring(kines
         await wait_until(pilot, lambda: not [w for w in app.workers if w.group == "heat" and not w.is_finished],
                          what="sampler stopped")
         # Its last rates stay, marked stale (not passed off as live); the ribbon goes back to shares.
-        # ... but at this width not at the cost of a key column: the stale rates give way to the End key.
-        assert app.table.heat_stale and "End key" in app.table.render_line(0).text
-        assert "Rate" not in app.table.render_line(0).text
+        assert app.table.heat_stale and "Rate (stale)" in app.table.render_line(0).text
         assert app.ribbon._heat == {}
 
 
