@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import itertools
 import json
 import random
@@ -46,6 +47,21 @@ _lock = threading.RLock()
 # stream; one process-wide counter from an AWS-sized base gives both properties.
 SEQUENCE_BASE = 49_600_000_000_000_000_000_000_000_000_000_000_000_000_000_000_000_000
 _sequence = itertools.count(SEQUENCE_BASE + 1)
+
+# Today's limits, as the API reference states them.
+RECORD_SIZE_DEFAULT_KIB = 1024
+RECORD_SIZE_MAX_KIB = 10240  # the top of the model's MaxRecordSizeInKiB range (1024..10240)
+REQUEST_BYTES_MAX = 10 * 1024 * 1024  # PutRecords: the whole request, partition keys included
+REQUEST_RECORDS_MAX = 500
+GET_RECORDS_BYTES_MAX = 10 * 1024 * 1024  # one GetRecords answer (always at least one record)
+GET_RECORDS_LIMIT_DEFAULT = 10_000  # GetRecords' Limit when none is given (also its maximum)
+WARM_THROUGHPUT_MAX_MIBPS = 10 * 1024  # AWS's default limit: 10 GiB/s per on-demand stream
+COMMITMENT_MINIMUM_SECONDS = 24 * 3600  # On-demand Advantage: a commitment runs at least a day
+TAGS_PER_RESOURCE_MAX = 50
+CHANNEL_SETTLE_SECONDS = 0.5  # CREATING/UPDATING for this long, then ACTIVE
+CHANNELS_PAGE_MAX = 100
+AUTO, USER_PARTITION_KEY = "AUTO", "USER_PARTITION_KEY"
+TAG_TEXT = re.compile(r"[\w\s.:/=+\-@]*")
 
 
 def lock() -> threading.RLock:
@@ -111,17 +127,49 @@ def _patch_shard(Shard: type) -> None:
         self.ending_sequence = None
         self.created_at = time.time()
         self.closed_at = None
+        self.sequence_index: list[int] = []  # the keys of self.records, in order
+        self.arrival_index: list[float] = []  # their records' arrival times, in the same order
 
     def put_record(self, partition_key: str, data: str, explicit_hash_key: str) -> str:
         from moto.kinesis.models import Record
 
         sequence_number = next_sequence_number()
-        self.records[sequence_number] = Record(partition_key, data, sequence_number, explicit_hash_key)
+        record = Record(partition_key, data, sequence_number, explicit_hash_key)
+        self.records[sequence_number] = record
+        # One counter under one lock: each shard's numbers (and arrival times) grow, so both lists stay sorted.
+        self.sequence_index.append(sequence_number)
+        self.arrival_index.append(record.created_at)
         return str(sequence_number)
 
     def get_max_sequence_number(self) -> int:
         # LATEST on an empty shard must not hand out an iterator that re-reads later records' gaps.
         return next(reversed(self.records)) if self.records else self.starting_sequence
+
+    def get_records(self, last_sequence_id: str, limit: int | None) -> tuple[list, int, int]:
+        """The records after `last_sequence_id`, found by bisection: moto scans the shard from its first
+        record on every call, so a reader slowed down as the shard filled."""
+        after = int(last_sequence_id)
+        index = _sequence_index(self)
+        start = bisect.bisect_right(index, after)
+        stop = min(len(index), start + (limit or GET_RECORDS_LIMIT_DEFAULT))
+        records, size = [], 0
+        for sequence_number in itertools.islice(index, start, stop):
+            record = self.records[sequence_number]
+            size += _record_size(record.data, None)
+            if records and size > GET_RECORDS_BYTES_MAX:
+                break
+            records.append(record)
+        if not records:
+            return [], after, 0
+        newest = self.records[index[-1]]
+        return records, records[-1].sequence_number, int((newest.created_at - records[-1].created_at) * 1000)
+
+    def get_sequence_number_at(self, at_timestamp: Any) -> int:
+        """AT_TIMESTAMP: the last record that arrived before the moment (0 if none), by bisection."""
+        moment = at_timestamp.timestamp() if isinstance(at_timestamp, datetime) else float(at_timestamp)
+        _sequence_index(self)
+        position = bisect.bisect_left(self.arrival_index, moment)
+        return self.sequence_index[position - 1] if position else 0
 
     def to_json(self) -> dict[str, Any]:
         response = original_to_json(self)
@@ -133,7 +181,17 @@ def _patch_shard(Shard: type) -> None:
     Shard.__init__ = __init__
     Shard.put_record = put_record
     Shard.get_max_sequence_number = get_max_sequence_number
+    Shard.get_records = get_records
+    Shard.get_sequence_number_at = get_sequence_number_at
     Shard.to_json = to_json
+
+
+def _sequence_index(shard: Any) -> list[int]:
+    """The shard's sequence numbers in order, rebuilt if records were placed by any other path."""
+    if len(shard.sequence_index) != len(shard.records):
+        shard.sequence_index = list(shard.records)
+        shard.arrival_index = [record.created_at for record in shard.records.values()]
+    return shard.sequence_index
 
 
 def close_shard(shard: Any) -> None:
@@ -379,18 +437,6 @@ def _filtered(shards: list, stream: Any, shard_filter: dict | None, InvalidArgum
 # moto 5.2.5 predates these. Each is stored on moto's own objects (streams, consumers, the per-account
 # backend) so that DeleteStream, ListStreams and the short path see one state.
 
-RECORD_SIZE_DEFAULT_KIB = 1024
-RECORD_SIZE_MIN_KIB, RECORD_SIZE_MAX_KIB = 1024, 10240  # the model's MaxRecordSizeInKiB range
-REQUEST_BYTES_MAX = 10 * 1024 * 1024  # PutRecords: the whole request, partition keys included
-REQUEST_RECORDS_MAX = 500
-GET_RECORDS_BYTES_MAX = 10 * 1024 * 1024  # one GetRecords answer (always at least one record)
-WARM_THROUGHPUT_MAX_MIBPS = 10 * 1024  # AWS's default limit: 10 GiB/s per on-demand stream
-COMMITMENT_MINIMUM_SECONDS = 24 * 3600  # On-demand Advantage: a commitment runs at least a day
-TAGS_PER_RESOURCE_MAX = 50
-CHANNEL_SETTLE_SECONDS = 0.5  # CREATING/UPDATING for this long, then ACTIVE
-CHANNELS_PAGE_MAX = 100
-AUTO, USER_PARTITION_KEY = "AUTO", "USER_PARTITION_KEY"
-TAG_TEXT = re.compile(r"[\w\s.:/=+\-@]*")
 
 
 class _State:
