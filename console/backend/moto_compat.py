@@ -153,7 +153,7 @@ def _patch_shard(Shard: type) -> None:
         start = bisect.bisect_right(index, after)
         stop = min(len(index), start + (limit or GET_RECORDS_LIMIT_DEFAULT))
         records, size = [], 0
-        for sequence_number in itertools.islice(index, start, stop):
+        for sequence_number in index[start:stop]:  # a slice, not islice: islice walks from the start
             record = self.records[sequence_number]
             size += _record_size(record.data, None)
             if records and size > GET_RECORDS_BYTES_MAX:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from datetime import timedelta
 
@@ -338,6 +339,14 @@ def s3_channel(name: str, stream_arn: str) -> dict:
                 "CompressionType": "GZIP"}}}
 
 
+def channel_on(kinesis, stream_arn: str) -> str | None:
+    """A new channel's ARN, None if the server has no CreateChannel."""
+    try:
+        return kinesis.create_channel(**s3_channel(f"ch-{uuid.uuid4().hex[:8]}", stream_arn))["ChannelDescription"]["ChannelARN"]
+    except ClientError:
+        return None
+
+
 def test_channels_round_trip(server):
     kinesis, make_stream, patched = server
     _, arn = make_stream(on_demand=True)
@@ -365,14 +374,9 @@ def test_channels_round_trip(server):
 
 
 def test_channel_update_waits_for_active(server):
-    import time
-
     kinesis, make_stream, patched = server
     _, arn = make_stream(on_demand=True)
-    try:
-        channel = kinesis.create_channel(**s3_channel(f"ch-{uuid.uuid4().hex[:8]}", arn))["ChannelDescription"]["ChannelARN"]
-    except ClientError:
-        channel = None
+    channel = channel_on(kinesis, arn)
     expect_missing(channel is None, patched, "UpdateChannel")
     if patched:
         update = {"ChannelARN": channel, "S3DestinationConfiguration": {"DataFreshnessInSeconds": 60}}
@@ -389,10 +393,7 @@ def test_channel_update_waits_for_active(server):
 def test_stream_with_a_channel_cannot_be_deleted(server):
     kinesis, make_stream, patched = server
     name, arn = make_stream(on_demand=True)
-    try:
-        channel = kinesis.create_channel(**s3_channel(f"ch-{uuid.uuid4().hex[:8]}", arn))["ChannelDescription"]["ChannelARN"]
-    except ClientError:
-        channel = None
+    channel = channel_on(kinesis, arn)
     code = error_code(lambda: kinesis.delete_stream(StreamName=name))
     expect_missing(code != "ResourceInUseException", patched, "DeleteStream refused while channels exist")
     if patched:
