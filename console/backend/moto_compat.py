@@ -60,6 +60,7 @@ COMMITMENT_MINIMUM_SECONDS = 24 * 3600  # On-demand Advantage: a commitment runs
 TAGS_PER_RESOURCE_MAX = 50
 CHANNEL_SETTLE_SECONDS = 0.5  # CREATING/UPDATING for this long, then ACTIVE
 CHANNELS_PAGE_MAX = 100
+STREAMS_PAGE_MAX = 100
 AUTO, USER_PARTITION_KEY = "AUTO", "USER_PARTITION_KEY"
 TAG_TEXT = re.compile(r"[\w\s.:/=+\-@]*")
 
@@ -965,6 +966,28 @@ def _patch_today(models: Any, responses: Any) -> None:
             _set_warm_throughput(backend, stream, params["WarmThroughputMiBps"])
         return EmptyResult()
 
+    def list_streams(self) -> Any:
+        """AWS's paging: at most 100 names a page (100 by default), a NextToken to go on with, and the
+        summaries of the page's streams (moto: 10 by default, no NextToken, every stream's summary on
+        every page)."""
+        params = _validated(self, "ListStreams")
+        streams = list(self.kinesis_backend.list_streams())
+        names = [stream.stream_name for stream in streams]
+        after = params.get("ExclusiveStartStreamName")
+        if params.get("NextToken"):
+            after = _decode_token_name(params["NextToken"])
+        start = names.index(after) + 1 if after in names else (0 if after is None else len(names))
+        size = min(params.get("Limit", STREAMS_PAGE_MAX), STREAMS_PAGE_MAX)
+        page = streams[start:start + size]
+        result: dict[str, Any] = {
+            "StreamNames": [stream.stream_name for stream in page], "HasMoreStreams": start + size < len(streams),
+            "StreamSummaries": [{"StreamName": stream.stream_name, "StreamARN": stream.arn, "StreamStatus": stream.status,
+                                 "StreamModeDetails": stream.stream_mode,
+                                 "StreamCreationTimestamp": stream.creation_datetime} for stream in page]}
+        if result["HasMoreStreams"]:
+            result["NextToken"] = _encode_token_name(page[-1].stream_name)
+        return ActionResult(result)
+
     # -- operations moto lacks --
 
     def update_stream_record_distribution_strategy(self) -> Any:
@@ -1098,16 +1121,16 @@ def _patch_today(models: Any, responses: Any) -> None:
         start = 0
         if params.get("NextToken"):
             names = [channel["ChannelARN"] for channel in channels]
-            after = _decode_channel_token(params["NextToken"])
+            after = _decode_token_name(params["NextToken"])
             start = names.index(after) + 1 if after in names else len(names)
         size = min(params.get("MaxResults", CHANNELS_PAGE_MAX), CHANNELS_PAGE_MAX)
         page = channels[start:start + size]
         result: dict[str, Any] = {"ChannelSummaries": [_channel_summary(channel) for channel in page]}
         if start + size < len(channels):
-            result["NextToken"] = base64.urlsafe_b64encode(page[-1]["ChannelARN"].encode()).decode()
+            result["NextToken"] = _encode_token_name(page[-1]["ChannelARN"])
         return ActionResult(result)
 
-    for handler in (create_stream, delete_stream, put_record, put_records, update_stream_mode,
+    for handler in (create_stream, delete_stream, put_record, put_records, update_stream_mode, list_streams,
                     update_stream_record_distribution_strategy, update_max_record_size, update_stream_warm_throughput,
                     describe_account_settings, update_account_settings, tag_resource, untag_resource,
                     list_tags_for_resource, put_resource_policy, get_resource_policy, delete_resource_policy,
@@ -1119,7 +1142,12 @@ def _commitment_wire(commitment: dict[str, Any]) -> dict[str, Any]:
     return {key: _utc(value) if isinstance(value, float) else value for key, value in commitment.items()}
 
 
-def _decode_channel_token(token: str) -> str:
+def _encode_token_name(name: str) -> str:
+    """A NextToken: the last name (or ARN) of the page, to go on after."""
+    return base64.urlsafe_b64encode(name.encode()).decode()
+
+
+def _decode_token_name(token: str) -> str:
     try:
         return base64.urlsafe_b64decode(token.encode()).decode()
     except (ValueError, binascii.Error, UnicodeDecodeError):

@@ -442,3 +442,25 @@ def test_shard_iterator_asked_by_stream_arn_alone(server):
     expect_missing(records is None, patched, "a GetShardIterator by StreamARN that GetRecords can use")
     if patched:
         assert [record["Data"] for record in records] == [b"by-arn"]
+
+
+# ---- listing -----------------------------------------------------------------------------------
+
+def test_list_streams_pages_with_next_token_and_the_pages_summaries(server):
+    kinesis, make_stream, patched = server
+    kinesis = client_for(kinesis.meta.endpoint_url, "sa-east-1")  # a region with only this test's streams
+    made = sorted(make_stream(shards=1, region="sa-east-1")[0] for _ in range(5))
+    first = kinesis.list_streams(Limit=3)
+    names, summaries, pages = list(first["StreamNames"]), list(first.get("StreamSummaries", [])), 1
+    token = first.get("NextToken")
+    while token and pages < 5:
+        page = kinesis.list_streams(Limit=3, NextToken=token)
+        names += page["StreamNames"]
+        summaries += page.get("StreamSummaries", [])
+        token, pages = page.get("NextToken"), pages + 1
+    expect_missing(sorted(names) != made or [s["StreamName"] for s in summaries] != names, patched,
+                   "ListStreams paging by NextToken with each page's own StreamSummaries")
+    if patched:
+        assert pages == 2 and first["HasMoreStreams"]
+        assert {s["StreamModeDetails"]["StreamMode"] for s in summaries} == {"PROVISIONED"}
+        assert all(s["StreamARN"].endswith("/" + s["StreamName"]) for s in summaries)
