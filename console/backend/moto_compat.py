@@ -19,6 +19,25 @@ server, asserting the defect is present only in the unpatched one. Measured defe
   deregister   DeregisterStreamConsumer by StreamARN and ConsumerName keeps the named consumer and
                deletes every other one
   iterator ARN GetShardIterator by StreamARN alone hands out an iterator GetRecords cannot resolve
+  reads        GetRecords scans the shard from its first record on every call (and AT_TIMESTAMP from its
+               last), so every reader slows down as the shard fills: here both bisect an index kept
+               as records are appended; an answer holds at most 10,000 records or 10 MiB, as on AWS
+  list streams ListStreams pages 10 at a time with no NextToken and puts every stream's summary on
+               every page
+
+moto also predates today's API (botocore's model is the reference; tests in
+tests/backend/test_moto_compat_today.py, run the same two ways). Added here, with AWS's validation
+(every new request is checked against the model's input shape first, as AWS's front door does):
+
+  AUTO record distribution (UpdateStreamRecordDistributionStrategy, on-demand streams only): keys and
+  ExplicitHashKey ignored, records go round the open shards, PartitionKey optional; per-stream
+  MaxRecordSizeInKiB (UpdateMaxRecordSize) enforced on PutRecord(s) with the 10 MiB / 500 record request
+  limits; warm throughput (UpdateStreamWarmThroughput, on-demand streams in accounts with the minimum
+  throughput billing commitment) and the commitment itself (Describe/UpdateAccountSettings); tags on
+  streams, consumers and channels (TagResource, UntagResource, ListTagsForResource); resource policies
+  on consumers too; channels (Create/Describe/List/Update/DeleteChannel; a stream with channels cannot
+  be deleted); StreamId, ChannelCount, MaxRecordSizeInKiB, RecordDistributionStrategy and
+  WarmThroughput in DescribeStreamSummary (the short path in fast_reads answers with the same method).
 
 Everything here runs under one lock per process: moto's models are not thread-safe and the server is threaded.
 """

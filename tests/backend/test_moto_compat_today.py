@@ -188,6 +188,12 @@ def test_max_record_size_raised_and_a_large_record_reads_back_exactly(server):
                                               StartingSequenceNumber=put["SequenceNumber"])["ShardIterator"]
         record = kinesis.get_records(ShardIterator=iterator, Limit=1)["Records"][0]
         assert record["Data"] == payload and record["PartitionKey"] == "big"
+        # One GetRecords answers at most 10 MiB (and always at least one record): 9 + 9 MiB take two.
+        kinesis.put_record(StreamARN=arn, Data=payload[::-1], PartitionKey="big")
+        first = kinesis.get_records(ShardIterator=iterator)
+        second = kinesis.get_records(ShardIterator=first["NextShardIterator"])
+        assert len(first["Records"]) == 1
+        assert [r["Data"] for r in first["Records"] + second["Records"]] == [payload, payload[::-1]]
 
 
 def test_record_over_the_streams_size_is_refused(server):
