@@ -116,11 +116,15 @@ def _patch_backend(KinesisBackend: type) -> None:
     original = KinesisBackend.deregister_stream_consumer
 
     def deregister_stream_consumer(self, stream_arn: str, consumer_name: str, consumer_arn: str) -> None:
+        before = {c.consumer_arn for stream in self.streams.values() for c in stream.consumers}
         if stream_arn and consumer_name and not consumer_arn:
             stream = self._find_stream_by_arn(stream_arn)
             stream.consumers = [c for c in stream.consumers if c.consumer_name != consumer_name]
-            return
-        original(self, stream_arn, consumer_name, consumer_arn)
+        else:
+            original(self, stream_arn, consumer_name, consumer_arn)
+        # A consumer's resource policy goes with it (its tags live on the consumer object).
+        for gone in before - {c.consumer_arn for stream in self.streams.values() for c in stream.consumers}:
+            self.resource_policies.pop(gone, None)
 
     KinesisBackend.deregister_stream_consumer = deregister_stream_consumer
 
@@ -456,7 +460,6 @@ def _filtered(shards: list, stream: Any, shard_filter: dict | None, InvalidArgum
 #
 # moto 5.2.5 predates these. Each is stored on moto's own objects (streams, consumers, the per-account
 # backend) so that DeleteStream, ListStreams and the short path see one state.
-
 
 
 class _State:

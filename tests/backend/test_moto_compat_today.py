@@ -333,6 +333,11 @@ def test_resource_policy_on_a_consumer(server):
         assert kinesis.get_resource_policy(ResourceARN=consumer)["Policy"] == "{}"
         assert error_code(lambda: kinesis.delete_resource_policy(ResourceARN=consumer)) == "ResourceNotFoundException"
         assert error_code(lambda: kinesis.put_resource_policy(ResourceARN=arn, Policy="{not json")) == "InvalidArgumentException"
+        # Deregistered and registered again under the same name: the old policy does not come back.
+        kinesis.put_resource_policy(ResourceARN=consumer, Policy=policy)
+        kinesis.deregister_stream_consumer(StreamARN=arn, ConsumerName="shared")
+        again = kinesis.register_stream_consumer(StreamARN=arn, ConsumerName="shared")["Consumer"]["ConsumerARN"]
+        assert kinesis.get_resource_policy(ResourceARN=again)["Policy"] == "{}"
 
 
 # ---- channels ----------------------------------------------------------------------------------
