@@ -126,6 +126,8 @@ def test_auto_distribution_spreads_one_key_over_every_open_shard(server):
     if patched:
         assert summary(kinesis, arn)["RecordDistributionStrategy"] == "AUTO"
         assert len(shards) == summary(kinesis, arn)["OpenShardCount"] == 4
+        assert error_code(lambda: kinesis.update_stream_mode(
+            StreamARN=arn, StreamModeDetails={"StreamMode": "PROVISIONED"})) == "InvalidArgumentException"
         kinesis.update_stream_record_distribution_strategy(StreamARN=arn, RecordDistributionStrategy="USER_PARTITION_KEY")
         again = kinesis.put_records(StreamARN=arn, Records=[{"Data": b"x", "PartitionKey": "one-key"}] * 10)
         assert len({record["ShardId"] for record in again["Records"]}) == 1
@@ -168,6 +170,23 @@ def test_keyless_record_refused_on_a_partition_key_stream(server):
     stored = read_shard(kinesis, arn, "shardId-000000000000")
     expect_missing(code != "InvalidArgumentException" or bool(stored), patched,
                    "a keyless record refused before anything of the request is stored")
+
+
+def test_create_stream_takes_todays_members(server):
+    kinesis, make_stream, patched = server
+    name = f"today-{uuid.uuid4().hex[:10]}"
+    kinesis.create_stream(StreamName=name, StreamModeDetails={"StreamMode": "ON_DEMAND"}, MaxRecordSizeInKiB=2048,
+                          RecordDistributionStrategy="AUTO", Tags={"team": "data"})
+    make_stream.made.append((kinesis, name))
+    described = kinesis.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]
+    tags = kinesis.list_tags_for_stream(StreamName=name)["Tags"]
+    expect_missing((described.get("MaxRecordSizeInKiB"), described.get("RecordDistributionStrategy"), tags)
+                   != (2048, "AUTO", [{"Key": "team", "Value": "data"}]), patched,
+                   "CreateStream's MaxRecordSizeInKiB, RecordDistributionStrategy and Tags")
+    if patched:
+        assert error_code(lambda: kinesis.create_stream(StreamName=name + "-p", ShardCount=1,
+                                                        RecordDistributionStrategy="AUTO")) == "InvalidArgumentException"
+        assert error_code(lambda: kinesis.describe_stream_summary(StreamName=name + "-p")) == "ResourceNotFoundException"
 
 
 # ---- record size -----------------------------------------------------------------------------------
