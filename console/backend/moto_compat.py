@@ -24,6 +24,7 @@ server, asserting the defect is present only in the unpatched one. Measured defe
                as records are appended; an answer holds at most 10,000 records or 10 MiB, as on AWS
   list streams ListStreams pages 10 at a time with no NextToken and puts every stream's summary on
                every page
+  delete       DeleteStream deletes a stream with registered consumers without EnforceConsumerDeletion
 
 moto also predates today's API (botocore's model is the reference; tests in
 tests/backend/test_moto_compat_today.py, run the same two ways). Added here, with AWS's validation
@@ -930,6 +931,9 @@ def _patch_today(models: Any, responses: Any) -> None:
         backend = self.kinesis_backend
         stream = backend.describe_stream(stream_arn=self._get_param("StreamARN"),
                                          stream_name=self._get_param("StreamName"))
+        if stream.consumers and not self._get_param("EnforceConsumerDeletion"):
+            raise _in_use(f"Stream {stream.stream_name} under account {backend.account_id} has registered consumers; "
+                          "deregister them or set EnforceConsumerDeletion.")
         channels = _channels_of(backend, stream)
         if channels:
             names = ", ".join(channel["ChannelName"] for channel in channels)

@@ -68,7 +68,7 @@ class Streams:
             except ClientError:
                 pass
             try:
-                kinesis.delete_stream(StreamName=name)
+                kinesis.delete_stream(StreamName=name, EnforceConsumerDeletion=True)
             except ClientError:
                 pass
 
@@ -308,6 +308,17 @@ def test_summary_carries_stream_id_and_counts(server):
     if patched:
         assert re.fullmatch(r"[a-z0-9]{20}-[a-z0-9]{3}", described["StreamId"])
         assert (described["ConsumerCount"], described["ChannelCount"]) == (1, 0)
+
+
+def test_delete_stream_with_consumers_needs_enforce_consumer_deletion(server):
+    kinesis, make_stream, patched = server
+    name, arn = make_stream(shards=1)
+    kinesis.register_stream_consumer(StreamARN=arn, ConsumerName="still-reading")
+    code = error_code(lambda: kinesis.delete_stream(StreamName=name))
+    expect_missing(code != "ResourceInUseException", patched, "DeleteStream refused while consumers are registered")
+    if patched:
+        kinesis.delete_stream(StreamName=name, EnforceConsumerDeletion=True)
+        assert error_code(lambda: summary(kinesis, arn)) == "ResourceNotFoundException"
 
 
 # ---- tags and resource policies ---------------------------------------------------------------
