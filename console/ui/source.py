@@ -88,16 +88,6 @@ class StreamView:
     def tiling_problem(self) -> str | None:
         return self.lineage.problem if self.lineage is not None else None
 
-    @property
-    def open_shards(self) -> list[Shard]:
-        return [shard for shard in self.shards if shard.is_open]
-
-    def shard(self, shard_id: str) -> Shard | None:
-        for shard in self.shards:
-            if shard.shard_id == shard_id:
-                return shard
-        return None
-
 
 BIG_STREAM = 500  # shards; above this, pure-Python work on the whole listing runs in a thread
 
