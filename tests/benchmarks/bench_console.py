@@ -184,9 +184,9 @@ async def bench_console() -> dict:
         # lineage work a poll also does: measured by re-applying a view with 1.5% of rows changed.
         transport.split_some(SPLITS)
         view_before = app.view
-        from console.ui.source import poll_stream
+        from console.ui.source import fetch_stream, with_lineage
 
-        fresh = await poll_stream(kinesis, "bench")
+        fresh = await with_lineage(await fetch_stream(kinesis, "bench"))
         await settle(pilot)
         app.heartbeat.reset()
         started = time.perf_counter()
