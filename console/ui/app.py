@@ -89,21 +89,11 @@ class KConsoleApp(CommandLineHost, App[None]):
     stream: reactive[str | None] = reactive(None, init=False)
     read_only: reactive[bool] = reactive(False, init=False)
 
-    def __init__(
-        self,
-        source: ConsoleBackend,
-        *,
-        stream: str | None = None,
-        interval: float = 5.0,
-        read_only: bool = False,
-        config_warning: str | None = None,
-        theme: str | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        poll_timeout: float | None = None,
-        on_stream_opened: Callable[[str], None] | None = None,
-        last_stream: str | None = None,
-        key_format: str = "decimal",
-    ) -> None:
+    def __init__(self, source: ConsoleBackend, *, stream: str | None = None, interval: float = 5.0,
+                 read_only: bool = False, config_warning: str | None = None, theme: str | None = None,
+                 clock: Callable[[], float] = time.monotonic, poll_timeout: float | None = None,
+                 on_stream_opened: Callable[[str], None] | None = None, last_stream: str | None = None,
+                 key_format: str = "decimal") -> None:
         super().__init__()
         self.source = source
         self.set_reactive(KConsoleApp.stream, stream)
@@ -297,13 +287,6 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.header.update_state(error=reason)
         self.post_message(PollFailed(reason))
 
-    def _apply_view(self, view: StreamView) -> None:
-        """Show a complete poll result at once (synchronously; the poll worker does it in steps)."""
-        self._show_header(view)
-        self.table.apply(view.shards)
-        self._show_selection_and_ribbon(view)
-        self._show_lineage(view)
-
     async def _show_shards(self, view: StreamView) -> None:
         # Yield to the loop between the steps: each is a few ms even at 10k shards, but together
         # they would hold the UI loop for tens of ms.
@@ -317,7 +300,7 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.view = view
         self.header.update_state(summary=view.summary, refreshed_at=self._clock(), error=None, notice=None)
         self.heat_panel.show_summary(view.summary)
-        self.consumers_panel.follow_listing(view.summary.name, list(view.shards), view.summary.arn or None)
+        self.consumers_panel.follow_listing(view.summary.name, view.shards, view.summary.arn or None)
         if view.summary.name != self._capacity_stream:
             self._capacity_stream = view.summary.name
             if CLOUDWATCH in self.source.capabilities:
@@ -417,7 +400,7 @@ class KConsoleApp(CommandLineHost, App[None]):
 
     @on(HeatPanel.HeatChanged)
     def _heat_changed(self, event: HeatPanel.HeatChanged) -> None:
-        if self.heat_panel.stream == self.stream:  # not a reading of the stream closed a moment ago
+        if event.stream == self.stream:  # not a reading of the stream closed a moment ago
             self._show_heat_figures(event.heat)
 
     def _show_heat_figures(self, heat: dict[str, ShardHeat]) -> None:
@@ -439,7 +422,8 @@ class KConsoleApp(CommandLineHost, App[None]):
 
     @on(ConsumersPanel.LagChanged)
     def _lag_changed(self, event: ConsumersPanel.LagChanged) -> None:
-        self.table.set_lag(event.lag)
+        if event.stream == self.stream:
+            self.table.set_lag(event.lag)
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
