@@ -6,8 +6,9 @@ and the two loops that follow the whole stream (the shard poll, and its CloudWat
 minute). `stream` and `read_only` are reactives the panels follow (data_bind). Each panel runs its
 own work in its own workers (the producer run, the tail reader, the heat sampler, the lease poll) and
 posts typed messages for what other widgets need; the app routes them (heat and lag to the shard
-table and the ribbon). Split, merge and rescale run in console.ui.reshard_flow, given only the narrow
-objects they need. The shard poll and the lease poll share one lock, so they never overlap.
+table and the ribbon). Split, merge, rescale and the stream actions run through console.ui.changes,
+given only the narrow objects they need. The shard poll and the lease poll share one lock, so they
+never overlap.
 
 The backend is injected (`source`: a console.backend.protocol.ConsoleBackend), so tests drive this
 app against the embedded local Kinesis and the benchmark against a 10k-shard fake.
@@ -32,8 +33,8 @@ from textual.worker import Worker, WorkerState
 from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS, ConsoleBackend
 from console.errors import ConsoleError
 from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
-from console.ui import reshard_flow
 from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS
+from console.ui.changes import StreamChanges
 from console.ui.focus import FocusModel
 from console.ui.format import short_shard_id
 from console.ui.palette import ConsoleCommands
@@ -45,11 +46,10 @@ from console.ui.panels.placement import PlacementPanel
 from console.ui.panels.producer import ProducerPanel
 from console.ui.panels.shards import ShardsPanel
 from console.ui.panels.tail import TailView
-from console.ui.reshard_flow import ReshardActivity, ReshardDialogs, ReshardProgressed, ReshardRequest
-from console.ui.screens import stream_actions
+from console.ui.reshard_flow import ReshardActivity, ReshardProgressed, ReshardRequest
 from console.ui.screens.command_line import CommandLineHost, CommandLineScreen
 from console.ui.screens.help import HelpScreen
-from console.ui.screens.stream_actions import StreamActionRequest, StreamActionsScreen, StreamDeleted
+from console.ui.screens.stream_actions import StreamDeleted
 from console.ui.screens.stream_picker import StreamPickerScreen
 from console.ui.source import (BIG_STREAM, ConnectionInfo, ListingSchedule, StreamView, describe_failure,
                                fetch_stream, with_lineage)
@@ -116,11 +116,11 @@ class KConsoleApp(CommandLineHost, App[None]):
         self._poll_worker: Worker | None = None
         self._poll_timer = None
         self._listing = ListingSchedule()
-        self._lineage_dirty = False
         self._last_tiling_problem: str | None = None
         self._capacity_stream: str | None = None  # the stream the CloudWatch loop follows
         self.focus_model = FocusModel(self)
         self.toasts = ToastsBehindDialogs(self)
+        self.changes = StreamChanges(self, source)  # split, merge, rescale, the stream actions
         # Called with the theme's name when the user picks another one (the launcher saves it to the config).
         self.on_theme_changed: Callable[[str], None] | None = None
         self.ctrl_c_asked_at: float | None = None  # ctrl+c in a text box asks once (CommandLineHost)
@@ -354,10 +354,7 @@ class KConsoleApp(CommandLineHost, App[None]):
         if view.index is not None:
             self.ribbon.set_index(view.index, view.share_summary)
         self.placement.set_index(view.index)
-        if self.query_one(TabbedContent).active == "lineage":
-            self.lineage_tree.apply(view.lineage)
-        else:
-            self._lineage_dirty = True
+        self.lineage_tree.show_lineage(view.lineage)
         if view.tiling_problem and (self._last_tiling_problem != view.tiling_problem):
             self.notify(view.tiling_problem, title="shard map", severity="warning")
         self._last_tiling_problem = view.tiling_problem
@@ -374,7 +371,7 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.selected_shard_id = shard_id
         if origin != "table":
             self.table.select(shard_id)
-        if origin != "tree" and not self._lineage_dirty:
+        if origin != "tree":
             self.lineage_tree.select_shard(shard_id)
         self.ribbon.set_selected(shard_id)
         self._show_detail()
@@ -417,8 +414,9 @@ class KConsoleApp(CommandLineHost, App[None]):
 
     @on(HeatPanel.MonitoringEnabled)
     @on(ProducerPanel.RunFinished)
-    def _stream_written(self, _event: Message) -> None:
-        self.poll_now()  # the table and the heat tab follow what the stream now holds
+    def _stream_written(self, event: HeatPanel.MonitoringEnabled | ProducerPanel.RunFinished) -> None:
+        if event.stream == self.stream:
+            self.poll_now()  # the table and the heat tab follow what the stream now holds
 
     @on(ConsumersPanel.LagChanged)
     def _lag_changed(self, event: ConsumersPanel.LagChanged) -> None:
@@ -428,12 +426,6 @@ class KConsoleApp(CommandLineHost, App[None]):
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.focus_model.focus_tab(event.pane.id)
-        # The tree is only rebuilt while visible: a 10k-shard stream must not pay for a hidden tree.
-        if event.pane.id == "lineage" and self._lineage_dirty and self.view is not None:
-            self._lineage_dirty = False
-            self.lineage_tree.apply(self.view.lineage)
-            if self.selected_shard_id:
-                self.lineage_tree.select_shard(self.selected_shard_id)
 
     # ---- focus and toasts (console.ui.focus, console.ui.toasts) --------------------------------
 
@@ -557,7 +549,9 @@ class KConsoleApp(CommandLineHost, App[None]):
         if not self.stream or self.view is None:
             self.notify(f"{operation}: no stream loaded yet", severity="warning")
             return
-        suggestion = self._heat_split_suggestion() if operation == "split" else None
+        # On the heat tab, `s` splits the shard selected there at the median of its observed traffic.
+        on_heat = operation == "split" and self.query_one(TabbedContent).active == "heat"
+        suggestion = self.heat_panel.selected.split if on_heat and self.heat_panel.selected else None
         if suggestion is not None:
             self.select_shard(suggestion.shard_id)
         request = ReshardRequest(
@@ -565,22 +559,7 @@ class KConsoleApp(CommandLineHost, App[None]):
             self.table.shard(self.selected_shard_id) if self.selected_shard_id else None, self.source,
             suggestion.at if suggestion is not None else None, key_format=self.key_format, sample=self.placement.key_sample(),
             barrier=self.consumers_panel.barrier_lines)
-        problem = reshard_flow.refusal(request)
-        if problem:
-            self.notify(problem, severity="warning")
-            return
-        self._run_reshard(request)
-
-    def _heat_split_suggestion(self):
-        """On the heat tab, `s` splits the shard selected there at the median of its observed traffic."""
-        if self.query_one(TabbedContent).active != "heat":
-            return None
-        selected = self.heat_panel.selected
-        return selected.split if selected is not None else None
-
-    @work(exclusive=True, group="reshard", exit_on_error=False, description="reshard")
-    async def _run_reshard(self, request: ReshardRequest) -> None:
-        await reshard_flow.run_reshard(request, ReshardDialogs(self.push_screen_wait, self.notify, self.post_message))
+        self.changes.reshard(request)
 
     @on(ReshardActivity)
     def _reshard_activity(self, event: ReshardActivity) -> None:
@@ -594,20 +573,7 @@ class KConsoleApp(CommandLineHost, App[None]):
         if not self.stream or self.view is None:
             self.notify("stream actions: no stream loaded yet", severity="warning")
             return
-        view = self.view
-
-        def chosen(action: str | None) -> None:
-            if action:
-                self._run_stream_action(StreamActionRequest(action, view.summary, len(view.shards), self.source))
-
-        self.push_screen(StreamActionsScreen(view.summary, read_only=self.read_only), chosen)
-
-    @work(exclusive=True, group="stream-actions", exit_on_error=False)
-    async def _run_stream_action(self, request: StreamActionRequest) -> None:
-        if self.read_only:  # the menu greys its entries; this guards any other way in
-            self.notify(f"{request.action}: not available in read-only mode", severity="warning")
-            return
-        await stream_actions.run_action(request, ReshardDialogs(self.push_screen_wait, self.notify, self.post_message))
+        self.changes.choose_stream_action(self.view, lambda: self.read_only)
 
     @on(StreamDeleted)
     def _stream_deleted(self, _event: StreamDeleted) -> None:
