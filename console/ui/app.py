@@ -60,6 +60,9 @@ from console.ui.widgets.header import ConsoleHeader
 from console.ui.widgets.ribbon import KeySpaceRibbon
 from console.ui.widgets.shard_table import ShardHeat, ShardTable
 
+# Where a shard was chosen (the widget that already shows it selected).
+ShardChosen = ShardTable.Highlighted | LineageTree.ShardHighlighted | KeySpaceRibbon.ShardClicked
+SHARD_CHOSEN_IN = {ShardTable.Highlighted: "table", LineageTree.ShardHighlighted: "tree", KeySpaceRibbon.ShardClicked: "ribbon"}
 CAPACITY_INTERVAL = 60.0  # seconds between fetches of the stream's CloudWatch metrics (its resolution)
 NO_CLOUDWATCH = "no CloudWatch metrics: this source has no CloudWatch"
 
@@ -380,16 +383,10 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.shards_panel.show_detail(self.table.shard(self.selected_shard_id) if self.selected_shard_id else None)
 
     @on(ShardTable.Highlighted)
-    def _table_highlighted(self, event: ShardTable.Highlighted) -> None:
-        self.select_shard(event.shard_id, origin="table")
-
     @on(LineageTree.ShardHighlighted)
-    def _tree_highlighted(self, event: LineageTree.ShardHighlighted) -> None:
-        self.select_shard(event.shard_id, origin="tree")
-
     @on(KeySpaceRibbon.ShardClicked)
-    def _ribbon_clicked(self, event: KeySpaceRibbon.ShardClicked) -> None:
-        self.select_shard(event.shard_id, origin="ribbon")
+    def _shard_chosen(self, event: ShardChosen) -> None:
+        self.select_shard(event.shard_id, origin=SHARD_CHOSEN_IN[type(event)])
 
     @on(PlacementPanel.MarkersChanged)
     def _placement_markers(self, event: PlacementPanel.MarkersChanged) -> None:
