@@ -308,6 +308,12 @@ class KinesisBackend(CallPath):
     def scan_pages(self, table: str, *, page_size: int | None = None) -> AsyncIterator[list[dict]]:
         return self._dynamodb.scan_pages(table, page_size=page_size)
 
+    async def create_lease_table(self, table: str) -> None:
+        await self._dynamodb.create_lease_table(table)
+
+    async def put_table_items(self, table: str, items: list[dict]) -> None:
+        await self._dynamodb.put_items(table, items)
+
     async def shard_metrics(self, stream: str, shard_ids: list[str], metrics: dict[str, str],
                             start: datetime, end: datetime,
                             period: int = 60) -> dict[str, dict[str, list[tuple[datetime, float]]]]:

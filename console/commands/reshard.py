@@ -220,7 +220,9 @@ def plan_builder(args: argparse.Namespace, inputs: PlanInputs | None = None,
                 key, basis = inputs.explicit_key or 0, "explicit hash key"  # plan_split names an unknown shard
             elif inputs.median_of is not None:
                 median = median_split(target, inputs.median_of, str(args.at_median_of))
-                key, basis = median.key, f"median of {len(inputs.median_of)} keys in {args.at_median_of}"
+                outside = median.sampled - median.inside
+                key, basis = median.key, (f"median of {median.inside} keys in {args.at_median_of}"
+                                          + (f" ({outside} more hash outside the shard)" if outside else ""))
             elif inputs.recent and target.is_open:
                 if recent_median is None or recent_median.shard_id != target.shard_id:
                     raise ValueError("--at-median-of-recent: sample the shard's records before planning")

@@ -33,7 +33,8 @@ from textual.worker import Worker, WorkerState
 from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS, ConsoleBackend
 from console.errors import ConsoleError
 from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
-from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS
+from console.topology.lineage import Lineage
+from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, READ_ONLY_DISABLES
 from console.ui.changes import StreamChanges
 from console.ui.focus import FocusModel
 from console.ui.format import short_shard_id
@@ -170,8 +171,7 @@ class KConsoleApp(CommandLineHost, App[None]):
         if self._config_warning:
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
         if self.read_only:
-            self.notify("read-only: split, merge, scale, stream actions, the producer and enhanced monitoring "
-                        "are disabled", timeout=5)
+            self.notify(f"read-only: {READ_ONLY_DISABLES} are disabled", timeout=5)
         self.table.focus()
         if self.stream:
             if self._on_stream_opened:
@@ -458,6 +458,12 @@ class KConsoleApp(CommandLineHost, App[None]):
 
     def on_key(self, event) -> None:
         self.focus_model.leave_text_box(event)
+        if self.read_only and self.screen is self.screen_stack[0] and not self.focus_model.typing:
+            disabled = next((b for b in APP_BINDINGS if b.action in MUTATING_ACTIONS and event.key in b.key.split(",")),
+                            None)
+            if disabled is not None:  # a greyed-out key does nothing; say why rather than stay silent
+                self.notify(f"{disabled.description}: disabled in read-only mode (R or :rw leaves it, after you "
+                            "type the stream name)", severity="warning", timeout=4)
 
     # ---- actions -------------------------------------------------------------------------------
 
@@ -525,6 +531,11 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.table.set_lag({})
         self.ribbon.set_shards([])
         self.ribbon.set_heat({})
+        # Nothing of the previous stream stays on screen as if it were this one, found or not.
+        self._show_detail()
+        self.placement.set_index(None)
+        self.lineage_tree.apply(Lineage.build([]))
+        self._lineage_dirty = False
         self.header.update_state(stream=name, summary=None, refreshed_at=None, error=None, capacity=None)
         if name and self._on_stream_opened:
             self._on_stream_opened(name)

@@ -236,6 +236,10 @@ def launch_console(args) -> int:
                     last_stream=config.last_stream,
                     key_format=config.key_format)
                 app.on_theme_changed = lambda theme: remember(theme=theme)
+                if served_to_a_browser():
+                    from console.ui.browser_session import exit_when_server_leaves
+
+                    exit_when_server_leaves(app)
                 if created:
                     app.notify(created, title="first contact", timeout=8)  # shown once the console is up
                 await app.run_async()

@@ -24,7 +24,7 @@ from textual.screen import Screen
 from console.backend.protocol import ConsoleBackend
 from console.bounds import scale_target
 from console.errors import BadInput, ConsoleError
-from console.keyspace.hashkeys import parse_hash_key
+from console.keyspace.hashkeys import parse_typed_hash_key
 from console.reshard.actionlog import ActionLog
 from console.reshard.execute import Executor
 from console.reshard.limits import check_scale_step, check_split_key
@@ -96,13 +96,7 @@ def open_neighbours(shards: tuple[Shard, ...], shard: Shard) -> list[tuple[str, 
 
 def parse_split_point(text: str) -> int:
     """A hash key typed in decimal (as AWS takes it) or in hex with 0x (as key_format = "hex" shows it)."""
-    raw = text.strip()
-    if raw.lower().startswith("0x"):
-        try:
-            return parse_hash_key(int(raw, 16), what="split point")
-        except ValueError:
-            raise BadInput(f"split point: {raw!r} is not a hexadecimal number") from None
-    return parse_hash_key(raw, what="split point")
+    return parse_typed_hash_key(text, what="split point")
 
 
 def split_point_problem(shard: Shard, text: str) -> str | None:
