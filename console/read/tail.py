@@ -13,8 +13,16 @@ when it is caught up (MillisBehindLatest == 0 and a short batch); a closed shard
 however its last records and empty pages are spread over pages (`ShardCursor.done`). With `follow`
 open shards are polled until cancelled.
 
+A window (`TailOptions.end`, console.read.positions) stops each shard before its first record that
+arrived after the end; that shard's children are not read, since they hold only later records.
+`TailOptions.where` filters on the decoded record's fields (console.read.where).
+
 GetRecords limits: each shard is polled at most 5 times a second; a throttle (after the backend's
 own retries) backs off exponentially; an expired iterator is re-got after the last sequence number.
+With `follow`, a shard that cannot be read (no answer, a server error) is retried forever, backing off
+to MAX_RETRY_BACKOFF, from where it stood (the cursor keeps its iterator and last sequence number),
+and `on_trouble` hears of it at once and then once a minute; without `follow` the backend's bounded
+retries decide, as for any command.
 """
 
 from __future__ import annotations
