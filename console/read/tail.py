@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Protocol
@@ -84,6 +84,11 @@ class TailOptions:
     limit: int | None = None  # stop after this many user records are shown
     end: EndPosition = field(default_factory=EndPosition)
     where: Callable[[DecodedRecord], bool] | None = None  # a field filter (console.read.where.RecordFilter)
+    # Hand over the wire records as they came (TailBatch.wire), undecoded and unfiltered: a copy's reading.
+    wire: bool = False
+    # Picking up an interrupted read: shards already read to their end, and where to go on in others.
+    finished_shards: frozenset[str] = frozenset()
+    resume_after: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -96,6 +101,7 @@ class TailBatch:
     ended: bool = False  # the shard is closed and fully read
     caught_up: bool = False  # without --follow: this shard is done
     weight: int = 0  # bytes the records hold (DecodedRecord.weight)
+    wire: list[dict] | None = None  # with TailOptions.wire: GetRecords' records, in sequence order
 
 
 @dataclass(slots=True)
@@ -209,6 +215,9 @@ class TailReader:
         self._initial = frozenset(self._planned)
         for shard in chosen:
             self.progress[shard.shard_id] = ShardProgress(shard.shard_id)
+        for shard_id in self.options.finished_shards & self._planned:
+            self._finished.add(shard_id)
+            self.progress[shard_id].state = "ended"
         return chosen
 
     async def position(self) -> None:
@@ -217,7 +226,8 @@ class TailReader:
         not in the shard) fails here, before anything is shown."""
         if not self._planned:
             await self.plan()
-        ready = [self._shards[shard_id] for shard_id in sorted(self._planned) if self._parents_done(shard_id)]
+        ready = [self._shards[shard_id] for shard_id in sorted(self._planned)
+                 if self._parents_done(shard_id) and shard_id not in self._finished]
         self._positioned_at = self._wall()
         iterators = await asyncio.gather(*(self._first_iterator(shard) for shard in ready))
         self._iterators.update(zip((shard.shard_id for shard in ready), iterators))
@@ -301,6 +311,10 @@ class TailReader:
         """An iterator at the start position; `again` when the first one expired before any record was
         read: a LATEST start then resumes where the read began, so records put meanwhile are not skipped."""
         start = self.options.start
+        resume = self.options.resume_after.get(shard.shard_id)
+        if resume is not None:
+            return await self.backend.get_shard_iterator(self.stream, shard.shard_id, AFTER_SEQUENCE_NUMBER,
+                                                         sequence_number=resume)
         if shard.shard_id not in self._initial:
             # A child found while reading holds only records newer than its parents: read it all.
             return await self.backend.get_shard_iterator(self.stream, shard.shard_id, TRIM_HORIZON)
@@ -409,13 +423,18 @@ class TailReader:
                 while self._queued_bytes >= MAX_QUEUED_BYTES:
                     self._room.clear()
                     await self._room.wait()
-                shown = self._decode(raw_records, shard_id)
-                progress.records += len(shown)
-                if shown or ended or caught_up or lag != reported_lag:
+                if self.options.wire:
+                    shown, wire = [], raw_records
+                    weight = sum(len(raw["Data"]) for raw in wire)
+                    progress.records += len(wire)
+                else:
+                    shown, wire = self._decode(raw_records, shard_id), None
                     weight = sum(record.weight for record in shown)
+                    progress.records += len(shown)
+                if shown or wire or ended or caught_up or lag != reported_lag:
                     self._queued_bytes += weight
                     await self._queue.put(TailBatch(shard_id, shown, lag, ended=ended, caught_up=caught_up,
-                                                    weight=weight))
+                                                    weight=weight, wire=wire))
                     reported_lag = lag
             if ended:
                 progress.state = "ended"
