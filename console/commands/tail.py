@@ -32,6 +32,7 @@ from console.read.tail import TailOptions, TailReader
 
 PROGRESS_INTERVAL = 1.0  # seconds between export progress lines on stderr
 SHARDS_IN_PROGRESS = 4  # shard positions named in a progress line
+GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the youngest generation (Python's default: 700)
 
 TEXT_HEX_BYTES = 64  # binary content shown per record in text mode (--json carries it all)
 
@@ -248,6 +249,7 @@ async def _tail(config, stream: str, options: TailOptions, reader_box: list, arg
         reader = TailReader(kinesis, stream, options, on_trouble=note)
         reader_box.append(reader)
         await reader.position()
+        _quiet_garbage_collector()
         if args.output is None or (export is not None and export.path is not None):
             shards = ", ".join(sorted(reader.progress)) or "none"
             until = "" if options.end.moment is None else f" to {options.end.describe()}"
@@ -280,6 +282,17 @@ async def _tail(config, stream: str, options: TailOptions, reader_box: list, arg
             if reader.shown == 0 and options.partition_key is not None and not options.shard_ids:
                 note(f"tail: read only the shard {options.partition_key!r} hashes to; records a KPL aggregate "
                      "carries under this key may sit in another shard: add --shard ID ... to read more")
+
+
+def _quiet_garbage_collector() -> None:
+    """Decoded records are many small containers that live for one page and form no cycles: with the
+    collector's defaults a full collection runs every few pages, each walking every object alive (the SDK's
+    service models among them) and taking about a third of a long read. What is alive once reading starts
+    is set aside for good (gc.freeze), and the youngest generation is collected less often."""
+    import gc
+
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def format_line(record: DecodedRecord) -> str:
