@@ -37,6 +37,7 @@ from console.backend.errors import (
     error_message,
     translate,
 )
+from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS
 from console.errors import BackendError, BadInput, ConsoleError, ResourceInUse, StreamNotFound
 from console.topology.model import Shard, StreamSummary
 
@@ -343,6 +344,9 @@ class RetryEvent:
 
 class KinesisBackend:
     """One open connection to a Kinesis endpoint. Create through `open_backend`."""
+
+    # What the console may use beyond the streams (console.backend.protocol): CloudWatch, retry events.
+    capabilities = frozenset({CLOUDWATCH, RETRY_EVENTS})
 
     # An endpoint never reached since the backend opened is more likely a wrong URL than a restarting
     # server: refused connections there get only a couple of quick retries, so a typo fails fast.

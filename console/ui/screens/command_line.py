@@ -209,7 +209,7 @@ class CommandLineHost:
         if not self.read_only:
             self.set_read_only(True)
             return
-        from console.ui.screens.reshard import ConfirmByNameScreen
+        from console.ui.screens.confirm import ConfirmByNameScreen
 
         name = self.stream or "read-write"
         self.push_screen(ConfirmByNameScreen(name, "leave read-only mode: split, merge, scale, the producer and "
