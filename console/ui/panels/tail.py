@@ -330,7 +330,8 @@ class TailView(Vertical):
     DEFAULT_CSS = """
     TailView { height: 1fr; }
     TailView #tail-options { height: 1; padding: 0 1; margin: 1 0 0 0; }
-    TailView #tail-options Label { color: $text-muted; margin-right: 1; }
+    TailView #tail-filters { height: 1; padding: 0 1; }
+    TailView .tail-row Label { color: $text-muted; margin-right: 1; }
     TailView #tail-options Select { width: 16; margin-right: 1; }
     TailView #tail-at { width: 1fr; min-width: 12; margin-right: 1; }
     TailView #tail-key { width: 1fr; margin-right: 1; }
@@ -398,7 +399,7 @@ class TailView(Vertical):
 
     def compose(self):
         # Where to start and what to show: the same options as `kconsole tail --from --key --grep`.
-        with Horizontal(id="tail-options"):
+        with Horizontal(id="tail-options", classes="tail-row"):
             yield Label("From")
             yield Select(START_CHOICES, value="latest", allow_blank=False, id="tail-from", compact=True)
             yield Input(placeholder="timestamp or seq no.", id="tail-at", compact=True,
@@ -409,13 +410,14 @@ class TailView(Vertical):
                         tooltip="empty: keep reading; now, latest or an ISO-8601 time: read that window, then stop")
             yield Label("Key")
             yield Input(placeholder="any", id="tail-key", compact=True, tooltip="only this partition key")
+            yield Button("Start", id="tail-start", variant="primary", compact=True)
+        with Horizontal(id="tail-filters", classes="tail-row"):
             yield Label("Grep")
             yield Input(placeholder="any", id="tail-grep", compact=True,
                         tooltip="only records whose content or key contains this text")
             yield Label("Where")
             yield Input(placeholder="JMESPath, e.g. data.tenant == '42'", id="tail-where", compact=True,
                         tooltip="filters the records held at once (key, shard_id, seq, arrival, size, kind, data)")
-            yield Button("Start", id="tail-start", variant="primary", compact=True)
         yield Static("", id="tail-status")
         yield Static("", id="tail-lag")
         yield RecordRing(self.capacity, id="tail-ring")
@@ -725,7 +727,8 @@ class TailView(Vertical):
 
     def on_key(self, event) -> None:
         # Escape from an option box goes back to the records, where t/h/w/f work (not to the tab strip).
-        if event.key == "escape" and self.query_one("#tail-options").has_focus_within:
+        if event.key == "escape" and (self.query_one("#tail-options").has_focus_within
+                                      or self.query_one("#tail-filters").has_focus_within):
             self.ring.focus()
             event.stop()
 
