@@ -73,6 +73,12 @@ def handle(args: Any) -> int:
                        code="usage")
     if args.resume is not None and args.checkpoint is not None and args.checkpoint != args.resume:
         raise BadInput("--resume FILE keeps its checkpoint in FILE: leave out --checkpoint", code="usage")
+    stored = _read_checkpoint(args.resume) if args.resume is not None else None
+    if isinstance(stored, dict) and isinstance(stored.get("copy"), dict):
+        # A resumed copy filters as it began: --where and --deaggregate come from the checkpoint unless given.
+        if args.where is None and isinstance(stored["copy"].get("where"), str):
+            args.where = stored["copy"]["where"]
+        args.deaggregate = args.deaggregate or stored["copy"].get("deaggregate") is True
     where = RecordFilter(args.where) if args.where is not None else None
     source_config = BackendConfig.from_args(args)
     separate = any(getattr(args, option) is not None for option in DESTINATION_OPTIONS)
@@ -81,12 +87,13 @@ def handle(args: Any) -> int:
     identity = {"source": args.source, "source_at": _place(source_config), "destination": args.destination,
                 "destination_at": _place(destination_config), "where": args.where, "deaggregate": args.deaggregate}
     if args.resume is not None:
-        checkpoint = CopyCheckpoint.from_json(_read_checkpoint(args.resume), identity, args.resume)
+        checkpoint = CopyCheckpoint.from_json(stored, identity, args.resume)
         start_text, end_text = checkpoint.identity["from"], checkpoint.identity["to"]
         start, end = resolve_window(start_text, end_text, None, follow=False, now=max(now, _moment(end_text, now)))
         path = Path(args.resume)
     else:
-        start, end = resolve_window(args.start, args.end or "now", args.last, follow=False, now=now)
+        end_text = args.end if args.last is not None else (args.end or "now")
+        start, end = resolve_window(args.start, end_text, args.last, follow=False, now=now)
         identity.update({"from": start.describe(), "to": end.describe()})
         checkpoint = CopyCheckpoint(identity)
         path = Path(args.checkpoint) if args.checkpoint else _default_checkpoint(args.source, args.destination, now)
