@@ -126,9 +126,6 @@ def record_matches(record: DecodedRecord, partition_key: str | None, grep: str |
 
 def records_until(raw_records: list[dict], moment: datetime) -> int:
     """How many of a page's records (in sequence order) arrived at or before `moment`."""
-    last = raw_records[-1].get("ApproximateArrivalTimestamp") if raw_records else None
-    if last is not None and _aware(last) <= moment:
-        return len(raw_records)  # the usual page: wholly inside the window
     for index, raw in enumerate(raw_records):
         arrival = raw.get("ApproximateArrivalTimestamp")
         if arrival is not None and _aware(arrival) > moment:
