@@ -207,6 +207,7 @@ class Export:
             self.target.write(chunk, records)
         else:
             sys.stdout.buffer.write(chunk)
+            sys.stdout.buffer.flush()  # a pipe sees each page as it comes (with --follow, too)
         self.records += records
         self.bytes += len(chunk)
 
