@@ -323,6 +323,11 @@ def run_reshard(args: argparse.Namespace) -> int:
     if result is None:
         return 0
     emit(args, result.to_json(), lambda: render_result(result))
+    if result.changed_by_others:
+        note(f"kconsole: {args.stream} was changed by someone else meanwhile: "
+             f"{', '.join(result.changed_by_others[:10])} not explained by the plan; check with "
+             f"`kconsole shards {args.stream}`")
+        return 1
     if result.differences:
         note(f"kconsole: the open shards differ from the plan in {len(result.differences)} place(s); "
              "check them with `kconsole shards`")
@@ -361,6 +366,10 @@ def render_result(result: ExecutionResult) -> str:
     lines.append(f"Stream status: {result.status}")
     if result.after is None:
         lines.append("Submitted; follow with `kconsole shards STREAM` or use --wait next time.")
+    elif result.changed_by_others:
+        lines.append("Changed by someone else meanwhile: shards the plan does not explain: "
+                     + ", ".join(result.changed_by_others[:20]))
+        lines += [f"  - {d}" for d in result.differences[:20]]
     elif result.differences:
         lines.append("Observed open shards differ from the plan:")
         lines += [f"  - {d}" for d in result.differences[:20]]
