@@ -18,6 +18,10 @@ caller has checked its plan against fresh state.
         await kinesis.split_shard(...)
     if change.reply_lost: note("the reply was lost; the stream shows the change")
 
+`log.change(...)` and `log.call(...)` are the same two functions as methods, for the packages beside
+this one (lifecycle, consumers) that are handed the log instead of importing it. A `settle` returns
+(True | False | None, evidence): applied, not applied, cannot tell.
+
 Older entries (one per executed plan, with `calls`) are still read. The log answers "how many
 UpdateShardCount calls did we make on this stream in the last 24 hours?" for the rolling-quota
 check: intents whose outcome is applied or unknown (or never written: a crash) count; calls made by
@@ -154,6 +158,16 @@ class ActionLog:
             elif "kind" not in entry:  # an entry of an older version: one per executed plan, with its calls
                 times.extend([epoch] * int((entry.get("calls") or {}).get(operation, 0)))
         return times
+
+    def change(self, operation: str, plan: dict[str, Any], **options: Any):
+        """`async with log.change(operation, plan, stream=..., backend=..., settle=...) as change:`
+        (logged_change on this log): for packages that are handed the log rather than importing it."""
+        return logged_change(self, operation, plan, **options)
+
+    async def call(self, operation: str, plan: dict[str, Any], call: Callable[[], Awaitable[Any]],
+                   **options: Any) -> "Change":
+        """logged_call on this log."""
+        return await logged_call(self, operation, plan, call, **options)
 
     def update_shard_count_calls(self, stream: str, backend: str, *, now: float | None = None,
                                  window: float = DAY_SECONDS) -> int:
