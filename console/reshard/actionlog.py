@@ -31,6 +31,7 @@ other tools are invisible to it, and the plan says so.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import getpass
 import json
@@ -110,7 +111,7 @@ class ActionLog:
         descriptor = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY, 0o600)
         try:
             if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-                raise OSError(f"{self.path} is not a regular file")
+                raise OSError(errno.EINVAL, "not a regular file: a FIFO or a device cannot hold the log")
             os.fchmod(descriptor, 0o600)  # a log created by an older version may be readable by others
             fcntl.flock(descriptor, fcntl.LOCK_EX)  # one writer at a time, so the torn-line check holds
             size = os.fstat(descriptor).st_size
@@ -118,7 +119,7 @@ class ActionLog:
                 line = b"\n" + line
             written = os.write(descriptor, line)
             if written != len(line):
-                raise OSError(f"only {written} of {len(line)} bytes written")
+                raise OSError(errno.ENOSPC, f"only {written} of {len(line)} bytes written")
             os.fsync(descriptor)
         finally:
             os.close(descriptor)  # closing releases the lock

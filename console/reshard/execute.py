@@ -97,6 +97,23 @@ def open_in_order(shards: Sequence[Shard]) -> list[Shard]:
     return sorted((s for s in shards if s.is_open), key=lambda s: s.starting_hash_key)
 
 
+MAX_RESCALE_GENERATIONS = 2  # UpdateShardCount splits shards and merges their children: two generations
+
+
+def generations(known: Sequence[Shard], new: Sequence[Shard]) -> dict[str, int]:
+    """How many generations each new shard is from the shards open in `known` (those are 0)."""
+    depth = {s.shard_id: 0 for s in known if s.is_open}
+    pending = list(new)
+    while pending:
+        ready = [s for s in pending if all(p in depth for p in s.parents)]
+        if not ready:  # parents outside what we know (expired, or never listed): count from there
+            ready = pending
+        for shard in ready:
+            depth[shard.shard_id] = 1 + max((depth.get(p, 0) for p in shard.parents), default=0)
+        pending = [s for s in pending if s not in ready]
+    return depth
+
+
 def unexplained_shards(known: Sequence[Shard], now: Sequence[Shard], plan: ReshardPlan) -> list[str]:
     """Shards created since `known` was read that the plan does not explain: an open shard whose range
     the plan does not end with, or a shard split or merged out of one the plan made; after
@@ -105,10 +122,13 @@ def unexplained_shards(known: Sequence[Shard], now: Sequence[Shard], plan: Resha
     known_ids = {s.shard_id for s in known}
     new = [s for s in now if s.shard_id not in known_ids]
     if any(operation.kind == "update_shard_count" for operation in plan.operations):
-        # The server picks UpdateShardCount's ranges (not always AWS's equal shares): only a count other
-        # than the target gives another operator away.
-        open_now = [s.shard_id for s in new if s.is_open]
-        return [] if sum(s.is_open for s in now) == len(plan.after) else open_now
+        # The server picks UpdateShardCount's ranges and steps (not always AWS's equal shares), so the
+        # plan's ranges cannot judge it: a count other than the target gives another change away, and
+        # so does a lineage deeper than one rescale makes (a split, then a merge of the children).
+        if sum(s.is_open for s in now) != len(plan.after):
+            return [s.shard_id for s in new if s.is_open]
+        depth = generations(known, new)
+        return [s.shard_id for s in new if s.is_open and depth.get(s.shard_id, 0) > MAX_RESCALE_GENERATIONS]
     planned = {(s.starting_hash_key, s.ending_hash_key) for s in plan.after}
     made = {s.shard_id for s in new if (s.starting_hash_key, s.ending_hash_key) in planned}
     return [s.shard_id for s in new
