@@ -27,14 +27,13 @@ from console.heat.cloudwatch import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloud
 from console.errors import BadInput
 from console.read.printable import printable
 from console.keyspace.hashkeys import HashRangeIndex
-from console.heat.rates import (
-    DOMINANT_SHARE,
+from console.heat.hotkey import HotKeyWhatIf, hot_key_what_if
+from console.heat.rates import DOMINANT_SHARE
+from console.heat.snapshot import (
     SHARD_BYTES_LIMIT,
     SHARD_RECORDS_LIMIT,
-    HotKeyWhatIf,
     ShardHeatSnapshot,
     StreamHeatSnapshot,
-    hot_key_what_if,
 )
 from console.heat.sampler import DEFAULT_READS_PER_SECOND, MAX_READS_PER_SECOND, HeatSampler
 
@@ -224,7 +223,7 @@ async def _cloudwatch(config: BackendConfig, args: argparse.Namespace) -> tuple[
     async with open_backend(config) as kinesis:
         if config.kind == "local":
             await ensure_local_stream(kinesis, args.stream, args)
-        summary = await kinesis.describe_stream(args.stream)
+        summary = await kinesis.describe_stream_summary(args.stream)
         enabled = set(summary.enhanced_metrics)
         if "ALL" in enabled:
             enabled = set(SHARD_LEVEL_METRICS)
@@ -260,7 +259,7 @@ def run_enable_monitoring(args: argparse.Namespace, config: BackendConfig) -> in
             if config.kind == "local":
                 await ensure_local_stream(kinesis, args.stream, args)
             await kinesis.enable_enhanced_monitoring(args.stream, list(SHARD_LEVEL_METRICS))
-            return (await kinesis.describe_stream(args.stream)).enhanced_metrics
+            return (await kinesis.describe_stream_summary(args.stream)).enhanced_metrics
 
     enabled = run_async(enable())
     emit(args, {"stream": args.stream, "enhanced_metrics": sorted(enabled)},

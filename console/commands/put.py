@@ -22,8 +22,10 @@ from console.commands._stream_args import validate_stream_name
 from console.errors import BadInput
 from console.bounds import open_named_file
 from console.produce.given import MAX_LINE_BYTES, MAX_PROBLEMS_SHOWN, ParsedLines, bounded_lines, parse_json_lines
-from console.produce.producer import ProduceResult, ProducerSettings
-from console.produce.verify import ReadSettings, VerificationReport
+from console.produce.report import ProduceResult
+from console.produce.settings import ProducerSettings
+from console.produce.verify import ReadSettings
+from console.produce.verify_analysis import VerificationReport
 
 MAX_LINES_SHOWN = 20  # per shard, in the text summary
 
@@ -145,7 +147,7 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
         if config.kind == "local":
             await ensure_local_stream(kinesis, args.stream, args)
         else:
-            await kinesis.describe_stream(args.stream)  # a missing stream fails here, naming the ones there are
+            await kinesis.describe_stream_summary(args.stream)  # a missing stream fails here, naming the ones there are
         note(f"putting {len(parsed.records)} records ({len(per_key)} keys) to {args.stream!r}")
         interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0
         return await run_and_verify(

@@ -32,7 +32,7 @@ async def apply(kinesis: Any, plan: LifecyclePlan, *, action_log: Any, who: str 
             progress(f"waiting for {plan.stream} to be ACTIVE before {call.operation}")
             await kinesis.wait_for_active(plan.stream, timeout=WAIT_SECONDS)
         progress(f"calling {call.describe()}")
-        before = None if call.operation == "CreateStream" else await kinesis.describe_stream(plan.stream)
+        before = None if call.operation == "CreateStream" else await kinesis.describe_stream_summary(plan.stream)
 
         async def again(call: Call = call) -> Callable[[], Any]:
             progress(f"{call.operation}: the reply was lost and {plan.stream} shows no change; sending it once more")
@@ -81,7 +81,7 @@ def _settler(kinesis: Any, plan: LifecyclePlan, call: Call, before: Any) -> Call
     async def settle() -> tuple[bool | None, str]:
         if operation in ("CreateStream", "DeleteStream"):
             try:
-                summary = await kinesis.describe_stream(stream)
+                summary = await kinesis.describe_stream_summary(stream)
             except StreamNotFound:
                 return (operation == "DeleteStream"), f"{stream} does not exist"
             if operation == "CreateStream":

@@ -173,7 +173,7 @@ class Executor:
             return None, None
 
     async def snapshot(self) -> tuple[StreamSummary, list[Shard], StreamContext]:
-        summary = await self.kinesis.describe_stream(self.stream)
+        summary = await self.kinesis.describe_stream_summary(self.stream)
         shards = await self.kinesis.all_shards(self.stream)
         return summary, shards, await self.context(summary)
 
@@ -181,7 +181,7 @@ class Executor:
         """Poll DescribeStreamSummary until ACTIVE, reporting progress; time out with a clear error."""
         started, waited = self.clock(), False
         while True:
-            summary = await self.kinesis.describe_stream(self.stream)
+            summary = await self.kinesis.describe_stream_summary(self.stream)
             elapsed = self.clock() - started
             if summary.status == "ACTIVE":
                 if waited:
@@ -357,7 +357,7 @@ class Executor:
             raise
         status, after, differences, foreign = "UPDATING", None, (), ()
         if not wait:
-            status = (await self.kinesis.describe_stream(self.stream)).status
+            status = (await self.kinesis.describe_stream_summary(self.stream)).status
         if wait or status == "ACTIVE":  # without --wait: the change already landed (the local server applies it at once)
             if wait:
                 status = (await self.wait_until_active("resharding")).status

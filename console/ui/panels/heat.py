@@ -24,7 +24,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from console.heat.capacity import MetricSeries
-from console.heat.rates import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
+from console.heat.snapshot import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
 from console.read.printable import printable
 from console.ui.widgets.heat_map import HeatMap, HeatRow, legend
 from console.ui.widgets.metric_lines import capacity_text, stream_capacity_text

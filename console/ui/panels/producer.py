@@ -18,9 +18,10 @@ from textual.message import Message
 from textual.widgets import Button, Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
 
 from console.errors import ConsoleError
-from console.produce.producer import ProducerProgress, ProducerSettings
+from console.produce.report import ProducerProgress
+from console.produce.settings import ProducerSettings
 from console.ui.format import format_rate, short_shard_id
-from console.produce.verify import VerificationReport
+from console.produce.verify_analysis import VerificationReport
 from console.read.printable import printable
 
 
