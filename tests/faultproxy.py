@@ -9,6 +9,8 @@ way a network does, one request at a time:
                    relaying the answer (the write happened; the client never hears of it): with
                    `operations=MUTATING_OPERATIONS`, "drop the reply after the server acted" for
                    every call kconsole makes that changes a stream (`Faults.drop_reply(...)`)
+    fail_after     the request is forwarded and answered, and the client is told HTTP 500
+                   InternalFailure instead (a server failing after it acted)
     hold_reply     the request is forwarded and answered, then the answer is held `hold_seconds`
                    (more than the client's read timeout) and the connection reset: a read timeout
                    after the server acted
@@ -61,6 +63,7 @@ class Faults:
     late_seconds: float = 0.0
     invalid: float = 0.0
     hold_reply: float = 0.0
+    fail_after: float = 0.0
     hold_seconds: float = 0.0
     down_after_fault: bool = False
     refuse_down: float = 0.0
@@ -190,7 +193,7 @@ class FaultProxy:
         edge = 0.0
         for name, rate in (("reset_before", faults.reset_before), ("reset_after", faults.reset_after),
                            ("stall", faults.stall), ("late", faults.late), ("invalid", faults.invalid),
-                           ("hold_reply", faults.hold_reply)):
+                           ("hold_reply", faults.hold_reply), ("fail_after", faults.fail_after)):
             edge += rate
             if draw < edge:
                 break
@@ -228,6 +231,12 @@ class FaultProxy:
             if faults.down_after_fault:
                 self.down()
             return False
+        if name == "fail_after":
+            body = b'{"__type":"InternalFailure","message":"failed by the fault proxy after the server acted"}'
+            writer.write(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/x-amz-json-1.1\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            await writer.drain()
+            return True
         if name == "hold_reply":
             await asyncio.sleep(faults.hold_seconds)
             _reset(writer)

@@ -183,6 +183,21 @@ async def test_a_read_timeout_after_the_split_is_settled_too(capsys, local_kines
     assert happened(client, stream) == 1 and sent == 1 and outcome["outcome"] == "applied"
 
 
+@pytest.mark.parametrize("case", ["split", "scale", "retention", "register"])
+async def test_a_server_error_after_the_server_acted_is_settled_not_resent(case, capsys, local_kinesis, make_stream, log):
+    """HTTP 500 on a change: the call path retries server errors on reads only, so the change is
+    read back, not sent again."""
+    operation, stream, argv, client, happened = await prepared(case, local_kinesis, make_stream)
+    faults = Faults(fail_after=1.0, operations=frozenset({operation}), limit=1)
+    async with FaultProxy(port_of(local_kinesis), faults) as proxy:
+        code, _, err = await kconsole(capsys, proxy, *argv)
+        sent = proxy.stats[f"fail_after:{operation}"] + proxy.stats[f"pass:{operation}"]
+    [(_, outcome)] = intents_and_outcomes(log, operation)
+    table_row(case, "HTTP 500 after the server acted", code, outcome["outcome"], happened(client, stream))
+    assert code == 0 and "the reply was lost; the stream shows the change" in err
+    assert happened(client, stream) == 1 and sent == 1 and outcome["outcome"] == "applied"
+
+
 @pytest.mark.parametrize("case", ["split", "retention", "register"])
 async def test_a_call_lost_before_the_server_saw_it_is_sent_once_more_after_a_fresh_check(
         case, capsys, local_kinesis, make_stream, log):
