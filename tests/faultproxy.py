@@ -49,6 +49,7 @@ MUTATING_OPERATIONS = frozenset({
     "SplitShard", "MergeShards", "UpdateShardCount", "CreateStream", "DeleteStream",
     "IncreaseStreamRetentionPeriod", "DecreaseStreamRetentionPeriod", "UpdateStreamMode",
     "StartStreamEncryption", "StopStreamEncryption", "RegisterStreamConsumer", "DeregisterStreamConsumer",
+    "EnableEnhancedMonitoring",
 })
 
 

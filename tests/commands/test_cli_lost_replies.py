@@ -21,7 +21,7 @@ import pytest
 
 from console.cli import main
 from console.reshard.actionlog import ActionLog
-from tests.faultproxy import FaultProxy, Faults
+from tests.faultproxy import MUTATING_OPERATIONS, FaultProxy, Faults
 
 READ_TIMEOUT = 1.0
 
@@ -129,6 +129,8 @@ CASES = {
                        lambda c, s: int(summary(c, s).get("EncryptionType", "NONE") == "NONE")),
     "register": ("RegisterStreamConsumer", 1, lambda s: ["consumers", "register", s, "--name", "app"], None,
                  lambda c, s: consumers(c, s).count("app")),
+    "monitoring": ("EnableEnhancedMonitoring", 1, lambda s: ["heat", s, "--enable-enhanced-monitoring"], None,
+                   lambda c, s: int(bool(summary(c, s)["EnhancedMonitoring"][0].get("ShardLevelMetrics")))),
     "deregister": ("DeregisterStreamConsumer", 1, lambda s: ["consumers", "deregister", s, "--name", "app"],
                    lambda c, s: c.register_stream_consumer(StreamARN=summary(c, s)["StreamARN"], ConsumerName="app"),
                    lambda c, s: int("app" not in consumers(c, s))),
@@ -227,6 +229,10 @@ async def test_an_outcome_nobody_can_read_back_is_unknown_and_names_the_check(ca
     assert len(line) == 1 and "outcome is unknown" in line[0] and f"`kconsole shards {stream}`" in line[0]
     assert outcome["outcome"] == "unknown"
     assert happened(client, stream) == 1  # it did happen, and was not sent again
+
+
+def test_every_mutating_call_has_a_case():
+    assert {operation for operation, *_ in CASES.values()} == MUTATING_OPERATIONS
 
 
 def test_the_daily_quota_counts_applied_and_unknown_intents_not_refused_ones(log):
