@@ -566,7 +566,8 @@ class KConsoleApp(CommandLineHost, App[None]):
             operation, self.stream, self.view.shards, self.view.summary.open_shard_count,
             self.table.shard(self.selected_shard_id) if self.selected_shard_id else None, self.source,
             suggestion.at if suggestion is not None else None, key_format=self.key_format, sample=self.placement.key_sample(),
-            barrier=self.consumers_panel.barrier_lines)
+            barrier=self.consumers_panel.barrier_lines,
+            last_poll=lambda: self.header.state.refreshed_at, clock=self._clock)
         self.changes.reshard(request)
 
     @on(ReshardActivity)
