@@ -470,6 +470,22 @@ class KinesisBackend:
             params = {"Limit": 100, **({"NextToken": page["NextToken"]} if page.get("NextToken")
                                       else {"ExclusiveStartStreamName": names[-1]})}
 
+    async def stream_summaries(self) -> list[dict]:
+        """ListStreams' StreamSummaries, every page (name, ARN, status, mode, creation time: no shard
+        counts), AWS-shaped: the quick first look at a region with many streams."""
+        summaries: list[dict] = []
+        params: dict[str, Any] = {"Limit": 1000}
+        while True:
+            page = await self._call("ListStreams", **params)
+            listed = page.get("StreamSummaries")
+            if listed is None:  # a server that predates StreamSummaries: names only
+                listed = [{"StreamName": name, "StreamStatus": "?"} for name in page.get("StreamNames", [])]
+            summaries.extend(listed)
+            if not page.get("HasMoreStreams") or not listed:
+                return summaries
+            params = {"Limit": 1000, **({"NextToken": page["NextToken"]} if page.get("NextToken")
+                                        else {"ExclusiveStartStreamName": listed[-1]["StreamName"]})}
+
     async def list_streams(self) -> list[StreamSummary]:
         names = await self.stream_names()
         limit = asyncio.Semaphore(8)
@@ -750,18 +766,52 @@ class KinesisBackend:
         found = await self._metric_data(queries, start, end)
         return {name: sorted(found.get(index, [])) for index, name in enumerate(names)}
 
+    async def streams_metrics(self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime,
+                              period: int = 60) -> "StreamsMetrics":
+        """Stream-level series of many streams ({stream: {metric: points}}): one query per stream and
+        metric, 500 to a GetMetricData call (its limit), so 1,000 streams x 5 metrics is 10 calls. A
+        query CloudWatch answers Forbidden or InternalError marks its stream; the others keep theirs."""
+        pairs = [(stream, metric) for stream in streams for metric in metrics]
+        found = StreamsMetrics({stream: {metric: [] for metric in metrics} for stream in streams}, {}, 0)
+        for offset in range(0, len(pairs), QUERIES_PER_CALL):
+            batch = pairs[offset:offset + QUERIES_PER_CALL]
+            queries = [_metric_query(index, metric, metrics[metric], period, StreamName=stream)
+                       for index, (stream, metric) in enumerate(batch)]
+            statuses: dict[int, str] = {}
+            points, calls = await self._metric_pages(queries, start, end, statuses)
+            found.calls += calls
+            for index, series in points.items():
+                stream, metric = batch[index]
+                found.series[stream][metric].extend(series)
+            for index, message in statuses.items():
+                found.problems.setdefault(batch[index][0], message)
+        for series in found.series.values():
+            for metric in series:
+                series[metric].sort()
+        return found
+
     async def _metric_data(self, queries: list[dict], start: datetime, end: datetime) -> dict[int, list]:
         """GetMetricData over every page: the points of query number i (its Id is f"m{i}")."""
+        return (await self._metric_pages(queries, start, end))[0]
+
+    async def _metric_pages(self, queries: list[dict], start: datetime, end: datetime,
+                            statuses: dict[int, str] | None = None) -> tuple[dict[int, list], int]:
+        """(points per query number, calls made); queries CloudWatch did not answer go into `statuses`."""
         cloudwatch = await self._side_client("cloudwatch")
         found: dict[int, list[tuple[datetime, float]]] = {}
         params: dict[str, Any] = {"MetricDataQueries": queries, "StartTime": start, "EndTime": end}
+        calls = 0
         while True:
             page = await self._call("GetMetricData", cloudwatch, service="cloudwatch", **params)
+            calls += 1
             for series in page.get("MetricDataResults", []):
-                found.setdefault(int(series["Id"][1:]), []).extend(
-                    zip(series.get("Timestamps", []), series.get("Values", [])))
+                index = int(series["Id"][1:])
+                found.setdefault(index, []).extend(zip(series.get("Timestamps", []), series.get("Values", [])))
+                if statuses is not None and series.get("StatusCode") in ("Forbidden", "InternalError"):
+                    messages = [m.get("Value", "") for m in series.get("Messages", []) if m.get("Value")]
+                    statuses[index] = f"CloudWatch: {series['StatusCode']}" + (f" ({messages[0]})" if messages else "")
             if not page.get("NextToken"):
-                return found
+                return found, calls
             params["NextToken"] = page["NextToken"]
 
     async def caller_identity(self) -> str | None:
@@ -771,6 +821,13 @@ class KinesisBackend:
             return (await self._call("GetCallerIdentity", sts, service="sts")).get("Arn")
         except ConsoleError:
             return None
+
+
+@dataclass
+class StreamsMetrics:
+    series: dict[str, dict[str, list[tuple[datetime, float]]]]
+    problems: dict[str, str]  # stream -> why its metrics are missing
+    calls: int  # GetMetricData calls made, pages included
 
 
 class _StderrRetryLines:
@@ -790,6 +847,9 @@ class _StderrRetryLines:
         more = f" (+{self._unsaid} more retries)" if self._unsaid else ""
         self._next, self._unsaid = now + self._every, 0
         print(f"kconsole: {event.describe()}{more}", file=sys.stderr, flush=True)
+
+
+QUERIES_PER_CALL = 500  # GetMetricData's limit on MetricDataQueries
 
 
 def _metric_query(index: int, metric: str, stat: str, period: int, **dimensions: str) -> dict:
