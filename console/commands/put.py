@@ -113,7 +113,7 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
         if config.kind == "local":
             await ensure_local_stream(kinesis, args.stream, args)
         else:
-            await kinesis.describe_stream(args.stream)  # a missing stream fails here, naming the ones there are
+            await kinesis.describe_stream_summary(args.stream)  # a missing stream fails here, naming the ones there are
         note(f"putting {len(parsed.records)} records ({len(per_key)} keys) to {args.stream!r}")
         interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0
         return await run_and_verify(

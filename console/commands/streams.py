@@ -63,7 +63,7 @@ def streams_command(args: Any) -> int:
 
 async def _fetch_fleet(args: Any) -> tuple[list[StreamSummary], str, Fleet]:
     """The streams and one read of their CloudWatch metrics, on one backend."""
-    from console.backend.client import BackendConfig, open_backend
+    from console.backend import BackendConfig, open_backend
 
     config = BackendConfig.from_args(args)
     async with open_backend(config) as kinesis:
@@ -81,7 +81,7 @@ async def _watch_fleet(args: Any, *, rounds: int | None = None, interval: float 
     import sys
     import time
 
-    from console.backend.client import BackendConfig, open_backend
+    from console.backend import BackendConfig, open_backend
 
     out = out or sys.stdout
     config = BackendConfig.from_args(args)
@@ -166,7 +166,7 @@ def shards_command(args: Any) -> int:
 
 
 async def _fetch_lineage(args: Any, stream: str) -> tuple[Lineage, str]:
-    from console.backend.client import BackendConfig, open_backend
+    from console.backend import BackendConfig, open_backend
 
     config = BackendConfig.from_args(args)
     async with open_backend(config) as kinesis:

@@ -14,7 +14,7 @@ import pytest
 from aiobotocore.session import AioSession
 
 from console.backend import BackendConfig, open_backend
-from console.backend.client import DUMMY_CREDENTIALS
+from console.backend.config import DUMMY_CREDENTIALS
 from console.commands.streams import _watch_fleet
 from console.heat.fleet import (
     AGE_TROUBLE_MS,
