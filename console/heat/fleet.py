@@ -83,10 +83,16 @@ class FleetRow:
     capacity_basis: str | None  # "shards", "warm"
     trouble: tuple[str, ...]
     metrics_problem: str | None = None
+    # What the row was built from, so new facts (a shard count arriving late) rebuild it.
+    series: Mapping[str, Series] | None = field(default=None, repr=False, compare=False)
+    window_start: datetime | None = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
         return self.facts.name
+
+    def with_facts(self, facts: StreamFacts) -> "FleetRow":
+        return build_row(facts, self.series, self.window_start, problem=self.metrics_problem)
 
     def trouble_key(self) -> tuple:
         """Sorts the worst first: throttled, then behind, then busy; then by name."""
@@ -123,10 +129,11 @@ def sparkline_values(points: Series, start: datetime, minutes: int = WINDOW_MINU
     return tuple(value / PERIOD for value in per_minute(points, start, minutes))
 
 
-def build_row(facts: StreamFacts, series: Mapping[str, Series] | None, start: datetime, *,
+def build_row(facts: StreamFacts, series: Mapping[str, Series] | None, start: datetime | None = None, *,
               problem: str | None = None) -> FleetRow:
-    """One stream's row from its series ({metric: [(minute, value)]}; None: no metrics at all)."""
-    if series is None or problem:
+    """One stream's row from its series ({metric: [(minute, value)]} from `start`, the window's first
+    minute; None: no metrics (yet))."""
+    if series is None or start is None or problem:
         return FleetRow(facts, None, None, (), None, None, None, None, None, (), problem)
     records, nbytes = series.get("IncomingRecords") or (), series.get("IncomingBytes") or ()
     ages = series.get("GetRecords.IteratorAgeMilliseconds") or ()
@@ -150,8 +157,9 @@ def build_row(facts: StreamFacts, series: Mapping[str, Series] | None, start: da
         reasons.append(f"iterator age {format_age(age)}")
     if used is not None and used >= UTILISATION_TROUBLE:
         reasons.append(f"{used:.0%} of {'warm throughput' if limits[2] == 'warm' else 'write capacity'}")
-    return FleetRow(facts, records_per_s, bytes_per_s, sparkline_values(nbytes, start), age, write_throttled,
-                    read_throttled, used, limits[2] if limits else None, tuple(reasons))
+    spark = sparkline_values(nbytes, start) if nbytes else ()
+    return FleetRow(facts, records_per_s, bytes_per_s, spark, age, write_throttled, read_throttled, used,
+                    limits[2] if limits else None, tuple(reasons), None, series, start)
 
 
 def sparkline(values: Sequence[float]) -> str:
