@@ -22,7 +22,8 @@ def register(subparsers, common) -> None:
                     "open shard count, retention and encryption. With --local the embedded server starts "
                     "empty; kconsole --local --stream NAME streams creates NAME first.")
     streams.add_argument("--watch", action="store_true",
-                         help="refresh once a minute (CloudWatch's period) until Ctrl-C, worst streams first")
+                         help="refresh once a minute (CloudWatch's period) until Ctrl-C, worst streams first; with --json "
+                              "one JSON document a line per refresh")
     streams.add_argument("--sort", choices=SORTS, default="trouble",
                          help="row order: trouble (throttling, then iterator age, then utilisation; the "
                               "default), name, incoming (bytes/s) or age (iterator age)")
@@ -75,15 +76,14 @@ async def _fetch_fleet(args: Any) -> tuple[list[StreamSummary], str, Fleet]:
         return summaries, kinesis.label, fleet
 
 
-async def _watch_fleet(args: Any, *, rounds: int | None = None, interval: float = FLEET_REFRESH_S,
-                       out: Any = None) -> int:
-    """Refresh every `interval` seconds; a refresh starts only after the previous one ended."""
+async def _watch_fleet(args: Any, *, rounds: int | None = None, interval: float = FLEET_REFRESH_S) -> int:
+    """Refresh every `interval` seconds; a refresh starts only after the previous one ended. Each
+    refresh is the table (a fresh screen on a terminal) or, with --json, one JSON document a line."""
     import sys
     import time
 
     from console.backend import BackendConfig, open_backend
 
-    out = out or sys.stdout
     config = BackendConfig.from_args(args)
     async with open_backend(config) as kinesis:
         done = 0
@@ -93,13 +93,14 @@ async def _watch_fleet(args: Any, *, rounds: int | None = None, interval: float 
             fleet = await fleet_rows(kinesis, [StreamFacts.from_stream(s) for s in summaries])
             by_name = {summary.name: summary for summary in summaries}
             ordered = sort_rows(fleet.rows, args.sort)
-            if getattr(out, "isatty", lambda: False)():
-                out.write("\x1b[H\x1b[2J")  # a fresh screen each refresh, like watch(1)
             stamp = time.strftime("%H:%M:%S")
-            out.write(f"{kinesis.label} at {stamp}, sorted by {args.sort}; refreshes every {interval:g} s, "
-                      "Ctrl-C stops\n")
-            out.write(format_fleet([(by_name[row.name], row) for row in ordered], kinesis.label, fleet.problem) + "\n")
-            out.flush()
+            table = (f"{kinesis.label} at {stamp}, sorted by {args.sort}; refreshes every {interval:g} s, "
+                     "Ctrl-C stops\n" + format_fleet([(by_name[row.name], row) for row in ordered], kinesis.label,
+                                                      fleet.problem))
+            if sys.stdout.isatty() and getattr(args, "output", None) is None and not getattr(args, "json", False):
+                sys.stdout.write("\x1b[H\x1b[2J")  # a fresh screen each refresh, like watch(1)
+            emit(args, {"at": stamp, "streams": [by_name[row.name].to_json() | row.to_json() for row in ordered]},
+                 table)
             done += 1
             if rounds is None or done < rounds:
                 await asyncio.sleep(max(0.0, interval - (time.monotonic() - started)))

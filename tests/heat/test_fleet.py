@@ -5,6 +5,7 @@ every row and says why in one line."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import time
@@ -79,17 +80,17 @@ async def test_streams_json_rows_sorted_by_trouble_with_reasons(capsys, local_ki
     assert names == sorted(names)
 
 
-async def test_the_watch_refreshes_without_overlap_and_prints_each_round(local_kinesis, make_stream):
-    import argparse
-    import io
-
+async def test_the_watch_refreshes_without_overlap_and_prints_each_round(capsys, local_kinesis, make_stream):
     stream = await make_stream(shards=1)
     args = argparse.Namespace(endpoint_url=local_kinesis.endpoint_url, region="us-east-1", sort="age", local=False)
-    out = io.StringIO()
     started = time.monotonic()
-    await _watch_fleet(args, rounds=2, interval=0.5, out=out)
-    text = out.getvalue()
+    await _watch_fleet(args, rounds=2, interval=0.5)
+    text = capsys.readouterr().out
     assert text.count("sorted by age") == 2 and stream in text and time.monotonic() - started >= 0.5
+    args.json = True
+    await _watch_fleet(args, rounds=2, interval=0.1)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and all(stream in [row["name"] for row in json.loads(line)["streams"]] for line in lines)
 
 
 async def test_getmetricdata_is_batched_500_queries_a_call(local_kinesis, make_stream):
