@@ -20,9 +20,10 @@ from console.backend.calls import CallPath
 from console.backend.cloudwatch import CloudWatchBackend, StreamsMetrics
 from console.backend.config import BackendConfig
 from console.backend.dynamodb import DynamoDBBackend
+from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS
 from console.backend.sts import STSBackend
 from console.errors import BackendError, BadInput, ResourceInUse, StreamNotFound
-from console.topology.model import Shard, StreamSummary
+from console.topology.model import Shard, StreamSummary, put_records_entry
 
 if TYPE_CHECKING:
     from console.backend.local import LocalKinesisServer
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
 
 class KinesisBackend(CallPath):
     """One open connection to a Kinesis endpoint. Create through `open_backend`."""
+
+    # What the console may use beyond the streams (console.backend.protocol): CloudWatch, retry events.
+    capabilities = frozenset({CLOUDWATCH, RETRY_EVENTS})
 
     def __init__(self, config: BackendConfig, client: Any, *, region: str, endpoint_url: str | None,
                  side_client: Callable[[str], Awaitable[Any]] | None = None) -> None:
@@ -243,12 +247,8 @@ class KinesisBackend(CallPath):
     async def put_records(self, stream: str, records: list[dict]) -> dict:
         """`records` are AWS-shaped: {Data, PartitionKey, ExplicitHashKey?} (an int hash key is accepted).
         Per-record failures come back in the response's Records (ErrorCode), as from AWS."""
-        entries = []
-        for record in records:
-            entry = {"Data": record["Data"], "PartitionKey": record["PartitionKey"]}
-            if record.get("ExplicitHashKey") is not None:
-                entry["ExplicitHashKey"] = str(record["ExplicitHashKey"])
-            entries.append(entry)
+        entries = [put_records_entry(record["Data"], record["PartitionKey"], record.get("ExplicitHashKey"))
+                   for record in records]
         return await self._call("PutRecords", StreamName=stream, Records=entries)
 
     # ---- reads ---------------------------------------------------------------------------------

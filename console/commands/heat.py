@@ -27,14 +27,13 @@ from console.heat.cloudwatch import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloud
 from console.errors import BadInput
 from console.read.printable import printable
 from console.keyspace.hashkeys import HashRangeIndex
-from console.heat.rates import (
-    DOMINANT_SHARE,
+from console.heat.hotkey import HotKeyWhatIf, hot_key_what_if
+from console.heat.rates import DOMINANT_SHARE
+from console.heat.snapshot import (
     SHARD_BYTES_LIMIT,
     SHARD_RECORDS_LIMIT,
-    HotKeyWhatIf,
     ShardHeatSnapshot,
     StreamHeatSnapshot,
-    hot_key_what_if,
 )
 from console.heat.sampler import DEFAULT_READS_PER_SECOND, MAX_READS_PER_SECOND, HeatSampler
 

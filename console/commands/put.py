@@ -21,8 +21,10 @@ from console.commands._output import emit, note, run_async
 from console.commands._stream_args import validate_stream_name
 from console.errors import BadInput
 from console.produce.given import MAX_PROBLEMS_SHOWN, ParsedLines, bounded_lines, parse_json_lines
-from console.produce.producer import ProduceResult, ProducerSettings
-from console.produce.verify import ReadSettings, VerificationReport
+from console.produce.report import ProduceResult
+from console.produce.settings import ProducerSettings
+from console.produce.verify import ReadSettings
+from console.produce.verify_analysis import VerificationReport
 
 MAX_LINES_SHOWN = 20  # per shard, in the text summary
 

@@ -97,11 +97,6 @@ class Lease:
     def finished(self) -> bool:
         return self.checkpoint == SHARD_END
 
-    @property
-    def sequence_checkpoint(self) -> bool:
-        """The checkpoint is a real sequence number (records after it can be counted)."""
-        return self.problem is None and self.checkpoint is not None and self.checkpoint not in SENTINELS
-
 
 def is_lease_item(item: Mapping[str, Any]) -> bool:
     """A KCL lease (not a 3.x coordinator or worker-metrics item sharing the table)."""

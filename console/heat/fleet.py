@@ -18,7 +18,7 @@ from typing import Any
 from console.errors import ConsoleError
 from console.heat.capacity import RECENT_MINUTES, STREAM_METRICS, per_minute, unavailable_reason
 from console.heat.cloudwatch import PERIOD, minute_window
-from console.heat.rates import SHARD_BYTES_LIMIT, SHARD_RECORDS_LIMIT
+from console.heat.snapshot import SHARD_BYTES_LIMIT, SHARD_RECORDS_LIMIT
 
 WINDOW_MINUTES = 30
 # The stream-level metrics (free: no enhanced monitoring) a fleet row shows: five queries a stream,

@@ -180,24 +180,6 @@ PREFIX_BITS = 16  # a 65,536-entry table: with 1,000 shards ~98% of its slices l
 TABLE_WORTH_IT = 20_000  # keys; below this, building the table (~50 ms) costs more than it saves
 
 
-def predict_indices(index: HashRangeIndex, partition_keys: Sequence[str]) -> list[int]:
-    """The shard position of each partition key (MD5 read as a big-endian int, then its owner).
-
-    For many keys the owner comes from a table indexed by the digest's first two bytes (the hash
-    key's top 16 bits), which answers whenever that slice of the key space lies inside one shard;
-    only a key in a slice holding a shard boundary is converted to an int and bisected. Callables
-    are bound to locals and the loop is one comprehension."""
-    digest_of, from_bytes, find, endings = md5, int.from_bytes, bisect.bisect_left, index.endings
-    if len(partition_keys) < TABLE_WORTH_IT:
-        return [find(endings, from_bytes(digest_of(key.encode("utf-8")).digest(), "big")) for key in partition_keys]
-    table = prefix_table(index.endings)
-    return [
-        owner if (owner := table[(digest := digest_of(key.encode("utf-8")).digest())[0] << 8 | digest[1]]) >= 0
-        else find(endings, from_bytes(digest, "big"))
-        for key in partition_keys
-    ]
-
-
 def md5_hash_keys(partition_keys: Sequence[str]) -> list[int]:
     """md5_hash_key of each key, in one comprehension (a third faster than calling it per key)."""
     digest_of, from_bytes = md5, int.from_bytes

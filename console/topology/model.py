@@ -85,3 +85,12 @@ class StreamSummary:
             "encryption": self.encryption,
             "arn": self.arn,
         }
+
+
+def put_records_entry(data: bytes, partition_key: str, explicit_hash_key: int | str | None = None) -> dict[str, object]:
+    """One entry of PutRecords' `Records` as AWS takes it: the explicit hash key in decimal, and
+    only when there is one (it overrides the partition key's MD5)."""
+    entry: dict[str, object] = {"Data": data, "PartitionKey": partition_key}
+    if explicit_hash_key is not None:
+        entry["ExplicitHashKey"] = str(explicit_hash_key)
+    return entry

@@ -1,5 +1,6 @@
 """A fixed, in-memory stream source: deterministic data for snapshot tests, screenshots of edge
-cases and the 10k-shard benchmark. It has the read methods of KinesisBackend and nothing else."""
+cases and the 10k-shard benchmark. It has the stream reads of console.backend.protocol (StreamReads)
+and nothing else: no CloudWatch, no retries (its `capabilities` are empty)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ class StaticSource:
 
     label = "static (in memory)"
     region = "local"
+    capabilities: frozenset[str] = frozenset()  # no CloudWatch, no retries to report
+    on_retry = None
 
     def __init__(self, stream: str, shards: Sequence[Shard], *, status: str = "ACTIVE",
                  mode: str = "PROVISIONED", retention_hours: int = 24) -> None:
@@ -61,6 +64,11 @@ class StaticSource:
     async def list_streams(self) -> list[StreamSummary]:
         self._check(self.stream)
         return [self.summary()]
+
+    async def stream_summaries(self) -> list[dict]:
+        summary = (await self.list_streams())[0]
+        return [{"StreamName": summary.name, "StreamStatus": summary.status,
+                 "StreamModeDetails": {"StreamMode": summary.mode}, "OpenShardCount": summary.open_shard_count}]
 
     def _check(self, stream: str) -> None:
         if self.failure is not None:

@@ -122,7 +122,7 @@ class BenchApp(KConsoleApp):
     def poll_now(self, **options) -> bool:
         # Stalls are counted from the first poll on: the app's own start-up (compose, first layout)
         # is Textual's fixed cost, the same with 4 shards or 10k, and is reported separately.
-        if self.heartbeat is not None and self.poll_count == 0 and not self._poll_in_flight:
+        if self.heartbeat is not None and self.poll_count == 0 and not self.poll_running:
             self.first_poll_at = time.perf_counter()
             self.startup_s = self.first_poll_at - self.created_at
             self.heartbeat.reset()
@@ -184,9 +184,9 @@ async def bench_console() -> dict:
         # lineage work a poll also does: measured by re-applying a view with 1.5% of rows changed.
         transport.split_some(SPLITS)
         view_before = app.view
-        from console.ui.source import poll_stream
+        from console.ui.source import fetch_stream, with_lineage
 
-        fresh = await poll_stream(kinesis, "bench")
+        fresh = await with_lineage(await fetch_stream(kinesis, "bench"))
         await settle(pilot)
         app.heartbeat.reset()
         started = time.perf_counter()

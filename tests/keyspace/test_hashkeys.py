@@ -168,12 +168,14 @@ def test_bulk_prediction_table_equals_bisect(shard_count):
     """`kconsole predict` answers most of a large batch from a 16-bit prefix table; it must agree."""
     import random
 
-    from console.keyspace.hashkeys import TABLE_WORTH_IT, predict_indices
+    from console.keyspace.hashkeys import TABLE_WORTH_IT, predict_hash_keys
 
     rng = random.Random(shard_count)
     cuts = sorted({rng.randrange(1, MAX_HASH_KEY) for _ in range(shard_count - 1)})
     ranges = [(f"s{i}", s, e) for i, (s, e) in enumerate(zip([0] + cuts, [c - 1 for c in cuts] + [MAX_HASH_KEY]))]
     index = HashRangeIndex.build(ranges)
     keys = [f"k{rng.getrandbits(40)}" for _ in range(TABLE_WORTH_IT + 100)]
-    assert predict_indices(index, keys) == [index.index_of(md5_hash_key(k)) for k in keys]
-    assert predict_indices(index, keys[:50]) == [index.index_of(md5_hash_key(k)) for k in keys[:50]]
+    for batch in (keys, keys[:50]):  # from the table, and bisected one by one
+        hash_keys, positions = predict_hash_keys(index, batch)
+        assert hash_keys == [md5_hash_key(k) for k in batch]
+        assert positions == [index.index_of(h) for h in hash_keys]

@@ -21,6 +21,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
+from console.backend.protocol import CLOUDWATCH, ConsoleBackend
 from console.heat.fleet import (
     FLEET_REFRESH_S,
     SORTS,
@@ -77,7 +78,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
     StreamPickerScreen #picker-list { height: 1fr; }
     """
 
-    def __init__(self, source, *, current: str | None = None, timeout: float = 15.0,
+    def __init__(self, source: ConsoleBackend, *, current: str | None = None, timeout: float = 15.0,
                  refresh_every: float = FLEET_REFRESH_S) -> None:
         super().__init__()
         self._source = source
@@ -129,10 +130,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
         await self._counts()
 
     async def _list(self) -> list[StreamFacts]:
-        quick = getattr(self._source, "stream_summaries", None)
-        if quick is not None:
-            return [StreamFacts.from_summary(raw) for raw in await quick()]
-        return [StreamFacts.from_stream(s) for s in await self._source.list_streams()]
+        return [StreamFacts.from_summary(raw) for raw in await self._source.stream_summaries()]
 
     async def _counts(self) -> None:
         """Shard and consumer counts (ListStreams' summaries have neither): one summary per stream."""
@@ -158,6 +156,10 @@ class StreamPickerScreen(ModalScreen[str | None]):
 
     async def _metrics_once(self) -> None:
         if self._refreshing:
+            return
+        if CLOUDWATCH not in self._source.capabilities:
+            self.query_one("#picker-status", Static).update(
+                f"{len(self._facts)} streams; no metrics: this backend has no CloudWatch")
             return
         self._refreshing = True
         status = self.query_one("#picker-status", Static)
