@@ -204,31 +204,14 @@ async def _report(args: argparse.Namespace) -> tuple[ConsumerReport, Any]:
 
 def render_workers(view: Any) -> list[str]:
     """The workers section: a row per worker, then the layout, leader, migration and other streams."""
-    from console.consumers.workers import KCL_2X
-
     lines = []
-    rows = [(row.worker_id, str(row.leases), str(row.open_leases),
-             "-" if row.throughput_kbps is None else f"{row.throughput_kbps:.1f}",
-             "-" if row.cpu is None else f"{row.cpu:.0f}%",
-             "-" if row.metrics_age_s is None else f"{row.metrics_age_s:.0f} s",
-             "leader" if row.leader else "", " ".join(f"! {flag}" for flag in row.flags)
-             + (f" ({row.problem})" if row.problem else "")) for row in view.rows]
+    rows = [row.cells() for row in view.rows]
     if rows:
         lines.append(render_table(("WORKER", "LEASES", "OPEN", "KB/S", "CPU", "METRICS AGE", "", "FLAGS"), rows,
                                   right_aligned={1, 2, 3, 4, 5}))
     else:
         lines.append("no workers: no lease has an owner and no worker reported metrics")
-    state = f"layout {view.layout}"
-    if view.layout != KCL_2X:
-        state += (f", leader {view.leader or 'none'}, migration state {view.migration_state or 'unknown'}"
-                  + (f", table migration {view.table_migration}" if view.table_migration else ""))
-    lines.append(state)
-    if view.unowned_leases:
-        lines.append(f"{view.unowned_leases} open lease(s) have no owner")
-    lines.extend(view.notes)
-    other = view.other_streams_line()
-    if other:
-        lines.append(other)
+    lines.extend(view.summary_lines())
     return lines
 
 

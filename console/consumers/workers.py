@@ -60,6 +60,15 @@ class WorkerRow:
     hand_offs: tuple[str, ...] = ()  # lease keys this worker is handing over or taking over
     problem: str | None = None
 
+    def cells(self) -> tuple[str, ...]:
+        """The row as text: worker, leases, open, KB/s, CPU, metrics age, leader, flags."""
+        flags = " ".join(f"! {flag}" for flag in self.flags) + (f" ({self.problem})" if self.problem else "")
+        return (self.worker_id, str(self.leases), str(self.open_leases),
+                "-" if self.throughput_kbps is None else f"{self.throughput_kbps:.1f}",
+                "-" if self.cpu is None else f"{self.cpu:.0f}%",
+                "-" if self.metrics_age_s is None else f"{self.metrics_age_s:.0f} s",
+                "leader" if self.leader else "", flags)
+
     def to_json(self) -> dict:
         return {"worker_id": self.worker_id, "leases": self.leases, "open_leases": self.open_leases,
                 "throughput_kbps": None if self.throughput_kbps is None else round(self.throughput_kbps, 3),
@@ -86,6 +95,21 @@ class WorkersView:
                 "workers": [row.to_json() for row in self.rows], "unowned_leases": self.unowned_leases,
                 "other_streams": dict(self.other_streams), "all_streams": self.all_streams,
                 "notes": list(self.notes)}
+
+    def summary_lines(self) -> list[str]:
+        """The layout, leader and migration state; unowned leases; notes; other streams."""
+        state = f"layout {self.layout}"
+        if self.layout != KCL_2X:
+            state += (f", leader {self.leader or 'none'}, migration state {self.migration_state or 'unknown'}"
+                      + (f", table migration {self.table_migration}" if self.table_migration else ""))
+        lines = [state]
+        if self.unowned_leases:
+            lines.append(f"{self.unowned_leases} open lease(s) have no owner")
+        lines.extend(self.notes)
+        other = self.other_streams_line()
+        if other:
+            lines.append(other)
+        return lines
 
     def other_streams_line(self) -> str | None:
         if not self.other_streams:
