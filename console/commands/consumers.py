@@ -59,7 +59,8 @@ def register(subparsers, common) -> None:
                              "metrics age, leader, flags) from the lease table and KCL 3.x's worker-metrics "
                              "and coordinator state, in either layout")
     parser.add_argument("--all-streams", action="store_true",
-                        help="multi-stream lease tables: count and show the other streams' leases too")
+                        help="multi-stream lease tables: list the other streams' leases and count them in "
+                             "the workers' rows")
     parser.add_argument("--name", metavar="NAME", help="register/deregister: the EFO consumer's name")
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
     parser.set_defaults(handler=run_consumers)
@@ -150,7 +151,9 @@ def run_consumers(args: argparse.Namespace) -> int:
     report, workers = run_async(_report(args))
     document = report.to_json()
     if workers is not None:
-        document |= workers.to_json() if args.workers else {"other_streams": dict(workers.other_streams)}
+        document |= workers.to_json() if args.workers else {
+            "other_streams": dict(workers.other_streams),
+            **({"other_stream_leases": workers.to_json()["other_stream_leases"]} if args.all_streams else {})}
     emit(args, document, lambda: render_report(report, workers, show_workers=args.workers))
     return 0
 
@@ -212,6 +215,8 @@ def render_workers(view: Any) -> list[str]:
     else:
         lines.append("no workers: no lease has an owner and no worker reported metrics")
     lines.extend(view.summary_lines())
+    if view.other_leases:
+        lines.append(render_table(("OTHER STREAM", "SHARD", "OWNER", "CHECKPOINT"), view.other_lease_rows()))
     return lines
 
 
@@ -241,6 +246,8 @@ def render_report(report: ConsumerReport, workers: Any = None, *, show_workers: 
         lines.extend(render_workers(workers))
     elif workers is not None and workers.other_streams_line():
         lines.append(workers.other_streams_line())
+        if workers.other_leases:
+            lines.append(render_table(("OTHER STREAM", "SHARD", "OWNER", "CHECKPOINT"), workers.other_lease_rows()))
     return "\n".join(lines)
 
 

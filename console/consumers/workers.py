@@ -88,12 +88,20 @@ class WorkersView:
     other_streams: Mapping[str, int]  # stream name -> its leases in the same table (not counted above)
     all_streams: bool
     notes: tuple[str, ...] = field(default=())
+    other_leases: tuple[Lease, ...] = field(default=())  # with all_streams: the other streams' leases
+
+    def other_lease_rows(self) -> list[tuple[str, str, str, str]]:
+        """(stream, shard, owner, checkpoint) of each other stream's lease."""
+        return [(lease.stream_name or "?", lease.shard_id, lease.owner or "-", lease.checkpoint or "-")
+                for lease in sorted(self.other_leases, key=lambda l: (l.stream_name or "", l.shard_id))]
 
     def to_json(self) -> dict:
         return {"layout": self.layout, "migration_state": self.migration_state,
                 "table_migration": self.table_migration, "leader": self.leader,
                 "workers": [row.to_json() for row in self.rows], "unowned_leases": self.unowned_leases,
                 "other_streams": dict(self.other_streams), "all_streams": self.all_streams,
+                "other_stream_leases": [dict(zip(("stream", "shard_id", "owner", "checkpoint"), row))
+                                        for row in self.other_lease_rows()],
                 "notes": list(self.notes)}
 
     def summary_lines(self) -> list[str]:
@@ -116,7 +124,7 @@ class WorkersView:
             return None
         count = sum(self.other_streams.values())
         named = ", ".join(f"{name} ({n})" for name, n in sorted(self.other_streams.items()))
-        verb = "counted above" if self.all_streams else "not counted above; --all-streams counts them"
+        verb = "listed below" if self.all_streams else "left out; --all-streams lists them"
         return f"{count} lease(s) of other streams in this table, {verb}: {named}"
 
 
@@ -199,7 +207,8 @@ def build_workers(leases: Sequence[Lease], *, stream: str, open_shard_ids: Itera
     return WorkersView(layout, tuple(rows), leader, coordination.client_version if coordination else None,
                        coordination.table_migration if coordination else None,
                        sum(1 for lease in counted if lease.owner is None and not lease.finished),
-                       dict(others), all_streams, tuple(notes))
+                       dict(others), all_streams, tuple(notes),
+                       tuple(lease for lease in leases if lease.stream_name not in (None, stream)) if all_streams else ())
 
 
 # ---- reading the tables (through the injected backend's DynamoDB methods) -------------------------

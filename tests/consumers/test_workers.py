@@ -140,7 +140,7 @@ async def test_multi_stream_table_names_other_streams_in_one_line(capsys, local_
     code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, *endpoint(local_kinesis))
     assert code == 0, err
     line = [line for line in out.splitlines() if "other streams" in line]
-    assert line == ["3 lease(s) of other streams in this table, not counted above; --all-streams counts them: "
+    assert line == ["3 lease(s) of other streams in this table, left out; --all-streams lists them: "
                     "orders (2), payments (1)"]
     code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, "--workers", "--json",
                                     *endpoint(local_kinesis))
@@ -149,7 +149,14 @@ async def test_multi_stream_table_names_other_streams_in_one_line(capsys, local_
     assert document["other_streams"] == {"orders": 2, "payments": 1}
     code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, "--workers", "--all-streams",
                                     "--json", *endpoint(local_kinesis))
-    assert {w["worker_id"]: w["leases"] for w in json.loads(out)["workers"]} == {"w1": 2, "w2": 2}
+    document = json.loads(out)
+    assert {w["worker_id"]: w["leases"] for w in document["workers"]} == {"w1": 2, "w2": 2}
+    assert [(row["stream"], row["shard_id"], row["owner"]) for row in document["other_stream_leases"]] == [
+        ("orders", "shardId-000000000000", "w1"), ("orders", "shardId-000000000001", "w2"),
+        ("payments", "shardId-000000000000", "w2")]
+    code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, "--all-streams",
+                                    *endpoint(local_kinesis))
+    assert code == 0 and "OTHER STREAM" in out and "payments" in out and "listed below" in out
 
 
 async def test_find_lease_tables_names_each_layout(capsys, local_kinesis, kinesis, make_stream, ddb):
