@@ -36,9 +36,9 @@ async def test_fleet_screen_puts_trouble_first_filters_and_opens(kinesis, make_s
         screen = app.screen
         assert screen.streams[0].name == throttled
         table = screen.query_one("#picker-list", DataTable)
-        trouble_cell = table.get_cell(throttled, table.ordered_columns[-1].key)
+        trouble_cell = table.get_cell(throttled, table.ordered_columns[1].key)
         assert "write throttled: 12" in trouble_cell.plain and "red" in str(trouble_cell.style)
-        assert table.get_cell(quiet, table.ordered_columns[-1].key).plain == ""
+        assert table.get_cell(quiet, table.ordered_columns[1].key).plain == ""
         await pilot.press("slash")
         for key in quiet:
             await pilot.press(key if key != "-" else "minus")

@@ -36,8 +36,9 @@ from console.heat.fleet import (
 from console.read.printable import printable
 from console.ui.source import describe_failure
 
-COLUMNS = ("Stream", "Status", "Mode", "Shards", "In rec/s", "In KB/s", "Last 30 min", "Used", "Iter age",
-           "Throttled W/R", "EFO", "Trouble")
+# The reason first after the name: on a narrow terminal the table scrolls sideways, the trouble stays.
+COLUMNS = ("Stream", "Trouble", "In rec/s", "In KB/s", "Last 30 min", "Used", "Iter age", "Throttled W/R",
+           "Shards", "EFO", "Mode", "Status")
 
 
 def row_cells(row: FleetRow) -> list[Any]:
@@ -53,14 +54,14 @@ def row_cells(row: FleetRow) -> list[Any]:
     def count(value: int | None) -> str:
         return "-" if value is None else f"{value:,}"
 
-    return [Text(printable(facts.name), style=style), facts.status, mode, count(facts.open_shards),
+    return [Text(printable(facts.name), style=style), Text(printable(trouble), style=style),
             number(row.records_per_s, "{:.1f}"),
             number(None if row.bytes_per_s is None else row.bytes_per_s / 1024, "{:.1f}"),
             sparkline(row.bytes_sparkline) or "-",
             number(None if row.utilisation is None else row.utilisation * 100, "{:.0f}%"),
             "-" if row.max_iterator_age_ms is None else format_age(row.max_iterator_age_ms),
-            f"{count(row.write_throttled)}/{count(row.read_throttled)}", count(facts.consumers),
-            Text(printable(trouble), style=style)]
+            f"{count(row.write_throttled)}/{count(row.read_throttled)}", count(facts.open_shards),
+            count(facts.consumers), mode, facts.status]
 
 
 class StreamPickerScreen(ModalScreen[str | None]):
@@ -72,7 +73,6 @@ class StreamPickerScreen(ModalScreen[str | None]):
         Binding("s", "next_sort", "Sort", id="picker.sort"),
     ]
     DEFAULT_CSS = """
-    StreamPickerScreen #picker-dialog { width: 100%; height: 100%; }
     StreamPickerScreen #picker-filter { display: none; }
     StreamPickerScreen #picker-filter.shown { display: block; }
     StreamPickerScreen #picker-list { height: 1fr; }
@@ -199,7 +199,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
             cells = row_cells(row)
             if row.name in present:
                 for column, value in zip(table.columns, cells):
-                    table.update_cell(row.name, column, value)
+                    table.update_cell(row.name, column, value, update_width=True)
             else:
                 table.add_row(*cells, key=row.name)
         order = {row.name: index for index, row in enumerate(wanted)}
