@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from console.backend.calls import CallPath
-from console.backend.cloudwatch import CloudWatchBackend
+from console.backend.cloudwatch import CloudWatchBackend, StreamsMetrics
 from console.backend.config import BackendConfig
 from console.backend.dynamodb import DynamoDBBackend
 from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS
@@ -87,6 +87,22 @@ class KinesisBackend(CallPath):
                 return names
             params = {"Limit": 100, **({"NextToken": page["NextToken"]} if page.get("NextToken")
                                       else {"ExclusiveStartStreamName": names[-1]})}
+
+    async def stream_summaries(self) -> list[dict]:
+        """ListStreams' StreamSummaries, every page (name, ARN, status, mode, creation time: no shard
+        counts), AWS-shaped: the quick first look at a region with many streams."""
+        summaries: list[dict] = []
+        params: dict[str, Any] = {"Limit": 1000}
+        while True:
+            page = await self._call("ListStreams", **params)
+            listed = page.get("StreamSummaries")
+            if listed is None:  # a server that predates StreamSummaries: names only
+                listed = [{"StreamName": name, "StreamStatus": "?"} for name in page.get("StreamNames", [])]
+            summaries.extend(listed)
+            if not page.get("HasMoreStreams") or not listed:
+                return summaries
+            params = {"Limit": 1000, **({"NextToken": page["NextToken"]} if page.get("NextToken")
+                                        else {"ExclusiveStartStreamName": listed[-1]["StreamName"]})}
 
     async def list_streams(self) -> list[StreamSummary]:
         names = await self.stream_names()
@@ -322,6 +338,10 @@ class KinesisBackend(CallPath):
     async def stream_metrics(self, stream: str, metrics: dict[str, str], start: datetime, end: datetime,
                              period: int = 60) -> dict[str, list[tuple[datetime, float]]]:
         return await self._cloudwatch.stream_metrics(stream, metrics, start, end, period)
+
+    async def streams_metrics(self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime,
+                              period: int = 60) -> StreamsMetrics:
+        return await self._cloudwatch.streams_metrics(streams, metrics, start, end, period)
 
     async def caller_identity(self) -> str | None:
         return await self._sts.caller_identity()

@@ -53,7 +53,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     _tab("heat", "throughput per shard and hot keys", "he"),
     _tab("consumers", "the stream's registered consumers", "co"),
     ConsoleCommand(("stream",), "stream NAME", "open stream NAME"),
-    ConsoleCommand(("streams", "st"), "streams", "pick a stream from the list", "pick_stream"),
+    ConsoleCommand(("streams", "st"), "streams", "the fleet: every stream, worst first; enter opens one", "pick_stream"),
     ConsoleCommand(("ro", "readonly", "read-only"), "ro", "enter read-only mode"),
     ConsoleCommand(("rw", "readwrite", "read-write"), "rw", "leave read-only mode (asks you to type a name)"),
     ConsoleCommand(("refresh", "r"), "refresh", "poll the stream now", "refresh"),
