@@ -7,13 +7,14 @@ import random
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from console.bounds import PUT_RECORDS_MAX_BYTES, PUT_RECORDS_MAX_RECORDS
 from console.errors import BadInput
 from console.keyspace.hashkeys import validate_partition_key
 from console.produce.testrecords import LARGEST_RECORD_BYTES, MAX_RECORD_BYTES, new_run_id, partition_key_for
 
 # PutRecords: at most 500 records and 10 MiB a request.
-MAX_BATCH_RECORDS = 500
-MAX_BATCH_BYTES = 10 * 1024 * 1024
+MAX_BATCH_RECORDS = PUT_RECORDS_MAX_RECORDS
+MAX_BATCH_BYTES = PUT_RECORDS_MAX_BYTES
 MAX_GIVE_UP = 3600.0  # seconds: past an hour of failures, nobody is waiting for the run any more
 
 

@@ -13,10 +13,12 @@ import json
 import secrets
 from dataclasses import dataclass
 
+from console.bounds import MAX_RECORD_SIZE_KIB, MIN_RECORD_SIZE_KIB
+
 # AWS's limit on one record's data blob plus its partition key: 1 MiB unless the stream says otherwise
 # (MaxRecordSizeInKiB, up to 10 MiB: LARGEST_RECORD_BYTES).
-MAX_RECORD_BYTES = 1024 * 1024
-LARGEST_RECORD_BYTES = 10 * 1024 * 1024
+MAX_RECORD_BYTES = MIN_RECORD_SIZE_KIB * 1024
+LARGEST_RECORD_BYTES = MAX_RECORD_SIZE_KIB * 1024
 _FORMAT_TAG = "kconsole-test/1"
 
 
