@@ -114,7 +114,7 @@ def _open(args: Any):
 
 async def _list(args: Any, stream: str | None) -> int:
     async with _open(args) as kinesis:
-        arn = (await kinesis.describe_stream(stream)).arn if stream else None
+        arn = (await kinesis.describe_stream_summary(stream)).arn if stream else None
         summaries = await kinesis.list_channels(stream_arn=arn)
         described = [await kinesis.describe_channel(c["ChannelARN"]) for c in summaries] if stream else []
         label = kinesis.label

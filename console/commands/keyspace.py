@@ -136,7 +136,7 @@ def resolve_shard_set(args: Any) -> ShardSet:
 
 
 async def _load_stream_shards(args: Any, stream: str) -> ShardSet:
-    from console.backend.client import BackendConfig, open_backend
+    from console.backend import BackendConfig, open_backend
     from console.commands._distribution import distribution_since
     from console.commands._stream_args import ensure_local_stream, validate_stream_name
     from console.topology.lineage import Lineage
@@ -147,7 +147,7 @@ async def _load_stream_shards(args: Any, stream: str) -> ShardSet:
     async with open_backend(config) as kinesis:
         if config.kind == "local":  # the embedded server starts empty; as everywhere, --local creates the stream
             await ensure_local_stream(kinesis, stream, args)
-        summary = await kinesis.describe_stream(stream)
+        summary = await kinesis.describe_stream_summary(stream)
         shards = await kinesis.all_shards(stream)
         label = kinesis.label
         notice = auto_notice(stream, await distribution_since(kinesis, stream)) if summary.auto_distribution else None

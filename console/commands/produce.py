@@ -112,7 +112,7 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
         if config.kind == "local":
             await ensure_local_stream(kinesis, args.stream, args)
         else:
-            await kinesis.describe_stream(args.stream)  # a missing stream fails here, naming the ones there are
+            await kinesis.describe_stream_summary(args.stream)  # a missing stream fails here, naming the ones there are
         confirm_by_stream_name(args, change=f"write test records to {args.stream}",
                                consequence=f"write {settings.total} test records ({settings.keys} keys x "
                                            f"{settings.records_per_key})")

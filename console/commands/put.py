@@ -130,7 +130,7 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
         if config.kind == "local":
             await ensure_local_stream(kinesis, args.stream, args)
         # A missing stream fails here, naming the ones there are; its limits judge the lines.
-        summary = await kinesis.describe_stream(args.stream)
+        summary = await kinesis.describe_stream_summary(args.stream)
         known = set(parsed.problems)
         check_against_stream(parsed, stream=args.stream, max_record_bytes=summary.max_record_bytes,
                              auto_distribution=summary.auto_distribution)

@@ -227,13 +227,13 @@ async def _create(args: Any, shards: int | None, on_demand: bool) -> int:
         if plan.ok:
             note(f"creating {args.stream!r}: {plan.summary} on {kinesis.label}")
         await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis))
-        status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream(args.stream)).status
+        status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream_summary(args.stream)).status
     return _finish(args, plan, True, status)
 
 
 async def _exists(kinesis: Any, stream: str) -> bool:
     try:
-        await kinesis.describe_stream(stream)
+        await kinesis.describe_stream_summary(stream)
     except StreamNotFound:
         return False
     return True
@@ -248,7 +248,7 @@ def run_delete(args: Any) -> int:
 
 async def _delete(args: Any) -> int:
     async with _open(args) as kinesis:
-        summary = await kinesis.describe_stream(args.stream)
+        summary = await kinesis.describe_stream_summary(args.stream)
         consumers, shards, channels = await asyncio.gather(
             kinesis.list_stream_consumers(summary.arn) if summary.arn else _none(), kinesis.all_shards(args.stream),
             _stream_channels(kinesis, summary))
@@ -340,12 +340,12 @@ def run_encryption(args: Any) -> int:
 async def _change(args: Any, build) -> int:
     async with _open(args) as kinesis:
         await _create_if_local(kinesis, args)
-        summary = await kinesis.describe_stream(args.stream)
+        summary = await kinesis.describe_stream_summary(args.stream)
         plan = await build(kinesis, summary)
         if not _refuse_or_confirm(args, plan, consequence=plan.summary):
             return _finish(args, plan, False, summary.status)
         await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis))
-        status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream(args.stream)).status
+        status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream_summary(args.stream)).status
     return _finish(args, plan, True, status)
 
 
@@ -416,7 +416,7 @@ def run_policy(args: Any) -> int:
 async def _show_policy(args: Any) -> int:
     async with _open(args) as kinesis:
         await _create_if_local(kinesis, args)
-        summary = await kinesis.describe_stream(args.stream)
+        summary = await kinesis.describe_stream_summary(args.stream)
         policy = policy_or_none(await kinesis.resource_policy(summary.arn))
     import json
 
@@ -431,13 +431,13 @@ async def _setting(args: Any, build, *, log_fields: dict | None = None) -> int:
 
     async with _open(args) as kinesis:
         await _create_if_local(kinesis, args)
-        summary = await kinesis.describe_stream(args.stream)
+        summary = await kinesis.describe_stream_summary(args.stream)
         plan = await build(kinesis, summary)
         if not _refuse_or_confirm(args, plan, consequence=plan.summary):
             return _finish(args, plan, False, summary.status, summary)
         await apply_setting(kinesis, plan, action_log=_history(), who=await _who(kinesis), log_fields=log_fields)
         after = await kinesis.wait_for_active(args.stream, timeout=DEFAULT_WAIT_SECONDS) if args.wait \
-            else await kinesis.describe_stream(args.stream)
+            else await kinesis.describe_stream_summary(args.stream)
     return _finish(args, plan, True, after.status, after)
 
 

@@ -243,7 +243,7 @@ async def run_and_verify(kinesis: Any, stream: str, settings: Any, *, verify: bo
     from console.produce.producer import OrderedProducer
     from console.topology.shardmap import ShardMap
 
-    summary = await kinesis.describe_stream(stream)
+    summary = await kinesis.describe_stream_summary(stream)
     if summary.auto_distribution:  # Kinesis ignores the keys: a shard map would predict nothing true
         producer = OrderedProducer(stream, settings, put_records=kinesis.put_records, put_record=kinesis.put_record,
                                    on_progress=on_progress, progress_interval=progress_interval, records=records)

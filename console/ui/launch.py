@@ -55,16 +55,16 @@ class PrefetchingSource:
         self._source = source
         self._stream = stream
         self._pending: dict[str, asyncio.Future] = {
-            "describe_stream": asyncio.ensure_future(source.describe_stream(stream)),
+            "describe_stream_summary": asyncio.ensure_future(source.describe_stream_summary(stream)),
             "all_shards": asyncio.ensure_future(source.all_shards(stream)),
         }
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._source, name)
 
-    async def describe_stream(self, stream: str) -> Any:
-        early = self._pending.pop("describe_stream", None) if stream == self._stream else None
-        return await early if early is not None else await self._source.describe_stream(stream)
+    async def describe_stream_summary(self, stream: str) -> Any:
+        early = self._pending.pop("describe_stream_summary", None) if stream == self._stream else None
+        return await early if early is not None else await self._source.describe_stream_summary(stream)
 
     async def all_shards(self, stream: str, shard_filter: dict | None = None) -> Any:
         early = self._pending.pop("all_shards", None) if stream == self._stream and shard_filter is None else None

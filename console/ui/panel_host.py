@@ -191,7 +191,7 @@ class PanelHost:
     async def _enable_monitoring(self, stream: str, metrics: tuple[str, ...]) -> None:
         try:
             await self.source.enable_enhanced_monitoring(stream, list(metrics))
-            enabled = (await self.source.describe_stream(stream)).enhanced_metrics
+            enabled = (await self.source.describe_stream_summary(stream)).enhanced_metrics
         except ConsoleError as error:
             self.notify(f"enhanced monitoring: {error.message}", severity="error", timeout=10)
             return

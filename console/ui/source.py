@@ -1,7 +1,7 @@
 """What the console polls, and what one good poll yields.
 
 The app never builds its own backend: it is handed any object with KinesisBackend's read methods
-(`describe_stream`, `all_shards`, `list_streams`), so tests and the 10k-shard benchmark inject a
+(`describe_stream_summary`, `all_shards`, `list_streams`), so tests and the 10k-shard benchmark inject a
 transport of their own and the real app runs on `open_backend(...)`.
 """
 
@@ -19,7 +19,7 @@ from console.ui.widgets.ribbon import summarise_shares
 
 
 class StreamSource(Protocol):
-    async def describe_stream(self, stream: str) -> StreamSummary: ...
+    async def describe_stream_summary(self, stream: str) -> StreamSummary: ...
 
     async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]: ...
 
@@ -139,12 +139,12 @@ async def fetch_stream(source: StreamSource, stream: str, previous: StreamView |
     the same stream, only the summary is asked for, and the previous shards (with their lineage) are
     kept unless the summary says they changed."""
     if previous is not None:
-        summary = await source.describe_stream(stream)
+        summary = await source.describe_stream_summary(stream)
         if listing_is_current(previous, summary):
             return replace(previous, summary=summary)
         shards = await source.all_shards(stream)
     else:
-        summary, shards = await asyncio.gather(source.describe_stream(stream), source.all_shards(stream))
+        summary, shards = await asyncio.gather(source.describe_stream_summary(stream), source.all_shards(stream))
     if len(shards) > BIG_STREAM:
         listing = await asyncio.to_thread(ShardListing, shards)
     else:

@@ -49,7 +49,7 @@ class StaticSource:
                              open_shard_count=sum(1 for s in self.shards if s.is_open),
                              retention_hours=self.retention_hours, encryption="NONE")
 
-    async def describe_stream(self, stream: str) -> StreamSummary:
+    async def describe_stream_summary(self, stream: str) -> StreamSummary:
         self._check(stream)
         return self.summary()
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
-from console.backend.client import BackendConfig, KinesisBackend
+from console.backend import BackendConfig, KinesisBackend
 from console.keyspace.hashkeys import HASH_SPACE, even_split, shard_id_for_index
 from console.ui.app import KConsoleApp, StreamRefreshed
 from console.ui.format import format_hash_key, format_share

@@ -161,7 +161,7 @@ async def run_action(request: StreamActionRequest, dialogs: ReshardDialogs) -> N
     action, kinesis = request.action, request.source
     stream = request.summary.name
     try:
-        summary = await kinesis.describe_stream(stream)
+        summary = await kinesis.describe_stream_summary(stream)
         plan = await _plan(request, summary, dialogs)
     except ConsoleError as error:
         dialogs.notify(f"{action}: {error.message}", severity="error", timeout=10)
