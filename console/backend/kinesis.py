@@ -74,19 +74,16 @@ class KinesisBackend(CallPath):
     # ---- streams -------------------------------------------------------------------------------
 
     async def stream_names(self) -> list[str]:
-        names: list[str] = []
-        params: dict[str, Any] = {"Limit": 100}
-        while True:
-            page = await self._call("ListStreams", **params)
-            names.extend(page.get("StreamNames", []))
-            if not page.get("HasMoreStreams") or not page.get("StreamNames"):
-                return names
-            params = {"Limit": 100, **({"NextToken": page["NextToken"]} if page.get("NextToken")
-                                      else {"ExclusiveStartStreamName": names[-1]})}
+        return [summary.name for summary in await self.list_stream_summaries()]
 
     async def list_streams(self) -> list[StreamSummary]:
-        names = await self.stream_names()
-        limit = asyncio.Semaphore(8)
+        """Every stream, described: one ListStreams page-through, then DescribeStreamSummary per stream."""
+        return await self.describe_streams(await self.list_stream_summaries())
+
+    async def describe_streams(self, listed: list[StreamSummary], *, concurrency: int = 16) -> list[StreamSummary]:
+        """`listed` (from ListStreams) filled in by DescribeStreamSummary, at most `concurrency` at once
+        and one per stream; a stream deleted in between is left out."""
+        limit = asyncio.Semaphore(concurrency)
 
         async def describe(name: str) -> StreamSummary | None:
             async with limit:
@@ -95,30 +92,28 @@ class KinesisBackend(CallPath):
                 except StreamNotFound:  # deleted between the listing and the describe
                     return None
 
-        summaries = await asyncio.gather(*(describe(name) for name in names))
+        summaries = await asyncio.gather(*(describe(summary.name) for summary in listed))
         return [summary for summary in summaries if summary is not None]
 
     async def describe_stream_summary(self, stream: str) -> StreamSummary:
         raw = (await self._call("DescribeStreamSummary", StreamName=stream))["StreamDescriptionSummary"]
         return StreamSummary.from_api(raw)
 
-    async def list_stream_summaries(self) -> list[StreamSummary]:
+    async def list_stream_summaries(self, *, page_size: int = 100) -> list[StreamSummary]:
         """Every stream as ListStreams' StreamSummaries give it (name, status, mode, ARN, creation), in
         one page-through and no describe; a server that answers only StreamNames gives the names alone."""
         found: list[StreamSummary] = []
-        params: dict[str, Any] = {"Limit": 100}
+        params: dict[str, Any] = {"Limit": page_size}
         while True:
             page = await self._call("ListStreams", **params)
-            summaries = page.get("StreamSummaries")
+            # The page's names decide what it holds (moto, say, sends every stream's summary each page).
             names = page.get("StreamNames", [])
-            if summaries:
-                found.extend(StreamSummary.from_listing(raw) for raw in summaries)
-            else:
-                found.extend(StreamSummary.from_listing({"StreamName": name}) for name in names)
+            summaries = {raw.get("StreamName"): raw for raw in page.get("StreamSummaries") or []}
+            found.extend(StreamSummary.from_listing(summaries.get(name) or {"StreamName": name}) for name in names)
             if not page.get("HasMoreStreams") or not names:
                 return found
-            params = {"Limit": 100, **({"NextToken": page["NextToken"]} if page.get("NextToken")
-                                      else {"ExclusiveStartStreamName": names[-1]})}
+            params = {"Limit": page_size, **({"NextToken": page["NextToken"]} if page.get("NextToken")
+                                            else {"ExclusiveStartStreamName": names[-1]})}
 
     async def create_stream(self, stream: str, shard_count: int | None, *, on_demand: bool = False) -> None:
         """CreateStream: `shard_count` shards in provisioned mode, or on-demand (no count: AWS sizes it)."""
