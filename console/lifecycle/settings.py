@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime, timezone
+from collections.abc import Iterable
 from typing import Any
 
 from console.bounds import MAX_RECORD_SIZE_KIB, MAX_WARM_THROUGHPUT_MIBPS, MIN_RECORD_SIZE_KIB
@@ -35,6 +36,23 @@ def _active(summary: StreamSummary) -> str | None:
 
 def _target(summary: StreamSummary) -> dict:
     return {"StreamARN": summary.arn} if summary.arn else {"StreamName": summary.name}
+
+
+# The action log names a distribution switch so; its `target` says which way.
+DISTRIBUTION_ACTION = "stream distribution"
+
+
+def switched_to_auto_at(entries: Iterable[dict], stream: str, backend: str) -> str | None:
+    """When (UTC, to the minute) this tool last switched `stream` at `backend` to AUTO, if that switch
+    is the latest one it made; None when the log does not know (switched by another tool, say)."""
+    latest = None
+    for entry in entries:
+        if entry.get("action") == DISTRIBUTION_ACTION and entry.get("stream") == stream \
+                and entry.get("backend") == backend:
+            latest = entry
+    if latest is None or latest.get("target") != "AUTO":
+        return None
+    return str(latest.get("time", ""))[:16].replace("T", " ") + " UTC" if latest.get("time") else None
 
 
 # ---- record size --------------------------------------------------------------------------------
