@@ -155,8 +155,9 @@ class OrderedProducer:
         keys = []
         for index in range(settings.keys):
             name = partition_key_for(settings.run_id, index)
-            keys.append(KeyState(name, hash_key_for(name, explicit[index]), explicit[index], len(name.encode()),
-                                 record_count=settings.records_per_key))
+            keys.append(KeyState(name, hash_key_for(name, explicit[index]), explicit[index],
+                                 len(name.encode()) if settings.send_keys else 0,
+                                 record_count=settings.records_per_key, send_key=settings.send_keys))
         return keys
 
     @staticmethod

@@ -43,6 +43,7 @@ class ProducerSettings:
     record_total: int | None = None  # given records (OrderedProducer's `records`): their number
     # The stream's MaxRecordSizeInKiB in bytes (1 MiB unless raised, at most 10 MiB).
     max_record_bytes: int = MAX_RECORD_BYTES
+    send_keys: bool = True  # False: records go without PartitionKey (an AUTO stream spreads them)
 
     def validated(self) -> "ProducerSettings":
         """Check the numbers (BadInput, one line, for the CLI and the panel) and fill in a run id."""
@@ -59,7 +60,7 @@ class ProducerSettings:
         run_id = self.run_id or new_run_id()
         key = partition_key_for(run_id, self.keys - 1)
         validate_partition_key(key)
-        largest = self.max_record_bytes - len(key.encode())
+        largest = self.max_record_bytes - (len(key.encode()) if self.send_keys else 0)
         whole("payload bytes", self.payload_bytes, 0, largest)
         if self.mode not in ("batch", "sequential"):
             raise BadInput(f"mode must be batch or sequential; got {self.mode!r}")
@@ -72,6 +73,11 @@ class ProducerSettings:
         if self.rate is not None and not (isinstance(self.rate, (int, float)) and self.rate > 0):
             raise BadInput(f"rate must be a positive number of records per second; got {self.rate!r}")
         return replace(self, run_id=run_id)
+
+    @property
+    def key_bytes(self) -> int:
+        """What a partition key adds to each record (its longest, the last key's)."""
+        return len(partition_key_for(self.run_id or "0" * 12, self.keys - 1).encode()) if self.send_keys else 0
 
     @property
     def total(self) -> int:

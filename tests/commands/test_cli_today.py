@@ -253,3 +253,25 @@ async def test_kinesis_mock_lacking_an_operation_costs_one_line(kinesis_mock):
     assert code == 1 and "this endpoint does not support ListChannels" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert json.loads(out)["error"]["code"] == "unsupported_operation"
+
+
+async def test_produce_follows_the_stream_size_and_sends_keyless_records_to_an_auto_stream(local_kinesis, tmp_path):
+    endpoint = local_kinesis.endpoint_url
+    stream = f"prod-{tmp_path.name[-8:]}"
+    await on_demand(endpoint, stream)
+    code, out, err = await run(endpoint, "produce", stream, "--keys", "1", "--records-per-key", "1",
+                               "--payload-bytes", str(2 * 1024 * 1024), "--yes", "--json")
+    assert code == 2 and f"stream {stream} takes" in err and f"max-record-size {stream} --kib" in err
+    assert await stored_records(endpoint, stream) == []
+    code, out, err = await run(endpoint, "produce", stream, "--keys", "3", "--records-per-key", "4", "--no-key",
+                               "--yes")
+    assert code == 2 and "--no-key: stream" in err and "USER_PARTITION_KEY" in err
+
+    code, _, err = await run(endpoint, "stream", "distribution", stream, "auto", "--yes")
+    assert code == 0, err
+    code, out, err = await run(endpoint, "produce", stream, "--keys", "3", "--records-per-key", "4", "--no-key",
+                               "--verify", "--yes", "--json")
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["checks"] == "delivery" and document["ok"] and document["read_back"] == 12
+    assert all("PartitionKey" not in record for record in await stored_records(endpoint, stream))
