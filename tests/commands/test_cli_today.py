@@ -124,6 +124,10 @@ async def test_a_nine_mib_record_goes_through_on_a_raised_stream_and_is_refused_
     assert json.loads(out)["verification"]["ok"]
     (stored,) = await stored_records(endpoint, big)
     assert stored["Data"] == payload.encode()
+    code, out, err = await run(endpoint, "tail", big, "--from", "trim-horizon", "--limit", "1", "--json")
+    assert code == 0, err
+    (row,) = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert row["size"] == len(payload) and row["content"] == payload
 
     code, out, err = await run(endpoint, "produce", big, "--keys", "1", "--records-per-key", "1",
                                "--payload-bytes", str(10 * 1024 * 1024 + 1))
