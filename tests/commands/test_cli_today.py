@@ -279,3 +279,31 @@ async def test_produce_follows_the_stream_size_and_sends_keyless_records_to_an_a
     document = json.loads(out)
     assert document["checks"] == "delivery" and document["ok"] and document["read_back"] == 12
     assert all("PartitionKey" not in record for record in await stored_records(endpoint, stream))
+
+
+async def test_heat_on_an_auto_stream_counts_keyless_records_and_suggests_no_key_split(local_kinesis, tmp_path):
+    import asyncio
+    import sys
+
+    endpoint = local_kinesis.endpoint_url
+    stream = f"heat-{tmp_path.name[-8:]}"
+    arn = await on_demand(endpoint, stream)
+    config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=endpoint)
+    async with open_backend(config) as kinesis:
+        await kinesis.update_record_distribution(arn, "AUTO")
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "console.cli", "heat", stream, "--seconds", "4", "--json", "--endpoint-url", endpoint,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        await asyncio.sleep(2.0)  # the sampler starts from LATEST
+        for _ in range(3):
+            await kinesis.put_records(stream, [{"Data": b'{"n": %d}' % n} for n in range(40)]
+                                      + [{"Data": b"keyed", "PartitionKey": "hot"} for _ in range(20)])
+            await asyncio.sleep(0.3)
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    document = json.loads(out)
+    assert document["record_distribution"] == "AUTO" and document["keyless_records"] == 120
+    assert sum(shard["records"] for shard in document["shards"]) == 180
+    assert sum(1 for shard in document["shards"] if shard["records"]) > 1  # the service's spread
+    assert document["split_suggestion"] is None and document["hot_keys"] == []
+    assert "uses AUTO record distribution" in err.decode()
