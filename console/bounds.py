@@ -111,6 +111,18 @@ def record_bytes_limit(max_record_size_kib: int | None) -> int:
     return min(max(kib, MIN_RECORD_SIZE_KIB), MAX_RECORD_SIZE_KIB) * 1024
 
 
+def read_bounded(path: str, limit: int, *, what: str, code: str) -> bytes:
+    """A file a user names, read within `limit` bytes (`/dev/zero` is one line, not an OOM)."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(limit + 1)
+    except OSError as error:
+        raise BadInput(f"cannot read {what} {path}: {error.strerror or error}", code="bad_file") from None
+    if len(raw) > limit:
+        raise BadInput(f"{what} {path} is over {limit:,} bytes", code=code)
+    return raw
+
+
 def validate_stream_name(name: str) -> str:
     if not isinstance(name, str) or not _STREAM_NAME.fullmatch(name):
         shown = name if not isinstance(name, str) or len(name) <= 60 else name[:60] + "..."

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from console.bounds import read_bounded
 from console.commands import command_help
 from console.commands._confirm import confirm_by_typing, refuse_if_read_only
 from console.commands._output import emit, render_table, run_async
@@ -86,14 +87,7 @@ def read_channel_config(path: str) -> dict:
     """The request, read within a bound and checked against the model before anything connects."""
     from console.backend.request_model import validate_request
 
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as error:
-        raise BadInput(f"cannot read channel config {path}: {error.strerror or error}", code="bad_file") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise BadInput(f"channel config {path} is over {MAX_CONFIG_BYTES:,} bytes: not a CreateChannel request",
-                       code="bad_request")
+    raw = read_bounded(path, MAX_CONFIG_BYTES, what="channel config", code="bad_request")
     try:
         request = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as error:

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from collections.abc import Iterable
 from typing import Any
 
-from console.bounds import MAX_RECORD_SIZE_KIB, MAX_WARM_THROUGHPUT_MIBPS, MIN_RECORD_SIZE_KIB
+from console.bounds import MAX_RECORD_SIZE_KIB, MAX_WARM_THROUGHPUT_MIBPS, MIN_RECORD_SIZE_KIB, read_bounded
 from console.errors import BadInput
 from console.lifecycle.plans import Call, LifecyclePlan
 from console.topology.model import AUTO_DISTRIBUTION, KEY_DISTRIBUTION, StreamSummary, format_kib
@@ -35,7 +35,8 @@ def _active(summary: StreamSummary) -> str | None:
 
 
 def _target(summary: StreamSummary) -> dict:
-    return {"StreamARN": summary.arn} if summary.arn else {"StreamName": summary.name}
+    """Today's operations name a stream by its ARN (UpdateStreamWarmThroughput also takes a name)."""
+    return {"StreamARN": summary.arn}
 
 
 # The action log names a distribution switch so; its `target` says which way.
@@ -197,14 +198,7 @@ def read_policy(path: str) -> str:
     """A resource policy file read within MAX_POLICY_BYTES and checked as IAM's grammar asks:
     a JSON object with a Statement (one or a list), each with Effect Allow or Deny, an Action and a
     Principal. Compact JSON comes back, ready to send."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_POLICY_BYTES + 1)
-    except OSError as error:
-        raise BadInput(f"cannot read policy file {path}: {error.strerror or error}", code="bad_file") from None
-    if len(raw) > MAX_POLICY_BYTES:
-        raise BadInput(f"policy file {path} is over {MAX_POLICY_BYTES:,} bytes, the most a resource policy holds",
-                       code="bad_policy")
+    raw = read_bounded(path, MAX_POLICY_BYTES, what="policy file", code="bad_policy")
     return check_policy(raw, where=f"policy file {path}")
 
 

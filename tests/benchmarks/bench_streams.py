@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import environment, fastest, kconsole_command, run_process  # noqa: E402
+from _measure import aws_environment, fastest, kconsole_command, local_serve, run_process  # noqa: E402
 from bench_startup import aws_cli  # noqa: E402
 
 ROUNDS = 5
@@ -44,13 +43,9 @@ async def create_streams(endpoint: str) -> None:
 
 
 def main() -> None:
-    env = environment(AWS_ACCESS_KEY_ID="local", AWS_SECRET_ACCESS_KEY="local", AWS_DEFAULT_REGION="us-east-1",
-                      AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
+    env = aws_environment()
     aws = aws_cli()
-    server = subprocess.Popen(kconsole_command() + ["local", "serve", "--port", "0", "--json"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    try:
-        endpoint = json.loads(server.stdout.readline())["endpoint_url"]
+    with local_serve() as endpoint:
         asyncio.run(create_streams(endpoint))
         common = ["--endpoint-url", endpoint, "--region", "us-east-1"]
         commands = {
@@ -65,9 +60,6 @@ def main() -> None:
         for _ in range(ROUNDS):
             for name, argv in commands.items():
                 runs[name].append(run_process(argv, env=env))
-    finally:
-        server.terminate()
-        server.wait()
     best = {name: fastest(found).wall for name, found in runs.items()}
     figures = {
         "benchmark": "streams",
