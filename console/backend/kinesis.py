@@ -289,7 +289,13 @@ class KinesisBackend(CallPath):
         await self._today("UntagResource", ResourceARN=arn, TagKeys=keys)
 
     async def resource_policy(self, arn: str) -> str | None:
-        return (await self._today("GetResourcePolicy", ResourceARN=arn)).get("Policy")
+        """The policy document, or None when there is none (some servers answer ResourceNotFound)."""
+        try:
+            return (await self._today("GetResourcePolicy", ResourceARN=arn)).get("Policy")
+        except StreamNotFound as error:
+            if "policy" in error.message.lower():
+                return None
+            raise
 
     async def put_resource_policy(self, arn: str, policy: str) -> None:
         await self._today("PutResourcePolicy", ResourceARN=arn, Policy=policy)

@@ -252,11 +252,27 @@ async def test_channels_create_list_block_stream_delete_and_go(local_kinesis, tm
     assert code == 0, err
 
 
-async def test_kinesis_mock_lacking_an_operation_costs_one_line(kinesis_mock):
-    code, out, err = await kconsole("channels", "--endpoint-url", kinesis_mock.endpoint_url, "--json")
+async def test_kinesis_mock_lacking_an_operation_costs_one_line(kinesis_mock, tmp_path):
+    endpoint = kinesis_mock.endpoint_url
+    code, out, err = await kconsole("channels", "--endpoint-url", endpoint, "--json")
     assert code == 1 and "this endpoint does not support ListChannels" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert json.loads(out)["error"]["code"] == "unsupported_operation"
+
+    stream = f"km-{tmp_path.name[-8:]}"
+    await on_demand(endpoint, stream)
+    code, out, err = await run(endpoint, "stream", "distribution", stream, "auto", "--yes", "--json")
+    assert code == 1 and "this endpoint does not support UpdateStreamRecordDistributionStrategy" in err
+    assert len(err.strip().splitlines()) == 1 and json.loads(out)["error"]["code"] == "unsupported_operation"
+    assert ActionLog.default().entries() == []  # nothing was changed, nothing logged
+    # What kinesis-mock has works: a policy it has none of, a record size, tags; a delete that
+    # cannot ask for channels goes ahead.
+    code, out, _ = await run(endpoint, "stream", "policy", stream, "--show")
+    assert code == 0 and "has no resource policy" in out
+    code, out, err = await run(endpoint, "stream", "max-record-size", stream, "--kib", "2048", "--yes", "--json")
+    assert code == 0 and json.loads(out)["stream"]["max_record_size_kib"] == 2048, err
+    code, _, err = await run(endpoint, "stream", "delete", stream, "--yes")
+    assert code == 0, err
 
 
 async def test_produce_follows_the_stream_size_and_sends_keyless_records_to_an_auto_stream(local_kinesis, tmp_path):
