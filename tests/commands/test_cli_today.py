@@ -234,6 +234,8 @@ async def test_channels_create_list_block_stream_delete_and_go(local_kinesis, tm
 
     config = tmp_path / "channel.json"
     config.write_text(json.dumps(request))
+    code, _, err = await run(endpoint, "channels", "create", "--config", str(config), "--yes", "--read-only")
+    assert code == 1 and f"read-only mode (--read-only): refusing to create channel {name}" in err
     code, out, err = await run(endpoint, "channels", "create", "--config", str(config), "--yes", "--json")
     assert code == 0, err
     assert json.loads(out)["channel"]["name"] == name

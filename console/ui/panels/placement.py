@@ -140,8 +140,9 @@ class PlacementPanel(Vertical):
         return f"Keys are {mode}, one per line · ctrl+t switches · enter to type, esc leaves the box"
 
     def key_sample(self) -> KeySample | None:
-        """The keys typed here that parse, as a sample a reshard plan counts moves of (None: none)."""
-        placed = [p for p in self.placements if p.hash_key is not None]
+        """The keys typed here that parse, as a sample a reshard plan counts moves of (None: none, or an
+        AUTO stream, where keys move nowhere: the service places records)."""
+        placed = [p for p in self.placements if p.hash_key is not None and self.auto_notice is None]
         if not placed:
             return None
         return KeySample([p.key for p in placed], [p.hash_key for p in placed])

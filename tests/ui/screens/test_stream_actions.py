@@ -155,6 +155,7 @@ async def test_auto_distribution_from_the_menu_shows_in_the_header_and_placement
             table = app.query_one("#placement-results")
             assert [column.label.plain for column in table.columns.values()][:2] == ["Key", "Hash key"]
             assert app.query_one(KeyTreePanel).query_one("#keytree-auto").display
+            assert placement.key_sample() is None  # a reshard preview shows no keys that move
 
             await kinesis.update_record_distribution(app.view.summary.arn, "USER_PARTITION_KEY")
             app.poll_now()
@@ -164,5 +165,6 @@ async def test_auto_distribution_from_the_menu_shows_in_the_header_and_placement
             assert [column.label.plain for column in table.columns.values()][:2] == ["Key", "Shard"]
             assert table.get_row_at(0)[1].startswith("shardId-")
             assert not app.query_one(KeyTreePanel).query_one("#keytree-auto").display
+            assert len(placement.key_sample().keys) == 2
     finally:
         await kinesis.delete_stream(name)
