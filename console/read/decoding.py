@@ -34,6 +34,7 @@ from aws_kinesis_agg import messages_pb2
 from google.protobuf.message import DecodeError
 
 from console.read.printable import printable_json
+from console.topology.model import NO_KEY
 
 KIND_JSON = "json"
 KIND_TEXT = "text"
@@ -78,7 +79,7 @@ class DecodedRecord:
 
     shard_id: str
     sequence_number: str
-    partition_key: str
+    partition_key: str | None  # None: sent without one (an AUTO stream's records may be)
     arrival: datetime | None
     size: int
     kind: str
@@ -89,6 +90,11 @@ class DecodedRecord:
     error: str | None = None
     inflated_size: int | None = None  # bytes a gzip payload inflated to
     data: bytes | None = None  # the payload exactly as stored (an aggregate's inner record: its own bytes)
+
+    @property
+    def key_text(self) -> str:
+        """The partition key as shown to people: a keyless record's is an em dash."""
+        return NO_KEY if self.partition_key is None else self.partition_key
 
     @property
     def weight(self) -> int:
@@ -373,7 +379,7 @@ def decode_record(
     *,
     shard_id: str,
     sequence_number: str,
-    partition_key: str,
+    partition_key: str | None,
     arrival: datetime | None = None,
     budget: InflateBudget | None = None,
 ) -> list[DecodedRecord]:
@@ -408,13 +414,13 @@ def decode_api_record(raw: dict, shard_id: str, budget: InflateBudget | None = N
         raw["Data"],
         shard_id=shard_id,
         sequence_number=raw["SequenceNumber"],
-        partition_key=raw.get("PartitionKey", ""),
+        partition_key=raw.get("PartitionKey"),
         arrival=raw.get("ApproximateArrivalTimestamp"),
         budget=budget,
     )
 
 
-def _deaggregate(data: bytes, shard_id: str, sequence_number: str, partition_key: str,
+def _deaggregate(data: bytes, shard_id: str, sequence_number: str, partition_key: str | None,
                  arrival: datetime | None, budget: InflateBudget | None = None) -> list[DecodedRecord]:
     def broken(reason: str) -> list[DecodedRecord]:
         return [DecodedRecord(shard_id, sequence_number, partition_key, arrival, len(data),
