@@ -35,8 +35,11 @@ def register(subparsers, common) -> None:
     parser.add_argument("--shard", dest="shard_ids", action="append", default=[], metavar="ID",
                         help="read only this shard (repeatable, or comma-separated), and its children if it splits")
     parser.add_argument("--key", dest="partition_key", metavar="PK",
-                        help="only records with this partition key (reads only the shard it hashes to; with "
-                             "--shard, those shards: KPL-aggregated records can sit elsewhere)")
+                        help="only records with this partition key, KPL-aggregated ones included (reads every "
+                             "shard: an aggregate carries its records wherever it lands; with --shard, those shards)")
+    parser.add_argument("--placement-only", action="store_true",
+                        help="with --key: read only the shard the key hashes to (the stream has no KPL "
+                             "aggregates; the first aggregate seen widens the read to every shard)")
     parser.add_argument("--grep", metavar="TEXT", help="only records whose decoded content or key contains TEXT")
     parser.add_argument("--follow", "-f", action="store_true", help="keep reading new records until Ctrl-C")
     parser.add_argument("--limit", type=_positive_int, metavar="N", help="stop after N records")
@@ -60,6 +63,8 @@ def options_from_args(args: Any) -> TailOptions:
         raise BadInput("--shard needs a shard ID, e.g. --shard shardId-000000000000")
     if args.grep is not None and not args.grep:
         raise BadInput("--grep needs some text to look for")
+    if args.placement_only and args.partition_key is None:
+        raise BadInput("--placement-only narrows a --key read: give --key PK")
     return TailOptions(
         start=parse_start(args.start or ("latest" if args.follow else "trim-horizon")),
         shard_ids=tuple(dict.fromkeys(part.strip() for given in args.shard_ids for part in given.split(",")
@@ -68,6 +73,7 @@ def options_from_args(args: Any) -> TailOptions:
         grep=args.grep,
         follow=args.follow,
         limit=args.limit,
+        placement_only=args.placement_only,
     )
 
 
@@ -110,6 +116,8 @@ async def _tail(config, stream: str, options: TailOptions, reader_box: list, arg
         write = sys.stdout.write
         async with contextlib.aclosing(reader.batches()) as batches:
             async for batch in batches:
+                while reader.notes:
+                    note(reader.notes.pop(0))
                 if not batch.records:
                     continue
                 write("".join(emit_record(args, r.to_json(), lambda r=r: format_line(r)) for r in batch.records))
@@ -119,9 +127,10 @@ async def _tail(config, stream: str, options: TailOptions, reader_box: list, arg
                              + (f" {p.millis_behind} ms behind" if p.millis_behind is not None else "")
                              for p in reader.progress.values())
             note(f"tail: {reader.shown} record{'s' if reader.shown != 1 else ''} ({lags})")
-            if reader.shown == 0 and options.partition_key is not None and not options.shard_ids:
-                note(f"tail: read only the shard {options.partition_key!r} hashes to; records a KPL aggregate "
-                     "carries under this key may sit in another shard: add --shard ID ... to read more")
+            if (reader.shown == 0 and options.partition_key is not None and options.placement_only
+                    and not options.shard_ids):
+                note(f"tail: --placement-only read only the shard {options.partition_key!r} hashes to; without it "
+                     "every shard is read")
 
 
 def format_line(record: DecodedRecord) -> str:
