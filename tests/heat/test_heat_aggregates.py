@@ -12,15 +12,13 @@ from datetime import datetime, timezone
 import pytest
 from aws_kinesis_agg.aggregator import RecordAggregator
 
-from console.backend import BackendConfig, open_backend
 from console.heat.aggregates import split_page
 from console.heat.rates import ShardHeat, observations_from_records
 from console.keyspace.hashkeys import MAX_HASH_KEY, md5_hash_key
 from console.read.decoding import MAGIC, MAX_USER_RECORDS_PER_AGGREGATE
 from console.topology.model import Shard
-from tests.conftest import StreamFactory
+from tests.kpl import HOT_KEY, hot_aggregate, hot_keys, server  # noqa: F401 - server is a fixture
 
-HOT_KEY = "hot-A"
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
@@ -30,11 +28,6 @@ def aggregate(keys: list[str], payload: bytes = b'{"v":1}') -> tuple[str, str | 
     for key in keys:
         assert aggregator.add_user_record(key, payload) is None
     return aggregator.clear_and_get().get_contents()
-
-
-def tenth_keys(serial: int) -> list[str]:
-    """Ten user keys, six of them HOT_KEY; the first (which places the aggregate) a cold one."""
-    return [HOT_KEY if i % 5 >= 2 else f"cold-{serial}-{i}" for i in range(10)]
 
 
 def record(data: bytes, key: str, seconds: float = 0.0) -> dict:
@@ -57,7 +50,7 @@ def test_user_records_count_under_their_own_keys_and_kinesis_records_under_the_l
     heat = ShardHeat(whole_range_shard())
     records = []
     for serial in range(50):
-        key, _, data = aggregate(tenth_keys(serial))
+        key, _, data = aggregate(hot_keys(serial))
         records.append(record(data, key))
     records += [record(b"plain", "plain-key")] * 5
     assert observe(heat, records) == 55
@@ -104,7 +97,7 @@ def reframed(message: bytes) -> bytes:
 def malformed_aggregates() -> dict[str, bytes]:
     from aws_kinesis_agg import messages_pb2
 
-    _, _, good = aggregate(tenth_keys(0))
+    _, _, good = aggregate(hot_keys(0))
     message = good[4:-16]
     many = messages_pb2.AggregatedRecord()
     many.partition_key_table.append("k")
@@ -125,7 +118,7 @@ def malformed_aggregates() -> dict[str, bytes]:
 @pytest.mark.parametrize("case", sorted(malformed_aggregates()))
 def test_a_malformed_aggregate_is_a_decode_error_and_the_page_is_kept(case):
     heat = ShardHeat(whole_range_shard())
-    _, _, good = aggregate(tenth_keys(1))
+    _, _, good = aggregate(hot_keys(1))
     page = [record(good, "a"), record(malformed_aggregates()[case], "b"), record(b"plain", "c"), record(good, "d")]
     assert observe(heat, page) == 4
     snapshot = heat.snapshot(NOW.timestamp(), NOW.timestamp() + 1)
@@ -136,23 +129,13 @@ def test_a_malformed_aggregate_is_a_decode_error_and_the_page_is_kept(case):
 
 def test_bad_magic_is_a_plain_record():
     heat = ShardHeat(whole_range_shard())
-    _, _, good = aggregate(tenth_keys(2))
+    _, _, good = aggregate(hot_keys(2))
     observe(heat, [record(b"\xf3\x89\x9a\xc3" + good[4:], "plain")])
     snapshot = heat.snapshot(NOW.timestamp(), NOW.timestamp() + 1)
     assert (snapshot.aggregates, snapshot.decode_errors, snapshot.user_records) == (0, 0, 1)
 
 
 # ---- live, on both servers, through the CLI -----------------------------------------------------
-
-
-@pytest.fixture(params=["embedded", pytest.param("kinesis-mock", marks=pytest.mark.kinesis_mock)])
-async def server(request, local_kinesis):
-    url = (local_kinesis.endpoint_url if request.param == "embedded"
-           else request.getfixturevalue("kinesis_mock").endpoint_url)
-    async with open_backend(BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=url)) as backend:
-        factory = StreamFactory(backend)
-        yield backend, factory, url
-        await factory.cleanup()
 
 
 async def write_aggregates(kinesis, stream: str, stop: asyncio.Event, per_second: int = 20) -> None:
@@ -162,8 +145,7 @@ async def write_aggregates(kinesis, stream: str, stop: asyncio.Event, per_second
     while not stop.is_set():
         entries = []
         for _ in range(per_second // 10):
-            key, _, data = aggregate(tenth_keys(serial))
-            entries.append({"Data": data, "PartitionKey": key})
+            entries.append(hot_aggregate(serial))
             serial += 1
         await kinesis.put_records(stream, entries)
         tick += 1

@@ -7,41 +7,20 @@ import asyncio
 import json
 import sys
 
-import pytest
-from aws_kinesis_agg.aggregator import RecordAggregator
-
-from console.backend import BackendConfig, open_backend
 from console.keyspace.hashkeys import md5_hash_key
 from console.read.tail import TailOptions, TailReader, parse_start
-from tests.conftest import StreamFactory
-
-HOT_KEY = "hot-A"
+from tests.kpl import HOT_KEY, hot_aggregate, server  # noqa: F401 - server is a fixture
 
 
 def aggregate(serial: int) -> tuple[str, bytes]:
-    """Ten user records by AWS's RecordAggregator, six of them HOT_KEY; placed by a cold first key."""
-    aggregator = RecordAggregator()
-    for i in range(10):
-        key = HOT_KEY if i % 5 >= 2 else f"cold-{serial}-{i}"
-        aggregator.add_user_record(key, json.dumps({"serial": serial, "i": i}).encode())
-    key, _, data = aggregator.clear_and_get().get_contents()
-    return key, data
-
-
-@pytest.fixture(params=["embedded", pytest.param("kinesis-mock", marks=pytest.mark.kinesis_mock)])
-async def server(request, local_kinesis):
-    url = (local_kinesis.endpoint_url if request.param == "embedded"
-           else request.getfixturevalue("kinesis_mock").endpoint_url)
-    async with open_backend(BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=url)) as backend:
-        factory = StreamFactory(backend)
-        yield backend, factory, url
-        await factory.cleanup()
+    entry = hot_aggregate(serial)
+    return entry["PartitionKey"], entry["Data"]
 
 
 async def test_tail_key_returns_every_inner_record_on_both_servers(server):
     kinesis, make_stream, url = server
     stream = await make_stream(shards=4)
-    entries = [dict(zip(("PartitionKey", "Data"), aggregate(serial))) for serial in range(40)]
+    entries = [hot_aggregate(serial) for serial in range(40)]
     await kinesis.put_records(stream, entries)
     shards = await kinesis.all_shards(stream)
     landed = {s.shard_id for s in shards for entry in entries if s.contains(md5_hash_key(entry["PartitionKey"]))}
@@ -67,8 +46,7 @@ async def test_placement_only_widens_to_every_shard_at_the_first_aggregate(kines
     # One aggregate sent into the key's own shard (by explicit hash key), the rest where they land.
     key, data = aggregate(0)
     await kinesis.put_record(stream, data, key, explicit_hash_key=own.starting_hash_key)
-    await kinesis.put_records(stream, [dict(zip(("PartitionKey", "Data"), aggregate(serial)))
-                                       for serial in range(1, 30)])
+    await kinesis.put_records(stream, [hot_aggregate(serial) for serial in range(1, 30)])
     reader = TailReader(kinesis, stream, TailOptions(start=parse_start("trim-horizon"), partition_key=HOT_KEY,
                                                      placement_only=True))
     found = []
@@ -87,8 +65,7 @@ async def test_placement_only_from_latest_widens_without_losing_what_arrived_mea
                                                      partition_key=HOT_KEY, placement_only=True))
     await reader.position()
     # Written before the read meets its first aggregate: the shards added then must still see them.
-    await kinesis.put_records(stream, [dict(zip(("PartitionKey", "Data"), aggregate(serial)))
-                                       for serial in range(1, 20)])
+    await kinesis.put_records(stream, [hot_aggregate(serial) for serial in range(1, 20)])
     key, data = aggregate(0)
     await kinesis.put_record(stream, data, key, explicit_hash_key=own.starting_hash_key)
     found = []
