@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from console.produce.pacing import ShardPacer
 from console.produce.settings import ProducerSettings
@@ -91,6 +92,8 @@ class ProduceResult:
     # Per shard: the smallest acknowledged sequence number, and when that ack was received.
     first_acks: dict[str, tuple[int, float]] = field(default_factory=dict)
     explicit_hash_keys: dict[str, int] = field(default_factory=dict)
+    # KPL aggregation (console.produce.aggregate.AggregationStats) when the run aggregated; None otherwise.
+    aggregation: Any = None
 
     @property
     def run_id(self) -> str:
@@ -134,6 +137,7 @@ class ProduceResult:
             "shard_mismatches": self.mismatch_count,
             "seconds": round(self.elapsed, 3),
             "records_per_second": round(self.acknowledged / self.elapsed, 1),
+            **({"aggregation": self.aggregation.to_json(self.elapsed)} if self.aggregation is not None else {}),
         }
 
 

@@ -408,6 +408,18 @@ def parse_aggregate(data: bytes) -> tuple[Any, Any, Any]:
     return records, keys, hash_keys
 
 
+def user_records(data: bytes) -> list[tuple[str, str | None, bytes]]:
+    """(partition key, explicit hash key, data) of each user record in a KPL aggregate, in order;
+    MalformedAggregate when it is not a well-formed one."""
+    records, keys, hash_keys = parse_aggregate(data)
+    try:
+        return [(keys[inner.partition_key_index],
+                 hash_keys[inner.explicit_hash_key_index] if inner.HasField("explicit_hash_key_index") else None,
+                 inner.data) for inner in records]
+    except IndexError:
+        raise MalformedAggregate("a user record names a key past its table") from None
+
+
 def _deaggregate(data: bytes, shard_id: str, sequence_number: str, partition_key: str,
                  arrival: datetime | None, budget: InflateBudget | None = None) -> list[DecodedRecord]:
     def broken(reason: str) -> list[DecodedRecord]:

@@ -1,0 +1,300 @@
+"""KPL aggregation for the ordered producer: many user records in one Kinesis record, in AWS's format
+(magic 0xF3899AC2, the `AggregatedRecord` protobuf, MD5 of the message), as KPL and aws-kinesis-agg
+write it and every KCL, Lambda and aws-kinesis-agg deaggregator reads it.
+
+`AggregateBuilder` encodes the protobuf directly: two tables and a list of records is all the format
+has, and writing its few fields by hand costs a fraction of building protobuf objects record by
+record. It writes fields in field-number order, as protobuf serializes them, so its bytes equal
+aws-kinesis-agg's `AggRecord` for the same records (tests/produce/test_aggregate.py checks that, and
+the round trip through aws-kinesis-agg's deaggregator).
+
+`AggregatingProducer` is the ordered producer with KPL's grouping: user records are packed by the
+shard the map predicts for them into aggregates placed by the first record's hash key (so the
+aggregate lands where its records would have), at most `max_aggregate_bytes` each. The per-key
+promise is unchanged: a key's records sit in one aggregate of one request at a time, and the key's
+next records wait until that aggregate is acknowledged, so a retry can never reorder a key. Pacing
+counts what a shard's limits count: one Kinesis record per aggregate and its bytes. An aggregate
+acknowledged on another shard than predicted (the shard split or merged meanwhile) is, as KPL does,
+failed and its records re-predicted and re-aggregated on the retry; the map is invalidated, and the
+copy that did land counts as possible duplicates (the verifier finds it, and judges order by first
+copies).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from console.errors import BadInput
+from console.produce.ledger import KeyState, PendingRecord, Requeue
+from console.produce.producer import REFILL_SECONDS, THROTTLE_ERROR, OrderedProducer
+from console.read.decoding import MAGIC
+
+DIGEST_BYTES = 16
+FRAME_BYTES = len(MAGIC) + DIGEST_BYTES
+# KPL's default AggregationMaxSize: an aggregate of this size is quick to build, send and retry.
+DEFAULT_MAX_AGGREGATE_BYTES = 51_200
+MIN_AGGREGATE_BYTES = 1024
+MAX_RECORD_LIMIT = 10 * 1024 * 1024  # the largest record size a stream may allow (MaxRecordSizeInKiB)
+
+_PARTITION_KEY_TAG, _HASH_KEY_TAG, _RECORD_TAG = b"\x0a", b"\x12", b"\x1a"
+_INDEX_TAG, _HASH_INDEX_TAG, _DATA_TAG = b"\x08", b"\x10", b"\x1a"
+
+
+def varint(value: int) -> bytes:
+    """Protobuf's base-128 varint."""
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def varint_size(value: int) -> int:
+    return max(1, (value.bit_length() + 6) // 7)
+
+
+class AggregateBuilder:
+    """One KPL aggregate being filled: `growth()` says what a record would add, `add()` adds it,
+    `encode()` gives the Kinesis record's data. Sizes are exact: `size` is len(encode())."""
+
+    __slots__ = ("_keys", "_hash_keys", "_key_parts", "_hash_key_parts", "_record_parts", "size", "count")
+
+    def __init__(self) -> None:
+        self._keys: dict[str, int] = {}
+        self._hash_keys: dict[str, int] = {}
+        self._key_parts: list[bytes] = []
+        self._hash_key_parts: list[bytes] = []
+        self._record_parts: list[bytes] = []
+        self.size = FRAME_BYTES
+        self.count = 0
+
+    @staticmethod
+    def _table_entry(text: str) -> bytes:
+        raw = text.encode("utf-8")
+        return varint(len(raw)) + raw
+
+    def growth(self, key: str, data: bytes, explicit_hash_key: str | None = None) -> int:
+        """Bytes the aggregate grows by if this record is added."""
+        grown = 0
+        index = self._keys.get(key)
+        if index is None:
+            index = len(self._keys)
+            encoded = len(key.encode("utf-8"))
+            grown += 1 + varint_size(encoded) + encoded
+        inner = 1 + varint_size(index) + 1 + varint_size(len(data)) + len(data)
+        if explicit_hash_key is not None:
+            hash_index = self._hash_keys.get(explicit_hash_key)
+            if hash_index is None:
+                hash_index = len(self._hash_keys)
+                grown += 1 + varint_size(len(explicit_hash_key)) + len(explicit_hash_key)
+            inner += 1 + varint_size(hash_index)
+        return grown + 1 + varint_size(inner) + inner
+
+    def add(self, key: str, data: bytes, explicit_hash_key: str | None = None, growth: int | None = None) -> None:
+        self.size += self.growth(key, data, explicit_hash_key) if growth is None else growth
+        index = self._keys.get(key)
+        if index is None:
+            index = self._keys[key] = len(self._keys)
+            self._key_parts.append(_PARTITION_KEY_TAG + self._table_entry(key))
+        body = _INDEX_TAG + varint(index)
+        if explicit_hash_key is not None:
+            hash_index = self._hash_keys.get(explicit_hash_key)
+            if hash_index is None:
+                hash_index = self._hash_keys[explicit_hash_key] = len(self._hash_keys)
+                self._hash_key_parts.append(_HASH_KEY_TAG + self._table_entry(explicit_hash_key))
+            body += _HASH_INDEX_TAG + varint(hash_index)
+        body += _DATA_TAG + varint(len(data)) + data
+        self._record_parts.append(_RECORD_TAG + varint(len(body)) + body)
+        self.count += 1
+
+    def encode(self) -> bytes:
+        message = b"".join((*self._key_parts, *self._hash_key_parts, *self._record_parts))
+        return MAGIC + message + hashlib.md5(message).digest()
+
+
+def check_max_aggregate_bytes(value: int, record_limit: int) -> int:
+    """--max-aggregate-bytes within [MIN_AGGREGATE_BYTES, the stream's record size limit]; BadInput otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or not MIN_AGGREGATE_BYTES <= value <= record_limit:
+        raise BadInput(f"--max-aggregate-bytes must be a whole number from {MIN_AGGREGATE_BYTES:,} to "
+                       f"{record_limit:,} (the stream's record size limit); got {value!r}")
+    return value
+
+
+@dataclass(slots=True, eq=False)
+class PendingAggregate:
+    """One aggregate of a request: its user records (in the order packed) and where it should land."""
+
+    shard: str | None  # the shard paced against (the prediction, or the last ack's)
+    predicted: str | None  # the shard map's prediction: what the ack is checked against
+    partition_key: str
+    hash_key: int
+    builder: AggregateBuilder = field(default_factory=AggregateBuilder)
+    records: list[PendingRecord] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        """What the shard limits count: data plus the outer partition key."""
+        return self.builder.size + len(self.partition_key.encode("utf-8"))
+
+    def entry(self) -> dict:
+        return {"Data": self.builder.encode(), "PartitionKey": self.partition_key,
+                "ExplicitHashKey": str(self.hash_key)}
+
+
+@dataclass
+class AggregationStats:
+    """What aggregation did in a run: Kinesis records acknowledged per shard, and re-aggregations."""
+
+    max_aggregate_bytes: int
+    kinesis_records: dict[str, int] = field(default_factory=dict)  # acknowledged aggregates per shard
+    user_records: int = 0  # acknowledged user records
+    wrong_shard: int = 0  # aggregates that landed off their prediction: re-predicted and re-aggregated
+
+    def to_json(self, seconds: float) -> dict:
+        total = sum(self.kinesis_records.values())
+        seconds = max(seconds, 1e-9)
+        return {
+            "max_aggregate_bytes": self.max_aggregate_bytes,
+            "kinesis_records": total,
+            "user_records_per_kinesis_record": round(self.user_records / total, 2) if total else None,
+            "kinesis_records_per_second": round(total / seconds, 1),
+            "kinesis_records_per_second_by_shard": {shard: round(count / seconds, 1)
+                                                    for shard, count in sorted(self.kinesis_records.items())},
+            "re_aggregated": self.wrong_shard,
+        }
+
+
+class AggregatingProducer(OrderedProducer):
+    """The ordered producer, sending KPL aggregates grouped by predicted shard. Batch mode only."""
+
+    def __init__(self, stream: str, settings, *, max_aggregate_bytes: int = DEFAULT_MAX_AGGREGATE_BYTES,
+                 record_limit: int = MAX_RECORD_LIMIT, **kwargs) -> None:
+        super().__init__(stream, settings, **kwargs)
+        if self.settings.mode != "batch":
+            raise BadInput("aggregation sends PutRecords requests: use batch mode")
+        self.max_aggregate_bytes = check_max_aggregate_bytes(max_aggregate_bytes, record_limit)
+        self.aggregation = AggregationStats(self.max_aggregate_bytes)
+        self.result.aggregation = self.aggregation
+
+    def _build_batch(self, ready: deque, now: float) -> tuple[list[PendingAggregate], float | None]:
+        """Pack ready keys' records into one open aggregate per predicted shard (a new one when it is
+        full), within the request limits (500 Kinesis records, 5 MiB) and the pace. A key's records go
+        into one aggregate, as many as fit; the key comes back to `ready` once they are acknowledged."""
+        settings, parked, limit = self.settings, self._parked, self.max_aggregate_bytes
+        aggregates: list[PendingAggregate] = []
+        open_by_shard: dict[str | None, PendingAggregate] = {}
+        request_bytes = 0
+        newly_parked: dict[str, int] = {}
+        wait_hint: float | None = None
+        while (item := self._pop_ready(ready)) is not None:
+            key, record = item
+            predicted, shard = self._prediction(key)
+            waiting = parked.get(shard) if shard is not None else None
+            if waiting is not None:
+                key.queued = True
+                waiting.append(key)
+                continue
+            hash_text = None if key.explicit_hash_key is None else str(key.explicit_hash_key)
+            taken = 0
+            stop = False
+            while record is not None:
+                aggregate = open_by_shard.get(shard)
+                growth = aggregate.builder.growth(key.name, record.data, hash_text) if aggregate else 0
+                if aggregate is None or aggregate.size + growth > limit:
+                    if taken:  # the key's next records wait for this aggregate: one in flight per key
+                        break
+                    # A new Kinesis record on this shard: the request's and the shard's limits count it.
+                    if len(aggregates) >= settings.max_batch_records or request_bytes + FRAME_BYTES + growth > settings.max_batch_bytes:
+                        stop = True
+                        break
+                    if not self._pacer.try_take(shard, FRAME_BYTES + key.name_bytes, now):
+                        if not taken:
+                            newly_parked[shard] = FRAME_BYTES + record.size  # type: ignore[index]
+                        break
+                    aggregate = PendingAggregate(shard, predicted, key.name, key.hash_key)
+                    open_by_shard[shard] = aggregate
+                    aggregates.append(aggregate)
+                    request_bytes += aggregate.size
+                    growth = aggregate.builder.growth(key.name, record.data, hash_text)
+                    if aggregate.size + growth > limit:
+                        raise BadInput(f"a record of {record.size:,} bytes does not fit an aggregate of at most "
+                                       f"{limit:,} bytes: raise --max-aggregate-bytes")
+                if request_bytes + growth > settings.max_batch_bytes:
+                    stop = True
+                    break
+                if not self._pacer.take_bytes(shard, growth, now):
+                    if not taken:
+                        newly_parked[shard] = growth  # type: ignore[index]
+                    break
+                rate_wait = self._take_rate(now)
+                if rate_wait is not None:
+                    wait_hint = rate_wait
+                    self._pacer.return_bytes(shard, growth)
+                    stop = True
+                    break
+                aggregate.builder.add(key.name, record.data, hash_text, growth)
+                aggregate.records.append(record)
+                request_bytes += growth
+                self._ledger.take(record, predicted)
+                taken += 1
+                record = self._ledger.head(key)
+            if not taken:
+                key.queued = True
+                if shard in newly_parked:  # its shard's pace is spent: wait with the shard
+                    parked.setdefault(shard, []).append(key)  # type: ignore[arg-type]
+                else:
+                    ready.appendleft(key)
+            if stop:
+                break
+        for shard, size in newly_parked.items():
+            due = now + self._pacer.wait_time(shard, size, now)
+            heapq.heappush(self._unpark, (math.ceil(due / REFILL_SECONDS) * REFILL_SECONDS, shard))
+        return [aggregate for aggregate in aggregates if aggregate.records], wait_hint
+
+    async def _send_batch(self, batch: list[PendingAggregate], requeue: Requeue) -> None:  # type: ignore[override]
+        entries = [aggregate.entry() for aggregate in batch]
+        records = [record for aggregate in batch for record in aggregate.records]
+        response = await self._put(entries, records, lambda: {aggregate.shard for aggregate in batch}, requeue)
+        if response is None:
+            return
+        now, wall = self._clock(), self._wall()
+        failures: list[tuple[PendingRecord, str]] = []
+        stats = self.aggregation
+        for aggregate, outcome in zip(batch, response["Records"]):
+            code = outcome.get("ErrorCode")
+            if code:
+                if code == THROTTLE_ERROR:
+                    self._pacer.throttled(aggregate.shard, now)
+                    self.result.throttled += len(aggregate.records)
+                reason = f"{code}: {outcome.get('ErrorMessage', '')}".rstrip(": ")
+                failures.extend((record, reason) for record in aggregate.records)
+                continue
+            shard_id = outcome["ShardId"]
+            stats.kinesis_records[shard_id] = stats.kinesis_records.get(shard_id, 0) + 1
+            if aggregate.predicted is not None and shard_id != aggregate.predicted:
+                # Its records belong to shards the map no longer knows: re-predict and re-aggregate them,
+                # as KPL does. The copy that landed stays in the stream.
+                stats.wrong_shard += 1
+                self.result.mismatch_count += 1
+                self.result.possible_duplicates += len(aggregate.records)
+                self._invalidate(aggregate.predicted)
+                reason = f"aggregate predicted for {aggregate.predicted} landed on {shard_id}: re-aggregated"
+                failures.extend((record, reason) for record in aggregate.records)
+                continue
+            for record in aggregate.records:
+                self._ledger.acknowledge(record, shard_id, outcome["SequenceNumber"], now, wall)
+            stats.user_records += len(aggregate.records)
+            self._pacer.succeeded(shard_id, now)
+        self._ledger.retry(failures, requeue)
+        failed = {id(record) for record, _ in failures}
+        for record in records:
+            if id(record) not in failed:
+                requeue(record.key, now)
+
