@@ -21,6 +21,12 @@ from console.commands._output import emit, note, run_async
 from console.errors import BadInput, ConsoleError
 from console.produce.producer import ProduceResult, ProducerProgress, ProducerSettings
 from console.produce.verify import ReadSettings, VerificationReport, run_and_verify
+from console.commands._aggregate_args import (
+    add_aggregate_options,
+    aggregate_bytes,
+    aggregation_line,
+    check_against_stream,
+)
 
 # AWS allows 5 GetRecords calls per second per shard.
 AWS_GET_RECORDS_INTERVAL = 0.2
@@ -57,6 +63,7 @@ def register(subparsers, common) -> None:
     pace.add_argument("--no-pace", dest="pace", action="store_false",
                       help="do not pace (default with --local)")
     parser.add_argument("--verify", action="store_true", help="read the run back and check it")
+    add_aggregate_options(parser)
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
     parser.add_argument("--give-up-after", type=_positive, default=60.0, metavar="SECONDS",
                         help="stop the run, with its partial report, when the endpoint has answered nothing "
@@ -92,6 +99,7 @@ def settings_from_args(args: Any) -> ProducerSettings:
 
 def handle(args: Any) -> int:
     settings = settings_from_args(args)  # bad numbers fail here, before any connection
+    aggregate_bytes(args)
     refuse_if_read_only(args, f"write test records to {args.stream}")
     result, report = run_async(_produce(args, settings))
     document = summary_document(result, report)
@@ -111,8 +119,9 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
     async with open_backend(config) as kinesis:
         if config.kind == "local":
             await ensure_local_stream(kinesis, args.stream, args)
-        else:
-            await kinesis.describe_stream(args.stream)  # a missing stream fails here, naming the ones there are
+        summary = await kinesis.describe_stream(args.stream)  # a missing stream fails here, naming the ones there are
+        max_aggregate_bytes = aggregate_bytes(args)
+        check_against_stream(max_aggregate_bytes, summary)
         confirm_by_stream_name(args, change=f"write test records to {args.stream}",
                                consequence=f"write {settings.total} test records ({settings.keys} keys x "
                                            f"{settings.records_per_key})")
@@ -122,7 +131,7 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
         result, report = await run_and_verify(
             kinesis, args.stream, settings, verify=args.verify, on_progress=_ProgressLines(),
             on_verifying=lambda wait: note(_verifying_line(settings.run_id, wait)),
-            read_settings=ReadSettings(min_call_interval=interval))
+            read_settings=ReadSettings(min_call_interval=interval), max_aggregate_bytes=max_aggregate_bytes)
     return result, report
 
 
@@ -180,6 +189,8 @@ def summary_text(result: ProduceResult, report: VerificationReport | None) -> st
         f"{result.elapsed:.2f} s ({result.acknowledged / result.elapsed:.0f} records/s), "
         f"{result.retries} retries, {result.throttled} throttled, {result.possible_duplicates} possible duplicates",
     ]
+    if aggregated := aggregation_line(result.to_json().get("aggregation")):
+        lines.append(aggregated)
     if result.mismatch_count:
         lines.append(f"shard map mispredicted {result.mismatch_count} puts (reported to the map)")
     if result.stopped:

@@ -16,6 +16,12 @@ from collections import defaultdict
 from contextlib import ExitStack
 from typing import Any
 
+from console.commands._aggregate_args import (
+    add_aggregate_options,
+    aggregate_bytes,
+    aggregation_line,
+    check_against_stream,
+)
 from console.commands._confirm import refuse_if_read_only
 from console.commands._output import emit, note, run_async
 from console.commands._stream_args import validate_stream_name
@@ -44,6 +50,7 @@ def register(subparsers, common) -> None:
                         help="explicit hash key (decimal, 0 to 2**128-1) from this field of each document")
     parser.add_argument("--skip-bad", action="store_true", help="report bad lines but send the good ones")
     parser.add_argument("--verify", action="store_true", help="read every record back: lost, reordered, misplaced")
+    add_aggregate_options(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -53,6 +60,7 @@ def handle(args: Any) -> int:
         value = getattr(args, option)
         if value is not None and (not value.strip() or any(not part for part in value.split("."))):
             raise BadInput(f"--{option.replace('_', '-')} must name a field (a.b for a nested one); got {value!r}")
+    aggregate_bytes(args)
     refuse_if_read_only(args, f"put records to {args.stream}")
     parsed = read_input(args)
     if parsed.problems:
@@ -112,15 +120,17 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
     async with open_backend(config) as kinesis:
         if config.kind == "local":
             await ensure_local_stream(kinesis, args.stream, args)
-        else:
-            await kinesis.describe_stream(args.stream)  # a missing stream fails here, naming the ones there are
+        summary = await kinesis.describe_stream(args.stream)  # a missing stream fails here, naming the ones there are
+        max_aggregate_bytes = aggregate_bytes(args)
+        check_against_stream(max_aggregate_bytes, summary)
         note(f"putting {len(parsed.records)} records ({len(per_key)} keys) to {args.stream!r}")
         interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0
         return await run_and_verify(
             kinesis, args.stream, settings, verify=args.verify, on_progress=_ProgressLines("put"),
             on_verifying=lambda wait: note(f"reading {len(parsed.records)} records back"
                                            + (f" after waiting {wait:.0f} s for puts whose answer was lost" if wait > 0 else "")),
-            read_settings=ReadSettings(min_call_interval=interval), records=parsed.records)
+            read_settings=ReadSettings(min_call_interval=interval), records=parsed.records,
+            max_aggregate_bytes=max_aggregate_bytes)
 
 
 def summary_document(parsed: ParsedLines, result: ProduceResult, report: VerificationReport | None) -> dict:
@@ -145,6 +155,8 @@ def summary_document(parsed: ParsedLines, result: ProduceResult, report: Verific
                    for line, key, shard, seq in landed],
         "verified": report is not None,
     }
+    if result.aggregation is not None:
+        document["aggregation"] = result.aggregation.to_json(result.elapsed)
     if report is not None:
         verification = report.to_json()
         document["verification"] = {name: verification[name] for name in (
@@ -162,6 +174,8 @@ def summary_text(document: dict) -> str:
              f"{document['seconds']:.2f} s ({document['retries']} retries, {document['throttled']} throttled"
              + (f", {document['skipped_bad_lines']} bad lines skipped" if document["skipped_bad_lines"] else "")
              + ")"]
+    if aggregated := aggregation_line(document.get("aggregation")):
+        lines.append(aggregated)
     for shard_id, entry in document["shards"].items():
         shown = ", ".join(str(n) for n in entry["lines"][:MAX_LINES_SHOWN])
         more = f", … (+{len(entry['lines']) - MAX_LINES_SHOWN})" if len(entry["lines"]) > MAX_LINES_SHOWN else ""

@@ -119,11 +119,11 @@ class AggregateBuilder:
         return MAGIC + message + hashlib.md5(message).digest()
 
 
-def check_max_aggregate_bytes(value: int, record_limit: int) -> int:
-    """--max-aggregate-bytes within [MIN_AGGREGATE_BYTES, the stream's record size limit]; BadInput otherwise."""
+def check_max_aggregate_bytes(value: int, record_limit: int, what: str = "the stream's record size limit") -> int:
+    """--max-aggregate-bytes within [MIN_AGGREGATE_BYTES, the record size limit]; BadInput otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or not MIN_AGGREGATE_BYTES <= value <= record_limit:
         raise BadInput(f"--max-aggregate-bytes must be a whole number from {MIN_AGGREGATE_BYTES:,} to "
-                       f"{record_limit:,} (the stream's record size limit); got {value!r}")
+                       f"{record_limit:,} ({what}); got {value!r}")
     return value
 
 
