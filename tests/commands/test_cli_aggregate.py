@@ -3,24 +3,15 @@ read back through the verifier and through aws-kinesis-agg's deaggregator; the s
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
-import sys
 import time
 
 from aws_kinesis_agg import deaggregator
 
 from console.read.decoding import MAGIC
+from tests.commands.test_cli_put import kconsole
 from tests.kpl import server  # noqa: F401 - a fixture
-
-
-async def kconsole(*argv: str, stdin: bytes | None = None, timeout: float = 90.0) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "console.cli", *argv, stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(process.communicate(stdin or b""), timeout)
-    return process.returncode, out.decode(), err.decode()
 
 
 async def everything(kinesis, stream: str) -> list[dict]:
