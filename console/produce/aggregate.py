@@ -57,17 +57,21 @@ def varint(value: int) -> bytes:
 
 
 def varint_size(value: int) -> int:
-    return max(1, (value.bit_length() + 6) // 7)
+    if value < 0x80:  # the usual case (key indexes, record lengths) without a call into bit_length
+        return 1
+    return 2 if value < 0x4000 else (value.bit_length() + 6) // 7
 
 
 class AggregateBuilder:
     """One KPL aggregate being filled: `growth()` says what a record would add, `add()` adds it,
     `encode()` gives the Kinesis record's data. Sizes are exact: `size` is len(encode())."""
 
-    __slots__ = ("_keys", "_hash_keys", "_key_parts", "_hash_key_parts", "_record_parts", "size", "count")
+    __slots__ = ("_keys", "_hash_keys", "_key_parts", "_hash_key_parts", "_record_parts", "_index_fields",
+                 "size", "count")
 
     def __init__(self) -> None:
         self._keys: dict[str, int] = {}
+        self._index_fields: list[bytes] = []  # per partition key: its encoded index field
         self._hash_keys: dict[str, int] = {}
         self._key_parts: list[bytes] = []
         self._hash_key_parts: list[bytes] = []
@@ -88,14 +92,15 @@ class AggregateBuilder:
             index = len(self._keys)
             encoded = len(key.encode("utf-8"))
             grown += 1 + varint_size(encoded) + encoded
-        inner = 1 + varint_size(index) + 1 + varint_size(len(data)) + len(data)
+        size = len(data)
+        inner = (3 if index < 0x80 else 2 + varint_size(index)) + (1 if size < 0x80 else varint_size(size)) + size
         if explicit_hash_key is not None:
             hash_index = self._hash_keys.get(explicit_hash_key)
             if hash_index is None:
                 hash_index = len(self._hash_keys)
                 grown += 1 + varint_size(len(explicit_hash_key)) + len(explicit_hash_key)
             inner += 1 + varint_size(hash_index)
-        return grown + 1 + varint_size(inner) + inner
+        return grown + (2 if inner < 0x80 else 1 + varint_size(inner)) + inner
 
     def add(self, key: str, data: bytes, explicit_hash_key: str | None = None, growth: int | None = None) -> None:
         self.size += self.growth(key, data, explicit_hash_key) if growth is None else growth
@@ -103,7 +108,8 @@ class AggregateBuilder:
         if index is None:
             index = self._keys[key] = len(self._keys)
             self._key_parts.append(_PARTITION_KEY_TAG + self._table_entry(key))
-        body = _INDEX_TAG + varint(index)
+            self._index_fields.append(_INDEX_TAG + varint(index))
+        body = self._index_fields[index]
         if explicit_hash_key is not None:
             hash_index = self._hash_keys.get(explicit_hash_key)
             if hash_index is None:
@@ -135,13 +141,14 @@ class PendingAggregate:
     predicted: str | None  # the shard map's prediction: what the ack is checked against
     partition_key: str
     hash_key: int
+    key_bytes: int  # UTF-8 length of the partition key
     builder: AggregateBuilder = field(default_factory=AggregateBuilder)
     records: list[PendingRecord] = field(default_factory=list)
 
     @property
     def size(self) -> int:
         """What the shard limits count: data plus the outer partition key."""
-        return self.builder.size + len(self.partition_key.encode("utf-8"))
+        return self.builder.size + self.key_bytes
 
     def entry(self) -> dict:
         return {"Data": self.builder.encode(), "PartitionKey": self.partition_key,
@@ -187,13 +194,16 @@ class AggregatingProducer(OrderedProducer):
         """Pack ready keys' records into one open aggregate per predicted shard (a new one when it is
         full), within the request limits (500 Kinesis records, 5 MiB) and the pace. A key's records go
         into one aggregate, as many as fit; the key comes back to `ready` once they are acknowledged."""
-        settings, parked, limit = self.settings, self._parked, self.max_aggregate_bytes
+        settings, parked, limit, ledger, pacer = self.settings, self._parked, self.max_aggregate_bytes, \
+            self._ledger, self._pacer
+        paced = pacer.limits.enabled
         aggregates: list[PendingAggregate] = []
         open_by_shard: dict[str | None, PendingAggregate] = {}
         request_bytes = 0
         newly_parked: dict[str, int] = {}
         wait_hint: float | None = None
-        while (item := self._pop_ready(ready)) is not None:
+        stop = False
+        while not stop and (item := self._pop_ready(ready)) is not None:
             key, record = item
             predicted, shard = self._prediction(key)
             waiting = parked.get(shard) if shard is not None else None
@@ -201,60 +211,59 @@ class AggregatingProducer(OrderedProducer):
                 key.queued = True
                 waiting.append(key)
                 continue
-            hash_text = None if key.explicit_hash_key is None else str(key.explicit_hash_key)
+            name, hash_text = key.name, None if key.explicit_hash_key is None else str(key.explicit_hash_key)
+            # Nothing of a ready key is in flight: its pending records (retries) all wait, in key order.
+            backlog = iter(list(key.pending)[1:])
+            aggregate = open_by_shard.get(shard)
             taken = 0
-            stop = False
             while record is not None:
-                aggregate = open_by_shard.get(shard)
-                growth = aggregate.builder.growth(key.name, record.data, hash_text) if aggregate else 0
-                if aggregate is None or aggregate.size + growth > limit:
+                data = record.data
+                growth = aggregate.builder.growth(name, data, hash_text) if aggregate is not None else 0
+                if aggregate is None or aggregate.builder.size + aggregate.key_bytes + growth > limit:
                     if taken:  # the key's next records wait for this aggregate: one in flight per key
                         break
                     # A new Kinesis record on this shard: the request's and the shard's limits count it.
-                    if len(aggregates) >= settings.max_batch_records or request_bytes + FRAME_BYTES + growth > settings.max_batch_bytes:
+                    if len(aggregates) >= settings.max_batch_records or \
+                            request_bytes + FRAME_BYTES + key.name_bytes + record.size > settings.max_batch_bytes:
                         stop = True
                         break
-                    if not self._pacer.try_take(shard, FRAME_BYTES + key.name_bytes, now):
-                        if not taken:
-                            newly_parked[shard] = FRAME_BYTES + record.size  # type: ignore[index]
+                    if not pacer.try_take(shard, FRAME_BYTES + key.name_bytes, now):
+                        newly_parked[shard] = FRAME_BYTES + record.size  # type: ignore[index]
                         break
-                    aggregate = PendingAggregate(shard, predicted, key.name, key.hash_key)
-                    open_by_shard[shard] = aggregate
+                    aggregate = open_by_shard[shard] = PendingAggregate(shard, predicted, name, key.hash_key,
+                                                                        key.name_bytes)
                     aggregates.append(aggregate)
                     request_bytes += aggregate.size
-                    growth = aggregate.builder.growth(key.name, record.data, hash_text)
+                    growth = aggregate.builder.growth(name, data, hash_text)
                     if aggregate.size + growth > limit:
                         raise BadInput(f"a record of {record.size:,} bytes does not fit an aggregate of at most "
                                        f"{limit:,} bytes: raise --max-aggregate-bytes")
                 if request_bytes + growth > settings.max_batch_bytes:
                     stop = True
                     break
-                if not self._pacer.take_bytes(shard, growth, now):
+                if paced and not pacer.take_bytes(shard, growth, now):
                     if not taken:
                         newly_parked[shard] = growth  # type: ignore[index]
                     break
-                rate_wait = self._take_rate(now)
-                if rate_wait is not None:
+                if self._rate is not None and (rate_wait := self._take_rate(now)) is not None:
                     wait_hint = rate_wait
-                    self._pacer.return_bytes(shard, growth)
+                    pacer.return_bytes(shard, growth)
                     stop = True
                     break
-                aggregate.builder.add(key.name, record.data, hash_text, growth)
+                aggregate.builder.add(name, data, hash_text, growth)
                 aggregate.records.append(record)
                 request_bytes += growth
-                self._ledger.take(record, predicted)
+                ledger.take(record, predicted)
                 taken += 1
-                record = self._ledger.head(key)
+                record = next(backlog, None) or ledger.build(key)
             if not taken:
                 key.queued = True
                 if shard in newly_parked:  # its shard's pace is spent: wait with the shard
                     parked.setdefault(shard, []).append(key)  # type: ignore[arg-type]
                 else:
                     ready.appendleft(key)
-            if stop:
-                break
         for shard, size in newly_parked.items():
-            due = now + self._pacer.wait_time(shard, size, now)
+            due = now + pacer.wait_time(shard, size, now)
             heapq.heappush(self._unpark, (math.ceil(due / REFILL_SECONDS) * REFILL_SECONDS, shard))
         return [aggregate for aggregate in aggregates if aggregate.records], wait_hint
 
@@ -288,13 +297,14 @@ class AggregatingProducer(OrderedProducer):
                 reason = f"aggregate predicted for {aggregate.predicted} landed on {shard_id}: re-aggregated"
                 failures.extend((record, reason) for record in aggregate.records)
                 continue
-            for record in aggregate.records:
-                self._ledger.acknowledge(record, shard_id, outcome["SequenceNumber"], now, wall)
+            self._ledger.acknowledge_all(aggregate.records, shard_id, outcome["SequenceNumber"], wall)
             stats.user_records += len(aggregate.records)
             self._pacer.succeeded(shard_id, now)
         self._ledger.retry(failures, requeue)
         failed = {id(record) for record, _ in failures}
-        for record in records:
-            if id(record) not in failed:
-                requeue(record.key, now)
+        last = None
+        for record in records:  # a key's records sit together: requeue each key once
+            if record.key is not last and id(record) not in failed:
+                last = record.key
+                requeue(last, now)
 

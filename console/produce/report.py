@@ -172,8 +172,8 @@ class ProgressMeter:
         self._started = now
         self._last_progress = (now, 0, {})
 
-    def count_ack(self, shard_id: str) -> None:
-        self._shard_acks[shard_id] = self._shard_acks.get(shard_id, 0) + 1
+    def count_ack(self, shard_id: str, count: int = 1) -> None:
+        self._shard_acks[shard_id] = self._shard_acks.get(shard_id, 0) + count
 
     def report(self, *, force: bool = False, done: bool = False) -> None:
         if self._on_progress is None:
