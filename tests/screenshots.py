@@ -46,7 +46,7 @@ async def publish_demo_metrics(endpoint_url: str, stream: str, minutes: int = 30
 
     from aiobotocore.session import AioSession
 
-    from console.backend.client import DUMMY_CREDENTIALS
+    from console.backend.config import DUMMY_CREDENTIALS
 
     now = datetime.now(timezone.utc).replace(second=30, microsecond=0)
     data = []

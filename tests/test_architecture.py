@@ -131,9 +131,9 @@ def test_the_check_sees_an_upward_and_a_sideways_import(tmp_path):
     # The checker itself must be able to fail: a keyspace module importing the UI, and a read module
     # importing the backend beside it, are both caught.
     fake = tmp_path / "probe.py"
-    fake.write_text("from ...ui import app\nimport console.backend.client\n")
+    fake.write_text("from ...ui import app\nimport console.backend.kinesis\n")
     found = imports_of(fake, "console.keyspace.sub.probe")
-    assert found >= {"console.ui", "console.ui.app", "console.backend.client"}
-    graph = {"console.keyspace.probe": found, "console.read.probe": {"console.backend.client"}}
-    assert upward_imports("console.keyspace.probe", graph) == ["console.backend.client", "console.ui", "console.ui.app"]
-    assert upward_imports("console.read.probe", graph) == ["console.backend.client"]
+    assert found >= {"console.ui", "console.ui.app", "console.backend.kinesis"}
+    graph = {"console.keyspace.probe": found, "console.read.probe": {"console.backend.kinesis"}}
+    assert upward_imports("console.keyspace.probe", graph) == ["console.backend.kinesis", "console.ui", "console.ui.app"]
+    assert upward_imports("console.read.probe", graph) == ["console.backend.kinesis"]

@@ -215,7 +215,7 @@ def run_registration(args: argparse.Namespace, action: str) -> int:
 
 async def _registration(args: argparse.Namespace, action: str) -> dict:
     async with _open(args) as backend:
-        summary = await backend.describe_stream(args.stream)
+        summary = await backend.describe_stream_summary(args.stream)
         names = {c.get("ConsumerName") for c in await backend.list_stream_consumers(summary.arn)}
         if action == "register":
             if args.name in names:
@@ -262,7 +262,7 @@ async def _recommend(args: argparse.Namespace, window: float) -> tuple[Recommend
     from console.heat.snapshot import utilisation
 
     async with _open(args) as backend:
-        summary = await backend.describe_stream(args.stream)
+        summary = await backend.describe_stream_summary(args.stream)
         shards = [shard for shard in await backend.all_shards(args.stream) if shard.is_open]
         metered = {"IncomingBytes", "IncomingRecords"} <= set(summary.enhanced_metrics)
         source = args.source if args.source != "auto" else ("cloudwatch" if metered else "sample")

@@ -253,7 +253,7 @@ async def _cloudwatch(config: BackendConfig, args: argparse.Namespace) -> tuple[
     async with open_backend(config) as kinesis:
         if config.kind == "local":
             await ensure_local_stream(kinesis, args.stream, args)
-        summary = await kinesis.describe_stream(args.stream)
+        summary = await kinesis.describe_stream_summary(args.stream)
         enabled = set(summary.enhanced_metrics)
         if "ALL" in enabled:
             enabled = set(SHARD_LEVEL_METRICS)
@@ -289,7 +289,7 @@ def run_enable_monitoring(args: argparse.Namespace, config: BackendConfig) -> in
             if config.kind == "local":
                 await ensure_local_stream(kinesis, args.stream, args)
             await kinesis.enable_enhanced_monitoring(args.stream, list(SHARD_LEVEL_METRICS))
-            return (await kinesis.describe_stream(args.stream)).enhanced_metrics
+            return (await kinesis.describe_stream_summary(args.stream)).enhanced_metrics
 
     enabled = run_async(enable())
     emit(args, {"stream": args.stream, "enhanced_metrics": sorted(enabled)},

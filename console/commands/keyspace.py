@@ -134,7 +134,7 @@ def resolve_shard_set(args: Any) -> ShardSet:
 
 
 async def _load_stream_shards(args: Any, stream: str) -> ShardSet:
-    from console.backend.client import BackendConfig, open_backend
+    from console.backend import BackendConfig, open_backend
     from console.commands._stream_args import ensure_local_stream, validate_stream_name
     from console.topology.lineage import Lineage
 

@@ -119,7 +119,7 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
     async with open_backend(config) as kinesis:
         if config.kind == "local":
             await ensure_local_stream(kinesis, args.stream, args)
-        summary = await kinesis.describe_stream(args.stream)  # a missing stream fails here, naming the ones there are
+        summary = await kinesis.describe_stream_summary(args.stream)  # a missing stream fails here, naming the ones there are
         max_aggregate_bytes = aggregate_bytes(args)
         check_against_stream(max_aggregate_bytes, summary)
         confirm_by_stream_name(args, change=f"write test records to {args.stream}",

@@ -120,7 +120,7 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
     async with open_backend(config) as kinesis:
         if config.kind == "local":
             await ensure_local_stream(kinesis, args.stream, args)
-        summary = await kinesis.describe_stream(args.stream)  # a missing stream fails here, naming the ones there are
+        summary = await kinesis.describe_stream_summary(args.stream)  # a missing stream fails here, naming the ones there are
         max_aggregate_bytes = aggregate_bytes(args)
         check_against_stream(max_aggregate_bytes, summary)
         note(f"putting {len(parsed.records)} records ({len(per_key)} keys) to {args.stream!r}")

@@ -179,13 +179,13 @@ async def _create(args: Any, shards: int | None, on_demand: bool) -> int:
         if plan.ok:
             note(f"creating {args.stream!r}: {plan.summary} on {kinesis.label}")
         await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis))
-        status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream(args.stream)).status
+        status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream_summary(args.stream)).status
     return _finish(args, plan, True, status)
 
 
 async def _exists(kinesis: Any, stream: str) -> bool:
     try:
-        await kinesis.describe_stream(stream)
+        await kinesis.describe_stream_summary(stream)
     except StreamNotFound:
         return False
     return True
@@ -200,7 +200,7 @@ def run_delete(args: Any) -> int:
 
 async def _delete(args: Any) -> int:
     async with _open(args) as kinesis:
-        summary = await kinesis.describe_stream(args.stream)
+        summary = await kinesis.describe_stream_summary(args.stream)
         consumers, shards = await asyncio.gather(kinesis.list_stream_consumers(summary.arn) if summary.arn else _none(),
                                                  kinesis.all_shards(args.stream))
         plan = plan_delete(summary, consumers=[c.get("ConsumerName", "?") for c in consumers],
@@ -266,12 +266,12 @@ def run_encryption(args: Any) -> int:
 async def _change(args: Any, build) -> int:
     async with _open(args) as kinesis:
         await _create_if_local(kinesis, args)
-        summary = await kinesis.describe_stream(args.stream)
+        summary = await kinesis.describe_stream_summary(args.stream)
         plan = await build(kinesis, summary)
         if not _refuse_or_confirm(args, plan, consequence=plan.summary):
             return _finish(args, plan, False, summary.status)
         await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis))
-        status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream(args.stream)).status
+        status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream_summary(args.stream)).status
     return _finish(args, plan, True, status)
 
 

@@ -49,7 +49,7 @@ def streams_command(args: Any) -> int:
 
 
 async def _fetch_streams(args: Any) -> tuple[list[StreamSummary], str]:
-    from console.backend.client import BackendConfig, open_backend
+    from console.backend import BackendConfig, open_backend
 
     config = BackendConfig.from_args(args)
     async with open_backend(config) as kinesis:
@@ -96,7 +96,7 @@ def shards_command(args: Any) -> int:
 
 
 async def _fetch_lineage(args: Any, stream: str) -> tuple[Lineage, str]:
-    from console.backend.client import BackendConfig, open_backend
+    from console.backend import BackendConfig, open_backend
 
     config = BackendConfig.from_args(args)
     async with open_backend(config) as kinesis:

@@ -2,7 +2,7 @@
 
 `TailReader(backend, stream, options).batches()` yields `TailBatch`es (one per GetRecords answer
 that passed the filters, plus lag-only updates). The backend is anything with `all_shards`,
-`get_shard_iterator` and `get_records` shaped like console.backend.client.KinesisBackend; this
+`get_shard_iterator` and `get_records` shaped like console.backend.kinesis.KinesisBackend; this
 module does no I/O of its own.
 
 Order rules a consumer must follow: a child shard is read only after all of its parents that are

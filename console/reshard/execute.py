@@ -126,7 +126,7 @@ class Executor:
             return None, None
 
     async def snapshot(self) -> tuple[StreamSummary, list[Shard], StreamContext]:
-        summary = await self.kinesis.describe_stream(self.stream)
+        summary = await self.kinesis.describe_stream_summary(self.stream)
         shards = await self.kinesis.all_shards(self.stream)
         return summary, shards, await self.context(summary)
 
@@ -134,7 +134,7 @@ class Executor:
         """Poll DescribeStreamSummary until ACTIVE, reporting progress; time out with a clear error."""
         started, waited = self.clock(), False
         while True:
-            summary = await self.kinesis.describe_stream(self.stream)
+            summary = await self.kinesis.describe_stream_summary(self.stream)
             elapsed = self.clock() - started
             if summary.status == "ACTIVE":
                 if waited:
@@ -249,7 +249,7 @@ class Executor:
             after = tuple(open_in_order(await self.kinesis.all_shards(self.stream)))
             differences = tuple(compare_with_plan(plan, after))
         else:
-            status = (await self.kinesis.describe_stream(self.stream)).status
+            status = (await self.kinesis.describe_stream_summary(self.stream)).status
             if status == "ACTIVE":  # the change already landed (the local server applies it at once)
                 after = tuple(open_in_order(await self.kinesis.all_shards(self.stream)))
                 differences = tuple(compare_with_plan(plan, after))

@@ -33,6 +33,8 @@ class StaticSource:
 
     label = "static (in memory)"
     region = "local"
+    capabilities: frozenset[str] = frozenset()  # no CloudWatch, no retries to report
+    on_retry = None
 
     def __init__(self, stream: str, shards: Sequence[Shard], *, status: str = "ACTIVE",
                  mode: str = "PROVISIONED", retention_hours: int = 24) -> None:
@@ -49,7 +51,7 @@ class StaticSource:
                              open_shard_count=sum(1 for s in self.shards if s.is_open),
                              retention_hours=self.retention_hours, encryption="NONE")
 
-    async def describe_stream(self, stream: str) -> StreamSummary:
+    async def describe_stream_summary(self, stream: str) -> StreamSummary:
         self._check(stream)
         return self.summary()
 

@@ -35,7 +35,7 @@ async def test_reads_are_retried_after_a_dropped_connection_or_timeout(local_kin
         events = []
         kinesis.on_retry = events.append
         shards = await kinesis.all_shards(stream)
-        summary = await kinesis.describe_stream(stream)
+        summary = await kinesis.describe_stream_summary(stream)
         iterator = await kinesis.get_shard_iterator(stream, shards[0].shard_id, "TRIM_HORIZON")
         page = await kinesis.get_records(iterator)
     assert len(shards) == 3 and summary.open_shard_count == 3 and page["Records"] == []

@@ -28,7 +28,7 @@ from pathlib import Path
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
-from console.backend.client import BackendConfig, KinesisBackend
+from console.backend import BackendConfig, KinesisBackend
 from console.keyspace.hashkeys import HASH_SPACE, even_split, shard_id_for_index
 from console.ui.app import KConsoleApp, StreamRefreshed
 from console.ui.format import format_hash_key, format_share
@@ -122,7 +122,7 @@ class BenchApp(KConsoleApp):
     def poll_now(self, **options) -> bool:
         # Stalls are counted from the first poll on: the app's own start-up (compose, first layout)
         # is Textual's fixed cost, the same with 4 shards or 10k, and is reported separately.
-        if self.heartbeat is not None and self.poll_count == 0 and not self._poll_in_flight:
+        if self.heartbeat is not None and self.poll_count == 0 and not self.poll_running:
             self.first_poll_at = time.perf_counter()
             self.startup_s = self.first_poll_at - self.created_at
             self.heartbeat.reset()

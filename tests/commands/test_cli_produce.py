@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from console import cli
-from console.backend.client import KinesisBackend
+from console.backend import KinesisBackend
 
 
 def run_cli(argv: list[str]) -> int:

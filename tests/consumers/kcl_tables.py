@@ -10,7 +10,7 @@ import uuid
 
 from aiobotocore.session import AioSession
 
-from console.backend.client import DUMMY_CREDENTIALS
+from console.backend.config import DUMMY_CREDENTIALS
 
 
 @contextlib.asynccontextmanager

@@ -253,8 +253,8 @@ class FaultyBackend:
     def __getattr__(self, name):
         return getattr(self.real, name)
 
-    async def describe_stream(self, stream):
-        summary = await self.real.describe_stream(stream)
+    async def describe_stream_summary(self, stream):
+        summary = await self.real.describe_stream_summary(stream)
         if self.statuses:
             from dataclasses import replace
             return replace(summary, status=self.statuses.pop(0))

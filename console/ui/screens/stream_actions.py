@@ -28,7 +28,7 @@ from console.topology.model import StreamSummary
 from console.reshard.actionlog import ActionLog
 from console.ui.reshard_flow import ReshardActivity, ReshardDialogs, ReshardProgressed
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
-from console.ui.screens.reshard import ConfirmByNameScreen
+from console.ui.screens.confirm import ConfirmByNameScreen
 
 
 ACTIONS = (
@@ -161,7 +161,7 @@ async def run_action(request: StreamActionRequest, dialogs: ReshardDialogs) -> N
     action, kinesis = request.action, request.source
     stream = request.summary.name
     try:
-        summary = await kinesis.describe_stream(stream)
+        summary = await kinesis.describe_stream_summary(stream)
         plan = await _plan(request, summary, dialogs)
     except ConsoleError as error:
         dialogs.notify(f"{action}: {error.message}", severity="error", timeout=10)

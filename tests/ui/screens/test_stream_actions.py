@@ -7,7 +7,7 @@ import pytest
 from textual.widgets import Button, OptionList
 from tests.ui.test_ui_console import RecordingApp, wait_until
 
-from console.ui.screens.reshard import ConfirmByNameScreen
+from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 from console.ui.screens.stream_actions import LifecyclePreviewScreen, StreamActionsScreen
 
@@ -47,7 +47,7 @@ async def test_retention_from_the_menu_changes_the_stream(kinesis, make_stream):
         assert "increase retention from 24 h to 72 h" in app.screen.plan.render()
         await confirm(pilot, app, name)
         await wait_until(pilot, lambda: any("retention done" in note for note in app.notes), what="done")
-    assert (await kinesis.describe_stream(name)).retention_hours == 72
+    assert (await kinesis.describe_stream_summary(name)).retention_hours == 72
 
 
 async def test_mode_switch_then_a_second_switch_is_refused_in_the_preview(kinesis, make_stream):
@@ -60,7 +60,7 @@ async def test_mode_switch_then_a_second_switch_is_refused_in_the_preview(kinesi
         await pilot.press("enter")  # switch to on-demand
         await confirm(pilot, app, name)
         await wait_until(pilot, lambda: any("mode done" in note for note in app.notes), what="done")
-        assert (await kinesis.describe_stream(name)).mode == "ON_DEMAND"
+        assert (await kinesis.describe_stream_summary(name)).mode == "ON_DEMAND"
 
         await open_menu(pilot, app)
         await pilot.press("down", "enter")
@@ -71,7 +71,7 @@ async def test_mode_switch_then_a_second_switch_is_refused_in_the_preview(kinesi
         assert app.screen.query_one("#proceed", Button).disabled
         await pilot.press("escape")
         await wait_until(pilot, lambda: any("cancelled, nothing was called" in n for n in app.notes), what="cancel")
-    assert (await kinesis.describe_stream(name)).mode == "ON_DEMAND"
+    assert (await kinesis.describe_stream_summary(name)).mode == "ON_DEMAND"
 
 
 async def test_delete_needs_the_exact_name_then_opens_the_stream_picker(kinesis, make_stream):

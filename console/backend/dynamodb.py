@@ -1,0 +1,61 @@
+"""DynamoDB, for the KCL's lease tables: list them, recognise them, read them a page at a time."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from console.backend.calls import CallPath
+from console.errors import BadInput, StreamNotFound
+
+
+class DynamoDBBackend:
+    """Tables read through the backend's DynamoDB client (opened on first use)."""
+
+    def __init__(self, calls: CallPath, client: Callable[[str], Awaitable[Any]]) -> None:
+        self._calls = calls
+        self._client = client
+
+    async def _call(self, operation: str, **params: Any) -> dict:
+        client = await self._client("dynamodb")
+        try:
+            return await self._calls.call(client, operation, service="dynamodb", **params)
+        except StreamNotFound:  # errors.py says "not found" in Kinesis's words; here it is a table
+            raise BadInput(f"DynamoDB table {params.get('TableName')!r} not found on {self._calls.label}",
+                           code="table_not_found") from None
+
+    async def table_names(self) -> list[str]:
+        names: list[str] = []
+        params: dict[str, Any] = {}
+        while True:
+            page = await self._call("ListTables", **params)
+            names.extend(page.get("TableNames", []))
+            if not page.get("LastEvaluatedTableName"):
+                return names
+            params = {"ExclusiveStartTableName": page["LastEvaluatedTableName"]}
+
+    async def describe_table(self, table: str) -> dict:
+        return (await self._call("DescribeTable", TableName=table))["Table"]
+
+    async def scan_table(self, table: str, *, limit: int | None = None) -> list[dict]:
+        """The table's items as DynamoDB returns them ({"S": ...}, {"N": ...}, {"SS": [...]}); with
+        `limit`, at most that many (a sample to recognise the table by)."""
+        items: list[dict] = []
+        async for page in self.scan_pages(table, page_size=limit):
+            items.extend(page)
+            if limit is not None and len(items) >= limit:
+                return items[:limit]
+        return items
+
+    async def scan_pages(self, table: str, *, page_size: int | None = None) -> AsyncIterator[list[dict]]:
+        """The table's items a page at a time (DynamoDB's 1 MB pages, or `page_size` items), so a
+        caller can work on one page while the next is read."""
+        params: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+        if page_size is not None:
+            params["Limit"] = page_size
+        while True:
+            page = await self._call("Scan", **params)
+            yield page.get("Items", [])
+            if not page.get("LastEvaluatedKey"):
+                return
+            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
