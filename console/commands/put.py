@@ -16,16 +16,12 @@ from collections import defaultdict
 from contextlib import ExitStack
 from typing import Any
 
-from console.commands._aggregate_args import (
-    add_aggregate_options,
-    aggregate_bytes,
-    aggregation_line,
-    check_against_stream,
-)
+from console.commands._aggregate_args import add_aggregate_options, aggregate_bytes, check_against_stream
 from console.commands._confirm import refuse_if_read_only
 from console.commands._output import emit, note, run_async
 from console.commands._stream_args import validate_stream_name
 from console.errors import BadInput
+from console.produce.aggregate import aggregation_line
 from console.produce.given import MAX_PROBLEMS_SHOWN, ParsedLines, bounded_lines, parse_json_lines
 from console.produce.producer import ProduceResult, ProducerSettings
 from console.produce.verify import ReadSettings, VerificationReport

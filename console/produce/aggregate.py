@@ -178,6 +178,18 @@ class AggregationStats:
         }
 
 
+def aggregation_line(aggregation: dict | None) -> str | None:
+    """One line of a run summary about its aggregation (from ProduceResult.to_json's "aggregation")."""
+    if not aggregation or not aggregation["kinesis_records"]:
+        return None
+    line = (f"aggregated: {aggregation['kinesis_records']:,} KPL records of up to {aggregation['max_aggregate_bytes']:,} "
+            f"bytes, {aggregation['user_records_per_kinesis_record']} user records each, "
+            f"{aggregation['kinesis_records_per_second']:,} Kinesis records/s")
+    if aggregation["re_aggregated"]:
+        line += f"; {aggregation['re_aggregated']} landed off their prediction and were re-aggregated"
+    return line
+
+
 class AggregatingProducer(OrderedProducer):
     """The ordered producer, sending KPL aggregates grouped by predicted shard. Batch mode only."""
 
