@@ -222,9 +222,13 @@ def render(snapshot: StreamHeatSnapshot, advice: dict, *, hottest_first: bool = 
     for shard, what_if in advice["hot_keys"]:
         hits = ", ".join(f"{shard_id} x{count}" for shard_id, count in sorted(what_if.shards_hit.items()))
         key = printable(what_if.key)
-        inside = " inside aggregates" if shard.top_keys[0].aggregated else ""
-        lines.append(f"hot key {key}{inside} ({shard.top_keys[0].share:.0%} of {shard.shard_id}, "
-                     f"{_rate(what_if.records_per_s)} records/s): write-shard it with {what_if.suffixes} suffixes "
+        top = shard.top_keys[0]
+        if top.aggregated:  # its user records are what is hot; the aggregates carrying them are few
+            load = (f"{top.share:.0%} of {shard.shard_id}'s user records, "
+                    f"{_rate(shard.user_records_per_s * top.share)} user records/s inside aggregates")
+        else:
+            load = f"{top.share:.0%} of {shard.shard_id}, {_rate(what_if.records_per_s)} records/s"
+        lines.append(f"hot key {key} ({load}): write-shard it with {what_if.suffixes} suffixes "
                      f"({key}:0..{what_if.suffixes - 1}) -> {hits}")
     return "\n".join(lines)
 
