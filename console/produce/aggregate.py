@@ -44,10 +44,13 @@ _PARTITION_KEY_TAG, _HASH_KEY_TAG, _RECORD_TAG = b"\x0a", b"\x12", b"\x1a"
 _INDEX_TAG, _HASH_INDEX_TAG, _DATA_TAG = b"\x08", b"\x10", b"\x1a"
 
 
+_SMALL_VARINTS = [bytes((value,)) for value in range(0x80)]
+
+
 def varint(value: int) -> bytes:
     """Protobuf's base-128 varint."""
     if value < 0x80:
-        return bytes((value,))
+        return _SMALL_VARINTS[value]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
@@ -56,22 +59,32 @@ def varint(value: int) -> bytes:
     return bytes(out)
 
 
-def varint_size(value: int) -> int:
-    if value < 0x80:  # the usual case (key indexes, record lengths) without a call into bit_length
-        return 1
-    return 2 if value < 0x4000 else (value.bit_length() + 6) // 7
+class KeySlot:
+    """How records of one key go into one aggregate: the index fields each of its records starts with,
+    and the table entries its first record adds (empty once the key is in the tables)."""
+
+    __slots__ = ("key", "explicit_hash_key", "prefix", "entries")
+
+    def __init__(self, key: str, explicit_hash_key: str | None, prefix: bytes, entries: bytes) -> None:
+        self.key, self.explicit_hash_key, self.prefix, self.entries = key, explicit_hash_key, prefix, entries
+
+    def piece(self, data: bytes) -> bytes:
+        """One user record as the `records` field of the AggregatedRecord message."""
+        size = len(data)
+        body = len(self.prefix) + (2 if size < 0x80 else 1 + len(varint(size))) + size
+        return b"".join((_RECORD_TAG, varint(body), self.prefix, _DATA_TAG, varint(size), data))
 
 
 class AggregateBuilder:
-    """One KPL aggregate being filled: `growth()` says what a record would add, `add()` adds it,
-    `encode()` gives the Kinesis record's data. Sizes are exact: `size` is len(encode())."""
+    """One KPL aggregate being filled, record by record: `slot(key)` once per key, then for each
+    record `slot.piece(data)`, whose length (plus the slot's `entries` for a key new to this aggregate)
+    is what the aggregate grows by, and `append()`. `encode()` gives the Kinesis record's data; `size`
+    is always len(encode()). `growth()` and `add()` do the same for a single record."""
 
-    __slots__ = ("_keys", "_hash_keys", "_key_parts", "_hash_key_parts", "_record_parts", "_index_fields",
-                 "size", "count")
+    __slots__ = ("_keys", "_hash_keys", "_key_parts", "_hash_key_parts", "_record_parts", "size", "count")
 
     def __init__(self) -> None:
         self._keys: dict[str, int] = {}
-        self._index_fields: list[bytes] = []  # per partition key: its encoded index field
         self._hash_keys: dict[str, int] = {}
         self._key_parts: list[bytes] = []
         self._hash_key_parts: list[bytes] = []
@@ -80,45 +93,49 @@ class AggregateBuilder:
         self.count = 0
 
     @staticmethod
-    def _table_entry(text: str) -> bytes:
+    def _table_entry(tag: bytes, text: str) -> bytes:
         raw = text.encode("utf-8")
-        return varint(len(raw)) + raw
+        return tag + varint(len(raw)) + raw
 
-    def growth(self, key: str, data: bytes, explicit_hash_key: str | None = None) -> int:
-        """Bytes the aggregate grows by if this record is added."""
-        grown = 0
+    def slot(self, key: str, explicit_hash_key: str | None = None) -> KeySlot:
+        entries = b""
         index = self._keys.get(key)
         if index is None:
             index = len(self._keys)
-            encoded = len(key.encode("utf-8"))
-            grown += 1 + varint_size(encoded) + encoded
-        size = len(data)
-        inner = (3 if index < 0x80 else 2 + varint_size(index)) + (1 if size < 0x80 else varint_size(size)) + size
+            entries = self._table_entry(_PARTITION_KEY_TAG, key)
+        prefix = _INDEX_TAG + varint(index)
         if explicit_hash_key is not None:
             hash_index = self._hash_keys.get(explicit_hash_key)
             if hash_index is None:
                 hash_index = len(self._hash_keys)
-                grown += 1 + varint_size(len(explicit_hash_key)) + len(explicit_hash_key)
-            inner += 1 + varint_size(hash_index)
-        return grown + (2 if inner < 0x80 else 1 + varint_size(inner)) + inner
+                entries += self._table_entry(_HASH_KEY_TAG, explicit_hash_key)
+            prefix += _HASH_INDEX_TAG + varint(hash_index)
+        return KeySlot(key, explicit_hash_key, prefix, entries)
 
-    def add(self, key: str, data: bytes, explicit_hash_key: str | None = None, growth: int | None = None) -> None:
-        self.size += self.growth(key, data, explicit_hash_key) if growth is None else growth
-        index = self._keys.get(key)
-        if index is None:
-            index = self._keys[key] = len(self._keys)
-            self._key_parts.append(_PARTITION_KEY_TAG + self._table_entry(key))
-            self._index_fields.append(_INDEX_TAG + varint(index))
-        body = self._index_fields[index]
-        if explicit_hash_key is not None:
-            hash_index = self._hash_keys.get(explicit_hash_key)
-            if hash_index is None:
-                hash_index = self._hash_keys[explicit_hash_key] = len(self._hash_keys)
-                self._hash_key_parts.append(_HASH_KEY_TAG + self._table_entry(explicit_hash_key))
-            body += _HASH_INDEX_TAG + varint(hash_index)
-        body += _DATA_TAG + varint(len(data)) + data
-        self._record_parts.append(_RECORD_TAG + varint(len(body)) + body)
+    def append(self, slot: KeySlot, piece: bytes) -> None:
+        """Add a record (`slot.piece(data)`); the first of a key new here puts the key in the tables."""
+        if slot.entries:
+            self.size += len(slot.entries)
+            if slot.key not in self._keys:
+                self._keys[slot.key] = len(self._keys)
+                self._key_parts.append(self._table_entry(_PARTITION_KEY_TAG, slot.key))
+            hash_key = slot.explicit_hash_key
+            if hash_key is not None and hash_key not in self._hash_keys:
+                self._hash_keys[hash_key] = len(self._hash_keys)
+                self._hash_key_parts.append(self._table_entry(_HASH_KEY_TAG, hash_key))
+            slot.entries = b""
+        self.size += len(piece)
+        self._record_parts.append(piece)
         self.count += 1
+
+    def growth(self, key: str, data: bytes, explicit_hash_key: str | None = None) -> int:
+        """Bytes the aggregate grows by if this record is added."""
+        slot = self.slot(key, explicit_hash_key)
+        return len(slot.entries) + len(slot.piece(data))
+
+    def add(self, key: str, data: bytes, explicit_hash_key: str | None = None) -> None:
+        slot = self.slot(key, explicit_hash_key)
+        self.append(slot, slot.piece(data))
 
     def encode(self) -> bytes:
         message = b"".join((*self._key_parts, *self._hash_key_parts, *self._record_parts))
@@ -227,10 +244,12 @@ class AggregatingProducer(OrderedProducer):
             # Nothing of a ready key is in flight: its pending records (retries) all wait, in key order.
             backlog = iter(list(key.pending)[1:])
             aggregate = open_by_shard.get(shard)
+            slot = aggregate.builder.slot(name, hash_text) if aggregate is not None else None
             taken = 0
             while record is not None:
                 data = record.data
-                growth = aggregate.builder.growth(name, data, hash_text) if aggregate is not None else 0
+                piece = slot.piece(data) if slot is not None else b""
+                growth = len(piece) + len(slot.entries) if slot is not None else 0
                 if aggregate is None or aggregate.builder.size + aggregate.key_bytes + growth > limit:
                     if taken:  # the key's next records wait for this aggregate: one in flight per key
                         break
@@ -246,7 +265,9 @@ class AggregatingProducer(OrderedProducer):
                                                                         key.name_bytes)
                     aggregates.append(aggregate)
                     request_bytes += aggregate.size
-                    growth = aggregate.builder.growth(name, data, hash_text)
+                    slot = aggregate.builder.slot(name, hash_text)
+                    piece = slot.piece(data)
+                    growth = len(piece) + len(slot.entries)
                     if aggregate.size + growth > limit:
                         raise BadInput(f"a record of {record.size:,} bytes does not fit an aggregate of at most "
                                        f"{limit:,} bytes: raise --max-aggregate-bytes")
@@ -262,7 +283,7 @@ class AggregatingProducer(OrderedProducer):
                     pacer.return_bytes(shard, growth)
                     stop = True
                     break
-                aggregate.builder.add(name, data, hash_text, growth)
+                aggregate.builder.append(slot, piece)
                 aggregate.records.append(record)
                 request_bytes += growth
                 ledger.take(record, predicted)

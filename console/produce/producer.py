@@ -321,8 +321,7 @@ class OrderedProducer:
                 key.queued = True
                 waiting.append(key)
                 continue
-            rate_wait = self._take_rate(now)
-            if rate_wait is not None:
+            if self._rate is not None and (rate_wait := self._take_rate(now)) is not None:
                 wait_hint = rate_wait
                 key.queued = True
                 ready.appendleft(key)
