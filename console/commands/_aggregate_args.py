@@ -12,7 +12,6 @@ from console.produce.aggregate import (
     MIN_AGGREGATE_BYTES,
     check_max_aggregate_bytes,
 )
-from console.produce.testrecords import MAX_RECORD_BYTES
 
 
 def add_aggregate_options(parser: Any) -> None:
@@ -46,8 +45,8 @@ def aggregate_bytes(args: Any) -> int | None:
     return args.max_aggregate_bytes or DEFAULT_MAX_AGGREGATE_BYTES
 
 
-def check_against_stream(max_aggregate_bytes: int | None, summary: Any) -> None:
+def check_aggregate_fits_stream(max_aggregate_bytes: int | None, summary: Any) -> None:
     """An aggregate must fit the stream's own record size limit (MaxRecordSizeInKiB; 1 MiB unless raised)."""
     if max_aggregate_bytes is not None:
-        check_max_aggregate_bytes(max_aggregate_bytes, getattr(summary, "max_record_bytes", MAX_RECORD_BYTES))
+        check_max_aggregate_bytes(max_aggregate_bytes, summary.max_record_bytes)
 

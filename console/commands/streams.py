@@ -1,4 +1,10 @@
-"""`kconsole streams` and `kconsole shards STREAM [--open | --all] [--tree]`."""
+"""`kconsole streams` and `kconsole shards STREAM [--open | --all] [--tree]`.
+
+`streams` lists in one ListStreams page-through (its StreamSummaries give name, status, mode and
+ARN), then fills in open shards, retention, encryption and today's settings with DescribeStreamSummary,
+at most one per stream and DESCRIBE_CONCURRENCY at once, only for the streams the output shows
+(--max-items) and only when it shows those fields (a --query that names none of them needs none).
+"""
 
 from __future__ import annotations
 
@@ -17,8 +23,8 @@ def register(subparsers, common) -> None:
     streams = subparsers.add_parser(
         "streams", parents=common, help=command_help("streams"),
         description="List the streams on the backend with status, capacity mode (PROVISIONED or ON_DEMAND), "
-                    "open shard count, retention and encryption. With --local the embedded server starts "
-                    "empty; kconsole --local --stream NAME streams creates NAME first.")
+                    "open shard count, retention, encryption and record distribution. With --local the embedded "
+                    "server starts empty; kconsole --local --stream NAME streams creates NAME first.")
     streams.set_defaults(handler=streams_command)
 
     shards = subparsers.add_parser(
@@ -48,6 +54,17 @@ def streams_command(args: Any) -> int:
     return 0
 
 
+DESCRIBE_CONCURRENCY = 16
+# What only DescribeStreamSummary tells (ListStreams' summaries give name, status, mode and ARN).
+DESCRIBED_FIELDS = ("open_shard_count", "retention_hours", "encryption", "stream_id", "record_distribution",
+                    "max_record_size_kib", "warm_throughput", "consumer_count", "channel_count")
+
+
+def needs_describe(args: Any) -> bool:
+    query = getattr(args, "query", None)
+    return query is None or any(name in query for name in DESCRIBED_FIELDS)
+
+
 async def _fetch_streams(args: Any) -> tuple[list[StreamSummary], str]:
     from console.backend import BackendConfig, open_backend
 
@@ -56,16 +73,28 @@ async def _fetch_streams(args: Any) -> tuple[list[StreamSummary], str]:
         wanted = getattr(args, "stream", None)
         if config.kind == "local" and wanted:
             await ensure_local_stream(kinesis, wanted, args)
-        summaries = await kinesis.list_streams()
-        return sorted(summaries, key=lambda s: s.name), kinesis.label
+        summaries = await list_streams(kinesis, describe=needs_describe(args), shown=getattr(args, "max_items", None))
+        return summaries, kinesis.label
+
+
+async def list_streams(kinesis: Any, *, describe: bool = True, shown: int | None = None,
+                       page_size: int = 100) -> list[StreamSummary]:
+    """One ListStreams page-through, sorted by name; the first `shown` (all: None) described."""
+    listed = sorted(await kinesis.list_stream_summaries(page_size=page_size), key=lambda s: s.name)
+    if not describe:
+        return listed
+    head = listed if shown is None else listed[:shown]
+    described = await kinesis.describe_streams(head, concurrency=DESCRIBE_CONCURRENCY)
+    return sorted(described, key=lambda s: s.name) + listed[len(head):]
 
 
 def format_streams(summaries: list[StreamSummary], label: str) -> str:
     if not summaries:
         return f"no streams on {label}"
-    header = ("NAME", "STATUS", "MODE", "OPEN SHARDS", "RETENTION", "ENCRYPTION")
-    rows = [(s.name, s.status, s.mode, str(s.open_shard_count), f"{s.retention_hours} h", s.encryption)
-            for s in summaries]
+    header = ("NAME", "STATUS", "MODE", "OPEN SHARDS", "RETENTION", "ENCRYPTION", "DISTRIBUTION")
+    rows = [(s.name, s.status, s.mode, "-" if s.open_shard_count is None else str(s.open_shard_count),
+             f"{s.retention_hours} h" if s.retention_hours else "-", s.encryption,
+             "AUTO" if s.auto_distribution else "by key") for s in summaries]
     return render_table(header, rows, right_aligned={3})
 
 

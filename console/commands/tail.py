@@ -138,7 +138,7 @@ def format_line(record: DecodedRecord) -> str:
     stream (key, content, a decode error's reason) is escaped: a producer's escape sequences never reach the
     terminal, and a record never takes more than its line."""
     arrival = record.to_json()["arrival"] or "-"
-    key = record.partition_key + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
+    key = record.key_text + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
     content = record.content_text(max_hex_bytes=TEXT_HEX_BYTES)
     if record.kind == KIND_ERROR:
         content = f"{record.error}: {content}"

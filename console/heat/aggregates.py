@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 
 from console.read.decoding import MAGIC, MalformedAggregate, parse_aggregate
 
-# (arrival epoch seconds, outer partition key, Kinesis record size as the shard limit counts it,
+# (arrival epoch seconds, outer partition key (None when keyless), Kinesis record size as the limit counts it,
 #  [(inner partition key, inner size)] or None for a malformed aggregate)
-Aggregate = tuple[float, str, int, "list[tuple[str, int]] | None"]
+Aggregate = tuple[float, "str | None", int, "list[tuple[str, int]] | None"]
 
 
 def user_records(data: bytes) -> list[tuple[str, int]]:
@@ -42,10 +42,10 @@ def split_page(records: Iterable[Mapping]) -> tuple[list[Mapping], list[Aggregat
             continue
         arrival = record["ApproximateArrivalTimestamp"]
         arrival = arrival.timestamp() if hasattr(arrival, "timestamp") else float(arrival)
-        key = record.get("PartitionKey") or ""
+        key = record.get("PartitionKey")  # absent for a keyless record (AUTO distribution)
         try:
             inner: list[tuple[str, int]] | None = user_records(data)
         except MalformedAggregate:
             inner = None
-        aggregates.append((arrival, key, len(data) + len(key.encode("utf-8")), inner))
+        aggregates.append((arrival, key, len(data) + (len(key.encode("utf-8")) if key else 0), inner))
     return plain, aggregates

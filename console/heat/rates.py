@@ -48,8 +48,8 @@ HASH_CACHE_SIZE = 4096  # MD5s of recently seen keys (hot keys repeat; cleared w
 DOMINANT_SHARE = 0.25  # a key above this share of its shard is named by the split suggestion
 MEDIAN_ATOMS = 32  # heaviest keys placed exactly (not smeared over a bin) when finding the median
 
-# (arrival epoch seconds, partition key, size in bytes counted against the shard limit)
-Observation = tuple[float, str, int]
+# (arrival epoch seconds, partition key (None: sent without one), size counted against the shard limit)
+Observation = tuple[float, str | None, int]
 
 
 def observations_from_records(records: Iterable[Mapping]) -> list[Observation]:
@@ -59,8 +59,8 @@ def observations_from_records(records: Iterable[Mapping]) -> list[Observation]:
     for record in records:
         arrival = record["ApproximateArrivalTimestamp"]
         arrival = arrival.timestamp() if hasattr(arrival, "timestamp") else float(arrival)
-        key = record["PartitionKey"]
-        rows.append((arrival, key, len(record["Data"]) + len(key.encode("utf-8"))))
+        key = record.get("PartitionKey")  # optional on an AUTO stream
+        rows.append((arrival, key, len(record["Data"]) + (len(key.encode("utf-8")) if key else 0)))
     return rows
 
 
@@ -78,6 +78,7 @@ class ShardHeat:
         self.aggregates = 0
         self.decode_errors = 0  # malformed aggregates: counted as Kinesis records, holding no user records
         self.unplaced = 0
+        self.keyless = 0  # records without a partition key (AUTO distribution): load, but no key
         self.by_records = SpaceSaving(top_capacity)  # user records per partition key
         self.by_bytes = SpaceSaving(top_capacity)
         self.by_inner = SpaceSaving(top_capacity)  # user records that came out of aggregates, per key
@@ -97,7 +98,7 @@ class ShardHeat:
         buckets = self._buckets
         keys: list[str] = []
         key_bytes: dict[str, int] = {}
-        total_bytes = 0
+        total_bytes = keyless = 0
         for arrival, key, size in observations:
             if not start <= arrival < end:
                 continue
@@ -107,16 +108,22 @@ class ShardHeat:
             bucket[1] += size
             bucket[2] += 1
             total_bytes += size
+            if key is None:
+                keyless += 1
+                continue
             keys.append(key)
             key_bytes[key] = key_bytes.get(key, 0) + size
         outer_keys: list[str] = []
         inner_keys: list[str] = []
+        aggregates_counted = 0
         for arrival, key, size, inner in [row for row in aggregates if start <= row[0] < end]:
             bucket = buckets.get(int(arrival)) or self._new_bucket(int(arrival))
             bucket[0] += 1  # one Kinesis record, its full size: what the shard limits count
             bucket[1] += size
             total_bytes += size
-            outer_keys.append(key)
+            aggregates_counted += 1
+            if key is not None:  # a keyless aggregate (AUTO distribution) places nothing
+                outer_keys.append(key)
             if inner is None:
                 self.decode_errors += 1
                 continue
@@ -124,31 +131,36 @@ class ShardHeat:
             for inner_key, inner_size in inner:
                 inner_keys.append(inner_key)
                 key_bytes[inner_key] = key_bytes.get(inner_key, 0) + inner_size
-        if not keys and not outer_keys:
+        counted = len(keys) + keyless + aggregates_counted
+        if not counted:
             return 0
-        if outer_keys and self.by_placement is None:
+        if aggregates_counted and self.by_placement is None:
             self.by_placement = self.by_records.copy()  # every record so far was plain: the same counts
-        self.records += len(keys) + len(outer_keys)
+        self.records += counted
         self.bytes += total_bytes
-        self.aggregates += len(outer_keys)
-        if outer_keys:
+        self.keyless += keyless
+        self.aggregates += aggregates_counted
+        if aggregates_counted:
             placing = keys + outer_keys
-            self.user_records += len(keys) + len(inner_keys)
+            self.user_records += len(keys) + keyless + len(inner_keys)
             self.by_records.add_many(keys + inner_keys if keys else inner_keys)
             self.by_inner.add_many(inner_keys)
             self.by_placement.add_many(placing)
         else:
             placing = keys
-            self.user_records += len(keys)
-            self.by_records.add_many(keys)
-            if self.by_placement is not None:
-                self.by_placement.add_many(keys)
-        self.by_bytes.add_weights(key_bytes)
-        self._place(Counter(placing))
+            self.user_records += len(keys) + keyless
+            if keys:
+                self.by_records.add_many(keys)
+                if self.by_placement is not None:
+                    self.by_placement.add_many(keys)
+        if key_bytes:
+            self.by_bytes.add_weights(key_bytes)
+        if placing:
+            self._place(Counter(placing))
         if self._latest != self._newest:
             self._newest = self._latest
             self._forget_before(self._newest - self.history_seconds)
-        return len(keys) + len(outer_keys)
+        return counted
 
     def _new_bucket(self, second: int) -> list[int]:
         bucket = self._buckets[second] = [0, 0, 0]
@@ -267,7 +279,9 @@ class ShardHeat:
         return best_at, best_below
 
     def snapshot(self, window_start: float, window_end: float, *, top: int = 5,
-                 series_seconds: int = 60, is_open: bool = True) -> ShardHeatSnapshot:
+                 series_seconds: int = 60, is_open: bool = True, keys_place: bool = True) -> ShardHeatSnapshot:
+        """`keys_place` False (an AUTO stream): keys say nothing about where records went, so no
+        split at their median is suggested and no record counts as outside its key's range."""
         window = max(window_end - window_start, 1e-9)
         records_per_s, bytes_per_s = self.records / window, self.bytes / window
         first_second, last_second = int(window_start), int(window_end)
@@ -300,8 +314,8 @@ class ShardHeat:
             utilisation_series=tuple(self.utilisation_series(last_second, span)),
             top_keys=top_keys,
             top_keys_by_bytes=by_bytes,
-            split=self.split_suggestion(),
-            unplaced_records=self.unplaced,
+            split=self.split_suggestion() if keys_place else None,
+            unplaced_records=self.unplaced if keys_place else 0,
             key_error_bound=self.by_records.error_bound,
             is_open=is_open,
             user_records=self.user_records,
@@ -309,6 +323,7 @@ class ShardHeat:
             recent_user_records_per_s=recent_users,
             aggregates=self.aggregates,
             decode_errors=self.decode_errors,
+            keyless_records=self.keyless,
         )
 
     def _top_key(self, key: str, records: int, guaranteed: int, nbytes: int | None = None) -> TopKey:
@@ -322,8 +337,10 @@ class StreamHeat:
     """Heat of every sampled shard of one stream over a window of arrival time [start, end)."""
 
     def __init__(self, stream: str, shards: Iterable[Shard], *, window_start: float,
-                 top_capacity: int = 256, history_seconds: int = HISTORY_SECONDS) -> None:
+                 top_capacity: int = 256, history_seconds: int = HISTORY_SECONDS,
+                 auto_distribution: bool = False) -> None:
         self.stream = stream
+        self.auto_distribution = auto_distribution  # may change between polls: set by the sampler
         self.window_start = window_start
         self.window_end: float | None = None
         # Shards whose life began or ended inside the window: their rates cover only their part of it.
@@ -365,7 +382,9 @@ class StreamHeat:
             self.stream, self.window_start, end,
             tuple(heat.snapshot(max(self.window_start, self.born.get(shard_id, self.window_start)),
                                 min(end, self.closed.get(shard_id, end)),
-                                top=top, series_seconds=series_seconds, is_open=shard_id not in self.closed)
+                                top=top, series_seconds=series_seconds, is_open=shard_id not in self.closed,
+                                keys_place=not self.auto_distribution)
                   for shard_id, heat in self.shards.items()),
+            auto_distribution=self.auto_distribution,
         )
 

@@ -59,7 +59,7 @@ from console.produce.report import (
 )
 from console.produce.ledger import KeyState, PendingRecord, RecordLedger, Requeue
 from console.produce.settings import MAX_BATCH_BYTES, MAX_BATCH_RECORDS, ProducerSettings
-from console.produce.testrecords import partition_key_for
+from console.produce.testrecords import ledger_key, partition_key_for
 
 __all__ = [
     "MAX_BATCH_BYTES", "MAX_BATCH_RECORDS", "THROTTLE_ERROR",
@@ -155,8 +155,9 @@ class OrderedProducer:
         keys = []
         for index in range(settings.keys):
             name = partition_key_for(settings.run_id, index)
-            keys.append(KeyState(name, hash_key_for(name, explicit[index]), explicit[index], len(name.encode()),
-                                 record_count=settings.records_per_key))
+            keys.append(KeyState(name, hash_key_for(name, explicit[index]), explicit[index],
+                                 len(name.encode()) if settings.send_keys else 0,
+                                 record_count=settings.records_per_key, send_key=settings.send_keys))
         return keys
 
     @staticmethod
@@ -165,10 +166,14 @@ class OrderedProducer:
         the order keys first appear; each key's records keep their order."""
         keys: dict[str, KeyState] = {}
         for record in records:
-            key = keys.get(record.key)
+            # A keyless record (AUTO stream) is a key of its own: no order to keep, nothing to wait for.
+            name = ledger_key(record)
+            key = keys.get(name)
             if key is None:
-                key = keys[record.key] = KeyState(record.key, hash_key_for(record.key, record.explicit_hash_key),
-                                                  record.explicit_hash_key, len(record.key.encode()), payloads=[])
+                sent = record.key is not None
+                key = keys[name] = KeyState(name, hash_key_for(name, record.explicit_hash_key),
+                                            record.explicit_hash_key, len(name.encode()) if sent else 0,
+                                            payloads=[], send_key=sent)
             key.payloads.append(record.data)
             key.record_count += 1
         return list(keys.values())
@@ -352,7 +357,9 @@ class OrderedProducer:
     async def _send_batch(self, batch: list[PendingRecord], requeue: Requeue) -> None:
         entries = []
         for record in batch:
-            entry = {"Data": record.data, "PartitionKey": record.key.name}
+            entry = {"Data": record.data}
+            if record.key.send_key:
+                entry["PartitionKey"] = record.key.name
             if record.key.explicit_hash_key is not None:
                 entry["ExplicitHashKey"] = str(record.key.explicit_hash_key)
             entries.append(entry)
@@ -481,7 +488,8 @@ class OrderedProducer:
                 sent_wall = self._wall()
                 try:
                     response = await self._put_record(  # type: ignore[misc]
-                        self.stream, record.data, key.name, explicit_hash_key=key.explicit_hash_key,
+                        self.stream, record.data, key.name if key.send_key else None,
+                        explicit_hash_key=key.explicit_hash_key,
                         sequence_number_for_ordering=key.last_sequence_number)
                 except _FATAL as error:
                     self._stop(str(error))

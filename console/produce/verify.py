@@ -259,17 +259,26 @@ async def run_and_verify(kinesis: Any, stream: str, settings: Any, *, verify: bo
     from console.produce.producer import OrderedProducer
     from console.topology.shardmap import ShardMap
 
-    async with ShardMap.for_backend(kinesis, stream) as shard_map:
-        await shard_map.wait_ready(timeout=60, fail_fast=True)
-        producer_class, options = OrderedProducer, {}
-        if max_aggregate_bytes is not None:
-            from console.produce.aggregate import AggregatingProducer
+    producer_class, options = OrderedProducer, {}
+    summary = await kinesis.describe_stream_summary(stream)
+    if max_aggregate_bytes is not None:
+        from console.produce.aggregate import AggregatingProducer
 
-            producer_class, options = AggregatingProducer, {"max_aggregate_bytes": max_aggregate_bytes}
+        producer_class = AggregatingProducer
+        options = {"max_aggregate_bytes": max_aggregate_bytes, "record_limit": summary.max_record_bytes}
+    if summary.auto_distribution:  # Kinesis ignores the keys: a shard map would predict nothing true
         producer = producer_class(stream, settings, put_records=kinesis.put_records, put_record=kinesis.put_record,
-                                  shard_map=shard_map, on_progress=on_progress, progress_interval=progress_interval,
-                                  records=records, **options)
+                                  on_progress=on_progress, progress_interval=progress_interval, records=records,
+                                  **options)
         result = await producer.run()
+    else:
+        async with ShardMap.for_backend(kinesis, stream) as shard_map:
+            await shard_map.wait_ready(timeout=60, fail_fast=True)
+            producer = producer_class(stream, settings, put_records=kinesis.put_records,
+                                      put_record=kinesis.put_record, shard_map=shard_map, on_progress=on_progress,
+                                      progress_interval=progress_interval, records=records, **options)
+            result = await producer.run()
+    result.auto_distribution = summary.auto_distribution
     if not verify:
         return result, None
     if result.endpoint_lost:  # nothing answers: a read-back could only wait and fail

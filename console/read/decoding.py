@@ -33,6 +33,8 @@ from aws_kinesis_agg import DIGEST_SIZE, MAGIC, deaggregator  # noqa: F401
 from aws_kinesis_agg import messages_pb2
 from google.protobuf.message import DecodeError
 
+from console.topology.model import NO_KEY
+
 KIND_JSON = "json"
 KIND_TEXT = "text"
 KIND_HEX = "hex"
@@ -76,7 +78,7 @@ class DecodedRecord:
 
     shard_id: str
     sequence_number: str
-    partition_key: str
+    partition_key: str | None  # None: sent without one (an AUTO stream's records may be)
     arrival: datetime | None
     size: int
     kind: str
@@ -86,6 +88,11 @@ class DecodedRecord:
     explicit_hash_key: str | None = None
     error: str | None = None
     inflated_size: int | None = None  # bytes a gzip payload inflated to
+
+    @property
+    def key_text(self) -> str:
+        """The partition key as shown to people: a keyless record's is an em dash."""
+        return NO_KEY if self.partition_key is None else self.partition_key
 
     @property
     def weight(self) -> int:
@@ -324,7 +331,7 @@ def decode_record(
     *,
     shard_id: str,
     sequence_number: str,
-    partition_key: str,
+    partition_key: str | None,
     arrival: datetime | None = None,
     budget: InflateBudget | None = None,
 ) -> list[DecodedRecord]:
@@ -359,7 +366,7 @@ def decode_api_record(raw: dict, shard_id: str, budget: InflateBudget | None = N
         raw["Data"],
         shard_id=shard_id,
         sequence_number=raw["SequenceNumber"],
-        partition_key=raw.get("PartitionKey", ""),
+        partition_key=raw.get("PartitionKey"),
         arrival=raw.get("ApproximateArrivalTimestamp"),
         budget=budget,
     )
@@ -420,7 +427,7 @@ def user_records(data: bytes) -> list[tuple[str, str | None, bytes]]:
         raise MalformedAggregate("a user record names a key past its table") from None
 
 
-def _deaggregate(data: bytes, shard_id: str, sequence_number: str, partition_key: str,
+def _deaggregate(data: bytes, shard_id: str, sequence_number: str, partition_key: str | None,
                  arrival: datetime | None, budget: InflateBudget | None = None) -> list[DecodedRecord]:
     def broken(reason: str) -> list[DecodedRecord]:
         return [DecodedRecord(shard_id, sequence_number, partition_key, arrival, len(data),

@@ -140,7 +140,7 @@ def record_matches(record: DecodedRecord, partition_key: str | None, grep: str |
         return False
     if grep is not None:
         haystack = record.content_text() if record.error is None else f"{record.error} {record.content_text()}"
-        if grep not in haystack and grep not in record.partition_key:
+        if grep not in haystack and grep not in (record.partition_key or ""):
             return False
     return True
 

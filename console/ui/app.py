@@ -39,6 +39,7 @@ from console.ui.format import short_shard_id
 from console.ui.palette import ConsoleCommands
 from console.ui.panels.consumers import ConsumersPanel
 from console.ui.panels.heat import HeatPanel
+from console.topology.model import auto_notice
 from console.ui.panels.keytree import KeyTreePanel
 from console.ui.panels.lineage import LineageTree
 from console.ui.panels.placement import PlacementPanel
@@ -317,6 +318,9 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.view = view
         self.header.update_state(summary=view.summary, refreshed_at=self._clock(), error=None, notice=None)
         self.heat_panel.show_summary(view.summary)
+        notice = self._auto_notice(view.summary)
+        self.placement.set_auto_notice(notice)
+        self.query_one(KeyTreePanel).set_auto_notice(notice)
         self.consumers_panel.follow_listing(view.summary.name, list(view.shards), view.summary.arn or None)
         if view.summary.name != self._capacity_stream:
             self._capacity_stream = view.summary.name
@@ -324,6 +328,19 @@ class KConsoleApp(CommandLineHost, App[None]):
                 self._poll_capacity(view.summary.name)
             else:  # an in-memory source (tests, screenshots)
                 self.heat_panel.show_capacity(None, NO_CLOUDWATCH)
+
+    def _auto_notice(self, summary) -> str | None:
+        """The AUTO notice for the key-space tabs; since when, from the action log, read once per switch."""
+        if not summary.auto_distribution:
+            self._auto_since = None
+            return None
+        if getattr(self, "_auto_since", None) is None or self._auto_since[0] != summary.name:
+            from console.lifecycle.settings import switched_to_auto_at
+            from console.reshard.actionlog import ActionLog
+
+            since = switched_to_auto_at(ActionLog.default().entries(), summary.name, self.source.label)
+            self._auto_since = (summary.name, since)
+        return auto_notice(summary.name, self._auto_since[1])
 
     # The stream's CloudWatch metrics: free at stream level, fetched once a minute (CloudWatch's
     # resolution; more often would only cost more) for the header, the Heat and the Consumers tabs.

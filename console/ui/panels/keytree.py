@@ -77,6 +77,9 @@ class KeyTreePanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("Explicit hash keys in use, one per line · enter to type, esc leaves",
                      id="keytree-help")
+        notice = Static("", id="keytree-auto")
+        notice.display = False
+        yield notice
         yield TextArea(id="keytree-input", soft_wrap=False)
         with Horizontal(id="keytree-controls"):
             yield Input(placeholder="file of keys (ctrl+l loads)", id="keytree-file")
@@ -92,6 +95,12 @@ class KeyTreePanel(Vertical):
 
     def on_mount(self) -> None:
         self.recompute()
+
+    def set_auto_notice(self, notice: str | None) -> None:
+        """An AUTO stream ignores explicit hash keys: the notice says so above the tree (None hides it)."""
+        box = self.query_one("#keytree-auto", Static)
+        box.update(Text(notice or "", style="bold yellow"))
+        box.display = notice is not None
 
     def set_keys(self, text: str) -> None:
         self.query_one("#keytree-input", TextArea).load_text(text)
