@@ -80,3 +80,17 @@ async def test_sizes_no_stream_allows_fail_before_any_connection():
         code, out, err = await kconsole(*argv, "--endpoint-url", "http://127.0.0.1:9", stdin=b"")
         assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (argv, err)
         assert time.monotonic() - began < 10
+
+
+async def test_a_stream_with_a_raised_record_limit_takes_larger_aggregates(kinesis, make_stream, local_kinesis):
+    stream = await make_stream(shards=1)
+    arn = (await kinesis.describe_stream_summary(stream)).arn
+    await kinesis.update_max_record_size(arn, 2048)
+    code, out, err = await kconsole("produce", stream, "--keys", "2", "--records-per-key", "300",
+                                    "--payload-bytes", "4000", "--no-pace", "--aggregate", "--max-aggregate-bytes", "2000000",
+                                    "--verify", "--yes", "--json", "--endpoint-url", local_kinesis.endpoint_url)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["ok"] and doc["aggregation"]["kinesis_records"] == 2  # one key's 1.2 MB in one aggregate each
+    stored = await everything(kinesis, stream)
+    assert max(len(r["Data"]) for r in stored) > 1024 * 1024
