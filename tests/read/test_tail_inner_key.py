@@ -4,6 +4,7 @@ aggregate carrying it landed; `--placement-only` reads the key's own shard until
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import sys
 
@@ -86,3 +87,32 @@ async def test_placement_only_without_key_is_refused():
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(process.communicate(), 30)
     assert process.returncode == 2 and err.decode().count("\n") == 1 and "--placement-only" in err.decode()
+
+
+async def test_malformed_aggregates_are_decode_errors_and_the_page_is_kept(kinesis, make_stream):
+    from aws_kinesis_agg import messages_pb2
+
+    from console.read.decoding import MAGIC, MAX_USER_RECORDS_PER_AGGREGATE
+
+    stream = await make_stream(shards=1)
+    good = hot_aggregate(1)["Data"]
+    many = messages_pb2.AggregatedRecord()
+    many.partition_key_table.append(HOT_KEY)
+    for _ in range(MAX_USER_RECORDS_PER_AGGREGATE + 1):
+        many.records.add(partition_key_index=0, data=b"")
+    message = many.SerializeToString()
+    broken = {
+        "too many nested records": MAGIC + message + hashlib.md5(message).digest(),
+        "md5 mismatch": good[:-1] + bytes([good[-1] ^ 1]),
+        "truncated": good[: len(good) // 2],
+    }
+    await kinesis.put_records(stream, [{"Data": data, "PartitionKey": "outer"} for data in broken.values()]
+                              + [{"Data": good, "PartitionKey": "outer"}])
+    reader = TailReader(kinesis, stream, TailOptions(start=parse_start("trim-horizon")))
+    found = []
+    async for batch in reader.batches():
+        found.extend(batch.records)
+    errors = [record for record in found if record.kind == "decode-error"]
+    assert len(errors) == 3 and all(record.error.startswith("malformed KPL aggregate: ") for record in errors)
+    assert "nests 100,001 user records" in errors[0].error
+    assert [record.partition_key for record in found if record.kind != "decode-error"].count(HOT_KEY) == 6
