@@ -129,7 +129,7 @@ def read_input(args: Any) -> ParsedLines:
 async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, VerificationReport | None]:
     from console.backend import BackendConfig, open_backend
     from console.commands._stream_args import ensure_local_stream
-    from console.commands.produce import AWS_GET_RECORDS_INTERVAL, _ProgressLines
+    from console.commands.produce import AWS_GET_RECORDS_INTERVAL, _ProgressLines, settle_heap
     from console.produce.verify import run_and_verify
 
     config = BackendConfig.from_args(args)
@@ -157,6 +157,7 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
         note(f"putting {len(parsed.records)} records to {args.stream!r} ("
              + (f"{keyless} without a key, " if keyless else "") + f"{len(per_key) - keyless} keys)")
         interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0
+        settle_heap()
         return await run_and_verify(
             kinesis, args.stream, settings, verify=args.verify, on_progress=_ProgressLines("put"),
             on_verifying=lambda wait: note(f"reading {len(parsed.records)} records back"

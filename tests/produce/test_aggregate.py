@@ -193,3 +193,20 @@ async def test_one_aggregate_in_flight_per_key(kinesis, make_stream):
 
     result = await aggregating(kinesis, stream, settings, put_records=watching, max_aggregate_bytes=4096).run()
     assert result.complete and most == 1
+
+
+async def test_pacing_counts_kinesis_records_and_bytes_not_user_records(kinesis, make_stream):
+    """At 20 Kinesis records/s per shard, 2,000 user records in 4 KiB aggregates take a second or two;
+    paced per user record they would take 50 s."""
+    stream = await make_stream(shards=2)
+    settings = ProducerSettings(keys=20, records_per_key=100, payload_bytes=100, pacing=True,
+                                shard_records_per_second=20)
+    async with ShardMap.for_backend(kinesis, stream) as shard_map:
+        await shard_map.wait_ready(timeout=30)
+        producer = aggregating(kinesis, stream, settings, shard_map=shard_map, max_aggregate_bytes=4096)
+        result = await producer.run()
+    assert result.complete and result.elapsed < 15
+    for shard, count in result.aggregation.kinesis_records.items():
+        # the bucket starts full (20) and refills at 20/s: never more Kinesis records than that allows
+        assert count <= 20 + 20 * result.elapsed + 1, (shard, count, result.elapsed)
+    assert sum(result.aggregation.kinesis_records.values()) < 2000 / 20
