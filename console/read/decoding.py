@@ -150,7 +150,7 @@ class DecodedRecord:
             '{"shard_id": ', _string(self.shard_id),
             ', "sequence_number": ', _string(self.sequence_number),
             ', "sub_sequence_number": ', "null" if self.sub_sequence_number is None else str(self.sub_sequence_number),
-            ', "partition_key": ', _string(self.partition_key),
+            ', "partition_key": ', "null" if self.partition_key is None else _string(self.partition_key),
             ', "explicit_hash_key": ', "null" if hash_key is None else _string(hash_key),
             ', "arrival": ', "null" if self.arrival is None else '"' + iso_time(self.arrival) + '"',
             ', "size": ', str(self.size),

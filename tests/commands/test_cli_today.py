@@ -27,6 +27,13 @@ async def on_demand(endpoint: str, name: str) -> str:
         return (await kinesis.wait_for_active(name)).arn
 
 
+def changes() -> list[tuple[str, dict, str | None]]:
+    """(operation, logged plan, outcome) of every change in the action log, in order."""
+    entries = ActionLog.default().entries()
+    outcomes = {e["intent"]: e["outcome"] for e in entries if e.get("kind") == "outcome"}
+    return [(e["operation"], e["plan"], outcomes.get(e["id"])) for e in entries if e.get("kind") == "intent"]
+
+
 def run(endpoint: str, *argv: str, stdin: bytes | None = None):
     return kconsole(*argv, "--endpoint-url", endpoint, stdin=stdin)
 
@@ -41,9 +48,9 @@ async def test_auto_distribution_round_trip_and_what_every_key_space_view_says(l
     document = json.loads(out)
     assert document["executed"] and document["stream"]["record_distribution"] == "AUTO"
     assert any("per-key order is gone" in line for line in document["plan"]["consequences"])
-    entry = ActionLog.default().entries()[-1]
-    assert entry["action"] == "stream distribution" and entry["target"] == "AUTO"
-    assert entry["calls"] == {"UpdateStreamRecordDistributionStrategy": 1}
+    operation, logged, outcome = changes()[-1]
+    assert (operation, logged["action"], logged["target"], outcome) == (
+        "UpdateStreamRecordDistributionStrategy", "stream distribution", "AUTO", "applied")
 
     code, out, err = await run(endpoint, "stream", "describe", stream)
     assert code == 0, err and out.splitlines()[0].startswith("AUTO distribution")
@@ -208,8 +215,9 @@ async def test_tags_and_policy_round_trip_and_are_refused_read_only(local_kinesi
                  ["channels", "delete", "to-s3"], ["account", "--on-demand-advantage", "off"]):
         code, _, err = await run(endpoint, *argv, "--yes", "--read-only")
         assert code == 1 and "read-only mode (--read-only): refusing to" in err, argv
-    assert [entry["action"] for entry in ActionLog.default().entries()] == [
-        "stream tag", "stream untag", "stream policy", "stream policy"]
+    assert [(operation, outcome) for operation, _, outcome in changes()] == [
+        ("TagResource", "applied"), ("UntagResource", "applied"), ("PutResourcePolicy", "applied"),
+        ("DeleteResourcePolicy", "applied")]
 
 
 async def test_channels_create_list_block_stream_delete_and_go(local_kinesis, tmp_path):
@@ -266,7 +274,8 @@ async def test_kinesis_mock_lacking_an_operation_costs_one_line(kinesis_mock, tm
     code, out, err = await run(endpoint, "stream", "distribution", stream, "auto", "--yes", "--json")
     assert code == 1 and "this endpoint does not support UpdateStreamRecordDistributionStrategy" in err
     assert len(err.strip().splitlines()) == 1 and json.loads(out)["error"]["code"] == "unsupported_operation"
-    assert ActionLog.default().entries() == []  # nothing was changed, nothing logged
+    # The intent went to the log before the call; the server's answer settled it as not applied.
+    assert changes() == [("UpdateStreamRecordDistributionStrategy", changes()[0][1], "not applied")]
     # What kinesis-mock has works: a policy it has none of, a record size, tags; a delete that
     # cannot ask for channels goes ahead.
     code, out, _ = await run(endpoint, "stream", "policy", stream, "--show")
