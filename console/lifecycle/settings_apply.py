@@ -66,7 +66,8 @@ OPERATIONS: dict[str, Callable[[Any, dict], Awaitable[Any]]] = {
 
 
 async def apply_setting(kinesis: Any, plan: LifecyclePlan, *, action_log: Any, who: str | None = None,
-                        log_fields: dict | None = None) -> list[Any]:
+                        log_fields: dict | None = None,
+                        progress: Callable[[str], None] = lambda _text: None) -> list[Any]:
     """Make the plan's calls in order, each through the action log (`log.call`): the intent is on disk
     before the call (no log, no call), its outcome after; a lost reply is settled by reading back what
     the call changes, never by sending it again. The answers come back in order. `log_fields` go into
@@ -82,8 +83,12 @@ async def apply_setting(kinesis: Any, plan: LifecyclePlan, *, action_log: Any, w
 
         logged = {"action": logged_action(plan, call), "summary": plan.summary, "call": call.describe(),
                   **(log_fields or {})}
-        await action_log.call(call.operation, logged, make, stream=plan.stream, backend=kinesis.label, who=who,
-                              settle=_settler(kinesis, call), check=_check(plan, call))
+        change = await action_log.call(call.operation, logged, make, stream=plan.stream, backend=kinesis.label,
+                                       who=who, settle=_settler(kinesis, call), check=_check(plan, call))
+        if change.reply_lost:
+            progress(f"{call.operation}: the reply was lost; reading back shows the change")
+        if change.unlogged:
+            progress(f"{call.operation}: {change.unlogged}")
         answers.append(answered[0] if answered else None)
     return answers
 

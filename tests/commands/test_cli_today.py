@@ -334,3 +334,35 @@ async def test_heat_on_an_auto_stream_counts_keyless_records_and_suggests_no_key
     assert sum(1 for shard in document["shards"] if shard["records"]) > 1  # the service's spread
     assert document["split_suggestion"] is None and document["hot_keys"] == []
     assert "uses AUTO record distribution" in err.decode()
+
+
+@pytest.mark.parametrize("operation, argv, shown", [
+    ("UpdateMaxRecordSize", ["stream", "max-record-size", "{s}", "--kib", "4096"],
+     lambda c, s: c.describe_stream_summary(StreamName=s)["StreamDescriptionSummary"]["MaxRecordSizeInKiB"] == 4096),
+    ("UpdateStreamRecordDistributionStrategy", ["stream", "distribution", "{s}", "auto"],
+     lambda c, s: c.describe_stream_summary(StreamName=s)["StreamDescriptionSummary"]["RecordDistributionStrategy"]
+     == "AUTO"),
+    ("TagResource", ["stream", "tag", "{s}", "team=payments"],
+     lambda c, s: c.list_tags_for_stream(StreamName=s)["Tags"] == [{"Key": "team", "Value": "payments"}]),
+])
+async def test_a_lost_reply_is_settled_by_reading_the_setting_back(local_kinesis, tmp_path, operation, argv, shown):
+    """Through the fault proxy, the one changing call's reply dropped after the server acted: the
+    setting is read back (applied, logged so), and the call went out exactly once."""
+    import botocore.session
+    from urllib.parse import urlsplit
+
+    from tests.faultproxy import FaultProxy, Faults
+
+    stream = f"lost-{tmp_path.name[-8:]}"
+    await on_demand(local_kinesis.endpoint_url, stream)
+    truth = botocore.session.get_session().create_client(
+        "kinesis", region_name="us-east-1", endpoint_url=local_kinesis.endpoint_url,
+        aws_access_key_id="truth", aws_secret_access_key="truth")
+    async with FaultProxy(urlsplit(local_kinesis.endpoint_url).port, Faults.drop_reply(operation)) as proxy:
+        code, out, err = await run(proxy.endpoint_url, *[part.format(s=stream) for part in argv], "--yes")
+        sent = proxy.stats[f"reset_after:{operation}"] + proxy.stats[f"pass:{operation}"]
+    assert code == 0, err
+    assert "the reply was lost; reading back shows the change" in err and "Traceback" not in err
+    assert sent == 1 and shown(truth, stream)
+    [(logged_operation, _, outcome)] = changes()
+    assert (logged_operation, outcome) == (operation, "applied")
