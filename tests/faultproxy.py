@@ -166,7 +166,7 @@ class FaultProxy:
         if faults.latency:
             await asyncio.sleep(faults.latency)
         edge = 0.0
-        for name, rate in (("reset_before", faults.reset_before), ("reset_after", faults.reset_after),
+        for _name, rate in (("reset_before", faults.reset_before), ("reset_after", faults.reset_after),
                            ("stall", faults.stall), ("late", faults.late), ("invalid", faults.invalid)):
             edge += rate
             if draw < edge:

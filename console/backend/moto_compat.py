@@ -71,7 +71,7 @@ def apply() -> None:
 
 # ---- enhanced fan-out consumers ----------------------------------------------------------------
 
-def _patch_backend(KinesisBackend: type) -> None:
+def _patch_backend(KinesisBackend: Any) -> None:
     original = KinesisBackend.deregister_stream_consumer
 
     def deregister_stream_consumer(self, stream_arn: str, consumer_name: str, consumer_arn: str) -> None:
@@ -86,7 +86,7 @@ def _patch_backend(KinesisBackend: type) -> None:
 
 # ---- shards: sequence numbers, creation/close times --------------------------------------------
 
-def _patch_shard(Shard: type) -> None:
+def _patch_shard(Shard: Any) -> None:
     original_init = Shard.__init__
     original_to_json = Shard.to_json
 
@@ -129,7 +129,7 @@ def close_shard(shard: Any) -> None:
 
 # ---- streams: routing, split, merge, rescale -----------------------------------------------------
 
-def _patch_stream(Stream: type, models: Any) -> None:
+def _patch_stream(Stream: Any, models: Any) -> None:
     InvalidArgumentError = models.InvalidArgumentError
     Shard = models.Shard
 
@@ -235,7 +235,7 @@ def _patch_stream(Stream: type, models: Any) -> None:
 
 # ---- responses: one request at a time, GetRecords at a closed end, ListShards ------------------
 
-def _patch_responses(KinesisResponse: type, models: Any) -> None:
+def _patch_responses(KinesisResponse: Any, models: Any) -> None:
     from moto.core.responses import ActionResult, BaseResponse
 
     InvalidArgumentError = models.InvalidArgumentError

@@ -9,14 +9,22 @@ import subprocess
 import sys
 import textwrap
 import time
+from datetime import UTC
 
 import pytest
 from botocore.exceptions import ClientError
 
 from console.backend import BackendConfig, KinesisBackend, open_backend
 from console.backend.local import LocalKinesisServer
-from console.errors import (AccessDenied, BadInput, EndpointUnreachable, NoCredentials, ResourceInUse,
-                            StreamNotFound, Throttled)
+from console.errors import (
+    AccessDenied,
+    BadInput,
+    EndpointUnreachable,
+    NoCredentials,
+    ResourceInUse,
+    StreamNotFound,
+    Throttled,
+)
 from console.keyspace.hashkeys import even_split, md5_hash_key
 
 
@@ -92,12 +100,12 @@ async def test_streams_shards_and_records_round_trip(kinesis, make_stream):
 
 
 async def test_monitoring_and_identity(kinesis, make_stream):
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     name = await make_stream(shards=2)
     await kinesis.enable_enhanced_monitoring(name, ["IncomingBytes", "IncomingRecords"])
     assert set((await kinesis.describe_stream_summary(name)).enhanced_metrics) == {"IncomingBytes", "IncomingRecords"}
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     series = await kinesis.shard_metrics(name, ["shardId-000000000000", "shardId-000000000001"],
                                          {"IncomingBytes": "Sum"}, now - timedelta(minutes=5), now)
     # moto keeps no shard-level metrics of its own; the shape (one series per asked shard) is what matters here.
