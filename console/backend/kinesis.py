@@ -20,6 +20,7 @@ from console.backend.calls import CallPath
 from console.backend.cloudwatch import CloudWatchBackend
 from console.backend.config import BackendConfig
 from console.backend.dynamodb import DynamoDBBackend
+from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS
 from console.backend.sts import STSBackend
 from console.errors import BackendError, BadInput, ResourceInUse, StreamNotFound
 from console.topology.model import Shard, StreamSummary, put_records_entry
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
 
 class KinesisBackend(CallPath):
     """One open connection to a Kinesis endpoint. Create through `open_backend`."""
+
+    # What the console may use beyond the streams (console.backend.protocol): CloudWatch, retry events.
+    capabilities = frozenset({CLOUDWATCH, RETRY_EVENTS})
 
     def __init__(self, config: BackendConfig, client: Any, *, region: str, endpoint_url: str | None,
                  side_client: Callable[[str], Awaitable[Any]] | None = None) -> None:

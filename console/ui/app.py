@@ -1,13 +1,16 @@
 """The live console: header, key-space ribbon, and tabs (shards, lineage, placement, key tree,
-producer, tail, heat), polling the stream in a worker.
+producer, tail, heat, consumers).
 
-Panels render what they are given and post typed messages; the app handles them (here, in
-console.ui.panel_host for the producer / tail / heat work, console.ui.capacity_host for the CloudWatch
-metrics, console.ui.consumers_host for the Consumers tab, and console.ui.reshard_flow for split,
-merge and rescale, which get only the narrow objects they need).
+The app keeps what is stream-wide: the layout, the keys, the selected shard, which stream is open,
+and the two loops that follow the whole stream (the shard poll, and its CloudWatch metrics once a
+minute). `stream` and `read_only` are reactives the panels follow (data_bind). Each panel runs its
+own work in its own workers (the producer run, the tail reader, the heat sampler, the lease poll) and
+posts typed messages for what other widgets need; the app routes them (heat and lag to the shard
+table and the ribbon). Split, merge and rescale run in console.ui.reshard_flow, given only the narrow
+objects they need. The shard poll and the lease poll share one lock, so they never overlap.
 
-The data source is injected (`source`: any object with KinesisBackend's read methods), so tests
-drive this app against the embedded local Kinesis and the benchmark against a 10k-shard fake.
+The backend is injected (`source`: a console.backend.protocol.ConsoleBackend), so tests drive this
+app against the embedded local Kinesis and the benchmark against a 10k-shard fake.
 """
 
 from __future__ import annotations
@@ -19,20 +22,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
-from textual.binding import Binding
 from textual.message import Message
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.reactive import reactive
+from textual.widgets import TabbedContent, TabPane, Tabs
+from textual.worker import Worker, WorkerState
 
+from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS, ConsoleBackend
+from console.errors import ConsoleError
+from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
 from console.ui import reshard_flow
-from console.ui.bindings import ACTIONS, MUTATING_ACTIONS
+from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS
 from console.ui.focus import FocusModel
 from console.ui.format import short_shard_id
 from console.ui.palette import ConsoleCommands
-from console.ui.capacity_host import CapacityHost
-from console.ui.consumers_host import ConsumersHost
-from console.ui.panel_host import PanelHost
 from console.ui.panels.consumers import ConsumersPanel
 from console.ui.panels.heat import HeatPanel
 from console.ui.panels.keytree import KeyTreePanel
@@ -49,79 +53,15 @@ from console.ui.screens.stream_actions import StreamActionRequest, StreamActions
 from console.ui.screens.stream_picker import StreamPickerScreen
 from console.ui.source import (BIG_STREAM, ConnectionInfo, ListingSchedule, StreamView, describe_failure,
                                fetch_stream, with_lineage)
+from console.ui.startup import settle_heap, warm_lazy_imports
 from console.ui.toasts import ToastsBehindDialogs
+from console.ui.widgets.footer import CoalescingFooter
 from console.ui.widgets.header import ConsoleHeader
 from console.ui.widgets.ribbon import KeySpaceRibbon
-from console.ui.widgets.shard_table import ShardTable
+from console.ui.widgets.shard_table import ShardHeat, ShardTable
 
-
-def _warm_lazy_imports() -> None:
-    """Pay now, at start-up, for what Textual and Rich would otherwise load on first use: the first
-    big listing needs a scrollbar (textual.scrollbar), measures non-ASCII text (Rich's unicode width
-    tables) and runs work in a thread (the default executor). Loaded during that first paint, they
-    stalled the UI loop for tens of ms (tests/benchmarks/bench_console.py)."""
-    import concurrent.futures.thread  # noqa: F401
-    import textual.scrollbar  # noqa: F401
-    from rich.cells import cell_len
-
-    cell_len("…▲▼·⟳▁█")
-
-
-def _settle_heap() -> None:
-    """Move every object alive now out of the garbage collector's way.
-
-    A 10k-shard listing (and its lineage) is ~100k long-lived objects; each full collection would
-    scan them all and stall the UI loop for 100+ ms. Shards are acyclic, so refcounting frees them
-    when a later poll replaces them; only the collector's rescans are saved. Done for big streams only.
-    """
-    gc.freeze()
-
-
-class CoalescingFooter(Footer):
-    """A Footer that rebuilds once for a burst of binding changes, and not at all when the keys it
-    would show are the ones it shows.
-
-    Textual's Footer queues a full recompose (tens of ms with our key list) for every bindings
-    signal, and start-up sends three in a row (focus, screen resume, first idle) with the same keys:
-    those rebuilds ran while the first 10k-shard poll was being shown (bench_console's load stall).
-    """
-
-    _rebuild_pending = False
-    _shown_keys: tuple | None = None
-
-    def bindings_changed(self, screen) -> None:
-        self._bindings_ready = True
-        if not screen.app.app_focus:
-            return
-        if self.is_attached and screen is self.screen and not self._rebuild_pending:
-            self._rebuild_pending = True
-            self.call_after_refresh(self._rebuild)
-
-    def _keys_to_show(self) -> tuple:
-        """What `Footer.compose` reads: every active binding, whether it is enabled, its tooltip
-        and how its key is displayed."""
-        return tuple((binding, enabled, tooltip, self.app.get_key_display(binding))
-                     for _node, binding, enabled, tooltip in self.screen.active_bindings.values())
-
-    def build_then(self, callback: Callable[[], object]) -> None:
-        """Build the keys now (in this widget's own context: its compose binds to it), then call back."""
-
-        async def build() -> None:
-            self._bindings_ready = True
-            try:
-                await self._rebuild()
-            finally:  # the first poll must start even if the footer could not be built
-                callback()
-
-        self.call_later(build)
-
-    async def _rebuild(self) -> None:
-        self._rebuild_pending = False  # first: a change during the rebuild queues another
-        keys = self._keys_to_show()
-        if keys == self._shown_keys:
-            return
-        self._shown_keys = keys
-        await self.recompose()
+CAPACITY_INTERVAL = 60.0  # seconds between fetches of the stream's CloudWatch metrics (its resolution)
+NO_CLOUDWATCH = "no CloudWatch metrics: this source has no CloudWatch"
 
 
 class StreamRefreshed(Message):
@@ -138,39 +78,20 @@ class PollFailed(Message):
         self.reason = reason
 
 
-class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
+class KConsoleApp(CommandLineHost, App[None]):
     CSS_PATH = Path(__file__).parent / "kconsole.tcss"  # absolute, so subclasses elsewhere find it
     TITLE = "kconsole"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
 
-    BINDINGS = [
-        Binding("q", "quit", "Quit", id="app.quit"),
-        Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
-        Binding("f1", "help", "Help", show=False, id="app.help_f1"),
-        Binding("r", "refresh", "Refresh", id="app.refresh"),
-        # One footer entry stands for the tab keys (console.ui.focus sends them on from a text
-        # box that a tab switch focused, until the user enters it).
-        *(Binding(a.key, a.action, "Tabs" if a.key == "1" else a.title, show=a.key == "1",
-                  key_display="1-8" if a.key == "1" else None)
-          for a in ACTIONS if a.action.startswith("show_tab")),
-        Binding("slash", "filter", "Filter", key_display="/", id="app.filter"),
-        Binding("s", "split", "Split", id="reshard.split"),
-        Binding("m", "merge", "Merge", id="reshard.merge"),
-        Binding("x", "scale", "Scale", id="reshard.scale"),
-        Binding("c", "copy_keys", "Copy keys", id="app.copy"),
-        Binding("p", "pick_stream", "Streams", id="app.streams"),
-        Binding("S", "stream_actions", "Stream", id="stream.actions"),
-        # k9s habits: command mode, vi keys in lists, ctrl+c quits (in a text box it asks once).
-        Binding("colon", "command_line", "Command", key_display=":", show=False, id="app.command_line"),
-        Binding("j", "vi_cursor('down')", "Down", show=False, id="app.vi_down"),
-        Binding("k", "vi_cursor('up')", "Up", show=False, id="app.vi_up"),
-        Binding("ctrl+c", "ctrl_c_quit", "Quit", show=False, id="app.ctrl_c_quit"),
-        Binding("R", "toggle_read_only", "Read-only", key_display="R", show=False, id="app.read_only"),
-    ]
+    BINDINGS = APP_BINDINGS
+
+    # What the panels follow (data_bind in compose).
+    stream: reactive[str | None] = reactive(None, init=False)
+    read_only: reactive[bool] = reactive(False, init=False)
 
     def __init__(
         self,
-        source: Any,
+        source: ConsoleBackend,
         *,
         stream: str | None = None,
         interval: float = 5.0,
@@ -185,9 +106,9 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
     ) -> None:
         super().__init__()
         self.source = source
-        self.stream = stream
+        self.set_reactive(KConsoleApp.stream, stream)
+        self.set_reactive(KConsoleApp.read_only, read_only)
         self.interval = interval
-        self.read_only = read_only
         self.poll_timeout = poll_timeout or max(5.0, min(30.0, interval * 3))
         self._config_warning = config_warning
         self._theme_name = theme
@@ -199,11 +120,20 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
         self.view: StreamView | None = None
         self.selected_shard_id: str | None = None
         self.poll_count = 0
-        self._poll_in_flight = False
+        # The shard poll and the Consumers tab's lease poll hold this while they call the backend:
+        # they never overlap, and one due while the other runs simply waits its turn.
+        self.poll_lock = asyncio.Lock()
+        self._poll_worker: Worker | None = None
         self._poll_timer = None
         self._listing = ListingSchedule()
         self._lineage_dirty = False
         self._last_tiling_problem: str | None = None
+        self._capacity_stream: str | None = None  # the stream the CloudWatch loop follows
+        self.focus_model = FocusModel(self)
+        self.toasts = ToastsBehindDialogs(self)
+        # Called with the theme's name when the user picks another one (the launcher saves it to the config).
+        self.on_theme_changed: Callable[[str], None] | None = None
+        self.ctrl_c_asked_at: float | None = None  # ctrl+c in a text box asks once (CommandLineHost)
 
     # ---- layout --------------------------------------------------------------------------------
 
@@ -221,17 +151,19 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
                 yield KeyTreePanel(id="keytree-panel")
             with TabPane("Producer", id="producer"):
                 # Pacing starts off on the embedded local Kinesis (it has no shard limits to respect).
-                yield ProducerPanel(local=self.connection.backend.startswith("local"), id="producer-panel")
+                yield ProducerPanel(self.source, local=self.connection.backend.startswith("local"),
+                                    id="producer-panel").data_bind(KConsoleApp.stream, KConsoleApp.read_only)
             with TabPane("Tail", id="tail"):
-                yield TailView(stream=self.stream, id="tail-view")
+                yield TailView(self.source, stream=self.stream, id="tail-view").data_bind(KConsoleApp.stream)
             with TabPane("Heat", id="heat"):
-                yield HeatPanel(id="heat-panel")
+                yield HeatPanel(self.source, id="heat-panel").data_bind(KConsoleApp.stream)
             with TabPane("Consumers", id="consumers"):
-                yield ConsumersPanel(id="consumers-panel")
+                yield ConsumersPanel(self.source, poll_lock=self.poll_lock, interval=self.interval,
+                                     id="consumers-panel").data_bind(KConsoleApp.stream)
         yield CoalescingFooter(compact=True)  # compact: more keys fit on an 80-column terminal
 
     def on_mount(self) -> None:
-        _warm_lazy_imports()
+        warm_lazy_imports()
         asyncio.get_running_loop().run_in_executor(None, int)  # start the executor's first thread now
         if self._theme_name and self._theme_name in self.available_themes:
             self.theme = self._theme_name
@@ -240,7 +172,7 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
                         severity="warning", timeout=8)
         self.header.update_state(backend=self.connection.backend, region=self.connection.region,
                                  profile=self.connection.profile, stream=self.stream, read_only=self.read_only)
-        if hasattr(self.source, "on_retry"):  # retries go in the header, not on a stderr under the screen
+        if RETRY_EVENTS in self.source.capabilities:  # retries go in the header, not on a stderr under the screen
             self.source.on_retry = self._show_retry
         if self._config_warning:
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
@@ -290,25 +222,33 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
     def placement(self) -> PlacementPanel:
         return self.query_one(PlacementPanel)
 
+    @property
+    def heat_panel(self) -> HeatPanel:
+        return self.query_one(HeatPanel)
+
+    @property
+    def consumers_panel(self) -> ConsumersPanel:
+        return self.query_one(ConsumersPanel)
+
     # ---- polling -------------------------------------------------------------------------------
 
+    @property
+    def poll_running(self) -> bool:
+        return self._poll_worker is not None and not (self._poll_worker.is_finished or self._poll_worker.is_cancelled)
+
     def poll_now(self, *, list_all: bool = True) -> bool:
-        """Start a poll unless one is running (polls never overlap). The next one is armed when it ends.
+        """Start a poll unless one is running. The next one is armed when it ends (on_worker_state_changed).
         A timed poll (`list_all=False`) lists the shards only when the ListingSchedule says so."""
-        if self._poll_in_flight or not self.stream:
-            return False
-        if self.consumers_poll_running:  # runs as soon as the lease poll ends
-            self._shard_poll_deferred = True
+        if self.poll_running or not self.stream:
             return False
         if self._poll_timer is not None:
             self._poll_timer.stop()
             self._poll_timer = None
-        self._poll_in_flight = True
         self.header.update_state(polling=True)
         previous = self.view if self.view is not None and self.view.summary.name == self.stream else None
         if list_all or previous is None or self._listing.next_poll_lists_all():
             previous = None
-        self._poll(self.stream, previous)
+        self._poll_worker = self._poll(self.stream, previous)
         return True
 
     def _timed_poll(self) -> None:
@@ -320,7 +260,8 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
     @work(exclusive=True, group="poll", exit_on_error=False, description="poll the stream")
     async def _poll(self, stream: str, previous: StreamView | None = None) -> None:
         try:
-            view = await asyncio.wait_for(fetch_stream(self.source, stream, previous), self.poll_timeout)
+            async with self.poll_lock:  # a lease poll in flight finishes first
+                view = await asyncio.wait_for(fetch_stream(self.source, stream, previous), self.poll_timeout)
             if stream != self.stream:
                 return
             if previous is not None and view.shards is previous.shards:
@@ -329,7 +270,7 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
                 return
             self._listing.listed_all()
             if len(view.shards) > BIG_STREAM:
-                _settle_heap()
+                settle_heap()
             await self._show_shards(view)
             view = await with_lineage(view)
             if stream == self.stream:
@@ -342,12 +283,15 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
                 if isinstance(error, TimeoutError) and self.header.state.notice:  # cut short while retrying
                     reason += f" (last: {self.header.state.notice.split(';')[0]})"
                 self._show_failure(reason)
-        finally:
-            self._poll_in_flight = False
-            self.poll_count += 1
-            if stream == self.stream and self.is_running:
-                self.header.update_state(polling=False)
-                self._poll_timer = self.set_timer(self.interval, self._timed_poll)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A shard poll that ended (not one cancelled: another stream was opened) arms the next."""
+        if event.worker is not self._poll_worker or event.state not in (WorkerState.SUCCESS, WorkerState.ERROR):
+            return
+        self.poll_count += 1
+        if self.is_running:
+            self.header.update_state(polling=False)
+            self._poll_timer = self.set_timer(self.interval, self._timed_poll)
 
     def _show_failure(self, reason: str) -> None:
         self.header.update_state(error=reason)
@@ -372,7 +316,34 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
     def _show_header(self, view: StreamView) -> None:
         self.view = view
         self.header.update_state(summary=view.summary, refreshed_at=self._clock(), error=None, notice=None)
-        self.watch_capacity(view)
+        self.heat_panel.show_summary(view.summary)
+        self.consumers_panel.follow_listing(view.summary.name, list(view.shards), view.summary.arn or None)
+        if view.summary.name != self._capacity_stream:
+            self._capacity_stream = view.summary.name
+            if CLOUDWATCH in self.source.capabilities:
+                self._poll_capacity(view.summary.name)
+            else:  # an in-memory source (tests, screenshots)
+                self.heat_panel.show_capacity(None, NO_CLOUDWATCH)
+
+    # The stream's CloudWatch metrics: free at stream level, fetched once a minute (CloudWatch's
+    # resolution; more often would only cost more) for the header, the Heat and the Consumers tabs.
+    @work(exclusive=True, group="capacity", exit_on_error=False)
+    async def _poll_capacity(self, stream: str) -> None:
+        while stream == self.stream:
+            try:
+                metrics = await stream_metrics(self.source, stream)
+            except ConsoleError as error:
+                reason = unavailable_reason(error)
+                self.heat_panel.show_capacity(None, reason)
+                self.consumers_panel.show_metrics(None, reason)
+                self.header.update_state(capacity=None)
+            else:
+                if stream != self.stream:
+                    return
+                self.heat_panel.show_capacity(metrics)
+                self.consumers_panel.show_metrics(metrics)
+                self.header.update_state(capacity=CapacitySummary.of(metrics))
+            await asyncio.sleep(CAPACITY_INTERVAL)
 
     def _show_retry(self, event) -> None:
         """A backend call is being retried (throttled, a dropped connection): say so until a poll succeeds."""
@@ -408,7 +379,7 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
             self.notify(view.tiling_problem, title="shard map", severity="warning")
         self._last_tiling_problem = view.tiling_problem
         if len(view.shards) > BIG_STREAM:
-            _settle_heap()
+            settle_heap()
         self.post_message(StreamRefreshed(view))
 
     # ---- selection -----------------------------------------------------------------------------
@@ -444,15 +415,67 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
     def _placement_markers(self, event: PlacementPanel.MarkersChanged) -> None:
         self.ribbon.set_markers(event.hash_keys)
 
+    @on(HeatPanel.HeatChanged)
+    def _heat_changed(self, event: HeatPanel.HeatChanged) -> None:
+        if self.heat_panel.stream == self.stream:  # not a reading of the stream closed a moment ago
+            self._show_heat_figures(event.heat)
+
+    def _show_heat_figures(self, heat: dict[str, ShardHeat]) -> None:
+        """Throughput column (with a sparkline) in the table, and the ribbon coloured by heat."""
+        self.table.set_heat(heat)
+        self.ribbon.set_heat({shard_id: figures.utilisation for shard_id, figures in heat.items()})
+
+    @on(HeatPanel.HeatStopped)
+    def _heat_stopped(self, _event: HeatPanel.HeatStopped) -> None:
+        """The table keeps its last rates marked stale; the ribbon goes back to colouring by share
+        (a heat colour that no longer updates would mislead)."""
+        self.table.set_heat_stale()
+        self.ribbon.set_heat({})
+
+    @on(HeatPanel.MonitoringEnabled)
+    @on(ProducerPanel.RunFinished)
+    def _stream_written(self, _event: Message) -> None:
+        self.poll_now()  # the table and the heat tab follow what the stream now holds
+
+    @on(ConsumersPanel.LagChanged)
+    def _lag_changed(self, event: ConsumersPanel.LagChanged) -> None:
+        self.table.set_lag(event.lag)
+
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        self.focus_tab(event.pane.id)
+        self.focus_model.focus_tab(event.pane.id)
         # The tree is only rebuilt while visible: a 10k-shard stream must not pay for a hidden tree.
         if event.pane.id == "lineage" and self._lineage_dirty and self.view is not None:
             self._lineage_dirty = False
             self.lineage_tree.apply(self.view.lineage)
             if self.selected_shard_id:
                 self.lineage_tree.select_shard(self.selected_shard_id)
+
+    # ---- focus and toasts (console.ui.focus, console.ui.toasts) --------------------------------
+
+    async def on_event(self, event: events.Event) -> None:
+        if not await self.focus_model.handled(event):
+            await super().on_event(event)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        self.focus_model.focused(event.widget)
+
+    @property
+    def tab_strip(self) -> Tabs:
+        return self.focus_model.tab_strip
+
+    def notify(self, message: str, **options: Any) -> None:
+        if not self.toasts.held(message, options):
+            super().notify(message, **options)
+
+    def push_screen(self, screen: Any, *args: Any, **kwargs: Any) -> Any:
+        self.toasts.opening(screen)
+        return super().push_screen(screen, *args, **kwargs)
+
+    def pop_screen(self) -> Any:
+        result = super().pop_screen()
+        self.toasts.closed()
+        return result
 
     # ---- filter --------------------------------------------------------------------------------
 
@@ -461,7 +484,7 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
         self.shards_panel.open_filter()
 
     def on_key(self, event) -> None:
-        self.leave_text_box(event)
+        self.focus_model.leave_text_box(event)
 
     # ---- actions -------------------------------------------------------------------------------
 
@@ -469,7 +492,7 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
         if action in MUTATING_ACTIONS and self.read_only:
             return None  # shown greyed out in the footer, and the key does nothing
         if action == "show_tab":
-            return not self.typing  # False: the digit goes into the text box instead
+            return not self.focus_model.typing  # False: the digit goes into the text box instead
         return True
 
     @on(CommandLineScreen.Entered)
@@ -488,7 +511,7 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
     def action_show_tab(self, tab: str) -> None:
         tabs = self.query_one(TabbedContent)
         if tabs.active == tab:
-            self.focus_tab(tab)
+            self.focus_model.focus_tab(tab)
         tabs.active = tab
 
     def action_sort(self) -> None:
@@ -513,19 +536,24 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
             self.notify("no stream open: press p to pick one", severity="warning")
 
     def open_stream(self, name: str) -> None:
+        self.stream = name  # the panels follow it: each stops its own work on the old stream
+
+    def watch_stream(self, name: str | None) -> None:
         if self._poll_timer is not None:
             self._poll_timer.stop()
             self._poll_timer = None
         self.workers.cancel_group(self, "poll")
-        self.stop_panel_work()
-        self._poll_in_flight = False
-        self.stream = name
+        self.workers.cancel_group(self, "capacity")
+        self._capacity_stream = None
         self.view = None
         self.selected_shard_id = None
         self.table.apply([])
+        self.table.set_heat({})
+        self.table.set_lag({})
         self.ribbon.set_shards([])
-        self.header.update_state(stream=name, summary=None, refreshed_at=None, error=None)
-        if self._on_stream_opened:
+        self.ribbon.set_heat({})
+        self.header.update_state(stream=name, summary=None, refreshed_at=None, error=None, capacity=None)
+        if name and self._on_stream_opened:
             self._on_stream_opened(name)
         self.poll_now()
 
@@ -552,7 +580,7 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
             operation, self.stream, self.view.shards, self.view.summary.open_shard_count,
             self.table.shard(self.selected_shard_id) if self.selected_shard_id else None, self.source,
             suggestion.at if suggestion is not None else None, key_format=self.key_format, sample=self.placement.key_sample(),
-            barrier=self.reshard_barrier_lines)
+            barrier=self.consumers_panel.barrier_lines)
         problem = reshard_flow.refusal(request)
         if problem:
             self.notify(problem, severity="warning")
@@ -563,7 +591,7 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
         """On the heat tab, `s` splits the shard selected there at the median of its observed traffic."""
         if self.query_one(TabbedContent).active != "heat":
             return None
-        selected = self.query_one(HeatPanel).selected
+        selected = self.heat_panel.selected
         return selected.split if selected is not None else None
 
     @work(exclusive=True, group="reshard", exit_on_error=False, description="reshard")
@@ -600,3 +628,9 @@ class KConsoleApp(ConsumersHost, CapacityHost, PanelHost, CommandLineHost, Focus
     @on(StreamDeleted)
     def _stream_deleted(self, _event: StreamDeleted) -> None:
         self.action_pick_stream()
+
+    def action_enable_monitoring(self) -> None:
+        if self.read_only:
+            self.notify("enhanced monitoring: not available in read-only mode", severity="warning")
+            return
+        self.heat_panel.enable_monitoring()

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from console.keyspace.hashkeys import MAX_HASH_KEY
+from console.keyspace.hashkeys import HASH_SPACE, MAX_HASH_KEY
 
 _NUMBERED_SHARD = re.compile(r"^shardId-(\d+)$")
 
@@ -49,3 +50,20 @@ def format_age(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds // 60:.0f}m{seconds % 60:02.0f}s ago"
     return f"{seconds / 3600:.1f}h ago"
+
+
+def summarise_shares(starts: Sequence[int], ends: Sequence[int], ids: Sequence[str]) -> str:
+    """The summary line: how uneven the open shards' shares are. Pure (10k shards: a few ms), so the
+    poll worker works it out in its thread and hands it to the ribbon (console.ui.widgets.ribbon)."""
+    count = len(ids)
+    if not count:
+        return ""
+    widths = list(map(int.__sub__, ends, starts))
+    smallest = widths.index(min(widths))
+    largest = widths.index(max(widths))
+    shares = {i: (widths[i] + 1) / HASH_SPACE for i in (smallest, largest)}
+    spread = shares[largest] / shares[smallest]
+    verdict = "even" if spread < 1.01 else f"uneven {spread:.1f}x"
+    return (f"{count} open · {verdict} · min {format_share(shares[smallest])} {short_shard_id(ids[smallest])}"
+            f" · max {format_share(shares[largest])} {short_shard_id(ids[largest])}"
+            f" · even {format_share(1 / count)}")

@@ -12,12 +12,16 @@ import importlib
 import json
 import os
 import sys
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
+from console.backend.protocol import ConsoleBackend, MetricPoints
 from console.bounds import validate_stream_name
 from console.lifecycle.rules import DEFAULT_SHARDS
 from console.errors import BadInput
+from console.topology.model import Shard, StreamSummary
 
 DEMO_STREAM = "kconsole-demo"
 DEMO_RECORDS = 60
@@ -47,26 +51,44 @@ async def prepare_demo_stream(kinesis, name: str = DEMO_STREAM, shards: int = 4,
 
 
 class PrefetchingSource:
-    """A source whose answers for the console's first poll of `stream` were asked for before the UI
+    """The backend, with the answers for the console's first poll of `stream` asked for before the UI
     started: the server works on them while Textual starts, and the first poll picks them up. Every
-    other call goes straight to `source`."""
+    other call goes straight to the backend (each one by name: this is a ConsoleBackend too)."""
 
-    def __init__(self, source: Any, stream: str) -> None:
+    def __init__(self, source: ConsoleBackend, stream: str) -> None:
         self._source = source
         self._stream = stream
+        self.capabilities = source.capabilities
         self._pending: dict[str, asyncio.Future] = {
             "describe_stream_summary": asyncio.ensure_future(source.describe_stream_summary(stream)),
             "all_shards": asyncio.ensure_future(source.all_shards(stream)),
         }
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._source, name)
+    @property
+    def on_retry(self) -> Callable[[Any], None] | None:
+        return self._source.on_retry
 
-    async def describe_stream_summary(self, stream: str) -> Any:
+    @on_retry.setter
+    def on_retry(self, callback: Callable[[Any], None] | None) -> None:
+        self._source.on_retry = callback
+
+    @property
+    def label(self) -> str:
+        return self._source.label
+
+    @property
+    def region(self) -> str | None:
+        return getattr(self._source, "region", None)
+
+    @property
+    def config(self) -> Any:
+        return getattr(self._source, "config", None)
+
+    async def describe_stream_summary(self, stream: str) -> StreamSummary:
         early = self._pending.pop("describe_stream_summary", None) if stream == self._stream else None
         return await early if early is not None else await self._source.describe_stream_summary(stream)
 
-    async def all_shards(self, stream: str, shard_filter: dict | None = None) -> Any:
+    async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]:
         early = self._pending.pop("all_shards", None) if stream == self._stream and shard_filter is None else None
         return await early if early is not None else await self._source.all_shards(stream, shard_filter)
 
@@ -77,6 +99,84 @@ class PrefetchingSource:
             if early.done() and not early.cancelled():
                 early.exception()  # retrieved, so asyncio does not log it as never looked at
         self._pending.clear()
+
+    # ---- the rest of ConsoleBackend, straight to the backend ----
+
+    async def list_streams(self) -> list[StreamSummary]:
+        return await self._source.list_streams()
+
+    async def describe_stream_details(self, stream: str) -> dict:
+        return await self._source.describe_stream_details(stream)
+
+    async def wait_for_active(self, stream: str, timeout: float = 60.0) -> StreamSummary:
+        return await self._source.wait_for_active(stream, timeout)
+
+    async def increase_retention(self, stream: str, hours: int) -> None:
+        await self._source.increase_retention(stream, hours)
+
+    async def decrease_retention(self, stream: str, hours: int) -> None:
+        await self._source.decrease_retention(stream, hours)
+
+    async def update_stream_mode(self, stream_arn: str, mode: str) -> None:
+        await self._source.update_stream_mode(stream_arn, mode)
+
+    async def start_encryption(self, stream: str, key_id: str) -> None:
+        await self._source.start_encryption(stream, key_id)
+
+    async def stop_encryption(self, stream: str, key_id: str) -> None:
+        await self._source.stop_encryption(stream, key_id)
+
+    async def delete_stream(self, stream: str, *, enforce_consumer_deletion: bool = True) -> None:
+        await self._source.delete_stream(stream, enforce_consumer_deletion=enforce_consumer_deletion)
+
+    async def enable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None:
+        await self._source.enable_enhanced_monitoring(stream, metrics)
+
+    async def put_record(self, stream: str, data: bytes, partition_key: str, *,
+                         explicit_hash_key: int | None = None,
+                         sequence_number_for_ordering: str | None = None) -> dict:
+        return await self._source.put_record(stream, data, partition_key, explicit_hash_key=explicit_hash_key,
+                                             sequence_number_for_ordering=sequence_number_for_ordering)
+
+    async def put_records(self, stream: str, records: list[dict]) -> dict:
+        return await self._source.put_records(stream, records)
+
+    async def get_shard_iterator(self, stream: str, shard_id: str, iterator_type: str, *,
+                                 sequence_number: str | None = None, timestamp: datetime | None = None) -> str:
+        return await self._source.get_shard_iterator(stream, shard_id, iterator_type,
+                                                     sequence_number=sequence_number, timestamp=timestamp)
+
+    async def get_records(self, shard_iterator: str, limit: int = 10000) -> dict:
+        return await self._source.get_records(shard_iterator, limit)
+
+    async def split_shard(self, stream: str, shard_id: str, new_starting_hash_key: int) -> None:
+        await self._source.split_shard(stream, shard_id, new_starting_hash_key)
+
+    async def merge_shards(self, stream: str, shard_id: str, adjacent_shard_id: str) -> None:
+        await self._source.merge_shards(stream, shard_id, adjacent_shard_id)
+
+    async def update_shard_count(self, stream: str, target: int) -> dict:
+        return await self._source.update_shard_count(stream, target)
+
+    async def list_stream_consumers(self, stream_arn: str) -> list[dict]:
+        return await self._source.list_stream_consumers(stream_arn)
+
+    async def describe_table(self, table: str) -> dict:
+        return await self._source.describe_table(table)
+
+    async def scan_table(self, table: str, *, limit: int | None = None) -> list[dict]:
+        return await self._source.scan_table(table, limit=limit)
+
+    def scan_pages(self, table: str, *, page_size: int | None = None) -> AsyncIterator[list[dict]]:
+        return self._source.scan_pages(table, page_size=page_size)
+
+    async def stream_metrics(self, stream: str, metrics: dict[str, str], start: datetime, end: datetime,
+                             period: int = 60) -> dict[str, MetricPoints]:
+        return await self._source.stream_metrics(stream, metrics, start, end, period)
+
+    async def shard_metrics(self, stream: str, shard_ids: list[str], metrics: dict[str, str],
+                            start: datetime, end: datetime, period: int = 60) -> dict[str, dict[str, MetricPoints]]:
+        return await self._source.shard_metrics(stream, shard_ids, metrics, start, end, period)
 
 
 def served_to_a_browser() -> bool:

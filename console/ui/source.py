@@ -1,29 +1,22 @@
 """What the console polls, and what one good poll yields.
 
-The app never builds its own backend: it is handed any object with KinesisBackend's read methods
-(`describe_stream_summary`, `all_shards`, `list_streams`), so tests and the 10k-shard benchmark inject a
-transport of their own and the real app runs on `open_backend(...)`.
+The app never builds its own backend: it is handed a console.backend.protocol.ConsoleBackend (the
+poll itself needs only its StreamReads: `describe_stream_summary`, `all_shards`, `list_streams`), so tests
+and the 10k-shard benchmark inject a transport of their own and the real app runs on `open_backend(...)`.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
+from console.backend.protocol import StreamReads
 from console.errors import ConsoleError
 from console.keyspace.hashkeys import HashRangeIndex
 from console.topology.lineage import Lineage
 from console.topology.model import Shard, StreamSummary
-from console.ui.widgets.ribbon import summarise_shares
-
-
-class StreamSource(Protocol):
-    async def describe_stream_summary(self, stream: str) -> StreamSummary: ...
-
-    async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]: ...
-
-    async def list_streams(self) -> list[StreamSummary]: ...
+from console.ui.format import summarise_shares
 
 
 @dataclass(frozen=True)
@@ -89,6 +82,7 @@ class StreamView:
         return self.lineage.problem if self.lineage is not None else None
 
 
+
 BIG_STREAM = 500  # shards; above this, pure-Python work on the whole listing runs in a thread
 
 
@@ -124,7 +118,7 @@ def listing_is_current(previous: StreamView, summary: StreamSummary) -> bool:
             and summary.open_shard_count == before.open_shard_count)
 
 
-async def fetch_stream(source: StreamSource, stream: str, previous: StreamView | None = None) -> StreamView:
+async def fetch_stream(source: StreamReads, stream: str, previous: StreamView | None = None) -> StreamView:
     """Summary and every shard; the lineage is left to `with_lineage`. Given the `previous` view of
     the same stream, only the summary is asked for, and the previous shards (with their lineage) are
     kept unless the summary says they changed."""
@@ -161,7 +155,7 @@ def _lineage_and_summary(shards: tuple[Shard, ...]) -> tuple[Lineage, str | None
     return lineage, summary
 
 
-async def poll_stream(source: StreamSource, stream: str) -> StreamView:
+async def poll_stream(source: StreamReads, stream: str) -> StreamView:
     return await with_lineage(await fetch_stream(source, stream))
 
 

@@ -33,6 +33,8 @@ class StaticSource:
 
     label = "static (in memory)"
     region = "local"
+    capabilities: frozenset[str] = frozenset()  # no CloudWatch, no retries to report
+    on_retry = None
 
     def __init__(self, stream: str, shards: Sequence[Shard], *, status: str = "ACTIVE",
                  mode: str = "PROVISIONED", retention_hours: int = 24) -> None:

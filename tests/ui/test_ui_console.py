@@ -41,7 +41,7 @@ async def wait_until(pilot, predicate, timeout: float = 15.0, what: str = "condi
         if time.monotonic() > deadline:
             notes = getattr(pilot.app, "notes", [n.message for n in pilot.app._notifications])
             raise AssertionError(f"timed out waiting for {what}; screen {pilot.app.screen!r}; notifications {notes}; "
-                                 f"polls {getattr(pilot.app, 'poll_count', None)} in flight {getattr(pilot.app, '_poll_in_flight', None)}; "
+                                 f"polls {getattr(pilot.app, 'poll_count', None)} running {getattr(pilot.app, 'poll_running', None)}; "
                                  f"header {pilot.app.query_one('#header').state if pilot.app.query('#header') else None}")
         await pilot.pause(0.05)
 

@@ -8,7 +8,7 @@ from textual.widgets import Input
 
 from console.config import Config, load_config, save_config
 from console.keyspace.hashkeys import HASH_SPACE
-from console.ui.screens.reshard import ConfirmByNameScreen
+from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.command_line import CommandLineScreen, parse
 from console.ui.screens.stream_picker import StreamPickerScreen
 from console.ui.static_source import StaticSource, even_shards, split_shard

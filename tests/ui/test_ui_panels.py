@@ -8,7 +8,7 @@ import json
 import pytest
 from tests.ui.test_ui_console import RecordingApp, wait_until
 
-from console.ui.screens.reshard import ConfirmByNameScreen
+from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.prompt import PromptScreen
 
 pytestmark = pytest.mark.timeout(90)

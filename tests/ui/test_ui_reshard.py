@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from console.reshard.plan import midpoint
-from console.ui.screens.reshard import ConfirmByNameScreen, ReshardPreviewScreen
+from console.ui.screens.confirm import ConfirmByNameScreen
+from console.ui.screens.reshard import ReshardPreviewScreen
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 from tests.ui.test_ui_console import RecordingApp, wait_until
 

@@ -1,22 +1,33 @@
 """The Consumers tab: EFO consumers and, once a KCL lease table is named, every lease with its owner,
 checkpoint, records and time behind, and state; open shards without a lease below.
 
-The panel does no I/O: Enter in the table box posts `ConsumersPanel.WatchRequested`; the app
-(ConsumersHost) polls in a worker and calls `show_report` / `show_error`. Rows are updated in place.
+The panel runs its own lease poll: Enter in the table box posts `WatchRequested` (the panel acts on it
+itself; it bubbles on), and a worker on the panel reads one `consumer_report` (EFO consumers, the lease
+table, lag per leased shard) every poll interval, shown in the panel's own tables. A lease poll and
+the app's shard poll never run at once: both hold the one `poll_lock` the app hands the panel. What
+the shard table needs leaves as a message: `LagChanged` (its Lag column). Rows are updated in place.
 Every text from the lease table or the stream is shown escaped and as plain text (no markup).
 """
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
-from console.consumers.report import ConsumerReport, LeaseRow, format_millis
+from console.backend.protocol import ConsoleBackend
+from console.consumers.report import ConsumerReport, LeaseRow, StallTracker, format_millis
+from console.errors import ConsoleError
 from console.heat.capacity import MetricSeries
 from console.read.printable import printable
+from console.topology.model import Shard
 from console.ui.widgets.metric_lines import stream_capacity_text
 
 LEASE_COLUMNS = ("Shard", "State", "Owner", "Checkpoint", "Behind", "Time", "Problem")
@@ -44,13 +55,34 @@ class ConsumersPanel(Vertical):
     ConsumersPanel #consumers-metrics { height: auto; color: $text-muted; }
     """
 
+    # Followed from the app (data_bind): the stream whose consumers are shown.
+    stream: reactive[str | None] = reactive(None, init=False)
+
     class WatchRequested(Message):
-        """Poll this lease table (None: EFO consumers only)."""
+        """The operator asked to poll this lease table (None: EFO consumers only)."""
 
         def __init__(self, panel: "ConsumersPanel", table: str | None) -> None:
             super().__init__()
             self.panel = panel
             self.table = table
+
+    class LagChanged(Message):
+        """The worst time behind on each leased shard, formatted (empty: no lag known)."""
+
+        def __init__(self, lag: dict[str, str]) -> None:
+            super().__init__()
+            self.lag = lag
+
+    def __init__(self, source: ConsoleBackend | None = None, *, poll_lock: asyncio.Lock | None = None,
+                 interval: float = 5.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.source = source
+        self.poll_lock = poll_lock or asyncio.Lock()  # shared with the app's shard poll
+        self.interval = interval
+        self.lease_table: str | None = None  # the lease table polled (the reshard preview reads it too)
+        # The shard poll's latest listing of the stream (no second ListShards), and its ARN.
+        self._shards: list[Shard] | None = None
+        self._stream_arn: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="KCL lease table (enter reads it; empty: EFO consumers only)", id="consumers-table")
@@ -73,6 +105,70 @@ class ConsumersPanel(Vertical):
         self.show_status(f"reading {table}…" if table else "reading EFO consumers…")
         self.post_message(self.WatchRequested(self, table))
         self.query_one("#consumers-leases", DataTable).focus()
+
+    # ---- its work -------------------------------------------------------------------------------
+
+    def on_consumers_panel_watch_requested(self, message: WatchRequested) -> None:
+        if not self.stream or self.source is None:
+            self.show_error("no stream open: press p to pick one")
+            return
+        self.lease_table = message.table
+        self._watch(self.source, self.stream, message.table)
+
+    def watch_stream(self) -> None:
+        self.workers.cancel_group(self, "consumers")
+        self.lease_table = None
+        self._shards = self._stream_arn = None
+        self.post_message(self.LagChanged({}))
+
+    def follow_listing(self, stream: str, shards: list[Shard], arn: str | None) -> None:
+        """A shard poll's result, so the lease poll need not list the shards again."""
+        if stream == self.stream:
+            self._shards, self._stream_arn = shards, arn
+
+    @work(exclusive=True, group="consumers", exit_on_error=False)
+    async def _watch(self, source: ConsoleBackend, stream: str, lease_table: str | None) -> None:
+        tracker = StallTracker()
+        self.post_message(self.LagChanged({}))
+        while True:
+            async with self.poll_lock:  # never alongside a shard poll
+                await self._show_consumers(source, stream, lease_table, tracker)
+            await asyncio.sleep(self.interval)
+
+    async def _show_consumers(self, source: ConsoleBackend, stream: str, lease_table: str | None,
+                              tracker: StallTracker) -> None:
+        from console.consumers.look import consumer_report  # loaded when first used, not at start-up
+
+        shards = self._shards
+        try:
+            report = await consumer_report(source, stream, lease_table=lease_table, tracker=tracker, shards=shards,
+                                           stream_arn=self._stream_arn if shards is not None else None)
+        except ConsoleError as error:
+            self.show_error(error.message)
+        else:
+            self.show_report(report)
+            self.post_message(self.LagChanged({shard_id: format_millis(millis)
+                                               for shard_id, millis in report.worst_millis_by_shard().items()}))
+
+    async def barrier_lines(self, stream: str, shards: Any, plan: Any) -> tuple[list[str], str | None]:
+        """For the reshard preview, with a lease table open here: the parents not yet finished and the
+        lag the plan would put behind the barrier (lines), and why the plan is held back (None: it is
+        not). A lease table that cannot be read holds it back too: the lag is unknown."""
+        from console.consumers.barrier import barrier_analysis, changed_shards
+        from console.consumers.look import consumer_report
+
+        table = self.lease_table
+        if not table or self.source is None:
+            return [], None
+        try:
+            report = await consumer_report(self.source, stream, lease_table=table, shards=shards)
+        except ConsoleError as error:
+            return ([f"Consumers: cannot read lease table {table}: {error.message}"],
+                    f"the consumers' lag in lease table {table} is unknown")
+        kept = (shard.shard_id for shard in plan.after if shard.unchanged and shard.shard_id)
+        barrier = barrier_analysis(report, shards, changed_shards(plan.before, kept))
+        return barrier.lines(), barrier.reason() if barrier.blocking else None
+
 
     def show_status(self, text: str) -> None:
         self.query_one("#consumers-status", Static).update(Text(text))

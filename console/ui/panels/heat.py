@@ -2,11 +2,14 @@
 the stream total, the stream's CloudWatch metrics of the last 30 minutes, and the top keys (and, with
 enhanced monitoring, the shard-level CloudWatch metrics) of the selected shard.
 
-No I/O here: the app runs `console.heat.sampler.HeatSampler` in a worker and calls
-`update_snapshot()` with each `StreamHeatSnapshot`, and polls CloudWatch (console.ui.capacity_host),
-calling `show_capacity()` and `show_shard_capacity()`. The panel posts `HeatPanel.Shown` / `HeatPanel.Hidden`
-so the app can start the sampler when the panel appears and stop it when it is hidden (or on quit),
-and `HeatPanel.SelectionChanged` so it can fetch the newly selected shard's metrics.
+The panel runs its own work while it is shown: `console.heat.sampler.HeatSampler` in one worker
+(each `StreamHeatSnapshot` goes to `update_snapshot()`), and the selected shard's CloudWatch metrics
+in another (only that shard: a 10,000-shard stream costs no more than one; fetched when the selection
+settles, and again each minute). Hiding the panel, or another stream being opened, cancels both.
+What the shard table and the ribbon need leaves as messages the app routes: `HeatChanged` (the live
+figures per shard) and `HeatStopped` (no sampler runs: the figures are stale). The stream-level
+CloudWatch metrics come from the app's once-a-minute poll (`show_capacity()`), and each shard poll's
+summary (`show_summary()`) says which shard-level metrics enhanced monitoring has on.
 
 Keys: up/down (or k/j) select a shard, h toggles hottest-first order, e turns on CloudWatch
 enhanced monitoring (the app asks for the stream name first; greyed out when read-only).
@@ -14,20 +17,34 @@ enhanced monitoring (the app asks for the stream name first; greyed out when rea
 
 from __future__ import annotations
 
+import asyncio
+
 from rich.text import Text
-from textual import events, on
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Static
 
-from console.heat.capacity import MetricSeries
+from console.backend.protocol import CLOUDWATCH, ConsoleBackend
+from console.errors import ConsoleError
+from console.heat.cloudwatch import SHARD_LEVEL_METRICS
+from console.heat.capacity import MetricSeries, enabled_shard_metrics, shard_metrics, unavailable_reason
+from console.heat.sampler import HeatSampler
 from console.heat.snapshot import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
 from console.read.printable import printable
-from console.ui.widgets.heat_map import HeatMap, HeatRow, legend
+from console.topology.model import StreamSummary
+from console.ui.screens.confirm import ConfirmByNameScreen
+from console.ui.widgets.heat_map import MAP_SECONDS, HeatMap, HeatRow, legend
 from console.ui.widgets.metric_lines import capacity_text, stream_capacity_text
+from console.ui.widgets.shard_table import ShardHeat
+
+SHARD_CAPACITY_SECONDS = 60.0  # a selected shard's metrics are fetched again after this long (CloudWatch's resolution)
+SETTLE_SECONDS = 0.3  # after a selection change: arrow keys held down fetch once, for where they stop
+MONITORING_OFF = "per-shard CloudWatch metrics need enhanced monitoring on the stream (e turns it on)"
 
 
 def top_keys_text(shard: ShardHeatSnapshot | None, stream: str) -> Text:
@@ -66,28 +83,53 @@ class HeatPanel(Widget, can_focus=True):
         Binding("up,k", "select(-1)", "Previous shard", show=False),
         Binding("down,j", "select(1)", "Next shard", show=False),
         Binding("h", "toggle_order", "Hottest first", id="heat.order"),
-        # The app runs it (confirmation, read-only gating, the backend call in a worker).
+        # An app key (greyed out there when read-only); the panel asks for the name and makes the call.
         Binding("e", "app.enable_monitoring", "Enhanced monitoring", id="heat.monitoring"),
     ]
 
+    # Followed from the app (data_bind): the stream sampled.
+    stream: reactive[str | None] = reactive(None, init=False)
+
     class Shown(Message):
-        """The panel became visible: start sampling."""
+        """The panel became visible (it starts sampling)."""
 
     class Hidden(Message):
-        """The panel was hidden: stop sampling."""
+        """The panel was hidden (it stops sampling)."""
 
     class SelectionChanged(Message):
-        """Another shard is selected: its shard-level metrics are wanted."""
+        """Another shard is selected in the heat map."""
 
         def __init__(self, shard_id: str | None) -> None:
             super().__init__()
             self.shard_id = shard_id
 
-    def __init__(self, *, id: str | None = None) -> None:
+    class HeatChanged(Message):
+        """A new reading: the live figures per shard (the last few seconds)."""
+
+        def __init__(self, heat: dict[str, ShardHeat]) -> None:
+            super().__init__()
+            self.heat = heat
+
+    class HeatStopped(Message):
+        """No sampler runs any more: figures shown elsewhere no longer update."""
+
+    class MonitoringEnabled(Message):
+        """Enhanced monitoring was switched on for `stream` (its summary now lists the metrics)."""
+
+        def __init__(self, stream: str) -> None:
+            super().__init__()
+            self.stream = stream
+
+    def __init__(self, source: ConsoleBackend | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.source = source
         self.snapshot: StreamHeatSnapshot | None = None
         self.hottest_first = False
         self.selected_shard: str | None = None
+        self._shown = False
+        self._shard_metrics_on: dict[str, str] = {}  # enhanced monitoring's shard-level metrics and statistics
+        self._shard_capacity: dict[str, MetricSeries] = {}  # selected shards fetched in the last minute
+        self._wake = asyncio.Event()  # the selection or enhanced monitoring changed
 
     def compose(self) -> ComposeResult:
         # Scrolls (mouse wheel) on a short terminal rather than cutting the metrics off; the keys
@@ -100,13 +142,128 @@ class HeatPanel(Widget, can_focus=True):
             yield Static(id="heat-keys")
             yield Static(id="heat-shard-capacity")
 
+    # ---- its work ---------------------------------------------------------------------------
+
     def on_show(self, event: events.Show) -> None:
+        self._shown = True
         self.post_message(self.Shown())
+        self._start_work()
 
     def on_hide(self, event: events.Hide) -> None:
+        self._shown = False
         self.post_message(self.Hidden())
+        self._stop_work()
+        self.post_message(self.HeatStopped())
 
-    # ---- fed by the app ---------------------------------------------------------------------
+    def watch_stream(self) -> None:
+        self._stop_work()
+        self._shard_capacity = {}
+        if self._shown:
+            self._start_work()
+
+    def _start_work(self) -> None:
+        if self.stream is None or self.source is None:
+            return
+        self._sample(self.source, self.stream)
+        if CLOUDWATCH in self.source.capabilities:
+            self._watch_shard_capacity(self.source, self.stream)
+
+    def _stop_work(self) -> None:
+        # The sampler's readers stop with the worker (HeatSampler.__aexit__ awaits them all).
+        self.workers.cancel_group(self, "heat")
+        self.workers.cancel_group(self, "heat-cloudwatch")
+
+    @work(exclusive=True, group="heat", exit_on_error=False)
+    async def _sample(self, source: ConsoleBackend, stream: str) -> None:
+        try:
+            async with HeatSampler(source, stream) as sampler:
+                async for snapshot in sampler.snapshots(every=1.0, series_seconds=MAP_SECONDS):
+                    self.update_snapshot(snapshot)
+                    self.post_message(self.HeatChanged(live_figures(snapshot)))
+        except ConsoleError as error:
+            self.notify(f"heat: {error.message}", severity="error", timeout=8)
+            self.post_message(self.HeatStopped())
+
+    @work(exclusive=True, group="heat-cloudwatch", exit_on_error=False)
+    async def _watch_shard_capacity(self, source: ConsoleBackend, stream: str) -> None:
+        """The selected shard's CloudWatch metrics: fetched when the selection (or enhanced
+        monitoring) changes and settles, and again each minute. One loop: fetches never overlap."""
+        while True:
+            self._wake.clear()  # before fetching: a wake during the fetch starts the next round at once
+            if self._show_selected_shard_capacity():
+                await self._fetch_selected_shard_capacity(source, stream)
+            try:
+                await asyncio.wait_for(self._wake.wait(), SHARD_CAPACITY_SECONDS)
+            except TimeoutError:
+                self._shard_capacity = {}  # a minute old: fetched again
+                continue
+            await asyncio.sleep(SETTLE_SECONDS)
+
+    def _show_selected_shard_capacity(self) -> bool:
+        """Show what is known of the selected shard's metrics; True when they still need fetching."""
+        shard_id = self.selected_shard
+        if not self._shard_metrics_on:
+            self.show_shard_capacity(shard_id, None, MONITORING_OFF)
+            return False
+        if shard_id is None:
+            return False
+        known = self._shard_capacity.get(shard_id)
+        if known is not None:
+            self.show_shard_capacity(shard_id, known)
+            return False
+        self.show_shard_capacity(shard_id, None, f"fetching CloudWatch metrics of {shard_id}…")
+        return True
+
+    async def _fetch_selected_shard_capacity(self, source: ConsoleBackend, stream: str) -> None:
+        shard_id = self.selected_shard
+        if shard_id is None:
+            return
+        try:
+            found = await shard_metrics(source, stream, [shard_id], self._shard_metrics_on)
+        except ConsoleError as error:
+            self.show_shard_capacity(shard_id, None, unavailable_reason(error))
+            return
+        self._shard_capacity[shard_id] = found[shard_id]
+        if self.selected_shard == shard_id:
+            self.show_shard_capacity(shard_id, found[shard_id])
+
+    def enable_monitoring(self) -> None:
+        """Turn on shard-level enhanced monitoring, once the operator typed the stream name (it is a
+        change to the stream, billed per shard)."""
+        stream, source = self.stream, self.source
+        if not stream or source is None:
+            self.notify("no stream open: press p to pick one", severity="warning")
+            return
+        what = f"enable shard-level enhanced monitoring ({', '.join(SHARD_LEVEL_METRICS)}; billed per shard)"
+
+        def confirmed(ok: bool | None) -> None:
+            if ok and stream == self.stream:
+                self._enable_monitoring(source, stream, SHARD_LEVEL_METRICS)
+            else:
+                self.notify("enhanced monitoring: cancelled, nothing was called", timeout=4)
+
+        self.app.push_screen(ConfirmByNameScreen(stream, what), confirmed)
+
+    @work(exclusive=True, group="heat-monitoring", exit_on_error=False)
+    async def _enable_monitoring(self, source: ConsoleBackend, stream: str, metrics: tuple[str, ...]) -> None:
+        try:
+            await source.enable_enhanced_monitoring(stream, list(metrics))
+            enabled = (await source.describe_stream_summary(stream)).enhanced_metrics
+        except ConsoleError as error:
+            self.notify(f"enhanced monitoring: {error.message}", severity="error", timeout=10)
+            return
+        self.notify(f"enhanced monitoring on {stream}: {', '.join(sorted(enabled)) or 'none'}",
+                    title="heat", timeout=8)
+        self.post_message(self.MonitoringEnabled(stream))
+
+    # ---- fed by its workers and the app's polls -----------------------------------------------
+
+    def show_summary(self, summary: StreamSummary) -> None:
+        """A shard poll's summary: which shard-level metrics enhanced monitoring has on."""
+        enabled = enabled_shard_metrics(summary.enhanced_metrics)
+        if enabled != self._shard_metrics_on:
+            self._shard_metrics_on = enabled
+            self._wake.set()
 
     def update_snapshot(self, snapshot: StreamHeatSnapshot) -> None:
         self.snapshot = snapshot
@@ -134,6 +291,8 @@ class HeatPanel(Widget, can_focus=True):
         if shard_id != self.selected_shard:
             self.selected_shard = shard_id
             self.post_message(self.SelectionChanged(shard_id))
+            if self.source is not None and self._show_selected_shard_capacity():
+                self._wake.set()
 
     @property
     def ordered_shards(self) -> list[ShardHeatSnapshot]:
@@ -193,3 +352,10 @@ class HeatPanel(Widget, can_focus=True):
         self.hottest_first = not self.hottest_first
         self._render_snapshot()
 
+
+def live_figures(snapshot: StreamHeatSnapshot) -> dict[str, ShardHeat]:
+    """What the shard table and the ribbon show of a reading: the last few seconds (recent_*), not
+    the window's average, which would flatten a burst that started a moment ago."""
+    return {shard.shard_id: ShardHeat(shard.recent_records_per_s, shard.recent_bytes_per_s,
+                                      shard.recent_utilisation, tuple(shard.series[-4:]))
+            for shard in snapshot.shards}

@@ -194,26 +194,6 @@ class LineageTree(CursorNavigation, ScrollView, can_focus=True):
 
     # ---- rendering -----------------------------------------------------------------------------
 
-    def notify_style_update(self) -> None:
-        self._style_cache.clear()
-        super().notify_style_update()
-
-    def _on_focus(self, event: events.Focus) -> None:
-        super()._on_focus(event)
-        self.refresh()
-
-    def _on_blur(self, event: events.Blur) -> None:
-        super()._on_blur(event)
-        self.refresh()
-
-    def _style(self, part: str) -> Style:
-        key = (part, self.has_focus)
-        style = self._style_cache.get(key)
-        if style is None:
-            style = self.rich_style + (self.get_component_rich_style(part) if part else Style())
-            self._style_cache[key] = style
-        return style
-
     def _text(self, line: TreeLine):
         from rich.text import Text
 

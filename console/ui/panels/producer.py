@@ -1,28 +1,37 @@
 """The producer panel: set up a test run, watch it per shard, then read the verification report.
 
-The panel does no I/O. Start posts `ProducerPanel.StartRequested(panel, settings, verify)`; the app
-runs `console.produce.verify.run_and_verify(kinesis, stream, settings, verify=..., on_progress=panel.show_progress,
-on_verifying=panel.show_verifying)` in a worker and feeds the panel: `show_started(settings)` first,
-then `show_report(report)` (or `show_finished()` without verification, `show_error(message)` on a
-ConsoleError). Stop posts `StopRequested(panel)`; cancelling the worker is the app's part. Failures in the
-report are rows of a table: selecting one lists the records of its key, as read and as acknowledged.
+The panel runs its own work: Start posts `StartRequested(panel, settings, verify)`, which the panel
+acts on itself (and which bubbles on, for whoever watches): after the operator types the stream name
+(writing is a change), `console.produce.verify.run_and_verify` runs in a worker on the panel and feeds
+the panel's own widgets (progress, per-shard table, report). Stop (`StopRequested`), or another
+stream being opened, cancels it. What the rest of the console needs leaves as a message:
+`RunFinished` (the stream holds new records: the app polls it). Failures in the report are rows of a table: selecting one lists the
+records of its key, as read and as acknowledged.
 """
 
 from __future__ import annotations
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.binding import Binding
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import Button, Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
 
+from console.backend.protocol import ConsoleBackend
 from console.errors import ConsoleError
-from console.produce.report import ProducerProgress
+from console.produce.report import ProduceResult, ProducerProgress
 from console.produce.settings import ProducerSettings
-from console.ui.format import format_rate, short_shard_id
+from console.produce.verify import run_and_verify
 from console.produce.verify_analysis import VerificationReport
 from console.read.printable import printable
+from console.ui.format import format_rate, short_shard_id
+from console.ui.screens.confirm import ConfirmByNameScreen
+
+READ_ONLY_REFUSAL = "read-only: the producer writes records, so it is disabled (--read-only)"
+NO_STREAM = "no stream open: press p to pick one"
 
 
 class ProducerPanel(Vertical):
@@ -56,8 +65,12 @@ class ProducerPanel(Vertical):
         Binding("ctrl+t", "stop", "Stop run", id="producer.stop"),
     ]
 
+    # Followed from the app (data_bind): the stream the run writes to, and whether writing is allowed.
+    stream: reactive[str | None] = reactive(None, init=False)
+    read_only: reactive[bool] = reactive(False, init=False)
+
     class StartRequested(Message):
-        """The user asked for a run with these (validated) settings. `panel` is the one to feed."""
+        """The operator asked for a run with these (validated) settings."""
 
         def __init__(self, panel: "ProducerPanel", settings: ProducerSettings, verify: bool) -> None:
             super().__init__()
@@ -70,7 +83,7 @@ class ProducerPanel(Vertical):
             return self.panel
 
     class StopRequested(Message):
-        """The user asked to stop the run in progress."""
+        """The operator asked to stop the run in progress."""
 
         def __init__(self, panel: "ProducerPanel") -> None:
             super().__init__()
@@ -80,8 +93,18 @@ class ProducerPanel(Vertical):
         def control(self) -> "ProducerPanel":
             return self.panel
 
-    def __init__(self, *, local: bool = False, **kwargs) -> None:
+    class RunFinished(Message):
+        """A run ended (verified or not, stopped early or not): `stream` holds new records."""
+
+        def __init__(self, stream: str, result: ProduceResult, report: VerificationReport | None) -> None:
+            super().__init__()
+            self.stream = stream
+            self.result = result
+            self.report = report
+
+    def __init__(self, source: ConsoleBackend | None = None, *, local: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.source = source
         self._local = local  # pacing defaults off for the embedded local Kinesis
         self.report: VerificationReport | None = None
         self.running = False
@@ -158,10 +181,19 @@ class ProducerPanel(Vertical):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Start writes records: greyed out (None) in read-only mode; each key only when it can act."""
         if action == "start":
-            return None if getattr(self.app, "read_only", False) or self.running else True
+            return None if self.read_only or self.running else True
         if action == "stop":
             return True if self.running else None
         return True
+
+    def watch_read_only(self) -> None:
+        self.refresh_bindings()
+
+    def watch_stream(self) -> None:
+        # A run writes to the stream it was started on; another stream opened stops it.
+        if self.running:
+            self.workers.cancel_group(self, "producer")
+            self.show_error("stopped: another stream was opened")
 
     def action_start(self) -> None:
         if self.running:
@@ -177,7 +209,52 @@ class ProducerPanel(Vertical):
         if self.running:
             self.post_message(self.StopRequested(self))
 
-    # -- fed by the app ----------------------------------------------------------------------------
+    def on_producer_panel_start_requested(self, message: StartRequested) -> None:
+        if self.read_only:
+            self.show_error(READ_ONLY_REFUSAL)
+            return
+        stream = self.stream
+        if not stream or self.source is None:
+            self.show_error(NO_STREAM)
+            return
+        settings, verify = message.settings, message.verify
+
+        def confirmed(yes: bool | None) -> None:
+            # Writing to a stream is a change like a reshard: the operator types its name first.
+            if yes and stream == self.stream and not self.read_only:
+                self._run(settings, verify, stream)
+            else:
+                self.show_error("cancelled: nothing was written")
+
+        self.app.push_screen(ConfirmByNameScreen(stream, f"Write {settings.total} test records ({settings.keys} keys x "
+                                                         f"{settings.records_per_key}) to {stream}"), confirmed)
+
+    def on_producer_panel_stop_requested(self, _message: StopRequested) -> None:
+        self.workers.cancel_group(self, "producer")
+        self.show_error("stopped")
+
+    @work(exclusive=True, group="producer", exit_on_error=False)
+    async def _run(self, settings: ProducerSettings, verify: bool, stream: str) -> None:
+        assert self.source is not None
+        self.show_started(settings)
+        try:
+            result, report = await run_and_verify(self.source, stream, settings, verify=verify,
+                                                  on_progress=self.show_progress, on_verifying=self.show_verifying)
+        except ConsoleError as error:
+            self.show_error(error.message)
+            return
+        if report is not None:
+            self.show_report(report)
+        else:
+            self.show_finished()
+        trouble = [text for text in (result.stopped and f"stopped early: {result.stopped}",
+                                     result.verification_error) if text]
+        if trouble:  # the partial report stays on screen; the status line says what went wrong
+            self.show_error(f"{result.sent} sent, {result.acknowledged} acknowledged, {len(result.failed)} failed, "
+                            f"{result.not_attempted} not attempted; " + "; ".join(trouble))
+        self.post_message(self.RunFinished(stream, result, report))
+
+    # -- fed by the run ----------------------------------------------------------------------------
 
     def show_started(self, settings: ProducerSettings) -> None:
         self.running = True

@@ -1,7 +1,8 @@
 """The tail view: a bounded ring of the last N decoded records, fed in batches, never blocking the UI.
 
-The view does no network I/O. The app runs a `console.read.tail.TailReader` in a worker and hands each
-`TailBatch` to `TailView.add_batch` (cheap: it only queues). Every `flush_interval` (100 ms) the
+The view runs its own reader: a `console.read.tail.TailReader` in a worker on the view (started by t
+or h, restarted with new options, cancelled by t, by another stream being opened, or on quit) hands
+each `TailBatch` to `TailView.add_batch` (cheap: it only queues). Every `flush_interval` (100 ms) the
 queue is moved into the ring in one step and the screen is refreshed once, so 50k records/s cost
 ten refreshes a second, not 50k. Only visible lines are rendered (a line-API ScrollView).
 
@@ -13,7 +14,8 @@ records again), enter expands or collapses the record under the cursor (pretty J
 or a hex dump), space pauses the display, w writes what is shown to a JSON-lines file, t starts
 (with the options shown) or stops reading, h starts reading from the oldest record (trim horizon),
 f moves to the options (escape comes back).
-The view asks for reading with `StartRequested(options)` / `StopRequested()` messages.
+Starting and stopping are `StartRequested(options)` / `StopRequested()` messages the view posts and
+acts on itself; they bubble on, so the app (or a test) sees what the operator asked for.
 """
 
 from __future__ import annotations
@@ -27,14 +29,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.text import Text
+from textual import work
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.message import Message
+from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Select, Static
+from textual.worker import get_current_worker
+
+from console.backend.protocol import ConsoleBackend
 
 from console.userdirs import data_dir
 from console.read.decoding import KIND_ERROR, KIND_JSON, KIND_TEXT, DecodedRecord
@@ -42,7 +49,7 @@ from console.read.printable import printable, printable_json
 from console.read.window import RecordWindow
 from console.errors import BadInput, ConsoleError
 from console.keyspace.hashkeys import validate_partition_key
-from console.read.tail import TailBatch, TailOptions, parse_start
+from console.read.tail import TailBatch, TailOptions, TailReader, parse_start
 from console.ui.format import format_rate, short_shard_id
 
 DEFAULT_CAPACITY = 2000
@@ -327,15 +334,18 @@ class TailView(Vertical):
         Binding("w", "save", "Save shown", id="tail.save"),
     ]
 
+    # Followed from the app (data_bind): the stream the reader reads.
+    stream: reactive[str | None] = reactive(None, init=False)
+
     class StartRequested(Message):
-        """Start reading with these options (the app runs the reader and feeds `add_batch`)."""
+        """The operator asked to read with these options (the view starts its reader)."""
 
         def __init__(self, options: TailOptions) -> None:
             super().__init__()
             self.options = options
 
     class StopRequested(Message):
-        """Stop the reader the app is running."""
+        """The operator asked to stop reading (the view cancels its reader)."""
 
     class PauseChanged(Message):
         def __init__(self, paused: bool) -> None:
@@ -348,11 +358,12 @@ class TailView(Vertical):
             self.path = path
             self.count = count
 
-    def __init__(self, *, stream: str | None = None, capacity: int = DEFAULT_CAPACITY,
-                 flush_interval: float = FLUSH_INTERVAL, clock: Callable[[], float] = time.monotonic,
-                 save_dir: Path | None = None, **kwargs) -> None:
+    def __init__(self, source: ConsoleBackend | None = None, *, stream: str | None = None,
+                 capacity: int = DEFAULT_CAPACITY, flush_interval: float = FLUSH_INTERVAL,
+                 clock: Callable[[], float] = time.monotonic, save_dir: Path | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.stream = stream
+        self.source = source
+        self.set_reactive(TailView.stream, stream)
         self.capacity = capacity
         self.flush_interval = flush_interval
         self.save_dir = save_dir
@@ -398,7 +409,7 @@ class TailView(Vertical):
     def ring(self) -> RecordRing:
         return self.query_one(RecordRing)
 
-    # --- feeding (called by the app, from its worker via call_from_thread or on the loop) -----------
+    # --- feeding (from the reader's worker, on the loop) --------------------------------------------
 
     def add_batch(self, batch: TailBatch) -> None:
         """Queue a reader batch; shown at the next flush. O(len(batch)), no rendering."""
@@ -414,7 +425,7 @@ class TailView(Vertical):
             self._flush_timer.resume()
 
     def set_running(self, running: bool, message: str | None = None) -> None:
-        """The app says whether a reader is running (and why it stopped, e.g. an error line)."""
+        """Whether a reader is running (and why it stopped, e.g. an error line)."""
         self.running = running
         if self._flush_timer is not None:
             if running:
@@ -503,7 +514,7 @@ class TailView(Vertical):
             return
         self.notify(f"saved {len(self.ring.records)} records to {path}")
 
-    # --- asking the app to read ---------------------------------------------------------------------
+    # --- reading ------------------------------------------------------------------------------------
 
     def read_options(self) -> TailOptions:
         """The option row as TailOptions (follow: the view keeps reading); BadInput names the bad field."""
@@ -537,6 +548,40 @@ class TailView(Vertical):
         self.options = options
         self.post_message(self.StartRequested(options))
         self.ring.focus()
+
+    def on_tail_view_start_requested(self, message: StartRequested) -> None:
+        if not self.stream or self.source is None:
+            self.set_running(False, "no stream open: press p to pick one")
+        else:
+            self._read(self.source, self.stream, message.options)
+
+    def on_tail_view_stop_requested(self, _message: StopRequested) -> None:
+        self.workers.cancel_group(self, "tail")
+        self.set_running(False)
+
+    def watch_stream(self) -> None:
+        if self.running:  # a reader reads the stream it was started on
+            self.workers.cancel_group(self, "tail")
+            self.set_running(False, "stopped: another stream was opened")
+
+    @work(exclusive=True, group="tail", exit_on_error=False)
+    async def _read(self, source: ConsoleBackend, stream: str, options: TailOptions) -> None:
+        # Whoever cancels this worker (a restart, t, another stream) says why it stopped; only a
+        # reader that ends on its own says so here.
+        worker = get_current_worker()
+        self.set_running(True)
+        try:
+            async for batch in TailReader(source, stream, options).batches():
+                if worker.is_cancelled:  # the cancel has not landed yet
+                    return
+                self.add_batch(batch)
+            message = "reached the end of what the stream holds (t tails new records)"
+        except ConsoleError as error:
+            message = f"tail stopped: {error.message}"
+        except Exception as error:  # a reader bug must say so on the tab, not stop it silently
+            message = f"tail stopped: internal error: {type(error).__name__}: {printable(str(error))}"
+        if not worker.is_cancelled:
+            self.set_running(False, message)
 
     def action_toggle_tail(self) -> None:
         if self.running:

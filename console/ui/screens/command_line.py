@@ -155,11 +155,13 @@ class CommandLineScreen(ModalScreen[None]):
 
 
 class CommandLineHost:
-    """Mixed into KConsoleApp: the actions behind `:`, the read-only toggle and theme memory.
-    Expects `stream`, `read_only`, `header`, `open_stream`, `run_action`."""
+    """The actions behind `:`, ctrl+c, j / k, the read-only toggle and theme memory, for KConsoleApp
+    (they hold no state of their own: what they change is the app's, declared there)."""
 
-    # Called with the theme's name when the user picks another one (the launcher saves it to the config).
-    on_theme_changed: Callable[[str], None] | None = None
+    stream: str | None
+    read_only: bool
+    ctrl_c_asked_at: float | None
+    on_theme_changed: Callable[[str], None] | None
 
     def action_command_line(self) -> None:
         self.push_screen(CommandLineScreen())
@@ -178,8 +180,6 @@ class CommandLineHost:
         else:
             await self.run_action(command.action)
 
-    _ctrl_c_asked_at: float | None = None
-
     async def action_ctrl_c_quit(self) -> None:
         """ctrl+c quits, as in k9s; in a text box (where it also copies a selection) it asks once:
         a second ctrl+c within a few seconds quits."""
@@ -187,8 +187,8 @@ class CommandLineHost:
 
         now = time.monotonic()
         if isinstance(self.focused, (Input, TextArea)) and (
-                self._ctrl_c_asked_at is None or now - self._ctrl_c_asked_at > CTRL_C_AGAIN_SECONDS):
-            self._ctrl_c_asked_at = now
+                self.ctrl_c_asked_at is None or now - self.ctrl_c_asked_at > CTRL_C_AGAIN_SECONDS):
+            self.ctrl_c_asked_at = now
             self.notify("press ctrl+c again to quit", timeout=CTRL_C_AGAIN_SECONDS)
             return
         await self.action_quit()
@@ -209,7 +209,7 @@ class CommandLineHost:
         if not self.read_only:
             self.set_read_only(True)
             return
-        from console.ui.screens.reshard import ConfirmByNameScreen
+        from console.ui.screens.confirm import ConfirmByNameScreen
 
         name = self.stream or "read-write"
         self.push_screen(ConfirmByNameScreen(name, "leave read-only mode: split, merge, scale, the producer and "

@@ -28,7 +28,7 @@ from console.topology.model import StreamSummary
 from console.reshard.actionlog import ActionLog
 from console.ui.reshard_flow import ReshardActivity, ReshardDialogs, ReshardProgressed
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
-from console.ui.screens.reshard import ConfirmByNameScreen
+from console.ui.screens.confirm import ConfirmByNameScreen
 
 
 ACTIONS = (

@@ -22,7 +22,7 @@ from textual.widget import Widget
 
 from console.keyspace.hashkeys import HASH_SPACE, HashRangeIndex
 from console.topology.model import Shard
-from console.ui.format import format_share, short_shard_id
+from console.ui.format import short_shard_id, summarise_shares
 
 # (primary, alternate) background per class, so neighbouring segments stay distinguishable.
 _EVEN = ("#2f6f3a", "#3d8a4a")
@@ -30,23 +30,6 @@ _WIDE = ("#9a5b00", "#b86e00")
 _NARROW = ("#1f4f8f", "#2a63ad")
 _HEAT = (("#2f6f3a", "#3d8a4a"), ("#9a7b00", "#b39000"), ("#a12a2a", "#bf3636"))
 _DENSE_MARK = "┊"
-
-
-def summarise_shares(starts: Sequence[int], ends: Sequence[int], ids: Sequence[str]) -> str:
-    """The summary line: how uneven the open shards' shares are. Pure (10k shards: a few ms), so the
-    poll worker works it out in its thread and hands it to `KeySpaceRibbon.set_index`."""
-    count = len(ids)
-    if not count:
-        return ""
-    widths = list(map(int.__sub__, ends, starts))
-    smallest = widths.index(min(widths))
-    largest = widths.index(max(widths))
-    shares = {i: (widths[i] + 1) / HASH_SPACE for i in (smallest, largest)}
-    spread = shares[largest] / shares[smallest]
-    verdict = "even" if spread < 1.01 else f"uneven {spread:.1f}x"
-    return (f"{count} open · {verdict} · min {format_share(shares[smallest])} {short_shard_id(ids[smallest])}"
-            f" · max {format_share(shares[largest])} {short_shard_id(ids[largest])}"
-            f" · even {format_share(1 / count)}")
 
 
 @dataclass(frozen=True, slots=True)

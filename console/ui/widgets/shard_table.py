@@ -530,29 +530,6 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
 
     # ---- rendering -----------------------------------------------------------------------------
 
-    def notify_style_update(self) -> None:
-        self._style_cache.clear()
-        super().notify_style_update()
-
-    def _on_focus(self, event: events.Focus) -> None:
-        super()._on_focus(event)
-        self.refresh()
-
-    def _on_blur(self, event: events.Blur) -> None:
-        super()._on_blur(event)
-        self.refresh()
-
-    def _style(self, part: str) -> Style:
-        """Resolved styles, cached: resolving one costs ~0.3 ms and a screen has 40 lines."""
-        key = (part, self.has_focus)
-        style = self._style_cache.get(key)
-        if style is None:
-            style = self.rich_style
-            if part:
-                style = style + self.get_component_rich_style(part)
-            self._style_cache[key] = style
-        return style
-
     @property
     def empty_message(self) -> str | None:
         """What an empty table says to do (None: it has rows)."""

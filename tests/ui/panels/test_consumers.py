@@ -11,7 +11,8 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from console.reshard.plan import midpoint
-from console.ui.screens.reshard import ConfirmByNameScreen, ReshardPreviewScreen
+from console.ui.screens.confirm import ConfirmByNameScreen
+from console.ui.screens.reshard import ReshardPreviewScreen
 from console.ui.screens.prompt import PromptScreen
 from console.ui.widgets.shard_table import LAG_COLUMN
 from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items

@@ -7,7 +7,7 @@ import pytest
 from textual.widgets import Button, OptionList
 from tests.ui.test_ui_console import RecordingApp, wait_until
 
-from console.ui.screens.reshard import ConfirmByNameScreen
+from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 from console.ui.screens.stream_actions import LifecyclePreviewScreen, StreamActionsScreen
 

@@ -1,0 +1,102 @@
+"""The one seam between the console (console/ui) and the backend: what the console asks of it.
+
+`ConsoleBackend` lists every call the console makes on the backend, itself or through the domain
+work it runs there (the producer, the tail, the heat sampler, the lease poll, resharding and the
+stream actions). The backend implements it, and so do the in-memory source the screenshots use and
+the wrapper that starts the first poll's calls before the UI is up.
+
+What not every source offers is said, not probed: `capabilities` holds the names below, so the
+console asks `CLOUDWATCH in source.capabilities` rather than whether some method happens to exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from console.topology.model import Shard, StreamSummary
+
+# The stream's CloudWatch metrics (stream level, and shard level with enhanced monitoring).
+CLOUDWATCH = "cloudwatch"
+# Every backend call may be retried; the console shows each retry in its header through `on_retry`.
+RETRY_EVENTS = "retry-events"
+
+MetricPoints = list[tuple[datetime, float]]
+
+
+@runtime_checkable
+class StreamReads(Protocol):
+    """What the console's own loops read: the stream list, a stream's summary and its shards."""
+
+    async def list_streams(self) -> list[StreamSummary]: ...
+
+    async def describe_stream_summary(self, stream: str) -> StreamSummary: ...
+
+    async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]: ...
+
+
+class ConsoleBackend(StreamReads, Protocol):
+    """Every call the console makes on a backend (see the module's docstring)."""
+
+    # Which optional parts this source offers (CLOUDWATCH, RETRY_EVENTS).
+    capabilities: frozenset[str]
+    # Called with each retried call (a console.backend.calls.RetryEvent), when RETRY_EVENTS is offered.
+    on_retry: Callable[[Any], None] | None
+
+    @property
+    def label(self) -> str: ...
+
+    # ---- the stream ----
+    async def describe_stream_details(self, stream: str) -> dict: ...
+
+    async def wait_for_active(self, stream: str, timeout: float = 60.0) -> StreamSummary: ...
+
+    async def increase_retention(self, stream: str, hours: int) -> None: ...
+
+    async def decrease_retention(self, stream: str, hours: int) -> None: ...
+
+    async def update_stream_mode(self, stream_arn: str, mode: str) -> None: ...
+
+    async def start_encryption(self, stream: str, key_id: str) -> None: ...
+
+    async def stop_encryption(self, stream: str, key_id: str) -> None: ...
+
+    async def delete_stream(self, stream: str, *, enforce_consumer_deletion: bool = True) -> None: ...
+
+    async def enable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None: ...
+
+    # ---- records ----
+    async def put_record(self, stream: str, data: bytes, partition_key: str, *,
+                         explicit_hash_key: int | None = None,
+                         sequence_number_for_ordering: str | None = None) -> dict: ...
+
+    async def put_records(self, stream: str, records: list[dict]) -> dict: ...
+
+    async def get_shard_iterator(self, stream: str, shard_id: str, iterator_type: str, *,
+                                 sequence_number: str | None = None, timestamp: datetime | None = None) -> str: ...
+
+    async def get_records(self, shard_iterator: str, limit: int = 10000) -> dict: ...
+
+    # ---- resharding ----
+    async def split_shard(self, stream: str, shard_id: str, new_starting_hash_key: int) -> None: ...
+
+    async def merge_shards(self, stream: str, shard_id: str, adjacent_shard_id: str) -> None: ...
+
+    async def update_shard_count(self, stream: str, target: int) -> dict: ...
+
+    # ---- consumers: EFO registrations and KCL lease tables ----
+    async def list_stream_consumers(self, stream_arn: str) -> list[dict]: ...
+
+    async def describe_table(self, table: str) -> dict: ...
+
+    async def scan_table(self, table: str, *, limit: int | None = None) -> list[dict]: ...
+
+    def scan_pages(self, table: str, *, page_size: int | None = None) -> AsyncIterator[list[dict]]: ...
+
+    # ---- CloudWatch (when CLOUDWATCH is offered) ----
+    async def stream_metrics(self, stream: str, metrics: dict[str, str], start: datetime, end: datetime,
+                             period: int = 60) -> dict[str, MetricPoints]: ...
+
+    async def shard_metrics(self, stream: str, shard_ids: list[str], metrics: dict[str, str],
+                            start: datetime, end: datetime, period: int = 60) -> dict[str, dict[str, MetricPoints]]: ...

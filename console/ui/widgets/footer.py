@@ -1,0 +1,54 @@
+"""The console's footer: Textual's, rebuilt only when the keys it shows change."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.widgets import Footer
+
+
+class CoalescingFooter(Footer):
+    """A Footer that rebuilds once for a burst of binding changes, and not at all when the keys it
+    would show are the ones it shows.
+
+    Textual's Footer queues a full recompose (tens of ms with our key list) for every bindings
+    signal, and start-up sends three in a row (focus, screen resume, first idle) with the same keys:
+    those rebuilds ran while the first 10k-shard poll was being shown (bench_console's load stall).
+    """
+
+    _rebuild_pending = False
+    _shown_keys: tuple | None = None
+
+    def bindings_changed(self, screen) -> None:
+        self._bindings_ready = True
+        if not screen.app.app_focus:
+            return
+        if self.is_attached and screen is self.screen and not self._rebuild_pending:
+            self._rebuild_pending = True
+            self.call_after_refresh(self._rebuild)
+
+    def _keys_to_show(self) -> tuple:
+        """What `Footer.compose` reads: every active binding, whether it is enabled, its tooltip
+        and how its key is displayed."""
+        return tuple((binding, enabled, tooltip, self.app.get_key_display(binding))
+                     for _node, binding, enabled, tooltip in self.screen.active_bindings.values())
+
+    def build_then(self, callback: Callable[[], object]) -> None:
+        """Build the keys now (in this widget's own context: its compose binds to it), then call back."""
+
+        async def build() -> None:
+            self._bindings_ready = True
+            try:
+                await self._rebuild()
+            finally:  # the first poll must start even if the footer could not be built
+                callback()
+
+        self.call_later(build)
+
+    async def _rebuild(self) -> None:
+        self._rebuild_pending = False  # first: a change during the rebuild queues another
+        keys = self._keys_to_show()
+        if keys == self._shown_keys:
+            return
+        self._shown_keys = keys
+        await self.recompose()
