@@ -1,5 +1,6 @@
 """A fixed, in-memory stream source: deterministic data for snapshot tests, screenshots of edge
-cases and the 10k-shard benchmark. It has the read methods of KinesisBackend and nothing else."""
+cases and the 10k-shard benchmark. It has the stream reads of console.backend.protocol (StreamReads)
+and nothing else: no CloudWatch, no retries (its `capabilities` are empty)."""
 
 from __future__ import annotations
 
