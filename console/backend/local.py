@@ -218,7 +218,11 @@ class LocalKinesisServer:
             return
         loop = asyncio.get_running_loop()
         exited = loop.create_future()
-        loop.add_reader(descriptor, lambda: exited.done() or exited.set_result(None))
+        def on_exit() -> None:
+            if not exited.done():
+                exited.set_result(None)
+
+        loop.add_reader(descriptor, on_exit)
         try:
             await exited
         finally:

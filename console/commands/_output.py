@@ -57,7 +57,7 @@ def configure(args: Any) -> None:
 MAX_QUERY_CHARS = 4096  # a --query is a line of JMESPath, not a program
 MAX_QUERY_NUMBER_DIGITS = 20  # any index or number in a document fits in 20 digits
 QUERY_SHOWN_CHARS = 80  # how much of a bad --query an error line quotes
-_DIGIT_RUN = re.compile(r"\d{%d,}" % (MAX_QUERY_NUMBER_DIGITS + 1))
+_DIGIT_RUN = re.compile(rf"\d{{{MAX_QUERY_NUMBER_DIGITS + 1},}}")
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")  # raw strings and quoted identifiers
 
 

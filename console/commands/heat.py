@@ -114,7 +114,8 @@ async def _sample(config: BackendConfig, args: argparse.Namespace) -> StreamHeat
         summary = await kinesis.describe_stream_summary(args.stream)
         sampler = HeatSampler(kinesis, args.stream, reads_per_second=args.reads_per_second)
         await sampler.start()
-        sampler.heat.auto_distribution = summary.auto_distribution
+        if sampler.heat is not None:  # start() made it
+            sampler.heat.auto_distribution = summary.auto_distribution
         if summary.auto_distribution:
             note(auto_notice(args.stream, await distribution_since(kinesis, args.stream)))
         try:
@@ -198,7 +199,7 @@ def render(snapshot: StreamHeatSnapshot, advice: dict, *, hottest_first: bool = 
         (" (share of user records)" if aggregated else " (share of shard)")
     if aggregated:
         # REC/S counts Kinesis records (an aggregate is one: what the limit counts); USER/S what is inside.
-        rows = [("SHARD", "REC/S", "USER/S", "PEAK", "KiB/S", "UTIL", keys_heading)]
+        rows: list[tuple[str, ...]] = [("SHARD", "REC/S", "USER/S", "PEAK", "KiB/S", "UTIL", keys_heading)]
     else:
         rows = [("SHARD", "REC/S", "PEAK", "KiB/S", "UTIL", keys_heading)]
     shards = snapshot.hottest_first() if hottest_first else list(snapshot.shards)

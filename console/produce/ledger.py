@@ -167,8 +167,8 @@ class RecordLedger:
                                                    record.first_predicted or record.predicted, record.sent_at, wall)
         self._meter.count_ack(shard_id, len(records))
         number = int(sequence_number)
-        first = self.result.first_acks.get(shard_id)
-        if first is None or number < first[0]:
+        first_ack = self.result.first_acks.get(shard_id)
+        if first_ack is None or number < first_ack[0]:
             self.result.first_acks[shard_id] = (number, wall)
 
     def retry_all(self, batch: list[PendingRecord], reason: str, requeue: Requeue, *, outcome_known: bool,

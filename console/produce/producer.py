@@ -370,8 +370,8 @@ class OrderedProducer:
             if id(record) not in failed_ids:
                 requeue(record.key, now)
 
-    async def _put(self, entries: list[dict], batch: list[PendingRecord], shards: Callable[[], set[str | None]],
-                   requeue: Requeue) -> dict | None:
+    async def _put(self, entries: list[dict[str, Any]], batch: list[PendingRecord], shards: Callable[[], set[str | None]],
+                   requeue: Requeue) -> dict[str, Any] | None:
         """One PutRecords request for `entries`, carrying the records of `batch` (to the shards paced
         against, which `shards()` names when a throttle needs them). A failure of the whole request is
         settled here (each record retried, refused or the run stopped) and None returned; otherwise

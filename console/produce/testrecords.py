@@ -12,6 +12,7 @@ import functools
 import json
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 from console.bounds import MAX_RECORD_SIZE_KIB, MIN_RECORD_SIZE_KIB
 
@@ -27,10 +28,10 @@ _FORMAT_TAG = "kconsole-test/1"
 KEYLESS_PREFIX = "\x00line-"
 
 
-def ledger_key(record: object) -> str:
+def ledger_key(record: Any) -> str:
     """The name a given record is tracked under: its partition key, or for a keyless one its line."""
-    key = getattr(record, "key")
-    return key if key is not None else f"{KEYLESS_PREFIX}{getattr(record, 'line')}"
+    key: str | None = record.key
+    return key if key is not None else f"{KEYLESS_PREFIX}{record.line}"
 
 
 def is_keyless(name: str) -> bool:

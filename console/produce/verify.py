@@ -220,7 +220,7 @@ class Verifier:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _user_records(raw: dict) -> list[dict]:
+def _user_records(raw: dict[str, Any]) -> list[dict[str, Any]]:
     """The user records of a KPL aggregate as GetRecords entries of their own (none if it is malformed:
     nothing in it can be told apart)."""
     try:

@@ -202,7 +202,7 @@ class Executor:
         """The shard list once the stream is ACTIVE again, checked against the plan before a resend:
         before the first step the open shards must still be the ones the plan was made from."""
         await self.wait_until_active(reason)
-        shards = await self.kinesis.all_shards(self.stream)
+        shards: list[Shard] = await self.kinesis.all_shards(self.stream)
         if index == 0:
             changes = describe_changes(plan.before, open_in_order(shards))
             if changes:
@@ -257,12 +257,14 @@ class Executor:
                 if len(open_now) == operation.target_shard_count:
                     return True, f"the stream shows the change: {len(open_now)} open shards"
                 return None, f"{len(open_now)} open shards, neither the {len(before_open)} before nor the target"
-            parents = {operation.shard_id} | ({operation.adjacent_shard_id} if operation.kind == "merge" else set())
+            adjacent = operation.adjacent_shard_id if operation.kind == "merge" else None
+            parents = {shard_id for shard_id in (operation.shard_id, adjacent) if shard_id is not None}
             if all(p in by_id and by_id[p].is_open for p in parents):
                 return False, f"{' and '.join(sorted(parents))} still open"
             children = [s.shard_id for s in now if set(s.parents) == parents
                         and (operation.kind == "merge" or s.starting_hash_key == operation.new_starting_hash_key
-                             or s.ending_hash_key == operation.new_starting_hash_key - 1)]
+                             or (operation.new_starting_hash_key is not None
+                                 and s.ending_hash_key == operation.new_starting_hash_key - 1))]
             if children:
                 return True, f"the stream shows the change: {', '.join(sorted(parents))} closed into {', '.join(children)}"
             return None, f"{', '.join(sorted(parents))} closed, but not as planned (another change?)"
@@ -445,7 +447,7 @@ def record_hash_key(record: DecodedRecord) -> int:
             key = -1
         if 0 <= key <= MAX_HASH_KEY:
             return key
-    return md5_hash_key(record.partition_key)
+    return md5_hash_key(record.partition_key or "")  # a keyless (AUTO) record: as the empty key
 
 
 async def sample_recent_keys(kinesis: Any, stream: str, shard_id: str, *, seconds: float = DEFAULT_SAMPLE_SECONDS,
@@ -469,7 +471,7 @@ async def sample_recent_keys(kinesis: Any, stream: str, shard_id: str, *, second
     sequence_numbers: set[str] = set()
     async for batch in reader.batches():
         for record in batch.records:
-            keys.append(record.partition_key)
+            keys.append(record.partition_key or "")
             hash_keys.append(record_hash_key(record))
             sequence_numbers.add(record.sequence_number)
     return RecentSample(shard_id, seconds, limit, KeySample(keys, hash_keys), len(sequence_numbers))

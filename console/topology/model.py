@@ -103,12 +103,12 @@ class StreamSummary:
         return self.max_record_size_kib * 1024
 
     @classmethod
-    def from_api(cls, raw: dict) -> "StreamSummary":
+    def from_api(cls, raw: dict[str, Any]) -> "StreamSummary":
         """Build from DescribeStreamSummary's StreamDescriptionSummary (fields today's API added are
         optional: servers that predate them give the old defaults)."""
         metrics = tuple(m for group in raw.get("EnhancedMonitoring", []) for m in group.get("ShardLevelMetrics", []))
         warm = raw.get("WarmThroughput") or {}
-        created = raw.get("StreamCreationTimestamp")
+        created: Any = raw.get("StreamCreationTimestamp")
         return cls(
             name=raw["StreamName"],
             status=raw["StreamStatus"],
@@ -129,9 +129,9 @@ class StreamSummary:
         )
 
     @classmethod
-    def from_listing(cls, raw: dict) -> "StreamSummary":
+    def from_listing(cls, raw: dict[str, Any]) -> "StreamSummary":
         """Build from one of ListStreams' StreamSummaries: name, status, mode, ARN and creation time."""
-        created = raw.get("StreamCreationTimestamp")
+        created: Any = raw.get("StreamCreationTimestamp")
         return cls(name=raw["StreamName"], status=raw.get("StreamStatus", "?"),
                    mode=(raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
                    open_shard_count=None, retention_hours=0, encryption="?", arn=raw.get("StreamARN", ""),
@@ -189,8 +189,8 @@ def format_kib(kib: int) -> str:
     return f"{kib / 1024:g} MiB"
 
 
-def _optional_int(value: object) -> int | None:
-    return None if value is None else int(value)  # type: ignore[arg-type]
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def auto_notice(stream: str, since: str | None = None) -> str:
