@@ -78,7 +78,7 @@ async def apply_setting(kinesis: Any, plan: LifecyclePlan, *, action_log: Any, w
     for call in plan.calls:
         answered: list[Any] = []
 
-        async def make(call: Call = call) -> None:
+        async def make(call: Call = call, answered: list[Any] = answered) -> None:
             answered.append(await OPERATIONS[call.operation](kinesis, call.parameters))
 
         logged = {"action": logged_action(plan, call), "summary": plan.summary, "call": call.describe(),

@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.commands.test_cli_put import kconsole, stored_records
 
 from console.backend import BackendConfig, open_backend
 from console.reshard.actionlog import ActionLog
+from tests.commands.test_cli_put import kconsole, stored_records
 
 
 @pytest.fixture(autouse=True)
@@ -348,8 +348,9 @@ async def test_heat_on_an_auto_stream_counts_keyless_records_and_suggests_no_key
 async def test_a_lost_reply_is_settled_by_reading_the_setting_back(local_kinesis, tmp_path, operation, argv, shown):
     """Through the fault proxy, the one changing call's reply dropped after the server acted: the
     setting is read back (applied, logged so), and the call went out exactly once."""
-    import botocore.session
     from urllib.parse import urlsplit
+
+    import botocore.session
 
     from tests.faultproxy import FaultProxy, Faults
 
