@@ -471,7 +471,9 @@ async def sample_recent_keys(kinesis: Any, stream: str, shard_id: str, *, second
     sequence_numbers: set[str] = set()
     async for batch in reader.batches():
         for record in batch.records:
-            keys.append(record.partition_key or "")
+            if record.partition_key is None:  # written under AUTO distribution: no key to place it by
+                continue
+            keys.append(record.partition_key)
             hash_keys.append(record_hash_key(record))
             sequence_numbers.add(record.sequence_number)
     return RecentSample(shard_id, seconds, limit, KeySample(keys, hash_keys), len(sequence_numbers))
