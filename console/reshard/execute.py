@@ -273,7 +273,7 @@ class Executor:
             resolved = self._resolve(operation, shards)
             api = API_NAMES[resolved.kind]
 
-            async def again(shards_then: list[Shard] = shards) -> Callable[[], Awaitable[None]]:
+            async def again() -> Callable[[], Awaitable[None]]:
                 self.progress(f"{api}: the reply was lost and the stream shows no change; checking the plan "
                               "against a fresh shard list, then sending it once more")
                 fresh = await self._fresh(plan, index, "before resending")
