@@ -13,8 +13,11 @@ AWS's numbers (Amazon Kinesis Data Streams API reference and "Quotas and limits"
   will plan is capped at SHARD_COUNT_CEILING, five times that default, so a typo cannot build a
   plan of billions of shards; a raised quota below it is given with --account-shard-limit.
 - Retention: 24 to 8,760 hours, so no read reaches further back than 8,760 hours.
-The producer's numbers (PutRecords' 500 records and 5 MiB, 1 MiB a record) are checked by
-console.produce.settings before anything is sent.
+- Record size (UpdateMaxRecordSize): MaxRecordSizeInKiB from 1,024 to 10,240; a stream that does not
+  say takes 1 MiB. PutRecords: at most 500 records and 10 MiB a request. Every bound on one record
+  (put lines, produce --payload-bytes, the producer's batching) comes from the stream's own limit
+  (`record_bytes_limit`), checked by console.produce before anything is sent.
+- Warm throughput (UpdateStreamWarmThroughput): 0 to 10,240 MiB/s (10 GiB/s) on an on-demand stream.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ MAX_RETENTION_SECONDS = MAX_RETENTION_HOURS * 3600
 # What AWS accepts as a stream name; checked first so a typo is exit 2, not a server round trip.
 _STREAM_NAME = re.compile(r"[a-zA-Z0-9_.-]{1,128}")
 MAX_TIMEOUT_SECONDS = 24 * 3600  # a wait longer than a day is a typo, and asyncio's timers overflow far above it
+MIN_RECORD_SIZE_KIB = 1024
+MAX_RECORD_SIZE_KIB = 10 * 1024
+PUT_RECORDS_MAX_BYTES = 10 * 1024 * 1024
+PUT_RECORDS_MAX_RECORDS = 500
+MAX_WARM_THROUGHPUT_MIBPS = 10 * 1024
 
 
 def _shown(value: object) -> str:
@@ -85,6 +93,34 @@ def timeout(value: object, what: str = "--timeout") -> float:
 def retention_window(value: object, what: str) -> float:
     """How far back to read: no stream keeps records longer than the longest retention."""
     return seconds(value, what=what, high=MAX_RETENTION_SECONDS)
+
+
+def record_size_kib(value: object, what: str = "--kib") -> int:
+    """UpdateMaxRecordSize's MaxRecordSizeInKiB: 1,024 (1 MiB) to 10,240 (10 MiB)."""
+    return whole_number(value, what=what, low=MIN_RECORD_SIZE_KIB, high=MAX_RECORD_SIZE_KIB)
+
+
+def warm_throughput_mibps(value: object, what: str = "--mibps") -> int:
+    """UpdateStreamWarmThroughput's WarmThroughputMiBps: 0 to 10,240 (10 GiB/s)."""
+    return whole_number(value, what=what, low=0, high=MAX_WARM_THROUGHPUT_MIBPS)
+
+
+def record_bytes_limit(max_record_size_kib: int | None) -> int:
+    """The most one record (data plus partition key) may hold on a stream with this setting."""
+    kib = MIN_RECORD_SIZE_KIB if max_record_size_kib is None else max_record_size_kib
+    return min(max(kib, MIN_RECORD_SIZE_KIB), MAX_RECORD_SIZE_KIB) * 1024
+
+
+def read_bounded(path: str, limit: int, *, what: str, code: str) -> bytes:
+    """A file a user names, read within `limit` bytes (`/dev/zero` is one line, not an OOM)."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(limit + 1)
+    except OSError as error:
+        raise BadInput(f"cannot read {what} {path}: {error.strerror or error}", code="bad_file") from None
+    if len(raw) > limit:
+        raise BadInput(f"{what} {path} is over {limit:,} bytes", code=code)
+    return raw
 
 
 def validate_stream_name(name: str) -> str:

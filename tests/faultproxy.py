@@ -272,6 +272,9 @@ async def _read_request(reader: asyncio.StreamReader) -> _Request | None:
     headers = _headers(head)
     body = await reader.readexactly(int(headers.get("content-length", "0")))
     target = headers.get("x-amz-target", "")
+    if not target:  # Smithy RPC v2 (CloudWatch's CBOR): POST /service/<service>/operation/<operation>
+        path = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")[1] if b" " in head else ""
+        target = path.rpartition("/operation/")[2] if "/operation/" in path else ""
     return _Request(head, body, target.rsplit(".", 1)[-1])
 
 

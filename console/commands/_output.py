@@ -33,6 +33,9 @@ def configure(args: Any) -> None:
     """Check --output/--json/--query/--max-items and settle `args.output`; `args.json` then says
     whether JSON goes out, so a command's own JSON path (tail's JSON lines, say) follows --output."""
     output = getattr(args, "output", None)
+    if output is not None and output not in OUTPUT_FORMATS and output not in getattr(args, "export_formats", ()):
+        raise BadInput(f"--output {output} is for exporting records (kconsole tail); use json, text or table",
+                       code="usage")
     if getattr(args, "json", False):
         if output not in (None, "json"):
             raise BadInput(f"--json and --output {output} disagree; give one", code="usage")

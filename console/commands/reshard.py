@@ -215,7 +215,9 @@ def plan_builder(args: argparse.Namespace, inputs: PlanInputs | None = None,
                 key, basis = inputs.explicit_key or 0, "explicit hash key"  # plan_split names an unknown shard
             elif inputs.median_of is not None:
                 median = median_split(target, inputs.median_of, str(args.at_median_of))
-                key, basis = median.key, f"median of {len(inputs.median_of)} keys in {args.at_median_of}"
+                outside = median.sampled - median.inside
+                key, basis = median.key, (f"median of {median.inside} keys in {args.at_median_of}"
+                                          + (f" ({outside} more hash outside the shard)" if outside else ""))
             elif inputs.recent and target.is_open:
                 if recent_median is None or recent_median.shard_id != target.shard_id:
                     raise ValueError("--at-median-of-recent: sample the shard's records before planning")
@@ -270,6 +272,7 @@ async def _plan_from_stream(args: argparse.Namespace, inputs: PlanInputs,
     async with open_backend(BackendConfig.from_args(args)) as kinesis:
         await _create_if_local(kinesis, args)
         summary, shards, context = await _executor(kinesis, args, quiet=True).snapshot()
+        inputs, build, _notice = await _respect_distribution(kinesis, args, summary, inputs, build)
         build = await _with_recent_median(kinesis, args, inputs, shards, build)
         plan = build(shards, context)
         return plan, await _barrier(kinesis, args, summary, shards, plan)
@@ -286,6 +289,28 @@ async def _barrier(kinesis, args: argparse.Namespace, summary, shards: Sequence[
                                    stream_arn=summary.arn)
     changed = changed_shards(plan.before, (shard.shard_id for shard in plan.after if shard.unchanged and shard.shard_id))
     return barrier_analysis(report, shards, changed)
+
+
+async def _respect_distribution(kinesis, args: argparse.Namespace, summary, inputs: PlanInputs,
+                                build: PlanBuilder) -> tuple[PlanInputs, PlanBuilder, str | None]:
+    """On an AUTO stream keys do not place records: a split at their median is refused (nothing is
+    read or called) and the preview drops the keys that move; the notice says why."""
+    if not getattr(summary, "auto_distribution", False):
+        return inputs, build, None
+    from console.commands._distribution import distribution_since
+    from console.topology.model import auto_notice
+
+    notice = auto_notice(args.stream, await distribution_since(kinesis, args.stream))
+    if inputs.median_of is not None or inputs.recent:
+        option = "--at-median-of-recent" if inputs.recent else "--at-median-of"
+        raise PlanRejected(f"{option} refused, nothing was read or called: {args.stream} uses AUTO record "
+                           "distribution, so the median of partition keys says nothing about where records go; "
+                           "split at --at midpoint or --at HASH_KEY", code="auto_distribution")
+    if inputs.sample is not None:
+        inputs = replace(inputs, sample=None)
+        build = plan_builder(args, inputs)
+    note(f"kconsole: {notice}")
+    return inputs, build, notice
 
 
 async def _with_recent_median(kinesis, args: argparse.Namespace, inputs: PlanInputs, shards: Sequence[Shard],
@@ -337,6 +362,7 @@ async def _reshard(args: argparse.Namespace, inputs: PlanInputs, build: PlanBuil
         await _create_if_local(kinesis, args)
         executor = _executor(kinesis, args)
         summary, shards, context = await executor.snapshot()
+        inputs, build, _notice = await _respect_distribution(kinesis, args, summary, inputs, build)
         build = await _with_recent_median(kinesis, args, inputs, shards, build)
         plan = build(shards, context)
         if summary.status == "UPDATING" and args.wait:

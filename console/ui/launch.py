@@ -105,6 +105,9 @@ class PrefetchingSource:
     async def list_streams(self) -> list[StreamSummary]:
         return await self._source.list_streams()
 
+    async def stream_summaries(self) -> list[dict]:
+        return await self._source.stream_summaries()
+
     async def describe_stream_details(self, stream: str) -> dict:
         return await self._source.describe_stream_details(stream)
 
@@ -170,6 +173,9 @@ class PrefetchingSource:
     def scan_pages(self, table: str, *, page_size: int | None = None) -> AsyncIterator[list[dict]]:
         return self._source.scan_pages(table, page_size=page_size)
 
+    async def table_names(self) -> list[str]:
+        return await self._source.table_names()
+
     async def stream_metrics(self, stream: str, metrics: dict[str, str], start: datetime, end: datetime,
                              period: int = 60) -> dict[str, MetricPoints]:
         return await self._source.stream_metrics(stream, metrics, start, end, period)
@@ -177,6 +183,10 @@ class PrefetchingSource:
     async def shard_metrics(self, stream: str, shard_ids: list[str], metrics: dict[str, str],
                             start: datetime, end: datetime, period: int = 60) -> dict[str, dict[str, MetricPoints]]:
         return await self._source.shard_metrics(stream, shard_ids, metrics, start, end, period)
+
+    async def streams_metrics(self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime,
+                              period: int = 60) -> Any:
+        return await self._source.streams_metrics(streams, metrics, start, end, period)
 
 
 def _supervise_local_server(kinesis, stream: str | None, shards: int, *, demo: bool, split: bool, read_only: bool,
@@ -272,6 +282,10 @@ def launch_console(args) -> int:
                     last_stream=config.last_stream,
                     key_format=config.key_format)
                 app.on_theme_changed = lambda theme: remember(theme=theme)
+                if served_to_a_browser():
+                    from console.ui.browser_session import exit_when_server_leaves
+
+                    exit_when_server_leaves(app)
                 if created:
                     app.notify(created, title="first contact", timeout=8)  # shown once the console is up
                 shown["app"] = app

@@ -25,9 +25,10 @@ from typing import Any
 from textual.message import Message
 from textual.screen import Screen
 
+from console.backend.protocol import ConsoleBackend
 from console.bounds import scale_target
 from console.errors import BadInput, ConsoleError
-from console.keyspace.hashkeys import parse_hash_key
+from console.keyspace.hashkeys import parse_typed_hash_key
 from console.reshard.actionlog import ActionLog
 from console.reshard.execute import Executor, describe_changes
 from console.reshard.limits import check_scale_step, check_split_key
@@ -60,7 +61,7 @@ class ReshardRequest:
     shards: tuple[Shard, ...]  # as last polled (the plan itself is built from a fresh listing)
     open_shard_count: int
     selected: Shard | None
-    source: Any  # the backend the console polls
+    source: ConsoleBackend  # the backend the console polls
     suggested_split: int | None = None  # the heat panel's median of observed traffic
     # With a lease table open (Consumers tab): the barrier lines for the preview and, when consumers
     # are still behind in the shards the plan changes, why the change is held back (else None).
@@ -102,13 +103,7 @@ def open_neighbours(shards: tuple[Shard, ...], shard: Shard) -> list[tuple[str, 
 
 def parse_split_point(text: str) -> int:
     """A hash key typed in decimal (as AWS takes it) or in hex with 0x (as key_format = "hex" shows it)."""
-    raw = text.strip()
-    if raw.lower().startswith("0x"):
-        try:
-            return parse_hash_key(int(raw, 16), what="split point")
-        except ValueError:
-            raise BadInput(f"split point: {raw!r} is not a hexadecimal number") from None
-    return parse_hash_key(raw, what="split point")
+    return parse_typed_hash_key(text, what="split point")
 
 
 def split_point_problem(shard: Shard, text: str) -> str | None:

@@ -289,3 +289,18 @@ async def test_reshard_exits_1_and_prints_the_difference_when_the_result_is_not_
     assert code == 1, err
     assert "Observed open shards differ from the plan:" in out and "planned [" in out
     assert "differ from the plan" in err
+
+
+async def test_median_headline_counts_only_the_keys_inside_the_shard(capsys, tmp_path):
+    shard_one = even_split(4)[1]
+    inside = keys_hashing_into(*shard_one, count=2, prefix="in")
+    outside = [key for key in (f"k-{n}" for n in range(200))
+               if not shard_one[0] <= md5_hash_key(key) <= shard_one[1]][:6]
+    keys = tmp_path / "keys.txt"
+    keys.write_text("\n".join(inside + outside) + "\n")
+    code, out, _ = await kconsole(capsys, "plan", "split", "--shards", "4", "--shard", "shardId-000000000001",
+                                  "--at-median-of", keys, "--json")
+    doc = json.loads(out)
+    assert code == 0
+    assert f"median of 2 keys in {keys} (6 more hash outside the shard)" in doc["summary"], doc["summary"]
+    assert "median of 8" not in json.dumps(doc)

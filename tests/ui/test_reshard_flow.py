@@ -60,6 +60,17 @@ async def test_the_prompt_shows_the_rule_and_stays_open_for_the_end_key():
         assert answers == [str(shard.ending_hash_key - 1)]
 
 
+def test_the_legend_names_a_shard_still_to_be_created_once():
+    from console.reshard.plan import plan_scale
+    from console.ui.screens.reshard import legend
+    from console.ui.static_source import even_shards
+
+    plan = plan_scale(even_shards(2), 4)
+    text = str(legend([chr(ord("A") + i) for i in range(len(plan.after))], plan.after, new=True))
+    assert "(new)" not in text and "new new" not in text
+    assert text.count("new") == sum(1 for shard in plan.after if not shard.unchanged)
+
+
 async def test_a_preview_older_than_the_last_poll_is_rechecked_before_it_proceeds(kinesis, make_stream, tmp_path,
                                                                                   monkeypatch):
     """The operator confirms a preview while another operator splits a shard and the console polls:

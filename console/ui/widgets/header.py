@@ -100,6 +100,9 @@ class ConsoleHeader(Widget):
             stream_line.append(summary.status + GAP, style=self._part("ok" if healthy else "busy"))
             stream_line.append(f"{summary.mode}{GAP}{summary.open_shard_count} open shards"
                                f"{GAP}retention {summary.retention_hours}h")
+            for badge in summary.badges():  # what changes how the stream behaves
+                stream_line.append(GAP)
+                stream_line.append(f" {badge} ", style=self._part("badge") + Style(reverse=True))
         if state.error is None and state.notice is not None:
             stream_line.append(f"{GAP}{state.notice}", style=self._part("busy"))
 
