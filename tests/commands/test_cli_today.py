@@ -208,7 +208,7 @@ async def test_tags_and_policy_round_trip_and_are_refused_read_only(local_kinesi
                  ["channels", "delete", "to-s3"], ["account", "--on-demand-advantage", "off"]):
         code, _, err = await run(endpoint, *argv, "--yes", "--read-only")
         assert code == 1 and "read-only mode (--read-only): refusing to" in err, argv
-    assert [entry["action"] for entry in ActionLog.default().entries()] == [
+    assert [entry["action"] for entry in ActionLog.default().entries() if entry.get("kind") == "result"] == [
         "stream tag", "stream untag", "stream policy", "stream policy"]
 
 
@@ -266,7 +266,9 @@ async def test_kinesis_mock_lacking_an_operation_costs_one_line(kinesis_mock, tm
     code, out, err = await run(endpoint, "stream", "distribution", stream, "auto", "--yes", "--json")
     assert code == 1 and "this endpoint does not support UpdateStreamRecordDistributionStrategy" in err
     assert len(err.strip().splitlines()) == 1 and json.loads(out)["error"]["code"] == "unsupported_operation"
-    assert ActionLog.default().entries() == []  # nothing was changed, nothing logged
+    # Logged ahead, and logged as refused: nothing was changed.
+    assert [e["outcome"] for e in ActionLog.default().entries() if e.get("kind") == "outcome"] == ["not applied"]
+    assert not [e for e in ActionLog.default().entries() if e.get("kind") == "result"]
     # What kinesis-mock has works: a policy it has none of, a record size, tags; a delete that
     # cannot ask for channels goes ahead.
     code, out, _ = await run(endpoint, "stream", "policy", stream, "--show")
