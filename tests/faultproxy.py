@@ -49,7 +49,8 @@ MUTATING_OPERATIONS = frozenset({
     "SplitShard", "MergeShards", "UpdateShardCount", "CreateStream", "DeleteStream",
     "IncreaseStreamRetentionPeriod", "DecreaseStreamRetentionPeriod", "UpdateStreamMode",
     "StartStreamEncryption", "StopStreamEncryption", "RegisterStreamConsumer", "DeregisterStreamConsumer",
-    "EnableEnhancedMonitoring",
+    "EnableEnhancedMonitoring", "TagResource", "UntagResource", "PutResourcePolicy", "DeleteResourcePolicy",
+    "UpdateMaxRecordSize",
 })
 
 

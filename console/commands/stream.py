@@ -442,7 +442,8 @@ async def _setting(args: Any, build, *, log_fields: dict | None = None) -> int:
         plan = await build(kinesis, summary)
         if not _refuse_or_confirm(args, plan, consequence=plan.summary):
             return _finish(args, plan, False, summary.status, summary)
-        await apply_setting(kinesis, plan, action_log=_history(), who=await _who(kinesis), log_fields=log_fields)
+        await apply_setting(kinesis, plan, action_log=_history(), who=await _who(kinesis), log_fields=log_fields,
+                            progress=lambda text: note(f"kconsole: {text}"))
         after = await kinesis.wait_for_active(args.stream, timeout=DEFAULT_WAIT_SECONDS) if args.wait \
             else await kinesis.describe_stream_summary(args.stream)
     return _finish(args, plan, True, after.status, after)

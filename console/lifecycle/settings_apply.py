@@ -69,7 +69,8 @@ OPERATIONS: dict[str, Callable[[Any, dict], Awaitable[Any]]] = {
 
 
 async def apply_setting(kinesis: Any, plan: LifecyclePlan, *, action_log: Any,
-                        who: str | None = None, log_fields: dict | None = None) -> list[Any]:
+                        who: str | None = None, log_fields: dict | None = None,
+                        progress: Callable[[str], None] = lambda _text: None) -> list[Any]:
     """Make the plan's calls in order, each logged ahead; the answers come back in order (None for a
     call whose reply was lost but whose change the read-back shows). `log_fields` go into each
     intent's plan too (a distribution switch records its target, which the AUTO notice reads back)."""
@@ -82,11 +83,13 @@ async def apply_setting(kinesis: Any, plan: LifecyclePlan, *, action_log: Any,
         async def make(call: Call = call, answer: list[Any] = answer) -> None:
             answer[0] = await OPERATIONS[call.operation](kinesis, call.parameters)
 
-        await action_log.call(call.operation, {"action": plan.action, "summary": plan.summary,
+        change = await action_log.call(call.operation, {"action": plan.action, "summary": plan.summary,
                                                "call": call.describe(), **(log_fields or {})},
                               make, stream=plan.stream, backend=kinesis.label, who=who,
                               settle=lambda call=call: _read_back(kinesis, plan, call),
                               check=_check_command(plan, call))
+        if change.reply_lost:
+            progress(f"{call.operation}: the reply was lost; the stream shows the change")
         answers.append(answer[0])
     if plan.calls:  # the plan's summary line, after its calls' intents and outcomes (read back for AUTO)
         calls: dict[str, int] = {}
@@ -135,8 +138,9 @@ async def _read_back(kinesis: Any, plan: LifecyclePlan, call: Call) -> tuple[boo
             return not set(params["TagKeys"]) & set(tags), f"tags now {', '.join(sorted(tags)) or 'none'}"
         if operation in ("PutResourcePolicy", "DeleteResourcePolicy"):
             policy = await kinesis.resource_policy(params["ResourceARN"])
-            if operation == "DeleteResourcePolicy":
-                return policy is None, "no policy" if policy is None else "a policy is still there"
+            if operation == "DeleteResourcePolicy":  # AWS answers "{}" for a resource without a policy
+                gone = not policy or policy.strip() == "{}"
+                return gone, "no policy" if gone else "a policy is still there"
             return policy == params["Policy"], "the policy is the one sent" if policy == params["Policy"] \
                 else "the policy is not the one sent"
         if operation == "UpdateAccountSettings":
