@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from console.bounds import MAX_RECORD_SIZE_KIB, MAX_WARM_THROUGHPUT_MIBPS, MIN_RECORD_SIZE_KIB, read_bounded
@@ -273,9 +273,9 @@ def describe_commitment(raw: dict) -> dict:
     """DescribeAccountSettings' MinimumThroughputBillingCommitment, as plain JSON."""
     def when(value: Any) -> str | None:
         if isinstance(value, datetime):
-            return value.astimezone(timezone.utc).isoformat()
+            return value.astimezone(UTC).isoformat()
         if isinstance(value, (int, float)):
-            return datetime.fromtimestamp(value, timezone.utc).isoformat()
+            return datetime.fromtimestamp(value, UTC).isoformat()
         return value
 
     return {"status": raw.get("Status") or "DISABLED", "started_at": when(raw.get("StartedAt")),
