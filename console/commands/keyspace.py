@@ -10,11 +10,11 @@ import argparse
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from console.bounds import read_text_lines, shard_count, whole_number
 from console.commands import command_help
+from console.bounds import read_text_lines, shard_count, whole_number
 from console.commands._output import emit, emit_json_with_rows, plain_json, render_table, run_async
-from console.errors import BadInput, TilingError
 from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
+from console.errors import BadInput, TilingError
 from console.keyspace.hashkeys import (
     HASH_SPACE,
     HashRangeIndex,

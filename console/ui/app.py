@@ -34,7 +34,6 @@ from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS, ConsoleBackend
 from console.errors import ConsoleError
 from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
 from console.topology.lineage import Lineage
-from console.topology.model import auto_notice
 from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, READ_ONLY_DISABLES
 from console.ui.changes import StreamChanges
 from console.ui.focus import FocusModel
@@ -42,6 +41,7 @@ from console.ui.format import short_shard_id
 from console.ui.palette import ConsoleCommands
 from console.ui.panels.consumers import ConsumersPanel
 from console.ui.panels.heat import HeatPanel
+from console.topology.model import auto_notice
 from console.ui.panels.keytree import KeyTreePanel
 from console.ui.panels.lineage import LineageTree
 from console.ui.panels.placement import PlacementPanel
@@ -53,15 +53,8 @@ from console.ui.screens.command_line import CommandLineHost, CommandLineScreen
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.stream_actions import StreamDeleted
 from console.ui.screens.stream_picker import StreamPickerScreen
-from console.ui.source import (
-    BIG_STREAM,
-    ConnectionInfo,
-    ListingSchedule,
-    StreamView,
-    describe_failure,
-    fetch_stream,
-    with_lineage,
-)
+from console.ui.source import (BIG_STREAM, ConnectionInfo, ListingSchedule, StreamView, describe_failure,
+                               fetch_stream, with_lineage)
 from console.ui.startup import settle_heap, warm_lazy_imports
 from console.ui.toasts import ToastsBehindDialogs
 from console.ui.widgets.footer import CoalescingFooter

@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.commands.test_cli_put import kconsole, stored_records
 
 from console.backend import BackendConfig, open_backend
 from console.reshard.actionlog import ActionLog
-from tests.commands.test_cli_put import kconsole, stored_records
 
 
 @pytest.fixture(autouse=True)

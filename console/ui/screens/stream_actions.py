@@ -8,32 +8,33 @@ only what it needs (a `StreamActionRequest` and the dialog callables) and report
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.message import Message
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
 
 from console.backend.protocol import ConsoleBackend
-from console.bounds import record_size_kib, warm_throughput_mibps
 from console.errors import BadInput, ConsoleError
 from console.lifecycle.execute import apply, mode_switches
 from console.lifecycle.plans import MODE_NAMES, LifecyclePlan, plan_delete, plan_encryption, plan_mode, plan_retention
 from console.lifecycle.rules import AWS_MANAGED_KMS_KEY, check_kms_key, check_retention_hours
+from console.bounds import record_size_kib, warm_throughput_mibps
 from console.lifecycle.settings import plan_distribution, plan_max_record_size, plan_warm_throughput
 from console.lifecycle.settings_apply import OPERATIONS as SETTING_OPERATIONS
 from console.lifecycle.settings_apply import apply_setting
-from console.reshard.actionlog import ActionLog
 from console.topology.model import AUTO_DISTRIBUTION, KEY_DISTRIBUTION, StreamSummary
+from console.reshard.actionlog import ActionLog
 from console.ui.reshard_flow import ReshardActivity, ReshardDialogs, ReshardProgressed
-from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
+from console.ui.screens.confirm import ConfirmByNameScreen
+
 
 ACTIONS = (
     ("retention", "Retention", "how long records stay readable (24 h to 365 days)"),
