@@ -19,8 +19,8 @@ from typing import Any
 
 from console.backend.protocol import ConsoleBackend, MetricPoints
 from console.bounds import validate_stream_name
-from console.lifecycle.rules import DEFAULT_SHARDS
 from console.errors import BadInput
+from console.lifecycle.rules import DEFAULT_SHARDS
 from console.topology.model import Shard, StreamSummary
 
 DEMO_STREAM = "kconsole-demo"
