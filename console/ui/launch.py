@@ -22,6 +22,7 @@ from console.bounds import validate_stream_name
 from console.errors import BadInput
 from console.lifecycle.rules import DEFAULT_SHARDS
 from console.topology.model import Shard, StreamSummary
+from console.words import counted
 
 DEMO_STREAM = "kconsole-demo"
 DEMO_RECORDS = 60
@@ -282,7 +283,7 @@ def launch_console(args) -> int:
                 await prepare_demo_stream(kinesis, shards=shards, split=args.shards is None)
                 stream = DEMO_STREAM
             elif backend_config.kind == "local" and not read_only and await kinesis.ensure_stream(stream, shards):
-                created = f"created stream {stream!r} with {shards} shards on the embedded local Kinesis"
+                created = f"created stream {stream!r} with {counted(shards, 'shard')} on the embedded local Kinesis"
             source = PrefetchingSource(kinesis, stream) if stream else kinesis
             shown: dict[str, Any] = {}  # the app, once it exists, for the server supervisor to speak through
             supervisor = _supervise_local_server(kinesis, stream, shards, demo=stream == DEMO_STREAM and not args.stream,
