@@ -21,6 +21,7 @@ from typing import Any
 from textual.message import Message
 from textual.screen import Screen
 
+from console.backend.protocol import ConsoleBackend
 from console.bounds import scale_target
 from console.errors import BadInput, ConsoleError
 from console.keyspace.hashkeys import parse_hash_key
@@ -56,7 +57,7 @@ class ReshardRequest:
     shards: tuple[Shard, ...]  # as last polled (the plan itself is built from a fresh listing)
     open_shard_count: int
     selected: Shard | None
-    source: Any  # the backend the console polls
+    source: ConsoleBackend  # the backend the console polls
     suggested_split: int | None = None  # the heat panel's median of observed traffic
     # With a lease table open (Consumers tab): the barrier lines for the preview and, when consumers
     # are still behind in the shards the plan changes, why the change is held back (else None).

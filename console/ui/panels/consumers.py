@@ -14,6 +14,7 @@ Every text from the lease table or the stream is shown escaped and as plain text
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
@@ -84,10 +85,11 @@ class ConsumersPanel(Vertical):
             self.table = table
 
     class LagChanged(Message):
-        """The worst time behind on each leased shard, formatted (empty: no lag known)."""
+        """The worst time behind on each leased shard of `stream`, formatted (empty: no lag known)."""
 
-        def __init__(self, lag: dict[str, str]) -> None:
+        def __init__(self, stream: str | None, lag: dict[str, str]) -> None:
             super().__init__()
+            self.stream = stream
             self.lag = lag
 
     def __init__(self, source: ConsoleBackend | None = None, *, poll_lock: asyncio.Lock | None = None,
@@ -98,7 +100,7 @@ class ConsumersPanel(Vertical):
         self.interval = interval
         self.lease_table: str | None = None  # the lease table polled (the reshard preview reads it too)
         # The shard poll's latest listing of the stream (no second ListShards), and its ARN.
-        self._shards: list[Shard] | None = None
+        self._shards: Sequence[Shard] | None = None
         self._stream_arn: str | None = None
 
     def compose(self) -> ComposeResult:
@@ -144,9 +146,9 @@ class ConsumersPanel(Vertical):
             self.query_one("#consumers-workers-status", Static).update("")
         self.lease_table = None
         self._shards = self._stream_arn = None
-        self.post_message(self.LagChanged({}))
+        self.post_message(self.LagChanged(self.stream, {}))
 
-    def follow_listing(self, stream: str, shards: list[Shard], arn: str | None) -> None:
+    def follow_listing(self, stream: str, shards: Sequence[Shard], arn: str | None) -> None:
         """A shard poll's result, so the lease poll need not list the shards again."""
         if stream == self.stream:
             self._shards, self._stream_arn = shards, arn
@@ -154,7 +156,7 @@ class ConsumersPanel(Vertical):
     @work(exclusive=True, group="consumers", exit_on_error=False)
     async def _watch(self, source: ConsoleBackend, stream: str, lease_table: str | None) -> None:
         tracker = StallTracker()
-        self.post_message(self.LagChanged({}))
+        self.post_message(self.LagChanged(stream, {}))
         while True:
             async with self.poll_lock:  # never alongside a shard poll
                 await self._show_consumers(source, stream, lease_table, tracker)
@@ -164,7 +166,7 @@ class ConsumersPanel(Vertical):
                               tracker: StallTracker) -> None:
         from console.consumers.look import consumer_report  # loaded when first used, not at start-up
 
-        shards = self._shards
+        shards = list(self._shards) if self._shards is not None else None
         try:
             report = await consumer_report(source, stream, lease_table=lease_table, tracker=tracker, shards=shards,
                                            stream_arn=self._stream_arn if shards is not None else None)
@@ -172,13 +174,13 @@ class ConsumersPanel(Vertical):
             self.show_error(error.message)
         else:
             self.show_report(report)
-            self.post_message(self.LagChanged({shard_id: format_millis(millis)
-                                               for shard_id, millis in report.worst_millis_by_shard().items()}))
+            self.post_message(self.LagChanged(stream, {shard_id: format_millis(millis)
+                                                       for shard_id, millis in report.worst_millis_by_shard().items()}))
         if lease_table:
             await self._show_workers(source, stream, lease_table, shards)
 
     async def _show_workers(self, source: ConsoleBackend, stream: str, lease_table: str,
-                            shards: list[Shard] | None) -> None:
+                            shards: Sequence[Shard] | None) -> None:
         import time
 
         from console.consumers.workers import read_workers

@@ -104,10 +104,11 @@ class HeatPanel(Widget, can_focus=True):
             self.shard_id = shard_id
 
     class HeatChanged(Message):
-        """A new reading: the live figures per shard (the last few seconds)."""
+        """A new reading of `stream`: the live figures per shard (the last few seconds)."""
 
-        def __init__(self, heat: dict[str, ShardHeat]) -> None:
+        def __init__(self, stream: str, heat: dict[str, ShardHeat]) -> None:
             super().__init__()
+            self.stream = stream
             self.heat = heat
 
     class HeatStopped(Message):
@@ -179,7 +180,7 @@ class HeatPanel(Widget, can_focus=True):
             async with HeatSampler(source, stream) as sampler:
                 async for snapshot in sampler.snapshots(every=1.0, series_seconds=MAP_SECONDS):
                     self.update_snapshot(snapshot)
-                    self.post_message(self.HeatChanged(live_figures(snapshot)))
+                    self.post_message(self.HeatChanged(stream, live_figures(snapshot)))
         except ConsoleError as error:
             self.notify(f"heat: {error.message}", severity="error", timeout=8)
             self.post_message(self.HeatStopped())

@@ -139,6 +139,7 @@ async def test_heat_samples_while_shown_and_says_so_when_it_stops(kinesis, make_
         await wait_until(pilot, lambda: any(figures.records_per_s > 0 for message in app.of(HeatPanel.HeatChanged)
                                             for figures in message.heat.values()), what="traffic in a reading")
         assert set(app.of(HeatPanel.HeatChanged)[-1].heat) == shard_ids
+        assert {message.stream for message in app.of(HeatPanel.HeatChanged)} == {name}
         assert app.of(HeatPanel.Shown) and app.running("heat-cloudwatch")  # the selected shard's CloudWatch too
         stopped_before = len(app.of(HeatPanel.HeatStopped))
         app.show("other")
@@ -174,7 +175,8 @@ async def test_lease_poll_posts_lag_and_clears_it_for_another_stream(kinesis, ma
                          what="a second poll")
         panel.stream = other
         await wait_until(pilot, lambda: not app.running("consumers"), what="the lease poll cancelled")
-        assert app.of(ConsumersPanel.LagChanged)[-1].lag == {} and panel.lease_table is None
+        last = app.of(ConsumersPanel.LagChanged)[-1]
+        assert (last.stream, last.lag) == (other, {}) and panel.lease_table is None
 
 
 async def test_lease_poll_waits_for_the_lock_a_shard_poll_holds(kinesis, make_stream):
