@@ -105,8 +105,8 @@ class PrefetchingSource:
     async def list_streams(self) -> list[StreamSummary]:
         return await self._source.list_streams()
 
-    async def stream_summaries(self) -> list[dict]:
-        return await self._source.stream_summaries()
+    async def list_stream_summaries(self, *, page_size: int = 100) -> list[StreamSummary]:
+        return await self._source.list_stream_summaries(page_size=page_size)
 
     async def describe_stream_details(self, stream: str) -> dict:
         return await self._source.describe_stream_details(stream)
