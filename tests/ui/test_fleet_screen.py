@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import pytest
 from textual.widgets import DataTable
 
 from console.ui.screens.stream_picker import StreamPickerScreen
@@ -47,3 +48,28 @@ async def test_fleet_screen_puts_trouble_first_filters_and_opens(kinesis, make_s
         await pilot.press("enter")  # opens the one row left
         await wait_until(pilot, lambda: app.refreshed, what="first poll of the chosen stream")
         assert app.stream == quiet and app.table.row_count == 1
+
+
+@pytest.mark.slow
+async def test_a_thousand_streams_show_their_first_rows_in_under_two_seconds(kinesis, local_kinesis):
+    import asyncio
+    import time
+
+    existing = set(await kinesis.stream_names())
+    names = [f"fleet-ui-{i:04d}" for i in range(1000)]
+    limit = asyncio.Semaphore(16)
+
+    async def create(name: str) -> None:
+        if name not in existing:
+            async with limit:
+                await kinesis.create_stream(name, 1)
+
+    await asyncio.gather(*(create(name) for name in names))
+    app = RecordingApp(kinesis, stream=None, interval=60)
+    async with app.run_test(size=(160, 40)) as pilot:
+        started = time.monotonic()
+        await wait_until(pilot, lambda: isinstance(app.screen, StreamPickerScreen) and len(app.screen.streams) >= 1000,
+                         what="1,000 rows")
+        first_rows = time.monotonic() - started
+        assert first_rows < 2.0, f"first rows took {first_rows:.2f} s"
+        assert app.screen.query_one("#picker-list", DataTable).row_count >= 1000
