@@ -4,18 +4,12 @@ enter opening the stream."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
 import pytest
 from textual.widgets import DataTable
 
 from console.ui.screens.stream_picker import StreamPickerScreen
-from tests.heat.test_fleet import put_points
+from tests.heat.test_fleet import create_streams, minutes_ago, put_points
 from tests.ui.test_ui_interaction import RecordingApp, wait_until
-
-
-def minutes_ago(n: int) -> datetime:
-    return datetime.now(timezone.utc).replace(second=0, microsecond=0) - timedelta(minutes=n, seconds=-5)
 
 
 async def test_fleet_screen_puts_trouble_first_filters_and_opens(kinesis, make_stream, local_kinesis):
@@ -52,19 +46,9 @@ async def test_fleet_screen_puts_trouble_first_filters_and_opens(kinesis, make_s
 
 @pytest.mark.slow
 async def test_a_thousand_streams_show_their_first_rows_in_under_two_seconds(kinesis, local_kinesis):
-    import asyncio
     import time
 
-    existing = set(await kinesis.stream_names())
-    names = [f"fleet-ui-{i:04d}" for i in range(1000)]
-    limit = asyncio.Semaphore(16)
-
-    async def create(name: str) -> None:
-        if name not in existing:
-            async with limit:
-                await kinesis.create_stream(name, 1)
-
-    await asyncio.gather(*(create(name) for name in names))
+    await create_streams(kinesis, "fleet-ui-", 1000)
     app = RecordingApp(kinesis, stream=None, interval=60)
     async with app.run_test(size=(160, 40)) as pilot:
         started = time.monotonic()
