@@ -284,12 +284,49 @@ async def _registration(args: argparse.Namespace, action: str) -> dict:
             consequence = f"deregister EFO consumer {args.name}"
         confirm_by_stream_name(args, change=f"{action} consumer {args.name} on {args.stream}",
                                consequence=consequence, preview=preview)
+        return await _logged_registration(backend, args, action, summary.arn)
+
+
+async def _logged_registration(backend, args: argparse.Namespace, action: str, arn: str) -> dict:
+    """Register or deregister through the action log; a lost reply is settled by listing the
+    consumers (registered: present; deregistered: gone or DELETING), a resend made only when the
+    list shows nothing changed."""
+    from console.reshard.actionlog import ActionLog
+
+    operation = "RegisterStreamConsumer" if action == "register" else "DeregisterStreamConsumer"
+    answer: dict = {}
+
+    async def call() -> None:
         if action == "register":
-            consumer = await backend.register_stream_consumer(summary.arn, args.name)
-            return {"action": action, "name": args.name, "status": consumer.get("ConsumerStatus", "CREATING"),
-                    "arn": consumer.get("ConsumerARN")}
-        await backend.deregister_stream_consumer(summary.arn, args.name)
-        return {"action": action, "name": args.name, "status": "DELETING", "arn": None}
+            answer.update(await backend.register_stream_consumer(arn, args.name))
+        else:
+            await backend.deregister_stream_consumer(arn, args.name)
+
+    async def settle() -> tuple[bool | None, str]:
+        found = {c.get("ConsumerName"): c for c in await backend.list_stream_consumers(arn)}
+        status = (found.get(args.name) or {}).get("ConsumerStatus")
+        if action == "register":
+            if status is None:
+                return False, f"{args.name} is not registered"
+            answer.update(found[args.name])
+            return True, f"the stream shows the change: {args.name} is {status}"
+        if status in (None, "DELETING"):
+            return True, f"the stream shows the change: {args.name} is {status or 'gone'}"
+        return False, f"{args.name} is still {status}"
+
+    async def again():
+        note(f"kconsole: {operation}: the reply was lost and the consumer list shows no change; sending it once more")
+        return call
+
+    change = await ActionLog.default().call(operation, {"consumer": args.name, "stream_arn": arn}, call,
+                                            stream=args.stream, backend=backend.label, settle=settle, again=again,
+                                            check=f"kconsole consumers {args.stream}")
+    if change.reply_lost:
+        note(f"kconsole: {operation}: the reply was lost; the stream shows the change")
+    if action == "register":
+        return {"action": action, "name": args.name, "status": answer.get("ConsumerStatus", "CREATING"),
+                "arn": answer.get("ConsumerARN"), "reply_lost": change.reply_lost}
+    return {"action": action, "name": args.name, "status": "DELETING", "arn": None, "reply_lost": change.reply_lost}
 
 
 # ---- kconsole recommend --------------------------------------------------------------------------

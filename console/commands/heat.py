@@ -25,7 +25,10 @@ from console.commands._stream_args import ensure_local_stream
 from console.lifecycle.rules import parse_shard_count
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
 from console.errors import BadInput
+from console.read.decoding import NO_KEY
 from console.read.printable import printable
+from console.topology.model import auto_notice
+from console.commands._distribution import distribution_since
 from console.keyspace.hashkeys import HashRangeIndex
 from console.heat.hotkey import HotKeyWhatIf, hot_key_what_if
 from console.heat.rates import DOMINANT_SHARE
@@ -104,8 +107,12 @@ async def _sample(config: BackendConfig, args: argparse.Namespace) -> StreamHeat
     async with open_backend(config) as kinesis:
         if config.kind == "local":  # the embedded server starts empty: create the stream, as everywhere
             await ensure_local_stream(kinesis, args.stream, args)
+        summary = await kinesis.describe_stream_summary(args.stream)
         sampler = HeatSampler(kinesis, args.stream, reads_per_second=args.reads_per_second)
         await sampler.start()
+        sampler.heat.auto_distribution = summary.auto_distribution
+        if summary.auto_distribution:
+            note(auto_notice(args.stream, await distribution_since(kinesis, args.stream)))
         try:
             note(f"sampling {args.stream} for {args.seconds:g} s from LATEST "
                  f"({len(sampler.heat.shards)} open shards, {args.reads_per_second:g} reads/s each)...")
@@ -125,6 +132,8 @@ def advise(snapshot: StreamHeatSnapshot) -> dict:
     shards = [(s.shard_id, s.starting_hash_key, s.ending_hash_key) for s in snapshot.open_shards]
     index = HashRangeIndex.build(shards) if shards else None
     hot_keys: list[tuple[ShardHeatSnapshot, HotKeyWhatIf]] = []
+    if snapshot.auto_distribution:  # keys do not place records: write-sharding one would change nothing
+        return {"hottest": snapshot.hottest, "hot_keys": hot_keys}
     for shard in snapshot.hottest_first():
         if not shard.top_keys or index is None or not shard.is_open:
             continue
@@ -163,20 +172,28 @@ def _kib(value: float) -> str:
 def _top_keys(shard: ShardHeatSnapshot) -> str:
     """Keys seen more than once (a key seen once is noise, not heat); --json lists them all."""
     repeated = [row for row in shard.top_keys if row.guaranteed_records > 1]
-    return ", ".join(f"{row.key} {row.share:.0%}" for row in repeated) or "-"
+    shown = ", ".join(f"{row.key} {row.share:.0%}" for row in repeated)
+    if shard.keyless_records:
+        shown = ", ".join(part for part in (shown, f"{NO_KEY} {shard.keyless_records / shard.records:.0%}") if part)
+    return shown or "-"
 
 
 def render(snapshot: StreamHeatSnapshot, advice: dict, *, hottest_first: bool = False) -> str:
     window = snapshot.window_end - snapshot.window_start
-    lines = [f"heat of {snapshot.stream} over {window:.1f} s "
-             f"(limits per shard: {SHARD_RECORDS_LIMIT:,} records/s, {SHARD_BYTES_LIMIT // 1024:,} KiB/s)"]
-    rows = [("SHARD", "REC/S", "PEAK", "KiB/S", "UTIL", "TOP KEYS (share of shard)")]
+    lines = [auto_notice(snapshot.stream)] if snapshot.auto_distribution else []
+    lines.append(f"heat of {snapshot.stream} over {window:.1f} s "
+                 f"(limits per shard: {SHARD_RECORDS_LIMIT:,} records/s, {SHARD_BYTES_LIMIT // 1024:,} KiB/s)")
+    keys_heading = "KEYS AS SENT (share of shard)" if snapshot.auto_distribution else "TOP KEYS (share of shard)"
+    rows = [("SHARD", "REC/S", "PEAK", "KiB/S", "UTIL", keys_heading)]
     shards = snapshot.hottest_first() if hottest_first else list(snapshot.shards)
     for shard in shards:
         rows.append((shard.shard_id + ("" if shard.is_open else " (closed)"), _rate(shard.records_per_s), str(shard.peak_records_per_s),
                      _kib(shard.bytes_per_s), f"{shard.utilisation:.0%}", _top_keys(shard)))
     rows.append(("stream total", _rate(snapshot.records_per_s), "", _kib(snapshot.bytes_per_s), "", ""))
     lines.append(render_table(rows[0], rows[1:], right_aligned={1, 2, 3, 4}))
+    keyless = sum(shard.keyless_records for shard in snapshot.shards)
+    if keyless:
+        lines.append(f"{keyless:,} record(s) sent without a partition key (shown as {NO_KEY})")
     hottest = advice["hottest"]
     if hottest is None:
         lines.append("no records arrived while sampling: nothing is hot")
@@ -258,7 +275,18 @@ def run_enable_monitoring(args: argparse.Namespace, config: BackendConfig) -> in
         async with open_backend(config) as kinesis:
             if config.kind == "local":
                 await ensure_local_stream(kinesis, args.stream, args)
-            await kinesis.enable_enhanced_monitoring(args.stream, list(SHARD_LEVEL_METRICS))
+            from console.reshard.actionlog import ActionLog
+
+            async def settle() -> tuple[bool | None, str]:
+                enabled = set((await kinesis.describe_stream_summary(args.stream)).enhanced_metrics)
+                return set(SHARD_LEVEL_METRICS) <= enabled, f"enhanced metrics now: {', '.join(sorted(enabled)) or 'none'}"
+
+            change = await ActionLog.default().call(
+                "EnableEnhancedMonitoring", {"metrics": list(SHARD_LEVEL_METRICS)},
+                lambda: kinesis.enable_enhanced_monitoring(args.stream, list(SHARD_LEVEL_METRICS)),
+                stream=args.stream, backend=kinesis.label, settle=settle, check=f"kconsole stream describe {args.stream}")
+            if change.reply_lost:
+                note("kconsole: EnableEnhancedMonitoring: the reply was lost; the stream shows the change")
             return (await kinesis.describe_stream_summary(args.stream)).enhanced_metrics
 
     enabled = run_async(enable())

@@ -1,4 +1,10 @@
-"""`kconsole streams` and `kconsole shards STREAM [--open | --all] [--tree]`."""
+"""`kconsole streams` and `kconsole shards STREAM [--open | --all] [--tree]`.
+
+`streams` lists in one ListStreams page-through (its StreamSummaries give name, status, mode and
+ARN), then fills in open shards, retention, encryption and today's settings with DescribeStreamSummary,
+at most one per stream and DESCRIBE_CONCURRENCY at once, only for the streams the output shows
+(--max-items) and only when it shows those fields (a --query that names none of them needs none).
+"""
 
 from __future__ import annotations
 
@@ -19,8 +25,9 @@ def register(subparsers, common) -> None:
     streams = subparsers.add_parser(
         "streams", parents=common, help=command_help("streams"),
         description="List the streams on the backend with status, capacity mode (PROVISIONED or ON_DEMAND), "
-                    "open shard count, retention and encryption. With --local the embedded server starts "
-                    "empty; kconsole --local --stream NAME streams creates NAME first.")
+                    "open shard count, retention, encryption and record distribution, with each stream's "
+                    "incoming rates, iterator age and throttles from CloudWatch. With --local the embedded server "
+                    "starts empty; kconsole --local --stream NAME streams creates NAME first.")
     streams.add_argument("--watch", action="store_true",
                          help="refresh once a minute (CloudWatch's period) until Ctrl-C, worst streams first; with --json "
                               "one JSON document a line per refresh")
@@ -62,6 +69,28 @@ def streams_command(args: Any) -> int:
     return 0
 
 
+DESCRIBE_CONCURRENCY = 16
+# What only DescribeStreamSummary tells (ListStreams' summaries give name, status, mode and ARN).
+DESCRIBED_FIELDS = ("open_shard_count", "retention_hours", "encryption", "stream_id", "record_distribution",
+                    "max_record_size_kib", "warm_throughput", "consumer_count", "channel_count")
+
+
+def needs_describe(args: Any) -> bool:
+    query = getattr(args, "query", None)
+    return query is None or any(name in query for name in DESCRIBED_FIELDS)
+
+
+async def list_streams(kinesis: Any, *, describe: bool = True, shown: int | None = None,
+                       page_size: int = 100) -> list[StreamSummary]:
+    """One ListStreams page-through, sorted by name; the first `shown` (all: None) described."""
+    listed = sorted(await kinesis.list_stream_summaries(page_size=page_size), key=lambda s: s.name)
+    if not describe:
+        return listed
+    head = listed if shown is None else listed[:shown]
+    described = await kinesis.describe_streams(head, concurrency=DESCRIBE_CONCURRENCY)
+    return sorted(described, key=lambda s: s.name) + listed[len(head):]
+
+
 async def _fetch_fleet(args: Any) -> tuple[list[StreamSummary], str, Fleet]:
     """The streams and one read of their CloudWatch metrics, on one backend."""
     from console.backend import BackendConfig, open_backend
@@ -71,7 +100,7 @@ async def _fetch_fleet(args: Any) -> tuple[list[StreamSummary], str, Fleet]:
         wanted = getattr(args, "stream", None)
         if config.kind == "local" and wanted:
             await ensure_local_stream(kinesis, wanted, args)
-        summaries = sorted(await kinesis.list_streams(), key=lambda s: s.name)
+        summaries = await list_streams(kinesis, describe=needs_describe(args), shown=getattr(args, "max_items", None))
         fleet = await fleet_rows(kinesis, [StreamFacts.from_stream(s) for s in summaries])
         return summaries, kinesis.label, fleet
 
@@ -89,7 +118,7 @@ async def _watch_fleet(args: Any, *, rounds: int | None = None, interval: float 
         done = 0
         while rounds is None or done < rounds:
             started = time.monotonic()
-            summaries = sorted(await kinesis.list_streams(), key=lambda s: s.name)
+            summaries = await list_streams(kinesis)
             fleet = await fleet_rows(kinesis, [StreamFacts.from_stream(s) for s in summaries])
             by_name = {summary.name: summary for summary in summaries}
             ordered = sort_rows(fleet.rows, args.sort)

@@ -30,8 +30,8 @@ HASH_CACHE_SIZE = 4096  # MD5s of recently seen keys (hot keys repeat; cleared w
 DOMINANT_SHARE = 0.25  # a key above this share of its shard is named by the split suggestion
 MEDIAN_ATOMS = 32  # heaviest keys placed exactly (not smeared over a bin) when finding the median
 
-# (arrival epoch seconds, partition key, size in bytes counted against the shard limit)
-Observation = tuple[float, str, int]
+# (arrival epoch seconds, partition key (None: sent without one), size counted against the shard limit)
+Observation = tuple[float, str | None, int]
 
 
 def observations_from_records(records: Iterable[Mapping]) -> list[Observation]:
@@ -41,8 +41,8 @@ def observations_from_records(records: Iterable[Mapping]) -> list[Observation]:
     for record in records:
         arrival = record["ApproximateArrivalTimestamp"]
         arrival = arrival.timestamp() if hasattr(arrival, "timestamp") else float(arrival)
-        key = record["PartitionKey"]
-        rows.append((arrival, key, len(record["Data"]) + len(key.encode("utf-8"))))
+        key = record.get("PartitionKey")  # optional on an AUTO stream
+        rows.append((arrival, key, len(record["Data"]) + (len(key.encode("utf-8")) if key else 0)))
     return rows
 
 
@@ -57,6 +57,7 @@ class ShardHeat:
         self.records = 0
         self.bytes = 0
         self.unplaced = 0
+        self.keyless = 0
         self.by_records = SpaceSaving(top_capacity)
         self.by_bytes = SpaceSaving(top_capacity)
         self._buckets: dict[int, list[int]] = {}  # second -> [records, bytes]
@@ -70,7 +71,7 @@ class ShardHeat:
         buckets = self._buckets
         keys: list[str] = []
         key_bytes: dict[str, int] = {}
-        total_bytes = 0
+        total_bytes = keyless = 0
         newest = self._newest
         for arrival, key, size in observations:
             if not start <= arrival < end:
@@ -84,19 +85,25 @@ class ShardHeat:
             bucket[0] += 1
             bucket[1] += size
             total_bytes += size
+            if key is None:
+                keyless += 1
+                continue
             keys.append(key)
             key_bytes[key] = key_bytes.get(key, 0) + size
-        if not keys:
+        counted = len(keys) + keyless
+        if not counted:
             return 0
-        self.records += len(keys)
+        self.records += counted
         self.bytes += total_bytes
-        self.by_records.add_many(keys)
-        self.by_bytes.add_weights(key_bytes)
-        self._place(Counter(keys))
+        self.keyless += keyless
+        if keys:
+            self.by_records.add_many(keys)
+            self.by_bytes.add_weights(key_bytes)
+            self._place(Counter(keys))
         if newest != self._newest:
             self._newest = newest
             self._forget_before(newest - self.history_seconds)
-        return len(keys)
+        return counted
 
     def _place(self, key_counts: Mapping[str, int]) -> None:
         """Histogram the batch's keys over this shard's hash range (for the median split point)."""
@@ -199,7 +206,9 @@ class ShardHeat:
         return best_at, best_below
 
     def snapshot(self, window_start: float, window_end: float, *, top: int = 5,
-                 series_seconds: int = 60, is_open: bool = True) -> ShardHeatSnapshot:
+                 series_seconds: int = 60, is_open: bool = True, keys_place: bool = True) -> ShardHeatSnapshot:
+        """`keys_place` False (an AUTO stream): keys say nothing about where records went, so no
+        split at their median is suggested and no record counts as outside its key's range."""
         window = max(window_end - window_start, 1e-9)
         records_per_s, bytes_per_s = self.records / window, self.bytes / window
         first_second, last_second = int(window_start), int(window_end)
@@ -232,10 +241,11 @@ class ShardHeat:
             utilisation_series=tuple(self.utilisation_series(last_second, span)),
             top_keys=top_keys,
             top_keys_by_bytes=by_bytes,
-            split=self.split_suggestion(),
-            unplaced_records=self.unplaced,
+            split=self.split_suggestion() if keys_place else None,
+            unplaced_records=self.unplaced if keys_place else 0,
             key_error_bound=self.by_records.error_bound,
             is_open=is_open,
+            keyless_records=self.keyless,
         )
 
     def _top_key(self, key: str, records: int, guaranteed: int, nbytes: int | None = None) -> TopKey:
@@ -248,8 +258,10 @@ class StreamHeat:
     """Heat of every sampled shard of one stream over a window of arrival time [start, end)."""
 
     def __init__(self, stream: str, shards: Iterable[Shard], *, window_start: float,
-                 top_capacity: int = 256, history_seconds: int = HISTORY_SECONDS) -> None:
+                 top_capacity: int = 256, history_seconds: int = HISTORY_SECONDS,
+                 auto_distribution: bool = False) -> None:
         self.stream = stream
+        self.auto_distribution = auto_distribution  # may change between polls: set by the sampler
         self.window_start = window_start
         self.window_end: float | None = None
         # Shards whose life began or ended inside the window: their rates cover only their part of it.
@@ -290,7 +302,9 @@ class StreamHeat:
             self.stream, self.window_start, end,
             tuple(heat.snapshot(max(self.window_start, self.born.get(shard_id, self.window_start)),
                                 min(end, self.closed.get(shard_id, end)),
-                                top=top, series_seconds=series_seconds, is_open=shard_id not in self.closed)
+                                top=top, series_seconds=series_seconds, is_open=shard_id not in self.closed,
+                                keys_place=not self.auto_distribution)
                   for shard_id, heat in self.shards.items()),
+            auto_distribution=self.auto_distribution,
         )
 

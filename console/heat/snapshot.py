@@ -76,6 +76,7 @@ class ShardHeatSnapshot:
     key_error_bound: int  # any top-key count may exceed the truth by at most this
     is_open: bool = True  # False: closed by a reshard during the window (its rates end at the close)
     utilisation_series: tuple[float, ...] = ()  # per second, aligned with `series` (the heat map's cells)
+    keyless_records: int = 0  # sent without a partition key (AUTO distribution): load, but no key
 
     @property
     def recent_utilisation(self) -> float:
@@ -100,6 +101,7 @@ class ShardHeatSnapshot:
             "top_keys_by_bytes": [row.to_json() for row in self.top_keys_by_bytes],
             "key_error_bound": self.key_error_bound,
             "unplaced_records": self.unplaced_records,
+            "keyless_records": self.keyless_records,
             "split": self.split.to_json(stream) if self.split else None,
             "series": list(self.series),
         }
@@ -112,6 +114,9 @@ class StreamHeatSnapshot:
     window_start: float
     window_end: float
     shards: tuple[ShardHeatSnapshot, ...]  # key-space order
+    # AUTO: the service spread the records, not their keys: top keys are only the keys as sent,
+    # and no split is suggested by them.
+    auto_distribution: bool = False
 
     @property
     def records_per_s(self) -> float:
@@ -149,5 +154,7 @@ class StreamHeatSnapshot:
             "bytes_per_s": round(self.bytes_per_s, 3),
             "limits": {"records_per_s": SHARD_RECORDS_LIMIT, "bytes_per_s": SHARD_BYTES_LIMIT},
             "hottest_shard": self.hottest.shard_id if self.hottest else None,
+            "record_distribution": "AUTO" if self.auto_distribution else "USER_PARTITION_KEY",
+            "keyless_records": sum(shard.keyless_records for shard in self.shards),
             "shards": [shard.to_json(self.stream) for shard in self.shards],
         }

@@ -47,6 +47,7 @@ class KeyState:
     abandoned: bool = False
     record_count: int = 0  # how many records this key sends
     payloads: list[bytes] | None = None  # given records' data, in key order; None: generated test records
+    send_key: bool = True  # False: a keyless record (AUTO stream), sent without PartitionKey; `name` is internal
 
 
 # Put a key back in the send queue once `due` (monotonic seconds) has come.

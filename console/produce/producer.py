@@ -55,7 +55,7 @@ from console.produce.report import (
 )
 from console.produce.ledger import KeyState, PendingRecord, RecordLedger, Requeue
 from console.produce.settings import ProducerSettings
-from console.produce.testrecords import partition_key_for
+from console.produce.testrecords import ledger_key, partition_key_for
 from console.topology.model import put_records_entry
 
 THROTTLE_ERROR = "ProvisionedThroughputExceededException"
@@ -146,8 +146,9 @@ class OrderedProducer:
         keys = []
         for index in range(settings.keys):
             name = partition_key_for(settings.run_id, index)
-            keys.append(KeyState(name, hash_key_for(name, explicit[index]), explicit[index], len(name.encode()),
-                                 record_count=settings.records_per_key))
+            keys.append(KeyState(name, hash_key_for(name, explicit[index]), explicit[index],
+                                 len(name.encode()) if settings.send_keys else 0,
+                                 record_count=settings.records_per_key, send_key=settings.send_keys))
         return keys
 
     @staticmethod
@@ -156,10 +157,14 @@ class OrderedProducer:
         the order keys first appear; each key's records keep their order."""
         keys: dict[str, KeyState] = {}
         for record in records:
-            key = keys.get(record.key)
+            # A keyless record (AUTO stream) is a key of its own: no order to keep, nothing to wait for.
+            name = ledger_key(record)
+            key = keys.get(name)
             if key is None:
-                key = keys[record.key] = KeyState(record.key, hash_key_for(record.key, record.explicit_hash_key),
-                                                  record.explicit_hash_key, len(record.key.encode()), payloads=[])
+                sent = record.key is not None
+                key = keys[name] = KeyState(name, hash_key_for(name, record.explicit_hash_key),
+                                            record.explicit_hash_key, len(name.encode()) if sent else 0,
+                                            payloads=[], send_key=sent)
             key.payloads.append(record.data)
             key.record_count += 1
         return list(keys.values())
@@ -328,7 +333,8 @@ class OrderedProducer:
         return batch, wait_hint
 
     async def _send_batch(self, batch: list[PendingRecord], requeue: Requeue) -> None:
-        entries = [put_records_entry(record.data, record.key.name, record.key.explicit_hash_key) for record in batch]
+        entries = [put_records_entry(record.data, record.key.name if record.key.send_key else None,
+                                     record.key.explicit_hash_key) for record in batch]
         sent_wall = self._wall()
         try:
             response = await self._put_records(self.stream, entries)  # type: ignore[misc]
@@ -442,7 +448,8 @@ class OrderedProducer:
                 sent_wall = self._wall()
                 try:
                     response = await self._put_record(  # type: ignore[misc]
-                        self.stream, record.data, key.name, explicit_hash_key=key.explicit_hash_key,
+                        self.stream, record.data, key.name if key.send_key else None,
+                        explicit_hash_key=key.explicit_hash_key,
                         sequence_number_for_ordering=key.last_sequence_number)
                 except _FATAL as error:
                     self._stop(str(error))

@@ -78,6 +78,8 @@ class ProduceResult:
     abandoned: int = 0  # records never sent because an earlier one of their key failed for good
     stopped: str | None = None  # why the run ended before every record was tried; None when it did not
     endpoint_lost: bool = False  # it stopped because the endpoint answered nothing for too long
+    # The stream spread the records itself (AUTO): no key decided a shard, and no order was promised.
+    auto_distribution: bool = False
     # Epoch send time of the latest request whose outcome stayed unknown: it may still land on the
     # server until the in-flight window has passed, so the verifier waits that long before reading.
     last_unknown_sent: float | None = None

@@ -235,12 +235,19 @@ async def run_and_verify(kinesis: Any, stream: str, settings: Any, *, verify: bo
     from console.produce.producer import OrderedProducer
     from console.topology.shardmap import ShardMap
 
-    async with ShardMap.for_backend(kinesis, stream) as shard_map:
-        await shard_map.wait_ready(timeout=60, fail_fast=True)
+    summary = await kinesis.describe_stream_summary(stream)
+    if summary.auto_distribution:  # Kinesis ignores the keys: a shard map would predict nothing true
         producer = OrderedProducer(stream, settings, put_records=kinesis.put_records, put_record=kinesis.put_record,
-                                   shard_map=shard_map, on_progress=on_progress, progress_interval=progress_interval,
-                                   records=records)
+                                   on_progress=on_progress, progress_interval=progress_interval, records=records)
         result = await producer.run()
+    else:
+        async with ShardMap.for_backend(kinesis, stream) as shard_map:
+            await shard_map.wait_ready(timeout=60, fail_fast=True)
+            producer = OrderedProducer(stream, settings, put_records=kinesis.put_records,
+                                       put_record=kinesis.put_record, shard_map=shard_map, on_progress=on_progress,
+                                       progress_interval=progress_interval, records=records)
+            result = await producer.run()
+    result.auto_distribution = summary.auto_distribution
     if not verify:
         return result, None
     if result.endpoint_lost:  # nothing answers: a read-back could only wait and fail

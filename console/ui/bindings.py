@@ -71,6 +71,8 @@ ACTIONS: tuple[ConsoleAction, ...] = (
 )
 
 MUTATING_ACTIONS = frozenset(a.action for a in ACTIONS if a.mutating)
+# What read-only mode disables, in the words every notice uses.
+READ_ONLY_DISABLES = "split, merge, scale, the stream actions (S), the producer and enhanced monitoring"
 
 # The console's own keys (KConsoleApp.BINDINGS); the tabs' keys are their widgets' BINDINGS.
 APP_BINDINGS: list[Binding] = [

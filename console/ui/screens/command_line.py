@@ -20,6 +20,8 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Static
 
+from console.ui.bindings import READ_ONLY_DISABLES
+
 CTRL_C_AGAIN_SECONDS = 3.0
 
 # What AWS accepts as a stream name; a typo is answered on the command line, not by the server.
@@ -212,8 +214,8 @@ class CommandLineHost:
         from console.ui.screens.confirm import ConfirmByNameScreen
 
         name = self.stream or "read-write"
-        self.push_screen(ConfirmByNameScreen(name, "leave read-only mode: split, merge, scale, the producer and "
-                                                   "enhanced monitoring become available again"),
+        self.push_screen(ConfirmByNameScreen(name, f"leave read-only mode: {READ_ONLY_DISABLES} become "
+                                                   "available again"),
                          lambda confirmed: self.set_read_only(False) if confirmed else None)
 
     def set_read_only(self, read_only: bool) -> None:
@@ -222,7 +224,7 @@ class CommandLineHost:
         self.read_only = read_only
         self.header.update_state(read_only=read_only)
         self.refresh_bindings()
-        self.notify("read-only: split, merge, scale, the producer and enhanced monitoring are disabled"
+        self.notify(f"read-only: {READ_ONLY_DISABLES} are disabled"
                     if read_only else "read-write: changes are possible again (each still asks first)", timeout=4)
 
     def watch_theme(self, old: str, new: str) -> None:
