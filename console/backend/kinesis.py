@@ -80,28 +80,6 @@ class KinesisBackend(CallPath):
     async def stream_names(self) -> list[str]:
         return [summary.name for summary in await self.list_stream_summaries()]
 
-    async def list_stream_summaries(self, *, page_size: int = 100) -> list[StreamSummary]:
-        """Every stream as ListStreams' StreamSummaries give it (name, status, mode, ARN: no shard
-        counts, `open_shard_count` None), in one page-through and no describe: the quick first look
-        at a region with many streams; a server that answers only StreamNames gives the names alone."""
-        found: list[StreamSummary] = []
-        params: dict[str, Any] = {"Limit": page_size}
-        while True:
-            page = await self._call("ListStreams", **params)
-            # The page's names decide what it holds (moto, say, sends every stream's summary each page).
-            names = page.get("StreamNames", [])
-            summaries = {raw.get("StreamName"): raw for raw in page.get("StreamSummaries") or []}
-            for name in names:
-                raw = summaries.get(name) or {}
-                found.append(StreamSummary(
-                    name=name, status=raw.get("StreamStatus", "?"),
-                    mode=(raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
-                    open_shard_count=None, retention_hours=0, encryption="-", arn=raw.get("StreamARN", "")))
-            if not page.get("HasMoreStreams") or not names:
-                return found
-            params = {"Limit": page_size, **({"NextToken": page["NextToken"]} if page.get("NextToken")
-                                            else {"ExclusiveStartStreamName": names[-1]})}
-
     async def list_streams(self) -> list[StreamSummary]:
         """Every stream, described: one ListStreams page-through, then DescribeStreamSummary per stream."""
         return await self.describe_streams(await self.list_stream_summaries())

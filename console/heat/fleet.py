@@ -50,13 +50,13 @@ class StreamFacts:
 
     @classmethod
     def from_stream(cls, summary: Any) -> "StreamFacts":
-        """From the backend's StreamSummary (today's fields where the summary carries them); a summary
-        from the stream list alone (no shard count yet) knows no consumer count either."""
+        """From the backend's StreamSummary; one from the stream list alone (no shard count yet) knows
+        no consumer count either."""
         listed_only = summary.open_shard_count is None
         return cls(name=summary.name, status=summary.status, mode=summary.mode,
                    open_shards=summary.open_shard_count, consumers=None if listed_only else summary.consumer_count,
-                   auto_distribution=bool(getattr(summary, "auto_distribution", False)),
-                   warm_mibps=getattr(summary, "warm_throughput_current_mibps", None))
+                   auto_distribution=summary.auto_distribution,
+                   warm_mibps=summary.warm_throughput_current_mibps)
 
 
 @dataclass(frozen=True, slots=True)
