@@ -184,3 +184,15 @@ async def test_a_thousand_streams_first_rows_in_under_two_seconds(local_kinesis)
     assert first_rows < 2.0, f"first rows took {first_rows:.2f} s"
     print(f"1,000 streams: first rows {first_rows:.2f} s, metrics refresh {refreshed:.2f} s "
           f"in {proxy.stats['pass:GetMetricData']} GetMetricData calls")
+
+
+async def test_an_auto_stream_says_so_in_its_mode(capsys, local_kinesis, kinesis, make_stream):
+    name = await make_stream(shards=1)
+    summary = await kinesis.describe_stream_summary(name)
+    await kinesis.update_stream_mode(summary.arn, "ON_DEMAND")
+    await kinesis.wait_for_active(name)
+    await kinesis.update_record_distribution(summary.arn, "AUTO")
+    code, out, err = await kconsole(capsys, "streams", "--sort", "name", "--endpoint-url", local_kinesis.endpoint_url,
+                                    "--region", "us-east-1")
+    assert code == 0, err
+    assert next(line for line in out.splitlines() if line.startswith(name + " ")).split()[2:4] == ["ON_DEMAND", "AUTO"]
