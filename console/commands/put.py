@@ -19,11 +19,17 @@ from collections import defaultdict
 from contextlib import ExitStack
 from typing import Any
 
+from console.bounds import open_named_file
+from console.commands._aggregate_args import (
+    add_aggregate_options,
+    aggregate_bytes,
+    check_aggregate_fits_stream,
+)
 from console.commands._confirm import refuse_if_read_only
 from console.commands._output import emit, note, run_async
 from console.commands._stream_args import validate_stream_name
 from console.errors import BadInput
-from console.bounds import open_named_file
+from console.produce.aggregate import aggregation_line
 from console.produce.given import (
     MAX_LINE_BYTES,
     MAX_PROBLEMS_SHOWN,
@@ -61,6 +67,7 @@ def register(subparsers, common) -> None:
                              "stream only (a line without its key field is keyless too)")
     parser.add_argument("--skip-bad", action="store_true", help="report bad lines but send the good ones")
     parser.add_argument("--verify", action="store_true", help="read every record back: lost, reordered, misplaced")
+    add_aggregate_options(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -73,6 +80,10 @@ def handle(args: Any) -> int:
     if args.no_key and (args.key_field or args.explicit_hash_key_field):
         raise BadInput("--no-key sends records without keys: drop --key-field and --explicit-hash-key-field",
                        code="usage")
+    if args.no_key and args.aggregate:
+        raise BadInput("a KPL aggregate carries a partition key for each record: --aggregate needs keys, "
+                       "drop --no-key", code="usage")
+    aggregate_bytes(args)
     refuse_if_read_only(args, f"put records to {args.stream}")
     parsed = read_input(args)
     _refuse_or_skip(args, parsed.problems, parsed)  # wrong whatever the stream: before any connection
@@ -157,7 +168,11 @@ class _NewlineWithin:
 async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, VerificationReport | None]:
     from console.backend import BackendConfig, open_backend
     from console.commands._stream_args import ensure_local_stream
-    from console.commands.produce import AWS_GET_RECORDS_INTERVAL, _ProgressLines
+    from console.commands.produce import (
+        AWS_GET_RECORDS_INTERVAL,
+        _ProgressLines,
+        settle_heap,
+    )
     from console.produce.verify import run_and_verify
 
     config = BackendConfig.from_args(args)
@@ -166,6 +181,11 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
             await ensure_local_stream(kinesis, args.stream, args)
         # A missing stream fails here, naming the ones there are; its limits judge the lines.
         summary = await kinesis.describe_stream_summary(args.stream)
+        max_aggregate_bytes = aggregate_bytes(args)
+        check_aggregate_fits_stream(max_aggregate_bytes, summary)
+        if max_aggregate_bytes is not None and parsed.keyless:
+            raise BadInput(f"{parsed.keyless} line(s) have no partition key, and a KPL aggregate carries one for "
+                           "each record: give every line a key, or drop --aggregate", code="usage")
         known = set(parsed.problems)
         check_against_stream(parsed, stream=args.stream, max_record_bytes=summary.max_record_bytes,
                              auto_distribution=summary.auto_distribution)
@@ -180,11 +200,13 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
         note(f"putting {len(parsed.records)} records to {args.stream!r} ("
              + (f"{keyless} without a key, " if keyless else "") + f"{len(per_key) - keyless} keys)")
         interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0
+        settle_heap()
         return await run_and_verify(
             kinesis, args.stream, settings, verify=args.verify, on_progress=_ProgressLines("put"),
             on_verifying=lambda wait: note(f"reading {len(parsed.records)} records back"
                                            + (f" after waiting {wait:.0f} s for puts whose answer was lost" if wait > 0 else "")),
-            read_settings=ReadSettings(min_call_interval=interval), records=parsed.records)
+            read_settings=ReadSettings(min_call_interval=interval), records=parsed.records,
+            max_aggregate_bytes=max_aggregate_bytes)
 
 
 def summary_document(parsed: ParsedLines, result: ProduceResult, report: VerificationReport | None) -> dict:
@@ -211,6 +233,8 @@ def summary_document(parsed: ParsedLines, result: ProduceResult, report: Verific
                    for line, key, shard, seq in landed],
         "verified": report is not None,
     }
+    if result.aggregation is not None:
+        document["aggregation"] = result.aggregation.to_json(result.elapsed)
     if report is not None:
         verification = report.to_json()
         document["verification"] = {name: verification[name] for name in (
@@ -234,6 +258,8 @@ def summary_text(document: dict) -> str:
              f"{document['seconds']:.2f} s ({document['retries']} retries, {document['throttled']} throttled"
              + (f", {document['skipped_bad_lines']} bad lines skipped" if document["skipped_bad_lines"] else "")
              + ")"]
+    if aggregated := aggregation_line(document.get("aggregation")):
+        lines.append(aggregated)
     for shard_id, entry in document["shards"].items():
         shown = ", ".join(str(n) for n in entry["lines"][:MAX_LINES_SHOWN])
         more = f", … (+{len(entry['lines']) - MAX_LINES_SHOWN})" if len(entry["lines"]) > MAX_LINES_SHOWN else ""

@@ -33,6 +33,7 @@ class ReadCopy:
     order: int  # position of the shard in lineage order (parents first)
     sent_at: float
     arrival: float | None  # epoch seconds (ApproximateArrivalTimestamp)
+    aggregated: bool = False  # read from inside a KPL aggregate (placed by the aggregate, not its own key)
 
 
 @dataclass(frozen=True)
@@ -260,7 +261,10 @@ def analyse(run: ProduceResult, lineage: ShardLineage, copies: list[ReadCopy], s
                     problem("out_of_order", key, copy.seq, detail, copy.shard_id, position)
             highest = max(highest, copy.seq)
             ack = acks.get(copy.seq)
-            where = None if auto else _misplacement(copy.shard_id, hash_key, ack, lineage, allowed_cache)
+            # A copy in an aggregate other than the acknowledged one landed where that aggregate did (an
+            # aggregate placed off its prediction, then re-aggregated): a duplicate, not a misplacement.
+            stray = copy.aggregated and ack is not None and copy.sequence_number != ack.sequence_number
+            where = None if auto or stray else _misplacement(copy.shard_id, hash_key, ack, lineage, allowed_cache)
             if where:
                 misplaced += 1
                 problem("misplaced", key, copy.seq, f"read from {copy.shard_id}; {where}", copy.shard_id, position)

@@ -52,6 +52,11 @@ def top_keys_text(shard: ShardHeatSnapshot | None, stream: str, *, auto: bool = 
         return Text("no shard selected", style="dim")
     text = Text(f"{shard.shard_id}: peak {shard.peak_records_per_s} rec/s, "
                 f"peak utilisation {shard.peak_utilisation:.0%}\n", style="bold")
+    if shard.aggregates or shard.decode_errors:
+        # REC/S counts Kinesis records (what the limit counts); user records came out of KPL aggregates.
+        text.append(f"KPL aggregates: {shard.user_records_per_s:,.1f} user rec/s in {shard.records_per_s:,.1f} "
+                    f"Kinesis rec/s" + (f", {shard.decode_errors} decode-error" if shard.decode_errors else "")
+                    + "\n", style="dim")
     repeated = [row for row in shard.top_keys if row.guaranteed_records > 1]  # a key seen once is not heat
     if auto:
         text.append("AUTO distribution: Kinesis spread these records; keys as sent:\n", style="yellow")
@@ -62,11 +67,16 @@ def top_keys_text(shard: ShardHeatSnapshot | None, stream: str, *, auto: bool = 
     elif not repeated:
         text.append("no key repeats: the traffic is spread\n", style="dim")
     for row in repeated:
-        text.append(f"  {printable(row.key)}  {row.records} records  {row.share:.0%}\n")
+        inside = "  (aggregated)" if row.aggregated else ""
+        text.append(f"  {printable(row.key)}  {row.records} records  {row.share:.0%}{inside}\n")
     if shard.split is not None and shard.records:
-        text.append(f"split at median (children ~{shard.split.lower_share:.0%} / {1 - shard.split.lower_share:.0%}): "
-                    f"{shard.split.command(stream)}\n", style="cyan")
-        if shard.split.dominant_key:
+        basis = "where its aggregates land" if shard.split.by_aggregates else "median"
+        text.append(f"split at {basis} (children ~{shard.split.lower_share:.0%} / "
+                    f"{1 - shard.split.lower_share:.0%}): {shard.split.command(stream)}\n", style="cyan")
+        if shard.split.dominant_key and shard.split.dominant_aggregated:
+            text.append(f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%} inside "
+                        "aggregates: a split moves whole aggregates, not the key\n", style="yellow")
+        elif shard.split.dominant_key:
             text.append(f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%}: "
                         "write-shard it (`kconsole heat` shows the what-if)\n", style="yellow")
     return text
