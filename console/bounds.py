@@ -138,3 +138,134 @@ def argtype(check: Callable[..., T], what: str, **bounds: object) -> Callable[[s
 
     parse.__name__ = what
     return parse
+
+
+# ---- files a user names ---------------------------------------------------------------------------
+# A key or sample file is read as a stream of lines under three caps, checked as it is read, so
+# /dev/zero (no newline, ever), /dev/urandom (not text) or a huge file costs one line and
+# milliseconds, never the machine's memory. A FIFO is opened without blocking and refused if no
+# writer comes within half a second; a directory is refused by name.
+MAX_LIST_FILE_BYTES = 64 * 1024 * 1024  # a million keys of 64 bytes
+MAX_LIST_FILE_LINES = 1_000_000
+MAX_LIST_LINE_BYTES = 4096  # a partition key is at most 256 characters (1 KiB of UTF-8); room for comments
+
+
+def _named(what: str, path: str) -> str:
+    """How an error names the file: `keys file '/x'`, or the bare path when `what` is empty."""
+    shown = path if len(path) <= 200 else path[:200] + "..."
+    return f"{what} {shown!r}" if what else shown
+
+
+def open_named_file(path: str, *, what: str, code: str = "bad_input"):
+    """`path` opened for reading as a binary stream ('-' is stdin), without blocking on a FIFO that
+    has no writer; a directory or an unopenable path is BadInput naming it."""
+    import io
+    import os
+    import stat
+    import sys
+
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as error:
+        raise BadInput(f"cannot read {_named(what, path)}: {error.strerror or error}", code=code) from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise BadInput(f"cannot read {_named(what, path)}: it is a directory", code=code)
+        first = _first_byte_of_fifo(descriptor, path, what, code) if stat.S_ISFIFO(mode) else b""
+        os.set_blocking(descriptor, True)  # opened without waiting for a writer; now read as usual
+    except BaseException:
+        os.close(descriptor)
+        raise
+    handle = io.open(descriptor, "rb", closefd=True)
+    return _Prefixed(first, handle) if first else handle
+
+
+FIFO_WRITER_WAIT = 0.5  # seconds a named FIFO may take to get a writer
+
+
+def _first_byte_of_fifo(descriptor: int, path: str, what: str, code: str) -> bytes:
+    """A FIFO nobody writes to reads as end of file at once: wait a moment for a writer (the caller
+    may start one just after), then refuse it. A byte that is already there is read and handed back."""
+    import os
+    import time
+
+    deadline = time.monotonic() + FIFO_WRITER_WAIT
+    while True:
+        try:
+            first = os.read(descriptor, 1)
+        except BlockingIOError:  # a writer, with nothing written yet
+            return b""
+        if first:
+            return first
+        if time.monotonic() >= deadline:
+            raise BadInput(f"cannot read {_named(what, path)}: a FIFO that nothing was written to "
+                           f"(no writer within {FIFO_WRITER_WAIT:g} s)", code=code)
+        time.sleep(0.02)
+
+
+class _Prefixed:
+    """A binary file with one byte already read from it put back in front (readline, as files do)."""
+
+    def __init__(self, first: bytes, handle) -> None:
+        self._first, self._handle = first, handle
+
+    def readline(self, size: int = -1) -> bytes:
+        if not self._first:
+            return self._handle.readline(size)
+        first, self._first = self._first, b""
+        if first == b"\n" or size == 1:
+            return first
+        return first + self._handle.readline(-1 if size is None or size < 0 else size - 1)
+
+    def fileno(self) -> int:
+        return self._handle.fileno()
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def read_text_lines(path: str, *, what: str, max_bytes: int = MAX_LIST_FILE_BYTES,
+                    max_lines: int = MAX_LIST_FILE_LINES, max_line_bytes: int = MAX_LIST_LINE_BYTES,
+                    code: str = "bad_input") -> list[str]:
+    """The lines of a UTF-8 text file ('-' = stdin) without their endings, read under the caps: a
+    line longer than `max_line_bytes`, more than `max_lines` lines or `max_bytes` bytes, or bytes
+    that are not UTF-8, are BadInput (exit 2) naming the file and the line, before more is read."""
+    shown = _named(what, path)
+    lines: list[str] = []
+    total = 0
+    handle = open_named_file(path, what=what, code=code)
+    try:
+        while True:
+            try:
+                raw = handle.readline(max_line_bytes + 1)
+            except OSError as error:
+                raise BadInput(f"cannot read {shown}: {error.strerror or error}", code=code) from None
+            if not raw:
+                return lines
+            number = len(lines) + 1
+            total += len(raw)
+            if len(raw) > max_line_bytes:
+                raise BadInput(f"{shown}: line {number:,} is longer than {max_line_bytes:,} bytes "
+                               "(is it a text file of one item per line?)", code=code)
+            if number > max_lines or total > max_bytes:
+                raise BadInput(f"{shown} is longer than {max_lines:,} lines or {max_bytes // 2**20} MiB; "
+                               "give fewer", code=code)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                offset = total - len(raw) + error.start
+                raise BadInput(f"cannot read {shown}: not UTF-8 text (byte 0x{raw[error.start]:02x} at "
+                               f"offset {offset})", code=code) from None
+            lines.append(text.rstrip("\n").removesuffix("\r"))
+    finally:
+        if path != "-":
+            handle.close()

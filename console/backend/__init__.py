@@ -28,7 +28,7 @@ _HOMES = {
     "RetryEvent": "console.backend.calls",
     "open_backend": "console.backend.clients",
 }
-__all__ = sorted(_HOMES)
+__all__ = ["BackendConfig", "KinesisBackend", "RetryEvent", "open_backend"]
 
 if TYPE_CHECKING:
     from console.backend.calls import RetryEvent

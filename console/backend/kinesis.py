@@ -17,14 +17,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from console.backend.calls import CallPath
-from console.backend.cloudwatch import CloudWatchBackend
+from console.backend.cloudwatch import CloudWatchBackend, StreamsMetrics
 from console.backend.config import BackendConfig
 from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS
 from console.backend.dynamodb import DynamoDBBackend
-from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS
 from console.backend.sts import STSBackend
 from console.errors import BackendError, BadInput, ConsoleError, ResourceInUse, StreamNotFound
-from console.topology.model import Shard, StreamSummary
+from console.topology.model import Shard, StreamSummary, put_records_entry
 
 if TYPE_CHECKING:
     from console.backend.local import LocalKinesisServer
@@ -80,6 +79,22 @@ class KinesisBackend(CallPath):
 
     async def stream_names(self) -> list[str]:
         return [summary.name for summary in await self.list_stream_summaries()]
+
+    async def stream_summaries(self) -> list[dict]:
+        """ListStreams' StreamSummaries, every page (name, ARN, status, mode, creation time: no shard
+        counts), AWS-shaped: the quick first look at a region with many streams."""
+        summaries: list[dict] = []
+        params: dict[str, Any] = {"Limit": 1000}
+        while True:
+            page = await self._call("ListStreams", **params)
+            listed = page.get("StreamSummaries")
+            if listed is None:  # a server that predates StreamSummaries: names only
+                listed = [{"StreamName": name, "StreamStatus": "?"} for name in page.get("StreamNames", [])]
+            summaries.extend(listed)
+            if not page.get("HasMoreStreams") or not listed:
+                return summaries
+            params = {"Limit": 1000, **({"NextToken": page["NextToken"]} if page.get("NextToken")
+                                        else {"ExclusiveStartStreamName": listed[-1]["StreamName"]})}
 
     async def list_streams(self) -> list[StreamSummary]:
         """Every stream, described: one ListStreams page-through, then DescribeStreamSummary per stream."""
@@ -237,14 +252,8 @@ class KinesisBackend(CallPath):
         """`records` are AWS-shaped: {Data, PartitionKey?, ExplicitHashKey?} (an int hash key is accepted;
         no PartitionKey only on an AUTO stream). Per-record failures come back in the response's Records
         (ErrorCode), as from AWS."""
-        entries = []
-        for record in records:
-            entry = {"Data": record["Data"]}
-            if record.get("PartitionKey") is not None:
-                entry["PartitionKey"] = record["PartitionKey"]
-            if record.get("ExplicitHashKey") is not None:
-                entry["ExplicitHashKey"] = str(record["ExplicitHashKey"])
-            entries.append(entry)
+        entries = [put_records_entry(record["Data"], record.get("PartitionKey"), record.get("ExplicitHashKey"))
+                   for record in records]
         return await self._call("PutRecords", StreamName=stream, Records=entries)
 
     # ---- today's settings: record size, warm throughput, distribution, account ------------------
@@ -401,6 +410,12 @@ class KinesisBackend(CallPath):
     def scan_pages(self, table: str, *, page_size: int | None = None) -> AsyncIterator[list[dict]]:
         return self._dynamodb.scan_pages(table, page_size=page_size)
 
+    async def create_lease_table(self, table: str) -> None:
+        await self._dynamodb.create_lease_table(table)
+
+    async def put_table_items(self, table: str, items: list[dict]) -> None:
+        await self._dynamodb.put_items(table, items)
+
     async def shard_metrics(self, stream: str, shard_ids: list[str], metrics: dict[str, str],
                             start: datetime, end: datetime,
                             period: int = 60) -> dict[str, dict[str, list[tuple[datetime, float]]]]:
@@ -409,6 +424,10 @@ class KinesisBackend(CallPath):
     async def stream_metrics(self, stream: str, metrics: dict[str, str], start: datetime, end: datetime,
                              period: int = 60) -> dict[str, list[tuple[datetime, float]]]:
         return await self._cloudwatch.stream_metrics(stream, metrics, start, end, period)
+
+    async def streams_metrics(self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime,
+                              period: int = 60) -> StreamsMetrics:
+        return await self._cloudwatch.streams_metrics(streams, metrics, start, end, period)
 
     async def caller_identity(self) -> str | None:
         return await self._sts.caller_identity()

@@ -19,6 +19,26 @@ server, asserting the defect is present only in the unpatched one. Measured defe
   deregister   DeregisterStreamConsumer by StreamARN and ConsumerName keeps the named consumer and
                deletes every other one
   iterator ARN GetShardIterator by StreamARN alone hands out an iterator GetRecords cannot resolve
+  reads        GetRecords scans the shard from its first record on every call (and AT_TIMESTAMP from its
+               last), so every reader slows down as the shard fills: here both bisect an index kept
+               as records are appended; an answer holds at most 10,000 records or 10 MiB, as on AWS
+  list streams ListStreams pages 10 at a time with no NextToken and puts every stream's summary on
+               every page
+  delete       DeleteStream deletes a stream with registered consumers without EnforceConsumerDeletion
+
+moto also predates today's API (botocore's model is the reference; tests in
+tests/backend/test_moto_compat_today.py, run the same two ways). Added here, with AWS's validation
+(every new request is checked against the model's input shape first, as AWS's front door does):
+
+  AUTO record distribution (UpdateStreamRecordDistributionStrategy, on-demand streams only): keys and
+  ExplicitHashKey ignored, records go round the open shards, PartitionKey optional; per-stream
+  MaxRecordSizeInKiB (UpdateMaxRecordSize) enforced on PutRecord(s) with the 10 MiB / 500 record request
+  limits; warm throughput (UpdateStreamWarmThroughput, on-demand streams in accounts with the minimum
+  throughput billing commitment) and the commitment itself (Describe/UpdateAccountSettings); tags on
+  streams, consumers and channels (TagResource, UntagResource, ListTagsForResource); resource policies
+  on consumers too; channels (Create/Describe/List/Update/DeleteChannel; a stream with channels cannot
+  be deleted); StreamId, ChannelCount, MaxRecordSizeInKiB, RecordDistributionStrategy and
+  WarmThroughput in DescribeStreamSummary (the short path in fast_reads answers with the same method).
 
 Everything here runs under one lock per process: moto's models are not thread-safe and the server is threaded.
 """
@@ -27,6 +47,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import itertools
 import json
 import random
@@ -46,6 +67,22 @@ _lock = threading.RLock()
 # stream; one process-wide counter from an AWS-sized base gives both properties.
 SEQUENCE_BASE = 49_600_000_000_000_000_000_000_000_000_000_000_000_000_000_000_000_000
 _sequence = itertools.count(SEQUENCE_BASE + 1)
+
+# Today's limits, as the API reference states them.
+RECORD_SIZE_DEFAULT_KIB = 1024
+RECORD_SIZE_MAX_KIB = 10240  # the top of the model's MaxRecordSizeInKiB range (1024..10240)
+REQUEST_BYTES_MAX = 10 * 1024 * 1024  # PutRecords: the whole request, partition keys included
+REQUEST_RECORDS_MAX = 500
+GET_RECORDS_BYTES_MAX = 10 * 1024 * 1024  # one GetRecords answer (always at least one record)
+GET_RECORDS_LIMIT_DEFAULT = 10_000  # GetRecords' Limit when none is given (also its maximum)
+WARM_THROUGHPUT_MAX_MIBPS = 10 * 1024  # AWS's default limit: 10 GiB/s per on-demand stream
+COMMITMENT_MINIMUM_SECONDS = 24 * 3600  # On-demand Advantage: a commitment runs at least a day
+TAGS_PER_RESOURCE_MAX = 50
+CHANNEL_SETTLE_SECONDS = 0.5  # CREATING/UPDATING for this long, then ACTIVE
+CHANNELS_PAGE_MAX = 100
+STREAMS_PAGE_MAX = 100
+AUTO, USER_PARTITION_KEY = "AUTO", "USER_PARTITION_KEY"
+TAG_TEXT = re.compile(r"[\w\s.:/=+\-@]*")
 
 
 def lock() -> threading.RLock:
@@ -80,11 +117,15 @@ def _patch_backend(KinesisBackend: type) -> None:
     original = KinesisBackend.deregister_stream_consumer
 
     def deregister_stream_consumer(self, stream_arn: str, consumer_name: str, consumer_arn: str) -> None:
+        before = {c.consumer_arn for stream in self.streams.values() for c in stream.consumers}
         if stream_arn and consumer_name and not consumer_arn:
             stream = self._find_stream_by_arn(stream_arn)
             stream.consumers = [c for c in stream.consumers if c.consumer_name != consumer_name]
-            return
-        original(self, stream_arn, consumer_name, consumer_arn)
+        else:
+            original(self, stream_arn, consumer_name, consumer_arn)
+        # A consumer's resource policy goes with it (its tags live on the consumer object).
+        for gone in before - {c.consumer_arn for stream in self.streams.values() for c in stream.consumers}:
+            self.resource_policies.pop(gone, None)
 
     KinesisBackend.deregister_stream_consumer = deregister_stream_consumer
 
@@ -111,17 +152,49 @@ def _patch_shard(Shard: type) -> None:
         self.ending_sequence = None
         self.created_at = time.time()
         self.closed_at = None
+        self.sequence_index: list[int] = []  # the keys of self.records, in order
+        self.arrival_index: list[float] = []  # their records' arrival times, in the same order
 
     def put_record(self, partition_key: str, data: str, explicit_hash_key: str) -> str:
         from moto.kinesis.models import Record
 
         sequence_number = next_sequence_number()
-        self.records[sequence_number] = Record(partition_key, data, sequence_number, explicit_hash_key)
+        record = Record(partition_key, data, sequence_number, explicit_hash_key)
+        self.records[sequence_number] = record
+        # One counter under one lock: each shard's numbers (and arrival times) grow, so both lists stay sorted.
+        self.sequence_index.append(sequence_number)
+        self.arrival_index.append(record.created_at)
         return str(sequence_number)
 
     def get_max_sequence_number(self) -> int:
         # LATEST on an empty shard must not hand out an iterator that re-reads later records' gaps.
         return next(reversed(self.records)) if self.records else self.starting_sequence
+
+    def get_records(self, last_sequence_id: str, limit: int | None) -> tuple[list, int, int]:
+        """The records after `last_sequence_id`, found by bisection: moto scans the shard from its first
+        record on every call, so a reader slowed down as the shard filled."""
+        after = int(last_sequence_id)
+        index = _sequence_index(self)
+        start = bisect.bisect_right(index, after)
+        stop = min(len(index), start + (limit or GET_RECORDS_LIMIT_DEFAULT))
+        records, size = [], 0
+        for sequence_number in index[start:stop]:  # a slice, not islice: islice walks from the start
+            record = self.records[sequence_number]
+            size += _record_size(record.data, None)
+            if records and size > GET_RECORDS_BYTES_MAX:
+                break
+            records.append(record)
+        if not records:
+            return [], after, 0
+        newest = self.records[index[-1]]
+        return records, records[-1].sequence_number, int((newest.created_at - records[-1].created_at) * 1000)
+
+    def get_sequence_number_at(self, at_timestamp: Any) -> int:
+        """AT_TIMESTAMP: the last record that arrived before the moment (0 if none), by bisection."""
+        moment = at_timestamp.timestamp() if isinstance(at_timestamp, datetime) else float(at_timestamp)
+        _sequence_index(self)
+        position = bisect.bisect_left(self.arrival_index, moment)
+        return self.sequence_index[position - 1] if position else 0
 
     def to_json(self) -> dict[str, Any]:
         response = original_to_json(self)
@@ -133,7 +206,17 @@ def _patch_shard(Shard: type) -> None:
     Shard.__init__ = __init__
     Shard.put_record = put_record
     Shard.get_max_sequence_number = get_max_sequence_number
+    Shard.get_records = get_records
+    Shard.get_sequence_number_at = get_sequence_number_at
     Shard.to_json = to_json
+
+
+def _sequence_index(shard: Any) -> list[int]:
+    """The shard's sequence numbers in order, rebuilt if records were placed by any other path."""
+    if len(shard.sequence_index) != len(shard.records):
+        shard.sequence_index = list(shard.records)
+        shard.arrival_index = [record.created_at for record in shard.records.values()]
+    return shard.sequence_index
 
 
 def close_shard(shard: Any) -> None:
@@ -378,19 +461,6 @@ def _filtered(shards: list, stream: Any, shard_filter: dict | None, InvalidArgum
 #
 # moto 5.2.5 predates these. Each is stored on moto's own objects (streams, consumers, the per-account
 # backend) so that DeleteStream, ListStreams and the short path see one state.
-
-RECORD_SIZE_DEFAULT_KIB = 1024
-RECORD_SIZE_MIN_KIB, RECORD_SIZE_MAX_KIB = 1024, 10240  # the model's MaxRecordSizeInKiB range
-REQUEST_BYTES_MAX = 10 * 1024 * 1024  # PutRecords: the whole request, partition keys included
-REQUEST_RECORDS_MAX = 500
-GET_RECORDS_BYTES_MAX = 10 * 1024 * 1024  # one GetRecords answer (always at least one record)
-WARM_THROUGHPUT_MAX_MIBPS = 10 * 1024  # AWS's default limit: 10 GiB/s per on-demand stream
-COMMITMENT_MINIMUM_SECONDS = 24 * 3600  # On-demand Advantage: a commitment runs at least a day
-TAGS_PER_RESOURCE_MAX = 50
-CHANNEL_SETTLE_SECONDS = 0.5  # CREATING/UPDATING for this long, then ACTIVE
-CHANNELS_PAGE_MAX = 100
-AUTO, USER_PARTITION_KEY = "AUTO", "USER_PARTITION_KEY"
-TAG_TEXT = re.compile(r"[\w\s.:/=+\-@]*")
 
 
 class _State:
@@ -861,6 +931,9 @@ def _patch_today(models: Any, responses: Any) -> None:
         backend = self.kinesis_backend
         stream = backend.describe_stream(stream_arn=self._get_param("StreamARN"),
                                          stream_name=self._get_param("StreamName"))
+        if stream.consumers and not self._get_param("EnforceConsumerDeletion"):
+            raise _in_use(f"Stream {stream.stream_name} under account {backend.account_id} has registered consumers; "
+                          "deregister them or set EnforceConsumerDeletion.")
         channels = _channels_of(backend, stream)
         if channels:
             names = ", ".join(channel["ChannelName"] for channel in channels)
@@ -918,6 +991,28 @@ def _patch_today(models: Any, responses: Any) -> None:
         elif params.get("WarmThroughputMiBps") is not None:
             _set_warm_throughput(backend, stream, params["WarmThroughputMiBps"])
         return EmptyResult()
+
+    def list_streams(self) -> Any:
+        """AWS's paging: at most 100 names a page (100 by default), a NextToken to go on with, and the
+        summaries of the page's streams (moto: 10 by default, no NextToken, every stream's summary on
+        every page)."""
+        params = _validated(self, "ListStreams")
+        streams = list(self.kinesis_backend.list_streams())
+        names = [stream.stream_name for stream in streams]
+        after = params.get("ExclusiveStartStreamName")
+        if params.get("NextToken"):
+            after = _decode_token_name(params["NextToken"])
+        start = names.index(after) + 1 if after in names else (0 if after is None else len(names))
+        size = min(params.get("Limit", STREAMS_PAGE_MAX), STREAMS_PAGE_MAX)
+        page = streams[start:start + size]
+        result: dict[str, Any] = {
+            "StreamNames": [stream.stream_name for stream in page], "HasMoreStreams": start + size < len(streams),
+            "StreamSummaries": [{"StreamName": stream.stream_name, "StreamARN": stream.arn, "StreamStatus": stream.status,
+                                 "StreamModeDetails": stream.stream_mode,
+                                 "StreamCreationTimestamp": stream.creation_datetime} for stream in page]}
+        if result["HasMoreStreams"]:
+            result["NextToken"] = _encode_token_name(page[-1].stream_name)
+        return ActionResult(result)
 
     # -- operations moto lacks --
 
@@ -1052,16 +1147,16 @@ def _patch_today(models: Any, responses: Any) -> None:
         start = 0
         if params.get("NextToken"):
             names = [channel["ChannelARN"] for channel in channels]
-            after = _decode_channel_token(params["NextToken"])
+            after = _decode_token_name(params["NextToken"])
             start = names.index(after) + 1 if after in names else len(names)
         size = min(params.get("MaxResults", CHANNELS_PAGE_MAX), CHANNELS_PAGE_MAX)
         page = channels[start:start + size]
         result: dict[str, Any] = {"ChannelSummaries": [_channel_summary(channel) for channel in page]}
         if start + size < len(channels):
-            result["NextToken"] = base64.urlsafe_b64encode(page[-1]["ChannelARN"].encode()).decode()
+            result["NextToken"] = _encode_token_name(page[-1]["ChannelARN"])
         return ActionResult(result)
 
-    for handler in (create_stream, delete_stream, put_record, put_records, update_stream_mode,
+    for handler in (create_stream, delete_stream, put_record, put_records, update_stream_mode, list_streams,
                     update_stream_record_distribution_strategy, update_max_record_size, update_stream_warm_throughput,
                     describe_account_settings, update_account_settings, tag_resource, untag_resource,
                     list_tags_for_resource, put_resource_policy, get_resource_policy, delete_resource_policy,
@@ -1073,7 +1168,12 @@ def _commitment_wire(commitment: dict[str, Any]) -> dict[str, Any]:
     return {key: _utc(value) if isinstance(value, float) else value for key, value in commitment.items()}
 
 
-def _decode_channel_token(token: str) -> str:
+def _encode_token_name(name: str) -> str:
+    """A NextToken: the last name (or ARN) of the page, to go on after."""
+    return base64.urlsafe_b64encode(name.encode()).decode()
+
+
+def _decode_token_name(token: str) -> str:
     try:
         return base64.urlsafe_b64decode(token.encode()).decode()
     except (ValueError, binascii.Error, UnicodeDecodeError):

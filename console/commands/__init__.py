@@ -25,9 +25,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "write ordered test records to a stream and optionally read them back to verify order"),
     "heat": ("console.commands.heat", "live heat per shard: rates, peak, utilisation, top keys"),
     "tail": ("console.commands.tail", "print the records in a stream, decoded (JSON, gzip, KPL aggregates)"),
+    "copy": ("console.commands.copy", "copy a window of records from one stream to another, in order per key"),
     "consumers": ("console.commands.consumers", "EFO consumers and KCL leases: owner, lag and state per shard"),
     "recommend": ("console.commands.consumers", "shard count and plan that keep peak utilisation under a target"),
     "local": ("console.commands.local", "the embedded local Kinesis (moto, patched)"),
+    "demo": ("console.commands.demo", "example data on the embedded server: a KCL lease table for a stream"),
     "completion": ("console.commands.completion", "print a shell completion script (bash, zsh or fish)"),
     "web": ("console.commands.web", "serve the live console to a browser tab on 127.0.0.1 (textual-serve)"),
 }

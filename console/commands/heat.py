@@ -34,14 +34,13 @@ from console.read.printable import printable
 from console.topology.model import auto_notice
 from console.commands._distribution import distribution_since
 from console.keyspace.hashkeys import HashRangeIndex
-from console.heat.rates import (
-    DOMINANT_SHARE,
+from console.heat.hotkey import HotKeyWhatIf, hot_key_what_if
+from console.heat.rates import DOMINANT_SHARE
+from console.heat.snapshot import (
     SHARD_BYTES_LIMIT,
     SHARD_RECORDS_LIMIT,
-    HotKeyWhatIf,
     ShardHeatSnapshot,
     StreamHeatSnapshot,
-    hot_key_what_if,
 )
 from console.heat.sampler import DEFAULT_READS_PER_SECOND, MAX_READS_PER_SECOND, HeatSampler
 
@@ -310,7 +309,18 @@ def run_enable_monitoring(args: argparse.Namespace, config: BackendConfig) -> in
         async with open_backend(config) as kinesis:
             if config.kind == "local":
                 await ensure_local_stream(kinesis, args.stream, args)
-            await kinesis.enable_enhanced_monitoring(args.stream, list(SHARD_LEVEL_METRICS))
+            from console.reshard.actionlog import ActionLog
+
+            async def settle() -> tuple[bool | None, str]:
+                enabled = set((await kinesis.describe_stream_summary(args.stream)).enhanced_metrics)
+                return set(SHARD_LEVEL_METRICS) <= enabled, f"enhanced metrics now: {', '.join(sorted(enabled)) or 'none'}"
+
+            change = await ActionLog.default().call(
+                "EnableEnhancedMonitoring", {"metrics": list(SHARD_LEVEL_METRICS)},
+                lambda: kinesis.enable_enhanced_monitoring(args.stream, list(SHARD_LEVEL_METRICS)),
+                stream=args.stream, backend=kinesis.label, settle=settle, check=f"kconsole stream describe {args.stream}")
+            if change.reply_lost:
+                note("kconsole: EnableEnhancedMonitoring: the reply was lost; the stream shows the change")
             return (await kinesis.describe_stream_summary(args.stream)).enhanced_metrics
 
     enabled = run_async(enable())

@@ -7,12 +7,11 @@ default 4). `predict` and `spread` can instead use a live stream's open shards (
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from console.commands import command_help
-from console.bounds import shard_count, whole_number
+from console.bounds import read_text_lines, shard_count, whole_number
 from console.commands._output import emit, emit_json_with_rows, plain_json, render_table, run_async
 from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
 from console.errors import BadInput, TilingError
@@ -168,20 +167,9 @@ def emit_auto_placement(args: Any, shard_set: ShardSet, keys: list[str | None]) 
 
 
 def read_lines(path: str, *, what: str) -> list[str]:
-    """Lines of a file ('-' = stdin) without their line endings; a file we cannot read is bad input."""
-    try:
-        if path == "-":  # the raw bytes: the text layer may smuggle bad bytes in as surrogates
-            text = sys.stdin.buffer.read().decode("utf-8")
-        else:
-            with open(path, encoding="utf-8") as file:
-                text = file.read()
-    except UnicodeDecodeError as error:  # a binary file, or another encoding
-        raise BadInput(f"cannot read {what} {path!r}: not UTF-8 text "
-                       f"(byte 0x{error.object[error.start]:02x} at offset {error.start})") from None
-    except OSError as error:
-        reason = getattr(error, "strerror", None) or str(error)
-        raise BadInput(f"cannot read {what} {path!r}: {reason}") from None
-    return text.splitlines()
+    """Lines of a file ('-' = stdin) without their line endings, read within console.bounds' caps;
+    a file we cannot read, or one beyond them, is bad input."""
+    return read_text_lines(path, what=what)
 
 
 def shard_distribution(index: HashRangeIndex, shard_indices: Iterable[int]) -> Distribution:

@@ -17,14 +17,20 @@ import time
 from typing import Any
 
 from console.commands import command_help
-from console.commands._aggregate_args import add_aggregate_options, aggregate_bytes, check_aggregate_fits_stream
+from console.commands._aggregate_args import (
+    add_aggregate_options,
+    aggregate_bytes,
+    check_aggregate_fits_stream,
+)
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, run_async
 from console.errors import BadInput, ConsoleError
 from console.produce.aggregate import aggregation_line
-from console.produce.producer import ProduceResult, ProducerProgress, ProducerSettings
+from console.produce.report import ProduceResult, ProducerProgress
+from console.produce.settings import ProducerSettings
 from console.produce.testrecords import LARGEST_RECORD_BYTES
-from console.produce.verify import ReadSettings, VerificationReport, run_and_verify
+from console.produce.verify import ReadSettings, run_and_verify
+from console.produce.verify_analysis import VerificationReport
 
 # AWS allows 5 GetRecords calls per second per shard.
 AWS_GET_RECORDS_INTERVAL = 0.2

@@ -19,22 +19,30 @@ from collections import defaultdict
 from contextlib import ExitStack
 from typing import Any
 
-from console.commands._aggregate_args import add_aggregate_options, aggregate_bytes, check_aggregate_fits_stream
+from console.bounds import open_named_file
+from console.commands._aggregate_args import (
+    add_aggregate_options,
+    aggregate_bytes,
+    check_aggregate_fits_stream,
+)
 from console.commands._confirm import refuse_if_read_only
 from console.commands._output import emit, note, run_async
 from console.commands._stream_args import validate_stream_name
 from console.errors import BadInput
 from console.produce.aggregate import aggregation_line
 from console.produce.given import (
+    MAX_LINE_BYTES,
     MAX_PROBLEMS_SHOWN,
     ParsedLines,
     bounded_lines,
     check_against_stream,
     parse_json_lines,
 )
+from console.produce.report import ProduceResult
+from console.produce.settings import ProducerSettings
 from console.produce.testrecords import is_keyless, ledger_key
-from console.produce.producer import ProduceResult, ProducerSettings
-from console.produce.verify import ReadSettings, VerificationReport
+from console.produce.verify import ReadSettings
+from console.produce.verify_analysis import VerificationReport
 
 MAX_LINES_SHOWN = 20  # per shard, in the text summary
 
@@ -113,23 +121,58 @@ def read_input(args: Any) -> ParsedLines:
     options = {"key_field": args.key_field, "explicit_hash_key_field": args.explicit_hash_key_field,
                "no_key": args.no_key}
     with ExitStack() as stack:
-        if path == "-":
-            handle = sys.stdin.buffer
-        else:
-            try:
-                handle = stack.enter_context(open(path, "rb"))
-            except OSError as error:
-                raise BadInput(f"cannot read {path}: {error.strerror or error}", code="bad_file") from None
+        handle = open_named_file(path, what="", code="bad_file")
+        if path != "-":
+            stack.enter_context(handle)
+        if not _regular(handle):
+            handle = _NewlineWithin(handle, "stdin" if path == "-" else path)
         try:
             return parse_json_lines(bounded_lines(handle), **options)
         except OSError as error:
             raise BadInput(f"cannot read {path}: {error.strerror or error}", code="bad_file") from None
 
 
+def _regular(handle: Any) -> bool:
+    import os
+    import stat
+
+    try:
+        return stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+class _NewlineWithin:
+    """A device, FIFO or pipe must give a newline within the longest line a record can take: a
+    regular file's overlong line is skipped and named, but /dev/zero would be read forever."""
+
+    def __init__(self, handle: Any, shown: str, limit: int = MAX_LINE_BYTES) -> None:
+        self._handle, self._shown, self._limit, self._run, self._first = handle, shown, limit, 0, True
+
+    def readline(self, size: int = -1) -> bytes:
+        line = self._handle.readline(size)
+        self._run = 0 if line.endswith(b"\n") else self._run + len(line)
+        if self._run > self._limit:
+            raise BadInput(f"cannot read {self._shown}: not a regular file, and no newline in its first "
+                           f"{self._limit:,} bytes (a record line is at most that long)", code="bad_file")
+        if self._first and line.endswith(b"\n"):  # random bytes (/dev/urandom) would go on forever
+            self._first = False
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise BadInput(f"cannot read {self._shown}: not a regular file, and its first line is not "
+                               "UTF-8 text (JSON lines expected)", code="bad_file") from None
+        return line
+
+
 async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, VerificationReport | None]:
     from console.backend import BackendConfig, open_backend
     from console.commands._stream_args import ensure_local_stream
-    from console.commands.produce import AWS_GET_RECORDS_INTERVAL, _ProgressLines, settle_heap
+    from console.commands.produce import (
+        AWS_GET_RECORDS_INTERVAL,
+        _ProgressLines,
+        settle_heap,
+    )
     from console.produce.verify import run_and_verify
 
     config = BackendConfig.from_args(args)

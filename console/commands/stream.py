@@ -14,8 +14,9 @@
     kconsole stream policy orders --show | --put policy.json | --delete
 
 Every change is planned first (console.lifecycle.plans and .settings: AWS's rules checked before any
-call), shown, confirmed by typing the stream name on a TTY (or --yes), refused under --read-only,
-and written to the action log, whose mode switches the 24-hour rule reads back.
+call), shown, confirmed by typing the stream name on a TTY (or --yes), refused under --read-only, and
+written to the action log ahead of each call (no log, no call), whose mode switches the 24-hour rule
+reads back. A call whose reply is lost is settled by reading the stream back (console.lifecycle.execute).
 """
 
 from __future__ import annotations
@@ -188,6 +189,12 @@ async def _create_if_local(kinesis: Any, args: Any) -> None:
         await ensure_local_stream(kinesis, args.stream, args)
 
 
+async def _apply(kinesis: Any, plan: LifecyclePlan) -> None:
+    """The plan's calls, each logged before it is made; a lost reply the stream settled is said."""
+    await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis),
+                progress=lambda text: None if text.startswith("calling") else note(f"kconsole: {text}"))
+
+
 async def _who(kinesis: Any) -> str | None:
     return await kinesis.caller_identity() if kinesis.config.kind == "aws" else None
 
@@ -226,7 +233,7 @@ async def _create(args: Any, shards: int | None, on_demand: bool) -> int:
                            exists=exists)
         if plan.ok:
             note(f"creating {args.stream!r}: {plan.summary} on {kinesis.label}")
-        await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis))
+        await _apply(kinesis, plan)
         status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream_summary(args.stream)).status
     return _finish(args, plan, True, status)
 
@@ -257,7 +264,7 @@ async def _delete(args: Any) -> int:
         plan = with_channels(plan, args.stream, channels)
         if not _refuse_or_confirm(args, plan, consequence="delete the stream and every record in it"):
             return _finish(args, plan, False, summary.status)
-        await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis))
+        await _apply(kinesis, plan)
         status = "DELETING"
         if args.wait:
             status = await _wait_gone(kinesis, args.stream)
@@ -344,7 +351,7 @@ async def _change(args: Any, build) -> int:
         plan = await build(kinesis, summary)
         if not _refuse_or_confirm(args, plan, consequence=plan.summary):
             return _finish(args, plan, False, summary.status)
-        await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis))
+        await _apply(kinesis, plan)
         status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream_summary(args.stream)).status
     return _finish(args, plan, True, status)
 

@@ -144,11 +144,3 @@ class SpaceSaving:
         best = heapq.nlargest(n, sorted(self._table.items()), key=itemgetter(1))
         floor, m = self._floor, self.sample_every
         return [KeyCount(key, (value + floor) * m, value * m) for key, value in best]
-
-    def heavier_than(self, share: float) -> list[KeyCount]:
-        """Every key whose true weight may exceed `share` of the total (a superset of the true ones)."""
-        threshold = share * self._total
-        floor, m = self._floor, self.sample_every
-        rows = [KeyCount(key, (value + floor) * m, value * m)
-                for key, value in self._table.items() if value + floor > threshold]
-        return sorted(rows, key=lambda row: (-row.count, row.key))

@@ -1,9 +1,9 @@
 """Heat per shard: 1-second rates by arrival time, utilisation against the shard limits, top keys
 and the split point at the median hash.
 
-Pure: fed records by the sampler (console/heat_sampler.py), no I/O here. The pieces live apart:
+Pure: fed records by the sampler (console.heat.sampler), no I/O here. The pieces live apart:
 console.heat.heavyhitters counts the top keys, console.heat.snapshot holds what a reading reports, and
-console.heat.hotkey works out the write-sharding what-if; their names are re-exported here.
+console.heat.hotkey works out the write-sharding what-if.
 
 KPL aggregates (opened by console.heat.aggregates) count twice over, each for what it is: as one
 Kinesis record of its full size (what the shard limits and the placement of records count: an
@@ -21,8 +21,6 @@ from collections.abc import Iterable, Mapping
 from console.keyspace.hashkeys import md5_hash_key
 from console.heat.snapshot import (
     RECENT_SECONDS,
-    SHARD_BYTES_LIMIT,
-    SHARD_RECORDS_LIMIT,
     ShardHeatSnapshot,
     SplitSuggestion,
     StreamHeatSnapshot,
@@ -30,17 +28,8 @@ from console.heat.snapshot import (
     utilisation,
 )
 from console.heat.aggregates import Aggregate
-from console.heat.heavyhitters import CHUNK, KeyCount, SpaceSaving
-from console.heat.hotkey import TARGET_UTILISATION, HotKeyWhatIf, hot_key_what_if, suffixes_needed
+from console.heat.heavyhitters import SpaceSaving
 from console.topology.model import Shard
-
-__all__ = [
-    "CHUNK", "DOMINANT_SHARE", "Aggregate", "HASH_BINS", "HASH_CACHE_SIZE", "HISTORY_SECONDS", "MEDIAN_ATOMS",
-    "RECENT_SECONDS", "SHARD_BYTES_LIMIT", "SHARD_RECORDS_LIMIT", "TARGET_UTILISATION",
-    "HotKeyWhatIf", "KeyCount", "Observation", "ShardHeat", "ShardHeatSnapshot", "SpaceSaving",
-    "SplitSuggestion", "StreamHeat", "StreamHeatSnapshot", "TopKey",
-    "hot_key_what_if", "observations_from_records", "suffixes_needed", "utilisation",
-]
 
 HISTORY_SECONDS = 300  # 1-second buckets kept per shard (sparklines, peaks)
 HASH_BINS = 512  # resolution of the per-shard traffic histogram over its hash range

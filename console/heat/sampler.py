@@ -23,7 +23,8 @@ from typing import Any
 
 from console.errors import BadInput, ConsoleError, Throttled
 from console.heat.aggregates import split_page
-from console.heat.rates import StreamHeat, StreamHeatSnapshot, observations_from_records
+from console.heat.rates import StreamHeat, observations_from_records
+from console.heat.snapshot import StreamHeatSnapshot
 from console.topology.model import Shard
 from console.read.cursor import ShardCursor
 

@@ -29,7 +29,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from console.errors import BadInput
-from console.produce.ledger import KeyState, PendingRecord, Requeue
+from console.produce.ledger import PendingRecord, Requeue
 from console.produce.producer import REFILL_SECONDS, THROTTLE_ERROR, OrderedProducer
 from console.read.decoding import MAGIC
 

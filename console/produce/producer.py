@@ -19,8 +19,7 @@ counted and reported to the map (`invalidate(seen_at, predicted_shard)`).
 Transport, shard map, key source and clocks are injected: this module does no I/O of its own.
 
 This module is the async driver. The settings live in console.produce.settings, the per-key
-bookkeeping in console.produce.ledger and what a run reports in console.produce.report; their
-names are re-exported here.
+bookkeeping in console.produce.ledger and what a run reports in console.produce.report.
 """
 
 from __future__ import annotations
@@ -49,23 +48,15 @@ from console.errors import (
 from console.keyspace.hashkeys import hash_key_for
 from console.produce.pacing import PacingLimits, ShardPacer, TokenBucket
 from console.produce.report import (
-    Ack,
     ProduceResult,
     ProducerProgress,
     ProgressCallback,
     ProgressMeter,
-    ShardMismatch,
-    ShardProgress,
 )
 from console.produce.ledger import KeyState, PendingRecord, RecordLedger, Requeue
-from console.produce.settings import MAX_BATCH_BYTES, MAX_BATCH_RECORDS, ProducerSettings
+from console.produce.settings import ProducerSettings
 from console.produce.testrecords import ledger_key, partition_key_for
-
-__all__ = [
-    "MAX_BATCH_BYTES", "MAX_BATCH_RECORDS", "THROTTLE_ERROR",
-    "Ack", "OrderedProducer", "ProduceResult", "ProducerProgress", "ProducerSettings", "ProgressCallback",
-    "PutRecord", "PutRecords", "ShardMismatch", "ShardPredictor", "ShardProgress", "keytree_hash_keys",
-]
+from console.topology.model import put_records_entry
 
 THROTTLE_ERROR = "ProvisionedThroughputExceededException"
 # Errors after which no record can succeed: the run stops, with its partial report.
@@ -355,14 +346,8 @@ class OrderedProducer:
         return batch, wait_hint
 
     async def _send_batch(self, batch: list[PendingRecord], requeue: Requeue) -> None:
-        entries = []
-        for record in batch:
-            entry = {"Data": record.data}
-            if record.key.send_key:
-                entry["PartitionKey"] = record.key.name
-            if record.key.explicit_hash_key is not None:
-                entry["ExplicitHashKey"] = str(record.key.explicit_hash_key)
-            entries.append(entry)
+        entries = [put_records_entry(record.data, record.key.name if record.key.send_key else None,
+                                     record.key.explicit_hash_key) for record in batch]
         response = await self._put(entries, batch, lambda: {self._predict(r.key) for r in batch}, requeue)
         if response is None:
             return

@@ -78,11 +78,6 @@ def _prefix(run_id: str, key: str) -> bytes:
     return ('{"t":"%s","run":%s,"key":%s,"seq":' % (_FORMAT_TAG, json.dumps(run_id), json.dumps(key))).encode()
 
 
-def header_size(run_id: str, key: str) -> int:
-    """The most bytes a record of this run and key needs before padding (large seq, 6-decimal time)."""
-    return len(TestRecord(run_id, key, 999_999, 9_999_999_999.999999).encode(0))
-
-
 def decode(data: bytes, run_id: str | None = None) -> TestRecord | None:
     """The test record in `data`, or None when it is not one (of this run, when `run_id` is given)."""
     if not data.startswith(b'{"t":"' + _FORMAT_TAG.encode()):

@@ -16,8 +16,7 @@ later, after the records that followed it. So when the run had any, reading star
 in-flight window (the request timeout plus a margin: `ReadSettings.in_flight_window`) has passed
 since the latest of them was sent; a copy that lands later than that cannot be counted.
 
-The reading is here; the pure comparison and the report live in console.produce.verify_analysis, whose
-names are re-exported.
+The reading is here; the pure comparison and the report live in console.produce.verify_analysis.
 """
 
 from __future__ import annotations
@@ -38,19 +37,12 @@ from console.read.cursor import ShardCursor
 from console.read.decoding import MAGIC, MalformedAggregate, user_records
 from console.produce.testrecords import decode
 from console.produce.verify_analysis import (
-    MAX_PROBLEMS_PER_KIND,
-    Problem,
     ReadCopy,
     ShardLineage,
     ShardRead,
     VerificationReport,
     analyse,
 )
-
-__all__ = [
-    "MAX_PROBLEMS_PER_KIND", "Problem", "ReadCopy", "ReadSettings", "ShardLineage", "ShardRead",
-    "VerificationReport", "Verifier", "analyse", "run_and_verify",
-]
 
 
 @dataclass

@@ -33,6 +33,7 @@ from aws_kinesis_agg import DIGEST_SIZE, MAGIC, deaggregator  # noqa: F401
 from aws_kinesis_agg import messages_pb2
 from google.protobuf.message import DecodeError
 
+from console.read.printable import printable_json
 from console.topology.model import NO_KEY
 
 KIND_JSON = "json"
@@ -88,6 +89,7 @@ class DecodedRecord:
     explicit_hash_key: str | None = None
     error: str | None = None
     inflated_size: int | None = None  # bytes a gzip payload inflated to
+    data: bytes | None = None  # the payload exactly as stored (an aggregate's inner record: its own bytes)
 
     @property
     def key_text(self) -> str:
@@ -130,6 +132,37 @@ class DecodedRecord:
             return f"{raw[:max_hex_bytes].hex()}… ({len(raw)} bytes)"
         return raw.hex()
 
+    def json_line(self) -> str:
+        """`to_json()` as one JSON line (no newline), with `printable_json`'s guarantee: the same value as
+        `printable_json(json.dumps(self.to_json(), ensure_ascii=False))`, and nothing a terminal acts on.
+
+        Done once per record and cheaply: a JSON payload whose text is already printable (most are)
+        is the content as it came, not parsed-then-printed again; everything else is encoded."""
+        content = None
+        if self.kind == KIND_JSON and ENCODING_GZIP not in self.encoding and self.data is not None:
+            text = self.data.decode("utf-8").strip(" ")  # it parsed as JSON, so it is UTF-8
+            if text.isprintable():  # no control character, not even whitespace between tokens
+                content = text
+        if content is None:
+            content = _ENCODER.encode(self.content_json())
+        hash_key = self.explicit_hash_key
+        line = "".join((
+            '{"shard_id": ', _string(self.shard_id),
+            ', "sequence_number": ', _string(self.sequence_number),
+            ', "sub_sequence_number": ', "null" if self.sub_sequence_number is None else str(self.sub_sequence_number),
+            ', "partition_key": ', _string(self.partition_key),
+            ', "explicit_hash_key": ', "null" if hash_key is None else _string(hash_key),
+            ', "arrival": ', "null" if self.arrival is None else '"' + iso_time(self.arrival) + '"',
+            ', "size": ', str(self.size),
+            ', "kind": ', _string(self.kind),
+            ', "encoding": ', _ENCODINGS.get(self.encoding) or _ENCODER.encode(list(self.encoding)),
+            ', "content": ', content,
+            "}" if self.error is None else ', "error": ' + _string(self.error) + "}",
+        ))
+        if line.isprintable():
+            return line
+        return printable_json(line)
+
     def to_json(self) -> dict:
         doc = {
             "shard_id": self.shard_id,
@@ -137,7 +170,7 @@ class DecodedRecord:
             "sub_sequence_number": self.sub_sequence_number,
             "partition_key": self.partition_key,
             "explicit_hash_key": self.explicit_hash_key,
-            "arrival": _iso(self.arrival),
+            "arrival": iso_time(self.arrival),
             "size": self.size,
             "kind": self.kind,
             "encoding": list(self.encoding),
@@ -148,12 +181,27 @@ class DecodedRecord:
         return doc
 
 
-def _iso(moment: datetime | None) -> str | None:
+def iso_time(moment: datetime | None) -> str | None:
+    """An arrival time as ISO-8601 UTC to the millisecond (`2026-11-22T20:00:00.123Z`). Records of one page
+    mostly share their arrival millisecond, so recent answers are remembered."""
     if moment is None:
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    text = _ISO_CACHE.get(moment)
+    if text is None:
+        if len(_ISO_CACHE) >= _ISO_CACHE_LIMIT:
+            _ISO_CACHE.clear()
+        aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+        text = _ISO_CACHE[moment] = (
+            aware.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+    return text
+
+
+_ISO_CACHE: dict[datetime, str] = {}
+_ISO_CACHE_LIMIT = 4096
+# The encoders json.dumps(..., ensure_ascii=False) uses, made once: a string, and any other value.
+_string = json.encoder.encode_basestring
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+_ENCODINGS = {(): "[]", ("gzip",): '["gzip"]', ("kpl",): '["kpl"]', ("kpl", "gzip"): '["kpl", "gzip"]'}
 
 
 # (kind, value, encoding, error, inflated size): what a payload holds, before it meets its record's
@@ -345,7 +393,7 @@ def decode_record(
             kind, value, encoding, error, inflated = _too_deep(data)
         elif value is not _NOT_JSON:
             return [DecodedRecord(shard_id, sequence_number, partition_key, arrival, len(data), KIND_JSON, value,
-                                  (), None, None, None)]
+                                  (), None, None, None, None, data)]
         else:
             kind, value, encoding, error, inflated = _classify_not_json(data)
     elif first == _MAGIC_FIRST and data[:4] == MAGIC:
@@ -357,7 +405,7 @@ def decode_record(
     else:
         kind, value, encoding, error, inflated = _classify_not_json(data)
     return [DecodedRecord(shard_id, sequence_number, partition_key, arrival, len(data), kind, value, encoding,
-                          None, None, error, inflated)]
+                          None, None, error, inflated, data)]
 
 
 def decode_api_record(raw: dict, shard_id: str, budget: InflateBudget | None = None) -> list[DecodedRecord]:
@@ -431,7 +479,8 @@ def _deaggregate(data: bytes, shard_id: str, sequence_number: str, partition_key
                  arrival: datetime | None, budget: InflateBudget | None = None) -> list[DecodedRecord]:
     def broken(reason: str) -> list[DecodedRecord]:
         return [DecodedRecord(shard_id, sequence_number, partition_key, arrival, len(data),
-                              KIND_ERROR, data, (ENCODING_KPL,), error=f"malformed KPL aggregate: {reason}")]
+                              KIND_ERROR, data, (ENCODING_KPL,), error=f"malformed KPL aggregate: {reason}",
+                              data=data)]
 
     try:
         records, keys, hash_keys = parse_aggregate(data)
@@ -463,5 +512,6 @@ def _deaggregate(data: bytes, shard_id: str, sequence_number: str, partition_key
         decoded.append(DecodedRecord(
             shard_id, sequence_number, keys[key_index], arrival, len(payload),
             kind, value, _KPL_GZIP if encoding else _KPL_ONLY, sub_sequence, explicit_hash_key, error, inflated,
+            payload,
         ))
     return decoded

@@ -170,6 +170,19 @@ class StreamSummary:
         }
 
 
+def put_records_entry(data: bytes, partition_key: str | None,
+                      explicit_hash_key: int | str | None = None) -> dict[str, object]:
+    """One entry of PutRecords' `Records` as AWS takes it: the explicit hash key in decimal, and
+    only when there is one (it overrides the partition key's MD5); no partition key only for an AUTO
+    stream, which ignores keys."""
+    entry: dict[str, object] = {"Data": data}
+    if partition_key is not None:
+        entry["PartitionKey"] = partition_key
+    if explicit_hash_key is not None:
+        entry["ExplicitHashKey"] = str(explicit_hash_key)
+    return entry
+
+
 def format_kib(kib: int) -> str:
     """1024 -> '1 MiB', 10240 -> '10 MiB', 1536 -> '1.5 MiB'."""
     return f"{kib / 1024:g} MiB"

@@ -6,8 +6,9 @@ and the two loops that follow the whole stream (the shard poll, and its CloudWat
 minute). `stream` and `read_only` are reactives the panels follow (data_bind). Each panel runs its
 own work in its own workers (the producer run, the tail reader, the heat sampler, the lease poll) and
 posts typed messages for what other widgets need; the app routes them (heat and lag to the shard
-table and the ribbon). Split, merge and rescale run in console.ui.reshard_flow, given only the narrow
-objects they need. The shard poll and the lease poll share one lock, so they never overlap.
+table and the ribbon). Split, merge, rescale and the stream actions run through console.ui.changes,
+given only the narrow objects they need. The shard poll and the lease poll share one lock, so they
+never overlap.
 
 The backend is injected (`source`: a console.backend.protocol.ConsoleBackend), so tests drive this
 app against the embedded local Kinesis and the benchmark against a 10k-shard fake.
@@ -32,8 +33,9 @@ from textual.worker import Worker, WorkerState
 from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS, ConsoleBackend
 from console.errors import ConsoleError
 from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
-from console.ui import reshard_flow
-from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS
+from console.topology.lineage import Lineage
+from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, READ_ONLY_DISABLES
+from console.ui.changes import StreamChanges
 from console.ui.focus import FocusModel
 from console.ui.format import short_shard_id
 from console.ui.palette import ConsoleCommands
@@ -46,11 +48,10 @@ from console.ui.panels.placement import PlacementPanel
 from console.ui.panels.producer import ProducerPanel
 from console.ui.panels.shards import ShardsPanel
 from console.ui.panels.tail import TailView
-from console.ui.reshard_flow import ReshardActivity, ReshardDialogs, ReshardProgressed, ReshardRequest
-from console.ui.screens import stream_actions
+from console.ui.reshard_flow import ReshardActivity, ReshardProgressed, ReshardRequest
 from console.ui.screens.command_line import CommandLineHost, CommandLineScreen
 from console.ui.screens.help import HelpScreen
-from console.ui.screens.stream_actions import StreamActionRequest, StreamActionsScreen, StreamDeleted
+from console.ui.screens.stream_actions import StreamDeleted
 from console.ui.screens.stream_picker import StreamPickerScreen
 from console.ui.source import (BIG_STREAM, ConnectionInfo, ListingSchedule, StreamView, describe_failure,
                                fetch_stream, with_lineage)
@@ -61,6 +62,9 @@ from console.ui.widgets.header import ConsoleHeader
 from console.ui.widgets.ribbon import KeySpaceRibbon
 from console.ui.widgets.shard_table import ShardHeat, ShardTable
 
+# Where a shard was chosen (the widget that already shows it selected).
+ShardChosen = ShardTable.Highlighted | LineageTree.ShardHighlighted | KeySpaceRibbon.ShardClicked
+SHARD_CHOSEN_IN = {ShardTable.Highlighted: "table", LineageTree.ShardHighlighted: "tree", KeySpaceRibbon.ShardClicked: "ribbon"}
 CAPACITY_INTERVAL = 60.0  # seconds between fetches of the stream's CloudWatch metrics (its resolution)
 NO_CLOUDWATCH = "no CloudWatch metrics: this source has no CloudWatch"
 
@@ -90,21 +94,11 @@ class KConsoleApp(CommandLineHost, App[None]):
     stream: reactive[str | None] = reactive(None, init=False)
     read_only: reactive[bool] = reactive(False, init=False)
 
-    def __init__(
-        self,
-        source: ConsoleBackend,
-        *,
-        stream: str | None = None,
-        interval: float = 5.0,
-        read_only: bool = False,
-        config_warning: str | None = None,
-        theme: str | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        poll_timeout: float | None = None,
-        on_stream_opened: Callable[[str], None] | None = None,
-        last_stream: str | None = None,
-        key_format: str = "decimal",
-    ) -> None:
+    def __init__(self, source: ConsoleBackend, *, stream: str | None = None, interval: float = 5.0,
+                 read_only: bool = False, config_warning: str | None = None, theme: str | None = None,
+                 clock: Callable[[], float] = time.monotonic, poll_timeout: float | None = None,
+                 on_stream_opened: Callable[[str], None] | None = None, last_stream: str | None = None,
+                 key_format: str = "decimal") -> None:
         super().__init__()
         self.source = source
         self.set_reactive(KConsoleApp.stream, stream)
@@ -127,11 +121,11 @@ class KConsoleApp(CommandLineHost, App[None]):
         self._poll_worker: Worker | None = None
         self._poll_timer = None
         self._listing = ListingSchedule()
-        self._lineage_dirty = False
         self._last_tiling_problem: str | None = None
         self._capacity_stream: str | None = None  # the stream the CloudWatch loop follows
         self.focus_model = FocusModel(self)
         self.toasts = ToastsBehindDialogs(self)
+        self.changes = StreamChanges(self, source)  # split, merge, rescale, the stream actions
         # Called with the theme's name when the user picks another one (the launcher saves it to the config).
         self.on_theme_changed: Callable[[str], None] | None = None
         self.ctrl_c_asked_at: float | None = None  # ctrl+c in a text box asks once (CommandLineHost)
@@ -178,8 +172,7 @@ class KConsoleApp(CommandLineHost, App[None]):
         if self._config_warning:
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
         if self.read_only:
-            self.notify("read-only: split, merge, scale, stream actions, the producer and enhanced monitoring "
-                        "are disabled", timeout=5)
+            self.notify(f"read-only: {READ_ONLY_DISABLES} are disabled", timeout=5)
         self.table.focus()
         if self.stream:
             if self._on_stream_opened:
@@ -298,13 +291,6 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.header.update_state(error=reason)
         self.post_message(PollFailed(reason))
 
-    def _apply_view(self, view: StreamView) -> None:
-        """Show a complete poll result at once (synchronously; the poll worker does it in steps)."""
-        self._show_header(view)
-        self.table.apply(view.shards)
-        self._show_selection_and_ribbon(view)
-        self._show_lineage(view)
-
     async def _show_shards(self, view: StreamView) -> None:
         # Yield to the loop between the steps: each is a few ms even at 10k shards, but together
         # they would hold the UI loop for tens of ms.
@@ -321,7 +307,7 @@ class KConsoleApp(CommandLineHost, App[None]):
         notice = self._auto_notice(view.summary)
         self.placement.set_auto_notice(notice)
         self.query_one(KeyTreePanel).set_auto_notice(notice)
-        self.consumers_panel.follow_listing(view.summary.name, list(view.shards), view.summary.arn or None)
+        self.consumers_panel.follow_listing(view.summary.name, view.shards, view.summary.arn or None)
         if view.summary.name != self._capacity_stream:
             self._capacity_stream = view.summary.name
             if CLOUDWATCH in self.source.capabilities:
@@ -388,10 +374,7 @@ class KConsoleApp(CommandLineHost, App[None]):
         if view.index is not None:
             self.ribbon.set_index(view.index, view.share_summary)
         self.placement.set_index(view.index)
-        if self.query_one(TabbedContent).active == "lineage":
-            self.lineage_tree.apply(view.lineage)
-        else:
-            self._lineage_dirty = True
+        self.lineage_tree.show_lineage(view.lineage)
         if view.tiling_problem and (self._last_tiling_problem != view.tiling_problem):
             self.notify(view.tiling_problem, title="shard map", severity="warning")
         self._last_tiling_problem = view.tiling_problem
@@ -408,7 +391,7 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.selected_shard_id = shard_id
         if origin != "table":
             self.table.select(shard_id)
-        if origin != "tree" and not self._lineage_dirty:
+        if origin != "tree":
             self.lineage_tree.select_shard(shard_id)
         self.ribbon.set_selected(shard_id)
         self._show_detail()
@@ -417,16 +400,10 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.shards_panel.show_detail(self.table.shard(self.selected_shard_id) if self.selected_shard_id else None)
 
     @on(ShardTable.Highlighted)
-    def _table_highlighted(self, event: ShardTable.Highlighted) -> None:
-        self.select_shard(event.shard_id, origin="table")
-
     @on(LineageTree.ShardHighlighted)
-    def _tree_highlighted(self, event: LineageTree.ShardHighlighted) -> None:
-        self.select_shard(event.shard_id, origin="tree")
-
     @on(KeySpaceRibbon.ShardClicked)
-    def _ribbon_clicked(self, event: KeySpaceRibbon.ShardClicked) -> None:
-        self.select_shard(event.shard_id, origin="ribbon")
+    def _shard_chosen(self, event: ShardChosen) -> None:
+        self.select_shard(event.shard_id, origin=SHARD_CHOSEN_IN[type(event)])
 
     @on(PlacementPanel.MarkersChanged)
     def _placement_markers(self, event: PlacementPanel.MarkersChanged) -> None:
@@ -434,7 +411,7 @@ class KConsoleApp(CommandLineHost, App[None]):
 
     @on(HeatPanel.HeatChanged)
     def _heat_changed(self, event: HeatPanel.HeatChanged) -> None:
-        if self.heat_panel.stream == self.stream:  # not a reading of the stream closed a moment ago
+        if event.stream == self.stream:  # not a reading of the stream closed a moment ago
             self._show_heat_figures(event.heat)
 
     def _show_heat_figures(self, heat: dict[str, ShardHeat]) -> None:
@@ -451,22 +428,18 @@ class KConsoleApp(CommandLineHost, App[None]):
 
     @on(HeatPanel.MonitoringEnabled)
     @on(ProducerPanel.RunFinished)
-    def _stream_written(self, _event: Message) -> None:
-        self.poll_now()  # the table and the heat tab follow what the stream now holds
+    def _stream_written(self, event: HeatPanel.MonitoringEnabled | ProducerPanel.RunFinished) -> None:
+        if event.stream == self.stream:
+            self.poll_now()  # the table and the heat tab follow what the stream now holds
 
     @on(ConsumersPanel.LagChanged)
     def _lag_changed(self, event: ConsumersPanel.LagChanged) -> None:
-        self.table.set_lag(event.lag)
+        if event.stream == self.stream:
+            self.table.set_lag(event.lag)
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.focus_model.focus_tab(event.pane.id)
-        # The tree is only rebuilt while visible: a 10k-shard stream must not pay for a hidden tree.
-        if event.pane.id == "lineage" and self._lineage_dirty and self.view is not None:
-            self._lineage_dirty = False
-            self.lineage_tree.apply(self.view.lineage)
-            if self.selected_shard_id:
-                self.lineage_tree.select_shard(self.selected_shard_id)
 
     # ---- focus and toasts (console.ui.focus, console.ui.toasts) --------------------------------
 
@@ -502,6 +475,12 @@ class KConsoleApp(CommandLineHost, App[None]):
 
     def on_key(self, event) -> None:
         self.focus_model.leave_text_box(event)
+        if self.read_only and self.screen is self.screen_stack[0] and not self.focus_model.typing:
+            disabled = next((b for b in APP_BINDINGS if b.action in MUTATING_ACTIONS and event.key in b.key.split(",")),
+                            None)
+            if disabled is not None:  # a greyed-out key does nothing; say why rather than stay silent
+                self.notify(f"{disabled.description}: disabled in read-only mode (R or :rw leaves it, after you "
+                            "type the stream name)", severity="warning", timeout=4)
 
     # ---- actions -------------------------------------------------------------------------------
 
@@ -569,6 +548,11 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.table.set_lag({})
         self.ribbon.set_shards([])
         self.ribbon.set_heat({})
+        # Nothing of the previous stream stays on screen as if it were this one, found or not.
+        self._show_detail()
+        self.placement.set_index(None)
+        self.lineage_tree.apply(Lineage.build([]))
+        self._lineage_dirty = False
         self.header.update_state(stream=name, summary=None, refreshed_at=None, error=None, capacity=None)
         if name and self._on_stream_opened:
             self._on_stream_opened(name)
@@ -590,30 +574,18 @@ class KConsoleApp(CommandLineHost, App[None]):
         if not self.stream or self.view is None:
             self.notify(f"{operation}: no stream loaded yet", severity="warning")
             return
-        suggestion = self._heat_split_suggestion() if operation == "split" else None
+        # On the heat tab, `s` splits the shard selected there at the median of its observed traffic.
+        on_heat = operation == "split" and self.query_one(TabbedContent).active == "heat"
+        suggestion = self.heat_panel.selected.split if on_heat and self.heat_panel.selected else None
         if suggestion is not None:
             self.select_shard(suggestion.shard_id)
         request = ReshardRequest(
             operation, self.stream, self.view.shards, self.view.summary.open_shard_count,
             self.table.shard(self.selected_shard_id) if self.selected_shard_id else None, self.source,
             suggestion.at if suggestion is not None else None, key_format=self.key_format, sample=self.placement.key_sample(),
-            barrier=self.consumers_panel.barrier_lines)
-        problem = reshard_flow.refusal(request)
-        if problem:
-            self.notify(problem, severity="warning")
-            return
-        self._run_reshard(request)
-
-    def _heat_split_suggestion(self):
-        """On the heat tab, `s` splits the shard selected there at the median of its observed traffic."""
-        if self.query_one(TabbedContent).active != "heat":
-            return None
-        selected = self.heat_panel.selected
-        return selected.split if selected is not None else None
-
-    @work(exclusive=True, group="reshard", exit_on_error=False, description="reshard")
-    async def _run_reshard(self, request: ReshardRequest) -> None:
-        await reshard_flow.run_reshard(request, ReshardDialogs(self.push_screen_wait, self.notify, self.post_message))
+            barrier=self.consumers_panel.barrier_lines,
+            last_poll=lambda: self.header.state.refreshed_at, clock=self._clock)
+        self.changes.reshard(request)
 
     @on(ReshardActivity)
     def _reshard_activity(self, event: ReshardActivity) -> None:
@@ -627,20 +599,7 @@ class KConsoleApp(CommandLineHost, App[None]):
         if not self.stream or self.view is None:
             self.notify("stream actions: no stream loaded yet", severity="warning")
             return
-        view = self.view
-
-        def chosen(action: str | None) -> None:
-            if action:
-                self._run_stream_action(StreamActionRequest(action, view.summary, len(view.shards), self.source))
-
-        self.push_screen(StreamActionsScreen(view.summary, read_only=self.read_only), chosen)
-
-    @work(exclusive=True, group="stream-actions", exit_on_error=False)
-    async def _run_stream_action(self, request: StreamActionRequest) -> None:
-        if self.read_only:  # the menu greys its entries; this guards any other way in
-            self.notify(f"{request.action}: not available in read-only mode", severity="warning")
-            return
-        await stream_actions.run_action(request, ReshardDialogs(self.push_screen_wait, self.notify, self.post_message))
+        self.changes.choose_stream_action(self.view, lambda: self.read_only)
 
     @on(StreamDeleted)
     def _stream_deleted(self, _event: StreamDeleted) -> None:

@@ -82,7 +82,6 @@ class StreamView:
         return self.lineage.problem if self.lineage is not None else None
 
 
-
 BIG_STREAM = 500  # shards; above this, pure-Python work on the whole listing runs in a thread
 
 
@@ -153,10 +152,6 @@ def _lineage_and_summary(shards: tuple[Shard, ...]) -> tuple[Lineage, str | None
     index = lineage.open_index
     summary = summarise_shares(index.starts, index.endings, index.shard_ids) if index is not None else None
     return lineage, summary
-
-
-async def poll_stream(source: StreamReads, stream: str) -> StreamView:
-    return await with_lineage(await fetch_stream(source, stream))
 
 
 def describe_failure(error: BaseException, timeout: float) -> str:

@@ -33,7 +33,8 @@ from aws_kinesis_agg.aggregator import RecordAggregator  # noqa: E402
 from console.backend import BackendConfig, open_backend  # noqa: E402
 from console.commands.produce import settle_heap  # noqa: E402
 from console.produce.aggregate import DEFAULT_MAX_AGGREGATE_BYTES, AggregatingProducer  # noqa: E402
-from console.produce.producer import MAX_BATCH_BYTES, OrderedProducer, ProducerSettings  # noqa: E402
+from console.produce.producer import OrderedProducer  # noqa: E402
+from console.produce.settings import MAX_BATCH_BYTES, ProducerSettings  # noqa: E402
 from console.produce.testrecords import encode_record, new_run_id, partition_key_for  # noqa: E402
 from console.produce.verify import Verifier  # noqa: E402
 from console.topology.shardmap import ShardMap  # noqa: E402

@@ -11,7 +11,8 @@ import pytest
 from tests.produce.test_produce_faults import FaultyTransport
 
 from console.produce.given import GivenRecordMatcher, OverlongLine, bounded_lines, parse_json_lines
-from console.produce.producer import OrderedProducer, ProducerSettings
+from console.produce.producer import OrderedProducer
+from console.produce.settings import ProducerSettings
 from console.produce.verify import Verifier
 from console.topology.shardmap import ShardMap
 

@@ -11,9 +11,10 @@ import pytest
 from console.errors import BadInput
 from console.keyspace.hashkeys import HASH_SPACE
 from console.produce.pacing import ShardPacer, PacingLimits, TokenBucket
-from console.produce.producer import MAX_BATCH_BYTES, OrderedProducer, ProducerSettings
+from console.produce.producer import OrderedProducer
+from console.produce.settings import MAX_BATCH_BYTES, ProducerSettings
 from console.topology.shardmap import ShardMap
-from console.produce.testrecords import TestRecord, decode, header_size, partition_key_for
+from console.produce.testrecords import TestRecord, decode, partition_key_for
 from console.produce.verify import Verifier
 
 
@@ -29,6 +30,11 @@ async def produce_and_verify(kinesis, stream, settings, **options):
 
 
 # ---- records and settings -------------------------------------------------------------------------
+
+def header_size(run_id: str, key: str) -> int:
+    """The most bytes a record of this run and key needs before padding (large seq, 6-decimal time)."""
+    return len(TestRecord(run_id, key, 999_999, 9_999_999_999.999999).encode(0))
+
 
 def test_record_roundtrip_and_padding():
     record = TestRecord("abc123", partition_key_for("abc123", 7), 41, 1_700_000_000.25)

@@ -118,10 +118,11 @@ class HeatPanel(Widget, can_focus=True):
             self.shard_id = shard_id
 
     class HeatChanged(Message):
-        """A new reading: the live figures per shard (the last few seconds)."""
+        """A new reading of `stream`: the live figures per shard (the last few seconds)."""
 
-        def __init__(self, heat: dict[str, ShardHeat]) -> None:
+        def __init__(self, stream: str, heat: dict[str, ShardHeat]) -> None:
             super().__init__()
+            self.stream = stream
             self.heat = heat
 
     class HeatStopped(Message):
@@ -196,7 +197,7 @@ class HeatPanel(Widget, can_focus=True):
                     if sampler.heat is not None and sampler.heat.auto_distribution != self._auto_distribution:
                         sampler.heat.auto_distribution = self._auto_distribution  # the next snapshot follows
                     self.update_snapshot(snapshot)
-                    self.post_message(self.HeatChanged(live_figures(snapshot)))
+                    self.post_message(self.HeatChanged(stream, live_figures(snapshot)))
         except ConsoleError as error:
             self.notify(f"heat: {error.message}", severity="error", timeout=8)
             self.post_message(self.HeatStopped())
@@ -263,8 +264,16 @@ class HeatPanel(Widget, can_focus=True):
 
     @work(exclusive=True, group="heat-monitoring", exit_on_error=False)
     async def _enable_monitoring(self, source: ConsoleBackend, stream: str, metrics: tuple[str, ...]) -> None:
-        try:
-            await source.enable_enhanced_monitoring(stream, list(metrics))
+        from console.reshard.actionlog import ActionLog
+
+        async def settle() -> tuple[bool | None, str]:
+            enabled = set((await source.describe_stream_summary(stream)).enhanced_metrics)
+            return set(metrics) <= enabled, f"enhanced metrics now: {', '.join(sorted(enabled)) or 'none'}"
+
+        try:  # logged ahead like every change; a lost reply is read back
+            await ActionLog.default().call("EnableEnhancedMonitoring", {"metrics": list(metrics)},
+                                           lambda: source.enable_enhanced_monitoring(stream, list(metrics)),
+                                           stream=stream, backend=source.label, settle=settle)
             enabled = (await source.describe_stream_summary(stream)).enhanced_metrics
         except ConsoleError as error:
             self.notify(f"enhanced monitoring: {error.message}", severity="error", timeout=10)

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static, TextArea
 
 from console.errors import BadInput
-from console.keyspace.hashkeys import parse_hash_key
+from console.keyspace.hashkeys import parse_typed_hash_key
 from console.keyspace.keytree.balance import LevelFill
 from console.keyspace.keytree.tree import BalanceReport, KeyTree
 
@@ -22,14 +22,15 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
 def parse_keys(text: str) -> tuple[list[int], list[str]]:
-    """Decimal hash keys, one per line (blank lines and # comments skipped); returns keys and problems."""
+    """Hash keys, one per line, decimal or 0x hex as the split prompt takes them (blank lines and #
+    comments skipped); returns keys and problems."""
     keys, problems = [], []
     for number, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
         try:
-            keys.append(parse_hash_key(line))
+            keys.append(parse_typed_hash_key(line))
         except BadInput as error:
             problems.append(f"line {number}: {error.message}")
     return keys, problems

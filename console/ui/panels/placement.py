@@ -88,7 +88,10 @@ def distribution_summary(placements: list[Placement], index: HashRangeIndex | No
 
 class KeysInput(TextArea):
     """The keys box: a pasted key's control characters are drawn escaped (the cursor may sit a few cells
-    off on such a line), never sent to the terminal; the text itself is kept as pasted."""
+    off on such a line), never sent to the terminal; the text itself is kept as pasted. ctrl+a selects
+    every key (to replace or copy them all) rather than moving to the line's start, as home still does."""
+
+    BINDINGS = [Binding("ctrl+a", "select_all", "Select all keys", show=False)]
 
     def render_line(self, y: int) -> Strip:
         strip = super().render_line(y)

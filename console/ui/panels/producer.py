@@ -50,6 +50,9 @@ class ProducerPanel(Vertical):
     ProducerPanel #producer-form Label { color: $text-muted; }
     ProducerPanel #producer-actions { height: 1; padding: 0 1; margin-top: 1; }
     ProducerPanel #producer-actions Checkbox { margin-right: 2; }
+    /* Off shows an empty box, on a bold tick mark: the theme's two shades of the glyph alone read alike. */
+    ProducerPanel Checkbox > .toggle--button { color: $panel; background: $panel; }
+    ProducerPanel Checkbox.-on > .toggle--button { color: $text-success; text-style: bold; }
     ProducerPanel #producer-actions Button { margin-left: 1; min-width: 9; }
     ProducerPanel #producer-actions .spacer { width: 1fr; }
     ProducerPanel #producer-status { height: auto; padding: 0 1; margin-top: 1; }
@@ -114,6 +117,7 @@ class ProducerPanel(Vertical):
         self._local = local  # pacing defaults off for the embedded local Kinesis
         self.report: VerificationReport | None = None
         self.running = False
+        self._pacing = False  # the run's setting, for the Pace column
 
     def compose(self) -> ComposeResult:
         with Grid(id="producer-form"):
@@ -237,6 +241,7 @@ class ProducerPanel(Vertical):
             if yes and stream == self.stream and not self.read_only:
                 self._run(settings, verify, stream, aggregate)
             else:
+                self.query_one("#producer-progress", ProgressBar).update(total=settings.total, progress=0)
                 self.show_error("cancelled: nothing was written")
 
         self.app.push_screen(ConfirmByNameScreen(stream, f"Write {settings.total} test records ({settings.keys} keys x "
@@ -277,6 +282,7 @@ class ProducerPanel(Vertical):
     def show_started(self, settings: ProducerSettings) -> None:
         self.running = True
         self.report = None
+        self._pacing = settings.pacing
         self._set_running(True)
         self._status(f"run {settings.run_id}: {settings.total} records ({settings.keys} keys x "
                      f"{settings.records_per_key}), {settings.mode} mode")
@@ -302,7 +308,7 @@ class ProducerPanel(Vertical):
         for shard_id, shard in progress.shards.items():
             table.add_row(short_shard_id(shard_id), str(shard.acknowledged),
                           format_rate(shard.records_per_second, " rec/s"), str(shard.throttled),
-                          f"{shard.pace:.0%}", key=shard_id)
+                          f"{shard.pace:.0%}" if self._pacing else "off", key=shard_id)
         if progress.done and self.running:
             self._set_running(False)
 
@@ -318,9 +324,9 @@ class ProducerPanel(Vertical):
         self.running = False
         self._set_running(False)
         lat = report.latency_ms
-        verdict = "[b green]VERIFIED[/]" if report.ok else "[b red]VERIFICATION FAILED[/]"
+        verdict = Text("VERIFIED", style="bold green") if report.ok else Text("VERIFICATION FAILED", style="bold red")
         lines = [
-            f"{verdict}  run {report.run_id}",
+            f"  run {report.run_id}",
             f"sent {report.sent} · acknowledged {report.acknowledged} · read back {report.read_back}",
             f"lost {report.lost} · duplicated {report.duplicated} (possible {report.possible_duplicates}, "
             f"late {report.late_duplicates}) · "
@@ -332,7 +338,7 @@ class ProducerPanel(Vertical):
             first = report.first_out_of_order
             lines.append(f"first out of order: key {printable(first['key'])}, seq {first['seq']} at position "
                          f"{first['position']} after seq {first['after_seq']}")
-        self.query_one("#producer-report", Static).update(Text("\n".join(lines)))
+        self.query_one("#producer-report", Static).update(Text.assemble(verdict, "\n".join(lines)))
         self._status("done" if report.ok else "done: select a failure to see its key's records")
         problems = self.query_one("#producer-problems", DataTable)
         problems.clear()

@@ -8,8 +8,8 @@ only what it needs (a `StreamActionRequest` and the dialog callables) and report
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -20,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
 
+from console.backend.protocol import ConsoleBackend
 from console.errors import BadInput, ConsoleError
 from console.lifecycle.execute import apply, mode_switches
 from console.lifecycle.plans import MODE_NAMES, LifecyclePlan, plan_delete, plan_encryption, plan_mode, plan_retention
@@ -147,7 +148,7 @@ class StreamActionRequest:
     action: str  # retention, mode, encryption or delete
     summary: StreamSummary  # as last polled; the plan is made from a fresh description
     total_shards: int | None
-    source: Any  # the backend the console polls
+    source: ConsoleBackend  # the backend the console polls
 
 
 class StreamDeleted(Message):

@@ -42,6 +42,7 @@ class HeaderState:
     activity: str | None = None  # a long-running action in progress (e.g. a reshard waiting for ACTIVE)
     notice: str | None = None  # the latest retried call ("connection dropped on ListShards; retry 2 in 0.4 s")
     capacity: CapacitySummary | None = None  # CloudWatch's last few minutes (None: no data)
+    server: str | None = None  # the embedded server's fate ("embedded server exited (signal 9); restarting")
 
 
 class ConsoleHeader(Widget):
@@ -110,6 +111,8 @@ class ConsoleHeader(Widget):
             where.append(f" · {state.region}")
         if state.profile and state.profile not in state.backend:
             where.append(f" · profile {state.profile}")
+        if state.server:
+            where.append(f" · {state.server}", style=self._part("busy"))
         right = Text()
         if state.activity:
             right.append(f"{state.activity}{GAP}", style=self._part("busy"))
