@@ -32,6 +32,7 @@ from console.errors import BadInput
 from console.produce.ledger import PendingRecord, Requeue
 from console.produce.producer import REFILL_SECONDS, THROTTLE_ERROR, OrderedProducer
 from console.read.decoding import MAGIC
+from console.topology.model import put_records_entry
 
 DIGEST_BYTES = 16
 FRAME_BYTES = len(MAGIC) + DIGEST_BYTES
@@ -168,8 +169,7 @@ class PendingAggregate:
         return self.builder.size + self.key_bytes
 
     def entry(self) -> dict:
-        return {"Data": self.builder.encode(), "PartitionKey": self.partition_key,
-                "ExplicitHashKey": str(self.hash_key)}
+        return put_records_entry(self.builder.encode(), self.partition_key, self.hash_key)
 
 
 @dataclass
