@@ -46,7 +46,7 @@ async def _account(args: Any) -> int:
         commitment = describe_commitment(await kinesis.account_settings())
         label = kinesis.label
         if args.on_demand_advantage is None:
-            document = {"backend": label, "on_demand_advantage": commitment}
+            document: dict[str, Any] = {"backend": label, "on_demand_advantage": commitment}
             emit(args, document, lambda: render_commitment(commitment, label))
             return 0
         plan = plan_account(commitment, args.on_demand_advantage == "on")

@@ -138,7 +138,7 @@ def channel_json(raw: dict) -> dict:
     destination = raw.get("ChannelDestinationType") or (
         "S3" if raw.get("S3DestinationConfiguration") else "S3_TABLES" if raw.get("S3TablesDestinationConfiguration")
         else None)
-    created = raw.get("ChannelCreationTimestamp")
+    created: Any = raw.get("ChannelCreationTimestamp")
     document = {"name": raw.get("ChannelName"), "arn": raw.get("ChannelARN"), "status": raw.get("ChannelStatus"),
                 "status_reason": raw.get("ChannelStatusReason"), "destination": destination,
                 "streams": [s.get("StreamARN") for s in streams],
@@ -188,7 +188,7 @@ async def _create(args: Any, request: dict) -> int:
         names = {c.get("ChannelName") for c in await kinesis.list_channels()}
         plan = plan_create(request, request["ChannelName"] in names)
         answers = await _change(args, kinesis, plan)
-        document = {"executed": True, "plan": plan.to_json(),
+        document: dict[str, Any] = {"executed": True, "plan": plan.to_json(),
                     "channel": channel_json(answers[0] if answers and answers[0] else {})}
     emit(args, document, lambda: plan.render() + f"\nDone: channel {plan.stream} is {document['channel']['status']}")
     return 0

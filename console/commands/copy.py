@@ -165,7 +165,8 @@ def _chunk_writer(kinesis, stream: str, config, verify: bool, on_progress, aws_i
     from collections import Counter
 
     from console.produce.given import GivenRecordMatcher
-    from console.produce.producer import OrderedProducer, ProducerSettings
+    from console.produce.producer import OrderedProducer
+    from console.produce.settings import ProducerSettings
     from console.produce.verify import IN_FLIGHT_TIMEOUTS, ReadSettings, Verifier
     from console.topology.shardmap import ShardMap
     from console.errors import ConsoleError

@@ -66,7 +66,7 @@ def plan_max_record_size(summary: StreamSummary, kib: int) -> LifecyclePlan:
         return LifecyclePlan("max-record-size", summary.name, f"records are already up to {format_kib(kib)}")
     call = Call("UpdateMaxRecordSize", {**_target(summary), "MaxRecordSizeInKiB": kib})
     if kib > current:
-        consequences = (f"one record (data plus partition key) may hold up to {kib * 1024:,} bytes instead of "
+        consequences: tuple[str, ...] = (f"one record (data plus partition key) may hold up to {kib * 1024:,} bytes instead of "
                         f"{current * 1024:,}",
                         "every consumer must take records that large (GetRecords pages, Lambda and KCL buffers); "
                         "a PutRecords request still holds at most 10 MiB",
@@ -126,7 +126,7 @@ def plan_distribution(summary: StreamSummary, strategy: str) -> LifecyclePlan:
             raise BadInput(f"AUTO record distribution applies to on-demand streams; {summary.name} is provisioned "
                            f"(switch with `kconsole stream mode {summary.name} on-demand`); nothing was called",
                            code="not_on_demand")
-        consequences = (
+        consequences: tuple[str, ...] = (
             "Kinesis ignores partition keys and explicit hash keys and spreads records over the shards itself",
             "per-key order is gone: records of one key may land on any shard, and only a shard keeps order",
             "key-based placement stops: explicit hash keys, write-sharded keys and key trees place nothing",

@@ -160,7 +160,7 @@ class ActionLog:
                 times.extend([epoch] * int((entry.get("calls") or {}).get(operation, 0)))
         return times
 
-    def change(self, operation: str, plan: dict[str, Any], **options: Any):
+    def change(self, operation: str, plan: dict[str, Any], **options: Any) -> contextlib.AbstractAsyncContextManager[Change]:
         """`async with log.change(operation, plan, stream=..., backend=..., settle=...) as change:`
         (logged_change on this log): for packages that are handed the log rather than importing it."""
         return logged_change(self, operation, plan, **options)

@@ -33,7 +33,7 @@ from console.reshard.plan import KeySample, MedianSplit, Operation, ReshardPlan,
 from console.read.tail import AT_TIMESTAMP, GET_RECORDS_LIMIT, StartPosition, TailOptions, TailReader
 
 Progress = Callable[[str], None]
-PlanBuilder = Callable[[Sequence[Shard], StreamContext], ReshardPlan]
+PlanBuilder = Callable[[Sequence[Shard], StreamContext | None], ReshardPlan]
 
 API_NAMES = {"split": "SplitShard", "merge": "MergeShards", "update_shard_count": "UpdateShardCount"}
 
@@ -48,7 +48,7 @@ class ExecutionResult:
     log_entry: dict[str, Any] | None
     changed_by_others: tuple[str, ...] = ()  # shards made meanwhile that the plan does not explain
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "executed": bool(self.calls),
             "changed_by_others": list(self.changed_by_others),
@@ -61,7 +61,7 @@ class ExecutionResult:
         }
 
 
-def _shard_json(shard: Shard) -> dict:
+def _shard_json(shard: Shard) -> dict[str, Any]:
     return {"shard_id": shard.shard_id, "starting_hash_key": str(shard.starting_hash_key),
             "ending_hash_key": str(shard.ending_hash_key), "share": shard.share,
             "parent_shard_id": shard.parent_shard_id, "adjacent_parent_shard_id": shard.adjacent_parent_shard_id}
@@ -173,15 +173,15 @@ class Executor:
             return None, None
 
     async def snapshot(self) -> tuple[StreamSummary, list[Shard], StreamContext]:
-        summary = await self.kinesis.describe_stream_summary(self.stream)
-        shards = await self.kinesis.all_shards(self.stream)
+        summary: StreamSummary = await self.kinesis.describe_stream_summary(self.stream)
+        shards: list[Shard] = await self.kinesis.all_shards(self.stream)
         return summary, shards, await self.context(summary)
 
     async def wait_until_active(self, reason: str) -> StreamSummary:
         """Poll DescribeStreamSummary until ACTIVE, reporting progress; time out with a clear error."""
         started, waited = self.clock(), False
         while True:
-            summary = await self.kinesis.describe_stream_summary(self.stream)
+            summary: StreamSummary = await self.kinesis.describe_stream_summary(self.stream)
             elapsed = self.clock() - started
             if summary.status == "ACTIVE":
                 if waited:
@@ -202,7 +202,7 @@ class Executor:
         """The shard list once the stream is ACTIVE again, checked against the plan before a resend:
         before the first step the open shards must still be the ones the plan was made from."""
         await self.wait_until_active(reason)
-        shards = await self.kinesis.all_shards(self.stream)
+        shards: list[Shard] = await self.kinesis.all_shards(self.stream)
         if index == 0:
             changes = describe_changes(plan.before, open_in_order(shards))
             if changes:
@@ -219,6 +219,8 @@ class Executor:
         if operation.kind == "update_shard_count":
             return operation
         key = operation.new_starting_hash_key
+        if key is None:  # the planner gives every split and merge its hash key
+            raise PlanRejected(f"{operation.kind} without a hash key")
         opened = open_in_order(shards)
         if operation.kind == "split":
             owner = next((s for s in opened if s.starting_hash_key < key <= s.ending_hash_key), None)
@@ -255,12 +257,14 @@ class Executor:
                 if len(open_now) == operation.target_shard_count:
                     return True, f"the stream shows the change: {len(open_now)} open shards"
                 return None, f"{len(open_now)} open shards, neither the {len(before_open)} before nor the target"
-            parents = {operation.shard_id} | ({operation.adjacent_shard_id} if operation.kind == "merge" else set())
+            adjacent = operation.adjacent_shard_id if operation.kind == "merge" else None
+            parents = {shard_id for shard_id in (operation.shard_id, adjacent) if shard_id is not None}
             if all(p in by_id and by_id[p].is_open for p in parents):
                 return False, f"{' and '.join(sorted(parents))} still open"
             children = [s.shard_id for s in now if set(s.parents) == parents
                         and (operation.kind == "merge" or s.starting_hash_key == operation.new_starting_hash_key
-                             or s.ending_hash_key == operation.new_starting_hash_key - 1)]
+                             or (operation.new_starting_hash_key is not None
+                                 and s.ending_hash_key == operation.new_starting_hash_key - 1))]
             if children:
                 return True, f"the stream shows the change: {', '.join(sorted(parents))} closed into {', '.join(children)}"
             return None, f"{', '.join(sorted(parents))} closed, but not as planned (another change?)"
@@ -355,7 +359,9 @@ class Executor:
             if calls:
                 self._log(plan, who, calls, counts, None, result="failed", error=error.message)
             raise
-        status, after, differences, foreign = "UPDATING", None, (), ()
+        status, after = "UPDATING", None
+        differences: tuple[str, ...] = ()
+        foreign: tuple[str, ...] = ()
         if not wait:
             status = (await self.kinesis.describe_stream_summary(self.stream)).status
         if wait or status == "ACTIVE":  # without --wait: the change already landed (the local server applies it at once)
@@ -371,7 +377,8 @@ class Executor:
 
     async def _caller_identity(self) -> str | None:
         try:
-            return await self.kinesis.caller_identity()
+            identity: str | None = await self.kinesis.caller_identity()
+            return identity
         except ConsoleError:
             return None
 
@@ -440,7 +447,7 @@ def record_hash_key(record: DecodedRecord) -> int:
             key = -1
         if 0 <= key <= MAX_HASH_KEY:
             return key
-    return md5_hash_key(record.partition_key)
+    return md5_hash_key(record.partition_key or "")  # a keyless (AUTO) record: as the empty key
 
 
 async def sample_recent_keys(kinesis: Any, stream: str, shard_id: str, *, seconds: float = DEFAULT_SAMPLE_SECONDS,
@@ -464,7 +471,7 @@ async def sample_recent_keys(kinesis: Any, stream: str, shard_id: str, *, second
     sequence_numbers: set[str] = set()
     async for batch in reader.batches():
         for record in batch.records:
-            keys.append(record.partition_key)
+            keys.append(record.partition_key or "")
             hash_keys.append(record_hash_key(record))
             sequence_numbers.add(record.sequence_number)
     return RecentSample(shard_id, seconds, limit, KeySample(keys, hash_keys), len(sequence_numbers))
