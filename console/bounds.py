@@ -159,7 +159,6 @@ def _named(what: str, path: str) -> str:
 def open_named_file(path: str, *, what: str, code: str = "bad_input"):
     """`path` opened for reading as a binary stream ('-' is stdin), without blocking on a FIFO that
     has no writer; a directory or an unopenable path is BadInput naming it."""
-    import io
     import os
     import stat
     import sys
@@ -179,7 +178,7 @@ def open_named_file(path: str, *, what: str, code: str = "bad_input"):
     except BaseException:
         os.close(descriptor)
         raise
-    handle = io.open(descriptor, "rb", closefd=True)
+    handle = open(descriptor, "rb", closefd=True)
     return _Prefixed(first, handle) if first else handle
 
 

@@ -27,13 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from console.backend.config import MAX_REQUEST_TIMEOUT, BackendConfig
 from botocore.exceptions import ConnectTimeoutError
 
+from console.backend.config import MAX_REQUEST_TIMEOUT, BackendConfig
 from console.backend.errors import (
     NOT_CONNECTED,
-    TIMED_OUT,
     THROTTLE_CODES,
+    TIMED_OUT,
     connection_failure,
     error_code,
     error_message,

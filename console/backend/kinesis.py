@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from console.backend.calls import CallPath
 from console.backend.cloudwatch import CloudWatchBackend, StreamsMetrics
 from console.backend.config import BackendConfig
-from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS
 from console.backend.dynamodb import DynamoDBBackend
+from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS
 from console.backend.sts import STSBackend
 from console.errors import BackendError, BadInput, ConsoleError, ResourceInUse, StreamNotFound
 from console.topology.model import Shard, StreamSummary, put_records_entry

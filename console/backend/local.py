@@ -34,7 +34,7 @@ from console.errors import BackendError
 LOCAL_SERVER_MODULES = ("moto", "flask", "flask_cors", "waitress")
 LOCAL_EXTRA_HINT = "pip install 'kconsole[local]'"
 
-_live: set["LocalKinesisServer"] = set()
+_live: set[LocalKinesisServer] = set()
 _live_lock = threading.Lock()
 
 
@@ -230,7 +230,7 @@ class LocalKinesisServer:
             os.close(descriptor)
         process.poll()
 
-    def __enter__(self) -> "LocalKinesisServer":
+    def __enter__(self) -> LocalKinesisServer:
         self.start()
         return self
 

@@ -20,7 +20,7 @@ from typing import Any
 from console.bounds import read_bounded
 from console.commands import command_help
 from console.commands._confirm import confirm_by_typing, refuse_if_read_only
-from console.commands._output import emit, render_table, run_async
+from console.commands._output import emit, note, render_table, run_async
 from console.errors import BadInput, PlanRejected
 from console.lifecycle.plans import Call, LifecyclePlan
 
@@ -212,4 +212,5 @@ async def _change(args: Any, kinesis: Any, plan: LifecyclePlan) -> list:
     confirm_by_typing(args, plan.stream, what="the channel name", change=f"{plan.action} channel {plan.stream}",
                       consequence=plan.summary, preview=plan.render() + "\n")
     who = await kinesis.caller_identity() if kinesis.config.kind == "aws" else None
-    return await apply_setting(kinesis, plan, action_log=ActionLog.default(), who=who)
+    return await apply_setting(kinesis, plan, action_log=ActionLog.default(), who=who,
+                               progress=lambda text: note(f"kconsole: {text}"))

@@ -21,28 +21,28 @@ import argparse
 import asyncio
 import math
 
-from console.commands import command_help
 from console.backend import BackendConfig, open_backend
+from console.commands import command_help
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
+from console.commands._distribution import distribution_since
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import ensure_local_stream
-from console.lifecycle.rules import parse_shard_count
-from console.heat.cloudwatch import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
 from console.errors import BadInput
-from console.read.decoding import NO_KEY
-from console.read.printable import printable
-from console.topology.model import auto_notice
-from console.commands._distribution import distribution_since
-from console.keyspace.hashkeys import HashRangeIndex
+from console.heat.cloudwatch import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
 from console.heat.hotkey import HotKeyWhatIf, hot_key_what_if
 from console.heat.rates import DOMINANT_SHARE
+from console.heat.sampler import DEFAULT_READS_PER_SECOND, MAX_READS_PER_SECOND, HeatSampler
 from console.heat.snapshot import (
     SHARD_BYTES_LIMIT,
     SHARD_RECORDS_LIMIT,
     ShardHeatSnapshot,
     StreamHeatSnapshot,
 )
-from console.heat.sampler import DEFAULT_READS_PER_SECOND, MAX_READS_PER_SECOND, HeatSampler
+from console.keyspace.hashkeys import HashRangeIndex
+from console.lifecycle.rules import parse_shard_count
+from console.read.decoding import NO_KEY
+from console.read.printable import printable
+from console.topology.model import auto_notice
 
 MAX_SECONDS = 3600
 MAX_CLOUDWATCH_SECONDS = 14 * 24 * 3600  # 1-minute datapoints are kept for 15 days

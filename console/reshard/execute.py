@@ -18,19 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import datetime, timedelta, timezone
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from console.reshard.actionlog import ActionLog, Reading, Settle, logged_call
-from console.read.decoding import DecodedRecord
 from console.errors import BackendError, BadInput, ConsoleError, LimitExceeded, PlanRejected, ResourceInUse
 from console.keyspace.hashkeys import MAX_HASH_KEY, md5_hash_key
-from console.reshard.limits import StreamContext
-from console.topology.model import Shard, StreamSummary
-from console.reshard.plan import KeySample, MedianSplit, Operation, ReshardPlan, median_split
+from console.read.decoding import DecodedRecord
 from console.read.tail import AT_TIMESTAMP, GET_RECORDS_LIMIT, StartPosition, TailOptions, TailReader
+from console.reshard.actionlog import ActionLog, Reading, Settle, logged_call
+from console.reshard.limits import StreamContext
+from console.reshard.plan import KeySample, MedianSplit, Operation, ReshardPlan, median_split
+from console.topology.model import Shard, StreamSummary
 
 Progress = Callable[[str], None]
 PlanBuilder = Callable[[Sequence[Shard], StreamContext | None], ReshardPlan]
@@ -277,7 +277,7 @@ class Executor:
             resolved = self._resolve(operation, shards)
             api = API_NAMES[resolved.kind]
 
-            async def again(shards_then: list[Shard] = shards) -> Callable[[], Awaitable[None]]:
+            async def again() -> Callable[[], Awaitable[None]]:
                 self.progress(f"{api}: the reply was lost and the stream shows no change; checking the plan "
                               "against a fresh shard list, then sending it once more")
                 fresh = await self._fresh(plan, index, "before resending")
@@ -463,7 +463,7 @@ async def sample_recent_keys(kinesis: Any, stream: str, shard_id: str, *, second
         raise BadInput(f"--sample-seconds must be above 0; got {seconds:g}", code="bad_sample")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise BadInput(f"--sample-limit must be a whole number of at least 1; got {limit!r}", code="bad_sample")
-    start = (now or datetime.now(timezone.utc)) - timedelta(seconds=seconds)
+    start = (now or datetime.now(UTC)) - timedelta(seconds=seconds)
     options = TailOptions(start=StartPosition(AT_TIMESTAMP, timestamp=start), shard_ids=(shard_id,), limit=limit)
     reader = TailReader(kinesis, stream, options, batch_limit=min(limit, GET_RECORDS_LIMIT))
     keys: list[str] = []
@@ -471,7 +471,9 @@ async def sample_recent_keys(kinesis: Any, stream: str, shard_id: str, *, second
     sequence_numbers: set[str] = set()
     async for batch in reader.batches():
         for record in batch.records:
-            keys.append(record.partition_key or "")
+            if record.partition_key is None:  # written under AUTO distribution: no key to place it by
+                continue
+            keys.append(record.partition_key)
             hash_keys.append(record_hash_key(record))
             sequence_numbers.add(record.sequence_number)
     return RecentSample(shard_id, seconds, limit, KeySample(keys, hash_keys), len(sequence_numbers))

@@ -36,7 +36,7 @@ class Shard:
         return self.starting_hash_key <= hash_key <= self.ending_hash_key
 
     @classmethod
-    def from_api(cls, raw: dict[str, Any]) -> "Shard":
+    def from_api(cls, raw: dict[str, Any]) -> Shard:
         """Build from one element of ListShards' `Shards` list."""
         hash_range = raw["HashKeyRange"]
         seq = raw.get("SequenceNumberRange") or {}
@@ -103,7 +103,7 @@ class StreamSummary:
         return self.max_record_size_kib * 1024
 
     @classmethod
-    def from_api(cls, raw: dict[str, Any]) -> "StreamSummary":
+    def from_api(cls, raw: dict[str, Any]) -> StreamSummary:
         """Build from DescribeStreamSummary's StreamDescriptionSummary (fields today's API added are
         optional: servers that predate them give the old defaults)."""
         metrics = tuple(m for group in raw.get("EnhancedMonitoring", []) for m in group.get("ShardLevelMetrics", []))
@@ -129,7 +129,7 @@ class StreamSummary:
         )
 
     @classmethod
-    def from_listing(cls, raw: dict[str, Any]) -> "StreamSummary":
+    def from_listing(cls, raw: dict[str, Any]) -> StreamSummary:
         """Build from one of ListStreams' StreamSummaries: name, status, mode, ARN and creation time."""
         created: Any = raw.get("StreamCreationTimestamp")
         return cls(name=raw["StreamName"], status=raw.get("StreamStatus", "?"),

@@ -8,10 +8,9 @@ UpdateShardCount two seconds before the server sees it, so the two runs overlap.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
-
-import json
 from urllib.parse import urlsplit
 
 import botocore.session

@@ -11,9 +11,10 @@ import time
 
 import pytest
 
-from console.reshard.actionlog import ActionLog
 from console.errors import ConsoleError, LimitExceeded, PlanRejected, ResourceInUse
 from console.keyspace.hashkeys import HASH_SPACE, even_split, md5_hash_key
+from console.reshard.actionlog import ActionLog
+from console.reshard.execute import Executor, median_split_of_recent, open_in_order, sample_recent_keys
 from console.reshard.limits import StreamContext
 from console.reshard.plan import (
     KeySample,
@@ -25,8 +26,6 @@ from console.reshard.plan import (
     plan_split,
     render_plan,
 )
-from console.reshard.execute import Executor, median_split_of_recent, open_in_order, sample_recent_keys
-
 from tests.reshard.helpers_reshard import keys_hashing_into
 
 
