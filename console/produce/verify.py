@@ -191,15 +191,19 @@ class Verifier:
             page = await cursor.read()
             for raw in page.records:
                 total += 1
-                aggregated = raw["Data"][:4] == MAGIC
-                for one in _user_records(raw) if aggregated else (raw,):
-                    record = self._identify(run, one)
+                # A record of the run as it was sent (a copied aggregate is one, whole), or else, for a
+                # KPL aggregate the run packed, the run's records inside it.
+                record = self._identify(run, raw)
+                inside = record is None and raw["Data"][:4] == MAGIC
+                found = [record] if record is not None else (
+                    [self._identify(run, one) for one in _user_records(raw)] if inside else [])
+                for record in found:
                     if record is None:
                         continue
                     mine += 1
                     copies.append(ReadCopy(record.key, record.seq, shard_id, raw["SequenceNumber"], order,
                                            record.sent_at, _epoch(raw.get("ApproximateArrivalTimestamp")),
-                                           aggregated))
+                                           inside))
             if cursor.done(page, follow=False):  # an open shard's tip, or a closed shard's end
                 break
         return ShardRead(shard_id, iterator_type, total, mine, closed=not shard.is_open)
@@ -227,7 +231,8 @@ def _user_records(raw: dict[str, Any]) -> list[dict[str, Any]]:
         inner = user_records(raw["Data"])
     except MalformedAggregate:
         return []
-    return [{"Data": data, "PartitionKey": key, "ExplicitHashKey": hash_key} for key, hash_key, data in inner]
+    return [{"Data": data, "PartitionKey": key, "ExplicitHashKey": hash_key, "SequenceNumber": raw["SequenceNumber"]}
+            for key, hash_key, data in inner]
 
 
 def _epoch(value: Any) -> float | None:
