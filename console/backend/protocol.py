@@ -44,8 +44,15 @@ class ConsoleBackend(StreamReads, Protocol):
     # Called with each retried call (a console.backend.calls.RetryEvent), when RETRY_EVENTS is offered.
     on_retry: Callable[[Any], None] | None
 
+    # Where the console is connected, for its header.
     @property
     def label(self) -> str: ...
+
+    @property
+    def region(self) -> str | None: ...
+
+    @property
+    def profile(self) -> str | None: ...
 
     # ---- the stream ----
     async def describe_stream_details(self, stream: str) -> dict[str, Any]: ...

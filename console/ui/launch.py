@@ -78,11 +78,11 @@ class PrefetchingSource:
 
     @property
     def region(self) -> str | None:
-        return getattr(self._source, "region", None)
+        return self._source.region
 
     @property
-    def config(self) -> Any:
-        return getattr(self._source, "config", None)
+    def profile(self) -> str | None:
+        return self._source.profile
 
     async def describe_stream_summary(self, stream: str) -> StreamSummary:
         early = self._pending.pop("describe_stream_summary", None) if stream == self._stream else None
