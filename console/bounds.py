@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from console.errors import BadInput
 
@@ -56,7 +56,7 @@ def whole_number(value: object, *, what: str, low: int, high: int) -> int:
     return number
 
 
-def seconds(value: object, *, what: str, high: float = MAX_TIMEOUT_SECONDS) -> float:
+def seconds(value: Any, *, what: str, high: float = MAX_TIMEOUT_SECONDS) -> float:
     """A number of seconds above 0 and at most `high` (never nan or infinity)."""
     try:
         number = float(value) if not isinstance(value, bool) else math.nan

@@ -166,8 +166,9 @@ class FaultProxy:
         if faults.latency:
             await asyncio.sleep(faults.latency)
         edge = 0.0
-        for name, rate in (("reset_before", faults.reset_before), ("reset_after", faults.reset_after),
-                           ("stall", faults.stall), ("late", faults.late), ("invalid", faults.invalid)):
+        kinds = (("reset_before", faults.reset_before), ("reset_after", faults.reset_after),
+                 ("stall", faults.stall), ("late", faults.late), ("invalid", faults.invalid))
+        for name, rate in kinds:  # noqa: B007 - the kind drawn is the name the loop stops at, read after it
             edge += rate
             if draw < edge:
                 break

@@ -122,7 +122,7 @@ class CallPath:
                 if retry and attempt < (self.max_retries_never_reached if quick else self.max_retries):
                     attempt += 1
                     delay = min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
-                    event = RetryEvent(operation, failure or code, attempt, delay, connection=bool(failure))
+                    event = RetryEvent(operation, failure or code or "unknown", attempt, delay, connection=bool(failure))
                     if quick:  # a wrong URL says so once, in its error line, not in retry lines first
                         self.retries += 1
                     else:

@@ -333,3 +333,10 @@ def _streams_text(names: list[str] | None) -> str:
         return "there are no streams there"
     shown = ", ".join(names[:20]) + (f" (+{len(names) - 20} more)" if len(names) > 20 else "")
     return f"streams there: {shown}"
+
+
+if TYPE_CHECKING:
+    from console.backend.protocol import ConsoleBackend
+
+    def _serves_the_console(backend: KinesisBackend) -> ConsoleBackend:
+        return backend  # mypy checks here that KinesisBackend has every call the console makes

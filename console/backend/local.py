@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+from typing import IO
 from urllib.parse import urlsplit
 
 from console.errors import BackendError
@@ -48,7 +49,7 @@ class LocalKinesisServer:
         self.endpoint_url: str | None = None
         self.start_seconds: float | None = None
         self._process: subprocess.Popen | None = None
-        self._log = None
+        self._log: IO[bytes] | None = None
 
     @property
     def pid(self) -> int | None:
@@ -97,10 +98,10 @@ class LocalKinesisServer:
                     raise BackendError(f"the embedded local Kinesis exited on start: {self._last_log_line()}")
 
     def _wait_until_answering(self, deadline: float) -> None:
-        parts = urlsplit(self.endpoint_url)
+        parts = urlsplit(self.endpoint_url or "")
         while True:
             try:
-                connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=1.0)
+                connection = http.client.HTTPConnection(parts.hostname or self.host, parts.port, timeout=1.0)
                 connection.request("GET", "/moto-api/data.json")
                 connection.getresponse().read()
                 connection.close()

@@ -13,6 +13,7 @@ import json
 import shutil
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
 
 from console.errors import BadInput
@@ -229,7 +230,7 @@ def emit_json_with_rows(document: dict, rows_key: str, encoded_rows: Iterable[st
     already encoded, a chunk (comma-joined items) at a time. Large writes keep the cost down even when
     stdout is unbuffered (PYTHONUNBUFFERED), where json.dump's many small writes are one syscall each."""
     out = sys.stdout
-    fields = []
+    fields: list[str] = []
     for key, value in document.items():
         if key == rows_key:
             out.write("{" + ", ".join(fields) + (", " if fields else "") + json.dumps(key) + ": [")
@@ -246,7 +247,7 @@ def emit_json_with_rows(document: dict, rows_key: str, encoded_rows: Iterable[st
 def run_async(coro: Awaitable[T]) -> T:
     import asyncio  # here, not at the top: offline commands such as `predict` never load it
 
-    return asyncio.run(coro)  # type: ignore[arg-type]
+    return asyncio.run(coro)  # type: ignore[arg-type]  # callers pass coroutines; Awaitable keeps their types loose
 
 
 def note(message: str) -> None:
@@ -255,7 +256,7 @@ def note(message: str) -> None:
     print(printable(message), file=sys.stderr, flush=True)
 
 
-def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, right_aligned: set[int] = frozenset(),
+def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, right_aligned: AbstractSet[int] = frozenset(),
                  max_rows: int | None = None, total_rows: int | None = None) -> str:
     """A plain-text table: columns as wide as their widest cell, two spaces apart; with `max_rows`,
     the head of a long table and a line saying how many rows were left out. `total_rows` says how

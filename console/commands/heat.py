@@ -108,7 +108,7 @@ async def _sample(config: BackendConfig, args: argparse.Namespace) -> StreamHeat
         await sampler.start()
         try:
             note(f"sampling {args.stream} for {args.seconds:g} s from LATEST "
-                 f"({len(sampler.heat.shards)} open shards, {args.reads_per_second:g} reads/s each)...")
+                 f"({len(sampler.heat.shards) if sampler.heat else 0} open shards, {args.reads_per_second:g} reads/s each)...")
             await asyncio.sleep(args.seconds)
         except BaseException:
             await sampler.stop(drain=False)
@@ -241,7 +241,7 @@ def render_cloudwatch(stream: str, seconds: float, shards: list[ShardMetricsHeat
     rows = [("SHARD", "REC/S", "PEAK MIN", "KiB/S", "UTIL", "THROTTLED", "ITER AGE")]
     for shard in shards:
         age = "-" if shard.iterator_age_ms is None else f"{shard.iterator_age_ms / 1000:,.1f} s"
-        rows.append((shard.shard_id + ("" if shard.is_open else " (closed)"), _rate(shard.records_per_s), _rate(shard.peak_records_per_s),
+        rows.append((shard.shard_id, _rate(shard.records_per_s), _rate(shard.peak_records_per_s),
                      _kib(shard.bytes_per_s), f"{shard.utilisation:.0%}", str(shard.throttled_records), age))
     lines.append(render_table(rows[0], rows[1:], right_aligned=set(range(1, len(rows[0])))))
     if not any(shard.minutes_with_data for shard in shards):

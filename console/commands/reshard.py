@@ -149,7 +149,8 @@ def read_keys(path: Path) -> KeySample:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise BadInput(f"cannot read keys file {path}: {getattr(error, 'strerror', None) or error}", code="bad_keys_file")
+        raise BadInput(f"cannot read keys file {path}: {getattr(error, 'strerror', None) or error}",
+                       code="bad_keys_file") from None
     keys = text.split("\n")
     if "\r" in text:
         keys = [line.rstrip("\r") for line in keys]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from typing import Any
 
@@ -112,7 +113,7 @@ async def _tail(config, stream: str, options: TailOptions, reader_box: list, arg
             async for batch in batches:
                 if not batch.records:
                     continue
-                write("".join(emit_record(args, r.to_json(), lambda r=r: format_line(r)) for r in batch.records))
+                write("".join(emit_record(args, r.to_json(), functools.partial(format_line, r)) for r in batch.records))
                 sys.stdout.flush()
         if args.output is None:
             lags = ", ".join(f"{p.shard_id} {p.records} rec"

@@ -90,7 +90,7 @@ class _Problem(Exception):
     pass
 
 
-def _field(document: dict, path: str) -> Any:
+def _field(document: dict[str, Any], path: str) -> Any:
     value: Any = document
     for part in path.split("."):
         if not isinstance(value, dict) or part not in value:
@@ -199,8 +199,10 @@ class GivenRecordMatcher:
             counts[record.key] = position + 1
             self._positions.setdefault((record.key, record.data), []).append(position)
 
-    def __call__(self, run: ProduceResult, raw: dict) -> Identified | None:
+    def __call__(self, run: ProduceResult, raw: dict[str, Any]) -> Identified | None:
         key = raw.get("PartitionKey")
+        if not isinstance(key, str):  # no given record has another key
+            return None
         positions = self._positions.get((key, bytes(raw.get("Data", b""))))
         if not positions:
             return None

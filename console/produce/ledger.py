@@ -39,7 +39,7 @@ class KeyState:
     explicit_hash_key: int | None
     name_bytes: int = 0  # UTF-8 length of the name (counts toward request sizes)
     next_seq: int = 0
-    pending: deque = field(default_factory=deque)  # built but unacknowledged, in key order
+    pending: deque[PendingRecord] = field(default_factory=deque)  # built but unacknowledged, in key order
     in_flight: int = 0
     queued: bool = False  # in the ready queue
     learned_shard: str | None = None  # from the last ack, for pacing without a shard map

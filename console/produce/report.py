@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from console.produce.pacing import ShardPacer
 from console.produce.settings import ProducerSettings
@@ -114,7 +115,7 @@ class ProduceResult:
     def elapsed(self) -> float:
         return max(1e-9, self.finished_at - self.started_at)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
             "stream": self.stream,
@@ -154,7 +155,7 @@ class ProgressMeter:
         self._on_progress = on_progress
         self._interval = interval
         self._shard_acks: dict[str, int] = {}
-        self._last_progress = (0.0, 0, {})  # (time, acked, per-shard acked) at the last report
+        self._last_progress: tuple[float, int, dict[str, int]] = (0.0, 0, {})  # (time, acked, per-shard acked) at the last report
         self._next_report = 0.0
         self._started = 0.0
         self._failing: tuple[str, float] | None = None  # (latest failure, since when) while calls fail

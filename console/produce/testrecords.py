@@ -56,7 +56,7 @@ def encode_record(run_id: str, key: str, seq: int, sent_at: float, payload_bytes
 
 @functools.lru_cache(maxsize=65536)
 def _prefix(run_id: str, key: str) -> bytes:
-    return ('{"t":"%s","run":%s,"key":%s,"seq":' % (_FORMAT_TAG, json.dumps(run_id), json.dumps(key))).encode()
+    return f'{{"t":"{_FORMAT_TAG}","run":{json.dumps(run_id)},"key":{json.dumps(key)},"seq":'.encode()
 
 
 def decode(data: bytes, run_id: str | None = None) -> TestRecord | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Protocol
@@ -224,7 +224,7 @@ class TailReader:
         self._iterators.update(zip((shard.shard_id for shard in ready), iterators))
         self._positioned = True
 
-    async def batches(self) -> AsyncIterator[TailBatch]:
+    async def batches(self) -> AsyncGenerator[TailBatch, None]:
         """Yield batches until every shard is done (or forever with follow, or until the limit)."""
         if not self._positioned:
             await self.position()
@@ -376,8 +376,8 @@ class TailReader:
         """Whether the shard map says the shard is closed; refreshed at most every `refresh_interval`."""
         if self._clock() - self._map_listed_at >= self.refresh_interval:
             self._map_listed_at = self._clock()
-            for shard in await self.backend.all_shards(self.stream):
-                self._shards[shard.shard_id] = shard
+            for listed in await self.backend.all_shards(self.stream):
+                self._shards[listed.shard_id] = listed
         shard = self._shards.get(shard_id)
         return shard is not None and not shard.is_open
 

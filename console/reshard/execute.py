@@ -31,7 +31,7 @@ from console.reshard.plan import KeySample, MedianSplit, Operation, ReshardPlan,
 from console.read.tail import AT_TIMESTAMP, GET_RECORDS_LIMIT, StartPosition, TailOptions, TailReader
 
 Progress = Callable[[str], None]
-PlanBuilder = Callable[[Sequence[Shard], StreamContext], ReshardPlan]
+PlanBuilder = Callable[[Sequence[Shard], StreamContext | None], ReshardPlan]
 
 API_NAMES = {"split": "SplitShard", "merge": "MergeShards", "update_shard_count": "UpdateShardCount"}
 
@@ -45,7 +45,7 @@ class ExecutionResult:
     differences: tuple[str, ...]  # observed vs planned, when observed
     log_entry: dict[str, Any] | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "executed": bool(self.calls),
             "calls": list(self.calls),
@@ -57,7 +57,7 @@ class ExecutionResult:
         }
 
 
-def _shard_json(shard: Shard) -> dict:
+def _shard_json(shard: Shard) -> dict[str, Any]:
     return {"shard_id": shard.shard_id, "starting_hash_key": str(shard.starting_hash_key),
             "ending_hash_key": str(shard.ending_hash_key), "share": shard.share,
             "parent_shard_id": shard.parent_shard_id, "adjacent_parent_shard_id": shard.adjacent_parent_shard_id}
@@ -126,15 +126,15 @@ class Executor:
             return None, None
 
     async def snapshot(self) -> tuple[StreamSummary, list[Shard], StreamContext]:
-        summary = await self.kinesis.describe_stream_summary(self.stream)
-        shards = await self.kinesis.all_shards(self.stream)
+        summary: StreamSummary = await self.kinesis.describe_stream_summary(self.stream)
+        shards: list[Shard] = await self.kinesis.all_shards(self.stream)
         return summary, shards, await self.context(summary)
 
     async def wait_until_active(self, reason: str) -> StreamSummary:
         """Poll DescribeStreamSummary until ACTIVE, reporting progress; time out with a clear error."""
         started, waited = self.clock(), False
         while True:
-            summary = await self.kinesis.describe_stream_summary(self.stream)
+            summary: StreamSummary = await self.kinesis.describe_stream_summary(self.stream)
             elapsed = self.clock() - started
             if summary.status == "ACTIVE":
                 if waited:
@@ -159,6 +159,8 @@ class Executor:
         if operation.kind == "update_shard_count":
             return operation
         key = operation.new_starting_hash_key
+        if key is None:  # the planner gives every split and merge its hash key
+            raise PlanRejected(f"{operation.kind} without a hash key")
         opened = open_in_order(shards)
         if operation.kind == "split":
             owner = next((s for s in opened if s.starting_hash_key < key <= s.ending_hash_key), None)
@@ -243,7 +245,8 @@ class Executor:
             if calls:
                 self._log(plan, who, calls, counts, None, result="failed", error=error.message)
             raise
-        status, after, differences = "UPDATING", None, ()
+        status, after = "UPDATING", None
+        differences: tuple[str, ...] = ()
         if wait:
             status = (await self.wait_until_active("resharding")).status
             after = tuple(open_in_order(await self.kinesis.all_shards(self.stream)))
@@ -258,7 +261,8 @@ class Executor:
 
     async def _caller_identity(self) -> str | None:
         try:
-            return await self.kinesis.caller_identity()
+            identity: str | None = await self.kinesis.caller_identity()
+            return identity
         except ConsoleError:
             return None
 

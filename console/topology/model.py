@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from console.keyspace.hashkeys import share_of_space
 
@@ -35,7 +36,7 @@ class Shard:
         return self.starting_hash_key <= hash_key <= self.ending_hash_key
 
     @classmethod
-    def from_api(cls, raw: dict) -> "Shard":
+    def from_api(cls, raw: dict[str, Any]) -> "Shard":
         """Build from one element of ListShards' `Shards` list."""
         hash_range = raw["HashKeyRange"]
         seq = raw.get("SequenceNumberRange") or {}
@@ -49,7 +50,7 @@ class Shard:
             ending_sequence_number=seq.get("EndingSequenceNumber"),
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "shard_id": self.shard_id,
             "state": "open" if self.is_open else "closed",
@@ -75,7 +76,7 @@ class StreamSummary:
     consumer_count: int = 0
     enhanced_metrics: tuple[str, ...] = field(default_factory=tuple)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "status": self.status,

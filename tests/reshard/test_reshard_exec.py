@@ -117,7 +117,7 @@ async def test_median_of_recent_records_divides_skewed_traffic_evenly(kinesis, m
     plan = plan_split(await kinesis.all_shards(stream), shard.shard_id, median.key, median=median)
     assert plan.to_json()["median_split"]["lower"] == below and plan.ok
     shares = f"{below / len(written):.1%} / {1 - below / len(written):.1%}"
-    assert f"201 sampled records (200 distinct keys)" in render_plan(plan) and shares in render_plan(plan)
+    assert "201 sampled records (200 distinct keys)" in render_plan(plan) and shares in render_plan(plan)
 
 
 async def test_recent_sample_is_bounded_by_time_and_count(kinesis, make_stream):
