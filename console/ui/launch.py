@@ -19,8 +19,8 @@ from typing import Any
 
 from console.backend.protocol import ConsoleBackend, MetricPoints
 from console.bounds import validate_stream_name
-from console.errors import BadInput
 from console.lifecycle.rules import DEFAULT_SHARDS
+from console.errors import BadInput
 from console.topology.model import Shard, StreamSummary
 
 DEMO_STREAM = "kconsole-demo"
@@ -44,10 +44,8 @@ async def prepare_demo_stream(kinesis, name: str = DEMO_STREAM, shards: int = 4,
         midpoint = first.starting_hash_key + (first.ending_hash_key - first.starting_hash_key + 1) // 2
         await kinesis.split_shard(name, first.shard_id, midpoint)
         await kinesis.wait_for_active(name)
-    records = [
-        {"Data": json.dumps({"user": f"user-{n}", "n": n}).encode(), "PartitionKey": f"user-{n}"}
-        for n in range(DEMO_RECORDS)
-    ]
+    records = [{"Data": json.dumps({"user": f"user-{n}", "n": n}).encode(), "PartitionKey": f"user-{n}"}
+               for n in range(DEMO_RECORDS)]
     await kinesis.put_records(name, records)
     return True
 
@@ -134,38 +132,19 @@ class PrefetchingSource:
     async def enable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None:
         await self._source.enable_enhanced_monitoring(stream, metrics)
 
-    async def put_record(
-        self,
-        stream: str,
-        data: bytes,
-        partition_key: str,
-        *,
-        explicit_hash_key: int | None = None,
-        sequence_number_for_ordering: str | None = None,
-    ) -> dict:
-        return await self._source.put_record(
-            stream,
-            data,
-            partition_key,
-            explicit_hash_key=explicit_hash_key,
-            sequence_number_for_ordering=sequence_number_for_ordering,
-        )
+    async def put_record(self, stream: str, data: bytes, partition_key: str, *,
+                         explicit_hash_key: int | None = None,
+                         sequence_number_for_ordering: str | None = None) -> dict:
+        return await self._source.put_record(stream, data, partition_key, explicit_hash_key=explicit_hash_key,
+                                             sequence_number_for_ordering=sequence_number_for_ordering)
 
     async def put_records(self, stream: str, records: list[dict]) -> dict:
         return await self._source.put_records(stream, records)
 
-    async def get_shard_iterator(
-        self,
-        stream: str,
-        shard_id: str,
-        iterator_type: str,
-        *,
-        sequence_number: str | None = None,
-        timestamp: datetime | None = None,
-    ) -> str:
-        return await self._source.get_shard_iterator(
-            stream, shard_id, iterator_type, sequence_number=sequence_number, timestamp=timestamp
-        )
+    async def get_shard_iterator(self, stream: str, shard_id: str, iterator_type: str, *,
+                                 sequence_number: str | None = None, timestamp: datetime | None = None) -> str:
+        return await self._source.get_shard_iterator(stream, shard_id, iterator_type,
+                                                     sequence_number=sequence_number, timestamp=timestamp)
 
     async def get_records(self, shard_iterator: str, limit: int = 10000) -> dict:
         return await self._source.get_records(shard_iterator, limit)
@@ -191,20 +170,12 @@ class PrefetchingSource:
     def scan_pages(self, table: str, *, page_size: int | None = None) -> AsyncIterator[list[dict]]:
         return self._source.scan_pages(table, page_size=page_size)
 
-    async def stream_metrics(
-        self, stream: str, metrics: dict[str, str], start: datetime, end: datetime, period: int = 60
-    ) -> dict[str, MetricPoints]:
+    async def stream_metrics(self, stream: str, metrics: dict[str, str], start: datetime, end: datetime,
+                             period: int = 60) -> dict[str, MetricPoints]:
         return await self._source.stream_metrics(stream, metrics, start, end, period)
 
-    async def shard_metrics(
-        self,
-        stream: str,
-        shard_ids: list[str],
-        metrics: dict[str, str],
-        start: datetime,
-        end: datetime,
-        period: int = 60,
-    ) -> dict[str, dict[str, MetricPoints]]:
+    async def shard_metrics(self, stream: str, shard_ids: list[str], metrics: dict[str, str],
+                            start: datetime, end: datetime, period: int = 60) -> dict[str, dict[str, MetricPoints]]:
         return await self._source.shard_metrics(stream, shard_ids, metrics, start, end, period)
 
 
@@ -260,16 +231,10 @@ def launch_console(args) -> int:
             source = PrefetchingSource(kinesis, stream) if stream else kinesis
             try:
                 app = (await app_module).KConsoleApp(
-                    source,
-                    stream=stream,
-                    interval=interval,
-                    read_only=read_only,
-                    config_warning=warning,
-                    theme=config.theme,
-                    on_stream_opened=lambda stream: remember(last_stream=stream),
+                    source, stream=stream, interval=interval, read_only=read_only, config_warning=warning,
+                    theme=config.theme, on_stream_opened=lambda stream: remember(last_stream=stream),
                     last_stream=config.last_stream,
-                    key_format=config.key_format,
-                )
+                    key_format=config.key_format)
                 app.on_theme_changed = lambda theme: remember(theme=theme)
                 if created:
                     app.notify(created, title="first contact", timeout=8)  # shown once the console is up
@@ -280,3 +245,4 @@ def launch_console(args) -> int:
 
     asyncio.run(run())
     return 0
+

@@ -31,8 +31,8 @@ from console.reshard.limits import check_scale_step, check_split_key
 from console.reshard.model import KeySample
 from console.reshard.plan import midpoint, plan_merge, plan_scale, plan_split
 from console.topology.model import Shard
-from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
+from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.reshard import ReshardPreviewScreen
 
 OPERATIONS = ("split", "merge", "scale")
@@ -135,19 +135,13 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         shard = request.selected
         assert shard is not None
         suggested_split = request.suggested_split
-        hint = (
-            " (prefilled: the median hash key of the traffic the heat panel observed)"
-            if suggested_split is not None
-            else ""
-        )
-        answer = await ask(
-            PromptScreen(
-                f"Split {shard.shard_id}",
-                f"Split point: 'midpoint', or the hash key the upper child starts at (decimal, or 0x hex){hint}",
-                str(suggested_split) if suggested_split is not None else "midpoint",
-                lambda text: split_point_problem(shard, text),
-            )
-        )
+        hint = (" (prefilled: the median hash key of the traffic the heat panel observed)"
+                if suggested_split is not None else "")
+        answer = await ask(PromptScreen(
+            f"Split {shard.shard_id}",
+            f"Split point: 'midpoint', or the hash key the upper child starts at (decimal, or 0x hex){hint}",
+            str(suggested_split) if suggested_split is not None else "midpoint",
+            lambda text: split_point_problem(shard, text)))
         if answer is None:
             return
         at_midpoint = answer.lower().strip() in ("", "midpoint", "m")
@@ -168,34 +162,21 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         if not neighbours:
             notify(f"merge: {shard.shard_id} has no adjacent open shard", severity="warning")
             return
-        chosen = await ask(
-            ChoiceScreen(
-                f"Merge {shard.shard_id} with which adjacent open shard?",
-                [
-                    (other.shard_id, f"{other.shard_id}  ({side} neighbour, {other.share:.2%})")
-                    for side, other in neighbours
-                ],
-            )
-        )
+        chosen = await ask(ChoiceScreen(
+            f"Merge {shard.shard_id} with which adjacent open shard?",
+            [(other.shard_id, f"{other.shard_id}  ({side} neighbour, {other.share:.2%})") for side, other in neighbours]))
         if chosen is None:
             return
-        lower, upper = sorted(
-            (shard.shard_id, chosen),
-            key=lambda sid: next(s.starting_hash_key for s in request.shards if s.shard_id == sid),
-        )
+        lower, upper = sorted((shard.shard_id, chosen), key=lambda sid: next(
+            s.starting_hash_key for s in request.shards if s.shard_id == sid))
 
         def build(shards, context):
             return plan_merge(shards, lower, upper, context=context, sample=request.sample)
     else:
         current = request.open_shard_count
-        answer = await ask(
-            PromptScreen(
-                f"Rescale {stream} (now {current} open shards)",
-                "Target open shard count (UpdateShardCount, uniform)",
-                str(current * 2),
-                lambda text: scale_target_problem(text, current),
-            )
-        )
+        answer = await ask(PromptScreen(
+            f"Rescale {stream} (now {current} open shards)", "Target open shard count (UpdateShardCount, uniform)",
+            str(current * 2), lambda text: scale_target_problem(text, current)))
         if answer is None:
             return
         target = int(answer)
@@ -218,16 +199,8 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         notify(f"{operation}: {error.message}", severity="error", timeout=10)
         return
     consumers, held_back = await request.barrier(stream, shards, plan) if request.barrier is not None else (None, None)
-    if not await ask(
-        ReshardPreviewScreen(
-            plan,
-            stream,
-            key_format=request.key_format,
-            sample_label=request.sample_label,
-            consumers=consumers,
-            held_back=held_back,
-        )
-    ):
+    if not await ask(ReshardPreviewScreen(plan, stream, key_format=request.key_format, sample_label=request.sample_label,
+                                          consumers=consumers, held_back=held_back)):
         notify(f"{operation}: cancelled, nothing was called", timeout=4)
         return
     action = f"{plan.summary} — APPLY ANYWAY: {held_back}" if held_back else plan.summary
@@ -242,11 +215,8 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         notify(f"{operation} failed: {error.message}", severity="error", timeout=15)
     else:
         outcome = "as planned" if not result.differences else "; ".join(result.differences)
-        notify(
-            f"{operation} done ({', '.join(result.calls) or 'no calls'}); stream {result.status}; {outcome}",
-            title=operation,
-            timeout=10,
-        )
+        notify(f"{operation} done ({', '.join(result.calls) or 'no calls'}); stream {result.status}; {outcome}",
+               title=operation, timeout=10)
     finally:
         post(ReshardActivity(None))
     post(ReshardProgressed())

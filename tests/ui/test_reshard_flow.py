@@ -15,9 +15,8 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def four_shards() -> list[Shard]:
-    return [
-        Shard(shard_id_for_index(n), start, end, None, None, "0", None) for n, (start, end) in enumerate(even_split(4))
-    ]
+    return [Shard(shard_id_for_index(n), start, end, None, None, "0", None)
+            for n, (start, end) in enumerate(even_split(4))]
 
 
 def second_of_four() -> Shard:
@@ -47,10 +46,8 @@ async def test_the_prompt_shows_the_rule_and_stays_open_for_the_end_key():
 
     class PromptApp(App[None]):
         def on_mount(self) -> None:
-            self.push_screen(
-                PromptScreen("Split", "Split point", "midpoint", lambda text: split_point_problem(shard, text)),
-                answers.append,
-            )
+            self.push_screen(PromptScreen("Split", "Split point", "midpoint",
+                                          lambda text: split_point_problem(shard, text)), answers.append)
 
     app = PromptApp()
     async with app.run_test(size=(100, 20)) as pilot:

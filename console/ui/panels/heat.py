@@ -31,8 +31,8 @@ from textual.widgets import Static
 
 from console.backend.protocol import CLOUDWATCH, ConsoleBackend
 from console.errors import ConsoleError
-from console.heat.capacity import MetricSeries, enabled_shard_metrics, shard_metrics, unavailable_reason
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS
+from console.heat.capacity import MetricSeries, enabled_shard_metrics, shard_metrics, unavailable_reason
 from console.heat.sampler import HeatSampler
 from console.heat.snapshot import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
 from console.read.printable import printable
@@ -50,10 +50,8 @@ MONITORING_OFF = "per-shard CloudWatch metrics need enhanced monitoring on the s
 def top_keys_text(shard: ShardHeatSnapshot | None, stream: str) -> Text:
     if shard is None:
         return Text("no shard selected", style="dim")
-    text = Text(
-        f"{shard.shard_id}: peak {shard.peak_records_per_s} rec/s, peak utilisation {shard.peak_utilisation:.0%}\n",
-        style="bold",
-    )
+    text = Text(f"{shard.shard_id}: peak {shard.peak_records_per_s} rec/s, "
+                f"peak utilisation {shard.peak_utilisation:.0%}\n", style="bold")
     repeated = [row for row in shard.top_keys if row.guaranteed_records > 1]  # a key seen once is not heat
     if not shard.records:
         text.append("no records sampled yet\n", style="dim")
@@ -62,17 +60,11 @@ def top_keys_text(shard: ShardHeatSnapshot | None, stream: str) -> Text:
     for row in repeated:
         text.append(f"  {printable(row.key)}  {row.records} records  {row.share:.0%}\n")
     if shard.split is not None and shard.records:
-        text.append(
-            f"split at median (children ~{shard.split.lower_share:.0%} / {1 - shard.split.lower_share:.0%}): "
-            f"{shard.split.command(stream)}\n",
-            style="cyan",
-        )
+        text.append(f"split at median (children ~{shard.split.lower_share:.0%} / {1 - shard.split.lower_share:.0%}): "
+                    f"{shard.split.command(stream)}\n", style="cyan")
         if shard.split.dominant_key:
-            text.append(
-                f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%}: "
-                "write-shard it (`kconsole heat` shows the what-if)\n",
-                style="yellow",
-            )
+            text.append(f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%}: "
+                        "write-shard it (`kconsole heat` shows the what-if)\n", style="yellow")
     return text
 
 
@@ -261,7 +253,8 @@ class HeatPanel(Widget, can_focus=True):
         except ConsoleError as error:
             self.notify(f"enhanced monitoring: {error.message}", severity="error", timeout=10)
             return
-        self.notify(f"enhanced monitoring on {stream}: {', '.join(sorted(enabled)) or 'none'}", title="heat", timeout=8)
+        self.notify(f"enhanced monitoring on {stream}: {', '.join(sorted(enabled)) or 'none'}",
+                    title="heat", timeout=8)
         self.post_message(self.MonitoringEnabled(stream))
 
     # ---- fed by its workers and the app's polls -----------------------------------------------
@@ -292,14 +285,8 @@ class HeatPanel(Widget, can_focus=True):
             widget.update(Text(printable(note or ""), style="dim"))
             return
         shard = printable(shard_id or "")
-        widget.update(
-            capacity_text(
-                metrics,
-                None,
-                title=f"CloudWatch · {shard} · enhanced monitoring",
-                empty=f"CloudWatch: no data for {shard} yet",
-            )
-        )
+        widget.update(capacity_text(metrics, None, title=f"CloudWatch · {shard} · enhanced monitoring",
+                                    empty=f"CloudWatch: no data for {shard} yet"))
 
     def _select(self, shard_id: str | None) -> None:
         if shard_id != self.selected_shard:
@@ -324,36 +311,19 @@ class HeatPanel(Widget, can_focus=True):
         if snapshot.shards and not snapshot.series:
             total = Text(f"{snapshot.stream}: sampling started; the first second is being read …", style="italic")
         elif not any(shard.records for shard in snapshot.shards):
-            total = Text(
-                f"{snapshot.stream}: idle, no records written in the "
-                f"{snapshot.window_end - snapshot.window_start:.0f} s sampled so far",
-                style="italic",
-            )
+            total = Text(f"{snapshot.stream}: idle, no records written in the "
+                         f"{snapshot.window_end - snapshot.window_start:.0f} s sampled so far", style="italic")
         else:
-            total = Text(
-                f"{snapshot.stream}: {recent:,.1f} rec/s  {recent_bytes / 1024:,.1f} KiB/s "
-                f"(last {RECENT_SECONDS} s; {snapshot.records_per_s:,.1f} rec/s over "
-                f"{snapshot.window_end - snapshot.window_start:.0f} s)"
-            )
+            total = Text(f"{snapshot.stream}: {recent:,.1f} rec/s  {recent_bytes / 1024:,.1f} KiB/s "
+                         f"(last {RECENT_SECONDS} s; {snapshot.records_per_s:,.1f} rec/s over "
+                         f"{snapshot.window_end - snapshot.window_start:.0f} s)")
         total.append(f"  ({order}; h toggles, ↑↓ select)", style="dim")
         self.query_one("#heat-total", Static).update(total)
         heat_map = self.query_one(HeatMap)
-        heat_map.show(
-            [
-                HeatRow(
-                    shard.shard_id,
-                    shard.is_open,
-                    shard.recent_records_per_s,
-                    shard.recent_utilisation,
-                    shard.utilisation_series,
-                )
-                for shard in self.ordered_shards
-            ],
-            self.selected_shard,
-        )
-        self.query_one("#heat-legend", Static).update(
-            Text.assemble(*((seg.text, seg.style) for seg in legend(heat_map.per_cell)))
-        )
+        heat_map.show([HeatRow(shard.shard_id, shard.is_open, shard.recent_records_per_s, shard.recent_utilisation,
+                               shard.utilisation_series) for shard in self.ordered_shards], self.selected_shard)
+        self.query_one("#heat-legend", Static).update(Text.assemble(*((seg.text, seg.style) for seg in
+                                                                      legend(heat_map.per_cell))))
         self.query_one("#heat-keys", Static).update(top_keys_text(self.selected, snapshot.stream))
 
     @on(HeatMap.RowClicked)
@@ -387,9 +357,6 @@ class HeatPanel(Widget, can_focus=True):
 def live_figures(snapshot: StreamHeatSnapshot) -> dict[str, ShardHeat]:
     """What the shard table and the ribbon show of a reading: the last few seconds (recent_*), not
     the window's average, which would flatten a burst that started a moment ago."""
-    return {
-        shard.shard_id: ShardHeat(
-            shard.recent_records_per_s, shard.recent_bytes_per_s, shard.recent_utilisation, tuple(shard.series[-4:])
-        )
-        for shard in snapshot.shards
-    }
+    return {shard.shard_id: ShardHeat(shard.recent_records_per_s, shard.recent_bytes_per_s,
+                                      shard.recent_utilisation, tuple(shard.series[-4:]))
+            for shard in snapshot.shards}

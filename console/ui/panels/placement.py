@@ -19,16 +19,10 @@ from textual.strip import Strip
 from textual.widgets import DataTable, Static, TextArea
 
 from console.errors import BadInput
-from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
-from console.keyspace.hashkeys import (
-    HashRangeIndex,
-    md5_hash_key,
-    parse_hash_key,
-    share_of_space,
-    validate_partition_key,
-)
-from console.read.printable import printable
 from console.reshard.model import KeySample
+from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
+from console.keyspace.hashkeys import HashRangeIndex, md5_hash_key, parse_hash_key, share_of_space, validate_partition_key
+from console.read.printable import printable
 from console.ui.format import KEY_WIDTHS, format_hash_key, format_share, short_shard_id
 
 SHOWN_ROWS = 200  # the table lists the first keys; the summary covers all of them
@@ -173,14 +167,12 @@ class PlacementPanel(Vertical):
         text = self.query_one("#placement-input", TextArea).text
         self.placements = place_keys(text.splitlines(), explicit=self.explicit, index=self.index)
         self.query_one("#placement-summary", Static).update(
-            Text(distribution_summary(self.placements, self.index, explicit=self.explicit))
-        )  # keys are not markup
+            Text(distribution_summary(self.placements, self.index, explicit=self.explicit)))  # keys are not markup
         spread = self.query_one("#placement-distribution", Static)
         placed = sum(1 for p in self.placements if p.hash_key is not None)
         if self.index is not None and placed >= DISTRIBUTION_FROM:
-            spread.update(
-                Text(format_distribution(key_distribution(self.placements, self.index), bar_width=20, max_rows=8))
-            )
+            spread.update(Text(format_distribution(key_distribution(self.placements, self.index), bar_width=20,
+                                                   max_rows=8)))
             spread.display = True
         else:
             spread.display = False

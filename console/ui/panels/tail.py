@@ -25,7 +25,7 @@ import json
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.text import Text
@@ -42,14 +42,15 @@ from textual.widgets import Button, Input, Label, Select, Static
 from textual.worker import get_current_worker
 
 from console.backend.protocol import ConsoleBackend
-from console.errors import BadInput, ConsoleError
-from console.keyspace.hashkeys import validate_partition_key
+
+from console.userdirs import data_dir
 from console.read.decoding import KIND_ERROR, KIND_JSON, KIND_TEXT, DecodedRecord
 from console.read.printable import printable, printable_json
-from console.read.tail import TailBatch, TailOptions, TailReader, parse_start
 from console.read.window import RecordWindow
+from console.errors import BadInput, ConsoleError
+from console.keyspace.hashkeys import validate_partition_key
+from console.read.tail import TailBatch, TailOptions, TailReader, parse_start
 from console.ui.format import format_rate, short_shard_id
-from console.userdirs import data_dir
 
 DEFAULT_CAPACITY = 2000
 FLUSH_INTERVAL = 0.1
@@ -67,8 +68,8 @@ def _clock_time(moment: datetime | None) -> str:
     if moment is None:
         return "--:--:--.---"
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%H:%M:%S.%f")[:-3]
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%H:%M:%S.%f")[:-3]
 
 
 def format_lag(millis: int | None) -> str:
@@ -96,10 +97,8 @@ def expanded_lines(record: DecodedRecord) -> list[str]:
         body = record.content_text(pretty=True).splitlines() or [""]
     else:
         raw = bytes(record.value)
-        body = [
-            f"{offset:08x}  {raw[offset : offset + HEX_DUMP_WIDTH].hex(' ')}"
-            for offset in range(0, len(raw), HEX_DUMP_WIDTH)
-        ] or ["(empty)"]
+        body = [f"{offset:08x}  {raw[offset:offset + HEX_DUMP_WIDTH].hex(' ')}"
+                for offset in range(0, len(raw), HEX_DUMP_WIDTH)] or ["(empty)"]
     if len(body) > MAX_EXPANDED_LINES:
         body = body[:MAX_EXPANDED_LINES] + [f"… {len(body) - MAX_EXPANDED_LINES} more lines (w saves it all)"]
     lines.extend("    " + printable(line) for line in body)
@@ -359,17 +358,9 @@ class TailView(Vertical):
             self.path = path
             self.count = count
 
-    def __init__(
-        self,
-        source: ConsoleBackend | None = None,
-        *,
-        stream: str | None = None,
-        capacity: int = DEFAULT_CAPACITY,
-        flush_interval: float = FLUSH_INTERVAL,
-        clock: Callable[[], float] = time.monotonic,
-        save_dir: Path | None = None,
-        **kwargs,
-    ) -> None:
+    def __init__(self, source: ConsoleBackend | None = None, *, stream: str | None = None,
+                 capacity: int = DEFAULT_CAPACITY, flush_interval: float = FLUSH_INTERVAL,
+                 clock: Callable[[], float] = time.monotonic, save_dir: Path | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.source = source
         self.set_reactive(TailView.stream, stream)
@@ -393,21 +384,14 @@ class TailView(Vertical):
         with Horizontal(id="tail-options"):
             yield Label("From")
             yield Select(START_CHOICES, value="latest", allow_blank=False, id="tail-from", compact=True)
-            yield Input(
-                placeholder="timestamp or seq no.",
-                id="tail-at",
-                compact=True,
-                tooltip="for 'at': an ISO-8601 time (2026-11-22T20:00:00Z, UTC if no offset) or a sequence number",
-            )
+            yield Input(placeholder="timestamp or seq no.", id="tail-at", compact=True,
+                        tooltip="for 'at': an ISO-8601 time (2026-11-22T20:00:00Z, UTC if no offset) "
+                                "or a sequence number")
             yield Label("Key")
             yield Input(placeholder="any", id="tail-key", compact=True, tooltip="only this partition key")
             yield Label("Grep")
-            yield Input(
-                placeholder="any",
-                id="tail-grep",
-                compact=True,
-                tooltip="only records whose content or key contains this text",
-            )
+            yield Input(placeholder="any", id="tail-grep", compact=True,
+                        tooltip="only records whose content or key contains this text")
             yield Button("Start", id="tail-start", variant="primary", compact=True)
         yield Static("", id="tail-status")
         yield Static("", id="tail-lag")
@@ -481,12 +465,8 @@ class TailView(Vertical):
     def _render_status(self) -> None:
         ring = self.ring
         state = "paused" if ring.paused else (f"reading {self.describe_options()}" if self.running else "stopped")
-        parts = [
-            state,
-            format_rate(self.rate, " rec/s"),
-            f"{len(ring.records):,}/{ring.capacity:,} shown",
-            f"{self.received:,} received",
-        ]
+        parts = [state, format_rate(self.rate, " rec/s"),
+                 f"{len(ring.records):,}/{ring.capacity:,} shown", f"{self.received:,} received"]
         if self._pending and ring.paused:
             parts.append(f"{len(self._pending):,} waiting")
         if not ring.following:
@@ -516,7 +496,7 @@ class TailView(Vertical):
         """Write the records shown (the ring, oldest first) as JSON lines; returns the file."""
         if path is None:
             folder = self.save_dir or (data_dir() / "tails")
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
             path = folder / f"{self.stream or 'tail'}-{stamp}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         records = list(self.ring.records)
@@ -651,3 +631,4 @@ class TailView(Vertical):
 
     def on_tail_view_pause_changed(self, message: PauseChanged) -> None:
         self._render_status()
+

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.message import Message
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
@@ -24,11 +24,12 @@ from console.errors import BadInput, ConsoleError
 from console.lifecycle.execute import apply, mode_switches
 from console.lifecycle.plans import MODE_NAMES, LifecyclePlan, plan_delete, plan_encryption, plan_mode, plan_retention
 from console.lifecycle.rules import AWS_MANAGED_KMS_KEY, check_kms_key, check_retention_hours
-from console.reshard.actionlog import ActionLog
 from console.topology.model import StreamSummary
+from console.reshard.actionlog import ActionLog
 from console.ui.reshard_flow import ReshardActivity, ReshardDialogs, ReshardProgressed
-from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
+from console.ui.screens.confirm import ConfirmByNameScreen
+
 
 ACTIONS = (
     ("retention", "Retention", "how long records stay readable (24 h to 365 days)"),
@@ -57,19 +58,10 @@ class StreamActionsScreen(ModalScreen[str | None]):
         s = self.summary
         with Vertical(classes="prompt-dialog", id="stream-actions"):
             yield Static(Text(f"Stream actions: {s.name}"), classes="prompt-title")
-            yield Static(
-                Text(
-                    f"{s.status} · {MODE_NAMES.get(s.mode, s.mode)} · {s.open_shard_count} open shards · "
-                    f"retention {s.retention_hours} h · encryption {s.encryption}"
-                )
-            )
-            yield OptionList(
-                *(
-                    Option(Text(f"{title:<15}{detail}"), id=action, disabled=self.read_only)
-                    for action, title, detail in ACTIONS
-                ),
-                id="stream-actions-list",
-            )
+            yield Static(Text(f"{s.status} · {MODE_NAMES.get(s.mode, s.mode)} · {s.open_shard_count} open shards · "
+                              f"retention {s.retention_hours} h · encryption {s.encryption}"))
+            yield OptionList(*(Option(Text(f"{title:<15}{detail}"), id=action, disabled=self.read_only)
+                               for action, title, detail in ACTIONS), id="stream-actions-list")
             help_text = "enter chooses · escape cancels · each shows its plan, then asks for the stream name"
             if self.read_only:
                 help_text = "read-only (--read-only or read_only in the config): every action is disabled"
@@ -184,12 +176,8 @@ async def run_action(request: StreamActionRequest, dialogs: ReshardDialogs) -> N
         return
     dialogs.post(ReshardActivity(f"{action}: {plan.summary}"))
     try:
-        await apply(
-            kinesis,
-            plan,
-            action_log=ActionLog.default(),
-            progress=lambda text: dialogs.notify(text, title=action, timeout=5),
-        )
+        await apply(kinesis, plan, action_log=ActionLog.default(),
+                    progress=lambda text: dialogs.notify(text, title=action, timeout=5))
     except ConsoleError as error:
         dialogs.notify(f"{action} failed: {error.message}", severity="error", timeout=15)
     else:
@@ -207,56 +195,39 @@ async def _plan(request: StreamActionRequest, summary: StreamSummary, dialogs: R
     """Ask what the action needs, then plan it; None when the operator cancels."""
     action, kinesis = request.action, request.source
     if action == "retention":
-        answer = await dialogs.ask(
-            PromptScreen(
-                f"Retention of {summary.name} (now {summary.retention_hours} h)",
-                "Hours, from 24 to 8760; a decrease makes older records unreadable at once",
-                str(summary.retention_hours),
-                lambda text: _problem(check_retention_hours, text),
-            )
-        )
+        answer = await dialogs.ask(PromptScreen(
+            f"Retention of {summary.name} (now {summary.retention_hours} h)",
+            "Hours, from 24 to 8760; a decrease makes older records unreadable at once",
+            str(summary.retention_hours), lambda text: _problem(check_retention_hours, text)))
         return None if answer is None else plan_retention(summary, check_retention_hours(answer))
     if action == "mode":
         other = "ON_DEMAND" if summary.mode == "PROVISIONED" else "PROVISIONED"
-        choice = await dialogs.ask(
-            ChoiceScreen(
-                f"Capacity mode of {summary.name} (now {MODE_NAMES.get(summary.mode, summary.mode)})",
-                [(other, f"switch to {MODE_NAMES[other]}"), (summary.mode, f"stay {MODE_NAMES.get(summary.mode)}")],
-            )
-        )
+        choice = await dialogs.ask(ChoiceScreen(
+            f"Capacity mode of {summary.name} (now {MODE_NAMES.get(summary.mode, summary.mode)})",
+            [(other, f"switch to {MODE_NAMES[other]}"), (summary.mode, f"stay {MODE_NAMES.get(summary.mode)}")]))
         if choice is None:
             return None
         switches = mode_switches(ActionLog.default().entries(), summary.name, kinesis.label)
         return plan_mode(summary, choice, shards=None, recent_switches=switches, now=time.time())
     if action == "encryption":
         details = await kinesis.describe_stream_details(summary.name)
-        answer = await dialogs.ask(
-            PromptScreen(
-                f"Encryption of {summary.name} (now {summary.encryption}"
-                + (f", key {details.get('KeyId')})" if details.get("KeyId") else ")"),
-                f"A KMS key alias, id or ARN ({AWS_MANAGED_KMS_KEY} is AWS's own), or 'off'",
-                "off" if summary.encryption == "KMS" else AWS_MANAGED_KMS_KEY,
-                lambda text: None if text.lower() == "off" else _problem(check_kms_key, text),
-            )
-        )
+        answer = await dialogs.ask(PromptScreen(
+            f"Encryption of {summary.name} (now {summary.encryption}"
+            + (f", key {details.get('KeyId')})" if details.get("KeyId") else ")"),
+            f"A KMS key alias, id or ARN ({AWS_MANAGED_KMS_KEY} is AWS's own), or 'off'",
+            "off" if summary.encryption == "KMS" else AWS_MANAGED_KMS_KEY,
+            lambda text: None if text.lower() == "off" else _problem(check_kms_key, text)))
         if answer is None:
             return None
         key = None if answer.lower() == "off" else check_kms_key(answer)
         return plan_encryption(summary, key, current_key=details.get("KeyId"))
-    consumers = (
-        [c.get("ConsumerName", "?") for c in await kinesis.list_stream_consumers(summary.arn)] if summary.arn else []
-    )
+    consumers = [c.get("ConsumerName", "?") for c in await kinesis.list_stream_consumers(summary.arn)] if summary.arn else []
     enforce = False
     if consumers:
-        choice = await dialogs.ask(
-            ChoiceScreen(
-                f"{summary.name} has {len(consumers)} registered consumer(s): deregister them with it?",
-                [("yes", "yes: delete the stream and its consumers"), ("no", "no: keep the stream")],
-            )
-        )
+        choice = await dialogs.ask(ChoiceScreen(
+            f"{summary.name} has {len(consumers)} registered consumer(s): deregister them with it?",
+            [("yes", "yes: delete the stream and its consumers"), ("no", "no: keep the stream")]))
         if choice != "yes":
             return None
         enforce = True
-    return plan_delete(
-        summary, consumers=consumers, total_shards=request.total_shards, enforce_consumer_deletion=enforce
-    )
+    return plan_delete(summary, consumers=consumers, total_shards=request.total_shards, enforce_consumer_deletion=enforce)

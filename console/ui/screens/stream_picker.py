@@ -15,10 +15,8 @@ from console.ui.source import describe_failure
 
 
 def option_text(summary: StreamSummary) -> str:
-    return (
-        f"{summary.name}  ·  {summary.status}  ·  {summary.mode}  ·  "
-        f"{summary.open_shard_count} open shard{'s' if summary.open_shard_count != 1 else ''}"
-    )
+    return (f"{summary.name}  ·  {summary.status}  ·  {summary.mode}  ·  "
+            f"{summary.open_shard_count} open shard{'s' if summary.open_shard_count != 1 else ''}")
 
 
 class StreamPickerScreen(ModalScreen[str | None]):
@@ -60,10 +58,8 @@ class StreamPickerScreen(ModalScreen[str | None]):
         options.clear_options()
         options.add_options([Option(option_text(s), id=s.name) for s in self.streams])
         if not self.streams:
-            status.update(
-                "this backend has no streams; create one: kconsole stream create NAME (plus this "
-                "console's --endpoint-url), or kconsole --local for a demo stream"
-            )
+            status.update("this backend has no streams; create one: kconsole stream create NAME (plus this "
+                          "console's --endpoint-url), or kconsole --local for a demo stream")
             return
         status.update(f"{len(self.streams)} stream{'s' if len(self.streams) != 1 else ''}")
         names = [s.name for s in self.streams]

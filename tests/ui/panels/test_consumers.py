@@ -5,15 +5,15 @@ back, until the force key, while consumers still read the parents."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from textual.widgets import DataTable, Static
 
 from console.reshard.plan import midpoint
 from console.ui.screens.confirm import ConfirmByNameScreen
-from console.ui.screens.prompt import PromptScreen
 from console.ui.screens.reshard import ReshardPreviewScreen
+from console.ui.screens.prompt import PromptScreen
 from console.ui.widgets.shard_table import LAG_COLUMN
 from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items
 from tests.heat.test_capacity import put_metric
@@ -22,9 +22,8 @@ from tests.ui.test_ui_console import RecordingApp, wait_until
 pytestmark = pytest.mark.timeout(90)
 
 
-async def leased_stream(
-    kinesis, make_stream, endpoint_url: str, *, shards: int, records: int, leases=None
-) -> tuple[str, list, str]:
+async def leased_stream(kinesis, make_stream, endpoint_url: str, *, shards: int, records: int,
+                        leases=None) -> tuple[str, list, str]:
     """A stream with `records` records on its first shard and a lease table (one lease per shard
     unless `leases`, a function of the shards, says otherwise)."""
     name = await make_stream(shards=shards)
@@ -52,16 +51,9 @@ async def watch_lease_table(pilot, app, table: str, *, rows: int) -> DataTable:
 
 async def test_lease_table_in_the_consumers_tab(kinesis, make_stream, local_kinesis):
     name, shards, table = await leased_stream(
-        kinesis,
-        make_stream,
-        local_kinesis.endpoint_url,
-        shards=2,
-        records=4,
-        leases=lambda listed: [
-            kcl_lease(listed[0].shard_id, owner="worker-\x1b[31mred"),
-            kcl_lease("shardId-000000000099"),
-        ],
-    )
+        kinesis, make_stream, local_kinesis.endpoint_url, shards=2, records=4,
+        leases=lambda listed: [kcl_lease(listed[0].shard_id, owner="worker-\x1b[31mred"),
+                               kcl_lease("shardId-000000000099")])
     app = RecordingApp(kinesis, stream=name, interval=60)
     async with app.run_test(size=(120, 36)) as pilot:
         leases = await watch_lease_table(pilot, app, table, rows=2)
@@ -76,9 +68,8 @@ async def test_lease_table_in_the_consumers_tab(kinesis, make_stream, local_kine
         box.value = "not-a-table"
         app.query_one("#consumers-table").focus()
         await pilot.press("enter")
-        await wait_until(
-            pilot, lambda: "not found" in str(app.query_one("#consumers-status", Static).render()), what="error line"
-        )
+        await wait_until(pilot, lambda: "not found" in str(app.query_one("#consumers-status", Static).render()),
+                         what="error line")
 
 
 class OverlapProbe:
@@ -110,31 +101,26 @@ class OverlapProbe:
                 return await value(*args, **kwargs)
             finally:
                 self.in_flight[kind] -= 1
-
         return call
 
 
 async def test_lease_polls_never_overlap_shard_polls_and_metrics_show(kinesis, make_stream, local_kinesis):
     name, shards, table = await leased_stream(kinesis, make_stream, local_kinesis.endpoint_url, shards=3, records=1)
-    await put_metric(local_kinesis.endpoint_url, name, "IncomingRecords", 600, datetime.now(UTC) - timedelta(minutes=2))
+    await put_metric(local_kinesis.endpoint_url, name, "IncomingRecords", 600,
+                     datetime.now(timezone.utc) - timedelta(minutes=2))
     probe = OverlapProbe(kinesis)
     app = RecordingApp(probe, stream=name, interval=0.2)
     async with app.run_test(size=(120, 40)) as pilot:
         await watch_lease_table(pilot, app, table, rows=3)
-        await wait_until(
-            pilot,
-            lambda: probe.calls["lease"] >= 40 and len(app.refreshed) >= 8,
-            timeout=30,
-            what="several polls of each kind",
-        )
+        await wait_until(pilot, lambda: probe.calls["lease"] >= 40 and len(app.refreshed) >= 8, timeout=30,
+                         what="several polls of each kind")
         metrics = str(app.query_one("#consumers-metrics", Static).render())
         assert "in records" in metrics and "peak 10r/s" in metrics  # 600 in the minute: 10 records/s
     assert probe.overlaps == 0
 
 
-async def test_split_preview_shows_the_barrier_when_a_lease_table_is_open(
-    kinesis, make_stream, local_kinesis, tmp_path, monkeypatch
-):
+async def test_split_preview_shows_the_barrier_when_a_lease_table_is_open(kinesis, make_stream, local_kinesis,
+                                                                          tmp_path, monkeypatch):
     monkeypatch.setenv("KCONSOLE_DATA_DIR", str(tmp_path / "data"))
     name, shards, table = await leased_stream(kinesis, make_stream, local_kinesis.endpoint_url, shards=2, records=3)
     app = RecordingApp(kinesis, stream=name, interval=60)
@@ -153,9 +139,9 @@ async def test_split_preview_shows_the_barrier_when_a_lease_table_is_open(
     assert len(await kinesis.all_shards(name)) == 2  # cancelled: nothing called
 
 
-async def test_a_split_behind_an_unfinished_parent_applies_only_after_the_force_key(
-    kinesis, make_stream, local_kinesis, tmp_path, monkeypatch
-):
+async def test_a_split_behind_an_unfinished_parent_applies_only_after_the_force_key(kinesis, make_stream,
+                                                                                   local_kinesis, tmp_path,
+                                                                                   monkeypatch):
     monkeypatch.setenv("KCONSOLE_DATA_DIR", str(tmp_path / "data"))
     name = await make_stream(shards=2)
     parent, other = await kinesis.all_shards(name)
@@ -200,8 +186,7 @@ async def test_a_split_behind_an_unfinished_parent_applies_only_after_the_force_
         assert "APPLY ANYWAY" in str(app.screen.query_one("#confirm-action", Static).render())
         app.screen.query_one("Input").value = name
         await pilot.press("enter")
-        await wait_until(
-            pilot, lambda: not app.table.shard(child.shard_id).is_open, timeout=30, what="the split in the table"
-        )
+        await wait_until(pilot, lambda: not app.table.shard(child.shard_id).is_open, timeout=30,
+                         what="the split in the table")
     grandchildren = [s for s in await kinesis.all_shards(name) if s.parent_shard_id == child.shard_id]
     assert len(grandchildren) == 2

@@ -8,6 +8,7 @@ from textual.widgets import Button, Static
 from console.reshard.plan import midpoint, plan_scale, plan_split
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.reshard import ReshardPreviewScreen
+
 from tests.reshard.helpers_reshard import even_shards
 
 
