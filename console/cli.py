@@ -42,8 +42,9 @@ def add_common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
     group = parser.add_argument_group("backend and output")
     group.add_argument("--json", action="store_true", default=default(False),
                        help="print one JSON document on stdout (short for --output json)")
-    group.add_argument("--output", choices=("json", "text", "table"), default=default(None),
-                       help="json, text (tab-separated, for awk) or table; default: the human view")
+    group.add_argument("--output", choices=("json", "text", "table", "jsonl", "csv", "raw"), default=default(None),
+                       help="json, text (tab-separated, for awk) or table; default: the human view "
+                            "(tail also writes jsonl, csv and raw)")
     group.add_argument("--query", default=default(None), metavar="EXPR",
                        help="JMESPath expression over the JSON document, as in the AWS CLI")
     group.add_argument("--max-items", type=int, default=default(None), metavar="N",

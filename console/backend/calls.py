@@ -3,8 +3,16 @@
 Throttling and server hiccups are retried here with exponential backoff and jitter and reported
 through `on_retry` and the logger. So are failed connections, where that is safe: a read is asked
 again after a dropped connection or a timeout; anything else only when the connection was never
-made. A put whose answer was lost is never resent here: it may have been written, and only the
-producer can count it as a possible duplicate. What is not retried comes out translated (errors.py).
+made. A call that writes (a put, a split, a retention change...) whose answer was lost, or that
+failed as a whole with a server error, is never resent here: it may have been applied. The producer
+counts such puts as possible duplicates; a change to a stream is settled by reading it back
+(console.reshard.actionlog). botocore itself makes one attempt (clients.py) and aiohttp resends
+only idempotent HTTP methods, never the POSTs of these APIs, so nothing below resends blindly.
+
+Waits are bounded: a read that timed out is asked again at most once (never at first contact: a
+silent endpoint gives its one line after one read timeout, 20 s by default), far fewer tries than
+throttling gets; the error line names both timeouts. What is not retried comes out translated
+(errors.py).
 """
 
 from __future__ import annotations
@@ -20,15 +28,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from console.backend.config import MAX_REQUEST_TIMEOUT, BackendConfig
+from botocore.exceptions import ConnectTimeoutError
+
 from console.backend.errors import (
     NOT_CONNECTED,
+    TIMED_OUT,
     THROTTLE_CODES,
     connection_failure,
     error_code,
     error_message,
     translate,
 )
-from console.errors import ConsoleError
+from console.errors import BackendError, ConsoleError, EndpointUnreachable
 
 log = logging.getLogger("console.backend")
 
@@ -45,6 +56,16 @@ _IDEMPOTENT_READS = frozenset({
     "GetMetricData", "GetMetricStatistics", "GetCallerIdentity",
     "GetItem", "BatchGetItem", "Query", "Scan", "DescribeTable",
 })
+# AWS names its reads so: an operation added later (ListTagsForResource, DescribeAccountSettings)
+# is a read by its name; anything else is taken to write.
+_READ_PREFIXES = ("List", "Describe", "Get", "BatchGet", "Query", "Scan")
+# A read that timed out is asked again this many times at most (throttling gets AWS_MAX_ATTEMPTS):
+# an endpoint that accepts and never answers costs read timeout x 2, not x 7.
+TIMED_OUT_RETRIES = 1
+
+
+def is_read(operation: str) -> bool:
+    return operation in _IDEMPOTENT_READS or operation.startswith(_READ_PREFIXES)
 
 
 @dataclass(frozen=True)
@@ -115,11 +136,15 @@ class CallPath:
                 code = error_code(error)
                 failure = connection_failure(error)
                 if failure is not None:
-                    retry = operation in _IDEMPOTENT_READS or (failure == NOT_CONNECTED and operation not in _PUT_OPERATIONS)
+                    retry = is_read(operation) or (failure == NOT_CONNECTED and operation not in _PUT_OPERATIONS)
                 else:
                     retry = retryable(error, code, operation)
                 quick = failure == NOT_CONNECTED and not self._reached
-                if retry and attempt < (self.max_retries_never_reached if quick else self.max_retries):
+                if failure == TIMED_OUT:  # bounded: a silent endpoint is said in read timeout x (1 or 2)
+                    most = TIMED_OUT_RETRIES if self._reached else 0
+                else:
+                    most = self.max_retries_never_reached if quick else self.max_retries
+                if retry and attempt < most:
                     attempt += 1
                     delay = min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
                     event = RetryEvent(operation, failure or code or "unknown", attempt, delay, connection=bool(failure))
@@ -131,7 +156,26 @@ class CallPath:
                     continue
                 translated = translate(error, operation=operation, where=self.label, endpoint_url=self.endpoint_url,
                                        service=service)
+                if isinstance(translated, EndpointUnreachable) and failure in (TIMED_OUT, NOT_CONNECTED):
+                    translated = self._with_timeouts(translated, error, operation, attempt + 1)
+                elif isinstance(translated, BackendError) and code in _TRANSIENT_CODES and not is_read(operation):
+                    translated.code = "server_error"  # it may have been applied: the caller settles it
                 raise (error if translated is None else translated) from None
+
+    def _with_timeouts(self, translated: EndpointUnreachable, error: Exception, operation: str,
+                       attempts: int) -> EndpointUnreachable:
+        """A timeout's error line names both timeouts, the one that ran out, and the attempts made."""
+        url = (getattr(error, "kwargs", {}) or {}).get("endpoint_url") or self.endpoint_url or "the endpoint"
+        timeouts = (f"connect timeout {_seconds(self.config.connect_timeout)}, "
+                    f"read timeout {_seconds(self.config.read_timeout)}")
+        tries = f", {attempts} attempts" if attempts > 1 else ""
+        if isinstance(error, ConnectTimeoutError):
+            message = f"cannot reach {url}: connection timed out, the connect timeout ran out ({operation}; {timeouts}{tries})"
+        elif connection_failure(error) == TIMED_OUT:
+            message = f"no answer from {url} in time: the read timeout ran out ({operation}; {timeouts}{tries})"
+        else:
+            return translated
+        return EndpointUnreachable(message, code=translated.code, request_sent=translated.request_sent)
 
     def _report_retry(self, event: RetryEvent) -> None:
         self.retries += 1
@@ -164,14 +208,19 @@ def retryable(error: Exception, code: str | None, operation: str = "") -> bool:
     shard limit, nor on UpdateShardCount, where it means the rolling 24-hour call quota: no amount of
     waiting within a command fixes either, and the caller explains them."""
     if code in _TRANSIENT_CODES:
-        # A put that failed as a whole with a server error may still have been written: re-sending it
-        # here would make a duplicate nobody counts. The producer retries those itself and counts them.
-        return operation not in _PUT_OPERATIONS
+        # A write that failed as a whole with a server error may still have been applied: re-sending
+        # it here would be blind. The producer retries puts itself and counts them; a change to a
+        # stream is settled by reading the stream back.
+        return is_read(operation)
     if code not in THROTTLE_CODES:
         return False
     if code == "LimitExceededException" and operation == "UpdateShardCount":
         return False
     return not (code == "LimitExceededException" and "shard limit" in error_message(error).lower())
+
+
+def _seconds(value: float) -> str:
+    return "none" if not value else f"{value:g} s"
 
 
 def snake_case(operation: str) -> str:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from console.backend.calls import CallPath
-from console.errors import BadInput, StreamNotFound
+from console.errors import BadInput, ConsoleError, StreamNotFound
 
 
 class DynamoDBBackend:
@@ -59,3 +60,25 @@ class DynamoDBBackend:
             if not page.get("LastEvaluatedKey"):
                 return
             params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    async def create_lease_table(self, table: str, *, timeout: float = 60.0) -> None:
+        """A table keyed as the KCL creates its lease table (one HASH key "leaseKey", a string), on
+        demand billing; returns once it is ACTIVE."""
+        await self._call("CreateTable", TableName=table, BillingMode="PAY_PER_REQUEST",
+                         KeySchema=[{"AttributeName": "leaseKey", "KeyType": "HASH"}],
+                         AttributeDefinitions=[{"AttributeName": "leaseKey", "AttributeType": "S"}])
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while (await self.describe_table(table)).get("TableStatus") != "ACTIVE":
+            if loop.time() > deadline:
+                raise ConsoleError(f"DynamoDB table {table!r} was not ACTIVE after {timeout:g} s")
+            await asyncio.sleep(0.5)
+
+    async def put_items(self, table: str, items: list[dict]) -> None:
+        """Write items 25 at a time (BatchWriteItem's limit), resending what DynamoDB left unprocessed
+        (a put of the same whole item is idempotent)."""
+        for offset in range(0, len(items), 25):
+            batch = [{"PutRequest": {"Item": item}} for item in items[offset:offset + 25]]
+            while batch:
+                answer = await self._call("BatchWriteItem", RequestItems={table: batch})
+                batch = answer.get("UnprocessedItems", {}).get(table, [])

@@ -17,12 +17,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from console.backend.calls import CallPath
-from console.backend.cloudwatch import CloudWatchBackend
+from console.backend.cloudwatch import CloudWatchBackend, StreamsMetrics
 from console.backend.config import BackendConfig
-from console.backend.dynamodb import DynamoDBBackend
 from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS
+from console.backend.dynamodb import DynamoDBBackend
 from console.backend.sts import STSBackend
-from console.errors import BackendError, BadInput, ResourceInUse, StreamNotFound
+from console.errors import BackendError, BadInput, ConsoleError, ResourceInUse, StreamNotFound
 from console.topology.model import Shard, StreamSummary, put_records_entry
 
 if TYPE_CHECKING:
@@ -83,19 +83,32 @@ class KinesisBackend(CallPath):
     # ---- streams -------------------------------------------------------------------------------
 
     async def stream_names(self) -> list[str]:
-        names: list[str] = []
-        params: dict[str, Any] = {"Limit": 100}
+        return [summary.name for summary in await self.list_stream_summaries()]
+
+    async def stream_summaries(self) -> list[dict]:
+        """ListStreams' StreamSummaries, every page (name, ARN, status, mode, creation time: no shard
+        counts), AWS-shaped: the quick first look at a region with many streams."""
+        summaries: list[dict] = []
+        params: dict[str, Any] = {"Limit": 1000}
         while True:
             page = await self._call("ListStreams", **params)
-            names.extend(page.get("StreamNames", []))
-            if not page.get("HasMoreStreams") or not page.get("StreamNames"):
-                return names
-            params = {"Limit": 100, **({"NextToken": page["NextToken"]} if page.get("NextToken")
-                                      else {"ExclusiveStartStreamName": names[-1]})}
+            listed = page.get("StreamSummaries")
+            if listed is None:  # a server that predates StreamSummaries: names only
+                listed = [{"StreamName": name, "StreamStatus": "?"} for name in page.get("StreamNames", [])]
+            summaries.extend(listed)
+            if not page.get("HasMoreStreams") or not listed:
+                return summaries
+            params = {"Limit": 1000, **({"NextToken": page["NextToken"]} if page.get("NextToken")
+                                        else {"ExclusiveStartStreamName": listed[-1]["StreamName"]})}
 
     async def list_streams(self) -> list[StreamSummary]:
-        names = await self.stream_names()
-        limit = asyncio.Semaphore(8)
+        """Every stream, described: one ListStreams page-through, then DescribeStreamSummary per stream."""
+        return await self.describe_streams(await self.list_stream_summaries())
+
+    async def describe_streams(self, listed: list[StreamSummary], *, concurrency: int = 16) -> list[StreamSummary]:
+        """`listed` (from ListStreams) filled in by DescribeStreamSummary, at most `concurrency` at once
+        and one per stream; a stream deleted in between is left out."""
+        limit = asyncio.Semaphore(concurrency)
 
         async def describe(name: str) -> StreamSummary | None:
             async with limit:
@@ -104,23 +117,28 @@ class KinesisBackend(CallPath):
                 except StreamNotFound:  # deleted between the listing and the describe
                     return None
 
-        summaries = await asyncio.gather(*(describe(name) for name in names))
+        summaries = await asyncio.gather(*(describe(summary.name) for summary in listed))
         return [summary for summary in summaries if summary is not None]
 
     async def describe_stream_summary(self, stream: str) -> StreamSummary:
         raw = (await self._call("DescribeStreamSummary", StreamName=stream))["StreamDescriptionSummary"]
-        metrics = tuple(m for group in raw.get("EnhancedMonitoring", []) for m in group.get("ShardLevelMetrics", []))
-        return StreamSummary(
-            name=raw["StreamName"],
-            status=raw["StreamStatus"],
-            mode=(raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
-            open_shard_count=int(raw.get("OpenShardCount", 0)),
-            retention_hours=int(raw.get("RetentionPeriodHours", 24)),
-            encryption=raw.get("EncryptionType") or "NONE",
-            arn=raw.get("StreamARN", ""),
-            consumer_count=int(raw.get("ConsumerCount") or 0),
-            enhanced_metrics=metrics,
-        )
+        return StreamSummary.from_api(raw)
+
+    async def list_stream_summaries(self, *, page_size: int = 100) -> list[StreamSummary]:
+        """Every stream as ListStreams' StreamSummaries give it (name, status, mode, ARN, creation), in
+        one page-through and no describe; a server that answers only StreamNames gives the names alone."""
+        found: list[StreamSummary] = []
+        params: dict[str, Any] = {"Limit": page_size}
+        while True:
+            page = await self._call("ListStreams", **params)
+            # The page's names decide what it holds (moto, say, sends every stream's summary each page).
+            names = page.get("StreamNames", [])
+            summaries = {raw.get("StreamName"): raw for raw in page.get("StreamSummaries") or []}
+            found.extend(StreamSummary.from_listing(summaries.get(name) or {"StreamName": name}) for name in names)
+            if not page.get("HasMoreStreams") or not names:
+                return found
+            params = {"Limit": page_size, **({"NextToken": page["NextToken"]} if page.get("NextToken")
+                                            else {"ExclusiveStartStreamName": names[-1]})}
 
     async def create_stream(self, stream: str, shard_count: int | None, *, on_demand: bool = False) -> None:
         """CreateStream: `shard_count` shards in provisioned mode, or on-demand (no count: AWS sizes it)."""
@@ -223,10 +241,12 @@ class KinesisBackend(CallPath):
 
     # ---- writes --------------------------------------------------------------------------------
 
-    async def put_record(self, stream: str, data: bytes, partition_key: str, *,
+    async def put_record(self, stream: str, data: bytes, partition_key: str | None, *,
                          explicit_hash_key: int | None = None,
                          sequence_number_for_ordering: str | None = None) -> dict:
-        params: dict[str, Any] = {"StreamName": stream, "Data": data, "PartitionKey": partition_key}
+        params: dict[str, Any] = {"StreamName": stream, "Data": data}
+        if partition_key is not None:  # optional on an AUTO stream
+            params["PartitionKey"] = partition_key
         if explicit_hash_key is not None:
             params["ExplicitHashKey"] = str(explicit_hash_key)
         if sequence_number_for_ordering is not None:
@@ -234,11 +254,93 @@ class KinesisBackend(CallPath):
         return await self._call("PutRecord", **params)
 
     async def put_records(self, stream: str, records: list[dict]) -> dict:
-        """`records` are AWS-shaped: {Data, PartitionKey, ExplicitHashKey?} (an int hash key is accepted).
-        Per-record failures come back in the response's Records (ErrorCode), as from AWS."""
-        entries = [put_records_entry(record["Data"], record["PartitionKey"], record.get("ExplicitHashKey"))
+        """`records` are AWS-shaped: {Data, PartitionKey?, ExplicitHashKey?} (an int hash key is accepted;
+        no PartitionKey only on an AUTO stream). Per-record failures come back in the response's Records
+        (ErrorCode), as from AWS."""
+        entries = [put_records_entry(record["Data"], record.get("PartitionKey"), record.get("ExplicitHashKey"))
                    for record in records]
         return await self._call("PutRecords", StreamName=stream, Records=entries)
+
+    # ---- today's settings: record size, warm throughput, distribution, account ------------------
+
+    async def _today(self, operation: str, **params: Any) -> dict:
+        """An operation added in 2025-26: a server that predates it says so in one line."""
+        try:
+            return await self._call(operation, **params)
+        except ConsoleError as error:
+            if is_unsupported(error):
+                raise BackendError(f"this endpoint does not support {operation} ({self.label})",
+                                   code="unsupported_operation") from None
+            raise
+
+    async def update_max_record_size(self, stream_arn: str, kib: int) -> None:
+        await self._today("UpdateMaxRecordSize", StreamARN=stream_arn, MaxRecordSizeInKiB=kib)
+
+    async def update_warm_throughput(self, stream_arn: str, mibps: int) -> dict:
+        return await self._today("UpdateStreamWarmThroughput", StreamARN=stream_arn, WarmThroughputMiBps=mibps)
+
+    async def update_record_distribution(self, stream_arn: str, strategy: str) -> None:
+        await self._today("UpdateStreamRecordDistributionStrategy", StreamARN=stream_arn,
+                          RecordDistributionStrategy=strategy)
+
+    async def account_settings(self) -> dict:
+        """DescribeAccountSettings' MinimumThroughputBillingCommitment ({} when the server says nothing)."""
+        return (await self._today("DescribeAccountSettings")).get("MinimumThroughputBillingCommitment") or {}
+
+    async def update_account_settings(self, status: str) -> dict:
+        answer = await self._today("UpdateAccountSettings", MinimumThroughputBillingCommitment={"Status": status})
+        return answer.get("MinimumThroughputBillingCommitment") or {}
+
+    # ---- tags v2 and resource policies (streams, consumers, channels by ARN) --------------------
+
+    async def resource_tags(self, arn: str) -> dict[str, str]:
+        tags = (await self._today("ListTagsForResource", ResourceARN=arn)).get("Tags", [])
+        return {tag["Key"]: tag.get("Value", "") for tag in tags}
+
+    async def tag_resource(self, arn: str, tags: dict[str, str]) -> None:
+        await self._today("TagResource", ResourceARN=arn, Tags=tags)
+
+    async def untag_resource(self, arn: str, keys: list[str]) -> None:
+        await self._today("UntagResource", ResourceARN=arn, TagKeys=keys)
+
+    async def resource_policy(self, arn: str) -> str | None:
+        """The policy document, or None when there is none (some servers answer ResourceNotFound)."""
+        try:
+            return (await self._today("GetResourcePolicy", ResourceARN=arn)).get("Policy")
+        except StreamNotFound as error:
+            if "policy" in error.message.lower():
+                return None
+            raise
+
+    async def put_resource_policy(self, arn: str, policy: str) -> None:
+        await self._today("PutResourcePolicy", ResourceARN=arn, Policy=policy)
+
+    async def delete_resource_policy(self, arn: str) -> None:
+        await self._today("DeleteResourcePolicy", ResourceARN=arn)
+
+    # ---- channels -------------------------------------------------------------------------------
+
+    async def list_channels(self, *, stream_arn: str | None = None) -> list[dict]:
+        """Every channel (ChannelSummaries), or those reading from one stream."""
+        found: list[dict] = []
+        params: dict[str, Any] = {"MaxResults": 100}
+        if stream_arn:
+            params["StreamFilter"] = [{"StreamARN": stream_arn}]
+        while True:
+            page = await self._today("ListChannels", **params)
+            found.extend(page.get("ChannelSummaries", []))
+            if not page.get("NextToken"):
+                return found
+            params["NextToken"] = page["NextToken"]
+
+    async def describe_channel(self, channel_arn: str) -> dict:
+        return (await self._today("DescribeChannel", ChannelARN=channel_arn))["ChannelDescription"]
+
+    async def create_channel(self, request: dict) -> dict:
+        return (await self._today("CreateChannel", **request)).get("ChannelDescription") or {}
+
+    async def delete_channel(self, channel_arn: str) -> None:
+        await self._today("DeleteChannel", ChannelARN=channel_arn)
 
     # ---- reads ---------------------------------------------------------------------------------
 
@@ -313,6 +415,12 @@ class KinesisBackend(CallPath):
     def scan_pages(self, table: str, *, page_size: int | None = None) -> AsyncIterator[list[dict]]:
         return self._dynamodb.scan_pages(table, page_size=page_size)
 
+    async def create_lease_table(self, table: str) -> None:
+        await self._dynamodb.create_lease_table(table)
+
+    async def put_table_items(self, table: str, items: list[dict]) -> None:
+        await self._dynamodb.put_items(table, items)
+
     async def shard_metrics(self, stream: str, shard_ids: list[str], metrics: dict[str, str],
                             start: datetime, end: datetime,
                             period: int = 60) -> dict[str, dict[str, list[tuple[datetime, float]]]]:
@@ -322,8 +430,24 @@ class KinesisBackend(CallPath):
                              period: int = 60) -> dict[str, list[tuple[datetime, float]]]:
         return await self._cloudwatch.stream_metrics(stream, metrics, start, end, period)
 
+    async def streams_metrics(self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime,
+                              period: int = 60) -> StreamsMetrics:
+        return await self._cloudwatch.streams_metrics(streams, metrics, start, end, period)
+
     async def caller_identity(self) -> str | None:
         return await self._sts.caller_identity()
+
+
+# How servers that predate an operation answer it: kinesis-mock cannot route it ("Unable to determine
+# service/operation name", as AccessDenied), others name an unknown operation or action, moto has not
+# implemented it.
+_UNSUPPORTED_MARKERS = ("Unable to determine service/operation name", "UnknownOperation", "InvalidAction",
+                        "UnsupportedOperation", "not yet implemented", "is not implemented")
+
+
+def is_unsupported(error: ConsoleError) -> bool:
+    return error.code in ("access_denied", "backend_error", "not_kinesis", "invalid_argument") and \
+        any(marker.lower() in error.message.lower() for marker in _UNSUPPORTED_MARKERS)
 
 
 def _streams_text(names: list[str] | None) -> str:

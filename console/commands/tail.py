@@ -1,19 +1,39 @@
-"""`kconsole tail STREAM`: print what is in a stream, decoded (like `cat`, or `tail -f` with --follow)."""
+"""`kconsole tail STREAM`: print what is in a stream, decoded (like `cat`, or `tail -f` with --follow), or
+export a window of it (`--from/--to` or `--last`, filtered with `--where`) as JSON lines, CSV or raw bytes."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import sys
+import time
+from datetime import datetime, timezone
 from typing import Any
 
 from console.commands import command_help
 from console.commands._output import emit_record, note, run_async
-from console.read.decoding import KIND_ERROR, DecodedRecord
+from console.read.decoding import KIND_ERROR, DecodedRecord, iso_time
+from console.read.export import (
+    EXPORT_FORMATS,
+    CsvEncoder,
+    ExportTarget,
+    encode_jsonl,
+    encode_length_prefixed,
+    parse_fields,
+    payload_of,
+    record_file_name,
+)
+from console.read.positions import check_retention, resolve_window
 from console.read.printable import printable
+from console.read.where import RecordFilter
 from console.errors import BadInput
 from console.keyspace.hashkeys import validate_partition_key
-from console.read.tail import TailOptions, TailReader, parse_start
+from console.read.tail import TailOptions, TailReader
+
+PROGRESS_INTERVAL = 1.0  # seconds between export progress lines on stderr
+SHARDS_IN_PROGRESS = 4  # shard positions named in a progress line
+GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the youngest generation (Python's default: 700)
 
 TEXT_HEX_BYTES = 64  # binary content shown per record in text mode (--json carries it all)
 
@@ -31,17 +51,34 @@ def register(subparsers, common) -> None:
                         help="trim-horizon (the default without --follow: all the stream holds), latest (the "
                              "default with --follow: only new records), an ISO-8601 timestamp (UTC unless it has "
                              "an offset), or a sequence number (give --shard, or it is looked up)")
+    parser.add_argument("--to", dest="end", default=None, metavar="WHEN",
+                        help="latest (the default: each shard's tip when it is reached), now (when the command "
+                             "started), or an ISO-8601 timestamp: each shard stops at its first record after it")
+    parser.add_argument("--last", metavar="DURATION",
+                        help="the last 90s, 15m, 2h, 7d...: --from that long ago --to now")
+    parser.add_argument("--where", metavar="EXPR",
+                        help="JMESPath over each record: key, shard_id, seq, sub_seq, ehk, arrival, size, kind, "
+                             "and data (the JSON payload, or the text), e.g. \"data.tenant == '42'\"")
+    parser.add_argument("--out", metavar="FILE",
+                        help="write to FILE (under a temporary name until done) with a progress line on stderr; "
+                             "--output jsonl (default), csv or raw; for raw, DIR/ writes one file a record")
+    parser.add_argument("--fields", metavar="A,B,data.C",
+                        help="CSV columns: arrival, shard_id, seq, sub_seq, key, ehk, size, kind, encoding, data, "
+                             "data.PATH (default: arrival,shard_id,seq,sub_seq,key,kind,size,data)")
     # One ID per --shard (repeat it, or separate with commas): a list-taking option would swallow the
     # stream name in `kconsole tail --shard ID STREAM`.
     parser.add_argument("--shard", dest="shard_ids", action="append", default=[], metavar="ID",
                         help="read only this shard (repeatable, or comma-separated), and its children if it splits")
     parser.add_argument("--key", dest="partition_key", metavar="PK",
-                        help="only records with this partition key (reads only the shard it hashes to; with "
-                             "--shard, those shards: KPL-aggregated records can sit elsewhere)")
+                        help="only records with this partition key, KPL-aggregated ones included (reads every "
+                             "shard: an aggregate carries its records wherever it lands; with --shard, those shards)")
+    parser.add_argument("--placement-only", action="store_true",
+                        help="with --key: read only the shard the key hashes to (the stream has no KPL "
+                             "aggregates; the first aggregate seen widens the read to every shard)")
     parser.add_argument("--grep", metavar="TEXT", help="only records whose decoded content or key contains TEXT")
     parser.add_argument("--follow", "-f", action="store_true", help="keep reading new records until Ctrl-C")
     parser.add_argument("--limit", type=_positive_int, metavar="N", help="stop after N records")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, export_formats=EXPORT_FORMATS)
 
 
 def _positive_int(text: str) -> int:
@@ -54,21 +91,29 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def options_from_args(args: Any) -> TailOptions:
+def options_from_args(args: Any, now: datetime | None = None) -> TailOptions:
     if args.partition_key is not None:
         validate_partition_key(args.partition_key)
     if args.shard_ids and not any(part.strip() for given in args.shard_ids for part in given.split(",")):
         raise BadInput("--shard needs a shard ID, e.g. --shard shardId-000000000000")
     if args.grep is not None and not args.grep:
         raise BadInput("--grep needs some text to look for")
+    if args.placement_only and args.partition_key is None:
+        raise BadInput("--placement-only narrows a --key read: give --key PK")
+    start, end = resolve_window(getattr(args, "start", None), getattr(args, "end", None), getattr(args, "last", None),
+                                follow=args.follow, now=now or datetime.now(timezone.utc))
+    where = getattr(args, "where", None)
     return TailOptions(
-        start=parse_start(args.start or ("latest" if args.follow else "trim-horizon")),
+        start=start,
+        end=end,
+        where=RecordFilter(where) if where is not None else None,
         shard_ids=tuple(dict.fromkeys(part.strip() for given in args.shard_ids for part in given.split(",")
                                       if part.strip())),
         partition_key=args.partition_key,
         grep=args.grep,
         follow=args.follow,
         limit=args.limit,
+        placement_only=args.placement_only,
     )
 
 
@@ -81,56 +126,192 @@ def run(args: Any) -> int:
         raise BadInput("tail streams its records, which a table cannot do: use --output text or json",
                        code="usage")
     options = options_from_args(args)
+    export = Export.from_args(args)
     if getattr(args, "local", False):
         local_shard_count(args)
     config = BackendConfig.from_args(args)
     reader_box: list[TailReader] = []
+    if export is not None:
+        export.open()  # an unwritable --out is bad input before anything is read
     try:
-        run_async(_tail(config, args.stream, options, reader_box, args))
+        run_async(_tail(config, args.stream, options, reader_box, args, export))
     except KeyboardInterrupt:
+        if export is not None:
+            export.discard()
         shown = reader_box[0].shown if reader_box else 0
-        note(f"tail: stopped after {shown} record{'s' if shown != 1 else ''}")
+        note(f"tail: stopped after {shown} record{'s' if shown != 1 else ''}"
+             + (f"; nothing was written to {export.path}" if export is not None and export.path else ""))
         return 130  # as every command on Ctrl-C, --follow included: a script can tell "cut short" apart
+    except BaseException:
+        if export is not None:
+            export.discard()
+        raise
+    if export is not None:
+        export.commit()
     return 0
 
 
-async def _tail(config, stream: str, options: TailOptions, reader_box: list, args: Any) -> None:
+class Export:
+    """Where `tail --output jsonl|csv|raw` writes: --out (a temporary name until the end) or stdout."""
+
+    def __init__(self, output: str, path: str | None, fields: str | None) -> None:
+        self.output = output
+        self.path = path
+        self.directory = output == "raw" and path is not None and (path.endswith(os.sep) or path.endswith("/"))
+        self.csv = CsvEncoder(parse_fields(fields)) if output == "csv" else None
+        self.target: ExportTarget | None = None
+        self.records = 0
+        self.bytes = 0
+        self._said_at = 0.0
+
+    @classmethod
+    def from_args(cls, args: Any) -> "Export | None":
+        output, path, fields = getattr(args, "output", None), getattr(args, "out", None), getattr(args, "fields", None)
+        if path is not None and output is None:
+            output = args.output = "csv" if path.lower().endswith(".csv") else "jsonl"
+        if output not in EXPORT_FORMATS:
+            if path is not None:
+                raise BadInput(f"--out writes --output jsonl, csv or raw, not {output}", code="usage")
+            if fields is not None:
+                raise BadInput("--fields picks the columns of --output csv", code="usage")
+            return None
+        if fields is not None and output != "csv":
+            raise BadInput("--fields picks the columns of --output csv", code="usage")
+        if getattr(args, "query", None) is not None:
+            raise BadInput(f"--query shapes --json documents; --output {output} writes records as they are "
+                           "(filter them with --where)", code="usage")
+        if getattr(args, "follow", False) and path is not None:
+            raise BadInput("--out writes a file once the read ends, and --follow never ends: give --to, --last "
+                           "or neither (the stream's current end)", code="usage")
+        if path is None and output != "jsonl" and sys.stdout.isatty():
+            raise BadInput(f"--output {output} writes bytes from the stream as they are, not for a terminal: "
+                           "give --out FILE, or pipe it", code="usage")
+        if not path and path is not None:
+            raise BadInput("--out needs a file name", code="usage")
+        return cls(output, path, fields)
+
+    def open(self) -> None:
+        if self.path is not None:
+            self.target = ExportTarget(self.path.rstrip("/") if self.directory else self.path,
+                                       directory=self.directory)
+        if self.csv is not None:
+            self._write(self.csv.header(), 0)
+
+    def write_batch(self, records: list[DecodedRecord]) -> None:
+        if self.output == "jsonl":
+            self._write(b"".join(encode_jsonl(record) for record in records), len(records))
+        elif self.output == "csv":
+            self._write(b"".join(self.csv.encode(record) for record in records), len(records))  # type: ignore[union-attr]
+        elif self.directory:
+            for record in records:
+                self.target.write_file(record_file_name(self.records, record), payload_of(record))  # type: ignore[union-attr]
+                self.records += 1
+        else:
+            self._write(b"".join(encode_length_prefixed(record) for record in records), len(records))
+
+    def _write(self, chunk: bytes, records: int) -> None:
+        if self.target is not None:
+            self.target.write(chunk, records)
+        else:
+            sys.stdout.buffer.write(chunk)
+            sys.stdout.buffer.flush()  # a pipe sees each page as it comes (with --follow, too)
+        self.records += records
+        self.bytes += len(chunk)
+
+    def progress(self, reader: TailReader, *, force: bool = False) -> None:
+        if self.path is None:
+            return
+        now = time.monotonic()
+        if not force and now - self._said_at < PROGRESS_INTERVAL:
+            return
+        self._said_at = now
+        written = self.target.bytes if self.target is not None else self.bytes
+        positions = [(shard_id, position) for shard_id, position in sorted(reader.positions.items())]
+        shown = ", ".join(f"{shard_id} at {position}" for shard_id, position in positions[:SHARDS_IN_PROGRESS])
+        more = f" (+{len(positions) - SHARDS_IN_PROGRESS} shards)" if len(positions) > SHARDS_IN_PROGRESS else ""
+        note(f"export: {self.records:,} records, {written:,} bytes to {self.path}" + (f"; {shown}{more}" if shown else ""))
+
+    def commit(self) -> None:
+        if self.target is not None:
+            self.target.commit()
+            note(f"tail: wrote {self.records:,} records ({self.target.bytes:,} bytes) to {self.path}")
+        else:
+            sys.stdout.flush()
+
+    def discard(self) -> None:
+        if self.target is not None:
+            self.target.discard()
+
+
+async def _tail(config, stream: str, options: TailOptions, reader_box: list, args: Any,
+                export: Export | None = None) -> None:
     from console.backend import open_backend
     from console.commands._stream_args import ensure_local_stream
 
     async with open_backend(config) as kinesis:
         if config.kind == "local":  # the embedded server starts empty: create the stream, as `shards` does
             await ensure_local_stream(kinesis, stream, args)
-        reader = TailReader(kinesis, stream, options)
+        if options.start.timestamp is not None:
+            summary = await kinesis.describe_stream_summary(stream)
+            check_retention(options.start, summary.retention_hours, datetime.now(timezone.utc), stream)
+        reader = TailReader(kinesis, stream, options, on_trouble=note)
         reader_box.append(reader)
         await reader.position()
-        if args.output is None:
+        _quiet_garbage_collector()
+        if args.output is None or (export is not None and export.path is not None):
             shards = ", ".join(sorted(reader.progress)) or "none"
-            note(f"tail {stream} from {options.start.describe()}: shards {shards}"
+            until = "" if options.end.moment is None else f" to {options.end.describe()}"
+            note(f"tail {stream} from {options.start.describe()}{until}: shards {shards}"
                  + (" (following; Ctrl-C stops)" if options.follow else ""))
         write = sys.stdout.write
+        plain_json = args.output == "json" and getattr(args, "query", None) is None
         async with contextlib.aclosing(reader.batches()) as batches:
             async for batch in batches:
+                while reader.notes:
+                    note(reader.notes.pop(0))
+                if export is not None:
+                    if batch.records:
+                        export.write_batch(batch.records)
+                    export.progress(reader)
+                    continue
                 if not batch.records:
                     continue
-                write("".join(emit_record(args, r.to_json(), functools.partial(format_line, r)) for r in batch.records))
+                if plain_json:  # the common case, once per record: no dict, no second pass
+                    write("".join([record.json_line() + "\n" for record in batch.records]))
+                else:
+                    write("".join(emit_record(args, r.to_json(), functools.partial(format_line, r)) for r in batch.records))
                 sys.stdout.flush()
+        if export is not None:
+            export.progress(reader, force=True)
+            return
         if args.output is None:
             lags = ", ".join(f"{p.shard_id} {p.records} rec"
                              + (f" {p.millis_behind} ms behind" if p.millis_behind is not None else "")
                              for p in reader.progress.values())
             note(f"tail: {reader.shown} record{'s' if reader.shown != 1 else ''} ({lags})")
-            if reader.shown == 0 and options.partition_key is not None and not options.shard_ids:
-                note(f"tail: read only the shard {options.partition_key!r} hashes to; records a KPL aggregate "
-                     "carries under this key may sit in another shard: add --shard ID ... to read more")
+            if (reader.shown == 0 and options.partition_key is not None and options.placement_only
+                    and not options.shard_ids):
+                note(f"tail: --placement-only read only the shard {options.partition_key!r} hashes to; without it "
+                     "every shard is read")
+
+
+def _quiet_garbage_collector() -> None:
+    """Decoded records are many small containers that live for one page and form no cycles: with the
+    collector's defaults a full collection runs every few pages, each walking every object alive (the SDK's
+    service models among them) and taking about a third of a long read. What is alive once reading starts
+    is set aside for good (gc.freeze), and the youngest generation is collected less often."""
+    import gc
+
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def format_line(record: DecodedRecord) -> str:
     """One line per record: arrival, shard, sequence[/sub], key [ehk], kind, size, content. What came from the
     stream (key, content, a decode error's reason) is escaped: a producer's escape sequences never reach the
     terminal, and a record never takes more than its line."""
-    arrival = record.to_json()["arrival"] or "-"
-    key = record.partition_key + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
+    arrival = iso_time(record.arrival) or "-"
+    key = record.key_text + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
     content = record.content_text(max_hex_bytes=TEXT_HEX_BYTES)
     if record.kind == KIND_ERROR:
         content = f"{record.error}: {content}"

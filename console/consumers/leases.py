@@ -38,6 +38,7 @@ PENDING_CHECKPOINT = "pendingCheckpoint"
 PARENT_SHARD_IDS = "parentShardId"
 CHILD_SHARD_IDS = ("childShardIds", "childShardId")
 CHECKPOINT_OWNER = "checkpointOwner"
+THROUGHPUT_KBPS = "throughputKBps"
 ENTITY_TYPE = "entityType"
 LEASE_ENTITY = "LEASE"
 MULTI_STREAM_NAME = "streamName"
@@ -90,6 +91,7 @@ class Lease:
     child_shard_ids: tuple[str, ...]
     checkpoint_owner: str | None
     problem: str | None = None  # why the checkpoint cannot be used (the row is marked, not dropped)
+    throughput_kbps: float | None = None  # KCL 3.x's measure of the shard's throughput (None: not a number)
 
     @property
     def finished(self) -> bool:
@@ -162,7 +164,12 @@ def parse_lease(item: Mapping[str, Any]) -> Lease:
         child_shard_ids=tuple(sorted(set(children))),
         checkpoint_owner=attribute(item.get(CHECKPOINT_OWNER)),
         problem="; ".join(problems) or None,
+        throughput_kbps=_number(attribute(item.get(THROUGHPUT_KBPS))),
     )
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _whole(value: Any) -> int:

@@ -105,6 +105,14 @@ class SpaceSaving:
         self._table = Counter({key: value - cut for key, value in self._table.items() if value > cut})
         self._floor += cut
 
+    def copy(self) -> "SpaceSaving":
+        """An independent summary with the same counts (and the same guarantees)."""
+        twin = SpaceSaving.__new__(SpaceSaving)
+        twin.capacity, twin.sample_every, twin._limit = self.capacity, self.sample_every, self._limit
+        twin._table, twin._floor, twin._total = Counter(self._table), self._floor, self._total
+        twin._random = random.Random(self._random.random())
+        return twin
+
     # queries --------------------------------------------------------------------------------
 
     @property

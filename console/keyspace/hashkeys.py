@@ -68,6 +68,19 @@ def parse_hash_key(text: str | int, *, what: str = "explicit hash key") -> int:
     return value
 
 
+def parse_typed_hash_key(text: str, *, what: str = "hash key") -> int:
+    """A hash key as a person types it: decimal (as AWS takes it), or hex with 0x (as the console's
+    hex key format shows it)."""
+    raw = text.strip()
+    if raw[:2].lower() != "0x":
+        return parse_hash_key(raw, what=what)
+    digits = raw[2:]
+    # 2**128-1 is 32 hex digits; checked before int() so a huge input costs nothing.
+    if not digits or len(digits.lstrip("0")) > 32 or not all(c in "0123456789abcdefABCDEF" for c in digits):
+        raise BadInput(f"{what} must be a hexadecimal number from 0x0 to 0x{MAX_HASH_KEY:x} (or decimal); got {raw[:80]!r}")
+    return parse_hash_key(int(digits, 16), what=what)
+
+
 def hash_key_for(partition_key: str, explicit_hash_key: int | None = None) -> int:
     """The hash key a record is routed by: the explicit one if given, else MD5 of the partition key."""
     return explicit_hash_key if explicit_hash_key is not None else md5_hash_key(partition_key)

@@ -12,10 +12,30 @@ import functools
 import json
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
-# AWS's limit on one record's data blob plus its partition key.
-MAX_RECORD_BYTES = 1024 * 1024
+from console.bounds import MAX_RECORD_SIZE_KIB, MIN_RECORD_SIZE_KIB
+
+# AWS's limit on one record's data blob plus its partition key: 1 MiB unless the stream says otherwise
+# (MaxRecordSizeInKiB, up to 10 MiB: LARGEST_RECORD_BYTES).
+MAX_RECORD_BYTES = MIN_RECORD_SIZE_KIB * 1024
+LARGEST_RECORD_BYTES = MAX_RECORD_SIZE_KIB * 1024
 _FORMAT_TAG = "kconsole-test/1"
+
+
+# Keyless records are tracked under a name of their own that no partition key can have (a control
+# character starts it) and is never sent.
+KEYLESS_PREFIX = "\x00line-"
+
+
+def ledger_key(record: Any) -> str:
+    """The name a given record is tracked under: its partition key, or for a keyless one its line."""
+    key: str | None = record.key
+    return key if key is not None else f"{KEYLESS_PREFIX}{record.line}"
+
+
+def is_keyless(name: str) -> bool:
+    return name.startswith(KEYLESS_PREFIX)
 
 
 def new_run_id() -> str:

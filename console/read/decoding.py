@@ -33,6 +33,9 @@ from aws_kinesis_agg import DIGEST_SIZE, MAGIC, deaggregator  # noqa: F401
 from aws_kinesis_agg import messages_pb2
 from google.protobuf.message import DecodeError
 
+from console.read.printable import printable_json
+from console.topology.model import NO_KEY
+
 KIND_JSON = "json"
 KIND_TEXT = "text"
 KIND_HEX = "hex"
@@ -76,7 +79,7 @@ class DecodedRecord:
 
     shard_id: str
     sequence_number: str
-    partition_key: str
+    partition_key: str | None  # None: sent without one (an AUTO stream's records may be)
     arrival: datetime | None
     size: int
     kind: str
@@ -86,6 +89,12 @@ class DecodedRecord:
     explicit_hash_key: str | None = None
     error: str | None = None
     inflated_size: int | None = None  # bytes a gzip payload inflated to
+    data: bytes | None = None  # the payload exactly as stored (an aggregate's inner record: its own bytes)
+
+    @property
+    def key_text(self) -> str:
+        """The partition key as shown to people: a keyless record's is an em dash."""
+        return NO_KEY if self.partition_key is None else self.partition_key
 
     @property
     def weight(self) -> int:
@@ -123,6 +132,37 @@ class DecodedRecord:
             return f"{raw[:max_hex_bytes].hex()}… ({len(raw)} bytes)"
         return raw.hex()
 
+    def json_line(self) -> str:
+        """`to_json()` as one JSON line (no newline), with `printable_json`'s guarantee: the same value as
+        `printable_json(json.dumps(self.to_json(), ensure_ascii=False))`, and nothing a terminal acts on.
+
+        Done once per record and cheaply: a JSON payload whose text is already printable (most are)
+        is the content as it came, not parsed-then-printed again; everything else is encoded."""
+        content = None
+        if self.kind == KIND_JSON and ENCODING_GZIP not in self.encoding and self.data is not None:
+            text = self.data.decode("utf-8").strip(" ")  # it parsed as JSON, so it is UTF-8
+            if text.isprintable():  # no control character, not even whitespace between tokens
+                content = text
+        if content is None:
+            content = _ENCODER.encode(self.content_json())
+        hash_key = self.explicit_hash_key
+        line = "".join((
+            '{"shard_id": ', _string(self.shard_id),
+            ', "sequence_number": ', _string(self.sequence_number),
+            ', "sub_sequence_number": ', "null" if self.sub_sequence_number is None else str(self.sub_sequence_number),
+            ', "partition_key": ', "null" if self.partition_key is None else _string(self.partition_key),
+            ', "explicit_hash_key": ', "null" if hash_key is None else _string(hash_key),
+            ', "arrival": ', "null" if self.arrival is None else f'"{iso_time(self.arrival)}"',
+            ', "size": ', str(self.size),
+            ', "kind": ', _string(self.kind),
+            ', "encoding": ', _ENCODINGS.get(self.encoding) or _ENCODER.encode(list(self.encoding)),
+            ', "content": ', content,
+            "}" if self.error is None else ', "error": ' + _string(self.error) + "}",
+        ))
+        if line.isprintable():
+            return line
+        return printable_json(line)
+
     def to_json(self) -> dict:
         doc = {
             "shard_id": self.shard_id,
@@ -130,7 +170,7 @@ class DecodedRecord:
             "sub_sequence_number": self.sub_sequence_number,
             "partition_key": self.partition_key,
             "explicit_hash_key": self.explicit_hash_key,
-            "arrival": _iso(self.arrival),
+            "arrival": iso_time(self.arrival),
             "size": self.size,
             "kind": self.kind,
             "encoding": list(self.encoding),
@@ -141,12 +181,27 @@ class DecodedRecord:
         return doc
 
 
-def _iso(moment: datetime | None) -> str | None:
+def iso_time(moment: datetime | None) -> str | None:
+    """An arrival time as ISO-8601 UTC to the millisecond (`2026-11-22T20:00:00.123Z`). Records of one page
+    mostly share their arrival millisecond, so recent answers are remembered."""
     if moment is None:
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    text = _ISO_CACHE.get(moment)
+    if text is None:
+        if len(_ISO_CACHE) >= _ISO_CACHE_LIMIT:
+            _ISO_CACHE.clear()
+        aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+        text = _ISO_CACHE[moment] = (
+            aware.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+    return text
+
+
+_ISO_CACHE: dict[datetime, str] = {}
+_ISO_CACHE_LIMIT = 4096
+# The encoders json.dumps(..., ensure_ascii=False) uses, made once: a string, and any other value.
+_string = json.encoder.encode_basestring
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+_ENCODINGS = {(): "[]", ("gzip",): '["gzip"]', ("kpl",): '["kpl"]', ("kpl", "gzip"): '["kpl", "gzip"]'}
 
 
 # (kind, value, encoding, error, inflated size): what a payload holds, before it meets its record's
@@ -324,7 +379,7 @@ def decode_record(
     *,
     shard_id: str,
     sequence_number: str,
-    partition_key: str,
+    partition_key: str | None,
     arrival: datetime | None = None,
     budget: InflateBudget | None = None,
 ) -> list[DecodedRecord]:
@@ -338,7 +393,7 @@ def decode_record(
             kind, value, encoding, error, inflated = _too_deep(data)
         elif value is not _NOT_JSON:
             return [DecodedRecord(shard_id, sequence_number, partition_key, arrival, len(data), KIND_JSON, value,
-                                  (), None, None, None)]
+                                  (), None, None, None, None, data)]
         else:
             kind, value, encoding, error, inflated = _classify_not_json(data)
     elif first == _MAGIC_FIRST and data[:4] == MAGIC:
@@ -350,7 +405,7 @@ def decode_record(
     else:
         kind, value, encoding, error, inflated = _classify_not_json(data)
     return [DecodedRecord(shard_id, sequence_number, partition_key, arrival, len(data), kind, value, encoding,
-                          None, None, error, inflated)]
+                          None, None, error, inflated, data)]
 
 
 def decode_api_record(raw: dict, shard_id: str, budget: InflateBudget | None = None) -> list[DecodedRecord]:
@@ -359,42 +414,79 @@ def decode_api_record(raw: dict, shard_id: str, budget: InflateBudget | None = N
         raw["Data"],
         shard_id=shard_id,
         sequence_number=raw["SequenceNumber"],
-        partition_key=raw.get("PartitionKey", ""),
+        partition_key=raw.get("PartitionKey"),
         arrival=raw.get("ApproximateArrivalTimestamp"),
         budget=budget,
     )
 
 
-def _deaggregate(data: bytes, shard_id: str, sequence_number: str, partition_key: str,
-                 arrival: datetime | None, budget: InflateBudget | None = None) -> list[DecodedRecord]:
-    def broken(reason: str) -> list[DecodedRecord]:
-        return [DecodedRecord(shard_id, sequence_number, partition_key, arrival, len(data),
-                              KIND_ERROR, data, (ENCODING_KPL,), error=f"malformed KPL aggregate: {reason}")]
+# More user records than this in one aggregate is refused: an honest aggregate of a 1 MiB record holds
+# a few thousand (KPL's own default caps an aggregate at 51,200 bytes), and a record claiming hundreds of
+# thousands of empty entries would cost a reader a Python object each.
+MAX_USER_RECORDS_PER_AGGREGATE = 100_000
 
+
+class MalformedAggregate(ValueError):
+    """A payload with the KPL magic that is not a well-formed aggregate; the message says why."""
+
+
+def parse_aggregate(data: bytes) -> tuple[Any, Any, Any]:
+    """Check a KPL aggregate's framing (magic, MD5 trailer, protobuf, key tables) and return its
+    (user records, partition key table, explicit hash key table); MalformedAggregate otherwise.
+    Each user record's indexes into the tables are the caller's to check (an IndexError is malformed)."""
     body = data[len(MAGIC):]
     if len(body) <= DIGEST_SIZE:
-        return broken(f"{len(data)} bytes is too short for a message and its MD5 digest")
+        raise MalformedAggregate(f"{len(data)} bytes is too short for a message and its MD5 digest")
     message, digest = body[:-DIGEST_SIZE], body[-DIGEST_SIZE:]
     if hashlib.md5(message).digest() != digest:
-        return broken("MD5 digest does not match the message (corrupt or truncated record)")
+        raise MalformedAggregate("MD5 digest does not match the message (corrupt or truncated record)")
     aggregate = messages_pb2.AggregatedRecord()
     try:
         aggregate.ParseFromString(message)
     except DecodeError as problem:
-        return broken(f"protobuf message does not parse ({problem})")
+        raise MalformedAggregate(f"protobuf message does not parse ({problem})") from None
     if not aggregate.IsInitialized():
         missing = ", ".join(aggregate.FindInitializationErrors())
-        return broken(f"protobuf message lacks required fields ({missing})")
+        raise MalformedAggregate(f"protobuf message lacks required fields ({missing})")
     keys, hash_keys = aggregate.partition_key_table, aggregate.explicit_hash_key_table
-    key_count, hash_key_count = len(keys), len(hash_keys)
     # protobuf hands back a `string` field that is not UTF-8 as bytes
     for table, what in ((keys, "partition key"), (hash_keys, "explicit hash key")):
         for index, entry in enumerate(table):
             if not isinstance(entry, str):
-                return broken(f"{what} #{index} is not UTF-8")
+                raise MalformedAggregate(f"{what} #{index} is not UTF-8")
     records = aggregate.records
     if not records:
-        return broken("it holds no user records")
+        raise MalformedAggregate("it holds no user records")
+    if len(records) > MAX_USER_RECORDS_PER_AGGREGATE:
+        raise MalformedAggregate(f"it nests {len(records):,} user records, more than the "
+                                 f"{MAX_USER_RECORDS_PER_AGGREGATE:,} one aggregate may hold")
+    return records, keys, hash_keys
+
+
+def user_records(data: bytes) -> list[tuple[str, str | None, bytes]]:
+    """(partition key, explicit hash key, data) of each user record in a KPL aggregate, in order;
+    MalformedAggregate when it is not a well-formed one."""
+    records, keys, hash_keys = parse_aggregate(data)
+    try:
+        return [(keys[inner.partition_key_index],
+                 hash_keys[inner.explicit_hash_key_index] if inner.HasField("explicit_hash_key_index") else None,
+                 inner.data) for inner in records]
+    except IndexError:
+        raise MalformedAggregate("a user record names a key past its table") from None
+
+
+def _deaggregate(data: bytes, shard_id: str, sequence_number: str, partition_key: str | None,
+                 arrival: datetime | None, budget: InflateBudget | None = None) -> list[DecodedRecord]:
+    def broken(reason: str) -> list[DecodedRecord]:
+        return [DecodedRecord(shard_id, sequence_number, partition_key, arrival, len(data),
+                              KIND_ERROR, data, (ENCODING_KPL,), error=f"malformed KPL aggregate: {reason}",
+                              data=data)]
+
+    try:
+        records, keys, hash_keys = parse_aggregate(data)
+    except MalformedAggregate as problem:
+        return broken(str(problem))
+    key_count, hash_key_count = len(keys), len(hash_keys)
     decoded: list[DecodedRecord] = []
     for sub_sequence, inner in enumerate(records):
         key_index = inner.partition_key_index
@@ -420,5 +512,6 @@ def _deaggregate(data: bytes, shard_id: str, sequence_number: str, partition_key
         decoded.append(DecodedRecord(
             shard_id, sequence_number, keys[key_index], arrival, len(payload),
             kind, value, _KPL_GZIP if encoding else _KPL_ONLY, sub_sequence, explicit_hash_key, error, inflated,
+            payload,
         ))
     return decoded

@@ -13,31 +13,43 @@ when it is caught up (MillisBehindLatest == 0 and a short batch); a closed shard
 however its last records and empty pages are spread over pages (`ShardCursor.done`). With `follow`
 open shards are polled until cancelled.
 
+A window (`TailOptions.end`, console.read.positions) stops each shard before its first record that
+arrived after the end; that shard's children are not read, since they hold only later records.
+`TailOptions.where` filters on the decoded record's fields (console.read.where).
+
 GetRecords limits: each shard is polled at most 5 times a second; a throttle (after the backend's
 own retries) backs off exponentially; an expired iterator is re-got after the last sequence number.
+With `follow`, a shard that cannot be read (no answer, a server error) is retried forever, backing off
+to MAX_RETRY_BACKOFF, from where it stood (the cursor keeps its iterator and last sequence number),
+and `on_trouble` hears of it at once and then once a minute; without `follow` the backend's bounded
+retries decide, as for any command.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from console.read.decoding import MIB, DecodedRecord, InflateBudget, decode_api_record
-from console.errors import BadInput, Throttled
-from console.keyspace.hashkeys import md5_hash_key, validate_partition_key
+from console.errors import AccessDenied, BackendError, BadInput, NoCredentials, StreamNotFound, Throttled
+from console.read.keyscope import carries_aggregate, key_hash_to_follow, shards_for_key, widening_note
 from console.topology.model import Shard
 from console.read.cursor import ShardCursor
+from console.read.positions import (  # noqa: F401 - re-exported: where a read starts belongs with reading
+    AFTER_SEQUENCE_NUMBER,
+    AT_SEQUENCE_NUMBER,
+    AT_TIMESTAMP,
+    LATEST,
+    TRIM_HORIZON,
+    EndPosition,
+    StartPosition,
+    parse_start,
+)
 
-LATEST = "LATEST"
-TRIM_HORIZON = "TRIM_HORIZON"
-AT_TIMESTAMP = "AT_TIMESTAMP"
-AT_SEQUENCE_NUMBER = "AT_SEQUENCE_NUMBER"
-AFTER_SEQUENCE_NUMBER = "AFTER_SEQUENCE_NUMBER"
 
 MIN_POLL_INTERVAL = 0.2  # GetRecords allows 5 calls per second per shard
 IDLE_POLL_INTERVAL = 1.0  # when caught up, poll once a second as AWS recommends
@@ -46,8 +58,12 @@ GET_RECORDS_LIMIT = 10_000
 # Decoded records waiting for the consumer, by weight: a slow consumer holds the readers back rather than
 # letting pages of large (or inflated) records pile up. Pages are decoded one at a time, when there is room.
 MAX_QUEUED_BYTES = 64 * MIB
-
-_SEQUENCE_NUMBER = re.compile(r"\d{1,128}")
+# With follow, a shard that cannot be read (the network, the endpoint) is retried forever, this far apart at
+# most, from its last record; what is wrong is said at once and then once a minute, not once a retry.
+MAX_RETRY_BACKOFF = 30.0
+TROUBLE_REPORT_INTERVAL = 60.0
+# Errors no retry can mend: the stream or the credentials are gone.
+_PERMANENT = (StreamNotFound, AccessDenied, NoCredentials, BadInput)
 
 
 class ReadBackend(Protocol):
@@ -58,50 +74,6 @@ class ReadBackend(Protocol):
     async def get_records(self, shard_iterator: str, limit: int = 10000) -> dict: ...
 
 
-@dataclass(frozen=True, slots=True)
-class StartPosition:
-    """Where to start reading: LATEST, TRIM_HORIZON, AT_TIMESTAMP or AT_SEQUENCE_NUMBER."""
-
-    iterator_type: str
-    timestamp: datetime | None = None
-    sequence_number: str | None = None
-
-    @property
-    def reads_history(self) -> bool:
-        """Whether closed shards can hold records we should show."""
-        return self.iterator_type != LATEST
-
-    def describe(self) -> str:
-        if self.timestamp is not None:
-            return self.timestamp.isoformat()
-        return self.sequence_number or self.iterator_type.lower().replace("_", "-")
-
-
-def parse_start(text: str | None) -> StartPosition:
-    """--from: latest | trim-horizon | an ISO-8601 timestamp | a sequence number (all digits).
-
-    A timestamp without a UTC offset is taken as UTC.
-    """
-    raw = (text or "latest").strip()
-    lowered = raw.lower().replace("_", "-")
-    if lowered == "latest":
-        return StartPosition(LATEST)
-    if lowered in ("trim-horizon", "horizon", "earliest", "beginning"):
-        return StartPosition(TRIM_HORIZON)
-    if _SEQUENCE_NUMBER.fullmatch(raw):
-        return StartPosition(AT_SEQUENCE_NUMBER, sequence_number=raw)
-    try:
-        moment = datetime.fromisoformat(raw.replace("z", "Z"))
-    except ValueError:
-        raise BadInput(
-            f"--from must be latest, trim-horizon, an ISO-8601 timestamp (e.g. 2026-11-22T20:00:00Z) "
-            f"or a sequence number (digits); got {text!r}"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return StartPosition(AT_TIMESTAMP, timestamp=moment)
-
-
 @dataclass(frozen=True)
 class TailOptions:
     start: StartPosition = field(default_factory=lambda: StartPosition(LATEST))
@@ -110,6 +82,16 @@ class TailOptions:
     grep: str | None = None
     follow: bool = False
     limit: int | None = None  # stop after this many user records are shown
+    end: EndPosition = field(default_factory=EndPosition)
+    where: Callable[[DecodedRecord], bool] | None = None  # a field filter (console.read.where.RecordFilter)
+    # Hand over the wire records as they came (TailBatch.wire), undecoded and unfiltered: a copy's reading.
+    wire: bool = False
+    # Picking up an interrupted read: shards already read to their end, and where to go on in others.
+    finished_shards: frozenset[str] = frozenset()
+    resume_after: Mapping[str, str] = field(default_factory=dict)
+    # With partition_key: read only the shard the key hashes to (the stream holds no KPL aggregates;
+    # the first aggregate seen widens the read to every shard anyway).
+    placement_only: bool = False
 
 
 @dataclass(slots=True)
@@ -122,6 +104,7 @@ class TailBatch:
     ended: bool = False  # the shard is closed and fully read
     caught_up: bool = False  # without --follow: this shard is done
     weight: int = 0  # bytes the records hold (DecodedRecord.weight)
+    wire: list[dict] | None = None  # with TailOptions.wire: GetRecords' records, in sequence order
 
 
 @dataclass(slots=True)
@@ -129,17 +112,32 @@ class ShardProgress:
     shard_id: str
     millis_behind: int | None = None
     records: int = 0
-    state: str = "waiting"  # waiting | reading | caught-up | ended | throttled
+    state: str = "waiting"  # waiting | reading | caught-up | ended | throttled | retrying
+    last_sequence: str | None = None  # of the last wire record read (the window's end cuts before it)
 
 
-def record_matches(record: DecodedRecord, partition_key: str | None, grep: str | None) -> bool:
+def record_matches(record: DecodedRecord, partition_key: str | None, grep: str | None,
+                   where: Callable[[DecodedRecord], bool] | None = None) -> bool:
     if partition_key is not None and record.partition_key != partition_key:
         return False
     if grep is not None:
         haystack = record.content_text() if record.error is None else f"{record.error} {record.content_text()}"
-        if grep not in haystack and grep not in record.partition_key:
+        if grep not in haystack and grep not in (record.partition_key or ""):
             return False
-    return True
+    return where is None or where(record)
+
+
+def records_until(raw_records: list[dict], moment: datetime) -> int:
+    """How many of a page's records (in sequence order) arrived at or before `moment`."""
+    for index, raw in enumerate(raw_records):
+        arrival = raw.get("ApproximateArrivalTimestamp")
+        if arrival is not None and _aware(arrival) > moment:
+            return index
+    return len(raw_records)
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 def select_shards(shards: Sequence[Shard], options: TailOptions) -> list[Shard]:
@@ -153,12 +151,9 @@ def select_shards(shards: Sequence[Shard], options: TailOptions) -> list[Shard]:
             names = ", ".join(ordered[:12]) + (f" (+{len(ordered) - 12} more)" if len(ordered) > 12 else "")
             raise BadInput(f"unknown shard {unknown[0]} (this stream's shards: {names})")
         chosen = [known[shard_id] for shard_id in dict.fromkeys(options.shard_ids)]
-    if options.partition_key is not None and not options.shard_ids:
-        # Only the shard the key hashes to. Shards named with --shard are read whole and filtered instead:
-        # a KPL aggregate is routed by its own key (or explicit hash key), so its inner records can sit
-        # in a shard their keys do not hash to.
-        hash_key = md5_hash_key(validate_partition_key(options.partition_key))
-        chosen = [shard for shard in chosen if shard.contains(hash_key)]
+    if not options.shard_ids:
+        # Shards named with --shard are read whole and filtered instead.
+        chosen = shards_for_key(chosen, options.partition_key, options.placement_only)
     if not options.start.reads_history and not options.shard_ids:
         # From LATEST only open shards will get records; their children are picked up as they appear.
         chosen = [shard for shard in chosen if shard.is_open]
@@ -171,7 +166,9 @@ class TailReader:
     def __init__(self, backend: ReadBackend, stream: str, options: TailOptions, *,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
                  clock: Callable[[], float] = time.monotonic, refresh_interval: float = 5.0,
-                 batch_limit: int = GET_RECORDS_LIMIT) -> None:
+                 batch_limit: int = GET_RECORDS_LIMIT,
+                 on_trouble: Callable[[str], Any] | None = None,
+                 wall_clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> None:
         self.backend = backend
         self.batch_limit = batch_limit  # records per GetRecords call
         self.refresh_interval = refresh_interval  # with follow: how often an idle shard re-checks the map
@@ -193,9 +190,19 @@ class TailReader:
         self._map_listed_at = 0.0
         self._iterators: dict[str, str] = {}  # first iterators got by position()
         self._positioned = False
+        # When a LATEST read began: where a lost start resumes, and where shards a key read widens to start.
+        self._positioned_at: datetime | None = None
+        self._wall = wall_clock
+        # With follow: shards that cannot be read right now (shard -> the last error), and the last report.
+        self.unreachable: dict[str, str] = {}
+        self._on_trouble = on_trouble
+        self._trouble_said_at = float("-inf")
+        self._end = options.end.moment
+        self._widened: set[str] = set()  # shards added when a key read met an aggregate
         # Children are followed only where the key can land, unless the user named the shards to read.
-        self._key_hash = (md5_hash_key(options.partition_key)
-                          if options.partition_key is not None and not options.shard_ids else None)
+        self._key_hash = None if options.shard_ids else key_hash_to_follow(options.partition_key,
+                                                                           options.placement_only)
+        self.notes: list[str] = []  # one-line notes for the user, e.g. a key read widened to every shard
 
     # --- public -----------------------------------------------------------------------------------
 
@@ -211,6 +218,9 @@ class TailReader:
         self._initial = frozenset(self._planned)
         for shard in chosen:
             self.progress[shard.shard_id] = ShardProgress(shard.shard_id)
+        for shard_id in self.options.finished_shards & self._planned:
+            self._finished.add(shard_id)
+            self.progress[shard_id].state = "ended"
         return chosen
 
     async def position(self) -> None:
@@ -219,7 +229,9 @@ class TailReader:
         not in the shard) fails here, before anything is shown."""
         if not self._planned:
             await self.plan()
-        ready = [self._shards[shard_id] for shard_id in sorted(self._planned) if self._parents_done(shard_id)]
+        ready = [self._shards[shard_id] for shard_id in sorted(self._planned)
+                 if self._parents_done(shard_id) and shard_id not in self._finished]
+        self._positioned_at = self._wall()
         iterators = await asyncio.gather(*(self._first_iterator(shard) for shard in ready))
         self._iterators.update(zip((shard.shard_id for shard in ready), iterators))
         self._positioned = True
@@ -249,6 +261,11 @@ class TailReader:
                     return
         finally:
             await self._stop_all()
+
+    @property
+    def positions(self) -> dict[str, str]:
+        """The last sequence number read of each shard that has given records."""
+        return {shard_id: p.last_sequence for shard_id, p in self.progress.items() if p.last_sequence is not None}
 
     # --- scheduling -------------------------------------------------------------------------------
 
@@ -284,6 +301,21 @@ class TailReader:
             if child_id in self._planned:
                 self._start_if_ready(child_id)
 
+    def _widen(self, shard_id: str) -> None:
+        """An aggregate on a placement-only key read: read every shard, from the same start (from LATEST,
+        from the moment the read began, so nothing written since is missed)."""
+        self._key_hash = None
+        added = [shard for shard in select_shards(list(self._shards.values()),
+                                                  TailOptions(start=self.options.start))
+                 if shard.shard_id not in self._planned]
+        self.notes.append(widening_note(self.options.partition_key or "", shard_id, len(added)))
+        for shard in added:
+            self._planned.add(shard.shard_id)
+            self._widened.add(shard.shard_id)
+            self.progress[shard.shard_id] = ShardProgress(shard.shard_id)
+        for shard in added:
+            self._start_if_ready(shard.shard_id)
+
     async def _stop_all(self) -> None:
         tasks = list(self._tasks.values())
         for task in tasks:
@@ -293,15 +325,71 @@ class TailReader:
 
     # --- one shard --------------------------------------------------------------------------------
 
-    async def _first_iterator(self, shard: Shard) -> str:
+    async def _first_iterator(self, shard: Shard, *, again: bool = False) -> str:
+        """An iterator at the start position; `again` when the first one expired before any record was
+        read: a LATEST start then resumes where the read began, so records put meanwhile are not skipped."""
         start = self.options.start
+        resume = self.options.resume_after.get(shard.shard_id)
+        if resume is not None:
+            return await self.backend.get_shard_iterator(self.stream, shard.shard_id, AFTER_SEQUENCE_NUMBER,
+                                                         sequence_number=resume)
+        if shard.shard_id in self._widened and start.iterator_type == LATEST and self._positioned_at is not None:
+            return await self.backend.get_shard_iterator(self.stream, shard.shard_id, AT_TIMESTAMP,
+                                                         timestamp=self._positioned_at)
+        if shard.shard_id in self._widened and start.sequence_number is not None:
+            # The sequence number was the first shard's: another shard is read from its start.
+            return await self.backend.get_shard_iterator(self.stream, shard.shard_id, TRIM_HORIZON)
+        if shard.shard_id in self._widened:
+            return await self.backend.get_shard_iterator(self.stream, shard.shard_id, start.iterator_type,
+                                                         timestamp=start.timestamp)
         if shard.shard_id not in self._initial:
             # A child found while reading holds only records newer than its parents: read it all.
             return await self.backend.get_shard_iterator(self.stream, shard.shard_id, TRIM_HORIZON)
+        if again and start.iterator_type == LATEST and self._positioned_at is not None:
+            start = StartPosition(AT_TIMESTAMP, timestamp=self._positioned_at)
         return await self.backend.get_shard_iterator(
             self.stream, shard.shard_id, start.iterator_type,
             sequence_number=start.sequence_number, timestamp=start.timestamp,
         )
+
+    async def _patiently(self, shard_id: str, call: Callable[[], Awaitable[Any]]) -> Any:
+        """`await call()`; with follow, a failure that a retry can mend (no answer, a server error) is
+        retried forever, backing off to MAX_RETRY_BACKOFF. Throttles are the caller's."""
+        delay = 0.0
+        while True:
+            try:
+                result = await call()
+            except (Throttled, *_PERMANENT):
+                raise
+            except (BackendError, OSError, TimeoutError) as error:
+                if not self.options.follow:
+                    raise
+                delay = min(MAX_RETRY_BACKOFF, max(1.0, delay * 2))
+                self._trouble(shard_id, error, delay)
+                await self._sleep(delay)
+                continue
+            if shard_id in self.unreachable:
+                del self.unreachable[shard_id]
+                if not self.unreachable:
+                    self._say(f"tail: reading again ({shard_id} answered); no record was skipped or repeated")
+            return result
+
+    def _trouble(self, shard_id: str, error: BaseException, delay: float) -> None:
+        first = not self.unreachable
+        self.unreachable[shard_id] = str(error) or type(error).__name__
+        progress = self.progress.get(shard_id)
+        if progress is not None:
+            progress.state = "retrying"
+        now = self._clock()
+        if first or now - self._trouble_said_at >= TROUBLE_REPORT_INTERVAL:
+            self._trouble_said_at = now
+            count = len(self.unreachable)
+            self._say(f"tail: {count} shard{'s' if count != 1 else ''} cannot be read ({self.unreachable[shard_id]}); "
+                      f"retrying every {delay:.0f} s or less from the last record read, until stopped")
+
+    def _say(self, message: str) -> None:
+        if self._on_trouble is not None:
+            self._on_trouble(message)
 
     async def _run_shard(self, shard: Shard) -> None:
         """Task body: read one shard; hand errors to the consumer; always tell it we are gone."""
@@ -321,18 +409,21 @@ class TailReader:
         shard_id = shard.shard_id
         progress = self.progress[shard_id]
         progress.state = "reading"
-        iterator = self._iterators.pop(shard_id, None) or await self._first_iterator(shard)
+        iterator = self._iterators.pop(shard_id, None) or await self._patiently(
+            shard_id, lambda: self._first_iterator(shard))
         cursor = ShardCursor(stream=self.stream, shard_id=shard_id, iterator=iterator,
                              get_shard_iterator=self.backend.get_shard_iterator,
                              get_records=self.backend.get_records,
-                             restart=lambda: self._first_iterator(shard), limit=self.batch_limit,
+                             restart=lambda: self._first_iterator(shard, again=True), limit=self.batch_limit,
                              min_interval=MIN_POLL_INTERVAL, sleep=self._sleep, clock=self._clock,
                              closed=not shard.is_open)
         backoff = 0.0
         reported_lag: int | None = -1  # never a real value, so the first answer is always reported
         while True:
             try:
-                page = await cursor.read()
+                # The cursor keeps its iterator and last sequence number across a failed call, so a retry
+                # reads on from exactly where the last answer left off.
+                page = await self._patiently(shard_id, cursor.read)
             except Throttled:
                 backoff = min(MAX_BACKOFF, max(0.5, backoff * 2))
                 progress.state = "throttled"
@@ -341,29 +432,44 @@ class TailReader:
             backoff = 0.0
             progress.state = "reading"
             raw_records = page.records
+            past_end = False
+            if self._end is not None and raw_records:
+                within = records_until(raw_records, self._end)
+                if within < len(raw_records):
+                    # Past the window's end: this shard is done, and its children hold only later records.
+                    raw_records, past_end = raw_records[:within], True
+            if raw_records:
+                progress.last_sequence = raw_records[-1]["SequenceNumber"]
             lag = page.millis_behind
             progress.millis_behind = lag
-            if not cursor.closed and cursor.at_tip(page) and await self._known_closed(shard_id):
+            if not past_end and not cursor.closed and cursor.at_tip(page) and await self._known_closed(shard_id):
                 cursor.closed = True  # closed since it was listed: read it to its end, then its children
-            ended = cursor.at_end(page)
-            caught_up = not ended and cursor.done(page, follow=self.options.follow)
+            ended = cursor.at_end(page) and not past_end
+            caught_up = past_end or (not ended and cursor.done(page, follow=self.options.follow))
             async with self._decoding:
                 while self._queued_bytes >= MAX_QUEUED_BYTES:
                     self._room.clear()
                     await self._room.wait()
-                shown = self._decode(raw_records, shard_id)
-                progress.records += len(shown)
-                if shown or ended or caught_up or lag != reported_lag:
+                if self._key_hash is not None and raw_records and carries_aggregate(raw_records):
+                    self._widen(shard_id)
+                if self.options.wire:
+                    shown, wire = [], raw_records
+                    weight = sum(len(raw["Data"]) for raw in wire)
+                    progress.records += len(wire)
+                else:
+                    shown, wire = self._decode(raw_records, shard_id), None
                     weight = sum(record.weight for record in shown)
+                    progress.records += len(shown)
+                if shown or wire or ended or caught_up or lag != reported_lag:
                     self._queued_bytes += weight
                     await self._queue.put(TailBatch(shard_id, shown, lag, ended=ended, caught_up=caught_up,
-                                                    weight=weight))
+                                                    weight=weight, wire=wire))
                     reported_lag = lag
             if ended:
                 progress.state = "ended"
                 self._finished.add(shard_id)
                 child_ids = [child["ShardId"] for child in page.child_shards or []]
-                await self._shard_ended(shard, child_ids)
+                await self._patiently(shard_id, lambda: self._shard_ended(shard, child_ids))
                 return
             if caught_up:
                 progress.state = "caught-up"
@@ -376,20 +482,28 @@ class TailReader:
         """Whether the shard map says the shard is closed; refreshed at most every `refresh_interval`."""
         if self._clock() - self._map_listed_at >= self.refresh_interval:
             self._map_listed_at = self._clock()
-            for listed in await self.backend.all_shards(self.stream):
+            try:
+                shards = await self.backend.all_shards(self.stream)
+            except (Throttled, *_PERMANENT):
+                raise
+            except (BackendError, OSError, TimeoutError):
+                if not self.options.follow:
+                    raise
+                shards = []  # asked again at the next refresh; the shard is read on meanwhile
+            for listed in shards:
                 self._shards[listed.shard_id] = listed
         shard = self._shards.get(shard_id)
         return shard is not None and not shard.is_open
 
     def _decode(self, raw_records: list[dict], shard_id: str) -> list[DecodedRecord]:
-        key, grep = self.options.partition_key, self.options.grep
+        key, grep, where = self.options.partition_key, self.options.grep, self.options.where
         decoded: list[DecodedRecord] = []
         budget = InflateBudget()  # what this page's records may inflate together
         for raw in raw_records:
             decoded.extend(decode_api_record(raw, shard_id, budget))
-        if key is None and grep is None:
+        if key is None and grep is None and where is None:
             return decoded
-        return [record for record in decoded if record_matches(record, key, grep)]
+        return [record for record in decoded if record_matches(record, key, grep, where)]
 
     # --- locating a sequence number ---------------------------------------------------------------
 

@@ -33,13 +33,15 @@ from textual.worker import Worker, WorkerState
 from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS, ConsoleBackend
 from console.errors import ConsoleError
 from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
-from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS
+from console.topology.lineage import Lineage
+from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, READ_ONLY_DISABLES
 from console.ui.changes import StreamChanges
 from console.ui.focus import FocusModel
 from console.ui.format import short_shard_id
 from console.ui.palette import ConsoleCommands
 from console.ui.panels.consumers import ConsumersPanel
 from console.ui.panels.heat import HeatPanel
+from console.topology.model import auto_notice
 from console.ui.panels.keytree import KeyTreePanel
 from console.ui.panels.lineage import LineageTree
 from console.ui.panels.placement import PlacementPanel
@@ -170,8 +172,7 @@ class KConsoleApp(CommandLineHost, App[None]):
         if self._config_warning:
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
         if self.read_only:
-            self.notify("read-only: split, merge, scale, stream actions, the producer and enhanced monitoring "
-                        "are disabled", timeout=5)
+            self.notify(f"read-only: {READ_ONLY_DISABLES} are disabled", timeout=5)
         self.table.focus()
         if self.stream:
             if self._on_stream_opened:
@@ -303,6 +304,9 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.view = view
         self.header.update_state(summary=view.summary, refreshed_at=self._clock(), error=None, notice=None)
         self.heat_panel.show_summary(view.summary)
+        notice = self._auto_notice(view.summary)
+        self.placement.set_auto_notice(notice)
+        self.query_one(KeyTreePanel).set_auto_notice(notice)
         self.consumers_panel.follow_listing(view.summary.name, view.shards, view.summary.arn or None)
         if view.summary.name != self._capacity_stream:
             self._capacity_stream = view.summary.name
@@ -310,6 +314,19 @@ class KConsoleApp(CommandLineHost, App[None]):
                 self._poll_capacity(view.summary.name)
             else:  # an in-memory source (tests, screenshots)
                 self.heat_panel.show_capacity(None, NO_CLOUDWATCH)
+
+    def _auto_notice(self, summary) -> str | None:
+        """The AUTO notice for the key-space tabs; since when, from the action log, read once per switch."""
+        if not summary.auto_distribution:
+            self._auto_since = None
+            return None
+        if getattr(self, "_auto_since", None) is None or self._auto_since[0] != summary.name:
+            from console.lifecycle.settings import switched_to_auto_at
+            from console.reshard.actionlog import ActionLog
+
+            since = switched_to_auto_at(ActionLog.default().entries(), summary.name, self.source.label)
+            self._auto_since = (summary.name, since)
+        return auto_notice(summary.name, self._auto_since[1])
 
     # The stream's CloudWatch metrics: free at stream level, fetched once a minute (CloudWatch's
     # resolution; more often would only cost more) for the header, the Heat and the Consumers tabs.
@@ -458,6 +475,12 @@ class KConsoleApp(CommandLineHost, App[None]):
 
     def on_key(self, event) -> None:
         self.focus_model.leave_text_box(event)
+        if self.read_only and self.screen is self.screen_stack[0] and not self.focus_model.typing:
+            disabled = next((b for b in APP_BINDINGS if b.action in MUTATING_ACTIONS and event.key in b.key.split(",")),
+                            None)
+            if disabled is not None:  # a greyed-out key does nothing; say why rather than stay silent
+                self.notify(f"{disabled.description}: disabled in read-only mode (R or :rw leaves it, after you "
+                            "type the stream name)", severity="warning", timeout=4)
 
     # ---- actions -------------------------------------------------------------------------------
 
@@ -525,6 +548,11 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.table.set_lag({})
         self.ribbon.set_shards([])
         self.ribbon.set_heat({})
+        # Nothing of the previous stream stays on screen as if it were this one, found or not.
+        self._show_detail()
+        self.placement.set_index(None)
+        self.lineage_tree.apply(Lineage.build([]))
+        self._lineage_dirty = False
         self.header.update_state(stream=name, summary=None, refreshed_at=None, error=None, capacity=None)
         if name and self._on_stream_opened:
             self._on_stream_opened(name)
@@ -555,7 +583,8 @@ class KConsoleApp(CommandLineHost, App[None]):
             operation, self.stream, self.view.shards, self.view.summary.open_shard_count,
             self.table.shard(self.selected_shard_id) if self.selected_shard_id else None, self.source,
             suggestion.at if suggestion is not None else None, key_format=self.key_format, sample=self.placement.key_sample(),
-            barrier=self.consumers_panel.barrier_lines)
+            barrier=self.consumers_panel.barrier_lines,
+            last_poll=lambda: self.header.state.refreshed_at, clock=self._clock)
         self.changes.reshard(request)
 
     @on(ReshardActivity)

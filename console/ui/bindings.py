@@ -51,7 +51,8 @@ ACTIONS: tuple[ConsoleAction, ...] = (
     ConsoleAction("stream_actions", "S", "Stream actions: retention, mode, encryption, delete",
                   "Change the open stream's retention, capacity mode or encryption, or delete it: "
                   "a preview, then type the stream name.", mutating=True),
-    ConsoleAction("pick_stream", "p", "Open another stream", "List the streams on this backend and open one."),
+    ConsoleAction("pick_stream", "p", "Open another stream",
+                  "The fleet: every stream with its rates and trouble, worst first; enter opens one."),
     ConsoleAction("show_tab('shards')", "1", "Show shards", "The shard table."),
     ConsoleAction("show_tab('lineage')", "2", "Show lineage", "Closed parents and their children."),
     ConsoleAction("show_tab('placement')", "3", "Show placement", "Which shard each partition key lands on."),
@@ -70,6 +71,8 @@ ACTIONS: tuple[ConsoleAction, ...] = (
 )
 
 MUTATING_ACTIONS = frozenset(a.action for a in ACTIONS if a.mutating)
+# What read-only mode disables, in the words every notice uses.
+READ_ONLY_DISABLES = "split, merge, scale, the stream actions (S), the producer and enhanced monitoring"
 
 # The console's own keys (KConsoleApp.BINDINGS); the tabs' keys are their widgets' BINDINGS.
 APP_BINDINGS: list[Binding] = [

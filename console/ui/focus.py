@@ -72,7 +72,10 @@ class FocusModel:
 
     def focused(self, widget: Widget) -> None:
         """A widget took the focus. Focus that the tab switch did not give (tab / shift+tab, a click)
-        means the user chose it."""
+        means the user chose it. Focus inside a dialog over the console is neither: when the dialog
+        closes, Textual gives the focus back to where it was, and an offered field stays only offered."""
+        if widget.screen is not self.app.screen_stack[0]:
+            return
         if widget is not self._offered_field:
             self.enter_field()
         else:

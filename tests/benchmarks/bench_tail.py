@@ -1,186 +1,204 @@
-"""Tail decoding (console.read.decoding.decode_record, what `kconsole tail` runs on every record)
-against plain base64 + json.loads of the same wire records, wire record for wire record; and KPL
-de-aggregation against aws-kinesis-agg + json.
+"""`kconsole tail` end to end, as a user runs it, against a plain concurrent aiobotocore reader doing the same
+work, on the embedded local Kinesis (8 shards, RECORDS JSON records of ~204 bytes).
 
-- The corpus is built once as the API's JSON carries it: each record's Data base64-encoded.
-- baseline: for every wire record `base64.b64decode`, `.decode("utf-8")`, `json.loads` (a ValueError
-  counts as "not JSON" and is skipped): a hand-rolled `get-records | base64 -d | jq` loop, in its
-  fastest form (json.loads on str skips the encoding sniffing it does on bytes).
-- decoder: for every wire record the same `base64.b64decode` (botocore does it before our code
-  sees the bytes, so it is part of the real cost), then `decode_record`, which detects the kind,
-  inflates gzip, de-aggregates KPL and parses JSON.
-- `ratio` is wire records/s over wire records/s: the same units on both sides. The decoder does
-  work the baseline never does (it inflates the gzip records and parses the 10 JSON user records
-  inside each KPL aggregate, where the baseline gives up at the first byte), so `per_kind` shows
-  where the time goes.
-- KPL: 2,000 aggregates of 10 JSON events each, decoded by `decode_record` against the library's
-  own `iter_deaggregate_records(data_format="Boto3")` + base64 + json.loads of every user record.
-CPU time (time.process_time), best of ROUNDS interleaved rounds. Target: ratio >= 0.8, kpl_ratio >= 1.5.
+Both sides are whole processes started the same way, reading the same stream from the same server, their
+output going to a file; the time is the process's wall time from start to exit, everything included.
 
-The mix (per 100 wire records): 55 JSON, 15 gzip'd JSON, 15 UTF-8 text, 10 binary, 5 KPL aggregates
-of 10 JSON user records each. Payload JSON is a ~300-byte event document.
+- tail --json: `kconsole tail S --from trim-horizon --json > file` (one JSON object a record: shard, sequence
+  numbers, key, explicit hash key, ISO-8601 arrival, size, kind, encoding, content, with no character a
+  terminal acts on).
+- tail text: `kconsole tail S --from trim-horizon > file` (one escaped line a record).
+- export: `kconsole tail S --from trim-horizon --to now --out file.jsonl` (the same JSON lines, written to a
+  temporary file and renamed, progress on stderr).
+- baseline (this file run with --baseline json|text): an aiobotocore client reading every shard
+  concurrently (one task a shard, GetRecords of 10,000 until the shard's tip), botocore's base64 decoding,
+  an epoch timestamp parser installed in botocore (its default builds a dateutil tzlocal per timestamp),
+  `json.loads` of every payload, and one line per record with the same fields: JSON lines with
+  `json.dumps(..., ensure_ascii=True)` (the standard library's own way to a line with no character a
+  terminal acts on: every non-ASCII character escaped), and text lines with the compact JSON content. It does
+  not handle what kconsole handles (gzip, KPL, text and binary payloads, splits, throttles, expired
+  iterators); every payload here is JSON, so it loses nothing by that.
+After one warm-up read, rounds alternate the order of the runs; the fastest run of each side counts (load on a shared machine only
+ever adds time). Targets (issue figures): tail --json >= 1.0x, text >= 1.0x, export >= 1.0x the baseline.
+
+    python tests/benchmarks/bench_tail.py [--records N] [--rounds R]
+
+Prints one JSON line of figures last.
 """
 
 from __future__ import annotations
 
-import base64
-import gzip
+import argparse
+import asyncio
 import json
-import random
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from aws_kinesis_agg.aggregator import AggRecord  # noqa: E402
-from aws_kinesis_agg.deaggregator import iter_deaggregate_records  # noqa: E402
-
-from console.read.decoding import decode_record  # noqa: E402
-
-WIRE_RECORDS = 10_000
-KPL_AGGREGATES = 2_000
-ROUNDS = 7
+SHARDS = 8
+RECORDS = 200_000
+ROUNDS = 3
+PUT_BATCH = 500
+STREAM = "bench-tail"
 
 
-def event(rng: random.Random, index: int) -> bytes:
-    doc = {
-        "event_id": f"evt-{index:08d}",
-        "user": f"user-{rng.randrange(10_000)}",
-        "type": rng.choice(["click", "view", "purchase", "signup"]),
-        "ts": 1_763_800_000_000 + index,
-        "amount": round(rng.random() * 500, 2),
-        "tags": [rng.choice("abcdefgh") for _ in range(4)],
-        "context": {"ua": "Mozilla/5.0 (X11; Linux x86_64)", "ip": f"10.0.{rng.randrange(256)}.{rng.randrange(256)}",
-                    "session": f"{rng.getrandbits(64):016x}"},
-    }
+def payload(index: int) -> bytes:
+    """A ~204-byte JSON event."""
+    doc = {"event_id": f"evt-{index:010d}", "user": f"user-{index % 9973:05d}", "type": "page_view",
+           "amount": round((index * 7919) % 100000 / 100, 2), "tags": ["a", "b", "c"],
+           "ua": "Mozilla/5.0 (X11; Linux x86_64)", "ok": True}
     return json.dumps(doc).encode()
 
 
-def kind_of_slot(index: int) -> str:
-    slot = index % 100
-    return ("json" if slot < 55 else "gzip" if slot < 70 else "text" if slot < 85
-            else "binary" if slot < 95 else "kpl")
+async def fill(endpoint: str, records: int) -> None:
+    from console.backend import BackendConfig, open_backend
+
+    async with open_backend(BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=endpoint)) as kinesis:
+        await kinesis.ensure_stream(STREAM, SHARDS)
+        starts = iter(range(0, records, PUT_BATCH))
+
+        async def task() -> None:
+            for start in starts:
+                batch = [{"Data": payload(i), "PartitionKey": f"key-{i % 1000}"}
+                         for i in range(start, min(records, start + PUT_BATCH))]
+                response = await kinesis.put_records(STREAM, batch)
+                assert not response.get("FailedRecordCount"), response.get("FailedRecordCount")
+
+        await asyncio.gather(*(task() for _ in range(8)))
 
 
-def aggregate_of(rng: random.Random, index: int) -> bytes:
-    aggregate = AggRecord()
-    for inner in range(10):
-        aggregate.add_user_record(f"pk-{index}-{inner}", event(rng, index * 10 + inner))
-    return aggregate.get_contents()[2]
+# -- the baseline reader (run as its own process) --------------------------------------------------
+
+async def baseline_reader(endpoint: str, mode: str) -> int:
+    from datetime import datetime, timezone
+
+    from aiobotocore.session import get_session
+
+    def epoch(value):
+        if isinstance(value, (int, float)):
+            return datetime.fromtimestamp(value, timezone.utc)
+        from botocore.utils import parse_timestamp
+
+        return parse_timestamp(value)
+
+    session = get_session()
+    session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=epoch)
+    out = sys.stdout
+    count = 0
+    dumps, loads = json.dumps, json.loads
+    async with session.create_client("kinesis", region_name="us-east-1", endpoint_url=endpoint,
+                                     aws_access_key_id="bench", aws_secret_access_key="bench") as client:
+        shards = (await client.list_shards(StreamName=STREAM))["Shards"]
+
+        async def read(shard_id: str) -> None:
+            nonlocal count
+            iterator = (await client.get_shard_iterator(StreamName=STREAM, ShardId=shard_id,
+                                                        ShardIteratorType="TRIM_HORIZON"))["ShardIterator"]
+            while iterator:
+                page = await client.get_records(ShardIterator=iterator, Limit=10_000)
+                lines = []
+                for record in page["Records"]:
+                    data = record["Data"]
+                    value = loads(data)
+                    arrival = record["ApproximateArrivalTimestamp"].isoformat(timespec="milliseconds")[:-6] + "Z"
+                    if mode == "json":
+                        lines.append(dumps({
+                            "shard_id": shard_id, "sequence_number": record["SequenceNumber"],
+                            "sub_sequence_number": None, "partition_key": record["PartitionKey"],
+                            "explicit_hash_key": None, "arrival": arrival, "size": len(data), "kind": "json",
+                            "encoding": [], "content": value}))
+                    else:
+                        lines.append(f"{arrival} {shard_id} {record['SequenceNumber']} {record['PartitionKey']} json "
+                                     f"{len(data)}B {dumps(value, separators=(',', ':'))}")
+                count += len(lines)
+                if lines:
+                    out.write("\n".join(lines) + "\n")
+                iterator = page.get("NextShardIterator")
+                if page.get("MillisBehindLatest") == 0 and len(page["Records"]) < 10_000:
+                    break
+
+        await asyncio.gather(*(read(shard["ShardId"]) for shard in shards))
+    return count
 
 
-def build_corpus(count: int) -> list[str]:
-    rng = random.Random(8)
-    corpus: list[str] = []
-    for index in range(count):
-        slot = index % 100
-        if slot < 55:
-            data = event(rng, index)
-        elif slot < 70:
-            data = gzip.compress(event(rng, index))
-        elif slot < 85:
-            data = f"{index} INFO request served in {rng.randrange(900)} ms path=/api/v1/items".encode()
-        elif slot < 95:
-            data = rng.randbytes(200)
-        else:
-            data = aggregate_of(rng, index)
-        corpus.append(base64.b64encode(data).decode("ascii"))
-    return corpus
+# -- timing -----------------------------------------------------------------------------------------
+
+def run(argv: list[str], stdout_path: str) -> float:
+    with open(stdout_path, "wb") as out:
+        started = time.perf_counter()
+        result = subprocess.run(argv, stdout=out, stderr=subprocess.PIPE)
+        wall = time.perf_counter() - started
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:5])} ... failed: {result.stderr.decode()[-500:]}")
+    return wall
 
 
-def run_baseline(corpus: list[str]) -> int:
-    parsed = 0
-    for encoded in corpus:
-        try:
-            json.loads(base64.b64decode(encoded).decode("utf-8"))
-            parsed += 1
-        except ValueError:
-            pass
-    return parsed
-
-
-def run_decoder(corpus: list[str]) -> int:
-    user_records = 0
-    for sequence, encoded in enumerate(corpus):
-        user_records += len(decode_record(base64.b64decode(encoded), shard_id="shardId-000000000000",
-                                          sequence_number=str(sequence), partition_key="pk"))
-    return user_records
-
-
-def run_kpl_decoder(aggregates: list[dict]) -> int:
-    user_records = 0
-    for record in aggregates:
-        user_records += len(decode_record(record["Data"], shard_id="shardId-000000000000",
-                                          sequence_number=record["SequenceNumber"],
-                                          partition_key=record["PartitionKey"]))
-    return user_records
-
-
-def run_kpl_library(aggregates: list[dict]) -> int:
-    user_records = 0
-    for user in iter_deaggregate_records(aggregates, data_format="Boto3"):
-        json.loads(base64.b64decode(user["kinesis"]["data"]).decode("utf-8"))
-        user_records += 1
-    return user_records
-
-
-def timed(fn, *args) -> tuple[float, int]:
-    started = time.process_time()
-    result = fn(*args)
-    return time.process_time() - started, result
-
-
-def best_pair(baseline, ours, data) -> tuple[float, float, int, int]:
-    """Best CPU time of each side over ROUNDS rounds that alternate the sides."""
-    base_s = ours_s = float("inf")
-    for _ in range(ROUNDS):
-        seconds, base_count = timed(baseline, data)
-        base_s = min(base_s, seconds)
-        seconds, ours_count = timed(ours, data)
-        ours_s = min(ours_s, seconds)
-    return base_s, ours_s, base_count, ours_count
+def lines_in(path: str) -> int:
+    with open(path, "rb") as handle:
+        return sum(1 for _ in handle)
 
 
 def main() -> None:
-    corpus = build_corpus(WIRE_RECORDS)
-    baseline_s, decoder_s, json_parsed, user_records = best_pair(run_baseline, run_decoder, corpus)
-    per_kind = {}
-    for kind in ("json", "gzip", "text", "binary", "kpl"):
-        subset = [encoded for index, encoded in enumerate(corpus) if kind_of_slot(index) == kind]
-        base, ours, _, _ = best_pair(run_baseline, run_decoder, subset)
-        per_kind[kind] = round(base / ours, 3)
+    from tests.benchmarks._measure import kconsole_command
+    from console.backend.local import LocalKinesisServer
 
-    rng = random.Random(9)
-    aggregates = [{"Data": aggregate_of(rng, index), "PartitionKey": f"pk-{index}", "SequenceNumber": str(index),
-                   "ApproximateArrivalTimestamp": None} for index in range(KPL_AGGREGATES)]
-    library_s, kpl_s, library_records, kpl_records = best_pair(run_kpl_library, run_kpl_decoder, aggregates)
-    assert library_records == kpl_records == KPL_AGGREGATES * 10
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--records", type=int, default=RECORDS)
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--baseline", choices=("json", "text"))
+    parser.add_argument("--endpoint")
+    options = parser.parse_args()
+    if options.baseline:
+        asyncio.run(baseline_reader(options.endpoint, options.baseline))
+        return
 
-    baseline_rps = WIRE_RECORDS / baseline_s
-    decoder_rps = WIRE_RECORDS / decoder_s
-    print(f"corpus: {WIRE_RECORDS} wire records, {user_records} user records after de-aggregation; "
-          f"baseline parsed {json_parsed} as JSON")
-    print(f"baseline base64+json.loads : {baseline_rps:12,.0f} wire records/s")
-    print(f"decoder  base64+decode     : {decoder_rps:12,.0f} wire records/s")
-    print("speed vs baseline per kind: " + ", ".join(f"{kind} {value:.2f}x" for kind, value in per_kind.items()))
-    print(f"KPL: decoder {kpl_records / kpl_s:,.0f} user records/s, aws-kinesis-agg + json "
-          f"{library_records / library_s:,.0f} user records/s")
+    kconsole = kconsole_command()
+    me = [sys.executable, str(Path(__file__).resolve())]
+    with LocalKinesisServer() as server, tempfile.TemporaryDirectory() as folder:
+        endpoint = server.endpoint_url
+        filled = time.perf_counter()
+        asyncio.run(fill(endpoint, options.records))
+        print(f"filled {options.records:,} records in {time.perf_counter() - filled:.1f} s", file=sys.stderr)
+        common = ["--endpoint-url", endpoint, "--region", "us-east-1"]
+        env_out = os.path.join(folder, "out")
+        export = os.path.join(folder, "export.jsonl")
+        sides = {
+            "tail_json": kconsole + ["tail", STREAM, "--from", "trim-horizon", "--json", *common],
+            "baseline_json": me + ["--baseline", "json", "--endpoint", endpoint],
+            "tail_text": kconsole + ["tail", STREAM, "--from", "trim-horizon", *common],
+            "baseline_text": me + ["--baseline", "text", "--endpoint", endpoint],
+            "export": kconsole + ["tail", STREAM, "--from", "trim-horizon", "--to", "now", "--out", export, *common],
+        }
+        times: dict[str, list[float]] = {name: [] for name in sides}
+        names = list(sides)
+        run(sides["baseline_json"], env_out)  # warm-up: the server's first full read of the stream is slower
+        for round_index in range(options.rounds):
+            order = names if round_index % 2 == 0 else list(reversed(names))
+            for name in order:
+                times[name].append(run(sides[name], env_out))
+                written = lines_in(export if name == "export" else env_out)
+                assert written == options.records, (name, written)
+            print("round: " + ", ".join(f"{name} {options.records / times[name][-1]:,.0f} rec/s" for name in names),
+                  file=sys.stderr)
+    best = {name: min(values) for name, values in times.items()}
+    rate = {name: round(options.records / seconds) for name, seconds in best.items()}
     print(json.dumps({
-        "benchmark": "tail_decode",
-        "path": "base64 (botocore) + decode_record per wire record, as kconsole tail runs it",
-        "baseline": "base64.b64decode + json.loads per wire record",
-        "wire_records": WIRE_RECORDS,
-        "user_records": user_records,
-        "baseline_rps": round(baseline_rps),
-        "decoder_rps": round(decoder_rps),
-        "ratio": round(decoder_rps / baseline_rps, 3),
-        "per_kind": per_kind,
-        "kpl_baseline": "aws-kinesis-agg iter_deaggregate_records + base64 + json.loads per user record",
-        "kpl_user_rps": round(kpl_records / kpl_s),
-        "kpl_library_user_rps": round(library_records / library_s),
-        "kpl_ratio": round(library_s / kpl_s, 3),
-        "targets": {"ratio": 0.8, "kpl_ratio": 1.5},
+        "benchmark": "tail",
+        "path": "kconsole tail S --from trim-horizon [--json | --to now --out F.jsonl] > file, a whole process",
+        "baseline": "a whole process: aiobotocore reading every shard concurrently, json.loads per record, ISO "
+                    "arrival, one line per record (json.dumps ensure_ascii=True, or text)",
+        "records": options.records, "shards": SHARDS,
+        "rps": rate,
+        "ratio_json": round(best["baseline_json"] / best["tail_json"], 3),
+        "ratio_text": round(best["baseline_text"] / best["tail_text"], 3),
+        "ratio_export": round(best["baseline_json"] / best["export"], 3),
+        "round_ratios_json": [round(b / t, 3) for b, t in zip(times["baseline_json"], times["tail_json"])],
+        "targets": {"ratio_json": 1.0, "ratio_text": 1.0, "ratio_export": 1.0},
     }))
 
 

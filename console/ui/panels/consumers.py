@@ -1,5 +1,7 @@
 """The Consumers tab: EFO consumers and, once a KCL lease table is named, every lease with its owner,
-checkpoint, records and time behind, and state; open shards without a lease below.
+checkpoint, records and time behind, and state; open shards without a lease below; and the Workers
+section: per KCL worker its leases (open of all), throughput, CPU, metrics age, leader and flags,
+with the table's layout, migration state and other streams' leases in one line.
 
 The panel runs its own lease poll: Enter in the table box posts `WatchRequested` (the panel acts on it
 itself; it bubbles on), and a worker on the panel reads one `consumer_report` (EFO consumers, the lease
@@ -33,6 +35,7 @@ from console.ui.widgets.metric_lines import stream_capacity_text
 
 LEASE_COLUMNS = ("Shard", "State", "Owner", "Checkpoint", "Behind", "Time", "Problem")
 EFO_COLUMNS = ("EFO consumer", "Status", "Created")
+WORKER_COLUMNS = ("Worker", "Leases", "Open", "KB/s", "CPU", "Metrics age", "Leader", "Flags")
 
 
 def plain(value: object) -> Text:
@@ -48,10 +51,24 @@ def lease_cells(row: LeaseRow, cap: int) -> tuple[Text, ...]:
             plain(f"! {row.problem}" if row.problem else ""))
 
 
+def worker_cells(row: Any) -> tuple[Text, ...]:
+    style = "bold red" if row.flags else ""
+    cells = row.cells()
+    return (Text(printable(cells[0]), style=style), *(Text(cell, justify="right") for cell in cells[1:6]),
+            Text(cells[6]), Text(printable(cells[7]), style=style))
+
+
+def workers_line(view: Any) -> str:
+    """The Workers section's heading: layout, leader, migration state, unowned and other streams."""
+    return "Workers: " + " · ".join(view.summary_lines())
+
+
 class ConsumersPanel(Vertical):
     DEFAULT_CSS = """
     ConsumersPanel #consumers-efo { height: auto; max-height: 8; }
     ConsumersPanel #consumers-leases { height: 1fr; }
+    ConsumersPanel #consumers-workers-status { height: auto; }
+    ConsumersPanel #consumers-workers { height: auto; max-height: 12; }
     ConsumersPanel #consumers-status { height: auto; }
     ConsumersPanel #consumers-metrics { height: auto; color: $text-muted; }
     """
@@ -92,6 +109,8 @@ class ConsumersPanel(Vertical):
         yield Static("", id="consumers-metrics")
         yield DataTable(id="consumers-efo", cursor_type="row", zebra_stripes=False)
         yield DataTable(id="consumers-leases", cursor_type="row")
+        yield Static("", id="consumers-workers-status")
+        yield DataTable(id="consumers-workers", cursor_type="row")
 
     def on_mount(self) -> None:
         efo = self.query_one("#consumers-efo", DataTable)
@@ -100,6 +119,9 @@ class ConsumersPanel(Vertical):
         leases = self.query_one("#consumers-leases", DataTable)
         for label in LEASE_COLUMNS:
             leases.add_column(label, key=label)
+        workers = self.query_one("#consumers-workers", DataTable)
+        for label in WORKER_COLUMNS:
+            workers.add_column(label, key=label)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -119,6 +141,9 @@ class ConsumersPanel(Vertical):
 
     def watch_stream(self) -> None:
         self.workers.cancel_group(self, "consumers")
+        if self.is_mounted:
+            self.query_one("#consumers-workers", DataTable).clear()
+            self.query_one("#consumers-workers-status", Static).update("")
         self.lease_table = None
         self._shards = self._stream_arn = None
         self.post_message(self.LagChanged(self.stream, {}))
@@ -151,6 +176,25 @@ class ConsumersPanel(Vertical):
             self.show_report(report)
             self.post_message(self.LagChanged(stream, {shard_id: format_millis(millis)
                                                        for shard_id, millis in report.worst_millis_by_shard().items()}))
+        if lease_table:
+            await self._show_workers(source, stream, lease_table, shards)
+
+    async def _show_workers(self, source: ConsoleBackend, stream: str, lease_table: str,
+                            shards: list[Shard] | None) -> None:
+        import time
+
+        from console.consumers.workers import read_workers
+
+        try:
+            view = await read_workers(source, lease_table, stream, now=time.time(),
+                                      open_shard_ids=None if shards is None else [s.shard_id for s in shards if s.is_open])
+        except ConsoleError as error:
+            self.query_one("#consumers-workers-status", Static).update(
+                Text(printable(f"Workers: {error.message}"), style="bold red"))
+            return
+        self.query_one("#consumers-workers-status", Static).update(Text(printable(workers_line(view))))
+        _replace_rows(self.query_one("#consumers-workers", DataTable), WORKER_COLUMNS,
+                      {row.worker_id: worker_cells(row) for row in view.rows})
 
     async def barrier_lines(self, stream: str, shards: Any, plan: Any) -> tuple[list[str], str | None]:
         """For the reshard preview, with a lease table open here: the parents not yet finished and the

@@ -7,11 +7,14 @@ queue is moved into the ring in one step and the screen is refreshed once, so 50
 ten refreshes a second, not 50k. Only visible lines are rendered (a line-API ScrollView).
 
 An option row above the records sets where to start (latest, trim-horizon, or at a timestamp /
-sequence number), a partition-key filter and a grep filter, as `kconsole tail --from --key --grep`.
+sequence number), where to stop (empty: never; now, latest or a time: that window, then stop), a
+partition-key filter and a grep filter, as `kconsole tail --from --to --key --grep`. The Where box takes a
+JMESPath filter (`kconsole tail --where`) and re-filters the records held at once, without reading again.
 
 Keys (when the record list has focus): up/down/page/home/end move the cursor (end: follow new
 records again), enter expands or collapses the record under the cursor (pretty JSON, text lines,
-or a hex dump), space pauses the display, w writes what is shown to a JSON-lines file, t starts
+or a hex dump), space pauses the display, w exports (JSON lines, CSV or raw; what is held, or the
+whole From/To window read again), t starts
 (with the options shown) or stops reading, h starts reading from the oldest record (trim horizon),
 f moves to the options (escape comes back).
 Starting and stopping are `StartRequested(options)` / `StopRequested()` messages the view posts and
@@ -21,10 +24,10 @@ acts on itself; they bubble on, so the app (or a test) sees what the operator as
 from __future__ import annotations
 
 import bisect
-import json
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -45,11 +48,21 @@ from console.backend.protocol import ConsoleBackend
 
 from console.userdirs import data_dir
 from console.read.decoding import KIND_ERROR, KIND_JSON, KIND_TEXT, DecodedRecord
-from console.read.printable import printable, printable_json
+from console.read.printable import printable
 from console.read.window import RecordWindow
 from console.errors import BadInput, ConsoleError
 from console.keyspace.hashkeys import validate_partition_key
+from console.read.export import (
+    EXPORT_FORMATS,
+    CsvEncoder,
+    ExportTarget,
+    encode_jsonl,
+    encode_length_prefixed,
+    parse_fields,
+)
+from console.read.positions import EndPosition, parse_end
 from console.read.tail import TailBatch, TailOptions, TailReader, parse_start
+from console.read.where import RecordFilter
 from console.ui.format import format_rate, short_shard_id
 
 DEFAULT_CAPACITY = 2000
@@ -86,7 +99,7 @@ def format_lag(millis: int | None) -> str:
 
 def expanded_lines(record: DecodedRecord) -> list[str]:
     """What an expanded record shows under its summary line."""
-    head = f"  seq {record.position}  key {printable(record.partition_key)}"
+    head = f"  seq {record.position}  key {printable(record.key_text)}"
     if record.explicit_hash_key:
         head += f"  ehk {printable(record.explicit_hash_key)}"
     head += f"  {record.size} B  {record.kind_label}"
@@ -236,7 +249,7 @@ class RecordRing(ScrollView, can_focus=True):
         text.append(f"…{record.sequence_number[-6:]}", style="dim")
         if record.sub_sequence_number is not None:
             text.append(f"/{record.sub_sequence_number}", style="dim")
-        text.append(f" {printable(record.partition_key)} ", style="yellow")
+        text.append(f" {printable(record.key_text)} ", style="yellow")
         text.append(record.kind_label, style=_KIND_STYLES.get(record.kind, ""))
         content = record.content_text(max_hex_bytes=48)
         if record.kind == KIND_ERROR:
@@ -317,11 +330,14 @@ class TailView(Vertical):
     DEFAULT_CSS = """
     TailView { height: 1fr; }
     TailView #tail-options { height: 1; padding: 0 1; margin: 1 0 0 0; }
-    TailView #tail-options Label { color: $text-muted; margin-right: 1; }
+    TailView #tail-filters { height: 1; padding: 0 1; }
+    TailView .tail-row Label { color: $text-muted; margin-right: 1; }
     TailView #tail-options Select { width: 16; margin-right: 1; }
     TailView #tail-at { width: 1fr; min-width: 12; margin-right: 1; }
     TailView #tail-key { width: 1fr; margin-right: 1; }
     TailView #tail-grep { width: 1fr; margin-right: 1; }
+    TailView #tail-to { width: 14; margin-right: 1; }
+    TailView #tail-where { width: 2fr; margin-right: 1; }
     TailView #tail-start { min-width: 7; }
     TailView #tail-status { height: 1; padding: 0 1; margin-top: 1; background: $boost; }
     TailView #tail-lag { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
@@ -331,7 +347,7 @@ class TailView(Vertical):
         Binding("t", "toggle_tail", "Start/stop", id="tail.toggle"),
         Binding("h", "from_horizon", "From oldest", id="tail.horizon"),
         Binding("f", "edit_options", "From/key/grep", id="tail.options"),
-        Binding("w", "save", "Save shown", id="tail.save"),
+        Binding("w", "save", "Export", id="tail.save"),
     ]
 
     # Followed from the app (data_bind): the stream the reader reads.
@@ -378,21 +394,30 @@ class TailView(Vertical):
         self._shown_status: str | None = None  # what the status lines show now (see _render_status)
         self._shown_lag: str | None = None
         self.options = TailOptions(follow=True)
+        self.held = RecordWindow(capacity)  # every record received (the ring shows those the Where box passes)
+        self.where: RecordFilter | None = None
 
     def compose(self):
         # Where to start and what to show: the same options as `kconsole tail --from --key --grep`.
-        with Horizontal(id="tail-options"):
+        with Horizontal(id="tail-options", classes="tail-row"):
             yield Label("From")
             yield Select(START_CHOICES, value="latest", allow_blank=False, id="tail-from", compact=True)
             yield Input(placeholder="timestamp or seq no.", id="tail-at", compact=True,
                         tooltip="for 'at': an ISO-8601 time (2026-11-22T20:00:00Z, UTC if no offset) "
                                 "or a sequence number")
+            yield Label("To")
+            yield Input(placeholder="never", id="tail-to", compact=True,
+                        tooltip="empty: keep reading; now, latest or an ISO-8601 time: read that window, then stop")
             yield Label("Key")
             yield Input(placeholder="any", id="tail-key", compact=True, tooltip="only this partition key")
+            yield Button("Start", id="tail-start", variant="primary", compact=True)
+        with Horizontal(id="tail-filters", classes="tail-row"):
             yield Label("Grep")
             yield Input(placeholder="any", id="tail-grep", compact=True,
                         tooltip="only records whose content or key contains this text")
-            yield Button("Start", id="tail-start", variant="primary", compact=True)
+            yield Label("Where")
+            yield Input(placeholder="JMESPath, e.g. data.tenant == '42'", id="tail-where", compact=True,
+                        tooltip="filters the records held at once (key, shard_id, seq, arrival, size, kind, data)")
         yield Static("", id="tail-status")
         yield Static("", id="tail-lag")
         yield RecordRing(self.capacity, id="tail-ring")
@@ -448,7 +473,8 @@ class TailView(Vertical):
             self._rate_marks.popleft()
         ring = self.ring
         if self._pending and not ring.paused:
-            ring.extend(self._pending)
+            self.held.extend(self._pending)
+            ring.extend(self._pending if self.where is None else filter(self.where, self._pending))
             self._pending.clear()
         self._render_status()
         if not self.running and not self._pending and self._flush_timer is not None:
@@ -502,17 +528,72 @@ class TailView(Vertical):
         records = list(self.ring.records)
         with path.open("w", encoding="utf-8") as out:
             for record in records:
-                out.write(printable_json(json.dumps(record.to_json(), ensure_ascii=False, default=str)) + "\n")
+                out.write(record.json_line() + "\n")
         self.post_message(self.Saved(path, len(records)))
         return path
 
     def action_save(self) -> None:
-        try:
-            path = self.save()
-        except OSError as error:
-            self.notify(f"could not save: {error}", severity="error")
+        from console.ui.screens.export import ExportScreen
+
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        folder = self.save_dir or (data_dir() / "tails")
+        self.app.push_screen(ExportScreen(folder / f"{self.stream or 'tail'}-{stamp}", len(self.ring.records)),
+                             self._export_chosen)
+
+    def _export_chosen(self, choice) -> None:
+        if choice is None:
             return
-        self.notify(f"saved {len(self.ring.records)} records to {path}")
+        output, scope, path = choice
+        try:
+            if scope == "held":
+                count = self.export_held(output, Path(path))
+                self.notify(f"exported {count} records to {path}")
+                self.post_message(self.Saved(Path(path), count))
+            else:
+                self._export_window(output, Path(path), self.read_options())
+        except ConsoleError as error:
+            self.notify(f"could not export: {error.message}", severity="error")
+        except OSError as error:
+            self.notify(f"could not export: {error}", severity="error")
+
+    def export_held(self, output: str, path: Path) -> int:
+        """The records shown (the Where box's pick of what is held) to `path`, under a temporary name until done."""
+        records = list(self.ring.records)
+        target = ExportTarget(str(path), directory=False)
+        try:
+            _write_export(target, output, records, header=True)
+        except BaseException:
+            target.discard()
+            raise
+        target.commit()
+        return len(records)
+
+    @work(exclusive=True, group="export", exit_on_error=False)
+    async def _export_window(self, output: str, path: Path, options: TailOptions) -> None:
+        """The whole From/To window (To empty: until now), read again and filtered, to `path`."""
+        end = options.end if options.end.moment is not None else EndPosition(datetime.now(timezone.utc))
+        options = replace(options, follow=False, end=end, where=self.where)
+        if self.source is None or not self.stream:
+            self.notify("no stream open", severity="error")
+            return
+        target = ExportTarget(str(path), directory=False)
+        header = output == "csv"
+        try:
+            self.notify(f"exporting {self.stream} from {options.start.describe()} to {end.describe()} to {path}")
+            async for batch in TailReader(self.source, self.stream, options).batches():
+                _write_export(target, output, batch.records, header=header)
+                header = False
+            if header:
+                _write_export(target, output, [], header=True)
+        except BaseException as error:
+            target.discard()
+            if isinstance(error, ConsoleError):
+                self.notify(f"export stopped: {error.message}", severity="error")
+                return
+            raise
+        target.commit()
+        self.notify(f"exported {target.records} records to {path}")
+        self.post_message(self.Saved(path, target.records))
 
     # --- reading ------------------------------------------------------------------------------------
 
@@ -530,7 +611,26 @@ class TailView(Vertical):
         if key is not None:
             validate_partition_key(key)
         grep = self.query_one("#tail-grep", Input).value or None
-        return TailOptions(start=start, partition_key=key, grep=grep, follow=True)
+        to_text = self.query_one("#tail-to", Input).value.strip()
+        end = parse_end(to_text, datetime.now(timezone.utc)) if to_text else EndPosition()
+        if end.moment is not None and start.timestamp is not None and end.moment < start.timestamp:
+            raise BadInput(f"To {end.describe()} is before From {start.describe()}")
+        # A To (even latest) makes a window: read it, then stop; without one the view keeps following.
+        return TailOptions(start=start, partition_key=key, grep=grep, follow=not to_text, end=end)
+
+    def apply_where(self, text: str) -> None:
+        """Filter what is held (and what comes) with a JMESPath expression; empty shows everything."""
+        try:
+            self.where = RecordFilter(text, "Where") if text.strip() else None
+        except ConsoleError as error:
+            self.set_running(self.running, f"filter not applied: {error.message}")
+            return
+        ring = self.ring
+        ring.clear()
+        ring.extend(self.held if self.where is None else filter(self.where, self.held))
+        shown = f"{len(ring.records):,} of {len(self.held):,} held records pass {text.strip()!r}" if self.where \
+            else "filter cleared"
+        self.set_running(self.running, shown)
 
     def start_reading(self) -> None:
         """(Re)start with the options shown: the ring is cleared when reading from the past, so what is
@@ -544,6 +644,7 @@ class TailView(Vertical):
             self.post_message(self.StopRequested())
         if options.start.reads_history or options.partition_key or options.grep:
             self._pending.clear()  # records of the previous reading must not land after the clear
+            self.held.clear()
             self.ring.clear()
         self.options = options
         self.post_message(self.StartRequested(options))
@@ -571,7 +672,8 @@ class TailView(Vertical):
         worker = get_current_worker()
         self.set_running(True)
         try:
-            async for batch in TailReader(source, stream, options).batches():
+            reader = TailReader(source, stream, options, on_trouble=self._reader_trouble)
+            async for batch in reader.batches():
                 if worker.is_cancelled:  # the cancel has not landed yet
                     return
                 self.add_batch(batch)
@@ -582,6 +684,10 @@ class TailView(Vertical):
             message = f"tail stopped: internal error: {type(error).__name__}: {printable(str(error))}"
         if not worker.is_cancelled:
             self.set_running(False, message)
+
+    def _reader_trouble(self, message: str) -> None:
+        # The reader cannot reach a shard and retries on its own (or reads again): said in the status lines.
+        self.set_running(self.running, message.removeprefix("tail: "))
 
     def action_toggle_tail(self) -> None:
         if self.running:
@@ -602,7 +708,12 @@ class TailView(Vertical):
             self.start_reading()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id in ("tail-at", "tail-key", "tail-grep"):
+        if event.input.id == "tail-where":
+            event.stop()
+            self.apply_where(event.value)
+            self.ring.focus()
+            return
+        if event.input.id in ("tail-at", "tail-to", "tail-key", "tail-grep"):
             event.stop()
             self.start_reading()
 
@@ -616,13 +727,16 @@ class TailView(Vertical):
 
     def on_key(self, event) -> None:
         # Escape from an option box goes back to the records, where t/h/w/f work (not to the tab strip).
-        if event.key == "escape" and self.query_one("#tail-options").has_focus_within:
+        if event.key == "escape" and (self.query_one("#tail-options").has_focus_within
+                                      or self.query_one("#tail-filters").has_focus_within):
             self.ring.focus()
             event.stop()
 
     def describe_options(self) -> str:
         options = self.options
         parts = [f"from {options.start.describe()}"]
+        if options.end.moment is not None or not options.follow:
+            parts.append(f"to {options.end.describe()}")
         if options.partition_key is not None:
             parts.append(f"key {printable(options.partition_key)}")
         if options.grep is not None:
@@ -632,3 +746,15 @@ class TailView(Vertical):
     def on_tail_view_pause_changed(self, message: PauseChanged) -> None:
         self._render_status()
 
+
+def _write_export(target: ExportTarget, output: str, records: list[DecodedRecord], *, header: bool = False) -> None:
+    """Records to an export file in one of `EXPORT_FORMATS` (raw: length-prefixed; CSV: the default columns)."""
+    if output == "jsonl":
+        target.write(b"".join(encode_jsonl(record) for record in records), len(records))
+    elif output == "csv":
+        encoder = CsvEncoder(parse_fields(None))
+        target.write((encoder.header() if header else b"") + b"".join(encoder.encode(r) for r in records), len(records))
+    elif output == "raw":
+        target.write(b"".join(encode_length_prefixed(record) for record in records), len(records))
+    else:
+        raise BadInput(f"export formats are {', '.join(EXPORT_FORMATS)}; got {output!r}")

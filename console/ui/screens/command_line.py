@@ -20,6 +20,8 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Static
 
+from console.ui.bindings import READ_ONLY_DISABLES
+
 CTRL_C_AGAIN_SECONDS = 3.0
 
 # What AWS accepts as a stream name; a typo is answered on the command line, not by the server.
@@ -51,7 +53,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     _tab("heat", "throughput per shard and hot keys", "he"),
     _tab("consumers", "the stream's registered consumers", "co"),
     ConsoleCommand(("stream",), "stream NAME", "open stream NAME"),
-    ConsoleCommand(("streams", "st"), "streams", "pick a stream from the list", "pick_stream"),
+    ConsoleCommand(("streams", "st"), "streams", "the fleet: every stream, worst first; enter opens one", "pick_stream"),
     ConsoleCommand(("ro", "readonly", "read-only"), "ro", "enter read-only mode"),
     ConsoleCommand(("rw", "readwrite", "read-write"), "rw", "leave read-only mode (asks you to type a name)"),
     ConsoleCommand(("refresh", "r"), "refresh", "poll the stream now", "refresh"),
@@ -212,8 +214,8 @@ class CommandLineHost:
         from console.ui.screens.confirm import ConfirmByNameScreen
 
         name = self.stream or "read-write"
-        self.push_screen(ConfirmByNameScreen(name, "leave read-only mode: split, merge, scale, the producer and "
-                                                   "enhanced monitoring become available again"),
+        self.push_screen(ConfirmByNameScreen(name, f"leave read-only mode: {READ_ONLY_DISABLES} become "
+                                                   "available again"),
                          lambda confirmed: self.set_read_only(False) if confirmed else None)
 
     def set_read_only(self, read_only: bool) -> None:
@@ -222,7 +224,7 @@ class CommandLineHost:
         self.read_only = read_only
         self.header.update_state(read_only=read_only)
         self.refresh_bindings()
-        self.notify("read-only: split, merge, scale, the producer and enhanced monitoring are disabled"
+        self.notify(f"read-only: {READ_ONLY_DISABLES} are disabled"
                     if read_only else "read-write: changes are possible again (each still asks first)", timeout=4)
 
     def watch_theme(self, old: str, new: str) -> None:

@@ -111,6 +111,8 @@ async def test_w_saves_what_is_shown_as_json_lines(tmp_path):
         await pilot.pause(0.2)
         await pilot.press("w")
         await pilot.pause(0.1)
+        await pilot.click("#export")  # JSON lines of what is shown: the dialog's defaults
+        await pilot.pause(0.1)
         files = list(tmp_path.glob("orders-*.jsonl"))
         assert len(files) == 1
         docs = [json.loads(line) for line in files[0].read_text().splitlines()]
@@ -163,7 +165,7 @@ async def test_option_row_sets_start_key_and_grep_and_rejects_a_bad_timestamp():
         assert (options.partition_key, options.grep, options.follow) == ("user-7", "paid", True)
         assert view.ring.has_focus  # back on the records, where t / h / w work
         view.set_running(True)
-        assert "from 2026-11-22T20:00:00+00:00, key user-7, grep 'paid'" in str(view.query_one("#tail-status").render())
+        assert "from 2026-11-22T20:00:00.000Z, key user-7, grep 'paid'" in str(view.query_one("#tail-status").render())
         await pilot.press("h")  # from the oldest, keeping the filters
         await pilot.pause(0.05)
         assert app.requests[-2] == "stop" and app.requests[-1].start.iterator_type == "TRIM_HORIZON"

@@ -1,0 +1,277 @@
+"""Copy a window of one stream into another through the ordered producer, resumably.
+
+What is read: the source's wire records, shard by shard in sequence order (parents before children),
+as `console.read.tail.TailReader` reads them with `TailOptions.wire`. What is written: each record's
+own bytes under its own partition key — a KPL aggregate stays one aggregate, byte for byte, unless
+`deaggregate`, which writes each user record with its partition key and explicit hash key. (GetRecords
+does not return a plain record's ExplicitHashKey, so a plain record is placed by its partition key.)
+A `where` filter keeps a wire record when any of its user records passes.
+
+How: the records are gathered in chunks (CHUNK_RECORDS, CHUNK_BYTES) and each chunk goes through one
+run of the OrderedProducer — one record in flight per key, so a retry never reorders a key — and,
+with `verify`, is read back from the destination and checked for loss, duplicates and per-key order.
+A chunk starts only once the one before it was acknowledged whole, so order holds across chunks; a
+chunk that does not finish (a record refused, the endpoint gone, Ctrl-C) ends the copy.
+
+Resuming: the `CopyCheckpoint` says, per source shard, up to which sequence number everything was
+acknowledged by the destination, which records beyond it were too, and which shards were copied to
+their end. A resumed copy reads each shard after that point and skips what was acknowledged, so
+nothing the destination acknowledged is sent again. (A put whose answer was lost is not known to be
+acknowledged and is sent again: the report counts such possible duplicates.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from console.errors import BadInput
+from console.read.decoding import KIND_ERROR, DecodedRecord, decode_api_record
+from console.read.tail import TailReader
+
+CHUNK_RECORDS = 50_000
+CHUNK_BYTES = 64 * 1024 * 1024
+CHECKPOINT_VERSION = 1
+AGGREGATE_MAGIC = b"\xf3\x89\x9a\xc2"
+
+
+@dataclass(slots=True)
+class CopyRecord:
+    """One record to write (what the OrderedProducer takes as a given record), and where it came from."""
+
+    key: str
+    data: bytes
+    explicit_hash_key: int | None
+    shard_id: str
+    unit: str  # "SEQ", or "SEQ/SUB" for a de-aggregated user record
+
+
+def records_to_copy(raw: dict[str, Any], shard_id: str, *, where: Callable[[DecodedRecord], bool] | None,
+                    deaggregate: bool) -> tuple[list[CopyRecord], bool]:
+    """The records one wire record becomes, and whether the filter let it through."""
+    sequence = raw["SequenceNumber"]
+    data = raw["Data"]
+    aggregate = deaggregate and data[:4] == AGGREGATE_MAGIC
+    decoded = decode_api_record(raw, shard_id) if where is not None or aggregate else None
+    if where is not None and not any(where(record) for record in decoded):  # type: ignore[union-attr]
+        return [], False
+    if aggregate and decoded and decoded[0].kind != KIND_ERROR:
+        return [CopyRecord(record.partition_key or "", bytes(record.data or b""),  # an aggregate's records all have keys
+                           int(record.explicit_hash_key) if record.explicit_hash_key else None,
+                           shard_id, f"{sequence}/{record.sub_sequence_number}")
+                for record in decoded if where is None or where(record)], True
+    return [CopyRecord(raw.get("PartitionKey", ""), bytes(data), None, shard_id, sequence)], True
+
+
+@dataclass
+class ShardCheckpoint:
+    done_through: str | None = None  # every record up to this sequence number is acknowledged (or filtered out)
+    acknowledged: set[str] = field(default_factory=set)  # units beyond done_through that were acknowledged
+    finished: bool = False  # read to its end (or the window's) and all acknowledged
+    # Read but not yet settled, in sequence order: (sequence number, units still unacknowledged).
+    pending: list[tuple[str, set[str]]] = field(default_factory=list)
+    read_to_end: bool = False
+
+
+class CopyCheckpoint:
+    """What a copy has done, per source shard (module docstring). `identity` names the copy it belongs to."""
+
+    def __init__(self, identity: dict[str, Any]) -> None:
+        self.identity = identity
+        self.shards: dict[str, ShardCheckpoint] = {}
+        self.copied = 0
+        self.complete = False
+
+    @classmethod
+    def from_json(cls, document: Any, identity: dict[str, Any], path: str) -> "CopyCheckpoint":
+        if not isinstance(document, dict) or document.get("version") != CHECKPOINT_VERSION \
+                or not isinstance(document.get("copy"), dict) or not isinstance(document.get("shards"), dict):
+            raise BadInput(f"--resume {path} is not a kconsole copy checkpoint")
+        stored = document["copy"]
+        for name, value in identity.items():
+            if name in ("from", "to"):
+                continue  # the window comes from the checkpoint
+            if stored.get(name) != value:
+                raise BadInput(f"--resume {path} is the checkpoint of another copy: its {name} is "
+                               f"{str(stored.get(name))[:80]!r}, this copy's is {str(value)[:80]!r}")
+        checkpoint = cls({**identity, "from": stored.get("from"), "to": stored.get("to")})
+        try:
+            for shard_id, state in document["shards"].items():
+                checkpoint.shards[str(shard_id)] = ShardCheckpoint(
+                    done_through=None if state.get("done_through") is None else str(state["done_through"]),
+                    acknowledged={str(unit) for unit in state.get("acknowledged", [])},
+                    finished=bool(state.get("finished", False)))
+            checkpoint.copied = int(document.get("copied", 0))
+        except (AttributeError, TypeError, ValueError):
+            raise BadInput(f"--resume {path} is not a kconsole copy checkpoint (a shard entry is malformed)") from None
+        checkpoint.complete = bool(document.get("complete", False))
+        return checkpoint
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": CHECKPOINT_VERSION,
+            "copy": self.identity,
+            "complete": self.complete,
+            "copied": self.copied,
+            "shards": {shard_id: {"done_through": state.done_through, "finished": state.finished,
+                                  "acknowledged": sorted(state.acknowledged)}
+                       for shard_id, state in sorted(self.shards.items())},
+        }
+
+    # -- what a resumed read skips --------------------------------------------------------------
+
+    @property
+    def finished_shards(self) -> frozenset[str]:
+        return frozenset(shard_id for shard_id, state in self.shards.items() if state.finished)
+
+    @property
+    def resume_after(self) -> dict[str, str]:
+        return {shard_id: state.done_through for shard_id, state in self.shards.items()
+                if state.done_through is not None and not state.finished}
+
+    def already_copied(self, record: CopyRecord) -> bool:
+        state = self.shards.get(record.shard_id)
+        return state is not None and record.unit in state.acknowledged
+
+    # -- bookkeeping while copying --------------------------------------------------------------
+
+    def read(self, shard_id: str, sequence: str, units: list[str]) -> None:
+        state = self.shards.setdefault(shard_id, ShardCheckpoint())
+        state.pending.append((sequence, set(units)))
+
+    def shard_read_to_end(self, shard_id: str) -> None:
+        self.shards.setdefault(shard_id, ShardCheckpoint()).read_to_end = True
+
+    def acknowledged(self, records: list[CopyRecord]) -> None:
+        for record in records:
+            self.shards[record.shard_id].acknowledged.add(record.unit)
+        self.copied += len(records)
+
+    def settle(self) -> None:
+        """Move each shard's done_through past every leading record whose units are all acknowledged."""
+        for state in self.shards.values():
+            settled = 0
+            for sequence, units in state.pending:
+                if not units <= state.acknowledged:
+                    break
+                state.done_through = sequence
+                state.acknowledged -= units
+                settled += 1
+            del state.pending[:settled]
+            if state.read_to_end and not state.pending:
+                state.finished = True
+
+
+@dataclass
+class CopyProgress:
+    read: int = 0  # wire records read in the window
+    filtered_out: int = 0
+    skipped: int = 0  # acknowledged by the destination in an earlier, interrupted run
+    chunks: int = 0
+    acknowledged: int = 0
+    retries: int = 0
+    possible_duplicates: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (key, error)
+    stopped: str | None = None
+    verification: dict[str, int] = field(default_factory=dict)  # summed over chunks
+    verified_ok: bool | None = None
+    verification_error: str | None = None
+
+
+@dataclass
+class ChunkRun:
+    """One chunk on its way: the writer sets `result` (the producer's ProduceResult) as soon as the run
+    starts, so what was acknowledged before an interruption is known and kept."""
+
+    records: list[CopyRecord]
+    result: Any = None
+
+
+# Writes one chunk and returns the verification report (or None), as console.produce.verify.run_and_verify.
+WriteChunk = Callable[[ChunkRun], Awaitable[Any]]
+
+
+async def copy_window(reader: TailReader, write: WriteChunk, checkpoint: CopyCheckpoint, *,
+                      where: Callable[[DecodedRecord], bool] | None = None, deaggregate: bool = False,
+                      save: Callable[[CopyCheckpoint], None] = lambda checkpoint: None,
+                      on_chunk: Callable[[CopyProgress], None] = lambda progress: None,
+                      chunk_records: int = CHUNK_RECORDS, chunk_bytes: int = CHUNK_BYTES) -> CopyProgress:
+    progress = CopyProgress()
+    chunk: list[CopyRecord] = []
+    size = 0
+
+    async def flush() -> bool:
+        nonlocal chunk, size
+        if not chunk:
+            checkpoint.settle()
+            save(checkpoint)
+            return True
+        run, chunk, size = ChunkRun(chunk), [], 0
+        progress.chunks += 1
+        try:
+            report = await write(run)
+        except BaseException:  # interrupted or failed: keep what the destination acknowledged meanwhile
+            if run.result is not None:
+                _account(progress, checkpoint, run.records, run.result, None)
+                checkpoint.settle()
+                save(checkpoint)
+            raise
+        _account(progress, checkpoint, run.records, run.result, report)
+        checkpoint.settle()
+        save(checkpoint)
+        on_chunk(progress)
+        return progress.stopped is None and not progress.failed
+
+    async with contextlib.aclosing(reader.batches()) as batches:
+        async for batch in batches:
+            for raw in batch.wire or ():
+                progress.read += 1
+                records, passed = records_to_copy(raw, batch.shard_id, where=where, deaggregate=deaggregate)
+                if not passed:
+                    progress.filtered_out += 1
+                fresh = [record for record in records if not checkpoint.already_copied(record)]
+                progress.skipped += len(records) - len(fresh)
+                checkpoint.read(batch.shard_id, raw["SequenceNumber"], [record.unit for record in fresh])
+                chunk.extend(fresh)
+                size += sum(len(record.data) + len(record.key) for record in fresh)
+            if batch.ended or batch.caught_up:
+                checkpoint.shard_read_to_end(batch.shard_id)
+            if len(chunk) >= chunk_records or size >= chunk_bytes:
+                if not await flush():
+                    return progress
+    if await flush():
+        checkpoint.complete = True
+        save(checkpoint)
+    return progress
+
+
+def _account(progress: CopyProgress, checkpoint: CopyCheckpoint, records: list[CopyRecord], result: Any,
+             report: Any) -> None:
+    """Which of the chunk's records the destination acknowledged (the producer keys acks by key and the
+    record's place among its key's records), and the run's figures."""
+    position: dict[str, int] = {}
+    acked = []
+    for record in records:
+        index = position.get(record.key, 0)
+        position[record.key] = index + 1
+        if (record.key, index) in result.acks:
+            acked.append(record)
+    checkpoint.acknowledged(acked)
+    progress.acknowledged += len(acked)
+    progress.retries += result.retries
+    progress.possible_duplicates += result.possible_duplicates
+    progress.failed.extend((key, error) for key, _seq, error in result.failed)
+    if result.stopped:
+        progress.stopped = result.stopped
+    elif len(acked) < len(records) and not result.failed:
+        progress.stopped = f"{len(records) - len(acked)} records were not acknowledged"
+    if report is not None:
+        for name, value in report.to_json().items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                progress.verification[name] = progress.verification.get(name, 0) + value
+        progress.verified_ok = (progress.verified_ok is not False) and report.ok
+    elif getattr(result, "verification_error", None):
+        progress.verification_error = result.verification_error
+        progress.verified_ok = False

@@ -1,0 +1,158 @@
+"""`kconsole copy SRC DST` as a user runs it, against the embedded local Kinesis over HTTP; what landed in DST
+is read with plain GetRecords (the backend's calls), not with kconsole's own reader."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from datetime import datetime, timedelta, timezone
+
+from aws_kinesis_agg.aggregator import AggRecord
+
+from console.produce.copy import CopyCheckpoint, CopyRecord, _account
+from tests.commands.test_cli_tail import kconsole
+from tests.commands.test_cli_tail_window import NOWHERE, iso
+
+
+async def everything_in(kinesis, stream: str) -> list[dict]:
+    """Every record of the stream, parents before children, each shard in sequence order."""
+    records = []
+    for shard in sorted(await kinesis.all_shards(stream), key=lambda s: s.shard_id):
+        iterator = await kinesis.get_shard_iterator(stream, shard.shard_id, "TRIM_HORIZON")
+        while iterator:
+            page = await kinesis.get_records(iterator)
+            records.extend(page["Records"])
+            iterator = page.get("NextShardIterator")
+            if not page["Records"] and not page.get("MillisBehindLatest"):
+                break
+    return records
+
+
+def per_key(records: list[dict]) -> dict[str, list[bytes]]:
+    found: dict[str, list[bytes]] = {}
+    for record in records:
+        found.setdefault(record["PartitionKey"], []).append(bytes(record["Data"]))
+    return found
+
+
+async def test_copy_keeps_every_key_in_order_and_aggregates_byte_identical(kinesis, make_stream, local_kinesis):
+    source, destination = await make_stream(shards=3), await make_stream(shards=2)
+    for number in range(60):
+        await kinesis.put_record(source, json.dumps({"n": number}).encode(), f"key-{number % 7}")
+    packer = AggRecord()
+    packer.add_user_record("inner-a", b'{"inner": "a"}')
+    packer.add_user_record("inner-b", b'{"inner": "b"}', "42")
+    aggregate_key, _, aggregate = packer.get_contents()
+    await kinesis.put_record(source, aggregate, aggregate_key)
+
+    code, out, err = await kconsole("copy", source, destination, "--from", "trim-horizon", "--yes", "--verify",
+                                    "--json", endpoint=local_kinesis.endpoint_url, timeout=120)
+
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["copied"] == 61 and document["ok"] and document["verification"]["ok"]
+    assert document["verification"]["lost"] == 0 and document["verification"]["out_of_order"] == 0
+    copied = per_key(await everything_in(kinesis, destination))
+    assert copied == per_key(await everything_in(kinesis, source))
+    assert copied[aggregate_key] == [aggregate]
+
+
+async def test_copy_deaggregates_and_filters_when_asked(kinesis, make_stream, local_kinesis):
+    source, destination = await make_stream(shards=1), await make_stream(shards=1)
+    packer = AggRecord()
+    packer.add_user_record("inner-a", b'{"tenant": "42"}')
+    packer.add_user_record("inner-b", b'{"tenant": "7"}')
+    aggregate_key, _, aggregate = packer.get_contents()
+    await kinesis.put_record(source, aggregate, aggregate_key)
+    await kinesis.put_record(source, b'{"tenant": "42", "plain": true}', "plain")
+
+    code, out, err = await kconsole("copy", source, destination, "--from", "trim-horizon", "--deaggregate",
+                                    "--where", "data.tenant == '42'", "--yes", "--json",
+                                    endpoint=local_kinesis.endpoint_url, timeout=120)
+
+    assert code == 0, err
+    assert per_key(await everything_in(kinesis, destination)) == {
+        "inner-a": [b'{"tenant": "42"}'], "plain": [b'{"tenant": "42", "plain": true}']}
+
+
+async def test_copy_refuses_what_it_must_in_one_line(tmp_path, kinesis, make_stream, local_kinesis):
+    an_hour_ago = iso(datetime.now(timezone.utc) - timedelta(hours=1))
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text(json.dumps({"version": 1, "copy": {"source": "other", "destination": "b"}, "shards": {}}))
+    cases = [
+        (["a", "b", "--from", an_hour_ago, "--to", iso(datetime.now(timezone.utc) - timedelta(hours=2))], 2,
+         "before --from"),
+        (["a", "b", "--to", "now"], 2, "needs a window"),
+        (["a", "a", "--from", "trim-horizon", "--to", "latest", "--yes"], 2, "loop"),
+        (["a", "b", "--resume", str(foreign), "--yes"], 2, "another copy"),
+        (["a", "b", "--resume", "/dev/zero", "--yes"], 2, "not a regular file"),
+        (["a", "b", "--from", "trim-horizon", "--where", "data.x =="], 2, "JMESPath"),
+        (["a", "b", "--from", "trim-horizon", "--checkpoint", "/proc/nope/cp.json", "--yes"], 2, "checkpoint"),
+        (["a", "b", "--from", "trim-horizon", "--read-only", "--yes"], 1, "read-only"),
+        (["a", "b", "--from", "trim-horizon"], 1, "--yes"),  # no TTY to ask on
+    ]
+    for extra, exit_code, expected in cases:
+        started = time.monotonic()
+        code, out, err = await kconsole("copy", *extra, endpoint=NOWHERE)
+        assert code == exit_code, (extra, err)
+        assert expected in err, (extra, err)
+        assert len(err.strip().splitlines()) == 1, err
+        assert time.monotonic() - started < 10
+
+
+async def test_a_resumed_copy_sends_nothing_the_destination_acknowledged(kinesis, make_stream, local_kinesis, tmp_path):
+    source, destination = await make_stream(shards=2), await make_stream(shards=1)
+    for number in range(40):
+        await kinesis.put_record(source, json.dumps({"n": number}).encode(), f"key-{number % 5}")
+    await asyncio.sleep(0.2)
+    window_end = iso(datetime.now(timezone.utc))
+    raw = await everything_in(kinesis, source)
+    shards = sorted({shard.shard_id for shard in await kinesis.all_shards(source)})
+    # An interrupted copy: the first shard wholly acknowledged, three records of the second beyond nothing.
+    checkpoint = CopyCheckpoint({"source": source, "source_at": "endpoint " + local_kinesis.endpoint_url
+                                 + " us-east-1", "destination": destination,
+                                 "destination_at": "endpoint " + local_kinesis.endpoint_url + " us-east-1",
+                                 "where": None, "deaggregate": False, "from": "trim-horizon", "to": window_end})
+    by_shard = {shard_id: [] for shard_id in shards}
+    for shard_id in shards:
+        iterator = await kinesis.get_shard_iterator(source, shard_id, "TRIM_HORIZON")
+        by_shard[shard_id] = (await kinesis.get_records(iterator))["Records"]
+    already = by_shard[shards[0]] + by_shard[shards[1]][:3]
+    for record in already:  # what the interrupted run had written
+        await kinesis.put_record(destination, bytes(record["Data"]), record["PartitionKey"])
+
+    class Result:
+        acks = {}
+        retries = possible_duplicates = 0
+        failed = []
+        stopped = None
+
+    chosen = [CopyRecord(r["PartitionKey"], bytes(r["Data"]), None, shard_id, r["SequenceNumber"])
+              for shard_id in shards for r in by_shard[shard_id]]
+    for shard_id in shards:
+        for record in by_shard[shard_id]:
+            checkpoint.read(shard_id, record["SequenceNumber"], [record["SequenceNumber"]])
+    checkpoint.shard_read_to_end(shards[0])
+    acked_units = {r["SequenceNumber"] for r in already}
+    counts: dict[str, int] = {}
+    for record in chosen:
+        index = counts.get(record.key, 0)
+        counts[record.key] = index + 1
+        if record.unit in acked_units:
+            Result.acks[(record.key, index)] = object()
+    _account(__import__("console.produce.copy", fromlist=["CopyProgress"]).CopyProgress(), checkpoint, chosen,
+             Result, None)
+    checkpoint.settle()
+    path = tmp_path / "copy.json"
+    path.write_text(json.dumps(checkpoint.to_json()))
+    assert checkpoint.to_json()["shards"][shards[0]]["finished"]
+
+    code, out, err = await kconsole("copy", source, destination, "--resume", str(path), "--yes", "--json",
+                                    endpoint=local_kinesis.endpoint_url, timeout=120)
+
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["copied"] == 40 - len(already) and document["complete"]
+    assert per_key(await everything_in(kinesis, destination)) == per_key(raw), "each record once, in key order"
+    assert json.loads(path.read_text())["complete"]

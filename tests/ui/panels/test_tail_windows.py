@@ -1,0 +1,124 @@
+"""The Tail tab's window (From/To), Where filter, export dialog, and its reader's resilience: the view on a
+real backend (the embedded server, through tests/faultproxy.py where the network fails)."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+from urllib.parse import urlsplit
+
+from textual.app import App
+
+from console.backend import BackendConfig, open_backend
+from console.ui.panels.tail import RecordRing, TailView
+from tests.faultproxy import FaultProxy
+from tests.ui.panels.test_tail import records_for
+from tests.ui.test_ui_console import wait_until
+
+
+class ViewApp(App[None]):
+    def __init__(self, source=None, stream: str = "orders", **options) -> None:
+        super().__init__()
+        self.source, self.stream, self.options = source, stream, options
+
+    def compose(self):
+        yield TailView(self.source, stream=self.stream, id="tail", **self.options)
+
+    def on_mount(self) -> None:
+        self.query_one(RecordRing).focus()
+
+
+def numbers(view: TailView) -> list[int]:
+    return [record.value["n"] for record in view.ring.records]
+
+
+async def test_where_refilters_what_is_held_and_a_bad_expression_changes_nothing():
+    app = ViewApp()
+    async with app.run_test(size=(160, 24)) as pilot:
+        view = app.query_one(TailView)
+        view.add_records(records_for("shardId-000000000000", 0, 10))
+        await pilot.pause(0.2)
+        view.apply_where("data.n >= `7` || key == 'k1'")
+        assert numbers(view) == [1, 7, 8, 9]
+        view.add_records(records_for("shardId-000000000000", 10, 2))  # new records pass the same filter
+        await pilot.pause(0.2)
+        assert numbers(view) == [1, 7, 8, 9, 10, 11]
+        view.apply_where("data.n ==")  # refused in the status lines, the filter stays
+        assert "filter not applied" in str(view.query_one("#tail-lag").render())
+        assert numbers(view) == [1, 7, 8, 9, 10, 11]
+        view.apply_where("")
+        assert numbers(view) == list(range(12))
+
+
+async def test_to_makes_a_window_and_the_export_dialog_writes_csv(tmp_path):
+    app = ViewApp(save_dir=tmp_path)
+    async with app.run_test(size=(160, 24)) as pilot:
+        view = app.query_one(TailView)
+        view.query_one("#tail-from").value = "trim-horizon"
+        view.query_one("#tail-to").value = "now"
+        options = view.read_options()
+        assert not options.follow and options.end.moment is not None
+        view.query_one("#tail-to").value = ""
+        assert view.read_options().follow
+        view.add_records(records_for("shardId-000000000000", 0, 4))
+        await pilot.pause(0.2)
+        view.apply_where("data.n > `1`")
+        await pilot.press("w")
+        await pilot.pause(0.1)
+        app.screen.query_one("#export-format").value = "csv"
+        await pilot.pause(0.1)
+        await pilot.click("#export")
+        await pilot.pause(0.2)
+        [written] = tmp_path.glob("orders-*.csv")
+        rows = list(csv.reader(io.StringIO(written.read_text())))
+        assert rows[0][:3] == ["arrival", "shard_id", "seq"] and [row[-1] for row in rows[1:]] == ['{"n":2}', '{"n":3}']
+        assert not list(tmp_path.glob(".*.part"))
+
+
+async def test_the_whole_window_is_read_again_into_the_export(kinesis, make_stream, tmp_path):
+    stream = await make_stream(shards=2)
+    for number in range(6):
+        await kinesis.put_record(stream, json.dumps({"n": number}).encode(), f"key-{number}")
+    app = ViewApp(kinesis, stream, save_dir=tmp_path)
+    async with app.run_test(size=(160, 24)) as pilot:
+        view = app.query_one(TailView)
+        view.query_one("#tail-from").value = "trim-horizon"
+        view.apply_where("data.n < `4`")
+        await pilot.press("w")
+        await pilot.pause(0.1)
+        app.screen.query_one("#export-scope").value = "window"
+        await pilot.pause(0.1)
+        await pilot.click("#export")
+        await wait_until(pilot, lambda: list(tmp_path.glob("orders*.jsonl")) or list(tmp_path.glob(f"{stream}*.jsonl")),
+                         what="the export file")
+        [written] = list(tmp_path.glob(f"{stream}-*.jsonl"))
+        assert sorted(json.loads(line)["content"]["n"] for line in written.read_text().splitlines()) == [0, 1, 2, 3]
+
+
+async def test_the_tab_goes_on_by_itself_after_the_network_heals(kinesis, make_stream, local_kinesis):
+    stream = await make_stream(shards=2)
+    for number in range(4):
+        await kinesis.put_record(stream, json.dumps({"n": number}).encode(), f"key-{number}")
+    async with FaultProxy(urlsplit(local_kinesis.endpoint_url).port) as proxy:
+        config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url)
+        async with open_backend(config) as through_proxy:
+            app = ViewApp(through_proxy, stream)
+            async with app.run_test(size=(160, 24)) as pilot:
+                view = app.query_one(TailView)
+                view.query_one("#tail-from").value = "trim-horizon"
+                view.start_reading()
+                await wait_until(pilot, lambda: len(view.ring.records) == 4, what="the first records")
+                proxy.down()
+                for number in range(4, 8):
+                    await kinesis.put_record(stream, json.dumps({"n": number}).encode(), f"key-{number}")
+                await wait_until(pilot, lambda: "cannot be read" in str(view.query_one("#tail-lag").render()),
+                                 timeout=40, what="the retry line")
+                assert view.running
+                await proxy.up()
+                await wait_until(pilot, lambda: len(view.ring.records) >= 8, timeout=60, what="the records after")
+                await asyncio.sleep(1.5)
+                await pilot.pause(0.2)
+                assert sorted(numbers(view)) == list(range(8)), "no gap, no repeat"
+                assert "reading again" in str(view.query_one("#tail-lag").render())
