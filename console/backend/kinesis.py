@@ -35,6 +35,11 @@ class KinesisBackend(CallPath):
     # What the console may use beyond the streams (console.backend.protocol): CloudWatch, retry events.
     capabilities = frozenset({CLOUDWATCH, RETRY_EVENTS})
 
+    @property
+    def profile(self) -> str | None:
+        """The AWS profile the credentials come from (None: the default chain)."""
+        return self.config.profile
+
     def __init__(self, config: BackendConfig, client: Any, *, region: str, endpoint_url: str | None,
                  side_client: Callable[[str], Awaitable[Any]] | None = None) -> None:
         super().__init__(config, endpoint_url=endpoint_url)

@@ -2,8 +2,8 @@
 
 `ConsoleBackend` lists every call the console makes on the backend, itself or through the domain
 work it runs there (the producer, the tail, the heat sampler, the lease poll, resharding and the
-stream actions). The backend implements it, and so do the in-memory source the screenshots use and
-the wrapper that starts the first poll's calls before the UI is up.
+stream actions). The backend implements it, and so does the wrapper that starts the first poll's
+calls before the UI is up; the in-memory source of the screenshots offers its `StreamReads`.
 
 What not every source offers is said, not probed: `capabilities` holds the names below, so the
 console asks `CLOUDWATCH in source.capabilities` rather than whether some method happens to exist.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from console.topology.model import Shard, StreamSummary
 
@@ -25,7 +25,6 @@ RETRY_EVENTS = "retry-events"
 MetricPoints = list[tuple[datetime, float]]
 
 
-@runtime_checkable
 class StreamReads(Protocol):
     """What the console's own loops read: the stream list, a stream's summary and its shards."""
 
@@ -46,8 +45,15 @@ class ConsoleBackend(StreamReads, Protocol):
     # Called with each retried call (a console.backend.calls.RetryEvent), when RETRY_EVENTS is offered.
     on_retry: Callable[[Any], None] | None
 
+    # Where the console is connected, for its header.
     @property
     def label(self) -> str: ...
+
+    @property
+    def region(self) -> str | None: ...
+
+    @property
+    def profile(self) -> str | None: ...
 
     # ---- the stream ----
     async def describe_stream_details(self, stream: str) -> dict[str, Any]: ...

@@ -251,7 +251,7 @@ async def run_and_verify(kinesis: Any, stream: str, settings: Any, *, verify: bo
                          records: Any = None,
                          max_aggregate_bytes: int | None = None) -> tuple[ProduceResult, VerificationReport | None]:
     """One whole run on an open backend (a KinesisBackend): shard map, ordered producer, read-back.
-    What the CLI and the console's producer panel (through the app's worker) both do. With `records`
+    What the CLI and the console's producer panel (in its own worker) both do. With `records`
     (console.produce.given.GivenRecord), those are sent instead of generated test records. With
     `max_aggregate_bytes`, they travel in KPL aggregates of at most that size (AggregatingProducer)."""
     from console.produce.producer import OrderedProducer

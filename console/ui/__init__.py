@@ -1,7 +1,8 @@
 """The Textual console, one of the two faces (the CLI commands are the other).
 
-`app` composes the screen and owns polling; `panels/` are the tabs, `widgets/` the pieces shared
-by several views, `screens/` the modal dialogs. Panels render what they are given and post typed
-messages; `panel_host` runs their I/O in workers and `reshard_flow` drives split, merge and rescale.
+`app` composes the screen and owns the stream-wide polls; `panels/` are the tabs, each running its
+own work in its own workers and posting typed messages the app routes; `widgets/` are the pieces
+shared by several views, `screens/` the modal dialogs; `changes` starts split, merge, rescale
+(`reshard_flow`) and the stream actions. The backend is reached through console.backend.protocol.
 `bindings` is the one table of keys that help and the command palette (`palette`) read.
 Nothing outside console/ui imports Textual."""

@@ -79,11 +79,11 @@ class PrefetchingSource:
 
     @property
     def region(self) -> str | None:
-        return getattr(self._source, "region", None)
+        return self._source.region
 
     @property
-    def config(self) -> Any:
-        return getattr(self._source, "config", None)
+    def profile(self) -> str | None:
+        return self._source.profile
 
     async def describe_stream_summary(self, stream: str) -> StreamSummary:
         early = self._pending.pop("describe_stream_summary", None) if stream == self._stream else None
@@ -197,6 +197,18 @@ class PrefetchingSource:
 
     def scan_pages(self, table: str, *, page_size: int | None = None) -> AsyncIterator[list[dict]]:
         return self._source.scan_pages(table, page_size=page_size)
+
+    async def update_max_record_size(self, stream_arn: str, kib: int) -> None:
+        await self._source.update_max_record_size(stream_arn, kib)
+
+    async def update_warm_throughput(self, stream_arn: str, mibps: int) -> dict:
+        return await self._source.update_warm_throughput(stream_arn, mibps)
+
+    async def update_record_distribution(self, stream_arn: str, strategy: str) -> None:
+        await self._source.update_record_distribution(stream_arn, strategy)
+
+    async def account_settings(self) -> dict:
+        return await self._source.account_settings()
 
     async def table_names(self) -> list[str]:
         return await self._source.table_names()

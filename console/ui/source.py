@@ -11,7 +11,7 @@ import asyncio
 from dataclasses import dataclass, replace
 from typing import Any
 
-from console.backend.protocol import StreamReads
+from console.backend.protocol import ConsoleBackend, StreamReads
 from console.errors import ConsoleError
 from console.keyspace.hashkeys import HashRangeIndex
 from console.topology.lineage import Lineage
@@ -28,13 +28,8 @@ class ConnectionInfo:
     profile: str | None
 
     @classmethod
-    def of(cls, source: Any) -> "ConnectionInfo":
-        config = getattr(source, "config", None)
-        return cls(
-            backend=_safe_label(source),
-            region=getattr(source, "region", None) or getattr(config, "region", None),
-            profile=getattr(config, "profile", None),
-        )
+    def of(cls, source: ConsoleBackend) -> "ConnectionInfo":
+        return cls(backend=_safe_label(source), region=source.region, profile=source.profile)
 
 
 def _safe_label(source: Any) -> str:

@@ -34,6 +34,7 @@ class StaticSource:
 
     label = "static (in memory)"
     region = "local"
+    profile = None
     capabilities: frozenset[str] = frozenset()  # no CloudWatch, no retries to report
     on_retry = None
 

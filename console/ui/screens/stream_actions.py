@@ -1,6 +1,7 @@
 """The Stream actions menu (key S, or "Stream actions" in the palette): retention, capacity mode,
-encryption, record distribution, record size, warm throughput and delete for the open stream, each planned by console.lifecycle (AWS's rules checked
-first), previewed, confirmed by typing the stream name, then carried out in the app's worker.
+encryption, record distribution, record size, warm throughput and delete for the open stream, each
+planned by console.lifecycle (AWS's rules checked first), previewed, confirmed by typing the stream
+name, then carried out in a worker (console.ui.changes).
 Every entry is greyed out when the console is read-only. Like the reshard flow, `run_action` gets
 only what it needs (a `StreamActionRequest` and the dialog callables) and reports back in messages.
 """
