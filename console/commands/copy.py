@@ -24,6 +24,7 @@ from console.read.where import RecordFilter
 
 MAX_CHECKPOINT_BYTES = 64 * 1024 * 1024  # a checkpoint holds at most a chunk's sequence numbers per shard
 DESTINATION_OPTIONS = ("dst_endpoint_url", "dst_region", "dst_profile")
+MAX_REQUESTS_IN_FLIGHT = 8  # as `kconsole produce`
 
 
 def register(subparsers, common) -> None:
@@ -165,15 +166,19 @@ def _chunk_writer(kinesis, stream: str, config, verify: bool, on_progress, aws_i
     from collections import Counter
 
     from console.produce.given import GivenRecordMatcher
-    from console.produce.producer import OrderedProducer, ProducerSettings
+    from console.produce.producer import MAX_BATCH_RECORDS, OrderedProducer, ProducerSettings
     from console.produce.verify import IN_FLIGHT_TIMEOUTS, ReadSettings, Verifier
     from console.topology.shardmap import ShardMap
     from console.errors import ConsoleError
 
     async def write(run) -> Any:
         per_key = Counter(record.key for record in run.records)
+        # One record a key a request: enough requests in flight to carry every key once, and one more, keeps
+        # each request full; more would only split the same keys into smaller requests.
+        requests = min(MAX_REQUESTS_IN_FLIGHT, max(2, -(-len(per_key) // MAX_BATCH_RECORDS) + 1))
         settings = ProducerSettings(keys=len(per_key), records_per_key=max(per_key.values()), payload_bytes=0,
-                                    record_total=len(run.records), pacing=config.kind == "aws").validated()
+                                    record_total=len(run.records), pacing=config.kind == "aws",
+                                    concurrency=requests).validated()
         async with ShardMap.for_backend(kinesis, stream) as shard_map:
             await shard_map.wait_ready(timeout=60, fail_fast=True)
             producer = OrderedProducer(stream, settings, put_records=kinesis.put_records,
