@@ -145,7 +145,7 @@ async def _copy(args, source_config, destination_config, separate: bool, options
         if destination_config.kind == "local":
             await ensure_local_stream(destination, args.destination, args)
         summary = await source.describe_stream(args.source)  # a missing SRC fails here, naming the ones there are
-        check_retention(options.start, summary.retention_hours, now, args.source)
+        check_retention(options.start, summary.retention_hours, now, args.source, options.end)
         await destination.describe_stream(args.destination)
         reader = TailReader(source, args.source, options)
         await reader.position()

@@ -244,9 +244,9 @@ async def _tail(config, stream: str, options: TailOptions, reader_box: list, arg
     async with open_backend(config) as kinesis:
         if config.kind == "local":  # the embedded server starts empty: create the stream, as `shards` does
             await ensure_local_stream(kinesis, stream, args)
-        if options.start.timestamp is not None:
+        if options.start.timestamp is not None or options.end.moment is not None:
             summary = await kinesis.describe_stream(stream)
-            check_retention(options.start, summary.retention_hours, datetime.now(timezone.utc), stream)
+            check_retention(options.start, summary.retention_hours, datetime.now(timezone.utc), stream, options.end)
         reader = TailReader(kinesis, stream, options, on_trouble=note)
         reader_box.append(reader)
         await reader.position()

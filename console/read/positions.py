@@ -154,14 +154,14 @@ def resolve_window(start: str | None, end: str | None, last: str | None, *, foll
     return start_position, end_position
 
 
-def check_retention(start: StartPosition, retention_hours: int, now: datetime, stream: str) -> None:
-    """A start time older than the stream keeps records is a mistake worth a line, not an empty read."""
-    if start.timestamp is None:
-        return
+def check_retention(start: StartPosition, retention_hours: int, now: datetime, stream: str,
+                    end: EndPosition | None = None) -> None:
+    """A window older than the stream keeps records is a mistake worth a line, not an empty read."""
     oldest = now - timedelta(hours=retention_hours)
-    if start.timestamp < oldest - CLOCK_SKEW:
-        raise BadInput(f"--from {_iso(start.timestamp)} is beyond {stream}'s retention of {retention_hours} h "
-                       f"(its oldest records arrived after {_iso(oldest)})")
+    for option, moment in (("--from", start.timestamp), ("--to", end.moment if end is not None else None)):
+        if moment is not None and moment < oldest - CLOCK_SKEW:
+            raise BadInput(f"{option} {_iso(moment)} is beyond {stream}'s retention of {retention_hours} h "
+                           f"(its oldest records arrived after {_iso(oldest)})")
 
 
 def _iso(moment: datetime) -> str:

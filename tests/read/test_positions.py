@@ -70,6 +70,9 @@ def test_a_start_beyond_the_streams_retention_is_refused():
     check_retention(start, 48, NOW, "orders")
     with pytest.raises(BadInput, match="retention of 24 h"):
         check_retention(start, 24, NOW, "orders")
+    start, end = resolve_window("trim-horizon", "2026-11-21T10:00:00Z", None, follow=False, now=NOW)
+    with pytest.raises(BadInput, match="--to .* retention"):
+        check_retention(start, 24, NOW, "orders", end)
 
 
 def test_a_page_is_cut_at_its_first_record_past_the_end():
