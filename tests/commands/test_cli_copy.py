@@ -156,3 +156,41 @@ async def test_a_resumed_copy_sends_nothing_the_destination_acknowledged(kinesis
     assert document["copied"] == 40 - len(already) and document["complete"]
     assert per_key(await everything_in(kinesis, destination)) == per_key(raw), "each record once, in key order"
     assert json.loads(path.read_text())["complete"]
+
+
+async def test_an_interrupted_copy_resumes_from_its_checkpoint(kinesis, make_stream, local_kinesis, tmp_path):
+    """Ctrl-C mid-copy, then --resume: every record lands, each key in order, and only what was in flight at
+    the interruption (at most two requests of three records) can land twice."""
+    from urllib.parse import urlsplit
+
+    from tests.conftest import interrupt, kconsole_child
+    from tests.faultproxy import FaultProxy, Faults
+
+    source, destination = await make_stream(shards=1), await make_stream(shards=1)
+    records = [{"Data": json.dumps({"n": n}).encode(), "PartitionKey": f"key-{n % 3}"} for n in range(150)]
+    for start in range(0, 150, 50):
+        await kinesis.put_records(source, records[start:start + 50])
+    await asyncio.sleep(0.2)
+    end = iso(datetime.now(timezone.utc))
+    checkpoint = tmp_path / "copy.json"
+    slow_puts = Faults(latency=0.2, operations=frozenset({"PutRecords"}))
+    async with FaultProxy(urlsplit(local_kinesis.endpoint_url).port, slow_puts) as proxy:
+        async with kconsole_child("copy", source, destination, "--from", "trim-horizon", "--to", end, "--yes",
+                                  "--checkpoint", str(checkpoint), "--endpoint-url", proxy.endpoint_url) as process:
+            await asyncio.sleep(4)
+            assert process.returncode is None, "the copy was to be cut short"
+            _, err = await interrupt(process)
+        assert process.returncode == 130 and b"--resume" in err
+        landed_before = len(await everything_in(kinesis, destination))
+        assert 0 < landed_before < 150
+        proxy.faults = Faults()  # the same endpoint as before (a checkpoint belongs to its endpoints), now fast
+
+        code, out, err = await kconsole("copy", source, destination, "--resume", str(checkpoint), "--yes", "--json",
+                                        endpoint=proxy.endpoint_url, timeout=120)
+
+    assert code == 0, err
+    landed = await everything_in(kinesis, destination)
+    assert len(landed) - 150 <= 6
+    first_copies = {key: list(dict.fromkeys(values)) for key, values in per_key(landed).items()}
+    assert first_copies == per_key(await everything_in(kinesis, source))
+    assert json.loads(out)["copied"] <= 150 - landed_before + 6
