@@ -13,8 +13,11 @@ AWS's numbers (Amazon Kinesis Data Streams API reference and "Quotas and limits"
   will plan is capped at SHARD_COUNT_CEILING, five times that default, so a typo cannot build a
   plan of billions of shards; a raised quota below it is given with --account-shard-limit.
 - Retention: 24 to 8,760 hours, so no read reaches further back than 8,760 hours.
-The producer's numbers (PutRecords' 500 records and 5 MiB, 1 MiB a record) are checked by
-console.produce.settings before anything is sent.
+- Record size (UpdateMaxRecordSize): MaxRecordSizeInKiB from 1,024 to 10,240; a stream that does not
+  say takes 1 MiB. PutRecords: at most 500 records and 10 MiB a request. Every bound on one record
+  (put lines, produce --payload-bytes, the producer's batching) comes from the stream's own limit
+  (`record_bytes_limit`), checked by console.produce before anything is sent.
+- Warm throughput (UpdateStreamWarmThroughput): 0 to 10,240 MiB/s (10 GiB/s) on an on-demand stream.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ MAX_RETENTION_SECONDS = MAX_RETENTION_HOURS * 3600
 # What AWS accepts as a stream name; checked first so a typo is exit 2, not a server round trip.
 _STREAM_NAME = re.compile(r"[a-zA-Z0-9_.-]{1,128}")
 MAX_TIMEOUT_SECONDS = 24 * 3600  # a wait longer than a day is a typo, and asyncio's timers overflow far above it
+MIN_RECORD_SIZE_KIB = 1024
+MAX_RECORD_SIZE_KIB = 10 * 1024
+PUT_RECORDS_MAX_BYTES = 10 * 1024 * 1024
+PUT_RECORDS_MAX_RECORDS = 500
+MAX_WARM_THROUGHPUT_MIBPS = 10 * 1024
 
 
 def _shown(value: object) -> str:
@@ -87,6 +95,34 @@ def retention_window(value: object, what: str) -> float:
     return seconds(value, what=what, high=MAX_RETENTION_SECONDS)
 
 
+def record_size_kib(value: object, what: str = "--kib") -> int:
+    """UpdateMaxRecordSize's MaxRecordSizeInKiB: 1,024 (1 MiB) to 10,240 (10 MiB)."""
+    return whole_number(value, what=what, low=MIN_RECORD_SIZE_KIB, high=MAX_RECORD_SIZE_KIB)
+
+
+def warm_throughput_mibps(value: object, what: str = "--mibps") -> int:
+    """UpdateStreamWarmThroughput's WarmThroughputMiBps: 0 to 10,240 (10 GiB/s)."""
+    return whole_number(value, what=what, low=0, high=MAX_WARM_THROUGHPUT_MIBPS)
+
+
+def record_bytes_limit(max_record_size_kib: int | None) -> int:
+    """The most one record (data plus partition key) may hold on a stream with this setting."""
+    kib = MIN_RECORD_SIZE_KIB if max_record_size_kib is None else max_record_size_kib
+    return min(max(kib, MIN_RECORD_SIZE_KIB), MAX_RECORD_SIZE_KIB) * 1024
+
+
+def read_bounded(path: str, limit: int, *, what: str, code: str) -> bytes:
+    """A file a user names, read within `limit` bytes (`/dev/zero` is one line, not an OOM)."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(limit + 1)
+    except OSError as error:
+        raise BadInput(f"cannot read {what} {path}: {error.strerror or error}", code="bad_file") from None
+    if len(raw) > limit:
+        raise BadInput(f"{what} {path} is over {limit:,} bytes", code=code)
+    return raw
+
+
 def validate_stream_name(name: str) -> str:
     if not isinstance(name, str) or not _STREAM_NAME.fullmatch(name):
         shown = name if not isinstance(name, str) or len(name) <= 60 else name[:60] + "..."
@@ -102,3 +138,134 @@ def argtype(check: Callable[..., T], what: str, **bounds: object) -> Callable[[s
 
     parse.__name__ = what
     return parse
+
+
+# ---- files a user names ---------------------------------------------------------------------------
+# A key or sample file is read as a stream of lines under three caps, checked as it is read, so
+# /dev/zero (no newline, ever), /dev/urandom (not text) or a huge file costs one line and
+# milliseconds, never the machine's memory. A FIFO is opened without blocking and refused if no
+# writer comes within half a second; a directory is refused by name.
+MAX_LIST_FILE_BYTES = 64 * 1024 * 1024  # a million keys of 64 bytes
+MAX_LIST_FILE_LINES = 1_000_000
+MAX_LIST_LINE_BYTES = 4096  # a partition key is at most 256 characters (1 KiB of UTF-8); room for comments
+
+
+def _named(what: str, path: str) -> str:
+    """How an error names the file: `keys file '/x'`, or the bare path when `what` is empty."""
+    shown = path if len(path) <= 200 else path[:200] + "..."
+    return f"{what} {shown!r}" if what else shown
+
+
+def open_named_file(path: str, *, what: str, code: str = "bad_input"):
+    """`path` opened for reading as a binary stream ('-' is stdin), without blocking on a FIFO that
+    has no writer; a directory or an unopenable path is BadInput naming it."""
+    import io
+    import os
+    import stat
+    import sys
+
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as error:
+        raise BadInput(f"cannot read {_named(what, path)}: {error.strerror or error}", code=code) from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise BadInput(f"cannot read {_named(what, path)}: it is a directory", code=code)
+        first = _first_byte_of_fifo(descriptor, path, what, code) if stat.S_ISFIFO(mode) else b""
+        os.set_blocking(descriptor, True)  # opened without waiting for a writer; now read as usual
+    except BaseException:
+        os.close(descriptor)
+        raise
+    handle = io.open(descriptor, "rb", closefd=True)
+    return _Prefixed(first, handle) if first else handle
+
+
+FIFO_WRITER_WAIT = 0.5  # seconds a named FIFO may take to get a writer
+
+
+def _first_byte_of_fifo(descriptor: int, path: str, what: str, code: str) -> bytes:
+    """A FIFO nobody writes to reads as end of file at once: wait a moment for a writer (the caller
+    may start one just after), then refuse it. A byte that is already there is read and handed back."""
+    import os
+    import time
+
+    deadline = time.monotonic() + FIFO_WRITER_WAIT
+    while True:
+        try:
+            first = os.read(descriptor, 1)
+        except BlockingIOError:  # a writer, with nothing written yet
+            return b""
+        if first:
+            return first
+        if time.monotonic() >= deadline:
+            raise BadInput(f"cannot read {_named(what, path)}: a FIFO that nothing was written to "
+                           f"(no writer within {FIFO_WRITER_WAIT:g} s)", code=code)
+        time.sleep(0.02)
+
+
+class _Prefixed:
+    """A binary file with one byte already read from it put back in front (readline, as files do)."""
+
+    def __init__(self, first: bytes, handle) -> None:
+        self._first, self._handle = first, handle
+
+    def readline(self, size: int = -1) -> bytes:
+        if not self._first:
+            return self._handle.readline(size)
+        first, self._first = self._first, b""
+        if first == b"\n" or size == 1:
+            return first
+        return first + self._handle.readline(-1 if size is None or size < 0 else size - 1)
+
+    def fileno(self) -> int:
+        return self._handle.fileno()
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def read_text_lines(path: str, *, what: str, max_bytes: int = MAX_LIST_FILE_BYTES,
+                    max_lines: int = MAX_LIST_FILE_LINES, max_line_bytes: int = MAX_LIST_LINE_BYTES,
+                    code: str = "bad_input") -> list[str]:
+    """The lines of a UTF-8 text file ('-' = stdin) without their endings, read under the caps: a
+    line longer than `max_line_bytes`, more than `max_lines` lines or `max_bytes` bytes, or bytes
+    that are not UTF-8, are BadInput (exit 2) naming the file and the line, before more is read."""
+    shown = _named(what, path)
+    lines: list[str] = []
+    total = 0
+    handle = open_named_file(path, what=what, code=code)
+    try:
+        while True:
+            try:
+                raw = handle.readline(max_line_bytes + 1)
+            except OSError as error:
+                raise BadInput(f"cannot read {shown}: {error.strerror or error}", code=code) from None
+            if not raw:
+                return lines
+            number = len(lines) + 1
+            total += len(raw)
+            if len(raw) > max_line_bytes:
+                raise BadInput(f"{shown}: line {number:,} is longer than {max_line_bytes:,} bytes "
+                               "(is it a text file of one item per line?)", code=code)
+            if number > max_lines or total > max_bytes:
+                raise BadInput(f"{shown} is longer than {max_lines:,} lines or {max_bytes // 2**20} MiB; "
+                               "give fewer", code=code)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                offset = total - len(raw) + error.start
+                raise BadInput(f"cannot read {shown}: not UTF-8 text (byte 0x{raw[error.start]:02x} at "
+                               f"offset {offset})", code=code) from None
+            lines.append(text.rstrip("\n").removesuffix("\r"))
+    finally:
+        if path != "-":
+            handle.close()

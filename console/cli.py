@@ -65,7 +65,7 @@ def add_common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
 
 def _request_timeout(text: str) -> float:
     """Checked as it is parsed, so a bad value is exit 2 before anything connects."""
-    from console.backend.client import validate_request_timeout
+    from console.backend.config import validate_request_timeout
 
     try:
         seconds = float(text)
@@ -173,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             autocomplete(parser)
         args = parser.parse_args(argv)
         if getattr(args, "local", False) or getattr(args, "endpoint_url", None) is not None:
-            from console.backend.client import check_backend_options
+            from console.backend.config import check_backend_options
 
             check_backend_options(args)
         report_config_problems()

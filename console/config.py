@@ -2,7 +2,8 @@
 
 A bad file never stops the console or a command: each setting is checked on its own, an unusable
 one is replaced by its default and named in a one-line warning, and a safety setting (`read_only`)
-that is present but unusable fails closed.
+that is present but unusable fails closed. The file is read within a bound (1 MiB, a regular file):
+anything else is one warning line, and read-only stays on.
 """
 
 from __future__ import annotations
@@ -78,17 +79,47 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:40] + "..."
 
 
+MAX_CONFIG_BYTES = 1024 * 1024  # a settings file of a few lines; anything bigger is not one
+
+
+def _read_bounded(path: Path) -> bytes | None:
+    """The file's bytes, or None when it holds more than MAX_CONFIG_BYTES or is not a regular file
+    (/dev/zero, a FIFO, a directory): it is never read further, nor waited on."""
+    import os
+    import stat
+
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        chunks, size = [], 0
+        while size <= MAX_CONFIG_BYTES:
+            chunk = os.read(descriptor, MAX_CONFIG_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return None if size > MAX_CONFIG_BYTES else b"".join(chunks)
+    finally:
+        os.close(descriptor)
+
+
 def load_config(path: Path | None = None) -> tuple[Config, str | None]:
     """Read the config, each key on its own: an unusable value is replaced by its default (a safety
     key by its safe value) and named in the one-line warning, which is None when all is well."""
     path = path or config_path()
     try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
+        data = _read_bounded(path)
     except FileNotFoundError:
         return Config(), None
     except OSError as error:  # unreadable: whether it asks for read-only cannot be known, so it does
         reason = error.strerror or error
         return Config(read_only=True), f"cannot read config {path}: {reason}; using defaults, read-only"
+    if data is None:  # too big to be a settings file: it may ask for read-only, so it does
+        return (Config(read_only=True),
+                f"ignoring config {path}: larger than {MAX_CONFIG_BYTES // 1024 // 1024} MiB or not a regular "
+                "file; using defaults, read-only")
+    text = data.decode("utf-8", errors="replace")
     raw = _plain_settings(text)
     if raw is None:
         import tomllib

@@ -6,7 +6,14 @@ way a network does, one request at a time:
     latency        every request waits this long before it is forwarded
     reset_before   the connection is reset before the request is forwarded (nothing was written)
     reset_after    the request is forwarded and answered, then the connection is reset instead of
-                   relaying the answer (the write happened; the client never hears of it)
+                   relaying the answer (the write happened; the client never hears of it): with
+                   `operations=MUTATING_OPERATIONS`, "drop the reply after the server acted" for
+                   every call kconsole makes that changes a stream (`Faults.drop_reply(...)`)
+    fail_after     the request is forwarded and answered, and the client is told HTTP 500
+                   InternalFailure instead (a server failing after it acted)
+    hold_reply     the request is forwarded and answered, then the answer is held `hold_seconds`
+                   (more than the client's read timeout) and the connection reset: a read timeout
+                   after the server acted
     stall          the request is held `stall_seconds` (less than the client's timeout), then forwarded
     late           the request is held `late_seconds` (more than the client's timeout: the client gives
                    up and resends), then forwarded anyway; the answer goes nowhere
@@ -20,7 +27,9 @@ way a network does, one request at a time:
 Rates are probabilities per request, drawn from a seeded generator; `operations` limits the faults
 to requests whose X-Amz-Target names one of them (reads pass untouched when only puts are listed),
 `skip` lets that many targeted requests pass first and `limit` caps how many are failed.
-`stats` counts what was done to how many requests.
+`down_after_fault` closes the listener for good after the first fault, like a network that dies
+right after a request went out (the client's read-back then fails too). `stats` counts what was
+done to how many requests.
 """
 
 from __future__ import annotations
@@ -35,6 +44,14 @@ from dataclasses import dataclass
 
 HOST = "127.0.0.1"
 
+# Every call kconsole makes that changes a stream (not the puts: the producer settles those itself).
+MUTATING_OPERATIONS = frozenset({
+    "SplitShard", "MergeShards", "UpdateShardCount", "CreateStream", "DeleteStream",
+    "IncreaseStreamRetentionPeriod", "DecreaseStreamRetentionPeriod", "UpdateStreamMode",
+    "StartStreamEncryption", "StopStreamEncryption", "RegisterStreamConsumer", "DeregisterStreamConsumer",
+    "EnableEnhancedMonitoring",
+})
+
 
 @dataclass
 class Faults:
@@ -46,11 +63,20 @@ class Faults:
     late: float = 0.0
     late_seconds: float = 0.0
     invalid: float = 0.0
+    hold_reply: float = 0.0
+    fail_after: float = 0.0
+    hold_seconds: float = 0.0
+    down_after_fault: bool = False
     refuse_down: float = 0.0
     refuse_period: float = 1.0
     operations: frozenset[str] | None = None  # None: every operation
     skip: int = 0
     limit: int | None = None
+
+    @classmethod
+    def drop_reply(cls, *operations: str, times: int = 1, **more) -> "Faults":
+        """The server acts on the first `times` of these calls, and their replies are lost."""
+        return cls(reset_after=1.0, operations=frozenset(operations), limit=times, **more)
 
 
 @dataclass
@@ -167,7 +193,8 @@ class FaultProxy:
             await asyncio.sleep(faults.latency)
         edge = 0.0
         for name, rate in (("reset_before", faults.reset_before), ("reset_after", faults.reset_after),
-                           ("stall", faults.stall), ("late", faults.late), ("invalid", faults.invalid)):
+                           ("stall", faults.stall), ("late", faults.late), ("invalid", faults.invalid),
+                           ("hold_reply", faults.hold_reply), ("fail_after", faults.fail_after)):
             edge += rate
             if draw < edge:
                 break
@@ -184,6 +211,8 @@ class FaultProxy:
             return True
         if name == "reset_before":
             _reset(writer)
+            if faults.down_after_fault:
+                self.down()
             return False
         if name == "stall":
             await asyncio.sleep(faults.stall_seconds)
@@ -199,6 +228,18 @@ class FaultProxy:
             _reset(writer)
             return False
         if name == "reset_after":
+            _reset(writer)
+            if faults.down_after_fault:
+                self.down()
+            return False
+        if name == "fail_after":
+            body = b'{"__type":"InternalFailure","message":"failed by the fault proxy after the server acted"}'
+            writer.write(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/x-amz-json-1.1\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            await writer.drain()
+            return True
+        if name == "hold_reply":
+            await asyncio.sleep(faults.hold_seconds)
             _reset(writer)
             return False
         closing = faults.refuse_down > 0
@@ -231,6 +272,9 @@ async def _read_request(reader: asyncio.StreamReader) -> _Request | None:
     headers = _headers(head)
     body = await reader.readexactly(int(headers.get("content-length", "0")))
     target = headers.get("x-amz-target", "")
+    if not target:  # Smithy RPC v2 (CloudWatch's CBOR): POST /service/<service>/operation/<operation>
+        path = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")[1] if b" " in head else ""
+        target = path.rpartition("/operation/")[2] if "/operation/" in path else ""
     return _Request(head, body, target.rsplit(".", 1)[-1])
 
 
@@ -275,4 +319,4 @@ def _close(writer: asyncio.StreamWriter) -> None:
         writer.close()
 
 
-__all__ = ["FaultProxy", "Faults"]
+__all__ = ["FaultProxy", "Faults", "MUTATING_OPERATIONS"]

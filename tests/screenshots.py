@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 VIEWS = ("shards", "shards-80-columns", "lineage", "placement", "keytree", "help", "split-preview",
-         "tail", "heat", "producer", "stream-actions")
+         "tail", "heat", "producer", "stream-actions", "fleet")
 
 
 async def wait_until(pilot, predicate, timeout: float = 30.0) -> None:
@@ -46,7 +46,7 @@ async def publish_demo_metrics(endpoint_url: str, stream: str, minutes: int = 30
 
     from aiobotocore.session import AioSession
 
-    from console.backend.client import DUMMY_CREDENTIALS
+    from console.backend.config import DUMMY_CREDENTIALS
 
     now = datetime.now(timezone.utc).replace(second=30, microsecond=0)
     data = []
@@ -63,6 +63,31 @@ async def publish_demo_metrics(endpoint_url: str, stream: str, minutes: int = 30
                                           aws_secret_access_key=DUMMY_CREDENTIALS[1]) as cloudwatch:
         for offset in range(0, len(data), 500):  # PutMetricData takes at most 1,000 points
             await cloudwatch.put_metric_data(Namespace="AWS/Kinesis", MetricData=data[offset:offset + 500])
+
+
+async def add_fleet(kinesis) -> None:
+    """A few more streams for the fleet view: a quiet one, one whose consumers fell behind, an idle one."""
+    from datetime import datetime, timedelta, timezone
+
+    from aiobotocore.session import AioSession
+
+    from console.backend.config import DUMMY_CREDENTIALS
+
+    for name, shards in (("clicks", 2), ("payments", 1), ("audit-log", 1)):
+        await kinesis.ensure_stream(name, shards)
+    now = datetime.now(timezone.utc).replace(second=30, microsecond=0)
+    points = []
+    for ago in range(1, 31):
+        at = now - timedelta(minutes=ago)
+        points += [("clicks", "IncomingRecords", 900 + 40 * (ago % 6), at), ("clicks", "IncomingBytes", 90_000 + 4000 * (ago % 6), at),
+                   ("payments", "IncomingRecords", 120.0, at), ("payments", "IncomingBytes", 30_000.0 + 500 * ago, at),
+                   ("payments", "GetRecords.IteratorAgeMilliseconds", 60_000.0 * (31 - ago) / 3, at)]
+    data = [{"MetricName": metric, "Dimensions": [{"Name": "StreamName", "Value": name}], "Timestamp": at,
+             "Value": value} for name, metric, value, at in points]
+    async with AioSession().create_client("cloudwatch", region_name="us-east-1", endpoint_url=kinesis.endpoint_url,
+                                          aws_access_key_id=DUMMY_CREDENTIALS[0],
+                                          aws_secret_access_key=DUMMY_CREDENTIALS[1]) as cloudwatch:
+        await cloudwatch.put_metric_data(Namespace="AWS/Kinesis", MetricData=data)
 
 
 async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
@@ -86,6 +111,13 @@ async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
             await pilot.press("escape")
         elif view == "help":
             await pilot.press("question_mark")
+        elif view == "fleet":
+            from console.ui.screens.stream_picker import StreamPickerScreen
+
+            await pilot.press("p")
+            await wait_until(pilot, lambda: isinstance(app.screen, StreamPickerScreen)
+                             and "in trouble" in str(app.screen.query_one("#picker-status").render())
+                             and all(f.open_shards is not None for f in app.screen.streams))
         elif view == "stream-actions":
             from console.ui.screens.stream_actions import StreamActionsScreen
 
@@ -135,6 +167,7 @@ async def main(out: Path) -> None:
         await prepare_demo_stream(kinesis)
         await write_records(kinesis, DEMO_STREAM, 500)
         await publish_demo_metrics(kinesis.endpoint_url, DEMO_STREAM)
+        await add_fleet(kinesis)
         for view in VIEWS:
             path = await capture(kinesis, DEMO_STREAM, view, out)
             print(f"wrote {path}", file=sys.stderr)

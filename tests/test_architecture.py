@@ -131,9 +131,84 @@ def test_the_check_sees_an_upward_and_a_sideways_import(tmp_path):
     # The checker itself must be able to fail: a keyspace module importing the UI, and a read module
     # importing the backend beside it, are both caught.
     fake = tmp_path / "probe.py"
-    fake.write_text("from ...ui import app\nimport console.backend.client\n")
+    fake.write_text("from ...ui import app\nimport console.backend.kinesis\n")
     found = imports_of(fake, "console.keyspace.sub.probe")
-    assert found >= {"console.ui", "console.ui.app", "console.backend.client"}
-    graph = {"console.keyspace.probe": found, "console.read.probe": {"console.backend.client"}}
-    assert upward_imports("console.keyspace.probe", graph) == ["console.backend.client", "console.ui", "console.ui.app"]
-    assert upward_imports("console.read.probe", graph) == ["console.backend.client"]
+    assert found >= {"console.ui", "console.ui.app", "console.backend.kinesis"}
+    graph = {"console.keyspace.probe": found, "console.read.probe": {"console.backend.kinesis"}}
+    assert upward_imports("console.keyspace.probe", graph) == ["console.backend.kinesis", "console.ui", "console.ui.app"]
+    assert upward_imports("console.read.probe", graph) == ["console.backend.kinesis"]
+
+
+# ---- the UI's one seam to the backend -----------------------------------------------------------
+
+PROTOCOL = "console.backend.protocol"
+# The launcher puts the console together: it alone opens a backend (open_backend, from its config)
+# and hands the app what the protocol describes. Every other UI module sees only the protocol.
+OPENS_THE_BACKEND = {"console.ui.launch": {"console.backend", "console.backend.BackendConfig",
+                                           "console.backend.open_backend"}}
+UI_MODULES = sorted(m for m in MODULES if top_package(m) == "ui")
+
+
+def backend_imports_beyond_the_protocol(module: str, found: set[str]) -> list[str]:
+    allowed = OPENS_THE_BACKEND.get(module, set())
+    return sorted(i for i in found if (i == "console.backend" or i.startswith("console.backend."))
+                  and i != PROTOCOL and not i.startswith(PROTOCOL + ".") and i not in allowed)
+
+
+@pytest.mark.parametrize("module", UI_MODULES)
+def test_ui_reaches_the_backend_only_through_the_protocol(module):
+    path = MODULES[module]
+    beyond = backend_imports_beyond_the_protocol(module, imports_of(path))
+    assert not beyond, f"{module} imports the backend beyond {PROTOCOL}: {beyond}"
+    # Named in no annotation, docstring or comment either: the UI knows the seam, not the class behind it.
+    assert "KinesisBackend" not in path.read_text(), f"{module} names KinesisBackend; it should name ConsoleBackend"
+
+
+def test_the_ui_names_the_protocol():
+    naming = [m for m in UI_MODULES if "ConsoleBackend" in MODULES[m].read_text()]
+    # The app takes it, and every panel that runs work on the backend holds one.
+    assert {"console.ui.app", "console.ui.launch", "console.ui.panels.producer", "console.ui.panels.tail",
+            "console.ui.panels.heat", "console.ui.panels.consumers"} <= set(naming)
+
+
+def test_the_seam_check_sees_a_ui_module_reaching_past_the_protocol(tmp_path):
+    fake = tmp_path / "probe.py"
+    fake.write_text("from console.backend.protocol import ConsoleBackend\nfrom ...backend import kinesis\n"
+                    "from console.backend import open_backend\n")
+    found = imports_of(fake, "console.ui.panels.probe")
+    assert backend_imports_beyond_the_protocol("console.ui.panels.probe", found) == [
+        "console.backend", "console.backend.kinesis", "console.backend.open_backend"]
+    assert backend_imports_beyond_the_protocol("console.ui.launch", found) == ["console.backend.kinesis"]
+
+
+def protocol_methods() -> dict[str, object]:
+    import inspect
+
+    from console.backend.protocol import ConsoleBackend
+
+    return {name: member for name, member in inspect.getmembers(ConsoleBackend)
+            if not name.startswith("_") and (inspect.isfunction(member) or isinstance(member, property))}
+
+
+@pytest.mark.parametrize("implementation", ["console.backend.kinesis:KinesisBackend",
+                                            "console.ui.launch:PrefetchingSource"])
+def test_the_backend_and_the_prefetching_wrapper_implement_the_protocol(implementation):
+    """Every call the protocol lists exists on both, taking the same parameters (names, kinds and
+    defaults), and the wrapper forwards each one by name (no __getattr__ catching the rest)."""
+    import importlib
+    import inspect
+
+    module_name, class_name = implementation.split(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    assert "__getattr__" not in vars(cls)
+    assert hasattr(cls, "capabilities") or "capabilities" in inspect.getsource(cls.__init__)
+    for name, member in protocol_methods().items():
+        found = inspect.getattr_static(cls, name, None)
+        assert found is not None, f"{class_name} lacks {name}"
+        if isinstance(member, property):
+            assert isinstance(found, property), f"{class_name}.{name} is not a property"
+            continue
+        wanted = [(p.name, p.kind, p.default) for p in inspect.signature(member).parameters.values()]
+        given = [(p.name, p.kind, p.default) for p in inspect.signature(found).parameters.values()]
+        assert given == wanted, f"{class_name}.{name}{inspect.signature(found)} is not the protocol's {name}"
+        assert inspect.iscoroutinefunction(found) == inspect.iscoroutinefunction(member), name

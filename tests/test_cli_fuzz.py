@@ -240,9 +240,9 @@ def test_the_fuzzer_can_fail(offline, fuzz_directory, monkeypatch):
 
 
 def test_the_fuzzer_notices_a_case_that_reaches_for_another_host(offline, monkeypatch):
-    from console.backend import client
+    from console.backend import config
 
     # A command that ignored --endpoint-url would look up AWS's own host name.
-    monkeypatch.setattr(client, "validate_endpoint_url", lambda url: "http://kinesis.us-east-1.amazonaws.com")
+    monkeypatch.setattr(config, "validate_endpoint_url", lambda url: "http://kinesis.us-east-1.amazonaws.com")
     with pytest.raises(AssertionError, match="amazonaws"):
         check(["streams", "--region", "us-east-1"], offline)

@@ -116,10 +116,6 @@ def error_message(error: ClientError) -> str:
     return message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + "..."
 
 
-def is_throttle(error: BaseException) -> bool:
-    return error_code(error) in THROTTLE_CODES
-
-
 def translate(error: BaseException, *, operation: str, where: str, endpoint_url: str | None,
               service: str = "kinesis") -> ConsoleError | None:
     """Map one botocore exception to a ConsoleError. `where` is the backend label for messages."""

@@ -2,10 +2,16 @@
 
 The child runs in its own session so a Ctrl-C in the terminal reaches only kconsole, which then stops
 the child itself; the child also watches its stdin pipe and parent pid, so it dies with a crashed parent.
+
+`supervise` watches the child while kconsole runs: a death that kconsole did not ask for is said at
+once ("embedded server exited (signal 9); restarting"), the child is reaped, and a new one is started
+on the same port, empty; the caller's `on_restarted` then recreates what it needs (the demo or named
+stream) and says its records are gone.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import http.client
@@ -18,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 from console.errors import BackendError
@@ -49,6 +56,8 @@ class LocalKinesisServer:
         self.start_seconds: float | None = None
         self._process: subprocess.Popen | None = None
         self._log = None
+        self._stopping = False
+        self.restarts = 0
 
     @property
     def pid(self) -> int | None:
@@ -56,6 +65,7 @@ class LocalKinesisServer:
 
     def start(self, timeout: float = 30.0) -> str:
         require_local_extra()
+        self._stopping = False
         began = time.monotonic()
         command = [sys.executable, "-m", "console.backend.server_main", "--host", self.host,
                    "--port", str(self.port), "--parent-pid", str(os.getpid())]
@@ -122,6 +132,7 @@ class LocalKinesisServer:
 
     def stop(self, timeout: float = 3.0) -> None:
         """SIGTERM, then SIGKILL to the child's process group if it does not go in time. Idempotent."""
+        self._stopping = True
         process = self._process
         if process is not None and process.poll() is None:
             try:
@@ -140,6 +151,79 @@ class LocalKinesisServer:
             self._log = None
         with _live_lock:
             _live.discard(self)
+
+    def exit_description(self) -> str | None:
+        """How the child ended ("signal 9", "exit code 1"), reaping it; None while it runs."""
+        if self._process is None or self._process.poll() is None:
+            return None
+        code = self._process.returncode
+        return f"signal {-code}" if code < 0 else f"exit code {code}"
+
+    def restart(self, timeout: float = 30.0) -> str:
+        """A new, empty child on the same port (the clients keep their endpoint URL)."""
+        if self.endpoint_url:
+            self.port = urlsplit(self.endpoint_url).port or self.port
+        self._discard_process()
+        self.restarts += 1
+        deadline = time.monotonic() + timeout
+        while True:  # the old socket may linger a moment before the port is free again
+            try:
+                return self.start(timeout=max(1.0, deadline - time.monotonic()))
+            except BackendError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def _discard_process(self) -> None:
+        process = self._process
+        if process is not None:
+            with contextlib.suppress(ChildProcessError):
+                process.wait(0)  # reap: no defunct child left behind
+            for stream in (process.stdin, process.stdout):
+                if stream:
+                    stream.close()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    async def supervise(self, on_event: Callable[[str], None],
+                        on_restarted: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Until stopped: when the child dies unasked, say so, reap it, restart it on the same port
+        and run `on_restarted`. Run it as a task; cancelling it stops the watching, not the server."""
+        while True:
+            await self._wait_for_exit()
+            if self._stopping:
+                return
+            how = self.exit_description()
+            on_event(f"embedded server exited ({how}); restarting")
+            try:
+                await asyncio.to_thread(self.restart)
+            except BackendError as error:
+                on_event(f"embedded server exited ({how}) and could not be restarted: {error.message}")
+                return
+            if on_restarted is not None:
+                await on_restarted()
+
+    async def _wait_for_exit(self) -> None:
+        """Wake when the child exits: on its pidfd where Linux has one, else by polling."""
+        process = self._process
+        if process is None:
+            return
+        try:
+            descriptor = os.pidfd_open(process.pid)
+        except (AttributeError, OSError):
+            while process.poll() is None:
+                await asyncio.sleep(0.2)
+            return
+        loop = asyncio.get_running_loop()
+        exited = loop.create_future()
+        loop.add_reader(descriptor, lambda: exited.done() or exited.set_result(None))
+        try:
+            await exited
+        finally:
+            loop.remove_reader(descriptor)
+            os.close(descriptor)
+        process.poll()
 
     def __enter__(self) -> "LocalKinesisServer":
         self.start()

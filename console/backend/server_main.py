@@ -27,6 +27,9 @@ from typing import Any
 # same calls in about 60% of the time, the server's CPU per call halved.
 SERVER_THREADS = 8  # moto's Kinesis models take one request at a time anyway (moto_compat's lock)
 CONNECTION_LIMIT = 1000  # a client pools up to 64 connections per service; tests run several clients
+# A request body the server reads at most (waitress answers 413 beyond it). Kinesis' largest is a
+# 10 MiB PutRecords: 14 MiB once base64'd into JSON; DynamoDB's BatchWriteItem takes up to 16 MB.
+MAX_REQUEST_BODY_BYTES = 32 * 1024 * 1024
 
 
 def build_server(host: str = "127.0.0.1", port: int = 0, *, patched: bool = True) -> Any:
@@ -51,6 +54,7 @@ def build_server(host: str = "127.0.0.1", port: int = 0, *, patched: bool = True
     # waitress would log it to stderr, into the terminal of `kconsole local serve`.
     logging.getLogger("waitress").setLevel(logging.CRITICAL)
     server = create_server(app, host=host, port=port, threads=SERVER_THREADS, connection_limit=CONNECTION_LIMIT,
+                           max_request_body_size=MAX_REQUEST_BODY_BYTES,
                            asyncore_use_poll=True, ident="amazon.com")
     server.channel_class = _plain_http_channel()
     return server

@@ -14,6 +14,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "streams": ("console.commands.streams", "list streams: status, mode, open shards, retention, encryption"),
     "shards": ("console.commands.streams", "list a stream's shards with hash ranges and lineage"),
     "stream": ("console.commands.stream", "create, describe, change or delete a stream"),
+    "account": ("console.commands.account",
+                "the account's Kinesis settings: On-demand Advantage (minimum throughput commitment)"),
+    "channels": ("console.commands.channels", "channels that deliver a stream to S3 or S3 Tables: list, "
+                                              "describe, create from a JSON request, delete"),
     "put": ("console.commands.put", "send JSON lines (file or stdin) as records, in order per key"),
     "plan": ("console.commands.reshard", "what-if: show what a reshard would do (changes nothing)"),
     "reshard": ("console.commands.reshard", "split, merge or rescale a stream (asks first)"),
@@ -25,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "consumers": ("console.commands.consumers", "EFO consumers and KCL leases: owner, lag and state per shard"),
     "recommend": ("console.commands.consumers", "shard count and plan that keep peak utilisation under a target"),
     "local": ("console.commands.local", "the embedded local Kinesis (moto, patched)"),
+    "demo": ("console.commands.demo", "example data on the embedded server: a KCL lease table for a stream"),
     "completion": ("console.commands.completion", "print a shell completion script (bash, zsh or fish)"),
     "web": ("console.commands.web", "serve the live console to a browser tab on 127.0.0.1 (textual-serve)"),
 }

@@ -36,6 +36,13 @@ def confirm_by_stream_name(args: argparse.Namespace, *, change: str, consequence
     `change` names the change in the refusal ("split my-stream"), `consequence` ends the prompt's
     "This will ..." sentence, `advice` comes before "pass --yes" when there is no TTY, and
     `preview` (e.g. the plan) is shown on stderr before the prompt."""
+    confirm_by_typing(args, args.stream, what="the stream name", change=change,
+                      consequence=f"{consequence} on {args.stream}", advice=advice, preview=preview)
+
+
+def confirm_by_typing(args: argparse.Namespace, expected: str, *, what: str, change: str, consequence: str,
+                      advice: str = "", preview: str | None = None) -> None:
+    """Go ahead on --yes or when the operator types `expected` (`what` names it in the prompt)."""
     if args.yes:
         return
     if not sys.stdin.isatty():
@@ -43,7 +50,6 @@ def confirm_by_stream_name(args: argparse.Namespace, *, change: str, consequence
                            code="needs_confirmation")
     if preview is not None:
         print(preview, file=sys.stderr)
-    print(f"This will {consequence} on {args.stream}. Type the stream name to confirm: ",
-          end="", file=sys.stderr, flush=True)
-    if sys.stdin.readline().strip() != args.stream:
-        raise ConsoleError(f"confirmation did not match {args.stream!r}; nothing was called", code="not_confirmed")
+    print(f"This will {consequence}. Type {what} to confirm: ", end="", file=sys.stderr, flush=True)
+    if sys.stdin.readline().strip() != expected:
+        raise ConsoleError(f"confirmation did not match {expected!r}; nothing was called", code="not_confirmed")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import re
 import shutil
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
@@ -52,15 +53,40 @@ def configure(args: Any) -> None:
     args.json = output == "json"
 
 
+MAX_QUERY_CHARS = 4096  # a --query is a line of JMESPath, not a program
+MAX_QUERY_NUMBER_DIGITS = 20  # any index or number in a document fits in 20 digits
+QUERY_SHOWN_CHARS = 80  # how much of a bad --query an error line quotes
+_DIGIT_RUN = re.compile(r"\d{%d,}" % (MAX_QUERY_NUMBER_DIGITS + 1))
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")  # raw strings and quoted identifiers
+
+
+def _shown_query(expression: str) -> str:
+    shown = expression if len(expression) <= QUERY_SHOWN_CHARS else expression[:QUERY_SHOWN_CHARS] + "..."
+    return repr(shown)
+
+
 def compile_query(expression: str) -> Any:
+    """The compiled --query, checked within bounds first: at most MAX_QUERY_CHARS characters and no
+    number longer than MAX_QUERY_NUMBER_DIGITS digits (outside quotes), so a 5,000-digit literal is
+    one line, not Python's int-conversion error. An error quotes at most 80 characters of it."""
     import jmespath
     from jmespath.exceptions import JMESPathError
 
+    if len(expression) > MAX_QUERY_CHARS:
+        raise BadInput(f"--query is {len(expression):,} characters; at most {MAX_QUERY_CHARS:,}: "
+                       f"{_shown_query(expression)}", code="usage")
+    if _DIGIT_RUN.search(_QUOTED.sub("''", expression)):
+        raise BadInput(f"--query holds a number of more than {MAX_QUERY_NUMBER_DIGITS} digits: "
+                       f"{_shown_query(expression)}", code="usage")
     try:
         return jmespath.compile(expression)
-    except JMESPathError as error:
-        reason = " ".join(str(error).split())
-        raise BadInput(f"--query is not a valid JMESPath expression: {reason}", code="usage") from None
+    except (JMESPathError, ValueError, RecursionError) as error:
+        reason = getattr(error, "msg", None) or type(error).__name__
+        position = getattr(error, "lex_position", None)
+        where = f" at character {position}" if isinstance(position, int) else ""
+        reason = " ".join(str(reason).split())[:80]
+        raise BadInput(f"--query is not a valid JMESPath expression ({reason}{where}): {_shown_query(expression)}",
+                       code="usage") from None
 
 
 def emit(args: Any, document: Any, text: str | Callable[[], str]) -> None:

@@ -33,7 +33,7 @@ async def ensure_local_stream(kinesis: Any, stream: str, args: Any) -> None:
     source = read_only_source(args)
     if source is not None:
         try:
-            await kinesis.describe_stream(stream)
+            await kinesis.describe_stream_summary(stream)
         except StreamNotFound as error:
             raise StreamNotFound(f"{error.message}; read-only mode ({source}) creates no stream, not even on "
                                  "the embedded local Kinesis") from None

@@ -1,6 +1,7 @@
 """`kconsole consumers` (who reads a stream, how far behind) and `kconsole recommend` (how many shards).
 
     kconsole consumers STREAM [--lease-table TABLE | --find-lease-tables] [--scan-cap N] [--watch S] [--json]
+    kconsole consumers STREAM --lease-table TABLE --workers [--all-streams] [--json]   (KCL workers, leader)
     kconsole consumers register STREAM --name NAME [--yes]      (EFO; a change: confirmation, --read-only)
     kconsole consumers deregister STREAM --name NAME [--yes]
     kconsole recommend STREAM [--window 1h] [--target 70] [--shared-readers N] [--source auto|cloudwatch|sample]
@@ -13,7 +14,9 @@ import asyncio
 import contextlib
 import math
 import re
+import time
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, render_table, run_async
@@ -51,6 +54,13 @@ def register(subparsers, common) -> None:
     parser.add_argument("--watch", type=float, default=None, metavar="S",
                         help="read the lease table twice, S seconds apart, to find stalled leases (a counter "
                              "that does not move while records wait)")
+    parser.add_argument("--workers", action="store_true",
+                        help="with --lease-table: one row per KCL worker (leases open/closed, throughput, CPU, "
+                             "metrics age, leader, flags) from the lease table and KCL 3.x's worker-metrics "
+                             "and coordinator state, in either layout")
+    parser.add_argument("--all-streams", action="store_true",
+                        help="multi-stream lease tables: list the other streams' leases and count them in "
+                             "the workers' rows")
     parser.add_argument("--name", metavar="NAME", help="register/deregister: the EFO consumer's name")
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
     parser.set_defaults(handler=run_consumers)
@@ -129,13 +139,22 @@ def run_consumers(args: argparse.Namespace) -> int:
         if not math.isfinite(args.watch) or not 0 < args.watch <= MAX_WATCH_SECONDS:
             raise BadInput(f"--watch must be above 0 and at most {MAX_WATCH_SECONDS:g} seconds; got {args.watch:g}",
                            code="usage")
+    if (args.workers or args.all_streams) and args.lease_table is None:
+        raise BadInput("--workers and --all-streams need --lease-table TABLE (find it with --find-lease-tables)",
+                       code="usage")
     if args.find_lease_tables:
-        tables = run_async(_find_tables(args))
-        emit(args, {"stream": args.stream, "lease_tables": tables},
-             "\n".join(tables) if tables else f"no DynamoDB table here holds KCL leases of {args.stream}")
+        tables, kcl = run_async(_find_tables(args))
+        emit(args, {"stream": args.stream, "lease_tables": tables, "kcl_tables": [k.to_json() for k in kcl]},
+             "\n".join(k.describe() for k in kcl) if tables
+             else f"no DynamoDB table here holds KCL leases of {args.stream}")
         return 0
-    report = run_async(_report(args))
-    emit(args, report.to_json(), lambda: render_report(report))
+    report, workers = run_async(_report(args))
+    document = report.to_json()
+    if workers is not None:
+        document |= workers.to_json() if args.workers else {
+            "other_streams": dict(workers.other_streams),
+            **({"other_stream_leases": workers.to_json()["other_stream_leases"]} if args.all_streams else {})}
+    emit(args, document, lambda: render_report(report, workers, show_workers=args.workers))
     return 0
 
 
@@ -151,30 +170,57 @@ async def _open(args: argparse.Namespace):
         yield backend
 
 
-async def _find_tables(args: argparse.Namespace) -> list[str]:
+async def _find_tables(args: argparse.Namespace) -> tuple[list[str], list]:
     from console.consumers.look import find_lease_tables
+    from console.consumers.workers import kcl_tables_of
 
     async with _open(args) as backend:
         shards = await backend.all_shards(args.stream)
-        return await find_lease_tables(backend, args.stream, [shard.shard_id for shard in shards])
+        tables = await find_lease_tables(backend, args.stream, [shard.shard_id for shard in shards])
+        names = await backend.table_names() if tables else []
+        return tables, [await kcl_tables_of(backend, table, names) for table in tables]
 
 
-async def _report(args: argparse.Namespace) -> ConsumerReport:
+async def _report(args: argparse.Namespace) -> tuple[ConsumerReport, Any]:
     from console.consumers.look import consumer_report
+    from console.consumers.workers import check_lease_table, read_workers
 
     async with _open(args) as backend:
+        if args.lease_table is not None:
+            await check_lease_table(backend, args.lease_table)
         tracker = StallTracker()
+        shards = await backend.all_shards(args.stream)
         report = await consumer_report(backend, args.stream, lease_table=args.lease_table, cap=args.scan_cap,
-                                       tracker=tracker)
+                                       tracker=tracker, shards=shards)
         if args.watch:
             note(f"reading the lease table again in {args.watch:g} s to find stalled leases...")
             await asyncio.sleep(args.watch)
             report = await consumer_report(backend, args.stream, lease_table=args.lease_table,
-                                           cap=args.scan_cap, tracker=tracker)
-        return report
+                                           cap=args.scan_cap, tracker=tracker, shards=shards)
+        workers = None
+        if args.lease_table is not None:  # also for the one line naming other streams' leases
+            workers = await read_workers(backend, args.lease_table, args.stream,
+                                         open_shard_ids=[s.shard_id for s in shards if s.is_open],
+                                         now=time.time(), all_streams=args.all_streams)
+        return report, workers
 
 
-def render_report(report: ConsumerReport) -> str:
+def render_workers(view: Any) -> list[str]:
+    """The workers section: a row per worker, then the layout, leader, migration and other streams."""
+    lines = []
+    rows = [row.cells() for row in view.rows]
+    if rows:
+        lines.append(render_table(("WORKER", "LEASES", "OPEN", "KB/S", "CPU", "METRICS AGE", "", "FLAGS"), rows,
+                                  right_aligned={1, 2, 3, 4, 5}))
+    else:
+        lines.append("no workers: no lease has an owner and no worker reported metrics")
+    lines.extend(view.summary_lines())
+    if view.other_leases:
+        lines.append(render_table(("OTHER STREAM", "SHARD", "OWNER", "CHECKPOINT"), view.other_lease_rows()))
+    return lines
+
+
+def render_report(report: ConsumerReport, workers: Any = None, *, show_workers: bool = True) -> str:
     lines = [f"stream {report.stream}: {len(report.efo_consumers)} EFO consumer(s)"
              + (f", {len(report.rows)} lease(s) in {report.lease_table}" if report.lease_table else "")]
     if report.efo_consumers:
@@ -196,6 +242,12 @@ def render_report(report: ConsumerReport) -> str:
         lines.append(f"no lease: {shard_id}{why}")
     if report.problems:
         lines.append(f"{len(report.problems)} lease(s) marked ! could not be measured")
+    if workers is not None and show_workers:
+        lines.extend(render_workers(workers))
+    elif workers is not None and workers.other_streams_line():
+        lines.append(workers.other_streams_line())
+        if workers.other_leases:
+            lines.append(render_table(("OTHER STREAM", "SHARD", "OWNER", "CHECKPOINT"), workers.other_lease_rows()))
     return "\n".join(lines)
 
 
@@ -215,7 +267,7 @@ def run_registration(args: argparse.Namespace, action: str) -> int:
 
 async def _registration(args: argparse.Namespace, action: str) -> dict:
     async with _open(args) as backend:
-        summary = await backend.describe_stream(args.stream)
+        summary = await backend.describe_stream_summary(args.stream)
         names = {c.get("ConsumerName") for c in await backend.list_stream_consumers(summary.arn)}
         if action == "register":
             if args.name in names:
@@ -232,12 +284,49 @@ async def _registration(args: argparse.Namespace, action: str) -> dict:
             consequence = f"deregister EFO consumer {args.name}"
         confirm_by_stream_name(args, change=f"{action} consumer {args.name} on {args.stream}",
                                consequence=consequence, preview=preview)
+        return await _logged_registration(backend, args, action, summary.arn)
+
+
+async def _logged_registration(backend, args: argparse.Namespace, action: str, arn: str) -> dict:
+    """Register or deregister through the action log; a lost reply is settled by listing the
+    consumers (registered: present; deregistered: gone or DELETING), a resend made only when the
+    list shows nothing changed."""
+    from console.reshard.actionlog import ActionLog
+
+    operation = "RegisterStreamConsumer" if action == "register" else "DeregisterStreamConsumer"
+    answer: dict = {}
+
+    async def call() -> None:
         if action == "register":
-            consumer = await backend.register_stream_consumer(summary.arn, args.name)
-            return {"action": action, "name": args.name, "status": consumer.get("ConsumerStatus", "CREATING"),
-                    "arn": consumer.get("ConsumerARN")}
-        await backend.deregister_stream_consumer(summary.arn, args.name)
-        return {"action": action, "name": args.name, "status": "DELETING", "arn": None}
+            answer.update(await backend.register_stream_consumer(arn, args.name))
+        else:
+            await backend.deregister_stream_consumer(arn, args.name)
+
+    async def settle() -> tuple[bool | None, str]:
+        found = {c.get("ConsumerName"): c for c in await backend.list_stream_consumers(arn)}
+        status = (found.get(args.name) or {}).get("ConsumerStatus")
+        if action == "register":
+            if status is None:
+                return False, f"{args.name} is not registered"
+            answer.update(found[args.name])
+            return True, f"the stream shows the change: {args.name} is {status}"
+        if status in (None, "DELETING"):
+            return True, f"the stream shows the change: {args.name} is {status or 'gone'}"
+        return False, f"{args.name} is still {status}"
+
+    async def again():
+        note(f"kconsole: {operation}: the reply was lost and the consumer list shows no change; sending it once more")
+        return call
+
+    change = await ActionLog.default().call(operation, {"consumer": args.name, "stream_arn": arn}, call,
+                                            stream=args.stream, backend=backend.label, settle=settle, again=again,
+                                            check=f"kconsole consumers {args.stream}")
+    if change.reply_lost:
+        note(f"kconsole: {operation}: the reply was lost; the stream shows the change")
+    if action == "register":
+        return {"action": action, "name": args.name, "status": answer.get("ConsumerStatus", "CREATING"),
+                "arn": answer.get("ConsumerARN"), "reply_lost": change.reply_lost}
+    return {"action": action, "name": args.name, "status": "DELETING", "arn": None, "reply_lost": change.reply_lost}
 
 
 # ---- kconsole recommend --------------------------------------------------------------------------
@@ -262,7 +351,7 @@ async def _recommend(args: argparse.Namespace, window: float) -> tuple[Recommend
     from console.heat.snapshot import utilisation
 
     async with _open(args) as backend:
-        summary = await backend.describe_stream(args.stream)
+        summary = await backend.describe_stream_summary(args.stream)
         shards = [shard for shard in await backend.all_shards(args.stream) if shard.is_open]
         metered = {"IncomingBytes", "IncomingRecords"} <= set(summary.enhanced_metrics)
         source = args.source if args.source != "auto" else ("cloudwatch" if metered else "sample")

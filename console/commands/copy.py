@@ -144,9 +144,9 @@ async def _copy(args, source_config, destination_config, separate: bool, options
             await ensure_local_stream(source, args.source, args)
         if destination_config.kind == "local":
             await ensure_local_stream(destination, args.destination, args)
-        summary = await source.describe_stream(args.source)  # a missing SRC fails here, naming the ones there are
+        summary = await source.describe_stream_summary(args.source)  # a missing SRC fails here, naming the ones there are
         check_retention(options.start, summary.retention_hours, now, args.source, options.end)
-        await destination.describe_stream(args.destination)
+        await destination.describe_stream_summary(args.destination)
         reader = TailReader(source, args.source, options)
         await reader.position()
         note(f"copy {args.source} -> {args.destination} from {options.start.describe()} to {options.end.describe()}: "

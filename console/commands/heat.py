@@ -9,6 +9,10 @@ records/s, 1 MiB/s) and the top partition keys with their share of the shard. Th
 for the hottest shard, the split point at the median hash of its observed traffic (as a
 `kconsole plan split` command line for the reshard preview), and for a key that dominates its
 shard, the write-sharding what-if (how many suffixes, which shards the sharded keys land on).
+
+KPL aggregates are opened: top keys are the user records' own keys (marked `aggregated`), a shard
+reports Kinesis records/s and bytes/s (what its limits count) and user records/s, and the split point
+divides where the aggregates land (by their outer keys), not where the keys inside them hash.
 """
 
 from __future__ import annotations
@@ -25,16 +29,18 @@ from console.commands._stream_args import ensure_local_stream
 from console.lifecycle.rules import parse_shard_count
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
 from console.errors import BadInput
+from console.read.decoding import NO_KEY
 from console.read.printable import printable
+from console.topology.model import auto_notice
+from console.commands._distribution import distribution_since
 from console.keyspace.hashkeys import HashRangeIndex
-from console.heat.rates import (
-    DOMINANT_SHARE,
+from console.heat.hotkey import HotKeyWhatIf, hot_key_what_if
+from console.heat.rates import DOMINANT_SHARE
+from console.heat.snapshot import (
     SHARD_BYTES_LIMIT,
     SHARD_RECORDS_LIMIT,
-    HotKeyWhatIf,
     ShardHeatSnapshot,
     StreamHeatSnapshot,
-    hot_key_what_if,
 )
 from console.heat.sampler import DEFAULT_READS_PER_SECOND, MAX_READS_PER_SECOND, HeatSampler
 
@@ -105,8 +111,12 @@ async def _sample(config: BackendConfig, args: argparse.Namespace) -> StreamHeat
     async with open_backend(config) as kinesis:
         if config.kind == "local":  # the embedded server starts empty: create the stream, as everywhere
             await ensure_local_stream(kinesis, args.stream, args)
+        summary = await kinesis.describe_stream_summary(args.stream)
         sampler = HeatSampler(kinesis, args.stream, reads_per_second=args.reads_per_second)
         await sampler.start()
+        sampler.heat.auto_distribution = summary.auto_distribution
+        if summary.auto_distribution:
+            note(auto_notice(args.stream, await distribution_since(kinesis, args.stream)))
         try:
             note(f"sampling {args.stream} for {args.seconds:g} s from LATEST "
                  f"({len(sampler.heat.shards)} open shards, {args.reads_per_second:g} reads/s each)...")
@@ -126,11 +136,15 @@ def advise(snapshot: StreamHeatSnapshot) -> dict:
     shards = [(s.shard_id, s.starting_hash_key, s.ending_hash_key) for s in snapshot.open_shards]
     index = HashRangeIndex.build(shards) if shards else None
     hot_keys: list[tuple[ShardHeatSnapshot, HotKeyWhatIf]] = []
+    if snapshot.auto_distribution:  # keys do not place records: write-sharding one would change nothing
+        return {"hottest": snapshot.hottest, "hot_keys": hot_keys}
     for shard in snapshot.hottest_first():
         if not shard.top_keys or index is None or not shard.is_open:
             continue
         top = shard.top_keys[0]
         if top.share >= DOMINANT_SHARE:
+            # Against the shard's limits a key counts the Kinesis records it takes: its user records, or
+            # for a key inside aggregates, its share of the aggregates (they carry it).
             key_rate = shard.records_per_s * top.share
             key_bytes = shard.bytes_per_s * (top.bytes / shard.bytes if shard.bytes else 0.0)
             try:
@@ -145,7 +159,10 @@ def advice_json(snapshot: StreamHeatSnapshot, advice: dict) -> dict:
     hottest = advice["hottest"]
     return {
         "split_suggestion": hottest.split.to_json(snapshot.stream) if hottest and hottest.split else None,
-        "hot_keys": [{"shard_id": shard.shard_id, "share": round(shard.top_keys[0].share, 4), **what_if.to_json()}
+        "hot_keys": [{"shard_id": shard.shard_id, "share": round(shard.top_keys[0].share, 4),
+                      "aggregated": shard.top_keys[0].aggregated,
+                      "user_records_per_s": round(shard.user_records_per_s * shard.top_keys[0].share, 3),
+                      **what_if.to_json()}
                      for shard, what_if in advice["hot_keys"]],
     }
 
@@ -164,20 +181,43 @@ def _kib(value: float) -> str:
 def _top_keys(shard: ShardHeatSnapshot) -> str:
     """Keys seen more than once (a key seen once is noise, not heat); --json lists them all."""
     repeated = [row for row in shard.top_keys if row.guaranteed_records > 1]
-    return ", ".join(f"{row.key} {row.share:.0%}" for row in repeated) or "-"
+    shown = ", ".join(f"{printable(row.key)}{' (agg)' if row.aggregated else ''} {row.share:.0%}" for row in repeated)
+    if shard.keyless_records:
+        users = shard.user_records or shard.records
+        shown = ", ".join(part for part in (shown, f"{NO_KEY} {shard.keyless_records / users:.0%}") if part)
+    return shown or "-"
 
 
 def render(snapshot: StreamHeatSnapshot, advice: dict, *, hottest_first: bool = False) -> str:
     window = snapshot.window_end - snapshot.window_start
-    lines = [f"heat of {snapshot.stream} over {window:.1f} s "
-             f"(limits per shard: {SHARD_RECORDS_LIMIT:,} records/s, {SHARD_BYTES_LIMIT // 1024:,} KiB/s)"]
-    rows = [("SHARD", "REC/S", "PEAK", "KiB/S", "UTIL", "TOP KEYS (share of shard)")]
+    lines = [auto_notice(snapshot.stream)] if snapshot.auto_distribution else []
+    lines.append(f"heat of {snapshot.stream} over {window:.1f} s "
+                 f"(limits per shard: {SHARD_RECORDS_LIMIT:,} records/s, {SHARD_BYTES_LIMIT // 1024:,} KiB/s)")
+    aggregated = snapshot.aggregates > 0 or snapshot.decode_errors > 0
+    keys_heading = ("KEYS AS SENT" if snapshot.auto_distribution else "TOP KEYS") + \
+        (" (share of user records)" if aggregated else " (share of shard)")
+    if aggregated:
+        # REC/S counts Kinesis records (an aggregate is one: what the limit counts); USER/S what is inside.
+        rows = [("SHARD", "REC/S", "USER/S", "PEAK", "KiB/S", "UTIL", keys_heading)]
+    else:
+        rows = [("SHARD", "REC/S", "PEAK", "KiB/S", "UTIL", keys_heading)]
     shards = snapshot.hottest_first() if hottest_first else list(snapshot.shards)
     for shard in shards:
-        rows.append((shard.shard_id + ("" if shard.is_open else " (closed)"), _rate(shard.records_per_s), str(shard.peak_records_per_s),
-                     _kib(shard.bytes_per_s), f"{shard.utilisation:.0%}", _top_keys(shard)))
-    rows.append(("stream total", _rate(snapshot.records_per_s), "", _kib(snapshot.bytes_per_s), "", ""))
-    lines.append(render_table(rows[0], rows[1:], right_aligned={1, 2, 3, 4}))
+        users = (_rate(shard.user_records_per_s),) if aggregated else ()
+        rows.append((shard.shard_id + ("" if shard.is_open else " (closed)"), _rate(shard.records_per_s), *users,
+                     str(shard.peak_records_per_s), _kib(shard.bytes_per_s), f"{shard.utilisation:.0%}",
+                     _top_keys(shard)))
+    users = (_rate(snapshot.user_records_per_s),) if aggregated else ()
+    rows.append(("stream total", _rate(snapshot.records_per_s), *users, "", _kib(snapshot.bytes_per_s), "", ""))
+    lines.append(render_table(rows[0], rows[1:], right_aligned=set(range(1, len(rows[0]) - 1))))
+    if aggregated:
+        lines.append(f"{snapshot.aggregates:,} KPL aggregates opened; keys marked (agg) came from inside them")
+    if snapshot.decode_errors:
+        lines.append(f"{snapshot.decode_errors:,} malformed aggregates counted as decode-error "
+                     "(Kinesis records, no user records)")
+    keyless = sum(shard.keyless_records for shard in snapshot.shards)
+    if keyless:
+        lines.append(f"{keyless:,} record(s) sent without a partition key (shown as {NO_KEY})")
     hottest = advice["hottest"]
     if hottest is None:
         lines.append("no records arrived while sampling: nothing is hot")
@@ -186,16 +226,26 @@ def render(snapshot: StreamHeatSnapshot, advice: dict, *, hottest_first: bool = 
     lines.append(f"hottest: {hottest.shard_id} at {hottest.utilisation:.0%} of its limit "
                  f"(peak second {hottest.peak_utilisation:.0%})")
     if hottest.split:
-        lines.append(f"  split at the median hash of its traffic (children ~{hottest.split.lower_share:.0%} / "
+        basis = ("where its aggregates land (their outer keys: the keys inside an aggregate do not place it)"
+                 if hottest.split.by_aggregates else "the median hash of its traffic")
+        lines.append(f"  split at {basis} (children ~{hottest.split.lower_share:.0%} / "
                      f"{1 - hottest.split.lower_share:.0%} of it): {hottest.split.command(snapshot.stream)}")
-        if hottest.split.dominant_key:
+        if hottest.split.dominant_key and hottest.split.dominant_aggregated:
+            lines.append(f"  ({printable(hottest.split.dominant_key)} carries {hottest.split.dominant_share:.0%} of the "
+                         "shard's user records inside aggregates: a split moves whole aggregates, not that key)")
+        elif hottest.split.dominant_key:
             lines.append(f"  (a split cannot divide one key: {printable(hottest.split.dominant_key)} carries "
                          f"{hottest.split.dominant_share:.0%} of the shard)")
     for shard, what_if in advice["hot_keys"]:
         hits = ", ".join(f"{shard_id} x{count}" for shard_id, count in sorted(what_if.shards_hit.items()))
         key = printable(what_if.key)
-        lines.append(f"hot key {key} ({shard.top_keys[0].share:.0%} of {shard.shard_id}, "
-                     f"{_rate(what_if.records_per_s)} records/s): write-shard it with {what_if.suffixes} suffixes "
+        top = shard.top_keys[0]
+        if top.aggregated:  # its user records are what is hot; the aggregates carrying them are few
+            load = (f"{top.share:.0%} of {shard.shard_id}'s user records, "
+                    f"{_rate(shard.user_records_per_s * top.share)} user records/s inside aggregates")
+        else:
+            load = f"{top.share:.0%} of {shard.shard_id}, {_rate(what_if.records_per_s)} records/s"
+        lines.append(f"hot key {key} ({load}): write-shard it with {what_if.suffixes} suffixes "
                      f"({key}:0..{what_if.suffixes - 1}) -> {hits}")
     return "\n".join(lines)
 
@@ -224,7 +274,7 @@ async def _cloudwatch(config: BackendConfig, args: argparse.Namespace) -> tuple[
     async with open_backend(config) as kinesis:
         if config.kind == "local":
             await ensure_local_stream(kinesis, args.stream, args)
-        summary = await kinesis.describe_stream(args.stream)
+        summary = await kinesis.describe_stream_summary(args.stream)
         enabled = set(summary.enhanced_metrics)
         if "ALL" in enabled:
             enabled = set(SHARD_LEVEL_METRICS)
@@ -259,8 +309,19 @@ def run_enable_monitoring(args: argparse.Namespace, config: BackendConfig) -> in
         async with open_backend(config) as kinesis:
             if config.kind == "local":
                 await ensure_local_stream(kinesis, args.stream, args)
-            await kinesis.enable_enhanced_monitoring(args.stream, list(SHARD_LEVEL_METRICS))
-            return (await kinesis.describe_stream(args.stream)).enhanced_metrics
+            from console.reshard.actionlog import ActionLog
+
+            async def settle() -> tuple[bool | None, str]:
+                enabled = set((await kinesis.describe_stream_summary(args.stream)).enhanced_metrics)
+                return set(SHARD_LEVEL_METRICS) <= enabled, f"enhanced metrics now: {', '.join(sorted(enabled)) or 'none'}"
+
+            change = await ActionLog.default().call(
+                "EnableEnhancedMonitoring", {"metrics": list(SHARD_LEVEL_METRICS)},
+                lambda: kinesis.enable_enhanced_monitoring(args.stream, list(SHARD_LEVEL_METRICS)),
+                stream=args.stream, backend=kinesis.label, settle=settle, check=f"kconsole stream describe {args.stream}")
+            if change.reply_lost:
+                note("kconsole: EnableEnhancedMonitoring: the reply was lost; the stream shows the change")
+            return (await kinesis.describe_stream_summary(args.stream)).enhanced_metrics
 
     enabled = run_async(enable())
     emit(args, {"stream": args.stream, "enhanced_metrics": sorted(enabled)},

@@ -7,12 +7,11 @@ default 4). `predict` and `spread` can instead use a live stream's open shards (
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from console.commands import command_help
-from console.bounds import shard_count, whole_number
+from console.bounds import read_text_lines, shard_count, whole_number
 from console.commands._output import emit, emit_json_with_rows, plain_json, render_table, run_async
 from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
 from console.errors import BadInput, TilingError
@@ -91,12 +90,14 @@ class ShardSet:
     """The shards to predict against. (This module's classes are plain, not dataclasses: `kconsole
     predict` starts without importing dataclasses and inspect.)"""
 
-    __slots__ = ("index", "source", "lineage")
+    __slots__ = ("index", "source", "lineage", "auto_notice")
 
-    def __init__(self, index: HashRangeIndex, source: dict, lineage: Any = None) -> None:
+    def __init__(self, index: HashRangeIndex, source: dict, lineage: Any = None, auto_notice: str | None = None) -> None:
         self.index = index
         self.source = source  # {"shards": N} or {"stream": NAME, "backend": label}
         self.lineage = lineage  # console.topology.lineage.Lineage for a live stream: answers "which shard before the reshard"
+        # A live stream with AUTO record distribution: Kinesis ignores the keys, so nothing is predicted.
+        self.auto_notice = auto_notice
 
     def describe(self) -> str:
         if "stream" in self.source:
@@ -134,38 +135,41 @@ def resolve_shard_set(args: Any) -> ShardSet:
 
 
 async def _load_stream_shards(args: Any, stream: str) -> ShardSet:
-    from console.backend.client import BackendConfig, open_backend
+    from console.backend import BackendConfig, open_backend
+    from console.commands._distribution import distribution_since
     from console.commands._stream_args import ensure_local_stream, validate_stream_name
     from console.topology.lineage import Lineage
+    from console.topology.model import auto_notice
 
     validate_stream_name(stream)
     config = BackendConfig.from_args(args)
     async with open_backend(config) as kinesis:
         if config.kind == "local":  # the embedded server starts empty; as everywhere, --local creates the stream
             await ensure_local_stream(kinesis, stream, args)
+        summary = await kinesis.describe_stream_summary(stream)
         shards = await kinesis.all_shards(stream)
         label = kinesis.label
+        notice = auto_notice(stream, await distribution_since(kinesis, stream)) if summary.auto_distribution else None
     lineage = Lineage.build(shards)
     if lineage.open_index is None:
         raise TilingError(f"stream {stream}: {lineage.problem}")
-    return ShardSet(index=lineage.open_index, source={"stream": stream, "backend": label}, lineage=lineage)
+    return ShardSet(index=lineage.open_index, source={"stream": stream, "backend": label}, lineage=lineage,
+                    auto_notice=notice)
+
+
+def emit_auto_placement(args: Any, shard_set: ShardSet, keys: list[str | None]) -> int:
+    """On an AUTO stream no key has a shard: say so, and give each key `"placement": "auto"`."""
+    document = {"source": shard_set.source, "placement": "auto", "notice": shard_set.auto_notice,
+                "keys": [{"key": key, "placement": "auto", "shard_id": None} for key in keys]}
+    emit(args, document, lambda: f"{shard_set.auto_notice}\n{len(keys)} key(s): placement auto (the service "
+                                  "chooses the shard per record); predict with --shards N for a what-if")
+    return 0
 
 
 def read_lines(path: str, *, what: str) -> list[str]:
-    """Lines of a file ('-' = stdin) without their line endings; a file we cannot read is bad input."""
-    try:
-        if path == "-":  # the raw bytes: the text layer may smuggle bad bytes in as surrogates
-            text = sys.stdin.buffer.read().decode("utf-8")
-        else:
-            with open(path, encoding="utf-8") as file:
-                text = file.read()
-    except UnicodeDecodeError as error:  # a binary file, or another encoding
-        raise BadInput(f"cannot read {what} {path!r}: not UTF-8 text "
-                       f"(byte 0x{error.object[error.start]:02x} at offset {error.start})") from None
-    except OSError as error:
-        reason = getattr(error, "strerror", None) or str(error)
-        raise BadInput(f"cannot read {what} {path!r}: {reason}") from None
-    return text.splitlines()
+    """Lines of a file ('-' = stdin) without their line endings, read within console.bounds' caps;
+    a file we cannot read, or one beyond them, is bad input."""
+    return read_text_lines(path, what=what)
 
 
 def shard_distribution(index: HashRangeIndex, shard_indices: Iterable[int]) -> Distribution:
@@ -197,6 +201,8 @@ def predict_command(args: Any) -> int:
     validate_partition_keys([key for key in keys if key is not None])
 
     shard_set = resolve_shard_set(args)
+    if shard_set.auto_notice:
+        return emit_auto_placement(args, shard_set, keys)
     index = shard_set.index
     if explicit is not None:
         hash_keys = [explicit] * len(keys)
@@ -359,6 +365,8 @@ def spread_command(args: Any) -> int:
             raise BadInput(f"sort-keys file {args.sort_keys_file!r} holds no sort keys "
                            "(one per line; blank lines are skipped)")
     shard_set = resolve_shard_set(args)
+    if shard_set.auto_notice:
+        return emit_auto_placement(args, shard_set, [f"{args.partition_key}:{n}" for n in range(suffixes)])
     result = spread(args.partition_key, suffixes, shard_set.index, sort_keys)
     document = {"source": shard_set.source, **result.to_json()}
     emit(args, document, lambda: format_spread(result, shard_set))

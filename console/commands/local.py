@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import errno
-import json
 import os
 import signal
 import sys

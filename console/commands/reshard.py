@@ -22,6 +22,7 @@ from console.commands import command_help
 from console.bounds import (
     UPDATE_SHARD_COUNT_MAX,
     argtype,
+    read_text_lines,
     retention_window,
     scale_target,
     shard_count,
@@ -145,15 +146,9 @@ def _add_action_arguments(parser: argparse.ArgumentParser, action: str, *, mutat
 
 
 def read_keys(path: Path) -> KeySample:
-    """Partition keys, one per line (blank lines skipped); each must be 1-256 characters."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise BadInput(f"cannot read keys file {path}: {getattr(error, 'strerror', None) or error}", code="bad_keys_file")
-    keys = text.split("\n")
-    if "\r" in text:
-        keys = [line.rstrip("\r") for line in keys]
-    keys = list(filter(None, keys))
+    """Partition keys, one per line (blank lines skipped), read within console.bounds' caps; each
+    must be 1-256 characters."""
+    keys = list(filter(None, read_text_lines(str(path), what="keys file", code="bad_keys_file")))
     if keys and max(map(len, keys)) > 256:
         number, key = next((n, k) for n, k in enumerate(keys, 1) if len(k) > 256)
         raise BadInput(f"{path}: key {number} is {len(key)} characters; partition keys are 1 to 256", code="bad_keys_file")
@@ -220,7 +215,9 @@ def plan_builder(args: argparse.Namespace, inputs: PlanInputs | None = None,
                 key, basis = inputs.explicit_key or 0, "explicit hash key"  # plan_split names an unknown shard
             elif inputs.median_of is not None:
                 median = median_split(target, inputs.median_of, str(args.at_median_of))
-                key, basis = median.key, f"median of {len(inputs.median_of)} keys in {args.at_median_of}"
+                outside = median.sampled - median.inside
+                key, basis = median.key, (f"median of {median.inside} keys in {args.at_median_of}"
+                                          + (f" ({outside} more hash outside the shard)" if outside else ""))
             elif inputs.recent and target.is_open:
                 if recent_median is None or recent_median.shard_id != target.shard_id:
                     raise ValueError("--at-median-of-recent: sample the shard's records before planning")
@@ -275,6 +272,7 @@ async def _plan_from_stream(args: argparse.Namespace, inputs: PlanInputs,
     async with open_backend(BackendConfig.from_args(args)) as kinesis:
         await _create_if_local(kinesis, args)
         summary, shards, context = await _executor(kinesis, args, quiet=True).snapshot()
+        inputs, build, _notice = await _respect_distribution(kinesis, args, summary, inputs, build)
         build = await _with_recent_median(kinesis, args, inputs, shards, build)
         plan = build(shards, context)
         return plan, await _barrier(kinesis, args, summary, shards, plan)
@@ -291,6 +289,28 @@ async def _barrier(kinesis, args: argparse.Namespace, summary, shards: Sequence[
                                    stream_arn=summary.arn)
     changed = changed_shards(plan.before, (shard.shard_id for shard in plan.after if shard.unchanged and shard.shard_id))
     return barrier_analysis(report, shards, changed)
+
+
+async def _respect_distribution(kinesis, args: argparse.Namespace, summary, inputs: PlanInputs,
+                                build: PlanBuilder) -> tuple[PlanInputs, PlanBuilder, str | None]:
+    """On an AUTO stream keys do not place records: a split at their median is refused (nothing is
+    read or called) and the preview drops the keys that move; the notice says why."""
+    if not getattr(summary, "auto_distribution", False):
+        return inputs, build, None
+    from console.commands._distribution import distribution_since
+    from console.topology.model import auto_notice
+
+    notice = auto_notice(args.stream, await distribution_since(kinesis, args.stream))
+    if inputs.median_of is not None or inputs.recent:
+        option = "--at-median-of-recent" if inputs.recent else "--at-median-of"
+        raise PlanRejected(f"{option} refused, nothing was read or called: {args.stream} uses AUTO record "
+                           "distribution, so the median of partition keys says nothing about where records go; "
+                           "split at --at midpoint or --at HASH_KEY", code="auto_distribution")
+    if inputs.sample is not None:
+        inputs = replace(inputs, sample=None)
+        build = plan_builder(args, inputs)
+    note(f"kconsole: {notice}")
+    return inputs, build, notice
 
 
 async def _with_recent_median(kinesis, args: argparse.Namespace, inputs: PlanInputs, shards: Sequence[Shard],
@@ -323,6 +343,11 @@ def run_reshard(args: argparse.Namespace) -> int:
     if result is None:
         return 0
     emit(args, result.to_json(), lambda: render_result(result))
+    if result.changed_by_others:
+        note(f"kconsole: {args.stream} was changed by someone else meanwhile: "
+             f"{', '.join(result.changed_by_others[:10])} not explained by the plan; check with "
+             f"`kconsole shards {args.stream}`")
+        return 1
     if result.differences:
         note(f"kconsole: the open shards differ from the plan in {len(result.differences)} place(s); "
              "check them with `kconsole shards`")
@@ -337,6 +362,7 @@ async def _reshard(args: argparse.Namespace, inputs: PlanInputs, build: PlanBuil
         await _create_if_local(kinesis, args)
         executor = _executor(kinesis, args)
         summary, shards, context = await executor.snapshot()
+        inputs, build, _notice = await _respect_distribution(kinesis, args, summary, inputs, build)
         build = await _with_recent_median(kinesis, args, inputs, shards, build)
         plan = build(shards, context)
         if summary.status == "UPDATING" and args.wait:
@@ -361,6 +387,10 @@ def render_result(result: ExecutionResult) -> str:
     lines.append(f"Stream status: {result.status}")
     if result.after is None:
         lines.append("Submitted; follow with `kconsole shards STREAM` or use --wait next time.")
+    elif result.changed_by_others:
+        lines.append("Changed by someone else meanwhile: shards the plan does not explain: "
+                     + ", ".join(result.changed_by_others[:20]))
+        lines += [f"  - {d}" for d in result.differences[:20]]
     elif result.differences:
         lines.append("Observed open shards differ from the plan:")
         lines += [f"  - {d}" for d in result.differences[:20]]

@@ -7,10 +7,16 @@
     kconsole stream encryption orders --kms-key alias/aws/kinesis | --off
     kconsole stream delete orders [--enforce-consumer-deletion] [--yes]
     kconsole stream describe orders [--json]
+    kconsole stream max-record-size orders --kib 10240    # records up to 10 MiB
+    kconsole stream warm-throughput clicks --mibps 100     # on-demand, with On-demand Advantage
+    kconsole stream distribution clicks auto | partition-key
+    kconsole stream tag orders team=payments tier=1 / untag orders tier
+    kconsole stream policy orders --show | --put policy.json | --delete
 
-Every change is planned first (console.lifecycle.plans: AWS's rules checked before any call), shown,
-confirmed by typing the stream name on a TTY (or --yes), refused under --read-only, and written to
-the action log, whose mode switches the 24-hour rule reads back.
+Every change is planned first (console.lifecycle.plans and .settings: AWS's rules checked before any
+call), shown, confirmed by typing the stream name on a TTY (or --yes), refused under --read-only, and
+written to the action log ahead of each call (no log, no call), whose mode switches the 24-hour rule
+reads back. A call whose reply is lost is settled by reading the stream back (console.lifecycle.execute).
 """
 
 from __future__ import annotations
@@ -18,16 +24,32 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
-from console.bounds import validate_stream_name
+from console.bounds import argtype, record_size_kib, validate_stream_name, warm_throughput_mibps
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import ensure_local_stream
-from console.errors import BadInput, PlanRejected, StreamNotFound
+from console.errors import BadInput, ConsoleError, PlanRejected, StreamNotFound
+from console.topology.model import StreamSummary
 from console.lifecycle.execute import apply, mode_switches
 from console.lifecycle.plans import LifecyclePlan, plan_create, plan_delete, plan_encryption, plan_mode, plan_retention
+from console.lifecycle.settings import (
+    check_tag_key,
+    parse_distribution,
+    parse_tag,
+    plan_distribution,
+    plan_max_record_size,
+    plan_policy_delete,
+    plan_policy_put,
+    plan_tag,
+    plan_untag,
+    plan_warm_throughput,
+    policy_or_none,
+    read_policy,
+)
 from console.lifecycle.rules import (
     AWS_MANAGED_KMS_KEY,
     MAX_RETENTION_HOURS,
@@ -40,7 +62,12 @@ from console.lifecycle.rules import (
 
 DEFAULT_WAIT_SECONDS = 300.0
 _VERBS = {"create": "create", "delete": "delete", "retention": "change the retention of",
-          "mode": "switch the capacity mode of", "encryption": "change the encryption of"}
+          "mode": "switch the capacity mode of", "encryption": "change the encryption of",
+          "max-record-size": "change the record size limit of", "warm-throughput": "change the warm throughput of",
+          "distribution": "change the record distribution of", "tag": "tag", "untag": "untag",
+          "policy": "change the resource policy of"}
+ACTIONS = ("create", "delete", "retention", "mode", "encryption", "describe", "max-record-size",
+           "warm-throughput", "distribution", "tag", "untag", "policy")
 
 
 def register(subparsers, common) -> None:
@@ -91,15 +118,35 @@ def register(subparsers, common) -> None:
 
     describe = action("describe", "everything DescribeStreamSummary says, plus tags, consumers and enhanced "
                                   "monitoring", run_describe, changes=False)
-    for parser in (retention, encryption, describe):
+    record_size = action("max-record-size", "raise or lower the largest record the stream takes "
+                                            "(MaxRecordSizeInKiB, 1 to 10 MiB)", run_max_record_size)
+    record_size.add_argument("--kib", type=argtype(record_size_kib, "--kib"), required=True, metavar="N",
+                             help="1024 (1 MiB, the default) to 10240 (10 MiB)")
+    warm = action("warm-throughput", "keep an on-demand stream ready for a throughput at once (needs the "
+                                     "account's On-demand Advantage)", run_warm_throughput)
+    warm.add_argument("--mibps", type=argtype(warm_throughput_mibps, "--mibps"), required=True, metavar="N",
+                      help="0 to 10240 MiB/s (10 GiB/s); 0 keeps none warm")
+    distribution = action("distribution", "AUTO: Kinesis spreads records and ignores keys (on-demand only); "
+                                          "partition-key: keys place records", run_distribution)
+    distribution.add_argument("strategy", metavar="auto|partition-key", type=parse_distribution,
+                              help="auto or partition-key")
+    tag = action("tag", "add or change tags on the stream (TagResource)", run_tag)
+    tag.add_argument("tags", nargs="+", metavar="KEY=VALUE", type=parse_tag, help="tags to set")
+    untag = action("untag", "remove tags from the stream (UntagResource)", run_untag)
+    untag.add_argument("keys", nargs="+", metavar="KEY", type=check_tag_key, help="tag keys to remove")
+    policy = action("policy", "show, put or delete the stream's resource policy", run_policy)
+    which_policy = policy.add_mutually_exclusive_group(required=True)
+    which_policy.add_argument("--show", action="store_true", help="print the policy (changes nothing)")
+    which_policy.add_argument("--put", metavar="FILE", help="put this JSON policy (checked before the call)")
+    which_policy.add_argument("--delete", action="store_true", help="delete the policy")
+    for parser in (retention, encryption, describe, record_size, warm, distribution, tag, untag, policy):
         # SUPPRESS keeps a value given before the command name (`kconsole --local --shards 8 stream ...`).
         parser.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
                             help="with --local: shard count if the stream has to be created (default 4)")
 
 
 def _no_action(args) -> int:
-    raise BadInput("kconsole stream: choose an action: create, delete, retention, mode, encryption, describe",
-                   code="usage")
+    raise BadInput(f"kconsole stream: choose an action: {', '.join(ACTIONS)}", code="usage")
 
 
 def _stream_name(text: str) -> str:
@@ -142,12 +189,20 @@ async def _create_if_local(kinesis: Any, args: Any) -> None:
         await ensure_local_stream(kinesis, args.stream, args)
 
 
+async def _apply(kinesis: Any, plan: LifecyclePlan) -> None:
+    """The plan's calls, each logged before it is made; a lost reply the stream settled is said."""
+    await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis),
+                progress=lambda text: None if text.startswith("calling") else note(f"kconsole: {text}"))
+
+
 async def _who(kinesis: Any) -> str | None:
     return await kinesis.caller_identity() if kinesis.config.kind == "aws" else None
 
 
-def _finish(args: Any, plan: LifecyclePlan, executed: bool, status: str | None) -> int:
+def _finish(args: Any, plan: LifecyclePlan, executed: bool, status: str | None, after: Any = None) -> int:
     document = {"executed": executed, "status": status, "plan": plan.to_json()}
+    if after is not None:  # the stream as read back after the change
+        document["stream"] = after.to_json()
     if executed:
         text = f"{plan.render()}\nDone: {plan.summary}" + (f"; stream {status}" if status else "")
     else:
@@ -178,14 +233,14 @@ async def _create(args: Any, shards: int | None, on_demand: bool) -> int:
                            exists=exists)
         if plan.ok:
             note(f"creating {args.stream!r}: {plan.summary} on {kinesis.label}")
-        await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis))
-        status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream(args.stream)).status
+        await _apply(kinesis, plan)
+        status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream_summary(args.stream)).status
     return _finish(args, plan, True, status)
 
 
 async def _exists(kinesis: Any, stream: str) -> bool:
     try:
-        await kinesis.describe_stream(stream)
+        await kinesis.describe_stream_summary(stream)
     except StreamNotFound:
         return False
     return True
@@ -200,14 +255,16 @@ def run_delete(args: Any) -> int:
 
 async def _delete(args: Any) -> int:
     async with _open(args) as kinesis:
-        summary = await kinesis.describe_stream(args.stream)
-        consumers, shards = await asyncio.gather(kinesis.list_stream_consumers(summary.arn) if summary.arn else _none(),
-                                                 kinesis.all_shards(args.stream))
+        summary = await kinesis.describe_stream_summary(args.stream)
+        consumers, shards, channels = await asyncio.gather(
+            kinesis.list_stream_consumers(summary.arn) if summary.arn else _none(), kinesis.all_shards(args.stream),
+            _stream_channels(kinesis, summary))
         plan = plan_delete(summary, consumers=[c.get("ConsumerName", "?") for c in consumers],
                            total_shards=len(shards), enforce_consumer_deletion=args.enforce_consumer_deletion)
+        plan = with_channels(plan, args.stream, channels)
         if not _refuse_or_confirm(args, plan, consequence="delete the stream and every record in it"):
             return _finish(args, plan, False, summary.status)
-        await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis))
+        await _apply(kinesis, plan)
         status = "DELETING"
         if args.wait:
             status = await _wait_gone(kinesis, args.stream)
@@ -216,6 +273,30 @@ async def _delete(args: Any) -> int:
 
 async def _none() -> list:
     return []
+
+
+async def _stream_channels(kinesis: Any, summary: Any) -> list[str]:
+    """Names of the channels reading from the stream: AWS refuses to delete a stream that has any.
+    An endpoint without channels has none to stop the delete."""
+    if not summary.channel_count and kinesis.config.kind == "aws":
+        return []
+    try:
+        found = await kinesis.list_channels(stream_arn=summary.arn)
+    except ConsoleError as error:
+        if error.code == "unsupported_operation":
+            return []
+        raise
+    return [c.get("ChannelName", "?") for c in found if c.get("ChannelStatus") != "DELETING"]
+
+
+def with_channels(plan: LifecyclePlan, stream: str, channels: list[str]) -> LifecyclePlan:
+    """A stream with active channels cannot be deleted: the plan names them as the reason it would fail."""
+    if not channels or plan.refusal:
+        return plan
+    shown = ", ".join(channels[:10]) + (f" (+{len(channels) - 10} more)" if len(channels) > 10 else "")
+    return replace(plan, consequences=(*plan.consequences, f"{len(channels)} active channel(s): {shown}"),
+                   refusal=f"the stream has {len(channels)} active channel(s) ({shown}); AWS refuses to delete it "
+                           f"until they are gone: `kconsole channels delete NAME` for each")
 
 
 async def _wait_gone(kinesis: Any, stream: str, timeout: float = DEFAULT_WAIT_SECONDS) -> str:
@@ -266,13 +347,105 @@ def run_encryption(args: Any) -> int:
 async def _change(args: Any, build) -> int:
     async with _open(args) as kinesis:
         await _create_if_local(kinesis, args)
-        summary = await kinesis.describe_stream(args.stream)
+        summary = await kinesis.describe_stream_summary(args.stream)
         plan = await build(kinesis, summary)
         if not _refuse_or_confirm(args, plan, consequence=plan.summary):
             return _finish(args, plan, False, summary.status)
-        await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis))
-        status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream(args.stream)).status
+        await _apply(kinesis, plan)
+        status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream_summary(args.stream)).status
     return _finish(args, plan, True, status)
+
+
+# ---- today's settings: record size, warm throughput, distribution, tags, policy ----------------
+
+def run_max_record_size(args: Any) -> int:
+    refuse_if_read_only(args, f"change the record size limit of {args.stream}")
+
+    async def build(kinesis, summary):
+        return plan_max_record_size(summary, args.kib)
+
+    return run_async(_setting(args, build))
+
+
+def run_warm_throughput(args: Any) -> int:
+    refuse_if_read_only(args, f"change the warm throughput of {args.stream}")
+
+    async def build(kinesis, summary):
+        commitment = None
+        if summary.mode == "ON_DEMAND":
+            commitment = (await kinesis.account_settings()).get("Status") or "DISABLED"
+        return plan_warm_throughput(summary, args.mibps, commitment=commitment)
+
+    return run_async(_setting(args, build))
+
+
+def run_distribution(args: Any) -> int:
+    refuse_if_read_only(args, f"change the record distribution of {args.stream}")
+
+    async def build(kinesis, summary):
+        return plan_distribution(summary, args.strategy)
+
+    return run_async(_setting(args, build, log_fields={"target": args.strategy}))
+
+
+def run_tag(args: Any) -> int:
+    tags = dict(args.tags)
+    refuse_if_read_only(args, f"tag {args.stream}")
+
+    async def build(kinesis, summary):
+        return plan_tag(summary, tags, await kinesis.resource_tags(summary.arn))
+
+    return run_async(_setting(args, build))
+
+
+def run_untag(args: Any) -> int:
+    refuse_if_read_only(args, f"untag {args.stream}")
+
+    async def build(kinesis, summary):
+        return plan_untag(summary, list(args.keys), await kinesis.resource_tags(summary.arn))
+
+    return run_async(_setting(args, build))
+
+
+def run_policy(args: Any) -> int:
+    if args.show:
+        return run_async(_show_policy(args))
+    policy = read_policy(args.put) if args.put is not None else None  # checked before anything connects
+    refuse_if_read_only(args, f"change the resource policy of {args.stream}")
+
+    async def build(kinesis, summary):
+        current = policy_or_none(await kinesis.resource_policy(summary.arn))
+        return plan_policy_put(summary, policy, current) if policy is not None else plan_policy_delete(summary, current)
+
+    return run_async(_setting(args, build))
+
+
+async def _show_policy(args: Any) -> int:
+    async with _open(args) as kinesis:
+        await _create_if_local(kinesis, args)
+        summary = await kinesis.describe_stream_summary(args.stream)
+        policy = policy_or_none(await kinesis.resource_policy(summary.arn))
+    import json
+
+    document = {"stream": args.stream, "arn": summary.arn, "policy": json.loads(policy) if policy else None}
+    emit(args, document, json.dumps(document["policy"], indent=2) if policy else f"{args.stream} has no resource policy")
+    return 0
+
+
+async def _setting(args: Any, build, *, log_fields: dict | None = None) -> int:
+    """Plan against the stream as it is, confirm, make the call, read the stream back."""
+    from console.lifecycle.settings_apply import apply_setting
+
+    async with _open(args) as kinesis:
+        await _create_if_local(kinesis, args)
+        summary = await kinesis.describe_stream_summary(args.stream)
+        plan = await build(kinesis, summary)
+        if not _refuse_or_confirm(args, plan, consequence=plan.summary):
+            return _finish(args, plan, False, summary.status, summary)
+        await apply_setting(kinesis, plan, action_log=_history(), who=await _who(kinesis), log_fields=log_fields)
+        after = await kinesis.wait_for_active(args.stream, timeout=DEFAULT_WAIT_SECONDS) if args.wait \
+            else await kinesis.describe_stream_summary(args.stream)
+    return _finish(args, plan, True, after.status, after)
 
 
 # ---- describe ----------------------------------------------------------------------------------
@@ -292,8 +465,18 @@ async def _describe(args: Any) -> dict:
                                                else _none())
         label = kinesis.label
     metrics = sorted({m for group in raw.get("EnhancedMonitoring", []) for m in group.get("ShardLevelMetrics", [])})
-    document = {_snake(key): _plain(value) for key, value in raw.items() if key != "EnhancedMonitoring"}
+    summary = StreamSummary.from_api(raw)
+    document = {_snake(key): _plain(value) for key, value in raw.items()
+                if key not in ("EnhancedMonitoring", "WarmThroughput", "MaxRecordSizeInKiB",
+                               "RecordDistributionStrategy", "ChannelCount")}
     document.update({
+        "record_distribution": summary.record_distribution,
+        "max_record_size_kib": summary.max_record_size_kib,
+        "warm_throughput": {"target_mibps": summary.warm_throughput_target_mibps,
+                            "current_mibps": summary.warm_throughput_current_mibps},
+        "channel_count": summary.channel_count,
+        "stream_id": summary.stream_id or None,
+        "badges": summary.badges(),
         "backend": label,
         "stream_mode": (raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
         "enhanced_monitoring": metrics,
@@ -319,13 +502,19 @@ def _plain(value: Any) -> Any:
 
 def render_description(document: dict) -> str:
     first = ("stream_name", "stream_status", "stream_mode", "open_shard_count", "retention_period_hours",
-             "encryption_type", "key_id", "stream_creation_timestamp", "stream_arn", "consumer_count", "backend")
+             "encryption_type", "key_id", "record_distribution", "max_record_size_kib", "stream_creation_timestamp",
+             "stream_arn", "stream_id", "consumer_count", "channel_count", "backend")
     rows = [(key, document[key]) for key in first if key in document]
+    warm = document.get("warm_throughput") or {}
+    rows.append(("warm_throughput", "-" if warm.get("target_mibps") is None else
+                 f"{warm['target_mibps']} MiB/s target, {warm.get('current_mibps')} MiB/s now"))
     rows += [(key, value) for key, value in document.items()
-             if key not in first and key not in ("tags", "consumers", "enhanced_monitoring")]
+             if key not in first and key not in ("tags", "consumers", "enhanced_monitoring", "warm_throughput", "badges")]
     rows.append(("enhanced_monitoring", ", ".join(document["enhanced_monitoring"]) or "off"))
     rows.append(("tags", ", ".join(f"{k}={v}" for k, v in sorted(document["tags"].items())) or "none"))
     text = render_table(("FIELD", "VALUE"), [(key, "-" if value is None else str(value)) for key, value in rows])
+    if document.get("badges"):
+        text = " · ".join(document["badges"]) + "\n" + text
     if document["consumers"]:
         text += "\n\n" + render_table(("CONSUMER", "STATUS", "CREATED"),
                                       [(c["name"], c["status"], c["created"] or "-") for c in document["consumers"]])

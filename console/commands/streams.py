@@ -1,13 +1,21 @@
-"""`kconsole streams` and `kconsole shards STREAM [--open | --all] [--tree]`."""
+"""`kconsole streams` and `kconsole shards STREAM [--open | --all] [--tree]`.
+
+`streams` lists in one ListStreams page-through (its StreamSummaries give name, status, mode and
+ARN), then fills in open shards, retention, encryption and today's settings with DescribeStreamSummary,
+at most one per stream and DESCRIBE_CONCURRENCY at once, only for the streams the output shows
+(--max-items) and only when it shows those fields (a --query that names none of them needs none).
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 from typing import Any
 
 from console.commands import command_help
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import ensure_local_stream, local_shard_count, validate_stream_name
+from console.heat.fleet import FLEET_REFRESH_S, SORTS, Fleet, FleetRow, StreamFacts, fleet_rows, format_age, sort_rows, sparkline
 from console.lifecycle.rules import parse_shard_count
 from console.topology.lineage import OPEN, Lineage
 from console.topology.model import StreamSummary
@@ -17,8 +25,15 @@ def register(subparsers, common) -> None:
     streams = subparsers.add_parser(
         "streams", parents=common, help=command_help("streams"),
         description="List the streams on the backend with status, capacity mode (PROVISIONED or ON_DEMAND), "
-                    "open shard count, retention and encryption. With --local the embedded server starts "
-                    "empty; kconsole --local --stream NAME streams creates NAME first.")
+                    "open shard count, retention, encryption and record distribution, with each stream's "
+                    "incoming rates, iterator age and throttles from CloudWatch. With --local the embedded server "
+                    "starts empty; kconsole --local --stream NAME streams creates NAME first.")
+    streams.add_argument("--watch", action="store_true",
+                         help="refresh once a minute (CloudWatch's period) until Ctrl-C, worst streams first; with --json "
+                              "one JSON document a line per refresh")
+    streams.add_argument("--sort", choices=SORTS, default="trouble",
+                         help="row order: trouble (throttling, then iterator age, then utilisation; the "
+                              "default), name, incoming (bytes/s) or age (iterator age)")
     streams.set_defaults(handler=streams_command)
 
     shards = subparsers.add_parser(
@@ -43,30 +58,115 @@ def register(subparsers, common) -> None:
 def streams_command(args: Any) -> int:
     if getattr(args, "local", False):
         local_shard_count(args)  # a bad --shards is exit 2 before the embedded server starts
-    summaries, label = run_async(_fetch_streams(args))
-    emit(args, [summary.to_json() for summary in summaries], lambda: format_streams(summaries, label))
+    if getattr(args, "watch", False):
+        return run_async(_watch_fleet(args))
+    summaries, label, fleet = run_async(_fetch_fleet(args))
+    rows = {row.name: row for row in fleet.rows}
+    ordered = [rows[row.name] for row in sort_rows(fleet.rows, getattr(args, "sort", "trouble"))]
+    by_name = {summary.name: summary for summary in summaries}
+    emit(args, [by_name[row.name].to_json() | row.to_json() for row in ordered],
+         lambda: format_fleet([(by_name[row.name], row) for row in ordered], label, fleet.problem))
     return 0
 
 
-async def _fetch_streams(args: Any) -> tuple[list[StreamSummary], str]:
-    from console.backend.client import BackendConfig, open_backend
+DESCRIBE_CONCURRENCY = 16
+# What only DescribeStreamSummary tells (ListStreams' summaries give name, status, mode and ARN).
+DESCRIBED_FIELDS = ("open_shard_count", "retention_hours", "encryption", "stream_id", "record_distribution",
+                    "max_record_size_kib", "warm_throughput", "consumer_count", "channel_count")
+
+
+def needs_describe(args: Any) -> bool:
+    query = getattr(args, "query", None)
+    return query is None or any(name in query for name in DESCRIBED_FIELDS)
+
+
+async def list_streams(kinesis: Any, *, describe: bool = True, shown: int | None = None,
+                       page_size: int = 100) -> list[StreamSummary]:
+    """One ListStreams page-through, sorted by name; the first `shown` (all: None) described."""
+    listed = sorted(await kinesis.list_stream_summaries(page_size=page_size), key=lambda s: s.name)
+    if not describe:
+        return listed
+    head = listed if shown is None else listed[:shown]
+    described = await kinesis.describe_streams(head, concurrency=DESCRIBE_CONCURRENCY)
+    return sorted(described, key=lambda s: s.name) + listed[len(head):]
+
+
+async def _fetch_fleet(args: Any) -> tuple[list[StreamSummary], str, Fleet]:
+    """The streams and one read of their CloudWatch metrics, on one backend."""
+    from console.backend import BackendConfig, open_backend
 
     config = BackendConfig.from_args(args)
     async with open_backend(config) as kinesis:
         wanted = getattr(args, "stream", None)
         if config.kind == "local" and wanted:
             await ensure_local_stream(kinesis, wanted, args)
-        summaries = await kinesis.list_streams()
-        return sorted(summaries, key=lambda s: s.name), kinesis.label
+        summaries = await list_streams(kinesis, describe=needs_describe(args), shown=getattr(args, "max_items", None))
+        fleet = await fleet_rows(kinesis, [StreamFacts.from_stream(s) for s in summaries])
+        return summaries, kinesis.label, fleet
 
 
-def format_streams(summaries: list[StreamSummary], label: str) -> str:
-    if not summaries:
+async def _watch_fleet(args: Any, *, rounds: int | None = None, interval: float = FLEET_REFRESH_S) -> int:
+    """Refresh every `interval` seconds; a refresh starts only after the previous one ended. Each
+    refresh is the table (a fresh screen on a terminal) or, with --json, one JSON document a line."""
+    import sys
+    import time
+
+    from console.backend import BackendConfig, open_backend
+
+    config = BackendConfig.from_args(args)
+    async with open_backend(config) as kinesis:
+        done = 0
+        while rounds is None or done < rounds:
+            started = time.monotonic()
+            summaries = await list_streams(kinesis)
+            fleet = await fleet_rows(kinesis, [StreamFacts.from_stream(s) for s in summaries])
+            by_name = {summary.name: summary for summary in summaries}
+            ordered = sort_rows(fleet.rows, args.sort)
+            stamp = time.strftime("%H:%M:%S")
+            table = (f"{kinesis.label} at {stamp}, sorted by {args.sort}; refreshes every {interval:g} s, "
+                     "Ctrl-C stops\n" + format_fleet([(by_name[row.name], row) for row in ordered], kinesis.label,
+                                                      fleet.problem))
+            if sys.stdout.isatty() and getattr(args, "output", None) is None and not getattr(args, "json", False):
+                sys.stdout.write("\x1b[H\x1b[2J")  # a fresh screen each refresh, like watch(1)
+            emit(args, {"at": stamp, "streams": [by_name[row.name].to_json() | row.to_json() for row in ordered]},
+                 table)
+            done += 1
+            if rounds is None or done < rounds:
+                await asyncio.sleep(max(0.0, interval - (time.monotonic() - started)))
+    return 0
+
+
+def format_fleet(pairs: list[tuple[StreamSummary, FleetRow]], label: str, problem: str | None) -> str:
+    """The streams table with rates, iterator age, throttles and the trouble column."""
+    if not pairs:
         return f"no streams on {label}"
-    header = ("NAME", "STATUS", "MODE", "OPEN SHARDS", "RETENTION", "ENCRYPTION")
-    rows = [(s.name, s.status, s.mode, str(s.open_shard_count), f"{s.retention_hours} h", s.encryption)
-            for s in summaries]
-    return render_table(header, rows, right_aligned={3})
+    header = ("NAME", "STATUS", "MODE", "OPEN SHARDS", "RETENTION", "ENCRYPTION", "IN REC/S", "IN KB/S",
+              "LAST 30 MIN", "USED", "ITER AGE", "THROTTLED W/R", "EFO", "TROUBLE")
+    body = []
+    for summary, row in pairs:
+        mode = summary.mode + (" AUTO" if row.facts.auto_distribution else "") + (
+            f" warm {row.facts.warm_mibps} MiB/s" if row.facts.warm_mibps else "")
+        body.append((
+            summary.name, summary.status, mode, _count(summary.open_shard_count), f"{summary.retention_hours} h",
+            summary.encryption,
+            _number(row.records_per_s, "{:.1f}"), _number(None if row.bytes_per_s is None else row.bytes_per_s / 1024,
+                                                          "{:.1f}"),
+            sparkline(row.bytes_sparkline) or "-", _number(None if row.utilisation is None else row.utilisation * 100,
+                                                           "{:.0f}%"),
+            "-" if row.max_iterator_age_ms is None else format_age(row.max_iterator_age_ms),
+            f"{_count(row.write_throttled)}/{_count(row.read_throttled)}", _count(summary.consumer_count),
+            ("! " + "; ".join(row.trouble)) if row.trouble else (f"? {row.metrics_problem}" if row.metrics_problem
+                                                                   and not problem else "")))
+    text = render_table(header, body, right_aligned={3, 6, 7, 9, 10, 12})
+    return f"{text}\nno metrics: {problem}" if problem else text
+
+
+def _number(value: float | None, pattern: str) -> str:
+    return "-" if value is None else pattern.format(value)
+
+
+def _count(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
 
 
 # -- kconsole shards -------------------------------------------------------------------------------
@@ -96,7 +196,7 @@ def shards_command(args: Any) -> int:
 
 
 async def _fetch_lineage(args: Any, stream: str) -> tuple[Lineage, str]:
-    from console.backend.client import BackendConfig, open_backend
+    from console.backend import BackendConfig, open_backend
 
     config = BackendConfig.from_args(args)
     async with open_backend(config) as kinesis:

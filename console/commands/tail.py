@@ -69,8 +69,11 @@ def register(subparsers, common) -> None:
     parser.add_argument("--shard", dest="shard_ids", action="append", default=[], metavar="ID",
                         help="read only this shard (repeatable, or comma-separated), and its children if it splits")
     parser.add_argument("--key", dest="partition_key", metavar="PK",
-                        help="only records with this partition key (reads only the shard it hashes to; with "
-                             "--shard, those shards: KPL-aggregated records can sit elsewhere)")
+                        help="only records with this partition key, KPL-aggregated ones included (reads every "
+                             "shard: an aggregate carries its records wherever it lands; with --shard, those shards)")
+    parser.add_argument("--placement-only", action="store_true",
+                        help="with --key: read only the shard the key hashes to (the stream has no KPL "
+                             "aggregates; the first aggregate seen widens the read to every shard)")
     parser.add_argument("--grep", metavar="TEXT", help="only records whose decoded content or key contains TEXT")
     parser.add_argument("--follow", "-f", action="store_true", help="keep reading new records until Ctrl-C")
     parser.add_argument("--limit", type=_positive_int, metavar="N", help="stop after N records")
@@ -94,6 +97,8 @@ def options_from_args(args: Any, now: datetime | None = None) -> TailOptions:
         raise BadInput("--shard needs a shard ID, e.g. --shard shardId-000000000000")
     if args.grep is not None and not args.grep:
         raise BadInput("--grep needs some text to look for")
+    if args.placement_only and args.partition_key is None:
+        raise BadInput("--placement-only narrows a --key read: give --key PK")
     start, end = resolve_window(getattr(args, "start", None), getattr(args, "end", None), getattr(args, "last", None),
                                 follow=args.follow, now=now or datetime.now(timezone.utc))
     where = getattr(args, "where", None)
@@ -107,6 +112,7 @@ def options_from_args(args: Any, now: datetime | None = None) -> TailOptions:
         grep=args.grep,
         follow=args.follow,
         limit=args.limit,
+        placement_only=args.placement_only,
     )
 
 
@@ -245,7 +251,7 @@ async def _tail(config, stream: str, options: TailOptions, reader_box: list, arg
         if config.kind == "local":  # the embedded server starts empty: create the stream, as `shards` does
             await ensure_local_stream(kinesis, stream, args)
         if options.start.timestamp is not None or options.end.moment is not None:
-            summary = await kinesis.describe_stream(stream)
+            summary = await kinesis.describe_stream_summary(stream)
             check_retention(options.start, summary.retention_hours, datetime.now(timezone.utc), stream, options.end)
         reader = TailReader(kinesis, stream, options, on_trouble=note)
         reader_box.append(reader)
@@ -260,6 +266,8 @@ async def _tail(config, stream: str, options: TailOptions, reader_box: list, arg
         plain_json = args.output == "json" and getattr(args, "query", None) is None
         async with contextlib.aclosing(reader.batches()) as batches:
             async for batch in batches:
+                while reader.notes:
+                    note(reader.notes.pop(0))
                 if export is not None:
                     if batch.records:
                         export.write_batch(batch.records)
@@ -280,9 +288,10 @@ async def _tail(config, stream: str, options: TailOptions, reader_box: list, arg
                              + (f" {p.millis_behind} ms behind" if p.millis_behind is not None else "")
                              for p in reader.progress.values())
             note(f"tail: {reader.shown} record{'s' if reader.shown != 1 else ''} ({lags})")
-            if reader.shown == 0 and options.partition_key is not None and not options.shard_ids:
-                note(f"tail: read only the shard {options.partition_key!r} hashes to; records a KPL aggregate "
-                     "carries under this key may sit in another shard: add --shard ID ... to read more")
+            if (reader.shown == 0 and options.partition_key is not None and options.placement_only
+                    and not options.shard_ids):
+                note(f"tail: --placement-only read only the shard {options.partition_key!r} hashes to; without it "
+                     "every shard is read")
 
 
 def _quiet_garbage_collector() -> None:
@@ -301,7 +310,7 @@ def format_line(record: DecodedRecord) -> str:
     stream (key, content, a decode error's reason) is escaped: a producer's escape sequences never reach the
     terminal, and a record never takes more than its line."""
     arrival = iso_time(record.arrival) or "-"
-    key = record.partition_key + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
+    key = record.key_text + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
     content = record.content_text(max_hex_bytes=TEXT_HEX_BYTES)
     if record.kind == KIND_ERROR:
         content = f"{record.error}: {content}"

@@ -38,6 +38,7 @@ PENDING_CHECKPOINT = "pendingCheckpoint"
 PARENT_SHARD_IDS = "parentShardId"
 CHILD_SHARD_IDS = ("childShardIds", "childShardId")
 CHECKPOINT_OWNER = "checkpointOwner"
+THROUGHPUT_KBPS = "throughputKBps"
 ENTITY_TYPE = "entityType"
 LEASE_ENTITY = "LEASE"
 MULTI_STREAM_NAME = "streamName"
@@ -90,15 +91,11 @@ class Lease:
     child_shard_ids: tuple[str, ...]
     checkpoint_owner: str | None
     problem: str | None = None  # why the checkpoint cannot be used (the row is marked, not dropped)
+    throughput_kbps: float | None = None  # KCL 3.x's measure of the shard's throughput (None: not a number)
 
     @property
     def finished(self) -> bool:
         return self.checkpoint == SHARD_END
-
-    @property
-    def sequence_checkpoint(self) -> bool:
-        """The checkpoint is a real sequence number (records after it can be counted)."""
-        return self.problem is None and self.checkpoint is not None and self.checkpoint not in SENTINELS
 
 
 def is_lease_item(item: Mapping[str, Any]) -> bool:
@@ -167,7 +164,12 @@ def parse_lease(item: Mapping[str, Any]) -> Lease:
         child_shard_ids=tuple(sorted(set(children))),
         checkpoint_owner=attribute(item.get(CHECKPOINT_OWNER)),
         problem="; ".join(problems) or None,
+        throughput_kbps=_number(attribute(item.get(THROUGHPUT_KBPS))),
     )
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _whole(value: Any) -> int:

@@ -82,7 +82,7 @@ async def consumer_report(backend: Any, stream: str, *, lease_table: str | None,
     """Everything the consumers view shows, in one pass: EFO consumers and, with a lease table, every
     lease with its lag and state and the open shards without a lease."""
     if stream_arn is None:
-        stream_arn = (await backend.describe_stream(stream)).arn
+        stream_arn = (await backend.describe_stream_summary(stream)).arn
     if shards is None:
         shards = await backend.all_shards(stream)
     efo = await efo_consumers(backend, stream_arn)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from console.heat.rates import SHARD_BYTES_LIMIT, SHARD_RECORDS_LIMIT, utilisation
+from console.heat.snapshot import SHARD_BYTES_LIMIT, SHARD_RECORDS_LIMIT, utilisation
 
 # Every shard-level metric the console shows, with the statistic that answers "how much / how bad"
 # per minute; the heat summary needs the first four (and `e` turns those on).

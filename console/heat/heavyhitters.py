@@ -105,6 +105,14 @@ class SpaceSaving:
         self._table = Counter({key: value - cut for key, value in self._table.items() if value > cut})
         self._floor += cut
 
+    def copy(self) -> "SpaceSaving":
+        """An independent summary with the same counts (and the same guarantees)."""
+        twin = SpaceSaving.__new__(SpaceSaving)
+        twin.capacity, twin.sample_every, twin._limit = self.capacity, self.sample_every, self._limit
+        twin._table, twin._floor, twin._total = Counter(self._table), self._floor, self._total
+        twin._random = random.Random(self._random.random())
+        return twin
+
     # queries --------------------------------------------------------------------------------
 
     @property
@@ -136,11 +144,3 @@ class SpaceSaving:
         best = heapq.nlargest(n, sorted(self._table.items()), key=itemgetter(1))
         floor, m = self._floor, self.sample_every
         return [KeyCount(key, (value + floor) * m, value * m) for key, value in best]
-
-    def heavier_than(self, share: float) -> list[KeyCount]:
-        """Every key whose true weight may exceed `share` of the total (a superset of the true ones)."""
-        threshold = share * self._total
-        floor, m = self._floor, self.sample_every
-        rows = [KeyCount(key, (value + floor) * m, value * m)
-                for key, value in self._table.items() if value + floor > threshold]
-        return sorted(rows, key=lambda row: (-row.count, row.key))

@@ -1,9 +1,15 @@
 """Heat per shard: 1-second rates by arrival time, utilisation against the shard limits, top keys
 and the split point at the median hash.
 
-Pure: fed records by the sampler (console/heat_sampler.py), no I/O here. The pieces live apart:
+Pure: fed records by the sampler (console.heat.sampler), no I/O here. The pieces live apart:
 console.heat.heavyhitters counts the top keys, console.heat.snapshot holds what a reading reports, and
-console.heat.hotkey works out the write-sharding what-if; their names are re-exported here.
+console.heat.hotkey works out the write-sharding what-if.
+
+KPL aggregates (opened by console.heat.aggregates) count twice over, each for what it is: as one
+Kinesis record of its full size (what the shard limits and the placement of records count: an
+aggregate lands by its outer key) and as the user records inside it, each under its own partition
+key (what the top keys and the dominant key count). The split point is therefore found from where
+the aggregates land, never from the MD5 of keys that travelled inside them.
 """
 
 from __future__ import annotations
@@ -15,25 +21,15 @@ from collections.abc import Iterable, Mapping
 from console.keyspace.hashkeys import md5_hash_key
 from console.heat.snapshot import (
     RECENT_SECONDS,
-    SHARD_BYTES_LIMIT,
-    SHARD_RECORDS_LIMIT,
     ShardHeatSnapshot,
     SplitSuggestion,
     StreamHeatSnapshot,
     TopKey,
     utilisation,
 )
-from console.heat.heavyhitters import CHUNK, KeyCount, SpaceSaving
-from console.heat.hotkey import TARGET_UTILISATION, HotKeyWhatIf, hot_key_what_if, suffixes_needed
+from console.heat.aggregates import Aggregate
+from console.heat.heavyhitters import SpaceSaving
 from console.topology.model import Shard
-
-__all__ = [
-    "CHUNK", "DOMINANT_SHARE", "HASH_BINS", "HASH_CACHE_SIZE", "HISTORY_SECONDS", "MEDIAN_ATOMS",
-    "RECENT_SECONDS", "SHARD_BYTES_LIMIT", "SHARD_RECORDS_LIMIT", "TARGET_UTILISATION",
-    "HotKeyWhatIf", "KeyCount", "Observation", "ShardHeat", "ShardHeatSnapshot", "SpaceSaving",
-    "SplitSuggestion", "StreamHeat", "StreamHeatSnapshot", "TopKey",
-    "hot_key_what_if", "observations_from_records", "suffixes_needed", "utilisation",
-]
 
 HISTORY_SECONDS = 300  # 1-second buckets kept per shard (sparklines, peaks)
 HASH_BINS = 512  # resolution of the per-shard traffic histogram over its hash range
@@ -41,8 +37,8 @@ HASH_CACHE_SIZE = 4096  # MD5s of recently seen keys (hot keys repeat; cleared w
 DOMINANT_SHARE = 0.25  # a key above this share of its shard is named by the split suggestion
 MEDIAN_ATOMS = 32  # heaviest keys placed exactly (not smeared over a bin) when finding the median
 
-# (arrival epoch seconds, partition key, size in bytes counted against the shard limit)
-Observation = tuple[float, str, int]
+# (arrival epoch seconds, partition key (None: sent without one), size counted against the shard limit)
+Observation = tuple[float, str | None, int]
 
 
 def observations_from_records(records: Iterable[Mapping]) -> list[Observation]:
@@ -52,8 +48,8 @@ def observations_from_records(records: Iterable[Mapping]) -> list[Observation]:
     for record in records:
         arrival = record["ApproximateArrivalTimestamp"]
         arrival = arrival.timestamp() if hasattr(arrival, "timestamp") else float(arrival)
-        key = record["PartitionKey"]
-        rows.append((arrival, key, len(record["Data"]) + len(key.encode("utf-8"))))
+        key = record.get("PartitionKey")  # optional on an AUTO stream
+        rows.append((arrival, key, len(record["Data"]) + (len(key.encode("utf-8")) if key else 0)))
     return rows
 
 
@@ -65,49 +61,101 @@ class ShardHeat:
                  history_seconds: int = HISTORY_SECONDS) -> None:
         self.shard = shard
         self.history_seconds = history_seconds
-        self.records = 0
+        self.records = 0  # Kinesis records (an aggregate is one)
         self.bytes = 0
+        self.user_records = 0  # plain records plus the user records inside aggregates
+        self.aggregates = 0
+        self.decode_errors = 0  # malformed aggregates: counted as Kinesis records, holding no user records
         self.unplaced = 0
-        self.by_records = SpaceSaving(top_capacity)
+        self.keyless = 0  # records without a partition key (AUTO distribution): load, but no key
+        self.by_records = SpaceSaving(top_capacity)  # user records per partition key
         self.by_bytes = SpaceSaving(top_capacity)
-        self._buckets: dict[int, list[int]] = {}  # second -> [records, bytes]
-        self._newest = -1
+        self.by_inner = SpaceSaving(top_capacity)  # user records that came out of aggregates, per key
+        # Kinesis records per placing key (outer key of an aggregate): kept apart from by_records only
+        # once an aggregate arrives; until then the two are the same summary.
+        self.by_placement: SpaceSaving | None = None
+        self._buckets: dict[int, list[int]] = {}  # second -> [records, bytes, user records]
+        self._newest = -1  # the newest second history was trimmed for
+        self._latest = -1  # the newest second seen
         self._bins = [0] * HASH_BINS
         self._hashes: dict[str, int] = {}
 
     def observe(self, observations: Iterable[Observation], start: float = float("-inf"),
-                end: float = float("inf")) -> int:
-        """Count the observations whose arrival lies in [start, end); returns how many counted."""
+                end: float = float("inf"), aggregates: Iterable[Aggregate] = ()) -> int:
+        """Count the plain records (`observations`) and the KPL aggregates whose arrival lies in
+        [start, end); returns how many Kinesis records counted."""
         buckets = self._buckets
         keys: list[str] = []
         key_bytes: dict[str, int] = {}
-        total_bytes = 0
-        newest = self._newest
+        total_bytes = keyless = 0
         for arrival, key, size in observations:
             if not start <= arrival < end:
                 continue
             second = int(arrival)
-            bucket = buckets.get(second)
-            if bucket is None:
-                bucket = buckets[second] = [0, 0]
-                if second > newest:
-                    newest = second
+            bucket = buckets.get(second) or self._new_bucket(second)
             bucket[0] += 1
             bucket[1] += size
+            bucket[2] += 1
             total_bytes += size
+            if key is None:
+                keyless += 1
+                continue
             keys.append(key)
             key_bytes[key] = key_bytes.get(key, 0) + size
-        if not keys:
+        outer_keys: list[str] = []
+        inner_keys: list[str] = []
+        aggregates_counted = 0
+        for arrival, key, size, inner in [row for row in aggregates if start <= row[0] < end]:
+            bucket = buckets.get(int(arrival)) or self._new_bucket(int(arrival))
+            bucket[0] += 1  # one Kinesis record, its full size: what the shard limits count
+            bucket[1] += size
+            total_bytes += size
+            aggregates_counted += 1
+            if key is not None:  # a keyless aggregate (AUTO distribution) places nothing
+                outer_keys.append(key)
+            if inner is None:
+                self.decode_errors += 1
+                continue
+            bucket[2] += len(inner)
+            for inner_key, inner_size in inner:
+                inner_keys.append(inner_key)
+                key_bytes[inner_key] = key_bytes.get(inner_key, 0) + inner_size
+        counted = len(keys) + keyless + aggregates_counted
+        if not counted:
             return 0
-        self.records += len(keys)
+        if aggregates_counted and self.by_placement is None:
+            self.by_placement = self.by_records.copy()  # every record so far was plain: the same counts
+        self.records += counted
         self.bytes += total_bytes
-        self.by_records.add_many(keys)
-        self.by_bytes.add_weights(key_bytes)
-        self._place(Counter(keys))
-        if newest != self._newest:
-            self._newest = newest
-            self._forget_before(newest - self.history_seconds)
-        return len(keys)
+        self.keyless += keyless
+        self.aggregates += aggregates_counted
+        if aggregates_counted:
+            placing = keys + outer_keys
+            self.user_records += len(keys) + keyless + len(inner_keys)
+            self.by_records.add_many(keys + inner_keys if keys else inner_keys)
+            self.by_inner.add_many(inner_keys)
+            self.by_placement.add_many(placing)
+        else:
+            placing = keys
+            self.user_records += len(keys) + keyless
+            if keys:
+                self.by_records.add_many(keys)
+                if self.by_placement is not None:
+                    self.by_placement.add_many(keys)
+        if key_bytes:
+            self.by_bytes.add_weights(key_bytes)
+        if placing:
+            self._place(Counter(placing))
+        if self._latest != self._newest:
+            self._newest = self._latest
+            self._forget_before(self._newest - self.history_seconds)
+        return counted
+
+    def _new_bucket(self, second: int) -> list[int]:
+        bucket = self._buckets[second] = [0, 0, 0]
+        if second > self._latest:
+            self._latest = second
+        return bucket
 
     def _place(self, key_counts: Mapping[str, int]) -> None:
         """Histogram the batch's keys over this shard's hash range (for the median split point)."""
@@ -141,19 +189,25 @@ class ShardHeat:
     def utilisation_series(self, until_second: int, seconds: int) -> list[float]:
         """Utilisation of the shard limits per second, for the same seconds as `series`."""
         buckets = self._buckets
-        return [utilisation(*buckets[s]) if s in buckets else 0.0 for s in range(until_second - seconds, until_second)]
+        return [utilisation(buckets[s][0], buckets[s][1]) if s in buckets else 0.0
+                for s in range(until_second - seconds, until_second)]
 
     def recent_rates(self, first_second: int, until_second: int) -> tuple[float, float]:
         """Records/s and bytes/s over the last RECENT_SECONDS whole seconds before `until_second`
         (not before `first_second`); falls back to nothing-yet (0, 0) in the first second."""
+        records, nbytes, _ = self.recent_rates_with_users(first_second, until_second)
+        return records, nbytes
+
+    def recent_rates_with_users(self, first_second: int, until_second: int) -> tuple[float, float, float]:
+        """Kinesis records/s, bytes/s and user records/s over the last RECENT_SECONDS whole seconds."""
         begin = max(first_second, until_second - RECENT_SECONDS)
         seconds = until_second - begin
         if seconds <= 0:
-            return 0.0, 0.0
+            return 0.0, 0.0, 0.0
         buckets = self._buckets
-        records = sum(buckets[s][0] for s in range(begin, until_second) if s in buckets)
-        nbytes = sum(buckets[s][1] for s in range(begin, until_second) if s in buckets)
-        return records / seconds, nbytes / seconds
+        present = [buckets[s] for s in range(begin, until_second) if s in buckets]
+        return (sum(bucket[0] for bucket in present) / seconds, sum(bucket[1] for bucket in present) / seconds,
+                sum(bucket[2] for bucket in present) / seconds)
 
     def split_suggestion(self) -> SplitSuggestion | None:
         start, end = self.shard.starting_hash_key, self.shard.ending_hash_key
@@ -164,11 +218,13 @@ class ShardHeat:
         at = min(max(at, start + 2), end - 1)  # SplitShard needs start+1 < at < end
         dominant = self.by_records.top(1)
         dominant_key, dominant_share = None, 0.0
-        if dominant and self.records:
-            share = dominant[0].guaranteed / self.records
+        if dominant and self.user_records:
+            share = dominant[0].guaranteed / self.user_records
             if share >= DOMINANT_SHARE:
                 dominant_key, dominant_share = dominant[0].key, share
-        return SplitSuggestion(self.shard.shard_id, at, placed, dominant_key, dominant_share, below / placed)
+        return SplitSuggestion(self.shard.shard_id, at, placed, dominant_key, dominant_share, below / placed,
+                               by_aggregates=self.aggregates > 0,
+                               dominant_aggregated=dominant_key is not None and dominant_key in self.by_inner)
 
     def _median_hash(self, placed: int) -> tuple[int, float]:
         """The hash key that best halves the observed records, and the record count below it.
@@ -179,7 +235,9 @@ class ShardHeat:
         start = self.shard.starting_hash_key
         width = self.shard.ending_hash_key - start + 1
         atoms: dict[int, list[tuple[int, int]]] = {}
-        for row in self.by_records.top(MEDIAN_ATOMS):
+        # Point masses are keys that place records: with aggregates, their outer keys (never inner keys).
+        placement = self.by_records if self.by_placement is None else self.by_placement
+        for row in placement.top(MEDIAN_ATOMS):
             hash_key = self._hashes.get(row.key)
             hash_key = md5_hash_key(row.key) if hash_key is None else hash_key
             if row.guaranteed and 0 <= hash_key - start < width:
@@ -210,17 +268,19 @@ class ShardHeat:
         return best_at, best_below
 
     def snapshot(self, window_start: float, window_end: float, *, top: int = 5,
-                 series_seconds: int = 60, is_open: bool = True) -> ShardHeatSnapshot:
+                 series_seconds: int = 60, is_open: bool = True, keys_place: bool = True) -> ShardHeatSnapshot:
+        """`keys_place` False (an AUTO stream): keys say nothing about where records went, so no
+        split at their median is suggested and no record counts as outside its key's range."""
         window = max(window_end - window_start, 1e-9)
         records_per_s, bytes_per_s = self.records / window, self.bytes / window
         first_second, last_second = int(window_start), int(window_end)
         peak_records = peak_bytes = 0
-        for second, (records, nbytes) in self._buckets.items():
+        for second, (records, nbytes, _) in self._buckets.items():
             if first_second <= second <= last_second:
                 peak_records = max(peak_records, records)
                 peak_bytes = max(peak_bytes, nbytes)
         span = min(series_seconds, max(1, last_second - first_second))
-        recent_records, recent_bytes = self.recent_rates(first_second, last_second)
+        recent_records, recent_bytes, recent_users = self.recent_rates_with_users(first_second, last_second)
         top_keys = tuple(self._top_key(row.key, row.count, row.guaranteed) for row in self.by_records.top(top))
         by_bytes = tuple(self._top_key(row.key, self.by_records.count(row.key), self.by_records.guaranteed(row.key),
                                        nbytes=row.count) for row in self.by_bytes.top(top))
@@ -243,15 +303,22 @@ class ShardHeat:
             utilisation_series=tuple(self.utilisation_series(last_second, span)),
             top_keys=top_keys,
             top_keys_by_bytes=by_bytes,
-            split=self.split_suggestion(),
-            unplaced_records=self.unplaced,
+            split=self.split_suggestion() if keys_place else None,
+            unplaced_records=self.unplaced if keys_place else 0,
             key_error_bound=self.by_records.error_bound,
             is_open=is_open,
+            user_records=self.user_records,
+            user_records_per_s=self.user_records / window,
+            recent_user_records_per_s=recent_users,
+            aggregates=self.aggregates,
+            decode_errors=self.decode_errors,
+            keyless_records=self.keyless,
         )
 
     def _top_key(self, key: str, records: int, guaranteed: int, nbytes: int | None = None) -> TopKey:
-        share = min(1.0, records / self.records) if self.records else 0.0
-        return TopKey(key, records, share, guaranteed, self.by_bytes.count(key) if nbytes is None else nbytes)
+        share = min(1.0, records / self.user_records) if self.user_records else 0.0
+        return TopKey(key, records, share, guaranteed, self.by_bytes.count(key) if nbytes is None else nbytes,
+                      aggregated=key in self.by_inner)
 
 
 
@@ -259,8 +326,10 @@ class StreamHeat:
     """Heat of every sampled shard of one stream over a window of arrival time [start, end)."""
 
     def __init__(self, stream: str, shards: Iterable[Shard], *, window_start: float,
-                 top_capacity: int = 256, history_seconds: int = HISTORY_SECONDS) -> None:
+                 top_capacity: int = 256, history_seconds: int = HISTORY_SECONDS,
+                 auto_distribution: bool = False) -> None:
         self.stream = stream
+        self.auto_distribution = auto_distribution  # may change between polls: set by the sampler
         self.window_start = window_start
         self.window_end: float | None = None
         # Shards whose life began or ended inside the window: their rates cover only their part of it.
@@ -287,9 +356,10 @@ class StreamHeat:
         """The shard closed under a reshard; its rates cover the window up to `at`."""
         self.closed[shard_id] = at
 
-    def observe(self, shard_id: str, observations: Iterable[Observation]) -> int:
+    def observe(self, shard_id: str, observations: Iterable[Observation],
+                aggregates: Iterable[Aggregate] = ()) -> int:
         end = self.window_end if self.window_end is not None else float("inf")
-        return self.shards[shard_id].observe(observations, self.window_start, end)
+        return self.shards[shard_id].observe(observations, self.window_start, end, aggregates)
 
     def close(self, window_end: float) -> None:
         """Stop counting arrivals at `window_end` (later reads are drained but not counted)."""
@@ -301,7 +371,9 @@ class StreamHeat:
             self.stream, self.window_start, end,
             tuple(heat.snapshot(max(self.window_start, self.born.get(shard_id, self.window_start)),
                                 min(end, self.closed.get(shard_id, end)),
-                                top=top, series_seconds=series_seconds, is_open=shard_id not in self.closed)
+                                top=top, series_seconds=series_seconds, is_open=shard_id not in self.closed,
+                                keys_place=not self.auto_distribution)
                   for shard_id, heat in self.shards.items()),
+            auto_distribution=self.auto_distribution,
         )
 

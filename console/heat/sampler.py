@@ -22,7 +22,9 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from console.errors import BadInput, ConsoleError, Throttled
-from console.heat.rates import StreamHeat, StreamHeatSnapshot, observations_from_records
+from console.heat.aggregates import split_page
+from console.heat.rates import StreamHeat, observations_from_records
+from console.heat.snapshot import StreamHeatSnapshot
 from console.topology.model import Shard
 from console.read.cursor import ShardCursor
 
@@ -167,7 +169,8 @@ class HeatSampler:
                 continue
             self.reads += 1
             if page.records:
-                self.heat.observe(shard_id, observations_from_records(page.records))
+                plain, aggregates = split_page(page.records)  # KPL aggregates opened to their user records
+                self.heat.observe(shard_id, observations_from_records(plain), aggregates)
             if page.ended:  # the shard was closed by a reshard: nothing more will arrive
                 self.closed_shards.append(shard_id)
                 self.heat.mark_closed(shard_id, self.clock())

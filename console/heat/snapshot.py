@@ -23,10 +23,11 @@ class TopKey:
     share: float  # of the shard's observed records
     guaranteed_records: int
     bytes: int  # upper bound from the by-bytes summary
+    aggregated: bool = False  # (some of) its records came out of KPL aggregates
 
     def to_json(self) -> dict:
         return {"key": self.key, "records": self.records, "share": round(self.share, 4),
-                "guaranteed_records": self.guaranteed_records, "bytes": self.bytes}
+                "guaranteed_records": self.guaranteed_records, "bytes": self.bytes, "aggregated": self.aggregated}
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,14 +40,24 @@ class SplitSuggestion:
     dominant_key: str | None  # a single key a split cannot divide (write-shard it instead)
     dominant_share: float
     lower_share: float = 0.5  # estimated share of the observed records below `at` (the lower child's)
+    # The shard carried KPL aggregates: `at` halves the Kinesis records by where they land (outer keys),
+    # since an aggregate moves whole; the keys inside it do not place it.
+    by_aggregates: bool = False
+    dominant_aggregated: bool = False  # the dominant key is a user key inside aggregates
+
+    @property
+    def placement(self) -> str:
+        """What the split point divides: 'aggregates' (outer keys) or 'partition keys'."""
+        return "aggregates" if self.by_aggregates else "partition keys"
 
     def command(self, stream: str) -> str:
         return f"kconsole plan split {stream} --shard {self.shard_id} --at {self.at}"
 
     def to_json(self, stream: str | None = None) -> dict:
         doc = {"shard_id": self.shard_id, "at": str(self.at), "placed_records": self.placed_records,
-               "lower_share": round(self.lower_share, 4),
-               "dominant_key": self.dominant_key, "dominant_share": round(self.dominant_share, 4)}
+               "lower_share": round(self.lower_share, 4), "placed_by": self.placement,
+               "dominant_key": self.dominant_key, "dominant_share": round(self.dominant_share, 4),
+               "dominant_aggregated": self.dominant_aggregated}
         if stream is not None:
             doc["command"] = self.command(stream)
         return doc
@@ -76,6 +87,13 @@ class ShardHeatSnapshot:
     key_error_bound: int  # any top-key count may exceed the truth by at most this
     is_open: bool = True  # False: closed by a reshard during the window (its rates end at the close)
     utilisation_series: tuple[float, ...] = ()  # per second, aligned with `series` (the heat map's cells)
+    # User records: the plain records plus those inside KPL aggregates (= records without aggregates).
+    user_records: int = 0
+    user_records_per_s: float = 0.0
+    recent_user_records_per_s: float = 0.0
+    aggregates: int = 0  # Kinesis records that were KPL aggregates
+    decode_errors: int = 0  # malformed aggregates (counted as Kinesis records, no user records)
+    keyless_records: int = 0  # sent without a partition key (AUTO distribution): load, but no key
 
     @property
     def recent_utilisation(self) -> float:
@@ -96,10 +114,16 @@ class ShardHeatSnapshot:
             "peak_utilisation": round(self.peak_utilisation, 4),
             "recent_records_per_s": round(self.recent_records_per_s, 3),
             "recent_bytes_per_s": round(self.recent_bytes_per_s, 3),
+            "user_records": self.user_records,
+            "user_records_per_s": round(self.user_records_per_s, 3),
+            "recent_user_records_per_s": round(self.recent_user_records_per_s, 3),
+            "aggregates": self.aggregates,
+            "decode_errors": self.decode_errors,
             "top_keys": [row.to_json() for row in self.top_keys],
             "top_keys_by_bytes": [row.to_json() for row in self.top_keys_by_bytes],
             "key_error_bound": self.key_error_bound,
             "unplaced_records": self.unplaced_records,
+            "keyless_records": self.keyless_records,
             "split": self.split.to_json(stream) if self.split else None,
             "series": list(self.series),
         }
@@ -112,6 +136,9 @@ class StreamHeatSnapshot:
     window_start: float
     window_end: float
     shards: tuple[ShardHeatSnapshot, ...]  # key-space order
+    # AUTO: the service spread the records, not their keys: top keys are only the keys as sent,
+    # and no split is suggested by them.
+    auto_distribution: bool = False
 
     @property
     def records_per_s(self) -> float:
@@ -120,6 +147,18 @@ class StreamHeatSnapshot:
     @property
     def bytes_per_s(self) -> float:
         return sum(shard.bytes_per_s for shard in self.shards)
+
+    @property
+    def user_records_per_s(self) -> float:
+        return sum(shard.user_records_per_s for shard in self.shards)
+
+    @property
+    def aggregates(self) -> int:
+        return sum(shard.aggregates for shard in self.shards)
+
+    @property
+    def decode_errors(self) -> int:
+        return sum(shard.decode_errors for shard in self.shards)
 
     @property
     def series(self) -> tuple[int, ...]:
@@ -147,7 +186,12 @@ class StreamHeatSnapshot:
             "window_seconds": round(self.window_end - self.window_start, 3),
             "records_per_s": round(self.records_per_s, 3),
             "bytes_per_s": round(self.bytes_per_s, 3),
+            "user_records_per_s": round(self.user_records_per_s, 3),
+            "aggregates": self.aggregates,
+            "decode_errors": self.decode_errors,
             "limits": {"records_per_s": SHARD_RECORDS_LIMIT, "bytes_per_s": SHARD_BYTES_LIMIT},
             "hottest_shard": self.hottest.shard_id if self.hottest else None,
+            "record_distribution": "AUTO" if self.auto_distribution else "USER_PARTITION_KEY",
+            "keyless_records": sum(shard.keyless_records for shard in self.shards),
             "shards": [shard.to_json(self.stream) for shard in self.shards],
         }

@@ -68,6 +68,19 @@ def parse_hash_key(text: str | int, *, what: str = "explicit hash key") -> int:
     return value
 
 
+def parse_typed_hash_key(text: str, *, what: str = "hash key") -> int:
+    """A hash key as a person types it: decimal (as AWS takes it), or hex with 0x (as the console's
+    hex key format shows it)."""
+    raw = text.strip()
+    if raw[:2].lower() != "0x":
+        return parse_hash_key(raw, what=what)
+    digits = raw[2:]
+    # 2**128-1 is 32 hex digits; checked before int() so a huge input costs nothing.
+    if not digits or len(digits.lstrip("0")) > 32 or not all(c in "0123456789abcdefABCDEF" for c in digits):
+        raise BadInput(f"{what} must be a hexadecimal number from 0x0 to 0x{MAX_HASH_KEY:x} (or decimal); got {raw[:80]!r}")
+    return parse_hash_key(int(digits, 16), what=what)
+
+
 def hash_key_for(partition_key: str, explicit_hash_key: int | None = None) -> int:
     """The hash key a record is routed by: the explicit one if given, else MD5 of the partition key."""
     return explicit_hash_key if explicit_hash_key is not None else md5_hash_key(partition_key)
@@ -178,24 +191,6 @@ class HashRangeIndex:
 
 PREFIX_BITS = 16  # a 65,536-entry table: with 1,000 shards ~98% of its slices lie inside one shard
 TABLE_WORTH_IT = 20_000  # keys; below this, building the table (~50 ms) costs more than it saves
-
-
-def predict_indices(index: HashRangeIndex, partition_keys: Sequence[str]) -> list[int]:
-    """The shard position of each partition key (MD5 read as a big-endian int, then its owner).
-
-    For many keys the owner comes from a table indexed by the digest's first two bytes (the hash
-    key's top 16 bits), which answers whenever that slice of the key space lies inside one shard;
-    only a key in a slice holding a shard boundary is converted to an int and bisected. Callables
-    are bound to locals and the loop is one comprehension."""
-    digest_of, from_bytes, find, endings = md5, int.from_bytes, bisect.bisect_left, index.endings
-    if len(partition_keys) < TABLE_WORTH_IT:
-        return [find(endings, from_bytes(digest_of(key.encode("utf-8")).digest(), "big")) for key in partition_keys]
-    table = prefix_table(index.endings)
-    return [
-        owner if (owner := table[(digest := digest_of(key.encode("utf-8")).digest())[0] << 8 | digest[1]]) >= 0
-        else find(endings, from_bytes(digest, "big"))
-        for key in partition_keys
-    ]
 
 
 def md5_hash_keys(partition_keys: Sequence[str]) -> list[int]:

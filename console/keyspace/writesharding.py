@@ -7,7 +7,7 @@ The what-if: which shards the n sharded keys land on, and how evenly given sort 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import xxhash
@@ -160,8 +160,3 @@ def spread(partition_key: str, suffix_count: int, shards: HashRangeIndex,
         ),
         suffixes_by_shard=summarize(shards.shard_ids, count_indices(shard_index_of_suffix, shard_count), expected),
     )
-
-
-def suffixes_of(partition_key: str, sort_keys: Sequence[str], suffix_count: int) -> list[int]:
-    check_suffix_count(suffix_count)
-    return [suffix_for(partition_key, sk, suffix_count) for sk in sort_keys]

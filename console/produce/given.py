@@ -5,6 +5,11 @@ A line is one JSON object: either `{"key": ..., "data": ...}` (a string `data` i
 bytes, anything else as compact JSON), or — with a key field — any document, sent as the line's own
 bytes, whose partition key is that field (a dotted path: `user.id`). An explicit hash key field, when
 named, places the record by hash key instead of by the MD5 of its key. Every problem names its line.
+
+A line without its key (`{"data": ...}`, a document without the key field, or every line with
+`no_key`) is a keyless record: only an AUTO stream takes those. Lines are read against AWS's largest
+record (10 MiB) before any connection; `check_against_stream` then holds them to the stream's own
+limit and distribution before anything is sent.
 """
 
 from __future__ import annotations
@@ -17,13 +22,13 @@ from typing import Any, NamedTuple
 from console.errors import BadInput
 from console.keyspace.hashkeys import MAX_PARTITION_KEY_CHARS, parse_hash_key, validate_partition_key
 from console.produce.report import ProduceResult
-from console.produce.testrecords import MAX_RECORD_BYTES
+from console.produce.testrecords import LARGEST_RECORD_BYTES, ledger_key
 
 MAX_GIVEN_RECORDS = 1_000_000  # one run of the ordered producer holds every record in memory
 MAX_PROBLEMS_SHOWN = 20
-# A line longer than this cannot hold a record of at most 1 MiB (its JSON escapes take up to 6 bytes
+# A line longer than this cannot hold a record of at most 10 MiB (its JSON escapes take up to 6 bytes
 # per byte of data); such a line is reported without being read into memory whole.
-MAX_LINE_BYTES = 6 * MAX_RECORD_BYTES + 4096
+MAX_LINE_BYTES = 6 * LARGEST_RECORD_BYTES + 4096
 _READ_CHUNK = 1024 * 1024
 
 
@@ -55,9 +60,14 @@ def bounded_lines(handle: Any, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | 
 @dataclass(frozen=True, slots=True)
 class GivenRecord:
     line: int  # 1-based line number in the input
-    key: str
+    key: str | None  # None: sent without a partition key (AUTO streams only)
     data: bytes
     explicit_hash_key: int | None = None
+
+    @property
+    def size(self) -> int:
+        """What counts against the record limit: data plus the partition key's UTF-8 bytes."""
+        return len(self.data) + (len(self.key.encode("utf-8")) if self.key is not None else 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +90,40 @@ class ParsedLines:
         seen: dict[str, int] = {}
         found = {}
         for record in self.records:
-            position = seen.get(record.key, 0)
-            seen[record.key] = position + 1
-            found[(record.key, position)] = record.line
+            name = ledger_key(record)
+            position = seen.get(name, 0)
+            seen[name] = position + 1
+            found[(name, position)] = record.line
         return found
+
+    @property
+    def keyless(self) -> int:
+        return sum(1 for record in self.records if record.key is None)
+
+
+def check_against_stream(parsed: ParsedLines, *, stream: str, max_record_bytes: int, auto_distribution: bool) -> None:
+    """Hold the lines to the stream's record size and distribution: a bad line moves from the
+    records to the problems, by its number, with the rule and the command that changes it."""
+    from console.topology.model import format_kib
+
+    kept = []
+    limit_kib = max_record_bytes // 1024
+    for record in parsed.records:
+        size = record.size
+        if size > max_record_bytes:
+            raise_to = min(10240, -(-size // 1024))
+            parsed.problems.append(LineProblem(record.line, (
+                f"record is {size:,} bytes (data plus partition key); stream {stream} takes at most "
+                f"{max_record_bytes:,} ({format_kib(limit_kib)}): raise it with "
+                f"`kconsole stream max-record-size {stream} --kib {raise_to}`")))
+        elif record.key is None and not auto_distribution:
+            parsed.problems.append(LineProblem(record.line, (
+                f"no partition key; stream {stream} places records by key (USER_PARTITION_KEY), so each needs "
+                f"one (`kconsole stream distribution {stream} auto` lets Kinesis spread keyless records)")))
+        else:
+            kept.append(record)
+    parsed.records = kept
+    parsed.problems.sort(key=lambda problem: problem.line)
 
 
 class _Problem(Exception):
@@ -112,7 +152,7 @@ def _key_text(value: Any, what: str) -> str:
 
 
 def parse_line(number: int, raw: bytes | str, *, key_field: str | None,
-               explicit_hash_key_field: str | None) -> GivenRecord:
+               explicit_hash_key_field: str | None, no_key: bool = False) -> GivenRecord:
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError as error:
@@ -124,17 +164,23 @@ def parse_line(number: int, raw: bytes | str, *, key_field: str | None,
         raise _Problem(f"not JSON: {getattr(error, 'msg', error)} at column {getattr(error, 'colno', '?')}") from None
     if not isinstance(document, dict):
         raise _Problem(f"expected a JSON object; got {type(document).__name__}")
-    if key_field is None:
-        missing = [name for name in ("key", "data") if name not in document]
-        if missing:
-            raise _Problem(f"no {' or '.join(repr(m) for m in missing)} field (give {{\"key\": ..., \"data\": ...}} "
-                           "or name the key with --key-field)")
-        key = _key_text(document["key"], "key")
+    key: str | None
+    if no_key:
+        key, data = None, text.strip().encode("utf-8")
+    elif key_field is None:
+        if "data" not in document:
+            raise _Problem("no 'data' field (give {\"key\": ..., \"data\": ...}, {\"data\": ...} for a keyless "
+                           "record, or name the key with --key-field)")
+        key = _key_text(document["key"], "key") if "key" in document else None
         payload = document["data"]
         data = (payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"),
                                                                      ensure_ascii=False)).encode("utf-8")
     else:
-        key = _key_text(_field(document, key_field), f"field {key_field!r}")
+        try:
+            value = _field(document, key_field)
+        except _Problem:
+            value = None  # no key field: a keyless record, which only an AUTO stream takes
+        key = None if value is None else _key_text(value, f"field {key_field!r}")
         data = text.strip().encode("utf-8")
     explicit = None
     if explicit_hash_key_field is not None:
@@ -145,29 +191,32 @@ def parse_line(number: int, raw: bytes | str, *, key_field: str | None,
             explicit = parse_hash_key(value, what="explicit hash key")
         except BadInput as error:
             raise _Problem(error.message) from None
-    size = len(data) + len(key.encode("utf-8"))
-    if size > MAX_RECORD_BYTES:
-        raise _Problem(f"record is {size:,} bytes (data plus partition key); AWS allows at most "
-                       f"{MAX_RECORD_BYTES:,} (1 MiB)")
-    return GivenRecord(number, key, data, explicit)
+    if explicit is not None and key is None:
+        raise _Problem("an explicit hash key needs a partition key (AUTO streams ignore both)")
+    record = GivenRecord(number, key, data, explicit)
+    if record.size > LARGEST_RECORD_BYTES:
+        raise _Problem(f"record is {record.size:,} bytes (data plus partition key); AWS allows at most "
+                       f"{LARGEST_RECORD_BYTES:,} (10 MiB) on any stream")
+    return record
 
 
 def parse_json_lines(lines: Iterable[bytes | str | OverlongLine], *, key_field: str | None = None,
-                     explicit_hash_key_field: str | None = None) -> ParsedLines:
+                     explicit_hash_key_field: str | None = None, no_key: bool = False) -> ParsedLines:
     """Every line checked; the records and, separately, each bad line with its number."""
     parsed = ParsedLines()
     explicit_of: dict[str, tuple[int | None, int]] = {}  # key -> (its explicit hash key, first line)
     for number, raw in enumerate(lines, 1):
         if isinstance(raw, OverlongLine):
             parsed.problems.append(LineProblem(number, f"line is {raw.length:,} bytes: too long to hold a record "
-                                                       f"of at most {MAX_RECORD_BYTES:,} bytes (1 MiB)"))
+                                                       f"of at most {LARGEST_RECORD_BYTES:,} bytes (10 MiB)"))
             continue
         if not raw.strip():
             parsed.blank += 1
             continue
         try:
-            record = parse_line(number, raw, key_field=key_field, explicit_hash_key_field=explicit_hash_key_field)
-            first = explicit_of.setdefault(record.key, (record.explicit_hash_key, number))
+            record = parse_line(number, raw, key_field=key_field, explicit_hash_key_field=explicit_hash_key_field,
+                                no_key=no_key)
+            first = explicit_of.setdefault(ledger_key(record), (record.explicit_hash_key, number))
             if first[0] != record.explicit_hash_key:
                 raise _Problem(f"key {record.key[:40]!r} has explicit hash key {record.explicit_hash_key} here but "
                                f"{first[0]} on line {first[1]}: one key's records must share a placement to "
@@ -193,15 +242,24 @@ class GivenRecordMatcher:
 
     def __init__(self, records: Iterable[GivenRecord]) -> None:
         self._positions: dict[tuple[str, bytes], list[int]] = {}
+        # Keyless records are each their own ledger key; read back, only their bytes tell them apart.
+        self._keyless: dict[bytes, list[str]] = {}
         counts: dict[str, int] = {}
         for record in records:
-            position = counts.get(record.key, 0)
-            counts[record.key] = position + 1
-            self._positions.setdefault((record.key, record.data), []).append(position)
+            name = ledger_key(record)
+            if record.key is None:
+                self._keyless.setdefault(record.data, []).append(name)
+                continue
+            position = counts.get(name, 0)
+            counts[name] = position + 1
+            self._positions.setdefault((name, record.data), []).append(position)
 
     def __call__(self, run: ProduceResult, raw: dict) -> Identified | None:
         key = raw.get("PartitionKey")
-        positions = self._positions.get((key, bytes(raw.get("Data", b""))))
+        data = bytes(raw.get("Data", b""))
+        if key is None:
+            return self._keyless_record(run, raw, data)
+        positions = self._positions.get((key, data))
         if not positions:
             return None
         chosen = positions[0]
@@ -213,3 +271,17 @@ class GivenRecordMatcher:
                     break
         ack = run.acks.get((key, chosen))
         return Identified(key, chosen, ack.sent_at if ack is not None else 0.0)
+
+    def _keyless_record(self, run: ProduceResult, raw: dict, data: bytes) -> Identified | None:
+        names = self._keyless.get(data)
+        if not names:
+            return None
+        chosen = names[0]
+        if len(names) > 1:  # the same bytes given twice: the acknowledged sequence number decides
+            for name in names:
+                ack = run.acks.get((name, 0))
+                if ack is not None and ack.sequence_number == raw.get("SequenceNumber"):
+                    chosen = name
+                    break
+        ack = run.acks.get((chosen, 0))
+        return Identified(chosen, 0, ack.sent_at if ack is not None else 0.0)

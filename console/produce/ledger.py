@@ -47,6 +47,7 @@ class KeyState:
     abandoned: bool = False
     record_count: int = 0  # how many records this key sends
     payloads: list[bytes] | None = None  # given records' data, in key order; None: generated test records
+    send_key: bool = True  # False: a keyless record (AUTO stream), sent without PartitionKey; `name` is internal
 
 
 # Put a key back in the send queue once `due` (monotonic seconds) has come.
@@ -76,6 +77,10 @@ class RecordLedger:
         for record in key.pending:
             if not record.in_request:
                 return record
+        return self.build(key)
+
+    def build(self, key: KeyState) -> PendingRecord | None:
+        """The key's next record, built now (None when it has no more); it joins the key's pending ones."""
         if key.next_seq >= key.record_count:
             return None
         sent_at = self._wall()
@@ -130,6 +135,41 @@ class RecordLedger:
             if len(result.mismatches) < 100:
                 result.mismatches.append(ShardMismatch(key.name, record.seq, record.predicted, shard_id))
             self._on_mismatch(record.predicted)
+
+    def acknowledge_all(self, records: list[PendingRecord], shard_id: str, sequence_number: str,
+                        wall: float) -> None:
+        """One put answered for several records of one Kinesis record (a KPL aggregate): all landed on
+        `shard_id` at `sequence_number`, as predicted (the caller has checked the prediction)."""
+        acks = self.result.acks
+        # Records of one aggregate share where and when they landed; they were built together, so the
+        # first one's send time stands for all (a record first sent elsewhere keeps its own Ack).
+        first = records[0]
+        predicted = first.first_predicted or first.predicted
+        shared = Ack(shard_id, sequence_number, predicted, first.sent_at, wall)
+        for record in records:
+            key = record.key
+            key.in_flight -= 1
+            record.in_request = False
+            pending = key.pending
+            if pending and pending[0] is record:  # acks come back in key order
+                pending.popleft()
+            else:
+                try:
+                    pending.remove(record)
+                except ValueError:  # pragma: no cover - a record is acknowledged once
+                    pass
+            key.learned_shard = shard_id
+            key.last_sequence_number = sequence_number
+            if (record.first_predicted or record.predicted) == predicted:
+                acks[(key.name, record.seq)] = shared
+            else:
+                acks[(key.name, record.seq)] = Ack(shard_id, sequence_number,
+                                                   record.first_predicted or record.predicted, record.sent_at, wall)
+        self._meter.count_ack(shard_id, len(records))
+        number = int(sequence_number)
+        first = self.result.first_acks.get(shard_id)
+        if first is None or number < first[0]:
+            self.result.first_acks[shard_id] = (number, wall)
 
     def retry_all(self, batch: list[PendingRecord], reason: str, requeue: Requeue, *, outcome_known: bool,
                   sent_wall: float) -> None:

@@ -109,6 +109,19 @@ class ShardPacer:
             return False
         return True
 
+    def take_bytes(self, shard: str | None, size: int, now: float) -> bool:
+        """Reserve `size` more bytes for a record already counted (a KPL aggregate filling up)."""
+        pace = self._shards.get(shard) if shard is not None else None
+        if pace is None or pace.nbytes is None:
+            return True
+        return pace.nbytes.try_take(size, now)
+
+    def return_bytes(self, shard: str | None, size: int) -> None:
+        """Give back bytes reserved for something that was not sent after all."""
+        pace = self._shards.get(shard) if shard is not None else None
+        if pace is not None and pace.nbytes is not None:
+            pace.nbytes.tokens += size
+
     def wait_time(self, shard: str | None, size: int, now: float, records: int = 1) -> float:
         """Seconds until the shard takes `records` records of `size` bytes (as many as its burst holds)."""
         if shard is None:

@@ -19,8 +19,7 @@ counted and reported to the map (`invalidate(seen_at, predicted_shard)`).
 Transport, shard map, key source and clocks are injected: this module does no I/O of its own.
 
 This module is the async driver. The settings live in console.produce.settings, the per-key
-bookkeeping in console.produce.ledger and what a run reports in console.produce.report; their
-names are re-exported here.
+bookkeeping in console.produce.ledger and what a run reports in console.produce.report.
 """
 
 from __future__ import annotations
@@ -49,23 +48,15 @@ from console.errors import (
 from console.keyspace.hashkeys import hash_key_for
 from console.produce.pacing import PacingLimits, ShardPacer, TokenBucket
 from console.produce.report import (
-    Ack,
     ProduceResult,
     ProducerProgress,
     ProgressCallback,
     ProgressMeter,
-    ShardMismatch,
-    ShardProgress,
 )
 from console.produce.ledger import KeyState, PendingRecord, RecordLedger, Requeue
-from console.produce.settings import MAX_BATCH_BYTES, MAX_BATCH_RECORDS, ProducerSettings
-from console.produce.testrecords import partition_key_for
-
-__all__ = [
-    "MAX_BATCH_BYTES", "MAX_BATCH_RECORDS", "THROTTLE_ERROR",
-    "Ack", "OrderedProducer", "ProduceResult", "ProducerProgress", "ProducerSettings", "ProgressCallback",
-    "PutRecord", "PutRecords", "ShardMismatch", "ShardPredictor", "ShardProgress", "keytree_hash_keys",
-]
+from console.produce.settings import ProducerSettings
+from console.produce.testrecords import ledger_key, partition_key_for
+from console.topology.model import put_records_entry
 
 THROTTLE_ERROR = "ProvisionedThroughputExceededException"
 # Errors after which no record can succeed: the run stops, with its partial report.
@@ -155,8 +146,9 @@ class OrderedProducer:
         keys = []
         for index in range(settings.keys):
             name = partition_key_for(settings.run_id, index)
-            keys.append(KeyState(name, hash_key_for(name, explicit[index]), explicit[index], len(name.encode()),
-                                 record_count=settings.records_per_key))
+            keys.append(KeyState(name, hash_key_for(name, explicit[index]), explicit[index],
+                                 len(name.encode()) if settings.send_keys else 0,
+                                 record_count=settings.records_per_key, send_key=settings.send_keys))
         return keys
 
     @staticmethod
@@ -165,10 +157,14 @@ class OrderedProducer:
         the order keys first appear; each key's records keep their order."""
         keys: dict[str, KeyState] = {}
         for record in records:
-            key = keys.get(record.key)
+            # A keyless record (AUTO stream) is a key of its own: no order to keep, nothing to wait for.
+            name = ledger_key(record)
+            key = keys.get(name)
             if key is None:
-                key = keys[record.key] = KeyState(record.key, hash_key_for(record.key, record.explicit_hash_key),
-                                                  record.explicit_hash_key, len(record.key.encode()), payloads=[])
+                sent = record.key is not None
+                key = keys[name] = KeyState(name, hash_key_for(name, record.explicit_hash_key),
+                                            record.explicit_hash_key, len(name.encode()) if sent else 0,
+                                            payloads=[], send_key=sent)
             key.payloads.append(record.data)
             key.record_count += 1
         return list(keys.values())
@@ -277,6 +273,28 @@ class OrderedProducer:
     def _predict(self, key: KeyState) -> str | None:
         return self._prediction(key)[1]
 
+    def _pop_ready(self, ready: deque) -> tuple[KeyState, PendingRecord] | None:
+        """The next ready key with a record to send, and that record; None when no key is left."""
+        while ready:
+            key = ready.popleft()
+            key.queued = False
+            if key.abandoned:
+                continue
+            record = self._ledger.head(key)
+            if record is not None:
+                return key, record
+        return None
+
+    def _take_rate(self, now: float) -> float | None:
+        """Take one record from the run's own rate: None when taken (or unlimited), otherwise the
+        seconds until it has a refill's worth again."""
+        if self._rate is None or (now >= self._rate_resumes and self._rate.try_take(1, now)):
+            return None
+        if now >= self._rate_resumes:
+            refill = min(self._rate.burst, max(1.0, self._rate.rate * REFILL_SECONDS))
+            self._rate_resumes = now + self._rate.wait_time(refill, now)
+        return self._rate_resumes - now
+
     def _build_batch(self, ready: deque, now: float) -> tuple[list[PendingRecord], float | None]:
         """Take records from ready keys, at most one per key (unless the rule is switched off), within
         the request limits and the pace. A key whose shard's pace is spent is parked with that shard
@@ -287,14 +305,8 @@ class OrderedProducer:
         nbytes = 0
         newly_parked: dict[str, int] = {}  # shard -> size of the record that found it spent
         wait_hint: float | None = None
-        while ready and len(batch) < settings.max_batch_records:
-            key = ready.popleft()
-            key.queued = False
-            if key.abandoned:
-                continue
-            record = self._ledger.head(key)
-            if record is None:
-                continue
+        while len(batch) < settings.max_batch_records and (item := self._pop_ready(ready)) is not None:
+            key, record = item
             if nbytes + record.size > settings.max_batch_bytes and batch:
                 key.queued = True
                 ready.appendleft(key)
@@ -305,11 +317,8 @@ class OrderedProducer:
                 key.queued = True
                 waiting.append(key)
                 continue
-            if self._rate is not None and (now < self._rate_resumes or not self._rate.try_take(1, now)):
-                if now >= self._rate_resumes:
-                    refill = min(self._rate.burst, max(1.0, self._rate.rate * REFILL_SECONDS))
-                    self._rate_resumes = now + self._rate.wait_time(refill, now)
-                wait_hint = self._rate_resumes - now
+            if self._rate is not None and (rate_wait := self._take_rate(now)) is not None:
+                wait_hint = rate_wait
                 key.queued = True
                 ready.appendleft(key)
                 break
@@ -337,47 +346,13 @@ class OrderedProducer:
         return batch, wait_hint
 
     async def _send_batch(self, batch: list[PendingRecord], requeue: Requeue) -> None:
-        entries = []
-        for record in batch:
-            entry = {"Data": record.data, "PartitionKey": record.key.name}
-            if record.key.explicit_hash_key is not None:
-                entry["ExplicitHashKey"] = str(record.key.explicit_hash_key)
-            entries.append(entry)
-        sent_wall = self._wall()
-        try:
-            response = await self._put_records(self.stream, entries)  # type: ignore[misc]
-        except _FATAL as error:
-            self._stop(str(error))
+        entries = [put_records_entry(record.data, record.key.name if record.key.send_key else None,
+                                     record.key.explicit_hash_key) for record in batch]
+        response = await self._put(entries, batch, lambda: {self._predict(r.key) for r in batch}, requeue)
+        if response is None:
             return
-        except BadInput as error:
-            self._answered()
-            self._ledger.refused(batch, str(error))
-            return
-        except _UNANSWERED as error:
-            self._unanswered(error)
-            sent = getattr(error, "request_sent", True)
-            self._ledger.retry_all(batch, str(error), requeue, outcome_known=not sent, sent_wall=sent_wall)
-            return
-        except _THROTTLED as error:
-            self._answered()
-            now = self._clock()
-            for shard in {self._predict(r.key) for r in batch}:
-                self._pacer.throttled(shard, now)
-            self.result.throttled += len(batch)
-            self._ledger.retry_all(batch, str(error), requeue, outcome_known=True, sent_wall=sent_wall)
-            return
-        except BackendError as error:  # the server answered with a failure: it may have written first
-            self._answered()
-            self._ledger.retry_all(batch, str(error), requeue, outcome_known=False, sent_wall=sent_wall)
-            return
-        self._answered()
         now, wall = self._clock(), self._wall()
-        results = response.get("Records") or []
-        if len(results) != len(batch):
-            # A malformed answer says nothing trustworthy about any record in it.
-            self._ledger.retry_all(batch, f"PutRecords answered {len(results)} results for {len(batch)} records",
-                            requeue, outcome_known=False, sent_wall=sent_wall)
-            return
+        results = response["Records"]
         failures: list[tuple[PendingRecord, str]] = []
         for record, outcome in zip(batch, results):
             code = outcome.get("ErrorCode")
@@ -394,6 +369,48 @@ class OrderedProducer:
         for record in batch:
             if id(record) not in failed_ids:
                 requeue(record.key, now)
+
+    async def _put(self, entries: list[dict], batch: list[PendingRecord], shards: Callable[[], set[str | None]],
+                   requeue: Requeue) -> dict | None:
+        """One PutRecords request for `entries`, carrying the records of `batch` (to the shards paced
+        against, which `shards()` names when a throttle needs them). A failure of the whole request is
+        settled here (each record retried, refused or the run stopped) and None returned; otherwise
+        the answer, with one result per entry."""
+        sent_wall = self._wall()
+        try:
+            response = await self._put_records(self.stream, entries)  # type: ignore[misc]
+        except _FATAL as error:
+            self._stop(str(error))
+            return None
+        except BadInput as error:
+            self._answered()
+            self._ledger.refused(batch, str(error))
+            return None
+        except _UNANSWERED as error:
+            self._unanswered(error)
+            sent = getattr(error, "request_sent", True)
+            self._ledger.retry_all(batch, str(error), requeue, outcome_known=not sent, sent_wall=sent_wall)
+            return None
+        except _THROTTLED as error:
+            self._answered()
+            now = self._clock()
+            for shard in shards():
+                self._pacer.throttled(shard, now)
+            self.result.throttled += len(batch)
+            self._ledger.retry_all(batch, str(error), requeue, outcome_known=True, sent_wall=sent_wall)
+            return None
+        except BackendError as error:  # the server answered with a failure: it may have written first
+            self._answered()
+            self._ledger.retry_all(batch, str(error), requeue, outcome_known=False, sent_wall=sent_wall)
+            return None
+        self._answered()
+        results = response.get("Records") or []
+        if len(results) != len(entries):
+            # A malformed answer says nothing trustworthy about any record in it.
+            self._ledger.retry_all(batch, f"PutRecords answered {len(results)} results for {len(entries)} records",
+                                   requeue, outcome_known=False, sent_wall=sent_wall)
+            return None
+        return response
 
     # -- the endpoint's health, for the whole run --------------------------------------------------
 
@@ -456,7 +473,8 @@ class OrderedProducer:
                 sent_wall = self._wall()
                 try:
                     response = await self._put_record(  # type: ignore[misc]
-                        self.stream, record.data, key.name, explicit_hash_key=key.explicit_hash_key,
+                        self.stream, record.data, key.name if key.send_key else None,
+                        explicit_hash_key=key.explicit_hash_key,
                         sequence_number_for_ordering=key.last_sequence_number)
                 except _FATAL as error:
                     self._stop(str(error))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from console.produce.pacing import ShardPacer
 from console.produce.settings import ProducerSettings
@@ -78,6 +79,8 @@ class ProduceResult:
     abandoned: int = 0  # records never sent because an earlier one of their key failed for good
     stopped: str | None = None  # why the run ended before every record was tried; None when it did not
     endpoint_lost: bool = False  # it stopped because the endpoint answered nothing for too long
+    # The stream spread the records itself (AUTO): no key decided a shard, and no order was promised.
+    auto_distribution: bool = False
     # Epoch send time of the latest request whose outcome stayed unknown: it may still land on the
     # server until the in-flight window has passed, so the verifier waits that long before reading.
     last_unknown_sent: float | None = None
@@ -91,6 +94,8 @@ class ProduceResult:
     # Per shard: the smallest acknowledged sequence number, and when that ack was received.
     first_acks: dict[str, tuple[int, float]] = field(default_factory=dict)
     explicit_hash_keys: dict[str, int] = field(default_factory=dict)
+    # KPL aggregation (console.produce.aggregate.AggregationStats) when the run aggregated; None otherwise.
+    aggregation: Any = None
 
     @property
     def run_id(self) -> str:
@@ -134,6 +139,7 @@ class ProduceResult:
             "shard_mismatches": self.mismatch_count,
             "seconds": round(self.elapsed, 3),
             "records_per_second": round(self.acknowledged / self.elapsed, 1),
+            **({"aggregation": self.aggregation.to_json(self.elapsed)} if self.aggregation is not None else {}),
         }
 
 
@@ -168,8 +174,8 @@ class ProgressMeter:
         self._started = now
         self._last_progress = (now, 0, {})
 
-    def count_ack(self, shard_id: str) -> None:
-        self._shard_acks[shard_id] = self._shard_acks.get(shard_id, 0) + 1
+    def count_ack(self, shard_id: str, count: int = 1) -> None:
+        self._shard_acks[shard_id] = self._shard_acks.get(shard_id, 0) + count
 
     def report(self, *, force: bool = False, done: bool = False) -> None:
         if self._on_progress is None:

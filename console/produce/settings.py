@@ -7,12 +7,14 @@ import random
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from console.bounds import PUT_RECORDS_MAX_BYTES, PUT_RECORDS_MAX_RECORDS
 from console.errors import BadInput
 from console.keyspace.hashkeys import validate_partition_key
-from console.produce.testrecords import MAX_RECORD_BYTES, new_run_id, partition_key_for
+from console.produce.testrecords import LARGEST_RECORD_BYTES, MAX_RECORD_BYTES, new_run_id, partition_key_for
 
-MAX_BATCH_RECORDS = 500
-MAX_BATCH_BYTES = 5 * 1024 * 1024
+# PutRecords: at most 500 records and 10 MiB a request.
+MAX_BATCH_RECORDS = PUT_RECORDS_MAX_RECORDS
+MAX_BATCH_BYTES = PUT_RECORDS_MAX_BYTES
 MAX_GIVE_UP = 3600.0  # seconds: past an hour of failures, nobody is waiting for the run any more
 
 
@@ -39,6 +41,9 @@ class ProducerSettings:
     one_record_per_key: bool = True  # False only to prove, in tests, that the rule is what keeps order
     run_id: str = ""
     record_total: int | None = None  # given records (OrderedProducer's `records`): their number
+    # The stream's MaxRecordSizeInKiB in bytes (1 MiB unless raised, at most 10 MiB).
+    max_record_bytes: int = MAX_RECORD_BYTES
+    send_keys: bool = True  # False: records go without PartitionKey (an AUTO stream spreads them)
 
     def validated(self) -> "ProducerSettings":
         """Check the numbers (BadInput, one line, for the CLI and the panel) and fill in a run id."""
@@ -51,10 +56,11 @@ class ProducerSettings:
         whole("concurrency", self.concurrency, 1, 256)
         whole("batch size", self.max_batch_records, 1, MAX_BATCH_RECORDS)
         whole("batch bytes", self.max_batch_bytes, 1024, MAX_BATCH_BYTES)
+        whole("record size limit", self.max_record_bytes, MAX_RECORD_BYTES, LARGEST_RECORD_BYTES)
         run_id = self.run_id or new_run_id()
         key = partition_key_for(run_id, self.keys - 1)
         validate_partition_key(key)
-        largest = MAX_RECORD_BYTES - len(key.encode())
+        largest = self.max_record_bytes - (len(key.encode()) if self.send_keys else 0)
         whole("payload bytes", self.payload_bytes, 0, largest)
         if self.mode not in ("batch", "sequential"):
             raise BadInput(f"mode must be batch or sequential; got {self.mode!r}")
@@ -67,6 +73,11 @@ class ProducerSettings:
         if self.rate is not None and not (isinstance(self.rate, (int, float)) and self.rate > 0):
             raise BadInput(f"rate must be a positive number of records per second; got {self.rate!r}")
         return replace(self, run_id=run_id)
+
+    @property
+    def key_bytes(self) -> int:
+        """What a partition key adds to each record (its longest, the last key's)."""
+        return len(partition_key_for(self.run_id or "0" * 12, self.keys - 1).encode()) if self.send_keys else 0
 
     @property
     def total(self) -> int:

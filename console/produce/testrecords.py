@@ -13,9 +13,28 @@ import json
 import secrets
 from dataclasses import dataclass
 
-# AWS's limit on one record's data blob plus its partition key.
-MAX_RECORD_BYTES = 1024 * 1024
+from console.bounds import MAX_RECORD_SIZE_KIB, MIN_RECORD_SIZE_KIB
+
+# AWS's limit on one record's data blob plus its partition key: 1 MiB unless the stream says otherwise
+# (MaxRecordSizeInKiB, up to 10 MiB: LARGEST_RECORD_BYTES).
+MAX_RECORD_BYTES = MIN_RECORD_SIZE_KIB * 1024
+LARGEST_RECORD_BYTES = MAX_RECORD_SIZE_KIB * 1024
 _FORMAT_TAG = "kconsole-test/1"
+
+
+# Keyless records are tracked under a name of their own that no partition key can have (a control
+# character starts it) and is never sent.
+KEYLESS_PREFIX = "\x00line-"
+
+
+def ledger_key(record: object) -> str:
+    """The name a given record is tracked under: its partition key, or for a keyless one its line."""
+    key = getattr(record, "key")
+    return key if key is not None else f"{KEYLESS_PREFIX}{getattr(record, 'line')}"
+
+
+def is_keyless(name: str) -> bool:
+    return name.startswith(KEYLESS_PREFIX)
 
 
 def new_run_id() -> str:
@@ -57,11 +76,6 @@ def encode_record(run_id: str, key: str, seq: int, sent_at: float, payload_bytes
 @functools.lru_cache(maxsize=65536)
 def _prefix(run_id: str, key: str) -> bytes:
     return ('{"t":"%s","run":%s,"key":%s,"seq":' % (_FORMAT_TAG, json.dumps(run_id), json.dumps(key))).encode()
-
-
-def header_size(run_id: str, key: str) -> int:
-    """The most bytes a record of this run and key needs before padding (large seq, 6-decimal time)."""
-    return len(TestRecord(run_id, key, 999_999, 9_999_999_999.999999).encode(0))
 
 
 def decode(data: bytes, run_id: str | None = None) -> TestRecord | None:

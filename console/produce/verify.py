@@ -16,8 +16,7 @@ later, after the records that followed it. So when the run had any, reading star
 in-flight window (the request timeout plus a margin: `ReadSettings.in_flight_window`) has passed
 since the latest of them was sent; a copy that lands later than that cannot be counted.
 
-The reading is here; the pure comparison and the report live in console.produce.verify_analysis, whose
-names are re-exported.
+The reading is here; the pure comparison and the report live in console.produce.verify_analysis.
 """
 
 from __future__ import annotations
@@ -35,21 +34,15 @@ from console.errors import BackendError, ConsoleError, Throttled
 from console.topology.model import Shard
 from console.produce.report import ProduceResult
 from console.read.cursor import ShardCursor
+from console.read.decoding import MAGIC, MalformedAggregate, user_records
 from console.produce.testrecords import decode
 from console.produce.verify_analysis import (
-    MAX_PROBLEMS_PER_KIND,
-    Problem,
     ReadCopy,
     ShardLineage,
     ShardRead,
     VerificationReport,
     analyse,
 )
-
-__all__ = [
-    "MAX_PROBLEMS_PER_KIND", "Problem", "ReadCopy", "ReadSettings", "ShardLineage", "ShardRead",
-    "VerificationReport", "Verifier", "analyse", "run_and_verify",
-]
 
 
 @dataclass
@@ -197,12 +190,15 @@ class Verifier:
             page = await cursor.read()
             for raw in page.records:
                 total += 1
-                record = self._identify(run, raw)
-                if record is None:
-                    continue
-                mine += 1
-                copies.append(ReadCopy(record.key, record.seq, shard_id, raw["SequenceNumber"], order,
-                                       record.sent_at, _epoch(raw.get("ApproximateArrivalTimestamp"))))
+                aggregated = raw["Data"][:4] == MAGIC
+                for one in _user_records(raw) if aggregated else (raw,):
+                    record = self._identify(run, one)
+                    if record is None:
+                        continue
+                    mine += 1
+                    copies.append(ReadCopy(record.key, record.seq, shard_id, raw["SequenceNumber"], order,
+                                           record.sent_at, _epoch(raw.get("ApproximateArrivalTimestamp")),
+                                           aggregated))
             if cursor.done(page, follow=False):  # an open shard's tip, or a closed shard's end
                 break
         return ShardRead(shard_id, iterator_type, total, mine, closed=not shard.is_open)
@@ -223,6 +219,16 @@ class Verifier:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _user_records(raw: dict) -> list[dict]:
+    """The user records of a KPL aggregate as GetRecords entries of their own (none if it is malformed:
+    nothing in it can be told apart)."""
+    try:
+        inner = user_records(raw["Data"])
+    except MalformedAggregate:
+        return []
+    return [{"Data": data, "PartitionKey": key, "ExplicitHashKey": hash_key} for key, hash_key, data in inner]
+
+
 def _epoch(value: Any) -> float | None:
     if isinstance(value, datetime):
         return value.timestamp()
@@ -236,19 +242,35 @@ async def run_and_verify(kinesis: Any, stream: str, settings: Any, *, verify: bo
                          on_verifying: Callable[[float], None] | None = None,
                          read_settings: ReadSettings | None = None,
                          progress_interval: float = 0.25,
-                         records: Any = None) -> tuple[ProduceResult, VerificationReport | None]:
+                         records: Any = None,
+                         max_aggregate_bytes: int | None = None) -> tuple[ProduceResult, VerificationReport | None]:
     """One whole run on an open backend (a KinesisBackend): shard map, ordered producer, read-back.
     What the CLI and the console's producer panel (through the app's worker) both do. With `records`
-    (console.produce.given.GivenRecord), those are sent instead of generated test records."""
+    (console.produce.given.GivenRecord), those are sent instead of generated test records. With
+    `max_aggregate_bytes`, they travel in KPL aggregates of at most that size (AggregatingProducer)."""
     from console.produce.producer import OrderedProducer
     from console.topology.shardmap import ShardMap
 
-    async with ShardMap.for_backend(kinesis, stream) as shard_map:
-        await shard_map.wait_ready(timeout=60, fail_fast=True)
-        producer = OrderedProducer(stream, settings, put_records=kinesis.put_records, put_record=kinesis.put_record,
-                                   shard_map=shard_map, on_progress=on_progress, progress_interval=progress_interval,
-                                   records=records)
+    producer_class, options = OrderedProducer, {}
+    summary = await kinesis.describe_stream_summary(stream)
+    if max_aggregate_bytes is not None:
+        from console.produce.aggregate import AggregatingProducer
+
+        producer_class = AggregatingProducer
+        options = {"max_aggregate_bytes": max_aggregate_bytes, "record_limit": summary.max_record_bytes}
+    if summary.auto_distribution:  # Kinesis ignores the keys: a shard map would predict nothing true
+        producer = producer_class(stream, settings, put_records=kinesis.put_records, put_record=kinesis.put_record,
+                                  on_progress=on_progress, progress_interval=progress_interval, records=records,
+                                  **options)
         result = await producer.run()
+    else:
+        async with ShardMap.for_backend(kinesis, stream) as shard_map:
+            await shard_map.wait_ready(timeout=60, fail_fast=True)
+            producer = producer_class(stream, settings, put_records=kinesis.put_records,
+                                      put_record=kinesis.put_record, shard_map=shard_map, on_progress=on_progress,
+                                      progress_interval=progress_interval, records=records, **options)
+            result = await producer.run()
+    result.auto_distribution = summary.auto_distribution
     if not verify:
         return result, None
     if result.endpoint_lost:  # nothing answers: a read-back could only wait and fail

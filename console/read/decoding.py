@@ -34,6 +34,7 @@ from aws_kinesis_agg import messages_pb2
 from google.protobuf.message import DecodeError
 
 from console.read.printable import printable_json
+from console.topology.model import NO_KEY
 
 KIND_JSON = "json"
 KIND_TEXT = "text"
@@ -78,7 +79,7 @@ class DecodedRecord:
 
     shard_id: str
     sequence_number: str
-    partition_key: str
+    partition_key: str | None  # None: sent without one (an AUTO stream's records may be)
     arrival: datetime | None
     size: int
     kind: str
@@ -89,6 +90,11 @@ class DecodedRecord:
     error: str | None = None
     inflated_size: int | None = None  # bytes a gzip payload inflated to
     data: bytes | None = None  # the payload exactly as stored (an aggregate's inner record: its own bytes)
+
+    @property
+    def key_text(self) -> str:
+        """The partition key as shown to people: a keyless record's is an em dash."""
+        return NO_KEY if self.partition_key is None else self.partition_key
 
     @property
     def weight(self) -> int:
@@ -373,7 +379,7 @@ def decode_record(
     *,
     shard_id: str,
     sequence_number: str,
-    partition_key: str,
+    partition_key: str | None,
     arrival: datetime | None = None,
     budget: InflateBudget | None = None,
 ) -> list[DecodedRecord]:
@@ -408,43 +414,79 @@ def decode_api_record(raw: dict, shard_id: str, budget: InflateBudget | None = N
         raw["Data"],
         shard_id=shard_id,
         sequence_number=raw["SequenceNumber"],
-        partition_key=raw.get("PartitionKey", ""),
+        partition_key=raw.get("PartitionKey"),
         arrival=raw.get("ApproximateArrivalTimestamp"),
         budget=budget,
     )
 
 
-def _deaggregate(data: bytes, shard_id: str, sequence_number: str, partition_key: str,
+# More user records than this in one aggregate is refused: an honest aggregate of a 1 MiB record holds
+# a few thousand (KPL's own default caps an aggregate at 51,200 bytes), and a record claiming hundreds of
+# thousands of empty entries would cost a reader a Python object each.
+MAX_USER_RECORDS_PER_AGGREGATE = 100_000
+
+
+class MalformedAggregate(ValueError):
+    """A payload with the KPL magic that is not a well-formed aggregate; the message says why."""
+
+
+def parse_aggregate(data: bytes) -> tuple[Any, Any, Any]:
+    """Check a KPL aggregate's framing (magic, MD5 trailer, protobuf, key tables) and return its
+    (user records, partition key table, explicit hash key table); MalformedAggregate otherwise.
+    Each user record's indexes into the tables are the caller's to check (an IndexError is malformed)."""
+    body = data[len(MAGIC):]
+    if len(body) <= DIGEST_SIZE:
+        raise MalformedAggregate(f"{len(data)} bytes is too short for a message and its MD5 digest")
+    message, digest = body[:-DIGEST_SIZE], body[-DIGEST_SIZE:]
+    if hashlib.md5(message).digest() != digest:
+        raise MalformedAggregate("MD5 digest does not match the message (corrupt or truncated record)")
+    aggregate = messages_pb2.AggregatedRecord()
+    try:
+        aggregate.ParseFromString(message)
+    except DecodeError as problem:
+        raise MalformedAggregate(f"protobuf message does not parse ({problem})") from None
+    if not aggregate.IsInitialized():
+        missing = ", ".join(aggregate.FindInitializationErrors())
+        raise MalformedAggregate(f"protobuf message lacks required fields ({missing})")
+    keys, hash_keys = aggregate.partition_key_table, aggregate.explicit_hash_key_table
+    # protobuf hands back a `string` field that is not UTF-8 as bytes
+    for table, what in ((keys, "partition key"), (hash_keys, "explicit hash key")):
+        for index, entry in enumerate(table):
+            if not isinstance(entry, str):
+                raise MalformedAggregate(f"{what} #{index} is not UTF-8")
+    records = aggregate.records
+    if not records:
+        raise MalformedAggregate("it holds no user records")
+    if len(records) > MAX_USER_RECORDS_PER_AGGREGATE:
+        raise MalformedAggregate(f"it nests {len(records):,} user records, more than the "
+                                 f"{MAX_USER_RECORDS_PER_AGGREGATE:,} one aggregate may hold")
+    return records, keys, hash_keys
+
+
+def user_records(data: bytes) -> list[tuple[str, str | None, bytes]]:
+    """(partition key, explicit hash key, data) of each user record in a KPL aggregate, in order;
+    MalformedAggregate when it is not a well-formed one."""
+    records, keys, hash_keys = parse_aggregate(data)
+    try:
+        return [(keys[inner.partition_key_index],
+                 hash_keys[inner.explicit_hash_key_index] if inner.HasField("explicit_hash_key_index") else None,
+                 inner.data) for inner in records]
+    except IndexError:
+        raise MalformedAggregate("a user record names a key past its table") from None
+
+
+def _deaggregate(data: bytes, shard_id: str, sequence_number: str, partition_key: str | None,
                  arrival: datetime | None, budget: InflateBudget | None = None) -> list[DecodedRecord]:
     def broken(reason: str) -> list[DecodedRecord]:
         return [DecodedRecord(shard_id, sequence_number, partition_key, arrival, len(data),
                               KIND_ERROR, data, (ENCODING_KPL,), error=f"malformed KPL aggregate: {reason}",
                               data=data)]
 
-    body = data[len(MAGIC):]
-    if len(body) <= DIGEST_SIZE:
-        return broken(f"{len(data)} bytes is too short for a message and its MD5 digest")
-    message, digest = body[:-DIGEST_SIZE], body[-DIGEST_SIZE:]
-    if hashlib.md5(message).digest() != digest:
-        return broken("MD5 digest does not match the message (corrupt or truncated record)")
-    aggregate = messages_pb2.AggregatedRecord()
     try:
-        aggregate.ParseFromString(message)
-    except DecodeError as problem:
-        return broken(f"protobuf message does not parse ({problem})")
-    if not aggregate.IsInitialized():
-        missing = ", ".join(aggregate.FindInitializationErrors())
-        return broken(f"protobuf message lacks required fields ({missing})")
-    keys, hash_keys = aggregate.partition_key_table, aggregate.explicit_hash_key_table
+        records, keys, hash_keys = parse_aggregate(data)
+    except MalformedAggregate as problem:
+        return broken(str(problem))
     key_count, hash_key_count = len(keys), len(hash_keys)
-    # protobuf hands back a `string` field that is not UTF-8 as bytes
-    for table, what in ((keys, "partition key"), (hash_keys, "explicit hash key")):
-        for index, entry in enumerate(table):
-            if not isinstance(entry, str):
-                return broken(f"{what} #{index} is not UTF-8")
-    records = aggregate.records
-    if not records:
-        return broken("it holds no user records")
     decoded: list[DecodedRecord] = []
     for sub_sequence, inner in enumerate(records):
         key_index = inner.partition_key_index

@@ -2,7 +2,7 @@
 
 `TailReader(backend, stream, options).batches()` yields `TailBatch`es (one per GetRecords answer
 that passed the filters, plus lag-only updates). The backend is anything with `all_shards`,
-`get_shard_iterator` and `get_records` shaped like console.backend.client.KinesisBackend; this
+`get_shard_iterator` and `get_records` shaped like console.backend.kinesis.KinesisBackend; this
 module does no I/O of its own.
 
 Order rules a consumer must follow: a child shard is read only after all of its parents that are
@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from console.read.decoding import MIB, DecodedRecord, InflateBudget, decode_api_record
 from console.errors import AccessDenied, BackendError, BadInput, NoCredentials, StreamNotFound, Throttled
-from console.keyspace.hashkeys import md5_hash_key, validate_partition_key
+from console.read.keyscope import carries_aggregate, key_hash_to_follow, shards_for_key, widening_note
 from console.topology.model import Shard
 from console.read.cursor import ShardCursor
 from console.read.positions import (  # noqa: F401 - re-exported: where a read starts belongs with reading
@@ -89,6 +89,9 @@ class TailOptions:
     # Picking up an interrupted read: shards already read to their end, and where to go on in others.
     finished_shards: frozenset[str] = frozenset()
     resume_after: Mapping[str, str] = field(default_factory=dict)
+    # With partition_key: read only the shard the key hashes to (the stream holds no KPL aggregates;
+    # the first aggregate seen widens the read to every shard anyway).
+    placement_only: bool = False
 
 
 @dataclass(slots=True)
@@ -119,7 +122,7 @@ def record_matches(record: DecodedRecord, partition_key: str | None, grep: str |
         return False
     if grep is not None:
         haystack = record.content_text() if record.error is None else f"{record.error} {record.content_text()}"
-        if grep not in haystack and grep not in record.partition_key:
+        if grep not in haystack and grep not in (record.partition_key or ""):
             return False
     return where is None or where(record)
 
@@ -148,12 +151,9 @@ def select_shards(shards: Sequence[Shard], options: TailOptions) -> list[Shard]:
             names = ", ".join(ordered[:12]) + (f" (+{len(ordered) - 12} more)" if len(ordered) > 12 else "")
             raise BadInput(f"unknown shard {unknown[0]} (this stream's shards: {names})")
         chosen = [known[shard_id] for shard_id in dict.fromkeys(options.shard_ids)]
-    if options.partition_key is not None and not options.shard_ids:
-        # Only the shard the key hashes to. Shards named with --shard are read whole and filtered instead:
-        # a KPL aggregate is routed by its own key (or explicit hash key), so its inner records can sit
-        # in a shard their keys do not hash to.
-        hash_key = md5_hash_key(validate_partition_key(options.partition_key))
-        chosen = [shard for shard in chosen if shard.contains(hash_key)]
+    if not options.shard_ids:
+        # Shards named with --shard are read whole and filtered instead.
+        chosen = shards_for_key(chosen, options.partition_key, options.placement_only)
     if not options.start.reads_history and not options.shard_ids:
         # From LATEST only open shards will get records; their children are picked up as they appear.
         chosen = [shard for shard in chosen if shard.is_open]
@@ -190,16 +190,19 @@ class TailReader:
         self._map_listed_at = 0.0
         self._iterators: dict[str, str] = {}  # first iterators got by position()
         self._positioned = False
-        self._positioned_at: datetime | None = None  # when a LATEST read began: where a lost start resumes
+        # When a LATEST read began: where a lost start resumes, and where shards a key read widens to start.
+        self._positioned_at: datetime | None = None
         self._wall = wall_clock
         # With follow: shards that cannot be read right now (shard -> the last error), and the last report.
         self.unreachable: dict[str, str] = {}
         self._on_trouble = on_trouble
         self._trouble_said_at = float("-inf")
         self._end = options.end.moment
+        self._widened: set[str] = set()  # shards added when a key read met an aggregate
         # Children are followed only where the key can land, unless the user named the shards to read.
-        self._key_hash = (md5_hash_key(options.partition_key)
-                          if options.partition_key is not None and not options.shard_ids else None)
+        self._key_hash = None if options.shard_ids else key_hash_to_follow(options.partition_key,
+                                                                           options.placement_only)
+        self.notes: list[str] = []  # one-line notes for the user, e.g. a key read widened to every shard
 
     # --- public -----------------------------------------------------------------------------------
 
@@ -298,6 +301,21 @@ class TailReader:
             if child_id in self._planned:
                 self._start_if_ready(child_id)
 
+    def _widen(self, shard_id: str) -> None:
+        """An aggregate on a placement-only key read: read every shard, from the same start (from LATEST,
+        from the moment the read began, so nothing written since is missed)."""
+        self._key_hash = None
+        added = [shard for shard in select_shards(list(self._shards.values()),
+                                                  TailOptions(start=self.options.start))
+                 if shard.shard_id not in self._planned]
+        self.notes.append(widening_note(self.options.partition_key or "", shard_id, len(added)))
+        for shard in added:
+            self._planned.add(shard.shard_id)
+            self._widened.add(shard.shard_id)
+            self.progress[shard.shard_id] = ShardProgress(shard.shard_id)
+        for shard in added:
+            self._start_if_ready(shard.shard_id)
+
     async def _stop_all(self) -> None:
         tasks = list(self._tasks.values())
         for task in tasks:
@@ -315,6 +333,15 @@ class TailReader:
         if resume is not None:
             return await self.backend.get_shard_iterator(self.stream, shard.shard_id, AFTER_SEQUENCE_NUMBER,
                                                          sequence_number=resume)
+        if shard.shard_id in self._widened and start.iterator_type == LATEST and self._positioned_at is not None:
+            return await self.backend.get_shard_iterator(self.stream, shard.shard_id, AT_TIMESTAMP,
+                                                         timestamp=self._positioned_at)
+        if shard.shard_id in self._widened and start.sequence_number is not None:
+            # The sequence number was the first shard's: another shard is read from its start.
+            return await self.backend.get_shard_iterator(self.stream, shard.shard_id, TRIM_HORIZON)
+        if shard.shard_id in self._widened:
+            return await self.backend.get_shard_iterator(self.stream, shard.shard_id, start.iterator_type,
+                                                         timestamp=start.timestamp)
         if shard.shard_id not in self._initial:
             # A child found while reading holds only records newer than its parents: read it all.
             return await self.backend.get_shard_iterator(self.stream, shard.shard_id, TRIM_HORIZON)
@@ -423,6 +450,8 @@ class TailReader:
                 while self._queued_bytes >= MAX_QUEUED_BYTES:
                     self._room.clear()
                     await self._room.wait()
+                if self._key_hash is not None and raw_records and carries_aggregate(raw_records):
+                    self._widen(shard_id)
                 if self.options.wire:
                     shown, wire = [], raw_records
                     weight = sum(len(raw["Data"]) for raw in wire)

@@ -3,10 +3,12 @@
 `execute` re-reads the stream just before the first call and rebuilds the plan from that fresh
 shard list: if another operator changed the shards since the preview, it refuses (PlanRejected
 naming what changed); if the stream is UPDATING it waits (wait=True) or explains. Limits are
-checked again on the fresh state. Calls that hit ResourceInUse wait for ACTIVE and retry; split
-and merge LimitExceeded (5 calls/s per account) back off and retry; UpdateShardCount's
-LimitExceeded is a quota, so it is explained, not retried. Every executed plan is appended to the
-action log, including partial failures.
+checked again on the fresh state. Every call's intent is written to the action log before it is
+made and its outcome after; a lost reply is settled by reading the shard list back. Calls that hit
+ResourceInUse wait for ACTIVE, re-check the plan against a fresh shard list and retry; split and
+merge LimitExceeded (5 calls/s per account) back off and retry the same way; UpdateShardCount's
+LimitExceeded is a quota, so it is explained, not retried. After the calls, shards that appeared
+meanwhile and that the plan does not explain (another operator's change) are named.
 
 `median_split_of_recent` is the one read a plan needs: it samples a shard's recent records so a
 split can divide the traffic the shard really carries (`--at-median-of-recent`).
@@ -21,7 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from console.reshard.actionlog import ActionLog
+from console.reshard.actionlog import ActionLog, Reading, Settle, logged_call
 from console.read.decoding import DecodedRecord
 from console.errors import BackendError, BadInput, ConsoleError, LimitExceeded, PlanRejected, ResourceInUse
 from console.keyspace.hashkeys import MAX_HASH_KEY, md5_hash_key
@@ -44,10 +46,12 @@ class ExecutionResult:
     after: tuple[Shard, ...] | None  # observed open shards (only when we waited for ACTIVE)
     differences: tuple[str, ...]  # observed vs planned, when observed
     log_entry: dict[str, Any] | None
+    changed_by_others: tuple[str, ...] = ()  # shards made meanwhile that the plan does not explain
 
     def to_json(self) -> dict:
         return {
             "executed": bool(self.calls),
+            "changed_by_others": list(self.changed_by_others),
             "calls": list(self.calls),
             "status": self.status,
             "matches_plan": None if self.after is None else not self.differences,
@@ -93,8 +97,51 @@ def open_in_order(shards: Sequence[Shard]) -> list[Shard]:
     return sorted((s for s in shards if s.is_open), key=lambda s: s.starting_hash_key)
 
 
+MAX_RESCALE_GENERATIONS = 2  # UpdateShardCount splits shards and merges their children: two generations
+
+
+def generations(known: Sequence[Shard], new: Sequence[Shard]) -> dict[str, int]:
+    """How many generations each new shard is from the shards open in `known` (those are 0)."""
+    depth = {s.shard_id: 0 for s in known if s.is_open}
+    pending = list(new)
+    while pending:
+        ready = [s for s in pending if all(p in depth for p in s.parents)]
+        if not ready:  # parents outside what we know (expired, or never listed): count from there
+            ready = pending
+        for shard in ready:
+            depth[shard.shard_id] = 1 + max((depth.get(p, 0) for p in shard.parents), default=0)
+        pending = [s for s in pending if s not in ready]
+    return depth
+
+
+def unexplained_shards(known: Sequence[Shard], now: Sequence[Shard], plan: ReshardPlan) -> list[str]:
+    """Shards created since `known` was read that the plan does not explain: an open shard whose range
+    the plan does not end with, or a shard split or merged out of one the plan made; after
+    UpdateShardCount, whose ranges and intermediate steps the server chooses, the new open shards
+    when their count is not the target."""
+    known_ids = {s.shard_id for s in known}
+    new = [s for s in now if s.shard_id not in known_ids]
+    if any(operation.kind == "update_shard_count" for operation in plan.operations):
+        # The server picks UpdateShardCount's ranges and steps (not always AWS's equal shares), so the
+        # plan's ranges cannot judge it: a count other than the target gives another change away, and
+        # so does a lineage deeper than one rescale makes (a split, then a merge of the children).
+        if sum(s.is_open for s in now) != len(plan.after):
+            return [s.shard_id for s in new if s.is_open]
+        depth = generations(known, new)
+        return [s.shard_id for s in new if s.is_open and depth.get(s.shard_id, 0) > MAX_RESCALE_GENERATIONS]
+    planned = {(s.starting_hash_key, s.ending_hash_key) for s in plan.after}
+    made = {s.shard_id for s in new if (s.starting_hash_key, s.ending_hash_key) in planned}
+    return [s.shard_id for s in new
+            if s.shard_id not in made and (s.is_open or any(p in made for p in s.parents))]
+
+
 class Executor:
-    """One plan's execution against one backend. `sleep` and `clock` are injectable for tests."""
+    """One plan's execution against one backend. `sleep` and `clock` are injectable for tests.
+
+    Each call goes through the action log's `logged_call`: its intent is on disk before it is made,
+    and a lost reply is settled by reading the shard list back (`_settler`), never by resending it.
+    A resend (after ResourceInUse, LimitExceeded, or a lost reply the shard list shows was not
+    applied) first re-checks the plan against a fresh shard list."""
 
     def __init__(self, kinesis: Any, stream: str, *, action_log: ActionLog, progress: Progress = lambda _: None,
                  poll_interval: float = 1.0, timeout: float = 900.0, retries: int = 3,
@@ -126,7 +173,7 @@ class Executor:
             return None, None
 
     async def snapshot(self) -> tuple[StreamSummary, list[Shard], StreamContext]:
-        summary = await self.kinesis.describe_stream(self.stream)
+        summary = await self.kinesis.describe_stream_summary(self.stream)
         shards = await self.kinesis.all_shards(self.stream)
         return summary, shards, await self.context(summary)
 
@@ -134,7 +181,7 @@ class Executor:
         """Poll DescribeStreamSummary until ACTIVE, reporting progress; time out with a clear error."""
         started, waited = self.clock(), False
         while True:
-            summary = await self.kinesis.describe_stream(self.stream)
+            summary = await self.kinesis.describe_stream_summary(self.stream)
             elapsed = self.clock() - started
             if summary.status == "ACTIVE":
                 if waited:
@@ -150,6 +197,19 @@ class Executor:
             self.progress(f"{self.stream}: {summary.status} ({reason}), {summary.open_shard_count} open shards, "
                           f"{elapsed:.0f}s elapsed")
             await self.sleep(self.poll_interval)
+
+    async def _fresh(self, plan: ReshardPlan, index: int, reason: str) -> list[Shard]:
+        """The shard list once the stream is ACTIVE again, checked against the plan before a resend:
+        before the first step the open shards must still be the ones the plan was made from."""
+        await self.wait_until_active(reason)
+        shards = await self.kinesis.all_shards(self.stream)
+        if index == 0:
+            changes = describe_changes(plan.before, open_in_order(shards))
+            if changes:
+                raise PlanRejected(f"{self.stream} was changed by someone else meanwhile ({'; '.join(changes[:5])}); "
+                                   "nothing more was called; review the new plan and run again",
+                                   code="changed_meanwhile")
+        return shards
 
     # ---------------------------------------------------------------- calls
 
@@ -179,20 +239,70 @@ class Executor:
         else:
             await self.kinesis.update_shard_count(self.stream, operation.target_shard_count)
 
-    async def _call_with_retries(self, operation: Operation) -> None:
-        api = API_NAMES[operation.kind]
+    def _settler(self, operation: Operation, shards: Sequence[Shard]) -> Settle:
+        """Reads the shard list back (once the stream is ACTIVE: AWS applies a change while UPDATING)
+        and says whether `operation`, made on `shards`, happened."""
+        before_open = {s.shard_id for s in shards if s.is_open}
+
+        async def settle() -> Reading:
+            await self.wait_until_active("reading back a change whose reply was lost")
+            now = await self.kinesis.all_shards(self.stream)
+            by_id = {s.shard_id: s for s in now}
+            if operation.kind == "update_shard_count":
+                open_now = {s.shard_id for s in now if s.is_open}
+                if open_now == before_open:
+                    return False, f"the open shards are still the same {len(open_now)}"
+                if len(open_now) == operation.target_shard_count:
+                    return True, f"the stream shows the change: {len(open_now)} open shards"
+                return None, f"{len(open_now)} open shards, neither the {len(before_open)} before nor the target"
+            parents = {operation.shard_id} | ({operation.adjacent_shard_id} if operation.kind == "merge" else set())
+            if all(p in by_id and by_id[p].is_open for p in parents):
+                return False, f"{' and '.join(sorted(parents))} still open"
+            children = [s.shard_id for s in now if set(s.parents) == parents
+                        and (operation.kind == "merge" or s.starting_hash_key == operation.new_starting_hash_key
+                             or s.ending_hash_key == operation.new_starting_hash_key - 1)]
+            if children:
+                return True, f"the stream shows the change: {', '.join(sorted(parents))} closed into {', '.join(children)}"
+            return None, f"{', '.join(sorted(parents))} closed, but not as planned (another change?)"
+        return settle
+
+    async def _step(self, plan: ReshardPlan, operation: Operation, shards: list[Shard], index: int,
+                    who: str | None) -> Operation:
+        """One planned operation, logged, settled, and resent only after a fresh check of the plan."""
         for attempt in range(self.retries + 1):
+            resolved = self._resolve(operation, shards)
+            api = API_NAMES[resolved.kind]
+
+            async def again(shards_then: list[Shard] = shards) -> Callable[[], Awaitable[None]]:
+                self.progress(f"{api}: the reply was lost and the stream shows no change; checking the plan "
+                              "against a fresh shard list, then sending it once more")
+                fresh = await self._fresh(plan, index, "before resending")
+                redo = self._resolve(operation, fresh)
+                if redo != resolved:
+                    raise PlanRejected(f"{api} not resent: the stream changed meanwhile ({redo.describe()} would "
+                                       f"be needed instead of {resolved.describe()})", code="changed_meanwhile")
+                return lambda: self._call(redo)
+
             try:
-                await self._call(operation)
-                return
+                change = await logged_call(
+                    self.action_log, api, {"action": plan.action, "summary": plan.summary, "step": index + 1,
+                                           "steps": len(plan.operations), "call": resolved.describe()},
+                    lambda: self._call(resolved), stream=self.stream, backend=self.kinesis.label,
+                    settle=self._settler(resolved, shards), who=who, check=f"kconsole shards {self.stream}",
+                    again=again)
+                if change.reply_lost:
+                    self.progress(f"{api}: the reply was lost; the stream shows the change")
+                if change.unlogged:
+                    self.progress(f"{api}: {change.unlogged}")
+                return resolved
             except ResourceInUse as error:
                 if attempt == self.retries:
                     raise ResourceInUse(f"{api} on {self.stream}: the stream stayed busy after {attempt + 1} tries "
                                         f"({error.message}); another change may be running") from None
-                self.progress(f"{api}: stream busy (ResourceInUse); waiting for ACTIVE, then retrying")
-                await self.wait_until_active("busy")
+                self.progress(f"{api}: stream busy (ResourceInUse); waiting for ACTIVE, then re-checking the plan")
+                shards = await self._fresh(plan, index, "busy")
             except LimitExceeded as error:
-                if operation.kind == "update_shard_count":
+                if resolved.kind == "update_shard_count":
                     raise LimitExceeded(
                         f"UpdateShardCount on {self.stream} refused by AWS (LimitExceeded): the stream may have used "
                         "its 10 scaling calls in the last 24 hours (including calls from other tools), or the "
@@ -202,8 +312,10 @@ class Executor:
                                         f"(LimitExceeded: split/merge allow 5 calls per second per account, and "
                                         f"the account shard quota applies): {error.message}") from None
                 delay = self.poll_interval * 2 ** attempt
-                self.progress(f"{api}: LimitExceeded; retrying in {delay:.1f}s")
+                self.progress(f"{api}: LimitExceeded; retrying in {delay:.1f}s after re-checking the plan")
                 await self.sleep(delay)
+                shards = await self._fresh(plan, index, "throttled")
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     # ---------------------------------------------------------------- the whole run
 
@@ -224,6 +336,7 @@ class Executor:
             raise PlanRejected("plan rejected, nothing was called: " + "; ".join(str(b) for b in plan.breaches))
         if plan.is_noop:
             return ExecutionResult(plan, (), summary.status, None, (), None)
+        known = list(shards)  # the shard list's history up to our first call
         who = await self._caller_identity()
         calls: list[str] = []
         counts: dict[str, int] = {}
@@ -232,8 +345,7 @@ class Executor:
                 if index:
                     await self.wait_until_active(f"step {index} of {len(plan.operations)} done")
                     shards = await self.kinesis.all_shards(self.stream)
-                resolved = self._resolve(operation, shards)
-                await self._call_with_retries(resolved)
+                resolved = await self._step(plan, operation, shards, index, who)
                 calls.append(resolved.describe())
                 api = API_NAMES[resolved.kind]
                 counts[api] = counts.get(api, 0) + 1
@@ -243,18 +355,19 @@ class Executor:
             if calls:
                 self._log(plan, who, calls, counts, None, result="failed", error=error.message)
             raise
-        status, after, differences = "UPDATING", None, ()
-        if wait:
-            status = (await self.wait_until_active("resharding")).status
-            after = tuple(open_in_order(await self.kinesis.all_shards(self.stream)))
+        status, after, differences, foreign = "UPDATING", None, (), ()
+        if not wait:
+            status = (await self.kinesis.describe_stream_summary(self.stream)).status
+        if wait or status == "ACTIVE":  # without --wait: the change already landed (the local server applies it at once)
+            if wait:
+                status = (await self.wait_until_active("resharding")).status
+            everything = await self.kinesis.all_shards(self.stream)
+            after = tuple(open_in_order(everything))
             differences = tuple(compare_with_plan(plan, after))
-        else:
-            status = (await self.kinesis.describe_stream(self.stream)).status
-            if status == "ACTIVE":  # the change already landed (the local server applies it at once)
-                after = tuple(open_in_order(await self.kinesis.all_shards(self.stream)))
-                differences = tuple(compare_with_plan(plan, after))
-        entry = self._log(plan, who, calls, counts, after, result="done" if after is not None else "submitted")
-        return ExecutionResult(plan, tuple(calls), status, after, differences, entry)
+            foreign = tuple(unexplained_shards(known, everything, plan))
+        result = "changed by someone else meanwhile" if foreign else "done" if after is not None else "submitted"
+        entry = self._log(plan, who, calls, counts, after, result=result, foreign=foreign)
+        return ExecutionResult(plan, tuple(calls), status, after, differences, entry, foreign)
 
     async def _caller_identity(self) -> str | None:
         try:
@@ -263,8 +376,12 @@ class Executor:
             return None
 
     def _log(self, plan: ReshardPlan, who: str | None, calls: list[str], counts: dict[str, int],
-             after: Sequence[Shard] | None, *, result: str, error: str | None = None) -> dict[str, Any]:
+             after: Sequence[Shard] | None, *, result: str, error: str | None = None,
+             foreign: Sequence[str] = ()) -> dict[str, Any] | None:
+        """The plan's summary line in the log (each call has its own intent and outcome already); a
+        log that cannot take it costs a progress line, not the result."""
         entry = {
+            "kind": "result",
             "who": who,
             "backend": self.kinesis.label,
             "stream": self.stream,
@@ -277,9 +394,15 @@ class Executor:
             "after": [_shard_json(s) for s in after] if after is not None else None,
             "planned_after": [s.to_json() for s in plan.after],
         }
+        if foreign:
+            entry["unexplained_shards"] = list(foreign)
         if error:
             entry["error"] = error
-        return self.action_log.append(entry)
+        try:
+            return self.action_log.append(entry)
+        except OSError as problem:
+            self.progress(f"cannot write the result to {self.action_log.path} ({problem.strerror or problem})")
+            return None
 
 
 # ---------------------------------------------------------------- sampling recent records

@@ -61,19 +61,95 @@ class Shard:
         }
 
 
+# AWS's record size bounds (UpdateMaxRecordSize: MaxRecordSizeInKiB from 1,024 to 10,240); a stream
+# that does not say has the long-standing 1 MiB.
+DEFAULT_MAX_RECORD_KIB = 1024
+AUTO_DISTRIBUTION = "AUTO"
+NO_KEY = "—"  # how a record sent without a partition key is shown in text (JSON says null)
+KEY_DISTRIBUTION = "USER_PARTITION_KEY"
+
+
 @dataclass(frozen=True, slots=True)
 class StreamSummary:
-    """What DescribeStreamSummary tells about a stream."""
+    """What DescribeStreamSummary tells about a stream (ListStreams' StreamSummaries tell less:
+    `open_shard_count` is None until a describe fills it in)."""
 
     name: str
     status: str  # CREATING | ACTIVE | UPDATING | DELETING
     mode: str  # PROVISIONED | ON_DEMAND
-    open_shard_count: int
+    open_shard_count: int | None
     retention_hours: int
     encryption: str  # NONE | KMS
     arn: str = ""
     consumer_count: int = 0
     enhanced_metrics: tuple[str, ...] = field(default_factory=tuple)
+    # AUTO: Kinesis spreads records itself and ignores partition and explicit hash keys.
+    record_distribution: str = KEY_DISTRIBUTION
+    max_record_size_kib: int = DEFAULT_MAX_RECORD_KIB
+    warm_throughput_target_mibps: int | None = None
+    warm_throughput_current_mibps: int | None = None
+    channel_count: int = 0
+    stream_id: str = ""
+    created: str | None = None  # ISO 8601, when known
+
+    @property
+    def auto_distribution(self) -> bool:
+        return self.record_distribution == AUTO_DISTRIBUTION
+
+    @property
+    def max_record_bytes(self) -> int:
+        """The most one record (data plus partition key) may hold on this stream."""
+        return self.max_record_size_kib * 1024
+
+    @classmethod
+    def from_api(cls, raw: dict) -> "StreamSummary":
+        """Build from DescribeStreamSummary's StreamDescriptionSummary (fields today's API added are
+        optional: servers that predate them give the old defaults)."""
+        metrics = tuple(m for group in raw.get("EnhancedMonitoring", []) for m in group.get("ShardLevelMetrics", []))
+        warm = raw.get("WarmThroughput") or {}
+        created = raw.get("StreamCreationTimestamp")
+        return cls(
+            name=raw["StreamName"],
+            status=raw["StreamStatus"],
+            mode=(raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
+            open_shard_count=int(raw.get("OpenShardCount", 0)),
+            retention_hours=int(raw.get("RetentionPeriodHours", 24)),
+            encryption=raw.get("EncryptionType") or "NONE",
+            arn=raw.get("StreamARN", ""),
+            consumer_count=int(raw.get("ConsumerCount") or 0),
+            enhanced_metrics=metrics,
+            record_distribution=raw.get("RecordDistributionStrategy") or KEY_DISTRIBUTION,
+            max_record_size_kib=int(raw.get("MaxRecordSizeInKiB") or DEFAULT_MAX_RECORD_KIB),
+            warm_throughput_target_mibps=_optional_int(warm.get("TargetMiBps")),
+            warm_throughput_current_mibps=_optional_int(warm.get("CurrentMiBps")),
+            channel_count=int(raw.get("ChannelCount") or 0),
+            stream_id=raw.get("StreamId") or "",
+            created=created.isoformat() if hasattr(created, "isoformat") else created,
+        )
+
+    @classmethod
+    def from_listing(cls, raw: dict) -> "StreamSummary":
+        """Build from one of ListStreams' StreamSummaries: name, status, mode, ARN and creation time."""
+        created = raw.get("StreamCreationTimestamp")
+        return cls(name=raw["StreamName"], status=raw.get("StreamStatus", "?"),
+                   mode=(raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
+                   open_shard_count=None, retention_hours=0, encryption="?", arn=raw.get("StreamARN", ""),
+                   created=created.isoformat() if hasattr(created, "isoformat") else created)
+
+    def badges(self) -> list[str]:
+        """What changes how the stream behaves, for a header: AUTO distribution, a record size other
+        than 1 MiB, warm throughput on an on-demand stream."""
+        found = []
+        if self.auto_distribution:
+            found.append("AUTO distribution")
+        if self.max_record_size_kib != DEFAULT_MAX_RECORD_KIB:
+            found.append(f"records up to {format_kib(self.max_record_size_kib)}")
+        if self.mode == "ON_DEMAND" and self.warm_throughput_target_mibps:
+            current = self.warm_throughput_current_mibps
+            found.append(f"warm {self.warm_throughput_target_mibps} MiB/s"
+                         + (f" ({current} now)" if current is not None and current != self.warm_throughput_target_mibps
+                            else ""))
+        return found
 
     def to_json(self) -> dict:
         return {
@@ -84,4 +160,41 @@ class StreamSummary:
             "retention_hours": self.retention_hours,
             "encryption": self.encryption,
             "arn": self.arn,
+            "stream_id": self.stream_id or None,
+            "record_distribution": self.record_distribution,
+            "max_record_size_kib": self.max_record_size_kib,
+            "warm_throughput": {"target_mibps": self.warm_throughput_target_mibps,
+                                "current_mibps": self.warm_throughput_current_mibps},
+            "consumer_count": self.consumer_count,
+            "channel_count": self.channel_count,
         }
+
+
+def put_records_entry(data: bytes, partition_key: str | None,
+                      explicit_hash_key: int | str | None = None) -> dict[str, object]:
+    """One entry of PutRecords' `Records` as AWS takes it: the explicit hash key in decimal, and
+    only when there is one (it overrides the partition key's MD5); no partition key only for an AUTO
+    stream, which ignores keys."""
+    entry: dict[str, object] = {"Data": data}
+    if partition_key is not None:
+        entry["PartitionKey"] = partition_key
+    if explicit_hash_key is not None:
+        entry["ExplicitHashKey"] = str(explicit_hash_key)
+    return entry
+
+
+def format_kib(kib: int) -> str:
+    """1024 -> '1 MiB', 10240 -> '10 MiB', 1536 -> '1.5 MiB'."""
+    return f"{kib / 1024:g} MiB"
+
+
+def _optional_int(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[arg-type]
+
+
+def auto_notice(stream: str, since: str | None = None) -> str:
+    """The one line every key-space view of an AUTO stream starts with."""
+    when = f" since {since}" if since else ""
+    return (f"{stream} uses AUTO record distribution{when}: Kinesis ignores partition and explicit hash keys "
+            "and spreads records itself, so no placement by key is shown (records already in the stream "
+            "keep their shards)")

@@ -170,7 +170,7 @@ class ShardMap:
 
     @classmethod
     def for_backend(cls, kinesis: Any, stream_name: str, **options: Any) -> "ShardMap":
-        """A map fed by a KinesisBackend (console.backend.client)."""
+        """A map fed by a KinesisBackend (console.backend.kinesis)."""
         return cls(stream_name, backend_list_shards(kinesis), **options)
 
     # -- lifecycle --------------------------------------------------------------------------

@@ -6,8 +6,9 @@ and the two loops that follow the whole stream (the shard poll, and its CloudWat
 minute). `stream` and `read_only` are reactives the panels follow (data_bind). Each panel runs its
 own work in its own workers (the producer run, the tail reader, the heat sampler, the lease poll) and
 posts typed messages for what other widgets need; the app routes them (heat and lag to the shard
-table and the ribbon). Split, merge and rescale run in console.ui.reshard_flow, given only the narrow
-objects they need. The shard poll and the lease poll share one lock, so they never overlap.
+table and the ribbon). Split, merge, rescale and the stream actions run through console.ui.changes,
+given only the narrow objects they need. The shard poll and the lease poll share one lock, so they
+never overlap.
 
 The backend is injected (`source`: a console.backend.protocol.ConsoleBackend), so tests drive this
 app against the embedded local Kinesis and the benchmark against a 10k-shard fake.
@@ -20,69 +21,52 @@ import gc
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
-from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import TabbedContent, TabPane
+from textual.widgets import TabbedContent, TabPane, Tabs
 from textual.worker import Worker, WorkerState
 
 from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS, ConsoleBackend
 from console.errors import ConsoleError
 from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
-from console.ui import reshard_flow
-from console.ui.bindings import ACTIONS, MUTATING_ACTIONS
+from console.topology.lineage import Lineage
+from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, READ_ONLY_DISABLES
+from console.ui.changes import StreamChanges
 from console.ui.focus import FocusModel
 from console.ui.format import short_shard_id
 from console.ui.palette import ConsoleCommands
 from console.ui.panels.consumers import ConsumersPanel
 from console.ui.panels.heat import HeatPanel
+from console.topology.model import auto_notice
 from console.ui.panels.keytree import KeyTreePanel
 from console.ui.panels.lineage import LineageTree
 from console.ui.panels.placement import PlacementPanel
 from console.ui.panels.producer import ProducerPanel
 from console.ui.panels.shards import ShardsPanel
 from console.ui.panels.tail import TailView
-from console.ui.reshard_flow import ReshardActivity, ReshardDialogs, ReshardProgressed, ReshardRequest
-from console.ui.screens import stream_actions
+from console.ui.reshard_flow import ReshardActivity, ReshardProgressed, ReshardRequest
 from console.ui.screens.command_line import CommandLineHost, CommandLineScreen
 from console.ui.screens.help import HelpScreen
-from console.ui.screens.stream_actions import StreamActionRequest, StreamActionsScreen, StreamDeleted
+from console.ui.screens.stream_actions import StreamDeleted
 from console.ui.screens.stream_picker import StreamPickerScreen
 from console.ui.source import (BIG_STREAM, ConnectionInfo, ListingSchedule, StreamView, describe_failure,
                                fetch_stream, with_lineage)
+from console.ui.startup import settle_heap, warm_lazy_imports
 from console.ui.toasts import ToastsBehindDialogs
 from console.ui.widgets.footer import CoalescingFooter
 from console.ui.widgets.header import ConsoleHeader
 from console.ui.widgets.ribbon import KeySpaceRibbon
 from console.ui.widgets.shard_table import ShardHeat, ShardTable
 
+# Where a shard was chosen (the widget that already shows it selected).
+ShardChosen = ShardTable.Highlighted | LineageTree.ShardHighlighted | KeySpaceRibbon.ShardClicked
+SHARD_CHOSEN_IN = {ShardTable.Highlighted: "table", LineageTree.ShardHighlighted: "tree", KeySpaceRibbon.ShardClicked: "ribbon"}
 CAPACITY_INTERVAL = 60.0  # seconds between fetches of the stream's CloudWatch metrics (its resolution)
 NO_CLOUDWATCH = "no CloudWatch metrics: this source has no CloudWatch"
-
-
-def _warm_lazy_imports() -> None:
-    """Pay now, at start-up, for what Textual and Rich would otherwise load on first use: the first
-    big listing needs a scrollbar (textual.scrollbar), measures non-ASCII text (Rich's unicode width
-    tables) and runs work in a thread (the default executor). Loaded during that first paint, they
-    stalled the UI loop for tens of ms (tests/benchmarks/bench_console.py)."""
-    import concurrent.futures.thread  # noqa: F401
-    import textual.scrollbar  # noqa: F401
-    from rich.cells import cell_len
-
-    cell_len("…▲▼·⟳▁█")
-
-
-def _settle_heap() -> None:
-    """Move every object alive now out of the garbage collector's way.
-
-    A 10k-shard listing (and its lineage) is ~100k long-lived objects; each full collection would
-    scan them all and stall the UI loop for 100+ ms. Shards are acyclic, so refcounting frees them
-    when a later poll replaces them; only the collector's rescans are saved. Done for big streams only.
-    """
-    gc.freeze()
 
 
 class StreamRefreshed(Message):
@@ -99,55 +83,22 @@ class PollFailed(Message):
         self.reason = reason
 
 
-class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
+class KConsoleApp(CommandLineHost, App[None]):
     CSS_PATH = Path(__file__).parent / "kconsole.tcss"  # absolute, so subclasses elsewhere find it
     TITLE = "kconsole"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
 
-    BINDINGS = [
-        Binding("q", "quit", "Quit", id="app.quit"),
-        Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
-        Binding("f1", "help", "Help", show=False, id="app.help_f1"),
-        Binding("r", "refresh", "Refresh", id="app.refresh"),
-        # One footer entry stands for the tab keys (console.ui.focus sends them on from a text
-        # box that a tab switch focused, until the user enters it).
-        *(Binding(a.key, a.action, "Tabs" if a.key == "1" else a.title, show=a.key == "1",
-                  key_display="1-8" if a.key == "1" else None)
-          for a in ACTIONS if a.action.startswith("show_tab")),
-        Binding("slash", "filter", "Filter", key_display="/", id="app.filter"),
-        Binding("s", "split", "Split", id="reshard.split"),
-        Binding("m", "merge", "Merge", id="reshard.merge"),
-        Binding("x", "scale", "Scale", id="reshard.scale"),
-        Binding("c", "copy_keys", "Copy keys", id="app.copy"),
-        Binding("p", "pick_stream", "Streams", id="app.streams"),
-        Binding("S", "stream_actions", "Stream", id="stream.actions"),
-        # k9s habits: command mode, vi keys in lists, ctrl+c quits (in a text box it asks once).
-        Binding("colon", "command_line", "Command", key_display=":", show=False, id="app.command_line"),
-        Binding("j", "vi_cursor('down')", "Down", show=False, id="app.vi_down"),
-        Binding("k", "vi_cursor('up')", "Up", show=False, id="app.vi_up"),
-        Binding("ctrl+c", "ctrl_c_quit", "Quit", show=False, id="app.ctrl_c_quit"),
-        Binding("R", "toggle_read_only", "Read-only", key_display="R", show=False, id="app.read_only"),
-    ]
+    BINDINGS = APP_BINDINGS
 
     # What the panels follow (data_bind in compose).
     stream: reactive[str | None] = reactive(None, init=False)
     read_only: reactive[bool] = reactive(False, init=False)
 
-    def __init__(
-        self,
-        source: ConsoleBackend,
-        *,
-        stream: str | None = None,
-        interval: float = 5.0,
-        read_only: bool = False,
-        config_warning: str | None = None,
-        theme: str | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        poll_timeout: float | None = None,
-        on_stream_opened: Callable[[str], None] | None = None,
-        last_stream: str | None = None,
-        key_format: str = "decimal",
-    ) -> None:
+    def __init__(self, source: ConsoleBackend, *, stream: str | None = None, interval: float = 5.0,
+                 read_only: bool = False, config_warning: str | None = None, theme: str | None = None,
+                 clock: Callable[[], float] = time.monotonic, poll_timeout: float | None = None,
+                 on_stream_opened: Callable[[str], None] | None = None, last_stream: str | None = None,
+                 key_format: str = "decimal") -> None:
         super().__init__()
         self.source = source
         self.set_reactive(KConsoleApp.stream, stream)
@@ -170,9 +121,14 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
         self._poll_worker: Worker | None = None
         self._poll_timer = None
         self._listing = ListingSchedule()
-        self._lineage_dirty = False
         self._last_tiling_problem: str | None = None
         self._capacity_stream: str | None = None  # the stream the CloudWatch loop follows
+        self.focus_model = FocusModel(self)
+        self.toasts = ToastsBehindDialogs(self)
+        self.changes = StreamChanges(self, source)  # split, merge, rescale, the stream actions
+        # Called with the theme's name when the user picks another one (the launcher saves it to the config).
+        self.on_theme_changed: Callable[[str], None] | None = None
+        self.ctrl_c_asked_at: float | None = None  # ctrl+c in a text box asks once (CommandLineHost)
 
     # ---- layout --------------------------------------------------------------------------------
 
@@ -202,7 +158,7 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
         yield CoalescingFooter(compact=True)  # compact: more keys fit on an 80-column terminal
 
     def on_mount(self) -> None:
-        _warm_lazy_imports()
+        warm_lazy_imports()
         asyncio.get_running_loop().run_in_executor(None, int)  # start the executor's first thread now
         if self._theme_name and self._theme_name in self.available_themes:
             self.theme = self._theme_name
@@ -216,8 +172,7 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
         if self._config_warning:
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
         if self.read_only:
-            self.notify("read-only: split, merge, scale, stream actions, the producer and enhanced monitoring "
-                        "are disabled", timeout=5)
+            self.notify(f"read-only: {READ_ONLY_DISABLES} are disabled", timeout=5)
         self.table.focus()
         if self.stream:
             if self._on_stream_opened:
@@ -309,7 +264,7 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
                 return
             self._listing.listed_all()
             if len(view.shards) > BIG_STREAM:
-                _settle_heap()
+                settle_heap()
             await self._show_shards(view)
             view = await with_lineage(view)
             if stream == self.stream:
@@ -336,13 +291,6 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
         self.header.update_state(error=reason)
         self.post_message(PollFailed(reason))
 
-    def _apply_view(self, view: StreamView) -> None:
-        """Show a complete poll result at once (synchronously; the poll worker does it in steps)."""
-        self._show_header(view)
-        self.table.apply(view.shards)
-        self._show_selection_and_ribbon(view)
-        self._show_lineage(view)
-
     async def _show_shards(self, view: StreamView) -> None:
         # Yield to the loop between the steps: each is a few ms even at 10k shards, but together
         # they would hold the UI loop for tens of ms.
@@ -356,13 +304,29 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
         self.view = view
         self.header.update_state(summary=view.summary, refreshed_at=self._clock(), error=None, notice=None)
         self.heat_panel.show_summary(view.summary)
-        self.consumers_panel.follow_listing(view.summary.name, list(view.shards), view.summary.arn or None)
+        notice = self._auto_notice(view.summary)
+        self.placement.set_auto_notice(notice)
+        self.query_one(KeyTreePanel).set_auto_notice(notice)
+        self.consumers_panel.follow_listing(view.summary.name, view.shards, view.summary.arn or None)
         if view.summary.name != self._capacity_stream:
             self._capacity_stream = view.summary.name
             if CLOUDWATCH in self.source.capabilities:
                 self._poll_capacity(view.summary.name)
             else:  # an in-memory source (tests, screenshots)
                 self.heat_panel.show_capacity(None, NO_CLOUDWATCH)
+
+    def _auto_notice(self, summary) -> str | None:
+        """The AUTO notice for the key-space tabs; since when, from the action log, read once per switch."""
+        if not summary.auto_distribution:
+            self._auto_since = None
+            return None
+        if getattr(self, "_auto_since", None) is None or self._auto_since[0] != summary.name:
+            from console.lifecycle.settings import switched_to_auto_at
+            from console.reshard.actionlog import ActionLog
+
+            since = switched_to_auto_at(ActionLog.default().entries(), summary.name, self.source.label)
+            self._auto_since = (summary.name, since)
+        return auto_notice(summary.name, self._auto_since[1])
 
     # The stream's CloudWatch metrics: free at stream level, fetched once a minute (CloudWatch's
     # resolution; more often would only cost more) for the header, the Heat and the Consumers tabs.
@@ -410,15 +374,12 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
         if view.index is not None:
             self.ribbon.set_index(view.index, view.share_summary)
         self.placement.set_index(view.index)
-        if self.query_one(TabbedContent).active == "lineage":
-            self.lineage_tree.apply(view.lineage)
-        else:
-            self._lineage_dirty = True
+        self.lineage_tree.show_lineage(view.lineage)
         if view.tiling_problem and (self._last_tiling_problem != view.tiling_problem):
             self.notify(view.tiling_problem, title="shard map", severity="warning")
         self._last_tiling_problem = view.tiling_problem
         if len(view.shards) > BIG_STREAM:
-            _settle_heap()
+            settle_heap()
         self.post_message(StreamRefreshed(view))
 
     # ---- selection -----------------------------------------------------------------------------
@@ -430,7 +391,7 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
         self.selected_shard_id = shard_id
         if origin != "table":
             self.table.select(shard_id)
-        if origin != "tree" and not self._lineage_dirty:
+        if origin != "tree":
             self.lineage_tree.select_shard(shard_id)
         self.ribbon.set_selected(shard_id)
         self._show_detail()
@@ -439,16 +400,10 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
         self.shards_panel.show_detail(self.table.shard(self.selected_shard_id) if self.selected_shard_id else None)
 
     @on(ShardTable.Highlighted)
-    def _table_highlighted(self, event: ShardTable.Highlighted) -> None:
-        self.select_shard(event.shard_id, origin="table")
-
     @on(LineageTree.ShardHighlighted)
-    def _tree_highlighted(self, event: LineageTree.ShardHighlighted) -> None:
-        self.select_shard(event.shard_id, origin="tree")
-
     @on(KeySpaceRibbon.ShardClicked)
-    def _ribbon_clicked(self, event: KeySpaceRibbon.ShardClicked) -> None:
-        self.select_shard(event.shard_id, origin="ribbon")
+    def _shard_chosen(self, event: ShardChosen) -> None:
+        self.select_shard(event.shard_id, origin=SHARD_CHOSEN_IN[type(event)])
 
     @on(PlacementPanel.MarkersChanged)
     def _placement_markers(self, event: PlacementPanel.MarkersChanged) -> None:
@@ -456,7 +411,7 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
 
     @on(HeatPanel.HeatChanged)
     def _heat_changed(self, event: HeatPanel.HeatChanged) -> None:
-        if self.heat_panel.stream == self.stream:  # not a reading of the stream closed a moment ago
+        if event.stream == self.stream:  # not a reading of the stream closed a moment ago
             self._show_heat_figures(event.heat)
 
     def _show_heat_figures(self, heat: dict[str, ShardHeat]) -> None:
@@ -473,22 +428,44 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
 
     @on(HeatPanel.MonitoringEnabled)
     @on(ProducerPanel.RunFinished)
-    def _stream_written(self, _event: Message) -> None:
-        self.poll_now()  # the table and the heat tab follow what the stream now holds
+    def _stream_written(self, event: HeatPanel.MonitoringEnabled | ProducerPanel.RunFinished) -> None:
+        if event.stream == self.stream:
+            self.poll_now()  # the table and the heat tab follow what the stream now holds
 
     @on(ConsumersPanel.LagChanged)
     def _lag_changed(self, event: ConsumersPanel.LagChanged) -> None:
-        self.table.set_lag(event.lag)
+        if event.stream == self.stream:
+            self.table.set_lag(event.lag)
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        self.focus_tab(event.pane.id)
-        # The tree is only rebuilt while visible: a 10k-shard stream must not pay for a hidden tree.
-        if event.pane.id == "lineage" and self._lineage_dirty and self.view is not None:
-            self._lineage_dirty = False
-            self.lineage_tree.apply(self.view.lineage)
-            if self.selected_shard_id:
-                self.lineage_tree.select_shard(self.selected_shard_id)
+        self.focus_model.focus_tab(event.pane.id)
+
+    # ---- focus and toasts (console.ui.focus, console.ui.toasts) --------------------------------
+
+    async def on_event(self, event: events.Event) -> None:
+        if not await self.focus_model.handled(event):
+            await super().on_event(event)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        self.focus_model.focused(event.widget)
+
+    @property
+    def tab_strip(self) -> Tabs:
+        return self.focus_model.tab_strip
+
+    def notify(self, message: str, **options: Any) -> None:
+        if not self.toasts.held(message, options):
+            super().notify(message, **options)
+
+    def push_screen(self, screen: Any, *args: Any, **kwargs: Any) -> Any:
+        self.toasts.opening(screen)
+        return super().push_screen(screen, *args, **kwargs)
+
+    def pop_screen(self) -> Any:
+        result = super().pop_screen()
+        self.toasts.closed()
+        return result
 
     # ---- filter --------------------------------------------------------------------------------
 
@@ -497,7 +474,13 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
         self.shards_panel.open_filter()
 
     def on_key(self, event) -> None:
-        self.leave_text_box(event)
+        self.focus_model.leave_text_box(event)
+        if self.read_only and self.screen is self.screen_stack[0] and not self.focus_model.typing:
+            disabled = next((b for b in APP_BINDINGS if b.action in MUTATING_ACTIONS and event.key in b.key.split(",")),
+                            None)
+            if disabled is not None:  # a greyed-out key does nothing; say why rather than stay silent
+                self.notify(f"{disabled.description}: disabled in read-only mode (R or :rw leaves it, after you "
+                            "type the stream name)", severity="warning", timeout=4)
 
     # ---- actions -------------------------------------------------------------------------------
 
@@ -505,7 +488,7 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
         if action in MUTATING_ACTIONS and self.read_only:
             return None  # shown greyed out in the footer, and the key does nothing
         if action == "show_tab":
-            return not self.typing  # False: the digit goes into the text box instead
+            return not self.focus_model.typing  # False: the digit goes into the text box instead
         return True
 
     @on(CommandLineScreen.Entered)
@@ -524,7 +507,7 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
     def action_show_tab(self, tab: str) -> None:
         tabs = self.query_one(TabbedContent)
         if tabs.active == tab:
-            self.focus_tab(tab)
+            self.focus_model.focus_tab(tab)
         tabs.active = tab
 
     def action_sort(self) -> None:
@@ -565,6 +548,11 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
         self.table.set_lag({})
         self.ribbon.set_shards([])
         self.ribbon.set_heat({})
+        # Nothing of the previous stream stays on screen as if it were this one, found or not.
+        self._show_detail()
+        self.placement.set_index(None)
+        self.lineage_tree.apply(Lineage.build([]))
+        self._lineage_dirty = False
         self.header.update_state(stream=name, summary=None, refreshed_at=None, error=None, capacity=None)
         if name and self._on_stream_opened:
             self._on_stream_opened(name)
@@ -586,30 +574,18 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
         if not self.stream or self.view is None:
             self.notify(f"{operation}: no stream loaded yet", severity="warning")
             return
-        suggestion = self._heat_split_suggestion() if operation == "split" else None
+        # On the heat tab, `s` splits the shard selected there at the median of its observed traffic.
+        on_heat = operation == "split" and self.query_one(TabbedContent).active == "heat"
+        suggestion = self.heat_panel.selected.split if on_heat and self.heat_panel.selected else None
         if suggestion is not None:
             self.select_shard(suggestion.shard_id)
         request = ReshardRequest(
             operation, self.stream, self.view.shards, self.view.summary.open_shard_count,
             self.table.shard(self.selected_shard_id) if self.selected_shard_id else None, self.source,
             suggestion.at if suggestion is not None else None, key_format=self.key_format, sample=self.placement.key_sample(),
-            barrier=self.consumers_panel.barrier_lines)
-        problem = reshard_flow.refusal(request)
-        if problem:
-            self.notify(problem, severity="warning")
-            return
-        self._run_reshard(request)
-
-    def _heat_split_suggestion(self):
-        """On the heat tab, `s` splits the shard selected there at the median of its observed traffic."""
-        if self.query_one(TabbedContent).active != "heat":
-            return None
-        selected = self.heat_panel.selected
-        return selected.split if selected is not None else None
-
-    @work(exclusive=True, group="reshard", exit_on_error=False, description="reshard")
-    async def _run_reshard(self, request: ReshardRequest) -> None:
-        await reshard_flow.run_reshard(request, ReshardDialogs(self.push_screen_wait, self.notify, self.post_message))
+            barrier=self.consumers_panel.barrier_lines,
+            last_poll=lambda: self.header.state.refreshed_at, clock=self._clock)
+        self.changes.reshard(request)
 
     @on(ReshardActivity)
     def _reshard_activity(self, event: ReshardActivity) -> None:
@@ -623,20 +599,7 @@ class KConsoleApp(CommandLineHost, FocusModel, ToastsBehindDialogs, App[None]):
         if not self.stream or self.view is None:
             self.notify("stream actions: no stream loaded yet", severity="warning")
             return
-        view = self.view
-
-        def chosen(action: str | None) -> None:
-            if action:
-                self._run_stream_action(StreamActionRequest(action, view.summary, len(view.shards), self.source))
-
-        self.push_screen(StreamActionsScreen(view.summary, read_only=self.read_only), chosen)
-
-    @work(exclusive=True, group="stream-actions", exit_on_error=False)
-    async def _run_stream_action(self, request: StreamActionRequest) -> None:
-        if self.read_only:  # the menu greys its entries; this guards any other way in
-            self.notify(f"{request.action}: not available in read-only mode", severity="warning")
-            return
-        await stream_actions.run_action(request, ReshardDialogs(self.push_screen_wait, self.notify, self.post_message))
+        self.changes.choose_stream_action(self.view, lambda: self.read_only)
 
     @on(StreamDeleted)
     def _stream_deleted(self, _event: StreamDeleted) -> None:

@@ -51,7 +51,8 @@ ACTIONS: tuple[ConsoleAction, ...] = (
     ConsoleAction("stream_actions", "S", "Stream actions: retention, mode, encryption, delete",
                   "Change the open stream's retention, capacity mode or encryption, or delete it: "
                   "a preview, then type the stream name.", mutating=True),
-    ConsoleAction("pick_stream", "p", "Open another stream", "List the streams on this backend and open one."),
+    ConsoleAction("pick_stream", "p", "Open another stream",
+                  "The fleet: every stream with its rates and trouble, worst first; enter opens one."),
     ConsoleAction("show_tab('shards')", "1", "Show shards", "The shard table."),
     ConsoleAction("show_tab('lineage')", "2", "Show lineage", "Closed parents and their children."),
     ConsoleAction("show_tab('placement')", "3", "Show placement", "Which shard each partition key lands on."),
@@ -70,6 +71,34 @@ ACTIONS: tuple[ConsoleAction, ...] = (
 )
 
 MUTATING_ACTIONS = frozenset(a.action for a in ACTIONS if a.mutating)
+# What read-only mode disables, in the words every notice uses.
+READ_ONLY_DISABLES = "split, merge, scale, the stream actions (S), the producer and enhanced monitoring"
+
+# The console's own keys (KConsoleApp.BINDINGS); the tabs' keys are their widgets' BINDINGS.
+APP_BINDINGS: list[Binding] = [
+    Binding("q", "quit", "Quit", id="app.quit"),
+    Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
+    Binding("f1", "help", "Help", show=False, id="app.help_f1"),
+    Binding("r", "refresh", "Refresh", id="app.refresh"),
+    # One footer entry stands for the tab keys (console.ui.focus sends them on from a text
+    # box that a tab switch focused, until the user enters it).
+    *(Binding(a.key, a.action, "Tabs" if a.key == "1" else a.title, show=a.key == "1",
+              key_display="1-8" if a.key == "1" else None)
+      for a in ACTIONS if a.action.startswith("show_tab")),
+    Binding("slash", "filter", "Filter", key_display="/", id="app.filter"),
+    Binding("s", "split", "Split", id="reshard.split"),
+    Binding("m", "merge", "Merge", id="reshard.merge"),
+    Binding("x", "scale", "Scale", id="reshard.scale"),
+    Binding("c", "copy_keys", "Copy keys", id="app.copy"),
+    Binding("p", "pick_stream", "Streams", id="app.streams"),
+    Binding("S", "stream_actions", "Stream", id="stream.actions"),
+    # k9s habits: command mode, vi keys in lists, ctrl+c quits (in a text box it asks once).
+    Binding("colon", "command_line", "Command", key_display=":", show=False, id="app.command_line"),
+    Binding("j", "vi_cursor('down')", "Down", show=False, id="app.vi_down"),
+    Binding("k", "vi_cursor('up')", "Up", show=False, id="app.vi_up"),
+    Binding("ctrl+c", "ctrl_c_quit", "Quit", show=False, id="app.ctrl_c_quit"),
+    Binding("R", "toggle_read_only", "Read-only", key_display="R", show=False, id="app.read_only"),
+]
 
 
 @dataclass(frozen=True)

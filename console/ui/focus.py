@@ -6,12 +6,14 @@
   click, or typing any other character into it; reaching it with tab / shift+tab counts too).
 - Escape leaves a text box for the tab strip, so every single-key binding works again.
 
-Mixed into the app (before App: its `on_event` sees a key before Textual routes it to the box).
+The app holds one FocusModel and hands it every event first (`App.on_event` sees a key before
+Textual routes it to the box), the focus changes, and escape.
 """
 
 from __future__ import annotations
 
 from textual import events
+from textual.app import App
 from textual.errors import NoWidget
 from textual.widget import Widget
 from textual.widgets import Input, TabbedContent, Tabs, TextArea
@@ -28,74 +30,84 @@ FIRST_FOCUS = {"shards": "#shard-table", "lineage": "#lineage-tree", "placement"
 
 
 class FocusModel:
-    """Mixed into KConsoleApp: `focus_tab(tab)`, `typing`, `tab_strip`, and the enter / escape keys."""
+    """Where the keys go in `app`: `focus_tab(tab)`, `typing`, `tab_strip`, and the enter / escape keys."""
 
-    _offered_field: Widget | None = None  # a text box focused by opening its tab, not yet entered
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self._offered_field: Widget | None = None  # a text box focused by opening its tab, not yet entered
 
     @property
     def tab_strip(self) -> Tabs:
         """The row of tab titles. TabbedContent builds it as a private subclass of the public Tabs
         (textual.widgets._tabbed_content.ContentTabs), so it is found as a Tabs: tests/ui checks
         that escape still lands on it."""
-        return self.query_one(TabbedContent).query_one(Tabs)
+        return self.app.query_one(TabbedContent).query_one(Tabs)
 
     @property
     def typing(self) -> bool:
         """True when keys go into a text box the user entered (or into a dialog over the console)."""
-        if self.screen is not self.screen_stack[0]:
+        app = self.app
+        if app.screen is not app.screen_stack[0]:
             return True
-        focused = self.focused
+        focused = app.focused
         return isinstance(focused, TEXT_FIELDS) and focused is not self._offered_field
 
     @property
     def offered_field(self) -> Widget | None:
-        focused = self.focused
+        focused = self.app.focused
         return focused if focused is not None and focused is self._offered_field else None
 
     def focus_tab(self, tab: str) -> None:
-        pane = self.query_one(f"TabPane#{tab}")
+        pane = self.app.query_one(f"TabPane#{tab}")
         found = pane.query(FIRST_FOCUS[tab]) if tab in FIRST_FOCUS else None
         target = found.first() if found else next((w for w in pane.query("*") if w.focusable), self.tab_strip)
         self._offered_field = target if isinstance(target, TEXT_FIELDS) else None
         target.focus()
-        self.refresh_bindings()
+        self.app.refresh_bindings()
 
     def enter_field(self) -> None:
         if self._offered_field is not None:
             self._offered_field = None
-            self.refresh_bindings()
+            self.app.refresh_bindings()
 
-    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        # Focus that the tab switch did not give (tab / shift+tab, a click) means the user chose it.
-        if event.widget is not self._offered_field:
+    def focused(self, widget: Widget) -> None:
+        """A widget took the focus. Focus that the tab switch did not give (tab / shift+tab, a click)
+        means the user chose it. Focus inside a dialog over the console is neither: when the dialog
+        closes, Textual gives the focus back to where it was, and an offered field stays only offered."""
+        if widget.screen is not self.app.screen_stack[0]:
+            return
+        if widget is not self._offered_field:
             self.enter_field()
         else:
-            self.refresh_bindings()
+            self.app.refresh_bindings()
 
-    async def on_event(self, event: events.Event) -> None:
-        # Seen here, before Textual hands the key to the focused text box (which would take it).
-        # A click reaches the app on its way down from the terminal, or bubbling back up from the widget.
+    async def handled(self, event: events.Event) -> bool:
+        """See an event before Textual hands a key to the focused text box (which would take it);
+        True when it was used up here. A click reaches the app on its way down from the terminal,
+        or bubbling back up from the widget."""
+        app = self.app
         if self._offered_field is not None and isinstance(event, events.MouseDown):
             try:
-                widget, _region = self.screen.get_widget_at(event.screen_x, event.screen_y)
+                widget, _region = app.screen.get_widget_at(event.screen_x, event.screen_y)
             except NoWidget:  # a click outside every widget
                 widget = None
             if widget is self._offered_field:
                 self.enter_field()
         elif isinstance(event, events.Key) and not event.is_forwarded and self.offered_field is not None:
             if event.key in TAB_ACTIONS:
-                await self.run_action(TAB_ACTIONS[event.key])
-                return
+                await app.run_action(TAB_ACTIONS[event.key])
+                return True
             elif event.key == "enter":
                 self.enter_field()
-                return
+                return True
             elif event.is_printable:
                 self.enter_field()  # typing a letter into the offered box is entering it
-        await super().on_event(event)  # type: ignore[misc]
+        return False
 
     def leave_text_box(self, event: events.Key) -> None:
         """Escape in a text box: back to the tab strip, so the single-key bindings work again."""
-        if event.key == "escape" and self.screen is self.screen_stack[0] and isinstance(self.focused, TEXT_FIELDS):
+        app = self.app
+        if event.key == "escape" and app.screen is app.screen_stack[0] and isinstance(app.focused, TEXT_FIELDS):
             self._offered_field = None
             self.tab_strip.focus()
             event.stop()

@@ -60,7 +60,7 @@ class PrefetchingSource:
         self._stream = stream
         self.capabilities = source.capabilities
         self._pending: dict[str, asyncio.Future] = {
-            "describe_stream": asyncio.ensure_future(source.describe_stream(stream)),
+            "describe_stream_summary": asyncio.ensure_future(source.describe_stream_summary(stream)),
             "all_shards": asyncio.ensure_future(source.all_shards(stream)),
         }
 
@@ -84,9 +84,9 @@ class PrefetchingSource:
     def config(self) -> Any:
         return getattr(self._source, "config", None)
 
-    async def describe_stream(self, stream: str) -> StreamSummary:
-        early = self._pending.pop("describe_stream", None) if stream == self._stream else None
-        return await early if early is not None else await self._source.describe_stream(stream)
+    async def describe_stream_summary(self, stream: str) -> StreamSummary:
+        early = self._pending.pop("describe_stream_summary", None) if stream == self._stream else None
+        return await early if early is not None else await self._source.describe_stream_summary(stream)
 
     async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]:
         early = self._pending.pop("all_shards", None) if stream == self._stream and shard_filter is None else None
@@ -104,6 +104,9 @@ class PrefetchingSource:
 
     async def list_streams(self) -> list[StreamSummary]:
         return await self._source.list_streams()
+
+    async def stream_summaries(self) -> list[dict]:
+        return await self._source.stream_summaries()
 
     async def describe_stream_details(self, stream: str) -> dict:
         return await self._source.describe_stream_details(stream)
@@ -170,6 +173,9 @@ class PrefetchingSource:
     def scan_pages(self, table: str, *, page_size: int | None = None) -> AsyncIterator[list[dict]]:
         return self._source.scan_pages(table, page_size=page_size)
 
+    async def table_names(self) -> list[str]:
+        return await self._source.table_names()
+
     async def stream_metrics(self, stream: str, metrics: dict[str, str], start: datetime, end: datetime,
                              period: int = 60) -> dict[str, MetricPoints]:
         return await self._source.stream_metrics(stream, metrics, start, end, period)
@@ -177,6 +183,43 @@ class PrefetchingSource:
     async def shard_metrics(self, stream: str, shard_ids: list[str], metrics: dict[str, str],
                             start: datetime, end: datetime, period: int = 60) -> dict[str, dict[str, MetricPoints]]:
         return await self._source.shard_metrics(stream, shard_ids, metrics, start, end, period)
+
+    async def streams_metrics(self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime,
+                              period: int = 60) -> Any:
+        return await self._source.streams_metrics(streams, metrics, start, end, period)
+
+
+def _supervise_local_server(kinesis, stream: str | None, shards: int, *, demo: bool, split: bool, read_only: bool,
+                            shown: dict[str, Any]) -> asyncio.Task | None:
+    """For the embedded server: its death said in the header at once, then a restart on the same
+    port with the stream recreated (said: its records are gone)."""
+    server = getattr(kinesis, "local_server", None)
+    if server is None:
+        return None
+
+    def say(text: str, *, short: str | None = None) -> None:
+        app = shown.get("app")
+        if app is None or not app.is_running:
+            return
+        app.header.update_state(server=short or text)
+        app.notify(text, title="embedded server", severity="warning", timeout=12)
+
+    async def recreate() -> None:
+        if stream is None or read_only:
+            say("embedded server restarted on the same port, empty", short="server restarted, empty")
+            return
+        try:
+            if demo:
+                await prepare_demo_stream(kinesis, stream, shards, split=split)
+            else:
+                await kinesis.ensure_stream(stream, shards)
+        except Exception as error:  # noqa: BLE001 - said in the header; the polls say the rest
+            say(f"embedded server restarted; recreating {stream} failed: {error}", short="server restarted, stream lost")
+            return
+        say(f"embedded server restarted on the same port: {stream} recreated, its records are gone",
+            short=f"server restarted: {stream} recreated, records gone")
+
+    return asyncio.ensure_future(server.supervise(say, recreate))
 
 
 def served_to_a_browser() -> bool:
@@ -229,6 +272,9 @@ def launch_console(args) -> int:
             elif backend_config.kind == "local" and not read_only and await kinesis.ensure_stream(stream, shards):
                 created = f"created stream {stream!r} with {shards} shards on the embedded local Kinesis"
             source = PrefetchingSource(kinesis, stream) if stream else kinesis
+            shown: dict[str, Any] = {}  # the app, once it exists, for the server supervisor to speak through
+            supervisor = _supervise_local_server(kinesis, stream, shards, demo=stream == DEMO_STREAM and not args.stream,
+                                                 split=args.shards is None, read_only=read_only, shown=shown)
             try:
                 app = (await app_module).KConsoleApp(
                     source, stream=stream, interval=interval, read_only=read_only, config_warning=warning,
@@ -236,12 +282,21 @@ def launch_console(args) -> int:
                     last_stream=config.last_stream,
                     key_format=config.key_format)
                 app.on_theme_changed = lambda theme: remember(theme=theme)
+                if served_to_a_browser():
+                    from console.ui.browser_session import exit_when_server_leaves
+
+                    exit_when_server_leaves(app)
                 if created:
                     app.notify(created, title="first contact", timeout=8)  # shown once the console is up
+                shown["app"] = app
                 await app.run_async()
             finally:
+                shown.clear()  # nothing reaches the terminal once the console is gone
+                if supervisor is not None:
+                    supervisor.cancel()
                 if isinstance(source, PrefetchingSource):
                     source.cancel()
+                kinesis.on_retry = None  # a call still retrying as the console closes says nothing on the shell
 
     asyncio.run(run())
     return 0

@@ -8,12 +8,16 @@ split point, the merge neighbour or the target count; the plan is built from a f
 reshard barrier when a lease table is open in the Consumers tab (consumers still reading the shards
 the plan changes hold it back until the operator presses f, as --force does on the CLI); the operator
 types the stream name; then console.reshard.execute's Executor runs it, re-checking the plan
-against the stream just before calling. Progress goes back to the app as `ReshardActivity` (the
+against the stream just before calling. A preview that is older than the console's last poll (the
+operator took their time) is re-checked against a fresh listing when they proceed: if the stream
+changed, the new plan is shown and confirmed instead. Every call goes through the action log as on
+the command line (intent first, outcome after, a lost reply read back). Progress goes back to the app as `ReshardActivity` (the
 header's activity line) and `ReshardProgressed` (the stream changed: poll it now) messages.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,11 +25,12 @@ from typing import Any
 from textual.message import Message
 from textual.screen import Screen
 
+from console.backend.protocol import ConsoleBackend
 from console.bounds import scale_target
 from console.errors import BadInput, ConsoleError
-from console.keyspace.hashkeys import parse_hash_key
+from console.keyspace.hashkeys import parse_typed_hash_key
 from console.reshard.actionlog import ActionLog
-from console.reshard.execute import Executor
+from console.reshard.execute import Executor, describe_changes
 from console.reshard.limits import check_scale_step, check_split_key
 from console.reshard.model import KeySample
 from console.reshard.plan import midpoint, plan_merge, plan_scale, plan_split
@@ -56,7 +61,7 @@ class ReshardRequest:
     shards: tuple[Shard, ...]  # as last polled (the plan itself is built from a fresh listing)
     open_shard_count: int
     selected: Shard | None
-    source: Any  # the backend the console polls
+    source: ConsoleBackend  # the backend the console polls
     suggested_split: int | None = None  # the heat panel's median of observed traffic
     # With a lease table open (Consumers tab): the barrier lines for the preview and, when consumers
     # are still behind in the shards the plan changes, why the change is held back (else None).
@@ -64,6 +69,9 @@ class ReshardRequest:
     key_format: str = "decimal"  # how the preview writes hash keys
     sample: KeySample | None = None  # keys whose moves the plan counts (those typed in Placement)
     sample_label: str = "keys typed in Placement"
+    # When the console last polled the stream (on `clock`): a preview older than that is re-checked.
+    last_poll: Callable[[], float | None] | None = None
+    clock: Callable[[], float] = time.monotonic
 
 
 @dataclass(frozen=True)
@@ -95,13 +103,7 @@ def open_neighbours(shards: tuple[Shard, ...], shard: Shard) -> list[tuple[str, 
 
 def parse_split_point(text: str) -> int:
     """A hash key typed in decimal (as AWS takes it) or in hex with 0x (as key_format = "hex" shows it)."""
-    raw = text.strip()
-    if raw.lower().startswith("0x"):
-        try:
-            return parse_hash_key(int(raw, 16), what="split point")
-        except ValueError:
-            raise BadInput(f"split point: {raw!r} is not a hexadecimal number") from None
-    return parse_hash_key(raw, what="split point")
+    return parse_typed_hash_key(text, what="split point")
 
 
 def split_point_problem(shard: Shard, text: str) -> str | None:
@@ -197,15 +199,34 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
     except ConsoleError as error:
         notify(f"{operation}: {error.message}", severity="error", timeout=10)
         return
-    consumers, held_back = await request.barrier(stream, shards, plan) if request.barrier is not None else (None, None)
-    if not await ask(ReshardPreviewScreen(plan, stream, key_format=request.key_format, sample_label=request.sample_label,
-                                          consumers=consumers, held_back=held_back)):
-        notify(f"{operation}: cancelled, nothing was called", timeout=4)
-        return
-    action = f"{plan.summary} — APPLY ANYWAY: {held_back}" if held_back else plan.summary
-    if not await ask(ConfirmByNameScreen(stream, action)):
-        notify(f"{operation}: cancelled, nothing was called", timeout=4)
-        return
+    while True:
+        built_at = request.clock()
+        consumers, held_back = await request.barrier(stream, shards, plan) if request.barrier is not None else (None, None)
+        if not await ask(ReshardPreviewScreen(plan, stream, key_format=request.key_format,
+                                              sample_label=request.sample_label, consumers=consumers,
+                                              held_back=held_back)):
+            notify(f"{operation}: cancelled, nothing was called", timeout=4)
+            return
+        action = f"{plan.summary} — APPLY ANYWAY: {held_back}" if held_back else plan.summary
+        if not await ask(ConfirmByNameScreen(stream, action)):
+            notify(f"{operation}: cancelled, nothing was called", timeout=4)
+            return
+        polled = request.last_poll() if request.last_poll is not None else None
+        if polled is None or polled <= built_at:
+            break
+        # The console polled since this preview was built: check it against a fresh listing first.
+        try:
+            _summary, fresh, context = await executor.snapshot()
+            rebuilt = build(fresh, context)
+        except ConsoleError as error:
+            notify(f"{operation}: {error.message}; nothing was called", severity="error", timeout=10)
+            return
+        changes = describe_changes(plan.before, rebuilt.before)
+        if not changes and rebuilt.operations == plan.operations:
+            break
+        notify(f"{operation}: {stream} changed since this preview ({'; '.join(changes[:3]) or 'a new plan'}); "
+               "nothing was called: review the new plan", severity="warning", timeout=10)
+        plan, shards = rebuilt, fresh
     notify(f"{operation}: running — {plan.summary}", title=operation, timeout=6)
     post(ReshardActivity(f"{operation}: running, waiting for ACTIVE"))
     try:

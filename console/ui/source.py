@@ -1,7 +1,7 @@
 """What the console polls, and what one good poll yields.
 
 The app never builds its own backend: it is handed a console.backend.protocol.ConsoleBackend (the
-poll itself needs only its StreamReads: `describe_stream`, `all_shards`, `list_streams`), so tests
+poll itself needs only its StreamReads: `describe_stream_summary`, `all_shards`, `list_streams`), so tests
 and the 10k-shard benchmark inject a transport of their own and the real app runs on `open_backend(...)`.
 """
 
@@ -82,7 +82,6 @@ class StreamView:
         return self.lineage.problem if self.lineage is not None else None
 
 
-
 BIG_STREAM = 500  # shards; above this, pure-Python work on the whole listing runs in a thread
 
 
@@ -123,12 +122,12 @@ async def fetch_stream(source: StreamReads, stream: str, previous: StreamView | 
     the same stream, only the summary is asked for, and the previous shards (with their lineage) are
     kept unless the summary says they changed."""
     if previous is not None:
-        summary = await source.describe_stream(stream)
+        summary = await source.describe_stream_summary(stream)
         if listing_is_current(previous, summary):
             return replace(previous, summary=summary)
         shards = await source.all_shards(stream)
     else:
-        summary, shards = await asyncio.gather(source.describe_stream(stream), source.all_shards(stream))
+        summary, shards = await asyncio.gather(source.describe_stream_summary(stream), source.all_shards(stream))
     if len(shards) > BIG_STREAM:
         listing = await asyncio.to_thread(ShardListing, shards)
     else:
@@ -153,10 +152,6 @@ def _lineage_and_summary(shards: tuple[Shard, ...]) -> tuple[Lineage, str | None
     index = lineage.open_index
     summary = summarise_shares(index.starts, index.endings, index.shard_ids) if index is not None else None
     return lineage, summary
-
-
-async def poll_stream(source: StreamReads, stream: str) -> StreamView:
-    return await with_lineage(await fetch_stream(source, stream))
 
 
 def describe_failure(error: BaseException, timeout: float) -> str:

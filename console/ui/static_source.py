@@ -1,5 +1,6 @@
 """A fixed, in-memory stream source: deterministic data for snapshot tests, screenshots of edge
-cases and the 10k-shard benchmark. It has the read methods of KinesisBackend and nothing else."""
+cases and the 10k-shard benchmark. It has the stream reads of console.backend.protocol (StreamReads)
+and nothing else: no CloudWatch, no retries (its `capabilities` are empty)."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ class StaticSource:
                              open_shard_count=sum(1 for s in self.shards if s.is_open),
                              retention_hours=self.retention_hours, encryption="NONE")
 
-    async def describe_stream(self, stream: str) -> StreamSummary:
+    async def describe_stream_summary(self, stream: str) -> StreamSummary:
         self._check(stream)
         return self.summary()
 
@@ -63,6 +64,11 @@ class StaticSource:
     async def list_streams(self) -> list[StreamSummary]:
         self._check(self.stream)
         return [self.summary()]
+
+    async def stream_summaries(self) -> list[dict]:
+        summary = (await self.list_streams())[0]
+        return [{"StreamName": summary.name, "StreamStatus": summary.status,
+                 "StreamModeDetails": {"StreamMode": summary.mode}, "OpenShardCount": summary.open_shard_count}]
 
     def _check(self, stream: str) -> None:
         if self.failure is not None:

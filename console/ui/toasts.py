@@ -10,38 +10,38 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.app import App
 from textual.screen import ModalScreen
 
 
 class ToastsBehindDialogs:
-    """Mixed into KConsoleApp (before App)."""
+    """Held by the app: its `notify`, `push_screen` and `pop_screen` ask this first."""
 
-    _held_toasts: list[tuple[tuple, dict]] | None = None
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self._held: list[tuple[str, dict[str, Any]]] = []
 
     def _dialog_open(self) -> bool:
-        return len(self.screen_stack) > 1 and isinstance(self.screen, ModalScreen)
+        app = self.app
+        return len(app.screen_stack) > 1 and isinstance(app.screen, ModalScreen)
 
-    def notify(self, message: str, **options: Any) -> None:
-        if self.is_running and self._dialog_open():
-            if self._held_toasts is None:
-                self._held_toasts = []
-            self._held_toasts.append(((message,), options))
-            return
-        super().notify(message, **options)  # type: ignore[misc]
+    def held(self, message: str, options: dict[str, Any]) -> bool:
+        """True when the toast waits for the dialog to close (and must not be shown now)."""
+        if self.app.is_running and self._dialog_open():
+            self._held.append((message, options))
+            return True
+        return False
 
-    def push_screen(self, screen, *args: Any, **kwargs: Any):
+    def opening(self, screen: object) -> None:
         if isinstance(screen, ModalScreen):
-            self.clear_notifications()
-        return super().push_screen(screen, *args, **kwargs)  # type: ignore[misc]
+            self.app.clear_notifications()
 
-    def pop_screen(self):
-        result = super().pop_screen()  # type: ignore[misc]
-        self.call_later(self._show_held_toasts)
-        return result
+    def closed(self) -> None:
+        self.app.call_later(self._show_held)
 
-    def _show_held_toasts(self) -> None:
-        if self._dialog_open() or not self._held_toasts:
+    def _show_held(self) -> None:
+        if self._dialog_open() or not self._held:
             return
-        held, self._held_toasts = self._held_toasts, None
-        for args, options in held:
-            self.notify(*args, **options)
+        held, self._held = self._held, []
+        for message, options in held:
+            self.app.notify(message, **options)

@@ -69,7 +69,7 @@ def test_local_and_endpoint_are_exclusive():
 
 async def test_streams_shards_and_records_round_trip(kinesis, make_stream):
     name = await make_stream(shards=3)
-    summary = await kinesis.describe_stream(name)
+    summary = await kinesis.describe_stream_summary(name)
     assert (summary.status, summary.open_shard_count, summary.mode) == ("ACTIVE", 3, "PROVISIONED")
     assert name in {s.name for s in await kinesis.list_streams()}
 
@@ -96,7 +96,7 @@ async def test_monitoring_and_identity(kinesis, make_stream):
 
     name = await make_stream(shards=2)
     await kinesis.enable_enhanced_monitoring(name, ["IncomingBytes", "IncomingRecords"])
-    assert set((await kinesis.describe_stream(name)).enhanced_metrics) == {"IncomingBytes", "IncomingRecords"}
+    assert set((await kinesis.describe_stream_summary(name)).enhanced_metrics) == {"IncomingBytes", "IncomingRecords"}
     now = datetime.now(timezone.utc)
     series = await kinesis.shard_metrics(name, ["shardId-000000000000", "shardId-000000000001"],
                                          {"IncomingBytes": "Sum"}, now - timedelta(minutes=5), now)
@@ -119,7 +119,7 @@ async def test_ensure_stream_creates_once(kinesis):
     try:
         assert await kinesis.ensure_stream(name, 2) is True
         assert await kinesis.ensure_stream(name, 5) is False
-        assert (await kinesis.describe_stream(name)).open_shard_count == 2
+        assert (await kinesis.describe_stream_summary(name)).open_shard_count == 2
     finally:
         await kinesis.delete_stream(name)
 

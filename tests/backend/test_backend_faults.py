@@ -28,21 +28,54 @@ def backend_on(proxy: FaultProxy, timeout: float = 2.0):
 
 @pytest.mark.parametrize("fault", ["reset_before", "reset_after", "late"])
 async def test_reads_are_retried_after_a_dropped_connection_or_timeout(local_kinesis, make_stream, fault):
+    """A dropped read is asked again as throttling is; one that timed out only once, and only after
+    the endpoint has answered something (so it failed twice here, in a row, the first call passing)."""
     stream = await make_stream(shards=3)
-    faults = Faults(**{fault: 1.0}, late_seconds=1.5, limit=2,
+    timed_out = fault == "late"
+    faults = Faults(**{fault: 1.0}, late_seconds=1.5, limit=1 if timed_out else 2, skip=1 if timed_out else 0,
                     operations=frozenset({"ListShards", "GetShardIterator", "GetRecords", "DescribeStreamSummary"}))
     async with proxy_for(local_kinesis, faults) as proxy, backend_on(proxy, timeout=1.0) as kinesis:
         events = []
         kinesis.on_retry = events.append
         shards = await kinesis.all_shards(stream)
-        summary = await kinesis.describe_stream(stream)
+        summary = await kinesis.describe_stream_summary(stream)
         iterator = await kinesis.get_shard_iterator(stream, shards[0].shard_id, "TRIM_HORIZON")
         page = await kinesis.get_records(iterator)
     assert len(shards) == 3 and summary.open_shard_count == 3 and page["Records"] == []
-    assert proxy.stats["faults"] == 2 and kinesis.retries == 2
-    assert [(e.operation, e.connection) for e in events] == [("ListShards", True), ("ListShards", True)]
-    expected = "no answer in time" if fault == "late" else "connection dropped"
-    assert events[0].describe().startswith(f"{expected} on ListShards; retry 1 in ")
+    retried = "DescribeStreamSummary" if timed_out else "ListShards"
+    assert proxy.stats["faults"] == kinesis.retries == len(events) == (1 if timed_out else 2)
+    assert all((e.operation, e.connection) == (retried, True) for e in events)
+    expected = "no answer in time" if timed_out else "connection dropped"
+    assert events[0].describe().startswith(f"{expected} on {retried}; retry 1 in ")
+
+
+async def test_a_silent_endpoint_is_one_line_after_one_read_timeout_naming_both_timeouts():
+    """An endpoint that accepts connections and never answers: no retries at first contact, so the
+    error comes after one read timeout (default 20 s: within 30 s), not seven."""
+    import time
+
+    held: list[asyncio.StreamWriter] = []
+
+    async def accept_and_say_nothing(reader, writer):
+        held.append(writer)
+
+    server = await asyncio.start_server(accept_and_say_nothing, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=f"http://127.0.0.1:{port}",
+                           read_timeout=1.0, connect_timeout=0.5)
+    try:
+        async with open_backend(config) as kinesis:
+            started = time.monotonic()
+            with pytest.raises(EndpointUnreachable) as caught:
+                await kinesis.all_shards("s")
+            elapsed = time.monotonic() - started
+    finally:
+        server.close()
+        for writer in held:
+            writer.close()
+    assert elapsed < 2 * config.read_timeout
+    message = caught.value.message
+    assert "read timeout ran out" in message and "read timeout 1 s" in message and "connect timeout 0.5 s" in message
 
 
 @pytest.mark.parametrize("operation", ["PutRecords", "PutRecord"])

@@ -201,7 +201,7 @@ async def test_merge_accepts_either_order_and_leaves_records_in_parents(server):
     iterator = await kinesis.get_shard_iterator(name, child.shard_id, "TRIM_HORIZON")
     if (await kinesis.get_records(iterator))["Records"]:
         defects.append("records copied into the child")
-    if (await kinesis.describe_stream(name)).open_shard_count != 1:
+    if (await kinesis.describe_stream_summary(name)).open_shard_count != 1:
         defects.append("OpenShardCount stale")
     expect_defect(bool(defects), patched, f"merge defects {defects}")
     if patched:
@@ -222,7 +222,7 @@ async def test_update_shard_count_ends_with_the_even_split(server, start, target
             assert len(shard.parents) <= 2 and all(not by_id[p].is_open for p in shard.parents)
         for closed in (s for s in shards if not s.is_open):
             assert int(closed.ending_sequence_number) >= int(closed.starting_sequence_number)
-        assert (await kinesis.describe_stream(name)).open_shard_count == target
+        assert (await kinesis.describe_stream_summary(name)).open_shard_count == target
 
 
 async def test_random_explicit_keys_route_to_the_owner_after_reshards(server):
@@ -261,7 +261,7 @@ async def test_split_at_the_shards_ending_hash_key(server):
 async def test_deregister_by_name_removes_only_that_consumer(server):
     kinesis, make_stream, patched = server
     name = await make_stream(shards=1)
-    arn = (await kinesis.describe_stream(name)).arn
+    arn = (await kinesis.describe_stream_summary(name)).arn
     for consumer in ("keep-me", "drop-me"):
         await kinesis.register_stream_consumer(arn, consumer)
     await kinesis.deregister_stream_consumer(arn, "drop-me")

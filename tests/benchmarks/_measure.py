@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import resource
 import shutil
@@ -122,3 +124,21 @@ class Terminal:
         except ChildProcessError:
             pass
         os.close(self.fd)
+
+
+def aws_environment() -> dict:
+    """The same dummy credentials and region for every AWS client; no user config file is read."""
+    return environment(AWS_ACCESS_KEY_ID="local", AWS_SECRET_ACCESS_KEY="local", AWS_DEFAULT_REGION="us-east-1",
+                       AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
+
+
+@contextlib.contextmanager
+def local_serve():
+    """`kconsole local serve` on a free port, as a user starts it: its endpoint URL, stopped on exit."""
+    server = subprocess.Popen(kconsole_command() + ["local", "serve", "--port", "0", "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        yield json.loads(server.stdout.readline())["endpoint_url"]
+    finally:
+        server.terminate()
+        server.wait()

@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from aiobotocore.session import get_session  # noqa: E402
 
 from console.backend import BackendConfig, open_backend  # noqa: E402
-from console.produce.producer import OrderedProducer, ProducerSettings  # noqa: E402
+from console.produce.producer import OrderedProducer  # noqa: E402
+from console.produce.settings import ProducerSettings  # noqa: E402
 from console.produce.testrecords import TestRecord, encode_record, new_run_id, partition_key_for  # noqa: E402
 from console.produce.verify import Verifier  # noqa: E402
 

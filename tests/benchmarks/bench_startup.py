@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import environment, fastest, kconsole_command, run_process  # noqa: E402
+from _measure import aws_environment, fastest, kconsole_command, local_serve, run_process  # noqa: E402
 
 ROUNDS = 9
 LIST_STREAMS = """
@@ -64,14 +64,9 @@ async def create_streams(endpoint: str) -> None:
 
 
 def main() -> None:
-    # The same dummy credentials and region for every AWS client; no user config file is read.
-    env = environment(AWS_ACCESS_KEY_ID="local", AWS_SECRET_ACCESS_KEY="local", AWS_DEFAULT_REGION="us-east-1",
-                      AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
+    env = aws_environment()
     aws = aws_cli()
-    server = subprocess.Popen(kconsole_command() + ["local", "serve", "--port", "0", "--json"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    try:
-        endpoint = json.loads(server.stdout.readline())["endpoint_url"]
+    with local_serve() as endpoint:
         asyncio.run(create_streams(endpoint))
         with tempfile.TemporaryDirectory() as folder:
             script = Path(folder) / "list_streams.py"
@@ -90,9 +85,6 @@ def main() -> None:
             for _ in range(ROUNDS):
                 for name, argv in commands.items():
                     runs[name].append(run_process(argv, env=env))
-    finally:
-        server.terminate()
-        server.wait()
     best = {name: fastest(found).wall for name, found in runs.items()}
     peer = "aws_list_streams" if aws is not None else "botocore_list_streams"
     figures = {

@@ -112,12 +112,12 @@ def test_enable_enhanced_monitoring_is_refused_read_only_or_unconfirmed(capsys):
 
 async def test_enable_enhanced_monitoring_with_yes(kinesis, make_stream, local_kinesis):
     stream = await make_stream(shards=1)
-    assert (await kinesis.describe_stream(stream)).enhanced_metrics == ()
+    assert (await kinesis.describe_stream_summary(stream)).enhanced_metrics == ()
     code, out, err = await kconsole("heat", stream, "--enable-enhanced-monitoring", "--yes", "--json",
                                     "--endpoint-url", local_kinesis.endpoint_url)
     assert code == 0, err
     assert set(json.loads(out)["enhanced_metrics"]) >= {"IncomingBytes", "IncomingRecords"}
-    assert set((await kinesis.describe_stream(stream)).enhanced_metrics) >= {"IncomingBytes", "IncomingRecords"}
+    assert set((await kinesis.describe_stream_summary(stream)).enhanced_metrics) >= {"IncomingBytes", "IncomingRecords"}
 
 
 async def test_cloudwatch_source_reports_every_shard(kinesis, make_stream, local_kinesis):

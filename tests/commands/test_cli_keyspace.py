@@ -164,7 +164,7 @@ def test_keytree_existing_file_errors_name_the_line(capsys, tmp_path: Path):
     bad.write_text(f"5\n{HASH_SPACE}\n")
     assert_one_line_error(*run(capsys, "keytree", "--existing-file", str(bad)), contains="line 2: key")
     bad.write_text("9" * 5000)
-    assert_one_line_error(*run(capsys, "keytree", "--existing-file", str(bad)), contains="line 1: key 999")
+    assert_one_line_error(*run(capsys, "keytree", "--existing-file", str(bad)), contains="line 1 is longer than 4,096 bytes")
 
 
 # -- spread ----------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from console import cli
-from console.backend.client import KinesisBackend
+from console.backend import KinesisBackend
 
 
 def run_cli(argv: list[str]) -> int:
@@ -80,7 +80,7 @@ async def test_verification_failure_exits_1(local_kinesis, make_stream, capsys, 
 @pytest.mark.parametrize("argv, code, message", [
     (["--keys", "0", "--records-per-key", "1"], 2, "keys must be a whole number"),
     (["--keys", "x", "--records-per-key", "1"], 2, "expected a whole number"),
-    (["--keys", "1", "--records-per-key", "1", "--payload-bytes", "2000000"], 2, "payload bytes"),
+    (["--keys", "1", "--records-per-key", "1", "--payload-bytes", "11000000"], 2, "payload bytes"),
     (["--keys", "1", "--records-per-key", "1", "--rate", "-5"], 2, "positive number"),
     (["--keys", "1", "--records-per-key", "1", "--mode", "fast"], 2, "invalid choice"),
     (["--keys", "1", "--records-per-key", "1", "--batch-size", "501"], 2, "batch size"),

@@ -91,7 +91,7 @@ async def test_put_from_a_file_and_from_stdin_lands_in_order_and_verifies(endpoi
     (b"[1, 2]\n", "line 2: expected a JSON object"),
     (json.dumps({"key": "k" * 257, "data": "x"}).encode() + b"\n", "line 2: partition key is 257 characters"),
     (json.dumps({"key": "big", "data": "x" * (1024 * 1024)}).encode() + b"\n", "line 2: record is 1,048,579 bytes"),
-    (json.dumps({"data": "no key"}).encode() + b"\n", "line 2: no 'key' field"),
+    (json.dumps({"data": "no key"}).encode() + b"\n", "line 2: no partition key; stream"),
     (b"\xff\xfe\n", "line 2: not UTF-8"),
 ], ids=["malformed", "not-an-object", "key-over-256", "record-over-1MiB", "no-key", "not-utf8"])
 async def test_a_bad_line_is_named_and_nothing_is_sent(local_kinesis, tmp_path, bad_line, message):

@@ -23,6 +23,11 @@ from console.reshard.execute import open_in_order
 from tests.reshard.helpers_reshard import keys_hashing_into
 
 
+def results(log):
+    """The plans' summary entries (each call also has its intent and outcome entries)."""
+    return [entry for entry in log.entries() if entry.get("kind", "result") == "result"]
+
+
 @pytest.fixture(autouse=True)
 def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("KCONSOLE_DATA_DIR", str(tmp_path / "data"))
@@ -130,7 +135,7 @@ async def test_split_at_median_of_recent_records_plans_then_runs(capsys, local_k
     assert start < key <= end and sum(md5_hash_key(k) < key for k in written) == 60
     ranges = await open_ranges(kinesis, stream)
     assert [(s, e) for _, s, e in ranges] == [even_split(2)[0], (start, key - 1), (key, end)]
-    assert log.entries()[0]["calls"] == {"SplitShard": 1}
+    assert results(log)[0]["calls"] == {"SplitShard": 1}
 
 
 async def test_median_of_recent_on_an_idle_shard_is_one_line_and_no_call(capsys, local_kinesis, kinesis, make_stream, log):
@@ -154,7 +159,7 @@ async def test_reshard_split_with_yes_and_wait_matches_plan_and_logs(capsys, loc
     assert doc["executed"] and doc["matches_plan"] is True
     planned = [(s["shard_id"], int(s["starting_hash_key"]), int(s["ending_hash_key"])) for s in doc["plan"]["after"]]
     assert await open_ranges(kinesis, stream) == planned
-    [entry] = log.entries()
+    [entry] = results(log)
     assert entry["action"] == "split" and entry["stream"] == stream and entry["calls"] == {"SplitShard": 1}
     assert "who" in entry and entry["time"] and len(entry["after"]) == 5
 
@@ -259,7 +264,7 @@ async def test_tty_confirmation_requires_the_stream_name(local_kinesis, kinesis,
     assert await open_ranges(kinesis, stream) == before and log.entries() == []
     code, err = await asyncio.to_thread(run_on_tty, argv, stream, env)
     assert code == 0, err
-    assert len(await open_ranges(kinesis, stream)) == 4 and log.entries()[0]["calls"] == {"UpdateShardCount": 1}
+    assert len(await open_ranges(kinesis, stream)) == 4 and results(log)[0]["calls"] == {"UpdateShardCount": 1}
 
 
 @pytest.mark.kinesis_mock
@@ -284,3 +289,18 @@ async def test_reshard_exits_1_and_prints_the_difference_when_the_result_is_not_
     assert code == 1, err
     assert "Observed open shards differ from the plan:" in out and "planned [" in out
     assert "differ from the plan" in err
+
+
+async def test_median_headline_counts_only_the_keys_inside_the_shard(capsys, tmp_path):
+    shard_one = even_split(4)[1]
+    inside = keys_hashing_into(*shard_one, count=2, prefix="in")
+    outside = [key for key in (f"k-{n}" for n in range(200))
+               if not shard_one[0] <= md5_hash_key(key) <= shard_one[1]][:6]
+    keys = tmp_path / "keys.txt"
+    keys.write_text("\n".join(inside + outside) + "\n")
+    code, out, _ = await kconsole(capsys, "plan", "split", "--shards", "4", "--shard", "shardId-000000000001",
+                                  "--at-median-of", keys, "--json")
+    doc = json.loads(out)
+    assert code == 0
+    assert f"median of 2 keys in {keys} (6 more hash outside the shard)" in doc["summary"], doc["summary"]
+    assert "median of 8" not in json.dumps(doc)

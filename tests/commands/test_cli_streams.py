@@ -46,8 +46,34 @@ async def test_streams_lists_status_mode_shards_retention_encryption(local_kines
     assert code == 0
     header, *rows = out.splitlines()
     assert header.split()[:3] == ["NAME", "STATUS", "MODE"]
-    assert next(row for row in rows if row.startswith(name + " ")).split() == \
+    assert next(row for row in rows if row.startswith(name + " ")).split()[:7] == \
         [name, "ACTIVE", "PROVISIONED", "3", "24", "h", "NONE"]
+
+
+
+async def test_streams_is_one_listing_page_through_and_one_describe_per_shown_stream(local_kinesis, kinesis,
+                                                                                   make_stream):
+    """Counted on the wire (botocore's before-call event of the real client), over several pages."""
+    from console.commands.streams import list_streams
+
+    names = [await make_stream(shards=1, prefix="many") for _ in range(9)]
+    calls: list[str] = []
+    kinesis._client.meta.events.register("before-call.kinesis.*", lambda model, **_: calls.append(model.name))
+    listed = await list_streams(kinesis, page_size=4)
+    total = len(listed)
+    assert set(names) <= {s.name for s in listed} and all(s.open_shard_count is not None for s in listed)
+    pages = calls.count("ListStreams")
+    assert pages == -(-total // 4) and calls.count("DescribeStreamSummary") == total
+    assert calls[:pages] == ["ListStreams"] * pages  # listing first, then the describes
+
+    calls.clear()
+    first_three = await list_streams(kinesis, shown=3, page_size=100)
+    assert calls == ["ListStreams"] + ["DescribeStreamSummary"] * 3
+    assert [s.open_shard_count is not None for s in first_three[:4]] == [True, True, True, False]
+    calls.clear()
+    names_only = await list_streams(kinesis, describe=False)
+    assert calls == ["ListStreams"] and {s.status for s in names_only} <= {"ACTIVE", "CREATING", "UPDATING", "DELETING"}
+    assert all(s.arn.startswith("arn:aws:kinesis:") for s in names_only)
 
 
 async def test_shards_after_a_split_show_the_closed_parent_and_linked_children(local_kinesis, kinesis,

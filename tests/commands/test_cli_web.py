@@ -4,8 +4,13 @@ console (whose stdout is then a pipe, not a terminal)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import sys
+import uuid
 
 import aiohttp
+import pytest
 
 from console import cli
 from tests.conftest import free_port, interrupt, kconsole_child
@@ -63,3 +68,44 @@ def test_web_refuses_a_bad_port_and_output_options(capsys):
     assert "--port must be from 1 to 65535" in capsys.readouterr().err
     assert cli.main(["web", "--json"]) == 2
     assert "has no --json" in capsys.readouterr().err
+
+
+def _processes_marked(mark: str) -> list[int]:
+    """Every process whose environment carries `mark`: the web server, each tab's shell, console and
+    embedded server, whoever owns them now."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as environ:
+                    if f"KCONSOLE_TEST_MARK={mark}".encode() in environ.read():
+                        found.append(int(entry))
+            except OSError:
+                pass  # gone meanwhile, or not ours to read
+    return found
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "killed"])
+async def test_a_tab_that_left_leaves_no_process_once_the_server_stops(stop_signal):
+    mark = uuid.uuid4().hex
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "console.cli", "web", "--local", "--port", str(port),
+        env=dict(os.environ, KCONSOLE_TEST_MARK=mark),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    try:
+        await _wait_for_page(f"http://127.0.0.1:{port}/", process)
+        seen = await _console_output_until(f"http://127.0.0.1:{port}/ws?width=100&height=30", b"kconsole-demo")
+        assert b"kconsole-demo" in seen  # the tab's console (and its embedded server) ran, then the tab left
+        assert len(_processes_marked(mark)) >= 3
+        process.send_signal(stop_signal)
+        await asyncio.wait_for(process.wait(), 20)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 5.0
+        while _processes_marked(mark) and loop.time() < deadline:
+            await asyncio.sleep(0.1)
+        left = _processes_marked(mark)
+        assert not left, [open(f"/proc/{pid}/cmdline", "rb").read() for pid in left]
+    finally:
+        for pid in _processes_marked(mark):
+            os.kill(pid, signal.SIGKILL)

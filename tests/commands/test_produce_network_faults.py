@@ -131,7 +131,8 @@ async def test_refused_connections_are_retried_and_not_possible_duplicates(local
     """Puts while nothing listens (the proxy is down from the start, so no connection is half made):
     every failure is a refused connection, which sent nothing."""
     from console.backend import BackendConfig, open_backend
-    from console.produce.producer import OrderedProducer, ProducerSettings
+    from console.produce.producer import OrderedProducer
+    from console.produce.settings import ProducerSettings
 
     stream = await make_stream(shards=2)
     async with FaultProxy(upstream_port(local_kinesis)) as proxy:
@@ -181,7 +182,7 @@ async def test_a_failed_read_back_keeps_the_produce_summary(local_kinesis, make_
     """The server goes away between the last put and the read-back: the run's figures stand."""
     from console.backend import BackendConfig, open_backend
     from console.commands.produce import summary_document, summary_text
-    from console.produce.producer import ProducerSettings
+    from console.produce.settings import ProducerSettings
     from console.produce.verify import run_and_verify
 
     stream = await make_stream(shards=2)

@@ -207,7 +207,7 @@ async def test_cli_json_contract_and_bad_input(capsys, local_kinesis, kinesis, m
 
 async def test_cli_register_and_deregister_ask_first_and_respect_read_only(capsys, local_kinesis, kinesis, make_stream):
     stream = await make_stream(shards=1)
-    arn = (await kinesis.describe_stream(stream)).arn
+    arn = (await kinesis.describe_stream_summary(stream)).arn
     base = ["consumers", "register", stream, "--name", "analytics", *endpoint(local_kinesis)]
     code, out, err = await kconsole(capsys, *base, "--yes", "--read-only")
     assert code == 1 and "read-only" in one_clean_line(err)
@@ -284,7 +284,7 @@ async def test_efo_consumers_register_list_describe_deregister(any_server):
 
     kinesis, make_stream = any_server
     stream = await make_stream(shards=1)
-    arn = (await kinesis.describe_stream(stream)).arn
+    arn = (await kinesis.describe_stream_summary(stream)).arn
     registered = await kinesis.register_stream_consumer(arn, "reader-a")
     assert registered["ConsumerName"] == "reader-a" and registered["ConsumerARN"]
     for _ in range(50):  # kinesis-mock activates after REGISTER_STREAM_CONSUMER_DURATION

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from aiobotocore.session import AioSession
 
-from console.backend.client import DUMMY_CREDENTIALS
+from console.backend.config import DUMMY_CREDENTIALS
 from console.errors import AccessDenied, BackendError, ConsoleError
 from console.heat.capacity import (
     MAX_SHARDS_PER_FETCH,

@@ -11,18 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from console.keyspace.hashkeys import MAX_HASH_KEY, HashRangeIndex, md5_hash_key
-from console.heat.rates import (
-    CHUNK,
-    HISTORY_SECONDS,
-    SHARD_BYTES_LIMIT,
-    ShardHeat,
-    SpaceSaving,
-    StreamHeat,
-    hot_key_what_if,
-    observations_from_records,
-    suffixes_needed,
-    utilisation,
-)
+from console.heat.heavyhitters import CHUNK, SpaceSaving
+from console.heat.hotkey import hot_key_what_if, suffixes_needed
+from console.heat.rates import HISTORY_SECONDS, ShardHeat, StreamHeat, observations_from_records
+from console.heat.snapshot import SHARD_BYTES_LIMIT, utilisation
 from console.topology.model import Shard
 
 WHOLE = Shard("shardId-000000000000", 0, MAX_HASH_KEY)

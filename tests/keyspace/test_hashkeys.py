@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from console.errors import BadInput, TilingError
 from console.keyspace.hashkeys import (
+    parse_typed_hash_key,
     HASH_SPACE,
     MAX_HASH_KEY,
     HashRangeIndex,
@@ -168,12 +169,28 @@ def test_bulk_prediction_table_equals_bisect(shard_count):
     """`kconsole predict` answers most of a large batch from a 16-bit prefix table; it must agree."""
     import random
 
-    from console.keyspace.hashkeys import TABLE_WORTH_IT, predict_indices
+    from console.keyspace.hashkeys import TABLE_WORTH_IT, predict_hash_keys
 
     rng = random.Random(shard_count)
     cuts = sorted({rng.randrange(1, MAX_HASH_KEY) for _ in range(shard_count - 1)})
     ranges = [(f"s{i}", s, e) for i, (s, e) in enumerate(zip([0] + cuts, [c - 1 for c in cuts] + [MAX_HASH_KEY]))]
     index = HashRangeIndex.build(ranges)
     keys = [f"k{rng.getrandbits(40)}" for _ in range(TABLE_WORTH_IT + 100)]
-    assert predict_indices(index, keys) == [index.index_of(md5_hash_key(k)) for k in keys]
-    assert predict_indices(index, keys[:50]) == [index.index_of(md5_hash_key(k)) for k in keys[:50]]
+    for batch in (keys, keys[:50]):  # from the table, and bisected one by one
+        hash_keys, positions = predict_hash_keys(index, batch)
+        assert hash_keys == [md5_hash_key(k) for k in batch]
+        assert positions == [index.index_of(h) for h in hash_keys]
+
+
+
+@given(st.integers(min_value=0, max_value=2**128 - 1))
+def test_a_typed_hash_key_reads_the_same_in_decimal_and_hex(value):
+    assert parse_typed_hash_key(str(value)) == parse_typed_hash_key(hex(value)) == value
+    assert parse_typed_hash_key(f"  0X{value:X} ") == value
+
+
+@pytest.mark.parametrize("text", ["0x", "0x1g", "0x1" + "0" * 32, "0x" + "f" * 10_000, "-0x1", "0x-1"])
+def test_a_typed_hash_key_out_of_range_or_not_hex_is_one_line(text):
+    with pytest.raises(BadInput) as caught:
+        parse_typed_hash_key(text)
+    assert "\n" not in caught.value.message and len(caught.value.message) < 200

@@ -11,7 +11,8 @@ import pytest
 from tests.produce.test_produce_faults import FaultyTransport
 
 from console.produce.given import GivenRecordMatcher, OverlongLine, bounded_lines, parse_json_lines
-from console.produce.producer import OrderedProducer, ProducerSettings
+from console.produce.producer import OrderedProducer
+from console.produce.settings import ProducerSettings
 from console.produce.verify import Verifier
 from console.topology.shardmap import ShardMap
 
@@ -33,8 +34,8 @@ def test_a_key_field_sends_the_line_itself_and_reads_dotted_paths():
     parsed = parse_json_lines([line], key_field="user.id", explicit_hash_key_field="ehk")
     (record,) = parsed.records
     assert (record.key, record.data, record.explicit_hash_key) == ("u-1", line.encode(), 42)
-    missing = parse_json_lines([line], key_field="user.name")
-    assert str(missing.problems[0]) == "line 1: no field 'user.name'"
+    missing = parse_json_lines([line], key_field="user.name")  # no key field: a keyless record
+    assert [(r.key, r.data) for r in missing.records] == [(None, line.encode())] and not missing.problems
     out_of_range = parse_json_lines([line.replace('"42"', str(2**128))], key_field="user.id",
                                     explicit_hash_key_field="ehk")
     assert "explicit hash key must be from 0 to" in out_of_range.problems[0].message
@@ -87,3 +88,50 @@ async def test_given_records_survive_faults_in_line_order_per_key(kinesis, make_
         acked = sorted((int(ack.sequence_number), line_of[(k, seq)]) for (k, seq), ack in result.acks.items()
                        if k == key)
         assert [line for _, line in acked] == sorted(line for _, line in acked)
+
+
+def test_the_stream_judges_size_and_keyless_lines_by_line_number():
+    from console.produce.given import check_against_stream
+
+    lines = [json.dumps({"key": "a", "data": "x" * (2 * 1024 * 1024)}), json.dumps({"data": "keyless"}),
+             json.dumps({"key": "b", "data": "small"})]
+    on_one_mib = parse_json_lines(lines)
+    assert not on_one_mib.problems  # within AWS's 10 MiB: only the stream can refuse them
+    check_against_stream(on_one_mib, stream="orders", max_record_bytes=1024 * 1024, auto_distribution=False)
+    assert [r.line for r in on_one_mib.records] == [3]
+    big, keyless = on_one_mib.problems
+    assert str(big).startswith("line 1: record is 2,097,153 bytes") and "orders takes at most 1,048,576 (1 MiB)" in str(big)
+    assert "`kconsole stream max-record-size orders --kib 2049`" in str(big)
+    assert str(keyless).startswith("line 2: no partition key") and "kconsole stream distribution orders auto" in str(keyless)
+
+    on_auto_ten = parse_json_lines(lines)
+    check_against_stream(on_auto_ten, stream="orders", max_record_bytes=10 * 1024 * 1024, auto_distribution=True)
+    assert not on_auto_ten.problems and [r.key for r in on_auto_ten.records] == ["a", None, "b"]
+    assert on_auto_ten.keyless == 1
+    too_big = parse_json_lines([json.dumps({"data": "x" * (10 * 1024 * 1024 + 1)})])
+    assert "AWS allows at most 10,485,760 (10 MiB) on any stream" in str(too_big.problems[0])
+
+
+def test_keyless_records_go_out_without_a_key_and_are_matched_by_their_bytes():
+    from console.produce.testrecords import is_keyless
+
+    parsed = parse_json_lines([json.dumps({"data": {"n": n}}) for n in range(3)] + [json.dumps({"data": {"n": 0}})],
+                              no_key=False)
+    sent: list[dict] = []
+
+    async def put_records(stream, entries):
+        sent.extend(entries)
+        return {"Records": [{"ShardId": "shardId-000000000000", "SequenceNumber": str(100 + len(sent) - len(entries) + i)}
+                            for i, _ in enumerate(entries)]}
+
+    import asyncio
+
+    settings = ProducerSettings(keys=4, records_per_key=1, payload_bytes=0, record_total=4, pacing=False)
+    result = asyncio.run(OrderedProducer("s", settings, put_records=put_records, records=parsed.records).run())
+    assert len(sent) == 4 and all("PartitionKey" not in entry for entry in sent)
+    assert all(is_keyless(key) for key, _seq in result.acks)
+    matcher = GivenRecordMatcher(parsed.records)
+    ack_of_line_4 = result.acks[("\x00line-4", 0)]
+    same_bytes = {"Data": b'{"n":0}', "SequenceNumber": ack_of_line_4.sequence_number}
+    assert matcher(result, same_bytes).key == "\x00line-4"  # twice the same bytes: the ack tells them apart
+    assert matcher(result, {"Data": b'{"n":2}', "SequenceNumber": "1"}).key == "\x00line-3"

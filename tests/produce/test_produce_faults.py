@@ -11,7 +11,8 @@ import time
 import pytest
 
 from console.errors import EndpointUnreachable, Throttled
-from console.produce.producer import THROTTLE_ERROR, OrderedProducer, ProducerSettings
+from console.produce.producer import THROTTLE_ERROR, OrderedProducer
+from console.produce.settings import ProducerSettings
 from console.topology.shardmap import ShardMap
 from console.produce.verify import Verifier
 

@@ -7,9 +7,12 @@ import pytest
 
 from console.keyspace.hashkeys import MAX_HASH_KEY, md5_hash_key
 from console.topology.model import Shard
-from console.produce.producer import Ack, OrderedProducer, ProducerSettings, ProduceResult
+from console.produce.producer import OrderedProducer
+from console.produce.report import Ack, ProduceResult
+from console.produce.settings import ProducerSettings
 from console.topology.shardmap import ShardMap
-from console.produce.verify import ReadCopy, ReadSettings, ShardLineage, Verifier, analyse
+from console.produce.verify import ReadSettings, Verifier
+from console.produce.verify_analysis import ReadCopy, ShardLineage, analyse
 
 HALF = 2**127
 
@@ -188,7 +191,7 @@ async def test_producer_panel_start_progress_report_and_records():
     from textual.widgets import DataTable, Input
 
     from console.ui.panels.producer import ProducerPanel
-    from console.produce.producer import ProducerProgress, ShardProgress
+    from console.produce.report import ProducerProgress, ShardProgress
 
     requests = []
 

@@ -135,7 +135,7 @@ async def test_follow_picks_up_the_children_of_a_split_while_tailing(server):
     assert children and children <= {"shardId-000000000001", "shardId-000000000002"}
 
 
-async def test_key_reads_only_the_owning_shard_and_filters_by_key(kinesis, make_stream):
+async def test_key_with_placement_only_reads_only_the_owning_shard_and_filters_by_key(kinesis, make_stream):
     stream = await make_stream(shards=4)
     for index in range(40):
         await kinesis.put_record(stream, f"event {index}".encode(), f"key-{index % 8}")
@@ -144,10 +144,15 @@ async def test_key_reads_only_the_owning_shard_and_filters_by_key(kinesis, make_
     spy = FaultyBackend(kinesis)
 
     records = await read_all(TailReader(spy, stream, TailOptions(start=parse_start("trim-horizon"),
-                                                                 partition_key="key-3")))
+                                                                 partition_key="key-3", placement_only=True)))
 
     assert [r.value for r in records] == [f"event {i}" for i in range(3, 40, 8)]
     assert spy.iterator_shards == [owner]
+    spy.iterator_shards.clear()
+    records = await read_all(TailReader(spy, stream, TailOptions(start=parse_start("trim-horizon"),
+                                                                 partition_key="key-3")))
+    assert [r.value for r in records] == [f"event {i}" for i in range(3, 40, 8)]
+    assert sorted(spy.iterator_shards) == sorted(s.shard_id for s in shards)  # without it: every shard
 
 
 async def test_grep_and_limit(kinesis, make_stream):

@@ -58,3 +58,55 @@ async def test_the_prompt_shows_the_rule_and_stays_open_for_the_end_key():
         app.screen.query_one("Input").value = str(shard.ending_hash_key - 1)
         await pilot.press("enter")
         assert answers == [str(shard.ending_hash_key - 1)]
+
+
+def test_the_legend_names_a_shard_still_to_be_created_once():
+    from console.reshard.plan import plan_scale
+    from console.ui.screens.reshard import legend
+    from console.ui.static_source import even_shards
+
+    plan = plan_scale(even_shards(2), 4)
+    text = str(legend([chr(ord("A") + i) for i in range(len(plan.after))], plan.after, new=True))
+    assert "(new)" not in text and "new new" not in text
+    assert text.count("new") == sum(1 for shard in plan.after if not shard.unchanged)
+
+
+async def test_a_preview_older_than_the_last_poll_is_rechecked_before_it_proceeds(kinesis, make_stream, tmp_path,
+                                                                                  monkeypatch):
+    """The operator confirms a preview while another operator splits a shard and the console polls:
+    nothing is called; the new plan is shown instead, and cancelling it leaves only the other change."""
+    from console.reshard.actionlog import ActionLog
+    from console.ui.reshard_flow import ReshardDialogs, ReshardRequest, run_reshard
+    from console.ui.screens.confirm import ConfirmByNameScreen
+    from console.ui.screens.reshard import ReshardPreviewScreen
+
+    monkeypatch.setenv("KCONSOLE_DATA_DIR", str(tmp_path))
+    stream = await make_stream(shards=2)
+    shards = tuple(await kinesis.all_shards(stream))
+    now = [0.0]
+    polled = [None]
+    previews, notes = [], []
+
+    async def ask(screen):
+        if isinstance(screen, ReshardPreviewScreen):
+            previews.append(screen)
+            return len(previews) == 1  # proceed with the first preview, cancel the second
+        assert isinstance(screen, ConfirmByNameScreen)
+        # Meanwhile: another operator splits shard 1, and the console polls.
+        await kinesis.split_shard(stream, "shardId-000000000001", shards[1].starting_hash_key + 2 ** 100)
+        now[0] += 5
+        polled[0] = now[0]
+        return True
+
+    request = ReshardRequest("scale", stream, shards, 2, None, kinesis, last_poll=lambda: polled[0],
+                             clock=lambda: now[0])
+    monkeypatch.setattr("console.ui.reshard_flow.PromptScreen", lambda *args: "prompt")
+
+    async def answer(screen):
+        return "4" if screen == "prompt" else await ask(screen)
+
+    await run_reshard(request, ReshardDialogs(answer, lambda text, **_: notes.append(text), lambda _message: None))
+    assert len(previews) == 2 and any("changed since this preview" in note for note in notes), notes
+    open_after = [s for s in await kinesis.all_shards(stream) if s.is_open]
+    assert len(open_after) == 3  # only the other operator's split; our rescale was never called
+    assert not [e for e in ActionLog.default().entries() if e.get("kind") == "intent"]

@@ -178,9 +178,9 @@ class CountingSource:
     def __getattr__(self, name):
         return getattr(self.backend, name)
 
-    async def describe_stream(self, stream):
+    async def describe_stream_summary(self, stream):
         self.summaries += 1
-        return await self.backend.describe_stream(stream)
+        return await self.backend.describe_stream_summary(stream)
 
     async def all_shards(self, stream, shard_filter=None):
         self.listings += 1

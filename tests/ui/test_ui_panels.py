@@ -59,7 +59,7 @@ async def test_heat_feeds_table_hands_a_split_point_and_enables_monitoring(kines
         app.screen.query_one("Input").value = name
         await pilot.press("enter")
         await wait_until(pilot, lambda: any("enhanced monitoring on" in note for note in app.notes), what="enabled")
-        assert "IncomingBytes" in (await kinesis.describe_stream(name)).enhanced_metrics
+        assert "IncomingBytes" in (await kinesis.describe_stream_summary(name)).enhanced_metrics
         # Leaving the heat tab stops the sampler (no worker left in its group).
         await pilot.press("1")
         await wait_until(pilot, lambda: not [w for w in app.workers if w.group == "heat" and not w.is_finished],

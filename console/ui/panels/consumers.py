@@ -1,5 +1,7 @@
 """The Consumers tab: EFO consumers and, once a KCL lease table is named, every lease with its owner,
-checkpoint, records and time behind, and state; open shards without a lease below.
+checkpoint, records and time behind, and state; open shards without a lease below; and the Workers
+section: per KCL worker its leases (open of all), throughput, CPU, metrics age, leader and flags,
+with the table's layout, migration state and other streams' leases in one line.
 
 The panel runs its own lease poll: Enter in the table box posts `WatchRequested` (the panel acts on it
 itself; it bubbles on), and a worker on the panel reads one `consumer_report` (EFO consumers, the lease
@@ -12,6 +14,7 @@ Every text from the lease table or the stream is shown escaped and as plain text
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
@@ -32,6 +35,7 @@ from console.ui.widgets.metric_lines import stream_capacity_text
 
 LEASE_COLUMNS = ("Shard", "State", "Owner", "Checkpoint", "Behind", "Time", "Problem")
 EFO_COLUMNS = ("EFO consumer", "Status", "Created")
+WORKER_COLUMNS = ("Worker", "Leases", "Open", "KB/s", "CPU", "Metrics age", "Leader", "Flags")
 
 
 def plain(value: object) -> Text:
@@ -47,10 +51,24 @@ def lease_cells(row: LeaseRow, cap: int) -> tuple[Text, ...]:
             plain(f"! {row.problem}" if row.problem else ""))
 
 
+def worker_cells(row: Any) -> tuple[Text, ...]:
+    style = "bold red" if row.flags else ""
+    cells = row.cells()
+    return (Text(printable(cells[0]), style=style), *(Text(cell, justify="right") for cell in cells[1:6]),
+            Text(cells[6]), Text(printable(cells[7]), style=style))
+
+
+def workers_line(view: Any) -> str:
+    """The Workers section's heading: layout, leader, migration state, unowned and other streams."""
+    return "Workers: " + " · ".join(view.summary_lines())
+
+
 class ConsumersPanel(Vertical):
     DEFAULT_CSS = """
     ConsumersPanel #consumers-efo { height: auto; max-height: 8; }
     ConsumersPanel #consumers-leases { height: 1fr; }
+    ConsumersPanel #consumers-workers-status { height: auto; }
+    ConsumersPanel #consumers-workers { height: auto; max-height: 12; }
     ConsumersPanel #consumers-status { height: auto; }
     ConsumersPanel #consumers-metrics { height: auto; color: $text-muted; }
     """
@@ -67,10 +85,11 @@ class ConsumersPanel(Vertical):
             self.table = table
 
     class LagChanged(Message):
-        """The worst time behind on each leased shard, formatted (empty: no lag known)."""
+        """The worst time behind on each leased shard of `stream`, formatted (empty: no lag known)."""
 
-        def __init__(self, lag: dict[str, str]) -> None:
+        def __init__(self, stream: str | None, lag: dict[str, str]) -> None:
             super().__init__()
+            self.stream = stream
             self.lag = lag
 
     def __init__(self, source: ConsoleBackend | None = None, *, poll_lock: asyncio.Lock | None = None,
@@ -81,7 +100,7 @@ class ConsumersPanel(Vertical):
         self.interval = interval
         self.lease_table: str | None = None  # the lease table polled (the reshard preview reads it too)
         # The shard poll's latest listing of the stream (no second ListShards), and its ARN.
-        self._shards: list[Shard] | None = None
+        self._shards: Sequence[Shard] | None = None
         self._stream_arn: str | None = None
 
     def compose(self) -> ComposeResult:
@@ -90,6 +109,8 @@ class ConsumersPanel(Vertical):
         yield Static("", id="consumers-metrics")
         yield DataTable(id="consumers-efo", cursor_type="row", zebra_stripes=False)
         yield DataTable(id="consumers-leases", cursor_type="row")
+        yield Static("", id="consumers-workers-status")
+        yield DataTable(id="consumers-workers", cursor_type="row")
 
     def on_mount(self) -> None:
         efo = self.query_one("#consumers-efo", DataTable)
@@ -98,6 +119,9 @@ class ConsumersPanel(Vertical):
         leases = self.query_one("#consumers-leases", DataTable)
         for label in LEASE_COLUMNS:
             leases.add_column(label, key=label)
+        workers = self.query_one("#consumers-workers", DataTable)
+        for label in WORKER_COLUMNS:
+            workers.add_column(label, key=label)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -117,11 +141,14 @@ class ConsumersPanel(Vertical):
 
     def watch_stream(self) -> None:
         self.workers.cancel_group(self, "consumers")
+        if self.is_mounted:
+            self.query_one("#consumers-workers", DataTable).clear()
+            self.query_one("#consumers-workers-status", Static).update("")
         self.lease_table = None
         self._shards = self._stream_arn = None
-        self.post_message(self.LagChanged({}))
+        self.post_message(self.LagChanged(self.stream, {}))
 
-    def follow_listing(self, stream: str, shards: list[Shard], arn: str | None) -> None:
+    def follow_listing(self, stream: str, shards: Sequence[Shard], arn: str | None) -> None:
         """A shard poll's result, so the lease poll need not list the shards again."""
         if stream == self.stream:
             self._shards, self._stream_arn = shards, arn
@@ -129,7 +156,7 @@ class ConsumersPanel(Vertical):
     @work(exclusive=True, group="consumers", exit_on_error=False)
     async def _watch(self, source: ConsoleBackend, stream: str, lease_table: str | None) -> None:
         tracker = StallTracker()
-        self.post_message(self.LagChanged({}))
+        self.post_message(self.LagChanged(stream, {}))
         while True:
             async with self.poll_lock:  # never alongside a shard poll
                 await self._show_consumers(source, stream, lease_table, tracker)
@@ -139,7 +166,7 @@ class ConsumersPanel(Vertical):
                               tracker: StallTracker) -> None:
         from console.consumers.look import consumer_report  # loaded when first used, not at start-up
 
-        shards = self._shards
+        shards = list(self._shards) if self._shards is not None else None
         try:
             report = await consumer_report(source, stream, lease_table=lease_table, tracker=tracker, shards=shards,
                                            stream_arn=self._stream_arn if shards is not None else None)
@@ -147,8 +174,27 @@ class ConsumersPanel(Vertical):
             self.show_error(error.message)
         else:
             self.show_report(report)
-            self.post_message(self.LagChanged({shard_id: format_millis(millis)
-                                               for shard_id, millis in report.worst_millis_by_shard().items()}))
+            self.post_message(self.LagChanged(stream, {shard_id: format_millis(millis)
+                                                       for shard_id, millis in report.worst_millis_by_shard().items()}))
+        if lease_table:
+            await self._show_workers(source, stream, lease_table, shards)
+
+    async def _show_workers(self, source: ConsoleBackend, stream: str, lease_table: str,
+                            shards: list[Shard] | None) -> None:
+        import time
+
+        from console.consumers.workers import read_workers
+
+        try:
+            view = await read_workers(source, lease_table, stream, now=time.time(),
+                                      open_shard_ids=None if shards is None else [s.shard_id for s in shards if s.is_open])
+        except ConsoleError as error:
+            self.query_one("#consumers-workers-status", Static).update(
+                Text(printable(f"Workers: {error.message}"), style="bold red"))
+            return
+        self.query_one("#consumers-workers-status", Static).update(Text(printable(workers_line(view))))
+        _replace_rows(self.query_one("#consumers-workers", DataTable), WORKER_COLUMNS,
+                      {row.worker_id: worker_cells(row) for row in view.rows})
 
     async def barrier_lines(self, stream: str, shards: Any, plan: Any) -> tuple[list[str], str | None]:
         """For the reshard preview, with a lease table open here: the parents not yet finished and the

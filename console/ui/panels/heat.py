@@ -36,7 +36,7 @@ from console.heat.capacity import MetricSeries, enabled_shard_metrics, shard_met
 from console.heat.sampler import HeatSampler
 from console.heat.snapshot import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
 from console.read.printable import printable
-from console.topology.model import StreamSummary
+from console.topology.model import NO_KEY, StreamSummary
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.widgets.heat_map import MAP_SECONDS, HeatMap, HeatRow, legend
 from console.ui.widgets.metric_lines import capacity_text, stream_capacity_text
@@ -47,22 +47,36 @@ SETTLE_SECONDS = 0.3  # after a selection change: arrow keys held down fetch onc
 MONITORING_OFF = "per-shard CloudWatch metrics need enhanced monitoring on the stream (e turns it on)"
 
 
-def top_keys_text(shard: ShardHeatSnapshot | None, stream: str) -> Text:
+def top_keys_text(shard: ShardHeatSnapshot | None, stream: str, *, auto: bool = False) -> Text:
     if shard is None:
         return Text("no shard selected", style="dim")
     text = Text(f"{shard.shard_id}: peak {shard.peak_records_per_s} rec/s, "
                 f"peak utilisation {shard.peak_utilisation:.0%}\n", style="bold")
+    if shard.aggregates or shard.decode_errors:
+        # REC/S counts Kinesis records (what the limit counts); user records came out of KPL aggregates.
+        text.append(f"KPL aggregates: {shard.user_records_per_s:,.1f} user rec/s in {shard.records_per_s:,.1f} "
+                    f"Kinesis rec/s" + (f", {shard.decode_errors} decode-error" if shard.decode_errors else "")
+                    + "\n", style="dim")
     repeated = [row for row in shard.top_keys if row.guaranteed_records > 1]  # a key seen once is not heat
+    if auto:
+        text.append("AUTO distribution: Kinesis spread these records; keys as sent:\n", style="yellow")
+    if shard.keyless_records:
+        text.append(f"  {NO_KEY}  {shard.keyless_records} records without a key\n")
     if not shard.records:
         text.append("no records sampled yet\n", style="dim")
     elif not repeated:
         text.append("no key repeats: the traffic is spread\n", style="dim")
     for row in repeated:
-        text.append(f"  {printable(row.key)}  {row.records} records  {row.share:.0%}\n")
+        inside = "  (aggregated)" if row.aggregated else ""
+        text.append(f"  {printable(row.key)}  {row.records} records  {row.share:.0%}{inside}\n")
     if shard.split is not None and shard.records:
-        text.append(f"split at median (children ~{shard.split.lower_share:.0%} / {1 - shard.split.lower_share:.0%}): "
-                    f"{shard.split.command(stream)}\n", style="cyan")
-        if shard.split.dominant_key:
+        basis = "where its aggregates land" if shard.split.by_aggregates else "median"
+        text.append(f"split at {basis} (children ~{shard.split.lower_share:.0%} / "
+                    f"{1 - shard.split.lower_share:.0%}): {shard.split.command(stream)}\n", style="cyan")
+        if shard.split.dominant_key and shard.split.dominant_aggregated:
+            text.append(f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%} inside "
+                        "aggregates: a split moves whole aggregates, not the key\n", style="yellow")
+        elif shard.split.dominant_key:
             text.append(f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%}: "
                         "write-shard it (`kconsole heat` shows the what-if)\n", style="yellow")
     return text
@@ -104,10 +118,11 @@ class HeatPanel(Widget, can_focus=True):
             self.shard_id = shard_id
 
     class HeatChanged(Message):
-        """A new reading: the live figures per shard (the last few seconds)."""
+        """A new reading of `stream`: the live figures per shard (the last few seconds)."""
 
-        def __init__(self, heat: dict[str, ShardHeat]) -> None:
+        def __init__(self, stream: str, heat: dict[str, ShardHeat]) -> None:
             super().__init__()
+            self.stream = stream
             self.heat = heat
 
     class HeatStopped(Message):
@@ -130,6 +145,7 @@ class HeatPanel(Widget, can_focus=True):
         self._shard_metrics_on: dict[str, str] = {}  # enhanced monitoring's shard-level metrics and statistics
         self._shard_capacity: dict[str, MetricSeries] = {}  # selected shards fetched in the last minute
         self._wake = asyncio.Event()  # the selection or enhanced monitoring changed
+        self._auto_distribution = False  # AUTO: keys are only as sent; no split by them is suggested
 
     def compose(self) -> ComposeResult:
         # Scrolls (mouse wheel) on a short terminal rather than cutting the metrics off; the keys
@@ -178,8 +194,10 @@ class HeatPanel(Widget, can_focus=True):
         try:
             async with HeatSampler(source, stream) as sampler:
                 async for snapshot in sampler.snapshots(every=1.0, series_seconds=MAP_SECONDS):
+                    if sampler.heat is not None and sampler.heat.auto_distribution != self._auto_distribution:
+                        sampler.heat.auto_distribution = self._auto_distribution  # the next snapshot follows
                     self.update_snapshot(snapshot)
-                    self.post_message(self.HeatChanged(live_figures(snapshot)))
+                    self.post_message(self.HeatChanged(stream, live_figures(snapshot)))
         except ConsoleError as error:
             self.notify(f"heat: {error.message}", severity="error", timeout=8)
             self.post_message(self.HeatStopped())
@@ -246,9 +264,17 @@ class HeatPanel(Widget, can_focus=True):
 
     @work(exclusive=True, group="heat-monitoring", exit_on_error=False)
     async def _enable_monitoring(self, source: ConsoleBackend, stream: str, metrics: tuple[str, ...]) -> None:
-        try:
-            await source.enable_enhanced_monitoring(stream, list(metrics))
-            enabled = (await source.describe_stream(stream)).enhanced_metrics
+        from console.reshard.actionlog import ActionLog
+
+        async def settle() -> tuple[bool | None, str]:
+            enabled = set((await source.describe_stream_summary(stream)).enhanced_metrics)
+            return set(metrics) <= enabled, f"enhanced metrics now: {', '.join(sorted(enabled)) or 'none'}"
+
+        try:  # logged ahead like every change; a lost reply is read back
+            await ActionLog.default().call("EnableEnhancedMonitoring", {"metrics": list(metrics)},
+                                           lambda: source.enable_enhanced_monitoring(stream, list(metrics)),
+                                           stream=stream, backend=source.label, settle=settle)
+            enabled = (await source.describe_stream_summary(stream)).enhanced_metrics
         except ConsoleError as error:
             self.notify(f"enhanced monitoring: {error.message}", severity="error", timeout=10)
             return
@@ -260,6 +286,7 @@ class HeatPanel(Widget, can_focus=True):
 
     def show_summary(self, summary: StreamSummary) -> None:
         """A shard poll's summary: which shard-level metrics enhanced monitoring has on."""
+        self._auto_distribution = summary.auto_distribution
         enabled = enabled_shard_metrics(summary.enhanced_metrics)
         if enabled != self._shard_metrics_on:
             self._shard_metrics_on = enabled
@@ -323,7 +350,8 @@ class HeatPanel(Widget, can_focus=True):
                                shard.utilisation_series) for shard in self.ordered_shards], self.selected_shard)
         self.query_one("#heat-legend", Static).update(Text.assemble(*((seg.text, seg.style) for seg in
                                                                       legend(heat_map.per_cell))))
-        self.query_one("#heat-keys", Static).update(top_keys_text(self.selected, snapshot.stream))
+        self.query_one("#heat-keys", Static).update(top_keys_text(self.selected, snapshot.stream,
+                                                                  auto=snapshot.auto_distribution))
 
     @on(HeatMap.RowClicked)
     def _row_clicked(self, event: HeatMap.RowClicked) -> None:

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static, TextArea
 
 from console.errors import BadInput
-from console.keyspace.hashkeys import parse_hash_key
+from console.keyspace.hashkeys import parse_typed_hash_key
 from console.keyspace.keytree.balance import LevelFill
 from console.keyspace.keytree.tree import BalanceReport, KeyTree
 
@@ -22,14 +22,15 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
 def parse_keys(text: str) -> tuple[list[int], list[str]]:
-    """Decimal hash keys, one per line (blank lines and # comments skipped); returns keys and problems."""
+    """Hash keys, one per line, decimal or 0x hex as the split prompt takes them (blank lines and #
+    comments skipped); returns keys and problems."""
     keys, problems = [], []
     for number, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
         try:
-            keys.append(parse_hash_key(line))
+            keys.append(parse_typed_hash_key(line))
         except BadInput as error:
             problems.append(f"line {number}: {error.message}")
     return keys, problems
@@ -77,6 +78,9 @@ class KeyTreePanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("Explicit hash keys in use, one per line · enter to type, esc leaves",
                      id="keytree-help")
+        notice = Static("", id="keytree-auto")
+        notice.display = False
+        yield notice
         yield TextArea(id="keytree-input", soft_wrap=False)
         with Horizontal(id="keytree-controls"):
             yield Input(placeholder="file of keys (ctrl+l loads)", id="keytree-file")
@@ -92,6 +96,12 @@ class KeyTreePanel(Vertical):
 
     def on_mount(self) -> None:
         self.recompute()
+
+    def set_auto_notice(self, notice: str | None) -> None:
+        """An AUTO stream ignores explicit hash keys: the notice says so above the tree (None hides it)."""
+        box = self.query_one("#keytree-auto", Static)
+        box.update(Text(notice or "", style="bold yellow"))
+        box.display = notice is not None
 
     def set_keys(self, text: str) -> None:
         self.query_one("#keytree-input", TextArea).load_text(text)

@@ -94,8 +94,30 @@ class LineageTree(CursorNavigation, ScrollView, can_focus=True):
         self._cursor = 0
         self._selected_id: str | None = None
         self._style_cache: dict[tuple[str, bool], Style] = {}
+        self._shown = False
+        self._waiting: Lineage | None = None  # the latest lineage, drawn when the tree is next shown
 
     # ---- data in -------------------------------------------------------------------------------
+
+    def show_lineage(self, lineage: Lineage) -> None:
+        """A poll's lineage: drawn now while the tree is on screen, else when it is next shown (a
+        10k-shard stream must not pay for a tree nobody looks at)."""
+        if self._shown:
+            self._waiting = None
+            self.apply(lineage)
+        else:
+            self._waiting = lineage
+
+    def on_show(self) -> None:
+        self._shown = True
+        if self._waiting is not None:
+            lineage, self._waiting = self._waiting, None
+            self.apply(lineage)
+            if self._selected_id is not None:
+                self.select_shard(self._selected_id)
+
+    def on_hide(self) -> None:
+        self._shown = False
 
     def apply(self, lineage: Lineage) -> None:
         self.lineage = lineage
@@ -143,6 +165,9 @@ class LineageTree(CursorNavigation, ScrollView, can_focus=True):
         return self._selected_id
 
     def select_shard(self, shard_id: str) -> bool:
+        if self._waiting is not None:  # selected when the waiting lineage is drawn
+            self._selected_id = shard_id
+            return shard_id in self._waiting.nodes
         if self.lineage is None or shard_id not in self.lineage.nodes:
             return False
         self._selected_id = shard_id
@@ -193,26 +218,6 @@ class LineageTree(CursorNavigation, ScrollView, can_focus=True):
             self._move_cursor(line)
 
     # ---- rendering -----------------------------------------------------------------------------
-
-    def notify_style_update(self) -> None:
-        self._style_cache.clear()
-        super().notify_style_update()
-
-    def _on_focus(self, event: events.Focus) -> None:
-        super()._on_focus(event)
-        self.refresh()
-
-    def _on_blur(self, event: events.Blur) -> None:
-        super()._on_blur(event)
-        self.refresh()
-
-    def _style(self, part: str) -> Style:
-        key = (part, self.has_focus)
-        style = self._style_cache.get(key)
-        if style is None:
-            style = self.rich_style + (self.get_component_rich_style(part) if part else Style())
-            self._style_cache[key] = style
-        return style
 
     def _text(self, line: TreeLine):
         from rich.text import Text

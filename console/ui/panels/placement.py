@@ -88,7 +88,10 @@ def distribution_summary(placements: list[Placement], index: HashRangeIndex | No
 
 class KeysInput(TextArea):
     """The keys box: a pasted key's control characters are drawn escaped (the cursor may sit a few cells
-    off on such a line), never sent to the terminal; the text itself is kept as pasted."""
+    off on such a line), never sent to the terminal; the text itself is kept as pasted. ctrl+a selects
+    every key (to replace or copy them all) rather than moving to the line's start, as home still does."""
+
+    BINDINGS = [Binding("ctrl+a", "select_all", "Select all keys", show=False)]
 
     def render_line(self, y: int) -> Strip:
         strip = super().render_line(y)
@@ -113,6 +116,8 @@ class PlacementPanel(Vertical):
         self.explicit = False
         self.index: HashRangeIndex | None = None
         self.placements: list[Placement] = []
+        # An AUTO stream: Kinesis ignores the keys, so the notice stands where the shard column was.
+        self.auto_notice: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(self._mode_text(), id="placement-mode")
@@ -128,7 +133,8 @@ class PlacementPanel(Vertical):
         # Fixed widths, the shard (the answer) before the 39-digit hash, and a line's problem in a
         # column of its own, last: an error text never widens a column and pushes Shard off-screen.
         table.add_column("Key", key="key", width=KEY_COLUMN_WIDTH)
-        table.add_column("Shard", key="shard", width=20)
+        if self.auto_notice is None:
+            table.add_column("Shard", key="shard", width=20)
         table.add_column("Hash key", key="hash", width=KEY_WIDTHS[self.key_format])
         table.add_column("Problem", key="problem")
 
@@ -137,8 +143,9 @@ class PlacementPanel(Vertical):
         return f"Keys are {mode}, one per line · ctrl+t switches · enter to type, esc leaves the box"
 
     def key_sample(self) -> KeySample | None:
-        """The keys typed here that parse, as a sample a reshard plan counts moves of (None: none)."""
-        placed = [p for p in self.placements if p.hash_key is not None]
+        """The keys typed here that parse, as a sample a reshard plan counts moves of (None: none, or an
+        AUTO stream, where keys move nowhere: the service places records)."""
+        placed = [p for p in self.placements if p.hash_key is not None and self.auto_notice is None]
         if not placed:
             return None
         return KeySample([p.key for p in placed], [p.hash_key for p in placed])
@@ -153,6 +160,12 @@ class PlacementPanel(Vertical):
         self.query_one("#placement-input", TextArea).load_text(text)
         self._recompute()
 
+    def set_auto_notice(self, notice: str | None) -> None:
+        """The stream's record distribution, from each poll: AUTO shows `notice`; back to keys, shards."""
+        if notice != self.auto_notice:
+            self.auto_notice = notice
+            self._recompute()
+
     def set_index(self, index: HashRangeIndex | None) -> None:
         if index is not self.index:
             self.index = index
@@ -165,12 +178,14 @@ class PlacementPanel(Vertical):
 
     def _recompute(self) -> None:
         text = self.query_one("#placement-input", TextArea).text
-        self.placements = place_keys(text.splitlines(), explicit=self.explicit, index=self.index)
+        auto = self.auto_notice is not None
+        self.placements = place_keys(text.splitlines(), explicit=self.explicit, index=None if auto else self.index)
         self.query_one("#placement-summary", Static).update(
+            Text(self.auto_notice, style="bold yellow") if auto else
             Text(distribution_summary(self.placements, self.index, explicit=self.explicit)))  # keys are not markup
         spread = self.query_one("#placement-distribution", Static)
         placed = sum(1 for p in self.placements if p.hash_key is not None)
-        if self.index is not None and placed >= DISTRIBUTION_FROM:
+        if self.index is not None and placed >= DISTRIBUTION_FROM and not auto:
             spread.update(Text(format_distribution(key_distribution(self.placements, self.index), bar_width=20,
                                                    max_rows=8)))
             spread.display = True
@@ -182,7 +197,8 @@ class PlacementPanel(Vertical):
         for placement in self.placements[:SHOWN_ROWS]:
             key = Text(printable(placement.key[:KEY_COLUMN_WIDTH]))  # Text: a key is never read as markup
             if placement.problem:
-                table.add_row(key, "-", "-", Text(printable(placement.problem), style="red"))
+                cells = (key, "-", "-", Text(printable(placement.problem), style="red"))
             else:
-                table.add_row(key, placement.shard_id or "?", format_hash_key(placement.hash_key, self.key_format), "")
+                cells = (key, placement.shard_id or "?", format_hash_key(placement.hash_key, self.key_format), "")
+            table.add_row(*(cells[:1] + cells[2:] if auto else cells))
         self.post_message(self.MarkersChanged([p.hash_key for p in self.placements if p.hash_key is not None]))

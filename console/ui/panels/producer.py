@@ -1,6 +1,7 @@
 """The producer panel: set up a test run, watch it per shard, then read the verification report.
 
-The panel runs its own work: Start posts `StartRequested(panel, settings, verify)`, which the panel
+The panel runs its own work: Start posts `StartRequested(panel, settings, verify, aggregate)` (Mode
+"Aggregate (KPL)" is batch mode with KPL aggregation, console.produce.aggregate), which the panel
 acts on itself (and which bubbles on, for whoever watches): after the operator types the stream name
 (writing is a change), `console.produce.verify.run_and_verify` runs in a worker on the panel and feeds
 the panel's own widgets (progress, per-shard table, report). Stop (`StopRequested`), or another
@@ -22,6 +23,7 @@ from textual.widgets import Button, Checkbox, DataTable, Input, Label, ProgressB
 
 from console.backend.protocol import ConsoleBackend
 from console.errors import ConsoleError
+from console.produce.aggregate import DEFAULT_MAX_AGGREGATE_BYTES, aggregation_line
 from console.produce.report import ProduceResult, ProducerProgress
 from console.produce.settings import ProducerSettings
 from console.produce.verify import run_and_verify
@@ -32,6 +34,8 @@ from console.ui.screens.confirm import ConfirmByNameScreen
 
 READ_ONLY_REFUSAL = "read-only: the producer writes records, so it is disabled (--read-only)"
 NO_STREAM = "no stream open: press p to pick one"
+
+AGGREGATE = "aggregate"  # the Mode choice that aggregates (batch mode underneath)
 
 
 class ProducerPanel(Vertical):
@@ -46,6 +50,9 @@ class ProducerPanel(Vertical):
     ProducerPanel #producer-form Label { color: $text-muted; }
     ProducerPanel #producer-actions { height: 1; padding: 0 1; margin-top: 1; }
     ProducerPanel #producer-actions Checkbox { margin-right: 2; }
+    /* Off shows an empty box, on a bold tick mark: the theme's two shades of the glyph alone read alike. */
+    ProducerPanel Checkbox > .toggle--button { color: $panel; background: $panel; }
+    ProducerPanel Checkbox.-on > .toggle--button { color: $text-success; text-style: bold; }
     ProducerPanel #producer-actions Button { margin-left: 1; min-width: 9; }
     ProducerPanel #producer-actions .spacer { width: 1fr; }
     ProducerPanel #producer-status { height: auto; padding: 0 1; margin-top: 1; }
@@ -72,11 +79,13 @@ class ProducerPanel(Vertical):
     class StartRequested(Message):
         """The operator asked for a run with these (validated) settings."""
 
-        def __init__(self, panel: "ProducerPanel", settings: ProducerSettings, verify: bool) -> None:
+        def __init__(self, panel: "ProducerPanel", settings: ProducerSettings, verify: bool,
+                     aggregate: bool = False) -> None:
             super().__init__()
             self.panel = panel
             self.settings = settings
             self.verify = verify
+            self.aggregate = aggregate  # pack the records into KPL aggregates
 
         @property
         def control(self) -> "ProducerPanel":
@@ -108,6 +117,7 @@ class ProducerPanel(Vertical):
         self._local = local  # pacing defaults off for the embedded local Kinesis
         self.report: VerificationReport | None = None
         self.running = False
+        self._pacing = False  # the run's setting, for the Pace column
 
     def compose(self) -> ComposeResult:
         with Grid(id="producer-form"):
@@ -121,9 +131,11 @@ class ProducerPanel(Vertical):
             yield Input("", placeholder="max", id="producer-rate", type="number", compact=True,
                         tooltip="records per second for the whole run; empty: as fast as allowed")
             yield Label("Mode")
-            yield Select([("batch", "batch"), ("sequential", "sequential")], value="batch", allow_blank=False,
-                         id="producer-mode", compact=True,
-                         tooltip="batch: PutRecords, one record per key per batch; sequential: PutRecord chained")
+            yield Select([("batch", "batch"), ("sequential", "sequential"), ("Aggregate (KPL)", AGGREGATE)],
+                         value="batch", allow_blank=False, id="producer-mode", compact=True,
+                         tooltip="batch: PutRecords, one record per key per batch; sequential: PutRecord chained; "
+                                 f"Aggregate: batch, records packed into KPL aggregates of up to "
+                                 f"{DEFAULT_MAX_AGGREGATE_BYTES:,} bytes by predicted shard, one in flight per key")
             yield Label("Hash keys")
             yield Select([("MD5 of key", "none"), ("key tree", "keytree")], value="none", allow_blank=False,
                          id="producer-ehk", compact=True, tooltip="explicit hash keys: none, or from the key tree")
@@ -150,6 +162,11 @@ class ProducerPanel(Vertical):
 
     # -- the form --------------------------------------------------------------------------------
 
+    @property
+    def aggregating(self) -> bool:
+        """The Aggregate mode: batch mode with the records packed into KPL aggregates."""
+        return self.query_one("#producer-mode", Select).value == AGGREGATE
+
     def read_settings(self) -> tuple[ProducerSettings, bool]:
         """The form as validated settings; raises ConsoleError (BadInput) naming the bad field."""
         def number(widget_id: str, name: str, kind=int):
@@ -165,7 +182,7 @@ class ProducerPanel(Vertical):
             records_per_key=number("#producer-per-key", "records per key"),
             payload_bytes=number("#producer-payload", "payload bytes"),
             rate=number("#producer-rate", "rate", float) if rate_text else None,
-            mode=self.query_one("#producer-mode", Select).value,
+            mode="batch" if self.aggregating else self.query_one("#producer-mode", Select).value,
             explicit_hash_keys=self.query_one("#producer-ehk", Select).value,
             pacing=self.query_one("#producer-pace", Checkbox).value,
         ).validated()
@@ -203,7 +220,7 @@ class ProducerPanel(Vertical):
         except ConsoleError as error:
             self.show_error(error.message)
             return
-        self.post_message(self.StartRequested(self, settings, verify))
+        self.post_message(self.StartRequested(self, settings, verify, self.aggregating))
 
     def action_stop(self) -> None:
         if self.running:
@@ -217,13 +234,14 @@ class ProducerPanel(Vertical):
         if not stream or self.source is None:
             self.show_error(NO_STREAM)
             return
-        settings, verify = message.settings, message.verify
+        settings, verify, aggregate = message.settings, message.verify, message.aggregate
 
         def confirmed(yes: bool | None) -> None:
             # Writing to a stream is a change like a reshard: the operator types its name first.
             if yes and stream == self.stream and not self.read_only:
-                self._run(settings, verify, stream)
+                self._run(settings, verify, stream, aggregate)
             else:
+                self.query_one("#producer-progress", ProgressBar).update(total=settings.total, progress=0)
                 self.show_error("cancelled: nothing was written")
 
         self.app.push_screen(ConfirmByNameScreen(stream, f"Write {settings.total} test records ({settings.keys} keys x "
@@ -234,12 +252,14 @@ class ProducerPanel(Vertical):
         self.show_error("stopped")
 
     @work(exclusive=True, group="producer", exit_on_error=False)
-    async def _run(self, settings: ProducerSettings, verify: bool, stream: str) -> None:
+    async def _run(self, settings: ProducerSettings, verify: bool, stream: str, aggregate: bool = False) -> None:
         assert self.source is not None
         self.show_started(settings)
         try:
-            result, report = await run_and_verify(self.source, stream, settings, verify=verify,
-                                                  on_progress=self.show_progress, on_verifying=self.show_verifying)
+            result, report = await run_and_verify(
+                self.source, stream, settings, verify=verify, on_progress=self.show_progress,
+                on_verifying=self.show_verifying,
+                max_aggregate_bytes=DEFAULT_MAX_AGGREGATE_BYTES if aggregate else None)
         except ConsoleError as error:
             self.show_error(error.message)
             return
@@ -249,6 +269,9 @@ class ProducerPanel(Vertical):
             self.show_finished()
         trouble = [text for text in (result.stopped and f"stopped early: {result.stopped}",
                                      result.verification_error) if text]
+        aggregated = aggregation_line(result.to_json().get("aggregation"))
+        if aggregated and not trouble and (report is None or report.ok):
+            self._status(f"done · {aggregated}")
         if trouble:  # the partial report stays on screen; the status line says what went wrong
             self.show_error(f"{result.sent} sent, {result.acknowledged} acknowledged, {len(result.failed)} failed, "
                             f"{result.not_attempted} not attempted; " + "; ".join(trouble))
@@ -259,6 +282,7 @@ class ProducerPanel(Vertical):
     def show_started(self, settings: ProducerSettings) -> None:
         self.running = True
         self.report = None
+        self._pacing = settings.pacing
         self._set_running(True)
         self._status(f"run {settings.run_id}: {settings.total} records ({settings.keys} keys x "
                      f"{settings.records_per_key}), {settings.mode} mode")
@@ -284,7 +308,7 @@ class ProducerPanel(Vertical):
         for shard_id, shard in progress.shards.items():
             table.add_row(short_shard_id(shard_id), str(shard.acknowledged),
                           format_rate(shard.records_per_second, " rec/s"), str(shard.throttled),
-                          f"{shard.pace:.0%}", key=shard_id)
+                          f"{shard.pace:.0%}" if self._pacing else "off", key=shard_id)
         if progress.done and self.running:
             self._set_running(False)
 
@@ -300,9 +324,9 @@ class ProducerPanel(Vertical):
         self.running = False
         self._set_running(False)
         lat = report.latency_ms
-        verdict = "[b green]VERIFIED[/]" if report.ok else "[b red]VERIFICATION FAILED[/]"
+        verdict = Text("VERIFIED", style="bold green") if report.ok else Text("VERIFICATION FAILED", style="bold red")
         lines = [
-            f"{verdict}  run {report.run_id}",
+            f"  run {report.run_id}",
             f"sent {report.sent} · acknowledged {report.acknowledged} · read back {report.read_back}",
             f"lost {report.lost} · duplicated {report.duplicated} (possible {report.possible_duplicates}, "
             f"late {report.late_duplicates}) · "
@@ -314,7 +338,7 @@ class ProducerPanel(Vertical):
             first = report.first_out_of_order
             lines.append(f"first out of order: key {printable(first['key'])}, seq {first['seq']} at position "
                          f"{first['position']} after seq {first['after_seq']}")
-        self.query_one("#producer-report", Static).update(Text("\n".join(lines)))
+        self.query_one("#producer-report", Static).update(Text.assemble(verdict, "\n".join(lines)))
         self._status("done" if report.ok else "done: select a failure to see its key's records")
         problems = self.query_one("#producer-problems", DataTable)
         problems.clear()

@@ -99,7 +99,7 @@ def format_lag(millis: int | None) -> str:
 
 def expanded_lines(record: DecodedRecord) -> list[str]:
     """What an expanded record shows under its summary line."""
-    head = f"  seq {record.position}  key {printable(record.partition_key)}"
+    head = f"  seq {record.position}  key {printable(record.key_text)}"
     if record.explicit_hash_key:
         head += f"  ehk {printable(record.explicit_hash_key)}"
     head += f"  {record.size} B  {record.kind_label}"
@@ -249,7 +249,7 @@ class RecordRing(ScrollView, can_focus=True):
         text.append(f"…{record.sequence_number[-6:]}", style="dim")
         if record.sub_sequence_number is not None:
             text.append(f"/{record.sub_sequence_number}", style="dim")
-        text.append(f" {printable(record.partition_key)} ", style="yellow")
+        text.append(f" {printable(record.key_text)} ", style="yellow")
         text.append(record.kind_label, style=_KIND_STYLES.get(record.kind, ""))
         content = record.content_text(max_hex_bytes=48)
         if record.kind == KIND_ERROR:

@@ -20,6 +20,8 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Static
 
+from console.ui.bindings import READ_ONLY_DISABLES
+
 CTRL_C_AGAIN_SECONDS = 3.0
 
 # What AWS accepts as a stream name; a typo is answered on the command line, not by the server.
@@ -51,7 +53,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     _tab("heat", "throughput per shard and hot keys", "he"),
     _tab("consumers", "the stream's registered consumers", "co"),
     ConsoleCommand(("stream",), "stream NAME", "open stream NAME"),
-    ConsoleCommand(("streams", "st"), "streams", "pick a stream from the list", "pick_stream"),
+    ConsoleCommand(("streams", "st"), "streams", "the fleet: every stream, worst first; enter opens one", "pick_stream"),
     ConsoleCommand(("ro", "readonly", "read-only"), "ro", "enter read-only mode"),
     ConsoleCommand(("rw", "readwrite", "read-write"), "rw", "leave read-only mode (asks you to type a name)"),
     ConsoleCommand(("refresh", "r"), "refresh", "poll the stream now", "refresh"),
@@ -155,11 +157,13 @@ class CommandLineScreen(ModalScreen[None]):
 
 
 class CommandLineHost:
-    """Mixed into KConsoleApp: the actions behind `:`, the read-only toggle and theme memory.
-    Expects `stream`, `read_only`, `header`, `open_stream`, `run_action`."""
+    """The actions behind `:`, ctrl+c, j / k, the read-only toggle and theme memory, for KConsoleApp
+    (they hold no state of their own: what they change is the app's, declared there)."""
 
-    # Called with the theme's name when the user picks another one (the launcher saves it to the config).
-    on_theme_changed: Callable[[str], None] | None = None
+    stream: str | None
+    read_only: bool
+    ctrl_c_asked_at: float | None
+    on_theme_changed: Callable[[str], None] | None
 
     def action_command_line(self) -> None:
         self.push_screen(CommandLineScreen())
@@ -178,8 +182,6 @@ class CommandLineHost:
         else:
             await self.run_action(command.action)
 
-    _ctrl_c_asked_at: float | None = None
-
     async def action_ctrl_c_quit(self) -> None:
         """ctrl+c quits, as in k9s; in a text box (where it also copies a selection) it asks once:
         a second ctrl+c within a few seconds quits."""
@@ -187,8 +189,8 @@ class CommandLineHost:
 
         now = time.monotonic()
         if isinstance(self.focused, (Input, TextArea)) and (
-                self._ctrl_c_asked_at is None or now - self._ctrl_c_asked_at > CTRL_C_AGAIN_SECONDS):
-            self._ctrl_c_asked_at = now
+                self.ctrl_c_asked_at is None or now - self.ctrl_c_asked_at > CTRL_C_AGAIN_SECONDS):
+            self.ctrl_c_asked_at = now
             self.notify("press ctrl+c again to quit", timeout=CTRL_C_AGAIN_SECONDS)
             return
         await self.action_quit()
@@ -212,8 +214,8 @@ class CommandLineHost:
         from console.ui.screens.confirm import ConfirmByNameScreen
 
         name = self.stream or "read-write"
-        self.push_screen(ConfirmByNameScreen(name, "leave read-only mode: split, merge, scale, the producer and "
-                                                   "enhanced monitoring become available again"),
+        self.push_screen(ConfirmByNameScreen(name, f"leave read-only mode: {READ_ONLY_DISABLES} become "
+                                                   "available again"),
                          lambda confirmed: self.set_read_only(False) if confirmed else None)
 
     def set_read_only(self, read_only: bool) -> None:
@@ -222,7 +224,7 @@ class CommandLineHost:
         self.read_only = read_only
         self.header.update_state(read_only=read_only)
         self.refresh_bindings()
-        self.notify("read-only: split, merge, scale, the producer and enhanced monitoring are disabled"
+        self.notify(f"read-only: {READ_ONLY_DISABLES} are disabled"
                     if read_only else "read-write: changes are possible again (each still asks first)", timeout=4)
 
     def watch_theme(self, old: str, new: str) -> None:

@@ -14,12 +14,15 @@ when consumers are still reading the shards the plan changes, Proceed is held ba
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, ScrollableContainer, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Static
+from textual.widgets import Button, Static
 
 from console.read.printable import printable
 from console.reshard.plan import ReshardPlan, ribbon_labels, ribbons
@@ -44,8 +47,9 @@ def legend(labels: list[str], shards, *, new: bool = False) -> Text:
             break
         is_new = new and not getattr(shard, "unchanged", True)
         text.append(label, style="bold")
-        text.append(f" {short_shard_id(shard.shard_id) if shard.shard_id else '(new)'}")
-        text.append(" new  " if is_new else "  ", style="green" if is_new else "")
+        if shard.shard_id:  # a shard still to be created has no id yet: "new" alone says it
+            text.append(f" {short_shard_id(shard.shard_id)}")
+        text.append(" new  " if is_new or not shard.shard_id else "  ", style="green" if is_new else "")
     return text
 
 
@@ -58,11 +62,19 @@ def moved_summary(plan: ReshardPlan, sample_label: str) -> str:
     return text
 
 
-def plan_body(plan: ReshardPlan, key_format: str) -> str:
+PROSE_PREFIXES = ("Ordering:", "Note:", "Split key:")  # sentences, not columns: wrapped to the dialog
+
+
+def plan_body(plan: ReshardPlan, key_format: str, width: int | None = None) -> str:
     """Everything below the bars (console.reshard.render.plan_details), with hash keys in the
-    console's key format and short shard ids."""
-    return "\n".join(plan_details(plan, MAX_ROWS, key_text=lambda key: format_hash_key(key, key_format),
-                                   shard_name=short_shard_id))
+    console's key format and short shard ids. With `width`, the prose lines wrap to it (the rows keep
+    their columns and scroll sideways)."""
+    lines = plan_details(plan, MAX_ROWS, key_text=lambda key: format_hash_key(key, key_format),
+                         shard_name=short_shard_id)
+    if width is not None:
+        lines = [wrapped for line in lines for wrapped in
+                 (textwrap.wrap(line, width, subsequent_indent="  ") if line.startswith(PROSE_PREFIXES) else [line])]
+    return "\n".join(lines)
 
 
 class ReshardPreviewScreen(ModalScreen[bool]):
@@ -113,6 +125,10 @@ class ReshardPreviewScreen(ModalScreen[bool]):
     ReshardPreviewScreen Button {
         margin-left: 2;
     }
+    ReshardPreviewScreen #preview-keys {
+        width: 1fr;
+        color: $text-muted;
+    }
     """
 
     BINDINGS = [
@@ -131,6 +147,10 @@ class ReshardPreviewScreen(ModalScreen[bool]):
         self.sample_label = sample_label  # what the plan's key sample is, e.g. "keys typed in Placement"
         self.consumers = consumers or []  # the lease table's barrier lines (Consumers tab), if one is open
         self.held_back = held_back  # why consumers hold the change back (only `f` goes on), or None
+
+    def text_width(self) -> int:
+        """The dialog's inner width: 90% of the terminal (at most 120), less borders and padding."""
+        return max(20, min(120, self.app.size.width * 9 // 10) - 6)
 
     def ribbon_width(self) -> int:
         """The bars fit the dialog: 90% of the terminal (at most 120), less border, padding and the
@@ -177,8 +197,10 @@ class ReshardPreviewScreen(ModalScreen[bool]):
                                   "fall further behind until they finish the parents), or Escape to cancel."),
                              id="preview-held-back")
             with ScrollableContainer(id="preview-body"):
-                yield Static(Text(plan_body(self.plan, self.key_format), no_wrap=True), id="preview-text")
+                yield Static(Text(plan_body(self.plan, self.key_format, self.text_width()), no_wrap=True), id="preview-text")
             with Horizontal(id="preview-buttons"):
+                # What enter does right now: it presses the focused button (tab moves between them).
+                yield Static(id="preview-keys")
                 # Compact: one line each, so the plan keeps room on a 24-line terminal.
                 yield Button("Cancel", id="cancel", compact=True)
                 if self.can_force:
@@ -190,6 +212,11 @@ class ReshardPreviewScreen(ModalScreen[bool]):
     def on_mount(self) -> None:
         # Focus never starts on a button that changes the stream when consumers hold the change back.
         self.query_one("#proceed" if self.can_proceed else "#cancel", Button).focus()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        what = {"proceed": "proceeds", "force": "applies anyway", "cancel": "cancels"}.get(event.widget.id or "")
+        if what is not None:
+            self.query_one("#preview-keys", Static).update(f"enter {what} · tab: next button · esc cancels")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

@@ -1,5 +1,5 @@
 """The Stream actions menu (key S, or "Stream actions" in the palette): retention, capacity mode,
-encryption and delete for the open stream, each planned by console.lifecycle (AWS's rules checked
+encryption, record distribution, record size, warm throughput and delete for the open stream, each planned by console.lifecycle (AWS's rules checked
 first), previewed, confirmed by typing the stream name, then carried out in the app's worker.
 Every entry is greyed out when the console is read-only. Like the reshard flow, `run_action` gets
 only what it needs (a `StreamActionRequest` and the dialog callables) and reports back in messages.
@@ -8,8 +8,8 @@ only what it needs (a `StreamActionRequest` and the dialog callables) and report
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -20,11 +20,16 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
 
+from console.backend.protocol import ConsoleBackend
 from console.errors import BadInput, ConsoleError
 from console.lifecycle.execute import apply, mode_switches
 from console.lifecycle.plans import MODE_NAMES, LifecyclePlan, plan_delete, plan_encryption, plan_mode, plan_retention
 from console.lifecycle.rules import AWS_MANAGED_KMS_KEY, check_kms_key, check_retention_hours
-from console.topology.model import StreamSummary
+from console.bounds import record_size_kib, warm_throughput_mibps
+from console.lifecycle.settings import plan_distribution, plan_max_record_size, plan_warm_throughput
+from console.lifecycle.settings_apply import OPERATIONS as SETTING_OPERATIONS
+from console.lifecycle.settings_apply import apply_setting
+from console.topology.model import AUTO_DISTRIBUTION, KEY_DISTRIBUTION, StreamSummary
 from console.reshard.actionlog import ActionLog
 from console.ui.reshard_flow import ReshardActivity, ReshardDialogs, ReshardProgressed
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
@@ -35,6 +40,9 @@ ACTIONS = (
     ("retention", "Retention", "how long records stay readable (24 h to 365 days)"),
     ("mode", "Capacity mode", "on-demand or provisioned (one switch per 24 h)"),
     ("encryption", "Encryption", "server-side encryption with a KMS key, or off"),
+    ("distribution", "Distribution", "AUTO (Kinesis spreads records, keys ignored) or by partition key"),
+    ("max-record-size", "Record size", "the largest record the stream takes, 1 to 10 MiB"),
+    ("warm-throughput", "Warm throughput", "MiB/s an on-demand stream takes at once (On-demand Advantage)"),
     ("delete", "Delete stream", "the stream and every record in it"),
 )
 
@@ -140,7 +148,7 @@ class StreamActionRequest:
     action: str  # retention, mode, encryption or delete
     summary: StreamSummary  # as last polled; the plan is made from a fresh description
     total_shards: int | None
-    source: Any  # the backend the console polls
+    source: ConsoleBackend  # the backend the console polls
 
 
 class StreamDeleted(Message):
@@ -161,7 +169,7 @@ async def run_action(request: StreamActionRequest, dialogs: ReshardDialogs) -> N
     action, kinesis = request.action, request.source
     stream = request.summary.name
     try:
-        summary = await kinesis.describe_stream(stream)
+        summary = await kinesis.describe_stream_summary(stream)
         plan = await _plan(request, summary, dialogs)
     except ConsoleError as error:
         dialogs.notify(f"{action}: {error.message}", severity="error", timeout=10)
@@ -176,8 +184,13 @@ async def run_action(request: StreamActionRequest, dialogs: ReshardDialogs) -> N
         return
     dialogs.post(ReshardActivity(f"{action}: {plan.summary}"))
     try:
-        await apply(kinesis, plan, action_log=ActionLog.default(),
-                    progress=lambda text: dialogs.notify(text, title=action, timeout=5))
+        if plan.calls and plan.calls[0].operation in SETTING_OPERATIONS:
+            target = plan.calls[0].parameters.get("RecordDistributionStrategy")
+            await apply_setting(kinesis, plan, action_log=ActionLog.default(),
+                                log_fields={"target": target} if target else None)
+        else:
+            await apply(kinesis, plan, action_log=ActionLog.default(),
+                        progress=lambda text: dialogs.notify(text, title=action, timeout=5))
     except ConsoleError as error:
         dialogs.notify(f"{action} failed: {error.message}", severity="error", timeout=15)
     else:
@@ -221,6 +234,8 @@ async def _plan(request: StreamActionRequest, summary: StreamSummary, dialogs: R
             return None
         key = None if answer.lower() == "off" else check_kms_key(answer)
         return plan_encryption(summary, key, current_key=details.get("KeyId"))
+    if action in ("distribution", "max-record-size", "warm-throughput"):
+        return await _plan_setting(action, kinesis, summary, dialogs)
     consumers = [c.get("ConsumerName", "?") for c in await kinesis.list_stream_consumers(summary.arn)] if summary.arn else []
     enforce = False
     if consumers:
@@ -231,3 +246,29 @@ async def _plan(request: StreamActionRequest, summary: StreamSummary, dialogs: R
             return None
         enforce = True
     return plan_delete(summary, consumers=consumers, total_shards=request.total_shards, enforce_consumer_deletion=enforce)
+
+
+async def _plan_setting(action: str, kinesis: Any, summary: StreamSummary, dialogs: ReshardDialogs) -> LifecyclePlan | None:
+    """Today's settings: record distribution, record size, warm throughput (console.lifecycle.settings)."""
+    if action == "distribution":
+        other = KEY_DISTRIBUTION if summary.auto_distribution else AUTO_DISTRIBUTION
+        choice = await dialogs.ask(ChoiceScreen(
+            f"Record distribution of {summary.name} (now {summary.record_distribution})",
+            [(other, "switch to AUTO: Kinesis spreads records, keys no longer place them" if other == AUTO_DISTRIBUTION
+              else "switch back to partition keys placing records"),
+             (summary.record_distribution, "keep it")]))
+        return None if choice is None else plan_distribution(summary, choice)
+    if action == "max-record-size":
+        answer = await dialogs.ask(PromptScreen(
+            f"Largest record of {summary.name} (now {summary.max_record_size_kib} KiB)",
+            "KiB, from 1024 (1 MiB) to 10240 (10 MiB)", str(summary.max_record_size_kib),
+            lambda text: _problem(record_size_kib, text)))
+        return None if answer is None else plan_max_record_size(summary, record_size_kib(answer))
+    answer = await dialogs.ask(PromptScreen(
+        f"Warm throughput of {summary.name} (now {summary.warm_throughput_target_mibps or 0} MiB/s)",
+        "MiB/s, from 0 to 10240; on-demand streams, with the account's On-demand Advantage",
+        str(summary.warm_throughput_target_mibps or 0), lambda text: _problem(warm_throughput_mibps, text)))
+    if answer is None:
+        return None
+    commitment = (await kinesis.account_settings()).get("Status") or "DISABLED" if summary.mode == "ON_DEMAND" else None
+    return plan_warm_throughput(summary, warm_throughput_mibps(answer), commitment=commitment)

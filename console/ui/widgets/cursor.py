@@ -1,12 +1,16 @@
 """Keyboard cursor for the virtualised list widgets (shard table, lineage tree).
 
 Both draw only the lines on screen, so Textual's own cursor handling does not apply; this mixin
-gives them the same keys and scrolling. A widget using it provides `_line_count()`,
-`_lines_visible()` (lines of content that fit, headers excluded) and `_move_cursor(line)`.
+gives them the same keys and scrolling, and the same focus look: their resolved styles cached per
+(component, focused) and the lines redrawn when the focus comes or goes. A widget using it provides
+`_line_count()`, `_lines_visible()` (lines of content that fit, headers excluded) and
+`_move_cursor(line)`, and sets `_style_cache = {}` when built.
 """
 
 from __future__ import annotations
 
+from rich.style import Style
+from textual import events
 from textual.binding import Binding
 
 CURSOR_BINDINGS = [
@@ -21,6 +25,7 @@ CURSOR_BINDINGS = [
 
 class CursorNavigation:
     _cursor: int
+    _style_cache: dict[tuple[str, bool], Style]
 
     def _line_count(self) -> int:
         raise NotImplementedError
@@ -48,3 +53,28 @@ class CursorNavigation:
 
     def action_jump(self, line: int) -> None:
         self._move_cursor(line if line >= 0 else self._line_count() - 1)
+
+    # ---- the focus look ----
+
+    def notify_style_update(self) -> None:
+        self._style_cache.clear()
+        super().notify_style_update()  # type: ignore[misc]
+
+    def _on_focus(self, event: events.Focus) -> None:
+        super()._on_focus(event)  # type: ignore[misc]
+        self.refresh()  # type: ignore[attr-defined]
+
+    def _on_blur(self, event: events.Blur) -> None:
+        super()._on_blur(event)  # type: ignore[misc]
+        self.refresh()  # type: ignore[attr-defined]
+
+    def _style(self, part: str) -> Style:
+        """Resolved styles, cached: resolving one costs ~0.3 ms and a screen has 40 lines."""
+        key = (part, self.has_focus)  # type: ignore[attr-defined]
+        style = self._style_cache.get(key)
+        if style is None:
+            style = self.rich_style  # type: ignore[attr-defined]
+            if part:
+                style = style + self.get_component_rich_style(part)  # type: ignore[attr-defined]
+            self._style_cache[key] = style
+        return style

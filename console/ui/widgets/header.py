@@ -42,6 +42,7 @@ class HeaderState:
     activity: str | None = None  # a long-running action in progress (e.g. a reshard waiting for ACTIVE)
     notice: str | None = None  # the latest retried call ("connection dropped on ListShards; retry 2 in 0.4 s")
     capacity: CapacitySummary | None = None  # CloudWatch's last few minutes (None: no data)
+    server: str | None = None  # the embedded server's fate ("embedded server exited (signal 9); restarting")
 
 
 class ConsoleHeader(Widget):
@@ -99,6 +100,9 @@ class ConsoleHeader(Widget):
             stream_line.append(summary.status + GAP, style=self._part("ok" if healthy else "busy"))
             stream_line.append(f"{summary.mode}{GAP}{summary.open_shard_count} open shards"
                                f"{GAP}retention {summary.retention_hours}h")
+            for badge in summary.badges():  # what changes how the stream behaves
+                stream_line.append(GAP)
+                stream_line.append(f" {badge} ", style=self._part("badge") + Style(reverse=True))
         if state.error is None and state.notice is not None:
             stream_line.append(f"{GAP}{state.notice}", style=self._part("busy"))
 
@@ -107,6 +111,8 @@ class ConsoleHeader(Widget):
             where.append(f" · {state.region}")
         if state.profile and state.profile not in state.backend:
             where.append(f" · profile {state.profile}")
+        if state.server:
+            where.append(f" · {state.server}", style=self._part("busy"))
         right = Text()
         if state.activity:
             right.append(f"{state.activity}{GAP}", style=self._part("busy"))

@@ -190,3 +190,32 @@ async def test_a_split_behind_an_unfinished_parent_applies_only_after_the_force_
                          what="the split in the table")
     grandchildren = [s for s in await kinesis.all_shards(name) if s.parent_shard_id == child.shard_id]
     assert len(grandchildren) == 2
+
+
+async def test_workers_section_shows_each_worker_the_leader_and_flags(kinesis, make_stream, local_kinesis):
+    import time
+
+    from tests.consumers.kcl_tables import create_coordinator_table, create_worker_metrics_table, leader_lock, \
+        migration_state, worker_metrics
+
+    name, shards, table = await leased_stream(
+        kinesis, make_stream, local_kinesis.endpoint_url, shards=2, records=0,
+        leases=lambda listed: [kcl_lease(listed[0].shard_id, owner="w-a", version=3, throughput_kbps=3.0),
+                               kcl_lease(listed[1].shard_id, owner="w-\x1b[31mb", version=3, throughput_kbps=4.0)])
+    async with dynamodb(local_kinesis.endpoint_url) as client:
+        metrics_table = await create_worker_metrics_table(client, table)
+        coordinator = await create_coordinator_table(client, table)
+        await put_items(client, metrics_table, [worker_metrics("w-a", last_update=int(time.time()), cpu=(41.0,)),
+                                                worker_metrics("w-\x1b[31mb", last_update=int(time.time()) - 900)])
+        await put_items(client, coordinator, [leader_lock("w-a"), migration_state("CLIENT_VERSION_3X")])
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await watch_lease_table(pilot, app, table, rows=2)
+        workers = app.query_one("#consumers-workers", DataTable)
+        await wait_until(pilot, lambda: workers.row_count == 2, what="worker rows")
+        a = [str(cell) for cell in workers.get_row("w-a")]
+        b = [str(cell) for cell in workers.get_row("w-\x1b[31mb")]
+        assert a == ["w-a", "1", "1", "3.0", "41%", a[5], "leader", ""]
+        assert b[0] == "w-\\x1b[31mb" and "! metrics-stale" in b[7] and b[6] == ""
+        line = str(app.query_one("#consumers-workers-status", Static).render())
+        assert "layout three-tables" in line and "leader w-a" in line and "migration state CLIENT_VERSION_3X" in line

@@ -106,3 +106,27 @@ async def test_preview_has_a_legend_aligned_ranges_and_the_sample_keys_that_move
         assert len({line.index("0x") for line in rows}) == 1  # start keys in one column
         assert len({line.rindex("0x") for line in rows}) == 1  # end keys in one column
         assert "0x" + "f" * 32 in body and "e+" not in body
+
+
+async def test_the_preview_says_what_enter_does_as_the_focus_moves():
+    app = Host(lambda: ReshardPreviewScreen(split_plan(), "orders"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        keys = app.screen.query_one("#preview-keys", Static)
+        assert str(keys.render()).startswith("enter proceeds")
+        while app.screen.focused is not app.screen.query_one("#cancel"):
+            await pilot.press("tab")
+        assert str(keys.render()).startswith("enter cancels")
+        await pilot.press("enter")
+        await pilot.pause()
+    assert app.results == [False]
+
+
+async def test_the_ordering_sentence_wraps_inside_an_80_column_dialog():
+    app = Host(lambda: ReshardPreviewScreen(split_plan(), "orders"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        body = str(app.screen.query_one("#preview-text", Static).render())
+        ordering = body[body.index("Ordering:"):].split("\n")
+        width = app.screen.text_width()
+        assert len(ordering) > 1 and all(len(line) <= width for line in ordering[:3])

@@ -47,7 +47,7 @@ async def test_retention_from_the_menu_changes_the_stream(kinesis, make_stream):
         assert "increase retention from 24 h to 72 h" in app.screen.plan.render()
         await confirm(pilot, app, name)
         await wait_until(pilot, lambda: any("retention done" in note for note in app.notes), what="done")
-    assert (await kinesis.describe_stream(name)).retention_hours == 72
+    assert (await kinesis.describe_stream_summary(name)).retention_hours == 72
 
 
 async def test_mode_switch_then_a_second_switch_is_refused_in_the_preview(kinesis, make_stream):
@@ -60,7 +60,7 @@ async def test_mode_switch_then_a_second_switch_is_refused_in_the_preview(kinesi
         await pilot.press("enter")  # switch to on-demand
         await confirm(pilot, app, name)
         await wait_until(pilot, lambda: any("mode done" in note for note in app.notes), what="done")
-        assert (await kinesis.describe_stream(name)).mode == "ON_DEMAND"
+        assert (await kinesis.describe_stream_summary(name)).mode == "ON_DEMAND"
 
         await open_menu(pilot, app)
         await pilot.press("down", "enter")
@@ -71,7 +71,7 @@ async def test_mode_switch_then_a_second_switch_is_refused_in_the_preview(kinesi
         assert app.screen.query_one("#proceed", Button).disabled
         await pilot.press("escape")
         await wait_until(pilot, lambda: any("cancelled, nothing was called" in n for n in app.notes), what="cancel")
-    assert (await kinesis.describe_stream(name)).mode == "ON_DEMAND"
+    assert (await kinesis.describe_stream_summary(name)).mode == "ON_DEMAND"
 
 
 async def test_delete_needs_the_exact_name_then_opens_the_stream_picker(kinesis, make_stream):
@@ -79,7 +79,7 @@ async def test_delete_needs_the_exact_name_then_opens_the_stream_picker(kinesis,
     app = RecordingApp(kinesis, stream=name, interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_menu(pilot, app)
-        await pilot.press("down", "down", "down", "enter")  # Delete stream
+        await pilot.press("end", "enter")  # Delete stream, the last entry
         await wait_until(pilot, lambda: isinstance(app.screen, LifecyclePreviewScreen), what="preview")
         assert "every record in it" in app.screen.plan.render()
         await pilot.click("#proceed")
@@ -104,8 +104,8 @@ async def test_read_only_greys_out_the_key_the_palette_entry_and_every_menu_entr
         app.push_screen(StreamActionsScreen(app.view.summary, read_only=True))
         await pilot.pause(0.1)
         options = app.screen.query_one(OptionList)
-        assert options.option_count == 4
-        assert all(options.get_option_at_index(i).disabled for i in range(4))
+        assert options.option_count == 7
+        assert all(options.get_option_at_index(i).disabled for i in range(7))
 
 
 async def test_the_palette_opens_the_menu(kinesis, make_stream):
@@ -121,4 +121,50 @@ async def test_the_palette_opens_the_menu(kinesis, make_stream):
         await wait_until(pilot, lambda: app.screen.query("CommandList").first().option_count > 0, what="hits")
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, StreamActionsScreen), what="menu from the palette")
-        assert not any(app.screen.query_one(OptionList).get_option_at_index(i).disabled for i in range(4))
+        assert not any(app.screen.query_one(OptionList).get_option_at_index(i).disabled for i in range(7))
+
+
+async def test_auto_distribution_from_the_menu_shows_in_the_header_and_placement_and_switches_back(kinesis):
+    from console.reshard.actionlog import ActionLog
+    from console.ui.panels.keytree import KeyTreePanel
+    from console.ui.panels.placement import PlacementPanel
+    from tests.conftest import unique_stream_name
+
+    name = unique_stream_name("auto")
+    await kinesis.create_stream(name, None, on_demand=True)
+    await kinesis.wait_for_active(name)
+    try:
+        app = RecordingApp(kinesis, stream=name, interval=3600)
+        async with app.run_test(size=(140, 44)) as pilot:
+            placement = app.query_one(PlacementPanel)
+            await open_menu(pilot, app)
+            await pilot.press("down", "down", "down", "enter")  # Distribution
+            await wait_until(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="distribution choice")
+            await pilot.press("enter")  # switch to AUTO
+            await wait_until(pilot, lambda: isinstance(app.screen, LifecyclePreviewScreen), what="preview")
+            assert "per-key order is gone" in app.screen.plan.render()
+            await confirm(pilot, app, name)
+            await wait_until(pilot, lambda: any("distribution done" in note for note in app.notes), what="done")
+            await wait_until(pilot, lambda: app.view.summary.auto_distribution, what="the poll after the switch")
+            assert "AUTO distribution" in str(app.header.render())
+            assert ActionLog.default().entries()[-1]["target"] == "AUTO"
+            placement.set_keys("user-1\nuser-2")
+            await pilot.pause(0.1)
+            notice = str(app.query_one("#placement-summary").render())
+            assert "uses AUTO record distribution since " in notice and "ignores partition" in notice
+            table = app.query_one("#placement-results")
+            assert [column.label.plain for column in table.columns.values()][:2] == ["Key", "Hash key"]
+            assert app.query_one(KeyTreePanel).query_one("#keytree-auto").display
+            assert placement.key_sample() is None  # a reshard preview shows no keys that move
+
+            await kinesis.update_record_distribution(app.view.summary.arn, "USER_PARTITION_KEY")
+            app.poll_now()
+            await wait_until(pilot, lambda: not app.view.summary.auto_distribution, what="switched back")
+            await pilot.pause(0.1)
+            assert "AUTO distribution" not in str(app.header.render())
+            assert [column.label.plain for column in table.columns.values()][:2] == ["Key", "Shard"]
+            assert table.get_row_at(0)[1].startswith("shardId-")
+            assert not app.query_one(KeyTreePanel).query_one("#keytree-auto").display
+            assert len(placement.key_sample().keys) == 2
+    finally:
+        await kinesis.delete_stream(name)

@@ -63,3 +63,20 @@ def test_key_format_setting_is_checked(tmp_path):
     path.write_text('key_format = "sci"\n', encoding="utf-8")
     config, warning = load_config(path)
     assert config.key_format == "decimal" and "key_format" in warning
+
+
+@pytest.mark.parametrize("width, stale_rate_shown", [(140, False), (180, True)])
+async def test_stale_rates_never_take_the_end_keys_place(width, stale_rate_shown):
+    app = static_app()
+    async with app.run_test(size=(width, 30)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        table = app.table
+        table.set_heat({sid: None for sid in table.shard_ids})  # any figures: the column appears
+        await pilot.pause()
+        live = table.render_line(0).text
+        assert "Rate" in live
+        table.set_heat_stale()
+        await pilot.pause()
+        header = table.render_line(0).text
+        assert "End key" in header
+        assert ("Rate (stale)" in header) is stale_rate_shown

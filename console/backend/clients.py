@@ -1,0 +1,151 @@
+"""aiobotocore clients: their settings, credentials and endpoints, and `open_backend`, which opens
+them (and the embedded local server, for kind "local") and closes them all on exit.
+
+Three kinds of backend: `aws` (the standard credential chain, --profile, --region), `endpoint` (any
+Kinesis-compatible URL) and `local` (the embedded moto server, started in a child process here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from datetime import datetime, timezone
+from typing import Any
+
+from console.backend.config import DEFAULT_LOCAL_REGION, DUMMY_CREDENTIALS, BackendConfig
+from console.backend.errors import translate
+from console.backend.kinesis import KinesisBackend
+
+# botocore logs a failed credential refresh (an expired SSO token, say) as a WARNING with a traceback
+# before raising; with no logging configured, Python's last-resort handler would print it all on
+# stderr. The raised error is translated into one line; a configured root handler still gets the record.
+for _library in ("botocore", "aiobotocore"):
+    logging.getLogger(_library).addHandler(logging.NullHandler())
+
+
+def client_config(config: BackendConfig | None = None) -> Any:
+    import platform
+
+    from aiobotocore.config import AioConfig
+    from botocore import __version__ as botocore_version
+
+    from console import __version__
+
+    config = config or BackendConfig()
+    return AioConfig(
+        connect_timeout=config.connect_timeout,
+        read_timeout=config.read_timeout,
+        # botocore makes one attempt; the call path (calls.py) retries throttling itself so it can say so,
+        # and so a put that failed with a 5xx is never resent blindly. The mode still applies: adaptive
+        # keeps its client-side rate limiter.
+        retries={"mode": config.retry_mode, "total_max_attempts": 1},
+        max_pool_connections=64,  # concurrent producers share one client
+        # A fixed User-Agent: botocore otherwise rebuilds its long one (sanitising some forty parts) twice
+        # per call, a tenth of the client's CPU per call when reading a thousand shards.
+        user_agent=f"kconsole/{__version__} botocore/{botocore_version} Python/{platform.python_version()}",
+    )
+
+
+def create_client(session: Any, service: str, region: str, endpoint_url: str | None,
+                   config: Any, credentials: tuple[str, str] | None) -> Any:
+    kwargs: dict[str, Any] = {"region_name": region, "config": config}
+    if endpoint_url:
+        kwargs["endpoint_url"] = endpoint_url
+    if credentials:
+        kwargs["aws_access_key_id"], kwargs["aws_secret_access_key"] = credentials
+    return session.create_client(service, **kwargs)
+
+
+async def credentials_for(session: Any, config: BackendConfig) -> tuple[str, str] | None:
+    """Local servers get dummy credentials (never the user's real ones); --endpoint-url, or an endpoint
+    on this machine set in the environment or profile, uses the configured chain if it yields anything,
+    else dummies; AWS, and a remote endpoint configured the botocore way, always use the chain."""
+    if config.kind == "local":
+        return DUMMY_CREDENTIALS
+    if config.local_endpoint:
+        # A server on this machine checks no credentials, and asking the instance metadata service
+        # (off EC2: a one-second timeout) or a container endpoint for some only delays the first call.
+        resolver = session.get_component("credential_provider")
+        for provider in ("container-role", "iam-role"):
+            resolver.remove(provider)
+        try:
+            found = await session.get_credentials()
+        except Exception:  # noqa: BLE001 - a broken chain just means "none configured" here
+            found = None
+        return None if found is not None else DUMMY_CREDENTIALS
+    return None
+
+
+class SideClients:
+    """The backend's clients for CloudWatch, DynamoDB and STS, each opened on first use and closed
+    with the backend."""
+
+    def __init__(self, session: Any, stack: contextlib.AsyncExitStack, *, region: str, endpoint_url: str | None,
+                 config: Any, credentials: tuple[str, str] | None) -> None:
+        self._session = session
+        self._stack = stack
+        self._region = region
+        self._endpoint_url = endpoint_url
+        self._config = config
+        self._credentials = credentials
+        self._clients: dict[str, Any] = {}
+
+    async def get(self, service: str) -> Any:
+        if service not in self._clients:
+            self._clients[service] = await self._stack.enter_async_context(
+                create_client(self._session, service, self._region, self._endpoint_url,
+                              self._config, self._credentials))
+        return self._clients[service]
+
+
+def parse_timestamp(value: Any) -> datetime:
+    """Kinesis sends epoch seconds; botocore's default parser builds a dateutil tzlocal for each one
+    (a fifth of the client's time decoding a 10,000-record page). Other forms go to botocore's parser."""
+    if isinstance(value, (int, float)):
+        return datetime.fromtimestamp(value, timezone.utc)
+    from botocore.utils import parse_timestamp as botocore_parse_timestamp
+
+    return botocore_parse_timestamp(value)
+
+
+@contextlib.asynccontextmanager
+async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
+    """An open backend; for kind "local" also the embedded server, started first and stopped last
+    (unless `config.endpoint_url` names one that is already running)."""
+    from aiobotocore.session import AioSession
+    from botocore.exceptions import BotoCoreError
+
+    async with contextlib.AsyncExitStack() as stack:
+        endpoint_url = config.endpoint_url
+        local_server = None
+        # kind "local" with an endpoint_url attaches to a running embedded server (tests, `local serve`).
+        if config.kind == "local" and not endpoint_url:
+            from console.backend.local import LocalKinesisServer
+
+            local_server = LocalKinesisServer()
+            stack.push_async_callback(asyncio.to_thread, local_server.stop)
+            endpoint_url = await asyncio.to_thread(local_server.start)
+        region = config.region or DEFAULT_LOCAL_REGION
+        try:
+            session = AioSession(profile=config.profile)
+            session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=parse_timestamp)
+            credentials = await credentials_for(session, config)
+            settings = client_config(config)
+            client = await stack.enter_async_context(
+                create_client(session, "kinesis", region, endpoint_url, settings, credentials))
+        except BotoCoreError as error:
+            translated = translate(error, operation="connect", where=config.label, endpoint_url=endpoint_url)
+            if translated is None:
+                raise
+            raise translated from None
+        # --endpoint-url and the embedded server stand for every service; an endpoint configured for
+        # Kinesis alone (AWS_ENDPOINT_URL_KINESIS), like AWS itself, leaves botocore to resolve the others.
+        shared = endpoint_url if config.endpoint_source is None else None
+        side_clients = SideClients(session, stack, region=region, endpoint_url=shared, config=settings,
+                                   credentials=credentials)
+        backend = KinesisBackend(config, client, region=region, endpoint_url=endpoint_url or client.meta.endpoint_url,
+                                 side_client=side_clients.get)
+        backend.local_server = local_server
+        yield backend

@@ -1,0 +1,84 @@
+"""DynamoDB, for the KCL's lease tables: list them, recognise them, read them a page at a time."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from console.backend.calls import CallPath
+from console.errors import BadInput, ConsoleError, StreamNotFound
+
+
+class DynamoDBBackend:
+    """Tables read through the backend's DynamoDB client (opened on first use)."""
+
+    def __init__(self, calls: CallPath, client: Callable[[str], Awaitable[Any]]) -> None:
+        self._calls = calls
+        self._client = client
+
+    async def _call(self, operation: str, **params: Any) -> dict:
+        client = await self._client("dynamodb")
+        try:
+            return await self._calls.call(client, operation, service="dynamodb", **params)
+        except StreamNotFound:  # errors.py says "not found" in Kinesis's words; here it is a table
+            raise BadInput(f"DynamoDB table {params.get('TableName')!r} not found on {self._calls.label}",
+                           code="table_not_found") from None
+
+    async def table_names(self) -> list[str]:
+        names: list[str] = []
+        params: dict[str, Any] = {}
+        while True:
+            page = await self._call("ListTables", **params)
+            names.extend(page.get("TableNames", []))
+            if not page.get("LastEvaluatedTableName"):
+                return names
+            params = {"ExclusiveStartTableName": page["LastEvaluatedTableName"]}
+
+    async def describe_table(self, table: str) -> dict:
+        return (await self._call("DescribeTable", TableName=table))["Table"]
+
+    async def scan_table(self, table: str, *, limit: int | None = None) -> list[dict]:
+        """The table's items as DynamoDB returns them ({"S": ...}, {"N": ...}, {"SS": [...]}); with
+        `limit`, at most that many (a sample to recognise the table by)."""
+        items: list[dict] = []
+        async for page in self.scan_pages(table, page_size=limit):
+            items.extend(page)
+            if limit is not None and len(items) >= limit:
+                return items[:limit]
+        return items
+
+    async def scan_pages(self, table: str, *, page_size: int | None = None) -> AsyncIterator[list[dict]]:
+        """The table's items a page at a time (DynamoDB's 1 MB pages, or `page_size` items), so a
+        caller can work on one page while the next is read."""
+        params: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+        if page_size is not None:
+            params["Limit"] = page_size
+        while True:
+            page = await self._call("Scan", **params)
+            yield page.get("Items", [])
+            if not page.get("LastEvaluatedKey"):
+                return
+            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    async def create_lease_table(self, table: str, *, timeout: float = 60.0) -> None:
+        """A table keyed as the KCL creates its lease table (one HASH key "leaseKey", a string), on
+        demand billing; returns once it is ACTIVE."""
+        await self._call("CreateTable", TableName=table, BillingMode="PAY_PER_REQUEST",
+                         KeySchema=[{"AttributeName": "leaseKey", "KeyType": "HASH"}],
+                         AttributeDefinitions=[{"AttributeName": "leaseKey", "AttributeType": "S"}])
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while (await self.describe_table(table)).get("TableStatus") != "ACTIVE":
+            if loop.time() > deadline:
+                raise ConsoleError(f"DynamoDB table {table!r} was not ACTIVE after {timeout:g} s")
+            await asyncio.sleep(0.5)
+
+    async def put_items(self, table: str, items: list[dict]) -> None:
+        """Write items 25 at a time (BatchWriteItem's limit), resending what DynamoDB left unprocessed
+        (a put of the same whole item is idempotent)."""
+        for offset in range(0, len(items), 25):
+            batch = [{"PutRequest": {"Item": item}} for item in items[offset:offset + 25]]
+            while batch:
+                answer = await self._call("BatchWriteItem", RequestItems={table: batch})
+                batch = answer.get("UnprocessedItems", {}).get(table, [])

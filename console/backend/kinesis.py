@@ -1,0 +1,454 @@
+"""Kinesis: every stream, shard, record and consumer call the console makes, and the object
+`open_backend` yields.
+
+    async with open_backend(BackendConfig.from_args(args)) as kinesis:
+        shards = await kinesis.all_shards("orders")
+
+`KinesisBackend` is also where the console reaches the other services it needs (DynamoDB lease
+tables, CloudWatch metrics, STS identity): one object to pass around, each service in its own
+module and class, all on one call path so retries are counted and reported in one place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from console.backend.calls import CallPath
+from console.backend.cloudwatch import CloudWatchBackend, StreamsMetrics
+from console.backend.config import BackendConfig
+from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS
+from console.backend.dynamodb import DynamoDBBackend
+from console.backend.sts import STSBackend
+from console.errors import BackendError, BadInput, ConsoleError, ResourceInUse, StreamNotFound
+from console.topology.model import Shard, StreamSummary, put_records_entry
+
+if TYPE_CHECKING:
+    from console.backend.local import LocalKinesisServer
+
+
+class KinesisBackend(CallPath):
+    """One open connection to a Kinesis endpoint. Create through `open_backend`."""
+
+    # What the console may use beyond the streams (console.backend.protocol): CloudWatch, retry events.
+    capabilities = frozenset({CLOUDWATCH, RETRY_EVENTS})
+
+    def __init__(self, config: BackendConfig, client: Any, *, region: str, endpoint_url: str | None,
+                 side_client: Callable[[str], Awaitable[Any]] | None = None) -> None:
+        super().__init__(config, endpoint_url=endpoint_url)
+        self.region = region
+        self._client = client
+        self._open_side_client = side_client  # (service) -> its client; see clients.SideClients
+        self.local_server: LocalKinesisServer | None = None  # the embedded server for kind "local"
+        self._dynamodb = DynamoDBBackend(self, self._side_client)
+        self._cloudwatch = CloudWatchBackend(self, self._side_client)
+        self._sts = STSBackend(self, self._side_client)
+
+    async def _call(self, operation: str, **params: Any) -> dict:
+        try:
+            return await self.call(self._client, operation, **params)
+        except StreamNotFound as error:
+            stream = params.get("StreamName")
+            if not stream:
+                raise
+            raise await self._stream_not_found(stream, error) from None
+
+    async def _stream_not_found(self, stream: str, error: StreamNotFound) -> Exception:
+        """A missing stream names the streams there are; a missing shard or consumer on a stream that
+        is there says so instead."""
+        names = await self._stream_names_or_none()
+        if names is not None and stream in names:
+            return BadInput(f"not found on {self.label}: {error}", code="not_found")
+        return StreamNotFound(f"stream {stream!r} not found on {self.label}; {_streams_text(names)}")
+
+    async def _stream_names_or_none(self) -> list[str] | None:
+        try:
+            return await self.stream_names()
+        except Exception:  # noqa: BLE001 - the listing is a courtesy; the not-found error stands alone
+            return None
+
+    async def _side_client(self, service: str) -> Any:
+        """The backend's client for another service (CloudWatch, DynamoDB, STS), opened on first use."""
+        if self._open_side_client is None:
+            raise BackendError(f"{service} is not available on this backend")
+        return await self._open_side_client(service)
+
+    # ---- streams -------------------------------------------------------------------------------
+
+    async def stream_names(self) -> list[str]:
+        return [summary.name for summary in await self.list_stream_summaries()]
+
+    async def stream_summaries(self) -> list[dict]:
+        """ListStreams' StreamSummaries, every page (name, ARN, status, mode, creation time: no shard
+        counts), AWS-shaped: the quick first look at a region with many streams."""
+        summaries: list[dict] = []
+        params: dict[str, Any] = {"Limit": 1000}
+        while True:
+            page = await self._call("ListStreams", **params)
+            listed = page.get("StreamSummaries")
+            if listed is None:  # a server that predates StreamSummaries: names only
+                listed = [{"StreamName": name, "StreamStatus": "?"} for name in page.get("StreamNames", [])]
+            summaries.extend(listed)
+            if not page.get("HasMoreStreams") or not listed:
+                return summaries
+            params = {"Limit": 1000, **({"NextToken": page["NextToken"]} if page.get("NextToken")
+                                        else {"ExclusiveStartStreamName": listed[-1]["StreamName"]})}
+
+    async def list_streams(self) -> list[StreamSummary]:
+        """Every stream, described: one ListStreams page-through, then DescribeStreamSummary per stream."""
+        return await self.describe_streams(await self.list_stream_summaries())
+
+    async def describe_streams(self, listed: list[StreamSummary], *, concurrency: int = 16) -> list[StreamSummary]:
+        """`listed` (from ListStreams) filled in by DescribeStreamSummary, at most `concurrency` at once
+        and one per stream; a stream deleted in between is left out."""
+        limit = asyncio.Semaphore(concurrency)
+
+        async def describe(name: str) -> StreamSummary | None:
+            async with limit:
+                try:
+                    return await self.describe_stream_summary(name)
+                except StreamNotFound:  # deleted between the listing and the describe
+                    return None
+
+        summaries = await asyncio.gather(*(describe(summary.name) for summary in listed))
+        return [summary for summary in summaries if summary is not None]
+
+    async def describe_stream_summary(self, stream: str) -> StreamSummary:
+        raw = (await self._call("DescribeStreamSummary", StreamName=stream))["StreamDescriptionSummary"]
+        return StreamSummary.from_api(raw)
+
+    async def list_stream_summaries(self, *, page_size: int = 100) -> list[StreamSummary]:
+        """Every stream as ListStreams' StreamSummaries give it (name, status, mode, ARN, creation), in
+        one page-through and no describe; a server that answers only StreamNames gives the names alone."""
+        found: list[StreamSummary] = []
+        params: dict[str, Any] = {"Limit": page_size}
+        while True:
+            page = await self._call("ListStreams", **params)
+            # The page's names decide what it holds (moto, say, sends every stream's summary each page).
+            names = page.get("StreamNames", [])
+            summaries = {raw.get("StreamName"): raw for raw in page.get("StreamSummaries") or []}
+            found.extend(StreamSummary.from_listing(summaries.get(name) or {"StreamName": name}) for name in names)
+            if not page.get("HasMoreStreams") or not names:
+                return found
+            params = {"Limit": page_size, **({"NextToken": page["NextToken"]} if page.get("NextToken")
+                                            else {"ExclusiveStartStreamName": names[-1]})}
+
+    async def create_stream(self, stream: str, shard_count: int | None, *, on_demand: bool = False) -> None:
+        """CreateStream: `shard_count` shards in provisioned mode, or on-demand (no count: AWS sizes it)."""
+        if on_demand:
+            await self._call("CreateStream", StreamName=stream, StreamModeDetails={"StreamMode": "ON_DEMAND"})
+            return
+        if isinstance(shard_count, bool) or not isinstance(shard_count, int) or shard_count < 1:
+            raise BadInput(f"shard count must be a whole number of at least 1; got {shard_count!r}")
+        await self._call("CreateStream", StreamName=stream, ShardCount=shard_count)
+
+    async def describe_stream_details(self, stream: str) -> dict:
+        """DescribeStreamSummary's whole answer, AWS-shaped (the summary above keeps what the console shows)."""
+        return (await self._call("DescribeStreamSummary", StreamName=stream))["StreamDescriptionSummary"]
+
+    async def stream_tags(self, stream: str) -> dict[str, str]:
+        tags: dict[str, str] = {}
+        params: dict[str, Any] = {"StreamName": stream}
+        while True:
+            page = await self._call("ListTagsForStream", **params)
+            tags.update({tag["Key"]: tag.get("Value", "") for tag in page.get("Tags", [])})
+            if not page.get("HasMoreTags") or not page.get("Tags"):
+                return tags
+            params["ExclusiveStartTagKey"] = page["Tags"][-1]["Key"]
+
+    async def increase_retention(self, stream: str, hours: int) -> None:
+        await self._call("IncreaseStreamRetentionPeriod", StreamName=stream, RetentionPeriodHours=hours)
+
+    async def decrease_retention(self, stream: str, hours: int) -> None:
+        await self._call("DecreaseStreamRetentionPeriod", StreamName=stream, RetentionPeriodHours=hours)
+
+    async def update_stream_mode(self, stream_arn: str, mode: str) -> None:
+        await self._call("UpdateStreamMode", StreamARN=stream_arn, StreamModeDetails={"StreamMode": mode})
+
+    async def start_encryption(self, stream: str, key_id: str) -> None:
+        await self._call("StartStreamEncryption", StreamName=stream, EncryptionType="KMS", KeyId=key_id)
+
+    async def stop_encryption(self, stream: str, key_id: str) -> None:
+        await self._call("StopStreamEncryption", StreamName=stream, EncryptionType="KMS", KeyId=key_id)
+
+    async def ensure_stream(self, stream: str, shard_count: int = 4) -> bool:
+        """Create `stream` with `shard_count` shards unless it exists; wait until ACTIVE. True if created."""
+        try:
+            summary = await self.describe_stream_summary(stream)
+        except StreamNotFound:
+            try:
+                await self.create_stream(stream, shard_count)
+                created = True
+            except ResourceInUse:  # someone else created it in the meantime
+                created = False
+            await self.wait_for_active(stream)
+            return created
+        if summary.status != "ACTIVE":
+            await self.wait_for_active(stream)
+        return False
+
+    async def wait_for_active(self, stream: str, timeout: float = 60.0) -> StreamSummary:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        delay = 0.05
+        while True:
+            summary = await self.describe_stream_summary(stream)
+            if summary.status == "ACTIVE":
+                return summary
+            if loop.time() + delay > deadline:
+                raise BackendError(f"stream {stream!r} is still {summary.status} after {timeout:g} s", code="timeout")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+    async def delete_stream(self, stream: str, *, enforce_consumer_deletion: bool = True) -> None:
+        await self._call("DeleteStream", StreamName=stream, EnforceConsumerDeletion=enforce_consumer_deletion)
+
+    # ---- shards --------------------------------------------------------------------------------
+
+    async def list_shards(self, *, stream: str | None = None, next_token: str | None = None,
+                          shard_filter: dict | None = None, max_results: int | None = None) -> dict:
+        """One ListShards page, AWS-shaped. With `next_token` only NextToken (and MaxResults) are sent:
+        AWS rejects StreamName or ShardFilter next to a NextToken."""
+        params: dict[str, Any] = {}
+        if next_token:
+            params["NextToken"] = next_token
+        else:
+            if not stream:
+                raise BadInput("list_shards needs a stream name or a next token")
+            params["StreamName"] = stream
+            if shard_filter:
+                params["ShardFilter"] = shard_filter
+        if max_results:
+            params["MaxResults"] = max_results
+        return await self._call("ListShards", **params)
+
+    async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]:
+        shards: list[Shard] = []
+        page = await self.list_shards(stream=stream, shard_filter=shard_filter)
+        while True:
+            shards.extend(Shard.from_api(raw) for raw in page.get("Shards", []))
+            token = page.get("NextToken")
+            if not token:
+                return shards
+            page = await self.list_shards(next_token=token)
+
+    # ---- writes --------------------------------------------------------------------------------
+
+    async def put_record(self, stream: str, data: bytes, partition_key: str | None, *,
+                         explicit_hash_key: int | None = None,
+                         sequence_number_for_ordering: str | None = None) -> dict:
+        params: dict[str, Any] = {"StreamName": stream, "Data": data}
+        if partition_key is not None:  # optional on an AUTO stream
+            params["PartitionKey"] = partition_key
+        if explicit_hash_key is not None:
+            params["ExplicitHashKey"] = str(explicit_hash_key)
+        if sequence_number_for_ordering is not None:
+            params["SequenceNumberForOrdering"] = sequence_number_for_ordering
+        return await self._call("PutRecord", **params)
+
+    async def put_records(self, stream: str, records: list[dict]) -> dict:
+        """`records` are AWS-shaped: {Data, PartitionKey?, ExplicitHashKey?} (an int hash key is accepted;
+        no PartitionKey only on an AUTO stream). Per-record failures come back in the response's Records
+        (ErrorCode), as from AWS."""
+        entries = [put_records_entry(record["Data"], record.get("PartitionKey"), record.get("ExplicitHashKey"))
+                   for record in records]
+        return await self._call("PutRecords", StreamName=stream, Records=entries)
+
+    # ---- today's settings: record size, warm throughput, distribution, account ------------------
+
+    async def _today(self, operation: str, **params: Any) -> dict:
+        """An operation added in 2025-26: a server that predates it says so in one line."""
+        try:
+            return await self._call(operation, **params)
+        except ConsoleError as error:
+            if is_unsupported(error):
+                raise BackendError(f"this endpoint does not support {operation} ({self.label})",
+                                   code="unsupported_operation") from None
+            raise
+
+    async def update_max_record_size(self, stream_arn: str, kib: int) -> None:
+        await self._today("UpdateMaxRecordSize", StreamARN=stream_arn, MaxRecordSizeInKiB=kib)
+
+    async def update_warm_throughput(self, stream_arn: str, mibps: int) -> dict:
+        return await self._today("UpdateStreamWarmThroughput", StreamARN=stream_arn, WarmThroughputMiBps=mibps)
+
+    async def update_record_distribution(self, stream_arn: str, strategy: str) -> None:
+        await self._today("UpdateStreamRecordDistributionStrategy", StreamARN=stream_arn,
+                          RecordDistributionStrategy=strategy)
+
+    async def account_settings(self) -> dict:
+        """DescribeAccountSettings' MinimumThroughputBillingCommitment ({} when the server says nothing)."""
+        return (await self._today("DescribeAccountSettings")).get("MinimumThroughputBillingCommitment") or {}
+
+    async def update_account_settings(self, status: str) -> dict:
+        answer = await self._today("UpdateAccountSettings", MinimumThroughputBillingCommitment={"Status": status})
+        return answer.get("MinimumThroughputBillingCommitment") or {}
+
+    # ---- tags v2 and resource policies (streams, consumers, channels by ARN) --------------------
+
+    async def resource_tags(self, arn: str) -> dict[str, str]:
+        tags = (await self._today("ListTagsForResource", ResourceARN=arn)).get("Tags", [])
+        return {tag["Key"]: tag.get("Value", "") for tag in tags}
+
+    async def tag_resource(self, arn: str, tags: dict[str, str]) -> None:
+        await self._today("TagResource", ResourceARN=arn, Tags=tags)
+
+    async def untag_resource(self, arn: str, keys: list[str]) -> None:
+        await self._today("UntagResource", ResourceARN=arn, TagKeys=keys)
+
+    async def resource_policy(self, arn: str) -> str | None:
+        """The policy document, or None when there is none (some servers answer ResourceNotFound)."""
+        try:
+            return (await self._today("GetResourcePolicy", ResourceARN=arn)).get("Policy")
+        except StreamNotFound as error:
+            if "policy" in error.message.lower():
+                return None
+            raise
+
+    async def put_resource_policy(self, arn: str, policy: str) -> None:
+        await self._today("PutResourcePolicy", ResourceARN=arn, Policy=policy)
+
+    async def delete_resource_policy(self, arn: str) -> None:
+        await self._today("DeleteResourcePolicy", ResourceARN=arn)
+
+    # ---- channels -------------------------------------------------------------------------------
+
+    async def list_channels(self, *, stream_arn: str | None = None) -> list[dict]:
+        """Every channel (ChannelSummaries), or those reading from one stream."""
+        found: list[dict] = []
+        params: dict[str, Any] = {"MaxResults": 100}
+        if stream_arn:
+            params["StreamFilter"] = [{"StreamARN": stream_arn}]
+        while True:
+            page = await self._today("ListChannels", **params)
+            found.extend(page.get("ChannelSummaries", []))
+            if not page.get("NextToken"):
+                return found
+            params["NextToken"] = page["NextToken"]
+
+    async def describe_channel(self, channel_arn: str) -> dict:
+        return (await self._today("DescribeChannel", ChannelARN=channel_arn))["ChannelDescription"]
+
+    async def create_channel(self, request: dict) -> dict:
+        return (await self._today("CreateChannel", **request)).get("ChannelDescription") or {}
+
+    async def delete_channel(self, channel_arn: str) -> None:
+        await self._today("DeleteChannel", ChannelARN=channel_arn)
+
+    # ---- reads ---------------------------------------------------------------------------------
+
+    async def get_shard_iterator(self, stream: str, shard_id: str, iterator_type: str, *,
+                                 sequence_number: str | None = None,
+                                 timestamp: datetime | None = None) -> str:
+        params: dict[str, Any] = {"StreamName": stream, "ShardId": shard_id, "ShardIteratorType": iterator_type}
+        if sequence_number is not None:
+            params["StartingSequenceNumber"] = sequence_number
+        if timestamp is not None:
+            params["Timestamp"] = timestamp
+        return (await self._call("GetShardIterator", **params))["ShardIterator"]
+
+    async def get_records(self, shard_iterator: str, limit: int = 10000) -> dict:
+        return await self._call("GetRecords", ShardIterator=shard_iterator, Limit=limit)
+
+    # ---- resharding ----------------------------------------------------------------------------
+
+    async def split_shard(self, stream: str, shard_id: str, new_starting_hash_key: int) -> None:
+        await self._call("SplitShard", StreamName=stream, ShardToSplit=shard_id,
+                         NewStartingHashKey=str(new_starting_hash_key))
+
+    async def merge_shards(self, stream: str, shard_id: str, adjacent_shard_id: str) -> None:
+        await self._call("MergeShards", StreamName=stream, ShardToMerge=shard_id, AdjacentShardToMerge=adjacent_shard_id)
+
+    async def update_shard_count(self, stream: str, target: int) -> dict:
+        return await self._call("UpdateShardCount", StreamName=stream, TargetShardCount=target,
+                                ScalingType="UNIFORM_SCALING")
+
+    async def describe_limits(self) -> dict:
+        """The account's ShardLimit, OpenShardCount and on-demand stream counts (DescribeLimits)."""
+        return await self._call("DescribeLimits")
+
+    # ---- enhanced fan-out consumers ------------------------------------------------------------
+
+    async def list_stream_consumers(self, stream_arn: str) -> list[dict]:
+        """Every EFO consumer registered on the stream, AWS-shaped (ConsumerName, ConsumerARN,
+        ConsumerStatus, ConsumerCreationTimestamp)."""
+        consumers: list[dict] = []
+        params: dict[str, Any] = {"StreamARN": stream_arn}
+        while True:
+            page = await self._call("ListStreamConsumers", **params)
+            consumers.extend(page.get("Consumers", []))
+            if not page.get("NextToken"):
+                return consumers
+            params = {"StreamARN": stream_arn, "NextToken": page["NextToken"]}
+
+    async def describe_stream_consumer(self, stream_arn: str, name: str) -> dict:
+        answer = await self._call("DescribeStreamConsumer", StreamARN=stream_arn, ConsumerName=name)
+        return answer["ConsumerDescription"]
+
+    async def register_stream_consumer(self, stream_arn: str, name: str) -> dict:
+        return (await self._call("RegisterStreamConsumer", StreamARN=stream_arn, ConsumerName=name))["Consumer"]
+
+    async def deregister_stream_consumer(self, stream_arn: str, name: str) -> None:
+        await self._call("DeregisterStreamConsumer", StreamARN=stream_arn, ConsumerName=name)
+
+    async def enable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None:
+        await self._call("EnableEnhancedMonitoring", StreamName=stream, ShardLevelMetrics=metrics)
+
+    # ---- the other services, through their own classes ---------------------------------------
+
+    async def table_names(self) -> list[str]:
+        return await self._dynamodb.table_names()
+
+    async def describe_table(self, table: str) -> dict:
+        return await self._dynamodb.describe_table(table)
+
+    async def scan_table(self, table: str, *, limit: int | None = None) -> list[dict]:
+        return await self._dynamodb.scan_table(table, limit=limit)
+
+    def scan_pages(self, table: str, *, page_size: int | None = None) -> AsyncIterator[list[dict]]:
+        return self._dynamodb.scan_pages(table, page_size=page_size)
+
+    async def create_lease_table(self, table: str) -> None:
+        await self._dynamodb.create_lease_table(table)
+
+    async def put_table_items(self, table: str, items: list[dict]) -> None:
+        await self._dynamodb.put_items(table, items)
+
+    async def shard_metrics(self, stream: str, shard_ids: list[str], metrics: dict[str, str],
+                            start: datetime, end: datetime,
+                            period: int = 60) -> dict[str, dict[str, list[tuple[datetime, float]]]]:
+        return await self._cloudwatch.shard_metrics(stream, shard_ids, metrics, start, end, period)
+
+    async def stream_metrics(self, stream: str, metrics: dict[str, str], start: datetime, end: datetime,
+                             period: int = 60) -> dict[str, list[tuple[datetime, float]]]:
+        return await self._cloudwatch.stream_metrics(stream, metrics, start, end, period)
+
+    async def streams_metrics(self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime,
+                              period: int = 60) -> StreamsMetrics:
+        return await self._cloudwatch.streams_metrics(streams, metrics, start, end, period)
+
+    async def caller_identity(self) -> str | None:
+        return await self._sts.caller_identity()
+
+
+# How servers that predate an operation answer it: kinesis-mock cannot route it ("Unable to determine
+# service/operation name", as AccessDenied), others name an unknown operation or action, moto has not
+# implemented it.
+_UNSUPPORTED_MARKERS = ("Unable to determine service/operation name", "UnknownOperation", "InvalidAction",
+                        "UnsupportedOperation", "not yet implemented", "is not implemented")
+
+
+def is_unsupported(error: ConsoleError) -> bool:
+    return error.code in ("access_denied", "backend_error", "not_kinesis", "invalid_argument") and \
+        any(marker.lower() in error.message.lower() for marker in _UNSUPPORTED_MARKERS)
+
+
+def _streams_text(names: list[str] | None) -> str:
+    if names is None:
+        return "could not list the streams there"
+    if not names:
+        return "there are no streams there"
+    shown = ", ".join(names[:20]) + (f" (+{len(names) - 20} more)" if len(names) > 20 else "")
+    return f"streams there: {shown}"

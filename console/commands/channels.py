@@ -1,0 +1,215 @@
+"""`kconsole channels`: channels that deliver a stream's records to S3 or S3 Tables.
+
+    kconsole channels                            # every channel: name, status, destination, stream
+    kconsole channels orders                     # the channels reading from stream orders, described
+    kconsole channels describe to-s3
+    kconsole channels create --config channel.json    # CreateChannel's request as JSON, checked first
+    kconsole channels delete to-s3
+
+`create` checks the request against CreateChannel in botocore's Kinesis model (members, types,
+lengths, patterns, enums) before any call; `create` and `delete` show their plan, ask for the
+channel's name on a TTY (--yes without one), are refused under --read-only and go to the action log.
+A stream with active channels cannot be deleted (`kconsole stream delete` says so before calling).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from console.bounds import read_bounded
+from console.commands import command_help
+from console.commands._confirm import confirm_by_typing, refuse_if_read_only
+from console.commands._output import emit, render_table, run_async
+from console.errors import BadInput, PlanRejected
+from console.lifecycle.plans import Call, LifecyclePlan
+
+ACTIONS = ("describe", "create", "delete")
+MAX_CONFIG_BYTES = 1024 * 1024  # a CreateChannel request is a few KiB; a bigger file is not one
+
+
+def register(subparsers, common) -> None:
+    parser = subparsers.add_parser(
+        "channels", parents=common, help=command_help("channels"),
+        description="Without arguments, list every channel; with a STREAM, describe the channels reading from "
+                    "it. `describe NAME`, `create --config FILE` (CreateChannel's request as JSON, checked "
+                    "against the Kinesis API model first) and `delete NAME` act on one channel; create and "
+                    "delete ask first (--yes without a TTY) and are refused under --read-only.")
+    parser.add_argument("words", nargs="*", metavar="STREAM | describe NAME | create | delete NAME",
+                        help="what to do (a stream named like an action: --stream-name)")
+    parser.add_argument("--stream-name", metavar="STREAM", default=None, help="list the channels of this stream")
+    parser.add_argument("--config", metavar="FILE", help="with create: the CreateChannel request as JSON")
+    parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
+    parser.set_defaults(handler=run_channels)
+
+
+def run_channels(args: Any) -> int:
+    words = list(args.words)
+    action = words[0] if words and words[0] in ACTIONS else None
+    if action is None:
+        if len(words) > 1 or (words and args.stream_name):
+            raise BadInput("kconsole channels: give one STREAM, or describe NAME, create --config FILE, delete NAME",
+                           code="usage")
+        stream = args.stream_name or (words[0] if words else None)
+        if stream is not None:
+            from console.bounds import validate_stream_name
+
+            validate_stream_name(stream)
+        return run_async(_list(args, stream))
+    if action == "create":
+        if len(words) != 1 or not args.config:
+            raise BadInput("kconsole channels create takes --config FILE (the CreateChannel request as JSON)",
+                           code="usage")
+        request = read_channel_config(args.config)
+        refuse_if_read_only(args, f"create channel {request['ChannelName']}")
+        return run_async(_create(args, request))
+    if len(words) != 2:
+        raise BadInput(f"kconsole channels {action} takes one channel NAME", code="usage")
+    name = check_channel_name(words[1])
+    if action == "delete":
+        refuse_if_read_only(args, f"delete channel {name}")
+        return run_async(_delete(args, name))
+    return run_async(_describe(args, name))
+
+
+def check_channel_name(name: str) -> str:
+    from console.backend.request_model import validate_request
+
+    validate_request("CreateChannel", {"ChannelName": name, "ServiceExecutionRoleARN":
+                                       "arn:aws:iam::000000000000:role/r", "StreamConfigurationList": [
+                                           {"StreamARN": "arn:aws:kinesis:us-east-1:000000000000:stream/s",
+                                            "RecordConfiguration": {"RecordFormatType": "JSON"}}]},
+                     where=f"channel name {name[:60]!r}")
+    return name
+
+
+def read_channel_config(path: str) -> dict:
+    """The request, read within a bound and checked against the model before anything connects."""
+    from console.backend.request_model import validate_request
+
+    raw = read_bounded(path, MAX_CONFIG_BYTES, what="channel config", code="bad_request")
+    try:
+        request = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise BadInput(f"channel config {path} is not JSON: {getattr(error, 'msg', error)}", code="bad_request") from None
+    if not isinstance(request, dict):
+        raise BadInput(f"channel config {path} must be a JSON object (CreateChannel's request)", code="bad_request")
+    validate_request("CreateChannel", request, where=f"channel config {path}")
+    return request
+
+
+# ---- reading -------------------------------------------------------------------------------------
+
+def _open(args: Any):
+    from console.backend import BackendConfig, open_backend
+
+    return open_backend(BackendConfig.from_args(args))
+
+
+async def _list(args: Any, stream: str | None) -> int:
+    async with _open(args) as kinesis:
+        arn = (await kinesis.describe_stream_summary(stream)).arn if stream else None
+        summaries = await kinesis.list_channels(stream_arn=arn)
+        described = [await kinesis.describe_channel(c["ChannelARN"]) for c in summaries] if stream else []
+        label = kinesis.label
+    rows = [channel_json(c) for c in (described or summaries)]
+    document = {"backend": label, "stream": stream, "channels": rows}
+    emit(args, document, lambda: render_channels(rows, label, stream))
+    return 0
+
+
+async def _describe(args: Any, name: str) -> int:
+    async with _open(args) as kinesis:
+        description = await kinesis.describe_channel(await _arn_of(kinesis, name))
+    document = channel_json(description)
+    emit(args, document, lambda: render_table(("FIELD", "VALUE"), [(k, _text(v)) for k, v in document.items()]))
+    return 0
+
+
+async def _arn_of(kinesis: Any, name: str) -> str:
+    for channel in await kinesis.list_channels():
+        if channel.get("ChannelName") == name:
+            return channel["ChannelARN"]
+    raise BadInput(f"no channel named {name!r} on {kinesis.label}", code="not_found")
+
+
+def channel_json(raw: dict) -> dict:
+    streams = raw.get("Streams") or raw.get("StreamConfigurationList") or []
+    destination = raw.get("ChannelDestinationType") or (
+        "S3" if raw.get("S3DestinationConfiguration") else "S3_TABLES" if raw.get("S3TablesDestinationConfiguration")
+        else None)
+    created = raw.get("ChannelCreationTimestamp")
+    document = {"name": raw.get("ChannelName"), "arn": raw.get("ChannelARN"), "status": raw.get("ChannelStatus"),
+                "status_reason": raw.get("ChannelStatusReason"), "destination": destination,
+                "streams": [s.get("StreamARN") for s in streams],
+                "created": created.isoformat() if hasattr(created, "isoformat") else created}
+    for key in ("ServiceExecutionRoleARN", "S3DestinationConfiguration", "S3TablesDestinationConfiguration",
+                "EncryptionConfiguration", "LoggingConfiguration"):
+        if raw.get(key) is not None:
+            document[key] = raw[key]
+    return document
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "-"
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def render_channels(rows: list[dict], label: str, stream: str | None) -> str:
+    if not rows:
+        return f"no channels {'reading from ' + stream + ' ' if stream else ''}on {label}"
+    table = [(r["name"], r["status"], r["destination"] or "-", ", ".join(s.rsplit("/", 1)[-1] for s in r["streams"]))
+             for r in rows]
+    return render_table(("CHANNEL", "STATUS", "DESTINATION", "STREAMS"), table)
+
+
+# ---- changing ------------------------------------------------------------------------------------
+
+def plan_create(request: dict, exists: bool) -> LifecyclePlan:
+    name = request["ChannelName"]
+    streams = [s["StreamARN"].rsplit("/", 1)[-1] for s in request["StreamConfigurationList"]]
+    destination = "S3" if request.get("S3DestinationConfiguration") else "S3 Tables"
+    consequences = (f"records of {', '.join(streams)} are delivered to {destination} from now on",
+                    "delivery is billed per GB; the stream cannot be deleted while the channel is active")
+    refusal = f"a channel named {name!r} already exists" if exists else None
+    return LifecyclePlan("create", name, f"create channel {name} to {destination}",
+                         (Call("CreateChannel", request),), consequences, refusal)
+
+
+def plan_delete(name: str, arn: str, description: dict) -> LifecyclePlan:
+    streams = ", ".join(s.rsplit("/", 1)[-1] for s in channel_json(description)["streams"]) or "its stream"
+    return LifecyclePlan("delete", name, f"delete channel {name}", (Call("DeleteChannel", {"ChannelARN": arn}),),
+                         (f"delivery from {streams} stops; what was delivered stays in the destination",))
+
+
+async def _create(args: Any, request: dict) -> int:
+    async with _open(args) as kinesis:
+        names = {c.get("ChannelName") for c in await kinesis.list_channels()}
+        plan = plan_create(request, request["ChannelName"] in names)
+        answers = await _change(args, kinesis, plan)
+        document = {"executed": True, "plan": plan.to_json(),
+                    "channel": channel_json(answers[0] if answers and answers[0] else {})}
+    emit(args, document, lambda: plan.render() + f"\nDone: channel {plan.stream} is {document['channel']['status']}")
+    return 0
+
+
+async def _delete(args: Any, name: str) -> int:
+    async with _open(args) as kinesis:
+        arn = await _arn_of(kinesis, name)
+        plan = plan_delete(name, arn, await kinesis.describe_channel(arn))
+        await _change(args, kinesis, plan)
+    emit(args, {"executed": True, "plan": plan.to_json()}, plan.render() + f"\nDone: channel {name} deleted")
+    return 0
+
+
+async def _change(args: Any, kinesis: Any, plan: LifecyclePlan) -> list:
+    from console.lifecycle.settings_apply import apply_setting
+    from console.reshard.actionlog import ActionLog
+
+    if plan.refusal:
+        raise PlanRejected(f"{plan.action} channel {plan.stream} refused, nothing was called: {plan.refusal}")
+    confirm_by_typing(args, plan.stream, what="the channel name", change=f"{plan.action} channel {plan.stream}",
+                      consequence=plan.summary, preview=plan.render() + "\n")
+    who = await kinesis.caller_identity() if kinesis.config.kind == "aws" else None
+    return await apply_setting(kinesis, plan, action_log=ActionLog.default(), who=who)

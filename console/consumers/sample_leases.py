@@ -1,0 +1,37 @@
+"""A KCL application's lease table for a stream, as a KCL 2.x worker pair would leave it: what
+`kconsole demo lease-table` writes so the consumers views have a real table to show.
+
+Items follow `DynamoDBLeaseSerializer.toDynamoRecord` (the attribute names are the ones
+console.consumers.leases reads): one lease per shard, keyed by shard id; a closed shard is
+checkpointed at SHARD_END, an open one at TRIM_HORIZON (so everything it holds counts as behind);
+the leases alternate between two workers; parents and hash ranges as the KCL records them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from console.consumers.leases import (CHECKPOINT, CHECKPOINT_SUBSEQUENCE, LEASE_COUNTER, LEASE_KEY, LEASE_OWNER,
+                                      OWNER_SWITCHES, PARENT_SHARD_IDS)
+from console.topology.model import Shard
+
+WORKERS = ("worker-a", "worker-b")
+
+
+def lease_items(shards: Sequence[Shard]) -> list[dict]:
+    items = []
+    for index, shard in enumerate(shards):
+        item = {
+            LEASE_KEY: {"S": shard.shard_id},
+            LEASE_OWNER: {"S": WORKERS[index % len(WORKERS)]},
+            LEASE_COUNTER: {"N": str(10 + index)},
+            OWNER_SWITCHES: {"N": "0"},
+            CHECKPOINT: {"S": "TRIM_HORIZON" if shard.is_open else "SHARD_END"},
+            CHECKPOINT_SUBSEQUENCE: {"N": "0"},
+            "startingHashKey": {"S": str(shard.starting_hash_key)},
+            "endingHashKey": {"S": str(shard.ending_hash_key)},
+        }
+        if shard.parents:
+            item[PARENT_SHARD_IDS] = {"SS": list(shard.parents)}
+        items.append(item)
+    return items

@@ -1,0 +1,218 @@
+"""The fleet: one row per stream of the region — its rates over the last 30 minutes, utilisation,
+iterator age and throttles from CloudWatch's free stream-level metrics — sorted by trouble.
+
+Trouble, in order: throttling (writes or reads refused), then iterator age (consumers behind), then
+utilisation (near the write limit). A row with any reason is in trouble and says why.
+Capacity: provisioned streams write 1 MiB/s and 1,000 records/s per open shard; on-demand streams
+have the same per-shard limits over the shards they have now, or their warm throughput where set.
+I/O goes through the injected backend's `fleet_metrics` (GetMetricData, 500 queries a call).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from console.errors import ConsoleError
+from console.heat.capacity import RECENT_MINUTES, STREAM_METRICS, per_minute, unavailable_reason
+from console.heat.cloudwatch import PERIOD, minute_window
+from console.heat.snapshot import SHARD_BYTES_LIMIT, SHARD_RECORDS_LIMIT
+
+WINDOW_MINUTES = 30
+# The stream-level metrics (free: no enhanced monitoring) a fleet row shows: five queries a stream,
+# so one GetMetricData call covers 100 streams.
+FLEET_METRICS: dict[str, str] = {metric: STREAM_METRICS[metric] for metric in (
+    "IncomingRecords", "IncomingBytes", "GetRecords.IteratorAgeMilliseconds",
+    "WriteProvisionedThroughputExceeded", "ReadProvisionedThroughputExceeded")}
+AGE_TROUBLE_MS = 60_000  # consumers a minute behind
+UTILISATION_TROUBLE = 0.8
+SORTS = ("trouble", "name", "incoming", "age")
+FLEET_REFRESH_S = 60.0  # CloudWatch's finest period for these metrics: refreshing faster reads the same points
+SPARKS = "▁▂▃▄▅▆▇█"
+MIB = 1024 * 1024
+
+Series = Sequence[tuple[datetime, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamFacts:
+    """What the stream list and DescribeStreamSummary tell about one stream (None: not known yet)."""
+
+    name: str
+    status: str
+    mode: str
+    open_shards: int | None = None
+    consumers: int | None = None
+    auto_distribution: bool = False
+    warm_mibps: int | None = None  # WarmThroughput.CurrentMiBps on on-demand streams
+
+    @classmethod
+    def from_summary(cls, raw: Mapping[str, Any]) -> "StreamFacts":
+        """From a DescribeStreamSummary (or a ListStreams StreamSummaries entry, which has fewer)."""
+        warm = raw.get("WarmThroughput") or {}
+        shards = raw.get("OpenShardCount")
+        consumers = raw.get("ConsumerCount")
+        return cls(name=raw.get("StreamName", ""), status=raw.get("StreamStatus", "?"),
+                   mode=(raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
+                   open_shards=int(shards) if isinstance(shards, int) else None,
+                   consumers=int(consumers) if isinstance(consumers, int) else None,
+                   auto_distribution=raw.get("RecordDistributionStrategy") == "AUTO",
+                   warm_mibps=warm.get("CurrentMiBps") if isinstance(warm.get("CurrentMiBps"), int) else None)
+
+    @classmethod
+    def from_stream(cls, summary: Any) -> "StreamFacts":
+        """From the backend's StreamSummary (today's fields where the summary carries them)."""
+        return cls(name=summary.name, status=summary.status, mode=summary.mode,
+                   open_shards=summary.open_shard_count, consumers=summary.consumer_count,
+                   auto_distribution=bool(getattr(summary, "auto_distribution", False)),
+                   warm_mibps=getattr(summary, "warm_throughput_current_mibps", None))
+
+
+@dataclass(frozen=True, slots=True)
+class FleetRow:
+    facts: StreamFacts
+    records_per_s: float | None
+    bytes_per_s: float | None
+    bytes_sparkline: tuple[float, ...]  # bytes/s per minute over the window, oldest first
+    max_iterator_age_ms: float | None
+    write_throttled: int | None
+    read_throttled: int | None
+    utilisation: float | None  # of the write capacity (the larger of bytes and records)
+    capacity_basis: str | None  # "shards", "warm"
+    trouble: tuple[str, ...]
+    metrics_problem: str | None = None
+    # What the row was built from, so new facts (a shard count arriving late) rebuild it.
+    series: Mapping[str, Series] | None = field(default=None, repr=False, compare=False)
+    window_start: datetime | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        return self.facts.name
+
+    def with_facts(self, facts: StreamFacts) -> "FleetRow":
+        return build_row(facts, self.series, self.window_start, problem=self.metrics_problem)
+
+    def trouble_key(self) -> tuple:
+        """Sorts the worst first: throttled, then behind, then busy; then by name."""
+        throttles = (self.write_throttled or 0) + (self.read_throttled or 0)
+        age = self.max_iterator_age_ms or 0.0
+        busy = self.utilisation or 0.0
+        return (-(throttles > 0), -(age >= AGE_TROUBLE_MS), -(busy >= UTILISATION_TROUBLE),
+                -throttles, -age, -busy, self.name)
+
+    def to_json(self) -> dict:
+        return {"incoming_records_per_s": _rounded(self.records_per_s),
+                "incoming_bytes_per_s": _rounded(self.bytes_per_s),
+                "max_iterator_age_ms": self.max_iterator_age_ms,
+                "write_throttled": self.write_throttled, "read_throttled": self.read_throttled,
+                "utilisation": None if self.utilisation is None else round(self.utilisation, 4),
+                "trouble": list(self.trouble), "metrics_problem": self.metrics_problem}
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def capacity(facts: StreamFacts) -> tuple[float, float, str] | None:
+    """(bytes/s, records/s, basis) the stream can take in, or None when its shard count is unknown."""
+    if facts.mode == "ON_DEMAND" and facts.warm_mibps:
+        return facts.warm_mibps * MIB, float("inf"), "warm"
+    if not facts.open_shards:
+        return None
+    return facts.open_shards * SHARD_BYTES_LIMIT, facts.open_shards * SHARD_RECORDS_LIMIT, "shards"
+
+
+def sparkline_values(points: Series, start: datetime, minutes: int = WINDOW_MINUTES) -> tuple[float, ...]:
+    """Per-second rates per minute from per-minute sums, a 0 for each minute without a point."""
+    return tuple(value / PERIOD for value in per_minute(points, start, minutes))
+
+
+def build_row(facts: StreamFacts, series: Mapping[str, Series] | None, start: datetime | None = None, *,
+              problem: str | None = None) -> FleetRow:
+    """One stream's row from its series ({metric: [(minute, value)]} from `start`, the window's first
+    minute; None: no metrics (yet))."""
+    if series is None or start is None or problem:
+        return FleetRow(facts, None, None, (), None, None, None, None, None, (), problem)
+    records, nbytes = series.get("IncomingRecords") or (), series.get("IncomingBytes") or ()
+    ages = series.get("GetRecords.IteratorAgeMilliseconds") or ()
+    writes = series.get("WriteProvisionedThroughputExceeded") or ()
+    reads = series.get("ReadProvisionedThroughputExceeded") or ()
+    records_per_s, bytes_per_s = _recent_rate(records), _recent_rate(nbytes)
+    recent_ages = sorted(ages)[-RECENT_MINUTES:]
+    age = max((value for _, value in recent_ages), default=None)
+    write_throttled = int(sum(v for _, v in writes)) if writes else None
+    read_throttled = int(sum(v for _, v in reads)) if reads else None
+    limits = capacity(facts)
+    used = None
+    if limits is not None and (records_per_s is not None or bytes_per_s is not None):
+        used = max((bytes_per_s or 0.0) / limits[0], (records_per_s or 0.0) / limits[1])
+    reasons = []
+    if write_throttled:
+        reasons.append(f"write throttled: {write_throttled:,} in {WINDOW_MINUTES} min")
+    if read_throttled:
+        reasons.append(f"read throttled: {read_throttled:,} in {WINDOW_MINUTES} min")
+    if age is not None and age >= AGE_TROUBLE_MS:
+        reasons.append(f"iterator age {format_age(age)}")
+    if used is not None and used >= UTILISATION_TROUBLE:
+        reasons.append(f"{used:.0%} of {'warm throughput' if limits[2] == 'warm' else 'write capacity'}")
+    spark = sparkline_values(nbytes, start) if nbytes else ()
+    return FleetRow(facts, records_per_s, bytes_per_s, spark, age, write_throttled, read_throttled, used,
+                    limits[2] if limits else None, tuple(reasons), None, series, start)
+
+
+def sparkline(values: Sequence[float]) -> str:
+    """Eight levels relative to the window's own peak; an idle window is a flat line."""
+    if not values:
+        return ""
+    top = max(values)
+    if top <= 0:
+        return SPARKS[0] * len(values)
+    return "".join(SPARKS[min(7, int(value / top * 7.999))] for value in values)
+
+
+def _recent_rate(points: Series) -> float | None:
+    """Per second over the latest minutes with data (None: CloudWatch has no point at all)."""
+    if not points:
+        return None
+    recent = sorted(points)[-RECENT_MINUTES:]
+    return sum(value for _, value in recent) / (len(recent) * PERIOD)
+
+
+def format_age(millis: float) -> str:
+    seconds = millis / 1000
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def sort_rows(rows: Sequence[FleetRow], by: str = "trouble") -> list[FleetRow]:
+    if by == "name":
+        return sorted(rows, key=lambda r: r.name)
+    if by == "incoming":
+        return sorted(rows, key=lambda r: (-(r.bytes_per_s or 0.0), r.name))
+    if by == "age":
+        return sorted(rows, key=lambda r: (-(r.max_iterator_age_ms or 0.0), r.name))
+    return sorted(rows, key=FleetRow.trouble_key)
+
+
+@dataclass
+class Fleet:
+    """The rows of one refresh; streams whose metrics failed keep their rows, marked."""
+
+    rows: list[FleetRow] = field(default_factory=list)
+    metric_calls: int = 0
+    problem: str | None = None  # one line when CloudWatch could not be read at all
+
+
+async def fleet_rows(backend: Any, streams: Sequence[StreamFacts], *, now: datetime | None = None) -> Fleet:
+    """Every stream's row from one batched read of the last 30 minutes' stream-level metrics."""
+    start, end = minute_window(WINDOW_MINUTES, now)
+    names = [facts.name for facts in streams]
+    try:
+        found = await backend.streams_metrics(names, FLEET_METRICS, start, end, PERIOD)
+    except ConsoleError as error:  # no permission, no CloudWatch: the list stands, the reason is one line
+        reason = unavailable_reason(error).removeprefix("no CloudWatch metrics: ")
+        return Fleet([build_row(facts, None, start, problem=reason) for facts in streams], problem=reason)
+    rows = [build_row(facts, found.series.get(facts.name), start, problem=found.problems.get(facts.name))
+            for facts in streams]
+    return Fleet(rows, metric_calls=found.calls)

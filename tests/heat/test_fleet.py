@@ -1,0 +1,181 @@
+"""The fleet: every stream's row from real metric data put into the embedded server's CloudWatch
+(PutMetricData under AWS/Kinesis, as Kinesis publishes it), sorted by trouble; GetMetricData calls
+counted at the transport (the fault proxy, passing everything); a server without CloudWatch keeps
+every row and says why in one line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from aiobotocore.session import AioSession
+
+from console.backend import BackendConfig, open_backend
+from console.backend.config import DUMMY_CREDENTIALS
+from console.commands.streams import _watch_fleet
+from console.heat.fleet import (
+    AGE_TROUBLE_MS,
+    FLEET_METRICS,
+    StreamFacts,
+    build_row,
+    fleet_rows,
+    sort_rows,
+    sparkline,
+)
+from console.heat.cloudwatch import minute_window
+from tests.commands.test_cli_reshard import kconsole
+from tests.faultproxy import FaultProxy
+
+MIB = 1024 * 1024
+
+
+async def put_points(endpoint_url: str, points: list[tuple[str, str, float, datetime]]) -> None:
+    """(stream, metric, value, minute) data points, stream level, 1,000 to a PutMetricData call."""
+    data = [{"MetricName": metric, "Dimensions": [{"Name": "StreamName", "Value": stream}], "Timestamp": at,
+             "Value": value} for stream, metric, value, at in points]
+    async with AioSession().create_client("cloudwatch", region_name="us-east-1", endpoint_url=endpoint_url,
+                                          aws_access_key_id=DUMMY_CREDENTIALS[0],
+                                          aws_secret_access_key=DUMMY_CREDENTIALS[1]) as cloudwatch:
+        for offset in range(0, len(data), 1000):
+            await cloudwatch.put_metric_data(Namespace="AWS/Kinesis", MetricData=data[offset:offset + 1000])
+
+
+def minutes_ago(n: int) -> datetime:
+    return datetime.now(timezone.utc).replace(second=0, microsecond=0) - timedelta(minutes=n, seconds=-5)
+
+
+async def test_streams_json_rows_sorted_by_trouble_with_reasons(capsys, local_kinesis, make_stream):
+    calm, throttled, behind, busy, silent = [await make_stream(shards=1) for _ in range(5)]
+    points = [(name, metric, 0.9 * MIB * 60 if (name, metric) == (busy, "IncomingBytes") else value, minutes_ago(m))
+              for name in (calm, throttled, behind, busy) for m in (2, 3)
+              for metric, value in (("IncomingRecords", 600.0), ("IncomingBytes", 60_000.0))]
+    points += [(throttled, "WriteProvisionedThroughputExceeded", 40.0, minutes_ago(2)),
+               (calm, "WriteProvisionedThroughputExceeded", 0.0, minutes_ago(2)),
+               (behind, "GetRecords.IteratorAgeMilliseconds", 300_000.0, minutes_ago(2)),
+               (calm, "GetRecords.IteratorAgeMilliseconds", 1_000.0, minutes_ago(2))]
+    await put_points(local_kinesis.endpoint_url, points)
+    code, out, err = await kconsole(capsys, "streams", "--json", "--endpoint-url", local_kinesis.endpoint_url,
+                                    "--region", "us-east-1")
+    assert code == 0, err
+    mine = [row for row in json.loads(out) if row["name"] in {calm, throttled, behind, busy, silent}]
+    assert [row["name"] for row in mine][:3] == [throttled, behind, busy]
+    rows = {row["name"]: row for row in mine}
+    assert rows[throttled]["write_throttled"] == 40 and rows[throttled]["trouble"] == ["write throttled: 40 in 30 min"]
+    assert rows[behind]["max_iterator_age_ms"] == 300_000.0 and rows[behind]["trouble"] == ["iterator age 5 min"]
+    assert rows[busy]["trouble"] and "of write capacity" in rows[busy]["trouble"][0]
+    assert rows[calm]["incoming_records_per_s"] == 10.0 and rows[calm]["incoming_bytes_per_s"] == 1000.0
+    assert rows[calm]["trouble"] == [] and rows[calm]["write_throttled"] == 0 and rows[calm]["read_throttled"] is None
+    assert {key: rows[silent][key] for key in ("incoming_records_per_s", "incoming_bytes_per_s", "max_iterator_age_ms",
+                                               "write_throttled", "read_throttled")} == dict.fromkeys(
+        ("incoming_records_per_s", "incoming_bytes_per_s", "max_iterator_age_ms", "write_throttled",
+         "read_throttled"))
+    code, out, err = await kconsole(capsys, "streams", "--sort", "name", "--endpoint-url", local_kinesis.endpoint_url,
+                                    "--region", "us-east-1")
+    assert code == 0 and "TROUBLE" in out and "! write throttled: 40 in 30 min" in out
+    names = [line.split()[0] for line in out.splitlines()[2:]]
+    assert names == sorted(names)
+
+
+async def test_the_watch_refreshes_without_overlap_and_prints_each_round(capsys, local_kinesis, make_stream):
+    stream = await make_stream(shards=1)
+    args = argparse.Namespace(endpoint_url=local_kinesis.endpoint_url, region="us-east-1", sort="age", local=False)
+    started = time.monotonic()
+    await _watch_fleet(args, rounds=2, interval=0.5)
+    text = capsys.readouterr().out
+    assert text.count("sorted by age") == 2 and stream in text and time.monotonic() - started >= 0.5
+    args.json = True
+    await _watch_fleet(args, rounds=2, interval=0.1)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and all(stream in [row["name"] for row in json.loads(line)["streams"]] for line in lines)
+
+
+async def test_getmetricdata_is_batched_500_queries_a_call(local_kinesis, make_stream):
+    streams = [await make_stream(shards=1) for _ in range(3)]
+    async with FaultProxy(int(local_kinesis.endpoint_url.rsplit(":", 1)[1])) as proxy:
+        config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url)
+        async with open_backend(config) as backend:
+            facts = [StreamFacts(name, "ACTIVE", "PROVISIONED", 1) for name in streams]
+            facts += [StreamFacts(f"absent-{i}", "ACTIVE", "PROVISIONED", 1) for i in range(247)]  # 250 x 5 queries
+            fleet = await fleet_rows(backend, facts)
+    assert len(fleet.rows) == 250 and fleet.problem is None
+    assert proxy.stats["pass:GetMetricData"] == fleet.metric_calls == 3  # 1,250 queries: 500, 500, 250
+
+
+async def test_a_server_without_cloudwatch_keeps_every_row_and_says_why_once(capsys, kinesis_mock):
+    url = kinesis_mock.endpoint_url
+    async with open_backend(BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=url)) as backend:
+        await backend.create_stream("fleet-no-metrics", 1)
+        await backend.wait_for_active("fleet-no-metrics")
+    code, out, err = await kconsole(capsys, "streams", "--endpoint-url", url, "--region", "us-east-1")
+    assert code == 0 and "Traceback" not in err and "fleet-no-metrics" in out
+    assert sum(1 for line in out.splitlines() if line.startswith("no metrics:")) == 1
+    code, out, err = await kconsole(capsys, "streams", "--json", "--endpoint-url", url, "--region", "us-east-1")
+    row = next(row for row in json.loads(out) if row["name"] == "fleet-no-metrics")
+    assert row["incoming_records_per_s"] is None and row["trouble"] == [] and row["metrics_problem"]
+
+
+def test_trouble_order_capacity_bases_and_marked_rows():
+    start, _ = minute_window(30)
+    at = start + timedelta(minutes=29)
+
+    def row(name, *, shards=1, mode="PROVISIONED", warm=None, **values):
+        series = {metric: [(at, value)] for metric, value in values.items()}
+        return build_row(StreamFacts(name, "ACTIVE", mode, shards, warm_mibps=warm), series, start)
+
+    throttled_read = row("r", ReadProvisionedThroughputExceeded=3)
+    old = row("o", **{"GetRecords.IteratorAgeMilliseconds": AGE_TROUBLE_MS * 2})
+    older_but_quiet = row("q", **{"GetRecords.IteratorAgeMilliseconds": AGE_TROUBLE_MS - 1})
+    hot = row("h", shards=2, IncomingRecords=0.85 * 2000 * 60)
+    warm = row("w", mode="ON_DEMAND", shards=4, warm=10, IncomingBytes=9 * MIB * 60)
+    quiet = row("a", IncomingRecords=60)
+    marked = build_row(StreamFacts("m", "ACTIVE", "PROVISIONED", 1), None, start, problem="CloudWatch: Forbidden")
+    ordered = [r.name for r in sort_rows([quiet, marked, warm, hot, older_but_quiet, old, throttled_read])]
+    assert ordered[:4] == ["r", "o", "w", "h"] and set(ordered[4:]) == {"a", "m", "q"}
+    assert hot.trouble == ("85% of write capacity",) and warm.trouble == ("90% of warm throughput",)
+    assert marked.trouble == () and marked.metrics_problem == "CloudWatch: Forbidden" and marked.records_per_s is None
+    assert [r.name for r in sort_rows([quiet, old, hot], "age")] == ["o", "a", "h"]
+    assert set(FLEET_METRICS) >= {"IncomingRecords", "IncomingBytes", "GetRecords.IteratorAgeMilliseconds"}
+    assert sparkline([0, 1, 2, 4]) == "▁▂▄█" and sparkline([0, 0]) == "▁▁"
+
+
+@pytest.mark.slow
+async def test_a_thousand_streams_first_rows_in_under_two_seconds(local_kinesis):
+    """1,000 streams with metrics: the first rows (ListStreams' summaries, what the fleet view shows
+    before CloudWatch answers) in < 2 s, and one refresh of every row's metrics in at most 3
+    GetMetricData calls per 500 queries (counted at the transport). The refresh's time is printed, not
+    bounded: moto answers GetMetricData by scanning every stored point for every query and minute."""
+    async with open_backend(BackendConfig(kind="local", region="us-east-1",
+                                          endpoint_url=local_kinesis.endpoint_url)) as backend:
+        existing = set(await backend.stream_names())
+        prefix = "fleet-k-"
+        names = [f"{prefix}{i:04d}" for i in range(1000)]
+        limit = asyncio.Semaphore(16)
+
+        async def create(name: str) -> None:
+            if name not in existing:
+                async with limit:
+                    await backend.create_stream(name, 1)
+
+        await asyncio.gather(*(create(name) for name in names))
+    await put_points(local_kinesis.endpoint_url, [(name, "IncomingRecords", float(i), minutes_ago(2))
+                                                  for i, name in enumerate(names)])
+    async with FaultProxy(int(local_kinesis.endpoint_url.rsplit(":", 1)[1])) as proxy:
+        config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url)
+        async with open_backend(config) as backend:
+            started = time.monotonic()
+            listed = [StreamFacts.from_summary(raw) for raw in await backend.stream_summaries()]
+            first_rows = time.monotonic() - started
+            fleet = await fleet_rows(backend, listed)
+            refreshed = time.monotonic() - started - first_rows
+    rows = {row.name: row for row in fleet.rows}
+    assert set(names) <= set(rows) and rows[names[999]].records_per_s == pytest.approx(999 / 60)
+    queries = len(listed) * len(FLEET_METRICS)
+    assert proxy.stats["pass:GetMetricData"] <= 3 * -(-queries // 500)
+    assert proxy.stats["pass:GetMetricData"] == -(-queries // 500)
+    assert first_rows < 2.0, f"first rows took {first_rows:.2f} s"
+    print(f"1,000 streams: first rows {first_rows:.2f} s, metrics refresh {refreshed:.2f} s "
+          f"in {proxy.stats['pass:GetMetricData']} GetMetricData calls")

@@ -1,0 +1,86 @@
+"""After any dialog over the console closes, confirmed or cancelled, the next digit switches tabs:
+it never lands in a form field behind the dialog (a Keys field turned from 100 into 7 would be the
+next run's setting)."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Input, TabbedContent
+
+from tests.ui.test_ui_interaction import static_app
+from tests.ui.test_ui_console import wait_until
+
+pytestmark = pytest.mark.timeout(60)
+
+# (tab key, keys that open a dialog from that tab's first focus, keys that close it)
+DIALOGS = [
+    ("5", ["ctrl+s"], ["escape"]),                     # the producer's Start asks for the stream name
+    ("5", ["ctrl+s"], ["tab", "enter"]),                 # ... and its Cancel button
+    ("5", ["escape", "question_mark"], ["escape"]),     # help
+    ("3", ["escape", "colon"], ["escape"]),             # the command line
+    ("4", ["escape", "S"], ["escape"]),                 # stream actions
+    ("1", ["s"], ["escape"]),                           # a split preview
+    ("1", ["x"], ["escape"]),                           # the rescale prompt
+    ("1", ["p"], ["escape"]),                           # the stream picker
+]
+
+
+def form_values(app) -> dict[str, str]:
+    return {field.id: field.value for field in app.query(Input) if field.id}
+
+
+@pytest.mark.parametrize("tab_key, open_keys, close_keys", DIALOGS)
+async def test_the_next_digit_after_a_dialog_switches_tabs(tab_key, open_keys, close_keys):
+    app = static_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press(tab_key)
+        await pilot.pause()
+        before = form_values(app)
+        await pilot.press(*open_keys)
+        await wait_until(pilot, lambda: len(app.screen_stack) > 1, what="the dialog")
+        await pilot.press(*close_keys)
+        await wait_until(pilot, lambda: len(app.screen_stack) == 1, what="the dialog to close")
+        await pilot.press("7")
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "heat"
+        assert form_values(app) == before
+
+
+async def test_a_stream_that_does_not_exist_leaves_nothing_of_the_previous_one_on_screen():
+    app = static_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("down")
+        await pilot.press("2")
+        await wait_until(pilot, lambda: app.lineage_tree.lines, what="the lineage")
+        app.open_stream("does-not-exist")
+        await wait_until(pilot, lambda: app.header.state.error, what="the header to say the stream is missing")
+        assert not app.lineage_tree.lines
+        assert app.table.row_count == 0
+        assert str(app.query_one("#shard-detail").render()).strip() == ""
+        assert app.placement.index is None
+
+
+async def test_a_greyed_out_key_says_why_under_read_only():
+    app = static_app(read_only=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        app.notes.clear()
+        for key in ("s", "S", "x"):
+            await pilot.press(key)
+            await pilot.pause()
+        assert len(app.screen_stack) == 1  # nothing opened
+        said = [note for note in app.notes if "read-only" in note]
+        assert len(said) == 3 and all("R or :rw" in note for note in said)
+        assert any(note.startswith("Stream") for note in said), said
+
+
+async def test_ctrl_a_selects_every_key_in_placement():
+    app = static_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("3", "enter", *"alpha", "enter", *"beta")
+        await pilot.press("ctrl+a")
+        box = app.query_one("#placement-input")
+        assert box.selected_text == "alpha\nbeta"

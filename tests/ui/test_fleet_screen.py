@@ -1,0 +1,49 @@
+"""The fleet screen on the embedded server: rows from the stream list at once, CloudWatch's metric
+data (put over HTTP) filling them, a stream in trouble red with its reason and first, `/` filtering,
+enter opening the stream."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from textual.widgets import DataTable
+
+from console.ui.screens.stream_picker import StreamPickerScreen
+from tests.heat.test_fleet import put_points
+from tests.ui.test_ui_interaction import RecordingApp, wait_until
+
+
+def minutes_ago(n: int) -> datetime:
+    return datetime.now(timezone.utc).replace(second=0, microsecond=0) - timedelta(minutes=n, seconds=-5)
+
+
+async def test_fleet_screen_puts_trouble_first_filters_and_opens(kinesis, make_stream, local_kinesis):
+    quiet = await make_stream(shards=1)
+    throttled = await make_stream(shards=2)
+    await put_points(local_kinesis.endpoint_url, [
+        (throttled, "WriteProvisionedThroughputExceeded", 12.0, minutes_ago(2)),
+        (throttled, "IncomingRecords", 600.0, minutes_ago(2)),
+        (quiet, "IncomingRecords", 60.0, minutes_ago(2)),
+    ])
+    app = RecordingApp(kinesis, stream=None, interval=60)
+    async with app.run_test(size=(160, 40)) as pilot:
+        def loaded() -> bool:
+            screen = app.screen
+            return isinstance(screen, StreamPickerScreen) and screen.streams and "in trouble" in str(
+                screen.query_one("#picker-status").render())
+
+        await wait_until(pilot, loaded, what="fleet rows with metrics")
+        screen = app.screen
+        assert screen.streams[0].name == throttled
+        table = screen.query_one("#picker-list", DataTable)
+        trouble_cell = table.get_cell(throttled, table.ordered_columns[1].key)
+        assert "write throttled: 12" in trouble_cell.plain and "red" in str(trouble_cell.style)
+        assert table.get_cell(quiet, table.ordered_columns[1].key).plain == ""
+        await pilot.press("slash")
+        for key in quiet:
+            await pilot.press(key if key != "-" else "minus")
+        await wait_until(pilot, lambda: [f.name for f in screen.streams] == [quiet], what="filtered rows")
+        await pilot.press("enter")  # keeps the filter, back to the table
+        await pilot.press("enter")  # opens the one row left
+        await wait_until(pilot, lambda: app.refreshed, what="first poll of the chosen stream")
+        assert app.stream == quiet and app.table.row_count == 1

@@ -1,0 +1,63 @@
+"""The embedded server killed under the console: its death is said in the header at once, it is
+restarted on the same port with the stream recreated (the console says its records are gone), the
+dead child is reaped, and the polls carry on against the new server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import botocore.session
+import pytest
+
+from console.backend import BackendConfig, open_backend
+from console.backend.local import LocalKinesisServer
+from console.ui.launch import _supervise_local_server
+from tests.ui.test_ui_console import RecordingApp, header_text, wait_until
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def reaped(pid: int) -> bool:
+    """Gone for good: no process, not even a defunct one waiting to be reaped."""
+    return not os.path.exists(f"/proc/{pid}")
+
+
+async def test_a_killed_embedded_server_is_said_restarted_and_reaped():
+    server = LocalKinesisServer()
+    endpoint = await asyncio.to_thread(server.start)
+    config = BackendConfig(kind="local", region="us-east-1", endpoint_url=endpoint)
+    try:
+        async with open_backend(config) as kinesis:
+            kinesis.local_server = server
+            await kinesis.ensure_stream("watched", 2)
+            await kinesis.put_records("watched", [{"Data": b"x", "PartitionKey": "k"}])
+            app = RecordingApp(kinesis, stream="watched", interval=0.3, poll_timeout=5)
+            shown: dict = {}
+            supervisor = _supervise_local_server(kinesis, "watched", 2, demo=False, split=False, read_only=False,
+                                                 shown=shown)
+            async with app.run_test(size=(120, 32)) as pilot:
+                shown["app"] = app
+                await wait_until(pilot, lambda: app.refreshed, what="first poll")
+                old = server.pid
+                os.kill(old, signal.SIGKILL)
+                await wait_until(pilot, lambda: "embedded server exited (signal 9); restarting" in app.notes,
+                                 timeout=5, what="the death said")
+                await wait_until(pilot, lambda: "recreated" in (app.header.state.server or ""), timeout=30,
+                                 what="the restart said")
+                assert "watched recreated, records gone" in header_text(app)
+                assert any("its records are gone" in note for note in app.notes)
+                assert server.endpoint_url == endpoint and server.pid != old and reaped(old)
+                polls = len(app.refreshed)
+                await wait_until(pilot, lambda: len(app.refreshed) > polls, timeout=30, what="polls again")
+            supervisor.cancel()
+            reader = botocore.session.get_session().create_client(
+                "kinesis", region_name="us-east-1", endpoint_url=endpoint,
+                aws_access_key_id="truth", aws_secret_access_key="truth")
+            shard = reader.list_shards(StreamName="watched")["Shards"][0]["ShardId"]
+            iterator = reader.get_shard_iterator(StreamName="watched", ShardId=shard,
+                                                 ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+            assert reader.get_records(ShardIterator=iterator)["Records"] == []  # a new, empty stream
+    finally:
+        await asyncio.to_thread(server.stop)
