@@ -165,14 +165,16 @@ def _chunk_writer(kinesis, stream: str, config, verify: bool, on_progress, aws_i
     """One chunk through the ordered producer (and, with verify, read back), as `put` sends its records."""
     from collections import Counter
 
-    from console.produce.given import GivenRecordMatcher
-    from console.produce.producer import MAX_BATCH_RECORDS, OrderedProducer, ProducerSettings
+    from console.produce.copy import CopyMatcher
+    from console.produce.testrecords import ledger_key
+    from console.produce.producer import OrderedProducer
+    from console.produce.settings import MAX_BATCH_RECORDS, ProducerSettings
     from console.produce.verify import IN_FLIGHT_TIMEOUTS, ReadSettings, Verifier
     from console.topology.shardmap import ShardMap
     from console.errors import ConsoleError
 
     async def write(run) -> Any:
-        per_key = Counter(record.key for record in run.records)
+        per_key = Counter(ledger_key(record) for record in run.records)
         # One record a key a request: enough requests in flight to carry every key once, and one more, keeps
         # each request full; more would only split the same keys into smaller requests.
         requests = min(MAX_REQUESTS_IN_FLIGHT, max(2, -(-len(per_key) // MAX_BATCH_RECORDS) + 1))
@@ -191,7 +193,7 @@ def _chunk_writer(kinesis, stream: str, config, verify: bool, on_progress, aws_i
         timeout = getattr(kinesis, "request_timeout", None) or 0.0
         read_settings = ReadSettings(min_call_interval=aws_interval if config.kind == "aws" else 0.0,
                                      in_flight_window=IN_FLIGHT_TIMEOUTS * timeout)
-        verifier = Verifier.for_backend(kinesis, read_settings, GivenRecordMatcher(run.records))
+        verifier = Verifier.for_backend(kinesis, read_settings, CopyMatcher(run.records))
         try:
             return await verifier.verify(result)
         except ConsoleError as error:

@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.errors import BadInput
-from console.read.decoding import KIND_ERROR, DecodedRecord, decode_api_record
+from console.produce.given import GivenRecordMatcher, Identified
+from console.produce.testrecords import ledger_key
+from console.read.decoding import KIND_ERROR, DecodedRecord, MalformedAggregate, decode_api_record, user_records
 from console.read.tail import TailReader
 
 CHUNK_RECORDS = 50_000
@@ -41,11 +43,39 @@ AGGREGATE_MAGIC = b"\xf3\x89\x9a\xc2"
 class CopyRecord:
     """One record to write (what the OrderedProducer takes as a given record), and where it came from."""
 
-    key: str
+    key: str | None  # None: a keyless record of an AUTO stream
     data: bytes
     explicit_hash_key: int | None
     shard_id: str
     unit: str  # "SEQ", or "SEQ/SUB" for a de-aggregated user record
+    line: int = 0  # tells keyless records apart (the producer tracks each under its own name)
+
+
+class CopyMatcher:
+    """Which copied record a record read back from the destination is (for --verify). The verifier reads
+    an aggregate as its user records: an aggregate copied whole is known by its first user record."""
+
+    def __init__(self, records: list[CopyRecord]) -> None:
+        self._given = GivenRecordMatcher(records)
+        self._aggregates: dict[tuple[str, bytes], tuple[str, int]] = {}
+        counts: dict[str, int] = {}
+        for record in records:
+            name = ledger_key(record)
+            position = counts.get(name, 0)
+            counts[name] = position + 1
+            if record.data[:4] == AGGREGATE_MAGIC:
+                try:
+                    inner_key, _, inner_data = user_records(record.data)[0]
+                except (MalformedAggregate, IndexError):
+                    continue
+                self._aggregates[(inner_key, bytes(inner_data))] = (name, position)
+
+    def __call__(self, run: Any, raw: dict) -> Identified | None:
+        found = self._aggregates.get((raw.get("PartitionKey"), bytes(raw.get("Data", b""))))
+        if found is not None:
+            ack = run.acks.get(found)
+            return Identified(found[0], found[1], ack.sent_at if ack is not None else 0.0)
+        return self._given(run, raw)
 
 
 def records_to_copy(raw: dict, shard_id: str, *, where: Callable[[DecodedRecord], bool] | None,
@@ -62,7 +92,7 @@ def records_to_copy(raw: dict, shard_id: str, *, where: Callable[[DecodedRecord]
                            int(record.explicit_hash_key) if record.explicit_hash_key else None,
                            shard_id, f"{sequence}/{record.sub_sequence_number}")
                 for record in decoded if where is None or where(record)], True
-    return [CopyRecord(raw.get("PartitionKey", ""), bytes(data), None, shard_id, sequence)], True
+    return [CopyRecord(raw.get("PartitionKey"), bytes(data), None, shard_id, sequence)], True
 
 
 @dataclass
@@ -232,10 +262,12 @@ async def copy_window(reader: TailReader, write: WriteChunk, checkpoint: CopyChe
                 if not passed:
                     progress.filtered_out += 1
                 fresh = [record for record in records if not checkpoint.already_copied(record)]
+                for record in fresh:
+                    record.line = progress.read
                 progress.skipped += len(records) - len(fresh)
                 checkpoint.read(batch.shard_id, raw["SequenceNumber"], [record.unit for record in fresh])
                 chunk.extend(fresh)
-                size += sum(len(record.data) + len(record.key) for record in fresh)
+                size += sum(len(record.data) + len(record.key or "") for record in fresh)
             if batch.ended or batch.caught_up:
                 checkpoint.shard_read_to_end(batch.shard_id)
             if len(chunk) >= chunk_records or size >= chunk_bytes:
@@ -254,9 +286,10 @@ def _account(progress: CopyProgress, checkpoint: CopyCheckpoint, records: list[C
     position: dict[str, int] = {}
     acked = []
     for record in records:
-        index = position.get(record.key, 0)
-        position[record.key] = index + 1
-        if (record.key, index) in result.acks:
+        name = ledger_key(record)
+        index = position.get(name, 0)
+        position[name] = index + 1
+        if (name, index) in result.acks:
             acked.append(record)
     checkpoint.acknowledged(acked)
     progress.acknowledged += len(acked)

@@ -49,7 +49,7 @@ async def test_copy_keeps_every_key_in_order_and_aggregates_byte_identical(kines
     code, out, err = await kconsole("copy", source, destination, "--from", "trim-horizon", "--yes", "--verify",
                                     "--json", endpoint=local_kinesis.endpoint_url, timeout=120)
 
-    assert code == 0, err
+    assert code == 0, err + out
     document = json.loads(out)
     assert document["copied"] == 61 and document["ok"] and document["verification"]["ok"]
     assert document["verification"]["lost"] == 0 and document["verification"]["out_of_order"] == 0
