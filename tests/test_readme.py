@@ -3,11 +3,11 @@
 The blocks run in one bash session in an empty directory, so a file one line writes is there for the
 next, and an `export` holds for the rest. Only these lines are not run, each for its reason:
 - the two set-up commands at the top (installing is what this suite runs inside);
-- lines that open the live console or a server that runs until Ctrl-C (`kconsole --local`,
-  `kconsole web ...`, `kconsole local serve ...`): the shared server they describe is the one this test
-  starts, on a free port that replaces the README's 4567;
+- lines that open the live console, or run until Ctrl-C (`kconsole --local`, `kconsole web ...`,
+  `kconsole local serve ...`, `streams --watch`, `tail --follow`): the shared server they describe is the
+  one this test starts, on a free port that replaces the README's 4567;
 - fish syntax (`... | source`), which bash does not speak.
-Every other line must exit 0, or with the code its comment states as `# exit N`.
+Every other line must exit 0, or with the code its comment starts with as `# exits N`.
 """
 
 from __future__ import annotations
@@ -31,9 +31,11 @@ NOT_RUN = (
     (re.compile(r"^kconsole --local\b"), "opens the live console"),
     (re.compile(r"^kconsole web\b"), "serves the console until Ctrl-C"),
     (re.compile(r"^kconsole local serve\b"), "the shared server, which this test runs"),
+    (re.compile(r"^kconsole streams\b.*--watch"), "refreshes until Ctrl-C"),
+    (re.compile(r"^kconsole tail\b.*--follow"), "follows the stream until Ctrl-C"),
     (re.compile(r"\|\s*source\s*(#|$)"), "fish syntax"),
 )
-EXPECTED_EXIT = re.compile(r"#.*\bexit (\d)\b")
+EXPECTED_EXIT = re.compile(r"#\s*exits (\d)\b")
 
 
 def readme_lines() -> list[str]:
@@ -61,6 +63,7 @@ def test_readme_has_no_optional_brackets_in_commands():
     assert bad == []
 
 
+@pytest.mark.timeout(600)
 def test_every_readme_line_runs_as_written(tmp_path):
     port = free_port()
     bin_dir = Path(sys.executable).parent
@@ -85,16 +88,19 @@ def test_every_readme_line_runs_as_written(tmp_path):
                 continue
             command = line.replace(f"127.0.0.1:{README_PORT}", f"127.0.0.1:{port}")
             ran.append(line)
-            script.append(f"{{ {command}\n}} > out.{index} 2>&1 < /dev/null; echo \"{index} $?\" >> exits")
+            script.append(f"started=$EPOCHREALTIME; {{ {command}\n}} > out.{index} 2>&1 < /dev/null; "
+                          f"echo \"{index} $? $started $EPOCHREALTIME\" >> exits")
         subprocess.run(["bash", "-c", "\n".join(script)], cwd=work, env=env, timeout=400, check=False)
-        exits = dict(line.split() for line in (work / "exits").read_text().splitlines())
+        exits, seconds = {}, {}
+        for index, code, started, ended in (line.split() for line in (work / "exits").read_text().splitlines()):
+            exits[index], seconds[index] = code, float(ended) - float(started)
         for index, line in enumerate(readme_lines()):
             if reason_not_run(line):
                 continue
             code = int(exits.get(str(index), -1))
             output = (work / f"out.{index}").read_text(errors="replace") if (work / f"out.{index}").exists() else ""
             if code != expected_exit(line) or "Traceback" in output:
-                results.append(f"{line!r} exited {code}:\n{output[-1500:]}")
+                results.append(f"{line!r} exited {code} after {seconds.get(str(index), 0):.1f} s:\n{output[-1500:]}")
         assert len(ran) >= 30  # the examples really ran, not a README the patterns skipped whole
         assert results == [], "\n\n".join(results)
     finally:
