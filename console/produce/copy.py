@@ -23,6 +23,7 @@ acknowledged and is sent again: the report counts such possible duplicates.)
 from __future__ import annotations
 
 import contextlib
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,11 +54,12 @@ class CopyRecord:
 
 class CopyMatcher:
     """Which copied record a record read back from the destination is (for --verify). The verifier reads
-    an aggregate as its user records: an aggregate copied whole is known by its first user record."""
+    an aggregate as its user records: an aggregate copied whole is known by its first user record, and
+    aggregates alike in that are told apart by the order they were copied in (the order they are read in)."""
 
     def __init__(self, records: list[CopyRecord]) -> None:
         self._given = GivenRecordMatcher(records)
-        self._aggregates: dict[tuple[str, bytes], tuple[str, int]] = {}
+        self._aggregates: dict[tuple[str, bytes], deque[tuple[str, int]]] = {}
         counts: dict[str, int] = {}
         for record in records:
             name = ledger_key(record)
@@ -68,11 +70,13 @@ class CopyMatcher:
                     inner_key, _, inner_data = user_records(record.data)[0]
                 except (MalformedAggregate, IndexError):
                     continue
-                self._aggregates[(inner_key, bytes(inner_data))] = (name, position)
+                self._aggregates.setdefault((inner_key, bytes(inner_data)), deque()).append((name, position))
 
     def __call__(self, run: Any, raw: dict) -> Identified | None:
-        found = self._aggregates.get((raw.get("PartitionKey"), bytes(raw.get("Data", b""))))
-        if found is not None:
+        candidates = self._aggregates.get((raw.get("PartitionKey"), bytes(raw.get("Data", b""))))
+        if candidates:
+            # The next one copied; the last stays, so a copy read twice counts as a duplicate of it.
+            found = candidates.popleft() if len(candidates) > 1 else candidates[0]
             ack = run.acks.get(found)
             return Identified(found[0], found[1], ack.sent_at if ack is not None else 0.0)
         return self._given(run, raw)
