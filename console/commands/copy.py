@@ -165,7 +165,7 @@ def _chunk_writer(kinesis, stream: str, config, verify: bool, on_progress, aws_i
     """One chunk through the ordered producer (and, with verify, read back), as `put` sends its records."""
     from collections import Counter
 
-    from console.produce.copy import CopyMatcher
+    from console.produce.given import GivenRecordMatcher
     from console.produce.testrecords import ledger_key
     from console.produce.producer import OrderedProducer
     from console.produce.settings import MAX_BATCH_RECORDS, ProducerSettings
@@ -193,7 +193,8 @@ def _chunk_writer(kinesis, stream: str, config, verify: bool, on_progress, aws_i
         timeout = getattr(kinesis, "request_timeout", None) or 0.0
         read_settings = ReadSettings(min_call_interval=aws_interval if config.kind == "aws" else 0.0,
                                      in_flight_window=IN_FLIGHT_TIMEOUTS * timeout)
-        verifier = Verifier.for_backend(kinesis, read_settings, CopyMatcher(run.records))
+        verifier = Verifier.for_backend(kinesis, read_settings, GivenRecordMatcher(run.records))
+        verifier.whole_aggregates = True  # aggregates were copied as records of their own (--deaggregate: none are)
         try:
             return await verifier.verify(result)
         except ConsoleError as error:

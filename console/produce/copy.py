@@ -23,15 +23,13 @@ acknowledged and is sent again: the report counts such possible duplicates.)
 from __future__ import annotations
 
 import contextlib
-from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from console.errors import BadInput
-from console.produce.given import GivenRecordMatcher, Identified
 from console.produce.testrecords import ledger_key
-from console.read.decoding import KIND_ERROR, DecodedRecord, MalformedAggregate, decode_api_record, user_records
+from console.read.decoding import KIND_ERROR, DecodedRecord, decode_api_record
 from console.read.tail import TailReader
 
 CHUNK_RECORDS = 50_000
@@ -50,36 +48,6 @@ class CopyRecord:
     shard_id: str
     unit: str  # "SEQ", or "SEQ/SUB" for a de-aggregated user record
     line: int = 0  # tells keyless records apart (the producer tracks each under its own name)
-
-
-class CopyMatcher:
-    """Which copied record a record read back from the destination is (for --verify). The verifier reads
-    an aggregate as its user records: an aggregate copied whole is known by its first user record, and
-    aggregates alike in that are told apart by the order they were copied in (the order they are read in)."""
-
-    def __init__(self, records: list[CopyRecord]) -> None:
-        self._given = GivenRecordMatcher(records)
-        self._aggregates: dict[tuple[str, bytes], deque[tuple[str, int]]] = {}
-        counts: dict[str, int] = {}
-        for record in records:
-            name = ledger_key(record)
-            position = counts.get(name, 0)
-            counts[name] = position + 1
-            if record.data[:4] == AGGREGATE_MAGIC:
-                try:
-                    inner_key, _, inner_data = user_records(record.data)[0]
-                except (MalformedAggregate, IndexError):
-                    continue
-                self._aggregates.setdefault((inner_key, bytes(inner_data)), deque()).append((name, position))
-
-    def __call__(self, run: Any, raw: dict) -> Identified | None:
-        candidates = self._aggregates.get((raw.get("PartitionKey"), bytes(raw.get("Data", b""))))
-        if candidates:
-            # The next one copied; the last stays, so a copy read twice counts as a duplicate of it.
-            found = candidates.popleft() if len(candidates) > 1 else candidates[0]
-            ack = run.acks.get(found)
-            return Identified(found[0], found[1], ack.sent_at if ack is not None else 0.0)
-        return self._given(run, raw)
 
 
 def records_to_copy(raw: dict, shard_id: str, *, where: Callable[[DecodedRecord], bool] | None,
