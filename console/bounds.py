@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from console.errors import BadInput
 
@@ -64,7 +64,7 @@ def whole_number(value: object, *, what: str, low: int, high: int) -> int:
     return number
 
 
-def seconds(value: object, *, what: str, high: float = MAX_TIMEOUT_SECONDS) -> float:
+def seconds(value: Any, *, what: str, high: float = MAX_TIMEOUT_SECONDS) -> float:
     """A number of seconds above 0 and at most `high` (never nan or infinity)."""
     try:
         number = float(value) if not isinstance(value, bool) else math.nan
@@ -159,7 +159,6 @@ def _named(what: str, path: str) -> str:
 def open_named_file(path: str, *, what: str, code: str = "bad_input"):
     """`path` opened for reading as a binary stream ('-' is stdin), without blocking on a FIFO that
     has no writer; a directory or an unopenable path is BadInput naming it."""
-    import io
     import os
     import stat
     import sys
@@ -179,7 +178,7 @@ def open_named_file(path: str, *, what: str, code: str = "bad_input"):
     except BaseException:
         os.close(descriptor)
         raise
-    handle = io.open(descriptor, "rb", closefd=True)
+    handle = open(descriptor, "rb", closefd=True)
     return _Prefixed(first, handle) if first else handle
 
 

@@ -14,6 +14,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn, cast
 
 from console import __version__
 from console.commands import COMMANDS
@@ -25,7 +26,7 @@ from console.read.printable import printable
 class ArgumentParser(argparse.ArgumentParser):
     """argparse that raises instead of printing usage and exiting, so errors stay one line (and JSON)."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         # "kconsole: error: predict: argument --shards: ..." names the subcommand once, not the program twice.
         command = self.prog.removeprefix("kconsole").strip()
         raise BadInput(f"{command}: {message}" if command else message, code="usage")
@@ -90,8 +91,8 @@ def build_parser() -> ArgumentParser:
     common = ArgumentParser(add_help=False)
     add_common_options(common, suppress=True)
     parser.register("action", "lazy_parsers", LazySubParsers)
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser,
-                                       action="lazy_parsers")
+    subparsers = cast(LazySubParsers, parser.add_subparsers(dest="command", metavar="COMMAND",
+                                                            parser_class=ArgumentParser, action="lazy_parsers"))
     subparsers.common = [common]
     for name, (module_name, summary) in COMMANDS.items():
         subparsers.add_placeholder(name, module_name, help=summary)

@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from console.userdirs import config_path
 
@@ -130,7 +131,8 @@ def load_config(path: Path | None = None) -> tuple[Config, str | None]:
             read_only = any(value != "false" for value in _READ_ONLY_LINE.findall(text))
             safety = ", read-only (read_only is set but unreadable)" if read_only else ""
             return Config(read_only=read_only), f"ignoring config {path}: {error}; using defaults{safety}"
-    values, problems = {}, []
+    values: dict[str, Any] = {}
+    problems: list[str] = []
     for key, value in raw.items():
         if key not in _CHECKS:
             problems.append(f"unknown setting {key} ignored")

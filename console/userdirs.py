@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pathlib is imported where a path is built, not at start-up
+    from pathlib import Path
 
 APP_NAME = "kconsole"
 
@@ -39,14 +43,14 @@ def _user_config_dir() -> str:
     return platformdirs.user_config_dir(APP_NAME)
 
 
-def config_path():
+def config_path() -> Path:
     """config_file() as a pathlib.Path."""
     from pathlib import Path
 
     return Path(config_file())
 
 
-def data_dir():
+def data_dir() -> Path:
     """Where the action log and saved tails go (KCONSOLE_DATA_DIR overrides, for tests)."""
     from pathlib import Path
 
@@ -58,7 +62,7 @@ def data_dir():
     return Path(platformdirs.user_data_dir(APP_NAME))
 
 
-def cache_dir():
+def cache_dir() -> Path:
     """Where short-lived lookups are remembered, e.g. stream names for completion (KCONSOLE_CACHE_DIR overrides)."""
     from pathlib import Path
 

@@ -49,7 +49,8 @@ MUTATING_OPERATIONS = frozenset({
     "SplitShard", "MergeShards", "UpdateShardCount", "CreateStream", "DeleteStream",
     "IncreaseStreamRetentionPeriod", "DecreaseStreamRetentionPeriod", "UpdateStreamMode",
     "StartStreamEncryption", "StopStreamEncryption", "RegisterStreamConsumer", "DeregisterStreamConsumer",
-    "EnableEnhancedMonitoring",
+    "EnableEnhancedMonitoring", "TagResource", "UntagResource", "PutResourcePolicy", "DeleteResourcePolicy",
+    "UpdateMaxRecordSize",
 })
 
 
@@ -74,7 +75,7 @@ class Faults:
     limit: int | None = None
 
     @classmethod
-    def drop_reply(cls, *operations: str, times: int = 1, **more) -> "Faults":
+    def drop_reply(cls, *operations: str, times: int = 1, **more) -> Faults:
         """The server acts on the first `times` of these calls, and their replies are lost."""
         return cls(reset_after=1.0, operations=frozenset(operations), limit=times, **more)
 
@@ -105,7 +106,7 @@ class FaultProxy:
     def endpoint_url(self) -> str:
         return f"http://{HOST}:{self.port}"
 
-    async def __aenter__(self) -> "FaultProxy":
+    async def __aenter__(self) -> FaultProxy:
         await self._listen()
         if self.faults.refuse_down > 0:
             self._flapper = asyncio.create_task(self._flap())
@@ -192,9 +193,10 @@ class FaultProxy:
         if faults.latency:
             await asyncio.sleep(faults.latency)
         edge = 0.0
-        for name, rate in (("reset_before", faults.reset_before), ("reset_after", faults.reset_after),
-                           ("stall", faults.stall), ("late", faults.late), ("invalid", faults.invalid),
-                           ("hold_reply", faults.hold_reply), ("fail_after", faults.fail_after)):
+        kinds = (("reset_before", faults.reset_before), ("reset_after", faults.reset_after),
+                 ("stall", faults.stall), ("late", faults.late), ("invalid", faults.invalid),
+                 ("hold_reply", faults.hold_reply), ("fail_after", faults.fail_after))
+        for name, rate in kinds:  # noqa: B007 - the kind drawn is the name the loop stops at, read after it
             edge += rate
             if draw < edge:
                 break

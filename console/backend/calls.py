@@ -27,13 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from console.backend.config import MAX_REQUEST_TIMEOUT, BackendConfig
 from botocore.exceptions import ConnectTimeoutError
 
+from console.backend.config import MAX_REQUEST_TIMEOUT, BackendConfig
 from console.backend.errors import (
     NOT_CONNECTED,
-    TIMED_OUT,
     THROTTLE_CODES,
+    TIMED_OUT,
     connection_failure,
     error_code,
     error_message,
@@ -147,7 +147,7 @@ class CallPath:
                 if retry and attempt < most:
                     attempt += 1
                     delay = min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
-                    event = RetryEvent(operation, failure or code, attempt, delay, connection=bool(failure))
+                    event = RetryEvent(operation, failure or code or "unknown", attempt, delay, connection=bool(failure))
                     if quick:  # a wrong URL says so once, in its error line, not in retry lines first
                         self.retries += 1
                     else:

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from console.backend.config import DEFAULT_LOCAL_REGION, DUMMY_CREDENTIALS, BackendConfig
@@ -104,7 +104,7 @@ def parse_timestamp(value: Any) -> datetime:
     """Kinesis sends epoch seconds; botocore's default parser builds a dateutil tzlocal for each one
     (a fifth of the client's time decoding a 10,000-record page). Other forms go to botocore's parser."""
     if isinstance(value, (int, float)):
-        return datetime.fromtimestamp(value, timezone.utc)
+        return datetime.fromtimestamp(value, UTC)
     from botocore.utils import parse_timestamp as botocore_parse_timestamp
 
     return botocore_parse_timestamp(value)

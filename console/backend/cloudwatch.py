@@ -65,9 +65,9 @@ class CloudWatchBackend:
                 found.series[stream][metric].extend(series)
             for index, message in statuses.items():
                 found.problems.setdefault(batch[index][0], message)
-        for series in found.series.values():
-            for metric in series:
-                series[metric].sort()
+        for by_metric in found.series.values():
+            for metric in by_metric:
+                by_metric[metric].sort()
         return found
 
     async def _metric_data(self, queries: list[dict], start: datetime, end: datetime) -> dict[int, list]:

@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 from console.backend.errors import translate
 from console.errors import BadInput
 
+BackendKind = Literal["aws", "endpoint", "local"]
+
 DEFAULT_LOCAL_REGION = "us-east-1"
 DUMMY_CREDENTIALS = ("kconsole-local", "kconsole-local")  # local servers check the signature's shape only
 
@@ -54,7 +56,10 @@ class _AwsSettings:
             raise BadInput(f"AWS profile not found: {profile_name(self.profile)!r} (see ~/.aws/config)",
                            code="bad_profile") from None
         except BotoCoreError as error:  # an unparsable ~/.aws/config, say
-            raise translate(error, operation="configure", where="AWS", endpoint_url=None) from None
+            translated = translate(error, operation="configure", where="AWS", endpoint_url=None)
+            if translated is None:
+                raise
+            raise translated from None
 
     def region(self) -> str | None:
         """The region botocore would use: AWS_REGION / AWS_DEFAULT_REGION, then the profile's config."""
@@ -172,7 +177,7 @@ def validate_timeout(value: Any, option: str) -> float:
 
 @dataclass(frozen=True)
 class BackendConfig:
-    kind: Literal["aws", "endpoint", "local"] = "aws"
+    kind: BackendKind = "aws"
     region: str | None = None
     profile: str | None = None
     endpoint_url: str | None = None
@@ -184,7 +189,7 @@ class BackendConfig:
     retry_mode: str = "standard"
 
     @classmethod
-    def from_args(cls, args: Any) -> "BackendConfig":
+    def from_args(cls, args: Any) -> BackendConfig:
         """--local wins the kind, then --endpoint-url, then an endpoint configured the botocore way
         (see _AwsSettings.configured_endpoint), else real AWS; the region comes from --region, the AWS
         environment or the profile, and defaults to us-east-1 for local and endpoint backends. Retries
@@ -214,7 +219,7 @@ class BackendConfig:
             if configured:
                 endpoint_url, source = configured
                 endpoint_url = _validate_configured_endpoint(endpoint_url, source)
-        kind = "local" if local else "endpoint" if endpoint_url else "aws"
+        kind: BackendKind = "local" if local else "endpoint" if endpoint_url else "aws"
         region = getattr(args, "region", None)
         if region is None and kind != "local":
             region = settings.region()

@@ -10,28 +10,28 @@ import os
 import socket
 
 import aiohttp
-from botocore.exceptions import ConnectionError as BotocoreConnectionError
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
     ConfigParseError,
     ConnectionClosedError,
+    ConnectTimeoutError,
     CredentialRetrievalError,
+    EndpointConnectionError,
     HTTPClientError,
     InvalidConfigError,
-    MetadataRetrievalError,
-    SSLError,
-    SSOError,
-    TokenRetrievalError,
-    ConnectTimeoutError,
-    EndpointConnectionError,
     InvalidRegionError,
+    MetadataRetrievalError,
     NoCredentialsError,
     NoRegionError,
     PartialCredentialsError,
     ProfileNotFound,
     ReadTimeoutError,
+    SSLError,
+    SSOError,
+    TokenRetrievalError,
 )
+from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
 from console.errors import (
     AccessDenied,

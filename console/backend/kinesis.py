@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from console.backend.calls import CallPath
 from console.backend.cloudwatch import CloudWatchBackend, StreamsMetrics
 from console.backend.config import BackendConfig
-from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS
 from console.backend.dynamodb import DynamoDBBackend
+from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS
 from console.backend.sts import STSBackend
 from console.errors import BackendError, BadInput, ConsoleError, ResourceInUse, StreamNotFound
 from console.topology.model import Shard, StreamSummary, put_records_entry
@@ -452,3 +452,10 @@ def _streams_text(names: list[str] | None) -> str:
         return "there are no streams there"
     shown = ", ".join(names[:20]) + (f" (+{len(names) - 20} more)" if len(names) > 20 else "")
     return f"streams there: {shown}"
+
+
+if TYPE_CHECKING:
+    from console.backend.protocol import ConsoleBackend
+
+    def _serves_the_console(backend: KinesisBackend) -> ConsoleBackend:
+        return backend  # mypy checks here that KinesisBackend has every call the console makes

@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from typing import IO
 from urllib.parse import urlsplit
 
 from console.errors import BackendError
@@ -33,7 +34,7 @@ from console.errors import BackendError
 LOCAL_SERVER_MODULES = ("moto", "flask", "flask_cors", "waitress")
 LOCAL_EXTRA_HINT = "pip install 'kconsole[local]'"
 
-_live: set["LocalKinesisServer"] = set()
+_live: set[LocalKinesisServer] = set()
 _live_lock = threading.Lock()
 
 
@@ -55,7 +56,7 @@ class LocalKinesisServer:
         self.endpoint_url: str | None = None
         self.start_seconds: float | None = None
         self._process: subprocess.Popen | None = None
-        self._log = None
+        self._log: IO[bytes] | None = None
         self._stopping = False
         self.restarts = 0
 
@@ -107,10 +108,10 @@ class LocalKinesisServer:
                     raise BackendError(f"the embedded local Kinesis exited on start: {self._last_log_line()}")
 
     def _wait_until_answering(self, deadline: float) -> None:
-        parts = urlsplit(self.endpoint_url)
+        parts = urlsplit(self.endpoint_url or "")
         while True:
             try:
-                connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=1.0)
+                connection = http.client.HTTPConnection(parts.hostname or self.host, parts.port, timeout=1.0)
                 connection.request("GET", "/moto-api/data.json")
                 connection.getresponse().read()
                 connection.close()
@@ -217,7 +218,11 @@ class LocalKinesisServer:
             return
         loop = asyncio.get_running_loop()
         exited = loop.create_future()
-        loop.add_reader(descriptor, lambda: exited.done() or exited.set_result(None))
+        def on_exit() -> None:
+            if not exited.done():
+                exited.set_result(None)
+
+        loop.add_reader(descriptor, on_exit)
         try:
             await exited
         finally:
@@ -225,7 +230,7 @@ class LocalKinesisServer:
             os.close(descriptor)
         process.poll()
 
-    def __enter__(self) -> "LocalKinesisServer":
+    def __enter__(self) -> LocalKinesisServer:
         self.start()
         return self
 

@@ -113,7 +113,7 @@ def apply() -> None:
 
 # ---- enhanced fan-out consumers ----------------------------------------------------------------
 
-def _patch_backend(KinesisBackend: type) -> None:
+def _patch_backend(KinesisBackend: Any) -> None:
     original = KinesisBackend.deregister_stream_consumer
 
     def deregister_stream_consumer(self, stream_arn: str, consumer_name: str, consumer_arn: str) -> None:
@@ -142,7 +142,7 @@ def _patch_backend(KinesisBackend: type) -> None:
 
 # ---- shards: sequence numbers, creation/close times --------------------------------------------
 
-def _patch_shard(Shard: type) -> None:
+def _patch_shard(Shard: Any) -> None:
     original_init = Shard.__init__
     original_to_json = Shard.to_json
 
@@ -152,8 +152,8 @@ def _patch_shard(Shard: type) -> None:
         self.ending_sequence = None
         self.created_at = time.time()
         self.closed_at = None
-        self.sequence_index: list[int] = []  # the keys of self.records, in order
-        self.arrival_index: list[float] = []  # their records' arrival times, in the same order
+        self.sequence_index = []  # the keys of self.records, in order
+        self.arrival_index = []  # their records' arrival times, in the same order
 
     def put_record(self, partition_key: str, data: str, explicit_hash_key: str) -> str:
         from moto.kinesis.models import Record
@@ -177,7 +177,8 @@ def _patch_shard(Shard: type) -> None:
         index = _sequence_index(self)
         start = bisect.bisect_right(index, after)
         stop = min(len(index), start + (limit or GET_RECORDS_LIMIT_DEFAULT))
-        records, size = [], 0
+        records: list[Any] = []  # moto Record objects
+        size = 0
         for sequence_number in index[start:stop]:  # a slice, not islice: islice walks from the start
             record = self.records[sequence_number]
             size += _record_size(record.data, None)
@@ -227,7 +228,7 @@ def close_shard(shard: Any) -> None:
 
 # ---- streams: routing, split, merge, rescale -----------------------------------------------------
 
-def _patch_stream(Stream: type, models: Any) -> None:
+def _patch_stream(Stream: Any, models: Any) -> None:
     InvalidArgumentError = models.InvalidArgumentError
     Shard = models.Shard
 
@@ -333,7 +334,7 @@ def _patch_stream(Stream: type, models: Any) -> None:
 
 # ---- responses: one request at a time, GetRecords at a closed end, ListShards ------------------
 
-def _patch_responses(KinesisResponse: type, models: Any) -> None:
+def _patch_responses(KinesisResponse: Any, models: Any) -> None:
     from moto.core.responses import ActionResult, BaseResponse
 
     InvalidArgumentError = models.InvalidArgumentError
@@ -789,7 +790,9 @@ def _channel_summary(channel: dict[str, Any]) -> dict[str, Any]:
 def _new_channel(backend: Any, params: dict[str, Any]) -> dict[str, Any]:
     """A channel from a validated CreateChannel request, with the rules the API reference states
     beyond the model: one destination, one source stream (on-demand), formats per destination."""
-    s3, tables = params.get("S3DestinationConfiguration"), params.get("S3TablesDestinationConfiguration")
+    # Exactly one of the two is given (checked next); Any, as mypy cannot follow that check.
+    s3: Any = params.get("S3DestinationConfiguration")
+    tables: Any = params.get("S3TablesDestinationConfiguration")
     if (s3 is None) == (tables is None):
         raise _invalid("Specify either S3DestinationConfiguration or S3TablesDestinationConfiguration, but not both.")
     sources = params["StreamConfigurationList"]

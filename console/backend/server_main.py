@@ -45,7 +45,7 @@ def build_server(host: str = "127.0.0.1", port: int = 0, *, patched: bool = True
     _cache_moto_module_listing()
     if port:
         _check_port_free(host, port)
-    app = DomainDispatcherApplication(create_backend_app)
+    app: Any = DomainDispatcherApplication(create_backend_app)  # a WSGI app, wrapped below when patched
     if patched:
         from console.backend.fast_reads import ShortPathReads
 
@@ -101,7 +101,8 @@ def _cache_moto_module_listing() -> None:
     def list_of_moto_modules():
         return iter(modules)
 
-    list_of_moto_modules.kconsole_cached = True
+    # A mark on the function itself, so a second call in this process sees the listing cached.
+    list_of_moto_modules.kconsole_cached = True  # type: ignore[attr-defined]
     backends.list_of_moto_modules = list_of_moto_modules
 
 

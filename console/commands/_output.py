@@ -14,6 +14,7 @@ import re
 import shutil
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
 
 from console.errors import BadInput
@@ -56,7 +57,7 @@ def configure(args: Any) -> None:
 MAX_QUERY_CHARS = 4096  # a --query is a line of JMESPath, not a program
 MAX_QUERY_NUMBER_DIGITS = 20  # any index or number in a document fits in 20 digits
 QUERY_SHOWN_CHARS = 80  # how much of a bad --query an error line quotes
-_DIGIT_RUN = re.compile(r"\d{%d,}" % (MAX_QUERY_NUMBER_DIGITS + 1))
+_DIGIT_RUN = re.compile(rf"\d{{{MAX_QUERY_NUMBER_DIGITS + 1},}}")
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")  # raw strings and quoted identifiers
 
 
@@ -258,7 +259,7 @@ def emit_json_with_rows(document: dict, rows_key: str, encoded_rows: Iterable[st
     already encoded, a chunk (comma-joined items) at a time. Large writes keep the cost down even when
     stdout is unbuffered (PYTHONUNBUFFERED), where json.dump's many small writes are one syscall each."""
     out = sys.stdout
-    fields = []
+    fields: list[str] = []
     for key, value in document.items():
         if key == rows_key:
             out.write("{" + ", ".join(fields) + (", " if fields else "") + json.dumps(key) + ": [")
@@ -275,7 +276,7 @@ def emit_json_with_rows(document: dict, rows_key: str, encoded_rows: Iterable[st
 def run_async(coro: Awaitable[T]) -> T:
     import asyncio  # here, not at the top: offline commands such as `predict` never load it
 
-    return asyncio.run(coro)  # type: ignore[arg-type]
+    return asyncio.run(coro)  # type: ignore[arg-type]  # callers pass coroutines; Awaitable keeps their types loose
 
 
 def note(message: str) -> None:
@@ -284,7 +285,7 @@ def note(message: str) -> None:
     print(printable(message), file=sys.stderr, flush=True)
 
 
-def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, right_aligned: set[int] = frozenset(),
+def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, right_aligned: AbstractSet[int] = frozenset(),
                  max_rows: int | None = None, total_rows: int | None = None) -> str:
     """A plain-text table: columns as wide as their widest cell, two spaces apart; with `max_rows`,
     the head of a long table and a line saying how many rows were left out. `total_rows` says how

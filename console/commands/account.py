@@ -14,7 +14,7 @@ from typing import Any
 
 from console.commands import command_help
 from console.commands._confirm import confirm_by_typing, refuse_if_read_only
-from console.commands._output import emit, render_table, run_async
+from console.commands._output import emit, note, render_table, run_async
 from console.errors import PlanRejected
 
 
@@ -46,7 +46,7 @@ async def _account(args: Any) -> int:
         commitment = describe_commitment(await kinesis.account_settings())
         label = kinesis.label
         if args.on_demand_advantage is None:
-            document = {"backend": label, "on_demand_advantage": commitment}
+            document: dict[str, Any] = {"backend": label, "on_demand_advantage": commitment}
             emit(args, document, lambda: render_commitment(commitment, label))
             return 0
         plan = plan_account(commitment, args.on_demand_advantage == "on")
@@ -58,7 +58,8 @@ async def _account(args: Any) -> int:
             confirm_by_typing(args, word, what=f"{word!r}", change=f"turn On-demand Advantage {word}",
                               consequence=plan.summary, preview=plan.render() + "\n")
             who = await kinesis.caller_identity() if kinesis.config.kind == "aws" else None
-            await apply_setting(kinesis, plan, action_log=ActionLog.default(), who=who)
+            await apply_setting(kinesis, plan, action_log=ActionLog.default(), who=who,
+                                progress=lambda text: note(f"kconsole: {text}"))
             commitment = describe_commitment(await kinesis.account_settings())
             executed = True
     document = {"backend": label, "executed": executed, "plan": plan.to_json(), "on_demand_advantage": commitment}

@@ -20,7 +20,7 @@ from typing import Any
 from console.bounds import read_bounded
 from console.commands import command_help
 from console.commands._confirm import confirm_by_typing, refuse_if_read_only
-from console.commands._output import emit, render_table, run_async
+from console.commands._output import emit, note, render_table, run_async
 from console.errors import BadInput, PlanRejected
 from console.lifecycle.plans import Call, LifecyclePlan
 
@@ -138,7 +138,7 @@ def channel_json(raw: dict) -> dict:
     destination = raw.get("ChannelDestinationType") or (
         "S3" if raw.get("S3DestinationConfiguration") else "S3_TABLES" if raw.get("S3TablesDestinationConfiguration")
         else None)
-    created = raw.get("ChannelCreationTimestamp")
+    created: Any = raw.get("ChannelCreationTimestamp")
     document = {"name": raw.get("ChannelName"), "arn": raw.get("ChannelARN"), "status": raw.get("ChannelStatus"),
                 "status_reason": raw.get("ChannelStatusReason"), "destination": destination,
                 "streams": [s.get("StreamARN") for s in streams],
@@ -188,7 +188,7 @@ async def _create(args: Any, request: dict) -> int:
         names = {c.get("ChannelName") for c in await kinesis.list_channels()}
         plan = plan_create(request, request["ChannelName"] in names)
         answers = await _change(args, kinesis, plan)
-        document = {"executed": True, "plan": plan.to_json(),
+        document: dict[str, Any] = {"executed": True, "plan": plan.to_json(),
                     "channel": channel_json(answers[0] if answers and answers[0] else {})}
     emit(args, document, lambda: plan.render() + f"\nDone: channel {plan.stream} is {document['channel']['status']}")
     return 0
@@ -212,4 +212,5 @@ async def _change(args: Any, kinesis: Any, plan: LifecyclePlan) -> list:
     confirm_by_typing(args, plan.stream, what="the channel name", change=f"{plan.action} channel {plan.stream}",
                       consequence=plan.summary, preview=plan.render() + "\n")
     who = await kinesis.caller_identity() if kinesis.config.kind == "aws" else None
-    return await apply_setting(kinesis, plan, action_log=ActionLog.default(), who=who)
+    return await apply_setting(kinesis, plan, action_log=ActionLog.default(), who=who,
+                               progress=lambda text: note(f"kconsole: {text}"))

@@ -56,7 +56,7 @@ def _attach(parser: argparse.ArgumentParser, completer: Any) -> None:
     """Every STREAM argument and --stream option, in every (sub)command, completes stream names."""
     for action in parser._actions:  # argparse keeps no public list; argcomplete itself walks this one
         if action.dest == "stream":
-            action.completer = completer  # type: ignore[attr-defined]
+            action.completer = completer  # type: ignore[attr-defined]  # argcomplete reads this attribute
         if isinstance(action, argparse._SubParsersAction):
             for subparser in action.choices.values():
                 _attach(subparser, completer)

@@ -15,7 +15,7 @@ import contextlib
 import math
 import re
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
@@ -361,7 +361,7 @@ async def _recommend(args: argparse.Namespace, window: float) -> tuple[Recommend
                      for h in heats}
             label = "CloudWatch shard-level metrics (busiest minute's average)"
         else:
-            start = datetime.now(timezone.utc) - timedelta(seconds=window)
+            start = datetime.now(UTC) - timedelta(seconds=window)
             note(f"reading {len(shards)} shards' records of the last {args.window} (at most {args.scan_cap:,} each)...")
             peaks = await window_peaks(backend, args.stream, shards, start, cap=args.scan_cap)
             loads = {p.shard_id: ShardLoad(p.shard_id, utilisation(p.peak_records_per_s, p.peak_bytes_per_s),

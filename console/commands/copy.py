@@ -166,9 +166,9 @@ def _chunk_writer(kinesis, stream: str, config, verify: bool, on_progress, aws_i
     from collections import Counter
 
     from console.produce.given import GivenRecordMatcher
-    from console.produce.testrecords import ledger_key
     from console.produce.producer import OrderedProducer
     from console.produce.settings import MAX_BATCH_RECORDS, ProducerSettings
+    from console.produce.testrecords import ledger_key
     from console.produce.verify import IN_FLIGHT_TIMEOUTS, ReadSettings, Verifier
     from console.topology.shardmap import ShardMap
     from console.errors import ConsoleError

@@ -21,28 +21,28 @@ import argparse
 import asyncio
 import math
 
-from console.commands import command_help
 from console.backend import BackendConfig, open_backend
+from console.commands import command_help
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
+from console.commands._distribution import distribution_since
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import ensure_local_stream
-from console.lifecycle.rules import parse_shard_count
-from console.heat.cloudwatch import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
 from console.errors import BadInput
-from console.read.decoding import NO_KEY
-from console.read.printable import printable
-from console.topology.model import auto_notice
-from console.commands._distribution import distribution_since
-from console.keyspace.hashkeys import HashRangeIndex
+from console.heat.cloudwatch import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
 from console.heat.hotkey import HotKeyWhatIf, hot_key_what_if
 from console.heat.rates import DOMINANT_SHARE
+from console.heat.sampler import DEFAULT_READS_PER_SECOND, MAX_READS_PER_SECOND, HeatSampler
 from console.heat.snapshot import (
     SHARD_BYTES_LIMIT,
     SHARD_RECORDS_LIMIT,
     ShardHeatSnapshot,
     StreamHeatSnapshot,
 )
-from console.heat.sampler import DEFAULT_READS_PER_SECOND, MAX_READS_PER_SECOND, HeatSampler
+from console.keyspace.hashkeys import HashRangeIndex
+from console.lifecycle.rules import parse_shard_count
+from console.read.decoding import NO_KEY
+from console.read.printable import printable
+from console.topology.model import auto_notice
 
 MAX_SECONDS = 3600
 MAX_CLOUDWATCH_SECONDS = 14 * 24 * 3600  # 1-minute datapoints are kept for 15 days
@@ -114,12 +114,13 @@ async def _sample(config: BackendConfig, args: argparse.Namespace) -> StreamHeat
         summary = await kinesis.describe_stream_summary(args.stream)
         sampler = HeatSampler(kinesis, args.stream, reads_per_second=args.reads_per_second)
         await sampler.start()
-        sampler.heat.auto_distribution = summary.auto_distribution
+        if sampler.heat is not None:  # start() made it
+            sampler.heat.auto_distribution = summary.auto_distribution
         if summary.auto_distribution:
             note(auto_notice(args.stream, await distribution_since(kinesis, args.stream)))
         try:
             note(f"sampling {args.stream} for {args.seconds:g} s from LATEST "
-                 f"({len(sampler.heat.shards)} open shards, {args.reads_per_second:g} reads/s each)...")
+                 f"({len(sampler.heat.shards) if sampler.heat else 0} open shards, {args.reads_per_second:g} reads/s each)...")
             await asyncio.sleep(args.seconds)
         except BaseException:
             await sampler.stop(drain=False)
@@ -198,7 +199,7 @@ def render(snapshot: StreamHeatSnapshot, advice: dict, *, hottest_first: bool = 
         (" (share of user records)" if aggregated else " (share of shard)")
     if aggregated:
         # REC/S counts Kinesis records (an aggregate is one: what the limit counts); USER/S what is inside.
-        rows = [("SHARD", "REC/S", "USER/S", "PEAK", "KiB/S", "UTIL", keys_heading)]
+        rows: list[tuple[str, ...]] = [("SHARD", "REC/S", "USER/S", "PEAK", "KiB/S", "UTIL", keys_heading)]
     else:
         rows = [("SHARD", "REC/S", "PEAK", "KiB/S", "UTIL", keys_heading)]
     shards = snapshot.hottest_first() if hottest_first else list(snapshot.shards)
@@ -292,7 +293,7 @@ def render_cloudwatch(stream: str, seconds: float, shards: list[ShardMetricsHeat
     rows = [("SHARD", "REC/S", "PEAK MIN", "KiB/S", "UTIL", "THROTTLED", "ITER AGE")]
     for shard in shards:
         age = "-" if shard.iterator_age_ms is None else f"{shard.iterator_age_ms / 1000:,.1f} s"
-        rows.append((shard.shard_id + ("" if shard.is_open else " (closed)"), _rate(shard.records_per_s), _rate(shard.peak_records_per_s),
+        rows.append((shard.shard_id, _rate(shard.records_per_s), _rate(shard.peak_records_per_s),
                      _kib(shard.bytes_per_s), f"{shard.utilisation:.0%}", str(shard.throttled_records), age))
     lines.append(render_table(rows[0], rows[1:], right_aligned=set(range(1, len(rows[0])))))
     if not any(shard.minutes_with_data for shard in shards):

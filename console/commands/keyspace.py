@@ -208,7 +208,7 @@ def predict_command(args: Any) -> int:
         hash_keys = [explicit] * len(keys)
         positions = [index.index_of(explicit)] * len(keys)
     else:
-        hash_keys, positions = predict_hash_keys(index, keys)  # type: ignore[arg-type]
+        hash_keys, positions = predict_hash_keys(index, keys)  # type: ignore[arg-type]  # no None key without a hash key
     predictions = Predictions(keys, hash_keys, positions, index, shard_set.lineage)
     distribution = shard_distribution(index, positions)
     document = {"source": shard_set.source, "explicit_hash_key": None if explicit is None else str(explicit),

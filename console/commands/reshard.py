@@ -14,11 +14,10 @@ A plan that breaches a limit exits 1 (`plan` still prints it; `reshard` calls no
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, replace
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from console.commands import command_help
 from console.bounds import (
     UPDATE_SHARD_COUNT_MAX,
     argtype,
@@ -29,23 +28,16 @@ from console.bounds import (
     timeout,
     whole_number,
 )
-from console.reshard.actionlog import ActionLog
+from console.commands import command_help
+from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
+from console.commands._output import emit, note, run_async
+from console.commands._stream_args import ensure_local_stream
+from console.commands.consumers import validate_table_name
+from console.consumers.barrier import BarrierReport, barrier_analysis, changed_shards
 from console.errors import BadInput, PlanRejected
 from console.keyspace.hashkeys import even_split, parse_hash_key, shard_id_for_index
-from console.reshard.limits import Limits, StreamContext
-from console.topology.model import Shard
-from console.reshard.plan import (
-    KeySample,
-    MedianSplit,
-    ReshardPlan,
-    median_split,
-    plan_even,
-    plan_merge,
-    plan_scale,
-    plan_split,
-    midpoint,
-    render_plan,
-)
+from console.lifecycle.rules import parse_shard_count
+from console.reshard.actionlog import ActionLog
 from console.reshard.execute import (
     DEFAULT_SAMPLE_LIMIT,
     DEFAULT_SAMPLE_SECONDS,
@@ -54,12 +46,20 @@ from console.reshard.execute import (
     PlanBuilder,
     median_split_of_recent,
 )
-from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
-from console.commands._output import emit, note, run_async
-from console.commands._stream_args import ensure_local_stream
-from console.lifecycle.rules import parse_shard_count
-from console.commands.consumers import validate_table_name
-from console.consumers.barrier import BarrierReport, barrier_analysis, changed_shards
+from console.reshard.limits import Limits, StreamContext
+from console.reshard.plan import (
+    KeySample,
+    MedianSplit,
+    ReshardPlan,
+    median_split,
+    midpoint,
+    plan_even,
+    plan_merge,
+    plan_scale,
+    plan_split,
+    render_plan,
+)
+from console.topology.model import Shard
 
 ACTIONS = ("split", "merge", "scale", "even")
 MAX_SAMPLE_LIMIT = 1_000_000  # records read for a median: 100 full GetRecords calls

@@ -28,14 +28,22 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.bounds import argtype, record_size_kib, validate_stream_name, warm_throughput_mibps
+from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import ensure_local_stream
 from console.errors import BadInput, ConsoleError, PlanRejected, StreamNotFound
-from console.topology.model import StreamSummary
 from console.lifecycle.execute import apply, mode_switches
 from console.lifecycle.plans import LifecyclePlan, plan_create, plan_delete, plan_encryption, plan_mode, plan_retention
+from console.lifecycle.rules import (
+    AWS_MANAGED_KMS_KEY,
+    MAX_RETENTION_HOURS,
+    MIN_RETENTION_HOURS,
+    check_kms_key,
+    check_retention_hours,
+    parse_mode,
+    parse_shard_count,
+)
 from console.lifecycle.settings import (
     check_tag_key,
     parse_distribution,
@@ -50,15 +58,7 @@ from console.lifecycle.settings import (
     policy_or_none,
     read_policy,
 )
-from console.lifecycle.rules import (
-    AWS_MANAGED_KMS_KEY,
-    MAX_RETENTION_HOURS,
-    MIN_RETENTION_HOURS,
-    check_kms_key,
-    check_retention_hours,
-    parse_mode,
-    parse_shard_count,
-)
+from console.topology.model import StreamSummary
 
 DEFAULT_WAIT_SECONDS = 300.0
 _VERBS = {"create": "create", "delete": "delete", "retention": "change the retention of",
@@ -442,7 +442,8 @@ async def _setting(args: Any, build, *, log_fields: dict | None = None) -> int:
         plan = await build(kinesis, summary)
         if not _refuse_or_confirm(args, plan, consequence=plan.summary):
             return _finish(args, plan, False, summary.status, summary)
-        await apply_setting(kinesis, plan, action_log=_history(), who=await _who(kinesis), log_fields=log_fields)
+        await apply_setting(kinesis, plan, action_log=_history(), who=await _who(kinesis), log_fields=log_fields,
+                            progress=lambda text: note(f"kconsole: {text}"))
         after = await kinesis.wait_for_active(args.stream, timeout=DEFAULT_WAIT_SECONDS) if args.wait \
             else await kinesis.describe_stream_summary(args.stream)
     return _finish(args, plan, True, after.status, after)

@@ -15,7 +15,17 @@ from typing import Any
 from console.commands import command_help
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import ensure_local_stream, local_shard_count, validate_stream_name
-from console.heat.fleet import FLEET_REFRESH_S, SORTS, Fleet, FleetRow, StreamFacts, fleet_rows, format_age, sort_rows, sparkline
+from console.heat.fleet import (
+    FLEET_REFRESH_S,
+    SORTS,
+    Fleet,
+    FleetRow,
+    StreamFacts,
+    fleet_rows,
+    format_age,
+    sort_rows,
+    sparkline,
+)
 from console.lifecycle.rules import parse_shard_count
 from console.topology.lineage import OPEN, Lineage
 from console.topology.model import StreamSummary

@@ -4,6 +4,7 @@ export a window of it (`--from/--to` or `--last`, filtered with `--where`) as JS
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import time
@@ -278,7 +279,7 @@ async def _tail(config, stream: str, options: TailOptions, reader_box: list, arg
                 if plain_json:  # the common case, once per record: no dict, no second pass
                     write("".join([record.json_line() + "\n" for record in batch.records]))
                 else:
-                    write("".join(emit_record(args, r.to_json(), lambda r=r: format_line(r)) for r in batch.records))
+                    write("".join(emit_record(args, r.to_json(), functools.partial(format_line, r)) for r in batch.records))
                 sys.stdout.flush()
         if export is not None:
             export.progress(reader, force=True)

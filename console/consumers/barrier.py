@@ -63,8 +63,8 @@ class BarrierReport:
     @property
     def records_behind(self) -> int | None:
         """Total records put behind the barrier (None when any shard is over the cap)."""
-        counts = [shard.records_behind for shard in self.behind_barrier]
-        return None if any(count is None for count in counts) else sum(counts)
+        counts = [shard.records_behind for shard in self.behind_barrier if shard.records_behind is not None]
+        return None if len(counts) < len(self.behind_barrier) else sum(counts)
 
     def reason(self) -> str:
         parts = []

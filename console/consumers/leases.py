@@ -180,7 +180,7 @@ def leases_for_stream(items: Iterable[Mapping[str, Any]], stream: str) -> list[L
     """The stream's leases from a lease table's items: single-stream leases (a bare shard id) and
     multi-stream leases naming `stream`; other entities and other streams' leases are left out."""
     leases = (parse_lease(item) for item in items if is_lease_item(item))
-    return sorted((lease for lease in leases if lease.stream_name in (None, stream)), key=lambda l: l.shard_id)
+    return sorted((lease for lease in leases if lease.stream_name in (None, stream)), key=lambda lease: lease.shard_id)
 
 
 def table_matches_stream(items: Iterable[Mapping[str, Any]], stream: str, shard_ids: Iterable[str]) -> bool:

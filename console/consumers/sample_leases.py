@@ -10,6 +10,7 @@ the leases alternate between two workers; parents and hash ranges as the KCL rec
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from console.consumers.leases import (CHECKPOINT, CHECKPOINT_SUBSEQUENCE, LEASE_COUNTER, LEASE_KEY, LEASE_OWNER,
                                       OWNER_SWITCHES, PARENT_SHARD_IDS)
@@ -21,7 +22,7 @@ WORKERS = ("worker-a", "worker-b")
 def lease_items(shards: Sequence[Shard]) -> list[dict]:
     items = []
     for index, shard in enumerate(shards):
-        item = {
+        item: dict[str, dict[str, Any]] = {
             LEASE_KEY: {"S": shard.shard_id},
             LEASE_OWNER: {"S": WORKERS[index % len(WORKERS)]},
             LEASE_COUNTER: {"N": str(10 + index)},

@@ -93,7 +93,7 @@ class WorkersView:
     def other_lease_rows(self) -> list[tuple[str, str, str, str]]:
         """(stream, shard, owner, checkpoint) of each other stream's lease."""
         return [(lease.stream_name or "?", lease.shard_id, lease.owner or "-", lease.checkpoint or "-")
-                for lease in sorted(self.other_leases, key=lambda l: (l.stream_name or "", l.shard_id))]
+                for lease in sorted(self.other_leases, key=lambda lease: (lease.stream_name or "", lease.shard_id))]
 
     def to_json(self) -> dict:
         return {"layout": self.layout, "migration_state": self.migration_state,

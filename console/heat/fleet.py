@@ -156,7 +156,7 @@ def build_row(facts: StreamFacts, series: Mapping[str, Series] | None, start: da
     if age is not None and age >= AGE_TROUBLE_MS:
         reasons.append(f"iterator age {format_age(age)}")
     if used is not None and used >= UTILISATION_TROUBLE:
-        reasons.append(f"{used:.0%} of {'warm throughput' if limits[2] == 'warm' else 'write capacity'}")
+        reasons.append(f"{used:.0%} of {'warm throughput' if limits is not None and limits[2] == 'warm' else 'write capacity'}")
     spark = sparkline_values(nbytes, start) if nbytes else ()
     return FleetRow(facts, records_per_s, bytes_per_s, spark, age, write_throttled, read_throttled, used,
                     limits[2] if limits else None, tuple(reasons), None, series, start)

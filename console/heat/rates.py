@@ -129,7 +129,7 @@ class ShardHeat:
         self.bytes += total_bytes
         self.keyless += keyless
         self.aggregates += aggregates_counted
-        if aggregates_counted:
+        if aggregates_counted and self.by_placement is not None:  # set just above
             placing = keys + outer_keys
             self.user_records += len(keys) + keyless + len(inner_keys)
             self.by_records.add_many(keys + inner_keys if keys else inner_keys)

@@ -6,6 +6,7 @@ even; the partition keys "1".."14" on 2 shards (3 vs 11) give 11 / 7 = 1.57.
 
 from __future__ import annotations
 
+from typing import Any
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
@@ -28,7 +29,7 @@ class BucketCount:
     def __repr__(self) -> str:
         return f"BucketCount({self.label!r}, count={self.count})"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "label": self.label,
             "index": self.index,
@@ -78,7 +79,7 @@ class Distribution:
     def busiest(self) -> BucketCount | None:
         return max(self.buckets, key=lambda b: (b.count, -b.index), default=None)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "total": self.total,
             "buckets": [b.to_json() for b in self.buckets],

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import xxhash
+from typing import Any
 
 from console.keyspace.distribution import Distribution, count_indices, summarize
 from console.errors import BadInput
@@ -54,7 +55,7 @@ class SuffixPlacement:
     shard_index: int
     sort_keys: int  # how many of the given sort keys got this suffix
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "suffix": self.suffix,
             "partition_key": self.partition_key,
@@ -73,7 +74,7 @@ class SortKeyPlacement:
     shard_id: str
     shard_index: int
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "sort_key": self.sort_key,
             "suffix": self.suffix,
@@ -97,7 +98,7 @@ class Spread:
     def shards_reached(self) -> int:
         return len({s.shard_id for s in self.suffixes})
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "partition_key": self.partition_key,
             "suffix_count": self.suffix_count,

@@ -8,7 +8,7 @@ AWS's rules forbid it — why it is refused. The command line and the console sh
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from console.lifecycle.rules import AWS_MANAGED_KMS_KEY, DEFAULT_SHARDS, MIN_RETENTION_HOURS
 from console.topology.model import StreamSummary
@@ -170,8 +170,8 @@ def plan_mode(summary: StreamSummary, mode: str, *, shards: int | None, recent_s
     recent = sorted(t for t in recent_switches if now - t < MODE_SWITCH_WINDOW_SECONDS)
     refusal = _not_active(summary)
     if refusal is None and len(recent) >= MODE_SWITCHES_PER_WINDOW:
-        last = datetime.fromtimestamp(recent[-1], timezone.utc)
-        allowed = datetime.fromtimestamp(recent[-MODE_SWITCHES_PER_WINDOW] + MODE_SWITCH_WINDOW_SECONDS, timezone.utc)
+        last = datetime.fromtimestamp(recent[-1], UTC)
+        allowed = datetime.fromtimestamp(recent[-MODE_SWITCHES_PER_WINDOW] + MODE_SWITCH_WINDOW_SECONDS, UTC)
         refusal = (f"the capacity mode was switched at {last:%Y-%m-%d %H:%M} UTC (action log); AWS allows "
                    f"one switch per 24 hours: next at {allowed:%Y-%m-%d %H:%M} UTC")
     return LifecyclePlan("mode", summary.name, summary_text, tuple(calls), tuple(consequences), refusal)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from console.bounds import MAX_RECORD_SIZE_KIB, MAX_WARM_THROUGHPUT_MIBPS, MIN_RECORD_SIZE_KIB, read_bounded
@@ -45,15 +45,22 @@ DISTRIBUTION_ACTION = "stream distribution"
 
 def switched_to_auto_at(entries: Iterable[dict], stream: str, backend: str) -> str | None:
     """When (UTC, to the minute) this tool last switched `stream` at `backend` to AUTO, if that switch
-    is the latest one it made; None when the log does not know (switched by another tool, say)."""
+    is the latest applied one it made; None when the log does not know (switched by another tool, say).
+    Reads write-ahead entries (an intent whose outcome is applied) and the one-line entries of before."""
+    entries = list(entries)
+    applied = {entry.get("intent") for entry in entries
+               if entry.get("kind") == "outcome" and entry.get("outcome") == "applied"}
     latest = None
     for entry in entries:
-        if entry.get("action") == DISTRIBUTION_ACTION and entry.get("stream") == stream \
+        fields = (entry.get("plan") or {}) if entry.get("kind") == "intent" else entry
+        if entry.get("kind") == "intent" and entry.get("id") not in applied:
+            continue
+        if fields.get("action") == DISTRIBUTION_ACTION and entry.get("stream") == stream \
                 and entry.get("backend") == backend:
-            latest = entry
-    if latest is None or latest.get("target") != "AUTO":
+            latest = (fields, entry)
+    if latest is None or latest[0].get("target") != "AUTO" or not latest[1].get("time"):
         return None
-    return str(latest.get("time", ""))[:16].replace("T", " ") + " UTC" if latest.get("time") else None
+    return str(latest[1]["time"])[:16].replace("T", " ") + " UTC"
 
 
 # ---- record size --------------------------------------------------------------------------------
@@ -66,7 +73,7 @@ def plan_max_record_size(summary: StreamSummary, kib: int) -> LifecyclePlan:
         return LifecyclePlan("max-record-size", summary.name, f"records are already up to {format_kib(kib)}")
     call = Call("UpdateMaxRecordSize", {**_target(summary), "MaxRecordSizeInKiB": kib})
     if kib > current:
-        consequences = (f"one record (data plus partition key) may hold up to {kib * 1024:,} bytes instead of "
+        consequences: tuple[str, ...] = (f"one record (data plus partition key) may hold up to {kib * 1024:,} bytes instead of "
                         f"{current * 1024:,}",
                         "every consumer must take records that large (GetRecords pages, Lambda and KCL buffers); "
                         "a PutRecords request still holds at most 10 MiB",
@@ -126,7 +133,7 @@ def plan_distribution(summary: StreamSummary, strategy: str) -> LifecyclePlan:
             raise BadInput(f"AUTO record distribution applies to on-demand streams; {summary.name} is provisioned "
                            f"(switch with `kconsole stream mode {summary.name} on-demand`); nothing was called",
                            code="not_on_demand")
-        consequences = (
+        consequences: tuple[str, ...] = (
             "Kinesis ignores partition keys and explicit hash keys and spreads records over the shards itself",
             "per-key order is gone: records of one key may land on any shard, and only a shard keeps order",
             "key-based placement stops: explicit hash keys, write-sharded keys and key trees place nothing",
@@ -232,7 +239,7 @@ def check_policy(raw: bytes | str, *, where: str = "the policy") -> str:
 
 
 def plan_policy_put(summary: StreamSummary, policy: str, current: str | None) -> LifecyclePlan:
-    if current is not None and _same_json(current, policy):
+    if current is not None and same_json(current, policy):
         return LifecyclePlan("policy", summary.name, "the stream already has this resource policy")
     statements = json.loads(policy)["Statement"]
     count = len(statements) if isinstance(statements, list) else 1
@@ -250,7 +257,7 @@ def plan_policy_delete(summary: StreamSummary, current: str | None) -> Lifecycle
                          ("access granted only by the policy (other accounts, say) ends at once",))
 
 
-def _same_json(first: str, second: str) -> bool:
+def same_json(first: str, second: str) -> bool:
     try:
         return json.loads(first) == json.loads(second)
     except ValueError:
@@ -273,9 +280,9 @@ def describe_commitment(raw: dict) -> dict:
     """DescribeAccountSettings' MinimumThroughputBillingCommitment, as plain JSON."""
     def when(value: Any) -> str | None:
         if isinstance(value, datetime):
-            return value.astimezone(timezone.utc).isoformat()
+            return value.astimezone(UTC).isoformat()
         if isinstance(value, (int, float)):
-            return datetime.fromtimestamp(value, timezone.utc).isoformat()
+            return datetime.fromtimestamp(value, UTC).isoformat()
         return value
 
     return {"status": raw.get("Status") or "DISABLED", "started_at": when(raw.get("StartedAt")),

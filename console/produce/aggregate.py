@@ -27,10 +27,12 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from console.errors import BadInput
 from console.produce.ledger import PendingRecord, Requeue
 from console.produce.producer import REFILL_SECONDS, THROTTLE_ERROR, OrderedProducer
+from console.produce.settings import ProducerSettings
 from console.read.decoding import MAGIC
 
 DIGEST_BYTES = 16
@@ -139,7 +141,8 @@ class AggregateBuilder:
 
     def encode(self) -> bytes:
         message = b"".join((*self._key_parts, *self._hash_key_parts, *self._record_parts))
-        return MAGIC + message + hashlib.md5(message).digest()
+        encoded: bytes = MAGIC + message + hashlib.md5(message).digest()  # MAGIC comes from an untyped library
+        return encoded
 
 
 def check_max_aggregate_bytes(value: int, record_limit: int, what: str = "the stream's record size limit") -> int:
@@ -167,7 +170,7 @@ class PendingAggregate:
         """What the shard limits count: data plus the outer partition key."""
         return self.builder.size + self.key_bytes
 
-    def entry(self) -> dict:
+    def entry(self) -> dict[str, Any]:
         return {"Data": self.builder.encode(), "PartitionKey": self.partition_key,
                 "ExplicitHashKey": str(self.hash_key)}
 
@@ -181,7 +184,7 @@ class AggregationStats:
     user_records: int = 0  # acknowledged user records
     wrong_shard: int = 0  # aggregates that landed off their prediction: re-predicted and re-aggregated
 
-    def to_json(self, seconds: float) -> dict:
+    def to_json(self, seconds: float) -> dict[str, Any]:
         total = sum(self.kinesis_records.values())
         seconds = max(seconds, 1e-9)
         return {
@@ -195,7 +198,7 @@ class AggregationStats:
         }
 
 
-def aggregation_line(aggregation: dict | None) -> str | None:
+def aggregation_line(aggregation: dict[str, Any] | None) -> str | None:
     """One line of a run summary about its aggregation (from ProduceResult.to_json's "aggregation")."""
     if not aggregation or not aggregation["kinesis_records"]:
         return None
@@ -210,8 +213,8 @@ def aggregation_line(aggregation: dict | None) -> str | None:
 class AggregatingProducer(OrderedProducer):
     """The ordered producer, sending KPL aggregates grouped by predicted shard. Batch mode only."""
 
-    def __init__(self, stream: str, settings, *, max_aggregate_bytes: int = DEFAULT_MAX_AGGREGATE_BYTES,
-                 record_limit: int = MAX_RECORD_LIMIT, **kwargs) -> None:
+    def __init__(self, stream: str, settings: ProducerSettings, *, max_aggregate_bytes: int = DEFAULT_MAX_AGGREGATE_BYTES,
+                 record_limit: int = MAX_RECORD_LIMIT, **kwargs: Any) -> None:
         super().__init__(stream, settings, **kwargs)
         if self.settings.mode != "batch":
             raise BadInput("aggregation sends PutRecords requests: use batch mode")
@@ -219,7 +222,8 @@ class AggregatingProducer(OrderedProducer):
         self.aggregation = AggregationStats(self.max_aggregate_bytes)
         self.result.aggregation = self.aggregation
 
-    def _build_batch(self, ready: deque, now: float) -> tuple[list[PendingAggregate], float | None]:
+    # An aggregate stands where the base class has a record: its own _send_batch takes these.
+    def _build_batch(self, ready: deque[Any], now: float) -> tuple[list[PendingAggregate], float | None]:  # type: ignore[override]
         """Pack ready keys' records into one open aggregate per predicted shard (a new one when it is
         full), within the request limits (500 Kinesis records, 5 MiB) and the pace. A key's records go
         into one aggregate, as many as fit; the key comes back to `ready` once they are acknowledged."""
@@ -233,7 +237,8 @@ class AggregatingProducer(OrderedProducer):
         wait_hint: float | None = None
         stop = False
         while not stop and (item := self._pop_ready(ready)) is not None:
-            key, record = item
+            key, first_record = item
+            record: PendingRecord | None = first_record
             predicted, shard = self._prediction(key)
             waiting = parked.get(shard) if shard is not None else None
             if waiting is not None:
@@ -283,7 +288,7 @@ class AggregatingProducer(OrderedProducer):
                     pacer.return_bytes(shard, growth)
                     stop = True
                     break
-                aggregate.builder.append(slot, piece)
+                aggregate.builder.append(slot, piece)  # type: ignore[arg-type]  # made with its aggregate above
                 aggregate.records.append(record)
                 request_bytes += growth
                 ledger.take(record, predicted)
@@ -292,7 +297,7 @@ class AggregatingProducer(OrderedProducer):
             if not taken:
                 key.queued = True
                 if shard in newly_parked:  # its shard's pace is spent: wait with the shard
-                    parked.setdefault(shard, []).append(key)  # type: ignore[arg-type]
+                    parked.setdefault(shard, []).append(key)
                 else:
                     ready.appendleft(key)
         for shard, size in newly_parked.items():

@@ -50,7 +50,7 @@ class CopyRecord:
     line: int = 0  # tells keyless records apart (the producer tracks each under its own name)
 
 
-def records_to_copy(raw: dict, shard_id: str, *, where: Callable[[DecodedRecord], bool] | None,
+def records_to_copy(raw: dict[str, Any], shard_id: str, *, where: Callable[[DecodedRecord], bool] | None,
                     deaggregate: bool) -> tuple[list[CopyRecord], bool]:
     """The records one wire record becomes, and whether the filter let it through."""
     sequence = raw["SequenceNumber"]
@@ -60,7 +60,7 @@ def records_to_copy(raw: dict, shard_id: str, *, where: Callable[[DecodedRecord]
     if where is not None and not any(where(record) for record in decoded):  # type: ignore[union-attr]
         return [], False
     if aggregate and decoded and decoded[0].kind != KIND_ERROR:
-        return [CopyRecord(record.partition_key, bytes(record.data or b""),
+        return [CopyRecord(record.partition_key or "", bytes(record.data or b""),  # an aggregate's records all have keys
                            int(record.explicit_hash_key) if record.explicit_hash_key else None,
                            shard_id, f"{sequence}/{record.sub_sequence_number}")
                 for record in decoded if where is None or where(record)], True
@@ -111,7 +111,7 @@ class CopyCheckpoint:
         checkpoint.complete = bool(document.get("complete", False))
         return checkpoint
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "version": CHECKPOINT_VERSION,
             "copy": self.identity,

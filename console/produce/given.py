@@ -130,7 +130,7 @@ class _Problem(Exception):
     pass
 
 
-def _field(document: dict, path: str) -> Any:
+def _field(document: dict[str, Any], path: str) -> Any:
     value: Any = document
     for part in path.split("."):
         if not isinstance(value, dict) or part not in value:
@@ -218,7 +218,7 @@ def parse_json_lines(lines: Iterable[bytes | str | OverlongLine], *, key_field: 
                                 no_key=no_key)
             first = explicit_of.setdefault(ledger_key(record), (record.explicit_hash_key, number))
             if first[0] != record.explicit_hash_key:
-                raise _Problem(f"key {record.key[:40]!r} has explicit hash key {record.explicit_hash_key} here but "
+                raise _Problem(f"key {ledger_key(record)[:40]!r} has explicit hash key {record.explicit_hash_key} here but "
                                f"{first[0]} on line {first[1]}: one key's records must share a placement to "
                                "keep their order")
         except _Problem as problem:
@@ -254,7 +254,7 @@ class GivenRecordMatcher:
             counts[name] = position + 1
             self._positions.setdefault((name, record.data), []).append(position)
 
-    def __call__(self, run: ProduceResult, raw: dict) -> Identified | None:
+    def __call__(self, run: ProduceResult, raw: dict[str, Any]) -> Identified | None:
         key = raw.get("PartitionKey")
         data = bytes(raw.get("Data", b""))
         if key is None:
@@ -272,7 +272,7 @@ class GivenRecordMatcher:
         ack = run.acks.get((key, chosen))
         return Identified(key, chosen, ack.sent_at if ack is not None else 0.0)
 
-    def _keyless_record(self, run: ProduceResult, raw: dict, data: bytes) -> Identified | None:
+    def _keyless_record(self, run: ProduceResult, raw: dict[str, Any], data: bytes) -> Identified | None:
         names = self._keyless.get(data)
         if not names:
             return None

@@ -39,7 +39,7 @@ class KeyState:
     explicit_hash_key: int | None
     name_bytes: int = 0  # UTF-8 length of the name (counts toward request sizes)
     next_seq: int = 0
-    pending: deque = field(default_factory=deque)  # built but unacknowledged, in key order
+    pending: deque[PendingRecord] = field(default_factory=deque)  # built but unacknowledged, in key order
     in_flight: int = 0
     queued: bool = False  # in the ready queue
     learned_shard: str | None = None  # from the last ack, for pacing without a shard map
@@ -167,8 +167,8 @@ class RecordLedger:
                                                    record.first_predicted or record.predicted, record.sent_at, wall)
         self._meter.count_ack(shard_id, len(records))
         number = int(sequence_number)
-        first = self.result.first_acks.get(shard_id)
-        if first is None or number < first[0]:
+        first_ack = self.result.first_acks.get(shard_id)
+        if first_ack is None or number < first_ack[0]:
             self.result.first_acks[shard_id] = (number, wall)
 
     def retry_all(self, batch: list[PendingRecord], reason: str, requeue: Requeue, *, outcome_known: bool,

@@ -80,6 +80,8 @@ class ShardPacer:
     def _pace(self, shard: str, now: float) -> _ShardPace:
         pace = self._shards.get(shard)
         if pace is None:
+            records: TokenBucket | None
+            nbytes: TokenBucket | None
             if self.limits.enabled:
                 records = TokenBucket(self.limits.records_per_second, now=now)
                 nbytes = TokenBucket(self.limits.bytes_per_second, now=now)
@@ -100,7 +102,7 @@ class ShardPacer:
         if now < pace.cool_until:
             return False
         self._recover(pace, now)
-        if pace.records is None:
+        if pace.records is None or pace.nbytes is None:
             return True
         if not pace.records.try_take(1, now):
             return False
@@ -128,7 +130,7 @@ class ShardPacer:
             return 0.0
         pace = self._pace(shard, now)
         wait = max(0.0, pace.cool_until - now)
-        if pace.records is not None:
+        if pace.records is not None and pace.nbytes is not None:
             wait = max(wait, pace.records.wait_time(records, now), pace.nbytes.wait_time(size * records, now))
         return wait
 
@@ -165,7 +167,7 @@ class ShardPacer:
             self._apply_scale(pace)
 
     def _apply_scale(self, pace: _ShardPace) -> None:
-        if pace.records is not None:
+        if pace.records is not None and pace.nbytes is not None:
             pace.records.rate = self.limits.records_per_second * pace.scale
             pace.nbytes.rate = self.limits.bytes_per_second * pace.scale
 

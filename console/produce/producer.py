@@ -70,8 +70,8 @@ _THROTTLED = (Throttled, LimitExceeded)
 # instead of a wake-up, a queue scan and a one-record request per token.
 REFILL_SECONDS = 0.2
 
-PutRecords = Callable[[str, list[dict]], Awaitable[dict]]
-PutRecord = Callable[..., Awaitable[dict]]
+PutRecords = Callable[[str, list[dict[str, Any]]], Awaitable[dict[str, Any]]]
+PutRecord = Callable[..., Awaitable[dict[str, Any]]]
 
 
 class ShardPredictor(Protocol):
@@ -165,7 +165,7 @@ class OrderedProducer:
                 key = keys[name] = KeyState(name, hash_key_for(name, record.explicit_hash_key),
                                             record.explicit_hash_key, len(name.encode()) if sent else 0,
                                             payloads=[], send_key=sent)
-            key.payloads.append(record.data)
+            key.payloads.append(record.data)  # type: ignore[union-attr]  # given keys are built with a list above
             key.record_count += 1
         return list(keys.values())
 
@@ -197,7 +197,7 @@ class OrderedProducer:
         for key in self._keys:
             key.queued = True
         delayed: list[tuple[float, int, KeyState]] = []  # (due, tie-breaker, key): backing off
-        tasks: set[asyncio.Task] = set()
+        tasks: set[asyncio.Task[Any]] = set()
         wake = asyncio.Event()
         fatal: list[BaseException] = []
         counter = 0
@@ -273,7 +273,7 @@ class OrderedProducer:
     def _predict(self, key: KeyState) -> str | None:
         return self._prediction(key)[1]
 
-    def _pop_ready(self, ready: deque) -> tuple[KeyState, PendingRecord] | None:
+    def _pop_ready(self, ready: deque[KeyState]) -> tuple[KeyState, PendingRecord] | None:
         """The next ready key with a record to send, and that record; None when no key is left."""
         while ready:
             key = ready.popleft()
@@ -295,7 +295,7 @@ class OrderedProducer:
             self._rate_resumes = now + self._rate.wait_time(refill, now)
         return self._rate_resumes - now
 
-    def _build_batch(self, ready: deque, now: float) -> tuple[list[PendingRecord], float | None]:
+    def _build_batch(self, ready: deque[KeyState], now: float) -> tuple[list[PendingRecord], float | None]:
         """Take records from ready keys, at most one per key (unless the rule is switched off), within
         the request limits and the pace. A key whose shard's pace is spent is parked with that shard
         (keeping its queued mark) until the shard has tokens again; the hint says when the run's own
@@ -326,8 +326,8 @@ class OrderedProducer:
                 if self._rate is not None:
                     self._rate.tokens += 1
                 key.queued = True
-                parked[shard] = [key]  # type: ignore[index]
-                newly_parked[shard] = record.size  # type: ignore[index]
+                parked[shard] = [key]  # type: ignore[index]  # the pacer never refuses an unpredicted (None) shard
+                newly_parked[shard] = record.size  # type: ignore[index]  # as above
                 continue
             self._ledger.take(record, predicted)
             batch.append(record)
@@ -370,15 +370,15 @@ class OrderedProducer:
             if id(record) not in failed_ids:
                 requeue(record.key, now)
 
-    async def _put(self, entries: list[dict], batch: list[PendingRecord], shards: Callable[[], set[str | None]],
-                   requeue: Requeue) -> dict | None:
+    async def _put(self, entries: list[dict[str, Any]], batch: list[PendingRecord], shards: Callable[[], set[str | None]],
+                   requeue: Requeue) -> dict[str, Any] | None:
         """One PutRecords request for `entries`, carrying the records of `batch` (to the shards paced
         against, which `shards()` names when a throttle needs them). A failure of the whole request is
         settled here (each record retried, refused or the run stopped) and None returned; otherwise
         the answer, with one result per entry."""
         sent_wall = self._wall()
         try:
-            response = await self._put_records(self.stream, entries)  # type: ignore[misc]
+            response = await self._put_records(self.stream, entries)  # type: ignore[misc]  # batch mode has it (__init__)
         except _FATAL as error:
             self._stop(str(error))
             return None
@@ -466,13 +466,15 @@ class OrderedProducer:
         settings = self.settings
         while self._ledger.has_work(key) and not self.result.stopped:
             record = self._ledger.head(key)
+            if record is None:  # has_work said there is one; nothing of the key is in flight here
+                return
             while not self.result.stopped:
                 predicted, shard = self._prediction(key)
                 await self._wait_for_pace(shard, record.size)
                 self._ledger.take(record, predicted)
                 sent_wall = self._wall()
                 try:
-                    response = await self._put_record(  # type: ignore[misc]
+                    response = await self._put_record(  # type: ignore[misc]  # sequential mode has it (__init__)
                         self.stream, record.data, key.name if key.send_key else None,
                         explicit_hash_key=key.explicit_hash_key,
                         sequence_number_for_ordering=key.last_sequence_number)

@@ -119,7 +119,7 @@ class ProduceResult:
     def elapsed(self) -> float:
         return max(1e-9, self.finished_at - self.started_at)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
             "stream": self.stream,
@@ -160,7 +160,7 @@ class ProgressMeter:
         self._on_progress = on_progress
         self._interval = interval
         self._shard_acks: dict[str, int] = {}
-        self._last_progress = (0.0, 0, {})  # (time, acked, per-shard acked) at the last report
+        self._last_progress: tuple[float, int, dict[str, int]] = (0.0, 0, {})  # (time, acked, per-shard acked) at the last report
         self._next_report = 0.0
         self._started = 0.0
         self._failing: tuple[str, float] | None = None  # (latest failure, since when) while calls fail

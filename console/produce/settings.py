@@ -87,5 +87,5 @@ class ProducerSettings:
     def retry_delay(self, attempts: int) -> float:
         """Seconds to wait before the next attempt of a record tried `attempts` times: exponential
         backoff with jitter, so retries of many keys do not all land in the same instant."""
-        backoff = min(self.retry_cap, self.retry_base * 2 ** (attempts - 1))
+        backoff: float = min(self.retry_cap, self.retry_base * 2 ** (attempts - 1))
         return backoff * random.uniform(0.5, 1.0)

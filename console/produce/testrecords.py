@@ -12,6 +12,7 @@ import functools
 import json
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 from console.bounds import MAX_RECORD_SIZE_KIB, MIN_RECORD_SIZE_KIB
 
@@ -27,10 +28,10 @@ _FORMAT_TAG = "kconsole-test/1"
 KEYLESS_PREFIX = "\x00line-"
 
 
-def ledger_key(record: object) -> str:
+def ledger_key(record: Any) -> str:
     """The name a given record is tracked under: its partition key, or for a keyless one its line."""
-    key = getattr(record, "key")
-    return key if key is not None else f"{KEYLESS_PREFIX}{getattr(record, 'line')}"
+    key: str | None = record.key
+    return key if key is not None else f"{KEYLESS_PREFIX}{record.line}"
 
 
 def is_keyless(name: str) -> bool:
@@ -75,7 +76,7 @@ def encode_record(run_id: str, key: str, seq: int, sent_at: float, payload_bytes
 
 @functools.lru_cache(maxsize=65536)
 def _prefix(run_id: str, key: str) -> bytes:
-    return ('{"t":"%s","run":%s,"key":%s,"seq":' % (_FORMAT_TAG, json.dumps(run_id), json.dumps(key))).encode()
+    return f'{{"t":"{_FORMAT_TAG}","run":{json.dumps(run_id)},"key":{json.dumps(key)},"seq":'.encode()
 
 
 def decode(data: bytes, run_id: str | None = None) -> TestRecord | None:

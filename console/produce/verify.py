@@ -67,10 +67,10 @@ class Verifier:
 
     def __init__(self, *, all_shards: Callable[[str], Awaitable[list[Shard]]],
                  get_shard_iterator: Callable[..., Awaitable[str]],
-                 get_records: Callable[..., Awaitable[dict]],
+                 get_records: Callable[..., Awaitable[dict[str, Any]]],
                  settings: ReadSettings | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 identify: Callable[[ProduceResult, dict], Any] | None = None,
+                 identify: Callable[[ProduceResult, dict[str, Any]], Any] | None = None,
                  wall_clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
         self._all_shards = all_shards
@@ -89,7 +89,7 @@ class Verifier:
 
     @classmethod
     def for_backend(cls, kinesis: Any, settings: ReadSettings | None = None,
-                    identify: Callable[[ProduceResult, dict], Any] | None = None) -> "Verifier":
+                    identify: Callable[[ProduceResult, dict[str, Any]], Any] | None = None) -> "Verifier":
         return cls(all_shards=kinesis.all_shards, get_shard_iterator=kinesis.get_shard_iterator,
                    get_records=kinesis.get_records, settings=settings, identify=identify)
 
@@ -151,7 +151,7 @@ class Verifier:
         for shard_id in seeds:
             if shard_id in lineage.shards:
                 relevant |= lineage.at_or_below(shard_id)
-        plan = {}
+        plan: dict[str, tuple[str, str | None]] = {}
         for shard_id in relevant:
             first = run.first_acks.get(shard_id)
             if first is None or self._maybe_written_before(run, lineage, shard_id, first[1]):
@@ -178,8 +178,9 @@ class Verifier:
         iterator_type, sequence_number = start
 
         async def at_start() -> str:
-            return await self._call(self._get_shard_iterator, run.stream, shard_id, iterator_type,
-                                    sequence_number=sequence_number)
+            iterator: str = await self._call(self._get_shard_iterator, run.stream, shard_id, iterator_type,
+                                             sequence_number=sequence_number)
+            return iterator
 
         # Throttling is retried inside each call (self._call), so the cursor never sees Throttled.
         cursor = ShardCursor(stream=run.stream, shard_id=shard_id, iterator=await at_start(),
@@ -222,7 +223,7 @@ class Verifier:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _user_records(raw: dict) -> list[dict]:
+def _user_records(raw: dict[str, Any]) -> list[dict[str, Any]]:
     """The user records of a KPL aggregate as GetRecords entries of their own (none if it is malformed:
     nothing in it can be told apart)."""
     try:

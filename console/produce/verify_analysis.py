@@ -47,7 +47,7 @@ class Problem:
     shard_id: str | None = None
     position: int | None = None  # index in the key's read order
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "key": self.key, "seq": self.seq, "shard_id": self.shard_id,
                 "position": self.position, "detail": self.detail}
 
@@ -81,7 +81,7 @@ class VerificationReport:
     shards: list[ShardRead]
     read_seconds: float
     copies_read: int
-    first_out_of_order: dict | None
+    first_out_of_order: dict[str, Any] | None
     problems: list[Problem]
     # Extra copies read after a later record of their key (a put of unknown outcome that landed late).
     # Order is judged by each record's first copy; these are counted here and in `duplicated`.
@@ -110,7 +110,7 @@ class VerificationReport:
     def read_records_per_second(self) -> float:
         return self.copies_read / self.read_seconds if self.read_seconds > 0 else 0.0
 
-    def records_for(self, key: str) -> list[dict]:
+    def records_for(self, key: str) -> list[dict[str, Any]]:
         """The key's copies in read order, with what the producer was told for each (for the UI)."""
         acks = self.acks_by_key.get(key, {})
         rows = []
@@ -127,7 +127,7 @@ class VerificationReport:
                              "acked_shard_id": ack.shard_id, "acked_sequence_number": ack.sequence_number})
         return rows
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
             "checks": self.checks,
@@ -219,12 +219,12 @@ def analyse(run: ProduceResult, lineage: ShardLineage, copies: list[ReadCopy], s
     for copy in copies:
         by_key[copy.key].append(copy)
     acks_by_key: dict[str, dict[int, Any]] = defaultdict(dict)
-    for (key, seq), ack in run.acks.items():
-        acks_by_key[key][seq] = ack
+    for (key, seq), acked in run.acks.items():
+        acks_by_key[key][seq] = acked
 
     auto = run.auto_distribution  # Kinesis placed the records, not their keys: no placement to check
     duplicated = late_duplicates = out_of_order = out_of_order_keys = misplaced = unacked_read = 0
-    first_out_of_order = None
+    first_out_of_order: dict[str, Any] | None = None
     latencies: list[float] = []
     read_pairs: set[tuple[str, int]] = set()
     allowed_cache: dict[str, set[str]] = {}
@@ -280,7 +280,7 @@ def analyse(run: ProduceResult, lineage: ShardLineage, copies: list[ReadCopy], s
     if not latencies:  # no arrival times from the server: fall back to the ack round trip
         latencies = [(ack.acked_at - ack.sent_at) * 1000 for ack in run.acks.values()]
     latencies.sort()
-    latency = ({"p50": round(_percentile(latencies, 0.5), 1), "p99": round(_percentile(latencies, 0.99), 1),
+    latency: dict[str, float | None] = ({"p50": round(_percentile(latencies, 0.5), 1), "p99": round(_percentile(latencies, 0.99), 1),
                 "max": round(latencies[-1], 1)} if latencies else {"p50": None, "p99": None, "max": None})
     kinds = ("lost", "out_of_order", "misplaced", "unacknowledged_read", "duplicated")
     problems = [p for kind in kinds for p in problems_by_kind.get(kind, ())]

@@ -150,9 +150,9 @@ class DecodedRecord:
             '{"shard_id": ', _string(self.shard_id),
             ', "sequence_number": ', _string(self.sequence_number),
             ', "sub_sequence_number": ', "null" if self.sub_sequence_number is None else str(self.sub_sequence_number),
-            ', "partition_key": ', _string(self.partition_key),
+            ', "partition_key": ', "null" if self.partition_key is None else _string(self.partition_key),
             ', "explicit_hash_key": ', "null" if hash_key is None else _string(hash_key),
-            ', "arrival": ', "null" if self.arrival is None else '"' + iso_time(self.arrival) + '"',
+            ', "arrival": ', "null" if self.arrival is None else f'"{iso_time(self.arrival)}"',
             ', "size": ', str(self.size),
             ', "kind": ', _string(self.kind),
             ', "encoding": ', _ENCODINGS.get(self.encoding) or _ENCODER.encode(list(self.encoding)),
@@ -237,7 +237,7 @@ def classify(data: bytes, budget: InflateBudget | None = None) -> Content:
     return _classify_plain(data)
 
 
-def _classify_plain(data: bytes) -> Content:
+def _classify_plain(data: bytes | bytearray) -> Content:
     # One byte decides whether JSON is worth trying; json.loads raising on every text record would
     # cost more than the rest of the decoding.
     body = data
@@ -252,11 +252,11 @@ def _classify_plain(data: bytes) -> Content:
     return _classify_not_json(data)
 
 
-def _too_deep(data: bytes) -> Content:
+def _too_deep(data: bytes | bytearray) -> Content:
     return KIND_ERROR, data, (), f"JSON nested deeper than {MAX_JSON_DEPTH} levels; not parsed", None
 
 
-def _classify_not_json(data: bytes) -> Content:
+def _classify_not_json(data: bytes | bytearray) -> Content:
     """Text if it is UTF-8 without control bytes, otherwise hex (for payloads JSON did not take)."""
     if _CONTROL_BYTES.search(data) is None:
         try:
@@ -268,7 +268,7 @@ def _classify_not_json(data: bytes) -> Content:
 
 # The decoder's scanner (the C one): what JSONDecoder.raw_decode calls, minus its Python frame.
 # It returns (value, end) and raises StopIteration when no value starts at the index.
-_scan_json = json.JSONDecoder().scan_once
+_scan_json = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # typeshed does not list the scanner
 _JSON_SPACE = " \t\n\r"
 _NOT_JSON = object()
 _TOO_DEEP = object()
@@ -277,7 +277,7 @@ _JSON_NESTING = re.compile(rb'[\[{]|[\]}]|"(?:[^"\\]++|\\.)*+"')
 _OPENERS = frozenset(b"[{")
 
 
-def _json_or_not(data: bytes) -> Any:
+def _json_or_not(data: bytes | bytearray) -> Any:
     """The parsed value of a payload that opens with `{`, `[` or `"`, or _NOT_JSON.
 
     json.loads minus its wrappers: JSON on the wire is UTF-8 (RFC 8259), so decode it directly
@@ -299,7 +299,7 @@ def _json_or_not(data: bytes) -> Any:
     return value
 
 
-def _nests_too_deep(data: bytes) -> bool:
+def _nests_too_deep(data: bytes | bytearray) -> bool:
     """Whether JSON text nests deeper than MAX_JSON_DEPTH: free below that many brackets, and otherwise
     one step per bracket, stopping at the first level too deep."""
     if data.count(b"[") + data.count(b"{") <= MAX_JSON_DEPTH:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Protocol
@@ -236,7 +236,7 @@ class TailReader:
         self._iterators.update(zip((shard.shard_id for shard in ready), iterators))
         self._positioned = True
 
-    async def batches(self) -> AsyncIterator[TailBatch]:
+    async def batches(self) -> AsyncGenerator[TailBatch, None]:
         """Yield batches until every shard is done (or forever with follow, or until the limit)."""
         if not self._positioned:
             await self.position()
@@ -490,8 +490,8 @@ class TailReader:
                 if not self.options.follow:
                     raise
                 shards = []  # asked again at the next refresh; the shard is read on meanwhile
-            for shard in shards:
-                self._shards[shard.shard_id] = shard
+            for listed in shards:
+                self._shards[listed.shard_id] = listed
         shard = self._shards.get(shard_id)
         return shard is not None and not shard.is_open
 

@@ -21,12 +21,12 @@ class RecordWindow(deque):
         self.max_bytes = max_bytes
         self.weight = 0
 
-    def extend(self, records: Iterable[DecodedRecord]) -> int:  # type: ignore[override]
+    def extend(self, records: Iterable[DecodedRecord]) -> int:  # type: ignore[override]  # says how many it dropped
         """Append records, dropping the oldest past either bound; returns how many were dropped (of those
         held before, and of `records` themselves when they alone pass a bound)."""
         incoming = list(records)
         dropped = 0
-        if len(incoming) > self.maxlen:  # only the newest can stay: skip the rest without appending them
+        if self.maxlen is not None and len(incoming) > self.maxlen:  # only the newest can stay: skip the rest without appending them
             dropped = len(incoming) - self.maxlen
             incoming = incoming[dropped:]
         for record in incoming:
@@ -40,7 +40,7 @@ class RecordWindow(deque):
             dropped += 1
         return dropped
 
-    def append(self, record: DecodedRecord) -> None:  # type: ignore[override]
+    def append(self, record: DecodedRecord) -> None:
         self.extend((record,))
 
     def clear(self) -> None:

@@ -41,7 +41,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +96,7 @@ class ActionLog:
     path: Path
 
     @classmethod
-    def default(cls) -> "ActionLog":
+    def default(cls) -> ActionLog:
         return cls(log_path())
 
     def append(self, entry: dict[str, Any], *, now: float | None = None) -> dict[str, Any]:
@@ -105,7 +105,7 @@ class ActionLog:
         and must be a regular file (a FIFO or a device is refused, as OSError); a torn last line
         left by a crash is closed off first, so it cannot swallow this entry."""
         stamp = time.time() if now is None else now
-        record = {"epoch": stamp, "time": datetime.fromtimestamp(stamp, timezone.utc).isoformat(), **entry}
+        record = {"epoch": stamp, "time": datetime.fromtimestamp(stamp, UTC).isoformat(), **entry}
         line = (json.dumps(record, default=str) + "\n").encode("utf-8")
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         descriptor = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY, 0o600)
@@ -160,13 +160,13 @@ class ActionLog:
                 times.extend([epoch] * int((entry.get("calls") or {}).get(operation, 0)))
         return times
 
-    def change(self, operation: str, plan: dict[str, Any], **options: Any):
+    def change(self, operation: str, plan: dict[str, Any], **options: Any) -> contextlib.AbstractAsyncContextManager[Change]:
         """`async with log.change(operation, plan, stream=..., backend=..., settle=...) as change:`
         (logged_change on this log): for packages that are handed the log rather than importing it."""
         return logged_change(self, operation, plan, **options)
 
     async def call(self, operation: str, plan: dict[str, Any], call: Callable[[], Awaitable[Any]],
-                   **options: Any) -> "Change":
+                   **options: Any) -> Change:
         """logged_call on this log."""
         return await logged_call(self, operation, plan, call, **options)
 

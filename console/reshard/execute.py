@@ -18,22 +18,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import datetime, timedelta, timezone
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from console.reshard.actionlog import ActionLog, Reading, Settle, logged_call
-from console.read.decoding import DecodedRecord
 from console.errors import BackendError, BadInput, ConsoleError, LimitExceeded, PlanRejected, ResourceInUse
 from console.keyspace.hashkeys import MAX_HASH_KEY, md5_hash_key
-from console.reshard.limits import StreamContext
-from console.topology.model import Shard, StreamSummary
-from console.reshard.plan import KeySample, MedianSplit, Operation, ReshardPlan, median_split
+from console.read.decoding import DecodedRecord
 from console.read.tail import AT_TIMESTAMP, GET_RECORDS_LIMIT, StartPosition, TailOptions, TailReader
+from console.reshard.actionlog import ActionLog, Reading, Settle, logged_call
+from console.reshard.limits import StreamContext
+from console.reshard.plan import KeySample, MedianSplit, Operation, ReshardPlan, median_split
+from console.topology.model import Shard, StreamSummary
 
 Progress = Callable[[str], None]
-PlanBuilder = Callable[[Sequence[Shard], StreamContext], ReshardPlan]
+PlanBuilder = Callable[[Sequence[Shard], StreamContext | None], ReshardPlan]
 
 API_NAMES = {"split": "SplitShard", "merge": "MergeShards", "update_shard_count": "UpdateShardCount"}
 
@@ -48,7 +48,7 @@ class ExecutionResult:
     log_entry: dict[str, Any] | None
     changed_by_others: tuple[str, ...] = ()  # shards made meanwhile that the plan does not explain
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "executed": bool(self.calls),
             "changed_by_others": list(self.changed_by_others),
@@ -61,7 +61,7 @@ class ExecutionResult:
         }
 
 
-def _shard_json(shard: Shard) -> dict:
+def _shard_json(shard: Shard) -> dict[str, Any]:
     return {"shard_id": shard.shard_id, "starting_hash_key": str(shard.starting_hash_key),
             "ending_hash_key": str(shard.ending_hash_key), "share": shard.share,
             "parent_shard_id": shard.parent_shard_id, "adjacent_parent_shard_id": shard.adjacent_parent_shard_id}
@@ -173,15 +173,15 @@ class Executor:
             return None, None
 
     async def snapshot(self) -> tuple[StreamSummary, list[Shard], StreamContext]:
-        summary = await self.kinesis.describe_stream_summary(self.stream)
-        shards = await self.kinesis.all_shards(self.stream)
+        summary: StreamSummary = await self.kinesis.describe_stream_summary(self.stream)
+        shards: list[Shard] = await self.kinesis.all_shards(self.stream)
         return summary, shards, await self.context(summary)
 
     async def wait_until_active(self, reason: str) -> StreamSummary:
         """Poll DescribeStreamSummary until ACTIVE, reporting progress; time out with a clear error."""
         started, waited = self.clock(), False
         while True:
-            summary = await self.kinesis.describe_stream_summary(self.stream)
+            summary: StreamSummary = await self.kinesis.describe_stream_summary(self.stream)
             elapsed = self.clock() - started
             if summary.status == "ACTIVE":
                 if waited:
@@ -202,7 +202,7 @@ class Executor:
         """The shard list once the stream is ACTIVE again, checked against the plan before a resend:
         before the first step the open shards must still be the ones the plan was made from."""
         await self.wait_until_active(reason)
-        shards = await self.kinesis.all_shards(self.stream)
+        shards: list[Shard] = await self.kinesis.all_shards(self.stream)
         if index == 0:
             changes = describe_changes(plan.before, open_in_order(shards))
             if changes:
@@ -219,6 +219,8 @@ class Executor:
         if operation.kind == "update_shard_count":
             return operation
         key = operation.new_starting_hash_key
+        if key is None:  # the planner gives every split and merge its hash key
+            raise PlanRejected(f"{operation.kind} without a hash key")
         opened = open_in_order(shards)
         if operation.kind == "split":
             owner = next((s for s in opened if s.starting_hash_key < key <= s.ending_hash_key), None)
@@ -255,12 +257,14 @@ class Executor:
                 if len(open_now) == operation.target_shard_count:
                     return True, f"the stream shows the change: {len(open_now)} open shards"
                 return None, f"{len(open_now)} open shards, neither the {len(before_open)} before nor the target"
-            parents = {operation.shard_id} | ({operation.adjacent_shard_id} if operation.kind == "merge" else set())
+            adjacent = operation.adjacent_shard_id if operation.kind == "merge" else None
+            parents = {shard_id for shard_id in (operation.shard_id, adjacent) if shard_id is not None}
             if all(p in by_id and by_id[p].is_open for p in parents):
                 return False, f"{' and '.join(sorted(parents))} still open"
             children = [s.shard_id for s in now if set(s.parents) == parents
                         and (operation.kind == "merge" or s.starting_hash_key == operation.new_starting_hash_key
-                             or s.ending_hash_key == operation.new_starting_hash_key - 1)]
+                             or (operation.new_starting_hash_key is not None
+                                 and s.ending_hash_key == operation.new_starting_hash_key - 1))]
             if children:
                 return True, f"the stream shows the change: {', '.join(sorted(parents))} closed into {', '.join(children)}"
             return None, f"{', '.join(sorted(parents))} closed, but not as planned (another change?)"
@@ -273,7 +277,7 @@ class Executor:
             resolved = self._resolve(operation, shards)
             api = API_NAMES[resolved.kind]
 
-            async def again(shards_then: list[Shard] = shards) -> Callable[[], Awaitable[None]]:
+            async def again() -> Callable[[], Awaitable[None]]:
                 self.progress(f"{api}: the reply was lost and the stream shows no change; checking the plan "
                               "against a fresh shard list, then sending it once more")
                 fresh = await self._fresh(plan, index, "before resending")
@@ -355,7 +359,9 @@ class Executor:
             if calls:
                 self._log(plan, who, calls, counts, None, result="failed", error=error.message)
             raise
-        status, after, differences, foreign = "UPDATING", None, (), ()
+        status, after = "UPDATING", None
+        differences: tuple[str, ...] = ()
+        foreign: tuple[str, ...] = ()
         if not wait:
             status = (await self.kinesis.describe_stream_summary(self.stream)).status
         if wait or status == "ACTIVE":  # without --wait: the change already landed (the local server applies it at once)
@@ -371,7 +377,8 @@ class Executor:
 
     async def _caller_identity(self) -> str | None:
         try:
-            return await self.kinesis.caller_identity()
+            identity: str | None = await self.kinesis.caller_identity()
+            return identity
         except ConsoleError:
             return None
 
@@ -440,7 +447,7 @@ def record_hash_key(record: DecodedRecord) -> int:
             key = -1
         if 0 <= key <= MAX_HASH_KEY:
             return key
-    return md5_hash_key(record.partition_key)
+    return md5_hash_key(record.partition_key or "")  # a keyless (AUTO) record: as the empty key
 
 
 async def sample_recent_keys(kinesis: Any, stream: str, shard_id: str, *, seconds: float = DEFAULT_SAMPLE_SECONDS,
@@ -456,7 +463,7 @@ async def sample_recent_keys(kinesis: Any, stream: str, shard_id: str, *, second
         raise BadInput(f"--sample-seconds must be above 0; got {seconds:g}", code="bad_sample")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise BadInput(f"--sample-limit must be a whole number of at least 1; got {limit!r}", code="bad_sample")
-    start = (now or datetime.now(timezone.utc)) - timedelta(seconds=seconds)
+    start = (now or datetime.now(UTC)) - timedelta(seconds=seconds)
     options = TailOptions(start=StartPosition(AT_TIMESTAMP, timestamp=start), shard_ids=(shard_id,), limit=limit)
     reader = TailReader(kinesis, stream, options, batch_limit=min(limit, GET_RECORDS_LIMIT))
     keys: list[str] = []
@@ -464,6 +471,8 @@ async def sample_recent_keys(kinesis: Any, stream: str, shard_id: str, *, second
     sequence_numbers: set[str] = set()
     async for batch in reader.batches():
         for record in batch.records:
+            if record.partition_key is None:  # written under AUTO distribution: no key to place it by
+                continue
             keys.append(record.partition_key)
             hash_keys.append(record_hash_key(record))
             sequence_numbers.add(record.sequence_number)

@@ -69,7 +69,7 @@ class Breach:
     detail: str  # how this plan breaks it
     values: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"limit": self.limit, "rule": self.rule, "detail": self.detail, **self.values}
 
     def __str__(self) -> str:

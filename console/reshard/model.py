@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from console.keyspace.hashkeys import md5_hash_keys, share_of_space, validate_partition_keys
 from console.reshard.limits import Breach
@@ -42,7 +43,7 @@ class PlannedShard:
     def range(self) -> tuple[int, int]:
         return (self.starting_hash_key, self.ending_hash_key)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "shard_id": self.shard_id,
             "starting_hash_key": str(self.starting_hash_key),
@@ -73,8 +74,8 @@ class Operation:
             return f"MergeShards {self.shard_id} + {self.adjacent_shard_id}"
         return f"UpdateShardCount to {self.target_shard_count} (UNIFORM_SCALING)"
 
-    def to_json(self) -> dict:
-        doc: dict = {"kind": self.kind}
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"kind": self.kind}
         if self.kind == "split":
             doc.update(shard_id=self.shard_id, new_starting_hash_key=str(self.new_starting_hash_key))
         elif self.kind == "merge":
@@ -110,7 +111,7 @@ class KeyMove:
     to_shard_id: str | None
     to_index: int  # position of the destination in the plan's `after` list
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"partition_key": self.partition_key, "hash_key": str(self.hash_key),
                 "from": self.from_shard_id, "to": self.to_shard_id, "to_index": self.to_index}
 
@@ -128,7 +129,7 @@ class KeyMovement:
     def moved_fraction(self) -> float:
         return self.moved / self.sample_size if self.sample_size else 0.0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "sample_size": self.sample_size,
             "moved": self.moved,
@@ -176,7 +177,7 @@ class MedianSplit:
                      f"({self.uncut_count / self.inside:.1%}) and one hash key cannot be split")
         return text
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"shard_id": self.shard_id, "key": str(self.key), "source": self.source, "sampled": self.sampled,
                 "inside_shard": self.inside, "distinct_keys": self.distinct_keys, "lower": self.lower,
                 "upper": self.upper, "lower_fraction": self.lower_fraction, "upper_fraction": self.upper_fraction,
@@ -209,7 +210,7 @@ class ReshardPlan:
     def is_noop(self) -> bool:
         return not self.operations
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "action": self.action,
             "summary": self.summary,
@@ -232,7 +233,7 @@ class ReshardPlan:
         }
 
 
-def _shard_json(shard: Shard) -> dict:
+def _shard_json(shard: Shard) -> dict[str, Any]:
     return {"shard_id": shard.shard_id, "starting_hash_key": str(shard.starting_hash_key),
             "ending_hash_key": str(shard.ending_hash_key), "share": shard.share}
 

@@ -21,6 +21,7 @@ import bisect
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from console.bounds import shard_count
 from console.errors import BadInput
@@ -133,7 +134,7 @@ def _kept(shard: Shard) -> PlannedShard:
 
 def _plan(action: str, summary: str, before: tuple[Shard, ...], after: tuple[PlannedShard, ...],
           operations: Sequence[Operation], breaches: Sequence[Breach], sample: KeySample | None,
-          **extra) -> ReshardPlan:
+          **extra: Any) -> ReshardPlan:
     return ReshardPlan(
         action=action, summary=summary, before=before, after=after, operations=tuple(operations),
         moved_fraction=moved_fraction(before, after), key_movement=key_movement(before, after, sample),
@@ -163,7 +164,7 @@ def plan_split(shards: Sequence[Shard], shard_id: str, new_starting_hash_key: in
     ids = _IdAllocator(shards)
     low = PlannedShard(ids.take(), target.starting_hash_key, new_starting_hash_key - 1, parent_shard_id=shard_id)
     high = PlannedShard(ids.take(), new_starting_hash_key, target.ending_hash_key, parent_shard_id=shard_id)
-    after = []
+    after: list[PlannedShard] = []
     for shard in before:
         after.extend((low, high) if shard.shard_id == shard_id else _unchanged((shard,)))
     breaches += check_account_shards(len(before), len(before) + 1, context, limits)
@@ -204,7 +205,7 @@ def plan_merge(shards: Sequence[Shard], shard_id: str, adjacent_shard_id: str, *
             after.append(child)
         elif shard.shard_id != upper.shard_id:
             after.extend(_unchanged((shard,)))
-    notes = ()
+    notes: tuple[str, ...] = ()
     if lower.shard_id != shard_id:
         notes = (f"{lower.shard_id} covers the lower range, so it is passed as ShardToMerge",)
     operation = Operation("merge", shard_id=lower.shard_id, adjacent_shard_id=upper.shard_id,

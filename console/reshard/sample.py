@@ -43,7 +43,7 @@ def median_split(shard: Shard, sample: KeySample, source: str = "the sample", un
                        lower, total - lower, unit, *uncut)
 
 
-def _keys_or_hashes(sample: KeySample) -> Sequence:
+def _keys_or_hashes(sample: KeySample) -> Sequence[str | int]:
     """Partition keys to count distinct ones by; hash keys where a sample carries no keys."""
     return sample.keys if len(sample.keys) == len(sample.hash_keys) else sample.hash_keys
 
@@ -71,7 +71,7 @@ def key_movement(before: Sequence[Shard], after: Sequence[PlannedShard], sample:
     ends = sorted(set(before_ends) | set(after_ends))
     segments = owners_among(ends, sample.hash_keys)
     per_segment = Counter(segments)
-    per_route: Counter = Counter()
+    per_route: Counter[tuple[int, int]] = Counter()
     listed_segments: list[int] = []  # the first segments whose keys move, until they hold enough to list
     to_list = 0
     for segment in sorted(per_segment):

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from console.errors import TilingError
 from console.keyspace.hashkeys import HashRangeIndex
@@ -39,7 +40,7 @@ class LineageNode:
     def share(self) -> float:
         return self.shard.share
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         document = self.shard.to_json()
         document["state"] = self.state
         document["depth"] = self.depth
@@ -162,7 +163,7 @@ class Lineage:
 
     # -- presentation -----------------------------------------------------------------------
 
-    def rows(self) -> list[dict]:
+    def rows(self) -> list[dict[str, Any]]:
         """One JSON-ready dict per shard, in tree order: each parent followed by its descendants."""
         return [self.nodes[shard_id].to_json() for shard_id in self.tree_order()]
 
@@ -179,11 +180,11 @@ class Lineage:
                 stack.extend(reversed(self._placed_children(shard_id)))
         return order
 
-    def tree_json(self) -> list[dict]:
+    def tree_json(self) -> list[dict[str, Any]]:
         """Nested form of the tree: each node's dict gets `subtree` with its children's dicts.
         A merged child is nested under its first present parent only; the other parent lists it
         in `children` as usual. Iterative, because reshard chains can be deeper than Python's stack."""
-        forest: list[dict] = []
+        forest: list[dict[str, Any]] = []
         placed: set[str] = set()
         stack = [(root, forest) for root in reversed(self._tree_roots())]
         while stack:
@@ -217,7 +218,7 @@ class Lineage:
             drawn.add(shard_id)
             lines.append(f"{prefix}{branch}{_describe(self.nodes[shard_id])}")
             kids = self.nodes[shard_id].children
-            pending = []
+            pending: list[tuple[str | None, str, str, str]] = []
             for position, child in enumerate(kids):
                 last = position == len(kids) - 1
                 glyph = "└── " if last else "├── "
@@ -226,7 +227,7 @@ class Lineage:
                     pending.append((None, child_prefix, glyph, f"{child} (merged; shown under {home})"))
                 else:
                     pending.append((child, child_prefix, glyph, child_prefix + ("    " if last else "│   ")))
-            stack.extend(reversed(pending))  # type: ignore[arg-type]
+            stack.extend(reversed(pending))
         if self.problem:
             lines.append(f"problem: {self.problem}")
         return "\n".join(lines)

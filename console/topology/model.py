@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from console.keyspace.hashkeys import share_of_space
 
@@ -35,7 +36,7 @@ class Shard:
         return self.starting_hash_key <= hash_key <= self.ending_hash_key
 
     @classmethod
-    def from_api(cls, raw: dict) -> "Shard":
+    def from_api(cls, raw: dict[str, Any]) -> Shard:
         """Build from one element of ListShards' `Shards` list."""
         hash_range = raw["HashKeyRange"]
         seq = raw.get("SequenceNumberRange") or {}
@@ -49,7 +50,7 @@ class Shard:
             ending_sequence_number=seq.get("EndingSequenceNumber"),
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "shard_id": self.shard_id,
             "state": "open" if self.is_open else "closed",
@@ -102,12 +103,12 @@ class StreamSummary:
         return self.max_record_size_kib * 1024
 
     @classmethod
-    def from_api(cls, raw: dict) -> "StreamSummary":
+    def from_api(cls, raw: dict[str, Any]) -> StreamSummary:
         """Build from DescribeStreamSummary's StreamDescriptionSummary (fields today's API added are
         optional: servers that predate them give the old defaults)."""
         metrics = tuple(m for group in raw.get("EnhancedMonitoring", []) for m in group.get("ShardLevelMetrics", []))
         warm = raw.get("WarmThroughput") or {}
-        created = raw.get("StreamCreationTimestamp")
+        created: Any = raw.get("StreamCreationTimestamp")
         return cls(
             name=raw["StreamName"],
             status=raw["StreamStatus"],
@@ -128,9 +129,9 @@ class StreamSummary:
         )
 
     @classmethod
-    def from_listing(cls, raw: dict) -> "StreamSummary":
+    def from_listing(cls, raw: dict[str, Any]) -> StreamSummary:
         """Build from one of ListStreams' StreamSummaries: name, status, mode, ARN and creation time."""
-        created = raw.get("StreamCreationTimestamp")
+        created: Any = raw.get("StreamCreationTimestamp")
         return cls(name=raw["StreamName"], status=raw.get("StreamStatus", "?"),
                    mode=(raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
                    open_shard_count=None, retention_hours=0, encryption="?", arn=raw.get("StreamARN", ""),
@@ -151,7 +152,7 @@ class StreamSummary:
                             else ""))
         return found
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "status": self.status,
@@ -188,8 +189,8 @@ def format_kib(kib: int) -> str:
     return f"{kib / 1024:g} MiB"
 
 
-def _optional_int(value: object) -> int | None:
-    return None if value is None else int(value)  # type: ignore[arg-type]
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def auto_notice(stream: str, since: str | None = None) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -29,7 +29,7 @@ from console.keyspace.hashkeys import MAX_HASH_KEY, HashRangeIndex
 from console.topology.lineage import OPEN, Lineage
 from console.topology.model import Shard
 
-ListShardsFn = Callable[..., Awaitable[dict]]
+ListShardsFn = Callable[..., Awaitable[dict[str, Any]]]
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[Any]]
 Listener = Callable[["ShardMap"], None]
@@ -134,7 +134,7 @@ class ShardMap:
 
     def __init__(self, stream_name: str, list_shards_fn: ListShardsFn, *,
                  closed_shard_ttl: float = DEFAULT_CLOSED_SHARD_TTL,
-                 shard_filter: dict | None = AT_LATEST,
+                 shard_filter: dict[str, Any] | None = AT_LATEST,
                  poll_interval: float | None = None,
                  max_results: int | None = None,
                  initial_backoff: float = INITIAL_BACKOFF,
@@ -162,9 +162,9 @@ class ShardMap:
 
         self._listeners: list[Listener] = []
         self._changed = asyncio.Event()
-        self._tasks: set[asyncio.Task] = set()
-        self._refresh_task: asyncio.Task | None = None
-        self._purge_task: asyncio.Task | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._refresh_task: asyncio.Task[Any] | None = None
+        self._purge_task: asyncio.Task[Any] | None = None
         self._started = False
         self._closed = False
 
@@ -244,9 +244,9 @@ class ShardMap:
         """The open shard that owns `hash_key`, or None while the map has no trustworthy snapshot."""
         if not 0 <= hash_key <= MAX_HASH_KEY:
             raise BadInput(f"hash key must be from 0 to {MAX_HASH_KEY}; got {hash_key}")
-        if self._state is not ShardMapState.READY:
+        if self._state is not ShardMapState.READY or self._snapshot is None:
             return None
-        return self._snapshot.predict(hash_key)  # type: ignore[union-attr]
+        return self._snapshot.predict(hash_key)
 
     # -- triggering refreshes ---------------------------------------------------------------
 
@@ -320,7 +320,9 @@ class ShardMap:
                     await changed.wait()
         except TimeoutError:
             raise self._failure_error(f"not ready after {timeout:g} s") from None
-        return self._snapshot  # type: ignore[return-value]
+        if self._snapshot is None:  # READY is only ever set with a snapshot installed
+            raise self._failure_error()
+        return self._snapshot
 
     # -- internals --------------------------------------------------------------------------
 
@@ -334,7 +336,7 @@ class ShardMap:
         if self._closed:
             raise BackendError(f"shard map for stream {self.stream_name!r} is closed")
 
-    def _spawn(self, coroutine: Awaitable[Any], name: str) -> asyncio.Task:
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coroutine, name=f"shardmap:{self.stream_name}:{name}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -424,7 +426,9 @@ class ShardMap:
         await self._sleep(max(0.0, deadline - self._clock()))
         if self._purge_task is asyncio.current_task():
             self._purge_task = None
-        snapshot = purge_expired(self._snapshot, now=self._clock(),  # type: ignore[arg-type]
+        if self._snapshot is None:  # a purge is only scheduled after a snapshot is installed
+            return
+        snapshot = purge_expired(self._snapshot, now=self._clock(),
                                  closed_shard_ttl=self.closed_shard_ttl, version=self._version + 1)
         self._install(snapshot, self._state)
 
@@ -455,9 +459,10 @@ class ShardMap:
 def backend_list_shards(kinesis: Any) -> ListShardsFn:
     """Adapt KinesisBackend.list_shards (snake_case keywords) to ListShards' own argument names."""
 
-    async def list_shards(*, StreamName: str | None = None, NextToken: str | None = None,  # noqa: N803
-                          ShardFilter: dict | None = None, MaxResults: int | None = None) -> dict:
-        return await kinesis.list_shards(stream=StreamName, next_token=NextToken,
-                                         shard_filter=ShardFilter, max_results=MaxResults)
+    async def list_shards(*, StreamName: str | None = None, NextToken: str | None = None,  # noqa: N803 - ListShards' own names
+                          ShardFilter: dict[str, Any] | None = None, MaxResults: int | None = None) -> dict[str, Any]:
+        page: dict[str, Any] = await kinesis.list_shards(stream=StreamName, next_token=NextToken,
+                                                         shard_filter=ShardFilter, max_results=MaxResults)
+        return page
 
     return list_shards

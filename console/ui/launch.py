@@ -19,8 +19,8 @@ from typing import Any
 
 from console.backend.protocol import ConsoleBackend, MetricPoints
 from console.bounds import validate_stream_name
-from console.lifecycle.rules import DEFAULT_SHARDS
 from console.errors import BadInput
+from console.lifecycle.rules import DEFAULT_SHARDS
 from console.topology.model import Shard, StreamSummary
 
 DEMO_STREAM = "kconsole-demo"
@@ -123,6 +123,18 @@ class PrefetchingSource:
     async def update_stream_mode(self, stream_arn: str, mode: str) -> None:
         await self._source.update_stream_mode(stream_arn, mode)
 
+    async def update_max_record_size(self, stream_arn: str, kib: int) -> None:
+        await self._source.update_max_record_size(stream_arn, kib)
+
+    async def update_warm_throughput(self, stream_arn: str, mibps: int) -> dict:
+        return await self._source.update_warm_throughput(stream_arn, mibps)
+
+    async def update_record_distribution(self, stream_arn: str, strategy: str) -> None:
+        await self._source.update_record_distribution(stream_arn, strategy)
+
+    async def account_settings(self) -> dict:
+        return await self._source.account_settings()
+
     async def start_encryption(self, stream: str, key_id: str) -> None:
         await self._source.start_encryption(stream, key_id)
 
@@ -135,7 +147,7 @@ class PrefetchingSource:
     async def enable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None:
         await self._source.enable_enhanced_monitoring(stream, metrics)
 
-    async def put_record(self, stream: str, data: bytes, partition_key: str, *,
+    async def put_record(self, stream: str, data: bytes, partition_key: str | None, *,
                          explicit_hash_key: int | None = None,
                          sequence_number_for_ordering: str | None = None) -> dict:
         return await self._source.put_record(stream, data, partition_key, explicit_hash_key=explicit_hash_key,

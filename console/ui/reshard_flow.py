@@ -35,8 +35,8 @@ from console.reshard.limits import check_scale_step, check_split_key
 from console.reshard.model import KeySample
 from console.reshard.plan import midpoint, plan_merge, plan_scale, plan_split
 from console.topology.model import Shard
-from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 from console.ui.screens.confirm import ConfirmByNameScreen
+from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 from console.ui.screens.reshard import ReshardPreviewScreen
 
 OPERATIONS = ("split", "merge", "scale")

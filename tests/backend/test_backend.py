@@ -9,14 +9,22 @@ import subprocess
 import sys
 import textwrap
 import time
+from datetime import UTC
 
 import pytest
 from botocore.exceptions import ClientError
 
 from console.backend import BackendConfig, KinesisBackend, open_backend
 from console.backend.local import LocalKinesisServer
-from console.errors import (AccessDenied, BadInput, EndpointUnreachable, NoCredentials, ResourceInUse,
-                            StreamNotFound, Throttled)
+from console.errors import (
+    AccessDenied,
+    BadInput,
+    EndpointUnreachable,
+    NoCredentials,
+    ResourceInUse,
+    StreamNotFound,
+    Throttled,
+)
 from console.keyspace.hashkeys import even_split, md5_hash_key
 
 
@@ -92,17 +100,37 @@ async def test_streams_shards_and_records_round_trip(kinesis, make_stream):
 
 
 async def test_monitoring_and_identity(kinesis, make_stream):
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     name = await make_stream(shards=2)
     await kinesis.enable_enhanced_monitoring(name, ["IncomingBytes", "IncomingRecords"])
     assert set((await kinesis.describe_stream_summary(name)).enhanced_metrics) == {"IncomingBytes", "IncomingRecords"}
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     series = await kinesis.shard_metrics(name, ["shardId-000000000000", "shardId-000000000001"],
                                          {"IncomingBytes": "Sum"}, now - timedelta(minutes=5), now)
     # moto keeps no shard-level metrics of its own; the shape (one series per asked shard) is what matters here.
     assert series == {"shardId-000000000000": {"IncomingBytes": []}, "shardId-000000000001": {"IncomingBytes": []}}
     assert (await kinesis.caller_identity()).startswith("arn:aws:")
+
+
+async def test_other_services_share_an_endpoint_only_when_it_stands_for_every_service(monkeypatch, local_kinesis):
+    # Opening clients sends nothing; the credentials come from the environment, never a metadata service.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    for variable in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_KINESIS", "AWS_ENDPOINT_URL_CLOUDWATCH", "AWS_PROFILE"):
+        monkeypatch.delenv(variable, raising=False)
+    async with open_backend(BackendConfig(kind="aws", region="eu-west-1")) as aws:
+        cloudwatch = await aws._side_client("cloudwatch")
+        assert cloudwatch.meta.endpoint_url == "https://monitoring.eu-west-1.amazonaws.com"
+    given = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=local_kinesis.endpoint_url)
+    async with open_backend(given) as endpoint:
+        assert (await endpoint._side_client("dynamodb")).meta.endpoint_url == local_kinesis.endpoint_url
+    configured = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=local_kinesis.endpoint_url,
+                               endpoint_source="AWS_ENDPOINT_URL_KINESIS")
+    async with open_backend(configured) as kinesis_only:
+        assert (await kinesis_only._side_client("sts")).meta.endpoint_url == "https://sts.us-east-1.amazonaws.com"
 
 
 async def test_all_shards_follows_pagination(kinesis, make_stream):

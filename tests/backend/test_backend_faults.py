@@ -6,7 +6,6 @@ known to have sent nothing."""
 from __future__ import annotations
 
 import asyncio
-
 from urllib.parse import urlsplit
 
 import pytest

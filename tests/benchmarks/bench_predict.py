@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 import sys
 import tempfile
 from pathlib import Path

@@ -8,10 +8,9 @@ UpdateShardCount two seconds before the server sees it, so the two runs overlap.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
-
-import json
 from urllib.parse import urlsplit
 
 import botocore.session
@@ -49,7 +48,7 @@ async def test_two_rescales_at_once_never_both_claim_success(tmp_path, local_kin
         held = sum("EndingSequenceNumber" not in s["SequenceNumberRange"] for s in shards)
         succeeded = [target for target, code, _, _ in runs if code == 0]
         assert len(succeeded) <= 1, runs
-        for target, code, out, err in runs:
+        for _target, code, out, err in runs:
             assert "Traceback" not in err and "internal error" not in err, err
             if code == 0:
                 assert json.loads(out)["matches_plan"] is True

@@ -130,3 +130,11 @@ async def test_cloudwatch_source_reports_every_shard(kinesis, make_stream, local
     assert doc["source"] == "cloudwatch" and len(doc["shards"]) == 2
     assert all(shard["records_per_s"] == 0 and shard["minutes_with_data"] == 0 for shard in doc["shards"])
     assert "--enable-enhanced-monitoring" in err  # monitoring is off on this stream
+
+
+async def test_cloudwatch_source_as_a_table(kinesis, make_stream, local_kinesis):
+    stream = await make_stream(shards=2)
+    code, out, err = await kconsole("heat", stream, "--source", "cloudwatch", "--seconds", "60",
+                                    "--endpoint-url", local_kinesis.endpoint_url)
+    assert code == 0, err
+    assert out.startswith(f"CloudWatch heat of {stream}") and "shardId-000000000001" in out

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import tempfile
 from urllib.parse import urlsplit
 
 import botocore.session
@@ -90,6 +91,29 @@ def table_row(case, fault, code, outcome, times):
 
 
 # (case, operation, stream shards, argv after the stream is known, setup, how many times it happened)
+POLICY = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                                                  "Action": "kinesis:GetRecords", "Resource": "*"}]}
+POLICY_FILE = os.path.join(tempfile.mkdtemp(prefix="kconsole-lost-"), "policy.json")
+with open(POLICY_FILE, "w", encoding="utf-8") as _policy:
+    json.dump(POLICY, _policy)
+
+
+def arn(c, s):
+    return summary(c, s)["StreamARN"]
+
+
+def tags(c, s):
+    return {t["Key"]: t.get("Value") for t in c.list_tags_for_resource(ResourceARN=arn(c, s)).get("Tags", [])}
+
+
+def policy(c, s):
+    try:
+        found = c.get_resource_policy(ResourceARN=arn(c, s)).get("Policy")
+    except c.exceptions.ResourceNotFoundException:
+        return None
+    return None if not found or found.strip() == "{}" else found
+
+
 def _split(c, s):
     shards = all_shards(c, s)
     children = [x for x in shards if x.get("ParentShardId") == "shardId-000000000000"]
@@ -131,6 +155,18 @@ CASES = {
                  lambda c, s: consumers(c, s).count("app")),
     "monitoring": ("EnableEnhancedMonitoring", 1, lambda s: ["heat", s, "--enable-enhanced-monitoring"], None,
                    lambda c, s: int(bool(summary(c, s)["EnhancedMonitoring"][0].get("ShardLevelMetrics")))),
+    "tag": ("TagResource", 1, lambda s: ["stream", "tag", s, "team=payments"], None,
+            lambda c, s: int(tags(c, s).get("team") == "payments")),
+    "untag": ("UntagResource", 1, lambda s: ["stream", "untag", s, "team"],
+              lambda c, s: c.tag_resource(ResourceARN=arn(c, s), Tags={"team": "x"}),
+              lambda c, s: int("team" not in tags(c, s))),
+    "policy": ("PutResourcePolicy", 1, lambda s: ["stream", "policy", s, "--put", POLICY_FILE], None,
+               lambda c, s: int(bool(policy(c, s)))),
+    "policy delete": ("DeleteResourcePolicy", 1, lambda s: ["stream", "policy", s, "--delete"],
+                      lambda c, s: c.put_resource_policy(ResourceARN=arn(c, s), Policy=json.dumps(POLICY)),
+                      lambda c, s: int(not policy(c, s))),
+    "record size": ("UpdateMaxRecordSize", 1, lambda s: ["stream", "max-record-size", s, "--kib", "2048"], None,
+                    lambda c, s: int(summary(c, s).get("MaxRecordSizeInKiB") == 2048)),
     "deregister": ("DeregisterStreamConsumer", 1, lambda s: ["consumers", "deregister", s, "--name", "app"],
                    lambda c, s: c.register_stream_consumer(StreamARN=summary(c, s)["StreamARN"], ConsumerName="app"),
                    lambda c, s: int("app" not in consumers(c, s))),

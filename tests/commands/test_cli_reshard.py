@@ -15,11 +15,10 @@ import sys
 
 import pytest
 
-from console.reshard.actionlog import ActionLog
 from console.cli import main
 from console.keyspace.hashkeys import even_split, md5_hash_key
+from console.reshard.actionlog import ActionLog
 from console.reshard.execute import open_in_order
-
 from tests.reshard.helpers_reshard import keys_hashing_into
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.commands.test_cli_put import kconsole, stored_records
 
 from console.backend import BackendConfig, open_backend
 from console.reshard.actionlog import ActionLog
+from tests.commands.test_cli_put import kconsole, stored_records
 
 
 @pytest.fixture(autouse=True)
@@ -25,6 +25,13 @@ async def on_demand(endpoint: str, name: str) -> str:
     async with open_backend(config) as kinesis:
         await kinesis.create_stream(name, None, on_demand=True)
         return (await kinesis.wait_for_active(name)).arn
+
+
+def changes() -> list[tuple[str, dict, str | None]]:
+    """(operation, logged plan, outcome) of every change in the action log, in order."""
+    entries = ActionLog.default().entries()
+    outcomes = {e["intent"]: e["outcome"] for e in entries if e.get("kind") == "outcome"}
+    return [(e["operation"], e["plan"], outcomes.get(e["id"])) for e in entries if e.get("kind") == "intent"]
 
 
 def run(endpoint: str, *argv: str, stdin: bytes | None = None):
@@ -41,9 +48,9 @@ async def test_auto_distribution_round_trip_and_what_every_key_space_view_says(l
     document = json.loads(out)
     assert document["executed"] and document["stream"]["record_distribution"] == "AUTO"
     assert any("per-key order is gone" in line for line in document["plan"]["consequences"])
-    entry = ActionLog.default().entries()[-1]
-    assert entry["action"] == "stream distribution" and entry["target"] == "AUTO"
-    assert entry["calls"] == {"UpdateStreamRecordDistributionStrategy": 1}
+    operation, logged, outcome = changes()[-1]
+    assert (operation, logged["action"], logged["target"], outcome) == (
+        "UpdateStreamRecordDistributionStrategy", "stream distribution", "AUTO", "applied")
 
     code, out, err = await run(endpoint, "stream", "describe", stream)
     assert code == 0, err and out.splitlines()[0].startswith("AUTO distribution")
@@ -208,8 +215,9 @@ async def test_tags_and_policy_round_trip_and_are_refused_read_only(local_kinesi
                  ["channels", "delete", "to-s3"], ["account", "--on-demand-advantage", "off"]):
         code, _, err = await run(endpoint, *argv, "--yes", "--read-only")
         assert code == 1 and "read-only mode (--read-only): refusing to" in err, argv
-    assert [entry["action"] for entry in ActionLog.default().entries()] == [
-        "stream tag", "stream untag", "stream policy", "stream policy"]
+    assert [(operation, outcome) for operation, _, outcome in changes()] == [
+        ("TagResource", "applied"), ("UntagResource", "applied"), ("PutResourcePolicy", "applied"),
+        ("DeleteResourcePolicy", "applied")]
 
 
 async def test_channels_create_list_block_stream_delete_and_go(local_kinesis, tmp_path):
@@ -266,7 +274,8 @@ async def test_kinesis_mock_lacking_an_operation_costs_one_line(kinesis_mock, tm
     code, out, err = await run(endpoint, "stream", "distribution", stream, "auto", "--yes", "--json")
     assert code == 1 and "this endpoint does not support UpdateStreamRecordDistributionStrategy" in err
     assert len(err.strip().splitlines()) == 1 and json.loads(out)["error"]["code"] == "unsupported_operation"
-    assert ActionLog.default().entries() == []  # nothing was changed, nothing logged
+    # The intent went to the log before the call; the server's answer settled it as not applied.
+    assert changes() == [("UpdateStreamRecordDistributionStrategy", changes()[0][1], "not applied")]
     # What kinesis-mock has works: a policy it has none of, a record size, tags; a delete that
     # cannot ask for channels goes ahead.
     code, out, _ = await run(endpoint, "stream", "policy", stream, "--show")
@@ -325,3 +334,36 @@ async def test_heat_on_an_auto_stream_counts_keyless_records_and_suggests_no_key
     assert sum(1 for shard in document["shards"] if shard["records"]) > 1  # the service's spread
     assert document["split_suggestion"] is None and document["hot_keys"] == []
     assert "uses AUTO record distribution" in err.decode()
+
+
+@pytest.mark.parametrize("operation, argv, shown", [
+    ("UpdateMaxRecordSize", ["stream", "max-record-size", "{s}", "--kib", "4096"],
+     lambda c, s: c.describe_stream_summary(StreamName=s)["StreamDescriptionSummary"]["MaxRecordSizeInKiB"] == 4096),
+    ("UpdateStreamRecordDistributionStrategy", ["stream", "distribution", "{s}", "auto"],
+     lambda c, s: c.describe_stream_summary(StreamName=s)["StreamDescriptionSummary"]["RecordDistributionStrategy"]
+     == "AUTO"),
+    ("TagResource", ["stream", "tag", "{s}", "team=payments"],
+     lambda c, s: c.list_tags_for_stream(StreamName=s)["Tags"] == [{"Key": "team", "Value": "payments"}]),
+])
+async def test_a_lost_reply_is_settled_by_reading_the_setting_back(local_kinesis, tmp_path, operation, argv, shown):
+    """Through the fault proxy, the one changing call's reply dropped after the server acted: the
+    setting is read back (applied, logged so), and the call went out exactly once."""
+    from urllib.parse import urlsplit
+
+    import botocore.session
+
+    from tests.faultproxy import FaultProxy, Faults
+
+    stream = f"lost-{tmp_path.name[-8:]}"
+    await on_demand(local_kinesis.endpoint_url, stream)
+    truth = botocore.session.get_session().create_client(
+        "kinesis", region_name="us-east-1", endpoint_url=local_kinesis.endpoint_url,
+        aws_access_key_id="truth", aws_secret_access_key="truth")
+    async with FaultProxy(urlsplit(local_kinesis.endpoint_url).port, Faults.drop_reply(operation)) as proxy:
+        code, out, err = await run(proxy.endpoint_url, *[part.format(s=stream) for part in argv], "--yes")
+        sent = proxy.stats[f"reset_after:{operation}"] + proxy.stats[f"pass:{operation}"]
+    assert code == 0, err
+    assert "the reply was lost; reading back shows the change" in err and "Traceback" not in err
+    assert sent == 1 and shown(truth, stream)
+    [(logged_operation, _, outcome)] = changes()
+    assert (logged_operation, outcome) == (operation, "applied")

@@ -21,7 +21,7 @@ def reference(record) -> str:
     return printable_json(json.dumps(record.to_json(), ensure_ascii=False, default=str))
 
 
-def check(data: bytes, key: str = "pk") -> None:
+def check(data: bytes, key: str | None = "pk") -> None:
     for record in decode_record(data, shard_id="shardId-000000000001", sequence_number="4960", partition_key=key,
                                 arrival=ARRIVAL):
         line = record.json_line()
@@ -67,3 +67,8 @@ def test_hostile_payloads_stay_inert():
 def test_a_printable_json_payload_is_written_as_it_came():
     [record] = decode_record(b'{"b":1, "a":[1.50,2]}', shard_id="s", sequence_number="1", partition_key="k")
     assert record.json_line().endswith('"content": {"b":1, "a":[1.50,2]}}')
+
+
+def test_a_record_sent_without_a_partition_key():
+    """An AUTO stream's records may come without a key: its JSON line says null, as to_json() does."""
+    check(b'{"n": 1}', key=None)

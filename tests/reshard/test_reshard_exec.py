@@ -11,9 +11,10 @@ import time
 
 import pytest
 
-from console.reshard.actionlog import ActionLog
 from console.errors import ConsoleError, LimitExceeded, PlanRejected, ResourceInUse
 from console.keyspace.hashkeys import HASH_SPACE, even_split, md5_hash_key
+from console.reshard.actionlog import ActionLog
+from console.reshard.execute import Executor, median_split_of_recent, open_in_order, sample_recent_keys
 from console.reshard.limits import StreamContext
 from console.reshard.plan import (
     KeySample,
@@ -25,8 +26,6 @@ from console.reshard.plan import (
     plan_split,
     render_plan,
 )
-from console.reshard.execute import Executor, median_split_of_recent, open_in_order, sample_recent_keys
-
 from tests.reshard.helpers_reshard import keys_hashing_into
 
 
@@ -122,7 +121,7 @@ async def test_median_of_recent_records_divides_skewed_traffic_evenly(kinesis, m
     plan = plan_split(await kinesis.all_shards(stream), shard.shard_id, median.key, median=median)
     assert plan.to_json()["median_split"]["lower"] == below and plan.ok
     shares = f"{below / len(written):.1%} / {1 - below / len(written):.1%}"
-    assert f"201 sampled records (200 distinct keys)" in render_plan(plan) and shares in render_plan(plan)
+    assert "201 sampled records (200 distinct keys)" in render_plan(plan) and shares in render_plan(plan)
 
 
 async def test_recent_sample_is_bounded_by_time_and_count(kinesis, make_stream):

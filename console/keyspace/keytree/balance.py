@@ -3,6 +3,7 @@ whose two subtrees differ most. Built by `KeyTree.balance()`, printed by `kconso
 
 from __future__ import annotations
 
+from typing import Any
 from dataclasses import dataclass
 
 
@@ -37,7 +38,7 @@ class BalanceReport:
     levels: tuple[LevelFill, ...]  # depths 0 .. deepest key, in order
     worst: Imbalance | None  # None for an empty tree
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         worst = self.worst
         return {
             "total_keys": self.total_keys,

@@ -31,8 +31,8 @@ from textual.widgets import Static
 
 from console.backend.protocol import CLOUDWATCH, ConsoleBackend
 from console.errors import ConsoleError
-from console.heat.cloudwatch import SHARD_LEVEL_METRICS
 from console.heat.capacity import MetricSeries, enabled_shard_metrics, shard_metrics, unavailable_reason
+from console.heat.cloudwatch import SHARD_LEVEL_METRICS
 from console.heat.sampler import HeatSampler
 from console.heat.snapshot import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
 from console.read.printable import printable

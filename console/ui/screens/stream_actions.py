@@ -187,7 +187,8 @@ async def run_action(request: StreamActionRequest, dialogs: ReshardDialogs) -> N
         if plan.calls and plan.calls[0].operation in SETTING_OPERATIONS:
             target = plan.calls[0].parameters.get("RecordDistributionStrategy")
             await apply_setting(kinesis, plan, action_log=ActionLog.default(),
-                                log_fields={"target": target} if target else None)
+                                log_fields={"target": target} if target else None,
+                                progress=lambda text: dialogs.notify(text, title=action, timeout=5))
         else:
             await apply(kinesis, plan, action_log=ActionLog.default(),
                         progress=lambda text: dialogs.notify(text, title=action, timeout=5))

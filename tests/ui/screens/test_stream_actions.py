@@ -147,7 +147,8 @@ async def test_auto_distribution_from_the_menu_shows_in_the_header_and_placement
             await wait_until(pilot, lambda: any("distribution done" in note for note in app.notes), what="done")
             await wait_until(pilot, lambda: app.view.summary.auto_distribution, what="the poll after the switch")
             assert "AUTO distribution" in str(app.header.render())
-            assert ActionLog.default().entries()[-1]["target"] == "AUTO"
+            intent = [e for e in ActionLog.default().entries() if e.get("kind") == "intent"][-1]
+            assert intent["plan"]["target"] == "AUTO" and intent["plan"]["action"] == "stream distribution"
             placement.set_keys("user-1\nuser-2")
             await pilot.pause(0.1)
             notice = str(app.query_one("#placement-summary").render())
