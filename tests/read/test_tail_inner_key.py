@@ -28,15 +28,27 @@ async def test_tail_key_returns_every_inner_record_on_both_servers(server):
     assert len(landed) > 1  # the aggregates sit in several shards, not only the one HOT_KEY hashes to
 
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "console.cli", "tail", stream, "--key", HOT_KEY, "--json", "--endpoint-url", url,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-m",
+        "console.cli",
+        "tail",
+        stream,
+        "--key",
+        HOT_KEY,
+        "--json",
+        "--endpoint-url",
+        url,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 0, err.decode()
     found = [json.loads(line) for line in out.decode().splitlines()]
     assert len(found) == 40 * 6
     assert {row["partition_key"] for row in found} == {HOT_KEY}
     assert sorted((row["content"]["serial"], row["content"]["i"]) for row in found) == sorted(
-        (serial, i) for serial in range(40) for i in range(10) if i % 5 >= 2)
+        (serial, i) for serial in range(40) for i in range(10) if i % 5 >= 2
+    )
     assert {row["shard_id"] for row in found} == landed
 
 
@@ -48,8 +60,9 @@ async def test_placement_only_widens_to_every_shard_at_the_first_aggregate(kines
     key, data = aggregate(0)
     await kinesis.put_record(stream, data, key, explicit_hash_key=own.starting_hash_key)
     await kinesis.put_records(stream, [hot_aggregate(serial) for serial in range(1, 30)])
-    reader = TailReader(kinesis, stream, TailOptions(start=parse_start("trim-horizon"), partition_key=HOT_KEY,
-                                                     placement_only=True))
+    reader = TailReader(
+        kinesis, stream, TailOptions(start=parse_start("trim-horizon"), partition_key=HOT_KEY, placement_only=True)
+    )
     found = []
     async for batch in reader.batches():
         found.extend(batch.records)
@@ -62,8 +75,11 @@ async def test_placement_only_from_latest_widens_without_losing_what_arrived_mea
     stream = await make_stream(shards=4)
     shards = await kinesis.all_shards(stream)
     own = next(s for s in shards if s.contains(md5_hash_key(HOT_KEY)))
-    reader = TailReader(kinesis, stream, TailOptions(start=parse_start("latest"), follow=True,
-                                                     partition_key=HOT_KEY, placement_only=True))
+    reader = TailReader(
+        kinesis,
+        stream,
+        TailOptions(start=parse_start("latest"), follow=True, partition_key=HOT_KEY, placement_only=True),
+    )
     await reader.position()
     # Written before the read meets its first aggregate: the shards added then must still see them.
     await kinesis.put_records(stream, [hot_aggregate(serial) for serial in range(1, 20)])
@@ -83,8 +99,17 @@ async def test_placement_only_from_latest_widens_without_losing_what_arrived_mea
 
 async def test_placement_only_without_key_is_refused():
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "console.cli", "tail", "s", "--placement-only", "--endpoint-url", "http://127.0.0.1:9",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-m",
+        "console.cli",
+        "tail",
+        "s",
+        "--placement-only",
+        "--endpoint-url",
+        "http://127.0.0.1:9",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(process.communicate(), 30)
     assert process.returncode == 2 and err.decode().count("\n") == 1 and "--placement-only" in err.decode()
 
@@ -106,8 +131,11 @@ async def test_malformed_aggregates_are_decode_errors_and_the_page_is_kept(kines
         "md5 mismatch": good[:-1] + bytes([good[-1] ^ 1]),
         "truncated": good[: len(good) // 2],
     }
-    await kinesis.put_records(stream, [{"Data": data, "PartitionKey": "outer"} for data in broken.values()]
-                              + [{"Data": good, "PartitionKey": "outer"}])
+    await kinesis.put_records(
+        stream,
+        [{"Data": data, "PartitionKey": "outer"} for data in broken.values()]
+        + [{"Data": good, "PartitionKey": "outer"}],
+    )
     reader = TailReader(kinesis, stream, TailOptions(start=parse_start("trim-horizon")))
     found = []
     async for batch in reader.batches():
