@@ -50,7 +50,7 @@ MUTATING_OPERATIONS = frozenset({
     "IncreaseStreamRetentionPeriod", "DecreaseStreamRetentionPeriod", "UpdateStreamMode",
     "StartStreamEncryption", "StopStreamEncryption", "RegisterStreamConsumer", "DeregisterStreamConsumer",
     "EnableEnhancedMonitoring", "TagResource", "UntagResource", "PutResourcePolicy", "DeleteResourcePolicy",
-    "UpdateMaxRecordSize",
+    "UpdateMaxRecordSize", "UpdateStreamRecordDistributionStrategy", "CreateChannel", "DeleteChannel",
 })
 
 

@@ -32,8 +32,11 @@ def hot_aggregate(serial: int) -> dict:
 @pytest.fixture(params=["embedded", pytest.param("kinesis-mock", marks=pytest.mark.kinesis_mock)])
 async def server(request, local_kinesis):
     """(backend, stream factory, endpoint URL) on each of the two servers."""
-    url = (local_kinesis.endpoint_url if request.param == "embedded"
-           else request.getfixturevalue("kinesis_mock").endpoint_url)
+    url = (
+        local_kinesis.endpoint_url
+        if request.param == "embedded"
+        else request.getfixturevalue("kinesis_mock").endpoint_url
+    )
     async with open_backend(BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=url)) as backend:
         factory = StreamFactory(backend)
         yield backend, factory, url

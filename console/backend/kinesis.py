@@ -80,22 +80,6 @@ class KinesisBackend(CallPath):
     async def stream_names(self) -> list[str]:
         return [summary.name for summary in await self.list_stream_summaries()]
 
-    async def stream_summaries(self) -> list[dict]:
-        """ListStreams' StreamSummaries, every page (name, ARN, status, mode, creation time: no shard
-        counts), AWS-shaped: the quick first look at a region with many streams."""
-        summaries: list[dict] = []
-        params: dict[str, Any] = {"Limit": 1000}
-        while True:
-            page = await self._call("ListStreams", **params)
-            listed = page.get("StreamSummaries")
-            if listed is None:  # a server that predates StreamSummaries: names only
-                listed = [{"StreamName": name, "StreamStatus": "?"} for name in page.get("StreamNames", [])]
-            summaries.extend(listed)
-            if not page.get("HasMoreStreams") or not listed:
-                return summaries
-            params = {"Limit": 1000, **({"NextToken": page["NextToken"]} if page.get("NextToken")
-                                        else {"ExclusiveStartStreamName": listed[-1]["StreamName"]})}
-
     async def list_streams(self) -> list[StreamSummary]:
         """Every stream, described: one ListStreams page-through, then DescribeStreamSummary per stream."""
         return await self.describe_streams(await self.list_stream_summaries())

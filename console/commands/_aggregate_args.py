@@ -15,13 +15,21 @@ from console.produce.aggregate import (
 
 
 def add_aggregate_options(parser: Any) -> None:
-    parser.add_argument("--aggregate", action="store_true",
-                        help="pack the records into KPL aggregated records (AWS's format, read by KCL, Lambda and "
-                             "aws-kinesis-agg), grouped by predicted shard; one aggregate in flight per key")
-    parser.add_argument("--max-aggregate-bytes", type=_whole_bytes, default=None, metavar="N",
-                        help=f"with --aggregate: the largest aggregate, data plus key (default "
-                             f"{DEFAULT_MAX_AGGREGATE_BYTES:,}, as KPL; at least {MIN_AGGREGATE_BYTES:,}, at most the "
-                             "stream's record size limit)")
+    parser.add_argument(
+        "--aggregate",
+        action="store_true",
+        help="pack the records into KPL aggregated records (AWS's format, read by KCL, Lambda and "
+        "aws-kinesis-agg), grouped by predicted shard; one aggregate in flight per key",
+    )
+    parser.add_argument(
+        "--max-aggregate-bytes",
+        type=_whole_bytes,
+        default=None,
+        metavar="N",
+        help=f"with --aggregate: the largest aggregate, data plus key (default "
+        f"{DEFAULT_MAX_AGGREGATE_BYTES:,}, as KPL; at least {MIN_AGGREGATE_BYTES:,}, at most the "
+        "stream's record size limit)",
+    )
 
 
 def _whole_bytes(text: str) -> int:
@@ -49,4 +57,3 @@ def check_aggregate_fits_stream(max_aggregate_bytes: int | None, summary: Any) -
     """An aggregate must fit the stream's own record size limit (MaxRecordSizeInKiB; 1 MiB unless raised)."""
     if max_aggregate_bytes is not None:
         check_max_aggregate_bytes(max_aggregate_bytes, summary.max_record_bytes)
-

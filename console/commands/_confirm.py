@@ -36,8 +36,10 @@ def confirm_by_stream_name(args: argparse.Namespace, *, change: str, consequence
     `change` names the change in the refusal ("split my-stream"), `consequence` ends the prompt's
     "This will ..." sentence, `advice` comes before "pass --yes" when there is no TTY, and
     `preview` (e.g. the plan) is shown on stderr before the prompt."""
+    # "switch clicks from provisioned to on-demand" names the stream already: no "... on clicks" after it.
+    named = consequence if args.stream in consequence.split() else f"{consequence} on {args.stream}"
     confirm_by_typing(args, args.stream, what="the stream name", change=change,
-                      consequence=f"{consequence} on {args.stream}", advice=advice, preview=preview)
+                      consequence=named, advice=advice, preview=preview)
 
 
 def confirm_by_typing(args: argparse.Namespace, expected: str, *, what: str, change: str, consequence: str,

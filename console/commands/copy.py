@@ -272,7 +272,6 @@ def _chunk_writer(kinesis, stream: str, config, verify: bool, on_progress, aws_i
             in_flight_window=IN_FLIGHT_TIMEOUTS * timeout,
         )
         verifier = Verifier.for_backend(kinesis, read_settings, GivenRecordMatcher(run.records))
-        verifier.whole_aggregates = True  # aggregates were copied as records of their own (--deaggregate: none are)
         try:
             return await verifier.verify(result)
         except ConsoleError as error:

@@ -43,6 +43,7 @@ from console.produce.settings import ProducerSettings
 from console.produce.testrecords import is_keyless, ledger_key
 from console.produce.verify import ReadSettings
 from console.produce.verify_analysis import VerificationReport
+from console.words import counted
 
 MAX_LINES_SHOWN = 20  # per shard, in the text summary
 
@@ -197,13 +198,13 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
                                     record_total=len(parsed.records), pacing=config.kind == "aws",
                                     max_record_bytes=summary.max_record_bytes).validated()
         keyless = parsed.keyless
-        note(f"putting {len(parsed.records)} records to {args.stream!r} ("
-             + (f"{keyless} without a key, " if keyless else "") + f"{len(per_key) - keyless} keys)")
+        note(f"putting {counted(len(parsed.records), 'record')} to {args.stream!r} ("
+             + (f"{keyless} without a key, " if keyless else "") + f"{counted(len(per_key) - keyless, 'key')})")
         interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0
         settle_heap()
         return await run_and_verify(
             kinesis, args.stream, settings, verify=args.verify, on_progress=_ProgressLines("put"),
-            on_verifying=lambda wait: note(f"reading {len(parsed.records)} records back"
+            on_verifying=lambda wait: note(f"reading {counted(len(parsed.records), 'record')} back"
                                            + (f" after waiting {wait:.0f} s for puts whose answer was lost" if wait > 0 else "")),
             read_settings=ReadSettings(min_call_interval=interval), records=parsed.records,
             max_aggregate_bytes=max_aggregate_bytes)

@@ -29,6 +29,7 @@ from console.heat.fleet import (
 from console.lifecycle.rules import parse_shard_count
 from console.topology.lineage import OPEN, Lineage
 from console.topology.model import StreamSummary
+from console.words import counted
 
 
 def register(subparsers, common) -> None:
@@ -219,7 +220,7 @@ async def _fetch_lineage(args: Any, stream: str) -> tuple[Lineage, str]:
 
 def _heading(stream: str, label: str, rows: list[dict]) -> str:
     open_count = sum(1 for row in rows if row["state"] == OPEN)
-    return f"stream {stream} on {label}: {len(rows)} shards ({open_count} open)"
+    return f"stream {stream} on {label}: {counted(len(rows), 'shard')} ({open_count} open)"
 
 
 def format_shards(rows: list[dict], problem: str | None) -> str:

@@ -25,8 +25,11 @@ def user_records(data: bytes) -> list[tuple[str, int]]:
     records, keys, _ = parse_aggregate(data)
     key_sizes = [len(key.encode("utf-8")) for key in keys]
     try:
-        return [(keys[index], len(record.data) + key_sizes[index])
-                for record in records for index in (record.partition_key_index,)]
+        return [
+            (keys[index], len(record.data) + key_sizes[index])
+            for record in records
+            for index in (record.partition_key_index,)
+        ]
     except IndexError:
         raise MalformedAggregate(f"a user record names a partition key past the {len(keys)}-entry table") from None
 

@@ -49,25 +49,14 @@ class StreamFacts:
     warm_mibps: int | None = None  # WarmThroughput.CurrentMiBps on on-demand streams
 
     @classmethod
-    def from_summary(cls, raw: Mapping[str, Any]) -> "StreamFacts":
-        """From a DescribeStreamSummary (or a ListStreams StreamSummaries entry, which has fewer)."""
-        warm = raw.get("WarmThroughput") or {}
-        shards = raw.get("OpenShardCount")
-        consumers = raw.get("ConsumerCount")
-        return cls(name=raw.get("StreamName", ""), status=raw.get("StreamStatus", "?"),
-                   mode=(raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
-                   open_shards=int(shards) if isinstance(shards, int) else None,
-                   consumers=int(consumers) if isinstance(consumers, int) else None,
-                   auto_distribution=raw.get("RecordDistributionStrategy") == "AUTO",
-                   warm_mibps=warm.get("CurrentMiBps") if isinstance(warm.get("CurrentMiBps"), int) else None)
-
-    @classmethod
     def from_stream(cls, summary: Any) -> "StreamFacts":
-        """From the backend's StreamSummary (today's fields where the summary carries them)."""
+        """From the backend's StreamSummary; one from the stream list alone (no shard count yet) knows
+        no consumer count either."""
+        listed_only = summary.open_shard_count is None
         return cls(name=summary.name, status=summary.status, mode=summary.mode,
-                   open_shards=summary.open_shard_count, consumers=summary.consumer_count,
-                   auto_distribution=bool(getattr(summary, "auto_distribution", False)),
-                   warm_mibps=getattr(summary, "warm_throughput_current_mibps", None))
+                   open_shards=summary.open_shard_count, consumers=None if listed_only else summary.consumer_count,
+                   auto_distribution=summary.auto_distribution,
+                   warm_mibps=summary.warm_throughput_current_mibps)
 
 
 @dataclass(frozen=True, slots=True)

@@ -365,6 +365,13 @@ class StreamHeat:
         """Stop counting arrivals at `window_end` (later reads are drained but not counted)."""
         self.window_end = window_end
 
+    def reopen(self, shards: Iterable[Shard]) -> None:
+        """Count arrivals again (a sampler resumes where this window closed), with shards opened meanwhile."""
+        self.window_end = None
+        for shard in shards:
+            if shard.shard_id not in self.shards:
+                self.add_shard(shard, since=self.window_start)
+
     def snapshot(self, now: float, *, top: int = 5, series_seconds: int = 60) -> StreamHeatSnapshot:
         end = self.window_end if self.window_end is not None else now
         return StreamHeatSnapshot(

@@ -18,12 +18,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from datetime import datetime, timezone
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from console.errors import BadInput, ConsoleError, Throttled
 from console.heat.aggregates import split_page
-from console.heat.rates import StreamHeat, observations_from_records
+from console.heat.rates import HISTORY_SECONDS, StreamHeat, observations_from_records
 from console.heat.snapshot import StreamHeatSnapshot
 from console.topology.model import Shard
 from console.read.cursor import ShardCursor
@@ -41,7 +42,7 @@ class HeatSampler:
 
     def __init__(self, backend: Any, stream: str, *, reads_per_second: float = DEFAULT_READS_PER_SECOND,
                  records_per_read: int = 10_000, top_capacity: int = 256, drain_grace: float = DRAIN_GRACE,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, resume: StreamHeat | None = None) -> None:
         if not 0 < reads_per_second <= MAX_READS_PER_SECOND:
             raise BadInput(f"reads per second per shard must be above 0 and at most {MAX_READS_PER_SECOND:g} "
                            f"(the GetRecords limit); got {reads_per_second:g}")
@@ -52,6 +53,9 @@ class HeatSampler:
         self.top_capacity = top_capacity
         self.clock = clock
         self.drain_grace = drain_grace
+        # A closed window of this stream to carry on: its history is kept, and the records that arrived
+        # since it closed are read (at most HISTORY_SECONDS of them) and counted in their own seconds.
+        self._resume = resume if resume is not None and resume.stream == stream and resume.window_end is not None else None
         self.heat: StreamHeat | None = None
         self.reads = 0
         self.throttled_reads = 0
@@ -74,11 +78,23 @@ class HeatSampler:
     async def start(self) -> None:
         if self._tasks:
             raise RuntimeError("sampler already started")
-        shards = [shard for shard in await self.backend.all_shards(self.stream) if shard.is_open]
-        window_start = self.clock()
-        iterators = await asyncio.gather(*(
-            self.backend.get_shard_iterator(self.stream, shard.shard_id, "LATEST") for shard in shards))
-        self.heat = StreamHeat(self.stream, shards, window_start=window_start, top_capacity=self.top_capacity)
+        listed = await self.backend.all_shards(self.stream)
+        shards = [shard for shard in listed if shard.is_open]
+        if self._resume is not None:
+            heat, closed_at = self._resume, self._resume.window_end or self.clock()
+            since = datetime.fromtimestamp(max(closed_at, self.clock() - HISTORY_SECONDS), timezone.utc)
+            # Shards sampled before that closed meanwhile are read to their end too (children follow).
+            shards += [shard for shard in listed if not shard.is_open and shard.shard_id in heat.shards]
+            iterators = await asyncio.gather(*(
+                self.backend.get_shard_iterator(self.stream, shard.shard_id, "AT_TIMESTAMP", timestamp=since)
+                for shard in shards))
+            heat.reopen(shard for shard in shards if shard.is_open)
+            self.heat = heat
+        else:
+            window_start = self.clock()
+            iterators = await asyncio.gather(*(
+                self.backend.get_shard_iterator(self.stream, shard.shard_id, "LATEST") for shard in shards))
+            self.heat = StreamHeat(self.stream, shards, window_start=window_start, top_capacity=self.top_capacity)
         for shard, iterator in zip(shards, iterators):
             self._tasks[shard.shard_id] = asyncio.create_task(
                 self._read_shard(shard.shard_id, iterator), name=f"heat-{self.stream}-{shard.shard_id}")

@@ -86,7 +86,7 @@ async def apply_setting(kinesis: Any, plan: LifecyclePlan, *, action_log: Any, w
         change = await action_log.call(call.operation, logged, make, stream=plan.stream, backend=kinesis.label,
                                        who=who, settle=_settler(kinesis, call), check=_check(plan, call))
         if change.reply_lost:
-            progress(f"{call.operation}: the reply was lost; reading back shows the change")
+            progress(f"{call.operation}: the reply was lost; the stream shows the change")
         if change.unlogged:
             progress(f"{call.operation}: {change.unlogged}")
         answers.append(answered[0] if answered else None)

@@ -34,6 +34,7 @@ from console.produce.ledger import PendingRecord, Requeue
 from console.produce.producer import REFILL_SECONDS, THROTTLE_ERROR, OrderedProducer
 from console.produce.settings import ProducerSettings
 from console.read.decoding import MAGIC
+from console.topology.model import put_records_entry
 
 DIGEST_BYTES = 16
 FRAME_BYTES = len(MAGIC) + DIGEST_BYTES
@@ -148,8 +149,10 @@ class AggregateBuilder:
 def check_max_aggregate_bytes(value: int, record_limit: int, what: str = "the stream's record size limit") -> int:
     """--max-aggregate-bytes within [MIN_AGGREGATE_BYTES, the record size limit]; BadInput otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or not MIN_AGGREGATE_BYTES <= value <= record_limit:
-        raise BadInput(f"--max-aggregate-bytes must be a whole number from {MIN_AGGREGATE_BYTES:,} to "
-                       f"{record_limit:,} ({what}); got {value!r}")
+        raise BadInput(
+            f"--max-aggregate-bytes must be a whole number from {MIN_AGGREGATE_BYTES:,} to "
+            f"{record_limit:,} ({what}); got {value!r}"
+        )
     return value
 
 
@@ -171,8 +174,7 @@ class PendingAggregate:
         return self.builder.size + self.key_bytes
 
     def entry(self) -> dict[str, Any]:
-        return {"Data": self.builder.encode(), "PartitionKey": self.partition_key,
-                "ExplicitHashKey": str(self.hash_key)}
+        return put_records_entry(self.builder.encode(), self.partition_key, self.hash_key)
 
 
 @dataclass
@@ -192,8 +194,9 @@ class AggregationStats:
             "kinesis_records": total,
             "user_records_per_kinesis_record": round(self.user_records / total, 2) if total else None,
             "kinesis_records_per_second": round(total / seconds, 1),
-            "kinesis_records_per_second_by_shard": {shard: round(count / seconds, 1)
-                                                    for shard, count in sorted(self.kinesis_records.items())},
+            "kinesis_records_per_second_by_shard": {
+                shard: round(count / seconds, 1) for shard, count in sorted(self.kinesis_records.items())
+            },
             "re_aggregated": self.wrong_shard,
         }
 
@@ -202,9 +205,11 @@ def aggregation_line(aggregation: dict[str, Any] | None) -> str | None:
     """One line of a run summary about its aggregation (from ProduceResult.to_json's "aggregation")."""
     if not aggregation or not aggregation["kinesis_records"]:
         return None
-    line = (f"aggregated: {aggregation['kinesis_records']:,} KPL records of up to {aggregation['max_aggregate_bytes']:,} "
-            f"bytes, {aggregation['user_records_per_kinesis_record']} user records each, "
-            f"{aggregation['kinesis_records_per_second']:,} Kinesis records/s")
+    line = (
+        f"aggregated: {aggregation['kinesis_records']:,} KPL records of up to {aggregation['max_aggregate_bytes']:,} "
+        f"bytes, {aggregation['user_records_per_kinesis_record']} user records each, "
+        f"{aggregation['kinesis_records_per_second']:,} Kinesis records/s"
+    )
     if aggregation["re_aggregated"]:
         line += f"; {aggregation['re_aggregated']} landed off their prediction and were re-aggregated"
     return line
@@ -213,8 +218,15 @@ def aggregation_line(aggregation: dict[str, Any] | None) -> str | None:
 class AggregatingProducer(OrderedProducer):
     """The ordered producer, sending KPL aggregates grouped by predicted shard. Batch mode only."""
 
-    def __init__(self, stream: str, settings: ProducerSettings, *, max_aggregate_bytes: int = DEFAULT_MAX_AGGREGATE_BYTES,
-                 record_limit: int = MAX_RECORD_LIMIT, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        stream: str,
+        settings: ProducerSettings,
+        *,
+        max_aggregate_bytes: int = DEFAULT_MAX_AGGREGATE_BYTES,
+        record_limit: int = MAX_RECORD_LIMIT,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(stream, settings, **kwargs)
         if self.settings.mode != "batch":
             raise BadInput("aggregation sends PutRecords requests: use batch mode")
@@ -227,8 +239,13 @@ class AggregatingProducer(OrderedProducer):
         """Pack ready keys' records into one open aggregate per predicted shard (a new one when it is
         full), within the request limits (500 Kinesis records, 5 MiB) and the pace. A key's records go
         into one aggregate, as many as fit; the key comes back to `ready` once they are acknowledged."""
-        settings, parked, limit, ledger, pacer = self.settings, self._parked, self.max_aggregate_bytes, \
-            self._ledger, self._pacer
+        settings, parked, limit, ledger, pacer = (
+            self.settings,
+            self._parked,
+            self.max_aggregate_bytes,
+            self._ledger,
+            self._pacer,
+        )
         paced = pacer.limits.enabled
         aggregates: list[PendingAggregate] = []
         open_by_shard: dict[str | None, PendingAggregate] = {}
@@ -259,23 +276,28 @@ class AggregatingProducer(OrderedProducer):
                     if taken:  # the key's next records wait for this aggregate: one in flight per key
                         break
                     # A new Kinesis record on this shard: the request's and the shard's limits count it.
-                    if len(aggregates) >= settings.max_batch_records or \
-                            request_bytes + FRAME_BYTES + key.name_bytes + record.size > settings.max_batch_bytes:
+                    if (
+                        len(aggregates) >= settings.max_batch_records
+                        or request_bytes + FRAME_BYTES + key.name_bytes + record.size > settings.max_batch_bytes
+                    ):
                         stop = True
                         break
                     if not pacer.try_take(shard, FRAME_BYTES + key.name_bytes, now):
                         newly_parked[shard] = FRAME_BYTES + record.size  # type: ignore[index]
                         break
-                    aggregate = open_by_shard[shard] = PendingAggregate(shard, predicted, name, key.hash_key,
-                                                                        key.name_bytes)
+                    aggregate = open_by_shard[shard] = PendingAggregate(
+                        shard, predicted, name, key.hash_key, key.name_bytes
+                    )
                     aggregates.append(aggregate)
                     request_bytes += aggregate.size
                     slot = aggregate.builder.slot(name, hash_text)
                     piece = slot.piece(data)
                     growth = len(piece) + len(slot.entries)
                     if aggregate.size + growth > limit:
-                        raise BadInput(f"a record of {record.size:,} bytes does not fit an aggregate of at most "
-                                       f"{limit:,} bytes: raise --max-aggregate-bytes")
+                        raise BadInput(
+                            f"a record of {record.size:,} bytes does not fit an aggregate of at most "
+                            f"{limit:,} bytes: raise --max-aggregate-bytes"
+                        )
                 if request_bytes + growth > settings.max_batch_bytes:
                     stop = True
                     break
@@ -345,4 +367,3 @@ class AggregatingProducer(OrderedProducer):
             if record.key is not last and id(record) not in failed:
                 last = record.key
                 requeue(last, now)
-

@@ -77,9 +77,6 @@ class Verifier:
         # Which of the run's records a read record is (something with key, seq and sent_at), or None:
         # by default the test-record header; given records are matched by their key and bytes.
         self._identify = identify or (lambda run, raw: decode(raw["Data"], run.run_id))
-        # An aggregate is read as its user records, unless the run wrote aggregates as records of their own
-        # (a copy that keeps them byte for byte): then it is identified whole.
-        self.whole_aggregates = False
         self._get_shard_iterator = get_shard_iterator
         self._get_records = get_records
         self.settings = settings or ReadSettings()
@@ -194,15 +191,19 @@ class Verifier:
             page = await cursor.read()
             for raw in page.records:
                 total += 1
-                aggregated = raw["Data"][:4] == MAGIC
-                for one in _user_records(raw) if aggregated and not self.whole_aggregates else (raw,):
-                    record = self._identify(run, one)
+                # A record of the run as it was sent (a copied aggregate is one, whole), or else, for a
+                # KPL aggregate the run packed, the run's records inside it.
+                record = self._identify(run, raw)
+                inside = record is None and raw["Data"][:4] == MAGIC
+                found = [record] if record is not None else (
+                    [self._identify(run, one) for one in _user_records(raw)] if inside else [])
+                for record in found:
                     if record is None:
                         continue
                     mine += 1
                     copies.append(ReadCopy(record.key, record.seq, shard_id, raw["SequenceNumber"], order,
                                            record.sent_at, _epoch(raw.get("ApproximateArrivalTimestamp")),
-                                           aggregated))
+                                           inside))
             if cursor.done(page, follow=False):  # an open shard's tip, or a closed shard's end
                 break
         return ShardRead(shard_id, iterator_type, total, mine, closed=not shard.is_open)
@@ -230,7 +231,8 @@ def _user_records(raw: dict[str, Any]) -> list[dict[str, Any]]:
         inner = user_records(raw["Data"])
     except MalformedAggregate:
         return []
-    return [{"Data": data, "PartitionKey": key, "ExplicitHashKey": hash_key} for key, hash_key, data in inner]
+    return [{"Data": data, "PartitionKey": key, "ExplicitHashKey": hash_key, "SequenceNumber": raw["SequenceNumber"]}
+            for key, hash_key, data in inner]
 
 
 def _epoch(value: Any) -> float | None:

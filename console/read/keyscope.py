@@ -38,5 +38,7 @@ def carries_aggregate(records: Iterable[Mapping]) -> bool:
 
 
 def widening_note(partition_key: str, shard_id: str, added: int) -> str:
-    return (f"tail: {shard_id} holds KPL aggregates, whose records of {partition_key!r} can sit in any shard: "
-            f"reading all shards now (+{added})")
+    return (
+        f"tail: {shard_id} holds KPL aggregates, whose records of {partition_key!r} can sit in any shard: "
+        f"reading all shards now (+{added})"
+    )

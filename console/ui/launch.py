@@ -22,6 +22,7 @@ from console.bounds import validate_stream_name
 from console.errors import BadInput
 from console.lifecycle.rules import DEFAULT_SHARDS
 from console.topology.model import Shard, StreamSummary
+from console.words import counted
 
 DEMO_STREAM = "kconsole-demo"
 DEMO_RECORDS = 60
@@ -105,8 +106,8 @@ class PrefetchingSource:
     async def list_streams(self) -> list[StreamSummary]:
         return await self._source.list_streams()
 
-    async def stream_summaries(self) -> list[dict]:
-        return await self._source.stream_summaries()
+    async def list_stream_summaries(self, *, page_size: int = 100) -> list[StreamSummary]:
+        return await self._source.list_stream_summaries(page_size=page_size)
 
     async def describe_stream_details(self, stream: str) -> dict:
         return await self._source.describe_stream_details(stream)
@@ -163,6 +164,18 @@ class PrefetchingSource:
 
     async def get_records(self, shard_iterator: str, limit: int = 10000) -> dict:
         return await self._source.get_records(shard_iterator, limit)
+
+    async def update_max_record_size(self, stream_arn: str, kib: int) -> None:
+        await self._source.update_max_record_size(stream_arn, kib)
+
+    async def update_warm_throughput(self, stream_arn: str, mibps: int) -> dict:
+        return await self._source.update_warm_throughput(stream_arn, mibps)
+
+    async def update_record_distribution(self, stream_arn: str, strategy: str) -> None:
+        await self._source.update_record_distribution(stream_arn, strategy)
+
+    async def account_settings(self) -> dict:
+        return await self._source.account_settings()
 
     async def split_shard(self, stream: str, shard_id: str, new_starting_hash_key: int) -> None:
         await self._source.split_shard(stream, shard_id, new_starting_hash_key)
@@ -282,7 +295,7 @@ def launch_console(args) -> int:
                 await prepare_demo_stream(kinesis, shards=shards, split=args.shards is None)
                 stream = DEMO_STREAM
             elif backend_config.kind == "local" and not read_only and await kinesis.ensure_stream(stream, shards):
-                created = f"created stream {stream!r} with {shards} shards on the embedded local Kinesis"
+                created = f"created stream {stream!r} with {counted(shards, 'shard')} on the embedded local Kinesis"
             source = PrefetchingSource(kinesis, stream) if stream else kinesis
             shown: dict[str, Any] = {}  # the app, once it exists, for the server supervisor to speak through
             supervisor = _supervise_local_server(kinesis, stream, shards, demo=stream == DEMO_STREAM and not args.stream,

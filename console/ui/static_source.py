@@ -65,10 +65,8 @@ class StaticSource:
         self._check(self.stream)
         return [self.summary()]
 
-    async def stream_summaries(self) -> list[dict]:
-        summary = (await self.list_streams())[0]
-        return [{"StreamName": summary.name, "StreamStatus": summary.status,
-                 "StreamModeDetails": {"StreamMode": summary.mode}, "OpenShardCount": summary.open_shard_count}]
+    async def list_stream_summaries(self, *, page_size: int = 100) -> list[StreamSummary]:
+        return await self.list_streams()
 
     def _check(self, stream: str) -> None:
         if self.failure is not None:

@@ -57,12 +57,25 @@ async def timed(records: int, work) -> dict:
     return {"rps": round(records / wall), "cpu_us_per_record": round(cpu / records * 1e6, 2), "seconds": wall}
 
 
-async def produce(kinesis, stream: str, shard_map, records: int, *, aggregate: bool, paced: bool) -> tuple[dict, object]:
-    settings = ProducerSettings(keys=KEYS, records_per_key=records // KEYS, payload_bytes=PAYLOAD,
-                                concurrency=TASKS, pacing=paced, shard_records_per_second=SHARD_LIMIT)
+async def produce(
+    kinesis, stream: str, shard_map, records: int, *, aggregate: bool, paced: bool
+) -> tuple[dict, object]:
+    settings = ProducerSettings(
+        keys=KEYS,
+        records_per_key=records // KEYS,
+        payload_bytes=PAYLOAD,
+        concurrency=TASKS,
+        pacing=paced,
+        shard_records_per_second=SHARD_LIMIT,
+    )
     if aggregate:
-        producer = AggregatingProducer(stream, settings, put_records=kinesis.put_records, shard_map=shard_map,
-                                       max_aggregate_bytes=DEFAULT_MAX_AGGREGATE_BYTES)
+        producer = AggregatingProducer(
+            stream,
+            settings,
+            put_records=kinesis.put_records,
+            shard_map=shard_map,
+            max_aggregate_bytes=DEFAULT_MAX_AGGREGATE_BYTES,
+        )
     else:
         producer = OrderedProducer(stream, settings, put_records=kinesis.put_records, shard_map=shard_map)
     measured = await timed(records, producer.run())
@@ -125,9 +138,16 @@ async def main() -> dict:
     async with open_backend(BackendConfig(kind="local")) as kinesis:
         stream = "bench-aggregate"
         await kinesis.ensure_stream(stream, SHARDS)
-        async with ShardMap.for_backend(kinesis, stream) as shard_map, get_session().create_client(
-                "kinesis", region_name=kinesis.region, endpoint_url=kinesis.endpoint_url,
-                aws_access_key_id="bench", aws_secret_access_key="bench") as client:
+        async with (
+            ShardMap.for_backend(kinesis, stream) as shard_map,
+            get_session().create_client(
+                "kinesis",
+                region_name=kinesis.region,
+                endpoint_url=kinesis.endpoint_url,
+                aws_access_key_id="bench",
+                aws_secret_access_key="bench",
+            ) as client,
+        ):
             await shard_map.wait_ready(timeout=60)
             settle_heap()  # as `kconsole produce` does once the backend is open; for all three contenders
             await produce(kinesis, stream, shard_map, PLAIN_RECORDS, aggregate=True, paced=False)  # warm-up
@@ -136,12 +156,14 @@ async def main() -> dict:
             for round_index in range(ROUNDS):
                 contenders = [
                     ("plain", lambda: produce(kinesis, stream, shard_map, PLAIN_RECORDS, aggregate=False, paced=False)),
-                    ("ours", lambda: produce(kinesis, stream, shard_map, AGGREGATED_RECORDS, aggregate=True,
-                                             paced=False)),
+                    (
+                        "ours",
+                        lambda: produce(kinesis, stream, shard_map, AGGREGATED_RECORDS, aggregate=True, paced=False),
+                    ),
                     ("theirs", lambda: aws_kinesis_agg_loop(client, stream, AGGREGATED_RECORDS)),
                 ]
                 # Rotate who goes first, so a drift in machine load does not favour any of them.
-                for name, run in contenders[round_index % 3:] + contenders[:round_index % 3]:
+                for name, run in contenders[round_index % 3 :] + contenders[: round_index % 3]:
                     outcome = await run()
                     if name == "plain":
                         plains.append(outcome[0])
@@ -150,13 +172,18 @@ async def main() -> dict:
                         last = outcome[1]
                     else:
                         theirs.append(outcome)
-                print(f"round: plain {plains[-1]['rps']}, aggregating {ours[-1]['rps']}, "
-                      f"aws-kinesis-agg loop {theirs[-1]['rps']} user records/s", file=sys.stderr)
-            paced_plain, _ = await produce(kinesis, stream, shard_map, int(SHARDS * SHARD_LIMIT * PACED_SECONDS),
-                                           aggregate=False, paced=True)
+                print(
+                    f"round: plain {plains[-1]['rps']}, aggregating {ours[-1]['rps']}, "
+                    f"aws-kinesis-agg loop {theirs[-1]['rps']} user records/s",
+                    file=sys.stderr,
+                )
+            paced_plain, _ = await produce(
+                kinesis, stream, shard_map, int(SHARDS * SHARD_LIMIT * PACED_SECONDS), aggregate=False, paced=True
+            )
             paced_records = int(SHARDS * 7000 * PACED_SECONDS) // KEYS * KEYS  # ~1 MiB/s of 100-byte records a shard
-            paced_ours, paced_result = await produce(kinesis, stream, shard_map, paced_records, aggregate=True,
-                                                     paced=True)
+            paced_ours, paced_result = await produce(
+                kinesis, stream, shard_map, paced_records, aggregate=True, paced=True
+            )
         report = await Verifier.for_backend(kinesis).verify(last)
         assert report.ok, report.to_json()["problems"][:3]
     best, baseline = max(ours, key=lambda m: m["rps"]), max(theirs, key=lambda m: m["rps"])
@@ -165,9 +192,10 @@ async def main() -> dict:
     return {
         "benchmark": "aggregate",
         "path": "AggregatingProducer as kconsole produce --local --aggregate runs it (1,000 keys, 51,200-byte "
-                "aggregates, 8 requests in flight)",
+        "aggregates, 8 requests in flight)",
         "baseline": "aws-kinesis-agg RecordAggregator + plain aiobotocore PutRecords (500 / 5 MiB, 8 in flight)",
-        "shards": SHARDS, "payload_bytes": PAYLOAD,
+        "shards": SHARDS,
+        "payload_bytes": PAYLOAD,
         "plain": {k: v for k, v in plain.items() if k != "seconds"},
         "aggregating": {k: v for k, v in best.items() if k != "seconds"},
         "aws_kinesis_agg_loop": {k: v for k, v in baseline.items() if k != "seconds"},
@@ -175,13 +203,19 @@ async def main() -> dict:
         "ratio_vs_aws_kinesis_agg": round(best["rps"] / baseline["rps"], 3),
         "round_ratios_vs_aws_kinesis_agg": [round(o["rps"] / t["rps"], 3) for o, t in zip(ours, theirs)],
         "round_ratios_vs_plain": [round(o["rps"] / p["rps"], 2) for o, p in zip(ours, plains)],
-        "paced": {"plain_rps": paced_plain["rps"], "aggregating_rps": paced_ours["rps"],
-                  "ratio": round(paced_ours["rps"] / paced_plain["rps"], 2),
-                  "kinesis_records_per_second_by_shard": by_shard,
-                  "max_shard_kinesis_records_per_second": max(by_shard.values())},
+        "paced": {
+            "plain_rps": paced_plain["rps"],
+            "aggregating_rps": paced_ours["rps"],
+            "ratio": round(paced_ours["rps"] / paced_plain["rps"], 2),
+            "kinesis_records_per_second_by_shard": by_shard,
+            "max_shard_kinesis_records_per_second": max(by_shard.values()),
+        },
         "verify_read_rps": round(report.read_records_per_second),
-        "targets": {"ratio_vs_plain": 5.0, "ratio_vs_aws_kinesis_agg": 1.0,
-                    "max_shard_kinesis_records_per_second": f"< {SHARD_LIMIT:,.0f}"},
+        "targets": {
+            "ratio_vs_plain": 5.0,
+            "ratio_vs_aws_kinesis_agg": 1.0,
+            "max_shard_kinesis_records_per_second": f"< {SHARD_LIMIT:,.0f}",
+        },
     }
 
 

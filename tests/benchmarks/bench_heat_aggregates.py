@@ -25,7 +25,7 @@ import random
 import sys
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -51,9 +51,9 @@ USER_RECORDS = PAGES * AGGREGATES_PER_PAGE * PER_AGGREGATE
 def pages() -> list[list[dict]]:
     rng = random.Random(11)
     population = [f"user-{rank:06d}" for rank in range(1, UNIVERSE + 1)]
-    cumulative = list(itertools.accumulate(rank ** -1.1 for rank in range(1, UNIVERSE + 1)))
+    cumulative = list(itertools.accumulate(rank**-1.1 for rank in range(1, UNIVERSE + 1)))
     cold = iter(rng.choices(population, cum_weights=cumulative, k=USER_RECORDS))
-    arrival = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    arrival = datetime(2026, 1, 1, tzinfo=UTC)
     built, sequence = [], 0
     for _ in range(PAGES):
         page = []
@@ -64,16 +64,26 @@ def pages() -> list[list[dict]]:
                 aggregator.add_user_record(key, json.dumps({"key": key, "pad": "x" * 70}).encode())
             key, _, data = aggregator.clear_and_get().get_contents()
             sequence += 1
-            page.append({"SequenceNumber": str(sequence), "ApproximateArrivalTimestamp": arrival,
-                         "Data": data, "PartitionKey": key})
+            page.append(
+                {
+                    "SequenceNumber": str(sequence),
+                    "ApproximateArrivalTimestamp": arrival,
+                    "Data": data,
+                    "PartitionKey": key,
+                }
+            )
         built.append(page)
     return built
 
 
 def whole_range() -> Shard:
-    return Shard.from_api({"ShardId": "shardId-000000000000",
-                           "HashKeyRange": {"StartingHashKey": "0", "EndingHashKey": str(MAX_HASH_KEY)},
-                           "SequenceNumberRange": {"StartingSequenceNumber": "1"}})
+    return Shard.from_api(
+        {
+            "ShardId": "shardId-000000000000",
+            "HashKeyRange": {"StartingHashKey": "0", "EndingHashKey": str(MAX_HASH_KEY)},
+            "SequenceNumberRange": {"StartingSequenceNumber": "1"},
+        }
+    )
 
 
 def heat(batches) -> tuple[int, int]:
@@ -88,8 +98,10 @@ def heat(batches) -> tuple[int, int]:
 def baseline(batches) -> int:
     counts: Counter = Counter()
     for page in batches:
-        counts.update(record["kinesis"]["partitionKey"]
-                      for record in deaggregator.iter_deaggregate_records(page, data_format="Boto3"))
+        counts.update(
+            record["kinesis"]["partitionKey"]
+            for record in deaggregator.iter_deaggregate_records(page, data_format="Boto3")
+        )
     assert sum(counts.values()) == USER_RECORDS
     return counts[HOT_KEY]
 
@@ -110,12 +122,15 @@ def main() -> None:
         "benchmark": "heat_aggregates",
         "path": "split_page + ShardHeat.observe per GetRecords page (the heat sampler's path)",
         "baseline": "aws_kinesis_agg.deaggregator.iter_deaggregate_records + Counter.update of partition keys",
-        "pages": PAGES, "aggregates_per_page": AGGREGATES_PER_PAGE, "user_records_per_aggregate": PER_AGGREGATE,
+        "pages": PAGES,
+        "aggregates_per_page": AGGREGATES_PER_PAGE,
+        "user_records_per_aggregate": PER_AGGREGATE,
         "user_records": USER_RECORDS,
         "heat_user_records_per_s": round(USER_RECORDS / best["heat"]),
         "baseline_user_records_per_s": round(USER_RECORDS / best["baseline"]),
         "ratio": round(best["baseline"] / best["heat"], 3),
-        "hot_key_records": answers["baseline"], "heat_hot_key_bounds": [low, high],
+        "hot_key_records": answers["baseline"],
+        "heat_hot_key_bounds": [low, high],
         "target": 0.8,
     }
     figures["target_met"] = figures["ratio"] >= 0.8

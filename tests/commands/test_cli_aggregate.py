@@ -26,9 +26,24 @@ async def everything(kinesis, stream: str) -> list[dict]:
 async def test_produce_aggregate_verify_on_both_servers(server):
     kinesis, make_stream, url = server
     stream = await make_stream(shards=4)
-    code, out, err = await kconsole("produce", stream, "--keys", "24", "--records-per-key", "50",
-                                    "--payload-bytes", "100", "--aggregate", "--max-aggregate-bytes", "16384",
-                                    "--verify", "--yes", "--json", "--endpoint-url", url)
+    code, out, err = await kconsole(
+        "produce",
+        stream,
+        "--keys",
+        "24",
+        "--records-per-key",
+        "50",
+        "--payload-bytes",
+        "100",
+        "--aggregate",
+        "--max-aggregate-bytes",
+        "16384",
+        "--verify",
+        "--yes",
+        "--json",
+        "--endpoint-url",
+        url,
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["ok"] and doc["verified"] and doc["acknowledged"] == 1200
@@ -46,8 +61,16 @@ async def test_put_aggregate_keeps_line_order_per_key(server):
     kinesis, make_stream, url = server
     stream = await make_stream(shards=2)
     lines = [json.dumps({"key": f"k{i % 5}", "data": {"line": i}}) for i in range(200)]
-    code, out, err = await kconsole("put", stream, "--aggregate", "--verify", "--json", "--endpoint-url", url,
-                                    stdin=("\n".join(lines) + "\n").encode())
+    code, out, err = await kconsole(
+        "put",
+        stream,
+        "--aggregate",
+        "--verify",
+        "--json",
+        "--endpoint-url",
+        url,
+        stdin=("\n".join(lines) + "\n").encode(),
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["ok"] and doc["verification"]["ok"] and doc["acknowledged"] == 200
@@ -62,20 +85,32 @@ async def test_put_aggregate_keeps_line_order_per_key(server):
 
 async def test_max_aggregate_bytes_above_the_stream_limit_is_one_line_exit_2(kinesis, make_stream, local_kinesis):
     stream = await make_stream(shards=1)
-    code, out, err = await kconsole("produce", stream, "--keys", "2", "--records-per-key", "2", "--aggregate",
-                                    "--max-aggregate-bytes", "2000000", "--yes", "--endpoint-url",
-                                    local_kinesis.endpoint_url)
+    code, out, err = await kconsole(
+        "produce",
+        stream,
+        "--keys",
+        "2",
+        "--records-per-key",
+        "2",
+        "--aggregate",
+        "--max-aggregate-bytes",
+        "2000000",
+        "--yes",
+        "--endpoint-url",
+        local_kinesis.endpoint_url,
+    )
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "from 1,024 to 1,048,576 (the stream's record size limit); got 2000000" in err
     assert await everything(kinesis, stream) == []
 
 
 async def test_sizes_no_stream_allows_fail_before_any_connection():
-    for argv in (("produce", "s", "--keys", "1", "--records-per-key", "1", "--aggregate",
-                  "--max-aggregate-bytes", "20000000"),
-                 ("put", "s", "--aggregate", "--max-aggregate-bytes", "100"),
-                 ("produce", "s", "--keys", "1", "--records-per-key", "1", "--max-aggregate-bytes", "4096"),
-                 ("produce", "s", "--keys", "1", "--records-per-key", "1", "--aggregate", "--mode", "sequential")):
+    for argv in (
+        ("produce", "s", "--keys", "1", "--records-per-key", "1", "--aggregate", "--max-aggregate-bytes", "20000000"),
+        ("put", "s", "--aggregate", "--max-aggregate-bytes", "100"),
+        ("produce", "s", "--keys", "1", "--records-per-key", "1", "--max-aggregate-bytes", "4096"),
+        ("produce", "s", "--keys", "1", "--records-per-key", "1", "--aggregate", "--mode", "sequential"),
+    ):
         began = time.monotonic()
         code, out, err = await kconsole(*argv, "--endpoint-url", "http://127.0.0.1:9", stdin=b"")
         assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (argv, err)
@@ -86,9 +121,25 @@ async def test_a_stream_with_a_raised_record_limit_takes_larger_aggregates(kines
     stream = await make_stream(shards=1)
     arn = (await kinesis.describe_stream_summary(stream)).arn
     await kinesis.update_max_record_size(arn, 2048)
-    code, out, err = await kconsole("produce", stream, "--keys", "2", "--records-per-key", "300",
-                                    "--payload-bytes", "4000", "--no-pace", "--aggregate", "--max-aggregate-bytes", "2000000",
-                                    "--verify", "--yes", "--json", "--endpoint-url", local_kinesis.endpoint_url)
+    code, out, err = await kconsole(
+        "produce",
+        stream,
+        "--keys",
+        "2",
+        "--records-per-key",
+        "300",
+        "--payload-bytes",
+        "4000",
+        "--no-pace",
+        "--aggregate",
+        "--max-aggregate-bytes",
+        "2000000",
+        "--verify",
+        "--yes",
+        "--json",
+        "--endpoint-url",
+        local_kinesis.endpoint_url,
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["ok"] and doc["aggregation"]["kinesis_records"] == 2  # one key's 1.2 MB in one aggregate each

@@ -130,6 +130,38 @@ def _scale(c, s):
     return 1 if len(open_shards(c, s)) == 4 else 0
 
 
+def _on_demand(c, s):
+    c.update_stream_mode(StreamARN=arn(c, s), StreamModeDetails={"StreamMode": "ON_DEMAND"})
+
+
+CHANNEL_FILES: dict[str, str] = {}  # stream -> the CreateChannel request written for it
+
+
+def channel_request(c, s) -> dict:
+    return {"ChannelName": f"ch-{s}", "ServiceExecutionRoleARN": "arn:aws:iam::123456789012:role/kinesis-channel",
+            "StreamConfigurationList": [{"StreamARN": arn(c, s), "RecordConfiguration": {"RecordFormatType": "JSON"}}],
+            "S3DestinationConfiguration": {"StorageConfiguration": {
+                "BucketARN": "arn:aws:s3:::my-bucket", "ExpectedBucketOwner": "123456789012", "CompressionType": "GZIP"}}}
+
+
+def _channel_file(c, s):
+    _on_demand(c, s)
+    path = os.path.join(tempfile.mkdtemp(prefix="kconsole-lost-"), "channel.json")
+    with open(path, "w", encoding="utf-8") as request:
+        json.dump(channel_request(c, s), request)
+    CHANNEL_FILES[s] = path
+
+
+def _with_channel(c, s):
+    _on_demand(c, s)
+    c.create_channel(**channel_request(c, s))
+
+
+def channels_named(c, s) -> list[dict]:
+    return [ch for ch in c.list_channels().get("ChannelSummaries", []) if ch.get("ChannelName") == f"ch-{s}"
+            and ch.get("ChannelStatus") != "DELETING"]
+
+
 CASES = {
     "split": ("SplitShard", 2, lambda s: ["reshard", "split", s, "--shard", "shardId-000000000000"], None, _split),
     "merge": ("MergeShards", 2, lambda s: ["reshard", "merge", s, "--shard", "shardId-000000000000",
@@ -167,6 +199,12 @@ CASES = {
                       lambda c, s: int(not policy(c, s))),
     "record size": ("UpdateMaxRecordSize", 1, lambda s: ["stream", "max-record-size", s, "--kib", "2048"], None,
                     lambda c, s: int(summary(c, s).get("MaxRecordSizeInKiB") == 2048)),
+    "distribution": ("UpdateStreamRecordDistributionStrategy", 1, lambda s: ["stream", "distribution", s, "auto"],
+                     _on_demand, lambda c, s: int(summary(c, s).get("RecordDistributionStrategy") == "AUTO")),
+    "channel create": ("CreateChannel", 1, lambda s: ["channels", "create", "--config", CHANNEL_FILES[s]],
+                       _channel_file, lambda c, s: len(channels_named(c, s))),
+    "channel delete": ("DeleteChannel", 1, lambda s: ["channels", "delete", f"ch-{s}"], _with_channel,
+                       lambda c, s: int(not channels_named(c, s))),
     "deregister": ("DeregisterStreamConsumer", 1, lambda s: ["consumers", "deregister", s, "--name", "app"],
                    lambda c, s: c.register_stream_consumer(StreamARN=summary(c, s)["StreamARN"], ConsumerName="app"),
                    lambda c, s: int("app" not in consumers(c, s))),
@@ -204,7 +242,9 @@ async def test_a_lost_reply_is_settled_by_reading_the_stream_back(case, capsys, 
     assert code == 0, err
     assert "the reply was lost; the stream shows the change" in err
     assert times == 1 and sent == 1  # applied once; the call went out once
-    assert intent["stream"] == stream and outcome["outcome"] == "applied"
+    # A channel's change is logged under the channel's name; every other under the stream's.
+    assert intent["stream"] == (f"ch-{stream}" if case.startswith("channel") else stream)
+    assert outcome["outcome"] == "applied"
     assert "the reply was lost" in outcome["evidence"]
     assert log.entries().index(intent) < log.entries().index(outcome)
 

@@ -44,6 +44,21 @@ async def put_points(endpoint_url: str, points: list[tuple[str, str, float, date
             await cloudwatch.put_metric_data(Namespace="AWS/Kinesis", MetricData=data[offset:offset + 1000])
 
 
+async def create_streams(backend, prefix: str, count: int) -> list[str]:
+    """`count` one-shard streams named prefix0000..., 16 creations at once; ones already there kept."""
+    existing = set(await backend.stream_names())
+    names = [f"{prefix}{i:04d}" for i in range(count)]
+    limit = asyncio.Semaphore(16)
+
+    async def create(name: str) -> None:
+        if name not in existing:
+            async with limit:
+                await backend.create_stream(name, 1)
+
+    await asyncio.gather(*(create(name) for name in names))
+    return names
+
+
 def minutes_ago(n: int) -> datetime:
     return datetime.now(timezone.utc).replace(second=0, microsecond=0) - timedelta(minutes=n, seconds=-5)
 
@@ -150,24 +165,14 @@ async def test_a_thousand_streams_first_rows_in_under_two_seconds(local_kinesis)
     bounded: moto answers GetMetricData by scanning every stored point for every query and minute."""
     async with open_backend(BackendConfig(kind="local", region="us-east-1",
                                           endpoint_url=local_kinesis.endpoint_url)) as backend:
-        existing = set(await backend.stream_names())
-        prefix = "fleet-k-"
-        names = [f"{prefix}{i:04d}" for i in range(1000)]
-        limit = asyncio.Semaphore(16)
-
-        async def create(name: str) -> None:
-            if name not in existing:
-                async with limit:
-                    await backend.create_stream(name, 1)
-
-        await asyncio.gather(*(create(name) for name in names))
+        names = await create_streams(backend, "fleet-k-", 1000)
     await put_points(local_kinesis.endpoint_url, [(name, "IncomingRecords", float(i), minutes_ago(2))
                                                   for i, name in enumerate(names)])
     async with FaultProxy(int(local_kinesis.endpoint_url.rsplit(":", 1)[1])) as proxy:
         config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url)
         async with open_backend(config) as backend:
             started = time.monotonic()
-            listed = [StreamFacts.from_summary(raw) for raw in await backend.stream_summaries()]
+            listed = [StreamFacts.from_stream(s) for s in await backend.list_stream_summaries(page_size=1000)]
             first_rows = time.monotonic() - started
             fleet = await fleet_rows(backend, listed)
             refreshed = time.monotonic() - started - first_rows
@@ -179,3 +184,15 @@ async def test_a_thousand_streams_first_rows_in_under_two_seconds(local_kinesis)
     assert first_rows < 2.0, f"first rows took {first_rows:.2f} s"
     print(f"1,000 streams: first rows {first_rows:.2f} s, metrics refresh {refreshed:.2f} s "
           f"in {proxy.stats['pass:GetMetricData']} GetMetricData calls")
+
+
+async def test_an_auto_stream_says_so_in_its_mode(capsys, local_kinesis, kinesis, make_stream):
+    name = await make_stream(shards=1)
+    summary = await kinesis.describe_stream_summary(name)
+    await kinesis.update_stream_mode(summary.arn, "ON_DEMAND")
+    await kinesis.wait_for_active(name)
+    await kinesis.update_record_distribution(summary.arn, "AUTO")
+    code, out, err = await kconsole(capsys, "streams", "--sort", "name", "--endpoint-url", local_kinesis.endpoint_url,
+                                    "--region", "us-east-1")
+    assert code == 0, err
+    assert next(line for line in out.splitlines() if line.startswith(name + " ")).split()[2:4] == ["ON_DEMAND", "AUTO"]

@@ -7,7 +7,7 @@ import asyncio
 import hashlib
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from aws_kinesis_agg.aggregator import RecordAggregator
@@ -19,7 +19,7 @@ from console.read.decoding import MAGIC, MAX_USER_RECORDS_PER_AGGREGATE
 from console.topology.model import Shard
 from tests.kpl import HOT_KEY, hot_aggregate, hot_keys, server  # noqa: F401 - server is a fixture
 
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def aggregate(keys: list[str], payload: bytes = b'{"v":1}') -> tuple[str, str | None, bytes]:
@@ -31,14 +31,22 @@ def aggregate(keys: list[str], payload: bytes = b'{"v":1}') -> tuple[str, str | 
 
 
 def record(data: bytes, key: str, seconds: float = 0.0) -> dict:
-    return {"Data": data, "PartitionKey": key, "SequenceNumber": "1",
-            "ApproximateArrivalTimestamp": datetime.fromtimestamp(NOW.timestamp() + seconds, timezone.utc)}
+    return {
+        "Data": data,
+        "PartitionKey": key,
+        "SequenceNumber": "1",
+        "ApproximateArrivalTimestamp": datetime.fromtimestamp(NOW.timestamp() + seconds, UTC),
+    }
 
 
 def whole_range_shard() -> Shard:
-    return Shard.from_api({"ShardId": "shardId-000000000000",
-                           "HashKeyRange": {"StartingHashKey": "0", "EndingHashKey": str(MAX_HASH_KEY)},
-                           "SequenceNumberRange": {"StartingSequenceNumber": "1"}})
+    return Shard.from_api(
+        {
+            "ShardId": "shardId-000000000000",
+            "HashKeyRange": {"StartingHashKey": "0", "EndingHashKey": str(MAX_HASH_KEY)},
+            "SequenceNumberRange": {"StartingSequenceNumber": "1"},
+        }
+    )
 
 
 def observe(heat: ShardHeat, records: list[dict]) -> int:
@@ -159,8 +167,19 @@ async def test_heat_json_names_the_hot_inner_key_on_both_servers(server):
     writer = asyncio.create_task(write_aggregates(kinesis, stream, stop))
     try:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "console.cli", "heat", stream, "--seconds", "2.5", "--json",
-            "--endpoint-url", url, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            sys.executable,
+            "-m",
+            "console.cli",
+            "heat",
+            stream,
+            "--seconds",
+            "2.5",
+            "--json",
+            "--endpoint-url",
+            url,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         out, err = await asyncio.wait_for(process.communicate(), 60)
     finally:
         stop.set()

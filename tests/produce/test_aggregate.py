@@ -10,7 +10,8 @@ from collections import defaultdict
 import pytest
 from aws_kinesis_agg import deaggregator
 from aws_kinesis_agg.aggregator import AggRecord
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from console.errors import BadInput, EndpointUnreachable
 from console.keyspace.hashkeys import md5_hash_key
@@ -22,8 +23,11 @@ from console.read.decoding import user_records
 from console.topology.shardmap import ShardMap
 
 keys = st.text(min_size=1, max_size=20)
-records = st.lists(st.tuples(keys, st.binary(max_size=300),
-                             st.one_of(st.none(), st.integers(0, 2**128 - 1).map(str))), min_size=1, max_size=40)
+records = st.lists(
+    st.tuples(keys, st.binary(max_size=300), st.one_of(st.none(), st.integers(0, 2**128 - 1).map(str))),
+    min_size=1,
+    max_size=40,
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -39,17 +43,25 @@ def test_builder_writes_aws_kinesis_agg_bytes_and_round_trips(rows):
     assert encoded == expected
     assert ours.size == len(encoded) <= theirs.get_size_bytes()  # theirs estimates, over rather than under
     assert user_records(encoded) == [(key, hash_key, data) for key, data, hash_key in rows]
-    back = list(deaggregator.iter_deaggregate_records(
-        [{"Data": encoded, "PartitionKey": "outer", "SequenceNumber": "1", "ApproximateArrivalTimestamp": 0}],
-        data_format="Boto3"))
-    assert [(r["kinesis"]["partitionKey"], base64.b64decode(r["kinesis"]["data"])) for r in back] == \
-        [(key, data) for key, data, _ in rows]
+    back = list(
+        deaggregator.iter_deaggregate_records(
+            [{"Data": encoded, "PartitionKey": "outer", "SequenceNumber": "1", "ApproximateArrivalTimestamp": 0}],
+            data_format="Boto3",
+        )
+    )
+    assert [(r["kinesis"]["partitionKey"], base64.b64decode(r["kinesis"]["data"])) for r in back] == [
+        (key, data) for key, data, _ in rows
+    ]
 
 
 def test_growth_is_what_add_adds():
     builder = AggregateBuilder()
-    for key, data, hash_key in (("a", b"", None), ("a", b"x" * 200, None), ("k" * 150, b"y" * 20000, "12345"),
-                                ("a", b"z", "12345")):
+    for key, data, hash_key in (
+        ("a", b"", None),
+        ("a", b"x" * 200, None),
+        ("k" * 150, b"y" * 20000, "12345"),
+        ("a", b"z", "12345"),
+    ):
         before, growth = len(builder.encode()), builder.growth(key, data, hash_key)
         builder.add(key, data, hash_key)
         assert len(builder.encode()) - before == growth and builder.size == len(builder.encode())
@@ -65,8 +77,9 @@ def test_max_aggregate_bytes_is_bounded_by_the_record_limit(value):
 
 
 def aggregating(kinesis, stream, settings, shard_map=None, put_records=None, **options):
-    return AggregatingProducer(stream, settings, put_records=put_records or kinesis.put_records,
-                               shard_map=shard_map, **options)
+    return AggregatingProducer(
+        stream, settings, put_records=put_records or kinesis.put_records, shard_map=shard_map, **options
+    )
 
 
 async def read_independently(kinesis, stream) -> dict[str, list[int]]:
@@ -124,10 +137,15 @@ class FlakyAggregates:
             kept = entries[::2]
             answer = await self.kinesis.put_records(stream, kept)
             results = iter(answer["Records"])
-            return {"FailedRecordCount": len(entries) - len(kept), "Records": [
-                next(results) if index % 2 == 0 else
-                {"ErrorCode": "ProvisionedThroughputExceededException", "ErrorMessage": "slow down"}
-                for index in range(len(entries))]}
+            return {
+                "FailedRecordCount": len(entries) - len(kept),
+                "Records": [
+                    next(results)
+                    if index % 2 == 0
+                    else {"ErrorCode": "ProvisionedThroughputExceededException", "ErrorMessage": "slow down"}
+                    for index in range(len(entries))
+                ],
+            }
         return await self.kinesis.put_records(stream, entries)
 
 
@@ -137,8 +155,9 @@ async def test_throttles_and_a_lost_answer_keep_order_and_count_whole_aggregate_
     flaky = FlakyAggregates(kinesis)
     async with ShardMap.for_backend(kinesis, stream) as shard_map:
         await shard_map.wait_ready(timeout=30)
-        result = await aggregating(kinesis, stream, settings, shard_map=shard_map, put_records=flaky.put_records,
-                                   max_aggregate_bytes=2048).run()
+        result = await aggregating(
+            kinesis, stream, settings, shard_map=shard_map, put_records=flaky.put_records, max_aggregate_bytes=2048
+        ).run()
     assert result.complete and result.throttled > 0 and result.possible_duplicates > 0
     report = await Verifier.for_backend(kinesis).verify(result)
     assert report.ok and report.out_of_order == 0 and report.lost == 0
@@ -199,8 +218,9 @@ async def test_pacing_counts_kinesis_records_and_bytes_not_user_records(kinesis,
     """At 20 Kinesis records/s per shard, 2,000 user records in 4 KiB aggregates take a second or two;
     paced per user record they would take 50 s."""
     stream = await make_stream(shards=2)
-    settings = ProducerSettings(keys=20, records_per_key=100, payload_bytes=100, pacing=True,
-                                shard_records_per_second=20)
+    settings = ProducerSettings(
+        keys=20, records_per_key=100, payload_bytes=100, pacing=True, shard_records_per_second=20
+    )
     async with ShardMap.for_backend(kinesis, stream) as shard_map:
         await shard_map.wait_ready(timeout=30)
         producer = aggregating(kinesis, stream, settings, shard_map=shard_map, max_aggregate_bytes=4096)

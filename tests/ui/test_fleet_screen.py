@@ -4,17 +4,12 @@ enter opening the stream."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
+import pytest
 from textual.widgets import DataTable
 
 from console.ui.screens.stream_picker import StreamPickerScreen
-from tests.heat.test_fleet import put_points
+from tests.heat.test_fleet import create_streams, minutes_ago, put_points
 from tests.ui.test_ui_interaction import RecordingApp, wait_until
-
-
-def minutes_ago(n: int) -> datetime:
-    return datetime.now(timezone.utc).replace(second=0, microsecond=0) - timedelta(minutes=n, seconds=-5)
 
 
 async def test_fleet_screen_puts_trouble_first_filters_and_opens(kinesis, make_stream, local_kinesis):
@@ -47,3 +42,18 @@ async def test_fleet_screen_puts_trouble_first_filters_and_opens(kinesis, make_s
         await pilot.press("enter")  # opens the one row left
         await wait_until(pilot, lambda: app.refreshed, what="first poll of the chosen stream")
         assert app.stream == quiet and app.table.row_count == 1
+
+
+@pytest.mark.slow
+async def test_a_thousand_streams_show_their_first_rows_in_under_two_seconds(kinesis, local_kinesis):
+    import time
+
+    await create_streams(kinesis, "fleet-ui-", 1000)
+    app = RecordingApp(kinesis, stream=None, interval=60)
+    async with app.run_test(size=(160, 40)) as pilot:
+        started = time.monotonic()
+        await wait_until(pilot, lambda: isinstance(app.screen, StreamPickerScreen) and len(app.screen.streams) >= 1000,
+                         what="1,000 rows")
+        first_rows = time.monotonic() - started
+        assert first_rows < 2.0, f"first rows took {first_rows:.2f} s"
+        assert app.screen.query_one("#picker-list", DataTable).row_count >= 1000

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 from aws_kinesis_agg import deaggregator
-from tests.kpl import HOT_KEY, hot_aggregate
-from tests.ui.test_ui_console import RecordingApp, wait_until
 
 from console.keyspace.hashkeys import md5_hash_key
 from console.read.decoding import MAGIC
 from console.ui.panels.heat import top_keys_text
 from console.ui.screens.confirm import ConfirmByNameScreen
+from tests.kpl import HOT_KEY, hot_aggregate
+from tests.ui.test_ui_console import RecordingApp, wait_until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -33,8 +33,11 @@ async def test_producer_aggregate_option_writes_kpl_aggregates_and_verifies(kine
         panel = app.query_one("#producer-panel")
         await wait_until(pilot, lambda: panel.report is not None, timeout=40, what="verification report")
         assert panel.report.ok and panel.report.read_back == 300 and panel.report.out_of_order == 0
-        await wait_until(pilot, lambda: "aggregated:" in str(app.query_one("#producer-status").render()),
-                         what="aggregation in the status line")
+        await wait_until(
+            pilot,
+            lambda: "aggregated:" in str(app.query_one("#producer-status").render()),
+            what="aggregation in the status line",
+        )
     stored = []
     for shard in await kinesis.all_shards(name):
         iterator = await kinesis.get_shard_iterator(name, shard.shard_id, "TRIM_HORIZON")
@@ -68,12 +71,18 @@ def test_heat_tab_text_marks_keys_inside_aggregates_and_the_split_basis():
     from console.heat.rates import ShardHeat, observations_from_records
     from console.topology.model import Shard
 
-    shard = Shard.from_api({"ShardId": "shardId-000000000000",
-                            "HashKeyRange": {"StartingHashKey": "0", "EndingHashKey": str(2**128 - 1)},
-                            "SequenceNumberRange": {"StartingSequenceNumber": "1"}})
+    shard = Shard.from_api(
+        {
+            "ShardId": "shardId-000000000000",
+            "HashKeyRange": {"StartingHashKey": "0", "EndingHashKey": str(2**128 - 1)},
+            "SequenceNumberRange": {"StartingSequenceNumber": "1"},
+        }
+    )
     heat = ShardHeat(shard)
-    page = [{**hot_aggregate(serial), "SequenceNumber": str(serial), "ApproximateArrivalTimestamp": 1000.0}
-            for serial in range(20)]
+    page = [
+        {**hot_aggregate(serial), "SequenceNumber": str(serial), "ApproximateArrivalTimestamp": 1000.0}
+        for serial in range(20)
+    ]
     plain, aggregates = split_page(page)
     heat.observe(observations_from_records(plain), aggregates=aggregates)
     text = top_keys_text(heat.snapshot(1000.0, 1001.0), "orders").plain

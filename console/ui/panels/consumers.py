@@ -180,7 +180,7 @@ class ConsumersPanel(Vertical):
             await self._show_workers(source, stream, lease_table, shards)
 
     async def _show_workers(self, source: ConsoleBackend, stream: str, lease_table: str,
-                            shards: list[Shard] | None) -> None:
+                            shards: Sequence[Shard] | None) -> None:
         import time
 
         from console.consumers.workers import read_workers

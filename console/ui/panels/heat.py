@@ -33,6 +33,7 @@ from console.backend.protocol import CLOUDWATCH, ConsoleBackend
 from console.errors import ConsoleError
 from console.heat.capacity import MetricSeries, enabled_shard_metrics, shard_metrics, unavailable_reason
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS
+from console.heat.rates import StreamHeat
 from console.heat.sampler import HeatSampler
 from console.heat.snapshot import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
 from console.read.printable import printable
@@ -142,6 +143,7 @@ class HeatPanel(Widget, can_focus=True):
         self.hottest_first = False
         self.selected_shard: str | None = None
         self._shown = False
+        self._history: StreamHeat | None = None  # the last sampler's window, carried on when shown again
         self._shard_metrics_on: dict[str, str] = {}  # enhanced monitoring's shard-level metrics and statistics
         self._shard_capacity: dict[str, MetricSeries] = {}  # selected shards fetched in the last minute
         self._wake = asyncio.Event()  # the selection or enhanced monitoring changed
@@ -173,6 +175,7 @@ class HeatPanel(Widget, can_focus=True):
 
     def watch_stream(self) -> None:
         self._stop_work()
+        self._history = None  # another stream's history is not this one's
         self._shard_capacity = {}
         if self._shown:
             self._start_work()
@@ -191,8 +194,11 @@ class HeatPanel(Widget, can_focus=True):
 
     @work(exclusive=True, group="heat", exit_on_error=False)
     async def _sample(self, source: ConsoleBackend, stream: str) -> None:
+        # Back on the tab, the last window carries on: its minutes of history stay, and what arrived
+        # while the tab was hidden is read and counted (HeatSampler's resume).
+        sampler = HeatSampler(source, stream, resume=self._history)
         try:
-            async with HeatSampler(source, stream) as sampler:
+            async with sampler:
                 async for snapshot in sampler.snapshots(every=1.0, series_seconds=MAP_SECONDS):
                     if sampler.heat is not None and sampler.heat.auto_distribution != self._auto_distribution:
                         sampler.heat.auto_distribution = self._auto_distribution  # the next snapshot follows
@@ -201,6 +207,9 @@ class HeatPanel(Widget, can_focus=True):
         except ConsoleError as error:
             self.notify(f"heat: {error.message}", severity="error", timeout=8)
             self.post_message(self.HeatStopped())
+        finally:
+            if stream == self.stream and sampler.heat is not None:
+                self._history = sampler.heat
 
     @work(exclusive=True, group="heat-cloudwatch", exit_on_error=False)
     async def _watch_shard_capacity(self, source: ConsoleBackend, stream: str) -> None:

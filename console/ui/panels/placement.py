@@ -24,6 +24,7 @@ from console.keyspace.distribution import Distribution, count_indices, format_di
 from console.keyspace.hashkeys import HashRangeIndex, md5_hash_key, parse_hash_key, share_of_space, validate_partition_key
 from console.read.printable import printable
 from console.ui.format import KEY_WIDTHS, format_hash_key, format_share, short_shard_id
+from console.words import counted
 
 SHOWN_ROWS = 200  # the table lists the first keys; the summary covers all of them
 KEY_COLUMN_WIDTH = 24  # longer keys are cut here (the hash is of the whole key)
@@ -73,9 +74,9 @@ def distribution_summary(placements: list[Placement], index: HashRangeIndex | No
     if not placements:
         return empty_hint(explicit)
     if index is None:
-        return f"{len(placements)} keys; waiting for the shard map to predict shards."
+        return f"{counted(len(placements), 'key')}; waiting for the shard map to predict shards."
     dist = key_distribution(placements, index)
-    parts = [f"{dist.total} keys on {len(dist.buckets) - dist.empty_buckets} of {len(dist.buckets)} open shards"]
+    parts = [f"{counted(dist.total, 'key')} on {len(dist.buckets) - dist.empty_buckets} of {counted(len(dist.buckets), 'open shard')}"]
     busiest = dist.busiest
     if dist.total and busiest is not None:
         parts.append(f"busiest {short_shard_id(busiest.label)} {busiest.count} ({format_share(busiest.share)})")

@@ -31,6 +31,7 @@ from console.produce.verify_analysis import VerificationReport
 from console.read.printable import printable
 from console.ui.format import format_rate, short_shard_id
 from console.ui.screens.confirm import ConfirmByNameScreen
+from console.words import counted
 
 READ_ONLY_REFUSAL = "read-only: the producer writes records, so it is disabled (--read-only)"
 NO_STREAM = "no stream open: press p to pick one"
@@ -244,7 +245,7 @@ class ProducerPanel(Vertical):
                 self.query_one("#producer-progress", ProgressBar).update(total=settings.total, progress=0)
                 self.show_error("cancelled: nothing was written")
 
-        self.app.push_screen(ConfirmByNameScreen(stream, f"Write {settings.total} test records ({settings.keys} keys x "
+        self.app.push_screen(ConfirmByNameScreen(stream, f"Write {counted(settings.total, 'test record')} ({counted(settings.keys, 'key')} x "
                                                          f"{settings.records_per_key}) to {stream}"), confirmed)
 
     def on_producer_panel_stop_requested(self, _message: StopRequested) -> None:

@@ -130,7 +130,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
         await self._counts()
 
     async def _list(self) -> list[StreamFacts]:
-        return [StreamFacts.from_summary(raw) for raw in await self._source.stream_summaries()]
+        return [StreamFacts.from_stream(s) for s in await self._source.list_stream_summaries(page_size=1000)]
 
     async def _counts(self) -> None:
         """Shard and consumer counts (ListStreams' summaries have neither): one summary per stream."""
