@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,30 +24,47 @@ from console.read.where import RecordFilter
 
 MAX_CHECKPOINT_BYTES = 64 * 1024 * 1024  # a checkpoint holds at most a chunk's sequence numbers per shard
 DESTINATION_OPTIONS = ("dst_endpoint_url", "dst_region", "dst_profile")
+MAX_REQUESTS_IN_FLIGHT = 8  # as `kconsole produce`
 
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "copy", parents=common, help="copy a window of records from one stream to another, in order per key",
+        "copy",
+        parents=common,
+        help="copy a window of records from one stream to another, in order per key",
         description="Read a window of SRC (--from, --to; or --last) and write it to DST through the ordered "
-                    "producer: per source shard in sequence order, each record's own partition key and bytes "
-                    "(a KPL aggregate stays byte-identical unless --deaggregate), one record in flight per key. "
-                    "Asks before writing (type DST's name, or --yes). A checkpoint file records what DST "
-                    "acknowledged: --resume FILE goes on after an interruption without sending it again. "
-                    "--verify reads DST back and checks per-key order and completeness.")
+        "producer: per source shard in sequence order, each record's own partition key and bytes "
+        "(a KPL aggregate stays byte-identical unless --deaggregate), one record in flight per key. "
+        "Asks before writing (type DST's name, or --yes). A checkpoint file records what DST "
+        "acknowledged: --resume FILE goes on after an interruption without sending it again. "
+        "--verify reads DST back and checks per-key order and completeness.",
+    )
     parser.add_argument("source", metavar="SRC", help="stream to read")
     parser.add_argument("destination", metavar="DST", help="stream to write (on the same endpoint unless --dst-*)")
-    parser.add_argument("--from", dest="start", metavar="WHERE",
-                        help="trim-horizon, an ISO-8601 time or a sequence number (needed unless --last or --resume)")
+    parser.add_argument(
+        "--from",
+        dest="start",
+        metavar="WHERE",
+        help="trim-horizon, an ISO-8601 time or a sequence number (needed unless --last or --resume)",
+    )
     parser.add_argument("--to", dest="end", metavar="WHEN", help="now (the default), latest or an ISO-8601 time")
     parser.add_argument("--last", metavar="DURATION", help="the last 90s, 15m, 2h...: --from that long ago --to now")
-    parser.add_argument("--where", metavar="EXPR",
-                        help="JMESPath filter as for tail (a KPL aggregate is copied whole when any user record passes)")
-    parser.add_argument("--deaggregate", action="store_true",
-                        help="write each user record of a KPL aggregate on its own (its key and explicit hash key)")
+    parser.add_argument(
+        "--where",
+        metavar="EXPR",
+        help="JMESPath filter as for tail (a KPL aggregate is copied whole when any user record passes)",
+    )
+    parser.add_argument(
+        "--deaggregate",
+        action="store_true",
+        help="write each user record of a KPL aggregate on its own (its key and explicit hash key)",
+    )
     parser.add_argument("--verify", action="store_true", help="read DST back: lost, duplicated, out of order")
-    parser.add_argument("--checkpoint", metavar="FILE",
-                        help="where to keep the checkpoint (default: kconsole's data folder, named in the output)")
+    parser.add_argument(
+        "--checkpoint",
+        metavar="FILE",
+        help="where to keep the checkpoint (default: kconsole's data folder, named in the output)",
+    )
     parser.add_argument("--resume", metavar="FILE", help="go on with the copy this checkpoint file belongs to")
     parser.add_argument("--dst-endpoint-url", metavar="URL", help="DST's endpoint (default: SRC's)")
     parser.add_argument("--dst-region", metavar="REGION", help="DST's region (default: SRC's)")
@@ -64,13 +81,15 @@ def handle(args: Any) -> int:
     validate_stream_name(args.destination)
     if args.output == "table":
         raise BadInput("copy reports one document: use --output json or text", code="usage")
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     if args.resume is not None and (args.start or args.end or args.last):
-        raise BadInput("--resume goes on with the window in its checkpoint: leave out --from, --to and --last",
-                       code="usage")
+        raise BadInput(
+            "--resume goes on with the window in its checkpoint: leave out --from, --to and --last", code="usage"
+        )
     if args.resume is None and args.start is None and args.last is None:
-        raise BadInput("copy needs a window: --from WHERE (and --to WHEN, default now), or --last DURATION",
-                       code="usage")
+        raise BadInput(
+            "copy needs a window: --from WHERE (and --to WHEN, default now), or --last DURATION", code="usage"
+        )
     if args.resume is not None and args.checkpoint is not None and args.checkpoint != args.resume:
         raise BadInput("--resume FILE keeps its checkpoint in FILE: leave out --checkpoint", code="usage")
     stored = _read_checkpoint(args.resume) if args.resume is not None else None
@@ -84,8 +103,14 @@ def handle(args: Any) -> int:
     separate = any(getattr(args, option) is not None for option in DESTINATION_OPTIONS)
     destination_config = BackendConfig.from_args(_destination_args(args)) if separate else source_config
     same_place = _place(source_config) == _place(destination_config) and args.source == args.destination
-    identity = {"source": args.source, "source_at": _place(source_config), "destination": args.destination,
-                "destination_at": _place(destination_config), "where": args.where, "deaggregate": args.deaggregate}
+    identity = {
+        "source": args.source,
+        "source_at": _place(source_config),
+        "destination": args.destination,
+        "destination_at": _place(destination_config),
+        "where": args.where,
+        "deaggregate": args.deaggregate,
+    }
     if args.resume is not None:
         checkpoint = CopyCheckpoint.from_json(stored, identity, args.resume)
         start_text, end_text = checkpoint.identity["from"], checkpoint.identity["to"]
@@ -98,35 +123,59 @@ def handle(args: Any) -> int:
         checkpoint = CopyCheckpoint(identity)
         path = Path(args.checkpoint) if args.checkpoint else _default_checkpoint(args.source, args.destination, now)
     if same_place and end.moment is None:
-        raise BadInput(f"copying {args.source} into itself up to latest would read its own copies forever (a loop): "
-                       "give --to a time, or now", code="usage")
+        raise BadInput(
+            f"copying {args.source} into itself up to latest would read its own copies forever (a loop): "
+            "give --to a time, or now",
+            code="usage",
+        )
     refuse_if_read_only(args, f"copy records into {args.destination}")
     _check_writable(path)
     if checkpoint.complete:
         note(f"copy: the checkpoint {path} says this copy is complete; nothing to do")
-        emit(args, {"source": args.source, "destination": args.destination, "complete": True, "copied": 0},
-             "nothing left to copy")
+        emit(
+            args,
+            {"source": args.source, "destination": args.destination, "complete": True, "copied": 0},
+            "nothing left to copy",
+        )
         return 0
-    confirm_by_stream_name(argparse.Namespace(yes=args.yes, stream=args.destination),
-                           change=f"copy records into {args.destination}",
-                           consequence=f"write the records of {args.source} from {start.describe()} to "
-                                       f"{end.describe()} as new records")
-    options = TailOptions(start=start, end=end, wire=True, finished_shards=checkpoint.finished_shards,
-                          resume_after=checkpoint.resume_after)
+    confirm_by_stream_name(
+        argparse.Namespace(yes=args.yes, stream=args.destination),
+        change=f"copy records into {args.destination}",
+        consequence=f"write the records of {args.source} from {start.describe()} to {end.describe()} as new records",
+    )
+    options = TailOptions(
+        start=start,
+        end=end,
+        wire=True,
+        finished_shards=checkpoint.finished_shards,
+        resume_after=checkpoint.resume_after,
+    )
     try:
-        progress, seconds = run_async(_copy(args, source_config, destination_config, separate, options, checkpoint,
-                                            path, where, now))
+        progress, seconds = run_async(
+            _copy(args, source_config, destination_config, separate, options, checkpoint, path, where, now)
+        )
     except KeyboardInterrupt:
-        note(f"copy: interrupted; what {args.destination} acknowledged is in {path}: go on with "
-             f"kconsole copy {args.source} {args.destination} --resume {path}")
+        note(
+            f"copy: interrupted; what {args.destination} acknowledged is in {path}: go on with "
+            f"kconsole copy {args.source} {args.destination} --resume {path}"
+        )
         return 130
     document = _summary(args, start, end, progress, seconds, path, checkpoint)
     emit(args, document, lambda: _summary_text(document))
     return 0 if document["ok"] else 1
 
 
-async def _copy(args, source_config, destination_config, separate: bool, options: TailOptions, checkpoint, path: Path,
-                where, now: datetime):
+async def _copy(
+    args,
+    source_config,
+    destination_config,
+    separate: bool,
+    options: TailOptions,
+    checkpoint,
+    path: Path,
+    where,
+    now: datetime,
+):
     import contextlib
     import time
 
@@ -143,20 +192,37 @@ async def _copy(args, source_config, destination_config, separate: bool, options
             await ensure_local_stream(source, args.source, args)
         if destination_config.kind == "local":
             await ensure_local_stream(destination, args.destination, args)
-        summary = await source.describe_stream_summary(args.source)  # a missing SRC fails here, naming the ones there are
-        check_retention(options.start, summary.retention_hours, now, args.source)
+        summary = await source.describe_stream_summary(
+            args.source
+        )  # a missing SRC fails here, naming the ones there are
+        check_retention(options.start, summary.retention_hours, now, args.source, options.end)
         await destination.describe_stream_summary(args.destination)
         reader = TailReader(source, args.source, options)
         await reader.position()
-        note(f"copy {args.source} -> {args.destination} from {options.start.describe()} to {options.end.describe()}: "
-             f"shards {', '.join(sorted(reader.progress)) or 'none'}; checkpoint {path}")
-        write = _chunk_writer(destination, args.destination, destination_config, args.verify, _ProgressLines("copy"),
-                              AWS_GET_RECORDS_INTERVAL)
+        note(
+            f"copy {args.source} -> {args.destination} from {options.start.describe()} to {options.end.describe()}: "
+            f"shards {', '.join(sorted(reader.progress)) or 'none'}; checkpoint {path}"
+        )
+        write = _chunk_writer(
+            destination,
+            args.destination,
+            destination_config,
+            args.verify,
+            _ProgressLines("copy"),
+            AWS_GET_RECORDS_INTERVAL,
+        )
         progress = await copy_window(
-            reader, write, checkpoint, where=where, deaggregate=args.deaggregate,
+            reader,
+            write,
+            checkpoint,
+            where=where,
+            deaggregate=args.deaggregate,
             save=lambda state: _save_checkpoint(path, state.to_json()),
-            on_chunk=lambda p: note(f"copy: {p.read:,} read, {p.acknowledged:,} acknowledged by {args.destination}"
-                                    + (f", {p.skipped:,} already copied" if p.skipped else "")))
+            on_chunk=lambda p: note(
+                f"copy: {p.read:,} read, {p.acknowledged:,} acknowledged by {args.destination}"
+                + (f", {p.skipped:,} already copied" if p.skipped else "")
+            ),
+        )
     return progress, time.monotonic() - started
 
 
@@ -164,29 +230,47 @@ def _chunk_writer(kinesis, stream: str, config, verify: bool, on_progress, aws_i
     """One chunk through the ordered producer (and, with verify, read back), as `put` sends its records."""
     from collections import Counter
 
+    from console.errors import ConsoleError
     from console.produce.given import GivenRecordMatcher
     from console.produce.producer import OrderedProducer
-    from console.produce.settings import ProducerSettings
+    from console.produce.settings import MAX_BATCH_RECORDS, ProducerSettings
+    from console.produce.testrecords import ledger_key
     from console.produce.verify import IN_FLIGHT_TIMEOUTS, ReadSettings, Verifier
     from console.topology.shardmap import ShardMap
-    from console.errors import ConsoleError
 
     async def write(run) -> Any:
-        per_key = Counter(record.key for record in run.records)
-        settings = ProducerSettings(keys=len(per_key), records_per_key=max(per_key.values()), payload_bytes=0,
-                                    record_total=len(run.records), pacing=config.kind == "aws").validated()
+        per_key = Counter(ledger_key(record) for record in run.records)
+        # One record a key a request: enough requests in flight to carry every key once, and one more, keeps
+        # each request full; more would only split the same keys into smaller requests.
+        requests = min(MAX_REQUESTS_IN_FLIGHT, max(2, -(-len(per_key) // MAX_BATCH_RECORDS) + 1))
+        settings = ProducerSettings(
+            keys=len(per_key),
+            records_per_key=max(per_key.values()),
+            payload_bytes=0,
+            record_total=len(run.records),
+            pacing=config.kind == "aws",
+            concurrency=requests,
+        ).validated()
         async with ShardMap.for_backend(kinesis, stream) as shard_map:
             await shard_map.wait_ready(timeout=60, fail_fast=True)
-            producer = OrderedProducer(stream, settings, put_records=kinesis.put_records,
-                                       put_record=kinesis.put_record, shard_map=shard_map, on_progress=on_progress,
-                                       records=run.records)
+            producer = OrderedProducer(
+                stream,
+                settings,
+                put_records=kinesis.put_records,
+                put_record=kinesis.put_record,
+                shard_map=shard_map,
+                on_progress=on_progress,
+                records=run.records,
+            )
             run.result = producer.result
             result = await producer.run()
         if not verify or result.endpoint_lost:
             return None
         timeout = getattr(kinesis, "request_timeout", None) or 0.0
-        read_settings = ReadSettings(min_call_interval=aws_interval if config.kind == "aws" else 0.0,
-                                     in_flight_window=IN_FLIGHT_TIMEOUTS * timeout)
+        read_settings = ReadSettings(
+            min_call_interval=aws_interval if config.kind == "aws" else 0.0,
+            in_flight_window=IN_FLIGHT_TIMEOUTS * timeout,
+        )
         verifier = Verifier.for_backend(kinesis, read_settings, GivenRecordMatcher(run.records))
         try:
             return await verifier.verify(result)
@@ -220,7 +304,7 @@ def _moment(text: str | None, fallback: datetime) -> datetime:
         moment = datetime.fromisoformat((text or "").replace("Z", "+00:00"))
     except ValueError:
         return fallback
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _default_checkpoint(source: str, destination: str, now: datetime) -> Path:
@@ -238,8 +322,10 @@ def _read_checkpoint(path: str) -> Any:
     except OSError as error:
         raise BadInput(f"cannot read --resume {path}: {error.strerror or error}", code="bad_file") from None
     if len(raw) > MAX_CHECKPOINT_BYTES:
-        raise BadInput(f"--resume {path} is larger than any checkpoint ({MAX_CHECKPOINT_BYTES // (1024 * 1024)} MiB)",
-                       code="bad_file")
+        raise BadInput(
+            f"--resume {path} is larger than any checkpoint ({MAX_CHECKPOINT_BYTES // (1024 * 1024)} MiB)",
+            code="bad_file",
+        )
     try:
         return json.loads(raw)
     except (ValueError, RecursionError):
@@ -268,28 +354,44 @@ def _save_checkpoint(path: Path, document: dict) -> None:
 
 def _summary(args, start, end, progress, seconds: float, path: Path, checkpoint) -> dict:
     document: dict[str, Any] = {
-        "source": args.source, "destination": args.destination,
-        "from": start.describe(), "to": end.describe(), "where": args.where, "deaggregate": args.deaggregate,
-        "read": progress.read, "filtered_out": progress.filtered_out, "already_copied": progress.skipped,
-        "copied": progress.acknowledged, "chunks": progress.chunks, "retries": progress.retries,
+        "source": args.source,
+        "destination": args.destination,
+        "from": start.describe(),
+        "to": end.describe(),
+        "where": args.where,
+        "deaggregate": args.deaggregate,
+        "read": progress.read,
+        "filtered_out": progress.filtered_out,
+        "already_copied": progress.skipped,
+        "copied": progress.acknowledged,
+        "chunks": progress.chunks,
+        "retries": progress.retries,
         "possible_duplicates": progress.possible_duplicates,
         "failed": [{"key": key, "error": error} for key, error in progress.failed[:20]],
-        "stopped": progress.stopped, "seconds": round(seconds, 3),
+        "stopped": progress.stopped,
+        "seconds": round(seconds, 3),
         "records_per_second": round(progress.acknowledged / seconds) if seconds > 0 else None,
-        "checkpoint": str(path), "complete": checkpoint.complete, "verified": args.verify,
+        "checkpoint": str(path),
+        "complete": checkpoint.complete,
+        "verified": args.verify,
     }
     if args.verify:
-        document["verification"] = {**progress.verification, "ok": bool(progress.verified_ok),
-                                    "error": progress.verification_error}
+        document["verification"] = {
+            **progress.verification,
+            "ok": bool(progress.verified_ok),
+            "error": progress.verification_error,
+        }
     document["ok"] = checkpoint.complete and not progress.failed and (not args.verify or bool(progress.verified_ok))
     return document
 
 
 def _summary_text(document: dict) -> str:
-    lines = [f"copied {document['copied']:,} records from {document['source']} to {document['destination']} in "
-             f"{document['seconds']:.2f} s ({document['read']:,} read, {document['filtered_out']:,} filtered out, "
-             f"{document['already_copied']:,} already copied, {document['retries']} retries, "
-             f"{document['possible_duplicates']} possible duplicates)"]
+    lines = [
+        f"copied {document['copied']:,} records from {document['source']} to {document['destination']} in "
+        f"{document['seconds']:.2f} s ({document['read']:,} read, {document['filtered_out']:,} filtered out, "
+        f"{document['already_copied']:,} already copied, {document['retries']} retries, "
+        f"{document['possible_duplicates']} possible duplicates)"
+    ]
     if document["stopped"]:
         lines.append(f"stopped: {document['stopped']}")
     for failure in document["failed"][:10]:
@@ -299,11 +401,14 @@ def _summary_text(document: dict) -> str:
         if verification.get("error"):
             lines.append(verification["error"])
         else:
-            lines.append(f"verification {'OK' if verification['ok'] else 'FAILED'}: read back "
-                         f"{verification.get('read_back', 0):,}, lost {verification.get('lost', 0)}, duplicated "
-                         f"{verification.get('duplicated', 0)}, out of order {verification.get('out_of_order', 0)}")
+            lines.append(
+                f"verification {'OK' if verification['ok'] else 'FAILED'}: read back "
+                f"{verification.get('read_back', 0):,}, lost {verification.get('lost', 0)}, duplicated "
+                f"{verification.get('duplicated', 0)}, out of order {verification.get('out_of_order', 0)}"
+            )
     if not document["complete"]:
-        lines.append(f"not complete: go on with kconsole copy {document['source']} {document['destination']} "
-                     f"--resume {document['checkpoint']}")
+        lines.append(
+            f"not complete: go on with kconsole copy {document['source']} {document['destination']} "
+            f"--resume {document['checkpoint']}"
+        )
     return "\n".join(lines)
-

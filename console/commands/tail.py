@@ -8,11 +8,13 @@ import functools
 import os
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from console.commands import command_help
 from console.commands._output import emit_record, note, run_async
+from console.errors import BadInput
+from console.keyspace.hashkeys import validate_partition_key
 from console.read.decoding import KIND_ERROR, DecodedRecord, iso_time
 from console.read.export import (
     EXPORT_FORMATS,
@@ -26,10 +28,8 @@ from console.read.export import (
 )
 from console.read.positions import check_retention, resolve_window
 from console.read.printable import printable
-from console.read.where import RecordFilter
-from console.errors import BadInput
-from console.keyspace.hashkeys import validate_partition_key
 from console.read.tail import TailOptions, TailReader
+from console.read.where import RecordFilter
 
 PROGRESS_INTERVAL = 1.0  # seconds between export progress lines on stderr
 SHARDS_IN_PROGRESS = 4  # shard positions named in a progress line
@@ -40,41 +40,77 @@ TEXT_HEX_BYTES = 64  # binary content shown per record in text mode (--json carr
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "tail", parents=common, help=command_help("tail"),
+        "tail",
+        parents=common,
+        help=command_help("tail"),
         description="Read every relevant shard concurrently (parents before children) and print each record "
-                    "decoded, one line per record: arrival, shard, sequence number, partition key, encoding, "
-                    "size, content. Without --follow it stops at the end of what the stream holds now. "
-                    "With --json: one JSON object per record (JSON lines), not one document. "
-                    "With --local, a missing stream is created first (4 shards, or kconsole --shards N).")
+        "decoded, one line per record: arrival, shard, sequence number, partition key, encoding, "
+        "size, content. Without --follow it stops at the end of what the stream holds now. "
+        "With --json: one JSON object per record (JSON lines), not one document. "
+        "With --local, a missing stream is created first (4 shards, or kconsole --shards N).",
+    )
     parser.add_argument("stream", metavar="STREAM", help="stream name")
-    parser.add_argument("--from", dest="start", default=None, metavar="WHERE",
-                        help="trim-horizon (the default without --follow: all the stream holds), latest (the "
-                             "default with --follow: only new records), an ISO-8601 timestamp (UTC unless it has "
-                             "an offset), or a sequence number (give --shard, or it is looked up)")
-    parser.add_argument("--to", dest="end", default=None, metavar="WHEN",
-                        help="latest (the default: each shard's tip when it is reached), now (when the command "
-                             "started), or an ISO-8601 timestamp: each shard stops at its first record after it")
-    parser.add_argument("--last", metavar="DURATION",
-                        help="the last 90s, 15m, 2h, 7d...: --from that long ago --to now")
-    parser.add_argument("--where", metavar="EXPR",
-                        help="JMESPath over each record: key, shard_id, seq, sub_seq, ehk, arrival, size, kind, "
-                             "and data (the JSON payload, or the text), e.g. \"data.tenant == '42'\"")
-    parser.add_argument("--out", metavar="FILE",
-                        help="write to FILE (under a temporary name until done) with a progress line on stderr; "
-                             "--output jsonl (default), csv or raw; for raw, DIR/ writes one file a record")
-    parser.add_argument("--fields", metavar="A,B,data.C",
-                        help="CSV columns: arrival, shard_id, seq, sub_seq, key, ehk, size, kind, encoding, data, "
-                             "data.PATH (default: arrival,shard_id,seq,sub_seq,key,kind,size,data)")
+    parser.add_argument(
+        "--from",
+        dest="start",
+        default=None,
+        metavar="WHERE",
+        help="trim-horizon (the default without --follow: all the stream holds), latest (the "
+        "default with --follow: only new records), an ISO-8601 timestamp (UTC unless it has "
+        "an offset), or a sequence number (give --shard, or it is looked up)",
+    )
+    parser.add_argument(
+        "--to",
+        dest="end",
+        default=None,
+        metavar="WHEN",
+        help="latest (the default: each shard's tip when it is reached), now (when the command "
+        "started), or an ISO-8601 timestamp: each shard stops at its first record after it",
+    )
+    parser.add_argument(
+        "--last", metavar="DURATION", help="the last 90s, 15m, 2h, 7d...: --from that long ago --to now"
+    )
+    parser.add_argument(
+        "--where",
+        metavar="EXPR",
+        help="JMESPath over each record: key, shard_id, seq, sub_seq, ehk, arrival, size, kind, "
+        "and data (the JSON payload, or the text), e.g. \"data.tenant == '42'\"",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="FILE",
+        help="write to FILE (under a temporary name until done) with a progress line on stderr; "
+        "--output jsonl (default), csv or raw; for raw, DIR/ writes one file a record",
+    )
+    parser.add_argument(
+        "--fields",
+        metavar="A,B,data.C",
+        help="CSV columns: arrival, shard_id, seq, sub_seq, key, ehk, size, kind, encoding, data, "
+        "data.PATH (default: arrival,shard_id,seq,sub_seq,key,kind,size,data)",
+    )
     # One ID per --shard (repeat it, or separate with commas): a list-taking option would swallow the
     # stream name in `kconsole tail --shard ID STREAM`.
-    parser.add_argument("--shard", dest="shard_ids", action="append", default=[], metavar="ID",
-                        help="read only this shard (repeatable, or comma-separated), and its children if it splits")
-    parser.add_argument("--key", dest="partition_key", metavar="PK",
-                        help="only records with this partition key, KPL-aggregated ones included (reads every "
-                             "shard: an aggregate carries its records wherever it lands; with --shard, those shards)")
-    parser.add_argument("--placement-only", action="store_true",
-                        help="with --key: read only the shard the key hashes to (the stream has no KPL "
-                             "aggregates; the first aggregate seen widens the read to every shard)")
+    parser.add_argument(
+        "--shard",
+        dest="shard_ids",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="read only this shard (repeatable, or comma-separated), and its children if it splits",
+    )
+    parser.add_argument(
+        "--key",
+        dest="partition_key",
+        metavar="PK",
+        help="only records with this partition key, KPL-aggregated ones included (reads every "
+        "shard: an aggregate carries its records wherever it lands; with --shard, those shards)",
+    )
+    parser.add_argument(
+        "--placement-only",
+        action="store_true",
+        help="with --key: read only the shard the key hashes to (the stream has no KPL "
+        "aggregates; the first aggregate seen widens the read to every shard)",
+    )
     parser.add_argument("--grep", metavar="TEXT", help="only records whose decoded content or key contains TEXT")
     parser.add_argument("--follow", "-f", action="store_true", help="keep reading new records until Ctrl-C")
     parser.add_argument("--limit", type=_positive_int, metavar="N", help="stop after N records")
@@ -100,15 +136,21 @@ def options_from_args(args: Any, now: datetime | None = None) -> TailOptions:
         raise BadInput("--grep needs some text to look for")
     if args.placement_only and args.partition_key is None:
         raise BadInput("--placement-only narrows a --key read: give --key PK")
-    start, end = resolve_window(getattr(args, "start", None), getattr(args, "end", None), getattr(args, "last", None),
-                                follow=args.follow, now=now or datetime.now(timezone.utc))
+    start, end = resolve_window(
+        getattr(args, "start", None),
+        getattr(args, "end", None),
+        getattr(args, "last", None),
+        follow=args.follow,
+        now=now or datetime.now(UTC),
+    )
     where = getattr(args, "where", None)
     return TailOptions(
         start=start,
         end=end,
         where=RecordFilter(where) if where is not None else None,
-        shard_ids=tuple(dict.fromkeys(part.strip() for given in args.shard_ids for part in given.split(",")
-                                      if part.strip())),
+        shard_ids=tuple(
+            dict.fromkeys(part.strip() for given in args.shard_ids for part in given.split(",") if part.strip())
+        ),
         partition_key=args.partition_key,
         grep=args.grep,
         follow=args.follow,
@@ -123,8 +165,7 @@ def run(args: Any) -> int:
 
     validate_stream_name(args.stream)  # a typo is bad input (exit 2), not a stream the server lacks
     if getattr(args, "output", None) == "table":
-        raise BadInput("tail streams its records, which a table cannot do: use --output text or json",
-                       code="usage")
+        raise BadInput("tail streams its records, which a table cannot do: use --output text or json", code="usage")
     options = options_from_args(args)
     export = Export.from_args(args)
     if getattr(args, "local", False):
@@ -139,8 +180,10 @@ def run(args: Any) -> int:
         if export is not None:
             export.discard()
         shown = reader_box[0].shown if reader_box else 0
-        note(f"tail: stopped after {shown} record{'s' if shown != 1 else ''}"
-             + (f"; nothing was written to {export.path}" if export is not None and export.path else ""))
+        note(
+            f"tail: stopped after {shown} record{'s' if shown != 1 else ''}"
+            + (f"; nothing was written to {export.path}" if export is not None and export.path else "")
+        )
         return 130  # as every command on Ctrl-C, --follow included: a script can tell "cut short" apart
     except BaseException:
         if export is not None:
@@ -165,7 +208,7 @@ class Export:
         self._said_at = 0.0
 
     @classmethod
-    def from_args(cls, args: Any) -> "Export | None":
+    def from_args(cls, args: Any) -> Export | None:
         output, path, fields = getattr(args, "output", None), getattr(args, "out", None), getattr(args, "fields", None)
         if path is not None and output is None:
             output = args.output = "csv" if path.lower().endswith(".csv") else "jsonl"
@@ -178,22 +221,30 @@ class Export:
         if fields is not None and output != "csv":
             raise BadInput("--fields picks the columns of --output csv", code="usage")
         if getattr(args, "query", None) is not None:
-            raise BadInput(f"--query shapes --json documents; --output {output} writes records as they are "
-                           "(filter them with --where)", code="usage")
+            raise BadInput(
+                f"--query shapes --json documents; --output {output} writes records as they are "
+                "(filter them with --where)",
+                code="usage",
+            )
         if getattr(args, "follow", False) and path is not None:
-            raise BadInput("--out writes a file once the read ends, and --follow never ends: give --to, --last "
-                           "or neither (the stream's current end)", code="usage")
+            raise BadInput(
+                "--out writes a file once the read ends, and --follow never ends: give --to, --last "
+                "or neither (the stream's current end)",
+                code="usage",
+            )
         if path is None and output != "jsonl" and sys.stdout.isatty():
-            raise BadInput(f"--output {output} writes bytes from the stream as they are, not for a terminal: "
-                           "give --out FILE, or pipe it", code="usage")
+            raise BadInput(
+                f"--output {output} writes bytes from the stream as they are, not for a terminal: "
+                "give --out FILE, or pipe it",
+                code="usage",
+            )
         if not path and path is not None:
             raise BadInput("--out needs a file name", code="usage")
         return cls(output, path, fields)
 
     def open(self) -> None:
         if self.path is not None:
-            self.target = ExportTarget(self.path.rstrip("/") if self.directory else self.path,
-                                       directory=self.directory)
+            self.target = ExportTarget(self.path.rstrip("/") if self.directory else self.path, directory=self.directory)
         if self.csv is not None:
             self._write(self.csv.header(), 0)
 
@@ -229,7 +280,10 @@ class Export:
         positions = [(shard_id, position) for shard_id, position in sorted(reader.positions.items())]
         shown = ", ".join(f"{shard_id} at {position}" for shard_id, position in positions[:SHARDS_IN_PROGRESS])
         more = f" (+{len(positions) - SHARDS_IN_PROGRESS} shards)" if len(positions) > SHARDS_IN_PROGRESS else ""
-        note(f"export: {self.records:,} records, {written:,} bytes to {self.path}" + (f"; {shown}{more}" if shown else ""))
+        note(
+            f"export: {self.records:,} records, {written:,} bytes to {self.path}"
+            + (f"; {shown}{more}" if shown else "")
+        )
 
     def commit(self) -> None:
         if self.target is not None:
@@ -243,17 +297,18 @@ class Export:
             self.target.discard()
 
 
-async def _tail(config, stream: str, options: TailOptions, reader_box: list, args: Any,
-                export: Export | None = None) -> None:
+async def _tail(
+    config, stream: str, options: TailOptions, reader_box: list, args: Any, export: Export | None = None
+) -> None:
     from console.backend import open_backend
     from console.commands._stream_args import ensure_local_stream
 
     async with open_backend(config) as kinesis:
         if config.kind == "local":  # the embedded server starts empty: create the stream, as `shards` does
             await ensure_local_stream(kinesis, stream, args)
-        if options.start.timestamp is not None:
+        if options.start.timestamp is not None or options.end.moment is not None:
             summary = await kinesis.describe_stream_summary(stream)
-            check_retention(options.start, summary.retention_hours, datetime.now(timezone.utc), stream)
+            check_retention(options.start, summary.retention_hours, datetime.now(UTC), stream, options.end)
         reader = TailReader(kinesis, stream, options, on_trouble=note)
         reader_box.append(reader)
         await reader.position()
@@ -261,8 +316,10 @@ async def _tail(config, stream: str, options: TailOptions, reader_box: list, arg
         if args.output is None or (export is not None and export.path is not None):
             shards = ", ".join(sorted(reader.progress)) or "none"
             until = "" if options.end.moment is None else f" to {options.end.describe()}"
-            note(f"tail {stream} from {options.start.describe()}{until}: shards {shards}"
-                 + (" (following; Ctrl-C stops)" if options.follow else ""))
+            note(
+                f"tail {stream} from {options.start.describe()}{until}: shards {shards}"
+                + (" (following; Ctrl-C stops)" if options.follow else "")
+            )
         write = sys.stdout.write
         plain_json = args.output == "json" and getattr(args, "query", None) is None
         async with contextlib.aclosing(reader.batches()) as batches:
@@ -279,20 +336,32 @@ async def _tail(config, stream: str, options: TailOptions, reader_box: list, arg
                 if plain_json:  # the common case, once per record: no dict, no second pass
                     write("".join([record.json_line() + "\n" for record in batch.records]))
                 else:
-                    write("".join(emit_record(args, r.to_json(), functools.partial(format_line, r)) for r in batch.records))
+                    write(
+                        "".join(
+                            emit_record(args, r.to_json(), functools.partial(format_line, r)) for r in batch.records
+                        )
+                    )
                 sys.stdout.flush()
         if export is not None:
             export.progress(reader, force=True)
             return
         if args.output is None:
-            lags = ", ".join(f"{p.shard_id} {p.records} rec"
-                             + (f" {p.millis_behind} ms behind" if p.millis_behind is not None else "")
-                             for p in reader.progress.values())
+            lags = ", ".join(
+                f"{p.shard_id} {p.records} rec"
+                + (f" {p.millis_behind} ms behind" if p.millis_behind is not None else "")
+                for p in reader.progress.values()
+            )
             note(f"tail: {reader.shown} record{'s' if reader.shown != 1 else ''} ({lags})")
-            if (reader.shown == 0 and options.partition_key is not None and options.placement_only
-                    and not options.shard_ids):
-                note(f"tail: --placement-only read only the shard {options.partition_key!r} hashes to; without it "
-                     "every shard is read")
+            if (
+                reader.shown == 0
+                and options.partition_key is not None
+                and options.placement_only
+                and not options.shard_ids
+            ):
+                note(
+                    f"tail: --placement-only read only the shard {options.partition_key!r} hashes to; without it "
+                    "every shard is read"
+                )
 
 
 def _quiet_garbage_collector() -> None:
@@ -315,4 +384,6 @@ def format_line(record: DecodedRecord) -> str:
     content = record.content_text(max_hex_bytes=TEXT_HEX_BYTES)
     if record.kind == KIND_ERROR:
         content = f"{record.error}: {content}"
-    return printable(f"{arrival} {record.shard_id} {record.position} {key} {record.kind_label} {record.size}B {content}")
+    return printable(
+        f"{arrival} {record.shard_id} {record.position} {key} {record.kind_label} {record.size}B {content}"
+    )

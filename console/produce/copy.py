@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.errors import BadInput
+from console.produce.testrecords import ledger_key
 from console.read.decoding import KIND_ERROR, DecodedRecord, decode_api_record
 from console.read.tail import TailReader
 
@@ -41,15 +42,17 @@ AGGREGATE_MAGIC = b"\xf3\x89\x9a\xc2"
 class CopyRecord:
     """One record to write (what the OrderedProducer takes as a given record), and where it came from."""
 
-    key: str
+    key: str | None  # None: a keyless record of an AUTO stream
     data: bytes
     explicit_hash_key: int | None
     shard_id: str
     unit: str  # "SEQ", or "SEQ/SUB" for a de-aggregated user record
+    line: int = 0  # tells keyless records apart (the producer tracks each under its own name)
 
 
-def records_to_copy(raw: dict[str, Any], shard_id: str, *, where: Callable[[DecodedRecord], bool] | None,
-                    deaggregate: bool) -> tuple[list[CopyRecord], bool]:
+def records_to_copy(
+    raw: dict[str, Any], shard_id: str, *, where: Callable[[DecodedRecord], bool] | None, deaggregate: bool
+) -> tuple[list[CopyRecord], bool]:
     """The records one wire record becomes, and whether the filter let it through."""
     sequence = raw["SequenceNumber"]
     data = raw["Data"]
@@ -58,11 +61,18 @@ def records_to_copy(raw: dict[str, Any], shard_id: str, *, where: Callable[[Deco
     if where is not None and not any(where(record) for record in decoded):  # type: ignore[union-attr]
         return [], False
     if aggregate and decoded and decoded[0].kind != KIND_ERROR:
-        return [CopyRecord(record.partition_key or "", bytes(record.data or b""),  # an aggregate's records all have keys
-                           int(record.explicit_hash_key) if record.explicit_hash_key else None,
-                           shard_id, f"{sequence}/{record.sub_sequence_number}")
-                for record in decoded if where is None or where(record)], True
-    return [CopyRecord(raw.get("PartitionKey", ""), bytes(data), None, shard_id, sequence)], True
+        return [
+            CopyRecord(
+                record.partition_key or "",
+                bytes(record.data or b""),  # an aggregate's records all have keys
+                int(record.explicit_hash_key) if record.explicit_hash_key else None,
+                shard_id,
+                f"{sequence}/{record.sub_sequence_number}",
+            )
+            for record in decoded
+            if where is None or where(record)
+        ], True
+    return [CopyRecord(raw.get("PartitionKey"), bytes(data), None, shard_id, sequence)], True
 
 
 @dataclass
@@ -85,24 +95,31 @@ class CopyCheckpoint:
         self.complete = False
 
     @classmethod
-    def from_json(cls, document: Any, identity: dict[str, Any], path: str) -> "CopyCheckpoint":
-        if not isinstance(document, dict) or document.get("version") != CHECKPOINT_VERSION \
-                or not isinstance(document.get("copy"), dict) or not isinstance(document.get("shards"), dict):
+    def from_json(cls, document: Any, identity: dict[str, Any], path: str) -> CopyCheckpoint:
+        if (
+            not isinstance(document, dict)
+            or document.get("version") != CHECKPOINT_VERSION
+            or not isinstance(document.get("copy"), dict)
+            or not isinstance(document.get("shards"), dict)
+        ):
             raise BadInput(f"--resume {path} is not a kconsole copy checkpoint")
         stored = document["copy"]
         for name, value in identity.items():
             if name in ("from", "to"):
                 continue  # the window comes from the checkpoint
             if stored.get(name) != value:
-                raise BadInput(f"--resume {path} is the checkpoint of another copy: its {name} is "
-                               f"{str(stored.get(name))[:80]!r}, this copy's is {str(value)[:80]!r}")
+                raise BadInput(
+                    f"--resume {path} is the checkpoint of another copy: its {name} is "
+                    f"{str(stored.get(name))[:80]!r}, this copy's is {str(value)[:80]!r}"
+                )
         checkpoint = cls({**identity, "from": stored.get("from"), "to": stored.get("to")})
         try:
             for shard_id, state in document["shards"].items():
                 checkpoint.shards[str(shard_id)] = ShardCheckpoint(
                     done_through=None if state.get("done_through") is None else str(state["done_through"]),
                     acknowledged={str(unit) for unit in state.get("acknowledged", [])},
-                    finished=bool(state.get("finished", False)))
+                    finished=bool(state.get("finished", False)),
+                )
             checkpoint.copied = int(document.get("copied", 0))
         except (AttributeError, TypeError, ValueError):
             raise BadInput(f"--resume {path} is not a kconsole copy checkpoint (a shard entry is malformed)") from None
@@ -115,9 +132,14 @@ class CopyCheckpoint:
             "copy": self.identity,
             "complete": self.complete,
             "copied": self.copied,
-            "shards": {shard_id: {"done_through": state.done_through, "finished": state.finished,
-                                  "acknowledged": sorted(state.acknowledged)}
-                       for shard_id, state in sorted(self.shards.items())},
+            "shards": {
+                shard_id: {
+                    "done_through": state.done_through,
+                    "finished": state.finished,
+                    "acknowledged": sorted(state.acknowledged),
+                }
+                for shard_id, state in sorted(self.shards.items())
+            },
         }
 
     # -- what a resumed read skips --------------------------------------------------------------
@@ -128,8 +150,11 @@ class CopyCheckpoint:
 
     @property
     def resume_after(self) -> dict[str, str]:
-        return {shard_id: state.done_through for shard_id, state in self.shards.items()
-                if state.done_through is not None and not state.finished}
+        return {
+            shard_id: state.done_through
+            for shard_id, state in self.shards.items()
+            if state.done_through is not None and not state.finished
+        }
 
     def already_copied(self, record: CopyRecord) -> bool:
         state = self.shards.get(record.shard_id)
@@ -193,11 +218,18 @@ class ChunkRun:
 WriteChunk = Callable[[ChunkRun], Awaitable[Any]]
 
 
-async def copy_window(reader: TailReader, write: WriteChunk, checkpoint: CopyCheckpoint, *,
-                      where: Callable[[DecodedRecord], bool] | None = None, deaggregate: bool = False,
-                      save: Callable[[CopyCheckpoint], None] = lambda checkpoint: None,
-                      on_chunk: Callable[[CopyProgress], None] = lambda progress: None,
-                      chunk_records: int = CHUNK_RECORDS, chunk_bytes: int = CHUNK_BYTES) -> CopyProgress:
+async def copy_window(
+    reader: TailReader,
+    write: WriteChunk,
+    checkpoint: CopyCheckpoint,
+    *,
+    where: Callable[[DecodedRecord], bool] | None = None,
+    deaggregate: bool = False,
+    save: Callable[[CopyCheckpoint], None] = lambda checkpoint: None,
+    on_chunk: Callable[[CopyProgress], None] = lambda progress: None,
+    chunk_records: int = CHUNK_RECORDS,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> CopyProgress:
     progress = CopyProgress()
     chunk: list[CopyRecord] = []
     size = 0
@@ -232,10 +264,12 @@ async def copy_window(reader: TailReader, write: WriteChunk, checkpoint: CopyChe
                 if not passed:
                     progress.filtered_out += 1
                 fresh = [record for record in records if not checkpoint.already_copied(record)]
+                for record in fresh:
+                    record.line = progress.read
                 progress.skipped += len(records) - len(fresh)
                 checkpoint.read(batch.shard_id, raw["SequenceNumber"], [record.unit for record in fresh])
                 chunk.extend(fresh)
-                size += sum(len(record.data) + len(record.key) for record in fresh)
+                size += sum(len(record.data) + len(record.key or "") for record in fresh)
             if batch.ended or batch.caught_up:
                 checkpoint.shard_read_to_end(batch.shard_id)
             if len(chunk) >= chunk_records or size >= chunk_bytes:
@@ -247,16 +281,18 @@ async def copy_window(reader: TailReader, write: WriteChunk, checkpoint: CopyChe
     return progress
 
 
-def _account(progress: CopyProgress, checkpoint: CopyCheckpoint, records: list[CopyRecord], result: Any,
-             report: Any) -> None:
+def _account(
+    progress: CopyProgress, checkpoint: CopyCheckpoint, records: list[CopyRecord], result: Any, report: Any
+) -> None:
     """Which of the chunk's records the destination acknowledged (the producer keys acks by key and the
     record's place among its key's records), and the run's figures."""
     position: dict[str, int] = {}
     acked = []
     for record in records:
-        index = position.get(record.key, 0)
-        position[record.key] = index + 1
-        if (record.key, index) in result.acks:
+        name = ledger_key(record)
+        index = position.get(name, 0)
+        position[name] = index + 1
+        if (name, index) in result.acks:
             acked.append(record)
     checkpoint.acknowledged(acked)
     progress.acknowledged += len(acked)

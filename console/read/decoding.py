@@ -24,13 +24,12 @@ import json
 import re
 import zlib
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 # `messages_pb2` imports its sibling `config_pb2` as a top-level module; importing the
 # deaggregator first puts the package directory on sys.path, as the library expects.
-from aws_kinesis_agg import DIGEST_SIZE, MAGIC, deaggregator  # noqa: F401
-from aws_kinesis_agg import messages_pb2
+from aws_kinesis_agg import DIGEST_SIZE, MAGIC, deaggregator, messages_pb2  # noqa: F401
 from google.protobuf.message import DecodeError
 
 from console.read.printable import printable_json
@@ -146,19 +145,31 @@ class DecodedRecord:
         if content is None:
             content = _ENCODER.encode(self.content_json())
         hash_key = self.explicit_hash_key
-        line = "".join((
-            '{"shard_id": ', _string(self.shard_id),
-            ', "sequence_number": ', _string(self.sequence_number),
-            ', "sub_sequence_number": ', "null" if self.sub_sequence_number is None else str(self.sub_sequence_number),
-            ', "partition_key": ', "null" if self.partition_key is None else _string(self.partition_key),
-            ', "explicit_hash_key": ', "null" if hash_key is None else _string(hash_key),
-            ', "arrival": ', "null" if self.arrival is None else f'"{iso_time(self.arrival)}"',
-            ', "size": ', str(self.size),
-            ', "kind": ', _string(self.kind),
-            ', "encoding": ', _ENCODINGS.get(self.encoding) or _ENCODER.encode(list(self.encoding)),
-            ', "content": ', content,
-            "}" if self.error is None else ', "error": ' + _string(self.error) + "}",
-        ))
+        line = "".join(
+            (
+                '{"shard_id": ',
+                _string(self.shard_id),
+                ', "sequence_number": ',
+                _string(self.sequence_number),
+                ', "sub_sequence_number": ',
+                "null" if self.sub_sequence_number is None else str(self.sub_sequence_number),
+                ', "partition_key": ',
+                "null" if self.partition_key is None else _string(self.partition_key),
+                ', "explicit_hash_key": ',
+                "null" if hash_key is None else _string(hash_key),
+                ', "arrival": ',
+                "null" if self.arrival is None else f'"{iso_time(self.arrival)}"',
+                ', "size": ',
+                str(self.size),
+                ', "kind": ',
+                _string(self.kind),
+                ', "encoding": ',
+                _ENCODINGS.get(self.encoding) or _ENCODER.encode(list(self.encoding)),
+                ', "content": ',
+                content,
+                "}" if self.error is None else ', "error": ' + _string(self.error) + "}",
+            )
+        )
         if line.isprintable():
             return line
         return printable_json(line)
@@ -190,9 +201,8 @@ def iso_time(moment: datetime | None) -> str | None:
     if text is None:
         if len(_ISO_CACHE) >= _ISO_CACHE_LIMIT:
             _ISO_CACHE.clear()
-        aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
-        text = _ISO_CACHE[moment] = (
-            aware.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+        aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+        text = _ISO_CACHE[moment] = aware.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return text
 
 
@@ -353,8 +363,10 @@ def _inflate_rest(inflater, inflated: bytearray, limit: int, size: int) -> None:
                 inflated += piece
         if over:
             if limit < MAX_INFLATED_BYTES:
-                raise _OverBudget(f"this batch's other records inflated {(MAX_BATCH_INFLATED_BYTES - limit) / MIB:.0f} "
-                                  f"MiB, the most one batch holds is {MAX_BATCH_INFLATED_BYTES // MIB} MiB")
+                raise _OverBudget(
+                    f"this batch's other records inflated {(MAX_BATCH_INFLATED_BYTES - limit) / MIB:.0f} "
+                    f"MiB, the most one batch holds is {MAX_BATCH_INFLATED_BYTES // MIB} MiB"
+                )
             raise ValueError(f"inflates past {MAX_INFLATED_BYTES // MIB} MiB; not shown")
         if not inflater.eof:
             raise ValueError(f"truncated stream ({size} bytes in, {len(inflated)} inflated before the end)")
@@ -392,8 +404,23 @@ def decode_record(
         if value is _TOO_DEEP:
             kind, value, encoding, error, inflated = _too_deep(data)
         elif value is not _NOT_JSON:
-            return [DecodedRecord(shard_id, sequence_number, partition_key, arrival, len(data), KIND_JSON, value,
-                                  (), None, None, None, None, data)]
+            return [
+                DecodedRecord(
+                    shard_id,
+                    sequence_number,
+                    partition_key,
+                    arrival,
+                    len(data),
+                    KIND_JSON,
+                    value,
+                    (),
+                    None,
+                    None,
+                    None,
+                    None,
+                    data,
+                )
+            ]
         else:
             kind, value, encoding, error, inflated = _classify_not_json(data)
     elif first == _MAGIC_FIRST and data[:4] == MAGIC:
@@ -404,8 +431,23 @@ def decode_record(
         kind, value, encoding, error, inflated = _classify_plain(data)
     else:
         kind, value, encoding, error, inflated = _classify_not_json(data)
-    return [DecodedRecord(shard_id, sequence_number, partition_key, arrival, len(data), kind, value, encoding,
-                          None, None, error, inflated, data)]
+    return [
+        DecodedRecord(
+            shard_id,
+            sequence_number,
+            partition_key,
+            arrival,
+            len(data),
+            kind,
+            value,
+            encoding,
+            None,
+            None,
+            error,
+            inflated,
+            data,
+        )
+    ]
 
 
 def decode_api_record(raw: dict, shard_id: str, budget: InflateBudget | None = None) -> list[DecodedRecord]:
@@ -434,7 +476,7 @@ def parse_aggregate(data: bytes) -> tuple[Any, Any, Any]:
     """Check a KPL aggregate's framing (magic, MD5 trailer, protobuf, key tables) and return its
     (user records, partition key table, explicit hash key table); MalformedAggregate otherwise.
     Each user record's indexes into the tables are the caller's to check (an IndexError is malformed)."""
-    body = data[len(MAGIC):]
+    body = data[len(MAGIC) :]
     if len(body) <= DIGEST_SIZE:
         raise MalformedAggregate(f"{len(data)} bytes is too short for a message and its MD5 digest")
     message, digest = body[:-DIGEST_SIZE], body[-DIGEST_SIZE:]
@@ -458,8 +500,10 @@ def parse_aggregate(data: bytes) -> tuple[Any, Any, Any]:
     if not records:
         raise MalformedAggregate("it holds no user records")
     if len(records) > MAX_USER_RECORDS_PER_AGGREGATE:
-        raise MalformedAggregate(f"it nests {len(records):,} user records, more than the "
-                                 f"{MAX_USER_RECORDS_PER_AGGREGATE:,} one aggregate may hold")
+        raise MalformedAggregate(
+            f"it nests {len(records):,} user records, more than the "
+            f"{MAX_USER_RECORDS_PER_AGGREGATE:,} one aggregate may hold"
+        )
     return records, keys, hash_keys
 
 
@@ -468,19 +512,41 @@ def user_records(data: bytes) -> list[tuple[str, str | None, bytes]]:
     MalformedAggregate when it is not a well-formed one."""
     records, keys, hash_keys = parse_aggregate(data)
     try:
-        return [(keys[inner.partition_key_index],
-                 hash_keys[inner.explicit_hash_key_index] if inner.HasField("explicit_hash_key_index") else None,
-                 inner.data) for inner in records]
+        return [
+            (
+                keys[inner.partition_key_index],
+                hash_keys[inner.explicit_hash_key_index] if inner.HasField("explicit_hash_key_index") else None,
+                inner.data,
+            )
+            for inner in records
+        ]
     except IndexError:
         raise MalformedAggregate("a user record names a key past its table") from None
 
 
-def _deaggregate(data: bytes, shard_id: str, sequence_number: str, partition_key: str | None,
-                 arrival: datetime | None, budget: InflateBudget | None = None) -> list[DecodedRecord]:
+def _deaggregate(
+    data: bytes,
+    shard_id: str,
+    sequence_number: str,
+    partition_key: str | None,
+    arrival: datetime | None,
+    budget: InflateBudget | None = None,
+) -> list[DecodedRecord]:
     def broken(reason: str) -> list[DecodedRecord]:
-        return [DecodedRecord(shard_id, sequence_number, partition_key, arrival, len(data),
-                              KIND_ERROR, data, (ENCODING_KPL,), error=f"malformed KPL aggregate: {reason}",
-                              data=data)]
+        return [
+            DecodedRecord(
+                shard_id,
+                sequence_number,
+                partition_key,
+                arrival,
+                len(data),
+                KIND_ERROR,
+                data,
+                (ENCODING_KPL,),
+                error=f"malformed KPL aggregate: {reason}",
+                data=data,
+            )
+        ]
 
     try:
         records, keys, hash_keys = parse_aggregate(data)
@@ -491,14 +557,15 @@ def _deaggregate(data: bytes, shard_id: str, sequence_number: str, partition_key
     for sub_sequence, inner in enumerate(records):
         key_index = inner.partition_key_index
         if key_index >= key_count:
-            return broken(f"user record {sub_sequence} names partition key #{key_index} "
-                          f"of a {key_count}-entry table")
+            return broken(f"user record {sub_sequence} names partition key #{key_index} of a {key_count}-entry table")
         explicit_hash_key = None
         if inner.HasField("explicit_hash_key_index"):
             hash_key_index = inner.explicit_hash_key_index
             if hash_key_index >= hash_key_count:
-                return broken(f"user record {sub_sequence} names explicit hash key "
-                              f"#{hash_key_index} of a {hash_key_count}-entry table")
+                return broken(
+                    f"user record {sub_sequence} names explicit hash key "
+                    f"#{hash_key_index} of a {hash_key_count}-entry table"
+                )
             explicit_hash_key = hash_keys[hash_key_index]
         payload = inner.data
         # Same JSON-first shortcut as decode_record: inner records of an aggregate are mostly JSON.
@@ -509,9 +576,21 @@ def _deaggregate(data: bytes, shard_id: str, sequence_number: str, partition_key
             kind, encoding, error, inflated = KIND_JSON, (), None, None
         else:
             kind, value, encoding, error, inflated = classify(payload, budget)
-        decoded.append(DecodedRecord(
-            shard_id, sequence_number, keys[key_index], arrival, len(payload),
-            kind, value, _KPL_GZIP if encoding else _KPL_ONLY, sub_sequence, explicit_hash_key, error, inflated,
-            payload,
-        ))
+        decoded.append(
+            DecodedRecord(
+                shard_id,
+                sequence_number,
+                keys[key_index],
+                arrival,
+                len(payload),
+                kind,
+                value,
+                _KPL_GZIP if encoding else _KPL_ONLY,
+                sub_sequence,
+                explicit_hash_key,
+                error,
+                inflated,
+                payload,
+            )
+        )
     return decoded

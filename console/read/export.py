@@ -43,16 +43,21 @@ def parse_fields(text: str | None) -> tuple[tuple[str, ...], ...]:
         return tuple((name,) for name in DEFAULT_CSV_FIELDS)
     names = [part.strip() for part in text.split(",")]
     if not text.strip() or any(not name for name in names):
-        raise BadInput(f"--fields must name columns separated by commas (e.g. arrival,key,data.total); got {text[:80]!r}",
-                       code="usage")
+        raise BadInput(
+            f"--fields must name columns separated by commas (e.g. arrival,key,data.total); got {text[:80]!r}",
+            code="usage",
+        )
     if len(names) > MAX_FIELDS:
         raise BadInput(f"--fields names {len(names)} columns; the most is {MAX_FIELDS}", code="usage")
     paths = []
     for name in names:
         path = tuple(name.split("."))
         if path[0] not in CSV_COLUMNS or (len(path) > 1 and path[0] != "data") or any(not step for step in path):
-            raise BadInput(f"--fields: unknown column {name[:80]!r} (columns: {', '.join(CSV_COLUMNS)}, "
-                           "and data.PATH inside a JSON payload)", code="usage")
+            raise BadInput(
+                f"--fields: unknown column {name[:80]!r} (columns: {', '.join(CSV_COLUMNS)}, "
+                "and data.PATH inside a JSON payload)",
+                code="usage",
+            )
         paths.append(path)
     return tuple(paths)
 
@@ -139,11 +144,15 @@ class ExportTarget:
         self.bytes = 0
         self._handle: Any = None
         if directory and self.path.exists():
-            raise BadInput(f"--out {path}: it already exists; raw one-file-a-record export makes a new directory",
-                           code="bad_file")
+            raise BadInput(
+                f"--out {path}: it already exists; raw one-file-a-record export makes a new directory", code="bad_file"
+            )
         if not directory and self.path.is_dir():
-            raise BadInput(f"--out {path} is a directory; give a file name (or a new directory with a trailing / "
-                           "for raw one-file-a-record)", code="bad_file")
+            raise BadInput(
+                f"--out {path} is a directory; give a file name (or a new directory with a trailing / "
+                "for raw one-file-a-record)",
+                code="bad_file",
+            )
         try:
             if directory:
                 self.temporary.mkdir()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from console.errors import BadInput
 
@@ -72,7 +72,7 @@ def parse_time(text: str, option: str) -> datetime:
     except ValueError:
         raise BadInput(f"{option} must be {_TIME_EXAMPLE}; got {text[:80]!r}") from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment
 
 
@@ -91,7 +91,8 @@ def parse_start(text: str | None) -> StartPosition:
     except BadInput:
         raise BadInput(
             f"--from must be latest, trim-horizon, {_TIME_EXAMPLE} or a sequence number (digits); "
-            f"got {(text or '')[:80]!r}") from None
+            f"got {(text or '')[:80]!r}"
+        ) from None
     return StartPosition(AT_TIMESTAMP, timestamp=moment)
 
 
@@ -126,8 +127,9 @@ def parse_duration(text: str, option: str = "--last") -> timedelta:
     return duration
 
 
-def resolve_window(start: str | None, end: str | None, last: str | None, *, follow: bool,
-                   now: datetime) -> tuple[StartPosition, EndPosition]:
+def resolve_window(
+    start: str | None, end: str | None, last: str | None, *, follow: bool, now: datetime
+) -> tuple[StartPosition, EndPosition]:
     """The window the options describe, or BadInput naming what is wrong with it."""
     if last is not None:
         if start is not None or end is not None:
@@ -138,31 +140,41 @@ def resolve_window(start: str | None, end: str | None, last: str | None, *, foll
         start_position = parse_start(start or ("latest" if follow else "trim-horizon"))
         end_position = parse_end(end, now)
     if follow and end_position.moment is not None:
-        raise BadInput("--follow reads until stopped; --to and --last end the read: give one or the other",
-                       code="usage")
+        raise BadInput(
+            "--follow reads until stopped; --to and --last end the read: give one or the other", code="usage"
+        )
     for what, moment in (("--from", start_position.timestamp), ("--to", end_position.moment)):
         if moment is not None and moment > now + CLOCK_SKEW:
             raise BadInput(f"{what} {_iso(moment)} is in the future (now is {_iso(now)})")
         if moment is not None and moment < now - MAX_RETENTION:
             raise BadInput(f"{what} {_iso(moment)} is more than 365 days ago: no stream keeps records that long")
-    if start_position.timestamp is not None and end_position.moment is not None \
-            and end_position.moment < start_position.timestamp:
+    if (
+        start_position.timestamp is not None
+        and end_position.moment is not None
+        and end_position.moment < start_position.timestamp
+    ):
         raise BadInput(f"--to {_iso(end_position.moment)} is before --from {_iso(start_position.timestamp)}")
     if start_position.iterator_type == LATEST and end_position.moment is not None:
-        raise BadInput("--from latest reads only records that arrive from now on, and --to ends before them: "
-                       "give --from a time, or --follow", code="usage")
+        raise BadInput(
+            "--from latest reads only records that arrive from now on, and --to ends before them: "
+            "give --from a time, or --follow",
+            code="usage",
+        )
     return start_position, end_position
 
 
-def check_retention(start: StartPosition, retention_hours: int, now: datetime, stream: str) -> None:
-    """A start time older than the stream keeps records is a mistake worth a line, not an empty read."""
-    if start.timestamp is None:
-        return
+def check_retention(
+    start: StartPosition, retention_hours: int, now: datetime, stream: str, end: EndPosition | None = None
+) -> None:
+    """A window older than the stream keeps records is a mistake worth a line, not an empty read."""
     oldest = now - timedelta(hours=retention_hours)
-    if start.timestamp < oldest - CLOCK_SKEW:
-        raise BadInput(f"--from {_iso(start.timestamp)} is beyond {stream}'s retention of {retention_hours} h "
-                       f"(its oldest records arrived after {_iso(oldest)})")
+    for option, moment in (("--from", start.timestamp), ("--to", end.moment if end is not None else None)):
+        if moment is not None and moment < oldest - CLOCK_SKEW:
+            raise BadInput(
+                f"{option} {_iso(moment)} is beyond {stream}'s retention of {retention_hours} h "
+                f"(its oldest records arrived after {_iso(oldest)})"
+            )
 
 
 def _iso(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -29,16 +29,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from console.read.decoding import MIB, DecodedRecord, InflateBudget, decode_api_record
 from console.errors import AccessDenied, BackendError, BadInput, NoCredentials, StreamNotFound, Throttled
-from console.read.keyscope import carries_aggregate, key_hash_to_follow, shards_for_key, widening_note
-from console.topology.model import Shard
 from console.read.cursor import ShardCursor
+from console.read.decoding import MIB, DecodedRecord, InflateBudget, decode_api_record
+from console.read.keyscope import carries_aggregate, key_hash_to_follow, shards_for_key, widening_note
 from console.read.positions import (  # noqa: F401 - re-exported: where a read starts belongs with reading
     AFTER_SEQUENCE_NUMBER,
     AT_SEQUENCE_NUMBER,
@@ -49,7 +48,7 @@ from console.read.positions import (  # noqa: F401 - re-exported: where a read s
     StartPosition,
     parse_start,
 )
-
+from console.topology.model import Shard
 
 MIN_POLL_INTERVAL = 0.2  # GetRecords allows 5 calls per second per shard
 IDLE_POLL_INTERVAL = 1.0  # when caught up, poll once a second as AWS recommends
@@ -68,9 +67,15 @@ _PERMANENT = (StreamNotFound, AccessDenied, NoCredentials, BadInput)
 
 class ReadBackend(Protocol):
     async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]: ...
-    async def get_shard_iterator(self, stream: str, shard_id: str, iterator_type: str, *,
-                                 sequence_number: str | None = None,
-                                 timestamp: datetime | None = None) -> str: ...
+    async def get_shard_iterator(
+        self,
+        stream: str,
+        shard_id: str,
+        iterator_type: str,
+        *,
+        sequence_number: str | None = None,
+        timestamp: datetime | None = None,
+    ) -> str: ...
     async def get_records(self, shard_iterator: str, limit: int = 10000) -> dict: ...
 
 
@@ -116,8 +121,12 @@ class ShardProgress:
     last_sequence: str | None = None  # of the last wire record read (the window's end cuts before it)
 
 
-def record_matches(record: DecodedRecord, partition_key: str | None, grep: str | None,
-                   where: Callable[[DecodedRecord], bool] | None = None) -> bool:
+def record_matches(
+    record: DecodedRecord,
+    partition_key: str | None,
+    grep: str | None,
+    where: Callable[[DecodedRecord], bool] | None = None,
+) -> bool:
     if partition_key is not None and record.partition_key != partition_key:
         return False
     if grep is not None:
@@ -137,7 +146,7 @@ def records_until(raw_records: list[dict], moment: datetime) -> int:
 
 
 def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def select_shards(shards: Sequence[Shard], options: TailOptions) -> list[Shard]:
@@ -163,12 +172,19 @@ def select_shards(shards: Sequence[Shard], options: TailOptions) -> list[Shard]:
 class TailReader:
     """Reads the chosen shards concurrently and yields decoded batches in consumer order."""
 
-    def __init__(self, backend: ReadBackend, stream: str, options: TailOptions, *,
-                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-                 clock: Callable[[], float] = time.monotonic, refresh_interval: float = 5.0,
-                 batch_limit: int = GET_RECORDS_LIMIT,
-                 on_trouble: Callable[[str], Any] | None = None,
-                 wall_clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> None:
+    def __init__(
+        self,
+        backend: ReadBackend,
+        stream: str,
+        options: TailOptions,
+        *,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        refresh_interval: float = 5.0,
+        batch_limit: int = GET_RECORDS_LIMIT,
+        on_trouble: Callable[[str], Any] | None = None,
+        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
         self.backend = backend
         self.batch_limit = batch_limit  # records per GetRecords call
         self.refresh_interval = refresh_interval  # with follow: how often an idle shard re-checks the map
@@ -200,8 +216,9 @@ class TailReader:
         self._end = options.end.moment
         self._widened: set[str] = set()  # shards added when a key read met an aggregate
         # Children are followed only where the key can land, unless the user named the shards to read.
-        self._key_hash = None if options.shard_ids else key_hash_to_follow(options.partition_key,
-                                                                           options.placement_only)
+        self._key_hash = (
+            None if options.shard_ids else key_hash_to_follow(options.partition_key, options.placement_only)
+        )
         self.notes: list[str] = []  # one-line notes for the user, e.g. a key read widened to every shard
 
     # --- public -----------------------------------------------------------------------------------
@@ -229,8 +246,11 @@ class TailReader:
         not in the shard) fails here, before anything is shown."""
         if not self._planned:
             await self.plan()
-        ready = [self._shards[shard_id] for shard_id in sorted(self._planned)
-                 if self._parents_done(shard_id) and shard_id not in self._finished]
+        ready = [
+            self._shards[shard_id]
+            for shard_id in sorted(self._planned)
+            if self._parents_done(shard_id) and shard_id not in self._finished
+        ]
         self._positioned_at = self._wall()
         iterators = await asyncio.gather(*(self._first_iterator(shard) for shard in ready))
         self._iterators.update(zip((shard.shard_id for shard in ready), iterators))
@@ -305,9 +325,11 @@ class TailReader:
         """An aggregate on a placement-only key read: read every shard, from the same start (from LATEST,
         from the moment the read began, so nothing written since is missed)."""
         self._key_hash = None
-        added = [shard for shard in select_shards(list(self._shards.values()),
-                                                  TailOptions(start=self.options.start))
-                 if shard.shard_id not in self._planned]
+        added = [
+            shard
+            for shard in select_shards(list(self._shards.values()), TailOptions(start=self.options.start))
+            if shard.shard_id not in self._planned
+        ]
         self.notes.append(widening_note(self.options.partition_key or "", shard_id, len(added)))
         for shard in added:
             self._planned.add(shard.shard_id)
@@ -331,25 +353,31 @@ class TailReader:
         start = self.options.start
         resume = self.options.resume_after.get(shard.shard_id)
         if resume is not None:
-            return await self.backend.get_shard_iterator(self.stream, shard.shard_id, AFTER_SEQUENCE_NUMBER,
-                                                         sequence_number=resume)
+            return await self.backend.get_shard_iterator(
+                self.stream, shard.shard_id, AFTER_SEQUENCE_NUMBER, sequence_number=resume
+            )
         if shard.shard_id in self._widened and start.iterator_type == LATEST and self._positioned_at is not None:
-            return await self.backend.get_shard_iterator(self.stream, shard.shard_id, AT_TIMESTAMP,
-                                                         timestamp=self._positioned_at)
+            return await self.backend.get_shard_iterator(
+                self.stream, shard.shard_id, AT_TIMESTAMP, timestamp=self._positioned_at
+            )
         if shard.shard_id in self._widened and start.sequence_number is not None:
             # The sequence number was the first shard's: another shard is read from its start.
             return await self.backend.get_shard_iterator(self.stream, shard.shard_id, TRIM_HORIZON)
         if shard.shard_id in self._widened:
-            return await self.backend.get_shard_iterator(self.stream, shard.shard_id, start.iterator_type,
-                                                         timestamp=start.timestamp)
+            return await self.backend.get_shard_iterator(
+                self.stream, shard.shard_id, start.iterator_type, timestamp=start.timestamp
+            )
         if shard.shard_id not in self._initial:
             # A child found while reading holds only records newer than its parents: read it all.
             return await self.backend.get_shard_iterator(self.stream, shard.shard_id, TRIM_HORIZON)
         if again and start.iterator_type == LATEST and self._positioned_at is not None:
             start = StartPosition(AT_TIMESTAMP, timestamp=self._positioned_at)
         return await self.backend.get_shard_iterator(
-            self.stream, shard.shard_id, start.iterator_type,
-            sequence_number=start.sequence_number, timestamp=start.timestamp,
+            self.stream,
+            shard.shard_id,
+            start.iterator_type,
+            sequence_number=start.sequence_number,
+            timestamp=start.timestamp,
         )
 
     async def _patiently(self, shard_id: str, call: Callable[[], Awaitable[Any]]) -> Any:
@@ -384,8 +412,10 @@ class TailReader:
         if first or now - self._trouble_said_at >= TROUBLE_REPORT_INTERVAL:
             self._trouble_said_at = now
             count = len(self.unreachable)
-            self._say(f"tail: {count} shard{'s' if count != 1 else ''} cannot be read ({self.unreachable[shard_id]}); "
-                      f"retrying every {delay:.0f} s or less from the last record read, until stopped")
+            self._say(
+                f"tail: {count} shard{'s' if count != 1 else ''} cannot be read ({self.unreachable[shard_id]}); "
+                f"retrying every {delay:.0f} s or less from the last record read, until stopped"
+            )
 
     def _say(self, message: str) -> None:
         if self._on_trouble is not None:
@@ -410,13 +440,21 @@ class TailReader:
         progress = self.progress[shard_id]
         progress.state = "reading"
         iterator = self._iterators.pop(shard_id, None) or await self._patiently(
-            shard_id, lambda: self._first_iterator(shard))
-        cursor = ShardCursor(stream=self.stream, shard_id=shard_id, iterator=iterator,
-                             get_shard_iterator=self.backend.get_shard_iterator,
-                             get_records=self.backend.get_records,
-                             restart=lambda: self._first_iterator(shard, again=True), limit=self.batch_limit,
-                             min_interval=MIN_POLL_INTERVAL, sleep=self._sleep, clock=self._clock,
-                             closed=not shard.is_open)
+            shard_id, lambda: self._first_iterator(shard)
+        )
+        cursor = ShardCursor(
+            stream=self.stream,
+            shard_id=shard_id,
+            iterator=iterator,
+            get_shard_iterator=self.backend.get_shard_iterator,
+            get_records=self.backend.get_records,
+            restart=lambda: self._first_iterator(shard, again=True),
+            limit=self.batch_limit,
+            min_interval=MIN_POLL_INTERVAL,
+            sleep=self._sleep,
+            clock=self._clock,
+            closed=not shard.is_open,
+        )
         backoff = 0.0
         reported_lag: int | None = -1  # never a real value, so the first answer is always reported
         while True:
@@ -462,8 +500,9 @@ class TailReader:
                     progress.records += len(shown)
                 if shown or wire or ended or caught_up or lag != reported_lag:
                     self._queued_bytes += weight
-                    await self._queue.put(TailBatch(shard_id, shown, lag, ended=ended, caught_up=caught_up,
-                                                    weight=weight, wire=wire))
+                    await self._queue.put(
+                        TailBatch(shard_id, shown, lag, ended=ended, caught_up=caught_up, weight=weight, wire=wire)
+                    )
                     reported_lag = lag
             if ended:
                 progress.state = "ended"
@@ -515,15 +554,15 @@ class TailReader:
         for shard in in_range:
             try:
                 iterator = await self.backend.get_shard_iterator(
-                    self.stream, shard.shard_id, AT_SEQUENCE_NUMBER, sequence_number=wanted)
+                    self.stream, shard.shard_id, AT_SEQUENCE_NUMBER, sequence_number=wanted
+                )
                 answer = await self.backend.get_records(iterator, limit=1)
             except BadInput:
                 continue  # InvalidArgument: not this shard's sequence number
             records = answer.get("Records") or []
             if records and records[0]["SequenceNumber"] == wanted:
                 return shard
-        raise BadInput(f"sequence number {wanted} is not in any shard of {self.stream} "
-                       f"(expired, or give --shard ID)")
+        raise BadInput(f"sequence number {wanted} is not in any shard of {self.stream} (expired, or give --shard ID)")
 
 
 def _may_hold(shard: Shard, number: int) -> bool:

@@ -63,8 +63,10 @@ def compile_expression(expression: str, option: str = "--where") -> Any:
     if not expression.strip():
         raise BadInput(f"{option} needs an expression, e.g. {option} \"data.tenant == '42'\"", code="usage")
     if len(expression) > MAX_EXPRESSION_CHARS:
-        raise BadInput(f"{option} is {len(expression):,} characters; the most is {MAX_EXPRESSION_CHARS:,} "
-                       f"({shown!r})", code="usage")
+        raise BadInput(
+            f"{option} is {len(expression):,} characters; the most is {MAX_EXPRESSION_CHARS:,} ({shown!r})",
+            code="usage",
+        )
     if _longest_digit_run(expression) > MAX_NUMBER_DIGITS:
         raise BadInput(f"{option} holds a number longer than {MAX_NUMBER_DIGITS} digits ({shown!r})", code="usage")
     try:

@@ -39,9 +39,16 @@ BATCH = 500
 
 
 def payload(index: int) -> bytes:
-    return json.dumps({"event_id": f"evt-{index:010d}", "user": f"user-{index % 9973:05d}", "type": "page_view",
-                       "amount": round((index * 7919) % 100000 / 100, 2), "ua": "Mozilla/5.0 (X11; Linux x86_64)",
-                       "tags": ["a", "b", "c"]}).encode()
+    return json.dumps(
+        {
+            "event_id": f"evt-{index:010d}",
+            "user": f"user-{index % 9973:05d}",
+            "type": "page_view",
+            "amount": round((index * 7919) % 100000 / 100, 2),
+            "ua": "Mozilla/5.0 (X11; Linux x86_64)",
+            "tags": ["a", "b", "c"],
+        }
+    ).encode()
 
 
 async def fill(endpoint: str, records: int, destinations: list[str]) -> None:
@@ -54,8 +61,10 @@ async def fill(endpoint: str, records: int, destinations: list[str]) -> None:
 
         async def task() -> None:
             for start in starts:
-                batch = [{"Data": payload(i), "PartitionKey": f"key-{i % KEYS}"}
-                         for i in range(start, min(records, start + BATCH))]
+                batch = [
+                    {"Data": payload(i), "PartitionKey": f"key-{i % KEYS}"}
+                    for i in range(start, min(records, start + BATCH))
+                ]
                 response = await kinesis.put_records(SOURCE, batch)
                 assert not response.get("FailedRecordCount")
 
@@ -81,14 +90,20 @@ async def count(endpoint: str, stream: str) -> int:
 async def baseline_copy(endpoint: str, destination: str) -> None:
     from aiobotocore.session import get_session
 
-    async with get_session().create_client("kinesis", region_name="us-east-1", endpoint_url=endpoint,
-                                           aws_access_key_id="bench", aws_secret_access_key="bench") as client:
+    async with get_session().create_client(
+        "kinesis",
+        region_name="us-east-1",
+        endpoint_url=endpoint,
+        aws_access_key_id="bench",
+        aws_secret_access_key="bench",
+    ) as client:
         shards = (await client.list_shards(StreamName=SOURCE))["Shards"]
         records: list[dict] = []
 
         async def read(shard_id: str) -> None:
-            iterator = (await client.get_shard_iterator(StreamName=SOURCE, ShardId=shard_id,
-                                                        ShardIteratorType="TRIM_HORIZON"))["ShardIterator"]
+            iterator = (
+                await client.get_shard_iterator(StreamName=SOURCE, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON")
+            )["ShardIterator"]
             while iterator:
                 page = await client.get_records(ShardIterator=iterator, Limit=10_000)
                 records.extend({"Data": r["Data"], "PartitionKey": r["PartitionKey"]} for r in page["Records"])
@@ -101,7 +116,7 @@ async def baseline_copy(endpoint: str, destination: str) -> None:
 
         async def send() -> None:
             for start in starts:
-                response = await client.put_records(StreamName=destination, Records=records[start:start + BATCH])
+                response = await client.put_records(StreamName=destination, Records=records[start : start + BATCH])
                 assert not response.get("FailedRecordCount")
 
         await asyncio.gather(*(send() for _ in range(TASKS)))
@@ -140,8 +155,22 @@ def main() -> None:
         common = ["--endpoint-url", endpoint, "--region", "us-east-1"]
 
         def copy(n: int) -> float:
-            return timed(kconsole_command() + ["copy", SOURCE, copies[n], "--from", "trim-horizon", "--to", "now",
-                                               "--yes", "--checkpoint", f"{folder}/copy-{n}.json", *common])
+            return timed(
+                kconsole_command()
+                + [
+                    "copy",
+                    SOURCE,
+                    copies[n],
+                    "--from",
+                    "trim-horizon",
+                    "--to",
+                    "now",
+                    "--yes",
+                    "--checkpoint",
+                    f"{folder}/copy-{n}.json",
+                    *common,
+                ]
+            )
 
         def plain(n: int) -> float:
             return timed(me + ["--baseline", plains[n], "--endpoint", endpoint])
@@ -155,22 +184,32 @@ def main() -> None:
             else:
                 plain_times.append(plain(n))
                 copy_times.append(copy(n))
-            print(f"round: copy {options.records / copy_times[-1]:,.0f} rec/s, "
-                  f"baseline {options.records / plain_times[-1]:,.0f} rec/s", file=sys.stderr)
+            print(
+                f"round: copy {options.records / copy_times[-1]:,.0f} rec/s, "
+                f"baseline {options.records / plain_times[-1]:,.0f} rec/s",
+                file=sys.stderr,
+            )
         landed = asyncio.run(count(endpoint, copies[-1]))
         assert landed == options.records, landed
     best_copy, best_plain = min(copy_times), min(plain_times)
-    print(json.dumps({
-        "benchmark": "copy",
-        "path": "kconsole copy SRC DST --from trim-horizon --to now --yes, a whole process (ordered producer)",
-        "baseline": "a whole process: aiobotocore reads every shard concurrently, then 8 tasks x 500-record "
-                    "PutRecords, no ordering",
-        "records": options.records, "shards": SHARDS, "keys": KEYS,
-        "copy_rps": round(options.records / best_copy), "baseline_rps": round(options.records / best_plain),
-        "ratio": round(best_plain / best_copy, 3),
-        "round_ratios": [round(p / c, 3) for p, c in zip(plain_times, copy_times)],
-        "targets": {"ratio": 0.8},
-    }))
+    print(
+        json.dumps(
+            {
+                "benchmark": "copy",
+                "path": "kconsole copy SRC DST --from trim-horizon --to now --yes, a whole process (ordered producer)",
+                "baseline": "a whole process: aiobotocore reads every shard concurrently, then 8 tasks x 500-record "
+                "PutRecords, no ordering",
+                "records": options.records,
+                "shards": SHARDS,
+                "keys": KEYS,
+                "copy_rps": round(options.records / best_copy),
+                "baseline_rps": round(options.records / best_plain),
+                "ratio": round(best_plain / best_copy, 3),
+                "round_ratios": [round(p / c, 3) for p, c in zip(plain_times, copy_times)],
+                "targets": {"ratio": 0.8},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

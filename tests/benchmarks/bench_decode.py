@@ -51,16 +51,18 @@ def event(rng: random.Random, index: int) -> bytes:
         "ts": 1_763_800_000_000 + index,
         "amount": round(rng.random() * 500, 2),
         "tags": [rng.choice("abcdefgh") for _ in range(4)],
-        "context": {"ua": "Mozilla/5.0 (X11; Linux x86_64)", "ip": f"10.0.{rng.randrange(256)}.{rng.randrange(256)}",
-                    "session": f"{rng.getrandbits(64):016x}"},
+        "context": {
+            "ua": "Mozilla/5.0 (X11; Linux x86_64)",
+            "ip": f"10.0.{rng.randrange(256)}.{rng.randrange(256)}",
+            "session": f"{rng.getrandbits(64):016x}",
+        },
     }
     return json.dumps(doc).encode()
 
 
 def kind_of_slot(index: int) -> str:
     slot = index % 100
-    return ("json" if slot < 55 else "gzip" if slot < 70 else "text" if slot < 85
-            else "binary" if slot < 95 else "kpl")
+    return "json" if slot < 55 else "gzip" if slot < 70 else "text" if slot < 85 else "binary" if slot < 95 else "kpl"
 
 
 def aggregate_of(rng: random.Random, index: int) -> bytes:
@@ -103,17 +105,28 @@ def run_baseline(corpus: list[str]) -> int:
 def run_decoder(corpus: list[str]) -> int:
     user_records = 0
     for sequence, encoded in enumerate(corpus):
-        user_records += len(decode_record(base64.b64decode(encoded), shard_id="shardId-000000000000",
-                                          sequence_number=str(sequence), partition_key="pk"))
+        user_records += len(
+            decode_record(
+                base64.b64decode(encoded),
+                shard_id="shardId-000000000000",
+                sequence_number=str(sequence),
+                partition_key="pk",
+            )
+        )
     return user_records
 
 
 def run_kpl_decoder(aggregates: list[dict]) -> int:
     user_records = 0
     for record in aggregates:
-        user_records += len(decode_record(record["Data"], shard_id="shardId-000000000000",
-                                          sequence_number=record["SequenceNumber"],
-                                          partition_key=record["PartitionKey"]))
+        user_records += len(
+            decode_record(
+                record["Data"],
+                shard_id="shardId-000000000000",
+                sequence_number=record["SequenceNumber"],
+                partition_key=record["PartitionKey"],
+            )
+        )
     return user_records
 
 
@@ -152,36 +165,51 @@ def main() -> None:
         per_kind[kind] = round(base / ours, 3)
 
     rng = random.Random(9)
-    aggregates = [{"Data": aggregate_of(rng, index), "PartitionKey": f"pk-{index}", "SequenceNumber": str(index),
-                   "ApproximateArrivalTimestamp": None} for index in range(KPL_AGGREGATES)]
+    aggregates = [
+        {
+            "Data": aggregate_of(rng, index),
+            "PartitionKey": f"pk-{index}",
+            "SequenceNumber": str(index),
+            "ApproximateArrivalTimestamp": None,
+        }
+        for index in range(KPL_AGGREGATES)
+    ]
     library_s, kpl_s, library_records, kpl_records = best_pair(run_kpl_library, run_kpl_decoder, aggregates)
     assert library_records == kpl_records == KPL_AGGREGATES * 10
 
     baseline_rps = WIRE_RECORDS / baseline_s
     decoder_rps = WIRE_RECORDS / decoder_s
-    print(f"corpus: {WIRE_RECORDS} wire records, {user_records} user records after de-aggregation; "
-          f"baseline parsed {json_parsed} as JSON")
+    print(
+        f"corpus: {WIRE_RECORDS} wire records, {user_records} user records after de-aggregation; "
+        f"baseline parsed {json_parsed} as JSON"
+    )
     print(f"baseline base64+json.loads : {baseline_rps:12,.0f} wire records/s")
     print(f"decoder  base64+decode     : {decoder_rps:12,.0f} wire records/s")
     print("speed vs baseline per kind: " + ", ".join(f"{kind} {value:.2f}x" for kind, value in per_kind.items()))
-    print(f"KPL: decoder {kpl_records / kpl_s:,.0f} user records/s, aws-kinesis-agg + json "
-          f"{library_records / library_s:,.0f} user records/s")
-    print(json.dumps({
-        "benchmark": "tail_decode",
-        "path": "base64 (botocore) + decode_record per wire record, as kconsole tail runs it",
-        "baseline": "base64.b64decode + json.loads per wire record",
-        "wire_records": WIRE_RECORDS,
-        "user_records": user_records,
-        "baseline_rps": round(baseline_rps),
-        "decoder_rps": round(decoder_rps),
-        "ratio": round(decoder_rps / baseline_rps, 3),
-        "per_kind": per_kind,
-        "kpl_baseline": "aws-kinesis-agg iter_deaggregate_records + base64 + json.loads per user record",
-        "kpl_user_rps": round(kpl_records / kpl_s),
-        "kpl_library_user_rps": round(library_records / library_s),
-        "kpl_ratio": round(library_s / kpl_s, 3),
-        "targets": {"ratio": 0.8, "kpl_ratio": 1.5},
-    }))
+    print(
+        f"KPL: decoder {kpl_records / kpl_s:,.0f} user records/s, aws-kinesis-agg + json "
+        f"{library_records / library_s:,.0f} user records/s"
+    )
+    print(
+        json.dumps(
+            {
+                "benchmark": "tail_decode",
+                "path": "base64 (botocore) + decode_record per wire record, as kconsole tail runs it",
+                "baseline": "base64.b64decode + json.loads per wire record",
+                "wire_records": WIRE_RECORDS,
+                "user_records": user_records,
+                "baseline_rps": round(baseline_rps),
+                "decoder_rps": round(decoder_rps),
+                "ratio": round(decoder_rps / baseline_rps, 3),
+                "per_kind": per_kind,
+                "kpl_baseline": "aws-kinesis-agg iter_deaggregate_records + base64 + json.loads per user record",
+                "kpl_user_rps": round(kpl_records / kpl_s),
+                "kpl_library_user_rps": round(library_records / library_s),
+                "kpl_ratio": round(library_s / kpl_s, 3),
+                "targets": {"ratio": 0.8, "kpl_ratio": 1.5},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

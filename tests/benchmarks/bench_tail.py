@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -49,9 +50,15 @@ STREAM = "bench-tail"
 
 def payload(index: int) -> bytes:
     """A ~204-byte JSON event."""
-    doc = {"event_id": f"evt-{index:010d}", "user": f"user-{index % 9973:05d}", "type": "page_view",
-           "amount": round((index * 7919) % 100000 / 100, 2), "tags": ["a", "b", "c"],
-           "ua": "Mozilla/5.0 (X11; Linux x86_64)", "ok": True}
+    doc = {
+        "event_id": f"evt-{index:010d}",
+        "user": f"user-{index % 9973:05d}",
+        "type": "page_view",
+        "amount": round((index * 7919) % 100000 / 100, 2),
+        "tags": ["a", "b", "c"],
+        "ua": "Mozilla/5.0 (X11; Linux x86_64)",
+        "ok": True,
+    }
     return json.dumps(doc).encode()
 
 
@@ -64,8 +71,10 @@ async def fill(endpoint: str, records: int) -> None:
 
         async def task() -> None:
             for start in starts:
-                batch = [{"Data": payload(i), "PartitionKey": f"key-{i % 1000}"}
-                         for i in range(start, min(records, start + PUT_BATCH))]
+                batch = [
+                    {"Data": payload(i), "PartitionKey": f"key-{i % 1000}"}
+                    for i in range(start, min(records, start + PUT_BATCH))
+                ]
                 response = await kinesis.put_records(STREAM, batch)
                 assert not response.get("FailedRecordCount"), response.get("FailedRecordCount")
 
@@ -74,14 +83,15 @@ async def fill(endpoint: str, records: int) -> None:
 
 # -- the baseline reader (run as its own process) --------------------------------------------------
 
+
 async def baseline_reader(endpoint: str, mode: str) -> int:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from aiobotocore.session import get_session
 
     def epoch(value):
         if isinstance(value, (int, float)):
-            return datetime.fromtimestamp(value, timezone.utc)
+            return datetime.fromtimestamp(value, UTC)
         from botocore.utils import parse_timestamp
 
         return parse_timestamp(value)
@@ -91,14 +101,20 @@ async def baseline_reader(endpoint: str, mode: str) -> int:
     out = sys.stdout
     count = 0
     dumps, loads = json.dumps, json.loads
-    async with session.create_client("kinesis", region_name="us-east-1", endpoint_url=endpoint,
-                                     aws_access_key_id="bench", aws_secret_access_key="bench") as client:
+    async with session.create_client(
+        "kinesis",
+        region_name="us-east-1",
+        endpoint_url=endpoint,
+        aws_access_key_id="bench",
+        aws_secret_access_key="bench",
+    ) as client:
         shards = (await client.list_shards(StreamName=STREAM))["Shards"]
 
         async def read(shard_id: str) -> None:
             nonlocal count
-            iterator = (await client.get_shard_iterator(StreamName=STREAM, ShardId=shard_id,
-                                                        ShardIteratorType="TRIM_HORIZON"))["ShardIterator"]
+            iterator = (
+                await client.get_shard_iterator(StreamName=STREAM, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON")
+            )["ShardIterator"]
             while iterator:
                 page = await client.get_records(ShardIterator=iterator, Limit=10_000)
                 lines = []
@@ -107,14 +123,27 @@ async def baseline_reader(endpoint: str, mode: str) -> int:
                     value = loads(data)
                     arrival = record["ApproximateArrivalTimestamp"].isoformat(timespec="milliseconds")[:-6] + "Z"
                     if mode == "json":
-                        lines.append(dumps({
-                            "shard_id": shard_id, "sequence_number": record["SequenceNumber"],
-                            "sub_sequence_number": None, "partition_key": record["PartitionKey"],
-                            "explicit_hash_key": None, "arrival": arrival, "size": len(data), "kind": "json",
-                            "encoding": [], "content": value}))
+                        lines.append(
+                            dumps(
+                                {
+                                    "shard_id": shard_id,
+                                    "sequence_number": record["SequenceNumber"],
+                                    "sub_sequence_number": None,
+                                    "partition_key": record["PartitionKey"],
+                                    "explicit_hash_key": None,
+                                    "arrival": arrival,
+                                    "size": len(data),
+                                    "kind": "json",
+                                    "encoding": [],
+                                    "content": value,
+                                }
+                            )
+                        )
                     else:
-                        lines.append(f"{arrival} {shard_id} {record['SequenceNumber']} {record['PartitionKey']} json "
-                                     f"{len(data)}B {dumps(value, separators=(',', ':'))}")
+                        lines.append(
+                            f"{arrival} {shard_id} {record['SequenceNumber']} {record['PartitionKey']} json "
+                            f"{len(data)}B {dumps(value, separators=(',', ':'))}"
+                        )
                 count += len(lines)
                 if lines:
                     out.write("\n".join(lines) + "\n")
@@ -127,6 +156,7 @@ async def baseline_reader(endpoint: str, mode: str) -> int:
 
 
 # -- timing -----------------------------------------------------------------------------------------
+
 
 def run(argv: list[str], stdout_path: str) -> float:
     with open(stdout_path, "wb") as out:
@@ -144,8 +174,8 @@ def lines_in(path: str) -> int:
 
 
 def main() -> None:
-    from tests.benchmarks._measure import kconsole_command
     from console.backend.local import LocalKinesisServer
+    from tests.benchmarks._measure import kconsole_command
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=RECORDS)
@@ -183,23 +213,30 @@ def main() -> None:
                 times[name].append(run(sides[name], env_out))
                 written = lines_in(export if name == "export" else env_out)
                 assert written == options.records, (name, written)
-            print("round: " + ", ".join(f"{name} {options.records / times[name][-1]:,.0f} rec/s" for name in names),
-                  file=sys.stderr)
+            print(
+                "round: " + ", ".join(f"{name} {options.records / times[name][-1]:,.0f} rec/s" for name in names),
+                file=sys.stderr,
+            )
     best = {name: min(values) for name, values in times.items()}
     rate = {name: round(options.records / seconds) for name, seconds in best.items()}
-    print(json.dumps({
-        "benchmark": "tail",
-        "path": "kconsole tail S --from trim-horizon [--json | --to now --out F.jsonl] > file, a whole process",
-        "baseline": "a whole process: aiobotocore reading every shard concurrently, json.loads per record, ISO "
-                    "arrival, one line per record (json.dumps ensure_ascii=True, or text)",
-        "records": options.records, "shards": SHARDS,
-        "rps": rate,
-        "ratio_json": round(best["baseline_json"] / best["tail_json"], 3),
-        "ratio_text": round(best["baseline_text"] / best["tail_text"], 3),
-        "ratio_export": round(best["baseline_json"] / best["export"], 3),
-        "round_ratios_json": [round(b / t, 3) for b, t in zip(times["baseline_json"], times["tail_json"])],
-        "targets": {"ratio_json": 1.0, "ratio_text": 1.0, "ratio_export": 1.0},
-    }))
+    print(
+        json.dumps(
+            {
+                "benchmark": "tail",
+                "path": "kconsole tail S --from trim-horizon [--json | --to now --out F.jsonl] > file, a whole process",
+                "baseline": "a whole process: aiobotocore reading every shard concurrently, json.loads per record, ISO "
+                "arrival, one line per record (json.dumps ensure_ascii=True, or text)",
+                "records": options.records,
+                "shards": SHARDS,
+                "rps": rate,
+                "ratio_json": round(best["baseline_json"] / best["tail_json"], 3),
+                "ratio_text": round(best["baseline_text"] / best["tail_text"], 3),
+                "ratio_export": round(best["baseline_json"] / best["export"], 3),
+                "round_ratios_json": [round(b / t, 3) for b, t in zip(times["baseline_json"], times["tail_json"])],
+                "targets": {"ratio_json": 1.0, "ratio_text": 1.0, "ratio_export": 1.0},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from aws_kinesis_agg.aggregator import AggRecord
 
@@ -46,10 +46,20 @@ async def test_copy_keeps_every_key_in_order_and_aggregates_byte_identical(kines
     aggregate_key, _, aggregate = packer.get_contents()
     await kinesis.put_record(source, aggregate, aggregate_key)
 
-    code, out, err = await kconsole("copy", source, destination, "--from", "trim-horizon", "--yes", "--verify",
-                                    "--json", endpoint=local_kinesis.endpoint_url, timeout=120)
+    code, out, err = await kconsole(
+        "copy",
+        source,
+        destination,
+        "--from",
+        "trim-horizon",
+        "--yes",
+        "--verify",
+        "--json",
+        endpoint=local_kinesis.endpoint_url,
+        timeout=120,
+    )
 
-    assert code == 0, err
+    assert code == 0, err + out
     document = json.loads(out)
     assert document["copied"] == 61 and document["ok"] and document["verification"]["ok"]
     assert document["verification"]["lost"] == 0 and document["verification"]["out_of_order"] == 0
@@ -67,22 +77,34 @@ async def test_copy_deaggregates_and_filters_when_asked(kinesis, make_stream, lo
     await kinesis.put_record(source, aggregate, aggregate_key)
     await kinesis.put_record(source, b'{"tenant": "42", "plain": true}', "plain")
 
-    code, out, err = await kconsole("copy", source, destination, "--from", "trim-horizon", "--deaggregate",
-                                    "--where", "data.tenant == '42'", "--yes", "--json",
-                                    endpoint=local_kinesis.endpoint_url, timeout=120)
+    code, out, err = await kconsole(
+        "copy",
+        source,
+        destination,
+        "--from",
+        "trim-horizon",
+        "--deaggregate",
+        "--where",
+        "data.tenant == '42'",
+        "--yes",
+        "--json",
+        endpoint=local_kinesis.endpoint_url,
+        timeout=120,
+    )
 
     assert code == 0, err
     assert per_key(await everything_in(kinesis, destination)) == {
-        "inner-a": [b'{"tenant": "42"}'], "plain": [b'{"tenant": "42", "plain": true}']}
+        "inner-a": [b'{"tenant": "42"}'],
+        "plain": [b'{"tenant": "42", "plain": true}'],
+    }
 
 
 async def test_copy_refuses_what_it_must_in_one_line(tmp_path, kinesis, make_stream, local_kinesis):
-    an_hour_ago = iso(datetime.now(timezone.utc) - timedelta(hours=1))
+    an_hour_ago = iso(datetime.now(UTC) - timedelta(hours=1))
     foreign = tmp_path / "foreign.json"
     foreign.write_text(json.dumps({"version": 1, "copy": {"source": "other", "destination": "b"}, "shards": {}}))
     cases = [
-        (["a", "b", "--from", an_hour_ago, "--to", iso(datetime.now(timezone.utc) - timedelta(hours=2))], 2,
-         "before --from"),
+        (["a", "b", "--from", an_hour_ago, "--to", iso(datetime.now(UTC) - timedelta(hours=2))], 2, "before --from"),
         (["a", "b", "--to", "now"], 2, "needs a window"),
         (["a", "a", "--from", "trim-horizon", "--to", "latest", "--yes"], 2, "loop"),
         (["a", "b", "--resume", str(foreign), "--yes"], 2, "another copy"),
@@ -106,14 +128,22 @@ async def test_a_resumed_copy_sends_nothing_the_destination_acknowledged(kinesis
     for number in range(40):
         await kinesis.put_record(source, json.dumps({"n": number}).encode(), f"key-{number % 5}")
     await asyncio.sleep(0.2)
-    window_end = iso(datetime.now(timezone.utc))
+    window_end = iso(datetime.now(UTC))
     raw = await everything_in(kinesis, source)
     shards = sorted({shard.shard_id for shard in await kinesis.all_shards(source)})
     # An interrupted copy: the first shard wholly acknowledged, three records of the second beyond nothing.
-    checkpoint = CopyCheckpoint({"source": source, "source_at": "endpoint " + local_kinesis.endpoint_url
-                                 + " us-east-1", "destination": destination,
-                                 "destination_at": "endpoint " + local_kinesis.endpoint_url + " us-east-1",
-                                 "where": None, "deaggregate": False, "from": "trim-horizon", "to": window_end})
+    checkpoint = CopyCheckpoint(
+        {
+            "source": source,
+            "source_at": "endpoint " + local_kinesis.endpoint_url + " us-east-1",
+            "destination": destination,
+            "destination_at": "endpoint " + local_kinesis.endpoint_url + " us-east-1",
+            "where": None,
+            "deaggregate": False,
+            "from": "trim-horizon",
+            "to": window_end,
+        }
+    )
     by_shard = {shard_id: [] for shard_id in shards}
     for shard_id in shards:
         iterator = await kinesis.get_shard_iterator(source, shard_id, "TRIM_HORIZON")
@@ -128,8 +158,11 @@ async def test_a_resumed_copy_sends_nothing_the_destination_acknowledged(kinesis
         failed = []
         stopped = None
 
-    chosen = [CopyRecord(r["PartitionKey"], bytes(r["Data"]), None, shard_id, r["SequenceNumber"])
-              for shard_id in shards for r in by_shard[shard_id]]
+    chosen = [
+        CopyRecord(r["PartitionKey"], bytes(r["Data"]), None, shard_id, r["SequenceNumber"])
+        for shard_id in shards
+        for r in by_shard[shard_id]
+    ]
     for shard_id in shards:
         for record in by_shard[shard_id]:
             checkpoint.read(shard_id, record["SequenceNumber"], [record["SequenceNumber"]])
@@ -141,18 +174,87 @@ async def test_a_resumed_copy_sends_nothing_the_destination_acknowledged(kinesis
         counts[record.key] = index + 1
         if record.unit in acked_units:
             Result.acks[(record.key, index)] = object()
-    _account(__import__("console.produce.copy", fromlist=["CopyProgress"]).CopyProgress(), checkpoint, chosen,
-             Result, None)
+    _account(
+        __import__("console.produce.copy", fromlist=["CopyProgress"]).CopyProgress(), checkpoint, chosen, Result, None
+    )
     checkpoint.settle()
     path = tmp_path / "copy.json"
     path.write_text(json.dumps(checkpoint.to_json()))
     assert checkpoint.to_json()["shards"][shards[0]]["finished"]
 
-    code, out, err = await kconsole("copy", source, destination, "--resume", str(path), "--yes", "--json",
-                                    endpoint=local_kinesis.endpoint_url, timeout=120)
+    code, out, err = await kconsole(
+        "copy",
+        source,
+        destination,
+        "--resume",
+        str(path),
+        "--yes",
+        "--json",
+        endpoint=local_kinesis.endpoint_url,
+        timeout=120,
+    )
 
     assert code == 0, err
     document = json.loads(out)
     assert document["copied"] == 40 - len(already) and document["complete"]
     assert per_key(await everything_in(kinesis, destination)) == per_key(raw), "each record once, in key order"
     assert json.loads(path.read_text())["complete"]
+
+
+async def test_an_interrupted_copy_resumes_from_its_checkpoint(kinesis, make_stream, local_kinesis, tmp_path):
+    """Ctrl-C mid-copy, then --resume: every record lands, each key in order, and only what was in flight at
+    the interruption (at most two requests of three records) can land twice."""
+    from urllib.parse import urlsplit
+
+    from tests.conftest import interrupt, kconsole_child
+    from tests.faultproxy import FaultProxy, Faults
+
+    source, destination = await make_stream(shards=1), await make_stream(shards=1)
+    records = [{"Data": json.dumps({"n": n}).encode(), "PartitionKey": f"key-{n % 3}"} for n in range(150)]
+    for start in range(0, 150, 50):
+        await kinesis.put_records(source, records[start : start + 50])
+    await asyncio.sleep(0.2)
+    end = iso(datetime.now(UTC))
+    checkpoint = tmp_path / "copy.json"
+    slow_puts = Faults(latency=0.2, operations=frozenset({"PutRecords"}))
+    async with FaultProxy(urlsplit(local_kinesis.endpoint_url).port, slow_puts) as proxy:
+        async with kconsole_child(
+            "copy",
+            source,
+            destination,
+            "--from",
+            "trim-horizon",
+            "--to",
+            end,
+            "--yes",
+            "--checkpoint",
+            str(checkpoint),
+            "--endpoint-url",
+            proxy.endpoint_url,
+        ) as process:
+            await asyncio.sleep(4)
+            assert process.returncode is None, "the copy was to be cut short"
+            _, err = await interrupt(process)
+        assert process.returncode == 130 and b"--resume" in err
+        landed_before = len(await everything_in(kinesis, destination))
+        assert 0 < landed_before < 150
+        proxy.faults = Faults()  # the same endpoint as before (a checkpoint belongs to its endpoints), now fast
+
+        code, out, err = await kconsole(
+            "copy",
+            source,
+            destination,
+            "--resume",
+            str(checkpoint),
+            "--yes",
+            "--json",
+            endpoint=proxy.endpoint_url,
+            timeout=120,
+        )
+
+    assert code == 0, err
+    landed = await everything_in(kinesis, destination)
+    assert len(landed) - 150 <= 6
+    first_copies = {key: list(dict.fromkeys(values)) for key, values in per_key(landed).items()}
+    assert first_copies == per_key(await everything_in(kinesis, source))
+    assert json.loads(out)["copied"] <= 150 - landed_before + 6

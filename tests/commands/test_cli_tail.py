@@ -14,8 +14,8 @@ from aws_kinesis_agg.aggregator import AggRecord
 async def kconsole(*argv: str, endpoint: str | None = None, timeout: float = 30.0) -> tuple[int, str, str]:
     args = [*argv, "--endpoint-url", endpoint] if endpoint else list(argv)
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "console.cli", *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable, "-m", "console.cli", *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
     out, err = await asyncio.wait_for(process.communicate(), timeout)
     return process.returncode, out.decode(), err.decode()
 
@@ -59,7 +59,9 @@ async def test_json_lines_carry_the_decoded_content(kinesis, make_stream, local_
     stream = await make_stream(shards=2)
     await seed(kinesis, stream)
 
-    code, out, err = await kconsole("tail", stream, "--from", "trim-horizon", "--json", endpoint=local_kinesis.endpoint_url)
+    code, out, err = await kconsole(
+        "tail", stream, "--from", "trim-horizon", "--json", endpoint=local_kinesis.endpoint_url
+    )
 
     assert code == 0, err
     docs = [json.loads(line) for line in out.splitlines()]
@@ -92,9 +94,18 @@ async def test_follow_prints_new_records_and_stops_cleanly_on_ctrl_c(kinesis, ma
     stream = await make_stream(shards=2)
     await kinesis.put_record(stream, b"old, not shown", "old")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "console.cli", "tail", stream, "--follow", "--json",
-        "--endpoint-url", local_kinesis.endpoint_url,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-m",
+        "console.cli",
+        "tail",
+        stream,
+        "--follow",
+        "--json",
+        "--endpoint-url",
+        local_kinesis.endpoint_url,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     try:
         first = asyncio.ensure_future(process.stdout.readline())
         # Until the reader has its LATEST iterators nothing put counts; keep putting until one shows up.
@@ -138,8 +149,9 @@ async def test_local_creates_the_stream_with_the_top_level_shard_count():
 
 async def test_key_that_finds_nothing_says_where_it_looked(kinesis, make_stream, local_kinesis):
     stream = await make_stream(shards=2)
-    code, out, err = await kconsole("tail", stream, "--key", "nobody", "--placement-only",
-                                    endpoint=local_kinesis.endpoint_url)
+    code, out, err = await kconsole(
+        "tail", stream, "--key", "nobody", "--placement-only", endpoint=local_kinesis.endpoint_url
+    )
     assert code == 0 and out == ""
     assert "--placement-only read only the shard 'nobody' hashes to" in err
 
@@ -159,8 +171,9 @@ async def test_text_lines_never_pass_control_characters_to_the_terminal(kinesis,
 async def test_shard_option_before_the_stream_name_and_comma_separated(kinesis, make_stream, local_kinesis):
     """`--shard ID STREAM` must not swallow STREAM as a second shard ID."""
     stream = await make_stream(shards=3)
-    code, out, err = await kconsole("tail", "--shard", "shardId-000000000000,shardId-000000000002", stream,
-                                    endpoint=local_kinesis.endpoint_url)
+    code, out, err = await kconsole(
+        "tail", "--shard", "shardId-000000000000,shardId-000000000002", stream, endpoint=local_kinesis.endpoint_url
+    )
     assert code == 0, err
     assert f"tail {stream} from trim-horizon: shards shardId-000000000000, shardId-000000000002\n" in err
     code, out, err = await kconsole("tail", stream, "--shard", ",", endpoint=local_kinesis.endpoint_url)

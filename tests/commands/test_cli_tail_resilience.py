@@ -9,7 +9,7 @@ import json
 from urllib.parse import urlsplit
 
 from tests.conftest import interrupt, kconsole_child
-from tests.faultproxy import Faults, FaultProxy
+from tests.faultproxy import FaultProxy, Faults
 
 
 async def read_numbers(process, wanted: set[int], seen: list[int], timeout: float) -> None:
@@ -32,8 +32,9 @@ async def test_follow_goes_on_after_an_outage_without_gaps_or_repeats(kinesis, m
     stream = await make_stream(shards=2)
     await put(kinesis, stream, range(0, 4))
     async with FaultProxy(urlsplit(local_kinesis.endpoint_url).port) as proxy:
-        async with kconsole_child("tail", stream, "--follow", "--from", "trim-horizon", "--json",
-                                  "--endpoint-url", proxy.endpoint_url) as process:
+        async with kconsole_child(
+            "tail", stream, "--follow", "--from", "trim-horizon", "--json", "--endpoint-url", proxy.endpoint_url
+        ) as process:
             seen: list[int] = []
             await read_numbers(process, set(range(4)), seen, 30)
             proxy.down()
@@ -56,8 +57,9 @@ async def test_follow_keeps_reading_through_half_the_replies_lost(kinesis, make_
     stream = await make_stream(shards=1)
     faults = Faults(reset_after=0.8, operations=frozenset({"GetRecords"}))
     async with FaultProxy(urlsplit(local_kinesis.endpoint_url).port, faults, seed=3) as proxy:
-        async with kconsole_child("tail", stream, "--follow", "--from", "trim-horizon", "--json",
-                                  "--endpoint-url", proxy.endpoint_url) as process:
+        async with kconsole_child(
+            "tail", stream, "--follow", "--from", "trim-horizon", "--json", "--endpoint-url", proxy.endpoint_url
+        ) as process:
             seen: list[int] = []
             for first in range(0, 30, 10):
                 await put(kinesis, stream, range(first, first + 10))

@@ -8,7 +8,7 @@ import csv
 import io
 import json
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from tests.commands.test_cli_tail import kconsole
 
@@ -17,20 +17,21 @@ NOWHERE = "http://127.0.0.1:9"
 
 
 def iso(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 async def put_events(kinesis, stream: str, first: int, count: int, tenant: str = "7") -> None:
     for number in range(first, first + count):
-        await kinesis.put_record(stream, json.dumps({"n": number, "tenant": tenant, "total": number * 10}).encode(),
-                                 f"key-{number % 3}")
+        await kinesis.put_record(
+            stream, json.dumps({"n": number, "tenant": tenant, "total": number * 10}).encode(), f"key-{number % 3}"
+        )
 
 
 async def two_batches(kinesis, stream: str) -> datetime:
     """Records 0-2, then a moment, then records 3-5: the moment between them."""
     await put_events(kinesis, stream, 0, 3)
     await asyncio.sleep(0.3)
-    middle = datetime.now(timezone.utc)
+    middle = datetime.now(UTC)
     await asyncio.sleep(0.3)
     await put_events(kinesis, stream, 3, 3, tenant="42")
     return middle
@@ -48,8 +49,9 @@ async def test_to_stops_each_shard_at_its_first_record_past_the_end(kinesis, mak
     assert code == 0, err
     assert numbers(out) == [0, 1, 2]
 
-    code, out, err = await kconsole("tail", stream, "--json", "--from", iso(middle), "--to", "now",
-                                    endpoint=local_kinesis.endpoint_url)
+    code, out, err = await kconsole(
+        "tail", stream, "--json", "--from", iso(middle), "--to", "now", endpoint=local_kinesis.endpoint_url
+    )
     assert code == 0, err
     assert numbers(out) == [3, 4, 5]
 
@@ -66,7 +68,7 @@ async def test_a_window_follows_a_split_into_the_children(kinesis, make_stream, 
     await kinesis.wait_for_active(stream)
     await put_events(kinesis, stream, 3, 3)
     await asyncio.sleep(0.3)
-    end = datetime.now(timezone.utc)
+    end = datetime.now(UTC)
     await asyncio.sleep(0.3)
     await put_events(kinesis, stream, 6, 3)
 
@@ -81,24 +83,31 @@ async def test_where_filters_on_fields_of_the_decoded_record(kinesis, make_strea
     stream = await make_stream(shards=2)
     await two_batches(kinesis, stream)
 
-    code, out, err = await kconsole("tail", stream, "--json", "--where", "data.tenant == '42' && data.total > `30`",
-                                    endpoint=local_kinesis.endpoint_url)
+    code, out, err = await kconsole(
+        "tail",
+        stream,
+        "--json",
+        "--where",
+        "data.tenant == '42' && data.total > `30`",
+        endpoint=local_kinesis.endpoint_url,
+    )
     assert code == 0, err
     assert numbers(out) == [4, 5]
 
-    code, out, err = await kconsole("tail", stream, "--json", "--where", "key == 'key-0'",
-                                    endpoint=local_kinesis.endpoint_url)
+    code, out, err = await kconsole(
+        "tail", stream, "--json", "--where", "key == 'key-0'", endpoint=local_kinesis.endpoint_url
+    )
     assert code == 0, err
     assert numbers(out) == [0, 3]
 
 
 async def test_bad_windows_and_filters_are_one_line_before_any_read():
-    an_hour_ago = datetime.now(timezone.utc) - timedelta(hours=1)
+    an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
     cases = [
         (["--from", iso(an_hour_ago), "--to", iso(an_hour_ago - timedelta(minutes=1))], "before --from"),
-        (["--to", iso(datetime.now(timezone.utc) + timedelta(hours=1))], "in the future"),
-        (["--from", iso(datetime.now(timezone.utc) + timedelta(hours=1))], "in the future"),
-        (["--from", iso(datetime.now(timezone.utc) - timedelta(days=400))], "365 days"),
+        (["--to", iso(datetime.now(UTC) + timedelta(hours=1))], "in the future"),
+        (["--from", iso(datetime.now(UTC) + timedelta(hours=1))], "in the future"),
+        (["--from", iso(datetime.now(UTC) - timedelta(days=400))], "365 days"),
         (["--last", "15m", "--from", "trim-horizon"], "--last"),
         (["--last", "forever"], "duration"),
         (["--last", "400d"], "365d"),
@@ -122,8 +131,9 @@ async def test_bad_windows_and_filters_are_one_line_before_any_read():
 
 async def test_a_window_beyond_the_streams_retention_is_refused(kinesis, make_stream, local_kinesis):
     stream = await make_stream(shards=1)
-    code, _, err = await kconsole("tail", stream, "--from", iso(datetime.now(timezone.utc) - timedelta(hours=30)),
-                                  endpoint=local_kinesis.endpoint_url)
+    code, _, err = await kconsole(
+        "tail", stream, "--from", iso(datetime.now(UTC) - timedelta(hours=30)), endpoint=local_kinesis.endpoint_url
+    )
     assert code == 2
     assert "retention of 24 h" in err
 
@@ -138,17 +148,27 @@ async def test_export_writes_jsonl_csv_and_raw_files(kinesis, make_stream, local
     code, out, err = await kconsole("tail", stream, "--out", str(jsonl), "--where", "kind == 'json'", endpoint=endpoint)
     assert code == 0, err
     assert out == ""
-    assert "export: 6 records" in err and f"wrote 6 records" in err
+    assert "export: 6 records" in err and "wrote 6 records" in err
     assert numbers(jsonl.read_text()) == [0, 1, 2, 3, 4, 5]
 
     table = tmp_path / "window.csv"
-    code, _, err = await kconsole("tail", stream, "--output", "csv", "--out", str(table),
-                                  "--fields", "key,data.tenant,data.total,kind", endpoint=endpoint)
+    code, _, err = await kconsole(
+        "tail",
+        stream,
+        "--output",
+        "csv",
+        "--out",
+        str(table),
+        "--fields",
+        "key,data.tenant,data.total,kind",
+        endpoint=endpoint,
+    )
     assert code == 0, err
     rows = list(csv.reader(io.StringIO(table.read_text())))
     assert rows[0] == ["key", "data.tenant", "data.total", "kind"]
-    assert sorted(rows[1:]) == sorted([[f"key-{n % 3}", "7" if n < 3 else "42", str(n * 10), "json"] for n in range(6)]
-                                      + [["bin", "", "", "hex"]])
+    assert sorted(rows[1:]) == sorted(
+        [[f"key-{n % 3}", "7" if n < 3 else "42", str(n * 10), "json"] for n in range(6)] + [["bin", "", "", "hex"]]
+    )
 
     raw = tmp_path / "window.bin"
     code, _, err = await kconsole("tail", stream, "--output", "raw", "--out", str(raw), endpoint=endpoint)
@@ -156,8 +176,8 @@ async def test_export_writes_jsonl_csv_and_raw_files(kinesis, make_stream, local
     blob, payloads = raw.read_bytes(), []
     while blob:
         length = int.from_bytes(blob[:4], "big")
-        payloads.append(blob[4:4 + length])
-        blob = blob[4 + length:]
+        payloads.append(blob[4 : 4 + length])
+        blob = blob[4 + length :]
     assert b"\x00\x01binary\xff" in payloads and len(payloads) == 7
     assert json.loads(next(p for p in payloads if p.startswith(b"{"))).keys() == {"n", "tenant", "total"}
 
@@ -174,7 +194,9 @@ async def test_an_export_that_fails_leaves_nothing_under_the_final_name(kinesis,
     await put_events(kinesis, stream, 0, 3)
     target = tmp_path / "out.jsonl"
     # A stream that does not exist fails after --out was opened: the temporary file goes, no final file appears.
-    code, _, err = await kconsole("tail", stream + "-missing", "--out", str(target), endpoint=local_kinesis.endpoint_url)
+    code, _, err = await kconsole(
+        "tail", stream + "-missing", "--out", str(target), endpoint=local_kinesis.endpoint_url
+    )
     assert code == 1, err
     assert not target.exists()
     assert list(tmp_path.iterdir()) == []

@@ -11,8 +11,16 @@ from console.errors import BadInput
 from console.produce.copy import CopyCheckpoint, records_to_copy
 from console.read.where import RecordFilter
 
-IDENTITY = {"source": "a", "source_at": "local", "destination": "b", "destination_at": "local", "where": None,
-            "deaggregate": False, "from": "trim-horizon", "to": "2026-11-22T20:00:00.000Z"}
+IDENTITY = {
+    "source": "a",
+    "source_at": "local",
+    "destination": "b",
+    "destination_at": "local",
+    "where": None,
+    "deaggregate": False,
+    "from": "trim-horizon",
+    "to": "2026-11-22T20:00:00.000Z",
+}
 
 
 def test_done_through_moves_only_past_a_run_of_acknowledged_records():

@@ -6,7 +6,7 @@ import base64
 import gzip
 import hashlib
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from aws_kinesis_agg import MAGIC, deaggregator, messages_pb2
@@ -19,8 +19,13 @@ from console.read.decoding import decode_record
 
 
 def decode(data: bytes, key: str = "pk"):
-    return decode_record(data, shard_id="shardId-000000000003", sequence_number="4960001", partition_key=key,
-                         arrival=datetime(2026, 11, 22, 20, 0, 0, 123000, tzinfo=timezone.utc))
+    return decode_record(
+        data,
+        shard_id="shardId-000000000003",
+        sequence_number="4960001",
+        partition_key=key,
+        arrival=datetime(2026, 11, 22, 20, 0, 0, 123000, tzinfo=UTC),
+    )
 
 
 def one(data: bytes):
@@ -87,11 +92,14 @@ def test_gzip_is_inflated_and_looked_into():
     assert two_members.value == {"x": 1}
 
 
-@pytest.mark.parametrize(("data", "reason"), [
-    (gzip.compress(b"hello world" * 20)[:-6], "truncated stream"),
-    (b"\x1f\x8b\x08\x00" + b"\x00" * 6 + b"not deflate at all", "corrupt gzip: "),
-    (gzip.compress(b"abc")[:-8] + b"\x00\x00\x00\x00" + gzip.compress(b"abc")[-4:], "incorrect data check"),
-])
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (gzip.compress(b"hello world" * 20)[:-6], "truncated stream"),
+        (b"\x1f\x8b\x08\x00" + b"\x00" * 6 + b"not deflate at all", "corrupt gzip: "),
+        (gzip.compress(b"abc")[:-8] + b"\x00\x00\x00\x00" + gzip.compress(b"abc")[-4:], "incorrect data check"),
+    ],
+)
 def test_corrupt_gzip_is_a_decode_error_with_the_reason(data, reason):
     record = one(data)
     assert record.kind == "decode-error" and record.encoding == ("gzip",)
@@ -123,8 +131,17 @@ def test_kpl_aggregate_yields_each_user_record_with_its_keys():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.text(min_size=1, max_size=20), st.binary(max_size=200),
-                          st.one_of(st.none(), st.integers(0, 2**128 - 1).map(str))), min_size=1, max_size=12))
+@given(
+    st.lists(
+        st.tuples(
+            st.text(min_size=1, max_size=20),
+            st.binary(max_size=200),
+            st.one_of(st.none(), st.integers(0, 2**128 - 1).map(str)),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
 def test_kpl_round_trip_matches_the_librarys_deaggregator(entries):
     packer = AggRecord()
     for partition_key, data, explicit_hash_key in entries:
@@ -132,9 +149,19 @@ def test_kpl_round_trip_matches_the_librarys_deaggregator(entries):
     outer_key, _, blob = packer.get_contents()
     ours = decode(blob, outer_key)
     assert [(r.partition_key, r.explicit_hash_key) for r in ours] == [(k, e) for k, _, e in entries]
-    theirs = deaggregator.deaggregate_records([{"kinesis": {
-        "kinesisSchemaVersion": "1.0", "sequenceNumber": "1", "approximateArrivalTimestamp": 0,
-        "partitionKey": outer_key, "data": base64.b64encode(blob)}}])
+    theirs = deaggregator.deaggregate_records(
+        [
+            {
+                "kinesis": {
+                    "kinesisSchemaVersion": "1.0",
+                    "sequenceNumber": "1",
+                    "approximateArrivalTimestamp": 0,
+                    "partitionKey": outer_key,
+                    "data": base64.b64encode(blob),
+                }
+            }
+        ]
+    )
     assert [t["kinesis"]["partitionKey"] for t in theirs] == [r.partition_key for r in ours]
     for record, their, (_, data, _) in zip(ours, theirs, entries):
         assert base64.b64decode(their["kinesis"]["data"]) == data
@@ -156,15 +183,18 @@ def aggregate_message(*, keys=("k",), hash_keys=(), records=((0, None, b"x"),)) 
     return message.SerializePartialToString()
 
 
-@pytest.mark.parametrize(("data", "reason"), [
-    (MAGIC + b"\x01\x02", "too short"),
-    (framed(aggregate_message())[:-1] + b"\x00", "MD5 digest does not match"),
-    (framed(aggregate_message())[:-5], "MD5 digest does not match"),
-    (framed(b"\xff\xff\xff\xff\xff"), "does not parse"),
-    (framed(aggregate_message(records=((3, None, b"x"),))), "names partition key #3 of a 1-entry table"),
-    (framed(aggregate_message(hash_keys=("9",), records=((0, 2, b"x"),))), "explicit hash key #2 of a 1-entry"),
-    (framed(aggregate_message(records=())), "holds no user records"),
-])
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (MAGIC + b"\x01\x02", "too short"),
+        (framed(aggregate_message())[:-1] + b"\x00", "MD5 digest does not match"),
+        (framed(aggregate_message())[:-5], "MD5 digest does not match"),
+        (framed(b"\xff\xff\xff\xff\xff"), "does not parse"),
+        (framed(aggregate_message(records=((3, None, b"x"),))), "names partition key #3 of a 1-entry table"),
+        (framed(aggregate_message(hash_keys=("9",), records=((0, 2, b"x"),))), "explicit hash key #2 of a 1-entry"),
+        (framed(aggregate_message(records=())), "holds no user records"),
+    ],
+)
 def test_malformed_aggregate_is_a_decode_error_with_the_reason(data, reason):
     record = one(data)
     assert record.kind == "decode-error" and record.encoding == ("kpl",)
@@ -188,8 +218,14 @@ def test_an_inner_record_without_a_hash_key_does_not_borrow_one():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(st.binary(max_size=300), st.binary(max_size=300).map(lambda b: MAGIC + b),
-                 st.binary(max_size=300).map(lambda b: b"\x1f\x8b" + b), st.binary(max_size=200).map(framed)))
+@given(
+    st.one_of(
+        st.binary(max_size=300),
+        st.binary(max_size=300).map(lambda b: MAGIC + b),
+        st.binary(max_size=300).map(lambda b: b"\x1f\x8b" + b),
+        st.binary(max_size=200).map(framed),
+    )
+)
 def test_arbitrary_bytes_never_raise(data):
     for record in decode(data):
         json.dumps(record.to_json())

@@ -34,8 +34,7 @@ DEEP = 100_000
 
 
 def decode(data: bytes, budget: InflateBudget | None = None):
-    return decode_record(data, shard_id="shardId-000000000000", sequence_number="1", partition_key="pk",
-                         budget=budget)
+    return decode_record(data, shard_id="shardId-000000000000", sequence_number="1", partition_key="pk", budget=budget)
 
 
 def gzip_bomb(inflated: int = 1 << 30, chunk_size: int = 16 * MIB) -> bytes:
@@ -75,13 +74,17 @@ async def apeak_mib(work) -> tuple[object, float]:
 
 # ---- JSON nesting --------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("data", [
-    b"[" * DEEP + b"]" * DEEP,
-    b"[" * DEEP,  # and unterminated
-    b'{"a":' * DEEP + b"1" + b"}" * DEEP,
-    b"  \n" + b"[" * DEEP + b"]" * DEEP,  # after whitespace
-    gzip.compress(b"[" * DEEP + b"]" * DEEP),
-])
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"[" * DEEP + b"]" * DEEP,
+        b"[" * DEEP,  # and unterminated
+        b'{"a":' * DEEP + b"1" + b"}" * DEEP,
+        b"  \n" + b"[" * DEEP + b"]" * DEEP,  # after whitespace
+        gzip.compress(b"[" * DEEP + b"]" * DEEP),
+    ],
+)
 def test_json_nested_100000_deep_is_a_decode_error(data):
     (record,) = decode(data)
     assert record.kind == KIND_ERROR and record.error == f"JSON nested deeper than {MAX_JSON_DEPTH} levels; not parsed"
@@ -125,6 +128,7 @@ async def test_a_deep_record_does_not_stop_the_tail_and_the_batch_keeps_its_good
 
 # ---- gzip ----------------------------------------------------------------------------------------------
 
+
 def test_a_one_gib_gzip_bomb_is_refused_within_one_records_cap():
     bomb = gzip_bomb()
     assert len(bomb) < MIB  # it fits in one Kinesis record
@@ -142,8 +146,10 @@ def test_a_batch_inflates_at_most_its_budget():
     budget = InflateBudget()
     decoded = [record for _ in range(12) for record in decode(record_63, budget)]
     assert decoded[0].kind == "text" and decoded[0].inflated_size == 63 * MIB and decoded[0].weight == 63 * MIB
-    assert all(r.kind == KIND_ERROR and r.error.startswith("not inflated: this batch's other records inflated 63 MiB")
-               for r in decoded[1:])
+    assert all(
+        r.kind == KIND_ERROR and r.error.startswith("not inflated: this batch's other records inflated 63 MiB")
+        for r in decoded[1:]
+    )
     assert budget.left == MAX_BATCH_INFLATED_BYTES - 63 * MIB
     # small records still fit in what is left
     (small,) = decode(gzip.compress(b'{"small": true}'), budget)
@@ -177,6 +183,7 @@ async def test_twelve_records_of_63_mib_inflated_are_read_within_a_bounded_peak(
 
 # ---- KPL -------------------------------------------------------------------------------------------------
 
+
 def _aggregate() -> bytes:
     packer = AggRecord()
     packer.add_user_record("a", b'{"x": 1}', None)
@@ -185,12 +192,17 @@ def _aggregate() -> bytes:
     return packer.get_contents()[2]
 
 
-AGGREGATE_MESSAGE = _aggregate()[len(MAGIC):-16]
+AGGREGATE_MESSAGE = _aggregate()[len(MAGIC) : -16]
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, len(AGGREGATE_MESSAGE)), st.integers(0, 255), st.sampled_from("rid")),
-                min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, len(AGGREGATE_MESSAGE)), st.integers(0, 255), st.sampled_from("rid")),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_malformed_aggregates_with_a_valid_digest_are_decode_errors_not_crashes(edits):
     """Byte edits to the protobuf message (the MD5 trailer recomputed, so the parser sees them)."""
     message = bytearray(AGGREGATE_MESSAGE)
@@ -213,12 +225,13 @@ def test_malformed_aggregates_with_a_valid_digest_are_decode_errors_not_crashes(
 def test_an_aggregate_whose_key_table_is_not_utf8_is_a_decode_error():
     packer = AggRecord()
     packer.add_user_record("k\u00e9", b"x", None)
-    message = packer.get_contents()[2][len(MAGIC):-16].replace("k\u00e9".encode(), b"k\xff\xfe")
+    message = packer.get_contents()[2][len(MAGIC) : -16].replace("k\u00e9".encode(), b"k\xff\xfe")
     (record,) = decode(MAGIC + message + hashlib.md5(message).digest())
     assert record.kind == KIND_ERROR and record.error == "malformed KPL aggregate: partition key #0 is not UTF-8"
 
 
 # ---- 1 MiB records ---------------------------------------------------------------------------------------
+
 
 async def test_one_mib_records_are_read_whole(kinesis, make_stream):
     stream = await make_stream(shards=1)
@@ -229,6 +242,8 @@ async def test_one_mib_records_are_read_whole(kinesis, make_stream):
 
     records = await read_all(TailReader(kinesis, stream, TailOptions(start=parse_start("trim-horizon"))))
 
-    assert [(r.partition_key, r.kind, r.size) for r in records] == [("json", "json", len(big_json)),
-                                                                   ("text", "text", len(big_text))]
+    assert [(r.partition_key, r.kind, r.size) for r in records] == [
+        ("json", "json", len(big_json)),
+        ("text", "text", len(big_text)),
+    ]
     assert records[0].value["pad"] == "x" * (MIB - 64) and records[1].value == big_text.decode()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from aws_kinesis_agg.aggregator import AggRecord
 from hypothesis import given, settings
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from console.read.decoding import decode_record
 from console.read.printable import printable_json
 
-ARRIVAL = datetime(2026, 11, 22, 20, 0, 0, 123000, tzinfo=timezone.utc)
+ARRIVAL = datetime(2026, 11, 22, 20, 0, 0, 123000, tzinfo=UTC)
 
 
 def reference(record) -> str:
@@ -22,8 +22,9 @@ def reference(record) -> str:
 
 
 def check(data: bytes, key: str | None = "pk") -> None:
-    for record in decode_record(data, shard_id="shardId-000000000001", sequence_number="4960", partition_key=key,
-                                arrival=ARRIVAL):
+    for record in decode_record(
+        data, shard_id="shardId-000000000001", sequence_number="4960", partition_key=key, arrival=ARRIVAL
+    ):
         line = record.json_line()
         assert json.loads(line) == json.loads(reference(record)), data
         assert line.isprintable(), line  # no control, format or line-breaking character at all
@@ -33,7 +34,8 @@ def check(data: bytes, key: str | None = "pk") -> None:
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
-    max_leaves=12)
+    max_leaves=12,
+)
 
 
 @settings(max_examples=300, deadline=None)

@@ -36,9 +36,13 @@ def test_nothing_unprintable_survives(text):
     assert raw_controls(printable(text)) == []
 
 
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(),
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-                    max_leaves=12))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+        max_leaves=12,
+    )
+)
 def test_json_keeps_its_value_and_loses_its_controls(value):
     for indent in (None, 2):
         serialized = printable_json(json.dumps(value, ensure_ascii=False, indent=indent))

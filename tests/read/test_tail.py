@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import gzip
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from aws_kinesis_agg.aggregator import AggRecord
@@ -27,11 +27,13 @@ async def server(request):
     """(backend, stream factory) on the embedded moto and on kinesis-mock, which (like AWS) ends a
     closed shard with a null NextShardIterator and names its ChildShards."""
     if request.param == "moto":
-        config = BackendConfig(kind="local", region="us-east-1",
-                               endpoint_url=request.getfixturevalue("local_kinesis").endpoint_url)
+        config = BackendConfig(
+            kind="local", region="us-east-1", endpoint_url=request.getfixturevalue("local_kinesis").endpoint_url
+        )
     else:
-        config = BackendConfig(kind="endpoint", region="us-east-1",
-                               endpoint_url=request.getfixturevalue("kinesis_mock").endpoint_url)
+        config = BackendConfig(
+            kind="endpoint", region="us-east-1", endpoint_url=request.getfixturevalue("kinesis_mock").endpoint_url
+        )
     async with open_backend(config) as backend:
         factory = StreamFactory(backend)
         yield backend, factory
@@ -61,8 +63,11 @@ def aggregate(*entries: tuple[str, bytes, str | None]) -> tuple[str, bytes]:
 async def test_every_encoding_is_decoded_and_broken_ones_are_reported(server):
     kinesis, make_stream = server
     stream = await make_stream(shards=1)
-    agg_key, agg_blob = aggregate(("user-1", b'{"n": 1}', None), ("user-2", b"plain text", "123456789"),
-                                  ("user-3", gzip.compress(b'{"n": 3}'), None))
+    agg_key, agg_blob = aggregate(
+        ("user-1", b'{"n": 1}', None),
+        ("user-2", b"plain text", "123456789"),
+        ("user-3", gzip.compress(b'{"n": 3}'), None),
+    )
     corrupt_agg = agg_blob[:-3] + bytes(b ^ 0xFF for b in agg_blob[-3:])
     payloads = [
         ("json", b'{"order": 7, "items": [1, 2]}'),
@@ -79,8 +84,17 @@ async def test_every_encoding_is_decoded_and_broken_ones_are_reported(server):
     records = await read_all(TailReader(kinesis, stream, TailOptions(start=parse_start("trim-horizon"))))
 
     by_key = {record.partition_key: record for record in records}
-    assert [r.partition_key for r in records] == ["json", "gz", "text", "bin", "user-1", "user-2", "user-3",
-                                                  "bad-agg", "bad-gz"]
+    assert [r.partition_key for r in records] == [
+        "json",
+        "gz",
+        "text",
+        "bin",
+        "user-1",
+        "user-2",
+        "user-3",
+        "bad-agg",
+        "bad-gz",
+    ]
     assert (by_key["json"].kind, by_key["json"].value) == ("json", {"order": 7, "items": [1, 2]})
     assert (by_key["gz"].kind_label, by_key["gz"].value) == ("gzip+json", {"zipped": True})
     assert (by_key["text"].kind, by_key["text"].value) == ("text", "héllo wörld")
@@ -116,8 +130,9 @@ async def test_parents_are_read_before_children_from_the_past(server):
 async def test_follow_picks_up_the_children_of_a_split_while_tailing(server):
     kinesis, make_stream = server
     stream = await make_stream(shards=1)
-    reader = TailReader(kinesis, stream, TailOptions(start=parse_start("latest"), follow=True, limit=8),
-                        refresh_interval=0.2)
+    reader = TailReader(
+        kinesis, stream, TailOptions(start=parse_start("latest"), follow=True, limit=8), refresh_interval=0.2
+    )
     await reader.position()
     reading = asyncio.create_task(read_all(reader, timeout=40))
 
@@ -143,14 +158,18 @@ async def test_key_with_placement_only_reads_only_the_owning_shard_and_filters_b
     owner = next(s.shard_id for s in shards if s.contains(md5_hash_key("key-3")))
     spy = FaultyBackend(kinesis)
 
-    records = await read_all(TailReader(spy, stream, TailOptions(start=parse_start("trim-horizon"),
-                                                                 partition_key="key-3", placement_only=True)))
+    records = await read_all(
+        TailReader(
+            spy, stream, TailOptions(start=parse_start("trim-horizon"), partition_key="key-3", placement_only=True)
+        )
+    )
 
     assert [r.value for r in records] == [f"event {i}" for i in range(3, 40, 8)]
     assert spy.iterator_shards == [owner]
     spy.iterator_shards.clear()
-    records = await read_all(TailReader(spy, stream, TailOptions(start=parse_start("trim-horizon"),
-                                                                 partition_key="key-3")))
+    records = await read_all(
+        TailReader(spy, stream, TailOptions(start=parse_start("trim-horizon"), partition_key="key-3"))
+    )
     assert [r.value for r in records] == [f"event {i}" for i in range(3, 40, 8)]
     assert sorted(spy.iterator_shards) == sorted(s.shard_id for s in shards)  # without it: every shard
 
@@ -158,8 +177,9 @@ async def test_key_with_placement_only_reads_only_the_owning_shard_and_filters_b
 async def test_grep_and_limit(kinesis, make_stream):
     stream = await make_stream(shards=2)
     for index in range(30):
-        await kinesis.put_record(stream, json.dumps({"n": index, "tag": "odd" if index % 2 else "even"}).encode(),
-                                 f"k{index}")
+        await kinesis.put_record(
+            stream, json.dumps({"n": index, "tag": "odd" if index % 2 else "even"}).encode(), f"k{index}"
+        )
     odd = await read_all(TailReader(kinesis, stream, TailOptions(start=parse_start("trim-horizon"), grep='"odd"')))
     assert sorted(r.value["n"] for r in odd) == list(range(1, 30, 2))
     limited = await read_all(TailReader(kinesis, stream, TailOptions(start=parse_start("trim-horizon"), limit=7)))
@@ -172,7 +192,7 @@ async def test_from_timestamp_and_from_sequence_number(server):
     for index in range(3):
         await kinesis.put_record(stream, f"old {index}".encode(), "k")
     await asyncio.sleep(1.1)
-    cut = datetime.now(timezone.utc)
+    cut = datetime.now(UTC)
     await asyncio.sleep(0.1)
     answers = [await kinesis.put_record(stream, f"new {index}".encode(), "k") for index in range(3)]
 
@@ -195,8 +215,7 @@ async def test_throttling_and_expired_iterators_lose_and_repeat_nothing(kinesis,
     async def fast_sleep(seconds: float) -> None:
         slept.append(seconds)
 
-    reader = TailReader(faulty, stream, TailOptions(start=parse_start("trim-horizon")), sleep=fast_sleep,
-                        batch_limit=4)
+    reader = TailReader(faulty, stream, TailOptions(start=parse_start("trim-horizon")), sleep=fast_sleep, batch_limit=4)
     records = await read_all(reader)
 
     assert [r.value["i"] for r in records] == list(range(12))
@@ -224,8 +243,13 @@ async def test_key_with_shard_finds_aggregated_records_outside_the_keys_own_shar
     outer_key, _, blob = packer.get_contents()
     await kinesis.put_record(stream, blob, outer_key, explicit_hash_key=elsewhere.starting_hash_key)
 
-    found = await read_all(TailReader(kinesis, stream, TailOptions(
-        start=parse_start("trim-horizon"), shard_ids=(elsewhere.shard_id,), partition_key="inner-key")))
+    found = await read_all(
+        TailReader(
+            kinesis,
+            stream,
+            TailOptions(start=parse_start("trim-horizon"), shard_ids=(elsewhere.shard_id,), partition_key="inner-key"),
+        )
+    )
 
     assert [(r.partition_key, r.value, r.shard_id) for r in found] == [("inner-key", "second", elsewhere.shard_id)]
 
@@ -243,7 +267,7 @@ def test_from_forms():
     assert parse_start("trim-horizon").iterator_type == "TRIM_HORIZON"
     assert parse_start("TRIM_HORIZON").iterator_type == "TRIM_HORIZON"
     stamp = parse_start("2026-11-22T20:00:00Z")
-    assert stamp.timestamp == datetime(2026, 11, 22, 20, tzinfo=timezone.utc)
+    assert stamp.timestamp == datetime(2026, 11, 22, 20, tzinfo=UTC)
     naive = parse_start("2026-11-22T21:00:00+01:00")
     assert naive.timestamp - stamp.timestamp == timedelta(0)
     assert parse_start("49654311").sequence_number == "49654311"

@@ -29,7 +29,8 @@ async def split_with_records(kinesis, make_stream) -> str:
 
 @pytest.mark.parametrize("empty_pages", [0, 3])
 async def test_tail_reads_the_children_when_the_end_comes_a_page_after_the_last_records(
-        kinesis, make_stream, empty_pages):
+    kinesis, make_stream, empty_pages
+):
     stream = await split_with_records(kinesis, make_stream)
     pages = SplitPages({PARENT}, empty_pages=empty_pages).install(kinesis)
 

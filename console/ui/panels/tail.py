@@ -28,7 +28,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.text import Text
@@ -45,13 +45,9 @@ from textual.widgets import Button, Input, Label, Select, Static
 from textual.worker import get_current_worker
 
 from console.backend.protocol import ConsoleBackend
-
-from console.userdirs import data_dir
-from console.read.decoding import KIND_ERROR, KIND_JSON, KIND_TEXT, DecodedRecord
-from console.read.printable import printable
-from console.read.window import RecordWindow
 from console.errors import BadInput, ConsoleError
 from console.keyspace.hashkeys import validate_partition_key
+from console.read.decoding import KIND_ERROR, KIND_JSON, KIND_TEXT, DecodedRecord
 from console.read.export import (
     EXPORT_FORMATS,
     CsvEncoder,
@@ -61,9 +57,12 @@ from console.read.export import (
     parse_fields,
 )
 from console.read.positions import EndPosition, parse_end
+from console.read.printable import printable
 from console.read.tail import TailBatch, TailOptions, TailReader, parse_start
 from console.read.where import RecordFilter
+from console.read.window import RecordWindow
 from console.ui.format import format_rate, short_shard_id
+from console.userdirs import data_dir
 
 DEFAULT_CAPACITY = 2000
 FLUSH_INTERVAL = 0.1
@@ -81,8 +80,8 @@ def _clock_time(moment: datetime | None) -> str:
     if moment is None:
         return "--:--:--.---"
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%H:%M:%S.%f")[:-3]
 
 
 def format_lag(millis: int | None) -> str:
@@ -110,8 +109,10 @@ def expanded_lines(record: DecodedRecord) -> list[str]:
         body = record.content_text(pretty=True).splitlines() or [""]
     else:
         raw = bytes(record.value)
-        body = [f"{offset:08x}  {raw[offset:offset + HEX_DUMP_WIDTH].hex(' ')}"
-                for offset in range(0, len(raw), HEX_DUMP_WIDTH)] or ["(empty)"]
+        body = [
+            f"{offset:08x}  {raw[offset : offset + HEX_DUMP_WIDTH].hex(' ')}"
+            for offset in range(0, len(raw), HEX_DUMP_WIDTH)
+        ] or ["(empty)"]
     if len(body) > MAX_EXPANDED_LINES:
         body = body[:MAX_EXPANDED_LINES] + [f"… {len(body) - MAX_EXPANDED_LINES} more lines (w saves it all)"]
     lines.extend("    " + printable(line) for line in body)
@@ -374,9 +375,17 @@ class TailView(Vertical):
             self.path = path
             self.count = count
 
-    def __init__(self, source: ConsoleBackend | None = None, *, stream: str | None = None,
-                 capacity: int = DEFAULT_CAPACITY, flush_interval: float = FLUSH_INTERVAL,
-                 clock: Callable[[], float] = time.monotonic, save_dir: Path | None = None, **kwargs) -> None:
+    def __init__(
+        self,
+        source: ConsoleBackend | None = None,
+        *,
+        stream: str | None = None,
+        capacity: int = DEFAULT_CAPACITY,
+        flush_interval: float = FLUSH_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+        save_dir: Path | None = None,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         self.source = source
         self.set_reactive(TailView.stream, stream)
@@ -402,22 +411,37 @@ class TailView(Vertical):
         with Horizontal(id="tail-options", classes="tail-row"):
             yield Label("From")
             yield Select(START_CHOICES, value="latest", allow_blank=False, id="tail-from", compact=True)
-            yield Input(placeholder="timestamp or seq no.", id="tail-at", compact=True,
-                        tooltip="for 'at': an ISO-8601 time (2026-11-22T20:00:00Z, UTC if no offset) "
-                                "or a sequence number")
+            yield Input(
+                placeholder="timestamp or seq no.",
+                id="tail-at",
+                compact=True,
+                tooltip="for 'at': an ISO-8601 time (2026-11-22T20:00:00Z, UTC if no offset) or a sequence number",
+            )
             yield Label("To")
-            yield Input(placeholder="never", id="tail-to", compact=True,
-                        tooltip="empty: keep reading; now, latest or an ISO-8601 time: read that window, then stop")
+            yield Input(
+                placeholder="never",
+                id="tail-to",
+                compact=True,
+                tooltip="empty: keep reading; now, latest or an ISO-8601 time: read that window, then stop",
+            )
             yield Label("Key")
             yield Input(placeholder="any", id="tail-key", compact=True, tooltip="only this partition key")
             yield Button("Start", id="tail-start", variant="primary", compact=True)
         with Horizontal(id="tail-filters", classes="tail-row"):
             yield Label("Grep")
-            yield Input(placeholder="any", id="tail-grep", compact=True,
-                        tooltip="only records whose content or key contains this text")
+            yield Input(
+                placeholder="any",
+                id="tail-grep",
+                compact=True,
+                tooltip="only records whose content or key contains this text",
+            )
             yield Label("Where")
-            yield Input(placeholder="JMESPath, e.g. data.tenant == '42'", id="tail-where", compact=True,
-                        tooltip="filters the records held at once (key, shard_id, seq, arrival, size, kind, data)")
+            yield Input(
+                placeholder="JMESPath, e.g. data.tenant == '42'",
+                id="tail-where",
+                compact=True,
+                tooltip="filters the records held at once (key, shard_id, seq, arrival, size, kind, data)",
+            )
         yield Static("", id="tail-status")
         yield Static("", id="tail-lag")
         yield RecordRing(self.capacity, id="tail-ring")
@@ -491,8 +515,12 @@ class TailView(Vertical):
     def _render_status(self) -> None:
         ring = self.ring
         state = "paused" if ring.paused else (f"reading {self.describe_options()}" if self.running else "stopped")
-        parts = [state, format_rate(self.rate, " rec/s"),
-                 f"{len(ring.records):,}/{ring.capacity:,} shown", f"{self.received:,} received"]
+        parts = [
+            state,
+            format_rate(self.rate, " rec/s"),
+            f"{len(ring.records):,}/{ring.capacity:,} shown",
+            f"{self.received:,} received",
+        ]
         if self._pending and ring.paused:
             parts.append(f"{len(self._pending):,} waiting")
         if not ring.following:
@@ -522,7 +550,7 @@ class TailView(Vertical):
         """Write the records shown (the ring, oldest first) as JSON lines; returns the file."""
         if path is None:
             folder = self.save_dir or (data_dir() / "tails")
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
             path = folder / f"{self.stream or 'tail'}-{stamp}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         records = list(self.ring.records)
@@ -535,10 +563,11 @@ class TailView(Vertical):
     def action_save(self) -> None:
         from console.ui.screens.export import ExportScreen
 
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         folder = self.save_dir or (data_dir() / "tails")
-        self.app.push_screen(ExportScreen(folder / f"{self.stream or 'tail'}-{stamp}", len(self.ring.records)),
-                             self._export_chosen)
+        self.app.push_screen(
+            ExportScreen(folder / f"{self.stream or 'tail'}-{stamp}", len(self.ring.records)), self._export_chosen
+        )
 
     def _export_chosen(self, choice) -> None:
         if choice is None:
@@ -571,7 +600,7 @@ class TailView(Vertical):
     @work(exclusive=True, group="export", exit_on_error=False)
     async def _export_window(self, output: str, path: Path, options: TailOptions) -> None:
         """The whole From/To window (To empty: until now), read again and filtered, to `path`."""
-        end = options.end if options.end.moment is not None else EndPosition(datetime.now(timezone.utc))
+        end = options.end if options.end.moment is not None else EndPosition(datetime.now(UTC))
         options = replace(options, follow=False, end=end, where=self.where)
         if self.source is None or not self.stream:
             self.notify("no stream open", severity="error")
@@ -612,7 +641,7 @@ class TailView(Vertical):
             validate_partition_key(key)
         grep = self.query_one("#tail-grep", Input).value or None
         to_text = self.query_one("#tail-to", Input).value.strip()
-        end = parse_end(to_text, datetime.now(timezone.utc)) if to_text else EndPosition()
+        end = parse_end(to_text, datetime.now(UTC)) if to_text else EndPosition()
         if end.moment is not None and start.timestamp is not None and end.moment < start.timestamp:
             raise BadInput(f"To {end.describe()} is before From {start.describe()}")
         # A To (even latest) makes a window: read it, then stop; without one the view keeps following.
@@ -628,8 +657,11 @@ class TailView(Vertical):
         ring = self.ring
         ring.clear()
         ring.extend(self.held if self.where is None else filter(self.where, self.held))
-        shown = f"{len(ring.records):,} of {len(self.held):,} held records pass {text.strip()!r}" if self.where \
+        shown = (
+            f"{len(ring.records):,} of {len(self.held):,} held records pass {text.strip()!r}"
+            if self.where
             else "filter cleared"
+        )
         self.set_running(self.running, shown)
 
     def start_reading(self) -> None:
@@ -727,8 +759,9 @@ class TailView(Vertical):
 
     def on_key(self, event) -> None:
         # Escape from an option box goes back to the records, where t/h/w/f work (not to the tab strip).
-        if event.key == "escape" and (self.query_one("#tail-options").has_focus_within
-                                      or self.query_one("#tail-filters").has_focus_within):
+        if event.key == "escape" and (
+            self.query_one("#tail-options").has_focus_within or self.query_one("#tail-filters").has_focus_within
+        ):
             self.ring.focus()
             event.stop()
 

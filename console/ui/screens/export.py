@@ -41,9 +41,15 @@ class ExportScreen(ModalScreen["tuple[str, str, str] | None"]):
         with Vertical(id="export-dialog"):
             yield Static(Text("Export records"), id="export-title")
             yield Select(FORMATS, value="jsonl", allow_blank=False, id="export-format")
-            yield Select([(f"the {self.shown:,} records shown", "held"),
-                          ("the whole From/To window, read again (To empty: until now)", "window")],
-                         value="held", allow_blank=False, id="export-scope")
+            yield Select(
+                [
+                    (f"the {self.shown:,} records shown", "held"),
+                    ("the whole From/To window, read again (To empty: until now)", "window"),
+                ],
+                value="held",
+                allow_blank=False,
+                id="export-scope",
+            )
             yield Input(str(self.stem) + EXTENSIONS["jsonl"], id="export-path")
             with Horizontal(id="export-buttons"):
                 yield Button("Cancel", id="cancel")
@@ -73,8 +79,13 @@ class ExportScreen(ModalScreen["tuple[str, str, str] | None"]):
     def _export(self) -> None:
         path = self.query_one("#export-path", Input).value.strip()
         if path:
-            self.dismiss((str(self.query_one("#export-format", Select).value),
-                          str(self.query_one("#export-scope", Select).value), str(Path(path).expanduser())))
+            self.dismiss(
+                (
+                    str(self.query_one("#export-format", Select).value),
+                    str(self.query_one("#export-scope", Select).value),
+                    str(Path(path).expanduser()),
+                )
+            )
 
     def action_cancel(self) -> None:
         self.dismiss(None)

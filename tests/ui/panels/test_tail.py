@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from textual.app import App
 
@@ -15,11 +15,18 @@ from console.ui.panels.tail import RecordRing, TailView
 
 
 def records_for(shard: str, start: int, count: int, *, payload=lambda i: json.dumps({"n": i}).encode()):
-    arrival = datetime(2026, 11, 22, 21, 0, tzinfo=timezone.utc)
+    arrival = datetime(2026, 11, 22, 21, 0, tzinfo=UTC)
     out = []
     for index in range(start, start + count):
-        out.extend(decode_record(payload(index), shard_id=shard, sequence_number=f"4960{index:08d}",
-                                 partition_key=f"k{index}", arrival=arrival))
+        out.extend(
+            decode_record(
+                payload(index),
+                shard_id=shard,
+                sequence_number=f"4960{index:08d}",
+                partition_key=f"k{index}",
+                arrival=arrival,
+            )
+        )
     return out
 
 
@@ -90,8 +97,14 @@ async def test_enter_expands_pretty_json_and_collapses_it():
     app = TailApp()
     async with app.run_test(size=(100, 20)) as pilot:
         view = app.query_one(TailView)
-        view.add_records(records_for("shardId-000000000000", 0, 3, payload=lambda i: gzip.compress(
-            json.dumps({"n": i, "tags": ["a", "b"]}).encode())))
+        view.add_records(
+            records_for(
+                "shardId-000000000000",
+                0,
+                3,
+                payload=lambda i: gzip.compress(json.dumps({"n": i, "tags": ["a", "b"]}).encode()),
+            )
+        )
         await pilot.pause(0.2)
         await pilot.press("up", "enter")
         lines = screen_lines(view.ring)
@@ -161,7 +174,9 @@ async def test_option_row_sets_start_key_and_grep_and_rejects_a_bad_timestamp():
         await pilot.press("enter")
         await pilot.pause(0.05)
         options = app.requests[-1]
-        assert options.start.iterator_type == "AT_TIMESTAMP" and options.start.timestamp.utcoffset().total_seconds() == 0
+        assert (
+            options.start.iterator_type == "AT_TIMESTAMP" and options.start.timestamp.utcoffset().total_seconds() == 0
+        )
         assert (options.partition_key, options.grep, options.follow) == ("user-7", "paid", True)
         assert view.ring.has_focus  # back on the records, where t / h / w work
         view.set_running(True)

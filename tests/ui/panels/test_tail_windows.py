@@ -91,8 +91,11 @@ async def test_the_whole_window_is_read_again_into_the_export(kinesis, make_stre
         app.screen.query_one("#export-scope").value = "window"
         await pilot.pause(0.1)
         await pilot.click("#export")
-        await wait_until(pilot, lambda: list(tmp_path.glob("orders*.jsonl")) or list(tmp_path.glob(f"{stream}*.jsonl")),
-                         what="the export file")
+        await wait_until(
+            pilot,
+            lambda: list(tmp_path.glob("orders*.jsonl")) or list(tmp_path.glob(f"{stream}*.jsonl")),
+            what="the export file",
+        )
         [written] = list(tmp_path.glob(f"{stream}-*.jsonl"))
         assert sorted(json.loads(line)["content"]["n"] for line in written.read_text().splitlines()) == [0, 1, 2, 3]
 
@@ -113,8 +116,12 @@ async def test_the_tab_goes_on_by_itself_after_the_network_heals(kinesis, make_s
                 proxy.down()
                 for number in range(4, 8):
                     await kinesis.put_record(stream, json.dumps({"n": number}).encode(), f"key-{number}")
-                await wait_until(pilot, lambda: "cannot be read" in str(view.query_one("#tail-lag").render()),
-                                 timeout=40, what="the retry line")
+                await wait_until(
+                    pilot,
+                    lambda: "cannot be read" in str(view.query_one("#tail-lag").render()),
+                    timeout=40,
+                    what="the retry line",
+                )
                 assert view.running
                 await proxy.up()
                 await wait_until(pilot, lambda: len(view.ring.records) >= 8, timeout=60, what="the records after")
