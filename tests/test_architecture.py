@@ -18,7 +18,7 @@ CONSOLE = Path(__file__).resolve().parents[1] / "console"
 # keyspace and bounds (the limits on every number a user gives); read and
 # backend stand side by side (neither imports the other), as do produce, heat and reshard.
 LAYERS: dict[str, int] = {
-    "errors": 0, "userdirs": 0, "__init__": 0,
+    "errors": 0, "userdirs": 0, "words": 0, "__init__": 0,
     "keyspace": 1, "bounds": 1, "config": 1,
     "topology": 2,
     "read": 3, "backend": 3,

@@ -25,7 +25,6 @@ from typing import Any
 
 from textual import events, on, work
 from textual.app import App, ComposeResult
-from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import TabbedContent, TabPane, Tabs
 from textual.worker import Worker, WorkerState
@@ -36,12 +35,12 @@ from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_r
 from console.topology.lineage import Lineage
 from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, READ_ONLY_DISABLES
 from console.ui.changes import StreamChanges
+from console.ui.stream_display import PollFailed, StreamDisplay, StreamRefreshed
 from console.ui.focus import FocusModel
 from console.ui.format import short_shard_id
 from console.ui.palette import ConsoleCommands
 from console.ui.panels.consumers import ConsumersPanel
 from console.ui.panels.heat import HeatPanel
-from console.topology.model import auto_notice
 from console.ui.panels.keytree import KeyTreePanel
 from console.ui.panels.lineage import LineageTree
 from console.ui.panels.placement import PlacementPanel
@@ -69,20 +68,6 @@ CAPACITY_INTERVAL = 60.0  # seconds between fetches of the stream's CloudWatch m
 NO_CLOUDWATCH = "no CloudWatch metrics: this source has no CloudWatch"
 
 
-class StreamRefreshed(Message):
-    """A poll succeeded and its result is on screen."""
-
-    def __init__(self, view: StreamView) -> None:
-        super().__init__()
-        self.view = view
-
-
-class PollFailed(Message):
-    def __init__(self, reason: str) -> None:
-        super().__init__()
-        self.reason = reason
-
-
 class KConsoleApp(CommandLineHost, App[None]):
     CSS_PATH = Path(__file__).parent / "kconsole.tcss"  # absolute, so subclasses elsewhere find it
     TITLE = "kconsole"
@@ -107,7 +92,7 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.poll_timeout = poll_timeout or max(5.0, min(30.0, interval * 3))
         self._config_warning = config_warning
         self._theme_name = theme
-        self._clock = clock
+        self.clock = clock  # the header's and the poll's notion of now (tests pass a fake)
         self._on_stream_opened = on_stream_opened
         self._last_stream = last_stream
         self.key_format = key_format  # how hash keys are written (console.ui.format.KEY_FORMATS)
@@ -121,11 +106,11 @@ class KConsoleApp(CommandLineHost, App[None]):
         self._poll_worker: Worker | None = None
         self._poll_timer = None
         self._listing = ListingSchedule()
-        self._last_tiling_problem: str | None = None
         self._capacity_stream: str | None = None  # the stream the CloudWatch loop follows
         self.focus_model = FocusModel(self)
         self.toasts = ToastsBehindDialogs(self)
         self.changes = StreamChanges(self, source)  # split, merge, rescale, the stream actions
+        self.stream_display = StreamDisplay(self)  # writes each poll's result into the widgets
         # Called with the theme's name when the user picks another one (the launcher saves it to the config).
         self.on_theme_changed: Callable[[str], None] | None = None
         self.ctrl_c_asked_at: float | None = None  # ctrl+c in a text box asks once (CommandLineHost)
@@ -133,7 +118,7 @@ class KConsoleApp(CommandLineHost, App[None]):
     # ---- layout --------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield ConsoleHeader(clock=self._clock, id="header")
+        yield ConsoleHeader(clock=self.clock, id="header")
         yield KeySpaceRibbon(id="ribbon")
         with TabbedContent(id="tabs", initial="shards"):
             with TabPane("Shards", id="shards"):
@@ -259,16 +244,16 @@ class KConsoleApp(CommandLineHost, App[None]):
             if stream != self.stream:
                 return
             if previous is not None and view.shards is previous.shards:
-                self._show_header(view)  # the same shards: nothing in the table or the lineage changed
+                self.stream_display.header(view)  # the same shards: nothing in the table or the lineage changed
                 self.post_message(StreamRefreshed(view))
                 return
             self._listing.listed_all()
             if len(view.shards) > BIG_STREAM:
                 settle_heap()
-            await self._show_shards(view)
+            await self.stream_display.shards(view)
             view = await with_lineage(view)
             if stream == self.stream:
-                self._show_lineage(view)
+                self.stream_display.lineage(view)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # every failure is shown in the header; the next poll retries
@@ -291,42 +276,14 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.header.update_state(error=reason)
         self.post_message(PollFailed(reason))
 
-    async def _show_shards(self, view: StreamView) -> None:
-        # Yield to the loop between the steps: each is a few ms even at 10k shards, but together
-        # they would hold the UI loop for tens of ms.
-        self._show_header(view)
-        await asyncio.sleep(0)
-        await self.table.apply_async(view.shards)
-        await asyncio.sleep(0)
-        self._show_selection_and_ribbon(view)
-
-    def _show_header(self, view: StreamView) -> None:
-        self.view = view
-        self.header.update_state(summary=view.summary, refreshed_at=self._clock(), error=None, notice=None)
-        self.heat_panel.show_summary(view.summary)
-        notice = self._auto_notice(view.summary)
-        self.placement.set_auto_notice(notice)
-        self.query_one(KeyTreePanel).set_auto_notice(notice)
-        self.consumers_panel.follow_listing(view.summary.name, view.shards, view.summary.arn or None)
-        if view.summary.name != self._capacity_stream:
-            self._capacity_stream = view.summary.name
+    def follow_capacity(self, stream: str) -> None:
+        """Start the CloudWatch loop for `stream` the first time a poll shows it."""
+        if stream != self._capacity_stream:
+            self._capacity_stream = stream
             if CLOUDWATCH in self.source.capabilities:
-                self._poll_capacity(view.summary.name)
+                self._poll_capacity(stream)
             else:  # an in-memory source (tests, screenshots)
                 self.heat_panel.show_capacity(None, NO_CLOUDWATCH)
-
-    def _auto_notice(self, summary) -> str | None:
-        """The AUTO notice for the key-space tabs; since when, from the action log, read once per switch."""
-        if not summary.auto_distribution:
-            self._auto_since = None
-            return None
-        if getattr(self, "_auto_since", None) is None or self._auto_since[0] != summary.name:
-            from console.lifecycle.settings import switched_to_auto_at
-            from console.reshard.actionlog import ActionLog
-
-            since = switched_to_auto_at(ActionLog.default().entries(), summary.name, self.source.label)
-            self._auto_since = (summary.name, since)
-        return auto_notice(summary.name, self._auto_since[1])
 
     # The stream's CloudWatch metrics: free at stream level, fetched once a minute (CloudWatch's
     # resolution; more often would only cost more) for the header, the Heat and the Consumers tabs.
@@ -353,35 +310,6 @@ class KConsoleApp(CommandLineHost, App[None]):
         if self.is_running:
             self.header.update_state(notice=event.describe())
 
-    def _show_selection_and_ribbon(self, view: StreamView) -> None:
-        if view.index is not None:
-            self.ribbon.set_index(view.index, view.share_summary)
-        elif not self.ribbon.open_shard_ids:
-            # First load: draw the ribbon now; later polls update it from the lineage's index,
-            # which is already sorted, a moment later (sorting 10k shards here would stall the UI).
-            self.ribbon.set_shards(view.shards)
-        if self.selected_shard_id is None or self.table.shard(self.selected_shard_id) is None:
-            first = self.table.selected_shard_id or (self.table.shard_ids[0] if self.table.row_count else None)
-            if first:
-                self.select_shard(first)
-        else:
-            self._show_detail()
-
-    def _show_lineage(self, view: StreamView) -> None:
-        self.view = view
-        if view.lineage is None:
-            return
-        if view.index is not None:
-            self.ribbon.set_index(view.index, view.share_summary)
-        self.placement.set_index(view.index)
-        self.lineage_tree.show_lineage(view.lineage)
-        if view.tiling_problem and (self._last_tiling_problem != view.tiling_problem):
-            self.notify(view.tiling_problem, title="shard map", severity="warning")
-        self._last_tiling_problem = view.tiling_problem
-        if len(view.shards) > BIG_STREAM:
-            settle_heap()
-        self.post_message(StreamRefreshed(view))
-
     # ---- selection -----------------------------------------------------------------------------
 
     def select_shard(self, shard_id: str, origin: str | None = None) -> None:
@@ -394,10 +322,7 @@ class KConsoleApp(CommandLineHost, App[None]):
         if origin != "tree":
             self.lineage_tree.select_shard(shard_id)
         self.ribbon.set_selected(shard_id)
-        self._show_detail()
-
-    def _show_detail(self) -> None:
-        self.shards_panel.show_detail(self.table.shard(self.selected_shard_id) if self.selected_shard_id else None)
+        self.stream_display.detail()
 
     @on(ShardTable.Highlighted)
     @on(LineageTree.ShardHighlighted)
@@ -549,7 +474,7 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.ribbon.set_shards([])
         self.ribbon.set_heat({})
         # Nothing of the previous stream stays on screen as if it were this one, found or not.
-        self._show_detail()
+        self.stream_display.detail()
         self.placement.set_index(None)
         self.lineage_tree.apply(Lineage.build([]))
         self._lineage_dirty = False
@@ -584,7 +509,7 @@ class KConsoleApp(CommandLineHost, App[None]):
             self.table.shard(self.selected_shard_id) if self.selected_shard_id else None, self.source,
             suggestion.at if suggestion is not None else None, key_format=self.key_format, sample=self.placement.key_sample(),
             barrier=self.consumers_panel.barrier_lines,
-            last_poll=lambda: self.header.state.refreshed_at, clock=self._clock)
+            last_poll=lambda: self.header.state.refreshed_at, clock=self.clock)
         self.changes.reshard(request)
 
     @on(ReshardActivity)

@@ -165,18 +165,6 @@ class PrefetchingSource:
     async def get_records(self, shard_iterator: str, limit: int = 10000) -> dict:
         return await self._source.get_records(shard_iterator, limit)
 
-    async def update_max_record_size(self, stream_arn: str, kib: int) -> None:
-        await self._source.update_max_record_size(stream_arn, kib)
-
-    async def update_warm_throughput(self, stream_arn: str, mibps: int) -> dict:
-        return await self._source.update_warm_throughput(stream_arn, mibps)
-
-    async def update_record_distribution(self, stream_arn: str, strategy: str) -> None:
-        await self._source.update_record_distribution(stream_arn, strategy)
-
-    async def account_settings(self) -> dict:
-        return await self._source.account_settings()
-
     async def split_shard(self, stream: str, shard_id: str, new_starting_hash_key: int) -> None:
         await self._source.split_shard(stream, shard_id, new_starting_hash_key)
 
@@ -197,18 +185,6 @@ class PrefetchingSource:
 
     def scan_pages(self, table: str, *, page_size: int | None = None) -> AsyncIterator[list[dict]]:
         return self._source.scan_pages(table, page_size=page_size)
-
-    async def update_max_record_size(self, stream_arn: str, kib: int) -> None:
-        await self._source.update_max_record_size(stream_arn, kib)
-
-    async def update_warm_throughput(self, stream_arn: str, mibps: int) -> dict:
-        return await self._source.update_warm_throughput(stream_arn, mibps)
-
-    async def update_record_distribution(self, stream_arn: str, strategy: str) -> None:
-        await self._source.update_record_distribution(stream_arn, strategy)
-
-    async def account_settings(self) -> dict:
-        return await self._source.account_settings()
 
     async def table_names(self) -> list[str]:
         return await self._source.table_names()

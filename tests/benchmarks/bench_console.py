@@ -191,10 +191,10 @@ async def bench_console() -> dict:
         app.heartbeat.reset()
         started = time.perf_counter()
         # The whole poll result shown at once (the poll worker shows it in steps).
-        app._show_header(fresh)
+        app.stream_display.header(fresh)
         app.table.apply(fresh.shards)
-        app._show_selection_and_ribbon(fresh)
-        app._show_lineage(fresh)
+        app.stream_display.selection_and_ribbon(fresh)
+        app.stream_display.lineage(fresh)
         await paint(app)
         refresh_apply = time.perf_counter() - started
         await asyncio.sleep(0.03)
