@@ -258,3 +258,43 @@ async def test_an_interrupted_copy_resumes_from_its_checkpoint(kinesis, make_str
     first_copies = {key: list(dict.fromkeys(values)) for key, values in per_key(landed).items()}
     assert first_copies == per_key(await everything_in(kinesis, source))
     assert json.loads(out)["copied"] <= 150 - landed_before + 6
+
+
+async def test_copy_verify_matches_what_it_wrote_whole_beside_the_same_records_plain(kinesis, make_stream,
+                                                                                      local_kinesis):
+    """A source as a README session leaves it: a record given twice (the same key and bytes), an aggregate
+    whose user records repeat plain records, and a split (a closed parent, two children). The aggregate is
+    copied whole, so the read-back must find it whole: opened, it would be lost, and its user record would
+    look like a second copy of the plain one."""
+    source, destination, opened = await make_stream(shards=1), await make_stream(shards=2), await make_stream(shards=1)
+    line = b'{"user": {"id": "u1"}, "n": 1}'
+    await kinesis.put_record(source, b'{"total":12}', "order-17")
+    await kinesis.put_record(source, line, "u1")
+    packer = AggRecord()
+    packer.add_user_record("order-17", b'{"total":12}')
+    packer.add_user_record("order-17", b'{"total":13}')
+    aggregate_key, _, aggregate = packer.get_contents()
+    await kinesis.put_record(source, aggregate, aggregate_key)
+    parent = (await kinesis.all_shards(source))[0]
+    await kinesis.split_shard(source, parent.shard_id, (parent.starting_hash_key + parent.ending_hash_key) // 2)
+    await kinesis.wait_for_active(source)
+    await kinesis.put_record(source, line, "u1")  # the same key and bytes again, now on a child
+    await kinesis.put_record(source, b'{"total":14}', "order-17")
+
+    code, out, err = await kconsole("copy", source, destination, "--from", "trim-horizon", "--yes", "--verify",
+                                    "--json", endpoint=local_kinesis.endpoint_url, timeout=120)
+
+    assert code == 0, err
+    verification = json.loads(out)["verification"]
+    assert (verification["read_back"], verification["lost"], verification["duplicated"]) == (5, 0, 0), verification
+    assert verification["ok"] and verification["out_of_order"] == 0
+    assert per_key(await everything_in(kinesis, destination)) == per_key(await everything_in(kinesis, source))
+
+    code, out, err = await kconsole("copy", source, opened, "--from", "trim-horizon", "--deaggregate", "--yes",
+                                    "--verify", "--json", endpoint=local_kinesis.endpoint_url, timeout=120)
+
+    assert code == 0, err
+    verification = json.loads(out)["verification"]
+    assert (verification["read_back"], verification["lost"], verification["duplicated"]) == (6, 0, 0), verification
+    assert per_key(await everything_in(kinesis, opened))["order-17"] == [
+        b'{"total":12}', b'{"total":12}', b'{"total":13}', b'{"total":14}']
