@@ -71,8 +71,9 @@ def seconds(value: Any, *, what: str, high: float = MAX_TIMEOUT_SECONDS) -> floa
     except (TypeError, ValueError):
         number = math.nan
     if not (math.isfinite(number) and 0 < number <= high):
-        raise BadInput(f"{what} must be a number of seconds above 0 and at most {high:g}; got {_shown(value)}",
-                       code="usage")
+        raise BadInput(
+            f"{what} must be a number of seconds above 0 and at most {high:g}; got {_shown(value)}", code="usage"
+        )
     return number
 
 
@@ -133,6 +134,7 @@ def validate_stream_name(name: str) -> str:
 def argtype(check: Callable[..., T], what: str, **bounds: object) -> Callable[[str], T]:
     """`check` as an argparse `type=`: the option's name in the message, BadInput straight through
     (argparse would reword a ValueError as "invalid value")."""
+
     def parse(text: str) -> T:
         return check(text, what=what, **bounds)
 
@@ -200,8 +202,11 @@ def _first_byte_of_fifo(descriptor: int, path: str, what: str, code: str) -> byt
         if first:
             return first
         if time.monotonic() >= deadline:
-            raise BadInput(f"cannot read {_named(what, path)}: a FIFO that nothing was written to "
-                           f"(no writer within {FIFO_WRITER_WAIT:g} s)", code=code)
+            raise BadInput(
+                f"cannot read {_named(what, path)}: a FIFO that nothing was written to "
+                f"(no writer within {FIFO_WRITER_WAIT:g} s)",
+                code=code,
+            )
         time.sleep(0.02)
 
 
@@ -232,9 +237,15 @@ class _Prefixed:
         self.close()
 
 
-def read_text_lines(path: str, *, what: str, max_bytes: int = MAX_LIST_FILE_BYTES,
-                    max_lines: int = MAX_LIST_FILE_LINES, max_line_bytes: int = MAX_LIST_LINE_BYTES,
-                    code: str = "bad_input") -> list[str]:
+def read_text_lines(
+    path: str,
+    *,
+    what: str,
+    max_bytes: int = MAX_LIST_FILE_BYTES,
+    max_lines: int = MAX_LIST_FILE_LINES,
+    max_line_bytes: int = MAX_LIST_LINE_BYTES,
+    code: str = "bad_input",
+) -> list[str]:
     """The lines of a UTF-8 text file ('-' = stdin) without their endings, read under the caps: a
     line longer than `max_line_bytes`, more than `max_lines` lines or `max_bytes` bytes, or bytes
     that are not UTF-8, are BadInput (exit 2) naming the file and the line, before more is read."""
@@ -253,17 +264,22 @@ def read_text_lines(path: str, *, what: str, max_bytes: int = MAX_LIST_FILE_BYTE
             number = len(lines) + 1
             total += len(raw)
             if len(raw) > max_line_bytes:
-                raise BadInput(f"{shown}: line {number:,} is longer than {max_line_bytes:,} bytes "
-                               "(is it a text file of one item per line?)", code=code)
+                raise BadInput(
+                    f"{shown}: line {number:,} is longer than {max_line_bytes:,} bytes "
+                    "(is it a text file of one item per line?)",
+                    code=code,
+                )
             if number > max_lines or total > max_bytes:
-                raise BadInput(f"{shown} is longer than {max_lines:,} lines or {max_bytes // 2**20} MiB; "
-                               "give fewer", code=code)
+                raise BadInput(
+                    f"{shown} is longer than {max_lines:,} lines or {max_bytes // 2**20} MiB; give fewer", code=code
+                )
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as error:
                 offset = total - len(raw) + error.start
-                raise BadInput(f"cannot read {shown}: not UTF-8 text (byte 0x{raw[error.start]:02x} at "
-                               f"offset {offset})", code=code) from None
+                raise BadInput(
+                    f"cannot read {shown}: not UTF-8 text (byte 0x{raw[error.start]:02x} at offset {offset})", code=code
+                ) from None
             lines.append(text.rstrip("\n").removesuffix("\r"))
     finally:
         if path != "-":

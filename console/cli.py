@@ -40,28 +40,61 @@ def add_common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
         return argparse.SUPPRESS if suppress else value
 
     group = parser.add_argument_group("backend and output")
-    group.add_argument("--json", action="store_true", default=default(False),
-                       help="print one JSON document on stdout (short for --output json)")
-    group.add_argument("--output", choices=("json", "text", "table", "jsonl", "csv", "raw"), default=default(None),
-                       help="json, text (tab-separated, for awk) or table; default: the human view "
-                            "(tail also writes jsonl, csv and raw)")
-    group.add_argument("--query", default=default(None), metavar="EXPR",
-                       help="JMESPath expression over the JSON document, as in the AWS CLI")
-    group.add_argument("--max-items", type=int, default=default(None), metavar="N",
-                       help="show only the first N items of each list")
-    group.add_argument("--local", action="store_true", default=default(False),
-                       help="start and use the embedded local Kinesis on 127.0.0.1")
+    group.add_argument(
+        "--json",
+        action="store_true",
+        default=default(False),
+        help="print one JSON document on stdout (short for --output json)",
+    )
+    group.add_argument(
+        "--output",
+        choices=("json", "text", "table", "jsonl", "csv", "raw"),
+        default=default(None),
+        help="json, text (tab-separated, for awk) or table; default: the human view "
+        "(tail also writes jsonl, csv and raw)",
+    )
+    group.add_argument(
+        "--query",
+        default=default(None),
+        metavar="EXPR",
+        help="JMESPath expression over the JSON document, as in the AWS CLI",
+    )
+    group.add_argument(
+        "--max-items", type=int, default=default(None), metavar="N", help="show only the first N items of each list"
+    )
+    group.add_argument(
+        "--local",
+        action="store_true",
+        default=default(False),
+        help="start and use the embedded local Kinesis on 127.0.0.1",
+    )
     group.add_argument("--endpoint-url", default=default(None), metavar="URL", help="any Kinesis-compatible endpoint")
     group.add_argument("--region", default=default(None), help="AWS region (default: from the AWS config/environment)")
     group.add_argument("--profile", default=default(None), help="AWS named profile")
-    group.add_argument("--cli-read-timeout", type=float, default=default(None), metavar="SECONDS",
-                       help="socket read timeout (default 20; 0 waits without limit)")
-    group.add_argument("--cli-connect-timeout", type=float, default=default(None), metavar="SECONDS",
-                       help="socket connect timeout (default 3; 0 waits without limit)")
-    group.add_argument("--read-only", action="store_true", default=default(False),
-                       help="refuse every action that changes a stream")
-    group.add_argument("--request-timeout", type=_request_timeout, default=default(None), metavar="SECONDS",
-                       help="seconds without an answer before a request fails (default 20)")
+    group.add_argument(
+        "--cli-read-timeout",
+        type=float,
+        default=default(None),
+        metavar="SECONDS",
+        help="socket read timeout (default 20; 0 waits without limit)",
+    )
+    group.add_argument(
+        "--cli-connect-timeout",
+        type=float,
+        default=default(None),
+        metavar="SECONDS",
+        help="socket connect timeout (default 3; 0 waits without limit)",
+    )
+    group.add_argument(
+        "--read-only", action="store_true", default=default(False), help="refuse every action that changes a stream"
+    )
+    group.add_argument(
+        "--request-timeout",
+        type=_request_timeout,
+        default=default(None),
+        metavar="SECONDS",
+        help="seconds without an answer before a request fails (default 20)",
+    )
 
 
 def _request_timeout(text: str) -> float:
@@ -82,17 +115,28 @@ def build_parser() -> ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kconsole {__version__}")
     parser.add_argument("--stream", help="stream to open in the console")
-    parser.add_argument("--interval", type=float, default=None, metavar="SECONDS",
-                        help="shard-map poll interval in the console (default 5, or the config's)")
-    parser.add_argument("--shards", type=parse_shard_count, default=None, metavar="N",
-                        help="with --local: shard count (1 to 10,000) for a stream that has to be created "
-                             "(default 4)")
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="shard-map poll interval in the console (default 5, or the config's)",
+    )
+    parser.add_argument(
+        "--shards",
+        type=parse_shard_count,
+        default=None,
+        metavar="N",
+        help="with --local: shard count (1 to 10,000) for a stream that has to be created (default 4)",
+    )
     add_common_options(parser, suppress=False)
     common = ArgumentParser(add_help=False)
     add_common_options(common, suppress=True)
     parser.register("action", "lazy_parsers", LazySubParsers)
-    subparsers = cast(LazySubParsers, parser.add_subparsers(dest="command", metavar="COMMAND",
-                                                            parser_class=ArgumentParser, action="lazy_parsers"))
+    subparsers = cast(
+        LazySubParsers,
+        parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser, action="lazy_parsers"),
+    )
     subparsers.common = [common]
     for name, (module_name, summary) in COMMANDS.items():
         subparsers.add_placeholder(name, module_name, help=summary)
@@ -184,8 +228,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure(args)
         if handler is None:
             if args.output or args.max_items is not None:
-                raise BadInput("the live console has no --json output (nor --output, --query, --max-items); "
-                               "use a subcommand (kconsole --help)", code="usage")
+                raise BadInput(
+                    "the live console has no --json output (nor --output, --query, --max-items); "
+                    "use a subcommand (kconsole --help)",
+                    code="usage",
+                )
             from console.ui.launch import launch_console
 
             return launch_console(args)
@@ -207,8 +254,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:  # noqa: BLE001 - the last line of defence: one line, never a traceback
         if os.environ.get("KCONSOLE_DEBUG"):
             raise
-        emit_error(ConsoleError(f"internal error: {type(error).__name__}: {error} "
-                                "(set KCONSOLE_DEBUG=1 for the traceback)", code="internal"), as_json=as_json)
+        emit_error(
+            ConsoleError(
+                f"internal error: {type(error).__name__}: {error} (set KCONSOLE_DEBUG=1 for the traceback)",
+                code="internal",
+            ),
+            as_json=as_json,
+        )
         return 1
 
 

@@ -117,9 +117,11 @@ def load_config(path: Path | None = None) -> tuple[Config, str | None]:
         reason = error.strerror or error
         return Config(read_only=True), f"cannot read config {path}: {reason}; using defaults, read-only"
     if data is None:  # too big to be a settings file: it may ask for read-only, so it does
-        return (Config(read_only=True),
-                f"ignoring config {path}: larger than {MAX_CONFIG_BYTES // 1024 // 1024} MiB or not a regular "
-                "file; using defaults, read-only")
+        return (
+            Config(read_only=True),
+            f"ignoring config {path}: larger than {MAX_CONFIG_BYTES // 1024 // 1024} MiB or not a regular "
+            "file; using defaults, read-only",
+        )
     text = data.decode("utf-8", errors="replace")
     raw = _plain_settings(text)
     if raw is None:
@@ -161,9 +163,12 @@ def _toml(value: object) -> str:
 def save_config(config: Config, path: Path | None = None) -> None:
     path = path or config_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [f"interval = {float(config.interval)}", f"theme = {_toml(config.theme)}",
-             f"read_only = {_toml(config.read_only)}",
-             f"key_format = {_toml(config.key_format)}"]
+    lines = [
+        f"interval = {float(config.interval)}",
+        f"theme = {_toml(config.theme)}",
+        f"read_only = {_toml(config.read_only)}",
+        f"key_format = {_toml(config.key_format)}",
+    ]
     if config.last_stream:
         lines.append(f"last_stream = {_toml(config.last_stream)}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -31,8 +31,12 @@ def config_file() -> str:
 def _user_config_dir() -> str:
     """platformdirs.user_config_dir(APP_NAME), without importing platformdirs when the XDG rule is plain."""
     home = os.environ.get("HOME", "")
-    if sys.platform == "linux" and not hasattr(sys, "getandroidapilevel") and os.path.isabs(home) \
-            and not (os.getenv("ANDROID_DATA") == "/data" and os.getenv("ANDROID_ROOT") == "/system"):
+    if (
+        sys.platform == "linux"
+        and not hasattr(sys, "getandroidapilevel")
+        and os.path.isabs(home)
+        and not (os.getenv("ANDROID_DATA") == "/data" and os.getenv("ANDROID_ROOT") == "/system")
+    ):
         xdg = os.environ.get("XDG_CONFIG_HOME", "")
         if os.path.isabs(xdg):
             return os.path.join(xdg, APP_NAME)

@@ -1,10 +1,10 @@
 """Shared fixtures: the embedded local Kinesis (patched moto) and the kinesis-mock cross-check server.
 
-    local_kinesis   session: a running LocalKinesisServer (.endpoint_url)
-    kinesis         an open KinesisBackend on it
-    make_stream     async factory: name = await make_stream(shards=4) -> ACTIVE, unique, deleted afterwards
-    kinesis_mock    session: kinesis-mock (npm kinesis-local) on a free plain-HTTP port (.endpoint_url)
-    kconsole_child  async context: `python -m console.cli ARGV` as a child, killed if still running after
+local_kinesis   session: a running LocalKinesisServer (.endpoint_url)
+kinesis         an open KinesisBackend on it
+make_stream     async factory: name = await make_stream(shards=4) -> ACTIVE, unique, deleted afterwards
+kinesis_mock    session: kinesis-mock (npm kinesis-local) on a free plain-HTTP port (.endpoint_url)
+kconsole_child  async context: `python -m console.cli ARGV` as a child, killed if still running after
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ async def kconsole_child(*argv: str):
     """kconsole as a shell runs it, with piped output; killed on the way out if it is still running."""
     import sys
 
-    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "console.cli", *argv,
-                                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "console.cli", *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
     try:
         yield process
     finally:
@@ -120,8 +121,13 @@ def _ensure_kinesis_mock_installed() -> None:
     npm = shutil.which("npm")
     if npm is None:
         raise RuntimeError("kinesis-mock is not installed and npm is not available")
-    subprocess.run([npm, "install", "--no-audit", "--no-fund"], cwd=KINESIS_MOCK_DIR, check=True,
-                   stdout=subprocess.DEVNULL, timeout=300)
+    subprocess.run(
+        [npm, "install", "--no-audit", "--no-fund"],
+        cwd=KINESIS_MOCK_DIR,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        timeout=300,
+    )
 
 
 def _unavailable(reason: str):
@@ -153,14 +159,23 @@ def kinesis_mock():
         # Short state changes keep the tests quick; UpdateShardCount stays long enough that a test
         # can meet the stream UPDATING (ResourceInUse) reliably.
         UPDATE_SHARD_COUNT_DURATION="500ms",
-        **{f"{what}_DURATION": "50ms" for what in (
-            "CREATE_STREAM", "DELETE_STREAM", "MERGE_SHARDS", "SPLIT_SHARD",
-            "REGISTER_STREAM_CONSUMER", "DEREGISTER_STREAM_CONSUMER", "START_STREAM_ENCRYPTION",
-            "STOP_STREAM_ENCRYPTION", "UPDATE_STREAM_MODE")},
+        **{
+            f"{what}_DURATION": "50ms"
+            for what in (
+                "CREATE_STREAM",
+                "DELETE_STREAM",
+                "MERGE_SHARDS",
+                "SPLIT_SHARD",
+                "REGISTER_STREAM_CONSUMER",
+                "DEREGISTER_STREAM_CONSUMER",
+                "START_STREAM_ENCRYPTION",
+                "STOP_STREAM_ENCRYPTION",
+                "UPDATE_STREAM_MODE",
+            )
+        },
     )
     log = tempfile.TemporaryFile()
-    process = subprocess.Popen([node, str(KINESIS_MOCK_MAIN)], env=env, stdout=log, stderr=log,
-                               start_new_session=True)
+    process = subprocess.Popen([node, str(KINESIS_MOCK_MAIN)], env=env, stdout=log, stderr=log, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -45,13 +45,31 @@ from dataclasses import dataclass
 HOST = "127.0.0.1"
 
 # Every call kconsole makes that changes a stream (not the puts: the producer settles those itself).
-MUTATING_OPERATIONS = frozenset({
-    "SplitShard", "MergeShards", "UpdateShardCount", "CreateStream", "DeleteStream",
-    "IncreaseStreamRetentionPeriod", "DecreaseStreamRetentionPeriod", "UpdateStreamMode",
-    "StartStreamEncryption", "StopStreamEncryption", "RegisterStreamConsumer", "DeregisterStreamConsumer",
-    "EnableEnhancedMonitoring", "TagResource", "UntagResource", "PutResourcePolicy", "DeleteResourcePolicy",
-    "UpdateMaxRecordSize", "UpdateStreamRecordDistributionStrategy", "CreateChannel", "DeleteChannel",
-})
+MUTATING_OPERATIONS = frozenset(
+    {
+        "SplitShard",
+        "MergeShards",
+        "UpdateShardCount",
+        "CreateStream",
+        "DeleteStream",
+        "IncreaseStreamRetentionPeriod",
+        "DecreaseStreamRetentionPeriod",
+        "UpdateStreamMode",
+        "StartStreamEncryption",
+        "StopStreamEncryption",
+        "RegisterStreamConsumer",
+        "DeregisterStreamConsumer",
+        "EnableEnhancedMonitoring",
+        "TagResource",
+        "UntagResource",
+        "PutResourcePolicy",
+        "DeleteResourcePolicy",
+        "UpdateMaxRecordSize",
+        "UpdateStreamRecordDistributionStrategy",
+        "CreateChannel",
+        "DeleteChannel",
+    }
+)
 
 
 @dataclass
@@ -187,15 +205,23 @@ class FaultProxy:
         targeted = faults.operations is None or request.operation in faults.operations
         if targeted:
             self.stats["targeted"] += 1
-            if self.stats["targeted"] <= faults.skip or (faults.limit is not None and self.stats["faults"] >= faults.limit):
+            if self.stats["targeted"] <= faults.skip or (
+                faults.limit is not None and self.stats["faults"] >= faults.limit
+            ):
                 targeted = False
         draw = self.random.random() if targeted else 1.0
         if faults.latency:
             await asyncio.sleep(faults.latency)
         edge = 0.0
-        kinds = (("reset_before", faults.reset_before), ("reset_after", faults.reset_after),
-                 ("stall", faults.stall), ("late", faults.late), ("invalid", faults.invalid),
-                 ("hold_reply", faults.hold_reply), ("fail_after", faults.fail_after))
+        kinds = (
+            ("reset_before", faults.reset_before),
+            ("reset_after", faults.reset_after),
+            ("stall", faults.stall),
+            ("late", faults.late),
+            ("invalid", faults.invalid),
+            ("hold_reply", faults.hold_reply),
+            ("fail_after", faults.fail_after),
+        )
         for name, rate in kinds:  # noqa: B007 - the kind drawn is the name the loop stops at, read after it
             edge += rate
             if draw < edge:
@@ -207,8 +233,10 @@ class FaultProxy:
         self.stats["faults"] += name != "pass"
         if name == "invalid":
             body = b'{"__type":"InvalidArgumentException","message":"refused by the fault proxy"}'
-            writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.1\r\n"
-                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            writer.write(
+                b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.1\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
             await writer.drain()
             return True
         if name == "reset_before":
@@ -236,8 +264,10 @@ class FaultProxy:
             return False
         if name == "fail_after":
             body = b'{"__type":"InternalFailure","message":"failed by the fault proxy after the server acted"}'
-            writer.write(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/x-amz-json-1.1\r\n"
-                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            writer.write(
+                b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/x-amz-json-1.1\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
             await writer.drain()
             return True
         if name == "hold_reply":

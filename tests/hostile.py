@@ -32,6 +32,7 @@ def raw_controls(text: str) -> list[str]:
 async def write_hostile_keys(kinesis, stream: str, stop: asyncio.Event, *, repeats: int = 4) -> None:
     """Put every hostile key `repeats` times ten times a second until `stop` (hot keys for a heat view)."""
     while not stop.is_set():
-        await kinesis.put_records(stream, [{"Data": b"{}", "PartitionKey": key}
-                                           for key in HOSTILE_KEYS.values() for _ in range(repeats)])
+        await kinesis.put_records(
+            stream, [{"Data": b"{}", "PartitionKey": key} for key in HOSTILE_KEYS.values() for _ in range(repeats)]
+        )
         await asyncio.sleep(0.1)

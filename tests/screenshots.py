@@ -16,10 +16,23 @@ import os
 import sys
 import tempfile
 import time
+from datetime import UTC
 from pathlib import Path
 
-VIEWS = ("shards", "shards-80-columns", "lineage", "placement", "keytree", "help", "split-preview",
-         "tail", "heat", "producer", "stream-actions", "fleet")
+VIEWS = (
+    "shards",
+    "shards-80-columns",
+    "lineage",
+    "placement",
+    "keytree",
+    "help",
+    "split-preview",
+    "tail",
+    "heat",
+    "producer",
+    "stream-actions",
+    "fleet",
+)
 
 
 async def wait_until(pilot, predicate, timeout: float = 30.0) -> None:
@@ -42,32 +55,47 @@ async def write_records(kinesis, stream: str, count: int, *, hot_key: str | None
 async def publish_demo_metrics(endpoint_url: str, stream: str, minutes: int = 30) -> None:
     """Stream-level metrics as Kinesis publishes them (AWS/Kinesis, dimension StreamName), one point a
     minute: steady traffic with a busier spell, consumers a little behind, a few throttled writes."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from aiobotocore.session import AioSession
 
     from console.backend.config import DUMMY_CREDENTIALS
 
-    now = datetime.now(timezone.utc).replace(second=30, microsecond=0)
+    now = datetime.now(UTC).replace(second=30, microsecond=0)
     data = []
     for ago in range(1, minutes + 1):
         busy = 2.0 if 8 <= ago <= 14 else 1.0
-        values = {"IncomingRecords": 6000 * busy + 450 * (ago % 4), "IncomingBytes": 420_000 * busy + 9000 * (ago % 5),
-                  "GetRecords.IteratorAgeMilliseconds": 900 * busy + 120 * (ago % 3),
-                  "WriteProvisionedThroughputExceeded": 14 if 9 <= ago <= 11 else 0,
-                  "ReadProvisionedThroughputExceeded": 0, "GetRecords.Latency": 18 + ago % 5}
-        data += [{"MetricName": name, "Dimensions": [{"Name": "StreamName", "Value": stream}],
-                  "Timestamp": now - timedelta(minutes=ago), "Value": value} for name, value in values.items()]
-    async with AioSession().create_client("cloudwatch", region_name="us-east-1", endpoint_url=endpoint_url,
-                                          aws_access_key_id=DUMMY_CREDENTIALS[0],
-                                          aws_secret_access_key=DUMMY_CREDENTIALS[1]) as cloudwatch:
+        values = {
+            "IncomingRecords": 6000 * busy + 450 * (ago % 4),
+            "IncomingBytes": 420_000 * busy + 9000 * (ago % 5),
+            "GetRecords.IteratorAgeMilliseconds": 900 * busy + 120 * (ago % 3),
+            "WriteProvisionedThroughputExceeded": 14 if 9 <= ago <= 11 else 0,
+            "ReadProvisionedThroughputExceeded": 0,
+            "GetRecords.Latency": 18 + ago % 5,
+        }
+        data += [
+            {
+                "MetricName": name,
+                "Dimensions": [{"Name": "StreamName", "Value": stream}],
+                "Timestamp": now - timedelta(minutes=ago),
+                "Value": value,
+            }
+            for name, value in values.items()
+        ]
+    async with AioSession().create_client(
+        "cloudwatch",
+        region_name="us-east-1",
+        endpoint_url=endpoint_url,
+        aws_access_key_id=DUMMY_CREDENTIALS[0],
+        aws_secret_access_key=DUMMY_CREDENTIALS[1],
+    ) as cloudwatch:
         for offset in range(0, len(data), 500):  # PutMetricData takes at most 1,000 points
-            await cloudwatch.put_metric_data(Namespace="AWS/Kinesis", MetricData=data[offset:offset + 500])
+            await cloudwatch.put_metric_data(Namespace="AWS/Kinesis", MetricData=data[offset : offset + 500])
 
 
 async def add_fleet(kinesis) -> None:
     """A few more streams for the fleet view: a quiet one, one whose consumers fell behind, an idle one."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from aiobotocore.session import AioSession
 
@@ -75,25 +103,35 @@ async def add_fleet(kinesis) -> None:
 
     for name, shards in (("clicks", 2), ("payments", 1), ("audit-log", 1)):
         await kinesis.ensure_stream(name, shards)
-    now = datetime.now(timezone.utc).replace(second=30, microsecond=0)
+    now = datetime.now(UTC).replace(second=30, microsecond=0)
     points = []
     for ago in range(1, 31):
         at = now - timedelta(minutes=ago)
-        points += [("clicks", "IncomingRecords", 900 + 40 * (ago % 6), at), ("clicks", "IncomingBytes", 90_000 + 4000 * (ago % 6), at),
-                   ("payments", "IncomingRecords", 120.0, at), ("payments", "IncomingBytes", 30_000.0 + 500 * ago, at),
-                   ("payments", "GetRecords.IteratorAgeMilliseconds", 60_000.0 * (31 - ago) / 3, at)]
-    data = [{"MetricName": metric, "Dimensions": [{"Name": "StreamName", "Value": name}], "Timestamp": at,
-             "Value": value} for name, metric, value, at in points]
-    async with AioSession().create_client("cloudwatch", region_name="us-east-1", endpoint_url=kinesis.endpoint_url,
-                                          aws_access_key_id=DUMMY_CREDENTIALS[0],
-                                          aws_secret_access_key=DUMMY_CREDENTIALS[1]) as cloudwatch:
+        points += [
+            ("clicks", "IncomingRecords", 900 + 40 * (ago % 6), at),
+            ("clicks", "IncomingBytes", 90_000 + 4000 * (ago % 6), at),
+            ("payments", "IncomingRecords", 120.0, at),
+            ("payments", "IncomingBytes", 30_000.0 + 500 * ago, at),
+            ("payments", "GetRecords.IteratorAgeMilliseconds", 60_000.0 * (31 - ago) / 3, at),
+        ]
+    data = [
+        {"MetricName": metric, "Dimensions": [{"Name": "StreamName", "Value": name}], "Timestamp": at, "Value": value}
+        for name, metric, value, at in points
+    ]
+    async with AioSession().create_client(
+        "cloudwatch",
+        region_name="us-east-1",
+        endpoint_url=kinesis.endpoint_url,
+        aws_access_key_id=DUMMY_CREDENTIALS[0],
+        aws_secret_access_key=DUMMY_CREDENTIALS[1],
+    ) as cloudwatch:
         await cloudwatch.put_metric_data(Namespace="AWS/Kinesis", MetricData=data)
 
 
 async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
     from console.ui.app import KConsoleApp
-    from console.ui.screens.reshard import ReshardPreviewScreen
     from console.ui.screens.prompt import PromptScreen
+    from console.ui.screens.reshard import ReshardPreviewScreen
 
     size = (80, 30) if view == "shards-80-columns" else (120, 36)
     app = KConsoleApp(kinesis, stream=stream, interval=60)
@@ -115,9 +153,14 @@ async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
             from console.ui.screens.stream_picker import StreamPickerScreen
 
             await pilot.press("p")
-            await wait_until(pilot, lambda: isinstance(app.screen, StreamPickerScreen)
-                             and "in trouble" in str(app.screen.query_one("#picker-status").render())
-                             and all(f.open_shards is not None for f in app.screen.streams))
+            await wait_until(
+                pilot,
+                lambda: (
+                    isinstance(app.screen, StreamPickerScreen)
+                    and "in trouble" in str(app.screen.query_one("#picker-status").render())
+                    and all(f.open_shards is not None for f in app.screen.streams)
+                ),
+            )
         elif view == "stream-actions":
             from console.ui.screens.stream_actions import StreamActionsScreen
 

@@ -30,14 +30,24 @@ class RunTruth:
     keys_reordered: list[str] = field(default_factory=list)
 
     def as_row(self) -> dict:
-        return {"read": self.records, "lost": self.lost, "duplicated": self.duplicated,
-                "reordered": self.reordered, "late_duplicates": self.late_duplicates}
+        return {
+            "read": self.records,
+            "lost": self.lost,
+            "duplicated": self.duplicated,
+            "reordered": self.reordered,
+            "late_duplicates": self.late_duplicates,
+        }
 
 
 def _client(endpoint_url: str):
     session = botocore.session.get_session()
-    return session.create_client("kinesis", region_name="us-east-1", endpoint_url=endpoint_url,
-                                 aws_access_key_id="truth", aws_secret_access_key="truth")
+    return session.create_client(
+        "kinesis",
+        region_name="us-east-1",
+        endpoint_url=endpoint_url,
+        aws_access_key_id="truth",
+        aws_secret_access_key="truth",
+    )
 
 
 def _shards_parents_first(client, stream: str) -> list[dict]:
@@ -61,8 +71,9 @@ def read_run(endpoint_url: str, stream: str, run_id: str, *, keys: list[str], re
     client = _client(endpoint_url)
     per_key: dict[str, list[int]] = defaultdict(list)
     for shard in _shards_parents_first(client, stream):
-        iterator = client.get_shard_iterator(StreamName=stream, ShardId=shard["ShardId"],
-                                             ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        iterator = client.get_shard_iterator(
+            StreamName=stream, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
         while iterator:
             page = client.get_records(ShardIterator=iterator, Limit=10000)
             for record in page["Records"]:

@@ -36,7 +36,7 @@ class SplitPages:
         self.empty_pages_given = 0
         self._tokens = itertools.count()
 
-    def install(self, backend) -> "SplitPages":
+    def install(self, backend) -> SplitPages:
         events = backend._client.meta.events
         events.register("before-call.kinesis.GetShardIterator", self._note_shard)
         events.register("after-call.kinesis.GetShardIterator", self._note_iterator)

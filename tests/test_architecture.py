@@ -18,12 +18,23 @@ CONSOLE = Path(__file__).resolve().parents[1] / "console"
 # keyspace and bounds (the limits on every number a user gives); read and
 # backend stand side by side (neither imports the other), as do produce, heat and reshard.
 LAYERS: dict[str, int] = {
-    "errors": 0, "userdirs": 0, "words": 0, "__init__": 0,
-    "keyspace": 1, "bounds": 1, "config": 1,
+    "errors": 0,
+    "userdirs": 0,
+    "words": 0,
+    "__init__": 0,
+    "keyspace": 1,
+    "bounds": 1,
+    "config": 1,
     "topology": 2,
-    "read": 3, "backend": 3,
-    "produce": 4, "heat": 4, "reshard": 4, "lifecycle": 4, "consumers": 4,
-    "commands": 5, "ui": 5,
+    "read": 3,
+    "backend": 3,
+    "produce": 4,
+    "heat": 4,
+    "reshard": 4,
+    "lifecycle": 4,
+    "consumers": 4,
+    "commands": 5,
+    "ui": 5,
     "cli": 6,
 }
 DOMAIN = {"keyspace", "topology", "read", "produce", "heat", "reshard", "lifecycle", "consumers"}
@@ -123,8 +134,9 @@ def test_no_import_circles():
 
 def upward_imports(module: str, graph: dict[str, set[str]]) -> list[str]:
     own = top_package(module)
-    return sorted(i for i in graph[module]
-                  if top_package(i) not in (own, "__init__") and LAYERS[top_package(i)] >= LAYERS[own])
+    return sorted(
+        i for i in graph[module] if top_package(i) not in (own, "__init__") and LAYERS[top_package(i)] >= LAYERS[own]
+    )
 
 
 def test_the_check_sees_an_upward_and_a_sideways_import(tmp_path):
@@ -135,7 +147,11 @@ def test_the_check_sees_an_upward_and_a_sideways_import(tmp_path):
     found = imports_of(fake, "console.keyspace.sub.probe")
     assert found >= {"console.ui", "console.ui.app", "console.backend.kinesis"}
     graph = {"console.keyspace.probe": found, "console.read.probe": {"console.backend.kinesis"}}
-    assert upward_imports("console.keyspace.probe", graph) == ["console.backend.kinesis", "console.ui", "console.ui.app"]
+    assert upward_imports("console.keyspace.probe", graph) == [
+        "console.backend.kinesis",
+        "console.ui",
+        "console.ui.app",
+    ]
     assert upward_imports("console.read.probe", graph) == ["console.backend.kinesis"]
 
 
@@ -144,15 +160,22 @@ def test_the_check_sees_an_upward_and_a_sideways_import(tmp_path):
 PROTOCOL = "console.backend.protocol"
 # The launcher puts the console together: it alone opens a backend (open_backend, from its config)
 # and hands the app what the protocol describes. Every other UI module sees only the protocol.
-OPENS_THE_BACKEND = {"console.ui.launch": {"console.backend", "console.backend.BackendConfig",
-                                           "console.backend.open_backend"}}
+OPENS_THE_BACKEND = {
+    "console.ui.launch": {"console.backend", "console.backend.BackendConfig", "console.backend.open_backend"}
+}
 UI_MODULES = sorted(m for m in MODULES if top_package(m) == "ui")
 
 
 def backend_imports_beyond_the_protocol(module: str, found: set[str]) -> list[str]:
     allowed = OPENS_THE_BACKEND.get(module, set())
-    return sorted(i for i in found if (i == "console.backend" or i.startswith("console.backend."))
-                  and i != PROTOCOL and not i.startswith(PROTOCOL + ".") and i not in allowed)
+    return sorted(
+        i
+        for i in found
+        if (i == "console.backend" or i.startswith("console.backend."))
+        and i != PROTOCOL
+        and not i.startswith(PROTOCOL + ".")
+        and i not in allowed
+    )
 
 
 @pytest.mark.parametrize("module", UI_MODULES)
@@ -167,17 +190,28 @@ def test_ui_reaches_the_backend_only_through_the_protocol(module):
 def test_the_ui_names_the_protocol():
     naming = [m for m in UI_MODULES if "ConsoleBackend" in MODULES[m].read_text()]
     # The app takes it, and every panel that runs work on the backend holds one.
-    assert {"console.ui.app", "console.ui.launch", "console.ui.panels.producer", "console.ui.panels.tail",
-            "console.ui.panels.heat", "console.ui.panels.consumers"} <= set(naming)
+    assert {
+        "console.ui.app",
+        "console.ui.launch",
+        "console.ui.panels.producer",
+        "console.ui.panels.tail",
+        "console.ui.panels.heat",
+        "console.ui.panels.consumers",
+    } <= set(naming)
 
 
 def test_the_seam_check_sees_a_ui_module_reaching_past_the_protocol(tmp_path):
     fake = tmp_path / "probe.py"
-    fake.write_text("from console.backend.protocol import ConsoleBackend\nfrom ...backend import kinesis\n"
-                    "from console.backend import open_backend\n")
+    fake.write_text(
+        "from console.backend.protocol import ConsoleBackend\nfrom ...backend import kinesis\n"
+        "from console.backend import open_backend\n"
+    )
     found = imports_of(fake, "console.ui.panels.probe")
     assert backend_imports_beyond_the_protocol("console.ui.panels.probe", found) == [
-        "console.backend", "console.backend.kinesis", "console.backend.open_backend"]
+        "console.backend",
+        "console.backend.kinesis",
+        "console.backend.open_backend",
+    ]
     assert backend_imports_beyond_the_protocol("console.ui.launch", found) == ["console.backend.kinesis"]
 
 
@@ -194,7 +228,11 @@ def attributes_set_in_init(cls: type) -> set[str]:
         for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(init)))):
             if isinstance(node, (ast.Assign, ast.AnnAssign)):
                 for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"
+                    ):
                         names.add(target.attr)
     return names
 
@@ -204,8 +242,11 @@ def protocol_methods() -> dict[str, object]:
 
     from console.backend.protocol import ConsoleBackend
 
-    return {name: member for name, member in inspect.getmembers(ConsoleBackend)
-            if not name.startswith("_") and (inspect.isfunction(member) or isinstance(member, property))}
+    return {
+        name: member
+        for name, member in inspect.getmembers(ConsoleBackend)
+        if not name.startswith("_") and (inspect.isfunction(member) or isinstance(member, property))
+    }
 
 
 def protocol_breaches(cls: type) -> list[str]:
@@ -234,8 +275,9 @@ def protocol_breaches(cls: type) -> list[str]:
     return breaches
 
 
-@pytest.mark.parametrize("implementation", ["console.backend.kinesis:KinesisBackend",
-                                            "console.ui.launch:PrefetchingSource"])
+@pytest.mark.parametrize(
+    "implementation", ["console.backend.kinesis:KinesisBackend", "console.ui.launch:PrefetchingSource"]
+)
 def test_the_backend_and_the_prefetching_wrapper_implement_the_protocol(implementation):
     """Every call the protocol lists exists on both, taking the same parameters, and the wrapper
     forwards each one by name (no __getattr__ catching the rest)."""

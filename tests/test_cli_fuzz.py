@@ -36,8 +36,11 @@ def _commands() -> dict[tuple[str, ...], list[argparse.Action]]:
     found = {}
 
     def walk(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> None:
-        found[path] = [a for a in parser._actions if not isinstance(a, argparse._SubParsersAction)
-                       and not {"-h", "--version"} & set(a.option_strings)]
+        found[path] = [
+            a
+            for a in parser._actions
+            if not isinstance(a, argparse._SubParsersAction) and not {"-h", "--version"} & set(a.option_strings)
+        ]
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction):
                 for name, child in action.choices.items():
@@ -56,20 +59,68 @@ COMMANDS = _commands()
 EVERY_OPTION = sorted({s for actions in COMMANDS.values() for a in actions for s in a.option_strings})
 
 # Values at and around every bound, malformed numbers, hostile text and awkward paths.
-NUMBERS = ["0", "1", "2", "3", "4", "8", "-1", "-5", "0.5", "1e9", "1e308", "nan", "inf", "-inf", "10000",
-           "10001", "100000", "100001", "500", "501", "65535", "65536", "99999999999", "9" * 5000, "0x10",
-           "1_000", " 7 ", ""]
+NUMBERS = [
+    "0",
+    "1",
+    "2",
+    "3",
+    "4",
+    "8",
+    "-1",
+    "-5",
+    "0.5",
+    "1e9",
+    "1e308",
+    "nan",
+    "inf",
+    "-inf",
+    "10000",
+    "10001",
+    "100000",
+    "100001",
+    "500",
+    "501",
+    "65535",
+    "65536",
+    "99999999999",
+    "9" * 5000,
+    "0x10",
+    "1_000",
+    " 7 ",
+    "",
+]
 HASH_KEYS = ["0", "1", str(2**127), str(2**128 - 1), str(2**128), "-1", "midpoint", "MIDPOINT"]
-WORDS = ["orders", "bad name!", "a" * 129, "a" * 257, "shardId-000000000000", "shardId-000000000001",
-         "x\x1b[2Jy", "[bold red]x[/]", "[/]", "\u202e\u009b", "é", "latest", "trim-horizon",
-         "2026-11-23T10:00:00Z", "49590338271490256608559692538361571095921575989136588898", "-", "--"]
+WORDS = [
+    "orders",
+    "bad name!",
+    "a" * 129,
+    "a" * 257,
+    "shardId-000000000000",
+    "shardId-000000000001",
+    "x\x1b[2Jy",
+    "[bold red]x[/]",
+    "[/]",
+    "\u202e\u009b",
+    "é",
+    "latest",
+    "trim-horizon",
+    "2026-11-23T10:00:00Z",
+    "49590338271490256608559692538361571095921575989136588898",
+    "-",
+    "--",
+]
 PATHS = ["keys.txt", "binary.bin", "empty.txt", "missing.txt", "a-directory", "-"]
 
 
 def value_tokens(directory: str) -> st.SearchStrategy[str]:
     paths = [p if p == "-" else os.path.join(directory, p) for p in PATHS]
-    return st.one_of(st.sampled_from(NUMBERS), st.sampled_from(HASH_KEYS), st.sampled_from(WORDS),
-                     st.sampled_from(paths), st.text(max_size=12))
+    return st.one_of(
+        st.sampled_from(NUMBERS),
+        st.sampled_from(HASH_KEYS),
+        st.sampled_from(WORDS),
+        st.sampled_from(paths),
+        st.text(max_size=12),
+    )
 
 
 def plausible(action: argparse.Action, directory: str) -> st.SearchStrategy[str]:
@@ -94,8 +145,10 @@ def argument_vectors(draw, directory: str) -> list[str]:
     for action in (a for a in actions if not a.option_strings):
         if draw(st.integers(0, 9)):
             count = draw(st.integers(0, 3)) if action.nargs in ("*", "+") else 1
-            argv += [draw(st.sampled_from(["orders", "k1", "user-7"]) if draw(st.booleans()) else values)
-                     for _ in range(count)]
+            argv += [
+                draw(st.sampled_from(["orders", "k1", "user-7"]) if draw(st.booleans()) else values)
+                for _ in range(count)
+            ]
     options = [a for a in actions if a.option_strings]
     chosen = [a for a in options if a.required and draw(st.integers(0, 9))]
     chosen += [draw(st.sampled_from(options)) for _ in range(draw(st.integers(0, 4)))] if options else []
@@ -145,8 +198,13 @@ def offline(fuzz_directory, monkeypatch):
         return resolve(host, *args, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", local_only)
-    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_KINESIS", "AWS_ENDPOINT_URL_STS",
-                 "AWS_ENDPOINT_URL_CLOUDWATCH", "AWS_ENDPOINT_URL_DYNAMODB"):
+    for name in (
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_KINESIS",
+        "AWS_ENDPOINT_URL_STS",
+        "AWS_ENDPOINT_URL_CLOUDWATCH",
+        "AWS_ENDPOINT_URL_DYNAMODB",
+    ):
         monkeypatch.setenv(name, closed)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "fuzz")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "fuzz")
@@ -190,7 +248,7 @@ def run_case(argv: list[str]) -> tuple[int, str]:
 
 def check(argv: list[str], endpoint: str) -> None:
     # Right after the command's name, where no drawn option or `--` can swallow it.
-    command = max((len(path) for path in COMMANDS if tuple(argv[:len(path)]) == path), default=0)
+    command = max((len(path) for path in COMMANDS if tuple(argv[: len(path)]) == path), default=0)
     argv = [*argv[:command], "--endpoint-url", endpoint, *argv[command:]]
     FOREIGN_HOSTS.clear()
     code, err = run_case(argv)
@@ -204,8 +262,12 @@ def check(argv: list[str], endpoint: str) -> None:
 
 @pytest.mark.timeout(900)
 def test_no_argument_vector_gives_a_traceback(offline, fuzz_directory):
-    @settings(max_examples=300, deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=300,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
     @given(argument_vectors(fuzz_directory))
     def case(argv):
         check(argv, offline)
@@ -217,8 +279,11 @@ def test_no_argument_vector_gives_a_traceback(offline, fuzz_directory):
 @pytest.mark.skipif(not os.environ.get("KCONSOLE_SLOW"), reason="the long fuzz run: KCONSOLE_SLOW=1 pytest -m slow")
 @pytest.mark.timeout(0)
 def test_no_argument_vector_gives_a_traceback_long_run(offline, fuzz_directory):
-    @settings(max_examples=int(os.environ.get("KCONSOLE_FUZZ_EXAMPLES", "5000")), deadline=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=int(os.environ.get("KCONSOLE_FUZZ_EXAMPLES", "5000")),
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(argument_vectors(fuzz_directory))
     def case(argv):
         check(argv, offline)

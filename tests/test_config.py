@@ -28,8 +28,17 @@ def test_one_bad_value_keeps_the_others_and_is_named(tmp_path):
     assert "\n" not in warning
 
 
-@pytest.mark.parametrize("text", ['read_only = "yes"', "read_only = 1", "read_only = []", "read_only = tru",
-                                  'read_only = true\ninterval = ', "read_only = false\nread_only = true"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        'read_only = "yes"',
+        "read_only = 1",
+        "read_only = []",
+        "read_only = tru",
+        "read_only = true\ninterval = ",
+        "read_only = false\nread_only = true",
+    ],
+)
 def test_a_present_but_unusable_read_only_means_read_only(tmp_path, text):
     config, warning = config_of(tmp_path, text + "\n")
     assert config.read_only is True
@@ -64,8 +73,19 @@ def test_the_cli_reports_a_bad_config_and_keeps_read_only(tmp_path, monkeypatch,
     path = tmp_path / "config.toml"
     path.write_text('read_only = true\ninterval = "fast"\n', encoding="utf-8")
     monkeypatch.setenv("KCONSOLE_CONFIG", str(path))
-    code = cli.main(["produce", "orders", "--keys", "1", "--records-per-key", "1", "--json",
-                     "--endpoint-url", f"http://127.0.0.1:{free_port()}"])
+    code = cli.main(
+        [
+            "produce",
+            "orders",
+            "--keys",
+            "1",
+            "--records-per-key",
+            "1",
+            "--json",
+            "--endpoint-url",
+            f"http://127.0.0.1:{free_port()}",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 1 and json.loads(out)["error"]["code"] == "read_only"
     warning, error = err.strip().splitlines()
@@ -81,11 +101,18 @@ def test_an_offline_command_names_a_bad_config_too(tmp_path, monkeypatch, capsys
     assert capsys.readouterr().err.count("kconsole: warning: config") == 1
 
 
-@pytest.mark.parametrize("environment", [
-    {"XDG_CONFIG_HOME": None}, {"XDG_CONFIG_HOME": ""}, {"XDG_CONFIG_HOME": "  "},
-    {"XDG_CONFIG_HOME": "/srv/settings"}, {"XDG_CONFIG_HOME": "relative/settings"},
-    {"XDG_CONFIG_HOME": None, "HOME": "relative-home"}, {"XDG_CONFIG_HOME": "/srv/settings", "HOME": ""},
-])
+@pytest.mark.parametrize(
+    "environment",
+    [
+        {"XDG_CONFIG_HOME": None},
+        {"XDG_CONFIG_HOME": ""},
+        {"XDG_CONFIG_HOME": "  "},
+        {"XDG_CONFIG_HOME": "/srv/settings"},
+        {"XDG_CONFIG_HOME": "relative/settings"},
+        {"XDG_CONFIG_HOME": None, "HOME": "relative-home"},
+        {"XDG_CONFIG_HOME": "/srv/settings", "HOME": ""},
+    ],
+)
 def test_the_config_file_is_where_platformdirs_puts_it(monkeypatch, environment):
     # console.userdirs finds the file without importing platformdirs when the XDG rule is plain.
     import platformdirs
@@ -104,8 +131,10 @@ def test_the_config_file_is_where_platformdirs_puts_it(monkeypatch, environment)
 def test_the_config_costs_a_command_only_what_the_file_needs(tmp_path):
     # Every command looks for the config file: without one nothing is parsed, a file as save_config
     # writes it is read without tomllib, and only anything else loads tomllib.
-    code = ("import sys; from console import cli; cli.main(['predict', 'k'])\n"
-            "print(sorted(m for m in ('console.config', 'tomllib', 'platformdirs') if m in sys.modules))\n")
+    code = (
+        "import sys; from console import cli; cli.main(['predict', 'k'])\n"
+        "print(sorted(m for m in ('console.config', 'tomllib', 'platformdirs') if m in sys.modules))\n"
+    )
     env = {**os.environ, "HOME": str(tmp_path), "KCONSOLE_CONFIG": ""}
     env.pop("XDG_CONFIG_HOME", None)
 
@@ -123,13 +152,33 @@ def test_the_config_costs_a_command_only_what_the_file_needs(tmp_path):
     assert loaded() == "['console.config', 'tomllib']"
 
 
-@pytest.mark.parametrize("text", [
-    "", "\n", 'interval = 2.5\ntheme = "nord"\nread_only = true\nkey_format = "hex"\n', "interval = 3\r\n",
-    'last_stream = "orders.v1"', "read_only = false\nread_only = true\n", "interval = 05\n", "interval = 1_0\n",
-    'theme = "a\\tb"\n', 'theme = "a\tb"\n', "interval = 3\r", "# a comment\ninterval = 3\n", " interval = 3\n",
-    "interval=3\n", "interval = nan\n", "interval = NaN\n", 'theme = "\\/"\n', "interval = -0.0\n",
-    "interval = 1e3\n", 'theme = "ünï"\n', "[table]\ninterval = 3\n", "interval = 3 # why\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "\n",
+        'interval = 2.5\ntheme = "nord"\nread_only = true\nkey_format = "hex"\n',
+        "interval = 3\r\n",
+        'last_stream = "orders.v1"',
+        "read_only = false\nread_only = true\n",
+        "interval = 05\n",
+        "interval = 1_0\n",
+        'theme = "a\\tb"\n',
+        'theme = "a\tb"\n',
+        "interval = 3\r",
+        "# a comment\ninterval = 3\n",
+        " interval = 3\n",
+        "interval=3\n",
+        "interval = nan\n",
+        "interval = NaN\n",
+        'theme = "\\/"\n',
+        "interval = -0.0\n",
+        "interval = 1e3\n",
+        'theme = "ünï"\n',
+        "[table]\ninterval = 3\n",
+        "interval = 3 # why\n",
+    ],
+)
 def test_the_quick_reader_agrees_with_tomllib(text):
     # Files save_config writes are read without tomllib; whatever the quick reader takes must mean the
     # same to tomllib, and whatever it refuses goes to tomllib.

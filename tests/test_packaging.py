@@ -20,18 +20,22 @@ def test_the_console_package_imported_is_this_project():
     version = getattr(console, "__version__", None)
     assert version is not None, (
         f"the 'console' package imported from {console.__file__} is not kconsole's (no __version__): "
-        "another package named 'console' shadows it; install kconsole in its own environment")
+        "another package named 'console' shadows it; install kconsole in its own environment"
+    )
     assert Path(console.__file__).resolve().parent == ROOT / "console", (
         f"'console' is imported from {console.__file__}, not this checkout ({ROOT / 'console'}); "
-        "install kconsole in its own environment (pip install -e '.[test]')")
+        "install kconsole in its own environment (pip install -e '.[test]')"
+    )
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert version == project["version"], f"console.__version__ {version} != pyproject version {project['version']}"
 
 
 def test_lean_dependencies_leave_the_embedded_server_to_the_local_extra():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    names = {requirement.split("[")[0].split(">")[0].split("=")[0].split("<")[0].strip().lower()
-             for requirement in project["dependencies"]}
+    names = {
+        requirement.split("[")[0].split(">")[0].split("=")[0].split("<")[0].strip().lower()
+        for requirement in project["dependencies"]
+    }
     assert not names & {"moto", "flask", "flask-cors", "waitress"}, names
     extras = project["optional-dependencies"]
     assert any(requirement.startswith("moto") for requirement in extras["local"])
@@ -41,8 +45,7 @@ def test_lean_dependencies_leave_the_embedded_server_to_the_local_extra():
 def _cli_without(module: str, *argv: str) -> subprocess.CompletedProcess:
     """Run the CLI in a child where `module` cannot be imported (None in sys.modules is Python's own
     way to block an import), as on a lean install."""
-    code = (f"import sys; sys.modules[{module!r}] = None\n"
-            f"from console.cli import main; sys.exit(main({list(argv)!r}))")
+    code = f"import sys; sys.modules[{module!r}] = None\nfrom console.cli import main; sys.exit(main({list(argv)!r}))"
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
 
 
@@ -51,7 +54,8 @@ def test_local_without_the_extra_says_what_to_install():
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         "kconsole: error: the embedded local Kinesis needs moto, which this install lacks: "
-        "pip install 'kconsole[local]'"]
+        "pip install 'kconsole[local]'"
+    ]
     assert json.loads(result.stdout)["error"]["code"] == "local_extra_missing"
 
 

@@ -72,12 +72,26 @@ def test_every_readme_line_runs_as_written(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     env = {key: value for key, value in os.environ.items() if not key.startswith(("AWS_", "KCONSOLE_"))}
-    env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
-               XDG_STATE_HOME=str(home / ".state"), XDG_DATA_HOME=str(home / ".data"),
-               AWS_ACCESS_KEY_ID="readme", AWS_SECRET_ACCESS_KEY="readme", AWS_DEFAULT_REGION="us-east-1",
-               AWS_EC2_METADATA_DISABLED="true", COLUMNS="120")
-    server = subprocess.Popen([str(bin_dir / "kconsole"), "local", "serve", "--port", str(port), "--stream", "orders",
-                               "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=work, text=True)
+    env.update(
+        PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_STATE_HOME=str(home / ".state"),
+        XDG_DATA_HOME=str(home / ".data"),
+        AWS_ACCESS_KEY_ID="readme",
+        AWS_SECRET_ACCESS_KEY="readme",
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_EC2_METADATA_DISABLED="true",
+        COLUMNS="120",
+    )
+    server = subprocess.Popen(
+        [str(bin_dir / "kconsole"), "local", "serve", "--port", str(port), "--stream", "orders", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=work,
+        text=True,
+    )
     try:
         announced = json.loads(server.stdout.readline() or "{}")
         assert announced.get("endpoint_url") == f"http://127.0.0.1:{port}", server.stderr.read()
@@ -88,8 +102,10 @@ def test_every_readme_line_runs_as_written(tmp_path):
                 continue
             command = line.replace(f"127.0.0.1:{README_PORT}", f"127.0.0.1:{port}")
             ran.append(line)
-            script.append(f"started=$EPOCHREALTIME; {{ {command}\n}} > out.{index} 2>&1 < /dev/null; "
-                          f"echo \"{index} $? $started $EPOCHREALTIME\" >> exits")
+            script.append(
+                f"started=$EPOCHREALTIME; {{ {command}\n}} > out.{index} 2>&1 < /dev/null; "
+                f'echo "{index} $? $started $EPOCHREALTIME" >> exits'
+            )
         subprocess.run(["bash", "-c", "\n".join(script)], cwd=work, env=env, timeout=400, check=False)
         exits, seconds = {}, {}
         for index, code, started, ended in (line.split() for line in (work / "exits").read_text().splitlines()):
@@ -111,8 +127,10 @@ def test_every_readme_line_runs_as_written(tmp_path):
             server.kill()
 
 
-@pytest.mark.parametrize("line", ["kconsole --local", "kconsole web --local --port 8000",
-                                  "kconsole completion fish | source         # in fish"])
+@pytest.mark.parametrize(
+    "line",
+    ["kconsole --local", "kconsole web --local --port 8000", "kconsole completion fish | source         # in fish"],
+)
 def test_the_lines_not_run_are_only_the_named_kinds(line):
     assert reason_not_run(line) is not None
     assert reason_not_run("kconsole streams") is None and shlex.split("kconsole streams")

@@ -44,18 +44,43 @@ from console.errors import BackendError, ConsoleError, EndpointUnreachable
 log = logging.getLogger("console.backend")
 
 # Server-side hiccups worth another try, like throttling (but not reported as throttling).
-_TRANSIENT_CODES = frozenset({"InternalFailure", "InternalFailureException", "ServiceUnavailable",
-                              "ServiceUnavailableException", "InternalServerError",
-                              "500", "502", "503", "504"})  # bare HTTP statuses: a gateway failing, no error body
+_TRANSIENT_CODES = frozenset(
+    {
+        "InternalFailure",
+        "InternalFailureException",
+        "ServiceUnavailable",
+        "ServiceUnavailableException",
+        "InternalServerError",
+        "500",
+        "502",
+        "503",
+        "504",
+    }
+)  # bare HTTP statuses: a gateway failing, no error body
 _PUT_OPERATIONS = frozenset({"PutRecord", "PutRecords"})
 # Calls that change nothing: asked again after a dropped connection or a timeout, they cannot do harm.
 # Anything else is retried on a failed connection only when nothing was sent (connection refused).
-_IDEMPOTENT_READS = frozenset({
-    "ListStreams", "ListShards", "DescribeStream", "DescribeStreamSummary", "DescribeLimits",
-    "DescribeStreamConsumer", "ListStreamConsumers", "GetShardIterator", "GetRecords",
-    "GetMetricData", "GetMetricStatistics", "GetCallerIdentity",
-    "GetItem", "BatchGetItem", "Query", "Scan", "DescribeTable",
-})
+_IDEMPOTENT_READS = frozenset(
+    {
+        "ListStreams",
+        "ListShards",
+        "DescribeStream",
+        "DescribeStreamSummary",
+        "DescribeLimits",
+        "DescribeStreamConsumer",
+        "ListStreamConsumers",
+        "GetShardIterator",
+        "GetRecords",
+        "GetMetricData",
+        "GetMetricStatistics",
+        "GetCallerIdentity",
+        "GetItem",
+        "BatchGetItem",
+        "Query",
+        "Scan",
+        "DescribeTable",
+    }
+)
 # AWS names its reads so: an operation added later (ListTagsForResource, DescribeAccountSettings)
 # is a read by its name; anything else is taken to write.
 _READ_PREFIXES = ("List", "Describe", "Get", "BatchGet", "Query", "Scan")
@@ -147,27 +172,33 @@ class CallPath:
                 if retry and attempt < most:
                     attempt += 1
                     delay = min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
-                    event = RetryEvent(operation, failure or code or "unknown", attempt, delay, connection=bool(failure))
+                    event = RetryEvent(
+                        operation, failure or code or "unknown", attempt, delay, connection=bool(failure)
+                    )
                     if quick:  # a wrong URL says so once, in its error line, not in retry lines first
                         self.retries += 1
                     else:
                         self._report_retry(event)
                     await asyncio.sleep(delay)
                     continue
-                translated = translate(error, operation=operation, where=self.label, endpoint_url=self.endpoint_url,
-                                       service=service)
+                translated = translate(
+                    error, operation=operation, where=self.label, endpoint_url=self.endpoint_url, service=service
+                )
                 if isinstance(translated, EndpointUnreachable) and failure in (TIMED_OUT, NOT_CONNECTED):
                     translated = self._with_timeouts(translated, error, operation, attempt + 1)
                 elif isinstance(translated, BackendError) and code in _TRANSIENT_CODES and not is_read(operation):
                     translated.code = "server_error"  # it may have been applied: the caller settles it
                 raise (error if translated is None else translated) from None
 
-    def _with_timeouts(self, translated: EndpointUnreachable, error: Exception, operation: str,
-                       attempts: int) -> EndpointUnreachable:
+    def _with_timeouts(
+        self, translated: EndpointUnreachable, error: Exception, operation: str, attempts: int
+    ) -> EndpointUnreachable:
         """A timeout's error line names both timeouts, the one that ran out, and the attempts made."""
         url = (getattr(error, "kwargs", {}) or {}).get("endpoint_url") or self.endpoint_url or "the endpoint"
-        timeouts = (f"connect timeout {_seconds(self.config.connect_timeout)}, "
-                    f"read timeout {_seconds(self.config.read_timeout)}")
+        timeouts = (
+            f"connect timeout {_seconds(self.config.connect_timeout)}, "
+            f"read timeout {_seconds(self.config.read_timeout)}"
+        )
         tries = f", {attempts} attempts" if attempts > 1 else ""
         if isinstance(error, ConnectTimeoutError):
             message = f"cannot reach {url}: connection timed out, the connect timeout ran out ({operation}; {timeouts}{tries})"

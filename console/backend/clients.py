@@ -48,8 +48,9 @@ def client_config(config: BackendConfig | None = None) -> Any:
     )
 
 
-def create_client(session: Any, service: str, region: str, endpoint_url: str | None,
-                   config: Any, credentials: tuple[str, str] | None) -> Any:
+def create_client(
+    session: Any, service: str, region: str, endpoint_url: str | None, config: Any, credentials: tuple[str, str] | None
+) -> Any:
     kwargs: dict[str, Any] = {"region_name": region, "config": config}
     if endpoint_url:
         kwargs["endpoint_url"] = endpoint_url
@@ -82,8 +83,16 @@ class SideClients:
     """The backend's clients for CloudWatch, DynamoDB and STS, each opened on first use and closed
     with the backend."""
 
-    def __init__(self, session: Any, stack: contextlib.AsyncExitStack, *, region: str, endpoint_url: str | None,
-                 config: Any, credentials: tuple[str, str] | None) -> None:
+    def __init__(
+        self,
+        session: Any,
+        stack: contextlib.AsyncExitStack,
+        *,
+        region: str,
+        endpoint_url: str | None,
+        config: Any,
+        credentials: tuple[str, str] | None,
+    ) -> None:
         self._session = session
         self._stack = stack
         self._region = region
@@ -95,8 +104,8 @@ class SideClients:
     async def get(self, service: str) -> Any:
         if service not in self._clients:
             self._clients[service] = await self._stack.enter_async_context(
-                create_client(self._session, service, self._region, self._endpoint_url,
-                              self._config, self._credentials))
+                create_client(self._session, service, self._region, self._endpoint_url, self._config, self._credentials)
+            )
         return self._clients[service]
 
 
@@ -134,7 +143,8 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
             credentials = await credentials_for(session, config)
             settings = client_config(config)
             client = await stack.enter_async_context(
-                create_client(session, "kinesis", region, endpoint_url, settings, credentials))
+                create_client(session, "kinesis", region, endpoint_url, settings, credentials)
+            )
         except BotoCoreError as error:
             translated = translate(error, operation="connect", where=config.label, endpoint_url=endpoint_url)
             if translated is None:
@@ -143,9 +153,15 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
         # --endpoint-url and the embedded server stand for every service; an endpoint configured for
         # Kinesis alone (AWS_ENDPOINT_URL_KINESIS), like AWS itself, leaves botocore to resolve the others.
         shared = endpoint_url if config.endpoint_source is None else None
-        side_clients = SideClients(session, stack, region=region, endpoint_url=shared, config=settings,
-                                   credentials=credentials)
-        backend = KinesisBackend(config, client, region=region, endpoint_url=endpoint_url or client.meta.endpoint_url,
-                                 side_client=side_clients.get)
+        side_clients = SideClients(
+            session, stack, region=region, endpoint_url=shared, config=settings, credentials=credentials
+        )
+        backend = KinesisBackend(
+            config,
+            client,
+            region=region,
+            endpoint_url=endpoint_url or client.meta.endpoint_url,
+            side_client=side_clients.get,
+        )
         backend.local_server = local_server
         yield backend

@@ -19,44 +19,59 @@ class CloudWatchBackend:
         self._calls = calls
         self._client = client
 
-    async def shard_metrics(self, stream: str, shard_ids: list[str], metrics: dict[str, str],
-                            start: datetime, end: datetime,
-                            period: int = 60) -> dict[str, dict[str, list[tuple[datetime, float]]]]:
+    async def shard_metrics(
+        self,
+        stream: str,
+        shard_ids: list[str],
+        metrics: dict[str, str],
+        start: datetime,
+        end: datetime,
+        period: int = 60,
+    ) -> dict[str, dict[str, list[tuple[datetime, float]]]]:
         """Per-shard CloudWatch series ({shard id: {metric: points}}) of shard-level metrics
         ({metric name: statistic}; they need enhanced monitoring on AWS). One GetMetricData query per
         shard and metric, sent in pages of 500 (its limit): 10,000 shards x 4 metrics is 80 calls."""
         pairs = [(shard_id, metric) for shard_id in shard_ids for metric in metrics]
         result: dict[str, dict[str, list]] = {shard_id: {metric: [] for metric in metrics} for shard_id in shard_ids}
         for offset in range(0, len(pairs), QUERIES_PER_CALL):
-            batch = pairs[offset:offset + QUERIES_PER_CALL]
-            queries = [_metric_query(index, metric, metrics[metric], period, StreamName=stream, ShardId=shard_id)
-                       for index, (shard_id, metric) in enumerate(batch)]
+            batch = pairs[offset : offset + QUERIES_PER_CALL]
+            queries = [
+                _metric_query(index, metric, metrics[metric], period, StreamName=stream, ShardId=shard_id)
+                for index, (shard_id, metric) in enumerate(batch)
+            ]
             for index, points in (await self._metric_data(queries, start, end)).items():
                 shard_id, metric = batch[index]
                 result[shard_id][metric].extend(points)
-        return {shard_id: {metric: sorted(points) for metric, points in series.items()}
-                for shard_id, series in result.items()}
+        return {
+            shard_id: {metric: sorted(points) for metric, points in series.items()}
+            for shard_id, series in result.items()
+        }
 
-    async def stream_metrics(self, stream: str, metrics: dict[str, str], start: datetime, end: datetime,
-                             period: int = 60) -> dict[str, list[tuple[datetime, float]]]:
+    async def stream_metrics(
+        self, stream: str, metrics: dict[str, str], start: datetime, end: datetime, period: int = 60
+    ) -> dict[str, list[tuple[datetime, float]]]:
         """Stream-level CloudWatch series (free, no enhanced monitoring): {metric name: statistic}."""
         names = list(metrics)
-        queries = [_metric_query(index, name, metrics[name], period, StreamName=stream)
-                   for index, name in enumerate(names)]
+        queries = [
+            _metric_query(index, name, metrics[name], period, StreamName=stream) for index, name in enumerate(names)
+        ]
         found = await self._metric_data(queries, start, end)
         return {name: sorted(found.get(index, [])) for index, name in enumerate(names)}
 
-    async def streams_metrics(self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime,
-                              period: int = 60) -> "StreamsMetrics":
+    async def streams_metrics(
+        self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime, period: int = 60
+    ) -> StreamsMetrics:
         """Stream-level series of many streams ({stream: {metric: points}}): one query per stream and
         metric, 500 to a GetMetricData call (its limit), so 1,000 streams x 5 metrics is 10 calls. A
         query CloudWatch answers Forbidden or InternalError marks its stream; the others keep theirs."""
         pairs = [(stream, metric) for stream in streams for metric in metrics]
         found = StreamsMetrics({stream: {metric: [] for metric in metrics} for stream in streams}, {}, 0)
         for offset in range(0, len(pairs), QUERIES_PER_CALL):
-            batch = pairs[offset:offset + QUERIES_PER_CALL]
-            queries = [_metric_query(index, metric, metrics[metric], period, StreamName=stream)
-                       for index, (stream, metric) in enumerate(batch)]
+            batch = pairs[offset : offset + QUERIES_PER_CALL]
+            queries = [
+                _metric_query(index, metric, metrics[metric], period, StreamName=stream)
+                for index, (stream, metric) in enumerate(batch)
+            ]
             statuses: dict[int, str] = {}
             points, calls = await self._metric_pages(queries, start, end, statuses)
             found.calls += calls
@@ -74,8 +89,9 @@ class CloudWatchBackend:
         """GetMetricData over every page: the points of query number i (its Id is f"m{i}")."""
         return (await self._metric_pages(queries, start, end))[0]
 
-    async def _metric_pages(self, queries: list[dict], start: datetime, end: datetime,
-                            statuses: dict[int, str] | None = None) -> tuple[dict[int, list], int]:
+    async def _metric_pages(
+        self, queries: list[dict], start: datetime, end: datetime, statuses: dict[int, str] | None = None
+    ) -> tuple[dict[int, list], int]:
         """(points per query number, calls made); queries CloudWatch did not answer go into `statuses`."""
         cloudwatch = await self._client("cloudwatch")
         found: dict[int, list[tuple[datetime, float]]] = {}
@@ -103,7 +119,15 @@ class StreamsMetrics:
 
 
 def _metric_query(index: int, metric: str, stat: str, period: int, **dimensions: str) -> dict:
-    return {"Id": f"m{index}", "MetricStat": {
-        "Metric": {"Namespace": "AWS/Kinesis", "MetricName": metric,
-                   "Dimensions": [{"Name": name, "Value": value} for name, value in dimensions.items()]},
-        "Period": period, "Stat": stat}}
+    return {
+        "Id": f"m{index}",
+        "MetricStat": {
+            "Metric": {
+                "Namespace": "AWS/Kinesis",
+                "MetricName": metric,
+                "Dimensions": [{"Name": name, "Value": value} for name, value in dimensions.items()],
+            },
+            "Period": period,
+            "Stat": stat,
+        },
+    }

@@ -53,8 +53,9 @@ class _AwsSettings:
         try:
             return self._session.get_config_variable(name)
         except ProfileNotFound:
-            raise BadInput(f"AWS profile not found: {profile_name(self.profile)!r} (see ~/.aws/config)",
-                           code="bad_profile") from None
+            raise BadInput(
+                f"AWS profile not found: {profile_name(self.profile)!r} (see ~/.aws/config)", code="bad_profile"
+            ) from None
         except BotoCoreError as error:  # an unparsable ~/.aws/config, say
             translated = translate(error, operation="configure", where="AWS", endpoint_url=None)
             if translated is None:
@@ -95,8 +96,9 @@ class _AwsSettings:
         try:
             return self._session.get_scoped_config()
         except ProfileNotFound:
-            raise BadInput(f"AWS profile not found: {profile_name(self.profile)!r} (see ~/.aws/config)",
-                           code="bad_profile") from None
+            raise BadInput(
+                f"AWS profile not found: {profile_name(self.profile)!r} (see ~/.aws/config)", code="bad_profile"
+            ) from None
 
 
 def profile_name(given: str | None) -> str | None:
@@ -161,8 +163,10 @@ def check_backend_options(args: Any) -> None:
 
 def validate_request_timeout(seconds: Any) -> float:
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= MAX_REQUEST_TIMEOUT:
-        raise BadInput(f"--request-timeout must be more than 0 and at most {MAX_REQUEST_TIMEOUT:g} seconds; "
-                       f"got {seconds!r}", code="usage")
+        raise BadInput(
+            f"--request-timeout must be more than 0 and at most {MAX_REQUEST_TIMEOUT:g} seconds; got {seconds!r}",
+            code="usage",
+        )
     return float(seconds)
 
 
@@ -170,8 +174,9 @@ def validate_timeout(value: Any, option: str) -> float:
     """Seconds from 0 to an hour, as the AWS CLI takes them; 0 means no timeout (aiohttp, under
     aiobotocore, waits without limit on 0, where None would get botocore's default)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_TIMEOUT_SECONDS:
-        raise BadInput(f"{option} must be from 0 (no timeout) to {MAX_TIMEOUT_SECONDS:g} seconds; got {value!r}",
-                       code="usage")
+        raise BadInput(
+            f"{option} must be from 0 (no timeout) to {MAX_TIMEOUT_SECONDS:g} seconds; got {value!r}", code="usage"
+        )
     return float(value)
 
 
@@ -201,10 +206,11 @@ class BackendConfig:
         if endpoint_url:
             endpoint_url = validate_endpoint_url(endpoint_url)  # user:password@ dropped, never printed
         source = None
-        timeouts = {field: validate_timeout(getattr(args, option.replace("-", "_")[2:]), option)
-                    for field, option in (("connect_timeout", "--cli-connect-timeout"),
-                                          ("read_timeout", "--cli-read-timeout"))
-                    if getattr(args, option.replace("-", "_")[2:], None) is not None}
+        timeouts = {
+            field: validate_timeout(getattr(args, option.replace("-", "_")[2:]), option)
+            for field, option in (("connect_timeout", "--cli-connect-timeout"), ("read_timeout", "--cli-read-timeout"))
+            if getattr(args, option.replace("-", "_")[2:], None) is not None
+        }
         request_timeout = getattr(args, "request_timeout", None)
         if request_timeout is not None:
             if "read_timeout" in timeouts and timeouts["read_timeout"] != request_timeout:
@@ -225,14 +231,23 @@ class BackendConfig:
             region = settings.region()
         if region is None:
             if kind == "aws":
-                raise BadInput("no AWS region configured: pass --region, set AWS_REGION, "
-                               "or set one in the profile", code="bad_region")
+                raise BadInput(
+                    "no AWS region configured: pass --region, set AWS_REGION, or set one in the profile",
+                    code="bad_region",
+                )
             region = DEFAULT_LOCAL_REGION
         validate_region(region, kind=kind)
         retry_mode, max_attempts = _retry_settings(settings)
-        return cls(kind=kind, region=region, profile=profile,
-                   endpoint_url=endpoint_url if kind == "endpoint" else None, endpoint_source=source,
-                   max_attempts=max_attempts, retry_mode=retry_mode, **timeouts)
+        return cls(
+            kind=kind,
+            region=region,
+            profile=profile,
+            endpoint_url=endpoint_url if kind == "endpoint" else None,
+            endpoint_source=source,
+            max_attempts=max_attempts,
+            retry_mode=retry_mode,
+            **timeouts,
+        )
 
     @property
     def label(self) -> str:
@@ -255,8 +270,9 @@ def _validate_configured_endpoint(url: str, source: str) -> str:
     try:
         return validate_endpoint_url(url)
     except BadInput as error:
-        raise BadInput(str(error).replace("--endpoint-url", f"the endpoint URL from {source}"),
-                       code="bad_endpoint") from None
+        raise BadInput(
+            str(error).replace("--endpoint-url", f"the endpoint URL from {source}"), code="bad_endpoint"
+        ) from None
 
 
 def _retry_settings(settings: _AwsSettings) -> tuple[str, int]:
@@ -265,8 +281,10 @@ def _retry_settings(settings: _AwsSettings) -> tuple[str, int]:
     profile = settings.scoped_config()
     mode = os.environ.get("AWS_RETRY_MODE") or profile.get("retry_mode") or "standard"
     if mode not in RETRY_MODES:
-        raise BadInput(f"AWS_RETRY_MODE (or the profile's retry_mode) must be one of {', '.join(RETRY_MODES)}; "
-                       f"got {mode!r}", code="bad_aws_config")
+        raise BadInput(
+            f"AWS_RETRY_MODE (or the profile's retry_mode) must be one of {', '.join(RETRY_MODES)}; got {mode!r}",
+            code="bad_aws_config",
+        )
     given = os.environ.get("AWS_MAX_ATTEMPTS") or profile.get("max_attempts")
     if given is None:
         return mode, DEFAULT_MAX_ATTEMPTS
@@ -275,7 +293,9 @@ def _retry_settings(settings: _AwsSettings) -> tuple[str, int]:
     except ValueError:
         attempts = 0
     if not 1 <= attempts <= MAX_ATTEMPTS_LIMIT:
-        raise BadInput(f"AWS_MAX_ATTEMPTS (or the profile's max_attempts) must be a whole number from 1 to "
-                       f"{MAX_ATTEMPTS_LIMIT}; got {given!r}", code="bad_aws_config")
+        raise BadInput(
+            f"AWS_MAX_ATTEMPTS (or the profile's max_attempts) must be a whole number from 1 to "
+            f"{MAX_ATTEMPTS_LIMIT}; got {given!r}",
+            code="bad_aws_config",
+        )
     return mode, attempts
-

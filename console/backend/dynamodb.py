@@ -22,8 +22,9 @@ class DynamoDBBackend:
         try:
             return await self._calls.call(client, operation, service="dynamodb", **params)
         except StreamNotFound:  # errors.py says "not found" in Kinesis's words; here it is a table
-            raise BadInput(f"DynamoDB table {params.get('TableName')!r} not found on {self._calls.label}",
-                           code="table_not_found") from None
+            raise BadInput(
+                f"DynamoDB table {params.get('TableName')!r} not found on {self._calls.label}", code="table_not_found"
+            ) from None
 
     async def table_names(self) -> list[str]:
         names: list[str] = []
@@ -64,9 +65,13 @@ class DynamoDBBackend:
     async def create_lease_table(self, table: str, *, timeout: float = 60.0) -> None:
         """A table keyed as the KCL creates its lease table (one HASH key "leaseKey", a string), on
         demand billing; returns once it is ACTIVE."""
-        await self._call("CreateTable", TableName=table, BillingMode="PAY_PER_REQUEST",
-                         KeySchema=[{"AttributeName": "leaseKey", "KeyType": "HASH"}],
-                         AttributeDefinitions=[{"AttributeName": "leaseKey", "AttributeType": "S"}])
+        await self._call(
+            "CreateTable",
+            TableName=table,
+            BillingMode="PAY_PER_REQUEST",
+            KeySchema=[{"AttributeName": "leaseKey", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "leaseKey", "AttributeType": "S"}],
+        )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while (await self.describe_table(table)).get("TableStatus") != "ACTIVE":
@@ -78,7 +83,7 @@ class DynamoDBBackend:
         """Write items 25 at a time (BatchWriteItem's limit), resending what DynamoDB left unprocessed
         (a put of the same whole item is idempotent)."""
         for offset in range(0, len(items), 25):
-            batch = [{"PutRequest": {"Item": item}} for item in items[offset:offset + 25]]
+            batch = [{"PutRequest": {"Item": item}} for item in items[offset : offset + 25]]
             while batch:
                 answer = await self._call("BatchWriteItem", RequestItems={table: batch})
                 batch = answer.get("UnprocessedItems", {}).get(table, [])

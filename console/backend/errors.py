@@ -47,24 +47,28 @@ from console.errors import (
 )
 
 # Error codes that mean "slow down"; the client retries these with backoff before giving up.
-THROTTLE_CODES = frozenset({
-    "ProvisionedThroughputExceededException",
-    "LimitExceededException",
-    "ThrottlingException",
-    "Throttling",
-    "TooManyRequestsException",
-    "RequestLimitExceeded",
-    "KMSThrottlingException",
-})
+THROTTLE_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "LimitExceededException",
+        "ThrottlingException",
+        "Throttling",
+        "TooManyRequestsException",
+        "RequestLimitExceeded",
+        "KMSThrottlingException",
+    }
+)
 
-_CREDENTIAL_REJECTED_CODES = frozenset({
-    "UnrecognizedClientException",
-    "InvalidClientTokenId",
-    "InvalidSignatureException",
-    "ExpiredTokenException",
-    "ExpiredToken",
-    "SignatureDoesNotMatch",
-})
+_CREDENTIAL_REJECTED_CODES = frozenset(
+    {
+        "UnrecognizedClientException",
+        "InvalidClientTokenId",
+        "InvalidSignatureException",
+        "ExpiredTokenException",
+        "ExpiredToken",
+        "SignatureDoesNotMatch",
+    }
+)
 
 _ACCESS_DENIED_CODES = frozenset({"AccessDeniedException", "AccessDenied", "KMSAccessDeniedException"})
 
@@ -116,8 +120,9 @@ def error_message(error: ClientError) -> str:
     return message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + "..."
 
 
-def translate(error: BaseException, *, operation: str, where: str, endpoint_url: str | None,
-              service: str = "kinesis") -> ConsoleError | None:
+def translate(
+    error: BaseException, *, operation: str, where: str, endpoint_url: str | None, service: str = "kinesis"
+) -> ConsoleError | None:
     """Map one botocore exception to a ConsoleError. `where` is the backend label for messages."""
     if isinstance(error, (NoCredentialsError, PartialCredentialsError)):
         return NoCredentials(_NO_CREDENTIALS_HINT)
@@ -144,8 +149,10 @@ def translate(error: BaseException, *, operation: str, where: str, endpoint_url:
     if failure == DROPPED:
         return EndpointUnreachable(f"{_url(error, endpoint_url)} closed the connection ({operation})")
     if isinstance(error, SSLError):
-        return EndpointUnreachable(f"TLS handshake with {_url(error, endpoint_url)} failed ({_reason(error)}); "
-                                   "if the server speaks plain HTTP, use an http:// URL")
+        return EndpointUnreachable(
+            f"TLS handshake with {_url(error, endpoint_url)} failed ({_reason(error)}); "
+            "if the server speaks plain HTTP, use an http:// URL"
+        )
     if isinstance(error, (BotocoreConnectionError, HTTPClientError)):  # proxies, resets, other socket failures
         return EndpointUnreachable(f"cannot reach {_url(error, endpoint_url)}: {_reason(error)}")
     if not isinstance(error, ClientError):
@@ -157,10 +164,15 @@ def translate(error: BaseException, *, operation: str, where: str, endpoint_url:
     if code.isdigit():
         # No Kinesis error code, only an HTTP status: a proxy or gateway failing, or not a Kinesis API at all.
         if code in ("500", "502", "503", "504"):  # retried by the client before we get here
-            return BackendError(f"{operation} failed on {where}: HTTP {code} with no Kinesis error (a server "
-                                "or gateway failure; try again)", code="server_error")
-        return BackendError(f"{where} answered {operation} with HTTP {code} and no Kinesis error; "
-                            "is it a Kinesis endpoint?", code="not_kinesis")
+            return BackendError(
+                f"{operation} failed on {where}: HTTP {code} with no Kinesis error (a server "
+                "or gateway failure; try again)",
+                code="server_error",
+            )
+        return BackendError(
+            f"{where} answered {operation} with HTTP {code} and no Kinesis error; is it a Kinesis endpoint?",
+            code="not_kinesis",
+        )
     if code in _CREDENTIAL_REJECTED_CODES:
         return NoCredentials(f"{where} rejected the credentials ({code}): {message}")
     if code in _ACCESS_DENIED_CODES:

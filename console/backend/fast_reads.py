@@ -25,8 +25,12 @@ from typing import Any
 from werkzeug.datastructures import EnvironHeaders
 
 TARGET_PREFIX = "Kinesis_20131202."
-SHORT_PATH_CALLS = {"GetShardIterator": "get_shard_iterator", "GetRecords": "get_records",
-                    "ListShards": "list_shards", "DescribeStreamSummary": "describe_stream_summary"}
+SHORT_PATH_CALLS = {
+    "GetShardIterator": "get_shard_iterator",
+    "GetRecords": "get_records",
+    "ListShards": "list_shards",
+    "DescribeStreamSummary": "describe_stream_summary",
+}
 # Parameters whose values moto would convert from the wire (timestamps): those requests take the long path.
 CONVERTED_PARAMETERS = ("Timestamp",)
 
@@ -43,7 +47,7 @@ class ShortPathReads:
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         target = environ.get("HTTP_X_AMZ_TARGET", "")
-        method = SHORT_PATH_CALLS.get(target[len(TARGET_PREFIX):]) if target.startswith(TARGET_PREFIX) else None
+        method = SHORT_PATH_CALLS.get(target[len(TARGET_PREFIX) :]) if target.startswith(TARGET_PREFIX) else None
         if method is None or environ.get("REQUEST_METHOD") != "POST":
             return self.app(environ, start_response)
         body = _read_body(environ)
@@ -55,10 +59,15 @@ class ShortPathReads:
             environ["wsgi.input"] = io.BytesIO(body)
             environ["CONTENT_LENGTH"] = str(len(body))
             return self.app(environ, start_response)
-        start_response("200 OK", [("Content-Type", "application/x-amz-json-1.1"),
-                                  ("Content-Length", str(len(payload))),
-                                  ("x-amzn-RequestId", str(uuid.uuid4())),
-                                  ("Server", "amazon.com")])
+        start_response(
+            "200 OK",
+            [
+                ("Content-Type", "application/x-amz-json-1.1"),
+                ("Content-Length", str(len(payload))),
+                ("x-amzn-RequestId", str(uuid.uuid4())),
+                ("Server", "amazon.com"),
+            ],
+        )
         return [payload]
 
     def _answer(self, environ: dict, method: str, body: bytes) -> bytes | None:

@@ -40,8 +40,15 @@ class KinesisBackend(CallPath):
         """The AWS profile the credentials come from (None: the default chain)."""
         return self.config.profile
 
-    def __init__(self, config: BackendConfig, client: Any, *, region: str, endpoint_url: str | None,
-                 side_client: Callable[[str], Awaitable[Any]] | None = None) -> None:
+    def __init__(
+        self,
+        config: BackendConfig,
+        client: Any,
+        *,
+        region: str,
+        endpoint_url: str | None,
+        side_client: Callable[[str], Awaitable[Any]] | None = None,
+    ) -> None:
         super().__init__(config, endpoint_url=endpoint_url)
         self.region = region
         self._client = client
@@ -121,8 +128,14 @@ class KinesisBackend(CallPath):
             found.extend(StreamSummary.from_listing(summaries.get(name) or {"StreamName": name}) for name in names)
             if not page.get("HasMoreStreams") or not names:
                 return found
-            params = {"Limit": page_size, **({"NextToken": page["NextToken"]} if page.get("NextToken")
-                                            else {"ExclusiveStartStreamName": names[-1]})}
+            params = {
+                "Limit": page_size,
+                **(
+                    {"NextToken": page["NextToken"]}
+                    if page.get("NextToken")
+                    else {"ExclusiveStartStreamName": names[-1]}
+                ),
+            }
 
     async def create_stream(self, stream: str, shard_count: int | None, *, on_demand: bool = False) -> None:
         """CreateStream: `shard_count` shards in provisioned mode, or on-demand (no count: AWS sizes it)."""
@@ -196,8 +209,14 @@ class KinesisBackend(CallPath):
 
     # ---- shards --------------------------------------------------------------------------------
 
-    async def list_shards(self, *, stream: str | None = None, next_token: str | None = None,
-                          shard_filter: dict | None = None, max_results: int | None = None) -> dict:
+    async def list_shards(
+        self,
+        *,
+        stream: str | None = None,
+        next_token: str | None = None,
+        shard_filter: dict | None = None,
+        max_results: int | None = None,
+    ) -> dict:
         """One ListShards page, AWS-shaped. With `next_token` only NextToken (and MaxResults) are sent:
         AWS rejects StreamName or ShardFilter next to a NextToken."""
         params: dict[str, Any] = {}
@@ -225,9 +244,15 @@ class KinesisBackend(CallPath):
 
     # ---- writes --------------------------------------------------------------------------------
 
-    async def put_record(self, stream: str, data: bytes, partition_key: str | None, *,
-                         explicit_hash_key: int | None = None,
-                         sequence_number_for_ordering: str | None = None) -> dict:
+    async def put_record(
+        self,
+        stream: str,
+        data: bytes,
+        partition_key: str | None,
+        *,
+        explicit_hash_key: int | None = None,
+        sequence_number_for_ordering: str | None = None,
+    ) -> dict:
         params: dict[str, Any] = {"StreamName": stream, "Data": data}
         if partition_key is not None:  # optional on an AUTO stream
             params["PartitionKey"] = partition_key
@@ -241,8 +266,10 @@ class KinesisBackend(CallPath):
         """`records` are AWS-shaped: {Data, PartitionKey?, ExplicitHashKey?} (an int hash key is accepted;
         no PartitionKey only on an AUTO stream). Per-record failures come back in the response's Records
         (ErrorCode), as from AWS."""
-        entries = [put_records_entry(record["Data"], record.get("PartitionKey"), record.get("ExplicitHashKey"))
-                   for record in records]
+        entries = [
+            put_records_entry(record["Data"], record.get("PartitionKey"), record.get("ExplicitHashKey"))
+            for record in records
+        ]
         return await self._call("PutRecords", StreamName=stream, Records=entries)
 
     # ---- today's settings: record size, warm throughput, distribution, account ------------------
@@ -253,8 +280,9 @@ class KinesisBackend(CallPath):
             return await self._call(operation, **params)
         except ConsoleError as error:
             if is_unsupported(error):
-                raise BackendError(f"this endpoint does not support {operation} ({self.label})",
-                                   code="unsupported_operation") from None
+                raise BackendError(
+                    f"this endpoint does not support {operation} ({self.label})", code="unsupported_operation"
+                ) from None
             raise
 
     async def update_max_record_size(self, stream_arn: str, kib: int) -> None:
@@ -264,8 +292,9 @@ class KinesisBackend(CallPath):
         return await self._today("UpdateStreamWarmThroughput", StreamARN=stream_arn, WarmThroughputMiBps=mibps)
 
     async def update_record_distribution(self, stream_arn: str, strategy: str) -> None:
-        await self._today("UpdateStreamRecordDistributionStrategy", StreamARN=stream_arn,
-                          RecordDistributionStrategy=strategy)
+        await self._today(
+            "UpdateStreamRecordDistributionStrategy", StreamARN=stream_arn, RecordDistributionStrategy=strategy
+        )
 
     async def account_settings(self) -> dict:
         """DescribeAccountSettings' MinimumThroughputBillingCommitment ({} when the server says nothing)."""
@@ -328,9 +357,15 @@ class KinesisBackend(CallPath):
 
     # ---- reads ---------------------------------------------------------------------------------
 
-    async def get_shard_iterator(self, stream: str, shard_id: str, iterator_type: str, *,
-                                 sequence_number: str | None = None,
-                                 timestamp: datetime | None = None) -> str:
+    async def get_shard_iterator(
+        self,
+        stream: str,
+        shard_id: str,
+        iterator_type: str,
+        *,
+        sequence_number: str | None = None,
+        timestamp: datetime | None = None,
+    ) -> str:
         params: dict[str, Any] = {"StreamName": stream, "ShardId": shard_id, "ShardIteratorType": iterator_type}
         if sequence_number is not None:
             params["StartingSequenceNumber"] = sequence_number
@@ -344,15 +379,19 @@ class KinesisBackend(CallPath):
     # ---- resharding ----------------------------------------------------------------------------
 
     async def split_shard(self, stream: str, shard_id: str, new_starting_hash_key: int) -> None:
-        await self._call("SplitShard", StreamName=stream, ShardToSplit=shard_id,
-                         NewStartingHashKey=str(new_starting_hash_key))
+        await self._call(
+            "SplitShard", StreamName=stream, ShardToSplit=shard_id, NewStartingHashKey=str(new_starting_hash_key)
+        )
 
     async def merge_shards(self, stream: str, shard_id: str, adjacent_shard_id: str) -> None:
-        await self._call("MergeShards", StreamName=stream, ShardToMerge=shard_id, AdjacentShardToMerge=adjacent_shard_id)
+        await self._call(
+            "MergeShards", StreamName=stream, ShardToMerge=shard_id, AdjacentShardToMerge=adjacent_shard_id
+        )
 
     async def update_shard_count(self, stream: str, target: int) -> dict:
-        return await self._call("UpdateShardCount", StreamName=stream, TargetShardCount=target,
-                                ScalingType="UNIFORM_SCALING")
+        return await self._call(
+            "UpdateShardCount", StreamName=stream, TargetShardCount=target, ScalingType="UNIFORM_SCALING"
+        )
 
     async def describe_limits(self) -> dict:
         """The account's ShardLimit, OpenShardCount and on-demand stream counts (DescribeLimits)."""
@@ -405,17 +444,25 @@ class KinesisBackend(CallPath):
     async def put_table_items(self, table: str, items: list[dict]) -> None:
         await self._dynamodb.put_items(table, items)
 
-    async def shard_metrics(self, stream: str, shard_ids: list[str], metrics: dict[str, str],
-                            start: datetime, end: datetime,
-                            period: int = 60) -> dict[str, dict[str, list[tuple[datetime, float]]]]:
+    async def shard_metrics(
+        self,
+        stream: str,
+        shard_ids: list[str],
+        metrics: dict[str, str],
+        start: datetime,
+        end: datetime,
+        period: int = 60,
+    ) -> dict[str, dict[str, list[tuple[datetime, float]]]]:
         return await self._cloudwatch.shard_metrics(stream, shard_ids, metrics, start, end, period)
 
-    async def stream_metrics(self, stream: str, metrics: dict[str, str], start: datetime, end: datetime,
-                             period: int = 60) -> dict[str, list[tuple[datetime, float]]]:
+    async def stream_metrics(
+        self, stream: str, metrics: dict[str, str], start: datetime, end: datetime, period: int = 60
+    ) -> dict[str, list[tuple[datetime, float]]]:
         return await self._cloudwatch.stream_metrics(stream, metrics, start, end, period)
 
-    async def streams_metrics(self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime,
-                              period: int = 60) -> StreamsMetrics:
+    async def streams_metrics(
+        self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime, period: int = 60
+    ) -> StreamsMetrics:
         return await self._cloudwatch.streams_metrics(streams, metrics, start, end, period)
 
     async def caller_identity(self) -> str | None:
@@ -425,13 +472,20 @@ class KinesisBackend(CallPath):
 # How servers that predate an operation answer it: kinesis-mock cannot route it ("Unable to determine
 # service/operation name", as AccessDenied), others name an unknown operation or action, moto has not
 # implemented it.
-_UNSUPPORTED_MARKERS = ("Unable to determine service/operation name", "UnknownOperation", "InvalidAction",
-                        "UnsupportedOperation", "not yet implemented", "is not implemented")
+_UNSUPPORTED_MARKERS = (
+    "Unable to determine service/operation name",
+    "UnknownOperation",
+    "InvalidAction",
+    "UnsupportedOperation",
+    "not yet implemented",
+    "is not implemented",
+)
 
 
 def is_unsupported(error: ConsoleError) -> bool:
-    return error.code in ("access_denied", "backend_error", "not_kinesis", "invalid_argument") and \
-        any(marker.lower() in error.message.lower() for marker in _UNSUPPORTED_MARKERS)
+    return error.code in ("access_denied", "backend_error", "not_kinesis", "invalid_argument") and any(
+        marker.lower() in error.message.lower() for marker in _UNSUPPORTED_MARKERS
+    )
 
 
 def _streams_text(names: list[str] | None) -> str:

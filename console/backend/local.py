@@ -42,8 +42,11 @@ def require_local_extra() -> None:
     """Refuse in one line, before any process starts, when the embedded server cannot run here."""
     missing = [name for name in LOCAL_SERVER_MODULES if importlib.util.find_spec(name) is None]
     if missing:
-        raise BackendError(f"the embedded local Kinesis needs {', '.join(missing).replace('_', '-')}, "
-                           f"which this install lacks: {LOCAL_EXTRA_HINT}", code="local_extra_missing")
+        raise BackendError(
+            f"the embedded local Kinesis needs {', '.join(missing).replace('_', '-')}, "
+            f"which this install lacks: {LOCAL_EXTRA_HINT}",
+            code="local_extra_missing",
+        )
 
 
 class LocalKinesisServer:
@@ -68,15 +71,28 @@ class LocalKinesisServer:
         require_local_extra()
         self._stopping = False
         began = time.monotonic()
-        command = [sys.executable, "-m", "console.backend.server_main", "--host", self.host,
-                   "--port", str(self.port), "--parent-pid", str(os.getpid())]
+        command = [
+            sys.executable,
+            "-m",
+            "console.backend.server_main",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--parent-pid",
+            str(os.getpid()),
+        ]
         if not self.patched:
             command.append("--unpatched")
         self._log = tempfile.TemporaryFile()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self._process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-            start_new_session=True, env=env,
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            start_new_session=True,
+            env=env,
         )
         with _live_lock:
             _live.add(self)
@@ -187,8 +203,9 @@ class LocalKinesisServer:
             self._log.close()
             self._log = None
 
-    async def supervise(self, on_event: Callable[[str], None],
-                        on_restarted: Callable[[], Awaitable[None]] | None = None) -> None:
+    async def supervise(
+        self, on_event: Callable[[str], None], on_restarted: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         """Until stopped: when the child dies unasked, say so, reap it, restart it on the same port
         and run `on_restarted`. Run it as a task; cancelling it stops the watching, not the server."""
         while True:
@@ -218,6 +235,7 @@ class LocalKinesisServer:
             return
         loop = asyncio.get_running_loop()
         exited = loop.create_future()
+
         def on_exit() -> None:
             if not exited.done():
                 exited.set_result(None)

@@ -55,7 +55,7 @@ import re
 import threading
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from console.keyspace.hashkeys import HASH_SPACE, even_split
@@ -113,6 +113,7 @@ def apply() -> None:
 
 # ---- enhanced fan-out consumers ----------------------------------------------------------------
 
+
 def _patch_backend(KinesisBackend: Any) -> None:
     original = KinesisBackend.deregister_stream_consumer
 
@@ -141,6 +142,7 @@ def _patch_backend(KinesisBackend: Any) -> None:
 
 
 # ---- shards: sequence numbers, creation/close times --------------------------------------------
+
 
 def _patch_shard(Shard: Any) -> None:
     original_init = Shard.__init__
@@ -228,6 +230,7 @@ def close_shard(shard: Any) -> None:
 
 # ---- streams: routing, split, merge, rescale -----------------------------------------------------
 
+
 def _patch_stream(Stream: Any, models: Any) -> None:
     InvalidArgumentError = models.InvalidArgumentError
     Shard = models.Shard
@@ -276,12 +279,14 @@ def _patch_stream(Stream: Any, models: Any) -> None:
         if not shard.is_open:
             raise InvalidArgumentError(
                 f"Shard {shard.shard_id} in stream {self.stream_name} under account {self.account_id} has already "
-                "been merged or split, and thus is not eligible for merging or splitting.")
+                "been merged or split, and thus is not eligible for merging or splitting."
+            )
         if not shard.starting_hash < new_start <= shard.ending_hash:
             raise InvalidArgumentError(
                 f"NewStartingHashKey {new_start} used in SplitShard() on shard {shard.shard_id} in stream "
                 f"{self.stream_name} under account {self.account_id} is not both greater than the shard's "
-                f"StartingHashKey {shard.starting_hash} and at most its EndingHashKey {shard.ending_hash}.")
+                f"StartingHashKey {shard.starting_hash} and at most its EndingHashKey {shard.ending_hash}."
+            )
         split(self, shard, new_start)
 
     def merge_shards(self, shard_to_merge: str, adjacent_shard_to_merge: str) -> None:
@@ -290,12 +295,14 @@ def _patch_stream(Stream: Any, models: Any) -> None:
             if not shard.is_open:
                 raise InvalidArgumentError(
                     f"Shard {shard.shard_id} in stream {self.stream_name} under account {self.account_id} has "
-                    "already been merged or split, and thus is not eligible for merging or splitting.")
+                    "already been merged or split, and thus is not eligible for merging or splitting."
+                )
         lower, upper = sorted((first, second), key=lambda shard: shard.starting_hash)
         if lower.ending_hash + 1 != upper.starting_hash:
             raise InvalidArgumentError(
                 f"Shards {first.shard_id} and {second.shard_id} in stream {self.stream_name} under account "
-                f"{self.account_id} are not an adjacent pair of shards eligible for merging")
+                f"{self.account_id} are not an adjacent pair of shards eligible for merging"
+            )
         merge(self, lower, upper, first, second)
 
     def update_shard_count(self, target_shard_count: int) -> None:
@@ -311,8 +318,10 @@ def _patch_stream(Stream: Any, models: Any) -> None:
             if owner.starting_hash != boundary:
                 split(self, owner, boundary)
         for low, high in target:
-            pieces = sorted((s for s in self.shards.values() if s.is_open and low <= s.starting_hash <= high),
-                            key=lambda shard: shard.starting_hash)
+            pieces = sorted(
+                (s for s in self.shards.values() if s.is_open and low <= s.starting_hash <= high),
+                key=lambda shard: shard.starting_hash,
+            )
             while len(pieces) > 1:
                 pieces[:2] = [merge(self, pieces[0], pieces[1], pieces[0], pieces[1])]
         self.shard_count = len(target)
@@ -333,6 +342,7 @@ def _patch_stream(Stream: Any, models: Any) -> None:
 
 
 # ---- responses: one request at a time, GetRecords at a closed end, ListShards ------------------
+
 
 def _patch_responses(KinesisResponse: Any, models: Any) -> None:
     from moto.core.responses import ActionResult, BaseResponse
@@ -356,17 +366,25 @@ def _patch_responses(KinesisResponse: Any, models: Any) -> None:
         stream = self.kinesis_backend.describe_stream(stream_arn=self._get_param("StreamARN"), stream_name=stream_name)
         shard = stream.get_shard(shard_id)
         records, last_sequence, millis_behind = shard.get_records(last_sequence, limit)
-        result: dict[str, Any] = {"Records": [record.to_json() for record in records],
-                                  "MillisBehindLatest": millis_behind}
+        result: dict[str, Any] = {
+            "Records": [record.to_json() for record in records],
+            "MillisBehindLatest": millis_behind,
+        }
         at_closed_end = not shard.is_open and (not shard.records or last_sequence >= next(reversed(shard.records)))
         if at_closed_end:
             # AWS: no NextShardIterator once a closed shard is read to its end, and the children to go on with.
             result["ChildShards"] = [
-                {"ShardId": child.shard_id,
-                 "ParentShards": [p for p in (child.parent, child.adjacent_parent) if p],
-                 "HashKeyRange": {"StartingHashKey": str(child.starting_hash),
-                                  "EndingHashKey": str(child.ending_hash)}}
-                for child in stream.shards.values() if shard.shard_id in (child.parent, child.adjacent_parent)]
+                {
+                    "ShardId": child.shard_id,
+                    "ParentShards": [p for p in (child.parent, child.adjacent_parent) if p],
+                    "HashKeyRange": {
+                        "StartingHashKey": str(child.starting_hash),
+                        "EndingHashKey": str(child.ending_hash),
+                    },
+                }
+                for child in stream.shards.values()
+                if shard.shard_id in (child.parent, child.adjacent_parent)
+            ]
         else:
             result["NextShardIterator"] = compose_shard_iterator(stream_name, shard, last_sequence)
         return ActionResult(result)
@@ -381,8 +399,12 @@ def _patch_responses(KinesisResponse: Any, models: Any) -> None:
                 raise InvalidArgumentError("NextToken and StreamName cannot be provided together.")
             state = _decode_token(token, InvalidArgumentError)
         else:
-            state = {"name": self._get_param("StreamName"), "arn": self._get_param("StreamARN"),
-                     "after": self._get_param("ExclusiveStartShardId"), "filter": self._get_param("ShardFilter")}
+            state = {
+                "name": self._get_param("StreamName"),
+                "arn": self._get_param("StreamARN"),
+                "after": self._get_param("ExclusiveStartShardId"),
+                "filter": self._get_param("ShardFilter"),
+            }
         stream = self.kinesis_backend.describe_stream(stream_arn=state["arn"], stream_name=state["name"])
         shards = sorted(stream.shards.values(), key=lambda shard: shard._shard_id)
         shards = _filtered(shards, stream, state["filter"], InvalidArgumentError)
@@ -498,7 +520,10 @@ def _on_demand(stream: Any) -> bool:
 def _commitment(backend: Any) -> dict[str, Any]:
     """The account's commitment, with a requested end that has come due applied first."""
     commitment = _state(backend).commitment
-    if commitment["Status"] == "ENABLED_UNTIL_EARLIEST_ALLOWED_END" and time.time() >= commitment["EarliestAllowedEndAt"]:
+    if (
+        commitment["Status"] == "ENABLED_UNTIL_EARLIEST_ALLOWED_END"
+        and time.time() >= commitment["EarliestAllowedEndAt"]
+    ):
         commitment.update(Status="DISABLED", EndedAt=commitment["EarliestAllowedEndAt"])
         commitment.pop("EarliestAllowedEndAt", None)
         for stream in backend.streams.values():
@@ -511,10 +536,11 @@ def _committed(backend: Any) -> bool:
 
 
 def _utc(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+    return datetime.fromtimestamp(seconds, tz=UTC)
 
 
 # -- request validation against the model --
+
 
 def _service_model() -> Any:
     from moto.core.utils import get_service_model
@@ -526,8 +552,11 @@ def _validation_error(value: Any, path: str, constraint: str) -> Exception:
     from moto.core.exceptions import JsonRESTError
 
     shown = "null" if value is None else repr(value)[:200] if not isinstance(value, str) else value[:200]
-    return JsonRESTError("ValidationException", f"1 validation error detected: Value '{shown}' at '{path}' "
-                                                f"failed to satisfy constraint: Member must {constraint}")
+    return JsonRESTError(
+        "ValidationException",
+        f"1 validation error detected: Value '{shown}' at '{path}' "
+        f"failed to satisfy constraint: Member must {constraint}",
+    )
 
 
 def _check(shape: Any, value: Any, path: str) -> None:
@@ -631,6 +660,7 @@ def _limit_exceeded(message: str) -> Exception:
 
 # -- resources named by ARN --
 
+
 def _stream_by_arn(backend: Any, arn: str) -> Any:
     for stream in backend.streams.values():
         if stream.arn == arn:
@@ -653,7 +683,7 @@ def _resource(backend: Any, arn: str) -> tuple[str, Any]:
     if resource.startswith("channel/"):
         channel = _state(backend).channels.get(arn)
         if channel is None:
-            raise _not_found(f"Channel {resource[len('channel/'):]} under account {backend.account_id} not found.")
+            raise _not_found(f"Channel {resource[len('channel/') :]} under account {backend.account_id} not found.")
         return "channel", channel
     if "/consumer/" in resource:
         for stream in backend.streams.values():
@@ -678,13 +708,16 @@ def _check_tags(tags: dict[str, str], existing: dict[str, str]) -> None:
             raise _invalid(f"Tag key {key!r}: the aws: prefix is reserved for AWS use.")
         for text in (key, value):
             if not TAG_TEXT.fullmatch(text):
-                raise _invalid(f"Tag {key!r}: tags may only contain Unicode letters, digits, white space, "
-                               "or these symbols: _ . : / = + - @")
+                raise _invalid(
+                    f"Tag {key!r}: tags may only contain Unicode letters, digits, white space, "
+                    "or these symbols: _ . : / = + - @"
+                )
     if len(set(existing) | set(tags)) > TAGS_PER_RESOURCE_MAX:
         raise _invalid(f"A resource can have at most {TAGS_PER_RESOURCE_MAX} tags.")
 
 
 # -- record size, distribution --
+
 
 def _record_size(data: Any, partition_key: str | None) -> int:
     """Bytes of a record as AWS counts them: the data blob (base64 on the wire) plus the partition key."""
@@ -704,25 +737,31 @@ def _check_records(stream: Any, records: list[dict[str, Any]], *, single: bool) 
         key = record.get("PartitionKey")
         if key is None:
             if stream.record_distribution != AUTO:
-                raise _invalid(f"{where} has no PartitionKey; stream {stream.stream_name} distributes records by "
-                               f"partition key ({USER_PARTITION_KEY}), so every record needs one.")
+                raise _invalid(
+                    f"{where} has no PartitionKey; stream {stream.stream_name} distributes records by "
+                    f"partition key ({USER_PARTITION_KEY}), so every record needs one."
+                )
         elif not isinstance(key, str) or not 1 <= len(key) <= 256:
             raise _invalid(f"{where}: PartitionKey must be 1 to 256 characters")
         size = _record_size(record.get("Data"), key)
         if size > limit:
-            raise _invalid(f"{where} is {size} bytes (data plus partition key), over stream "
-                           f"{stream.stream_name}'s MaxRecordSizeInKiB of {stream.max_record_size_kib} "
-                           f"({limit} bytes); UpdateMaxRecordSize raises it up to {RECORD_SIZE_MAX_KIB} KiB.")
+            raise _invalid(
+                f"{where} is {size} bytes (data plus partition key), over stream "
+                f"{stream.stream_name}'s MaxRecordSizeInKiB of {stream.max_record_size_kib} "
+                f"({limit} bytes); UpdateMaxRecordSize raises it up to {RECORD_SIZE_MAX_KIB} KiB."
+            )
         total += size
     if not single and total > REQUEST_BYTES_MAX:
-        raise _invalid(f"Records size exceeds 10 MiB limit: the request holds {total} bytes "
-                       "(data plus partition keys).")
+        raise _invalid(
+            f"Records size exceeds 10 MiB limit: the request holds {total} bytes (data plus partition keys)."
+        )
 
 
 def _auto_shard(stream: Any) -> Any:
     """The next open shard in turn: AUTO spreads records evenly whatever their keys."""
-    open_shards = sorted((shard for shard in stream.shards.values() if shard.is_open),
-                         key=lambda shard: shard.starting_hash)
+    open_shards = sorted(
+        (shard for shard in stream.shards.values() if shard.is_open), key=lambda shard: shard.starting_hash
+    )
     stream.auto_cursor = (getattr(stream, "auto_cursor", -1) + 1) % len(open_shards)
     return open_shards[stream.auto_cursor]
 
@@ -736,29 +775,41 @@ def _stream_setup(stream: Any) -> None:
 
 def _set_warm_throughput(backend: Any, stream: Any, mibps: int) -> None:
     if not _on_demand(stream):
-        raise _invalid(f"Stream {stream.stream_name} under account {backend.account_id} is in PROVISIONED mode; "
-                       "warm throughput applies to ON_DEMAND streams only.")
+        raise _invalid(
+            f"Stream {stream.stream_name} under account {backend.account_id} is in PROVISIONED mode; "
+            "warm throughput applies to ON_DEMAND streams only."
+        )
     if not _committed(backend):
-        raise _invalid(f"Warm throughput needs the account's MinimumThroughputBillingCommitment (On-demand "
-                       f"Advantage) enabled; account {backend.account_id} has it "
-                       f"{_commitment(backend)['Status']}. UpdateAccountSettings enables it.")
+        raise _invalid(
+            f"Warm throughput needs the account's MinimumThroughputBillingCommitment (On-demand "
+            f"Advantage) enabled; account {backend.account_id} has it "
+            f"{_commitment(backend)['Status']}. UpdateAccountSettings enables it."
+        )
     if mibps > WARM_THROUGHPUT_MAX_MIBPS:
-        raise _limit_exceeded(f"WarmThroughputMiBps {mibps} exceeds the limit of {WARM_THROUGHPUT_MAX_MIBPS} "
-                              "MiBps (10 GiBps) for an on-demand stream.")
+        raise _limit_exceeded(
+            f"WarmThroughputMiBps {mibps} exceeds the limit of {WARM_THROUGHPUT_MAX_MIBPS} "
+            "MiBps (10 GiBps) for an on-demand stream."
+        )
     stream.warm_throughput_mibps = mibps
 
 
 def _set_distribution(backend: Any, stream: Any, strategy: str) -> None:
     if strategy == AUTO and not _on_demand(stream):
-        raise _invalid(f"Stream {stream.stream_name} under account {backend.account_id} is in PROVISIONED mode; "
-                       "the AUTO record distribution strategy is supported for ON_DEMAND streams only.")
+        raise _invalid(
+            f"Stream {stream.stream_name} under account {backend.account_id} is in PROVISIONED mode; "
+            "the AUTO record distribution strategy is supported for ON_DEMAND streams only."
+        )
     stream.record_distribution = strategy
 
 
 # -- channels --
 
+
 def _channel_status(channel: dict[str, Any]) -> str:
-    if channel["ChannelStatus"] in ("CREATING", "UPDATING") and time.time() - channel["changed"] >= CHANNEL_SETTLE_SECONDS:
+    if (
+        channel["ChannelStatus"] in ("CREATING", "UPDATING")
+        and time.time() - channel["changed"] >= CHANNEL_SETTLE_SECONDS
+    ):
         channel["ChannelStatus"] = "ACTIVE"
     return channel["ChannelStatus"]
 
@@ -768,8 +819,11 @@ def _channel_streams(channel: dict[str, Any]) -> list[str]:
 
 
 def _channels_of(backend: Any, stream: Any) -> list[dict[str, Any]]:
-    return [channel for channel in _state(backend).channels.values()
-            if stream.arn in _channel_streams(channel) and _channel_status(channel) != "DELETING"]
+    return [
+        channel
+        for channel in _state(backend).channels.values()
+        if stream.arn in _channel_streams(channel) and _channel_status(channel) != "DELETING"
+    ]
 
 
 def _channel_description(channel: dict[str, Any]) -> dict[str, Any]:
@@ -779,11 +833,16 @@ def _channel_description(channel: dict[str, Any]) -> dict[str, Any]:
 
 def _channel_summary(channel: dict[str, Any]) -> dict[str, Any]:
     return {
-        "ChannelName": channel["ChannelName"], "ChannelARN": channel["ChannelARN"], "ChannelId": channel["ChannelId"],
-        "ChannelStatus": _channel_status(channel), "ChannelCreationTimestamp": channel["ChannelCreationTimestamp"],
+        "ChannelName": channel["ChannelName"],
+        "ChannelARN": channel["ChannelARN"],
+        "ChannelId": channel["ChannelId"],
+        "ChannelStatus": _channel_status(channel),
+        "ChannelCreationTimestamp": channel["ChannelCreationTimestamp"],
         "ChannelDestinationType": "S3" if "S3DestinationConfiguration" in channel else "S3_TABLES",
-        "Streams": [{"StreamARN": config["StreamARN"], "StreamCreationTimestamp": config["StreamCreationTimestamp"]}
-                    for config in channel["StreamConfigurationList"]],
+        "Streams": [
+            {"StreamARN": config["StreamARN"], "StreamCreationTimestamp": config["StreamCreationTimestamp"]}
+            for config in channel["StreamConfigurationList"]
+        ],
     }
 
 
@@ -800,8 +859,10 @@ def _new_channel(backend: Any, params: dict[str, Any]) -> dict[str, Any]:
         raise _invalid(f"A channel reads one stream; StreamConfigurationList has {len(sources)}.")
     stream = _stream_by_arn(backend, sources[0]["StreamARN"])
     if not _on_demand(stream):
-        raise _invalid(f"Stream {stream.stream_name} under account {backend.account_id} is in PROVISIONED mode; "
-                       "channels are supported for ON_DEMAND streams only.")
+        raise _invalid(
+            f"Stream {stream.stream_name} under account {backend.account_id} is in PROVISIONED mode; "
+            "channels are supported for ON_DEMAND streams only."
+        )
     record_format = sources[0]["RecordConfiguration"]
     kind = record_format["RecordFormatType"]
     if tables is not None:
@@ -819,21 +880,34 @@ def _new_channel(backend: Any, params: dict[str, Any]) -> dict[str, Any]:
         raise _in_use(f"Channel {name} under account {backend.account_id} already exists.")
     now = time.time()
     channel: dict[str, Any] = {
-        "ChannelName": name, "ChannelARN": arn, "ChannelId": str(uuid.uuid4()), "ChannelStatus": "CREATING",
-        "ChannelCreationTimestamp": _utc(now), "ServiceExecutionRoleARN": params["ServiceExecutionRoleARN"],
-        "StreamConfigurationList": [{"StreamARN": stream.arn, "StreamCreationTimestamp": stream.creation_datetime,
-                                     "RecordConfiguration": record_format}],
+        "ChannelName": name,
+        "ChannelARN": arn,
+        "ChannelId": str(uuid.uuid4()),
+        "ChannelStatus": "CREATING",
+        "ChannelCreationTimestamp": _utc(now),
+        "ServiceExecutionRoleARN": params["ServiceExecutionRoleARN"],
+        "StreamConfigurationList": [
+            {
+                "StreamARN": stream.arn,
+                "StreamCreationTimestamp": stream.creation_datetime,
+                "RecordConfiguration": record_format,
+            }
+        ],
         "LoggingConfiguration": params.get("LoggingConfiguration") or {"CloudWatchLogs": {"Enabled": False}},
-        "Tags": dict(params.get("Tags") or {}), "changed": now,
+        "Tags": dict(params.get("Tags") or {}),
+        "changed": now,
     }
     if s3 is not None:
         storage = s3["StorageConfiguration"]
         channel["S3DestinationConfiguration"] = {
             "DataFreshnessInSeconds": s3.get("DataFreshnessInSeconds", 300),
             # The API reference: without one, the dead-letter queue is the destination bucket, error prefix.
-            "DeadLetterQueueS3Configuration": s3.get("DeadLetterQueueS3Configuration") or {
-                "BucketARN": storage["BucketARN"], "ExpectedBucketOwner": storage["ExpectedBucketOwner"],
-                "ErrorOutputPrefix": "error/"},
+            "DeadLetterQueueS3Configuration": s3.get("DeadLetterQueueS3Configuration")
+            or {
+                "BucketARN": storage["BucketARN"],
+                "ExpectedBucketOwner": storage["ExpectedBucketOwner"],
+                "ErrorOutputPrefix": "error/",
+            },
             "StorageConfiguration": storage,
         }
     else:
@@ -897,8 +971,10 @@ def _patch_today(models: Any, responses: Any) -> None:
         description["MaxRecordSizeInKiB"] = self.max_record_size_kib
         description["ChannelCount"] = len(_channels_of(backend, self))
         if _on_demand(self) and _committed(backend) and self.warm_throughput_mibps is not None:
-            description["WarmThroughput"] = {"TargetMiBps": self.warm_throughput_mibps,
-                                             "CurrentMiBps": self.warm_throughput_mibps}
+            description["WarmThroughput"] = {
+                "TargetMiBps": self.warm_throughput_mibps,
+                "CurrentMiBps": self.warm_throughput_mibps,
+            }
         return summary
 
     Stream.to_json_summary = to_json_summary
@@ -917,8 +993,9 @@ def _patch_today(models: Any, responses: Any) -> None:
             raise _invalid("Warm throughput applies to ON_DEMAND streams only.")
         if params.get("Tags"):
             _check_tags(params["Tags"], {})
-        stream = backend.create_stream(params["StreamName"], params.get("ShardCount"),
-                                       stream_mode=params.get("StreamModeDetails"))
+        stream = backend.create_stream(
+            params["StreamName"], params.get("ShardCount"), stream_mode=params.get("StreamModeDetails")
+        )
         try:
             if params.get("WarmThroughputMiBps") is not None:
                 _set_warm_throughput(backend, stream, params["WarmThroughputMiBps"])
@@ -932,16 +1009,21 @@ def _patch_today(models: Any, responses: Any) -> None:
 
     def delete_stream(self) -> Any:
         backend = self.kinesis_backend
-        stream = backend.describe_stream(stream_arn=self._get_param("StreamARN"),
-                                         stream_name=self._get_param("StreamName"))
+        stream = backend.describe_stream(
+            stream_arn=self._get_param("StreamARN"), stream_name=self._get_param("StreamName")
+        )
         if stream.consumers and not self._get_param("EnforceConsumerDeletion"):
-            raise _in_use(f"Stream {stream.stream_name} under account {backend.account_id} has registered consumers; "
-                          "deregister them or set EnforceConsumerDeletion.")
+            raise _in_use(
+                f"Stream {stream.stream_name} under account {backend.account_id} has registered consumers; "
+                "deregister them or set EnforceConsumerDeletion."
+            )
         channels = _channels_of(backend, stream)
         if channels:
             names = ", ".join(channel["ChannelName"] for channel in channels)
-            raise _in_use(f"Stream {stream.stream_name} under account {backend.account_id} has active channels "
-                          f"({names}); delete them before deleting the stream.")
+            raise _in_use(
+                f"Stream {stream.stream_name} under account {backend.account_id} has active channels "
+                f"({names}); delete them before deleting the stream."
+            )
         backend.delete_stream(stream.arn, stream.stream_name)
         for arn in [arn for arn in backend.resource_policies if arn == stream.arn or arn.startswith(stream.arn + "/")]:
             del backend.resource_policies[arn]
@@ -949,33 +1031,43 @@ def _patch_today(models: Any, responses: Any) -> None:
 
     def put_record(self) -> Any:
         backend = self.kinesis_backend
-        stream = backend.describe_stream(stream_arn=self._get_param("StreamARN"),
-                                         stream_name=self._get_param("StreamName"))
-        record = {"Data": self._get_param("Data"), "PartitionKey": self._get_param("PartitionKey"),
-                  "ExplicitHashKey": self._get_param("ExplicitHashKey")}
+        stream = backend.describe_stream(
+            stream_arn=self._get_param("StreamARN"), stream_name=self._get_param("StreamName")
+        )
+        record = {
+            "Data": self._get_param("Data"),
+            "PartitionKey": self._get_param("PartitionKey"),
+            "ExplicitHashKey": self._get_param("ExplicitHashKey"),
+        }
         _check_records(stream, [record], single=True)
         sequence_number, shard_id = stream.put_record(record["PartitionKey"], record["ExplicitHashKey"], record["Data"])
-        backend._send_stream_metrics(stream.stream_name, incoming_bytes=_record_size(record["Data"], record["PartitionKey"]),
-                                     incoming_records=1)
+        backend._send_stream_metrics(
+            stream.stream_name, incoming_bytes=_record_size(record["Data"], record["PartitionKey"]), incoming_records=1
+        )
         return ActionResult({"SequenceNumber": sequence_number, "ShardId": shard_id})
 
     def put_records(self) -> Any:
         from moto.kinesis.exceptions import TooManyRecords
 
         backend = self.kinesis_backend
-        stream = backend.describe_stream(stream_arn=self._get_param("StreamARN"),
-                                         stream_name=self._get_param("StreamName"))
+        stream = backend.describe_stream(
+            stream_arn=self._get_param("StreamARN"), stream_name=self._get_param("StreamName")
+        )
         records = self._get_param("Records") or []
         if len(records) > REQUEST_RECORDS_MAX:
             raise TooManyRecords
         _check_records(stream, records, single=False)
         results = []
         for record in records:
-            sequence_number, shard_id = stream.put_record(record.get("PartitionKey"), record.get("ExplicitHashKey"),
-                                                          record.get("Data"))
+            sequence_number, shard_id = stream.put_record(
+                record.get("PartitionKey"), record.get("ExplicitHashKey"), record.get("Data")
+            )
             results.append({"SequenceNumber": sequence_number, "ShardId": shard_id})
-        backend._send_stream_metrics(stream.stream_name, incoming_records=len(records), incoming_bytes=sum(
-            _record_size(record.get("Data"), record.get("PartitionKey")) for record in records))
+        backend._send_stream_metrics(
+            stream.stream_name,
+            incoming_records=len(records),
+            incoming_bytes=sum(_record_size(record.get("Data"), record.get("PartitionKey")) for record in records),
+        )
         return ActionResult({"FailedRecordCount": 0, "Records": results})
 
     def update_stream_mode(self) -> Any:
@@ -984,8 +1076,10 @@ def _patch_today(models: Any, responses: Any) -> None:
         stream = _stream_by_arn(backend, params["StreamARN"])
         mode = params["StreamModeDetails"]["StreamMode"]
         if mode == "PROVISIONED" and stream.record_distribution == AUTO:
-            raise _invalid(f"Stream {stream.stream_name} uses the AUTO record distribution strategy, which "
-                           "PROVISIONED streams do not support; switch it to USER_PARTITION_KEY first.")
+            raise _invalid(
+                f"Stream {stream.stream_name} uses the AUTO record distribution strategy, which "
+                "PROVISIONED streams do not support; switch it to USER_PARTITION_KEY first."
+            )
         if params.get("WarmThroughputMiBps") is not None and mode != "ON_DEMAND":
             raise _invalid("Warm throughput applies to ON_DEMAND streams only.")
         backend.update_stream_mode(stream.arn, params["StreamModeDetails"])
@@ -1007,12 +1101,21 @@ def _patch_today(models: Any, responses: Any) -> None:
             after = _decode_token_name(params["NextToken"])
         start = names.index(after) + 1 if after in names else (0 if after is None else len(names))
         size = min(params.get("Limit", STREAMS_PAGE_MAX), STREAMS_PAGE_MAX)
-        page = streams[start:start + size]
+        page = streams[start : start + size]
         result: dict[str, Any] = {
-            "StreamNames": [stream.stream_name for stream in page], "HasMoreStreams": start + size < len(streams),
-            "StreamSummaries": [{"StreamName": stream.stream_name, "StreamARN": stream.arn, "StreamStatus": stream.status,
-                                 "StreamModeDetails": stream.stream_mode,
-                                 "StreamCreationTimestamp": stream.creation_datetime} for stream in page]}
+            "StreamNames": [stream.stream_name for stream in page],
+            "HasMoreStreams": start + size < len(streams),
+            "StreamSummaries": [
+                {
+                    "StreamName": stream.stream_name,
+                    "StreamARN": stream.arn,
+                    "StreamStatus": stream.status,
+                    "StreamModeDetails": stream.stream_mode,
+                    "StreamCreationTimestamp": stream.creation_datetime,
+                }
+                for stream in page
+            ],
+        }
         if result["HasMoreStreams"]:
             result["NextToken"] = _encode_token_name(page[-1].stream_name)
         return ActionResult(result)
@@ -1038,9 +1141,16 @@ def _patch_today(models: Any, responses: Any) -> None:
         backend = self.kinesis_backend
         stream = _stream(backend, params)
         _set_warm_throughput(backend, stream, params["WarmThroughputMiBps"])
-        return ActionResult({"StreamARN": stream.arn, "StreamName": stream.stream_name,
-                             "WarmThroughput": {"TargetMiBps": stream.warm_throughput_mibps,
-                                                "CurrentMiBps": stream.warm_throughput_mibps}})
+        return ActionResult(
+            {
+                "StreamARN": stream.arn,
+                "StreamName": stream.stream_name,
+                "WarmThroughput": {
+                    "TargetMiBps": stream.warm_throughput_mibps,
+                    "CurrentMiBps": stream.warm_throughput_mibps,
+                },
+            }
+        )
 
     def describe_account_settings(self) -> Any:
         _validated(self, "DescribeAccountSettings")
@@ -1054,7 +1164,9 @@ def _patch_today(models: Any, responses: Any) -> None:
         if params["MinimumThroughputBillingCommitment"]["Status"] == "ENABLED":
             if commitment["Status"] == "DISABLED":
                 commitment.clear()
-                commitment.update(Status="ENABLED", StartedAt=now, EarliestAllowedEndAt=now + COMMITMENT_MINIMUM_SECONDS)
+                commitment.update(
+                    Status="ENABLED", StartedAt=now, EarliestAllowedEndAt=now + COMMITMENT_MINIMUM_SECONDS
+                )
             else:  # enabling again cancels an end that was asked for
                 commitment["Status"] = "ENABLED"
         elif commitment["Status"] != "DISABLED":
@@ -1115,19 +1227,24 @@ def _patch_today(models: Any, responses: Any) -> None:
 
     def describe_channel(self) -> Any:
         params = _validated(self, "DescribeChannel")
-        return ActionResult({"ChannelDescription": _channel_description(_channel(self.kinesis_backend,
-                                                                                  params["ChannelARN"]))})
+        return ActionResult(
+            {"ChannelDescription": _channel_description(_channel(self.kinesis_backend, params["ChannelARN"]))}
+        )
 
     def update_channel(self) -> Any:
         params = _validated(self, "UpdateChannel")
         channel = _channel(self.kinesis_backend, params["ChannelARN"])
         if _channel_status(channel) != "ACTIVE":
-            raise _in_use(f"Channel {channel['ChannelName']} is {channel['ChannelStatus']}; it can be updated when ACTIVE.")
+            raise _in_use(
+                f"Channel {channel['ChannelName']} is {channel['ChannelStatus']}; it can be updated when ACTIVE."
+            )
         for member in ("S3DestinationConfiguration", "S3TablesDestinationConfiguration"):
             if member in params:
                 if member not in channel:
-                    raise _invalid(f"Channel {channel['ChannelName']} has no {member}; only its own destination "
-                                   "type can be updated.")
+                    raise _invalid(
+                        f"Channel {channel['ChannelName']} has no {member}; only its own destination "
+                        "type can be updated."
+                    )
                 channel[member]["DataFreshnessInSeconds"] = params[member]["DataFreshnessInSeconds"]
         if "LoggingConfiguration" in params:
             channel["LoggingConfiguration"] = params["LoggingConfiguration"]
@@ -1145,25 +1262,47 @@ def _patch_today(models: Any, responses: Any) -> None:
         params = _validated(self, "ListChannels")
         backend = self.kinesis_backend
         wanted = {entry["StreamARN"] for entry in params.get("StreamFilter") or []}
-        channels = [channel for channel in _state(backend).channels.values()
-                    if not wanted or wanted & set(_channel_streams(channel))]
+        channels = [
+            channel
+            for channel in _state(backend).channels.values()
+            if not wanted or wanted & set(_channel_streams(channel))
+        ]
         start = 0
         if params.get("NextToken"):
             names = [channel["ChannelARN"] for channel in channels]
             after = _decode_token_name(params["NextToken"])
             start = names.index(after) + 1 if after in names else len(names)
         size = min(params.get("MaxResults", CHANNELS_PAGE_MAX), CHANNELS_PAGE_MAX)
-        page = channels[start:start + size]
+        page = channels[start : start + size]
         result: dict[str, Any] = {"ChannelSummaries": [_channel_summary(channel) for channel in page]}
         if start + size < len(channels):
             result["NextToken"] = _encode_token_name(page[-1]["ChannelARN"])
         return ActionResult(result)
 
-    for handler in (create_stream, delete_stream, put_record, put_records, update_stream_mode, list_streams,
-                    update_stream_record_distribution_strategy, update_max_record_size, update_stream_warm_throughput,
-                    describe_account_settings, update_account_settings, tag_resource, untag_resource,
-                    list_tags_for_resource, put_resource_policy, get_resource_policy, delete_resource_policy,
-                    create_channel, describe_channel, update_channel, delete_channel, list_channels):
+    for handler in (
+        create_stream,
+        delete_stream,
+        put_record,
+        put_records,
+        update_stream_mode,
+        list_streams,
+        update_stream_record_distribution_strategy,
+        update_max_record_size,
+        update_stream_warm_throughput,
+        describe_account_settings,
+        update_account_settings,
+        tag_resource,
+        untag_resource,
+        list_tags_for_resource,
+        put_resource_policy,
+        get_resource_policy,
+        delete_resource_policy,
+        create_channel,
+        describe_channel,
+        update_channel,
+        delete_channel,
+        list_channels,
+    ):
         setattr(KinesisResponse, handler.__name__, handler)
 
 

@@ -75,14 +75,27 @@ class ConsoleBackend(StreamReads, Protocol):
     async def enable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None: ...
 
     # ---- records ----
-    async def put_record(self, stream: str, data: bytes, partition_key: str | None, *,
-                         explicit_hash_key: int | None = None,
-                         sequence_number_for_ordering: str | None = None) -> dict[str, Any]: ...
+    async def put_record(
+        self,
+        stream: str,
+        data: bytes,
+        partition_key: str | None,
+        *,
+        explicit_hash_key: int | None = None,
+        sequence_number_for_ordering: str | None = None,
+    ) -> dict[str, Any]: ...
 
     async def put_records(self, stream: str, records: list[dict[str, Any]]) -> dict[str, Any]: ...
 
-    async def get_shard_iterator(self, stream: str, shard_id: str, iterator_type: str, *,
-                                 sequence_number: str | None = None, timestamp: datetime | None = None) -> str: ...
+    async def get_shard_iterator(
+        self,
+        stream: str,
+        shard_id: str,
+        iterator_type: str,
+        *,
+        sequence_number: str | None = None,
+        timestamp: datetime | None = None,
+    ) -> str: ...
 
     async def get_records(self, shard_iterator: str, limit: int = 10000) -> dict[str, Any]: ...
 
@@ -114,11 +127,20 @@ class ConsoleBackend(StreamReads, Protocol):
     async def table_names(self) -> list[str]: ...
 
     # ---- CloudWatch (when CLOUDWATCH is offered) ----
-    async def stream_metrics(self, stream: str, metrics: dict[str, str], start: datetime, end: datetime,
-                             period: int = 60) -> dict[str, MetricPoints]: ...
+    async def stream_metrics(
+        self, stream: str, metrics: dict[str, str], start: datetime, end: datetime, period: int = 60
+    ) -> dict[str, MetricPoints]: ...
 
-    async def shard_metrics(self, stream: str, shard_ids: list[str], metrics: dict[str, str],
-                            start: datetime, end: datetime, period: int = 60) -> dict[str, dict[str, MetricPoints]]: ...
+    async def shard_metrics(
+        self,
+        stream: str,
+        shard_ids: list[str],
+        metrics: dict[str, str],
+        start: datetime,
+        end: datetime,
+        period: int = 60,
+    ) -> dict[str, dict[str, MetricPoints]]: ...
 
-    async def streams_metrics(self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime,
-                              period: int = 60) -> Any: ...
+    async def streams_metrics(
+        self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime, period: int = 60
+    ) -> Any: ...

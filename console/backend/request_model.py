@@ -19,15 +19,18 @@ def validate_request(operation: str, params: dict, *, where: str = "the request"
     model = botocore.session.get_session().get_service_model("kinesis")
     shape = model.operation_model(operation).input_shape
     report = ParamValidator().validate(params, shape)
-    problems = [line.strip() for line in report.generate_report().splitlines() if line.strip()] \
-        if report.has_errors() else []
+    problems = (
+        [line.strip() for line in report.generate_report().splitlines() if line.strip()] if report.has_errors() else []
+    )
     if not problems:
         _constraints(shape, params, operation, problems)
     if problems:
         shown = "; ".join(problems[:MAX_PROBLEMS_SHOWN])
         more = f" (+{len(problems) - MAX_PROBLEMS_SHOWN} more)" if len(problems) > MAX_PROBLEMS_SHOWN else ""
-        raise BadInput(f"{where} does not match {operation} in the Kinesis API model: {shown}{more}; "
-                       "nothing was called", code="bad_request")
+        raise BadInput(
+            f"{where} does not match {operation} in the Kinesis API model: {shown}{more}; nothing was called",
+            code="bad_request",
+        )
 
 
 def _constraints(shape: Any, value: Any, path: str, problems: list[str]) -> None:

@@ -53,16 +53,25 @@ def build_server(host: str = "127.0.0.1", port: int = 0, *, patched: bool = True
     # A client that drops a connection mid-answer is normal (a cancelled poll, a closed console):
     # waitress would log it to stderr, into the terminal of `kconsole local serve`.
     logging.getLogger("waitress").setLevel(logging.CRITICAL)
-    server = create_server(app, host=host, port=port, threads=SERVER_THREADS, connection_limit=CONNECTION_LIMIT,
-                           max_request_body_size=MAX_REQUEST_BODY_BYTES,
-                           asyncore_use_poll=True, ident="amazon.com")
+    server = create_server(
+        app,
+        host=host,
+        port=port,
+        threads=SERVER_THREADS,
+        connection_limit=CONNECTION_LIMIT,
+        max_request_body_size=MAX_REQUEST_BODY_BYTES,
+        asyncore_use_poll=True,
+        ident="amazon.com",
+    )
     server.channel_class = _plain_http_channel()
     return server
 
 
 TLS_HANDSHAKE = b"\x16"  # the first byte of a TLS ClientHello
-NOT_TLS_ANSWER = (b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 35\r\n"
-                  b"Connection: close\r\n\r\nthis server speaks http://, not TLS")
+NOT_TLS_ANSWER = (
+    b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 35\r\n"
+    b"Connection: close\r\n\r\nthis server speaks http://, not TLS"
+)
 
 
 def _plain_http_channel() -> type:

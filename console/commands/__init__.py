@@ -7,22 +7,32 @@ Order here is the order in `kconsole --help`; a module's commands sit together, 
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "predict": ("console.commands.keyspace", "which shard each partition key (or explicit hash key) lands on"),
-    "keytree": ("console.commands.keyspace",
-                "balanced explicit hash keys: the next keys that keep every split of the key space even"),
-    "spread": ("console.commands.keyspace",
-               "write-shard a hot partition key: where PK:0 .. PK:n-1 land and how sort keys spread"),
+    "keytree": (
+        "console.commands.keyspace",
+        "balanced explicit hash keys: the next keys that keep every split of the key space even",
+    ),
+    "spread": (
+        "console.commands.keyspace",
+        "write-shard a hot partition key: where PK:0 .. PK:n-1 land and how sort keys spread",
+    ),
     "streams": ("console.commands.streams", "list streams: status, mode, open shards, retention, encryption"),
     "shards": ("console.commands.streams", "list a stream's shards with hash ranges and lineage"),
     "stream": ("console.commands.stream", "create, describe, change or delete a stream"),
-    "account": ("console.commands.account",
-                "the account's Kinesis settings: On-demand Advantage (minimum throughput commitment)"),
-    "channels": ("console.commands.channels", "channels that deliver a stream to S3 or S3 Tables: list, "
-                                              "describe, create from a JSON request, delete"),
+    "account": (
+        "console.commands.account",
+        "the account's Kinesis settings: On-demand Advantage (minimum throughput commitment)",
+    ),
+    "channels": (
+        "console.commands.channels",
+        "channels that deliver a stream to S3 or S3 Tables: list, describe, create from a JSON request, delete",
+    ),
     "put": ("console.commands.put", "send JSON lines (file or stdin) as records, in order per key"),
     "plan": ("console.commands.reshard", "what-if: show what a reshard would do (changes nothing)"),
     "reshard": ("console.commands.reshard", "split, merge or rescale a stream (asks first)"),
-    "produce": ("console.commands.produce",
-                "write ordered test records to a stream and optionally read them back to verify order"),
+    "produce": (
+        "console.commands.produce",
+        "write ordered test records to a stream and optionally read them back to verify order",
+    ),
     "heat": ("console.commands.heat", "live heat per shard: rates, peak, utilisation, top keys"),
     "tail": ("console.commands.tail", "print the records in a stream, decoded (JSON, gzip, KPL aggregates)"),
     "copy": ("console.commands.copy", "copy a window of records from one stream to another, in order per key"),

@@ -29,8 +29,9 @@ def refuse_if_read_only(args: argparse.Namespace, change: str) -> None:
         raise ReadOnlyRefusal(f"read-only mode ({source}): refusing to {change}; nothing was called")
 
 
-def confirm_by_stream_name(args: argparse.Namespace, *, change: str, consequence: str,
-                           advice: str = "", preview: str | None = None) -> None:
+def confirm_by_stream_name(
+    args: argparse.Namespace, *, change: str, consequence: str, advice: str = "", preview: str | None = None
+) -> None:
     """Go ahead on --yes or when the operator types the stream name; otherwise refuse.
 
     `change` names the change in the refusal ("split my-stream"), `consequence` ends the prompt's
@@ -38,18 +39,29 @@ def confirm_by_stream_name(args: argparse.Namespace, *, change: str, consequence
     `preview` (e.g. the plan) is shown on stderr before the prompt."""
     # "switch clicks from provisioned to on-demand" names the stream already: no "... on clicks" after it.
     named = consequence if args.stream in consequence.split() else f"{consequence} on {args.stream}"
-    confirm_by_typing(args, args.stream, what="the stream name", change=change,
-                      consequence=named, advice=advice, preview=preview)
+    confirm_by_typing(
+        args, args.stream, what="the stream name", change=change, consequence=named, advice=advice, preview=preview
+    )
 
 
-def confirm_by_typing(args: argparse.Namespace, expected: str, *, what: str, change: str, consequence: str,
-                      advice: str = "", preview: str | None = None) -> None:
+def confirm_by_typing(
+    args: argparse.Namespace,
+    expected: str,
+    *,
+    what: str,
+    change: str,
+    consequence: str,
+    advice: str = "",
+    preview: str | None = None,
+) -> None:
     """Go ahead on --yes or when the operator types `expected` (`what` names it in the prompt)."""
     if args.yes:
         return
     if not sys.stdin.isatty():
-        raise ConsoleError(f"refusing to {change} without confirmation: no TTY to ask on; {advice}pass --yes",
-                           code="needs_confirmation")
+        raise ConsoleError(
+            f"refusing to {change} without confirmation: no TTY to ask on; {advice}pass --yes",
+            code="needs_confirmation",
+        )
     if preview is not None:
         print(preview, file=sys.stderr)
     print(f"This will {consequence}. Type {what} to confirm: ", end="", file=sys.stderr, flush=True)

@@ -35,8 +35,9 @@ def configure(args: Any) -> None:
     whether JSON goes out, so a command's own JSON path (tail's JSON lines, say) follows --output."""
     output = getattr(args, "output", None)
     if output is not None and output not in OUTPUT_FORMATS and output not in getattr(args, "export_formats", ()):
-        raise BadInput(f"--output {output} is for exporting records (kconsole tail); use json, text or table",
-                       code="usage")
+        raise BadInput(
+            f"--output {output} is for exporting records (kconsole tail); use json, text or table", code="usage"
+        )
     if getattr(args, "json", False):
         if output not in (None, "json"):
             raise BadInput(f"--json and --output {output} disagree; give one", code="usage")
@@ -74,11 +75,15 @@ def compile_query(expression: str) -> Any:
     from jmespath.exceptions import JMESPathError
 
     if len(expression) > MAX_QUERY_CHARS:
-        raise BadInput(f"--query is {len(expression):,} characters; at most {MAX_QUERY_CHARS:,}: "
-                       f"{_shown_query(expression)}", code="usage")
+        raise BadInput(
+            f"--query is {len(expression):,} characters; at most {MAX_QUERY_CHARS:,}: {_shown_query(expression)}",
+            code="usage",
+        )
     if _DIGIT_RUN.search(_QUOTED.sub("''", expression)):
-        raise BadInput(f"--query holds a number of more than {MAX_QUERY_NUMBER_DIGITS} digits: "
-                       f"{_shown_query(expression)}", code="usage")
+        raise BadInput(
+            f"--query holds a number of more than {MAX_QUERY_NUMBER_DIGITS} digits: {_shown_query(expression)}",
+            code="usage",
+        )
     try:
         return jmespath.compile(expression)
     except (JMESPathError, ValueError, RecursionError) as error:
@@ -86,8 +91,9 @@ def compile_query(expression: str) -> Any:
         position = getattr(error, "lex_position", None)
         where = f" at character {position}" if isinstance(position, int) else ""
         reason = " ".join(str(reason).split())[:80]
-        raise BadInput(f"--query is not a valid JMESPath expression ({reason}{where}): {_shown_query(expression)}",
-                       code="usage") from None
+        raise BadInput(
+            f"--query is not a valid JMESPath expression ({reason}{where}): {_shown_query(expression)}", code="usage"
+        ) from None
 
 
 def emit(args: Any, document: Any, text: str | Callable[[], str]) -> None:
@@ -112,8 +118,12 @@ def emit(args: Any, document: Any, text: str | Callable[[], str]) -> None:
 def plain_json(args: Any) -> bool:
     """--json (or --output json) with neither --query nor --max-items: the document goes out as it is,
     so a command may stream it (`emit_json_with_rows`)."""
-    return (getattr(args, "output", None) == "json" or getattr(args, "json", False)) and \
-        getattr(args, "query", None) is None and getattr(args, "max_items", None) is None
+    return (
+        (getattr(args, "output", None) == "json" or getattr(args, "json", False))
+        and getattr(args, "query", None) is None
+        and getattr(args, "max_items", None) is None
+    )
+
 
 def shape(document: Any, *, max_items: int | None, query: str | None) -> Any:
     """The document as plain JSON values, its lists cut to `max_items` (said on stderr), then queried.
@@ -141,8 +151,14 @@ def _first_items(document: Any, limit: int) -> Any:
                 cut[key] = len(value)
                 document[key] = value[:limit]
     if cut:
-        note("kconsole: --max-items " + str(limit) + ": showing the first " + str(limit) + " of "
-             + ", ".join(f"{total} {key}" for key, total in cut.items()))
+        note(
+            "kconsole: --max-items "
+            + str(limit)
+            + ": showing the first "
+            + str(limit)
+            + " of "
+            + ", ".join(f"{total} {key}" for key, total in cut.items())
+        )
     return document
 
 
@@ -172,6 +188,7 @@ def emit_record(args: Any, record: dict, human_line: Callable[[], str]) -> str:
 
 # -- --output text: the AWS CLI's tab-separated layout ---------------------------------------------
 
+
 def text_lines(value: Any, prefix: tuple[str, ...] = ()) -> Iterator[str]:
     """A dict's scalar fields on one line (tab-separated, in order), then each nested list or dict
     under its key in capitals; a list of scalars on one line; a list of objects one line each."""
@@ -199,6 +216,7 @@ def _text_cell(value: Any) -> str:
 
 # -- --output table: rich ---------------------------------------------------------------------------
 
+
 def render_rich_table(document: Any) -> str:
     from rich.console import Console, Group
 
@@ -207,8 +225,7 @@ def render_rich_table(document: Any) -> str:
     terminal = sys.stdout.isatty()
     # Off a terminal nothing is wrapped: long hash keys stay on one line for whoever reads the file.
     width = shutil.get_terminal_size().columns if terminal else 100_000
-    console = Console(width=width, highlight=False, markup=False, emoji=False, color_system=None,
-                      force_terminal=False)
+    console = Console(width=width, highlight=False, markup=False, emoji=False, color_system=None, force_terminal=False)
     with console.capture() as capture:
         console.print(Group(*parts))
     return "\n".join(line.rstrip() for line in capture.get().splitlines()) + "\n"
@@ -244,8 +261,11 @@ def _rich_parts(value: Any, title: str | None) -> Iterator[Any]:
 
 
 def _is_nested_table(value: Any) -> bool:
-    return isinstance(value, list) and any(isinstance(item, dict) for item in value) or (
-        isinstance(value, dict) and any(isinstance(item, (dict, list)) for item in value.values()))
+    return (
+        isinstance(value, list)
+        and any(isinstance(item, dict) for item in value)
+        or (isinstance(value, dict) and any(isinstance(item, (dict, list)) for item in value.values()))
+    )
 
 
 def _table_cell(value: Any) -> str:
@@ -285,8 +305,14 @@ def note(message: str) -> None:
     print(printable(message), file=sys.stderr, flush=True)
 
 
-def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, right_aligned: AbstractSet[int] = frozenset(),
-                 max_rows: int | None = None, total_rows: int | None = None) -> str:
+def render_table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    right_aligned: AbstractSet[int] = frozenset(),
+    max_rows: int | None = None,
+    total_rows: int | None = None,
+) -> str:
     """A plain-text table: columns as wide as their widest cell, two spaces apart; with `max_rows`,
     the head of a long table and a line saying how many rows were left out. `total_rows` says how
     long the table is when `rows` is only its head (so nobody builds rows that are never printed).

@@ -12,8 +12,13 @@ from console.errors import BadInput, StreamNotFound
 from console.lifecycle.rules import DEFAULT_SHARDS as DEFAULT_LOCAL_SHARDS
 from console.lifecycle.rules import MAX_SHARDS as MAX_LOCAL_SHARDS
 
-__all__ = ["DEFAULT_LOCAL_SHARDS", "MAX_LOCAL_SHARDS", "ensure_local_stream", "local_shard_count",
-           "validate_stream_name"]
+__all__ = [
+    "DEFAULT_LOCAL_SHARDS",
+    "MAX_LOCAL_SHARDS",
+    "ensure_local_stream",
+    "local_shard_count",
+    "validate_stream_name",
+]
 
 
 def local_shard_count(args: Any) -> int:
@@ -35,8 +40,9 @@ async def ensure_local_stream(kinesis: Any, stream: str, args: Any) -> None:
         try:
             await kinesis.describe_stream_summary(stream)
         except StreamNotFound as error:
-            raise StreamNotFound(f"{error.message}; read-only mode ({source}) creates no stream, not even on "
-                                 "the embedded local Kinesis") from None
+            raise StreamNotFound(
+                f"{error.message}; read-only mode ({source}) creates no stream, not even on the embedded local Kinesis"
+            ) from None
         return
     if await kinesis.ensure_stream(stream, count):
         note(f"created stream {stream!r} with {count} shards on the embedded local Kinesis")

@@ -20,12 +20,19 @@ from console.errors import PlanRejected
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "account", parents=common, help=command_help("account"),
+        "account",
+        parents=common,
+        help=command_help("account"),
         description="Show the account's On-demand Advantage (minimum throughput billing commitment): its "
-                    "state, when it started and its earliest allowed end; turn it on or off with a plan and "
-                    "a typed confirmation (--yes without a TTY). --read-only refuses the change.")
-    parser.add_argument("--on-demand-advantage", choices=("on", "off"), default=None,
-                        help="turn the commitment on or off (changes billing: asks first)")
+        "state, when it started and its earliest allowed end; turn it on or off with a plan and "
+        "a typed confirmation (--yes without a TTY). --read-only refuses the change.",
+    )
+    parser.add_argument(
+        "--on-demand-advantage",
+        choices=("on", "off"),
+        default=None,
+        help="turn the commitment on or off (changes billing: asks first)",
+    )
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
     parser.set_defaults(handler=run_account)
 
@@ -55,23 +62,35 @@ async def _account(args: Any) -> int:
             raise PlanRejected(f"account change refused, nothing was called: {plan.refusal}")
         if not plan.is_noop:
             word = args.on_demand_advantage
-            confirm_by_typing(args, word, what=f"{word!r}", change=f"turn On-demand Advantage {word}",
-                              consequence=plan.summary, preview=plan.render() + "\n")
+            confirm_by_typing(
+                args,
+                word,
+                what=f"{word!r}",
+                change=f"turn On-demand Advantage {word}",
+                consequence=plan.summary,
+                preview=plan.render() + "\n",
+            )
             who = await kinesis.caller_identity() if kinesis.config.kind == "aws" else None
-            await apply_setting(kinesis, plan, action_log=ActionLog.default(), who=who,
-                                progress=lambda text: note(f"kconsole: {text}"))
+            await apply_setting(
+                kinesis, plan, action_log=ActionLog.default(), who=who, progress=lambda text: note(f"kconsole: {text}")
+            )
             commitment = describe_commitment(await kinesis.account_settings())
             executed = True
     document = {"backend": label, "executed": executed, "plan": plan.to_json(), "on_demand_advantage": commitment}
-    emit(args, document, lambda: plan.render() + ("\nDone.\n" if executed else "\n")
-         + render_commitment(commitment, label))
+    emit(
+        args,
+        document,
+        lambda: plan.render() + ("\nDone.\n" if executed else "\n") + render_commitment(commitment, label),
+    )
     return 0
 
 
 def render_commitment(commitment: dict, label: str) -> str:
-    rows = [("on-demand advantage", commitment["status"]),
-            ("started", commitment["started_at"] or "-"),
-            ("earliest allowed end", commitment["earliest_allowed_end_at"] or "-"),
-            ("ended", commitment["ended_at"] or "-"),
-            ("backend", label)]
+    rows = [
+        ("on-demand advantage", commitment["status"]),
+        ("started", commitment["started_at"] or "-"),
+        ("earliest allowed end", commitment["earliest_allowed_end_at"] or "-"),
+        ("ended", commitment["ended_at"] or "-"),
+        ("backend", label),
+    ]
     return render_table(("SETTING", "VALUE"), rows)

@@ -30,13 +30,20 @@ MAX_CONFIG_BYTES = 1024 * 1024  # a CreateChannel request is a few KiB; a bigger
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "channels", parents=common, help=command_help("channels"),
+        "channels",
+        parents=common,
+        help=command_help("channels"),
         description="Without arguments, list every channel; with a STREAM, describe the channels reading from "
-                    "it. `describe NAME`, `create --config FILE` (CreateChannel's request as JSON, checked "
-                    "against the Kinesis API model first) and `delete NAME` act on one channel; create and "
-                    "delete ask first (--yes without a TTY) and are refused under --read-only.")
-    parser.add_argument("words", nargs="*", metavar="STREAM | describe NAME | create | delete NAME",
-                        help="what to do (a stream named like an action: --stream-name)")
+        "it. `describe NAME`, `create --config FILE` (CreateChannel's request as JSON, checked "
+        "against the Kinesis API model first) and `delete NAME` act on one channel; create and "
+        "delete ask first (--yes without a TTY) and are refused under --read-only.",
+    )
+    parser.add_argument(
+        "words",
+        nargs="*",
+        metavar="STREAM | describe NAME | create | delete NAME",
+        help="what to do (a stream named like an action: --stream-name)",
+    )
     parser.add_argument("--stream-name", metavar="STREAM", default=None, help="list the channels of this stream")
     parser.add_argument("--config", metavar="FILE", help="with create: the CreateChannel request as JSON")
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
@@ -48,8 +55,9 @@ def run_channels(args: Any) -> int:
     action = words[0] if words and words[0] in ACTIONS else None
     if action is None:
         if len(words) > 1 or (words and args.stream_name):
-            raise BadInput("kconsole channels: give one STREAM, or describe NAME, create --config FILE, delete NAME",
-                           code="usage")
+            raise BadInput(
+                "kconsole channels: give one STREAM, or describe NAME, create --config FILE, delete NAME", code="usage"
+            )
         stream = args.stream_name or (words[0] if words else None)
         if stream is not None:
             from console.bounds import validate_stream_name
@@ -58,8 +66,9 @@ def run_channels(args: Any) -> int:
         return run_async(_list(args, stream))
     if action == "create":
         if len(words) != 1 or not args.config:
-            raise BadInput("kconsole channels create takes --config FILE (the CreateChannel request as JSON)",
-                           code="usage")
+            raise BadInput(
+                "kconsole channels create takes --config FILE (the CreateChannel request as JSON)", code="usage"
+            )
         request = read_channel_config(args.config)
         refuse_if_read_only(args, f"create channel {request['ChannelName']}")
         return run_async(_create(args, request))
@@ -75,11 +84,20 @@ def run_channels(args: Any) -> int:
 def check_channel_name(name: str) -> str:
     from console.backend.request_model import validate_request
 
-    validate_request("CreateChannel", {"ChannelName": name, "ServiceExecutionRoleARN":
-                                       "arn:aws:iam::000000000000:role/r", "StreamConfigurationList": [
-                                           {"StreamARN": "arn:aws:kinesis:us-east-1:000000000000:stream/s",
-                                            "RecordConfiguration": {"RecordFormatType": "JSON"}}]},
-                     where=f"channel name {name[:60]!r}")
+    validate_request(
+        "CreateChannel",
+        {
+            "ChannelName": name,
+            "ServiceExecutionRoleARN": "arn:aws:iam::000000000000:role/r",
+            "StreamConfigurationList": [
+                {
+                    "StreamARN": "arn:aws:kinesis:us-east-1:000000000000:stream/s",
+                    "RecordConfiguration": {"RecordFormatType": "JSON"},
+                }
+            ],
+        },
+        where=f"channel name {name[:60]!r}",
+    )
     return name
 
 
@@ -91,7 +109,9 @@ def read_channel_config(path: str) -> dict:
     try:
         request = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as error:
-        raise BadInput(f"channel config {path} is not JSON: {getattr(error, 'msg', error)}", code="bad_request") from None
+        raise BadInput(
+            f"channel config {path} is not JSON: {getattr(error, 'msg', error)}", code="bad_request"
+        ) from None
     if not isinstance(request, dict):
         raise BadInput(f"channel config {path} must be a JSON object (CreateChannel's request)", code="bad_request")
     validate_request("CreateChannel", request, where=f"channel config {path}")
@@ -99,6 +119,7 @@ def read_channel_config(path: str) -> dict:
 
 
 # ---- reading -------------------------------------------------------------------------------------
+
 
 def _open(args: Any):
     from console.backend import BackendConfig, open_backend
@@ -136,15 +157,29 @@ async def _arn_of(kinesis: Any, name: str) -> str:
 def channel_json(raw: dict) -> dict:
     streams = raw.get("Streams") or raw.get("StreamConfigurationList") or []
     destination = raw.get("ChannelDestinationType") or (
-        "S3" if raw.get("S3DestinationConfiguration") else "S3_TABLES" if raw.get("S3TablesDestinationConfiguration")
-        else None)
+        "S3"
+        if raw.get("S3DestinationConfiguration")
+        else "S3_TABLES"
+        if raw.get("S3TablesDestinationConfiguration")
+        else None
+    )
     created: Any = raw.get("ChannelCreationTimestamp")
-    document = {"name": raw.get("ChannelName"), "arn": raw.get("ChannelARN"), "status": raw.get("ChannelStatus"),
-                "status_reason": raw.get("ChannelStatusReason"), "destination": destination,
-                "streams": [s.get("StreamARN") for s in streams],
-                "created": created.isoformat() if hasattr(created, "isoformat") else created}
-    for key in ("ServiceExecutionRoleARN", "S3DestinationConfiguration", "S3TablesDestinationConfiguration",
-                "EncryptionConfiguration", "LoggingConfiguration"):
+    document = {
+        "name": raw.get("ChannelName"),
+        "arn": raw.get("ChannelARN"),
+        "status": raw.get("ChannelStatus"),
+        "status_reason": raw.get("ChannelStatusReason"),
+        "destination": destination,
+        "streams": [s.get("StreamARN") for s in streams],
+        "created": created.isoformat() if hasattr(created, "isoformat") else created,
+    }
+    for key in (
+        "ServiceExecutionRoleARN",
+        "S3DestinationConfiguration",
+        "S3TablesDestinationConfiguration",
+        "EncryptionConfiguration",
+        "LoggingConfiguration",
+    ):
         if raw.get(key) is not None:
             document[key] = raw[key]
     return document
@@ -159,28 +194,44 @@ def _text(value: Any) -> str:
 def render_channels(rows: list[dict], label: str, stream: str | None) -> str:
     if not rows:
         return f"no channels {'reading from ' + stream + ' ' if stream else ''}on {label}"
-    table = [(r["name"], r["status"], r["destination"] or "-", ", ".join(s.rsplit("/", 1)[-1] for s in r["streams"]))
-             for r in rows]
+    table = [
+        (r["name"], r["status"], r["destination"] or "-", ", ".join(s.rsplit("/", 1)[-1] for s in r["streams"]))
+        for r in rows
+    ]
     return render_table(("CHANNEL", "STATUS", "DESTINATION", "STREAMS"), table)
 
 
 # ---- changing ------------------------------------------------------------------------------------
 
+
 def plan_create(request: dict, exists: bool) -> LifecyclePlan:
     name = request["ChannelName"]
     streams = [s["StreamARN"].rsplit("/", 1)[-1] for s in request["StreamConfigurationList"]]
     destination = "S3" if request.get("S3DestinationConfiguration") else "S3 Tables"
-    consequences = (f"records of {', '.join(streams)} are delivered to {destination} from now on",
-                    "delivery is billed per GB; the stream cannot be deleted while the channel is active")
+    consequences = (
+        f"records of {', '.join(streams)} are delivered to {destination} from now on",
+        "delivery is billed per GB; the stream cannot be deleted while the channel is active",
+    )
     refusal = f"a channel named {name!r} already exists" if exists else None
-    return LifecyclePlan("create", name, f"create channel {name} to {destination}",
-                         (Call("CreateChannel", request),), consequences, refusal)
+    return LifecyclePlan(
+        "create",
+        name,
+        f"create channel {name} to {destination}",
+        (Call("CreateChannel", request),),
+        consequences,
+        refusal,
+    )
 
 
 def plan_delete(name: str, arn: str, description: dict) -> LifecyclePlan:
     streams = ", ".join(s.rsplit("/", 1)[-1] for s in channel_json(description)["streams"]) or "its stream"
-    return LifecyclePlan("delete", name, f"delete channel {name}", (Call("DeleteChannel", {"ChannelARN": arn}),),
-                         (f"delivery from {streams} stops; what was delivered stays in the destination",))
+    return LifecyclePlan(
+        "delete",
+        name,
+        f"delete channel {name}",
+        (Call("DeleteChannel", {"ChannelARN": arn}),),
+        (f"delivery from {streams} stops; what was delivered stays in the destination",),
+    )
 
 
 async def _create(args: Any, request: dict) -> int:
@@ -188,8 +239,11 @@ async def _create(args: Any, request: dict) -> int:
         names = {c.get("ChannelName") for c in await kinesis.list_channels()}
         plan = plan_create(request, request["ChannelName"] in names)
         answers = await _change(args, kinesis, plan)
-        document: dict[str, Any] = {"executed": True, "plan": plan.to_json(),
-                    "channel": channel_json(answers[0] if answers and answers[0] else {})}
+        document: dict[str, Any] = {
+            "executed": True,
+            "plan": plan.to_json(),
+            "channel": channel_json(answers[0] if answers and answers[0] else {}),
+        }
     emit(args, document, lambda: plan.render() + f"\nDone: channel {plan.stream} is {document['channel']['status']}")
     return 0
 
@@ -209,8 +263,15 @@ async def _change(args: Any, kinesis: Any, plan: LifecyclePlan) -> list:
 
     if plan.refusal:
         raise PlanRejected(f"{plan.action} channel {plan.stream} refused, nothing was called: {plan.refusal}")
-    confirm_by_typing(args, plan.stream, what="the channel name", change=f"{plan.action} channel {plan.stream}",
-                      consequence=plan.summary, preview=plan.render() + "\n")
+    confirm_by_typing(
+        args,
+        plan.stream,
+        what="the channel name",
+        change=f"{plan.action} channel {plan.stream}",
+        consequence=plan.summary,
+        preview=plan.render() + "\n",
+    )
     who = await kinesis.caller_identity() if kinesis.config.kind == "aws" else None
-    return await apply_setting(kinesis, plan, action_log=ActionLog.default(), who=who,
-                               progress=lambda text: note(f"kconsole: {text}"))
+    return await apply_setting(
+        kinesis, plan, action_log=ActionLog.default(), who=who, progress=lambda text: note(f"kconsole: {text}")
+    )

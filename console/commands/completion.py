@@ -25,11 +25,13 @@ LOOKUP_SECONDS = 2.0  # the whole listing, connection included; a slow backend c
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "completion", help="print the shell completion script (bash, zsh or fish)",
-        description="Print the completion script for your shell. bash and zsh: eval \"$(kconsole completion "
-                    "bash)\" in ~/.bashrc (or zsh in ~/.zshrc); fish: kconsole completion fish | source in "
-                    "~/.config/fish/config.fish. Stream names complete from the backend the command line "
-                    "names, cached for a minute.")
+        "completion",
+        help="print the shell completion script (bash, zsh or fish)",
+        description='Print the completion script for your shell. bash and zsh: eval "$(kconsole completion '
+        'bash)" in ~/.bashrc (or zsh in ~/.zshrc); fish: kconsole completion fish | source in '
+        "~/.config/fish/config.fish. Stream names complete from the backend the command line "
+        "names, cached for a minute.",
+    )
     parser.add_argument("shell", choices=SHELLS, help="the shell to complete in")
     parser.set_defaults(handler=print_script)
 

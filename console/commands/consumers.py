@@ -1,10 +1,10 @@
 """`kconsole consumers` (who reads a stream, how far behind) and `kconsole recommend` (how many shards).
 
-    kconsole consumers STREAM [--lease-table TABLE | --find-lease-tables] [--scan-cap N] [--watch S] [--json]
-    kconsole consumers STREAM --lease-table TABLE --workers [--all-streams] [--json]   (KCL workers, leader)
-    kconsole consumers register STREAM --name NAME [--yes]      (EFO; a change: confirmation, --read-only)
-    kconsole consumers deregister STREAM --name NAME [--yes]
-    kconsole recommend STREAM [--window 1h] [--target 70] [--shared-readers N] [--source auto|cloudwatch|sample]
+kconsole consumers STREAM [--lease-table TABLE | --find-lease-tables] [--scan-cap N] [--watch S] [--json]
+kconsole consumers STREAM --lease-table TABLE --workers [--all-streams] [--json]   (KCL workers, leader)
+kconsole consumers register STREAM --name NAME [--yes]      (EFO; a change: confirmation, --read-only)
+kconsole consumers deregister STREAM --name NAME [--yes]
+kconsole recommend STREAM [--window 1h] [--target 70] [--shared-readers N] [--source auto|cloudwatch|sample]
 """
 
 from __future__ import annotations
@@ -37,49 +37,92 @@ _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "consumers", parents=common, help="EFO consumers and KCL leases: owner, lag and state per shard",
+        "consumers",
+        parents=common,
+        help="EFO consumers and KCL leases: owner, lag and state per shard",
         description="List a stream's enhanced fan-out consumers and, with a KCL lease table, every lease: "
-                    "owner, checkpoint, records and time behind, state (owned, unowned, stalled, finished), "
-                    "and the open shards with no lease. `consumers register|deregister STREAM --name NAME` "
-                    "changes the EFO registrations (asks first).")
-    parser.add_argument("words", nargs="+", metavar="[register|deregister] STREAM",
-                        help="the stream; `register STREAM` or `deregister STREAM` with --name changes its EFO consumers")
+        "owner, checkpoint, records and time behind, state (owned, unowned, stalled, finished), "
+        "and the open shards with no lease. `consumers register|deregister STREAM --name NAME` "
+        "changes the EFO registrations (asks first).",
+    )
+    parser.add_argument(
+        "words",
+        nargs="+",
+        metavar="[register|deregister] STREAM",
+        help="the stream; `register STREAM` or `deregister STREAM` with --name changes its EFO consumers",
+    )
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--lease-table", metavar="TABLE", help="the KCL application's DynamoDB lease table")
-    which.add_argument("--find-lease-tables", action="store_true",
-                       help="list the DynamoDB tables holding KCL leases of this stream")
-    parser.add_argument("--scan-cap", type=int, default=DEFAULT_SCAN_CAP, metavar="N",
-                        help=f"count at most N records behind per shard (default {DEFAULT_SCAN_CAP:,}); more is "
-                             "shown as over the cap")
-    parser.add_argument("--watch", type=float, default=None, metavar="S",
-                        help="read the lease table twice, S seconds apart, to find stalled leases (a counter "
-                             "that does not move while records wait)")
-    parser.add_argument("--workers", action="store_true",
-                        help="with --lease-table: one row per KCL worker (leases open/closed, throughput, CPU, "
-                             "metrics age, leader, flags) from the lease table and KCL 3.x's worker-metrics "
-                             "and coordinator state, in either layout")
-    parser.add_argument("--all-streams", action="store_true",
-                        help="multi-stream lease tables: list the other streams' leases and count them in "
-                             "the workers' rows")
+    which.add_argument(
+        "--find-lease-tables", action="store_true", help="list the DynamoDB tables holding KCL leases of this stream"
+    )
+    parser.add_argument(
+        "--scan-cap",
+        type=int,
+        default=DEFAULT_SCAN_CAP,
+        metavar="N",
+        help=f"count at most N records behind per shard (default {DEFAULT_SCAN_CAP:,}); more is shown as over the cap",
+    )
+    parser.add_argument(
+        "--watch",
+        type=float,
+        default=None,
+        metavar="S",
+        help="read the lease table twice, S seconds apart, to find stalled leases (a counter "
+        "that does not move while records wait)",
+    )
+    parser.add_argument(
+        "--workers",
+        action="store_true",
+        help="with --lease-table: one row per KCL worker (leases open/closed, throughput, CPU, "
+        "metrics age, leader, flags) from the lease table and KCL 3.x's worker-metrics "
+        "and coordinator state, in either layout",
+    )
+    parser.add_argument(
+        "--all-streams",
+        action="store_true",
+        help="multi-stream lease tables: list the other streams' leases and count them in the workers' rows",
+    )
     parser.add_argument("--name", metavar="NAME", help="register/deregister: the EFO consumer's name")
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
     parser.set_defaults(handler=run_consumers)
 
     rec = subparsers.add_parser(
-        "recommend", parents=common, help="shard count and plan that keep peak utilisation under a target",
+        "recommend",
+        parents=common,
+        help="shard count and plan that keep peak utilisation under a target",
         description="From each open shard's observed peak (CloudWatch shard-level metrics when enhanced "
-                    "monitoring is on, else the window's records) against 1 MiB/s and 1,000 records/s written "
-                    "and 2 MiB/s read, the shard count and the `kconsole plan` lines that bring peak "
-                    "utilisation under the target.")
+        "monitoring is on, else the window's records) against 1 MiB/s and 1,000 records/s written "
+        "and 2 MiB/s read, the shard count and the `kconsole plan` lines that bring peak "
+        "utilisation under the target.",
+    )
     rec.add_argument("stream", metavar="STREAM")
-    rec.add_argument("--window", default="1h", metavar="DURATION", help="how far back to look: 90s, 15m, 1h, 2d (default 1h)")
-    rec.add_argument("--target", type=float, default=70.0, metavar="PERCENT", help="peak utilisation to stay under (default 70)")
-    rec.add_argument("--shared-readers", type=int, default=1, metavar="N",
-                     help="polling (shared-throughput) consumers; each reads every byte (default 1)")
-    rec.add_argument("--source", choices=("auto", "cloudwatch", "sample"), default="auto",
-                     help="auto: CloudWatch when the stream has shard-level metrics, else read the window")
-    rec.add_argument("--scan-cap", type=int, default=DEFAULT_WINDOW_CAP, metavar="N",
-                     help=f"with the sample source: records read per shard at most (default {DEFAULT_WINDOW_CAP:,})")
+    rec.add_argument(
+        "--window", default="1h", metavar="DURATION", help="how far back to look: 90s, 15m, 1h, 2d (default 1h)"
+    )
+    rec.add_argument(
+        "--target", type=float, default=70.0, metavar="PERCENT", help="peak utilisation to stay under (default 70)"
+    )
+    rec.add_argument(
+        "--shared-readers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="polling (shared-throughput) consumers; each reads every byte (default 1)",
+    )
+    rec.add_argument(
+        "--source",
+        choices=("auto", "cloudwatch", "sample"),
+        default="auto",
+        help="auto: CloudWatch when the stream has shard-level metrics, else read the window",
+    )
+    rec.add_argument(
+        "--scan-cap",
+        type=int,
+        default=DEFAULT_WINDOW_CAP,
+        metavar="N",
+        help=f"with the sample source: records read per shard at most (default {DEFAULT_WINDOW_CAP:,})",
+    )
     rec.set_defaults(handler=run_recommend)
 
 
@@ -88,8 +131,9 @@ def register(subparsers, common) -> None:
 
 def validate_table_name(name: str) -> str:
     if not _TABLE_NAME.match(name or ""):
-        raise BadInput(f"not a valid DynamoDB table name: {name!r} (3 to 255 of a-z A-Z 0-9 _ . -)",
-                       code="bad_table_name")
+        raise BadInput(
+            f"not a valid DynamoDB table name: {name!r} (3 to 255 of a-z A-Z 0-9 _ . -)", code="bad_table_name"
+        )
     return name
 
 
@@ -114,8 +158,9 @@ def _consumers_target(args: argparse.Namespace) -> tuple[str | None, str]:
             raise BadInput(f"usage: kconsole consumers {words[0]} STREAM --name NAME", code="usage")
         return words[0], validate_stream_name(words[1])
     if len(words) != 1:
-        raise BadInput(f"consumers takes one STREAM (or register|deregister STREAM); got {' '.join(words)!r}",
-                       code="usage")
+        raise BadInput(
+            f"consumers takes one STREAM (or register|deregister STREAM); got {' '.join(words)!r}", code="usage"
+        )
     return None, validate_stream_name(words[0])
 
 
@@ -137,23 +182,34 @@ def run_consumers(args: argparse.Namespace) -> int:
         if args.lease_table is None:
             raise BadInput("--watch needs --lease-table (stalls are read from lease counters)", code="usage")
         if not math.isfinite(args.watch) or not 0 < args.watch <= MAX_WATCH_SECONDS:
-            raise BadInput(f"--watch must be above 0 and at most {MAX_WATCH_SECONDS:g} seconds; got {args.watch:g}",
-                           code="usage")
+            raise BadInput(
+                f"--watch must be above 0 and at most {MAX_WATCH_SECONDS:g} seconds; got {args.watch:g}", code="usage"
+            )
     if (args.workers or args.all_streams) and args.lease_table is None:
-        raise BadInput("--workers and --all-streams need --lease-table TABLE (find it with --find-lease-tables)",
-                       code="usage")
+        raise BadInput(
+            "--workers and --all-streams need --lease-table TABLE (find it with --find-lease-tables)", code="usage"
+        )
     if args.find_lease_tables:
         tables, kcl = run_async(_find_tables(args))
-        emit(args, {"stream": args.stream, "lease_tables": tables, "kcl_tables": [k.to_json() for k in kcl]},
-             "\n".join(k.describe() for k in kcl) if tables
-             else f"no DynamoDB table here holds KCL leases of {args.stream}")
+        emit(
+            args,
+            {"stream": args.stream, "lease_tables": tables, "kcl_tables": [k.to_json() for k in kcl]},
+            "\n".join(k.describe() for k in kcl)
+            if tables
+            else f"no DynamoDB table here holds KCL leases of {args.stream}",
+        )
         return 0
     report, workers = run_async(_report(args))
     document = report.to_json()
     if workers is not None:
-        document |= workers.to_json() if args.workers else {
-            "other_streams": dict(workers.other_streams),
-            **({"other_stream_leases": workers.to_json()["other_stream_leases"]} if args.all_streams else {})}
+        document |= (
+            workers.to_json()
+            if args.workers
+            else {
+                "other_streams": dict(workers.other_streams),
+                **({"other_stream_leases": workers.to_json()["other_stream_leases"]} if args.all_streams else {}),
+            }
+        )
     emit(args, document, lambda: render_report(report, workers, show_workers=args.workers))
     return 0
 
@@ -190,18 +246,25 @@ async def _report(args: argparse.Namespace) -> tuple[ConsumerReport, Any]:
             await check_lease_table(backend, args.lease_table)
         tracker = StallTracker()
         shards = await backend.all_shards(args.stream)
-        report = await consumer_report(backend, args.stream, lease_table=args.lease_table, cap=args.scan_cap,
-                                       tracker=tracker, shards=shards)
+        report = await consumer_report(
+            backend, args.stream, lease_table=args.lease_table, cap=args.scan_cap, tracker=tracker, shards=shards
+        )
         if args.watch:
             note(f"reading the lease table again in {args.watch:g} s to find stalled leases...")
             await asyncio.sleep(args.watch)
-            report = await consumer_report(backend, args.stream, lease_table=args.lease_table,
-                                           cap=args.scan_cap, tracker=tracker, shards=shards)
+            report = await consumer_report(
+                backend, args.stream, lease_table=args.lease_table, cap=args.scan_cap, tracker=tracker, shards=shards
+            )
         workers = None
         if args.lease_table is not None:  # also for the one line naming other streams' leases
-            workers = await read_workers(backend, args.lease_table, args.stream,
-                                         open_shard_ids=[s.shard_id for s in shards if s.is_open],
-                                         now=time.time(), all_streams=args.all_streams)
+            workers = await read_workers(
+                backend,
+                args.lease_table,
+                args.stream,
+                open_shard_ids=[s.shard_id for s in shards if s.is_open],
+                now=time.time(),
+                all_streams=args.all_streams,
+            )
         return report, workers
 
 
@@ -210,8 +273,13 @@ def render_workers(view: Any) -> list[str]:
     lines = []
     rows = [row.cells() for row in view.rows]
     if rows:
-        lines.append(render_table(("WORKER", "LEASES", "OPEN", "KB/S", "CPU", "METRICS AGE", "", "FLAGS"), rows,
-                                  right_aligned={1, 2, 3, 4, 5}))
+        lines.append(
+            render_table(
+                ("WORKER", "LEASES", "OPEN", "KB/S", "CPU", "METRICS AGE", "", "FLAGS"),
+                rows,
+                right_aligned={1, 2, 3, 4, 5},
+            )
+        )
     else:
         lines.append("no workers: no lease has an owner and no worker reported metrics")
     lines.extend(view.summary_lines())
@@ -221,21 +289,41 @@ def render_workers(view: Any) -> list[str]:
 
 
 def render_report(report: ConsumerReport, workers: Any = None, *, show_workers: bool = True) -> str:
-    lines = [f"stream {report.stream}: {len(report.efo_consumers)} EFO consumer(s)"
-             + (f", {len(report.rows)} lease(s) in {report.lease_table}" if report.lease_table else "")]
+    lines = [
+        f"stream {report.stream}: {len(report.efo_consumers)} EFO consumer(s)"
+        + (f", {len(report.rows)} lease(s) in {report.lease_table}" if report.lease_table else "")
+    ]
     if report.efo_consumers:
-        lines.append(render_table(("EFO CONSUMER", "STATUS", "CREATED", "ARN"),
-                                  [(c.name, c.status, c.created, c.arn) for c in report.efo_consumers]))
+        lines.append(
+            render_table(
+                ("EFO CONSUMER", "STATUS", "CREATED", "ARN"),
+                [(c.name, c.status, c.created, c.arn) for c in report.efo_consumers],
+            )
+        )
     if report.lease_table is None:
         lines.append("(KCL leases: pass --lease-table TABLE, or find it with --find-lease-tables)")
         return "\n".join(lines)
     # render_table (and emit) escape every cell: owners, checkpoints and problems come from the lease table
-    rows = [(row.shard_id, row.state, row.lease.owner or "-", row.lease.checkpoint or "-",
-             row.records_text(report.scan_cap), format_millis(row.millis_behind),
-             f"! {row.problem}" if row.problem else "") for row in report.rows]
+    rows = [
+        (
+            row.shard_id,
+            row.state,
+            row.lease.owner or "-",
+            row.lease.checkpoint or "-",
+            row.records_text(report.scan_cap),
+            format_millis(row.millis_behind),
+            f"! {row.problem}" if row.problem else "",
+        )
+        for row in report.rows
+    ]
     if rows:
-        lines.append(render_table(("SHARD", "STATE", "OWNER", "CHECKPOINT", "RECORDS BEHIND", "TIME BEHIND", ""),
-                                  rows, right_aligned={4, 5}))
+        lines.append(
+            render_table(
+                ("SHARD", "STATE", "OWNER", "CHECKPOINT", "RECORDS BEHIND", "TIME BEHIND", ""),
+                rows,
+                right_aligned={4, 5},
+            )
+        )
     for shard_id in report.unleased_shards:
         parents = report.waiting_on_parents.get(shard_id)
         why = f" (waits for {', '.join(parents)} to reach SHARD_END)" if parents else ""
@@ -256,12 +344,17 @@ def render_report(report: ConsumerReport, workers: Any = None, *, show_workers: 
 
 def run_registration(args: argparse.Namespace, action: str) -> int:
     if not args.name or not _CONSUMER_NAME.match(args.name):
-        raise BadInput(f"consumers {action} needs --name NAME (1 to 128 of a-z A-Z 0-9 _ . -); got {args.name!r}",
-                       code="usage")
+        raise BadInput(
+            f"consumers {action} needs --name NAME (1 to 128 of a-z A-Z 0-9 _ . -); got {args.name!r}", code="usage"
+        )
     refuse_if_read_only(args, f"{action} consumer {args.name} on {args.stream}")
     document = run_async(_registration(args, action))
-    emit(args, document, f"{'registered' if action == 'register' else 'deregistering'} EFO consumer "
-                         f"{args.name} on {args.stream}: {document['status']}")
+    emit(
+        args,
+        document,
+        f"{'registered' if action == 'register' else 'deregistering'} EFO consumer "
+        f"{args.name} on {args.stream}: {document['status']}",
+    )
     return 0
 
 
@@ -272,18 +365,25 @@ async def _registration(args: argparse.Namespace, action: str) -> dict:
         if action == "register":
             if args.name in names:
                 raise BadInput(f"EFO consumer {args.name!r} is already registered on {args.stream}", code="exists")
-            preview = (f"Register EFO consumer {args.name} on {args.stream} ({len(names)} registered now, at most 20). "
-                       "It gets its own 2 MiB/s per shard; AWS bills it per consumer-shard hour and per GB read.")
+            preview = (
+                f"Register EFO consumer {args.name} on {args.stream} ({len(names)} registered now, at most 20). "
+                "It gets its own 2 MiB/s per shard; AWS bills it per consumer-shard hour and per GB read."
+            )
             consequence = f"register EFO consumer {args.name}"
         else:
             if args.name not in names:
-                raise BadInput(f"no EFO consumer {args.name!r} on {args.stream}; registered: "
-                               f"{', '.join(sorted(names)) or 'none'}", code="not_found")
-            preview = (f"Deregister EFO consumer {args.name} from {args.stream}. Any application subscribed "
-                       "with it loses its SubscribeToShard connections.")
+                raise BadInput(
+                    f"no EFO consumer {args.name!r} on {args.stream}; registered: {', '.join(sorted(names)) or 'none'}",
+                    code="not_found",
+                )
+            preview = (
+                f"Deregister EFO consumer {args.name} from {args.stream}. Any application subscribed "
+                "with it loses its SubscribeToShard connections."
+            )
             consequence = f"deregister EFO consumer {args.name}"
-        confirm_by_stream_name(args, change=f"{action} consumer {args.name} on {args.stream}",
-                               consequence=consequence, preview=preview)
+        confirm_by_stream_name(
+            args, change=f"{action} consumer {args.name} on {args.stream}", consequence=consequence, preview=preview
+        )
         return await _logged_registration(backend, args, action, summary.arn)
 
 
@@ -318,14 +418,26 @@ async def _logged_registration(backend, args: argparse.Namespace, action: str, a
         note(f"kconsole: {operation}: the reply was lost and the consumer list shows no change; sending it once more")
         return call
 
-    change = await ActionLog.default().call(operation, {"consumer": args.name, "stream_arn": arn}, call,
-                                            stream=args.stream, backend=backend.label, settle=settle, again=again,
-                                            check=f"kconsole consumers {args.stream}")
+    change = await ActionLog.default().call(
+        operation,
+        {"consumer": args.name, "stream_arn": arn},
+        call,
+        stream=args.stream,
+        backend=backend.label,
+        settle=settle,
+        again=again,
+        check=f"kconsole consumers {args.stream}",
+    )
     if change.reply_lost:
         note(f"kconsole: {operation}: the reply was lost; the stream shows the change")
     if action == "register":
-        return {"action": action, "name": args.name, "status": answer.get("ConsumerStatus", "CREATING"),
-                "arn": answer.get("ConsumerARN"), "reply_lost": change.reply_lost}
+        return {
+            "action": action,
+            "name": args.name,
+            "status": answer.get("ConsumerStatus", "CREATING"),
+            "arn": answer.get("ConsumerARN"),
+            "reply_lost": change.reply_lost,
+        }
     return {"action": action, "name": args.name, "status": "DELETING", "arn": None, "reply_lost": change.reply_lost}
 
 
@@ -357,26 +469,44 @@ async def _recommend(args: argparse.Namespace, window: float) -> tuple[Recommend
         source = args.source if args.source != "auto" else ("cloudwatch" if metered else "sample")
         if source == "cloudwatch":
             heats = await cloudwatch_heat(backend, args.stream, [s.shard_id for s in shards], seconds=window)
-            loads = {h.shard_id: ShardLoad(h.shard_id, h.peak_utilisation, h.peak_bytes_per_s, h.peak_records_per_s)
-                     for h in heats}
+            loads = {
+                h.shard_id: ShardLoad(h.shard_id, h.peak_utilisation, h.peak_bytes_per_s, h.peak_records_per_s)
+                for h in heats
+            }
             label = "CloudWatch shard-level metrics (busiest minute's average)"
         else:
             start = datetime.now(UTC) - timedelta(seconds=window)
             note(f"reading {len(shards)} shards' records of the last {args.window} (at most {args.scan_cap:,} each)...")
             peaks = await window_peaks(backend, args.stream, shards, start, cap=args.scan_cap)
-            loads = {p.shard_id: ShardLoad(p.shard_id, utilisation(p.peak_records_per_s, p.peak_bytes_per_s),
-                                           p.peak_bytes_per_s, p.peak_records_per_s) for p in peaks.values()}
+            loads = {
+                p.shard_id: ShardLoad(
+                    p.shard_id,
+                    utilisation(p.peak_records_per_s, p.peak_bytes_per_s),
+                    p.peak_bytes_per_s,
+                    p.peak_records_per_s,
+                )
+                for p in peaks.values()
+            }
             capped = [p.shard_id for p in peaks.values() if p.capped]
             label = "the window's records (busiest second)" + (
-                f"; {len(capped)} shard(s) read only to the cap" if capped else "")
-        return recommend(args.stream, shards, loads, target=args.target / 100, shared_readers=args.shared_readers,
-                         on_demand=summary.mode == "ON_DEMAND"), label
+                f"; {len(capped)} shard(s) read only to the cap" if capped else ""
+            )
+        return recommend(
+            args.stream,
+            shards,
+            loads,
+            target=args.target / 100,
+            shared_readers=args.shared_readers,
+            on_demand=summary.mode == "ON_DEMAND",
+        ), label
 
 
 def render_recommendation(rec: Recommendation, source: str) -> str:
-    lines = [f"stream {rec.stream}: {rec.current_shards} open shards, peak utilisation {rec.peak_utilisation:.0%} "
-             f"(from {source}; target {rec.target:.0%}, {rec.shared_readers} shared reader(s))",
-             f"recommended: {rec.recommended_shards} shards"]
+    lines = [
+        f"stream {rec.stream}: {rec.current_shards} open shards, peak utilisation {rec.peak_utilisation:.0%} "
+        f"(from {source}; target {rec.target:.0%}, {rec.shared_readers} shared reader(s))",
+        f"recommended: {rec.recommended_shards} shards",
+    ]
     lines += [f"  {reason}" for reason in rec.reasons]
     lines += rec.commands
     return "\n".join(lines)

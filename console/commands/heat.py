@@ -53,26 +53,51 @@ MAX_TOP = 100
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "heat", parents=common, help=command_help("heat"),
-        description="Sample every open shard from LATEST for a while and report its heat and top keys.")
+        "heat",
+        parents=common,
+        help=command_help("heat"),
+        description="Sample every open shard from LATEST for a while and report its heat and top keys.",
+    )
     parser.add_argument("stream", metavar="STREAM")
-    parser.add_argument("--seconds", type=float, default=None, metavar="S",
-                        help=f"how long to sample (default {DEFAULT_SAMPLE_SECONDS:g}); with --source cloudwatch: "
-                             f"how far back to look (default {DEFAULT_CLOUDWATCH_SECONDS:g})")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        metavar="S",
+        help=f"how long to sample (default {DEFAULT_SAMPLE_SECONDS:g}); with --source cloudwatch: "
+        f"how far back to look (default {DEFAULT_CLOUDWATCH_SECONDS:g})",
+    )
     parser.add_argument("--top", type=int, default=5, metavar="K", help="top keys per shard (default 5)")
     parser.add_argument("--hottest", action="store_true", help="list the hottest shards first")
-    parser.add_argument("--reads-per-second", type=float, default=DEFAULT_READS_PER_SECOND, metavar="R",
-                        help=f"GetRecords calls per shard per second (default {DEFAULT_READS_PER_SECOND:g}, "
-                             f"at most {MAX_READS_PER_SECOND:g}: the limit is shared with other consumers)")
-    parser.add_argument("--source", choices=("sample", "cloudwatch"), default="sample",
-                        help="sample: read every shard from LATEST (1-second buckets, top keys; default); "
-                             "cloudwatch: shard-level metrics per minute (needs enhanced monitoring)")
-    parser.add_argument("--enable-enhanced-monitoring", action="store_true",
-                        help=f"turn on the shard-level metrics ({', '.join(SHARD_LEVEL_METRICS)}); "
-                             "CloudWatch bills them per shard. Changes the stream: asks for confirmation")
+    parser.add_argument(
+        "--reads-per-second",
+        type=float,
+        default=DEFAULT_READS_PER_SECOND,
+        metavar="R",
+        help=f"GetRecords calls per shard per second (default {DEFAULT_READS_PER_SECOND:g}, "
+        f"at most {MAX_READS_PER_SECOND:g}: the limit is shared with other consumers)",
+    )
+    parser.add_argument(
+        "--source",
+        choices=("sample", "cloudwatch"),
+        default="sample",
+        help="sample: read every shard from LATEST (1-second buckets, top keys; default); "
+        "cloudwatch: shard-level metrics per minute (needs enhanced monitoring)",
+    )
+    parser.add_argument(
+        "--enable-enhanced-monitoring",
+        action="store_true",
+        help=f"turn on the shard-level metrics ({', '.join(SHARD_LEVEL_METRICS)}); "
+        "CloudWatch bills them per shard. Changes the stream: asks for confirmation",
+    )
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
-    parser.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
-                        help="with --local: shard count if the stream has to be created (default 4)")
+    parser.add_argument(
+        "--shards",
+        type=parse_shard_count,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="with --local: shard count if the stream has to be created (default 4)",
+    )
     parser.set_defaults(handler=run_heat)
 
 
@@ -86,8 +111,10 @@ def _validate(args: argparse.Namespace) -> None:
     if not 1 <= args.top <= MAX_TOP:
         raise BadInput(f"--top must be from 1 to {MAX_TOP}; got {args.top}")
     if not math.isfinite(args.reads_per_second) or not 0 < args.reads_per_second <= MAX_READS_PER_SECOND:
-        raise BadInput(f"--reads-per-second must be above 0 and at most {MAX_READS_PER_SECOND:g} "
-                       f"(the GetRecords limit per shard); got {args.reads_per_second:g}")
+        raise BadInput(
+            f"--reads-per-second must be above 0 and at most {MAX_READS_PER_SECOND:g} "
+            f"(the GetRecords limit per shard); got {args.reads_per_second:g}"
+        )
 
 
 def run_heat(args: argparse.Namespace) -> int:
@@ -119,8 +146,10 @@ async def _sample(config: BackendConfig, args: argparse.Namespace) -> StreamHeat
         if summary.auto_distribution:
             note(auto_notice(args.stream, await distribution_since(kinesis, args.stream)))
         try:
-            note(f"sampling {args.stream} for {args.seconds:g} s from LATEST "
-                 f"({len(sampler.heat.shards) if sampler.heat else 0} open shards, {args.reads_per_second:g} reads/s each)...")
+            note(
+                f"sampling {args.stream} for {args.seconds:g} s from LATEST "
+                f"({len(sampler.heat.shards) if sampler.heat else 0} open shards, {args.reads_per_second:g} reads/s each)..."
+            )
             await asyncio.sleep(args.seconds)
         except BaseException:
             await sampler.stop(drain=False)
@@ -160,11 +189,16 @@ def advice_json(snapshot: StreamHeatSnapshot, advice: dict) -> dict:
     hottest = advice["hottest"]
     return {
         "split_suggestion": hottest.split.to_json(snapshot.stream) if hottest and hottest.split else None,
-        "hot_keys": [{"shard_id": shard.shard_id, "share": round(shard.top_keys[0].share, 4),
-                      "aggregated": shard.top_keys[0].aggregated,
-                      "user_records_per_s": round(shard.user_records_per_s * shard.top_keys[0].share, 3),
-                      **what_if.to_json()}
-                     for shard, what_if in advice["hot_keys"]],
+        "hot_keys": [
+            {
+                "shard_id": shard.shard_id,
+                "share": round(shard.top_keys[0].share, 4),
+                "aggregated": shard.top_keys[0].aggregated,
+                "user_records_per_s": round(shard.user_records_per_s * shard.top_keys[0].share, 3),
+                **what_if.to_json(),
+            }
+            for shard, what_if in advice["hot_keys"]
+        ],
     }
 
 
@@ -192,11 +226,14 @@ def _top_keys(shard: ShardHeatSnapshot) -> str:
 def render(snapshot: StreamHeatSnapshot, advice: dict, *, hottest_first: bool = False) -> str:
     window = snapshot.window_end - snapshot.window_start
     lines = [auto_notice(snapshot.stream)] if snapshot.auto_distribution else []
-    lines.append(f"heat of {snapshot.stream} over {window:.1f} s "
-                 f"(limits per shard: {SHARD_RECORDS_LIMIT:,} records/s, {SHARD_BYTES_LIMIT // 1024:,} KiB/s)")
+    lines.append(
+        f"heat of {snapshot.stream} over {window:.1f} s "
+        f"(limits per shard: {SHARD_RECORDS_LIMIT:,} records/s, {SHARD_BYTES_LIMIT // 1024:,} KiB/s)"
+    )
     aggregated = snapshot.aggregates > 0 or snapshot.decode_errors > 0
-    keys_heading = ("KEYS AS SENT" if snapshot.auto_distribution else "TOP KEYS") + \
-        (" (share of user records)" if aggregated else " (share of shard)")
+    keys_heading = ("KEYS AS SENT" if snapshot.auto_distribution else "TOP KEYS") + (
+        " (share of user records)" if aggregated else " (share of shard)"
+    )
     if aggregated:
         # REC/S counts Kinesis records (an aggregate is one: what the limit counts); USER/S what is inside.
         rows: list[tuple[str, ...]] = [("SHARD", "REC/S", "USER/S", "PEAK", "KiB/S", "UTIL", keys_heading)]
@@ -205,17 +242,27 @@ def render(snapshot: StreamHeatSnapshot, advice: dict, *, hottest_first: bool = 
     shards = snapshot.hottest_first() if hottest_first else list(snapshot.shards)
     for shard in shards:
         users = (_rate(shard.user_records_per_s),) if aggregated else ()
-        rows.append((shard.shard_id + ("" if shard.is_open else " (closed)"), _rate(shard.records_per_s), *users,
-                     str(shard.peak_records_per_s), _kib(shard.bytes_per_s), f"{shard.utilisation:.0%}",
-                     _top_keys(shard)))
+        rows.append(
+            (
+                shard.shard_id + ("" if shard.is_open else " (closed)"),
+                _rate(shard.records_per_s),
+                *users,
+                str(shard.peak_records_per_s),
+                _kib(shard.bytes_per_s),
+                f"{shard.utilisation:.0%}",
+                _top_keys(shard),
+            )
+        )
     users = (_rate(snapshot.user_records_per_s),) if aggregated else ()
     rows.append(("stream total", _rate(snapshot.records_per_s), *users, "", _kib(snapshot.bytes_per_s), "", ""))
     lines.append(render_table(rows[0], rows[1:], right_aligned=set(range(1, len(rows[0]) - 1))))
     if aggregated:
         lines.append(f"{snapshot.aggregates:,} KPL aggregates opened; keys marked (agg) came from inside them")
     if snapshot.decode_errors:
-        lines.append(f"{snapshot.decode_errors:,} malformed aggregates counted as decode-error "
-                     "(Kinesis records, no user records)")
+        lines.append(
+            f"{snapshot.decode_errors:,} malformed aggregates counted as decode-error "
+            "(Kinesis records, no user records)"
+        )
     keyless = sum(shard.keyless_records for shard in snapshot.shards)
     if keyless:
         lines.append(f"{keyless:,} record(s) sent without a partition key (shown as {NO_KEY})")
@@ -224,30 +271,45 @@ def render(snapshot: StreamHeatSnapshot, advice: dict, *, hottest_first: bool = 
         lines.append("no records arrived while sampling: nothing is hot")
         return "\n".join(lines)
     lines.append("")
-    lines.append(f"hottest: {hottest.shard_id} at {hottest.utilisation:.0%} of its limit "
-                 f"(peak second {hottest.peak_utilisation:.0%})")
+    lines.append(
+        f"hottest: {hottest.shard_id} at {hottest.utilisation:.0%} of its limit "
+        f"(peak second {hottest.peak_utilisation:.0%})"
+    )
     if hottest.split:
-        basis = ("where its aggregates land (their outer keys: the keys inside an aggregate do not place it)"
-                 if hottest.split.by_aggregates else "the median hash of its traffic")
-        lines.append(f"  split at {basis} (children ~{hottest.split.lower_share:.0%} / "
-                     f"{1 - hottest.split.lower_share:.0%} of it): {hottest.split.command(snapshot.stream)}")
+        basis = (
+            "where its aggregates land (their outer keys: the keys inside an aggregate do not place it)"
+            if hottest.split.by_aggregates
+            else "the median hash of its traffic"
+        )
+        lines.append(
+            f"  split at {basis} (children ~{hottest.split.lower_share:.0%} / "
+            f"{1 - hottest.split.lower_share:.0%} of it): {hottest.split.command(snapshot.stream)}"
+        )
         if hottest.split.dominant_key and hottest.split.dominant_aggregated:
-            lines.append(f"  ({printable(hottest.split.dominant_key)} carries {hottest.split.dominant_share:.0%} of the "
-                         "shard's user records inside aggregates: a split moves whole aggregates, not that key)")
+            lines.append(
+                f"  ({printable(hottest.split.dominant_key)} carries {hottest.split.dominant_share:.0%} of the "
+                "shard's user records inside aggregates: a split moves whole aggregates, not that key)"
+            )
         elif hottest.split.dominant_key:
-            lines.append(f"  (a split cannot divide one key: {printable(hottest.split.dominant_key)} carries "
-                         f"{hottest.split.dominant_share:.0%} of the shard)")
+            lines.append(
+                f"  (a split cannot divide one key: {printable(hottest.split.dominant_key)} carries "
+                f"{hottest.split.dominant_share:.0%} of the shard)"
+            )
     for shard, what_if in advice["hot_keys"]:
         hits = ", ".join(f"{shard_id} x{count}" for shard_id, count in sorted(what_if.shards_hit.items()))
         key = printable(what_if.key)
         top = shard.top_keys[0]
         if top.aggregated:  # its user records are what is hot; the aggregates carrying them are few
-            load = (f"{top.share:.0%} of {shard.shard_id}'s user records, "
-                    f"{_rate(shard.user_records_per_s * top.share)} user records/s inside aggregates")
+            load = (
+                f"{top.share:.0%} of {shard.shard_id}'s user records, "
+                f"{_rate(shard.user_records_per_s * top.share)} user records/s inside aggregates"
+            )
         else:
             load = f"{top.share:.0%} of {shard.shard_id}, {_rate(what_if.records_per_s)} records/s"
-        lines.append(f"hot key {key} ({load}): write-shard it with {what_if.suffixes} suffixes "
-                     f"({key}:0..{what_if.suffixes - 1}) -> {hits}")
+        lines.append(
+            f"hot key {key} ({load}): write-shard it with {what_if.suffixes} suffixes "
+            f"({key}:0..{what_if.suffixes - 1}) -> {hits}"
+        )
     return "\n".join(lines)
 
 
@@ -260,8 +322,11 @@ def run_cloudwatch(args: argparse.Namespace, config: BackendConfig) -> int:
         shards = sorted(shards, key=lambda shard: (-shard.utilisation, shard.shard_id))
     hottest = max(shards, key=lambda shard: shard.utilisation, default=None)
     document = {
-        "stream": args.stream, "source": "cloudwatch", "window_seconds": args.seconds,
-        "enhanced_metrics": sorted(enabled), "limits": limits_json(),
+        "stream": args.stream,
+        "source": "cloudwatch",
+        "window_seconds": args.seconds,
+        "enhanced_metrics": sorted(enabled),
+        "limits": limits_json(),
         "records_per_s": round(sum(s.records_per_s for s in shards), 3),
         "bytes_per_s": round(sum(s.bytes_per_s for s in shards), 3),
         "hottest_shard": hottest.shard_id if hottest and hottest.records_per_s else None,
@@ -280,21 +345,34 @@ async def _cloudwatch(config: BackendConfig, args: argparse.Namespace) -> tuple[
         if "ALL" in enabled:
             enabled = set(SHARD_LEVEL_METRICS)
         if not enabled & {"IncomingBytes", "IncomingRecords"}:
-            note(f"enhanced monitoring is off for {args.stream}, so CloudWatch has no shard-level data; "
-                 f"turn it on with `kconsole heat {args.stream} --enable-enhanced-monitoring`, or sample live "
-                 f"with `kconsole heat {args.stream}`")
+            note(
+                f"enhanced monitoring is off for {args.stream}, so CloudWatch has no shard-level data; "
+                f"turn it on with `kconsole heat {args.stream} --enable-enhanced-monitoring`, or sample live "
+                f"with `kconsole heat {args.stream}`"
+            )
         shard_ids = [shard.shard_id for shard in await kinesis.all_shards(args.stream) if shard.is_open]
         return await cloudwatch_heat(kinesis, args.stream, shard_ids, seconds=args.seconds), enabled
 
 
 def render_cloudwatch(stream: str, seconds: float, shards: list[ShardMetricsHeat]) -> str:
-    lines = [f"CloudWatch heat of {stream} over the last {seconds:g} s (per-minute sums; bursts inside a "
-             "minute do not show: sample with `kconsole heat` for those)"]
+    lines = [
+        f"CloudWatch heat of {stream} over the last {seconds:g} s (per-minute sums; bursts inside a "
+        "minute do not show: sample with `kconsole heat` for those)"
+    ]
     rows = [("SHARD", "REC/S", "PEAK MIN", "KiB/S", "UTIL", "THROTTLED", "ITER AGE")]
     for shard in shards:
         age = "-" if shard.iterator_age_ms is None else f"{shard.iterator_age_ms / 1000:,.1f} s"
-        rows.append((shard.shard_id, _rate(shard.records_per_s), _rate(shard.peak_records_per_s),
-                     _kib(shard.bytes_per_s), f"{shard.utilisation:.0%}", str(shard.throttled_records), age))
+        rows.append(
+            (
+                shard.shard_id,
+                _rate(shard.records_per_s),
+                _rate(shard.peak_records_per_s),
+                _kib(shard.bytes_per_s),
+                f"{shard.utilisation:.0%}",
+                str(shard.throttled_records),
+                age,
+            )
+        )
     lines.append(render_table(rows[0], rows[1:], right_aligned=set(range(1, len(rows[0])))))
     if not any(shard.minutes_with_data for shard in shards):
         lines.append("no datapoints in this window")
@@ -314,17 +392,27 @@ def run_enable_monitoring(args: argparse.Namespace, config: BackendConfig) -> in
 
             async def settle() -> tuple[bool | None, str]:
                 enabled = set((await kinesis.describe_stream_summary(args.stream)).enhanced_metrics)
-                return set(SHARD_LEVEL_METRICS) <= enabled, f"enhanced metrics now: {', '.join(sorted(enabled)) or 'none'}"
+                return set(
+                    SHARD_LEVEL_METRICS
+                ) <= enabled, f"enhanced metrics now: {', '.join(sorted(enabled)) or 'none'}"
 
             change = await ActionLog.default().call(
-                "EnableEnhancedMonitoring", {"metrics": list(SHARD_LEVEL_METRICS)},
+                "EnableEnhancedMonitoring",
+                {"metrics": list(SHARD_LEVEL_METRICS)},
                 lambda: kinesis.enable_enhanced_monitoring(args.stream, list(SHARD_LEVEL_METRICS)),
-                stream=args.stream, backend=kinesis.label, settle=settle, check=f"kconsole stream describe {args.stream}")
+                stream=args.stream,
+                backend=kinesis.label,
+                settle=settle,
+                check=f"kconsole stream describe {args.stream}",
+            )
             if change.reply_lost:
                 note("kconsole: EnableEnhancedMonitoring: the reply was lost; the stream shows the change")
             return (await kinesis.describe_stream_summary(args.stream)).enhanced_metrics
 
     enabled = run_async(enable())
-    emit(args, {"stream": args.stream, "enhanced_metrics": sorted(enabled)},
-         f"enhanced monitoring on {args.stream}: {', '.join(sorted(enabled)) or 'none'}")
+    emit(
+        args,
+        {"stream": args.stream, "enhanced_metrics": sorted(enabled)},
+        f"enhanced monitoring on {args.stream}: {', '.join(sorted(enabled)) or 'none'}",
+    )
     return 0

@@ -10,11 +10,11 @@ import argparse
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from console.commands import command_help
 from console.bounds import read_text_lines, shard_count, whole_number
+from console.commands import command_help
 from console.commands._output import emit, emit_json_with_rows, plain_json, render_table, run_async
-from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
 from console.errors import BadInput, TilingError
+from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
 from console.keyspace.hashkeys import (
     HASH_SPACE,
     HashRangeIndex,
@@ -31,40 +31,58 @@ MAX_ROWS = 50  # text tables longer than this show their head and say how many w
 
 def register(subparsers, common) -> None:
     predict = subparsers.add_parser(
-        "predict", parents=common,
+        "predict",
+        parents=common,
         help=command_help("predict"),
         description="Predict the shard of each partition key: MD5 of the key as a 128-bit big-endian "
-                    f"integer, against an even split of N shards (--shards, default {DEFAULT_SHARDS}) "
-                    "or a live stream's open shards (--stream). With two or more keys it also shows "
-                    "how they spread over the shards.")
+        f"integer, against an even split of N shards (--shards, default {DEFAULT_SHARDS}) "
+        "or a live stream's open shards (--stream). With two or more keys it also shows "
+        "how they spread over the shards.",
+    )
     predict.add_argument("keys", nargs="*", metavar="KEY", help="partition keys (1 to 256 characters)")
-    predict.add_argument("--keys-file", metavar="F", help="more keys, one per line ('-' reads stdin; blank lines skipped)")
-    predict.add_argument("--explicit-hash-key", metavar="H",
-                         help="a decimal ExplicitHashKey (0 .. 2**128-1) that overrides the keys' MD5, as in PutRecord")
+    predict.add_argument(
+        "--keys-file", metavar="F", help="more keys, one per line ('-' reads stdin; blank lines skipped)"
+    )
+    predict.add_argument(
+        "--explicit-hash-key",
+        metavar="H",
+        help="a decimal ExplicitHashKey (0 .. 2**128-1) that overrides the keys' MD5, as in PutRecord",
+    )
     _add_shard_source(predict, with_stream=True)
     predict.set_defaults(handler=predict_command)
 
     keytree = subparsers.add_parser(
-        "keytree", parents=common,
+        "keytree",
+        parents=common,
         help=command_help("keytree"),
         description="Hand out explicit hash keys that keep the key space balanced (the balanced key tree): "
-                    "2**127, 2**126, 3*2**126, ... from an empty space, or, after the keys already in use "
-                    "(--existing-file), the keys that restore balance first. Prints the keys and a balance "
-                    "report: keys per tree depth and the worst left/right imbalance.")
+        "2**127, 2**126, 3*2**126, ... from an empty space, or, after the keys already in use "
+        "(--existing-file), the keys that restore balance first. Prints the keys and a balance "
+        "report: keys per tree depth and the worst left/right imbalance.",
+    )
     keytree.add_argument("--count", default="1", metavar="N", help="how many next keys to hand out (default 1)")
-    keytree.add_argument("--existing-file", metavar="F",
-                         help="keys already in use, decimal, one per line ('-' reads stdin; blank lines and # comments skipped)")
-    keytree.add_argument("--space", default=str(HASH_SPACE), metavar="SIZE",
-                         help="size of the key space, a power of two (default 2**128, Kinesis'; 128 replays the reference algorithm's small example)")
+    keytree.add_argument(
+        "--existing-file",
+        metavar="F",
+        help="keys already in use, decimal, one per line ('-' reads stdin; blank lines and # comments skipped)",
+    )
+    keytree.add_argument(
+        "--space",
+        default=str(HASH_SPACE),
+        metavar="SIZE",
+        help="size of the key space, a power of two (default 2**128, Kinesis'; 128 replays the reference algorithm's small example)",
+    )
     keytree.set_defaults(handler=keytree_command)
 
     spread = subparsers.add_parser(
-        "spread", parents=common,
+        "spread",
+        parents=common,
         help=command_help("spread"),
         description="Write sharding: each record of hot partition key PK gets the suffix "
-                    "xxh64('PK:SK') & (n-1) and is written under 'PK:suffix'. Shows the shard each of "
-                    "the n sharded keys lands on and, given sort keys, how evenly they spread over the "
-                    "suffixes and the shards.")
+        "xxh64('PK:SK') & (n-1) and is written under 'PK:suffix'. Shows the shard each of "
+        "the n sharded keys lands on and, given sort keys, how evenly they spread over the "
+        "suffixes and the shards.",
+    )
     spread.add_argument("partition_key", metavar="PK", help="the hot partition key")
     sort_keys = spread.add_mutually_exclusive_group()
     sort_keys.add_argument("--sort-key", action="append", default=[], metavar="SK", help="a sort key (repeatable)")
@@ -76,15 +94,24 @@ def register(subparsers, common) -> None:
 
 def _add_shard_source(parser: argparse.ArgumentParser, *, with_stream: bool) -> None:
     # SUPPRESS keeps a value given before the command name (`kconsole --stream s predict k`).
-    parser.add_argument("--shards", default=argparse.SUPPRESS, metavar="N",
-                        help=f"predict against the even split of a new N-shard stream (default {DEFAULT_SHARDS}); "
-                             "with --local --stream, the shard count the stream is created with")
+    parser.add_argument(
+        "--shards",
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help=f"predict against the even split of a new N-shard stream (default {DEFAULT_SHARDS}); "
+        "with --local --stream, the shard count the stream is created with",
+    )
     if with_stream:
-        parser.add_argument("--stream", default=argparse.SUPPRESS, metavar="NAME",
-                            help="predict against this live stream's open shards instead")
+        parser.add_argument(
+            "--stream",
+            default=argparse.SUPPRESS,
+            metavar="NAME",
+            help="predict against this live stream's open shards instead",
+        )
 
 
 # -- where the shards come from ------------------------------------------------------------------------
+
 
 class ShardSet:
     """The shards to predict against. (This module's classes are plain, not dataclasses: `kconsole
@@ -92,10 +119,14 @@ class ShardSet:
 
     __slots__ = ("index", "source", "lineage", "auto_notice")
 
-    def __init__(self, index: HashRangeIndex, source: dict, lineage: Any = None, auto_notice: str | None = None) -> None:
+    def __init__(
+        self, index: HashRangeIndex, source: dict, lineage: Any = None, auto_notice: str | None = None
+    ) -> None:
         self.index = index
         self.source = source  # {"shards": N} or {"stream": NAME, "backend": label}
-        self.lineage = lineage  # console.topology.lineage.Lineage for a live stream: answers "which shard before the reshard"
+        self.lineage = (
+            lineage  # console.topology.lineage.Lineage for a live stream: answers "which shard before the reshard"
+        )
         # A live stream with AUTO record distribution: Kinesis ignores the keys, so nothing is predicted.
         self.auto_notice = auto_notice
 
@@ -153,16 +184,27 @@ async def _load_stream_shards(args: Any, stream: str) -> ShardSet:
     lineage = Lineage.build(shards)
     if lineage.open_index is None:
         raise TilingError(f"stream {stream}: {lineage.problem}")
-    return ShardSet(index=lineage.open_index, source={"stream": stream, "backend": label}, lineage=lineage,
-                    auto_notice=notice)
+    return ShardSet(
+        index=lineage.open_index, source={"stream": stream, "backend": label}, lineage=lineage, auto_notice=notice
+    )
 
 
 def emit_auto_placement(args: Any, shard_set: ShardSet, keys: list[str | None]) -> int:
     """On an AUTO stream no key has a shard: say so, and give each key `"placement": "auto"`."""
-    document = {"source": shard_set.source, "placement": "auto", "notice": shard_set.auto_notice,
-                "keys": [{"key": key, "placement": "auto", "shard_id": None} for key in keys]}
-    emit(args, document, lambda: f"{shard_set.auto_notice}\n{len(keys)} key(s): placement auto (the service "
-                                  "chooses the shard per record); predict with --shards N for a what-if")
+    document = {
+        "source": shard_set.source,
+        "placement": "auto",
+        "notice": shard_set.auto_notice,
+        "keys": [{"key": key, "placement": "auto", "shard_id": None} for key in keys],
+    }
+    emit(
+        args,
+        document,
+        lambda: (
+            f"{shard_set.auto_notice}\n{len(keys)} key(s): placement auto (the service "
+            "chooses the shard per record); predict with --shards N for a what-if"
+        ),
+    )
     return 0
 
 
@@ -181,6 +223,7 @@ def shard_distribution(index: HashRangeIndex, shard_indices: Iterable[int]) -> D
 
 
 # -- kconsole predict ------------------------------------------------------------------------------------
+
 
 def predict_command(args: Any) -> int:
     keys: list[str | None] = list(args.keys)
@@ -211,8 +254,12 @@ def predict_command(args: Any) -> int:
         hash_keys, positions = predict_hash_keys(index, keys)  # type: ignore[arg-type]  # no None key without a hash key
     predictions = Predictions(keys, hash_keys, positions, index, shard_set.lineage)
     distribution = shard_distribution(index, positions)
-    document = {"source": shard_set.source, "explicit_hash_key": None if explicit is None else str(explicit),
-                "keys": None, "distribution": distribution.to_json()}
+    document = {
+        "source": shard_set.source,
+        "explicit_hash_key": None if explicit is None else str(explicit),
+        "keys": None,
+        "distribution": distribution.to_json(),
+    }
     if plain_json(args):
         emit_json_with_rows(document, "keys", predictions.encoded_chunks())
         return 0
@@ -231,8 +278,14 @@ class Predictions:
     __slots__ = ("keys", "hash_keys", "positions", "index", "lineage")
     CHUNK = 10_000  # rows per write of --json output
 
-    def __init__(self, keys: list[str | None], hash_keys: list[int], positions: list[int], index: HashRangeIndex,
-                 lineage: Any = None) -> None:
+    def __init__(
+        self,
+        keys: list[str | None],
+        hash_keys: list[int],
+        positions: list[int],
+        index: HashRangeIndex,
+        lineage: Any = None,
+    ) -> None:
         self.keys = keys
         self.hash_keys = hash_keys
         self.positions = positions
@@ -245,8 +298,10 @@ class Predictions:
     def rows(self, stop: int) -> list[dict]:
         """The first `stop` rows, as --json prints them."""
         ids = self.index.shard_ids
-        rows = [{"key": key, "hash_key": str(hash_key), "shard_id": ids[position], "shard_index": position}
-                for key, hash_key, position in zip(self.keys[:stop], self.hash_keys[:stop], self.positions[:stop])]
+        rows = [
+            {"key": key, "hash_key": str(hash_key), "shard_id": ids[position], "shard_index": position}
+            for key, hash_key, position in zip(self.keys[:stop], self.hash_keys[:stop], self.positions[:stop])
+        ]
         if self.lineage is not None:
             for row, hash_key in zip(rows, self.hash_keys):
                 row["previous_shard_id"] = self.lineage.owner_before(hash_key).previous
@@ -256,6 +311,7 @@ class Predictions:
         """The rows as JSON objects (what json.dumps makes of rows()), comma-joined CHUNK at a time."""
         import json
         from json.encoder import encode_basestring_ascii as encode
+
         ids = [encode(shard_id) for shard_id in self.index.shard_ids]
         for first in range(0, len(self.keys), self.CHUNK):
             window = slice(first, first + self.CHUNK)
@@ -264,10 +320,13 @@ class Predictions:
                 yield ", ".join(
                     f'{{"key": {"null" if key is None else encode(key)}, "hash_key": "{hash_key}", '
                     f'"shard_id": {ids[position]}, "shard_index": {position}}}'
-                    for key, hash_key, position in zip(keys, hash_keys, positions))
+                    for key, hash_key, position in zip(keys, hash_keys, positions)
+                )
             else:
-                yield ", ".join(json.dumps(row) for row in Predictions(keys, hash_keys, positions, self.index,
-                                                                        self.lineage).rows(len(keys)))
+                yield ", ".join(
+                    json.dumps(row)
+                    for row in Predictions(keys, hash_keys, positions, self.index, self.lineage).rows(len(keys))
+                )
 
 
 def format_predictions(predictions: Predictions, distribution: Distribution, shard_set: ShardSet) -> str:
@@ -278,14 +337,17 @@ def format_predictions(predictions: Predictions, distribution: Distribution, sha
         + ([row["previous_shard_id"] or "-"] if with_previous else [])
         for row in predictions.rows(MAX_ROWS)
     ]
-    lines = [f"against {shard_set.describe()}:",
-             render_table(header, table, right_aligned={3}, max_rows=MAX_ROWS, total_rows=len(predictions))]
+    lines = [
+        f"against {shard_set.describe()}:",
+        render_table(header, table, right_aligned={3}, max_rows=MAX_ROWS, total_rows=len(predictions)),
+    ]
     if len(predictions) > 1:
         lines += ["", format_distribution(distribution, noun="keys", bucket_noun="shards")]
     return "\n".join(lines)
 
 
 # -- kconsole keytree ------------------------------------------------------------------------------------
+
 
 def keytree_command(args: Any) -> int:
     from console.keyspace.keytree.tree import KeyTree
@@ -297,8 +359,13 @@ def keytree_command(args: Any) -> int:
     tree = KeyTree.rehydrate(listed, ceil=space)
     keys = tree.next_keys(count)
     report = tree.balance()
-    document = {"space": str(space), "existing": existing, "duplicates": len(listed) - existing,
-                "keys": [str(k) for k in keys], "balance": report.to_json()}
+    document = {
+        "space": str(space),
+        "existing": existing,
+        "duplicates": len(listed) - existing,
+        "keys": [str(k) for k in keys],
+        "balance": report.to_json(),
+    }
     emit(args, document, lambda: format_keytree(keys, report, space, existing, len(listed) - existing))
     return 0
 
@@ -334,25 +401,33 @@ def read_existing_keys(path: str, space: int) -> list[int]:
 def format_keytree(keys: list[int], report, space: int, existing: int, duplicates: int = 0) -> str:
     space_text = "2**128" if space == HASH_SPACE else str(space)
     repeated = f" ({duplicates} repeated line{'s' if duplicates != 1 else ''} counted once)" if duplicates else ""
-    lines = [f"{len(keys)} next balanced key{'s' if len(keys) != 1 else ''} in [0, {space_text})"
-             + (f" after {existing} existing{repeated}" if existing else "") + ":"]
+    lines = [
+        f"{len(keys)} next balanced key{'s' if len(keys) != 1 else ''} in [0, {space_text})"
+        + (f" after {existing} existing{repeated}" if existing else "")
+        + ":"
+    ]
     shown = keys if len(keys) <= MAX_ROWS * 20 else keys[: MAX_ROWS * 20]
     lines += [str(k) for k in shown]
     if len(shown) < len(keys):
         lines.append(f"... {len(keys) - len(shown)} more (use --json for all)")
     lines += ["", f"balance of all {report.total_keys} keys (depths without keys left out):"]
     table = [[str(lv.depth), str(lv.keys), str(lv.capacity), f"{lv.fill:.1%}"] for lv in report.levels if lv.keys]
-    lines.append(render_table(["DEPTH", "KEYS", "CAPACITY", "FILL"], table, right_aligned={0, 1, 2, 3}, max_rows=MAX_ROWS))
+    lines.append(
+        render_table(["DEPTH", "KEYS", "CAPACITY", "FILL"], table, right_aligned={0, 1, 2, 3}, max_rows=MAX_ROWS)
+    )
     worst = report.worst
     if worst is None:
         lines.append("worst imbalance: none (no keys)")
     else:
-        lines.append(f"worst imbalance: under {worst.key} (depth {worst.depth}): "
-                     f"left {worst.left}, right {worst.right} (difference {worst.difference})")
+        lines.append(
+            f"worst imbalance: under {worst.key} (depth {worst.depth}): "
+            f"left {worst.left}, right {worst.right} (difference {worst.difference})"
+        )
     return "\n".join(lines)
 
 
 # -- kconsole spread -------------------------------------------------------------------------------------
+
 
 def spread_command(args: Any) -> int:
     from console.keyspace.writesharding import MAX_SUFFIXES, check_suffix_count, spread
@@ -362,8 +437,9 @@ def spread_command(args: Any) -> int:
     if args.sort_keys_file:
         sort_keys = [line for line in read_lines(args.sort_keys_file, what="sort-keys file") if line.strip()]
         if not sort_keys:
-            raise BadInput(f"sort-keys file {args.sort_keys_file!r} holds no sort keys "
-                           "(one per line; blank lines are skipped)")
+            raise BadInput(
+                f"sort-keys file {args.sort_keys_file!r} holds no sort keys (one per line; blank lines are skipped)"
+            )
     shard_set = resolve_shard_set(args)
     if shard_set.auto_notice:
         return emit_auto_placement(args, shard_set, [f"{args.partition_key}:{n}" for n in range(suffixes)])
@@ -374,20 +450,39 @@ def spread_command(args: Any) -> int:
 
 
 def format_spread(result, shard_set: ShardSet) -> str:
-    lines = [f"hot key {result.partition_key!r} split {result.suffix_count} ways against {shard_set.describe()}: "
-             f"the sharded keys reach {result.shards_reached} of {len(shard_set.index)} shards", ""]
-    suffix_rows = [[str(s.suffix), s.partition_key, s.shard_id, str(s.shard_index), str(s.sort_keys)]
-                   for s in result.suffixes]
-    lines.append(render_table(["SUFFIX", "PARTITION KEY", "SHARD", "#", "SORT KEYS"], suffix_rows,
-                              right_aligned={0, 3, 4}, max_rows=MAX_ROWS))
-    lines += ["", "sharded keys per shard:",
-              format_distribution(result.suffixes_by_shard, noun="suffixes", bucket_noun="shards")]
+    lines = [
+        f"hot key {result.partition_key!r} split {result.suffix_count} ways against {shard_set.describe()}: "
+        f"the sharded keys reach {result.shards_reached} of {len(shard_set.index)} shards",
+        "",
+    ]
+    suffix_rows = [
+        [str(s.suffix), s.partition_key, s.shard_id, str(s.shard_index), str(s.sort_keys)] for s in result.suffixes
+    ]
+    lines.append(
+        render_table(
+            ["SUFFIX", "PARTITION KEY", "SHARD", "#", "SORT KEYS"],
+            suffix_rows,
+            right_aligned={0, 3, 4},
+            max_rows=MAX_ROWS,
+        )
+    )
+    lines += [
+        "",
+        "sharded keys per shard:",
+        format_distribution(result.suffixes_by_shard, noun="suffixes", bucket_noun="shards"),
+    ]
     if result.sort_keys:
         sort_rows = [[p.sort_key, str(p.suffix), p.partition_key, p.shard_id] for p in result.sort_keys]
-        lines += ["", render_table(["SORT KEY", "SUFFIX", "PARTITION KEY", "SHARD"], sort_rows, right_aligned={1}, max_rows=MAX_ROWS),
-                  "", "sort keys per suffix:",
-                  format_distribution(result.by_suffix, noun="sort keys", bucket_noun="suffixes"),
-                  "", "sort keys per shard:",
-                  format_distribution(result.by_shard, noun="sort keys", bucket_noun="shards")]
+        lines += [
+            "",
+            render_table(
+                ["SORT KEY", "SUFFIX", "PARTITION KEY", "SHARD"], sort_rows, right_aligned={1}, max_rows=MAX_ROWS
+            ),
+            "",
+            "sort keys per suffix:",
+            format_distribution(result.by_suffix, noun="sort keys", bucket_noun="suffixes"),
+            "",
+            "sort keys per shard:",
+            format_distribution(result.by_shard, noun="sort keys", bucket_noun="shards"),
+        ]
     return "\n".join(lines)
-

@@ -14,10 +14,10 @@ import signal
 import sys
 import threading
 
+from console.bounds import validate_stream_name
 from console.commands import command_help
 from console.commands._output import emit
 from console.errors import BadInput, ConsoleError
-from console.bounds import validate_stream_name
 from console.lifecycle.rules import DEFAULT_SHARDS, parse_shard_count
 
 DEFAULT_PORT = 4567
@@ -25,24 +25,43 @@ DEFAULT_PORT = 4567
 
 def register(subparsers, common) -> None:
     local = subparsers.add_parser(
-        "local", parents=common, help=command_help("local"),
+        "local",
+        parents=common,
+        help=command_help("local"),
         description="The embedded local Kinesis: moto's server with kconsole's compatibility fixes, no account "
-                    "or Docker needed. `kconsole --local ...` starts a private one per command; `kconsole local "
-                    "serve` runs one in the foreground to share.")
+        "or Docker needed. `kconsole --local ...` starts a private one per command; `kconsole local "
+        "serve` runs one in the foreground to share.",
+    )
     local.set_defaults(handler=_no_action)
     # The nested parsers use the CLI's own parser class so their usage errors stay one line too.
     actions = local.add_subparsers(dest="local_action", metavar="ACTION", parser_class=type(local))
     serve = actions.add_parser(
-        "serve", parents=common, help="run the local Kinesis in the foreground for --endpoint-url clients",
+        "serve",
+        parents=common,
+        help="run the local Kinesis in the foreground for --endpoint-url clients",
         description="Run the embedded local Kinesis on 127.0.0.1 until Ctrl-C, so several kconsole windows and "
-                    "scripts share one server: kconsole --endpoint-url http://127.0.0.1:PORT ... Data lives in "
-                    "memory until it stops. With --json it prints {\"endpoint_url\", \"region\"} on one line.")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT,
-                       help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0 picks a free one)")
-    serve.add_argument("--stream", dest="streams", action="append", type=validate_stream_name, default=[],
-                       metavar="NAME", help="create this stream before announcing the endpoint (repeatable)")
-    serve.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
-                       help="shard count of the streams --stream creates (1 to 10,000; default 4)")
+        "scripts share one server: kconsole --endpoint-url http://127.0.0.1:PORT ... Data lives in "
+        'memory until it stops. With --json it prints {"endpoint_url", "region"} on one line.',
+    )
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0 picks a free one)"
+    )
+    serve.add_argument(
+        "--stream",
+        dest="streams",
+        action="append",
+        type=validate_stream_name,
+        default=[],
+        metavar="NAME",
+        help="create this stream before announcing the endpoint (repeatable)",
+    )
+    serve.add_argument(
+        "--shards",
+        type=parse_shard_count,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="shard count of the streams --stream creates (1 to 10,000; default 4)",
+    )
     serve.set_defaults(handler=serve_command)
 
 
@@ -56,7 +75,10 @@ def serve_command(args) -> int:
     require_local_extra()
     from console.backend.server_main import build_server, serve
 
-    for option, given in (("--local", getattr(args, "local", False)), ("--endpoint-url", getattr(args, "endpoint_url", None))):
+    for option, given in (
+        ("--local", getattr(args, "local", False)),
+        ("--endpoint-url", getattr(args, "endpoint_url", None)),
+    ):
         if given:  # this command is the server; silently ignoring a client option would mislead
             raise BadInput(f"kconsole local serve runs its own server; {option} does not apply", code="usage")
     port = args.port
@@ -66,7 +88,9 @@ def serve_command(args) -> int:
         server = build_server("127.0.0.1", port)
     except OSError as error:
         if error.errno == errno.EADDRINUSE:
-            raise BadInput(f"port {port} on 127.0.0.1 is already in use; pick another with --port", code="port_in_use") from None
+            raise BadInput(
+                f"port {port} on 127.0.0.1 is already in use; pick another with --port", code="port_in_use"
+            ) from None
         raise BadInput(f"cannot listen on 127.0.0.1:{port}: {error.strerror or error}") from None
 
     streams = list(dict.fromkeys(args.streams + ([args.stream] if getattr(args, "stream", None) else [])))
@@ -93,15 +117,18 @@ def serve_command(args) -> int:
 
     def announce(url: str) -> None:
         text = "".join(f"created stream {name!r} with {shards} shards\n" for name in streams)
-        emit(args, {"endpoint_url": url, "region": args.region or "us-east-1", "streams": streams},
-             text + f"local Kinesis listening on {url}  (moto, with kconsole's compatibility fixes)\n"
-              f"  use it:   kconsole --endpoint-url {url} streams\n"
-              f"            kconsole --endpoint-url {url} stream create NAME --shards 4\n"
-              f"            kconsole --endpoint-url {url} --stream NAME\n"
-              f"            aws kinesis --endpoint-url {url} list-streams\n"
-              f"  or:       export AWS_ENDPOINT_URL={url}   (then every kconsole and aws command uses it)\n"
-              f"  any credentials and region work; data lives in memory until this stops.\n"
-              f"  Ctrl-C stops it.")
+        emit(
+            args,
+            {"endpoint_url": url, "region": args.region or "us-east-1", "streams": streams},
+            text + f"local Kinesis listening on {url}  (moto, with kconsole's compatibility fixes)\n"
+            f"  use it:   kconsole --endpoint-url {url} streams\n"
+            f"            kconsole --endpoint-url {url} stream create NAME --shards 4\n"
+            f"            kconsole --endpoint-url {url} --stream NAME\n"
+            f"            aws kinesis --endpoint-url {url} list-streams\n"
+            f"  or:       export AWS_ENDPOINT_URL={url}   (then every kconsole and aws command uses it)\n"
+            f"  any credentials and region work; data lives in memory until this stops.\n"
+            f"  Ctrl-C stops it.",
+        )
 
     stopped_by = serve(server, on_ready=ready)
     if failed:

@@ -39,43 +39,84 @@ PROGRESS_EVERY = 1.0  # seconds between progress lines on stderr
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "produce", parents=common,
+        "produce",
+        parents=common,
         help=command_help("produce"),
         description="Write test records (JSON: run id, key, per-key sequence number, timestamp) with the "
-                    "ordered producer: at most one record per key in flight, so retries never reorder a key. "
-                    "With --verify, read every record back and report lost, duplicated, out-of-order and "
-                    "misplaced records.")
+        "ordered producer: at most one record per key in flight, so retries never reorder a key. "
+        "With --verify, read every record back and report lost, duplicated, out-of-order and "
+        "misplaced records.",
+    )
     parser.add_argument("stream", metavar="STREAM", help="stream name (created with --local if missing)")
     parser.add_argument("--keys", type=_whole, required=True, metavar="K", help="number of partition keys")
     parser.add_argument("--records-per-key", type=_whole, required=True, metavar="R", help="records per key")
-    parser.add_argument("--payload-bytes", type=_whole, default=128, metavar="B",
-                        help="data size of each record (default 128; the JSON header is ~90 bytes); at most the "
-                             "stream's record size (1 MiB unless raised, up to 10 MiB)")
-    parser.add_argument("--no-key", action="store_true",
-                        help="send the records without partition keys (an AUTO stream only); --verify then "
-                             "checks delivery, as order is not a property of an AUTO stream")
-    parser.add_argument("--rate", type=_positive, default=None, metavar="N",
-                        help="records per second for the whole run (default: as fast as the shards allow)")
-    parser.add_argument("--mode", choices=("batch", "sequential"), default="batch",
-                        help="batch: PutRecords, one record per key per request (default); "
-                             "sequential: PutRecord per key with SequenceNumberForOrdering")
-    parser.add_argument("--concurrency", type=_whole, default=8, metavar="N",
-                        help="requests in flight (batch) or keys in progress (sequential); default 8")
-    parser.add_argument("--batch-size", type=_whole, default=500, metavar="N",
-                        help="records per PutRecords request, at most 500 (default)")
-    parser.add_argument("--explicit-hash-keys", choices=("none", "keytree"), default="none",
-                        help="keytree: give each key a balanced explicit hash key from the key tree")
+    parser.add_argument(
+        "--payload-bytes",
+        type=_whole,
+        default=128,
+        metavar="B",
+        help="data size of each record (default 128; the JSON header is ~90 bytes); at most the "
+        "stream's record size (1 MiB unless raised, up to 10 MiB)",
+    )
+    parser.add_argument(
+        "--no-key",
+        action="store_true",
+        help="send the records without partition keys (an AUTO stream only); --verify then "
+        "checks delivery, as order is not a property of an AUTO stream",
+    )
+    parser.add_argument(
+        "--rate",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="records per second for the whole run (default: as fast as the shards allow)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("batch", "sequential"),
+        default="batch",
+        help="batch: PutRecords, one record per key per request (default); "
+        "sequential: PutRecord per key with SequenceNumberForOrdering",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_whole,
+        default=8,
+        metavar="N",
+        help="requests in flight (batch) or keys in progress (sequential); default 8",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=_whole,
+        default=500,
+        metavar="N",
+        help="records per PutRecords request, at most 500 (default)",
+    )
+    parser.add_argument(
+        "--explicit-hash-keys",
+        choices=("none", "keytree"),
+        default="none",
+        help="keytree: give each key a balanced explicit hash key from the key tree",
+    )
     pace = parser.add_mutually_exclusive_group()
-    pace.add_argument("--pace", dest="pace", action="store_true", default=None,
-                      help="pace each shard to 1,000 records/s and 1 MiB/s (default on AWS)")
-    pace.add_argument("--no-pace", dest="pace", action="store_false",
-                      help="do not pace (default with --local)")
+    pace.add_argument(
+        "--pace",
+        dest="pace",
+        action="store_true",
+        default=None,
+        help="pace each shard to 1,000 records/s and 1 MiB/s (default on AWS)",
+    )
+    pace.add_argument("--no-pace", dest="pace", action="store_false", help="do not pace (default with --local)")
     parser.add_argument("--verify", action="store_true", help="read the run back and check it")
     add_aggregate_options(parser)
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
-    parser.add_argument("--give-up-after", type=_positive, default=60.0, metavar="SECONDS",
-                        help="stop the run, with its partial report, when the endpoint has answered nothing "
-                             "for this long (default 60)")
+    parser.add_argument(
+        "--give-up-after",
+        type=_positive,
+        default=60.0,
+        metavar="SECONDS",
+        help="stop the run, with its partial report, when the endpoint has answered nothing for this long (default 60)",
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -99,20 +140,31 @@ def _positive(text: str) -> float:
 def settings_from_args(args: Any) -> ProducerSettings:
     pace = args.pace if args.pace is not None else not getattr(args, "local", False)
     return ProducerSettings(
-        keys=args.keys, records_per_key=args.records_per_key, payload_bytes=args.payload_bytes,
-        mode=args.mode, rate=args.rate, concurrency=args.concurrency, max_batch_records=args.batch_size,
-        explicit_hash_keys=args.explicit_hash_keys, pacing=pace, unanswered_give_up=args.give_up_after,
-        send_keys=not args.no_key, max_record_bytes=LARGEST_RECORD_BYTES,
+        keys=args.keys,
+        records_per_key=args.records_per_key,
+        payload_bytes=args.payload_bytes,
+        mode=args.mode,
+        rate=args.rate,
+        concurrency=args.concurrency,
+        max_batch_records=args.batch_size,
+        explicit_hash_keys=args.explicit_hash_keys,
+        pacing=pace,
+        unanswered_give_up=args.give_up_after,
+        send_keys=not args.no_key,
+        max_record_bytes=LARGEST_RECORD_BYTES,
     ).validated()
 
 
 def handle(args: Any) -> int:
     if args.no_key and args.explicit_hash_keys != "none":
-        raise BadInput("--no-key sends no keys: explicit hash keys would be ignored too; drop --explicit-hash-keys",
-                       code="usage")
+        raise BadInput(
+            "--no-key sends no keys: explicit hash keys would be ignored too; drop --explicit-hash-keys", code="usage"
+        )
     if args.no_key and args.aggregate:
-        raise BadInput("a KPL aggregate carries a partition key for each record: --aggregate needs keys, "
-                       "drop --no-key", code="usage")
+        raise BadInput(
+            "a KPL aggregate carries a partition key for each record: --aggregate needs keys, drop --no-key",
+            code="usage",
+        )
     settings = settings_from_args(args)  # bad numbers fail here, before any connection
     aggregate_bytes(args)
     refuse_if_read_only(args, f"write test records to {args.stream}")
@@ -140,17 +192,27 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
         settings = fit_to_stream(settings, summary)
         max_aggregate_bytes = aggregate_bytes(args)
         check_aggregate_fits_stream(max_aggregate_bytes, summary)
-        confirm_by_stream_name(args, change=f"write test records to {args.stream}",
-                               consequence=f"write {settings.total} test records ({settings.keys} keys x "
-                                           f"{settings.records_per_key})")
-        note(f"producing {settings.total} records ({settings.keys} keys x {settings.records_per_key}) "
-             f"to {args.stream!r}, run {settings.run_id}, {settings.mode} mode")
+        confirm_by_stream_name(
+            args,
+            change=f"write test records to {args.stream}",
+            consequence=f"write {settings.total} test records ({settings.keys} keys x {settings.records_per_key})",
+        )
+        note(
+            f"producing {settings.total} records ({settings.keys} keys x {settings.records_per_key}) "
+            f"to {args.stream!r}, run {settings.run_id}, {settings.mode} mode"
+        )
         interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0
         settle_heap()
         result, report = await run_and_verify(
-            kinesis, args.stream, settings, verify=args.verify, on_progress=_ProgressLines(),
+            kinesis,
+            args.stream,
+            settings,
+            verify=args.verify,
+            on_progress=_ProgressLines(),
             on_verifying=lambda wait: note(_verifying_line(settings.run_id, wait)),
-            read_settings=ReadSettings(min_call_interval=interval), max_aggregate_bytes=max_aggregate_bytes)
+            read_settings=ReadSettings(min_call_interval=interval),
+            max_aggregate_bytes=max_aggregate_bytes,
+        )
     return result, report
 
 
@@ -159,16 +221,21 @@ def fit_to_stream(settings: ProducerSettings, summary: Any) -> ProducerSettings:
     from dataclasses import replace
 
     if not settings.send_keys and not summary.auto_distribution:
-        raise BadInput(f"--no-key: stream {summary.name} places records by key (USER_PARTITION_KEY), so each needs "
-                       f"one (`kconsole stream distribution {summary.name} auto` lets Kinesis spread keyless "
-                       "records); nothing was sent", code="usage")
+        raise BadInput(
+            f"--no-key: stream {summary.name} places records by key (USER_PARTITION_KEY), so each needs "
+            f"one (`kconsole stream distribution {summary.name} auto` lets Kinesis spread keyless "
+            "records); nothing was sent",
+            code="usage",
+        )
     largest = summary.max_record_bytes - settings.key_bytes
     if settings.payload_bytes > largest:
-        raise BadInput(f"--payload-bytes {settings.payload_bytes:,} is more than stream {summary.name} takes: "
-                       f"{largest:,} bytes beside the partition key ({summary.max_record_bytes:,} a record); raise it "
-                       f"with `kconsole stream max-record-size {summary.name} --kib "
-                       f"{min(10240, -(-(settings.payload_bytes + settings.key_bytes) // 1024))}`; nothing was sent",
-                       code="usage")
+        raise BadInput(
+            f"--payload-bytes {settings.payload_bytes:,} is more than stream {summary.name} takes: "
+            f"{largest:,} bytes beside the partition key ({summary.max_record_bytes:,} a record); raise it "
+            f"with `kconsole stream max-record-size {summary.name} --kib "
+            f"{min(10240, -(-(settings.payload_bytes + settings.key_bytes) // 1024))}`; nothing was sent",
+            code="usage",
+        )
     return replace(settings, max_record_bytes=summary.max_record_bytes)
 
 
@@ -183,8 +250,7 @@ def settle_heap() -> None:
 def _verifying_line(run_id: str, wait: float) -> str:
     if wait <= 0:
         return f"reading run {run_id} back"
-    return (f"waiting {wait:.0f} s for puts whose answer was lost (they may still land), "
-            f"then reading run {run_id} back")
+    return f"waiting {wait:.0f} s for puts whose answer was lost (they may still land), then reading run {run_id} back"
 
 
 class _ProgressLines:
@@ -199,22 +265,40 @@ class _ProgressLines:
         if not progress.done and now < self._next:
             return
         self._next = now + PROGRESS_EVERY
-        extra = "".join(f", {label} {value}" for label, value in (
-            ("retries", progress.retries), ("throttled", progress.throttled),
-            ("possible duplicates", progress.possible_duplicates), ("shard mismatches", progress.shard_mismatches),
-        ) if value)
+        extra = "".join(
+            f", {label} {value}"
+            for label, value in (
+                ("retries", progress.retries),
+                ("throttled", progress.throttled),
+                ("possible duplicates", progress.possible_duplicates),
+                ("shard mismatches", progress.shard_mismatches),
+            )
+            if value
+        )
         failing = f"; failing: {progress.failing}" if progress.failing and not progress.done else ""
-        print(f"{self._label}: {progress.acknowledged}/{progress.total} acknowledged ({progress.fraction:.0%}), "
-              f"{progress.records_per_second:.0f} records/s, {len(progress.shards)} shards{extra}{failing}",
-              file=sys.stderr, flush=True)
+        print(
+            f"{self._label}: {progress.acknowledged}/{progress.total} acknowledged ({progress.fraction:.0%}), "
+            f"{progress.records_per_second:.0f} records/s, {len(progress.shards)} shards{extra}{failing}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def summary_document(result: ProduceResult, report: VerificationReport | None) -> dict:
     document = result.to_json()
     if report is None:
-        document.update({"verified": False, "read_back": None, "lost": None, "duplicated": None,
-                         "late_duplicates": None, "out_of_order": None, "misplaced": None,
-                         "verification_error": result.verification_error})
+        document.update(
+            {
+                "verified": False,
+                "read_back": None,
+                "lost": None,
+                "duplicated": None,
+                "late_duplicates": None,
+                "out_of_order": None,
+                "misplaced": None,
+                "verification_error": result.verification_error,
+            }
+        )
         document["ok"] = result.complete and result.verification_error is None
     else:
         document.update(report.to_json())
@@ -223,8 +307,9 @@ def summary_document(result: ProduceResult, report: VerificationReport | None) -
     if result.failed:
         document["failed_records"] = [{"key": k, "seq": s, "error": e} for k, s, e in result.failed[:50]]
     if result.mismatches:
-        document["shard_mismatch_examples"] = [{"key": m.key, "seq": m.seq, "predicted": m.predicted,
-                                                "actual": m.actual} for m in result.mismatches[:20]]
+        document["shard_mismatch_examples"] = [
+            {"key": m.key, "seq": m.seq, "predicted": m.predicted, "actual": m.actual} for m in result.mismatches[:20]
+        ]
     return document
 
 
@@ -241,8 +326,10 @@ def summary_text(result: ProduceResult, report: VerificationReport | None) -> st
     if result.stopped:
         lines.append(f"STOPPED EARLY: {result.stopped}")
     if result.failed or result.stopped:
-        lines.append(f"partial run: {result.sent} of {result.settings.total} sent, {result.acknowledged} acknowledged, "
-                     f"{len(result.failed)} failed, {result.not_attempted} not attempted")
+        lines.append(
+            f"partial run: {result.sent} of {result.settings.total} sent, {result.acknowledged} acknowledged, "
+            f"{len(result.failed)} failed, {result.not_attempted} not attempted"
+        )
     if result.failed:
         reasons: dict[str, int] = {}
         for _key, _seq, reason in result.failed:
@@ -255,23 +342,32 @@ def summary_text(result: ProduceResult, report: VerificationReport | None) -> st
             lines.append(result.verification_error)
         return "\n".join(lines)
     lat = report.latency_ms
-    waited = f" after waiting {report.waited_seconds:.0f} s for puts of unknown outcome" if report.waited_seconds else ""
+    waited = (
+        f" after waiting {report.waited_seconds:.0f} s for puts of unknown outcome" if report.waited_seconds else ""
+    )
     if report.checks == "delivery":
-        lines.append(f"delivery {'OK' if report.ok else 'FAILED'}: read back {report.read_back}, lost {report.lost}, "
-                     f"duplicated {report.duplicated} (possible {report.possible_duplicates}); {report.checks_note}")
+        lines.append(
+            f"delivery {'OK' if report.ok else 'FAILED'}: read back {report.read_back}, lost {report.lost}, "
+            f"duplicated {report.duplicated} (possible {report.possible_duplicates}); {report.checks_note}"
+        )
         return "\n".join(lines)
     lines.append(
         f"verification {'OK' if report.ok else 'FAILED'}: read back {report.read_back}, lost {report.lost}, "
         f"duplicated {report.duplicated} (possible {report.possible_duplicates}), out of order {report.out_of_order}, "
         f"misplaced {report.misplaced}; latency p50 {lat['p50']} ms, p99 {lat['p99']} ms, max {lat['max']} ms; "
-        f"{len(report.shards)} shards read in {report.read_seconds:.2f} s{waited}")
+        f"{len(report.shards)} shards read in {report.read_seconds:.2f} s{waited}"
+    )
     if report.late_duplicates:
-        lines.append(f"{report.late_duplicates} late duplicates arrived after later records of their key "
-                     "(order is judged by each record's first copy)")
+        lines.append(
+            f"{report.late_duplicates} late duplicates arrived after later records of their key "
+            "(order is judged by each record's first copy)"
+        )
     if report.first_out_of_order:
         first = report.first_out_of_order
-        lines.append(f"first out of order: key {first['key']} seq {first['seq']} at position {first['position']} "
-                     f"after seq {first['after_seq']}")
+        lines.append(
+            f"first out of order: key {first['key']} seq {first['seq']} at position {first['position']} "
+            f"after seq {first['after_seq']}"
+        )
     for problem in report.problems[:10]:
         if problem.kind != "duplicated":
             lines.append(f"  {problem.kind}: {problem.key} #{problem.seq}: {problem.detail}")

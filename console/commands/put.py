@@ -50,22 +50,34 @@ MAX_LINES_SHOWN = 20  # per shard, in the text summary
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "put", parents=common, help="send JSON lines (file or stdin) as records, in order per key",
-        description="Send records from JSON lines: {\"key\": ..., \"data\": ...} per line, or any JSON document "
-                    "with --key-field naming its partition key. Every line is checked first; bad lines are "
-                    "reported with their numbers and nothing is sent unless --skip-bad. Records of a key keep "
-                    "their line order (one in flight per key). Progress goes to stderr; the summary says "
-                    "which shard each record landed on.")
+        "put",
+        parents=common,
+        help="send JSON lines (file or stdin) as records, in order per key",
+        description='Send records from JSON lines: {"key": ..., "data": ...} per line, or any JSON document '
+        "with --key-field naming its partition key. Every line is checked first; bad lines are "
+        "reported with their numbers and nothing is sent unless --skip-bad. Records of a key keep "
+        "their line order (one in flight per key). Progress goes to stderr; the summary says "
+        "which shard each record landed on.",
+    )
     parser.add_argument("stream", metavar="STREAM", help="stream name (created with --local if missing)")
     parser.add_argument("source", nargs="?", metavar="-", help="read stdin (the default when it is not a terminal)")
     parser.add_argument("--file", metavar="F", help="read JSON lines from F ('-': stdin)")
-    parser.add_argument("--key-field", metavar="FIELD",
-                        help="partition key from this field of each document (dotted path); the line is the data")
-    parser.add_argument("--explicit-hash-key-field", metavar="FIELD",
-                        help="explicit hash key (decimal, 0 to 2**128-1) from this field of each document")
-    parser.add_argument("--no-key", action="store_true",
-                        help="send each line (a JSON document) as a record without a partition key: an AUTO "
-                             "stream only (a line without its key field is keyless too)")
+    parser.add_argument(
+        "--key-field",
+        metavar="FIELD",
+        help="partition key from this field of each document (dotted path); the line is the data",
+    )
+    parser.add_argument(
+        "--explicit-hash-key-field",
+        metavar="FIELD",
+        help="explicit hash key (decimal, 0 to 2**128-1) from this field of each document",
+    )
+    parser.add_argument(
+        "--no-key",
+        action="store_true",
+        help="send each line (a JSON document) as a record without a partition key: an AUTO "
+        "stream only (a line without its key field is keyless too)",
+    )
     parser.add_argument("--skip-bad", action="store_true", help="report bad lines but send the good ones")
     parser.add_argument("--verify", action="store_true", help="read every record back: lost, reordered, misplaced")
     add_aggregate_options(parser)
@@ -79,11 +91,14 @@ def handle(args: Any) -> int:
         if value is not None and (not value.strip() or any(not part for part in value.split("."))):
             raise BadInput(f"--{option.replace('_', '-')} must name a field (a.b for a nested one); got {value!r}")
     if args.no_key and (args.key_field or args.explicit_hash_key_field):
-        raise BadInput("--no-key sends records without keys: drop --key-field and --explicit-hash-key-field",
-                       code="usage")
+        raise BadInput(
+            "--no-key sends records without keys: drop --key-field and --explicit-hash-key-field", code="usage"
+        )
     if args.no_key and args.aggregate:
-        raise BadInput("a KPL aggregate carries a partition key for each record: --aggregate needs keys, "
-                       "drop --no-key", code="usage")
+        raise BadInput(
+            "a KPL aggregate carries a partition key for each record: --aggregate needs keys, drop --no-key",
+            code="usage",
+        )
     aggregate_bytes(args)
     refuse_if_read_only(args, f"put records to {args.stream}")
     parsed = read_input(args)
@@ -100,8 +115,10 @@ def _refuse_or_skip(args: Any, problems: list, parsed: ParsedLines) -> None:
         shown = "; ".join(str(p) for p in problems[:3])
         more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
         if not args.skip_bad:
-            raise BadInput(f"{len(problems)} bad line(s), nothing was sent: {shown}{more}; "
-                           "fix them or pass --skip-bad", code="bad_lines")
+            raise BadInput(
+                f"{len(problems)} bad line(s), nothing was sent: {shown}{more}; fix them or pass --skip-bad",
+                code="bad_lines",
+            )
         for problem in problems[:MAX_PROBLEMS_SHOWN]:
             note(f"kconsole: skipping {problem}")
         if len(problems) > MAX_PROBLEMS_SHOWN:
@@ -119,8 +136,11 @@ def read_input(args: Any) -> ParsedLines:
         if sys.stdin.isatty():
             raise BadInput("no input: give --file F, or pipe JSON lines on stdin (-)", code="usage")
         path = "-"
-    options = {"key_field": args.key_field, "explicit_hash_key_field": args.explicit_hash_key_field,
-               "no_key": args.no_key}
+    options = {
+        "key_field": args.key_field,
+        "explicit_hash_key_field": args.explicit_hash_key_field,
+        "no_key": args.no_key,
+    }
     with ExitStack() as stack:
         handle = open_named_file(path, what="", code="bad_file")
         if path != "-":
@@ -154,15 +174,21 @@ class _NewlineWithin:
         line = self._handle.readline(size)
         self._run = 0 if line.endswith(b"\n") else self._run + len(line)
         if self._run > self._limit:
-            raise BadInput(f"cannot read {self._shown}: not a regular file, and no newline in its first "
-                           f"{self._limit:,} bytes (a record line is at most that long)", code="bad_file")
+            raise BadInput(
+                f"cannot read {self._shown}: not a regular file, and no newline in its first "
+                f"{self._limit:,} bytes (a record line is at most that long)",
+                code="bad_file",
+            )
         if self._first and line.endswith(b"\n"):  # random bytes (/dev/urandom) would go on forever
             self._first = False
             try:
                 line.decode("utf-8")
             except UnicodeDecodeError:
-                raise BadInput(f"cannot read {self._shown}: not a regular file, and its first line is not "
-                               "UTF-8 text (JSON lines expected)", code="bad_file") from None
+                raise BadInput(
+                    f"cannot read {self._shown}: not a regular file, and its first line is not "
+                    "UTF-8 text (JSON lines expected)",
+                    code="bad_file",
+                ) from None
         return line
 
 
@@ -185,66 +211,112 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
         max_aggregate_bytes = aggregate_bytes(args)
         check_aggregate_fits_stream(max_aggregate_bytes, summary)
         if max_aggregate_bytes is not None and parsed.keyless:
-            raise BadInput(f"{parsed.keyless} line(s) have no partition key, and a KPL aggregate carries one for "
-                           "each record: give every line a key, or drop --aggregate", code="usage")
+            raise BadInput(
+                f"{parsed.keyless} line(s) have no partition key, and a KPL aggregate carries one for "
+                "each record: give every line a key, or drop --aggregate",
+                code="usage",
+            )
         known = set(parsed.problems)
-        check_against_stream(parsed, stream=args.stream, max_record_bytes=summary.max_record_bytes,
-                             auto_distribution=summary.auto_distribution)
+        check_against_stream(
+            parsed,
+            stream=args.stream,
+            max_record_bytes=summary.max_record_bytes,
+            auto_distribution=summary.auto_distribution,
+        )
         _refuse_or_skip(args, [problem for problem in parsed.problems if problem not in known], parsed)
         per_key: dict[str, int] = defaultdict(int)
         for record in parsed.records:
             per_key[ledger_key(record)] += 1
-        settings = ProducerSettings(keys=len(per_key), records_per_key=max(per_key.values()), payload_bytes=0,
-                                    record_total=len(parsed.records), pacing=config.kind == "aws",
-                                    max_record_bytes=summary.max_record_bytes).validated()
+        settings = ProducerSettings(
+            keys=len(per_key),
+            records_per_key=max(per_key.values()),
+            payload_bytes=0,
+            record_total=len(parsed.records),
+            pacing=config.kind == "aws",
+            max_record_bytes=summary.max_record_bytes,
+        ).validated()
         keyless = parsed.keyless
-        note(f"putting {counted(len(parsed.records), 'record')} to {args.stream!r} ("
-             + (f"{keyless} without a key, " if keyless else "") + f"{counted(len(per_key) - keyless, 'key')})")
+        note(
+            f"putting {counted(len(parsed.records), 'record')} to {args.stream!r} ("
+            + (f"{keyless} without a key, " if keyless else "")
+            + f"{counted(len(per_key) - keyless, 'key')})"
+        )
         interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0
         settle_heap()
         return await run_and_verify(
-            kinesis, args.stream, settings, verify=args.verify, on_progress=_ProgressLines("put"),
-            on_verifying=lambda wait: note(f"reading {counted(len(parsed.records), 'record')} back"
-                                           + (f" after waiting {wait:.0f} s for puts whose answer was lost" if wait > 0 else "")),
-            read_settings=ReadSettings(min_call_interval=interval), records=parsed.records,
-            max_aggregate_bytes=max_aggregate_bytes)
+            kinesis,
+            args.stream,
+            settings,
+            verify=args.verify,
+            on_progress=_ProgressLines("put"),
+            on_verifying=lambda wait: note(
+                f"reading {counted(len(parsed.records), 'record')} back"
+                + (f" after waiting {wait:.0f} s for puts whose answer was lost" if wait > 0 else "")
+            ),
+            read_settings=ReadSettings(min_call_interval=interval),
+            records=parsed.records,
+            max_aggregate_bytes=max_aggregate_bytes,
+        )
 
 
 def summary_document(parsed: ParsedLines, result: ProduceResult, report: VerificationReport | None) -> dict:
     line_of = parsed.line_of()
-    landed = sorted(((line_of[pair], _shown_key(pair[0]), ack.shard_id, ack.sequence_number)
-                     for pair, ack in result.acks.items()), key=lambda row: row[0])
+    landed = sorted(
+        ((line_of[pair], _shown_key(pair[0]), ack.shard_id, ack.sequence_number) for pair, ack in result.acks.items()),
+        key=lambda row: row[0],
+    )
     shards: dict[str, dict] = {}
     for line, _key, shard_id, _seq in landed:
         entry = shards.setdefault(shard_id, {"records": 0, "lines": []})
         entry["records"] += 1
         entry["lines"].append(line)
-    failed = [{"line": line_of.get((key, seq)), "key": _shown_key(key), "error": error}
-              for key, seq, error in result.failed]
+    failed = [
+        {"line": line_of.get((key, seq)), "key": _shown_key(key), "error": error} for key, seq, error in result.failed
+    ]
     document: dict[str, Any] = {
         "stream": result.stream,
-        "records": len(parsed.records), "keyless_records": parsed.keyless,
+        "records": len(parsed.records),
+        "keyless_records": parsed.keyless,
         "skipped_bad_lines": len(parsed.problems),
         "bad_lines": [{"line": p.line, "error": p.message} for p in parsed.problems[:MAX_PROBLEMS_SHOWN]],
-        "sent": result.sent, "acknowledged": result.acknowledged, "retries": result.retries,
-        "throttled": result.throttled, "possible_duplicates": result.possible_duplicates,
-        "failed": failed, "abandoned": result.abandoned, "seconds": round(result.elapsed, 3),
+        "sent": result.sent,
+        "acknowledged": result.acknowledged,
+        "retries": result.retries,
+        "throttled": result.throttled,
+        "possible_duplicates": result.possible_duplicates,
+        "failed": failed,
+        "abandoned": result.abandoned,
+        "seconds": round(result.elapsed, 3),
         "shards": dict(sorted(shards.items())),
-        "landed": [{"line": line, "key": key, "shard_id": shard, "sequence_number": seq}
-                   for line, key, shard, seq in landed],
+        "landed": [
+            {"line": line, "key": key, "shard_id": shard, "sequence_number": seq} for line, key, shard, seq in landed
+        ],
         "verified": report is not None,
     }
     if result.aggregation is not None:
         document["aggregation"] = result.aggregation.to_json(result.elapsed)
     if report is not None:
         verification = report.to_json()
-        document["verification"] = {name: verification[name] for name in (
-            "read_back", "lost", "duplicated", "possible_duplicates", "out_of_order", "misplaced", "ok", "checks",
-            "checks_note") if name in verification}
+        document["verification"] = {
+            name: verification[name]
+            for name in (
+                "read_back",
+                "lost",
+                "duplicated",
+                "possible_duplicates",
+                "out_of_order",
+                "misplaced",
+                "ok",
+                "checks",
+                "checks_note",
+            )
+            if name in verification
+        }
         document["verification"]["ok"] = report.ok
         document["verification"]["problems"] = [
             {"kind": p.kind, "line": line_of.get((p.key, p.seq)), "key": _shown_key(p.key), "detail": p.detail}
-            for p in report.problems[:MAX_PROBLEMS_SHOWN]]
+            for p in report.problems[:MAX_PROBLEMS_SHOWN]
+        ]
     document["ok"] = not failed and not result.abandoned and (report is None or report.ok)
     return document
 
@@ -255,10 +327,12 @@ def _shown_key(name: str) -> str | None:
 
 
 def summary_text(document: dict) -> str:
-    lines = [f"put {document['acknowledged']}/{document['records']} records to {document['stream']} in "
-             f"{document['seconds']:.2f} s ({document['retries']} retries, {document['throttled']} throttled"
-             + (f", {document['skipped_bad_lines']} bad lines skipped" if document["skipped_bad_lines"] else "")
-             + ")"]
+    lines = [
+        f"put {document['acknowledged']}/{document['records']} records to {document['stream']} in "
+        f"{document['seconds']:.2f} s ({document['retries']} retries, {document['throttled']} throttled"
+        + (f", {document['skipped_bad_lines']} bad lines skipped" if document["skipped_bad_lines"] else "")
+        + ")"
+    ]
     if aggregated := aggregation_line(document.get("aggregation")):
         lines.append(aggregated)
     for shard_id, entry in document["shards"].items():
@@ -270,18 +344,23 @@ def summary_text(document: dict) -> str:
         lines.append(f"  failed: line {failure['line']} (key {_key_text(failure['key'])}): {failure['error']}")
     verification = document.get("verification")
     if verification is not None and verification.get("checks") == "delivery":
-        lines.append(f"delivery {'OK' if verification['ok'] else 'FAILED'}: read back {verification['read_back']} "
-                     f"of {document['acknowledged']}, lost {verification['lost']}, duplicated "
-                     f"{verification['duplicated']} (at most {verification['possible_duplicates']} possible)")
+        lines.append(
+            f"delivery {'OK' if verification['ok'] else 'FAILED'}: read back {verification['read_back']} "
+            f"of {document['acknowledged']}, lost {verification['lost']}, duplicated "
+            f"{verification['duplicated']} (at most {verification['possible_duplicates']} possible)"
+        )
         lines.append(f"  {verification['checks_note']}")
     elif verification is not None:
-        lines.append(f"verification {'OK' if verification['ok'] else 'FAILED'}: read back {verification['read_back']}, "
-                     f"lost {verification['lost']}, duplicated {verification['duplicated']}, "
-                     f"out of order {verification['out_of_order']}, misplaced {verification['misplaced']}")
+        lines.append(
+            f"verification {'OK' if verification['ok'] else 'FAILED'}: read back {verification['read_back']}, "
+            f"lost {verification['lost']}, duplicated {verification['duplicated']}, "
+            f"out of order {verification['out_of_order']}, misplaced {verification['misplaced']}"
+        )
     if verification is not None:
         for problem in verification["problems"][:10]:
-            lines.append(f"  {problem['kind']}: line {problem['line']} (key {_key_text(problem['key'])}): "
-                         f"{problem['detail']}")
+            lines.append(
+                f"  {problem['kind']}: line {problem['line']} (key {_key_text(problem['key'])}): {problem['detail']}"
+            )
     return "\n".join(lines)
 
 

@@ -66,10 +66,18 @@ MAX_SAMPLE_LIMIT = 1_000_000  # records read for a median: 100 full GetRecords c
 
 
 def register(subparsers, common) -> None:
-    plan = subparsers.add_parser("plan", parents=common, help=command_help("plan"),
-                                 description="Show exactly what a split, merge, rescale or make-even would do.")
-    reshard = subparsers.add_parser("reshard", parents=common, help=command_help("reshard"),
-                                    description="Plan, confirm, then split, merge or rescale a stream.")
+    plan = subparsers.add_parser(
+        "plan",
+        parents=common,
+        help=command_help("plan"),
+        description="Show exactly what a split, merge, rescale or make-even would do.",
+    )
+    reshard = subparsers.add_parser(
+        "reshard",
+        parents=common,
+        help=command_help("reshard"),
+        description="Plan, confirm, then split, merge or rescale a stream.",
+    )
     for parent, mutating in ((plan, False), (reshard, True)):
         actions = parent.add_subparsers(dest="action", metavar="ACTION", required=True)
         for action in ACTIONS:
@@ -87,59 +95,125 @@ _ACTION_HELP = {
 
 
 def _add_action_arguments(parser: argparse.ArgumentParser, action: str, *, mutating: bool) -> None:
-    parser.add_argument("stream", nargs=None if mutating else "?", metavar="STREAM",
-                        help="the stream" if mutating else "the stream (or use --shards N to plan offline)")
+    parser.add_argument(
+        "stream",
+        nargs=None if mutating else "?",
+        metavar="STREAM",
+        help="the stream" if mutating else "the stream (or use --shards N to plan offline)",
+    )
     if not mutating:
         # SUPPRESS: a top-level `kconsole --local --shards 8 plan ...` is kept, not reset to None.
-        parser.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
-                            help="plan against an offline stream of N equal shards (no backend needed); "
-                                 "with --local and STREAM: the shard count if the stream has to be created")
+        parser.add_argument(
+            "--shards",
+            type=parse_shard_count,
+            default=argparse.SUPPRESS,
+            metavar="N",
+            help="plan against an offline stream of N equal shards (no backend needed); "
+            "with --local and STREAM: the shard count if the stream has to be created",
+        )
     else:
         # SUPPRESS keeps a value given before the command name (`kconsole --local --shards 8 reshard ...`).
-        parser.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
-                            help="with --local: shard count if the stream has to be created (default 4)")
+        parser.add_argument(
+            "--shards",
+            type=parse_shard_count,
+            default=argparse.SUPPRESS,
+            metavar="N",
+            help="with --local: shard count if the stream has to be created (default 4)",
+        )
     if action == "split":
         parser.add_argument("--shard", required=True, metavar="ID", help="the shard to split")
         where = parser.add_mutually_exclusive_group()
-        where.add_argument("--at", default=None, metavar="HASH_KEY|midpoint",
-                           help="NewStartingHashKey of the upper child (decimal), or 'midpoint' (the default)")
-        where.add_argument("--at-median-of", default=None, metavar="KEYS_FILE", type=Path,
-                           help="split at the median hash key of these partition keys (one per line)")
-        where.add_argument("--at-median-of-recent", action="store_true",
-                           help="split at the median hash key of the shard's recent records, so its "
-                                "current traffic divides evenly")
-        parser.add_argument("--sample-seconds", type=argtype(retention_window, "--sample-seconds"), default=None,
-                            metavar="S",
-                            help=f"with --at-median-of-recent: read the last S seconds (default {DEFAULT_SAMPLE_SECONDS:g})")
-        parser.add_argument("--sample-limit", type=argtype(whole_number, "--sample-limit", low=1,
-                                                           high=MAX_SAMPLE_LIMIT), default=None, metavar="N",
-                            help=f"with --at-median-of-recent: read at most N records (default {DEFAULT_SAMPLE_LIMIT})")
+        where.add_argument(
+            "--at",
+            default=None,
+            metavar="HASH_KEY|midpoint",
+            help="NewStartingHashKey of the upper child (decimal), or 'midpoint' (the default)",
+        )
+        where.add_argument(
+            "--at-median-of",
+            default=None,
+            metavar="KEYS_FILE",
+            type=Path,
+            help="split at the median hash key of these partition keys (one per line)",
+        )
+        where.add_argument(
+            "--at-median-of-recent",
+            action="store_true",
+            help="split at the median hash key of the shard's recent records, so its current traffic divides evenly",
+        )
+        parser.add_argument(
+            "--sample-seconds",
+            type=argtype(retention_window, "--sample-seconds"),
+            default=None,
+            metavar="S",
+            help=f"with --at-median-of-recent: read the last S seconds (default {DEFAULT_SAMPLE_SECONDS:g})",
+        )
+        parser.add_argument(
+            "--sample-limit",
+            type=argtype(whole_number, "--sample-limit", low=1, high=MAX_SAMPLE_LIMIT),
+            default=None,
+            metavar="N",
+            help=f"with --at-median-of-recent: read at most N records (default {DEFAULT_SAMPLE_LIMIT})",
+        )
     elif action == "merge":
         parser.add_argument("--shard", required=True, metavar="ID", help="one of the two shards")
         parser.add_argument("--adjacent", required=True, metavar="ID", help="the shard next to it in the key space")
     elif action == "scale":
-        parser.add_argument("--to", type=argtype(scale_target, "--to"), required=True, metavar="N",
-                            help=f"target open shard count (1 to {UPDATE_SHARD_COUNT_MAX})")
+        parser.add_argument(
+            "--to",
+            type=argtype(scale_target, "--to"),
+            required=True,
+            metavar="N",
+            help=f"target open shard count (1 to {UPDATE_SHARD_COUNT_MAX})",
+        )
     else:
-        parser.add_argument("--to", type=argtype(shard_count, "--to"), default=None, metavar="N",
-                            help="number of equal shards to end with (default: the current count)")
-    parser.add_argument("--sample-keys", type=Path, default=None, metavar="KEYS_FILE",
-                        help="partition keys (one per line): show which of them move and where")
-    parser.add_argument("--account-shard-limit", type=argtype(shard_count, "--account-shard-limit"), default=None,
-                        metavar="N",
-                        help="the account's shard quota (default: AWS's regional default)")
-    parser.add_argument("--lease-table", default=None, metavar="TABLE",
-                        help="a KCL lease table of the stream: show the consumers' lag the change would put "
-                             "behind the parent-before-child barrier" + (" (and refuse without --force)" if mutating else ""))
+        parser.add_argument(
+            "--to",
+            type=argtype(shard_count, "--to"),
+            default=None,
+            metavar="N",
+            help="number of equal shards to end with (default: the current count)",
+        )
+    parser.add_argument(
+        "--sample-keys",
+        type=Path,
+        default=None,
+        metavar="KEYS_FILE",
+        help="partition keys (one per line): show which of them move and where",
+    )
+    parser.add_argument(
+        "--account-shard-limit",
+        type=argtype(shard_count, "--account-shard-limit"),
+        default=None,
+        metavar="N",
+        help="the account's shard quota (default: AWS's regional default)",
+    )
+    parser.add_argument(
+        "--lease-table",
+        default=None,
+        metavar="TABLE",
+        help="a KCL lease table of the stream: show the consumers' lag the change would put "
+        "behind the parent-before-child barrier" + (" (and refuse without --force)" if mutating else ""),
+    )
     if mutating:
         parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
-        parser.add_argument("--force", action="store_true",
-                            help="reshard even though consumers in --lease-table still have records to read in "
-                                 "the shards it changes")
-        parser.add_argument("--wait", action="store_true",
-                            help="wait (polling) until the stream is ACTIVE again, showing progress on stderr")
-        parser.add_argument("--timeout", type=argtype(timeout, "--timeout"), default=900.0, metavar="SECONDS",
-                            help="give up waiting after this long (default 900)")
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="reshard even though consumers in --lease-table still have records to read in the shards it changes",
+        )
+        parser.add_argument(
+            "--wait",
+            action="store_true",
+            help="wait (polling) until the stream is ACTIVE again, showing progress on stderr",
+        )
+        parser.add_argument(
+            "--timeout",
+            type=argtype(timeout, "--timeout"),
+            default=900.0,
+            metavar="SECONDS",
+            help="give up waiting after this long (default 900)",
+        )
 
 
 # ---------------------------------------------------------------- inputs
@@ -151,7 +225,9 @@ def read_keys(path: Path) -> KeySample:
     keys = list(filter(None, read_text_lines(str(path), what="keys file", code="bad_keys_file")))
     if keys and max(map(len, keys)) > 256:
         number, key = next((n, k) for n, k in enumerate(keys, 1) if len(k) > 256)
-        raise BadInput(f"{path}: key {number} is {len(key)} characters; partition keys are 1 to 256", code="bad_keys_file")
+        raise BadInput(
+            f"{path}: key {number} is {len(key)} characters; partition keys are 1 to 256", code="bad_keys_file"
+        )
     if not keys:
         raise BadInput(f"keys file {path} has no keys", code="bad_keys_file")
     return KeySample.from_partition_keys(keys)
@@ -189,25 +265,29 @@ def read_inputs(args: argparse.Namespace) -> PlanInputs:
     limit = DEFAULT_SAMPLE_LIMIT if limit is None else limit
     if recent:
         if args.stream is None:
-            raise BadInput("--at-median-of-recent reads the stream's records: name a STREAM (not --shards N)",
-                           code="usage")
+            raise BadInput(
+                "--at-median-of-recent reads the stream's records: name a STREAM (not --shards N)", code="usage"
+            )
     if args.action == "split":
         median_of = read_keys(args.at_median_of) if args.at_median_of else None
         at = args.at.strip().lower() if args.at else "midpoint"
         if at != "midpoint":
             explicit = parse_hash_key(args.at, what="--at hash key")
-    return PlanInputs(Limits(account_shard_limit=args.account_shard_limit), sample, median_of, explicit,
-                      recent, seconds, limit)
+    return PlanInputs(
+        Limits(account_shard_limit=args.account_shard_limit), sample, median_of, explicit, recent, seconds, limit
+    )
 
 
-def plan_builder(args: argparse.Namespace, inputs: PlanInputs | None = None,
-                 recent_median: MedianSplit | None = None) -> PlanBuilder:
+def plan_builder(
+    args: argparse.Namespace, inputs: PlanInputs | None = None, recent_median: MedianSplit | None = None
+) -> PlanBuilder:
     """A function from (shards, context) to the plan, so execution can rebuild it from fresh state.
     With --at-median-of-recent, `recent_median` is the split read from the stream
     (`median_split_of_recent`); the builder reuses it rather than reading again."""
     inputs = inputs or read_inputs(args)
     limits, sample = inputs.limits, inputs.sample
     if args.action == "split":
+
         def build(shards: Sequence[Shard], context: StreamContext | None) -> ReshardPlan:
             target = next((s for s in shards if s.shard_id == args.shard), None)
             median = None
@@ -216,8 +296,13 @@ def plan_builder(args: argparse.Namespace, inputs: PlanInputs | None = None,
             elif inputs.median_of is not None:
                 median = median_split(target, inputs.median_of, str(args.at_median_of))
                 outside = median.sampled - median.inside
-                key, basis = median.key, (f"median of {median.inside} keys in {args.at_median_of}"
-                                          + (f" ({outside} more hash outside the shard)" if outside else ""))
+                key, basis = (
+                    median.key,
+                    (
+                        f"median of {median.inside} keys in {args.at_median_of}"
+                        + (f" ({outside} more hash outside the shard)" if outside else "")
+                    ),
+                )
             elif inputs.recent and target.is_open:
                 if recent_median is None or recent_median.shard_id != target.shard_id:
                     raise ValueError("--at-median-of-recent: sample the shard's records before planning")
@@ -225,20 +310,28 @@ def plan_builder(args: argparse.Namespace, inputs: PlanInputs | None = None,
                 key, basis = median.key, f"median of {median.inside} records of the last {inputs.sample_seconds:g} s"
             else:  # midpoint, or a closed shard (which the plan rejects whatever the key)
                 key, basis = midpoint(target), "midpoint"
-            return plan_split(shards, args.shard, key, basis=basis, context=context, limits=limits,
-                              sample=sample, median=median)
+            return plan_split(
+                shards, args.shard, key, basis=basis, context=context, limits=limits, sample=sample, median=median
+            )
+
         return build
     if args.action == "merge":
-        return lambda shards, context: plan_merge(shards, args.shard, args.adjacent, context=context,
-                                                  limits=limits, sample=sample)
+        return lambda shards, context: plan_merge(
+            shards, args.shard, args.adjacent, context=context, limits=limits, sample=sample
+        )
     if args.action == "scale":
         return lambda shards, context: plan_scale(shards, args.to, context=context, limits=limits, sample=sample)
     return lambda shards, context: plan_even(shards, args.to, context=context, limits=limits, sample=sample)
 
 
 def _executor(kinesis, args: argparse.Namespace, *, quiet: bool = False) -> Executor:
-    return Executor(kinesis, args.stream, action_log=ActionLog.default(),
-                    progress=(lambda _: None) if quiet else note, timeout=getattr(args, "timeout", 900.0))
+    return Executor(
+        kinesis,
+        args.stream,
+        action_log=ActionLog.default(),
+        progress=(lambda _: None) if quiet else note,
+        timeout=getattr(args, "timeout", 900.0),
+    )
 
 
 # ---------------------------------------------------------------- plan
@@ -250,8 +343,9 @@ def run_plan(args: argparse.Namespace) -> int:
     barrier = None
     if args.stream is None:
         if args.shards is None:
-            raise BadInput("name a STREAM, or give --shards N to plan against an even N-shard stream offline",
-                           code="usage")
+            raise BadInput(
+                "name a STREAM, or give --shards N to plan against an even N-shard stream offline", code="usage"
+            )
         plan = build(offline_shards(args.shards), None)
     else:
         if args.shards is not None and not getattr(args, "local", False):
@@ -265,8 +359,9 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _plan_from_stream(args: argparse.Namespace, inputs: PlanInputs,
-                            build: PlanBuilder) -> tuple[ReshardPlan, BarrierReport | None]:
+async def _plan_from_stream(
+    args: argparse.Namespace, inputs: PlanInputs, build: PlanBuilder
+) -> tuple[ReshardPlan, BarrierReport | None]:
     from console.backend import BackendConfig, open_backend
 
     async with open_backend(BackendConfig.from_args(args)) as kinesis:
@@ -278,21 +373,26 @@ async def _plan_from_stream(args: argparse.Namespace, inputs: PlanInputs,
         return plan, await _barrier(kinesis, args, summary, shards, plan)
 
 
-async def _barrier(kinesis, args: argparse.Namespace, summary, shards: Sequence[Shard],
-                   plan: ReshardPlan) -> BarrierReport | None:
+async def _barrier(
+    kinesis, args: argparse.Namespace, summary, shards: Sequence[Shard], plan: ReshardPlan
+) -> BarrierReport | None:
     """With --lease-table: the consumers' lag in the shards the plan closes (read from the lease table)."""
     if not getattr(args, "lease_table", None):
         return None
     from console.consumers.look import consumer_report
 
-    report = await consumer_report(kinesis, args.stream, lease_table=args.lease_table, shards=shards,
-                                   stream_arn=summary.arn)
-    changed = changed_shards(plan.before, (shard.shard_id for shard in plan.after if shard.unchanged and shard.shard_id))
+    report = await consumer_report(
+        kinesis, args.stream, lease_table=args.lease_table, shards=shards, stream_arn=summary.arn
+    )
+    changed = changed_shards(
+        plan.before, (shard.shard_id for shard in plan.after if shard.unchanged and shard.shard_id)
+    )
     return barrier_analysis(report, shards, changed)
 
 
-async def _respect_distribution(kinesis, args: argparse.Namespace, summary, inputs: PlanInputs,
-                                build: PlanBuilder) -> tuple[PlanInputs, PlanBuilder, str | None]:
+async def _respect_distribution(
+    kinesis, args: argparse.Namespace, summary, inputs: PlanInputs, build: PlanBuilder
+) -> tuple[PlanInputs, PlanBuilder, str | None]:
     """On an AUTO stream keys do not place records: a split at their median is refused (nothing is
     read or called) and the preview drops the keys that move; the notice says why."""
     if not getattr(summary, "auto_distribution", False):
@@ -303,9 +403,12 @@ async def _respect_distribution(kinesis, args: argparse.Namespace, summary, inpu
     notice = auto_notice(args.stream, await distribution_since(kinesis, args.stream))
     if inputs.median_of is not None or inputs.recent:
         option = "--at-median-of-recent" if inputs.recent else "--at-median-of"
-        raise PlanRejected(f"{option} refused, nothing was read or called: {args.stream} uses AUTO record "
-                           "distribution, so the median of partition keys says nothing about where records go; "
-                           "split at --at midpoint or --at HASH_KEY", code="auto_distribution")
+        raise PlanRejected(
+            f"{option} refused, nothing was read or called: {args.stream} uses AUTO record "
+            "distribution, so the median of partition keys says nothing about where records go; "
+            "split at --at midpoint or --at HASH_KEY",
+            code="auto_distribution",
+        )
     if inputs.sample is not None:
         inputs = replace(inputs, sample=None)
         build = plan_builder(args, inputs)
@@ -313,16 +416,18 @@ async def _respect_distribution(kinesis, args: argparse.Namespace, summary, inpu
     return inputs, build, notice
 
 
-async def _with_recent_median(kinesis, args: argparse.Namespace, inputs: PlanInputs, shards: Sequence[Shard],
-                              build: PlanBuilder) -> PlanBuilder:
+async def _with_recent_median(
+    kinesis, args: argparse.Namespace, inputs: PlanInputs, shards: Sequence[Shard], build: PlanBuilder
+) -> PlanBuilder:
     """--at-median-of-recent: read the shard's recent records now; the plan splits at their median."""
     if not inputs.recent:
         return build
     target = next((s for s in shards if s.shard_id == args.shard), None)
     if target is None or not target.is_open:
         return build  # the plan names the unknown or closed shard; nothing to sample
-    median = await median_split_of_recent(kinesis, args.stream, target, seconds=inputs.sample_seconds,
-                                          limit=inputs.sample_limit)
+    median = await median_split_of_recent(
+        kinesis, args.stream, target, seconds=inputs.sample_seconds, limit=inputs.sample_limit
+    )
     return plan_builder(args, inputs, median)
 
 
@@ -344,13 +449,17 @@ def run_reshard(args: argparse.Namespace) -> int:
         return 0
     emit(args, result.to_json(), lambda: render_result(result))
     if result.changed_by_others:
-        note(f"kconsole: {args.stream} was changed by someone else meanwhile: "
-             f"{', '.join(result.changed_by_others[:10])} not explained by the plan; check with "
-             f"`kconsole shards {args.stream}`")
+        note(
+            f"kconsole: {args.stream} was changed by someone else meanwhile: "
+            f"{', '.join(result.changed_by_others[:10])} not explained by the plan; check with "
+            f"`kconsole shards {args.stream}`"
+        )
         return 1
     if result.differences:
-        note(f"kconsole: the open shards differ from the plan in {len(result.differences)} place(s); "
-             "check them with `kconsole shards`")
+        note(
+            f"kconsole: the open shards differ from the plan in {len(result.differences)} place(s); "
+            "check them with `kconsole shards`"
+        )
         return 1
     return 0
 
@@ -374,11 +483,19 @@ async def _reshard(args: argparse.Namespace, inputs: PlanInputs, build: PlanBuil
             return None
         barrier = await _barrier(kinesis, args, summary, shards, plan)
         if barrier is not None and barrier.blocking and not args.force:
-            raise PlanRejected(f"not resharding {args.stream}: {barrier.reason()}; nothing was called "
-                               "(pass --force to reshard anyway)", code="consumers_behind")
+            raise PlanRejected(
+                f"not resharding {args.stream}: {barrier.reason()}; nothing was called "
+                "(pass --force to reshard anyway)",
+                code="consumers_behind",
+            )
         preview = render_plan(plan) + ("\n" + "\n".join(barrier.lines()) if barrier else "") + "\n"
-        confirm_by_stream_name(args, change=f"{args.action} {args.stream}", consequence=plan.summary,
-                               advice="review with `kconsole plan` and ", preview=preview)
+        confirm_by_stream_name(
+            args,
+            change=f"{args.action} {args.stream}",
+            consequence=plan.summary,
+            advice="review with `kconsole plan` and ",
+            preview=preview,
+        )
         return await executor.execute(build, expected=plan, wait=args.wait)
 
 
@@ -388,8 +505,10 @@ def render_result(result: ExecutionResult) -> str:
     if result.after is None:
         lines.append("Submitted; follow with `kconsole shards STREAM` or use --wait next time.")
     elif result.changed_by_others:
-        lines.append("Changed by someone else meanwhile: shards the plan does not explain: "
-                     + ", ".join(result.changed_by_others[:20]))
+        lines.append(
+            "Changed by someone else meanwhile: shards the plan does not explain: "
+            + ", ".join(result.changed_by_others[:20])
+        )
         lines += [f"  - {d}" for d in result.differences[:20]]
     elif result.differences:
         lines.append("Observed open shards differ from the plan:")

@@ -61,21 +61,44 @@ from console.lifecycle.settings import (
 from console.topology.model import StreamSummary
 
 DEFAULT_WAIT_SECONDS = 300.0
-_VERBS = {"create": "create", "delete": "delete", "retention": "change the retention of",
-          "mode": "switch the capacity mode of", "encryption": "change the encryption of",
-          "max-record-size": "change the record size limit of", "warm-throughput": "change the warm throughput of",
-          "distribution": "change the record distribution of", "tag": "tag", "untag": "untag",
-          "policy": "change the resource policy of"}
-ACTIONS = ("create", "delete", "retention", "mode", "encryption", "describe", "max-record-size",
-           "warm-throughput", "distribution", "tag", "untag", "policy")
+_VERBS = {
+    "create": "create",
+    "delete": "delete",
+    "retention": "change the retention of",
+    "mode": "switch the capacity mode of",
+    "encryption": "change the encryption of",
+    "max-record-size": "change the record size limit of",
+    "warm-throughput": "change the warm throughput of",
+    "distribution": "change the record distribution of",
+    "tag": "tag",
+    "untag": "untag",
+    "policy": "change the resource policy of",
+}
+ACTIONS = (
+    "create",
+    "delete",
+    "retention",
+    "mode",
+    "encryption",
+    "describe",
+    "max-record-size",
+    "warm-throughput",
+    "distribution",
+    "tag",
+    "untag",
+    "policy",
+)
 
 
 def register(subparsers, common) -> None:
     stream = subparsers.add_parser(
-        "stream", parents=common, help="create, describe, change or delete a stream",
+        "stream",
+        parents=common,
+        help="create, describe, change or delete a stream",
         description="A stream's life: create it, change its retention, capacity mode or encryption, "
-                    "describe it, delete it. Every change shows its plan first and asks for the stream name "
-                    "on a TTY (--yes without one); --read-only refuses them.")
+        "describe it, delete it. Every change shows its plan first and asks for the stream name "
+        "on a TTY (--yes without one); --read-only refuses them.",
+    )
     stream.set_defaults(handler=_no_action)
     actions = stream.add_subparsers(dest="stream_action", metavar="ACTION", parser_class=type(stream))
 
@@ -91,45 +114,97 @@ def register(subparsers, common) -> None:
     create = action("create", "create a stream: provisioned with --shards N (default 4) or --on-demand", run_create)
     size = create.add_mutually_exclusive_group()
     # SUPPRESS: a top-level `kconsole --shards N stream create ...` is kept, not overwritten with None.
-    size.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
-                      help="provisioned shard count, 1 to 10,000 (default 4)")
+    size.add_argument(
+        "--shards",
+        type=parse_shard_count,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="provisioned shard count, 1 to 10,000 (default 4)",
+    )
     size.add_argument("--on-demand", action="store_true", help="on-demand capacity mode (AWS sizes the stream)")
-    create.add_argument("--retention-hours", type=_retention("--retention-hours"), default=None, metavar="H",
-                        help=f"retention from {MIN_RETENTION_HOURS} to {MAX_RETENTION_HOURS} hours (default 24)")
+    create.add_argument(
+        "--retention-hours",
+        type=_retention("--retention-hours"),
+        default=None,
+        metavar="H",
+        help=f"retention from {MIN_RETENTION_HOURS} to {MAX_RETENTION_HOURS} hours (default 24)",
+    )
 
     delete = action("delete", "delete a stream and every record in it (shows what is lost, asks first)", run_delete)
-    delete.add_argument("--enforce-consumer-deletion", action="store_true",
-                        help="also deregister the stream's enhanced fan-out consumers (AWS refuses otherwise)")
+    delete.add_argument(
+        "--enforce-consumer-deletion",
+        action="store_true",
+        help="also deregister the stream's enhanced fan-out consumers (AWS refuses otherwise)",
+    )
 
     retention = action("retention", "increase or decrease how long records stay readable", run_retention)
-    retention.add_argument("--hours", type=_retention("--hours"), required=True, metavar="H",
-                           help=f"{MIN_RETENTION_HOURS} to {MAX_RETENTION_HOURS}; a decrease drops older records at once")
+    retention.add_argument(
+        "--hours",
+        type=_retention("--hours"),
+        required=True,
+        metavar="H",
+        help=f"{MIN_RETENTION_HOURS} to {MAX_RETENTION_HOURS}; a decrease drops older records at once",
+    )
 
     mode = action("mode", "switch between on-demand and provisioned capacity (once per 24 h)", run_mode)
     mode.add_argument("mode", metavar="MODE", type=parse_mode, help="on-demand or provisioned")
-    mode.add_argument("--shards", dest="target_shards", type=parse_shard_count, default=None, metavar="N",
-                      help="with provisioned: rescale to N shards after the switch (default: keep the count)")
+    mode.add_argument(
+        "--shards",
+        dest="target_shards",
+        type=parse_shard_count,
+        default=None,
+        metavar="N",
+        help="with provisioned: rescale to N shards after the switch (default: keep the count)",
+    )
 
     encryption = action("encryption", "turn server-side encryption (KMS) on, change its key, or off", run_encryption)
     which = encryption.add_mutually_exclusive_group(required=True)
-    which.add_argument("--kms-key", type=check_kms_key, metavar="ALIAS|ARN",
-                       help=f"KMS key alias, id or ARN (AWS's own key: {AWS_MANAGED_KMS_KEY})")
+    which.add_argument(
+        "--kms-key",
+        type=check_kms_key,
+        metavar="ALIAS|ARN",
+        help=f"KMS key alias, id or ARN (AWS's own key: {AWS_MANAGED_KMS_KEY})",
+    )
     which.add_argument("--off", action="store_true", help="stop encrypting new records")
 
-    describe = action("describe", "everything DescribeStreamSummary says, plus tags, consumers and enhanced "
-                                  "monitoring", run_describe, changes=False)
-    record_size = action("max-record-size", "raise or lower the largest record the stream takes "
-                                            "(MaxRecordSizeInKiB, 1 to 10 MiB)", run_max_record_size)
-    record_size.add_argument("--kib", type=argtype(record_size_kib, "--kib"), required=True, metavar="N",
-                             help="1024 (1 MiB, the default) to 10240 (10 MiB)")
-    warm = action("warm-throughput", "keep an on-demand stream ready for a throughput at once (needs the "
-                                     "account's On-demand Advantage)", run_warm_throughput)
-    warm.add_argument("--mibps", type=argtype(warm_throughput_mibps, "--mibps"), required=True, metavar="N",
-                      help="0 to 10240 MiB/s (10 GiB/s); 0 keeps none warm")
-    distribution = action("distribution", "AUTO: Kinesis spreads records and ignores keys (on-demand only); "
-                                          "partition-key: keys place records", run_distribution)
-    distribution.add_argument("strategy", metavar="auto|partition-key", type=parse_distribution,
-                              help="auto or partition-key")
+    describe = action(
+        "describe",
+        "everything DescribeStreamSummary says, plus tags, consumers and enhanced monitoring",
+        run_describe,
+        changes=False,
+    )
+    record_size = action(
+        "max-record-size",
+        "raise or lower the largest record the stream takes (MaxRecordSizeInKiB, 1 to 10 MiB)",
+        run_max_record_size,
+    )
+    record_size.add_argument(
+        "--kib",
+        type=argtype(record_size_kib, "--kib"),
+        required=True,
+        metavar="N",
+        help="1024 (1 MiB, the default) to 10240 (10 MiB)",
+    )
+    warm = action(
+        "warm-throughput",
+        "keep an on-demand stream ready for a throughput at once (needs the account's On-demand Advantage)",
+        run_warm_throughput,
+    )
+    warm.add_argument(
+        "--mibps",
+        type=argtype(warm_throughput_mibps, "--mibps"),
+        required=True,
+        metavar="N",
+        help="0 to 10240 MiB/s (10 GiB/s); 0 keeps none warm",
+    )
+    distribution = action(
+        "distribution",
+        "AUTO: Kinesis spreads records and ignores keys (on-demand only); partition-key: keys place records",
+        run_distribution,
+    )
+    distribution.add_argument(
+        "strategy", metavar="auto|partition-key", type=parse_distribution, help="auto or partition-key"
+    )
     tag = action("tag", "add or change tags on the stream (TagResource)", run_tag)
     tag.add_argument("tags", nargs="+", metavar="KEY=VALUE", type=parse_tag, help="tags to set")
     untag = action("untag", "remove tags from the stream (UntagResource)", run_untag)
@@ -141,8 +216,13 @@ def register(subparsers, common) -> None:
     which_policy.add_argument("--delete", action="store_true", help="delete the policy")
     for parser in (retention, encryption, describe, record_size, warm, distribution, tag, untag, policy):
         # SUPPRESS keeps a value given before the command name (`kconsole --local --shards 8 stream ...`).
-        parser.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
-                            help="with --local: shard count if the stream has to be created (default 4)")
+        parser.add_argument(
+            "--shards",
+            type=parse_shard_count,
+            default=argparse.SUPPRESS,
+            metavar="N",
+            help="with --local: shard count if the stream has to be created (default 4)",
+        )
 
 
 def _no_action(args) -> int:
@@ -158,6 +238,7 @@ def _retention(option: str):
 
 
 # ---- running a change --------------------------------------------------------------------------
+
 
 def _open(args: Any):
     from console.backend import BackendConfig, open_backend
@@ -177,8 +258,9 @@ def _refuse_or_confirm(args: Any, plan: LifecyclePlan, *, consequence: str) -> b
         raise PlanRejected(f"{plan.action} {plan.stream} refused, nothing was called: {plan.refusal}")
     if plan.is_noop:
         return False
-    confirm_by_stream_name(args, change=f"{_VERBS[plan.action]} {plan.stream}", consequence=consequence,
-                           preview=plan.render() + "\n")
+    confirm_by_stream_name(
+        args, change=f"{_VERBS[plan.action]} {plan.stream}", consequence=consequence, preview=plan.render() + "\n"
+    )
     return True
 
 
@@ -191,8 +273,13 @@ async def _create_if_local(kinesis: Any, args: Any) -> None:
 
 async def _apply(kinesis: Any, plan: LifecyclePlan) -> None:
     """The plan's calls, each logged before it is made; a lost reply the stream settled is said."""
-    await apply(kinesis, plan, action_log=_history(), who=await _who(kinesis),
-                progress=lambda text: None if text.startswith("calling") else note(f"kconsole: {text}"))
+    await apply(
+        kinesis,
+        plan,
+        action_log=_history(),
+        who=await _who(kinesis),
+        progress=lambda text: None if text.startswith("calling") else note(f"kconsole: {text}"),
+    )
 
 
 async def _who(kinesis: Any) -> str | None:
@@ -217,6 +304,7 @@ async def _wait_active(kinesis: Any, stream: str, timeout: float = DEFAULT_WAIT_
 
 # ---- create ------------------------------------------------------------------------------------
 
+
 def run_create(args: Any) -> int:
     on_demand = bool(args.on_demand)
     shards = getattr(args, "shards", None)
@@ -229,12 +317,17 @@ def run_create(args: Any) -> int:
 async def _create(args: Any, shards: int | None, on_demand: bool) -> int:
     async with _open(args) as kinesis:
         exists = await _exists(kinesis, args.stream)
-        plan = plan_create(args.stream, shards=shards, on_demand=on_demand, retention_hours=args.retention_hours,
-                           exists=exists)
+        plan = plan_create(
+            args.stream, shards=shards, on_demand=on_demand, retention_hours=args.retention_hours, exists=exists
+        )
         if plan.ok:
             note(f"creating {args.stream!r}: {plan.summary} on {kinesis.label}")
         await _apply(kinesis, plan)
-        status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream_summary(args.stream)).status
+        status = (
+            await _wait_active(kinesis, args.stream)
+            if args.wait
+            else (await kinesis.describe_stream_summary(args.stream)).status
+        )
     return _finish(args, plan, True, status)
 
 
@@ -248,6 +341,7 @@ async def _exists(kinesis: Any, stream: str) -> bool:
 
 # ---- delete ------------------------------------------------------------------------------------
 
+
 def run_delete(args: Any) -> int:
     refuse_if_read_only(args, f"delete stream {args.stream}")
     return run_async(_delete(args))
@@ -257,10 +351,16 @@ async def _delete(args: Any) -> int:
     async with _open(args) as kinesis:
         summary = await kinesis.describe_stream_summary(args.stream)
         consumers, shards, channels = await asyncio.gather(
-            kinesis.list_stream_consumers(summary.arn) if summary.arn else _none(), kinesis.all_shards(args.stream),
-            _stream_channels(kinesis, summary))
-        plan = plan_delete(summary, consumers=[c.get("ConsumerName", "?") for c in consumers],
-                           total_shards=len(shards), enforce_consumer_deletion=args.enforce_consumer_deletion)
+            kinesis.list_stream_consumers(summary.arn) if summary.arn else _none(),
+            kinesis.all_shards(args.stream),
+            _stream_channels(kinesis, summary),
+        )
+        plan = plan_delete(
+            summary,
+            consumers=[c.get("ConsumerName", "?") for c in consumers],
+            total_shards=len(shards),
+            enforce_consumer_deletion=args.enforce_consumer_deletion,
+        )
         plan = with_channels(plan, args.stream, channels)
         if not _refuse_or_confirm(args, plan, consequence="delete the stream and every record in it"):
             return _finish(args, plan, False, summary.status)
@@ -294,9 +394,12 @@ def with_channels(plan: LifecyclePlan, stream: str, channels: list[str]) -> Life
     if not channels or plan.refusal:
         return plan
     shown = ", ".join(channels[:10]) + (f" (+{len(channels) - 10} more)" if len(channels) > 10 else "")
-    return replace(plan, consequences=(*plan.consequences, f"{len(channels)} active channel(s): {shown}"),
-                   refusal=f"the stream has {len(channels)} active channel(s) ({shown}); AWS refuses to delete it "
-                           f"until they are gone: `kconsole channels delete NAME` for each")
+    return replace(
+        plan,
+        consequences=(*plan.consequences, f"{len(channels)} active channel(s): {shown}"),
+        refusal=f"the stream has {len(channels)} active channel(s) ({shown}); AWS refuses to delete it "
+        f"until they are gone: `kconsole channels delete NAME` for each",
+    )
 
 
 async def _wait_gone(kinesis: Any, stream: str, timeout: float = DEFAULT_WAIT_SECONDS) -> str:
@@ -311,6 +414,7 @@ async def _wait_gone(kinesis: Any, stream: str, timeout: float = DEFAULT_WAIT_SE
 
 
 # ---- retention, mode, encryption ---------------------------------------------------------------
+
 
 def run_retention(args: Any) -> int:
     refuse_if_read_only(args, f"change the retention of {args.stream}")
@@ -352,11 +456,16 @@ async def _change(args: Any, build) -> int:
         if not _refuse_or_confirm(args, plan, consequence=plan.summary):
             return _finish(args, plan, False, summary.status)
         await _apply(kinesis, plan)
-        status = await _wait_active(kinesis, args.stream) if args.wait else (await kinesis.describe_stream_summary(args.stream)).status
+        status = (
+            await _wait_active(kinesis, args.stream)
+            if args.wait
+            else (await kinesis.describe_stream_summary(args.stream)).status
+        )
     return _finish(args, plan, True, status)
 
 
 # ---- today's settings: record size, warm throughput, distribution, tags, policy ----------------
+
 
 def run_max_record_size(args: Any) -> int:
     refuse_if_read_only(args, f"change the record size limit of {args.stream}")
@@ -428,7 +537,9 @@ async def _show_policy(args: Any) -> int:
     import json
 
     document = {"stream": args.stream, "arn": summary.arn, "policy": json.loads(policy) if policy else None}
-    emit(args, document, json.dumps(document["policy"], indent=2) if policy else f"{args.stream} has no resource policy")
+    emit(
+        args, document, json.dumps(document["policy"], indent=2) if policy else f"{args.stream} has no resource policy"
+    )
     return 0
 
 
@@ -442,14 +553,24 @@ async def _setting(args: Any, build, *, log_fields: dict | None = None) -> int:
         plan = await build(kinesis, summary)
         if not _refuse_or_confirm(args, plan, consequence=plan.summary):
             return _finish(args, plan, False, summary.status, summary)
-        await apply_setting(kinesis, plan, action_log=_history(), who=await _who(kinesis), log_fields=log_fields,
-                            progress=lambda text: note(f"kconsole: {text}"))
-        after = await kinesis.wait_for_active(args.stream, timeout=DEFAULT_WAIT_SECONDS) if args.wait \
+        await apply_setting(
+            kinesis,
+            plan,
+            action_log=_history(),
+            who=await _who(kinesis),
+            log_fields=log_fields,
+            progress=lambda text: note(f"kconsole: {text}"),
+        )
+        after = (
+            await kinesis.wait_for_active(args.stream, timeout=DEFAULT_WAIT_SECONDS)
+            if args.wait
             else await kinesis.describe_stream_summary(args.stream)
+        )
     return _finish(args, plan, True, after.status, after)
 
 
 # ---- describe ----------------------------------------------------------------------------------
+
 
 def run_describe(args: Any) -> int:
     document = run_async(_describe(args))
@@ -461,32 +582,52 @@ async def _describe(args: Any) -> dict:
     async with _open(args) as kinesis:
         await _create_if_local(kinesis, args)
         raw = await kinesis.describe_stream_details(args.stream)
-        tags, consumers = await asyncio.gather(kinesis.stream_tags(args.stream),
-                                               kinesis.list_stream_consumers(raw["StreamARN"]) if raw.get("StreamARN")
-                                               else _none())
+        tags, consumers = await asyncio.gather(
+            kinesis.stream_tags(args.stream),
+            kinesis.list_stream_consumers(raw["StreamARN"]) if raw.get("StreamARN") else _none(),
+        )
         label = kinesis.label
     metrics = sorted({m for group in raw.get("EnhancedMonitoring", []) for m in group.get("ShardLevelMetrics", [])})
     summary = StreamSummary.from_api(raw)
-    document = {_snake(key): _plain(value) for key, value in raw.items()
-                if key not in ("EnhancedMonitoring", "WarmThroughput", "MaxRecordSizeInKiB",
-                               "RecordDistributionStrategy", "ChannelCount")}
-    document.update({
-        "record_distribution": summary.record_distribution,
-        "max_record_size_kib": summary.max_record_size_kib,
-        "warm_throughput": {"target_mibps": summary.warm_throughput_target_mibps,
-                            "current_mibps": summary.warm_throughput_current_mibps},
-        "channel_count": summary.channel_count,
-        "stream_id": summary.stream_id or None,
-        "badges": summary.badges(),
-        "backend": label,
-        "stream_mode": (raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
-        "enhanced_monitoring": metrics,
-        "tags": tags,
-        "consumer_count": raw.get("ConsumerCount", len(consumers)),
-        "consumers": [{"name": c.get("ConsumerName"), "status": c.get("ConsumerStatus"),
-                       "arn": c.get("ConsumerARN"), "created": _plain(c.get("ConsumerCreationTimestamp"))}
-                      for c in consumers],
-    })
+    document = {
+        _snake(key): _plain(value)
+        for key, value in raw.items()
+        if key
+        not in (
+            "EnhancedMonitoring",
+            "WarmThroughput",
+            "MaxRecordSizeInKiB",
+            "RecordDistributionStrategy",
+            "ChannelCount",
+        )
+    }
+    document.update(
+        {
+            "record_distribution": summary.record_distribution,
+            "max_record_size_kib": summary.max_record_size_kib,
+            "warm_throughput": {
+                "target_mibps": summary.warm_throughput_target_mibps,
+                "current_mibps": summary.warm_throughput_current_mibps,
+            },
+            "channel_count": summary.channel_count,
+            "stream_id": summary.stream_id or None,
+            "badges": summary.badges(),
+            "backend": label,
+            "stream_mode": (raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
+            "enhanced_monitoring": metrics,
+            "tags": tags,
+            "consumer_count": raw.get("ConsumerCount", len(consumers)),
+            "consumers": [
+                {
+                    "name": c.get("ConsumerName"),
+                    "status": c.get("ConsumerStatus"),
+                    "arn": c.get("ConsumerARN"),
+                    "created": _plain(c.get("ConsumerCreationTimestamp")),
+                }
+                for c in consumers
+            ],
+        }
+    )
     document.pop("stream_mode_details", None)
     return document
 
@@ -502,21 +643,46 @@ def _plain(value: Any) -> Any:
 
 
 def render_description(document: dict) -> str:
-    first = ("stream_name", "stream_status", "stream_mode", "open_shard_count", "retention_period_hours",
-             "encryption_type", "key_id", "record_distribution", "max_record_size_kib", "stream_creation_timestamp",
-             "stream_arn", "stream_id", "consumer_count", "channel_count", "backend")
+    first = (
+        "stream_name",
+        "stream_status",
+        "stream_mode",
+        "open_shard_count",
+        "retention_period_hours",
+        "encryption_type",
+        "key_id",
+        "record_distribution",
+        "max_record_size_kib",
+        "stream_creation_timestamp",
+        "stream_arn",
+        "stream_id",
+        "consumer_count",
+        "channel_count",
+        "backend",
+    )
     rows = [(key, document[key]) for key in first if key in document]
     warm = document.get("warm_throughput") or {}
-    rows.append(("warm_throughput", "-" if warm.get("target_mibps") is None else
-                 f"{warm['target_mibps']} MiB/s target, {warm.get('current_mibps')} MiB/s now"))
-    rows += [(key, value) for key, value in document.items()
-             if key not in first and key not in ("tags", "consumers", "enhanced_monitoring", "warm_throughput", "badges")]
+    rows.append(
+        (
+            "warm_throughput",
+            "-"
+            if warm.get("target_mibps") is None
+            else f"{warm['target_mibps']} MiB/s target, {warm.get('current_mibps')} MiB/s now",
+        )
+    )
+    rows += [
+        (key, value)
+        for key, value in document.items()
+        if key not in first and key not in ("tags", "consumers", "enhanced_monitoring", "warm_throughput", "badges")
+    ]
     rows.append(("enhanced_monitoring", ", ".join(document["enhanced_monitoring"]) or "off"))
     rows.append(("tags", ", ".join(f"{k}={v}" for k, v in sorted(document["tags"].items())) or "none"))
     text = render_table(("FIELD", "VALUE"), [(key, "-" if value is None else str(value)) for key, value in rows])
     if document.get("badges"):
         text = " · ".join(document["badges"]) + "\n" + text
     if document["consumers"]:
-        text += "\n\n" + render_table(("CONSUMER", "STATUS", "CREATED"),
-                                      [(c["name"], c["status"], c["created"] or "-") for c in document["consumers"]])
+        text += "\n\n" + render_table(
+            ("CONSUMER", "STATUS", "CREATED"),
+            [(c["name"], c["status"], c["created"] or "-") for c in document["consumers"]],
+        )
     return text

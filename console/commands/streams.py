@@ -34,37 +34,60 @@ from console.words import counted
 
 def register(subparsers, common) -> None:
     streams = subparsers.add_parser(
-        "streams", parents=common, help=command_help("streams"),
+        "streams",
+        parents=common,
+        help=command_help("streams"),
         description="List the streams on the backend with status, capacity mode (PROVISIONED or ON_DEMAND), "
-                    "open shard count, retention, encryption and record distribution, with each stream's "
-                    "incoming rates, iterator age and throttles from CloudWatch. With --local the embedded server "
-                    "starts empty; kconsole --local --stream NAME streams creates NAME first.")
-    streams.add_argument("--watch", action="store_true",
-                         help="refresh once a minute (CloudWatch's period) until Ctrl-C, worst streams first; with --json "
-                              "one JSON document a line per refresh")
-    streams.add_argument("--sort", choices=SORTS, default="trouble",
-                         help="row order: trouble (throttling, then iterator age, then utilisation; the "
-                              "default), name, incoming (bytes/s) or age (iterator age)")
+        "open shard count, retention, encryption and record distribution, with each stream's "
+        "incoming rates, iterator age and throttles from CloudWatch. With --local the embedded server "
+        "starts empty; kconsole --local --stream NAME streams creates NAME first.",
+    )
+    streams.add_argument(
+        "--watch",
+        action="store_true",
+        help="refresh once a minute (CloudWatch's period) until Ctrl-C, worst streams first; with --json "
+        "one JSON document a line per refresh",
+    )
+    streams.add_argument(
+        "--sort",
+        choices=SORTS,
+        default="trouble",
+        help="row order: trouble (throttling, then iterator age, then utilisation; the "
+        "default), name, incoming (bytes/s) or age (iterator age)",
+    )
     streams.set_defaults(handler=streams_command)
 
     shards = subparsers.add_parser(
-        "shards", parents=common,
+        "shards",
+        parents=common,
         help=command_help("shards"),
         description="List a stream's shards (hash keys as decimal strings) with parents and children. "
-                    "With --local, a missing stream is created first (4 shards, or --shards N).")
+        "With --local, a missing stream is created first (4 shards, or --shards N).",
+    )
     shards.add_argument("stream", metavar="STREAM", help="stream name")
     which = shards.add_mutually_exclusive_group()
     which.add_argument("--open", dest="which", action="store_const", const="open", help="only open shards")
-    which.add_argument("--all", dest="which", action="store_const", const="all",
-                       help="open and closed shards within retention (default)")
+    which.add_argument(
+        "--all",
+        dest="which",
+        action="store_const",
+        const="all",
+        help="open and closed shards within retention (default)",
+    )
     shards.add_argument("--tree", action="store_true", help="show the lineage as a tree (nested in --json)")
     # Same meaning as the top-level --shards; SUPPRESS keeps a value given before the command name.
-    shards.add_argument("--shards", type=parse_shard_count, default=argparse.SUPPRESS, metavar="N",
-                        help="with --local: shard count if the stream has to be created (default 4)")
+    shards.add_argument(
+        "--shards",
+        type=parse_shard_count,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="with --local: shard count if the stream has to be created (default 4)",
+    )
     shards.set_defaults(handler=shards_command, which="all")
 
 
 # -- kconsole streams ------------------------------------------------------------------------------
+
 
 def streams_command(args: Any) -> int:
     if getattr(args, "local", False):
@@ -75,15 +98,27 @@ def streams_command(args: Any) -> int:
     rows = {row.name: row for row in fleet.rows}
     ordered = [rows[row.name] for row in sort_rows(fleet.rows, getattr(args, "sort", "trouble"))]
     by_name = {summary.name: summary for summary in summaries}
-    emit(args, [by_name[row.name].to_json() | row.to_json() for row in ordered],
-         lambda: format_fleet([(by_name[row.name], row) for row in ordered], label, fleet.problem))
+    emit(
+        args,
+        [by_name[row.name].to_json() | row.to_json() for row in ordered],
+        lambda: format_fleet([(by_name[row.name], row) for row in ordered], label, fleet.problem),
+    )
     return 0
 
 
 DESCRIBE_CONCURRENCY = 16
 # What only DescribeStreamSummary tells (ListStreams' summaries give name, status, mode and ARN).
-DESCRIBED_FIELDS = ("open_shard_count", "retention_hours", "encryption", "stream_id", "record_distribution",
-                    "max_record_size_kib", "warm_throughput", "consumer_count", "channel_count")
+DESCRIBED_FIELDS = (
+    "open_shard_count",
+    "retention_hours",
+    "encryption",
+    "stream_id",
+    "record_distribution",
+    "max_record_size_kib",
+    "warm_throughput",
+    "consumer_count",
+    "channel_count",
+)
 
 
 def needs_describe(args: Any) -> bool:
@@ -91,15 +126,16 @@ def needs_describe(args: Any) -> bool:
     return query is None or any(name in query for name in DESCRIBED_FIELDS)
 
 
-async def list_streams(kinesis: Any, *, describe: bool = True, shown: int | None = None,
-                       page_size: int = 100) -> list[StreamSummary]:
+async def list_streams(
+    kinesis: Any, *, describe: bool = True, shown: int | None = None, page_size: int = 100
+) -> list[StreamSummary]:
     """One ListStreams page-through, sorted by name; the first `shown` (all: None) described."""
     listed = sorted(await kinesis.list_stream_summaries(page_size=page_size), key=lambda s: s.name)
     if not describe:
         return listed
     head = listed if shown is None else listed[:shown]
     described = await kinesis.describe_streams(head, concurrency=DESCRIBE_CONCURRENCY)
-    return sorted(described, key=lambda s: s.name) + listed[len(head):]
+    return sorted(described, key=lambda s: s.name) + listed[len(head) :]
 
 
 async def _fetch_fleet(args: Any) -> tuple[list[StreamSummary], str, Fleet]:
@@ -134,13 +170,16 @@ async def _watch_fleet(args: Any, *, rounds: int | None = None, interval: float 
             by_name = {summary.name: summary for summary in summaries}
             ordered = sort_rows(fleet.rows, args.sort)
             stamp = time.strftime("%H:%M:%S")
-            table = (f"{kinesis.label} at {stamp}, sorted by {args.sort}; refreshes every {interval:g} s, "
-                     "Ctrl-C stops\n" + format_fleet([(by_name[row.name], row) for row in ordered], kinesis.label,
-                                                      fleet.problem))
+            table = (
+                f"{kinesis.label} at {stamp}, sorted by {args.sort}; refreshes every {interval:g} s, "
+                "Ctrl-C stops\n"
+                + format_fleet([(by_name[row.name], row) for row in ordered], kinesis.label, fleet.problem)
+            )
             if sys.stdout.isatty() and getattr(args, "output", None) is None and not getattr(args, "json", False):
                 sys.stdout.write("\x1b[H\x1b[2J")  # a fresh screen each refresh, like watch(1)
-            emit(args, {"at": stamp, "streams": [by_name[row.name].to_json() | row.to_json() for row in ordered]},
-                 table)
+            emit(
+                args, {"at": stamp, "streams": [by_name[row.name].to_json() | row.to_json() for row in ordered]}, table
+            )
             done += 1
             if rounds is None or done < rounds:
                 await asyncio.sleep(max(0.0, interval - (time.monotonic() - started)))
@@ -151,23 +190,49 @@ def format_fleet(pairs: list[tuple[StreamSummary, FleetRow]], label: str, proble
     """The streams table with rates, iterator age, throttles and the trouble column."""
     if not pairs:
         return f"no streams on {label}"
-    header = ("NAME", "STATUS", "MODE", "OPEN SHARDS", "RETENTION", "ENCRYPTION", "IN REC/S", "IN KB/S",
-              "LAST 30 MIN", "USED", "ITER AGE", "THROTTLED W/R", "EFO", "TROUBLE")
+    header = (
+        "NAME",
+        "STATUS",
+        "MODE",
+        "OPEN SHARDS",
+        "RETENTION",
+        "ENCRYPTION",
+        "IN REC/S",
+        "IN KB/S",
+        "LAST 30 MIN",
+        "USED",
+        "ITER AGE",
+        "THROTTLED W/R",
+        "EFO",
+        "TROUBLE",
+    )
     body = []
     for summary, row in pairs:
-        mode = summary.mode + (" AUTO" if row.facts.auto_distribution else "") + (
-            f" warm {row.facts.warm_mibps} MiB/s" if row.facts.warm_mibps else "")
-        body.append((
-            summary.name, summary.status, mode, _count(summary.open_shard_count), f"{summary.retention_hours} h",
-            summary.encryption,
-            _number(row.records_per_s, "{:.1f}"), _number(None if row.bytes_per_s is None else row.bytes_per_s / 1024,
-                                                          "{:.1f}"),
-            sparkline(row.bytes_sparkline) or "-", _number(None if row.utilisation is None else row.utilisation * 100,
-                                                           "{:.0f}%"),
-            "-" if row.max_iterator_age_ms is None else format_age(row.max_iterator_age_ms),
-            f"{_count(row.write_throttled)}/{_count(row.read_throttled)}", _count(summary.consumer_count),
-            ("! " + "; ".join(row.trouble)) if row.trouble else (f"? {row.metrics_problem}" if row.metrics_problem
-                                                                   and not problem else "")))
+        mode = (
+            summary.mode
+            + (" AUTO" if row.facts.auto_distribution else "")
+            + (f" warm {row.facts.warm_mibps} MiB/s" if row.facts.warm_mibps else "")
+        )
+        body.append(
+            (
+                summary.name,
+                summary.status,
+                mode,
+                _count(summary.open_shard_count),
+                f"{summary.retention_hours} h",
+                summary.encryption,
+                _number(row.records_per_s, "{:.1f}"),
+                _number(None if row.bytes_per_s is None else row.bytes_per_s / 1024, "{:.1f}"),
+                sparkline(row.bytes_sparkline) or "-",
+                _number(None if row.utilisation is None else row.utilisation * 100, "{:.0f}%"),
+                "-" if row.max_iterator_age_ms is None else format_age(row.max_iterator_age_ms),
+                f"{_count(row.write_throttled)}/{_count(row.read_throttled)}",
+                _count(summary.consumer_count),
+                ("! " + "; ".join(row.trouble))
+                if row.trouble
+                else (f"? {row.metrics_problem}" if row.metrics_problem and not problem else ""),
+            )
+        )
     text = render_table(header, body, right_aligned={3, 6, 7, 9, 10, 12})
     return f"{text}\nno metrics: {problem}" if problem else text
 
@@ -181,6 +246,7 @@ def _count(value: int | None) -> str:
 
 
 # -- kconsole shards -------------------------------------------------------------------------------
+
 
 def shards_command(args: Any) -> int:
     stream = validate_stream_name(args.stream)
@@ -224,11 +290,28 @@ def _heading(stream: str, label: str, rows: list[dict]) -> str:
 
 
 def format_shards(rows: list[dict], problem: str | None) -> str:
-    header = ("SHARD ID", "STATE", "STARTING HASH KEY", "ENDING HASH KEY", "SHARE",
-              "PARENT", "ADJACENT PARENT", "CHILDREN")
-    body = [(row["shard_id"], row["state"], row["starting_hash_key"], row["ending_hash_key"],
-             f"{row['share'] * 100:.2f}%", row["parent_shard_id"] or "-", row["adjacent_parent_shard_id"] or "-",
-             ",".join(row["children"]) or "-") for row in rows]
+    header = (
+        "SHARD ID",
+        "STATE",
+        "STARTING HASH KEY",
+        "ENDING HASH KEY",
+        "SHARE",
+        "PARENT",
+        "ADJACENT PARENT",
+        "CHILDREN",
+    )
+    body = [
+        (
+            row["shard_id"],
+            row["state"],
+            row["starting_hash_key"],
+            row["ending_hash_key"],
+            f"{row['share'] * 100:.2f}%",
+            row["parent_shard_id"] or "-",
+            row["adjacent_parent_shard_id"] or "-",
+            ",".join(row["children"]) or "-",
+        )
+        for row in rows
+    ]
     text = render_table(header, body, right_aligned={2, 3, 4})
     return f"{text}\nproblem: {problem}" if problem else text
-

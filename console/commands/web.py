@@ -20,19 +20,28 @@ HOST = "127.0.0.1"  # never another interface: whoever reaches the page drives t
 
 # Console options handed to each tab's process: (attribute, option, takes a value).
 _FORWARDED = (
-    ("stream", "--stream", True), ("interval", "--interval", True), ("shards", "--shards", True),
-    ("local", "--local", False), ("endpoint_url", "--endpoint-url", True), ("region", "--region", True),
-    ("profile", "--profile", True), ("read_only", "--read-only", False),
-    ("cli_read_timeout", "--cli-read-timeout", True), ("cli_connect_timeout", "--cli-connect-timeout", True),
+    ("stream", "--stream", True),
+    ("interval", "--interval", True),
+    ("shards", "--shards", True),
+    ("local", "--local", False),
+    ("endpoint_url", "--endpoint-url", True),
+    ("region", "--region", True),
+    ("profile", "--profile", True),
+    ("read_only", "--read-only", False),
+    ("cli_read_timeout", "--cli-read-timeout", True),
+    ("cli_connect_timeout", "--cli-connect-timeout", True),
 )
 
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "web", parents=common, help="serve the live console to a browser tab (textual-serve, 127.0.0.1)",
+        "web",
+        parents=common,
+        help="serve the live console to a browser tab (textual-serve, 127.0.0.1)",
         description=f"Serve the live console on http://{HOST}:PORT with textual-serve: each browser tab gets "
-                    "its own console, opened with the options given here (kconsole web --local, kconsole "
-                    "web --stream orders --read-only). Ctrl-C stops it.")
+        "its own console, opened with the options given here (kconsole web --local, kconsole "
+        "web --stream orders --read-only). Ctrl-C stops it.",
+    )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port on {HOST} (default {DEFAULT_PORT})")
     parser.add_argument("--stream", default=argparse.SUPPRESS, help="stream each tab opens")
     parser.set_defaults(handler=serve_web)
@@ -52,8 +61,9 @@ def console_command(args: Any) -> str:
 
 def serve_web(args: Any) -> int:
     if getattr(args, "output", None) or getattr(args, "max_items", None) is not None:
-        raise BadInput("kconsole web serves the live console, which has no --json, --output, --query or "
-                       "--max-items", code="usage")
+        raise BadInput(
+            "kconsole web serves the live console, which has no --json, --output, --query or --max-items", code="usage"
+        )
     if not 1 <= args.port <= 65535:
         raise BadInput(f"--port must be from 1 to 65535; got {args.port}", code="usage")
     if getattr(args, "local", False):
@@ -75,6 +85,7 @@ def _check_port_free(port: int) -> None:
             probe.bind((HOST, port))
         except OSError as error:
             if error.errno == errno.EADDRINUSE:
-                raise BadInput(f"port {port} on {HOST} is already in use; pick another with --port",
-                               code="port_in_use") from None
+                raise BadInput(
+                    f"port {port} on {HOST} is already in use; pick another with --port", code="port_in_use"
+                ) from None
             raise BadInput(f"cannot listen on {HOST}:{port}: {error.strerror or error}") from None

@@ -27,9 +27,15 @@ class BarrierShard:
     over_cap: bool
 
     @classmethod
-    def of(cls, row: LeaseRow) -> "BarrierShard":
-        return cls(row.shard_id, row.lease.owner, row.state, row.records_behind, row.millis_behind,
-                   bool(row.lag and row.lag.over_cap))
+    def of(cls, row: LeaseRow) -> BarrierShard:
+        return cls(
+            row.shard_id,
+            row.lease.owner,
+            row.state,
+            row.records_behind,
+            row.millis_behind,
+            bool(row.lag and row.lag.over_cap),
+        )
 
     @property
     def behind(self) -> bool:
@@ -44,8 +50,13 @@ class BarrierShard:
         return f"{self.shard_id}: {records}{age} ({self.state}, owner {self.owner or '-'})"
 
     def to_json(self) -> dict:
-        return {"shard_id": self.shard_id, "owner": self.owner, "state": self.state,
-                "records_behind": self.records_behind, "millis_behind": self.millis_behind}
+        return {
+            "shard_id": self.shard_id,
+            "owner": self.owner,
+            "state": self.state,
+            "records_behind": self.records_behind,
+            "millis_behind": self.millis_behind,
+        }
 
 
 @dataclass(frozen=True)
@@ -71,15 +82,19 @@ class BarrierReport:
         if self.behind_barrier:
             total = self.records_behind
             amount = f"{total:,} records" if total is not None else "records (over the scan cap)"
-            parts.append(f"consumers in {self.lease_table} still have {amount} to read in "
-                         f"{', '.join(s.shard_id for s in self.behind_barrier)}; their children would wait "
-                         "until those are read to SHARD_END")
+            parts.append(
+                f"consumers in {self.lease_table} still have {amount} to read in "
+                f"{', '.join(s.shard_id for s in self.behind_barrier)}; their children would wait "
+                "until those are read to SHARD_END"
+            )
         if self.waiting_changed:
             parts.append(f"{', '.join(self.waiting_changed)} still wait for unfinished parents")
         return "; ".join(parts)
 
     def lines(self) -> list[str]:
-        out = [f"Consumers (lease table {self.lease_table}): children are read only after their parents reach SHARD_END."]
+        out = [
+            f"Consumers (lease table {self.lease_table}): children are read only after their parents reach SHARD_END."
+        ]
         if self.unfinished_parents:
             out.append("  Parents not yet finished (their children wait now):")
             out += [f"    {shard.describe(self.scan_cap)}" for shard in self.unfinished_parents]
@@ -93,11 +108,14 @@ class BarrierReport:
         return out
 
     def to_json(self) -> dict:
-        return {"lease_table": self.lease_table, "blocking": self.blocking,
-                "unfinished_parents": [shard.to_json() for shard in self.unfinished_parents],
-                "behind_barrier": [shard.to_json() for shard in self.behind_barrier],
-                "records_behind_barrier": self.records_behind,
-                "waiting_changed": list(self.waiting_changed)}
+        return {
+            "lease_table": self.lease_table,
+            "blocking": self.blocking,
+            "unfinished_parents": [shard.to_json() for shard in self.unfinished_parents],
+            "behind_barrier": [shard.to_json() for shard in self.behind_barrier],
+            "records_behind_barrier": self.records_behind,
+            "waiting_changed": list(self.waiting_changed),
+        }
 
 
 def changed_shards(before: Iterable[Shard], after_unchanged: Iterable[str]) -> set[str]:
@@ -111,13 +129,22 @@ def barrier_analysis(report: ConsumerReport, shards: Sequence[Shard], changed: I
     for row in report.rows:
         by_shard.setdefault(row.shard_id, []).append(row)
     known = {shard.shard_id: shard for shard in shards}
-    unfinished_parents = tuple(BarrierShard.of(row) for row in report.rows
-                               if not row.lease.finished and row.shard_id in known
-                               and not known[row.shard_id].is_open)
+    unfinished_parents = tuple(
+        BarrierShard.of(row)
+        for row in report.rows
+        if not row.lease.finished and row.shard_id in known and not known[row.shard_id].is_open
+    )
     changed = sorted(set(changed))
-    behind = tuple(shard for shard_id in changed for row in by_shard.get(shard_id, ())
-                   if (shard := BarrierShard.of(row)).behind and not row.lease.finished)
+    behind = tuple(
+        shard
+        for shard_id in changed
+        for row in by_shard.get(shard_id, ())
+        if (shard := BarrierShard.of(row)).behind and not row.lease.finished
+    )
     unfinished_ids = {shard.shard_id for shard in unfinished_parents}
-    waiting = tuple(shard_id for shard_id in changed
-                    if shard_id in known and any(parent in unfinished_ids for parent in known[shard_id].parents))
+    waiting = tuple(
+        shard_id
+        for shard_id in changed
+        if shard_id in known and any(parent in unfinished_ids for parent in known[shard_id].parents)
+    )
     return BarrierReport(report.lease_table or "", report.scan_cap, unfinished_parents, behind, waiting)

@@ -75,7 +75,7 @@ def coordinator_table(lease_table: str) -> str:
 
 
 def table_role(name: str, key_schema: Iterable[Mapping[str, Any]]) -> str | None:
-    """"worker-metrics" or "coordinator" for KCL 3.x's dedicated tables (by name and key), else None."""
+    """ "worker-metrics" or "coordinator" for KCL 3.x's dedicated tables (by name and key), else None."""
     keys = [k.get("AttributeName") for k in key_schema]
     if name.endswith("-" + WORKER_METRICS_SUFFIX) and keys == [WORKER_ID]:
         return "worker-metrics"
@@ -129,8 +129,9 @@ def parse_worker_metrics(item: Mapping[str, Any], *, in_lease_table: bool) -> Wo
             problems.append(f"{METRIC_STATS}.{CPU} is not a list of numbers")
     limit = ranges.get(CPU)
     cpu_limit = float(limit[0]) if isinstance(limit, list) and limit and isinstance(limit[0], (int, float)) else None
-    return WorkerMetrics(worker_id, float(last_update) if last_update is not None else None, cpu, cpu_limit,
-                         "; ".join(problems) or None)
+    return WorkerMetrics(
+        worker_id, float(last_update) if last_update is not None else None, cpu, cpu_limit, "; ".join(problems) or None
+    )
 
 
 def _read(item: Mapping[str, Any], name: str, kinds: type | tuple[type, ...], problems: list[str]) -> Any:
@@ -184,8 +185,12 @@ def parse_coordination(items: Iterable[Mapping[str, Any]], *, in_lease_table: bo
 
 def coordinator_items(items: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The coordinator entities of a 3.5 lease table (by entityType, or by their fixed keys)."""
-    return [item for item in items if entity_of(item) in (LEADER_ENTITY, MIGRATION_ENTITY, TABLE_MIGRATION_ENTITY)
-            or attribute(item.get(LEASE_KEY)) in (LEADER_KEY, MIGRATION_KEY, TABLE_MIGRATION_KEY)]
+    return [
+        item
+        for item in items
+        if entity_of(item) in (LEADER_ENTITY, MIGRATION_ENTITY, TABLE_MIGRATION_ENTITY)
+        or attribute(item.get(LEASE_KEY)) in (LEADER_KEY, MIGRATION_KEY, TABLE_MIGRATION_KEY)
+    ]
 
 
 def worker_metric_items(items: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

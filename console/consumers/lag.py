@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from console.consumers.leases import AT_TIMESTAMP, LATEST, TRIM_HORIZON, Lease
@@ -42,14 +42,22 @@ class ShardLag:
     problem: str | None = None
 
 
-async def measure_lag(backend: Any, stream: str, leases: Iterable[Lease], *, cap: int = DEFAULT_SCAN_CAP,
-                      concurrency: int = DEFAULT_CONCURRENCY, min_interval: float = DEFAULT_MIN_INTERVAL,
-                      now: datetime | None = None, limit: asyncio.Semaphore | None = None) -> dict[str, ShardLag]:
+async def measure_lag(
+    backend: Any,
+    stream: str,
+    leases: Iterable[Lease],
+    *,
+    cap: int = DEFAULT_SCAN_CAP,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    min_interval: float = DEFAULT_MIN_INTERVAL,
+    now: datetime | None = None,
+    limit: asyncio.Semaphore | None = None,
+) -> dict[str, ShardLag]:
     """Lag per shard for every lease that is not finished; shards the stream does not have should be
     filtered out by the caller (they are reported, not read). Callers measuring several batches at
     once share one `limit` so the bound on reads in flight holds across them."""
     limit = limit or asyncio.Semaphore(concurrency)
-    moment = now or datetime.now(timezone.utc)
+    moment = now or datetime.now(UTC)
 
     async def one(lease: Lease) -> ShardLag:
         async with limit:
@@ -63,8 +71,9 @@ async def measure_lag(backend: Any, stream: str, leases: Iterable[Lease], *, cap
     return {lag.shard_id: lag for lag in results}
 
 
-async def _shard_lag(backend: Any, stream: str, lease: Lease, *, cap: int, min_interval: float,
-                     now: datetime) -> ShardLag:
+async def _shard_lag(
+    backend: Any, stream: str, lease: Lease, *, cap: int, min_interval: float, now: datetime
+) -> ShardLag:
     if lease.problem:
         return ShardLag(lease.shard_id, None, None, problem=lease.problem)
     if lease.checkpoint == LATEST:
@@ -72,18 +81,33 @@ async def _shard_lag(backend: Any, stream: str, lease: Lease, *, cap: int, min_i
         # nothing written before that is owed, and what came after is not known from the table.
         return ShardLag(lease.shard_id, 0, 0)
     if lease.checkpoint == AT_TIMESTAMP:
-        return ShardLag(lease.shard_id, None, None,
-                        problem="checkpoint AT_TIMESTAMP: the start time is in the application, not the lease")
+        return ShardLag(
+            lease.shard_id,
+            None,
+            None,
+            problem="checkpoint AT_TIMESTAMP: the start time is in the application, not the lease",
+        )
     if lease.checkpoint == TRIM_HORIZON:
+
         async def start() -> str:
             return await backend.get_shard_iterator(stream, lease.shard_id, TRIM_HORIZON)
     else:
+
         async def start() -> str:
-            return await backend.get_shard_iterator(stream, lease.shard_id, AFTER_SEQUENCE_NUMBER,
-                                                    sequence_number=lease.checkpoint)
-    cursor = ShardCursor(stream=stream, shard_id=lease.shard_id, iterator=await start(),
-                         get_shard_iterator=backend.get_shard_iterator, get_records=backend.get_records,
-                         restart=start, limit=min(MAX_PAGE, cap + 1), min_interval=min_interval)
+            return await backend.get_shard_iterator(
+                stream, lease.shard_id, AFTER_SEQUENCE_NUMBER, sequence_number=lease.checkpoint
+            )
+
+    cursor = ShardCursor(
+        stream=stream,
+        shard_id=lease.shard_id,
+        iterator=await start(),
+        get_shard_iterator=backend.get_shard_iterator,
+        get_records=backend.get_records,
+        restart=start,
+        limit=min(MAX_PAGE, cap + 1),
+        min_interval=min_interval,
+    )
     count, first_arrival, empty_pages = 0, None, 0
     while True:
         page = await cursor.read()
@@ -101,8 +125,12 @@ async def _shard_lag(backend: Any, stream: str, lease: Lease, *, cap: int, min_i
         if page.ended or caught_up:
             return ShardLag(lease.shard_id, count, _millis_since(first_arrival, now))
         if empty_pages >= MAX_EMPTY_PAGES:
-            return ShardLag(lease.shard_id, count, _millis_since(first_arrival, now),
-                            problem=f"still {page.millis_behind} ms from the tip after {empty_pages} empty reads")
+            return ShardLag(
+                lease.shard_id,
+                count,
+                _millis_since(first_arrival, now),
+                problem=f"still {page.millis_behind} ms from the tip after {empty_pages} empty reads",
+            )
         cursor.limit = min(MAX_PAGE, cap + 1 - count)
 
 
@@ -110,7 +138,7 @@ def _millis_since(arrival: Any, now: datetime) -> int:
     if arrival is None:
         return 0
     if isinstance(arrival, (int, float)):
-        arrival = datetime.fromtimestamp(arrival, timezone.utc)
+        arrival = datetime.fromtimestamp(arrival, UTC)
     if arrival.tzinfo is None:
-        arrival = arrival.replace(tzinfo=timezone.utc)
+        arrival = arrival.replace(tzinfo=UTC)
     return max(0, int((now - arrival).total_seconds() * 1000))

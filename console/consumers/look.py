@@ -36,28 +36,38 @@ async def read_leases(backend: Any, table: str, stream: str) -> list[Lease]:
     return [lease async for page in lease_pages(backend, table, stream) for lease in page]
 
 
-async def lease_pages(backend: Any, table: str, stream: str, *, page_size: int | None = None
-                      ) -> AsyncIterator[list[Lease]]:
+async def lease_pages(
+    backend: Any, table: str, stream: str, *, page_size: int | None = None
+) -> AsyncIterator[list[Lease]]:
     """The stream's leases in `table`, a page of the table at a time; raises BadInput as read_leases."""
     description = await backend.describe_table(table)
     if not is_lease_key_schema(description):
         keys = ", ".join(f"{k.get('AttributeName')} ({k.get('KeyType')})" for k in description.get("KeySchema", []))
-        raise BadInput(f"table {table!r} is not a KCL lease table: its key is {keys or 'unknown'}; "
-                       f"a lease table's is {LEASE_KEY} (HASH)", code="not_a_lease_table")
+        raise BadInput(
+            f"table {table!r} is not a KCL lease table: its key is {keys or 'unknown'}; "
+            f"a lease table's is {LEASE_KEY} (HASH)",
+            code="not_a_lease_table",
+        )
     seen_items, seen_leases, other_streams, lease_like = 0, 0, set(), False
     async for items in backend.scan_pages(table, page_size=page_size):
         lease_like = lease_like or any(looks_like_lease_item(item) for item in items)
         if items and not lease_like:
-            raise BadInput(f"table {table!r} is not a KCL lease table: none of its {len(items)} items has "
-                           "leaseKey, leaseCounter and checkpoint", code="not_a_lease_table")
+            raise BadInput(
+                f"table {table!r} is not a KCL lease table: none of its {len(items)} items has "
+                "leaseKey, leaseCounter and checkpoint",
+                code="not_a_lease_table",
+            )
         leases = leases_for_stream(items, stream)
         seen_items, seen_leases = seen_items + len(items), seen_leases + len(leases)
         if not leases:
             other_streams |= {parse_lease(item).stream_name or "?" for item in items if looks_like_lease_item(item)}
         yield leases
     if not seen_leases and seen_items and sorted(other_streams) != ["?"]:
-        raise BadInput(f"lease table {table!r} holds no lease of stream {stream!r} "
-                       f"(its streams: {', '.join(sorted(other_streams)[:10])})", code="not_this_stream")
+        raise BadInput(
+            f"lease table {table!r} holds no lease of stream {stream!r} "
+            f"(its streams: {', '.join(sorted(other_streams)[:10])})",
+            code="not_this_stream",
+        )
 
 
 async def find_lease_tables(backend: Any, stream: str, shard_ids: Sequence[str]) -> list[str]:
@@ -76,9 +86,17 @@ async def find_lease_tables(backend: Any, stream: str, shard_ids: Sequence[str])
     return [name for name in found if name]
 
 
-async def consumer_report(backend: Any, stream: str, *, lease_table: str | None, cap: int = DEFAULT_SCAN_CAP,
-                          tracker: StallTracker | None = None, shards: Sequence[Shard] | None = None,
-                          stream_arn: str | None = None, **lag_options: Any) -> ConsumerReport:
+async def consumer_report(
+    backend: Any,
+    stream: str,
+    *,
+    lease_table: str | None,
+    cap: int = DEFAULT_SCAN_CAP,
+    tracker: StallTracker | None = None,
+    shards: Sequence[Shard] | None = None,
+    stream_arn: str | None = None,
+    **lag_options: Any,
+) -> ConsumerReport:
     """Everything the consumers view shows, in one pass: EFO consumers and, with a lease table, every
     lease with its lag and state and the open shards without a lease."""
     if stream_arn is None:
@@ -97,9 +115,18 @@ async def consumer_report(backend: Any, stream: str, *, lease_table: str | None,
         try:
             async for page in lease_pages(backend, lease_table, stream, page_size=LEASE_PAGE):
                 leases.extend(page)
-                batches.append(asyncio.ensure_future(measure_lag(
-                    backend, stream, [lease for lease in page if lease.shard_id in known],
-                    cap=cap, limit=limit, **lag_options)))
+                batches.append(
+                    asyncio.ensure_future(
+                        measure_lag(
+                            backend,
+                            stream,
+                            [lease for lease in page if lease.shard_id in known],
+                            cap=cap,
+                            limit=limit,
+                            **lag_options,
+                        )
+                    )
+                )
             for measured in await asyncio.gather(*batches):
                 lags.update(measured)
         finally:

@@ -18,7 +18,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from console.errors import ConsoleError
@@ -55,14 +55,28 @@ class Recommendation:
     shards: tuple[dict, ...]
 
     def to_json(self) -> dict:
-        return {"stream": self.stream, "target": self.target, "shared_readers": self.shared_readers,
-                "current_shards": self.current_shards, "recommended_shards": self.recommended_shards,
-                "peak_utilisation": round(self.peak_utilisation, 4), "commands": list(self.commands),
-                "reasons": list(self.reasons), "shards": list(self.shards)}
+        return {
+            "stream": self.stream,
+            "target": self.target,
+            "shared_readers": self.shared_readers,
+            "current_shards": self.current_shards,
+            "recommended_shards": self.recommended_shards,
+            "peak_utilisation": round(self.peak_utilisation, 4),
+            "commands": list(self.commands),
+            "reasons": list(self.reasons),
+            "shards": list(self.shards),
+        }
 
 
-def recommend(stream: str, open_shards: Sequence[Shard], loads: Mapping[str, ShardLoad], *, target: float,
-              shared_readers: int = 1, on_demand: bool = False) -> Recommendation:
+def recommend(
+    stream: str,
+    open_shards: Sequence[Shard],
+    loads: Mapping[str, ShardLoad],
+    *,
+    target: float,
+    shared_readers: int = 1,
+    on_demand: bool = False,
+) -> Recommendation:
     """`open_shards` in key order; a shard missing from `loads` counts as idle. An ON_DEMAND stream
     gets the figures but no plan: AWS sizes it, and it cannot be split, merged or rescaled."""
     shards = sorted(open_shards, key=lambda s: s.starting_hash_key)
@@ -70,17 +84,25 @@ def recommend(stream: str, open_shards: Sequence[Shard], loads: Mapping[str, Sha
     use = {s.shard_id: loads.get(s.shard_id, idle).utilisation(shared_readers) for s in shards}
     pieces = {shard_id: max(1, math.ceil(u / target - 1e-9)) for shard_id, u in use.items()}
     peak = max(use.values(), default=0.0)
-    rows = tuple({"shard_id": s.shard_id, "peak_utilisation": round(use[s.shard_id], 4),
-                  "peak_records_per_s": round(loads.get(s.shard_id, idle).peak_records_per_s, 3),
-                  "peak_bytes_per_s": round(loads.get(s.shard_id, idle).peak_bytes_per_s, 3),
-                  "pieces_needed": pieces[s.shard_id]} for s in shards)
+    rows = tuple(
+        {
+            "shard_id": s.shard_id,
+            "peak_utilisation": round(use[s.shard_id], 4),
+            "peak_records_per_s": round(loads.get(s.shard_id, idle).peak_records_per_s, 3),
+            "peak_bytes_per_s": round(loads.get(s.shard_id, idle).peak_bytes_per_s, 3),
+            "pieces_needed": pieces[s.shard_id],
+        }
+        for s in shards
+    )
     commands: list[str] = []
     reasons: list[str] = []
     count = len(shards)
     hot = [s for s in shards if pieces[s.shard_id] > 1]
     if on_demand:
-        reasons.append("an ON_DEMAND stream: AWS adds and removes shards itself; to reshard by hand, "
-                       "switch it to PROVISIONED first")
+        reasons.append(
+            "an ON_DEMAND stream: AWS adds and removes shards itself; to reshard by hand, "
+            "switch it to PROVISIONED first"
+        )
         recommended = count
     elif not any(loads.get(s.shard_id, idle).peak_records_per_s for s in shards):
         reasons.append("no traffic observed in the window: nothing to size from")
@@ -89,8 +111,10 @@ def recommend(stream: str, open_shards: Sequence[Shard], loads: Mapping[str, Sha
         factor = peak / target
         recommended = math.ceil(count * factor)
         commands.append(f"kconsole plan scale {stream} --to {recommended}")
-        reasons.append(f"{len(hot)} of {count} shards peak above {target:.0%}; the hottest at {peak:.0%} needs "
-                       f"{factor:.2f}x the shards: rescale evenly")
+        reasons.append(
+            f"{len(hot)} of {count} shards peak above {target:.0%}; the hottest at {peak:.0%} needs "
+            f"{factor:.2f}x the shards: rescale evenly"
+        )
     elif hot:
         recommended = count + sum(pieces[s.shard_id] - 1 for s in hot)
         for shard in hot:
@@ -103,12 +127,15 @@ def recommend(stream: str, open_shards: Sequence[Shard], loads: Mapping[str, Sha
         recommended = count - len(merges)
         for lower, upper in merges:
             commands.append(f"kconsole plan merge {stream} --shard {lower.shard_id} --adjacent {upper.shard_id}")
-            reasons.append(f"{lower.shard_id} + {upper.shard_id} peak at {use[lower.shard_id] + use[upper.shard_id]:.0%} "
-                           f"together (under {target * MERGE_HEADROOM:.0%})")
+            reasons.append(
+                f"{lower.shard_id} + {upper.shard_id} peak at {use[lower.shard_id] + use[upper.shard_id]:.0%} "
+                f"together (under {target * MERGE_HEADROOM:.0%})"
+            )
         if not merges:
             reasons.append(f"peak utilisation {peak:.0%} is under the {target:.0%} target: no change")
-    return Recommendation(stream, target, shared_readers, count, recommended, peak, tuple(commands),
-                          tuple(reasons), rows)
+    return Recommendation(
+        stream, target, shared_readers, count, recommended, peak, tuple(commands), tuple(reasons), rows
+    )
 
 
 def _merge_pairs(shards: Sequence[Shard], use: Mapping[str, float], limit: float) -> list[tuple[Shard, Shard]]:
@@ -135,9 +162,16 @@ class WindowPeak:
     problem: str | None = None
 
 
-async def window_peaks(backend: Any, stream: str, shards: Sequence[Shard], start: datetime, *,
-                       cap: int = DEFAULT_WINDOW_CAP, concurrency: int = 32,
-                       min_interval: float = 0.25) -> dict[str, WindowPeak]:
+async def window_peaks(
+    backend: Any,
+    stream: str,
+    shards: Sequence[Shard],
+    start: datetime,
+    *,
+    cap: int = DEFAULT_WINDOW_CAP,
+    concurrency: int = 32,
+    min_interval: float = 0.25,
+) -> dict[str, WindowPeak]:
     """Each shard's busiest second since `start`, read from AT_TIMESTAMP (paced, bounded by `cap`)."""
     limit = asyncio.Semaphore(concurrency)
 
@@ -151,14 +185,22 @@ async def window_peaks(backend: Any, stream: str, shards: Sequence[Shard], start
     return {peak.shard_id: peak for peak in await asyncio.gather(*(one(shard) for shard in shards))}
 
 
-async def _shard_peak(backend: Any, stream: str, shard_id: str, start: datetime, cap: int,
-                      min_interval: float) -> WindowPeak:
+async def _shard_peak(
+    backend: Any, stream: str, shard_id: str, start: datetime, cap: int, min_interval: float
+) -> WindowPeak:
     async def at_start() -> str:
         return await backend.get_shard_iterator(stream, shard_id, AT_TIMESTAMP, timestamp=start)
 
-    cursor = ShardCursor(stream=stream, shard_id=shard_id, iterator=await at_start(),
-                         get_shard_iterator=backend.get_shard_iterator, get_records=backend.get_records,
-                         restart=at_start, limit=min(10_000, cap), min_interval=min_interval)
+    cursor = ShardCursor(
+        stream=stream,
+        shard_id=shard_id,
+        iterator=await at_start(),
+        get_shard_iterator=backend.get_shard_iterator,
+        get_records=backend.get_records,
+        restart=at_start,
+        limit=min(10_000, cap),
+        min_interval=min_interval,
+    )
     records: Counter[int] = Counter()
     nbytes: Counter[int] = Counter()
     read = 0
@@ -166,8 +208,7 @@ async def _shard_peak(backend: Any, stream: str, shard_id: str, start: datetime,
         page = await cursor.read()
         for record in page.records:
             arrival = record.get("ApproximateArrivalTimestamp")
-            second = int(arrival.timestamp() if isinstance(arrival, datetime) else
-                         datetime.now(timezone.utc).timestamp())
+            second = int(arrival.timestamp() if isinstance(arrival, datetime) else datetime.now(UTC).timestamp())
             records[second] += 1
             # AWS counts the data blob and the partition key's UTF-8 bytes against the shard limit.
             nbytes[second] += len(record.get("Data") or b"") + len((record.get("PartitionKey") or "").encode())
@@ -175,5 +216,6 @@ async def _shard_peak(backend: Any, stream: str, shard_id: str, start: datetime,
         if page.ended or page.millis_behind == 0 or (not page.records and page.millis_behind is None):
             break
         cursor.limit = min(10_000, cap - read)
-    return WindowPeak(shard_id, float(max(records.values(), default=0)), float(max(nbytes.values(), default=0)),
-                      read, read >= cap)
+    return WindowPeak(
+        shard_id, float(max(records.values(), default=0)), float(max(nbytes.values(), default=0)), read, read >= cap
+    )

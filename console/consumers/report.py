@@ -29,11 +29,14 @@ class EfoConsumer:
     created: str  # ISO 8601
 
     @classmethod
-    def from_api(cls, raw: Mapping[str, Any]) -> "EfoConsumer":
+    def from_api(cls, raw: Mapping[str, Any]) -> EfoConsumer:
         created = raw.get("ConsumerCreationTimestamp")
-        return cls(name=raw.get("ConsumerName", ""), status=raw.get("ConsumerStatus", ""),
-                   arn=raw.get("ConsumerARN", ""),
-                   created=created.isoformat() if isinstance(created, datetime) else str(created or ""))
+        return cls(
+            name=raw.get("ConsumerName", ""),
+            status=raw.get("ConsumerStatus", ""),
+            arn=raw.get("ConsumerARN", ""),
+            created=created.isoformat() if isinstance(created, datetime) else str(created or ""),
+        )
 
     def to_json(self) -> dict:
         return {"name": self.name, "status": self.status, "arn": self.arn, "created": self.created}
@@ -59,7 +62,13 @@ def format_millis(millis: int | None) -> str:
     if millis < 1000:
         return f"{millis} ms"
     seconds = millis / 1000
-    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+    return (
+        f"{seconds:.1f} s"
+        if seconds < 120
+        else f"{seconds / 60:.1f} min"
+        if seconds < 7200
+        else f"{seconds / 3600:.1f} h"
+    )
 
 
 def lease_state(lease: Lease, lag: ShardLag | None, previous_counter: int | None) -> str:
@@ -99,8 +108,14 @@ class LeaseRow:
         return f">{cap:,}" if self.lag is not None and self.lag.over_cap else "?"
 
     def to_json(self) -> dict:
-        return {"shard_id": self.shard_id, "owner": self.lease.owner, "checkpoint": self.lease.checkpoint,
-                "records_behind": self.records_behind, "millis_behind": self.millis_behind, "state": self.state}
+        return {
+            "shard_id": self.shard_id,
+            "owner": self.lease.owner,
+            "checkpoint": self.lease.checkpoint,
+            "records_behind": self.records_behind,
+            "millis_behind": self.millis_behind,
+            "state": self.state,
+        }
 
 
 @dataclass(frozen=True)
@@ -115,8 +130,11 @@ class ConsumerReport:
 
     @property
     def problems(self) -> list[dict]:
-        return [{"shard_id": row.shard_id, "lease_key": row.lease.lease_key, "problem": row.problem}
-                for row in self.rows if row.problem]
+        return [
+            {"shard_id": row.shard_id, "lease_key": row.lease.lease_key, "problem": row.problem}
+            for row in self.rows
+            if row.problem
+        ]
 
     def worst_millis_by_shard(self) -> dict[str, int | None]:
         """The Lag column: per shard, the largest time behind over its leases."""
@@ -128,18 +146,28 @@ class ConsumerReport:
         return worst
 
     def to_json(self) -> dict:
-        return {"stream": self.stream,
-                "efo_consumers": [consumer.to_json() for consumer in self.efo_consumers],
-                "leases": [row.to_json() for row in self.rows],
-                "unleased_shards": list(self.unleased_shards),
-                "lease_table": self.lease_table,
-                "scan_cap": self.scan_cap,
-                "problems": self.problems}
+        return {
+            "stream": self.stream,
+            "efo_consumers": [consumer.to_json() for consumer in self.efo_consumers],
+            "leases": [row.to_json() for row in self.rows],
+            "unleased_shards": list(self.unleased_shards),
+            "lease_table": self.lease_table,
+            "scan_cap": self.scan_cap,
+            "problems": self.problems,
+        }
 
 
-def build_report(stream: str, lease_table: str | None, leases: Sequence[Lease], shards: Sequence[Shard],
-                 lags: Mapping[str, ShardLag], efo: Sequence[EfoConsumer], *, scan_cap: int,
-                 tracker: StallTracker | None = None) -> ConsumerReport:
+def build_report(
+    stream: str,
+    lease_table: str | None,
+    leases: Sequence[Lease],
+    shards: Sequence[Shard],
+    lags: Mapping[str, ShardLag],
+    efo: Sequence[EfoConsumer],
+    *,
+    scan_cap: int,
+    tracker: StallTracker | None = None,
+) -> ConsumerReport:
     known = {shard.shard_id: shard for shard in shards}
     rows = []
     for lease in leases:
@@ -158,6 +186,9 @@ def build_report(stream: str, lease_table: str | None, leases: Sequence[Lease], 
     leased = {lease.shard_id for lease in leases}
     unfinished = {lease.shard_id for lease in leases if not lease.finished}
     unleased = tuple(shard.shard_id for shard in shards if shard.is_open and shard.shard_id not in leased)
-    waiting = {shard_id: parents for shard_id in unleased
-               if (parents := tuple(p for p in known[shard_id].parents if p in unfinished))}
+    waiting = {
+        shard_id: parents
+        for shard_id in unleased
+        if (parents := tuple(p for p in known[shard_id].parents if p in unfinished))
+    }
     return ConsumerReport(stream, lease_table, tuple(efo), tuple(rows), unleased, scan_cap, waiting)

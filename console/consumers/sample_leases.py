@@ -12,8 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from console.consumers.leases import (CHECKPOINT, CHECKPOINT_SUBSEQUENCE, LEASE_COUNTER, LEASE_KEY, LEASE_OWNER,
-                                      OWNER_SWITCHES, PARENT_SHARD_IDS)
+from console.consumers.leases import (
+    CHECKPOINT,
+    CHECKPOINT_SUBSEQUENCE,
+    LEASE_COUNTER,
+    LEASE_KEY,
+    LEASE_OWNER,
+    OWNER_SWITCHES,
+    PARENT_SHARD_IDS,
+)
 from console.topology.model import Shard
 
 WORKERS = ("worker-a", "worker-b")

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 from dataclasses import dataclass, field
 from statistics import fmean
+from typing import Any
 
 from console.consumers.kcl3 import (
     KCL_2X,
@@ -34,7 +34,14 @@ from console.consumers.kcl3 import (
     worker_metric_items,
     worker_metrics_table,
 )
-from console.consumers.leases import LEASE_KEY, Lease, is_lease_item, is_lease_key_schema, looks_like_lease_item, parse_lease
+from console.consumers.leases import (
+    LEASE_KEY,
+    Lease,
+    is_lease_item,
+    is_lease_key_schema,
+    looks_like_lease_item,
+    parse_lease,
+)
 from console.errors import BadInput
 
 ONLY_CLOSED = "only-closed"
@@ -63,18 +70,30 @@ class WorkerRow:
     def cells(self) -> tuple[str, ...]:
         """The row as text: worker, leases, open, KB/s, CPU, metrics age, leader, flags."""
         flags = " ".join(f"! {flag}" for flag in self.flags) + (f" ({self.problem})" if self.problem else "")
-        return (self.worker_id, str(self.leases), str(self.open_leases),
-                "-" if self.throughput_kbps is None else f"{self.throughput_kbps:.1f}",
-                "-" if self.cpu is None else f"{self.cpu:.0f}%",
-                "-" if self.metrics_age_s is None else f"{self.metrics_age_s:.0f} s",
-                "leader" if self.leader else "", flags)
+        return (
+            self.worker_id,
+            str(self.leases),
+            str(self.open_leases),
+            "-" if self.throughput_kbps is None else f"{self.throughput_kbps:.1f}",
+            "-" if self.cpu is None else f"{self.cpu:.0f}%",
+            "-" if self.metrics_age_s is None else f"{self.metrics_age_s:.0f} s",
+            "leader" if self.leader else "",
+            flags,
+        )
 
     def to_json(self) -> dict:
-        return {"worker_id": self.worker_id, "leases": self.leases, "open_leases": self.open_leases,
-                "throughput_kbps": None if self.throughput_kbps is None else round(self.throughput_kbps, 3),
-                "cpu": self.cpu, "metrics_age_s": None if self.metrics_age_s is None else round(self.metrics_age_s, 1),
-                "leader": self.leader, "flags": list(self.flags), "hand_offs": list(self.hand_offs),
-                "problem": self.problem}
+        return {
+            "worker_id": self.worker_id,
+            "leases": self.leases,
+            "open_leases": self.open_leases,
+            "throughput_kbps": None if self.throughput_kbps is None else round(self.throughput_kbps, 3),
+            "cpu": self.cpu,
+            "metrics_age_s": None if self.metrics_age_s is None else round(self.metrics_age_s, 1),
+            "leader": self.leader,
+            "flags": list(self.flags),
+            "hand_offs": list(self.hand_offs),
+            "problem": self.problem,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,24 +111,34 @@ class WorkersView:
 
     def other_lease_rows(self) -> list[tuple[str, str, str, str]]:
         """(stream, shard, owner, checkpoint) of each other stream's lease."""
-        return [(lease.stream_name or "?", lease.shard_id, lease.owner or "-", lease.checkpoint or "-")
-                for lease in sorted(self.other_leases, key=lambda lease: (lease.stream_name or "", lease.shard_id))]
+        return [
+            (lease.stream_name or "?", lease.shard_id, lease.owner or "-", lease.checkpoint or "-")
+            for lease in sorted(self.other_leases, key=lambda lease: (lease.stream_name or "", lease.shard_id))
+        ]
 
     def to_json(self) -> dict:
-        return {"layout": self.layout, "migration_state": self.migration_state,
-                "table_migration": self.table_migration, "leader": self.leader,
-                "workers": [row.to_json() for row in self.rows], "unowned_leases": self.unowned_leases,
-                "other_streams": dict(self.other_streams), "all_streams": self.all_streams,
-                "other_stream_leases": [dict(zip(("stream", "shard_id", "owner", "checkpoint"), row))
-                                        for row in self.other_lease_rows()],
-                "notes": list(self.notes)}
+        return {
+            "layout": self.layout,
+            "migration_state": self.migration_state,
+            "table_migration": self.table_migration,
+            "leader": self.leader,
+            "workers": [row.to_json() for row in self.rows],
+            "unowned_leases": self.unowned_leases,
+            "other_streams": dict(self.other_streams),
+            "all_streams": self.all_streams,
+            "other_stream_leases": [
+                dict(zip(("stream", "shard_id", "owner", "checkpoint"), row)) for row in self.other_lease_rows()
+            ],
+            "notes": list(self.notes),
+        }
 
     def summary_lines(self) -> list[str]:
         """The layout, leader and migration state; unowned leases; notes; other streams."""
         state = f"layout {self.layout}"
         if self.layout != KCL_2X:
-            state += (f", leader {self.leader or 'none'}, migration state {self.migration_state or 'unknown'}"
-                      + (f", table migration {self.table_migration}" if self.table_migration else ""))
+            state += f", leader {self.leader or 'none'}, migration state {self.migration_state or 'unknown'}" + (
+                f", table migration {self.table_migration}" if self.table_migration else ""
+            )
         lines = [state]
         if self.unowned_leases:
             lines.append(f"{self.unowned_leases} open lease(s) have no owner")
@@ -128,9 +157,17 @@ class WorkersView:
         return f"{count} lease(s) of other streams in this table, {verb}: {named}"
 
 
-def build_workers(leases: Sequence[Lease], *, stream: str, open_shard_ids: Iterable[str] | None,
-                  metrics: Sequence[WorkerMetrics], coordination: Coordination | None, layout: str,
-                  now: float, all_streams: bool = False) -> WorkersView:
+def build_workers(
+    leases: Sequence[Lease],
+    *,
+    stream: str,
+    open_shard_ids: Iterable[str] | None,
+    metrics: Sequence[WorkerMetrics],
+    coordination: Coordination | None,
+    layout: str,
+    now: float,
+    all_streams: bool = False,
+) -> WorkersView:
     """The worker view from a lease table's leases (every stream's), the worker metrics and the
     coordinator state. `open_shard_ids` are this stream's open shards (None: judge by SHARD_END)."""
     open_ids = set(open_shard_ids) if open_shard_ids is not None else None
@@ -192,9 +229,20 @@ def build_workers(leases: Sequence[Lease], *, stream: str, open_shard_ids: Itera
         problem = m.problem if m is not None else None
         if problem:
             flags.append(BAD_ITEM)
-        rows.append(WorkerRow(worker, len(held), open_count, rates[worker], m.cpu if m else None, age,
-                              worker == leader, tuple(flags), tuple(sorted(hand_offs.get(worker, ()))),
-                              problem))
+        rows.append(
+            WorkerRow(
+                worker,
+                len(held),
+                open_count,
+                rates[worker],
+                m.cpu if m else None,
+                age,
+                worker == leader,
+                tuple(flags),
+                tuple(sorted(hand_offs.get(worker, ()))),
+                problem,
+            )
+        )
     notes = []
     if layout == KCL_2X:
         notes.append("no worker-metrics or coordinator state (KCL 2.x): workers are the lease owners")
@@ -204,11 +252,18 @@ def build_workers(leases: Sequence[Lease], *, stream: str, open_shard_ids: Itera
         notes.append("no leader or migration state: no coordinator items found")
     if coordination is not None:
         notes.extend(coordination.problems)
-    return WorkersView(layout, tuple(rows), leader, coordination.client_version if coordination else None,
-                       coordination.table_migration if coordination else None,
-                       sum(1 for lease in counted if lease.owner is None and not lease.finished),
-                       dict(others), all_streams, tuple(notes),
-                       tuple(lease for lease in leases if lease.stream_name not in (None, stream)) if all_streams else ())
+    return WorkersView(
+        layout,
+        tuple(rows),
+        leader,
+        coordination.client_version if coordination else None,
+        coordination.table_migration if coordination else None,
+        sum(1 for lease in counted if lease.owner is None and not lease.finished),
+        dict(others),
+        all_streams,
+        tuple(notes),
+        tuple(lease for lease in leases if lease.stream_name not in (None, stream)) if all_streams else (),
+    )
 
 
 # ---- reading the tables (through the injected backend's DynamoDB methods) -------------------------
@@ -220,26 +275,41 @@ async def check_lease_table(backend: Any, table: str) -> None:
     description = await backend.describe_table(table)
     role = table_role(table, description.get("KeySchema") or [])
     if role:
-        raise BadInput(f"table {table!r} is KCL 3.x's {role} table of application {application_of(table)!r}; "
-                       f"pass its lease table (by default {application_of(table)!r}) as --lease-table",
-                       code="not_a_lease_table")
+        raise BadInput(
+            f"table {table!r} is KCL 3.x's {role} table of application {application_of(table)!r}; "
+            f"pass its lease table (by default {application_of(table)!r}) as --lease-table",
+            code="not_a_lease_table",
+        )
     if not is_lease_key_schema(description):
         keys = ", ".join(f"{k.get('AttributeName')} ({k.get('KeyType')})" for k in description.get("KeySchema", []))
-        raise BadInput(f"table {table!r} is not a KCL lease table: its key is {keys or 'unknown'}; "
-                       f"a lease table's is {LEASE_KEY} (HASH)", code="not_a_lease_table")
+        raise BadInput(
+            f"table {table!r} is not a KCL lease table: its key is {keys or 'unknown'}; "
+            f"a lease table's is {LEASE_KEY} (HASH)",
+            code="not_a_lease_table",
+        )
 
 
-async def read_workers(backend: Any, table: str, stream: str, *, open_shard_ids: Iterable[str] | None,
-                       now: float, all_streams: bool = False, table_names: Sequence[str] | None = None
-                       ) -> WorkersView:
+async def read_workers(
+    backend: Any,
+    table: str,
+    stream: str,
+    *,
+    open_shard_ids: Iterable[str] | None,
+    now: float,
+    all_streams: bool = False,
+    table_names: Sequence[str] | None = None,
+) -> WorkersView:
     """The worker view of lease table `table`: its items, and KCL 3.x's worker-metrics and
     coordinator state from the same table (3.5) or from the tables named after it."""
     await check_lease_table(backend, table)
     items = await backend.scan_table(table)
     kcl_items = [item for item in items if looks_like_lease_item(item) or entity_of(item)]
     if items and not kcl_items:
-        raise BadInput(f"table {table!r} is not a KCL lease table: none of its {len(items)} items has "
-                       "leaseKey, leaseCounter and checkpoint, or a KCL entityType", code="not_a_lease_table")
+        raise BadInput(
+            f"table {table!r} is not a KCL lease table: none of its {len(items)} items has "
+            "leaseKey, leaseCounter and checkpoint, or a KCL entityType",
+            code="not_a_lease_table",
+        )
     leases = [parse_lease(item) for item in items if is_lease_item(item)]
     metric_items = worker_metric_items(items)
     coordinator = coordinator_items(items)
@@ -252,24 +322,35 @@ async def read_workers(backend: Any, table: str, stream: str, *, open_shard_ids:
         layout = THREE_TABLES
         metrics = []
         if worker_metrics_table(table) in names:
-            metrics = [parse_worker_metrics(item, in_lease_table=False)
-                       for item in await backend.scan_table(worker_metrics_table(table))]
+            metrics = [
+                parse_worker_metrics(item, in_lease_table=False)
+                for item in await backend.scan_table(worker_metrics_table(table))
+            ]
         coordination = Coordination(None, None, None, 0)
         if coordinator_table(table) in names:
-            coordination = parse_coordination(await backend.scan_table(coordinator_table(table)),
-                                              in_lease_table=False)
+            coordination = parse_coordination(await backend.scan_table(coordinator_table(table)), in_lease_table=False)
     else:
         layout, metrics, coordination = KCL_2X, [], None
-    return build_workers(leases, stream=stream, open_shard_ids=open_shard_ids, metrics=metrics,
-                         coordination=coordination, layout=layout, now=now, all_streams=all_streams)
+    return build_workers(
+        leases,
+        stream=stream,
+        open_shard_ids=open_shard_ids,
+        metrics=metrics,
+        coordination=coordination,
+        layout=layout,
+        now=now,
+        all_streams=all_streams,
+    )
 
 
 def layout_of(table: str, names: Iterable[str]) -> tuple[str | None, str | None]:
     """(worker-metrics table, coordinator table) that belong to lease table `table` by KCL's naming
     rule, each None when absent."""
     names = set(names)
-    return (worker_metrics_table(table) if worker_metrics_table(table) in names else None,
-            coordinator_table(table) if coordinator_table(table) in names else None)
+    return (
+        worker_metrics_table(table) if worker_metrics_table(table) in names else None,
+        coordinator_table(table) if coordinator_table(table) in names else None,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,8 +361,12 @@ class KclTables:
     layout: str
 
     def to_json(self) -> dict:
-        return {"lease_table": self.lease_table, "worker_metrics_table": self.worker_metrics_table,
-                "coordinator_table": self.coordinator_table, "layout": self.layout}
+        return {
+            "lease_table": self.lease_table,
+            "worker_metrics_table": self.worker_metrics_table,
+            "coordinator_table": self.coordinator_table,
+            "layout": self.layout,
+        }
 
     def describe(self) -> str:
         if self.layout == SINGLE_TABLE:

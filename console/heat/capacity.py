@@ -69,7 +69,7 @@ class CapacitySummary:
     throttled: int | None
 
     @classmethod
-    def of(cls, metrics: MetricSeries) -> "CapacitySummary | None":
+    def of(cls, metrics: MetricSeries) -> CapacitySummary | None:
         if not metrics.has_data:
             return None
         reported = [metric for metric in ITERATOR_AGE_METRICS if any(metrics.series.get(metric, ()))]
@@ -98,12 +98,22 @@ def enabled_shard_metrics(enhanced_metrics: Iterable[str]) -> dict[str, str]:
     """The shard-level metrics enhanced monitoring has on (DescribeStreamSummary's EnhancedMonitoring),
     in the console's order, with their statistics; "ALL" stands for every one."""
     enabled = set(enhanced_metrics)
-    return {metric: statistic for metric, statistic in SHARD_METRIC_STATISTICS.items()
-            if metric in enabled or "ALL" in enabled}
+    return {
+        metric: statistic
+        for metric, statistic in SHARD_METRIC_STATISTICS.items()
+        if metric in enabled or "ALL" in enabled
+    }
 
 
-async def shard_metrics(backend: Any, stream: str, shard_ids: Sequence[str], metrics: Mapping[str, str], *,
-                        minutes: int = 60, now: datetime | None = None) -> dict[str, MetricSeries]:
+async def shard_metrics(
+    backend: Any,
+    stream: str,
+    shard_ids: Sequence[str],
+    metrics: Mapping[str, str],
+    *,
+    minutes: int = 60,
+    now: datetime | None = None,
+) -> dict[str, MetricSeries]:
     """Per-shard series of the given shard-level metrics ({metric: statistic}, see enabled_shard_metrics)
     for at most MAX_SHARDS_PER_FETCH shards, in as few GetMetricData calls as the backend can batch."""
     if len(shard_ids) > MAX_SHARDS_PER_FETCH:
@@ -112,9 +122,12 @@ async def shard_metrics(backend: Any, stream: str, shard_ids: Sequence[str], met
         return {}
     start, end = minute_window(minutes, now)
     raw = await backend.shard_metrics(stream, list(shard_ids), dict(metrics), start, end, PERIOD)
-    return {shard_id: MetricSeries(minutes, {metric: per_minute(raw.get(shard_id, {}).get(metric, []), start, minutes)
-                                             for metric in metrics})
-            for shard_id in shard_ids}
+    return {
+        shard_id: MetricSeries(
+            minutes, {metric: per_minute(raw.get(shard_id, {}).get(metric, []), start, minutes) for metric in metrics}
+        )
+        for shard_id in shard_ids
+    }
 
 
 def unavailable_reason(error: ConsoleError) -> str:

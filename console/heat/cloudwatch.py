@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from console.heat.snapshot import SHARD_BYTES_LIMIT, SHARD_RECORDS_LIMIT, utilisation
@@ -87,18 +87,24 @@ def summarise_shard(shard_id: str, metrics: Mapping[str, Series], window_seconds
 
 def minute_window(minutes: int, now: datetime | None = None) -> tuple[datetime, datetime]:
     """The last `minutes` whole minutes (start, end): CloudWatch's per-minute points fall on them."""
-    end = (now or datetime.now(timezone.utc)).replace(second=0, microsecond=0)
+    end = (now or datetime.now(UTC)).replace(second=0, microsecond=0)
     return end - timedelta(minutes=minutes), end
 
 
-async def cloudwatch_heat(backend: Any, stream: str, shard_ids: Sequence[str], *, seconds: float,
-                          now: datetime | None = None) -> list[ShardMetricsHeat]:
+async def cloudwatch_heat(
+    backend: Any, stream: str, shard_ids: Sequence[str], *, seconds: float, now: datetime | None = None
+) -> list[ShardMetricsHeat]:
     """Fetch the four shard-level metrics for the last `seconds` and summarise each shard."""
     minutes = max(1, int(-(-seconds // PERIOD)))
     start, end = minute_window(minutes, now)
-    by_shard = await backend.shard_metrics(stream, list(shard_ids),
-                                           {metric: SHARD_METRIC_STATISTICS[metric] for metric in SHARD_LEVEL_METRICS},
-                                           start, end, PERIOD)
+    by_shard = await backend.shard_metrics(
+        stream,
+        list(shard_ids),
+        {metric: SHARD_METRIC_STATISTICS[metric] for metric in SHARD_LEVEL_METRICS},
+        start,
+        end,
+        PERIOD,
+    )
     window = minutes * PERIOD
     return [summarise_shard(shard_id, by_shard.get(shard_id, {}), window) for shard_id in shard_ids]
 

@@ -23,9 +23,16 @@ from console.heat.snapshot import SHARD_BYTES_LIMIT, SHARD_RECORDS_LIMIT
 WINDOW_MINUTES = 30
 # The stream-level metrics (free: no enhanced monitoring) a fleet row shows: five queries a stream,
 # so one GetMetricData call covers 100 streams.
-FLEET_METRICS: dict[str, str] = {metric: STREAM_METRICS[metric] for metric in (
-    "IncomingRecords", "IncomingBytes", "GetRecords.IteratorAgeMilliseconds",
-    "WriteProvisionedThroughputExceeded", "ReadProvisionedThroughputExceeded")}
+FLEET_METRICS: dict[str, str] = {
+    metric: STREAM_METRICS[metric]
+    for metric in (
+        "IncomingRecords",
+        "IncomingBytes",
+        "GetRecords.IteratorAgeMilliseconds",
+        "WriteProvisionedThroughputExceeded",
+        "ReadProvisionedThroughputExceeded",
+    )
+}
 AGE_TROUBLE_MS = 60_000  # consumers a minute behind
 UTILISATION_TROUBLE = 0.8
 SORTS = ("trouble", "name", "incoming", "age")
@@ -49,14 +56,19 @@ class StreamFacts:
     warm_mibps: int | None = None  # WarmThroughput.CurrentMiBps on on-demand streams
 
     @classmethod
-    def from_stream(cls, summary: Any) -> "StreamFacts":
+    def from_stream(cls, summary: Any) -> StreamFacts:
         """From the backend's StreamSummary; one from the stream list alone (no shard count yet) knows
         no consumer count either."""
         listed_only = summary.open_shard_count is None
-        return cls(name=summary.name, status=summary.status, mode=summary.mode,
-                   open_shards=summary.open_shard_count, consumers=None if listed_only else summary.consumer_count,
-                   auto_distribution=summary.auto_distribution,
-                   warm_mibps=summary.warm_throughput_current_mibps)
+        return cls(
+            name=summary.name,
+            status=summary.status,
+            mode=summary.mode,
+            open_shards=summary.open_shard_count,
+            consumers=None if listed_only else summary.consumer_count,
+            auto_distribution=summary.auto_distribution,
+            warm_mibps=summary.warm_throughput_current_mibps,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +92,7 @@ class FleetRow:
     def name(self) -> str:
         return self.facts.name
 
-    def with_facts(self, facts: StreamFacts) -> "FleetRow":
+    def with_facts(self, facts: StreamFacts) -> FleetRow:
         return build_row(facts, self.series, self.window_start, problem=self.metrics_problem)
 
     def trouble_key(self) -> tuple:
@@ -88,16 +100,27 @@ class FleetRow:
         throttles = (self.write_throttled or 0) + (self.read_throttled or 0)
         age = self.max_iterator_age_ms or 0.0
         busy = self.utilisation or 0.0
-        return (-(throttles > 0), -(age >= AGE_TROUBLE_MS), -(busy >= UTILISATION_TROUBLE),
-                -throttles, -age, -busy, self.name)
+        return (
+            -(throttles > 0),
+            -(age >= AGE_TROUBLE_MS),
+            -(busy >= UTILISATION_TROUBLE),
+            -throttles,
+            -age,
+            -busy,
+            self.name,
+        )
 
     def to_json(self) -> dict:
-        return {"incoming_records_per_s": _rounded(self.records_per_s),
-                "incoming_bytes_per_s": _rounded(self.bytes_per_s),
-                "max_iterator_age_ms": self.max_iterator_age_ms,
-                "write_throttled": self.write_throttled, "read_throttled": self.read_throttled,
-                "utilisation": None if self.utilisation is None else round(self.utilisation, 4),
-                "trouble": list(self.trouble), "metrics_problem": self.metrics_problem}
+        return {
+            "incoming_records_per_s": _rounded(self.records_per_s),
+            "incoming_bytes_per_s": _rounded(self.bytes_per_s),
+            "max_iterator_age_ms": self.max_iterator_age_ms,
+            "write_throttled": self.write_throttled,
+            "read_throttled": self.read_throttled,
+            "utilisation": None if self.utilisation is None else round(self.utilisation, 4),
+            "trouble": list(self.trouble),
+            "metrics_problem": self.metrics_problem,
+        }
 
 
 def _rounded(value: float | None) -> float | None:
@@ -118,8 +141,13 @@ def sparkline_values(points: Series, start: datetime, minutes: int = WINDOW_MINU
     return tuple(value / PERIOD for value in per_minute(points, start, minutes))
 
 
-def build_row(facts: StreamFacts, series: Mapping[str, Series] | None, start: datetime | None = None, *,
-              problem: str | None = None) -> FleetRow:
+def build_row(
+    facts: StreamFacts,
+    series: Mapping[str, Series] | None,
+    start: datetime | None = None,
+    *,
+    problem: str | None = None,
+) -> FleetRow:
     """One stream's row from its series ({metric: [(minute, value)]} from `start`, the window's first
     minute; None: no metrics (yet))."""
     if series is None or start is None or problem:
@@ -145,10 +173,25 @@ def build_row(facts: StreamFacts, series: Mapping[str, Series] | None, start: da
     if age is not None and age >= AGE_TROUBLE_MS:
         reasons.append(f"iterator age {format_age(age)}")
     if used is not None and used >= UTILISATION_TROUBLE:
-        reasons.append(f"{used:.0%} of {'warm throughput' if limits is not None and limits[2] == 'warm' else 'write capacity'}")
+        reasons.append(
+            f"{used:.0%} of {'warm throughput' if limits is not None and limits[2] == 'warm' else 'write capacity'}"
+        )
     spark = sparkline_values(nbytes, start) if nbytes else ()
-    return FleetRow(facts, records_per_s, bytes_per_s, spark, age, write_throttled, read_throttled, used,
-                    limits[2] if limits else None, tuple(reasons), None, series, start)
+    return FleetRow(
+        facts,
+        records_per_s,
+        bytes_per_s,
+        spark,
+        age,
+        write_throttled,
+        read_throttled,
+        used,
+        limits[2] if limits else None,
+        tuple(reasons),
+        None,
+        series,
+        start,
+    )
 
 
 def sparkline(values: Sequence[float]) -> str:
@@ -171,7 +214,13 @@ def _recent_rate(points: Series) -> float | None:
 
 def format_age(millis: float) -> str:
     seconds = millis / 1000
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+    return (
+        f"{seconds:.0f} s"
+        if seconds < 120
+        else f"{seconds / 60:.0f} min"
+        if seconds < 7200
+        else f"{seconds / 3600:.1f} h"
+    )
 
 
 def sort_rows(rows: Sequence[FleetRow], by: str = "trouble") -> list[FleetRow]:
@@ -202,6 +251,8 @@ async def fleet_rows(backend: Any, streams: Sequence[StreamFacts], *, now: datet
     except ConsoleError as error:  # no permission, no CloudWatch: the list stands, the reason is one line
         reason = unavailable_reason(error).removeprefix("no CloudWatch metrics: ")
         return Fleet([build_row(facts, None, start, problem=reason) for facts in streams], problem=reason)
-    rows = [build_row(facts, found.series.get(facts.name), start, problem=found.problems.get(facts.name))
-            for facts in streams]
+    rows = [
+        build_row(facts, found.series.get(facts.name), start, problem=found.problems.get(facts.name))
+        for facts in streams
+    ]
     return Fleet(rows, metric_calls=found.calls)

@@ -46,8 +46,7 @@ class SpaceSaving:
 
     __slots__ = ("capacity", "sample_every", "_limit", "_table", "_floor", "_total", "_random")
 
-    def __init__(self, capacity: int = 256, *, slack: int = 8, sample_every: int = 1,
-                 seed: int | None = None) -> None:
+    def __init__(self, capacity: int = 256, *, slack: int = 8, sample_every: int = 1, seed: int | None = None) -> None:
         if capacity < 1 or slack < 1 or sample_every < 1:
             raise ValueError("capacity, slack and sample_every must be at least 1")
         self.capacity = capacity
@@ -74,9 +73,9 @@ class SpaceSaving:
         table, step, limit = self._table, self.sample_every, self._limit
         for begin in range(0, len(keys), CHUNK):
             if step == 1:
-                chunk = keys[begin:begin + CHUNK]
+                chunk = keys[begin : begin + CHUNK]
             else:
-                chunk = keys[begin + self._random.randrange(step):begin + CHUNK:step]
+                chunk = keys[begin + self._random.randrange(step) : begin + CHUNK : step]
             table.update(chunk)
             self._total += len(chunk)
             if len(table) > limit:
@@ -105,7 +104,7 @@ class SpaceSaving:
         self._table = Counter({key: value - cut for key, value in self._table.items() if value > cut})
         self._floor += cut
 
-    def copy(self) -> "SpaceSaving":
+    def copy(self) -> SpaceSaving:
         """An independent summary with the same counts (and the same guarantees)."""
         twin = SpaceSaving.__new__(SpaceSaving)
         twin.capacity, twin.sample_every, twin._limit = self.capacity, self.sample_every, self._limit

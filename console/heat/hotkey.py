@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from console.keyspace.hashkeys import HashRangeIndex
 from console.heat.snapshot import SHARD_BYTES_LIMIT, SHARD_RECORDS_LIMIT
+from console.keyspace.hashkeys import HashRangeIndex
 from console.keyspace.writesharding import spread
 
 TARGET_UTILISATION = 0.5  # leave each sharded key half a shard, room for the shard's other keys
@@ -47,8 +47,9 @@ def suffixes_needed(records_per_s: float, bytes_per_s: float, target: float = TA
     return suffixes
 
 
-def hot_key_what_if(key: str, records_per_s: float, bytes_per_s: float, index: HashRangeIndex, *,
-                    target: float = TARGET_UTILISATION) -> HotKeyWhatIf:
+def hot_key_what_if(
+    key: str, records_per_s: float, bytes_per_s: float, index: HashRangeIndex, *, target: float = TARGET_UTILISATION
+) -> HotKeyWhatIf:
     """How many suffixes the key needs and which shards the sharded keys `key:0..n-1` land on
     (the placement is console.keyspace.writesharding's)."""
     suffixes = suffixes_needed(records_per_s, bytes_per_s, target)

@@ -18,7 +18,8 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from console.keyspace.hashkeys import md5_hash_key
+from console.heat.aggregates import Aggregate
+from console.heat.heavyhitters import SpaceSaving
 from console.heat.snapshot import (
     RECENT_SECONDS,
     ShardHeatSnapshot,
@@ -27,8 +28,7 @@ from console.heat.snapshot import (
     TopKey,
     utilisation,
 )
-from console.heat.aggregates import Aggregate
-from console.heat.heavyhitters import SpaceSaving
+from console.keyspace.hashkeys import md5_hash_key
 from console.topology.model import Shard
 
 HISTORY_SECONDS = 300  # 1-second buckets kept per shard (sparklines, peaks)
@@ -57,8 +57,7 @@ class ShardHeat:
     """Everything observed on one shard, in bounded memory: at most HISTORY_SECONDS buckets, two
     Space-Saving summaries, a fixed histogram and a small hash cache."""
 
-    def __init__(self, shard: Shard, *, top_capacity: int = 256,
-                 history_seconds: int = HISTORY_SECONDS) -> None:
+    def __init__(self, shard: Shard, *, top_capacity: int = 256, history_seconds: int = HISTORY_SECONDS) -> None:
         self.shard = shard
         self.history_seconds = history_seconds
         self.records = 0  # Kinesis records (an aggregate is one)
@@ -80,8 +79,13 @@ class ShardHeat:
         self._bins = [0] * HASH_BINS
         self._hashes: dict[str, int] = {}
 
-    def observe(self, observations: Iterable[Observation], start: float = float("-inf"),
-                end: float = float("inf"), aggregates: Iterable[Aggregate] = ()) -> int:
+    def observe(
+        self,
+        observations: Iterable[Observation],
+        start: float = float("-inf"),
+        end: float = float("inf"),
+        aggregates: Iterable[Aggregate] = (),
+    ) -> int:
         """Count the plain records (`observations`) and the KPL aggregates whose arrival lies in
         [start, end); returns how many Kinesis records counted."""
         buckets = self._buckets
@@ -189,8 +193,10 @@ class ShardHeat:
     def utilisation_series(self, until_second: int, seconds: int) -> list[float]:
         """Utilisation of the shard limits per second, for the same seconds as `series`."""
         buckets = self._buckets
-        return [utilisation(buckets[s][0], buckets[s][1]) if s in buckets else 0.0
-                for s in range(until_second - seconds, until_second)]
+        return [
+            utilisation(buckets[s][0], buckets[s][1]) if s in buckets else 0.0
+            for s in range(until_second - seconds, until_second)
+        ]
 
     def recent_rates(self, first_second: int, until_second: int) -> tuple[float, float]:
         """Records/s and bytes/s over the last RECENT_SECONDS whole seconds before `until_second`
@@ -206,8 +212,11 @@ class ShardHeat:
             return 0.0, 0.0, 0.0
         buckets = self._buckets
         present = [buckets[s] for s in range(begin, until_second) if s in buckets]
-        return (sum(bucket[0] for bucket in present) / seconds, sum(bucket[1] for bucket in present) / seconds,
-                sum(bucket[2] for bucket in present) / seconds)
+        return (
+            sum(bucket[0] for bucket in present) / seconds,
+            sum(bucket[1] for bucket in present) / seconds,
+            sum(bucket[2] for bucket in present) / seconds,
+        )
 
     def split_suggestion(self) -> SplitSuggestion | None:
         start, end = self.shard.starting_hash_key, self.shard.ending_hash_key
@@ -222,9 +231,16 @@ class ShardHeat:
             share = dominant[0].guaranteed / self.user_records
             if share >= DOMINANT_SHARE:
                 dominant_key, dominant_share = dominant[0].key, share
-        return SplitSuggestion(self.shard.shard_id, at, placed, dominant_key, dominant_share, below / placed,
-                               by_aggregates=self.aggregates > 0,
-                               dominant_aggregated=dominant_key is not None and dominant_key in self.by_inner)
+        return SplitSuggestion(
+            self.shard.shard_id,
+            at,
+            placed,
+            dominant_key,
+            dominant_share,
+            below / placed,
+            by_aggregates=self.aggregates > 0,
+            dominant_aggregated=dominant_key is not None and dominant_key in self.by_inner,
+        )
 
     def _median_hash(self, placed: int) -> tuple[int, float]:
         """The hash key that best halves the observed records, and the record count below it.
@@ -267,8 +283,16 @@ class ShardHeat:
                 position = hash_key + 1 if weight else hash_key
         return best_at, best_below
 
-    def snapshot(self, window_start: float, window_end: float, *, top: int = 5,
-                 series_seconds: int = 60, is_open: bool = True, keys_place: bool = True) -> ShardHeatSnapshot:
+    def snapshot(
+        self,
+        window_start: float,
+        window_end: float,
+        *,
+        top: int = 5,
+        series_seconds: int = 60,
+        is_open: bool = True,
+        keys_place: bool = True,
+    ) -> ShardHeatSnapshot:
         """`keys_place` False (an AUTO stream): keys say nothing about where records went, so no
         split at their median is suggested and no record counts as outside its key's range."""
         window = max(window_end - window_start, 1e-9)
@@ -282,8 +306,12 @@ class ShardHeat:
         span = min(series_seconds, max(1, last_second - first_second))
         recent_records, recent_bytes, recent_users = self.recent_rates_with_users(first_second, last_second)
         top_keys = tuple(self._top_key(row.key, row.count, row.guaranteed) for row in self.by_records.top(top))
-        by_bytes = tuple(self._top_key(row.key, self.by_records.count(row.key), self.by_records.guaranteed(row.key),
-                                       nbytes=row.count) for row in self.by_bytes.top(top))
+        by_bytes = tuple(
+            self._top_key(
+                row.key, self.by_records.count(row.key), self.by_records.guaranteed(row.key), nbytes=row.count
+            )
+            for row in self.by_bytes.top(top)
+        )
         return ShardHeatSnapshot(
             shard_id=self.shard.shard_id,
             starting_hash_key=self.shard.starting_hash_key,
@@ -317,17 +345,29 @@ class ShardHeat:
 
     def _top_key(self, key: str, records: int, guaranteed: int, nbytes: int | None = None) -> TopKey:
         share = min(1.0, records / self.user_records) if self.user_records else 0.0
-        return TopKey(key, records, share, guaranteed, self.by_bytes.count(key) if nbytes is None else nbytes,
-                      aggregated=key in self.by_inner)
-
+        return TopKey(
+            key,
+            records,
+            share,
+            guaranteed,
+            self.by_bytes.count(key) if nbytes is None else nbytes,
+            aggregated=key in self.by_inner,
+        )
 
 
 class StreamHeat:
     """Heat of every sampled shard of one stream over a window of arrival time [start, end)."""
 
-    def __init__(self, stream: str, shards: Iterable[Shard], *, window_start: float,
-                 top_capacity: int = 256, history_seconds: int = HISTORY_SECONDS,
-                 auto_distribution: bool = False) -> None:
+    def __init__(
+        self,
+        stream: str,
+        shards: Iterable[Shard],
+        *,
+        window_start: float,
+        top_capacity: int = 256,
+        history_seconds: int = HISTORY_SECONDS,
+        auto_distribution: bool = False,
+    ) -> None:
         self.stream = stream
         self.auto_distribution = auto_distribution  # may change between polls: set by the sampler
         self.window_start = window_start
@@ -347,17 +387,20 @@ class StreamHeat:
         if shard.shard_id in self.shards:
             return
         self.born[shard.shard_id] = since
-        self.shards[shard.shard_id] = ShardHeat(shard, top_capacity=self._top_capacity,
-                                                history_seconds=self._history_seconds)
-        self.shards = dict(sorted(self.shards.items(), key=lambda item: (item[1].shard.starting_hash_key,
-                                                                         item[1].shard.ending_hash_key)))
+        self.shards[shard.shard_id] = ShardHeat(
+            shard, top_capacity=self._top_capacity, history_seconds=self._history_seconds
+        )
+        self.shards = dict(
+            sorted(
+                self.shards.items(), key=lambda item: (item[1].shard.starting_hash_key, item[1].shard.ending_hash_key)
+            )
+        )
 
     def mark_closed(self, shard_id: str, at: float) -> None:
         """The shard closed under a reshard; its rates cover the window up to `at`."""
         self.closed[shard_id] = at
 
-    def observe(self, shard_id: str, observations: Iterable[Observation],
-                aggregates: Iterable[Aggregate] = ()) -> int:
+    def observe(self, shard_id: str, observations: Iterable[Observation], aggregates: Iterable[Aggregate] = ()) -> int:
         end = self.window_end if self.window_end is not None else float("inf")
         return self.shards[shard_id].observe(observations, self.window_start, end, aggregates)
 
@@ -375,12 +418,19 @@ class StreamHeat:
     def snapshot(self, now: float, *, top: int = 5, series_seconds: int = 60) -> StreamHeatSnapshot:
         end = self.window_end if self.window_end is not None else now
         return StreamHeatSnapshot(
-            self.stream, self.window_start, end,
-            tuple(heat.snapshot(max(self.window_start, self.born.get(shard_id, self.window_start)),
-                                min(end, self.closed.get(shard_id, end)),
-                                top=top, series_seconds=series_seconds, is_open=shard_id not in self.closed,
-                                keys_place=not self.auto_distribution)
-                  for shard_id, heat in self.shards.items()),
+            self.stream,
+            self.window_start,
+            end,
+            tuple(
+                heat.snapshot(
+                    max(self.window_start, self.born.get(shard_id, self.window_start)),
+                    min(end, self.closed.get(shard_id, end)),
+                    top=top,
+                    series_seconds=series_seconds,
+                    is_open=shard_id not in self.closed,
+                    keys_place=not self.auto_distribution,
+                )
+                for shard_id, heat in self.shards.items()
+            ),
             auto_distribution=self.auto_distribution,
         )
-

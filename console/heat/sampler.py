@@ -18,16 +18,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from datetime import datetime, timezone
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from console.errors import BadInput, ConsoleError, Throttled
 from console.heat.aggregates import split_page
 from console.heat.rates import HISTORY_SECONDS, StreamHeat, observations_from_records
 from console.heat.snapshot import StreamHeatSnapshot
-from console.topology.model import Shard
 from console.read.cursor import ShardCursor
+from console.topology.model import Shard
 
 MAX_READS_PER_SECOND = 5.0  # GetRecords transactions per second per shard (AWS limit)
 DEFAULT_READS_PER_SECOND = 2.0
@@ -40,12 +40,23 @@ DRAIN_GRACE = 0.5
 class HeatSampler:
     """`async with HeatSampler(backend, "orders") as sampler: ...; snapshot = sampler.snapshot()`."""
 
-    def __init__(self, backend: Any, stream: str, *, reads_per_second: float = DEFAULT_READS_PER_SECOND,
-                 records_per_read: int = 10_000, top_capacity: int = 256, drain_grace: float = DRAIN_GRACE,
-                 clock: Callable[[], float] = time.time, resume: StreamHeat | None = None) -> None:
+    def __init__(
+        self,
+        backend: Any,
+        stream: str,
+        *,
+        reads_per_second: float = DEFAULT_READS_PER_SECOND,
+        records_per_read: int = 10_000,
+        top_capacity: int = 256,
+        drain_grace: float = DRAIN_GRACE,
+        clock: Callable[[], float] = time.time,
+        resume: StreamHeat | None = None,
+    ) -> None:
         if not 0 < reads_per_second <= MAX_READS_PER_SECOND:
-            raise BadInput(f"reads per second per shard must be above 0 and at most {MAX_READS_PER_SECOND:g} "
-                           f"(the GetRecords limit); got {reads_per_second:g}")
+            raise BadInput(
+                f"reads per second per shard must be above 0 and at most {MAX_READS_PER_SECOND:g} "
+                f"(the GetRecords limit); got {reads_per_second:g}"
+            )
         self.backend = backend
         self.stream = stream
         self.interval = 1.0 / reads_per_second
@@ -55,7 +66,9 @@ class HeatSampler:
         self.drain_grace = drain_grace
         # A closed window of this stream to carry on: its history is kept, and the records that arrived
         # since it closed are read (at most HISTORY_SECONDS of them) and counted in their own seconds.
-        self._resume = resume if resume is not None and resume.stream == stream and resume.window_end is not None else None
+        self._resume = (
+            resume if resume is not None and resume.stream == stream and resume.window_end is not None else None
+        )
         self.heat: StreamHeat | None = None
         self.reads = 0
         self.throttled_reads = 0
@@ -82,22 +95,27 @@ class HeatSampler:
         shards = [shard for shard in listed if shard.is_open]
         if self._resume is not None:
             heat, closed_at = self._resume, self._resume.window_end or self.clock()
-            since = datetime.fromtimestamp(max(closed_at, self.clock() - HISTORY_SECONDS), timezone.utc)
+            since = datetime.fromtimestamp(max(closed_at, self.clock() - HISTORY_SECONDS), UTC)
             # Shards sampled before that closed meanwhile are read to their end too (children follow).
             shards += [shard for shard in listed if not shard.is_open and shard.shard_id in heat.shards]
-            iterators = await asyncio.gather(*(
-                self.backend.get_shard_iterator(self.stream, shard.shard_id, "AT_TIMESTAMP", timestamp=since)
-                for shard in shards))
+            iterators = await asyncio.gather(
+                *(
+                    self.backend.get_shard_iterator(self.stream, shard.shard_id, "AT_TIMESTAMP", timestamp=since)
+                    for shard in shards
+                )
+            )
             heat.reopen(shard for shard in shards if shard.is_open)
             self.heat = heat
         else:
             window_start = self.clock()
-            iterators = await asyncio.gather(*(
-                self.backend.get_shard_iterator(self.stream, shard.shard_id, "LATEST") for shard in shards))
+            iterators = await asyncio.gather(
+                *(self.backend.get_shard_iterator(self.stream, shard.shard_id, "LATEST") for shard in shards)
+            )
             self.heat = StreamHeat(self.stream, shards, window_start=window_start, top_capacity=self.top_capacity)
         for shard, iterator in zip(shards, iterators):
             self._tasks[shard.shard_id] = asyncio.create_task(
-                self._read_shard(shard.shard_id, iterator), name=f"heat-{self.stream}-{shard.shard_id}")
+                self._read_shard(shard.shard_id, iterator), name=f"heat-{self.stream}-{shard.shard_id}"
+            )
 
     async def stop(self, *, drain: bool = True) -> StreamHeatSnapshot | None:
         """Close the window, let each reader make its last read (if `drain`), and await them all."""
@@ -138,8 +156,9 @@ class HeatSampler:
             raise RuntimeError("sampler not started")
         return self.heat.snapshot(self.clock(), top=top, series_seconds=series_seconds)
 
-    async def snapshots(self, every: float = 1.0, *, top: int = 5,
-                        series_seconds: int = 60) -> AsyncIterator[StreamHeatSnapshot]:
+    async def snapshots(
+        self, every: float = 1.0, *, top: int = 5, series_seconds: int = 60
+    ) -> AsyncIterator[StreamHeatSnapshot]:
         """A snapshot every `every` seconds while the readers run (for a UI worker:
         `async for snapshot in sampler.snapshots(): panel.update_snapshot(snapshot)`)."""
         while self.running:
@@ -149,7 +168,7 @@ class HeatSampler:
             if self._closing.is_set():
                 return
 
-    async def __aenter__(self) -> "HeatSampler":
+    async def __aenter__(self) -> HeatSampler:
         await self.start()
         return self
 
@@ -166,11 +185,18 @@ class HeatSampler:
         assert self.heat is not None
         # Never more than MAX_READS_PER_SECOND, even for the last read right after a wake-up; the
         # slower `interval` between ordinary reads is kept here, as a pause the window's close cuts short.
-        cursor = ShardCursor(stream=self.stream, shard_id=shard_id, iterator=iterator,
-                             get_shard_iterator=self.backend.get_shard_iterator,
-                             get_records=self.backend.get_records, restart=lambda: self._at_latest(shard_id),
-                             limit=self.records_per_read, min_interval=1.0 / MAX_READS_PER_SECOND,
-                             sleep=asyncio.sleep, clock=time.monotonic)
+        cursor = ShardCursor(
+            stream=self.stream,
+            shard_id=shard_id,
+            iterator=iterator,
+            get_shard_iterator=self.backend.get_shard_iterator,
+            get_records=self.backend.get_records,
+            restart=lambda: self._at_latest(shard_id),
+            limit=self.records_per_read,
+            min_interval=1.0 / MAX_READS_PER_SECOND,
+            sleep=asyncio.sleep,
+            clock=time.monotonic,
+        )
         while True:
             if self._closing.is_set():
                 await self._last_call.wait()
@@ -202,11 +228,15 @@ class HeatSampler:
         without that, ListShards does)."""
         assert self.heat is not None
         if child_shards is None:
-            children = [shard for shard in await self.backend.all_shards(self.stream)
-                        if shard.is_open and parent_id in shard.parents]
+            children = [
+                shard
+                for shard in await self.backend.all_shards(self.stream)
+                if shard.is_open and parent_id in shard.parents
+            ]
         else:
-            children = [Shard.from_api({**raw, "ParentShardId": (raw.get("ParentShards") or [None])[0]})
-                        for raw in child_shards]
+            children = [
+                Shard.from_api({**raw, "ParentShardId": (raw.get("ParentShards") or [None])[0]}) for raw in child_shards
+            ]
         for child in children:
             if child.shard_id in self._followed or child.shard_id in self._tasks or self._closing.is_set():
                 continue
@@ -216,7 +246,8 @@ class HeatSampler:
                 return
             self.heat.add_shard(child, since=self.clock())
             self._tasks[child.shard_id] = asyncio.create_task(
-                self._read_shard(child.shard_id, iterator), name=f"heat-{self.stream}-{child.shard_id}")
+                self._read_shard(child.shard_id, iterator), name=f"heat-{self.stream}-{child.shard_id}"
+            )
 
     async def _at_latest(self, shard_id: str) -> str:
         """A fresh iterator after the old one expired (5 minutes without a read, e.g. a suspended

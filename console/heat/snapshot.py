@@ -26,8 +26,14 @@ class TopKey:
     aggregated: bool = False  # (some of) its records came out of KPL aggregates
 
     def to_json(self) -> dict:
-        return {"key": self.key, "records": self.records, "share": round(self.share, 4),
-                "guaranteed_records": self.guaranteed_records, "bytes": self.bytes, "aggregated": self.aggregated}
+        return {
+            "key": self.key,
+            "records": self.records,
+            "share": round(self.share, 4),
+            "guaranteed_records": self.guaranteed_records,
+            "bytes": self.bytes,
+            "aggregated": self.aggregated,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +60,16 @@ class SplitSuggestion:
         return f"kconsole plan split {stream} --shard {self.shard_id} --at {self.at}"
 
     def to_json(self, stream: str | None = None) -> dict:
-        doc = {"shard_id": self.shard_id, "at": str(self.at), "placed_records": self.placed_records,
-               "lower_share": round(self.lower_share, 4), "placed_by": self.placement,
-               "dominant_key": self.dominant_key, "dominant_share": round(self.dominant_share, 4),
-               "dominant_aggregated": self.dominant_aggregated}
+        doc = {
+            "shard_id": self.shard_id,
+            "at": str(self.at),
+            "placed_records": self.placed_records,
+            "lower_share": round(self.lower_share, 4),
+            "placed_by": self.placement,
+            "dominant_key": self.dominant_key,
+            "dominant_share": round(self.dominant_share, 4),
+            "dominant_aggregated": self.dominant_aggregated,
+        }
         if stream is not None:
             doc["command"] = self.command(stream)
         return doc
@@ -127,7 +139,6 @@ class ShardHeatSnapshot:
             "split": self.split.to_json(stream) if self.split else None,
             "series": list(self.series),
         }
-
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,9 +6,9 @@ even; the partition keys "1".."14" on 2 shards (3 vs 11) give 11 / 7 = 1.57.
 
 from __future__ import annotations
 
-from typing import Any
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 # Plain classes, not dataclasses: `kconsole predict` starts without importing dataclasses (and inspect).
 
@@ -21,7 +21,9 @@ class BucketCount:
         self.index = index  # position in key-space order (shards) or the suffix number
         self.count = count
         self.share = share  # of all items; 0.0 when there are none
-        self.expected_share = expected_share  # what an even spread would give this bucket (its key-space share for shards)
+        self.expected_share = (
+            expected_share  # what an even spread would give this bucket (its key-space share for shards)
+        )
 
     def __eq__(self, other: object) -> bool:
         return self.to_json() == other.to_json() if isinstance(other, BucketCount) else NotImplemented
@@ -115,8 +117,9 @@ def count_indices(indices: Iterable[int], bucket_count: int) -> list[int]:
     return [tally.get(i, 0) for i in range(bucket_count)]
 
 
-def format_distribution(dist: Distribution, *, noun: str = "keys", bucket_noun: str = "shards",
-                        bar_width: int = 30, max_rows: int = 32) -> str:
+def format_distribution(
+    dist: Distribution, *, noun: str = "keys", bucket_noun: str = "shards", bar_width: int = 30, max_rows: int = 32
+) -> str:
     """A text table with a bar per bucket and a one-line verdict. Long tables keep their busiest and
     emptiest rows, so the skew still shows."""
     buckets = list(dist.buckets)
@@ -134,7 +137,9 @@ def format_distribution(dist: Distribution, *, noun: str = "keys", bucket_noun: 
     lines = [f"{label_header:<{width}}  {noun.upper():>{count_width}}   SHARE    EVEN"]
     for b in buckets:
         bar = "#" * round(b.count / peak * bar_width)
-        lines.append(f"{b.label:<{width}}  {b.count:>{count_width}}  {b.share:6.1%}  {b.expected_share:6.1%}  {bar}".rstrip())
+        lines.append(
+            f"{b.label:<{width}}  {b.count:>{count_width}}  {b.share:6.1%}  {b.expected_share:6.1%}  {bar}".rstrip()
+        )
     if elided:
         lines.append(f"... {elided} more {bucket_noun} not shown (the busiest and the emptiest are)")
     lines.append(

@@ -34,8 +34,7 @@ def validate_partition_key(partition_key: str) -> str:
         raise BadInput("partition key must be 1 to 256 characters; got an empty key")
     if len(partition_key) > MAX_PARTITION_KEY_CHARS:
         raise BadInput(
-            f"partition key must be 1 to 256 characters; got {len(partition_key)} "
-            f"({partition_key[:20]!r}...)"
+            f"partition key must be 1 to 256 characters; got {len(partition_key)} ({partition_key[:20]!r}...)"
         )
     if not partition_key.isascii():
         check_utf8(partition_key, what="partition key")
@@ -77,7 +76,9 @@ def parse_typed_hash_key(text: str, *, what: str = "hash key") -> int:
     digits = raw[2:]
     # 2**128-1 is 32 hex digits; checked before int() so a huge input costs nothing.
     if not digits or len(digits.lstrip("0")) > 32 or not all(c in "0123456789abcdefABCDEF" for c in digits):
-        raise BadInput(f"{what} must be a hexadecimal number from 0x0 to 0x{MAX_HASH_KEY:x} (or decimal); got {raw[:80]!r}")
+        raise BadInput(
+            f"{what} must be a hexadecimal number from 0x0 to 0x{MAX_HASH_KEY:x} (or decimal); got {raw[:80]!r}"
+        )
     return parse_hash_key(int(digits, 16), what=what)
 
 
@@ -159,7 +160,7 @@ class HashRangeIndex:
         return f"HashRangeIndex(shard_ids={self.shard_ids!r})"
 
     @classmethod
-    def build(cls, shards: Iterable[tuple[str, int, int]]) -> "HashRangeIndex":
+    def build(cls, shards: Iterable[tuple[str, int, int]]) -> HashRangeIndex:
         rows = sorted(shards, key=lambda row: row[1])
         check_tiling((start, end) for _, start, end in rows)
         return cls(
@@ -169,7 +170,7 @@ class HashRangeIndex:
         )
 
     @classmethod
-    def even(cls, count: int) -> "HashRangeIndex":
+    def even(cls, count: int) -> HashRangeIndex:
         return cls.build((shard_id_for_index(i), s, e) for i, (s, e) in enumerate(even_split(count)))
 
     def __len__(self) -> int:
@@ -219,8 +220,12 @@ def predict_hash_keys(index: HashRangeIndex, partition_keys: Sequence[str]) -> t
 
 def validate_partition_keys(partition_keys: Sequence[str]) -> None:
     """validate_partition_key over many keys, in bulk when they are all short ASCII (the usual case)."""
-    if partition_keys and min(map(len, partition_keys)) >= 1 \
-            and max(map(len, partition_keys)) <= MAX_PARTITION_KEY_CHARS and all(map(str.isascii, partition_keys)):
+    if (
+        partition_keys
+        and min(map(len, partition_keys)) >= 1
+        and max(map(len, partition_keys)) <= MAX_PARTITION_KEY_CHARS
+        and all(map(str.isascii, partition_keys))
+    ):
         return
     for key in partition_keys:
         validate_partition_key(key)

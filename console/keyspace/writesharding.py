@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-import xxhash
 from typing import Any
 
-from console.keyspace.distribution import Distribution, count_indices, summarize
+import xxhash
+
 from console.errors import BadInput
+from console.keyspace.distribution import Distribution, count_indices, summarize
 from console.keyspace.hashkeys import (
     MAX_PARTITION_KEY_CHARS,
     HashRangeIndex,
@@ -39,7 +39,7 @@ def check_suffix_count(count: object) -> int:
 
 def suffix_for(partition_key: str, sort_key: str, suffix_count: int) -> int:
     """The suffix of one record: the low bits of xxh64 (seed 0) of "PK:SK"."""
-    return xxhash.xxh64_intdigest(f"{partition_key}:{sort_key}".encode("utf-8")) & (suffix_count - 1)
+    return xxhash.xxh64_intdigest(f"{partition_key}:{sort_key}".encode()) & (suffix_count - 1)
 
 
 def sharded_partition_key(partition_key: str, suffix: int) -> str:
@@ -111,8 +111,7 @@ class Spread:
         }
 
 
-def spread(partition_key: str, suffix_count: int, shards: HashRangeIndex,
-           sort_keys: Iterable[str] = ()) -> Spread:
+def spread(partition_key: str, suffix_count: int, shards: HashRangeIndex, sort_keys: Iterable[str] = ()) -> Spread:
     """Where the n sharded keys of a hot partition key land on `shards`, and how `sort_keys` spread."""
     validate_partition_key(partition_key)
     check_suffix_count(suffix_count)
@@ -125,8 +124,10 @@ def spread(partition_key: str, suffix_count: int, shards: HashRangeIndex,
 
     sharded = [sharded_partition_key(partition_key, s) for s in range(suffix_count)]
     if len(sharded[-1]) > MAX_PARTITION_KEY_CHARS:  # the longest one
-        raise BadInput(f"PK is {len(partition_key)} characters; with the suffix ':{suffix_count - 1}' the sharded "
-                       f"key would be {len(sharded[-1])}, over the {MAX_PARTITION_KEY_CHARS}-character limit")
+        raise BadInput(
+            f"PK is {len(partition_key)} characters; with the suffix ':{suffix_count - 1}' the sharded "
+            f"key would be {len(sharded[-1])}, over the {MAX_PARTITION_KEY_CHARS}-character limit"
+        )
     hash_keys = [md5_hash_key(k) for k in sharded]
     shard_index_of_suffix = [shards.index_of(h) for h in hash_keys]
 
@@ -140,16 +141,22 @@ def spread(partition_key: str, suffix_count: int, shards: HashRangeIndex,
         suffix_count=suffix_count,
         suffixes=tuple(
             SuffixPlacement(
-                suffix=s, partition_key=sharded[s], hash_key=hash_keys[s],
-                shard_id=shards.shard_ids[shard_index_of_suffix[s]], shard_index=shard_index_of_suffix[s],
+                suffix=s,
+                partition_key=sharded[s],
+                hash_key=hash_keys[s],
+                shard_id=shards.shard_ids[shard_index_of_suffix[s]],
+                shard_index=shard_index_of_suffix[s],
                 sort_keys=per_suffix[s],
             )
             for s in range(suffix_count)
         ),
         sort_keys=tuple(
             SortKeyPlacement(
-                sort_key=sk, suffix=s, partition_key=sharded[s],
-                shard_id=shards.shard_ids[shard_index_of_suffix[s]], shard_index=shard_index_of_suffix[s],
+                sort_key=sk,
+                suffix=s,
+                partition_key=sharded[s],
+                shard_id=shards.shard_ids[shard_index_of_suffix[s]],
+                shard_index=shard_index_of_suffix[s],
             )
             for sk, s in zip(sort_keys, suffix_of_sort_key)
         ),

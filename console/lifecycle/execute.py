@@ -19,8 +19,14 @@ SETTLE_WAIT_SECONDS = 60.0  # how long a read-back waits for the stream to leave
 MAY_HAVE_HAPPENED = ("applied", "unknown")
 
 
-async def apply(kinesis: Any, plan: LifecyclePlan, *, action_log: Any, who: str | None = None,
-                progress: Callable[[str], None] = lambda _text: None) -> list[Any]:
+async def apply(
+    kinesis: Any,
+    plan: LifecyclePlan,
+    *,
+    action_log: Any,
+    who: str | None = None,
+    progress: Callable[[str], None] = lambda _text: None,
+) -> list[Any]:
     """Make the plan's calls in order, waiting for ACTIVE between two calls on the same stream.
     Returns the action log's Change of each call (`reply_lost` on one means its reply was lost and
     the stream showed the change); an outcome that cannot be established raises (exit 1)."""
@@ -39,10 +45,16 @@ async def apply(kinesis: Any, plan: LifecyclePlan, *, action_log: Any, who: str 
             return lambda: _call(kinesis, plan, call.operation, call.parameters)
 
         change = await action_log.call(
-            call.operation, {"action": f"stream {plan.action}", "summary": plan.summary, "call": call.describe()},
+            call.operation,
+            {"action": f"stream {plan.action}", "summary": plan.summary, "call": call.describe()},
             lambda call=call: _call(kinesis, plan, call.operation, call.parameters),
-            stream=plan.stream, backend=kinesis.label, who=who, settle=_settler(kinesis, plan, call, before),
-            check=f"kconsole stream describe {plan.stream}", again=again)
+            stream=plan.stream,
+            backend=kinesis.label,
+            who=who,
+            settle=_settler(kinesis, plan, call, before),
+            check=f"kconsole stream describe {plan.stream}",
+            again=again,
+        )
         if change.reply_lost:
             progress(f"{call.operation}: the reply was lost; the stream shows the change")
         if change.unlogged:
@@ -141,7 +153,10 @@ def mode_switches(entries: Iterable[dict], stream: str, backend: str) -> list[fl
         if entry.get("stream") != stream or entry.get("backend") != backend:
             continue
         if entry.get("kind") == "intent":
-            if entry.get("operation") == "UpdateStreamMode" and outcomes.get(entry.get("id"), "unknown") in MAY_HAVE_HAPPENED:
+            if (
+                entry.get("operation") == "UpdateStreamMode"
+                and outcomes.get(entry.get("id"), "unknown") in MAY_HAVE_HAPPENED
+            ):
                 times.append(float(entry.get("epoch", 0)))
         elif "kind" not in entry and (entry.get("calls") or {}).get("UpdateStreamMode"):
             times.append(float(entry.get("epoch", 0)))

@@ -60,9 +60,15 @@ class LifecyclePlan:
         return "\n".join(lines)
 
     def to_json(self) -> dict:
-        return {"action": self.action, "stream": self.stream, "summary": self.summary,
-                "calls": [{"operation": c.operation, "parameters": c.parameters} for c in self.calls],
-                "consequences": list(self.consequences), "refusal": self.refusal, "noop": self.is_noop}
+        return {
+            "action": self.action,
+            "stream": self.stream,
+            "summary": self.summary,
+            "calls": [{"operation": c.operation, "parameters": c.parameters} for c in self.calls],
+            "consequences": list(self.consequences),
+            "refusal": self.refusal,
+            "noop": self.is_noop,
+        }
 
 
 def _hours(hours: int) -> str:
@@ -75,8 +81,9 @@ def _not_active(summary: StreamSummary) -> str | None:
     return None
 
 
-def plan_create(name: str, *, shards: int | None, on_demand: bool, retention_hours: int | None,
-                exists: bool) -> LifecyclePlan:
+def plan_create(
+    name: str, *, shards: int | None, on_demand: bool, retention_hours: int | None, exists: bool
+) -> LifecyclePlan:
     if on_demand:
         calls = [Call("CreateStream", {"StreamName": name, "StreamModeDetails": {"StreamMode": "ON_DEMAND"}})]
         summary = "create an on-demand stream (AWS sizes and scales the shards)"
@@ -85,10 +92,13 @@ def plan_create(name: str, *, shards: int | None, on_demand: bool, retention_hou
         shards = shards or DEFAULT_SHARDS
         calls = [Call("CreateStream", {"StreamName": name, "ShardCount": shards})]
         summary = f"create a provisioned stream of {shards} shards"
-        consequences = [f"{shards} shards: up to {shards * 1000:,} records/s and {shards} MiB/s written; "
-                        "billed per shard hour"]
+        consequences = [
+            f"{shards} shards: up to {shards * 1000:,} records/s and {shards} MiB/s written; billed per shard hour"
+        ]
     if retention_hours is not None and retention_hours != MIN_RETENTION_HOURS:
-        calls.append(Call("IncreaseStreamRetentionPeriod", {"StreamName": name, "RetentionPeriodHours": retention_hours}))
+        calls.append(
+            Call("IncreaseStreamRetentionPeriod", {"StreamName": name, "RetentionPeriodHours": retention_hours})
+        )
         consequences.append(f"retention {_hours(retention_hours)} (extended retention is billed per shard hour)")
     else:
         consequences.append(f"retention {_hours(MIN_RETENTION_HOURS)} (AWS's default)")
@@ -96,28 +106,39 @@ def plan_create(name: str, *, shards: int | None, on_demand: bool, retention_hou
     return LifecyclePlan("create", name, summary, tuple(calls), tuple(consequences), refusal)
 
 
-def plan_delete(summary: StreamSummary, *, consumers: list[str], total_shards: int | None,
-                enforce_consumer_deletion: bool) -> LifecyclePlan:
-    lost = [f"every record in it: up to {_hours(summary.retention_hours)} of data, unrecoverable",
-            f"{summary.open_shard_count} open shards" + (f" ({total_shards} with closed ones in retention)"
-                                                         if total_shards and total_shards != summary.open_shard_count
-                                                         else "")]
+def plan_delete(
+    summary: StreamSummary, *, consumers: list[str], total_shards: int | None, enforce_consumer_deletion: bool
+) -> LifecyclePlan:
+    lost = [
+        f"every record in it: up to {_hours(summary.retention_hours)} of data, unrecoverable",
+        f"{summary.open_shard_count} open shards"
+        + (
+            f" ({total_shards} with closed ones in retention)"
+            if total_shards and total_shards != summary.open_shard_count
+            else ""
+        ),
+    ]
     if consumers:
         shown = ", ".join(consumers[:10]) + (f" (+{len(consumers) - 10} more)" if len(consumers) > 10 else "")
         lost.append(f"{len(consumers)} registered consumer(s), deregistered with it: {shown}")
     else:
         lost.append("no registered (enhanced fan-out) consumers")
-    lost.append(f"its settings: {MODE_NAMES.get(summary.mode, summary.mode)} mode, encryption {summary.encryption}, "
-                "tags, enhanced monitoring")
+    lost.append(
+        f"its settings: {MODE_NAMES.get(summary.mode, summary.mode)} mode, encryption {summary.encryption}, "
+        "tags, enhanced monitoring"
+    )
     refusal = None
     if summary.status == "DELETING":
         refusal = "the stream is already being deleted"
     elif consumers and not enforce_consumer_deletion:
-        refusal = (f"the stream has {len(consumers)} registered consumer(s); AWS refuses to delete it unless "
-                   "they go too: pass --enforce-consumer-deletion")
+        refusal = (
+            f"the stream has {len(consumers)} registered consumer(s); AWS refuses to delete it unless "
+            "they go too: pass --enforce-consumer-deletion"
+        )
     call = Call("DeleteStream", {"StreamName": summary.name, "EnforceConsumerDeletion": enforce_consumer_deletion})
-    return LifecyclePlan("delete", summary.name, "delete the stream and everything in it", (call,),
-                         tuple(lost), refusal)
+    return LifecyclePlan(
+        "delete", summary.name, "delete the stream and everything in it", (call,), tuple(lost), refusal
+    )
 
 
 def plan_retention(summary: StreamSummary, hours: int) -> LifecyclePlan:
@@ -127,20 +148,25 @@ def plan_retention(summary: StreamSummary, hours: int) -> LifecyclePlan:
     params = {"StreamName": summary.name, "RetentionPeriodHours": hours}
     if hours > current:
         call = Call("IncreaseStreamRetentionPeriod", params)
-        consequences = (f"records stay readable for {_hours(hours)} instead of {_hours(current)}",
-                        "retention over 24 h is billed per shard hour (over 7 days, per GB-month stored too)")
+        consequences = (
+            f"records stay readable for {_hours(hours)} instead of {_hours(current)}",
+            "retention over 24 h is billed per shard hour (over 7 days, per GB-month stored too)",
+        )
         summary_text = f"increase retention from {_hours(current)} to {_hours(hours)}"
     else:
         call = Call("DecreaseStreamRetentionPeriod", params)
-        consequences = (f"records older than {_hours(hours)} become unreadable at once: everything written "
-                        f"between {hours} and {current} hours ago is lost to every consumer",
-                        "a consumer lagging by more than the new window loses its place (TRIM_HORIZON moves up)")
+        consequences = (
+            f"records older than {_hours(hours)} become unreadable at once: everything written "
+            f"between {hours} and {current} hours ago is lost to every consumer",
+            "a consumer lagging by more than the new window loses its place (TRIM_HORIZON moves up)",
+        )
         summary_text = f"decrease retention from {_hours(current)} to {_hours(hours)}"
     return LifecyclePlan("retention", summary.name, summary_text, (call,), consequences, _not_active(summary))
 
 
-def plan_mode(summary: StreamSummary, mode: str, *, shards: int | None, recent_switches: list[float],
-              now: float) -> LifecyclePlan:
+def plan_mode(
+    summary: StreamSummary, mode: str, *, shards: int | None, recent_switches: list[float], now: float
+) -> LifecyclePlan:
     """`recent_switches`: epoch times of mode switches seen in the stream's history (the action log);
     switches made by other tools are invisible and AWS's own check stays the last word."""
     target = MODE_NAMES[mode]
@@ -151,29 +177,40 @@ def plan_mode(summary: StreamSummary, mode: str, *, shards: int | None, recent_s
         if shards is not None and shards != summary.open_shard_count:
             consequences.append(f"for {shards} shards, rescale: kconsole plan scale {summary.name} --to {shards}")
         return LifecyclePlan("mode", summary.name, summary_text, (), tuple(consequences))
-    calls.append(Call("UpdateStreamMode", {"StreamARN": summary.arn or summary.name,
-                                           "StreamModeDetails": {"StreamMode": mode}}))
+    calls.append(
+        Call("UpdateStreamMode", {"StreamARN": summary.arn or summary.name, "StreamModeDetails": {"StreamMode": mode}})
+    )
     if mode == "ON_DEMAND":
         summary_text = f"switch {summary.name} from provisioned to on-demand"
-        consequences += ["AWS manages the shard count from now on; billing moves to per hour and per GB",
-                         f"throughput starts at the larger of {summary.open_shard_count} shards' worth and "
-                         "4 MiB/s written, then follows the traffic"]
+        consequences += [
+            "AWS manages the shard count from now on; billing moves to per hour and per GB",
+            f"throughput starts at the larger of {summary.open_shard_count} shards' worth and "
+            "4 MiB/s written, then follows the traffic",
+        ]
     else:
         count = summary.open_shard_count if shards is None else shards
         summary_text = f"switch {summary.name} from on-demand to provisioned with {count} shards"
-        consequences.append(f"the stream keeps its {summary.open_shard_count} open shards; from now on "
-                            "you scale it (billed per shard hour)")
+        consequences.append(
+            f"the stream keeps its {summary.open_shard_count} open shards; from now on "
+            "you scale it (billed per shard hour)"
+        )
         if shards is not None and shards != summary.open_shard_count:
-            calls.append(Call("UpdateShardCount", {"StreamName": summary.name, "TargetShardCount": shards,
-                                                   "ScalingType": "UNIFORM_SCALING"}))
+            calls.append(
+                Call(
+                    "UpdateShardCount",
+                    {"StreamName": summary.name, "TargetShardCount": shards, "ScalingType": "UNIFORM_SCALING"},
+                )
+            )
             consequences.append(f"then rescaled from {summary.open_shard_count} to {shards} shards once ACTIVE")
     recent = sorted(t for t in recent_switches if now - t < MODE_SWITCH_WINDOW_SECONDS)
     refusal = _not_active(summary)
     if refusal is None and len(recent) >= MODE_SWITCHES_PER_WINDOW:
         last = datetime.fromtimestamp(recent[-1], UTC)
         allowed = datetime.fromtimestamp(recent[-MODE_SWITCHES_PER_WINDOW] + MODE_SWITCH_WINDOW_SECONDS, UTC)
-        refusal = (f"the capacity mode was switched at {last:%Y-%m-%d %H:%M} UTC (action log); AWS allows "
-                   f"one switch per 24 hours: next at {allowed:%Y-%m-%d %H:%M} UTC")
+        refusal = (
+            f"the capacity mode was switched at {last:%Y-%m-%d %H:%M} UTC (action log); AWS allows "
+            f"one switch per 24 hours: next at {allowed:%Y-%m-%d %H:%M} UTC"
+        )
     return LifecyclePlan("mode", summary.name, summary_text, tuple(calls), tuple(consequences), refusal)
 
 
@@ -184,17 +221,27 @@ def plan_encryption(summary: StreamSummary, kms_key: str | None, *, current_key:
         if summary.encryption == "NONE":
             return LifecyclePlan("encryption", summary.name, "encryption is already off")
         call = Call("StopStreamEncryption", {**params, "KeyId": current_key or AWS_MANAGED_KMS_KEY})
-        return LifecyclePlan("encryption", summary.name, "turn server-side encryption off", (call,),
-                             ("records written from now on are stored unencrypted; records already there "
-                              "stay encrypted until they expire",), _not_active(summary))
+        return LifecyclePlan(
+            "encryption",
+            summary.name,
+            "turn server-side encryption off",
+            (call,),
+            (
+                "records written from now on are stored unencrypted; records already there "
+                "stay encrypted until they expire",
+            ),
+            _not_active(summary),
+        )
     if summary.encryption == "KMS" and current_key == kms_key:
         return LifecyclePlan("encryption", summary.name, f"already encrypted with {kms_key}")
     call = Call("StartStreamEncryption", {**params, "KeyId": kms_key})
-    consequences = ["records written from now on are encrypted with this key; records already there stay as "
-                    "they were written",
-                    "producers need kms:GenerateDataKey and consumers kms:Decrypt on the key"]
+    consequences = [
+        "records written from now on are encrypted with this key; records already there stay as they were written",
+        "producers need kms:GenerateDataKey and consumers kms:Decrypt on the key",
+    ]
     if kms_key != AWS_MANAGED_KMS_KEY:
         consequences.append("a customer-managed key is billed by KMS per request")
     verb = "change the encryption key" if summary.encryption == "KMS" else "turn server-side encryption on"
-    return LifecyclePlan("encryption", summary.name, f"{verb}: KMS key {kms_key}", (call,), tuple(consequences),
-                         _not_active(summary))
+    return LifecyclePlan(
+        "encryption", summary.name, f"{verb}: KMS key {kms_key}", (call,), tuple(consequences), _not_active(summary)
+    )

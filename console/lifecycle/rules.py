@@ -25,19 +25,27 @@ def parse_shard_count(text: object, *, option: str = "--shards") -> int:
 
 def check_retention_hours(hours: object, *, option: str = "--hours") -> int:
     value = str(hours).strip()
-    if not (value.isascii() and value.isdigit()) or len(value) > 6 or \
-            not MIN_RETENTION_HOURS <= int(value) <= MAX_RETENTION_HOURS:
+    if (
+        not (value.isascii() and value.isdigit())
+        or len(value) > 6
+        or not MIN_RETENTION_HOURS <= int(value) <= MAX_RETENTION_HOURS
+    ):
         shown = value if len(value) <= 30 else value[:30] + "..."
-        raise BadInput(f"{option} must be a whole number of hours from {MIN_RETENTION_HOURS} to "
-                       f"{MAX_RETENTION_HOURS} (365 days); got {shown!r}", code="bad_retention")
+        raise BadInput(
+            f"{option} must be a whole number of hours from {MIN_RETENTION_HOURS} to "
+            f"{MAX_RETENTION_HOURS} (365 days); got {shown!r}",
+            code="bad_retention",
+        )
     return int(value)
 
 
 def check_kms_key(key: str) -> str:
     key = (key or "").strip()
     if not 1 <= len(key) <= MAX_KMS_KEY_LENGTH or any(ch.isspace() or not ch.isprintable() for ch in key):
-        raise BadInput("--kms-key must be a KMS key alias (alias/...), key id or ARN of 1 to 2048 "
-                       "characters without spaces", code="bad_kms_key")
+        raise BadInput(
+            "--kms-key must be a KMS key alias (alias/...), key id or ARN of 1 to 2048 characters without spaces",
+            code="bad_kms_key",
+        )
     return key
 
 

@@ -65,9 +65,15 @@ OPERATIONS: dict[str, Callable[[Any, dict], Awaitable[Any]]] = {
 }
 
 
-async def apply_setting(kinesis: Any, plan: LifecyclePlan, *, action_log: Any, who: str | None = None,
-                        log_fields: dict | None = None,
-                        progress: Callable[[str], None] = lambda _text: None) -> list[Any]:
+async def apply_setting(
+    kinesis: Any,
+    plan: LifecyclePlan,
+    *,
+    action_log: Any,
+    who: str | None = None,
+    log_fields: dict | None = None,
+    progress: Callable[[str], None] = lambda _text: None,
+) -> list[Any]:
     """Make the plan's calls in order, each through the action log (`log.call`): the intent is on disk
     before the call (no log, no call), its outcome after; a lost reply is settled by reading back what
     the call changes, never by sending it again. The answers come back in order. `log_fields` go into
@@ -81,10 +87,22 @@ async def apply_setting(kinesis: Any, plan: LifecyclePlan, *, action_log: Any, w
         async def make(call: Call = call, answered: list[Any] = answered) -> None:
             answered.append(await OPERATIONS[call.operation](kinesis, call.parameters))
 
-        logged = {"action": logged_action(plan, call), "summary": plan.summary, "call": call.describe(),
-                  **(log_fields or {})}
-        change = await action_log.call(call.operation, logged, make, stream=plan.stream, backend=kinesis.label,
-                                       who=who, settle=_settler(kinesis, call), check=_check(plan, call))
+        logged = {
+            "action": logged_action(plan, call),
+            "summary": plan.summary,
+            "call": call.describe(),
+            **(log_fields or {}),
+        }
+        change = await action_log.call(
+            call.operation,
+            logged,
+            make,
+            stream=plan.stream,
+            backend=kinesis.label,
+            who=who,
+            settle=_settler(kinesis, call),
+            check=_check(plan, call),
+        )
         if change.reply_lost:
             progress(f"{call.operation}: the reply was lost; the stream shows the change")
         if change.unlogged:
@@ -140,8 +158,9 @@ def _settler(kinesis: Any, call: Call) -> Callable[[], Awaitable[tuple[bool | No
         if operation == "CreateChannel":
             found = any(c.get("ChannelName") == params["ChannelName"] for c in channels)
             return found, f"channel {params['ChannelName']} " + ("exists" if found else "does not exist")
-        gone = all(c.get("ChannelARN") != params["ChannelARN"] or c.get("ChannelStatus") == "DELETING"
-                   for c in channels)
+        gone = all(
+            c.get("ChannelARN") != params["ChannelARN"] or c.get("ChannelStatus") == "DELETING" for c in channels
+        )
         return gone, "the channel is gone" if gone else "the channel is still there"
 
     return settle

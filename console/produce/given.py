@@ -112,14 +112,26 @@ def check_against_stream(parsed: ParsedLines, *, stream: str, max_record_bytes: 
         size = record.size
         if size > max_record_bytes:
             raise_to = min(10240, -(-size // 1024))
-            parsed.problems.append(LineProblem(record.line, (
-                f"record is {size:,} bytes (data plus partition key); stream {stream} takes at most "
-                f"{max_record_bytes:,} ({format_kib(limit_kib)}): raise it with "
-                f"`kconsole stream max-record-size {stream} --kib {raise_to}`")))
+            parsed.problems.append(
+                LineProblem(
+                    record.line,
+                    (
+                        f"record is {size:,} bytes (data plus partition key); stream {stream} takes at most "
+                        f"{max_record_bytes:,} ({format_kib(limit_kib)}): raise it with "
+                        f"`kconsole stream max-record-size {stream} --kib {raise_to}`"
+                    ),
+                )
+            )
         elif record.key is None and not auto_distribution:
-            parsed.problems.append(LineProblem(record.line, (
-                f"no partition key; stream {stream} places records by key (USER_PARTITION_KEY), so each needs "
-                f"one (`kconsole stream distribution {stream} auto` lets Kinesis spread keyless records)")))
+            parsed.problems.append(
+                LineProblem(
+                    record.line,
+                    (
+                        f"no partition key; stream {stream} places records by key (USER_PARTITION_KEY), so each needs "
+                        f"one (`kconsole stream distribution {stream} auto` lets Kinesis spread keyless records)"
+                    ),
+                )
+            )
         else:
             kept.append(record)
     parsed.records = kept
@@ -151,8 +163,9 @@ def _key_text(value: Any, what: str) -> str:
         raise _Problem(error.message) from None
 
 
-def parse_line(number: int, raw: bytes | str, *, key_field: str | None,
-               explicit_hash_key_field: str | None, no_key: bool = False) -> GivenRecord:
+def parse_line(
+    number: int, raw: bytes | str, *, key_field: str | None, explicit_hash_key_field: str | None, no_key: bool = False
+) -> GivenRecord:
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError as error:
@@ -169,12 +182,15 @@ def parse_line(number: int, raw: bytes | str, *, key_field: str | None,
         key, data = None, text.strip().encode("utf-8")
     elif key_field is None:
         if "data" not in document:
-            raise _Problem("no 'data' field (give {\"key\": ..., \"data\": ...}, {\"data\": ...} for a keyless "
-                           "record, or name the key with --key-field)")
+            raise _Problem(
+                'no \'data\' field (give {"key": ..., "data": ...}, {"data": ...} for a keyless '
+                "record, or name the key with --key-field)"
+            )
         key = _key_text(document["key"], "key") if "key" in document else None
         payload = document["data"]
-        data = (payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"),
-                                                                     ensure_ascii=False)).encode("utf-8")
+        data = (
+            payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+        ).encode("utf-8")
     else:
         try:
             value = _field(document, key_field)
@@ -195,37 +211,54 @@ def parse_line(number: int, raw: bytes | str, *, key_field: str | None,
         raise _Problem("an explicit hash key needs a partition key (AUTO streams ignore both)")
     record = GivenRecord(number, key, data, explicit)
     if record.size > LARGEST_RECORD_BYTES:
-        raise _Problem(f"record is {record.size:,} bytes (data plus partition key); AWS allows at most "
-                       f"{LARGEST_RECORD_BYTES:,} (10 MiB) on any stream")
+        raise _Problem(
+            f"record is {record.size:,} bytes (data plus partition key); AWS allows at most "
+            f"{LARGEST_RECORD_BYTES:,} (10 MiB) on any stream"
+        )
     return record
 
 
-def parse_json_lines(lines: Iterable[bytes | str | OverlongLine], *, key_field: str | None = None,
-                     explicit_hash_key_field: str | None = None, no_key: bool = False) -> ParsedLines:
+def parse_json_lines(
+    lines: Iterable[bytes | str | OverlongLine],
+    *,
+    key_field: str | None = None,
+    explicit_hash_key_field: str | None = None,
+    no_key: bool = False,
+) -> ParsedLines:
     """Every line checked; the records and, separately, each bad line with its number."""
     parsed = ParsedLines()
     explicit_of: dict[str, tuple[int | None, int]] = {}  # key -> (its explicit hash key, first line)
     for number, raw in enumerate(lines, 1):
         if isinstance(raw, OverlongLine):
-            parsed.problems.append(LineProblem(number, f"line is {raw.length:,} bytes: too long to hold a record "
-                                                       f"of at most {LARGEST_RECORD_BYTES:,} bytes (10 MiB)"))
+            parsed.problems.append(
+                LineProblem(
+                    number,
+                    f"line is {raw.length:,} bytes: too long to hold a record "
+                    f"of at most {LARGEST_RECORD_BYTES:,} bytes (10 MiB)",
+                )
+            )
             continue
         if not raw.strip():
             parsed.blank += 1
             continue
         try:
-            record = parse_line(number, raw, key_field=key_field, explicit_hash_key_field=explicit_hash_key_field,
-                                no_key=no_key)
+            record = parse_line(
+                number, raw, key_field=key_field, explicit_hash_key_field=explicit_hash_key_field, no_key=no_key
+            )
             first = explicit_of.setdefault(ledger_key(record), (record.explicit_hash_key, number))
             if first[0] != record.explicit_hash_key:
-                raise _Problem(f"key {ledger_key(record)[:40]!r} has explicit hash key {record.explicit_hash_key} here but "
-                               f"{first[0]} on line {first[1]}: one key's records must share a placement to "
-                               "keep their order")
+                raise _Problem(
+                    f"key {ledger_key(record)[:40]!r} has explicit hash key {record.explicit_hash_key} here but "
+                    f"{first[0]} on line {first[1]}: one key's records must share a placement to "
+                    "keep their order"
+                )
         except _Problem as problem:
             parsed.problems.append(LineProblem(number, str(problem)))
             continue
         if len(parsed.records) >= MAX_GIVEN_RECORDS:
-            raise BadInput(f"more than {MAX_GIVEN_RECORDS:,} records in one put; split the input", code="too_many_records")
+            raise BadInput(
+                f"more than {MAX_GIVEN_RECORDS:,} records in one put; split the input", code="too_many_records"
+            )
         parsed.records.append(record)
     return parsed
 

@@ -18,7 +18,7 @@ from console.produce.testrecords import encode_record
 class PendingRecord:
     """One record on its way: built once, resent byte for byte until acknowledged."""
 
-    key: "KeyState"
+    key: KeyState
     seq: int
     data: bytes
     sent_at: float  # epoch
@@ -58,9 +58,16 @@ class RecordLedger:
     """Every key's records from first build to acknowledgement, and the run's counts of them: what
     is sent, in flight, acknowledged, retried after a backoff or abandoned."""
 
-    def __init__(self, settings: ProducerSettings, result: ProduceResult, meter: ProgressMeter, *,
-                 clock: Callable[[], float], wall_clock: Callable[[], float],
-                 on_mismatch: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        settings: ProducerSettings,
+        result: ProduceResult,
+        meter: ProgressMeter,
+        *,
+        clock: Callable[[], float],
+        wall_clock: Callable[[], float],
+        on_mismatch: Callable[[str], None],
+    ) -> None:
         self.settings = settings
         self.result = result
         self._meter = meter
@@ -94,8 +101,9 @@ class RecordLedger:
         return record
 
     def has_untaken(self, key: KeyState) -> bool:
-        return not key.abandoned and (key.next_seq < key.record_count
-                                      or any(not record.in_request for record in key.pending))
+        return not key.abandoned and (
+            key.next_seq < key.record_count or any(not record.in_request for record in key.pending)
+        )
 
     def take(self, record: PendingRecord, predicted: str | None) -> None:
         """The record goes into a request now."""
@@ -123,8 +131,9 @@ class RecordLedger:
         key.learned_shard = shard_id
         key.last_sequence_number = sequence_number
         result = self.result
-        result.acks[(key.name, record.seq)] = Ack(shard_id, sequence_number, record.first_predicted or record.predicted,
-                                                  record.sent_at, wall)
+        result.acks[(key.name, record.seq)] = Ack(
+            shard_id, sequence_number, record.first_predicted or record.predicted, record.sent_at, wall
+        )
         self._meter.count_ack(shard_id)
         number = int(sequence_number)
         first = result.first_acks.get(shard_id)
@@ -136,8 +145,7 @@ class RecordLedger:
                 result.mismatches.append(ShardMismatch(key.name, record.seq, record.predicted, shard_id))
             self._on_mismatch(record.predicted)
 
-    def acknowledge_all(self, records: list[PendingRecord], shard_id: str, sequence_number: str,
-                        wall: float) -> None:
+    def acknowledge_all(self, records: list[PendingRecord], shard_id: str, sequence_number: str, wall: float) -> None:
         """One put answered for several records of one Kinesis record (a KPL aggregate): all landed on
         `shard_id` at `sequence_number`, as predicted (the caller has checked the prediction)."""
         acks = self.result.acks
@@ -163,16 +171,18 @@ class RecordLedger:
             if (record.first_predicted or record.predicted) == predicted:
                 acks[(key.name, record.seq)] = shared
             else:
-                acks[(key.name, record.seq)] = Ack(shard_id, sequence_number,
-                                                   record.first_predicted or record.predicted, record.sent_at, wall)
+                acks[(key.name, record.seq)] = Ack(
+                    shard_id, sequence_number, record.first_predicted or record.predicted, record.sent_at, wall
+                )
         self._meter.count_ack(shard_id, len(records))
         number = int(sequence_number)
         first_ack = self.result.first_acks.get(shard_id)
         if first_ack is None or number < first_ack[0]:
             self.result.first_acks[shard_id] = (number, wall)
 
-    def retry_all(self, batch: list[PendingRecord], reason: str, requeue: Requeue, *, outcome_known: bool,
-                  sent_wall: float) -> None:
+    def retry_all(
+        self, batch: list[PendingRecord], reason: str, requeue: Requeue, *, outcome_known: bool, sent_wall: float
+    ) -> None:
         """The whole request failed: retry every record in it, counting possible duplicates when
         the request may have been written anyway."""
         if not outcome_known:

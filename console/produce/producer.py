@@ -35,8 +35,8 @@ from typing import Any, Protocol
 
 from console.errors import (
     AccessDenied,
-    BadInput,
     BackendError,
+    BadInput,
     EndpointUnreachable,
     LimitExceeded,
     NoCredentials,
@@ -46,6 +46,7 @@ from console.errors import (
     Throttled,
 )
 from console.keyspace.hashkeys import hash_key_for
+from console.produce.ledger import KeyState, PendingRecord, RecordLedger, Requeue
 from console.produce.pacing import PacingLimits, ShardPacer, TokenBucket
 from console.produce.report import (
     ProduceResult,
@@ -53,7 +54,6 @@ from console.produce.report import (
     ProgressCallback,
     ProgressMeter,
 )
-from console.produce.ledger import KeyState, PendingRecord, RecordLedger, Requeue
 from console.produce.settings import ProducerSettings
 from console.produce.testrecords import ledger_key, partition_key_for
 from console.topology.model import put_records_entry
@@ -82,21 +82,25 @@ class ShardPredictor(Protocol):
     def invalidate(self, seen_at: float, predicted_shard: str | None) -> Any: ...
 
 
-
 class OrderedProducer:
     """Produce one run of test records. Construct, then `await run()` once."""
 
-    def __init__(self, stream: str, settings: ProducerSettings, *,
-                 put_records: PutRecords | None = None,
-                 put_record: PutRecord | None = None,
-                 shard_map: ShardPredictor | None = None,
-                 explicit_hash_key_source: Callable[[int], Sequence[int]] | None = None,
-                 records: Sequence[Any] | None = None,
-                 on_progress: ProgressCallback | None = None,
-                 progress_interval: float = 0.25,
-                 clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time,
-                 map_clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        stream: str,
+        settings: ProducerSettings,
+        *,
+        put_records: PutRecords | None = None,
+        put_record: PutRecord | None = None,
+        shard_map: ShardPredictor | None = None,
+        explicit_hash_key_source: Callable[[int], Sequence[int]] | None = None,
+        records: Sequence[Any] | None = None,
+        on_progress: ProgressCallback | None = None,
+        progress_interval: float = 0.25,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        map_clock: Callable[[], float] | None = None,
+    ) -> None:
         self.settings = settings = settings.validated()
         if settings.mode == "batch" and put_records is None:
             raise BadInput("batch mode needs a put_records transport")
@@ -111,23 +115,28 @@ class OrderedProducer:
         self._progress_interval = progress_interval
         self._clock = clock
         self._wall = wall_clock
-        self._pacer = ShardPacer(PacingLimits(settings.shard_records_per_second, settings.shard_bytes_per_second,
-                                              enabled=settings.pacing))
-        self._rate = TokenBucket(settings.rate, burst=max(1.0, settings.rate / 10), now=clock()) if settings.rate else None
-        self._keys = (self._keys_of(records) if records is not None
-                      else self._make_keys(explicit_hash_key_source))
+        self._pacer = ShardPacer(
+            PacingLimits(settings.shard_records_per_second, settings.shard_bytes_per_second, enabled=settings.pacing)
+        )
+        self._rate = (
+            TokenBucket(settings.rate, burst=max(1.0, settings.rate / 10), now=clock()) if settings.rate else None
+        )
+        self._keys = self._keys_of(records) if records is not None else self._make_keys(explicit_hash_key_source)
         # Keys whose shard's pace is spent wait here, off the ready queue, until `_unpark` says the
         # shard has tokens again; only then are they looked at.
         self._parked: dict[str, list[KeyState]] = {}
         self._unpark: list[tuple[float, str]] = []
         self._rate_resumes = 0.0  # when the run's own rate, once spent, is asked again
         self.result = ProduceResult(settings, stream, started_at=wall_clock(), finished_at=wall_clock())
-        self.result.explicit_hash_keys = {k.name: k.explicit_hash_key for k in self._keys
-                                          if k.explicit_hash_key is not None}
-        self._meter = ProgressMeter(settings, self.result, self._pacer, clock=clock, on_progress=on_progress,
-                                    interval=progress_interval)
-        self._ledger = RecordLedger(settings, self.result, self._meter, clock=clock, wall_clock=wall_clock,
-                                    on_mismatch=self._invalidate)
+        self.result.explicit_hash_keys = {
+            k.name: k.explicit_hash_key for k in self._keys if k.explicit_hash_key is not None
+        }
+        self._meter = ProgressMeter(
+            settings, self.result, self._pacer, clock=clock, on_progress=on_progress, interval=progress_interval
+        )
+        self._ledger = RecordLedger(
+            settings, self.result, self._meter, clock=clock, wall_clock=wall_clock, on_mismatch=self._invalidate
+        )
         self._meter.give_up_after = settings.unanswered_give_up
         self._last_answer = clock()
         self._ran = False
@@ -146,9 +155,16 @@ class OrderedProducer:
         keys = []
         for index in range(settings.keys):
             name = partition_key_for(settings.run_id, index)
-            keys.append(KeyState(name, hash_key_for(name, explicit[index]), explicit[index],
-                                 len(name.encode()) if settings.send_keys else 0,
-                                 record_count=settings.records_per_key, send_key=settings.send_keys))
+            keys.append(
+                KeyState(
+                    name,
+                    hash_key_for(name, explicit[index]),
+                    explicit[index],
+                    len(name.encode()) if settings.send_keys else 0,
+                    record_count=settings.records_per_key,
+                    send_key=settings.send_keys,
+                )
+            )
         return keys
 
     @staticmethod
@@ -162,9 +178,14 @@ class OrderedProducer:
             key = keys.get(name)
             if key is None:
                 sent = record.key is not None
-                key = keys[name] = KeyState(name, hash_key_for(name, record.explicit_hash_key),
-                                            record.explicit_hash_key, len(name.encode()) if sent else 0,
-                                            payloads=[], send_key=sent)
+                key = keys[name] = KeyState(
+                    name,
+                    hash_key_for(name, record.explicit_hash_key),
+                    record.explicit_hash_key,
+                    len(name.encode()) if sent else 0,
+                    payloads=[],
+                    send_key=sent,
+                )
             key.payloads.append(record.data)  # type: ignore[union-attr]  # given keys are built with a list above
             key.record_count += 1
         return list(keys.values())
@@ -346,8 +367,12 @@ class OrderedProducer:
         return batch, wait_hint
 
     async def _send_batch(self, batch: list[PendingRecord], requeue: Requeue) -> None:
-        entries = [put_records_entry(record.data, record.key.name if record.key.send_key else None,
-                                     record.key.explicit_hash_key) for record in batch]
+        entries = [
+            put_records_entry(
+                record.data, record.key.name if record.key.send_key else None, record.key.explicit_hash_key
+            )
+            for record in batch
+        ]
         response = await self._put(entries, batch, lambda: {self._predict(r.key) for r in batch}, requeue)
         if response is None:
             return
@@ -370,8 +395,13 @@ class OrderedProducer:
             if id(record) not in failed_ids:
                 requeue(record.key, now)
 
-    async def _put(self, entries: list[dict[str, Any]], batch: list[PendingRecord], shards: Callable[[], set[str | None]],
-                   requeue: Requeue) -> dict[str, Any] | None:
+    async def _put(
+        self,
+        entries: list[dict[str, Any]],
+        batch: list[PendingRecord],
+        shards: Callable[[], set[str | None]],
+        requeue: Requeue,
+    ) -> dict[str, Any] | None:
         """One PutRecords request for `entries`, carrying the records of `batch` (to the shards paced
         against, which `shards()` names when a throttle needs them). A failure of the whole request is
         settled here (each record retried, refused or the run stopped) and None returned; otherwise
@@ -407,8 +437,13 @@ class OrderedProducer:
         results = response.get("Records") or []
         if len(results) != len(entries):
             # A malformed answer says nothing trustworthy about any record in it.
-            self._ledger.retry_all(batch, f"PutRecords answered {len(results)} results for {len(entries)} records",
-                                   requeue, outcome_known=False, sent_wall=sent_wall)
+            self._ledger.retry_all(
+                batch,
+                f"PutRecords answered {len(results)} results for {len(entries)} records",
+                requeue,
+                outcome_known=False,
+                sent_wall=sent_wall,
+            )
             return None
         return response
 
@@ -475,9 +510,12 @@ class OrderedProducer:
                 sent_wall = self._wall()
                 try:
                     response = await self._put_record(  # type: ignore[misc]  # sequential mode has it (__init__)
-                        self.stream, record.data, key.name if key.send_key else None,
+                        self.stream,
+                        record.data,
+                        key.name if key.send_key else None,
                         explicit_hash_key=key.explicit_hash_key,
-                        sequence_number_for_ordering=key.last_sequence_number)
+                        sequence_number_for_ordering=key.last_sequence_number,
+                    )
                 except _FATAL as error:
                     self._stop(str(error))
                     return
@@ -495,7 +533,9 @@ class OrderedProducer:
                     if isinstance(error, _THROTTLED):
                         self._pacer.throttled(shard, self._clock())
                         self.result.throttled += 1
-                    self._ledger.retry_all([record], str(error), lambda *_: None, outcome_known=known, sent_wall=sent_wall)
+                    self._ledger.retry_all(
+                        [record], str(error), lambda *_: None, outcome_known=known, sent_wall=sent_wall
+                    )
                     if key.abandoned:
                         return
                     await asyncio.sleep(settings.retry_delay(record.attempts))

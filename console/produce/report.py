@@ -143,7 +143,6 @@ class ProduceResult:
         }
 
 
-
 ProgressCallback = Callable[[ProducerProgress], None]
 
 
@@ -151,8 +150,16 @@ class ProgressMeter:
     """Counts acknowledgements per shard and turns the run's counters into ProducerProgress
     snapshots, handed to the callback at most once per `interval` seconds."""
 
-    def __init__(self, settings: ProducerSettings, result: ProduceResult, pacer: ShardPacer, *,
-                 clock: Callable[[], float], on_progress: ProgressCallback | None, interval: float) -> None:
+    def __init__(
+        self,
+        settings: ProducerSettings,
+        result: ProduceResult,
+        pacer: ShardPacer,
+        *,
+        clock: Callable[[], float],
+        on_progress: ProgressCallback | None,
+        interval: float,
+    ) -> None:
         self._settings = settings
         self._result = result
         self._pacer = pacer
@@ -160,7 +167,11 @@ class ProgressMeter:
         self._on_progress = on_progress
         self._interval = interval
         self._shard_acks: dict[str, int] = {}
-        self._last_progress: tuple[float, int, dict[str, int]] = (0.0, 0, {})  # (time, acked, per-shard acked) at the last report
+        self._last_progress: tuple[float, int, dict[str, int]] = (
+            0.0,
+            0,
+            {},
+        )  # (time, acked, per-shard acked) at the last report
         self._next_report = 0.0
         self._started = 0.0
         self._failing: tuple[str, float] | None = None  # (latest failure, since when) while calls fail
@@ -192,17 +203,30 @@ class ProgressMeter:
         span = max(now - last_time, 1e-6)
         result = self._result
         shards = {
-            shard: ShardProgress(count, (count - last_shards.get(shard, 0)) / span,
-                                 self._pacer.throttle_count(shard), self._pacer.scale_of(shard))
+            shard: ShardProgress(
+                count,
+                (count - last_shards.get(shard, 0)) / span,
+                self._pacer.throttle_count(shard),
+                self._pacer.scale_of(shard),
+            )
             for shard, count in sorted(self._shard_acks.items())
         }
         progress = ProducerProgress(
-            run_id=self._settings.run_id, total=self._settings.total, sent=result.sent,
-            acknowledged=result.acknowledged, retries=result.retries, throttled=result.throttled,
-            possible_duplicates=result.possible_duplicates, failed=len(result.failed),
-            shard_mismatches=result.mismatch_count, elapsed=now - self._started,
-            records_per_second=(result.acknowledged - last_acked) / span, shards=shards, done=done,
-            failing=self._failing_text(now))
+            run_id=self._settings.run_id,
+            total=self._settings.total,
+            sent=result.sent,
+            acknowledged=result.acknowledged,
+            retries=result.retries,
+            throttled=result.throttled,
+            possible_duplicates=result.possible_duplicates,
+            failed=len(result.failed),
+            shard_mismatches=result.mismatch_count,
+            elapsed=now - self._started,
+            records_per_second=(result.acknowledged - last_acked) / span,
+            shards=shards,
+            done=done,
+            failing=self._failing_text(now),
+        )
         self._last_progress = (now, result.acknowledged, dict(self._shard_acks))
         return progress
 

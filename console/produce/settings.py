@@ -45,8 +45,9 @@ class ProducerSettings:
     max_record_bytes: int = MAX_RECORD_BYTES
     send_keys: bool = True  # False: records go without PartitionKey (an AUTO stream spreads them)
 
-    def validated(self) -> "ProducerSettings":
+    def validated(self) -> ProducerSettings:
         """Check the numbers (BadInput, one line, for the CLI and the panel) and fill in a run id."""
+
         def whole(name: str, value: Any, low: int, high: int) -> None:
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise BadInput(f"{name} must be a whole number from {low} to {high}; got {value!r}")
@@ -66,8 +67,10 @@ class ProducerSettings:
             raise BadInput(f"mode must be batch or sequential; got {self.mode!r}")
         if self.explicit_hash_keys not in ("none", "keytree"):
             raise BadInput(f"explicit hash keys must come from 'none' or 'keytree'; got {self.explicit_hash_keys!r}")
-        for name, seconds in (("give-up time per record", self.give_up_after),
-                              ("give-up time without answers (--give-up-after)", self.unanswered_give_up)):
+        for name, seconds in (
+            ("give-up time per record", self.give_up_after),
+            ("give-up time without answers (--give-up-after)", self.unanswered_give_up),
+        ):
             if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= MAX_GIVE_UP:
                 raise BadInput(f"{name} must be more than 0 and at most {MAX_GIVE_UP:g} seconds; got {seconds!r}")
         if self.rate is not None and not (isinstance(self.rate, (int, float)) and self.rate > 0):
@@ -82,7 +85,6 @@ class ProducerSettings:
     @property
     def total(self) -> int:
         return self.record_total if self.record_total is not None else self.keys * self.records_per_key
-
 
     def retry_delay(self, attempts: int) -> float:
         """Seconds to wait before the next attempt of a record tried `attempts` times: exponential

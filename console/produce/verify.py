@@ -31,10 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from console.errors import BackendError, ConsoleError, Throttled
-from console.topology.model import Shard
 from console.produce.report import ProduceResult
-from console.read.cursor import ShardCursor
-from console.read.decoding import MAGIC, MalformedAggregate, user_records
 from console.produce.testrecords import decode
 from console.produce.verify_analysis import (
     ReadCopy,
@@ -43,6 +40,9 @@ from console.produce.verify_analysis import (
     VerificationReport,
     analyse,
 )
+from console.read.cursor import ShardCursor
+from console.read.decoding import MAGIC, MalformedAggregate, user_records
+from console.topology.model import Shard
 
 
 @dataclass
@@ -65,14 +65,18 @@ IN_FLIGHT_TIMEOUTS = 2.5
 class Verifier:
     """Reads a run back through injected backend calls and builds a VerificationReport."""
 
-    def __init__(self, *, all_shards: Callable[[str], Awaitable[list[Shard]]],
-                 get_shard_iterator: Callable[..., Awaitable[str]],
-                 get_records: Callable[..., Awaitable[dict[str, Any]]],
-                 settings: ReadSettings | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 identify: Callable[[ProduceResult, dict[str, Any]], Any] | None = None,
-                 wall_clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        *,
+        all_shards: Callable[[str], Awaitable[list[Shard]]],
+        get_shard_iterator: Callable[..., Awaitable[str]],
+        get_records: Callable[..., Awaitable[dict[str, Any]]],
+        settings: ReadSettings | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        identify: Callable[[ProduceResult, dict[str, Any]], Any] | None = None,
+        wall_clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
         self._all_shards = all_shards
         # Which of the run's records a read record is (something with key, seq and sent_at), or None:
         # by default the test-record header; given records are matched by their key and bytes.
@@ -85,10 +89,19 @@ class Verifier:
         self._sleep = sleep
 
     @classmethod
-    def for_backend(cls, kinesis: Any, settings: ReadSettings | None = None,
-                    identify: Callable[[ProduceResult, dict[str, Any]], Any] | None = None) -> "Verifier":
-        return cls(all_shards=kinesis.all_shards, get_shard_iterator=kinesis.get_shard_iterator,
-                   get_records=kinesis.get_records, settings=settings, identify=identify)
+    def for_backend(
+        cls,
+        kinesis: Any,
+        settings: ReadSettings | None = None,
+        identify: Callable[[ProduceResult, dict[str, Any]], Any] | None = None,
+    ) -> Verifier:
+        return cls(
+            all_shards=kinesis.all_shards,
+            get_shard_iterator=kinesis.get_shard_iterator,
+            get_records=kinesis.get_records,
+            settings=settings,
+            identify=identify,
+        )
 
     def in_flight_wait(self, run: ProduceResult) -> float:
         """Seconds to wait before reading: until the latest request of unknown outcome can no longer land."""
@@ -105,8 +118,10 @@ class Verifier:
             async with asyncio.timeout(self.settings.timeout):
                 lineage = ShardLineage(await self._call(self._all_shards, run.stream))
         except TimeoutError:
-            raise BackendError(f"listing the shards of {run.stream} did not finish within "
-                               f"{self.settings.timeout:g} s", code="verify_timeout") from None
+            raise BackendError(
+                f"listing the shards of {run.stream} did not finish within {self.settings.timeout:g} s",
+                code="verify_timeout",
+            ) from None
         plan = self._plan(run, lineage)
         copies: list[ReadCopy] = []
         reads: dict[str, ShardRead] = {}
@@ -129,8 +144,10 @@ class Verifier:
                     for shard_id in sorted(plan, key=lineage.order.__getitem__):
                         group.create_task(read(shard_id))
         except TimeoutError:
-            raise BackendError(f"read-back of run {run.run_id} did not finish within {self.settings.timeout:g} s",
-                               code="verify_timeout") from None
+            raise BackendError(
+                f"read-back of run {run.run_id} did not finish within {self.settings.timeout:g} s",
+                code="verify_timeout",
+            ) from None
         except BaseExceptionGroup as group_error:
             raise group_error.exceptions[0] from None
         elapsed = self._clock() - started
@@ -168,24 +185,38 @@ class Verifier:
                 return True
         return False
 
-    async def _read_shard(self, run: ProduceResult, lineage: ShardLineage, shard_id: str,
-                          start: tuple[str, str | None], copies: list[ReadCopy]) -> ShardRead:
+    async def _read_shard(
+        self,
+        run: ProduceResult,
+        lineage: ShardLineage,
+        shard_id: str,
+        start: tuple[str, str | None],
+        copies: list[ReadCopy],
+    ) -> ShardRead:
         shard = lineage.shards[shard_id]
         order = lineage.order[shard_id]
         iterator_type, sequence_number = start
 
         async def at_start() -> str:
-            iterator: str = await self._call(self._get_shard_iterator, run.stream, shard_id, iterator_type,
-                                             sequence_number=sequence_number)
+            iterator: str = await self._call(
+                self._get_shard_iterator, run.stream, shard_id, iterator_type, sequence_number=sequence_number
+            )
             return iterator
 
         # Throttling is retried inside each call (self._call), so the cursor never sees Throttled.
-        cursor = ShardCursor(stream=run.stream, shard_id=shard_id, iterator=await at_start(),
-                             get_shard_iterator=functools.partial(self._call, self._get_shard_iterator),
-                             get_records=functools.partial(self._call, self._get_records),
-                             restart=at_start, limit=self.settings.page_limit,
-                             min_interval=self.settings.min_call_interval, sleep=asyncio.sleep, clock=self._clock,
-                             closed=not shard.is_open)
+        cursor = ShardCursor(
+            stream=run.stream,
+            shard_id=shard_id,
+            iterator=await at_start(),
+            get_shard_iterator=functools.partial(self._call, self._get_shard_iterator),
+            get_records=functools.partial(self._call, self._get_records),
+            restart=at_start,
+            limit=self.settings.page_limit,
+            min_interval=self.settings.min_call_interval,
+            sleep=asyncio.sleep,
+            clock=self._clock,
+            closed=not shard.is_open,
+        )
         total = mine = 0
         while True:
             page = await cursor.read()
@@ -195,15 +226,27 @@ class Verifier:
                 # KPL aggregate the run packed, the run's records inside it.
                 record = self._identify(run, raw)
                 inside = record is None and raw["Data"][:4] == MAGIC
-                found = [record] if record is not None else (
-                    [self._identify(run, one) for one in _user_records(raw)] if inside else [])
+                found = (
+                    [record]
+                    if record is not None
+                    else ([self._identify(run, one) for one in _user_records(raw)] if inside else [])
+                )
                 for record in found:
                     if record is None:
                         continue
                     mine += 1
-                    copies.append(ReadCopy(record.key, record.seq, shard_id, raw["SequenceNumber"], order,
-                                           record.sent_at, _epoch(raw.get("ApproximateArrivalTimestamp")),
-                                           inside))
+                    copies.append(
+                        ReadCopy(
+                            record.key,
+                            record.seq,
+                            shard_id,
+                            raw["SequenceNumber"],
+                            order,
+                            record.sent_at,
+                            _epoch(raw.get("ApproximateArrivalTimestamp")),
+                            inside,
+                        )
+                    )
             if cursor.done(page, follow=False):  # an open shard's tip, or a closed shard's end
                 break
         return ShardRead(shard_id, iterator_type, total, mine, closed=not shard.is_open)
@@ -231,8 +274,10 @@ def _user_records(raw: dict[str, Any]) -> list[dict[str, Any]]:
         inner = user_records(raw["Data"])
     except MalformedAggregate:
         return []
-    return [{"Data": data, "PartitionKey": key, "ExplicitHashKey": hash_key, "SequenceNumber": raw["SequenceNumber"]}
-            for key, hash_key, data in inner]
+    return [
+        {"Data": data, "PartitionKey": key, "ExplicitHashKey": hash_key, "SequenceNumber": raw["SequenceNumber"]}
+        for key, hash_key, data in inner
+    ]
 
 
 def _epoch(value: Any) -> float | None:
@@ -243,13 +288,19 @@ def _epoch(value: Any) -> float | None:
     return None
 
 
-async def run_and_verify(kinesis: Any, stream: str, settings: Any, *, verify: bool = True,
-                         on_progress: Callable[[Any], None] | None = None,
-                         on_verifying: Callable[[float], None] | None = None,
-                         read_settings: ReadSettings | None = None,
-                         progress_interval: float = 0.25,
-                         records: Any = None,
-                         max_aggregate_bytes: int | None = None) -> tuple[ProduceResult, VerificationReport | None]:
+async def run_and_verify(
+    kinesis: Any,
+    stream: str,
+    settings: Any,
+    *,
+    verify: bool = True,
+    on_progress: Callable[[Any], None] | None = None,
+    on_verifying: Callable[[float], None] | None = None,
+    read_settings: ReadSettings | None = None,
+    progress_interval: float = 0.25,
+    records: Any = None,
+    max_aggregate_bytes: int | None = None,
+) -> tuple[ProduceResult, VerificationReport | None]:
     """One whole run on an open backend (a KinesisBackend): shard map, ordered producer, read-back.
     What the CLI and the console's producer panel (in its own worker) both do. With `records`
     (console.produce.given.GivenRecord), those are sent instead of generated test records. With
@@ -265,16 +316,31 @@ async def run_and_verify(kinesis: Any, stream: str, settings: Any, *, verify: bo
         producer_class = AggregatingProducer
         options = {"max_aggregate_bytes": max_aggregate_bytes, "record_limit": summary.max_record_bytes}
     if summary.auto_distribution:  # Kinesis ignores the keys: a shard map would predict nothing true
-        producer = producer_class(stream, settings, put_records=kinesis.put_records, put_record=kinesis.put_record,
-                                  on_progress=on_progress, progress_interval=progress_interval, records=records,
-                                  **options)
+        producer = producer_class(
+            stream,
+            settings,
+            put_records=kinesis.put_records,
+            put_record=kinesis.put_record,
+            on_progress=on_progress,
+            progress_interval=progress_interval,
+            records=records,
+            **options,
+        )
         result = await producer.run()
     else:
         async with ShardMap.for_backend(kinesis, stream) as shard_map:
             await shard_map.wait_ready(timeout=60, fail_fast=True)
-            producer = producer_class(stream, settings, put_records=kinesis.put_records,
-                                      put_record=kinesis.put_record, shard_map=shard_map, on_progress=on_progress,
-                                      progress_interval=progress_interval, records=records, **options)
+            producer = producer_class(
+                stream,
+                settings,
+                put_records=kinesis.put_records,
+                put_record=kinesis.put_record,
+                shard_map=shard_map,
+                on_progress=on_progress,
+                progress_interval=progress_interval,
+                records=records,
+                **options,
+            )
             result = await producer.run()
     result.auto_distribution = summary.auto_distribution
     if not verify:

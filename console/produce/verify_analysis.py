@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.keyspace.hashkeys import hash_key_for
+from console.produce.report import ProduceResult
 from console.topology.lineage import Lineage
 from console.topology.model import Shard
-from console.produce.report import ProduceResult
 
 MAX_PROBLEMS_PER_KIND = 50  # detailed entries kept per kind of failure; the counts are always complete
 
@@ -48,8 +48,14 @@ class Problem:
     position: int | None = None  # index in the key's read order
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "key": self.key, "seq": self.seq, "shard_id": self.shard_id,
-                "position": self.position, "detail": self.detail}
+        return {
+            "kind": self.kind,
+            "key": self.key,
+            "seq": self.seq,
+            "shard_id": self.shard_id,
+            "position": self.position,
+            "detail": self.detail,
+        }
 
 
 @dataclass(frozen=True)
@@ -103,8 +109,10 @@ class VerificationReport:
     def checks_note(self) -> str | None:
         if self.checks != "delivery":
             return None
-        return ("AUTO record distribution: delivery checked (nothing lost, duplicates within what retries "
-                "allow); order is not a property of an AUTO stream, and keys place nothing")
+        return (
+            "AUTO record distribution: delivery checked (nothing lost, duplicates within what retries "
+            "allow); order is not a property of an AUTO stream, and keys place nothing"
+        )
 
     @property
     def read_records_per_second(self) -> float:
@@ -116,15 +124,29 @@ class VerificationReport:
         rows = []
         for position, copy in enumerate(self.copies_by_key.get(key, [])):
             ack = acks.get(copy.seq)
-            rows.append({"position": position, "seq": copy.seq, "shard_id": copy.shard_id,
-                         "sequence_number": copy.sequence_number,
-                         "acked_shard_id": ack.shard_id if ack else None,
-                         "acked_sequence_number": ack.sequence_number if ack else None})
+            rows.append(
+                {
+                    "position": position,
+                    "seq": copy.seq,
+                    "shard_id": copy.shard_id,
+                    "sequence_number": copy.sequence_number,
+                    "acked_shard_id": ack.shard_id if ack else None,
+                    "acked_sequence_number": ack.sequence_number if ack else None,
+                }
+            )
         read = {copy.seq for copy in self.copies_by_key.get(key, [])}
         for seq, ack in sorted(acks.items()):
             if seq not in read:
-                rows.append({"position": None, "seq": seq, "shard_id": None, "sequence_number": None,
-                             "acked_shard_id": ack.shard_id, "acked_sequence_number": ack.sequence_number})
+                rows.append(
+                    {
+                        "position": None,
+                        "seq": seq,
+                        "shard_id": None,
+                        "sequence_number": None,
+                        "acked_shard_id": ack.shard_id,
+                        "acked_sequence_number": ack.sequence_number,
+                    }
+                )
         return rows
 
     def to_json(self) -> dict[str, Any]:
@@ -183,8 +205,9 @@ class ShardLineage:
         return {shard_id} | self.descendants(shard_id)
 
 
-def _misplacement(shard_id: str, hash_key: int, ack: Any, lineage: ShardLineage,
-                  allowed_cache: dict[str, set[str]]) -> str | None:
+def _misplacement(
+    shard_id: str, hash_key: int, ack: Any, lineage: ShardLineage, allowed_cache: dict[str, set[str]]
+) -> str | None:
     """Why a copy read from `shard_id` is in the wrong place, or None. A shard whose hash range does
     not hold the key's hash key can never rightly hold the record; nor can one outside the lineage
     of the shard predicted (or, without a prediction, acknowledged) for it."""
@@ -206,8 +229,9 @@ def _percentile(ordered: list[float], fraction: float) -> float:
     return ordered[index]
 
 
-def analyse(run: ProduceResult, lineage: ShardLineage, copies: list[ReadCopy], shards: list[ShardRead],
-            read_seconds: float) -> VerificationReport:
+def analyse(
+    run: ProduceResult, lineage: ShardLineage, copies: list[ReadCopy], shards: list[ShardRead], read_seconds: float
+) -> VerificationReport:
     """Compare what was read with what the producer was told. Pure: no I/O."""
     problems_by_kind: dict[str, list[Problem]] = defaultdict(list)
 
@@ -248,8 +272,14 @@ def analyse(run: ProduceResult, lineage: ShardLineage, copies: list[ReadCopy], s
                 seen.add(copy.seq)
                 if copy.seq not in acks:
                     unacked_read += 1
-                    problem("unacknowledged_read", key, copy.seq, f"read on {copy.shard_id} though never "
-                            "acknowledged (a put of unknown outcome)", copy.shard_id, position)
+                    problem(
+                        "unacknowledged_read",
+                        key,
+                        copy.seq,
+                        f"read on {copy.shard_id} though never acknowledged (a put of unknown outcome)",
+                        copy.shard_id,
+                        position,
+                    )
                 if copy.arrival is not None:
                     latencies.append((copy.arrival - copy.sent_at) * 1000)
                 if copy.seq < highest:  # order is judged by first copies
@@ -275,21 +305,46 @@ def analyse(run: ProduceResult, lineage: ShardLineage, copies: list[ReadCopy], s
     for (key, seq), ack in run.acks.items():
         if (key, seq) not in read_pairs:
             lost += 1
-            problem("lost", key, seq, f"acknowledged on {ack.shard_id} at {ack.sequence_number}, never read",
-                    ack.shard_id)
+            problem(
+                "lost", key, seq, f"acknowledged on {ack.shard_id} at {ack.sequence_number}, never read", ack.shard_id
+            )
     if not latencies:  # no arrival times from the server: fall back to the ack round trip
         latencies = [(ack.acked_at - ack.sent_at) * 1000 for ack in run.acks.values()]
     latencies.sort()
-    latency: dict[str, float | None] = ({"p50": round(_percentile(latencies, 0.5), 1), "p99": round(_percentile(latencies, 0.99), 1),
-                "max": round(latencies[-1], 1)} if latencies else {"p50": None, "p99": None, "max": None})
+    latency: dict[str, float | None] = (
+        {
+            "p50": round(_percentile(latencies, 0.5), 1),
+            "p99": round(_percentile(latencies, 0.99), 1),
+            "max": round(latencies[-1], 1),
+        }
+        if latencies
+        else {"p50": None, "p99": None, "max": None}
+    )
     kinds = ("lost", "out_of_order", "misplaced", "unacknowledged_read", "duplicated")
     problems = [p for kind in kinds for p in problems_by_kind.get(kind, ())]
     return VerificationReport(
-        run_id=run.run_id, stream=run.stream, sent=run.sent, acknowledged=run.acknowledged,
-        read_back=len(read_pairs), lost=lost, duplicated=duplicated,
-        possible_duplicates=run.possible_duplicates, out_of_order=out_of_order,
-        out_of_order_keys=out_of_order_keys, misplaced=misplaced, unacknowledged_read=unacked_read,
-        failed=len(run.failed), shard_mismatches=run.mismatch_count, latency_ms=latency, shards=shards,
-        read_seconds=read_seconds, copies_read=len(copies), first_out_of_order=first_out_of_order,
-        problems=problems, late_duplicates=late_duplicates, checks="delivery" if auto else "order",
-        copies_by_key=dict(by_key), acks_by_key=dict(acks_by_key))
+        run_id=run.run_id,
+        stream=run.stream,
+        sent=run.sent,
+        acknowledged=run.acknowledged,
+        read_back=len(read_pairs),
+        lost=lost,
+        duplicated=duplicated,
+        possible_duplicates=run.possible_duplicates,
+        out_of_order=out_of_order,
+        out_of_order_keys=out_of_order_keys,
+        misplaced=misplaced,
+        unacknowledged_read=unacked_read,
+        failed=len(run.failed),
+        shard_mismatches=run.mismatch_count,
+        latency_ms=latency,
+        shards=shards,
+        read_seconds=read_seconds,
+        copies_read=len(copies),
+        first_out_of_order=first_out_of_order,
+        problems=problems,
+        late_duplicates=late_duplicates,
+        checks="delivery" if auto else "order",
+        copies_by_key=dict(by_key),
+        acks_by_key=dict(acks_by_key),
+    )

@@ -58,13 +58,21 @@ class ShardPage:
 class ShardCursor:
     """`page = await cursor.read()` until `page.ended` or the caller's own stop rule."""
 
-    def __init__(self, *, stream: str, shard_id: str, iterator: str,
-                 get_shard_iterator: Callable[..., Awaitable[str]],
-                 get_records: Callable[..., Awaitable[dict]],
-                 restart: Callable[[], Awaitable[str]],
-                 limit: int = 10_000, min_interval: float = 0.0, closed: bool = False,
-                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        stream: str,
+        shard_id: str,
+        iterator: str,
+        get_shard_iterator: Callable[..., Awaitable[str]],
+        get_records: Callable[..., Awaitable[dict]],
+        restart: Callable[[], Awaitable[str]],
+        limit: int = 10_000,
+        min_interval: float = 0.0,
+        closed: bool = False,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.stream = stream
         self.shard_id = shard_id
         self.iterator: str | None = iterator
@@ -106,8 +114,9 @@ class ShardCursor:
             if records:
                 self.last_sequence = records[-1]["SequenceNumber"]
             self.iterator = answer.get("NextShardIterator")
-            page = ShardPage(records, self.iterator, answer.get("MillisBehindLatest"),
-                             answer.get("ChildShards"), answer)
+            page = ShardPage(
+                records, self.iterator, answer.get("MillisBehindLatest"), answer.get("ChildShards"), answer
+            )
             self.empty_at_tip = self.empty_at_tip + 1 if not records and not page.millis_behind else 0
             return page
 
@@ -128,5 +137,6 @@ class ShardCursor:
     async def _reposition(self) -> str:
         if self.last_sequence is None:
             return await self._restart()
-        return await self._get_shard_iterator(self.stream, self.shard_id, AFTER_SEQUENCE_NUMBER,
-                                              sequence_number=self.last_sequence)
+        return await self._get_shard_iterator(
+            self.stream, self.shard_id, AFTER_SEQUENCE_NUMBER, sequence_number=self.last_sequence
+        )

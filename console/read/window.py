@@ -26,7 +26,9 @@ class RecordWindow(deque):
         held before, and of `records` themselves when they alone pass a bound)."""
         incoming = list(records)
         dropped = 0
-        if self.maxlen is not None and len(incoming) > self.maxlen:  # only the newest can stay: skip the rest without appending them
+        if (
+            self.maxlen is not None and len(incoming) > self.maxlen
+        ):  # only the newest can stay: skip the rest without appending them
             dropped = len(incoming) - self.maxlen
             incoming = incoming[dropped:]
         for record in incoming:

@@ -139,8 +139,9 @@ class ActionLog:
             found.extend(_entries_in(line))
         return found
 
-    def calls_that_may_have_happened(self, operation: str, stream: str, backend: str, *,
-                                     now: float | None = None, window: float = DAY_SECONDS) -> list[float]:
+    def calls_that_may_have_happened(
+        self, operation: str, stream: str, backend: str, *, now: float | None = None, window: float = DAY_SECONDS
+    ) -> list[float]:
         """Epoch times of `operation` calls on `stream` at `backend` in the last `window` seconds whose
         outcome is applied or unknown (an intent with no outcome, say after a crash, is unknown)."""
         cutoff = (time.time() if now is None else now) - window
@@ -160,18 +161,22 @@ class ActionLog:
                 times.extend([epoch] * int((entry.get("calls") or {}).get(operation, 0)))
         return times
 
-    def change(self, operation: str, plan: dict[str, Any], **options: Any) -> contextlib.AbstractAsyncContextManager[Change]:
+    def change(
+        self, operation: str, plan: dict[str, Any], **options: Any
+    ) -> contextlib.AbstractAsyncContextManager[Change]:
         """`async with log.change(operation, plan, stream=..., backend=..., settle=...) as change:`
         (logged_change on this log): for packages that are handed the log rather than importing it."""
         return logged_change(self, operation, plan, **options)
 
-    async def call(self, operation: str, plan: dict[str, Any], call: Callable[[], Awaitable[Any]],
-                   **options: Any) -> Change:
+    async def call(
+        self, operation: str, plan: dict[str, Any], call: Callable[[], Awaitable[Any]], **options: Any
+    ) -> Change:
         """logged_call on this log."""
         return await logged_call(self, operation, plan, call, **options)
 
-    def update_shard_count_calls(self, stream: str, backend: str, *, now: float | None = None,
-                                 window: float = DAY_SECONDS) -> int:
+    def update_shard_count_calls(
+        self, stream: str, backend: str, *, now: float | None = None, window: float = DAY_SECONDS
+    ) -> int:
         """UpdateShardCount calls this tool made (or may have made) on `stream` at `backend` in the
         last `window` seconds."""
         return len(self.calls_that_may_have_happened("UpdateShardCount", stream, backend, now=now, window=window))
@@ -195,21 +200,38 @@ class Change:
     unlogged: str | None = None  # why the outcome entry could not be written, if it could not
 
     def write_intent(self) -> None:
-        entry = {"kind": "intent", "id": self.id, "operation": self.operation, "stream": self.stream,
-                 "backend": self.backend, "who": self.who, "user": _local_user(), "pid": os.getpid(),
-                 "plan": self.plan}
+        entry = {
+            "kind": "intent",
+            "id": self.id,
+            "operation": self.operation,
+            "stream": self.stream,
+            "backend": self.backend,
+            "who": self.who,
+            "user": _local_user(),
+            "pid": os.getpid(),
+            "plan": self.plan,
+        }
         try:
             self.log.append(entry)
         except OSError as error:
             reason = error.strerror or str(error)
-            raise ActionLogUnwritable(f"cannot write the action log {self.log.path} ({reason}); nothing was "
-                                      f"called: {self.operation} on {self.stream} needs its intent logged first "
-                                      "(set KCONSOLE_DATA_DIR to a writable folder)") from None
+            raise ActionLogUnwritable(
+                f"cannot write the action log {self.log.path} ({reason}); nothing was "
+                f"called: {self.operation} on {self.stream} needs its intent logged first "
+                "(set KCONSOLE_DATA_DIR to a writable folder)"
+            ) from None
 
     def record(self, outcome: str, evidence: str) -> None:
         self.outcome, self.evidence = outcome, evidence
-        entry = {"kind": "outcome", "intent": self.id, "operation": self.operation, "stream": self.stream,
-                 "backend": self.backend, "outcome": outcome, "evidence": evidence}
+        entry = {
+            "kind": "outcome",
+            "intent": self.id,
+            "operation": self.operation,
+            "stream": self.stream,
+            "backend": self.backend,
+            "outcome": outcome,
+            "evidence": evidence,
+        }
         try:
             self.log.append(entry)
         except OSError as error:  # the intent is there: an outcome that cannot be written counts as unknown
@@ -220,9 +242,17 @@ class Change:
 
 
 @contextlib.asynccontextmanager
-async def logged_change(log: ActionLog, operation: str, plan: dict[str, Any], *, stream: str, backend: str,
-                        settle: Settle | None = None, who: str | None = None,
-                        check: str | None = None) -> AsyncIterator[Change]:
+async def logged_change(
+    log: ActionLog,
+    operation: str,
+    plan: dict[str, Any],
+    *,
+    stream: str,
+    backend: str,
+    settle: Settle | None = None,
+    who: str | None = None,
+    check: str | None = None,
+) -> AsyncIterator[Change]:
     """Write the intent (or raise ActionLogUnwritable: nothing is called), run the body (the one
     mutating call), then write the outcome. A refusal by the server is `not applied` and re-raised.
     A lost reply (see reply_lost) is settled with `settle`: applied is not an error (the body's
@@ -243,8 +273,9 @@ async def logged_change(log: ActionLog, operation: str, plan: dict[str, Any], *,
             return
         if applied is False:
             change.record(NOT_APPLIED, f"the reply was lost ({error.message}); {evidence}")
-            raise ChangeNotApplied(f"{change.describe()}: the reply was lost ({error.message}) and {evidence}: "
-                                   "the change was not applied") from None
+            raise ChangeNotApplied(
+                f"{change.describe()}: the reply was lost ({error.message}) and {evidence}: the change was not applied"
+            ) from None
         change.record(UNKNOWN, f"the reply was lost ({error.message}); {evidence}")
         raise OutcomeUnknown(unknown_message(change, error.message, evidence)) from None
     except BaseException:  # interrupted (Ctrl-C, cancelled) while the call was out: it may have happened
@@ -257,8 +288,10 @@ async def logged_change(log: ActionLog, operation: str, plan: dict[str, Any], *,
 
 def unknown_message(change: Change, reason: str, evidence: str) -> str:
     check = f"; check with `{change.check}`" if change.check else ""
-    return (f"{change.describe()}: the reply was lost ({reason}) and the outcome is unknown ({evidence}); "
-            f"it may or may not have happened, so it was not sent again{check}")
+    return (
+        f"{change.describe()}: the reply was lost ({reason}) and the outcome is unknown ({evidence}); "
+        f"it may or may not have happened, so it was not sent again{check}"
+    )
 
 
 async def _read_back(settle: Settle | None) -> Reading:
@@ -270,17 +303,27 @@ async def _read_back(settle: Settle | None) -> Reading:
         return None, f"reading the state back failed: {error.message}"
 
 
-async def logged_call(log: ActionLog, operation: str, plan: dict[str, Any], call: Callable[[], Awaitable[Any]], *,
-                      stream: str, backend: str, settle: Settle | None = None, who: str | None = None,
-                      check: str | None = None,
-                      again: Callable[[], Awaitable[Callable[[], Awaitable[Any]] | None]] | None = None) -> Change:
+async def logged_call(
+    log: ActionLog,
+    operation: str,
+    plan: dict[str, Any],
+    call: Callable[[], Awaitable[Any]],
+    *,
+    stream: str,
+    backend: str,
+    settle: Settle | None = None,
+    who: str | None = None,
+    check: str | None = None,
+    again: Callable[[], Awaitable[Callable[[], Awaitable[Any]] | None]] | None = None,
+) -> Change:
     """`call` through logged_change; when its reply was lost and the state shows it not applied, ask
     `again` (which re-checks the plan against fresh state) for the call to make instead, and make it
     once, logged as a new intent. `again` returning None (the plan no longer holds) leaves it not
     applied. Returns the Change that settled it (its `reply_lost` says a note is due)."""
     try:
-        async with logged_change(log, operation, plan, stream=stream, backend=backend, settle=settle,
-                                 who=who, check=check) as change:
+        async with logged_change(
+            log, operation, plan, stream=stream, backend=backend, settle=settle, who=who, check=check
+        ) as change:
             await call()
         return change
     except ChangeNotApplied:
@@ -289,8 +332,16 @@ async def logged_call(log: ActionLog, operation: str, plan: dict[str, Any], call
         retry = await again()
         if retry is None:
             raise
-    async with logged_change(log, operation, {**plan, "resend": "reply lost, state showed no change"},
-                             stream=stream, backend=backend, settle=settle, who=who, check=check) as change:
+    async with logged_change(
+        log,
+        operation,
+        {**plan, "resend": "reply lost, state showed no change"},
+        stream=stream,
+        backend=backend,
+        settle=settle,
+        who=who,
+        check=check,
+    ) as change:
         await retry()
     return change
 

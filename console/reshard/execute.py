@@ -62,9 +62,14 @@ class ExecutionResult:
 
 
 def _shard_json(shard: Shard) -> dict[str, Any]:
-    return {"shard_id": shard.shard_id, "starting_hash_key": str(shard.starting_hash_key),
-            "ending_hash_key": str(shard.ending_hash_key), "share": shard.share,
-            "parent_shard_id": shard.parent_shard_id, "adjacent_parent_shard_id": shard.adjacent_parent_shard_id}
+    return {
+        "shard_id": shard.shard_id,
+        "starting_hash_key": str(shard.starting_hash_key),
+        "ending_hash_key": str(shard.ending_hash_key),
+        "share": shard.share,
+        "parent_shard_id": shard.parent_shard_id,
+        "adjacent_parent_shard_id": shard.adjacent_parent_shard_id,
+    }
 
 
 def describe_changes(expected: Sequence[Shard], fresh: Sequence[Shard]) -> list[str]:
@@ -86,8 +91,10 @@ def compare_with_plan(plan: ReshardPlan, observed: Sequence[Shard]) -> list[str]
     differences = []
     for (planned_id, start, end), shard in zip(planned, seen):
         if (start, end) != (shard.starting_hash_key, shard.ending_hash_key):
-            differences.append(f"planned [{start}, {end}], observed {shard.shard_id} "
-                               f"[{shard.starting_hash_key}, {shard.ending_hash_key}]")
+            differences.append(
+                f"planned [{start}, {end}], observed {shard.shard_id} "
+                f"[{shard.starting_hash_key}, {shard.ending_hash_key}]"
+            )
         elif planned_id is not None and planned_id != shard.shard_id:
             differences.append(f"planned id {planned_id}, observed {shard.shard_id} for the same range")
     return differences
@@ -131,8 +138,7 @@ def unexplained_shards(known: Sequence[Shard], now: Sequence[Shard], plan: Resha
         return [s.shard_id for s in new if s.is_open and depth.get(s.shard_id, 0) > MAX_RESCALE_GENERATIONS]
     planned = {(s.starting_hash_key, s.ending_hash_key) for s in plan.after}
     made = {s.shard_id for s in new if (s.starting_hash_key, s.ending_hash_key) in planned}
-    return [s.shard_id for s in new
-            if s.shard_id not in made and (s.is_open or any(p in made for p in s.parents))]
+    return [s.shard_id for s in new if s.shard_id not in made and (s.is_open or any(p in made for p in s.parents))]
 
 
 class Executor:
@@ -143,10 +149,19 @@ class Executor:
     A resend (after ResourceInUse, LimitExceeded, or a lost reply the shard list shows was not
     applied) first re-checks the plan against a fresh shard list."""
 
-    def __init__(self, kinesis: Any, stream: str, *, action_log: ActionLog, progress: Progress = lambda _: None,
-                 poll_interval: float = 1.0, timeout: float = 900.0, retries: int = 3,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        kinesis: Any,
+        stream: str,
+        *,
+        action_log: ActionLog,
+        progress: Progress = lambda _: None,
+        poll_interval: float = 1.0,
+        timeout: float = 900.0,
+        retries: int = 3,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.kinesis, self.stream, self.action_log, self.progress = kinesis, stream, action_log, progress
         self.poll_interval, self.timeout, self.retries = poll_interval, timeout, retries
         self.sleep, self.clock = sleep, clock
@@ -156,9 +171,14 @@ class Executor:
     async def context(self, summary: StreamSummary) -> StreamContext:
         calls = self.action_log.update_shard_count_calls(self.stream, self.kinesis.label)
         limit, open_count = await self._account_limits()
-        return StreamContext(status=summary.status, mode=summary.mode,
-                             region=getattr(self.kinesis, "region", None), recent_scale_calls=calls,
-                             account_open_shards=open_count, account_shard_limit=limit)
+        return StreamContext(
+            status=summary.status,
+            mode=summary.mode,
+            region=getattr(self.kinesis, "region", None),
+            recent_scale_calls=calls,
+            account_open_shards=open_count,
+            account_shard_limit=limit,
+        )
 
     async def _account_limits(self) -> tuple[int | None, int | None]:
         """DescribeLimits' ShardLimit and OpenShardCount when the backend offers the call; otherwise
@@ -188,14 +208,20 @@ class Executor:
                     self.progress(f"{self.stream}: ACTIVE after {elapsed:.0f}s, {summary.open_shard_count} open shards")
                 return summary
             if summary.status not in ("UPDATING", "CREATING"):
-                raise BackendError(f"{self.stream} is {summary.status}; cannot continue ({reason})", code="stream_state")
+                raise BackendError(
+                    f"{self.stream} is {summary.status}; cannot continue ({reason})", code="stream_state"
+                )
             if elapsed >= self.timeout:
                 raise BackendError(
                     f"{self.stream} is still {summary.status} after {elapsed:.0f}s ({reason}); "
-                    "check again later with `kconsole shards`", code="timeout")
+                    "check again later with `kconsole shards`",
+                    code="timeout",
+                )
             waited = True
-            self.progress(f"{self.stream}: {summary.status} ({reason}), {summary.open_shard_count} open shards, "
-                          f"{elapsed:.0f}s elapsed")
+            self.progress(
+                f"{self.stream}: {summary.status} ({reason}), {summary.open_shard_count} open shards, "
+                f"{elapsed:.0f}s elapsed"
+            )
             await self.sleep(self.poll_interval)
 
     async def _fresh(self, plan: ReshardPlan, index: int, reason: str) -> list[Shard]:
@@ -206,9 +232,11 @@ class Executor:
         if index == 0:
             changes = describe_changes(plan.before, open_in_order(shards))
             if changes:
-                raise PlanRejected(f"{self.stream} was changed by someone else meanwhile ({'; '.join(changes[:5])}); "
-                                   "nothing more was called; review the new plan and run again",
-                                   code="changed_meanwhile")
+                raise PlanRejected(
+                    f"{self.stream} was changed by someone else meanwhile ({'; '.join(changes[:5])}); "
+                    "nothing more was called; review the new plan and run again",
+                    code="changed_meanwhile",
+                )
         return shards
 
     # ---------------------------------------------------------------- calls
@@ -261,39 +289,70 @@ class Executor:
             parents = {shard_id for shard_id in (operation.shard_id, adjacent) if shard_id is not None}
             if all(p in by_id and by_id[p].is_open for p in parents):
                 return False, f"{' and '.join(sorted(parents))} still open"
-            children = [s.shard_id for s in now if set(s.parents) == parents
-                        and (operation.kind == "merge" or s.starting_hash_key == operation.new_starting_hash_key
-                             or (operation.new_starting_hash_key is not None
-                                 and s.ending_hash_key == operation.new_starting_hash_key - 1))]
+            children = [
+                s.shard_id
+                for s in now
+                if set(s.parents) == parents
+                and (
+                    operation.kind == "merge"
+                    or s.starting_hash_key == operation.new_starting_hash_key
+                    or (
+                        operation.new_starting_hash_key is not None
+                        and s.ending_hash_key == operation.new_starting_hash_key - 1
+                    )
+                )
+            ]
             if children:
-                return True, f"the stream shows the change: {', '.join(sorted(parents))} closed into {', '.join(children)}"
+                return (
+                    True,
+                    f"the stream shows the change: {', '.join(sorted(parents))} closed into {', '.join(children)}",
+                )
             return None, f"{', '.join(sorted(parents))} closed, but not as planned (another change?)"
+
         return settle
 
-    async def _step(self, plan: ReshardPlan, operation: Operation, shards: list[Shard], index: int,
-                    who: str | None) -> Operation:
+    async def _step(
+        self, plan: ReshardPlan, operation: Operation, shards: list[Shard], index: int, who: str | None
+    ) -> Operation:
         """One planned operation, logged, settled, and resent only after a fresh check of the plan."""
         for attempt in range(self.retries + 1):
             resolved = self._resolve(operation, shards)
             api = API_NAMES[resolved.kind]
 
             async def again() -> Callable[[], Awaitable[None]]:
-                self.progress(f"{api}: the reply was lost and the stream shows no change; checking the plan "
-                              "against a fresh shard list, then sending it once more")
+                self.progress(
+                    f"{api}: the reply was lost and the stream shows no change; checking the plan "
+                    "against a fresh shard list, then sending it once more"
+                )
                 fresh = await self._fresh(plan, index, "before resending")
                 redo = self._resolve(operation, fresh)
                 if redo != resolved:
-                    raise PlanRejected(f"{api} not resent: the stream changed meanwhile ({redo.describe()} would "
-                                       f"be needed instead of {resolved.describe()})", code="changed_meanwhile")
+                    raise PlanRejected(
+                        f"{api} not resent: the stream changed meanwhile ({redo.describe()} would "
+                        f"be needed instead of {resolved.describe()})",
+                        code="changed_meanwhile",
+                    )
                 return lambda: self._call(redo)
 
             try:
                 change = await logged_call(
-                    self.action_log, api, {"action": plan.action, "summary": plan.summary, "step": index + 1,
-                                           "steps": len(plan.operations), "call": resolved.describe()},
-                    lambda: self._call(resolved), stream=self.stream, backend=self.kinesis.label,
-                    settle=self._settler(resolved, shards), who=who, check=f"kconsole shards {self.stream}",
-                    again=again)
+                    self.action_log,
+                    api,
+                    {
+                        "action": plan.action,
+                        "summary": plan.summary,
+                        "step": index + 1,
+                        "steps": len(plan.operations),
+                        "call": resolved.describe(),
+                    },
+                    lambda: self._call(resolved),
+                    stream=self.stream,
+                    backend=self.kinesis.label,
+                    settle=self._settler(resolved, shards),
+                    who=who,
+                    check=f"kconsole shards {self.stream}",
+                    again=again,
+                )
                 if change.reply_lost:
                     self.progress(f"{api}: the reply was lost; the stream shows the change")
                 if change.unlogged:
@@ -301,8 +360,10 @@ class Executor:
                 return resolved
             except ResourceInUse as error:
                 if attempt == self.retries:
-                    raise ResourceInUse(f"{api} on {self.stream}: the stream stayed busy after {attempt + 1} tries "
-                                        f"({error.message}); another change may be running") from None
+                    raise ResourceInUse(
+                        f"{api} on {self.stream}: the stream stayed busy after {attempt + 1} tries "
+                        f"({error.message}); another change may be running"
+                    ) from None
                 self.progress(f"{api}: stream busy (ResourceInUse); waiting for ACTIVE, then re-checking the plan")
                 shards = await self._fresh(plan, index, "busy")
             except LimitExceeded as error:
@@ -310,12 +371,15 @@ class Executor:
                     raise LimitExceeded(
                         f"UpdateShardCount on {self.stream} refused by AWS (LimitExceeded): the stream may have used "
                         "its 10 scaling calls in the last 24 hours (including calls from other tools), or the "
-                        f"target exceeds the account shard quota; {error.message}") from None
+                        f"target exceeds the account shard quota; {error.message}"
+                    ) from None
                 if attempt == self.retries:
-                    raise LimitExceeded(f"{api} on {self.stream} still refused after {attempt + 1} tries "
-                                        f"(LimitExceeded: split/merge allow 5 calls per second per account, and "
-                                        f"the account shard quota applies): {error.message}") from None
-                delay = self.poll_interval * 2 ** attempt
+                    raise LimitExceeded(
+                        f"{api} on {self.stream} still refused after {attempt + 1} tries "
+                        f"(LimitExceeded: split/merge allow 5 calls per second per account, and "
+                        f"the account shard quota applies): {error.message}"
+                    ) from None
+                delay = self.poll_interval * 2**attempt
                 self.progress(f"{api}: LimitExceeded; retrying in {delay:.1f}s after re-checking the plan")
                 await self.sleep(delay)
                 shards = await self._fresh(plan, index, "throttled")
@@ -327,15 +391,20 @@ class Executor:
         summary, shards, context = await self.snapshot()
         if summary.status == "UPDATING":
             if not wait:
-                raise ResourceInUse(f"{self.stream} is UPDATING (another reshard is in progress); nothing was "
-                                    "called; run again with --wait to wait for it, or later")
+                raise ResourceInUse(
+                    f"{self.stream} is UPDATING (another reshard is in progress); nothing was "
+                    "called; run again with --wait to wait for it, or later"
+                )
             await self.wait_until_active("another change in progress")
             summary, shards, context = await self.snapshot()
         plan = build(shards, context)
         changes = describe_changes(expected.before, plan.before)
         if changes:
-            raise PlanRejected(f"{self.stream} changed since the plan was made ({'; '.join(changes[:5])}); "
-                               "nothing was called; review the new plan and run again", code="stale_plan")
+            raise PlanRejected(
+                f"{self.stream} changed since the plan was made ({'; '.join(changes[:5])}); "
+                "nothing was called; review the new plan and run again",
+                code="stale_plan",
+            )
         if plan.breaches:
             raise PlanRejected("plan rejected, nothing was called: " + "; ".join(str(b) for b in plan.breaches))
         if plan.is_noop:
@@ -364,7 +433,9 @@ class Executor:
         foreign: tuple[str, ...] = ()
         if not wait:
             status = (await self.kinesis.describe_stream_summary(self.stream)).status
-        if wait or status == "ACTIVE":  # without --wait: the change already landed (the local server applies it at once)
+        if (
+            wait or status == "ACTIVE"
+        ):  # without --wait: the change already landed (the local server applies it at once)
             if wait:
                 status = (await self.wait_until_active("resharding")).status
             everything = await self.kinesis.all_shards(self.stream)
@@ -382,9 +453,18 @@ class Executor:
         except ConsoleError:
             return None
 
-    def _log(self, plan: ReshardPlan, who: str | None, calls: list[str], counts: dict[str, int],
-             after: Sequence[Shard] | None, *, result: str, error: str | None = None,
-             foreign: Sequence[str] = ()) -> dict[str, Any] | None:
+    def _log(
+        self,
+        plan: ReshardPlan,
+        who: str | None,
+        calls: list[str],
+        counts: dict[str, int],
+        after: Sequence[Shard] | None,
+        *,
+        result: str,
+        error: str | None = None,
+        foreign: Sequence[str] = (),
+    ) -> dict[str, Any] | None:
         """The plan's summary line in the log (each call has its own intent and outcome already); a
         log that cannot take it costs a progress line, not the result."""
         entry = {
@@ -450,8 +530,15 @@ def record_hash_key(record: DecodedRecord) -> int:
     return md5_hash_key(record.partition_key or "")  # a keyless (AUTO) record: as the empty key
 
 
-async def sample_recent_keys(kinesis: Any, stream: str, shard_id: str, *, seconds: float = DEFAULT_SAMPLE_SECONDS,
-                             limit: int = DEFAULT_SAMPLE_LIMIT, now: datetime | None = None) -> RecentSample:
+async def sample_recent_keys(
+    kinesis: Any,
+    stream: str,
+    shard_id: str,
+    *,
+    seconds: float = DEFAULT_SAMPLE_SECONDS,
+    limit: int = DEFAULT_SAMPLE_LIMIT,
+    now: datetime | None = None,
+) -> RecentSample:
     """Read `shard_id` from AT_TIMESTAMP now - `seconds` to its current end, at most `limit` user
     records, and take each record's hash key. TailReader does the reading, so GetRecords stays
     within its limits (5 calls/s per shard, at most 10,000 records a call, throttling backed off).
@@ -479,17 +566,29 @@ async def sample_recent_keys(kinesis: Any, stream: str, shard_id: str, *, second
     return RecentSample(shard_id, seconds, limit, KeySample(keys, hash_keys), len(sequence_numbers))
 
 
-async def median_split_of_recent(kinesis: Any, stream: str, shard: Shard, *, seconds: float = DEFAULT_SAMPLE_SECONDS,
-                                 limit: int = DEFAULT_SAMPLE_LIMIT, now: datetime | None = None) -> MedianSplit:
+async def median_split_of_recent(
+    kinesis: Any,
+    stream: str,
+    shard: Shard,
+    *,
+    seconds: float = DEFAULT_SAMPLE_SECONDS,
+    limit: int = DEFAULT_SAMPLE_LIMIT,
+    now: datetime | None = None,
+) -> MedianSplit:
     """The split key that divides `shard`'s recent traffic evenly (see sample_recent_keys). Too little
     traffic to take a median from is a failure (exit 1) that points to --at midpoint."""
     recent = await sample_recent_keys(kinesis, stream, shard.shard_id, seconds=seconds, limit=limit, now=now)
     if not len(recent.sample):
-        raise ConsoleError(f"{shard.shard_id} of {stream} has no records from the last {seconds:g} s to take a "
-                           "median from; split with --at midpoint, or sample longer with --sample-seconds",
-                           code="no_recent_records")
+        raise ConsoleError(
+            f"{shard.shard_id} of {stream} has no records from the last {seconds:g} s to take a "
+            "median from; split with --at midpoint, or sample longer with --sample-seconds",
+            code="no_recent_records",
+        )
     try:
         return median_split(shard, recent.sample, recent.describe(), unit="records")
     except BadInput as error:  # a sample too small or all one key: the traffic, not the input, is at fault
-        raise ConsoleError(f"cannot split {shard.shard_id} at the median of its recent records: {error.message}; "
-                           "split with --at midpoint or --at HASH_KEY instead", code=error.code) from None
+        raise ConsoleError(
+            f"cannot split {shard.shard_id} at the median of its recent records: {error.message}; "
+            "split with --at midpoint or --at HASH_KEY instead",
+            code=error.code,
+        ) from None

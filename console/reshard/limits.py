@@ -82,19 +82,23 @@ def check_stream_state(context: StreamContext | None, operation: str) -> list[Br
         return []
     breaches = []
     if context.mode == "ON_DEMAND":
-        breaches.append(Breach(
-            "on_demand_stream",
-            f"{operation} is only supported for streams in PROVISIONED capacity mode",
-            "the stream is ON_DEMAND: Kinesis manages its shards; switch it to PROVISIONED first",
-            {"mode": context.mode},
-        ))
+        breaches.append(
+            Breach(
+                "on_demand_stream",
+                f"{operation} is only supported for streams in PROVISIONED capacity mode",
+                "the stream is ON_DEMAND: Kinesis manages its shards; switch it to PROVISIONED first",
+                {"mode": context.mode},
+            )
+        )
     if context.status != "ACTIVE":
-        breaches.append(Breach(
-            "stream_not_active",
-            f"{operation} requires the stream to be ACTIVE (otherwise ResourceInUseException)",
-            f"the stream is {context.status}; wait until it is ACTIVE (use --wait)",
-            {"status": context.status},
-        ))
+        breaches.append(
+            Breach(
+                "stream_not_active",
+                f"{operation} requires the stream to be ACTIVE (otherwise ResourceInUseException)",
+                f"the stream is {context.status}; wait until it is ACTIVE (use --wait)",
+                {"status": context.status},
+            )
+        )
     return breaches
 
 
@@ -106,8 +110,9 @@ def account_limit(context: StreamContext | None, limits: Limits) -> int:
     return default_account_shard_limit(context.region if context else None)
 
 
-def check_account_shards(current_open: int, peak_open: int, context: StreamContext | None,
-                         limits: Limits) -> list[Breach]:
+def check_account_shards(
+    current_open: int, peak_open: int, context: StreamContext | None, limits: Limits
+) -> list[Breach]:
     """The stream's peak open shard count (short-lived shards included) against the account quota."""
     other_streams = 0
     if context is not None and context.account_open_shards is not None:
@@ -116,41 +121,50 @@ def check_account_shards(current_open: int, peak_open: int, context: StreamConte
     needed = other_streams + peak_open
     if needed <= quota:
         return []
-    return [Breach(
-        "account_shard_limit",
-        f"open shards in the account (short-lived ones included) may not exceed the shard quota ({quota})",
-        f"this change needs up to {needed} open shards in the account ({peak_open} in this stream)",
-        {"quota": quota, "needed": needed},
-    )]
+    return [
+        Breach(
+            "account_shard_limit",
+            f"open shards in the account (short-lived ones included) may not exceed the shard quota ({quota})",
+            f"this change needs up to {needed} open shards in the account ({peak_open} in this stream)",
+            {"quota": quota, "needed": needed},
+        )
+    ]
 
 
-def check_update_shard_count(current_open: int, target: int, peak_open: int,
-                             context: StreamContext | None, limits: Limits) -> list[Breach]:
+def check_update_shard_count(
+    current_open: int, target: int, peak_open: int, context: StreamContext | None, limits: Limits
+) -> list[Breach]:
     """UpdateShardCount's documented default limits."""
     breaches = check_stream_state(context, "UpdateShardCount") + check_scale_step(current_open, target)
     cap = limits.max_shards_per_stream_update
     if target > cap and target > current_open:
-        breaches.append(Breach(
-            "stream_shard_limit",
-            f"UpdateShardCount may not scale a stream above {cap} shards",
-            f"target {target} is above {cap}",
-            {"target": target, "max": cap},
-        ))
+        breaches.append(
+            Breach(
+                "stream_shard_limit",
+                f"UpdateShardCount may not scale a stream above {cap} shards",
+                f"target {target} is above {cap}",
+                {"target": target, "max": cap},
+            )
+        )
     if current_open > cap and target >= cap and target < current_open:
-        breaches.append(Breach(
-            "stream_shard_limit",
-            f"a stream with more than {cap} shards may only be scaled down to fewer than {cap}",
-            f"target {target} is not below {cap}",
-            {"target": target, "max": cap - 1},
-        ))
+        breaches.append(
+            Breach(
+                "stream_shard_limit",
+                f"a stream with more than {cap} shards may only be scaled down to fewer than {cap}",
+                f"target {target} is not below {cap}",
+                {"target": target, "max": cap - 1},
+            )
+        )
     used = context.recent_scale_calls if context else 0
     if used >= limits.scale_calls_per_24h:
-        breaches.append(Breach(
-            "update_shard_count_daily_quota",
-            f"UpdateShardCount may be called at most {limits.scale_calls_per_24h} times per rolling 24 hours per stream",
-            f"the action log shows {used} UpdateShardCount calls on this stream in the last 24 hours",
-            {"calls_last_24h": used, "quota": limits.scale_calls_per_24h},
-        ))
+        breaches.append(
+            Breach(
+                "update_shard_count_daily_quota",
+                f"UpdateShardCount may be called at most {limits.scale_calls_per_24h} times per rolling 24 hours per stream",
+                f"the action log shows {used} UpdateShardCount calls on this stream in the last 24 hours",
+                {"calls_last_24h": used, "quota": limits.scale_calls_per_24h},
+            )
+        )
     breaches.extend(check_account_shards(current_open, peak_open, context, limits))
     return breaches
 
@@ -159,20 +173,24 @@ def check_scale_step(current_open: int, target: int) -> list[Breach]:
     """UpdateShardCount's step rule: at most double, at least halve the open count in one call."""
     breaches = []
     if target > 2 * current_open:
-        breaches.append(Breach(
-            "update_shard_count_doubling",
-            "UpdateShardCount may at most double the open shard count in one call",
-            f"{current_open} -> {target} is more than double; go to {2 * current_open} first",
-            {"current": current_open, "target": target, "max_target": 2 * current_open},
-        ))
+        breaches.append(
+            Breach(
+                "update_shard_count_doubling",
+                "UpdateShardCount may at most double the open shard count in one call",
+                f"{current_open} -> {target} is more than double; go to {2 * current_open} first",
+                {"current": current_open, "target": target, "max_target": 2 * current_open},
+            )
+        )
     if 2 * target < current_open:
         smallest = (current_open + 1) // 2
-        breaches.append(Breach(
-            "update_shard_count_halving",
-            "UpdateShardCount may at most halve the open shard count in one call",
-            f"{current_open} -> {target} is less than half; go to {smallest} first",
-            {"current": current_open, "target": target, "min_target": smallest},
-        ))
+        breaches.append(
+            Breach(
+                "update_shard_count_halving",
+                "UpdateShardCount may at most halve the open shard count in one call",
+                f"{current_open} -> {target} is less than half; go to {smallest} first",
+                {"current": current_open, "target": target, "min_target": smallest},
+            )
+        )
     return breaches
 
 
@@ -186,10 +204,16 @@ def check_split_key(shard_id: str, start: int, end: int, new_starting_hash_key: 
         where = "at the start of"
     else:
         where = "at the end of"
-    return [Breach(
-        "split_key_outside_shard",
-        "SplitShard's NewStartingHashKey must be greater than StartingHashKey+1 and less than EndingHashKey",
-        f"{new_starting_hash_key} is {where} {shard_id}'s range [{start}, {end}]",
-        {"shard_id": shard_id, "new_starting_hash_key": str(new_starting_hash_key),
-         "shard_starting_hash_key": str(start), "shard_ending_hash_key": str(end)},
-    )]
+    return [
+        Breach(
+            "split_key_outside_shard",
+            "SplitShard's NewStartingHashKey must be greater than StartingHashKey+1 and less than EndingHashKey",
+            f"{new_starting_hash_key} is {where} {shard_id}'s range [{start}, {end}]",
+            {
+                "shard_id": shard_id,
+                "new_starting_hash_key": str(new_starting_hash_key),
+                "shard_starting_hash_key": str(start),
+                "shard_ending_hash_key": str(end),
+            },
+        )
+    ]

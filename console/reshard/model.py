@@ -79,8 +79,11 @@ class Operation:
         if self.kind == "split":
             doc.update(shard_id=self.shard_id, new_starting_hash_key=str(self.new_starting_hash_key))
         elif self.kind == "merge":
-            doc.update(shard_id=self.shard_id, adjacent_shard_id=self.adjacent_shard_id,
-                       boundary=str(self.new_starting_hash_key))
+            doc.update(
+                shard_id=self.shard_id,
+                adjacent_shard_id=self.adjacent_shard_id,
+                boundary=str(self.new_starting_hash_key),
+            )
         else:
             doc.update(target_shard_count=self.target_shard_count, scaling_type="UNIFORM_SCALING")
         return doc
@@ -94,7 +97,7 @@ class KeySample:
     hash_keys: Sequence[int]
 
     @classmethod
-    def from_partition_keys(cls, keys: Iterable[str]) -> "KeySample":
+    def from_partition_keys(cls, keys: Iterable[str]) -> KeySample:
         keys = list(keys)
         validate_partition_keys(keys)
         return cls(keys, md5_hash_keys(keys))
@@ -112,8 +115,13 @@ class KeyMove:
     to_index: int  # position of the destination in the plan's `after` list
 
     def to_json(self) -> dict[str, Any]:
-        return {"partition_key": self.partition_key, "hash_key": str(self.hash_key),
-                "from": self.from_shard_id, "to": self.to_shard_id, "to_index": self.to_index}
+        return {
+            "partition_key": self.partition_key,
+            "hash_key": str(self.hash_key),
+            "from": self.from_shard_id,
+            "to": self.to_shard_id,
+            "to_index": self.to_index,
+        }
 
 
 @dataclass(frozen=True)
@@ -135,11 +143,12 @@ class KeyMovement:
             "moved": self.moved,
             "moved_fraction": self.moved_fraction,
             "routes_total": len(self.routes),
-            "routes": [{"from": f, "to": t, "to_index": i, "keys": n} for f, t, i, n in self.routes[:MAX_LISTED_ROUTES]],
+            "routes": [
+                {"from": f, "to": t, "to_index": i, "keys": n} for f, t, i, n in self.routes[:MAX_LISTED_ROUTES]
+            ],
             "moves_listed": len(self.moves),
             "moves": [m.to_json() for m in self.moves],
         }
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,19 +178,34 @@ class MedianSplit:
     def describe(self) -> str:
         outside = self.sampled - self.inside
         ignored = f" ({outside} more hash outside the shard and were left out)" if outside else ""
-        text = (f"median of {self.inside} sampled {self.unit} ({self.distinct_keys} distinct keys) from {self.source}"
-                f"{ignored}; it divides them {self.lower_fraction:.1%} / {self.upper_fraction:.1%} "
-                f"({self.lower} / {self.upper})")
+        text = (
+            f"median of {self.inside} sampled {self.unit} ({self.distinct_keys} distinct keys) from {self.source}"
+            f"{ignored}; it divides them {self.lower_fraction:.1%} / {self.upper_fraction:.1%} "
+            f"({self.lower} / {self.upper})"
+        )
         if self.uncut_key is not None:
-            text += (f"; no split divides them more evenly: {self.uncut_key!r} alone has {self.uncut_count} "
-                     f"({self.uncut_count / self.inside:.1%}) and one hash key cannot be split")
+            text += (
+                f"; no split divides them more evenly: {self.uncut_key!r} alone has {self.uncut_count} "
+                f"({self.uncut_count / self.inside:.1%}) and one hash key cannot be split"
+            )
         return text
 
     def to_json(self) -> dict[str, Any]:
-        return {"shard_id": self.shard_id, "key": str(self.key), "source": self.source, "sampled": self.sampled,
-                "inside_shard": self.inside, "distinct_keys": self.distinct_keys, "lower": self.lower,
-                "upper": self.upper, "lower_fraction": self.lower_fraction, "upper_fraction": self.upper_fraction,
-                "unit": self.unit, "uncut_key": self.uncut_key, "uncut_count": self.uncut_count}
+        return {
+            "shard_id": self.shard_id,
+            "key": str(self.key),
+            "source": self.source,
+            "sampled": self.sampled,
+            "inside_shard": self.inside,
+            "distinct_keys": self.distinct_keys,
+            "lower": self.lower,
+            "upper": self.upper,
+            "lower_fraction": self.lower_fraction,
+            "upper_fraction": self.upper_fraction,
+            "unit": self.unit,
+            "uncut_key": self.uncut_key,
+            "uncut_count": self.uncut_count,
+        }
 
 
 @dataclass(frozen=True)
@@ -234,6 +258,9 @@ class ReshardPlan:
 
 
 def _shard_json(shard: Shard) -> dict[str, Any]:
-    return {"shard_id": shard.shard_id, "starting_hash_key": str(shard.starting_hash_key),
-            "ending_hash_key": str(shard.ending_hash_key), "share": shard.share}
-
+    return {
+        "shard_id": shard.shard_id,
+        "starting_hash_key": str(shard.starting_hash_key),
+        "ending_hash_key": str(shard.ending_hash_key),
+        "share": shard.share,
+    }

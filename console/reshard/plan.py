@@ -35,7 +35,6 @@ from console.reshard.limits import (
     check_stream_state,
     check_update_shard_count,
 )
-from console.topology.model import Shard
 from console.reshard.model import (
     MAX_LISTED_MOVES,
     MAX_LISTED_ROUTES,
@@ -50,12 +49,37 @@ from console.reshard.model import (
 )
 from console.reshard.render import RIBBON_BEFORE, RIBBON_NEW, render_plan, ribbon, ribbon_labels, ribbons
 from console.reshard.sample import key_movement, median_hash_key, median_split
+from console.topology.model import Shard
 
 __all__ = [
-    "DEFAULT_LIMITS", "MAX_LISTED_MOVES", "MAX_LISTED_ROUTES", "ORDERING_NOTE", "RIBBON_BEFORE", "RIBBON_NEW",
-    "KeyMove", "KeyMovement", "KeySample", "MedianSplit", "Operation", "PlannedShard", "ReshardPlan",
-    "key_movement", "median_hash_key", "median_split", "midpoint", "moved_fraction", "open_shards",
-    "even_tolerance", "plan_even", "plan_merge", "plan_scale", "plan_split", "render_plan", "ribbon", "ribbon_labels", "ribbons",
+    "DEFAULT_LIMITS",
+    "MAX_LISTED_MOVES",
+    "MAX_LISTED_ROUTES",
+    "ORDERING_NOTE",
+    "RIBBON_BEFORE",
+    "RIBBON_NEW",
+    "KeyMove",
+    "KeyMovement",
+    "KeySample",
+    "MedianSplit",
+    "Operation",
+    "PlannedShard",
+    "ReshardPlan",
+    "key_movement",
+    "median_hash_key",
+    "median_split",
+    "midpoint",
+    "moved_fraction",
+    "open_shards",
+    "even_tolerance",
+    "plan_even",
+    "plan_merge",
+    "plan_scale",
+    "plan_split",
+    "render_plan",
+    "ribbon",
+    "ribbon_labels",
+    "ribbons",
 ]
 
 DEFAULT_LIMITS = Limits()
@@ -105,8 +129,12 @@ def _abbreviate(text: str, limit: int = 200) -> str:
 
 
 def _closed_breach(shard: Shard, operation: str) -> Breach:
-    return Breach("shard_not_open", f"{operation} works only on open shards",
-                  f"{shard.shard_id} is closed (it was already split or merged)", {"shard_id": shard.shard_id})
+    return Breach(
+        "shard_not_open",
+        f"{operation} works only on open shards",
+        f"{shard.shard_id} is closed (it was already split or merged)",
+        {"shard_id": shard.shard_id},
+    )
 
 
 def midpoint(shard: Shard) -> int:
@@ -114,12 +142,14 @@ def midpoint(shard: Shard) -> int:
     return shard.starting_hash_key + (shard.ending_hash_key - shard.starting_hash_key + 1) // 2
 
 
-
 def moved_fraction(before: Sequence[Shard], after: Sequence[PlannedShard]) -> float:
     """Fraction of the key space whose shard changes (exact, from the ranges)."""
     after_ranges = {s.range for s in after}
-    moved = sum(s.ending_hash_key - s.starting_hash_key + 1 for s in before
-                if (s.starting_hash_key, s.ending_hash_key) not in after_ranges)
+    moved = sum(
+        s.ending_hash_key - s.starting_hash_key + 1
+        for s in before
+        if (s.starting_hash_key, s.ending_hash_key) not in after_ranges
+    )
     return moved / HASH_SPACE
 
 
@@ -128,26 +158,53 @@ def _unchanged(shards: Sequence[Shard]) -> tuple[PlannedShard, ...]:
 
 
 def _kept(shard: Shard) -> PlannedShard:
-    return PlannedShard(shard.shard_id, shard.starting_hash_key, shard.ending_hash_key,
-                        shard.parent_shard_id, shard.adjacent_parent_shard_id, unchanged=True)
+    return PlannedShard(
+        shard.shard_id,
+        shard.starting_hash_key,
+        shard.ending_hash_key,
+        shard.parent_shard_id,
+        shard.adjacent_parent_shard_id,
+        unchanged=True,
+    )
 
 
-def _plan(action: str, summary: str, before: tuple[Shard, ...], after: tuple[PlannedShard, ...],
-          operations: Sequence[Operation], breaches: Sequence[Breach], sample: KeySample | None,
-          **extra: Any) -> ReshardPlan:
+def _plan(
+    action: str,
+    summary: str,
+    before: tuple[Shard, ...],
+    after: tuple[PlannedShard, ...],
+    operations: Sequence[Operation],
+    breaches: Sequence[Breach],
+    sample: KeySample | None,
+    **extra: Any,
+) -> ReshardPlan:
     return ReshardPlan(
-        action=action, summary=summary, before=before, after=after, operations=tuple(operations),
-        moved_fraction=moved_fraction(before, after), key_movement=key_movement(before, after, sample),
-        breaches=tuple(breaches), **extra,
+        action=action,
+        summary=summary,
+        before=before,
+        after=after,
+        operations=tuple(operations),
+        moved_fraction=moved_fraction(before, after),
+        key_movement=key_movement(before, after, sample),
+        breaches=tuple(breaches),
+        **extra,
     )
 
 
 # ---------------------------------------------------------------- split and merge
 
 
-def plan_split(shards: Sequence[Shard], shard_id: str, new_starting_hash_key: int, *, basis: str = "explicit hash key",
-               context: StreamContext | None = None, limits: Limits = DEFAULT_LIMITS,
-               sample: KeySample | None = None, median: MedianSplit | None = None) -> ReshardPlan:
+def plan_split(
+    shards: Sequence[Shard],
+    shard_id: str,
+    new_starting_hash_key: int,
+    *,
+    basis: str = "explicit hash key",
+    context: StreamContext | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    sample: KeySample | None = None,
+    median: MedianSplit | None = None,
+) -> ReshardPlan:
     """Split `shard_id` so the upper child starts at `new_starting_hash_key` (SplitShard). `median`
     says how a sample-median key divides its sample, for the plan to show."""
     before = open_shards(shards)
@@ -159,8 +216,17 @@ def plan_split(shards: Sequence[Shard], shard_id: str, new_starting_hash_key: in
     else:
         breaches += check_split_key(shard_id, target.starting_hash_key, target.ending_hash_key, new_starting_hash_key)
     if any(b.limit in ("shard_not_open", "split_key_outside_shard") for b in breaches):
-        return _plan("split", summary, before, _unchanged(before), (), breaches, sample,
-                     peak_open_shards=len(before), median=median)
+        return _plan(
+            "split",
+            summary,
+            before,
+            _unchanged(before),
+            (),
+            breaches,
+            sample,
+            peak_open_shards=len(before),
+            median=median,
+        )
     ids = _IdAllocator(shards)
     low = PlannedShard(ids.take(), target.starting_hash_key, new_starting_hash_key - 1, parent_shard_id=shard_id)
     high = PlannedShard(ids.take(), new_starting_hash_key, target.ending_hash_key, parent_shard_id=shard_id)
@@ -169,13 +235,29 @@ def plan_split(shards: Sequence[Shard], shard_id: str, new_starting_hash_key: in
         after.extend((low, high) if shard.shard_id == shard_id else _unchanged((shard,)))
     breaches += check_account_shards(len(before), len(before) + 1, context, limits)
     operation = Operation("split", shard_id=shard_id, new_starting_hash_key=new_starting_hash_key)
-    return _plan("split", summary, before, tuple(after), [operation], breaches, sample,
-                 split_steps=1, peak_open_shards=len(before) + 1, median=median)
+    return _plan(
+        "split",
+        summary,
+        before,
+        tuple(after),
+        [operation],
+        breaches,
+        sample,
+        split_steps=1,
+        peak_open_shards=len(before) + 1,
+        median=median,
+    )
 
 
-def plan_merge(shards: Sequence[Shard], shard_id: str, adjacent_shard_id: str, *,
-               context: StreamContext | None = None, limits: Limits = DEFAULT_LIMITS,
-               sample: KeySample | None = None) -> ReshardPlan:
+def plan_merge(
+    shards: Sequence[Shard],
+    shard_id: str,
+    adjacent_shard_id: str,
+    *,
+    context: StreamContext | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    sample: KeySample | None = None,
+) -> ReshardPlan:
     """Merge two adjacent open shards into one (MergeShards). The lower shard is passed first, so
     the child's ParentShardId is the lower one and AdjacentParentShardId the upper one."""
     before = open_shards(shards)
@@ -188,17 +270,24 @@ def plan_merge(shards: Sequence[Shard], shard_id: str, adjacent_shard_id: str, *
     lower, upper = sorted((first, second), key=lambda s: s.starting_hash_key)
     if first.is_open and second.is_open and lower.ending_hash_key + 1 != upper.starting_hash_key:
         between = sum(1 for s in before if lower.ending_hash_key < s.starting_hash_key < upper.starting_hash_key)
-        breaches.append(Breach(
-            "merge_not_adjacent",
-            "MergeShards needs two open shards whose hash ranges touch (one ends at k-1, the other starts at k)",
-            f"{lower.shard_id} and {upper.shard_id} are not adjacent: {between} open shard(s) lie between "
-            f"them ({lower.shard_id} ends at {lower.ending_hash_key}, {upper.shard_id} starts at {upper.starting_hash_key})",
-            {"shard_id": shard_id, "adjacent_shard_id": adjacent_shard_id, "shards_between": between},
-        ))
+        breaches.append(
+            Breach(
+                "merge_not_adjacent",
+                "MergeShards needs two open shards whose hash ranges touch (one ends at k-1, the other starts at k)",
+                f"{lower.shard_id} and {upper.shard_id} are not adjacent: {between} open shard(s) lie between "
+                f"them ({lower.shard_id} ends at {lower.ending_hash_key}, {upper.shard_id} starts at {upper.starting_hash_key})",
+                {"shard_id": shard_id, "adjacent_shard_id": adjacent_shard_id, "shards_between": between},
+            )
+        )
     if any(b.limit in ("shard_not_open", "merge_not_adjacent") for b in breaches):
         return _plan("merge", summary, before, _unchanged(before), (), breaches, sample, peak_open_shards=len(before))
-    child = PlannedShard(_IdAllocator(shards).take(), lower.starting_hash_key, upper.ending_hash_key,
-                         parent_shard_id=lower.shard_id, adjacent_parent_shard_id=upper.shard_id)
+    child = PlannedShard(
+        _IdAllocator(shards).take(),
+        lower.starting_hash_key,
+        upper.ending_hash_key,
+        parent_shard_id=lower.shard_id,
+        adjacent_parent_shard_id=upper.shard_id,
+    )
     after = []
     for shard in before:
         if shard.shard_id == lower.shard_id:
@@ -208,10 +297,24 @@ def plan_merge(shards: Sequence[Shard], shard_id: str, adjacent_shard_id: str, *
     notes: tuple[str, ...] = ()
     if lower.shard_id != shard_id:
         notes = (f"{lower.shard_id} covers the lower range, so it is passed as ShardToMerge",)
-    operation = Operation("merge", shard_id=lower.shard_id, adjacent_shard_id=upper.shard_id,
-                          new_starting_hash_key=upper.starting_hash_key)
-    return _plan("merge", summary, before, tuple(after), [operation], breaches, sample,
-                 merge_steps=1, peak_open_shards=len(before), notes=notes)
+    operation = Operation(
+        "merge",
+        shard_id=lower.shard_id,
+        adjacent_shard_id=upper.shard_id,
+        new_starting_hash_key=upper.starting_hash_key,
+    )
+    return _plan(
+        "merge",
+        summary,
+        before,
+        tuple(after),
+        [operation],
+        breaches,
+        sample,
+        merge_steps=1,
+        peak_open_shards=len(before),
+        notes=notes,
+    )
 
 
 # ---------------------------------------------------------------- rescale and make-even
@@ -246,8 +349,9 @@ def _walk_to(shards: Sequence[Shard], before: tuple[Shard, ...], target_ranges: 
             continue
         parent = by_start[below]
         operations.append(Operation("split", shard_id=parent.shard_id, new_starting_hash_key=key))
-        by_start[parent.starting_hash_key] = PlannedShard(ids.take(), parent.starting_hash_key, key - 1,
-                                                          parent_shard_id=parent.shard_id)
+        by_start[parent.starting_hash_key] = PlannedShard(
+            ids.take(), parent.starting_hash_key, key - 1, parent_shard_id=parent.shard_id
+        )
         by_start[key] = PlannedShard(ids.take(), key, parent.ending_hash_key, parent_shard_id=parent.shard_id)
     splits = len(operations)
     # Merges go in key order too: a boundary that must vanish merges its shard into the nearest kept
@@ -258,11 +362,16 @@ def _walk_to(shards: Sequence[Shard], before: tuple[Shard, ...], target_ranges: 
             lower_start = key
             continue
         lower, upper = by_start[lower_start], by_start[key]
-        operations.append(Operation("merge", shard_id=lower.shard_id, adjacent_shard_id=upper.shard_id,
-                                    new_starting_hash_key=key))
+        operations.append(
+            Operation("merge", shard_id=lower.shard_id, adjacent_shard_id=upper.shard_id, new_starting_hash_key=key)
+        )
         by_start[lower_start] = PlannedShard(
-            ids.take(), lower.starting_hash_key, upper.ending_hash_key,
-            parent_shard_id=lower.shard_id, adjacent_parent_shard_id=upper.shard_id)
+            ids.take(),
+            lower.starting_hash_key,
+            upper.ending_hash_key,
+            parent_shard_id=lower.shard_id,
+            adjacent_parent_shard_id=upper.shard_id,
+        )
         del by_start[key]
     merges = len(operations) - splits
     after = tuple(by_start[start] for start in starts if start in wanted)
@@ -281,8 +390,9 @@ def even_tolerance(count: int) -> int:
     return (HASH_SPACE // count) // EVEN_TOLERANCE_FRACTION
 
 
-def _keep_near_boundaries(before: Sequence[Shard], target_ranges: Sequence[tuple[int, int]],
-                          tolerance: int) -> tuple[list[tuple[int, int]], int]:
+def _keep_near_boundaries(
+    before: Sequence[Shard], target_ranges: Sequence[tuple[int, int]], tolerance: int
+) -> tuple[list[tuple[int, int]], int]:
     """The target ranges with each boundary that a current boundary lies within `tolerance` of moved
     onto that current boundary (so it stays), and how many were moved."""
     current = [s.starting_hash_key for s in before[1:]]
@@ -306,7 +416,7 @@ def _rounding_near_misses(before: Sequence[Shard], target_ranges: Sequence[tuple
     for shard in before[1:]:
         key = shard.starting_hash_key
         position = bisect.bisect_left(wanted, key)
-        neighbours = wanted[max(0, position - 1):position + 1]
+        neighbours = wanted[max(0, position - 1) : position + 1]
         if neighbours and key not in neighbours and min(abs(key - w) for w in neighbours) <= tolerance:
             near += 1
     return near
@@ -320,8 +430,14 @@ def _target_count(count: object, what: str) -> int:
     return shard_count(count, what=what)
 
 
-def plan_scale(shards: Sequence[Shard], target: int, *, context: StreamContext | None = None,
-               limits: Limits = DEFAULT_LIMITS, sample: KeySample | None = None) -> ReshardPlan:
+def plan_scale(
+    shards: Sequence[Shard],
+    target: int,
+    *,
+    context: StreamContext | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    sample: KeySample | None = None,
+) -> ReshardPlan:
     """Rescale to `target` open shards with UpdateShardCount (UNIFORM_SCALING).
 
     Model (AWS documents the result, not the path): the result is `target` equal ranges, exactly
@@ -339,32 +455,52 @@ def plan_scale(shards: Sequence[Shard], target: int, *, context: StreamContext |
     walk = _walk_to(shards, before, target_ranges)
     before_by_range = {(s.starting_hash_key, s.ending_hash_key): s for s in before}
     after = tuple(
-        _kept(before_by_range[(start, end)]) if (start, end) in before_by_range
-        else PlannedShard(None, start, end)
+        _kept(before_by_range[(start, end)]) if (start, end) in before_by_range else PlannedShard(None, start, end)
         for start, end in target_ranges
     )
     summary = f"rescale {len(before)} -> {target} open shards (UpdateShardCount, UNIFORM_SCALING)"
     notes = []
     near = _rounding_near_misses(before, target_ranges)
     if near:
-        notes.append(f"{near} current boundaries lie within a few hash keys of a target boundary (integer "
-                     f"rounding of 2**128/N); the step counts treat them as different, so they are an upper bound")
+        notes.append(
+            f"{near} current boundaries lie within a few hash keys of a target boundary (integer "
+            f"rounding of 2**128/N); the step counts treat them as different, so they are an upper bound"
+        )
     if walk.splits or walk.merges:
         operations = [Operation("update_shard_count", target_shard_count=target)]
         breaches = check_update_shard_count(len(before), target, walk.peak, context, limits)
         if walk.short_lived:
-            notes.append(f"AWS recommends doubling or halving; this target implies about {walk.short_lived} "
-                         "short-lived shards, which count toward the account shard quota while they exist")
+            notes.append(
+                f"AWS recommends doubling or halving; this target implies about {walk.short_lived} "
+                "short-lived shards, which count toward the account shard quota while they exist"
+            )
     else:
         operations, breaches = [], []
         notes.append(f"the stream already has {target} equal shards: nothing to do")
-    return _plan("scale", summary, before, after, operations, breaches, sample,
-                 split_steps=walk.splits, merge_steps=walk.merges, short_lived_shards=walk.short_lived,
-                 peak_open_shards=walk.peak, notes=tuple(notes))
+    return _plan(
+        "scale",
+        summary,
+        before,
+        after,
+        operations,
+        breaches,
+        sample,
+        split_steps=walk.splits,
+        merge_steps=walk.merges,
+        short_lived_shards=walk.short_lived,
+        peak_open_shards=walk.peak,
+        notes=tuple(notes),
+    )
 
 
-def plan_even(shards: Sequence[Shard], target: int | None = None, *, context: StreamContext | None = None,
-              limits: Limits = DEFAULT_LIMITS, sample: KeySample | None = None) -> ReshardPlan:
+def plan_even(
+    shards: Sequence[Shard],
+    target: int | None = None,
+    *,
+    context: StreamContext | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    sample: KeySample | None = None,
+) -> ReshardPlan:
     """Make every open shard's share equal (to `target` shards, default the current count) with
     explicit SplitShard/MergeShards calls, run one after another (each makes the stream UPDATING).
     The final ranges are even_split(target), the same as a new stream's, except that a current
@@ -378,14 +514,30 @@ def plan_even(shards: Sequence[Shard], target: int | None = None, *, context: St
     if walk.operations:
         breaches = check_stream_state(context, "SplitShard/MergeShards")
         breaches += check_account_shards(len(before), walk.peak, context, limits)
-    notes = [f"{len(walk.operations)} calls ({walk.splits} splits, then {walk.merges} merges), each waiting "
-             "for the stream to be ACTIVE again" if walk.operations else "the open shards are already equal: nothing to do"]
+    notes = [
+        f"{len(walk.operations)} calls ({walk.splits} splits, then {walk.merges} merges), each waiting "
+        "for the stream to be ACTIVE again"
+        if walk.operations
+        else "the open shards are already equal: nothing to do"
+    ]
     if walk.short_lived:
         notes.append(f"{walk.short_lived} shards are created and merged away again")
     if kept_near:
-        notes.append(f"{kept_near} boundaries within {tolerance} hash keys (a millionth of an even shard) of the "
-                     "even split are kept as they are: counted as even")
-    return _plan("even", f"make {len(before)} open shards into {target} equal shards", before, walk.after,
-                 walk.operations, breaches, sample, split_steps=walk.splits, merge_steps=walk.merges,
-                 short_lived_shards=walk.short_lived, peak_open_shards=walk.peak, notes=tuple(notes))
-
+        notes.append(
+            f"{kept_near} boundaries within {tolerance} hash keys (a millionth of an even shard) of the "
+            "even split are kept as they are: counted as even"
+        )
+    return _plan(
+        "even",
+        f"make {len(before)} open shards into {target} equal shards",
+        before,
+        walk.after,
+        walk.operations,
+        breaches,
+        sample,
+        split_steps=walk.splits,
+        merge_steps=walk.merges,
+        short_lived_shards=walk.short_lived,
+        peak_open_shards=walk.peak,
+        notes=tuple(notes),
+    )

@@ -7,8 +7,8 @@ import bisect
 from collections.abc import Callable, Sequence
 
 from console.keyspace.hashkeys import HASH_SPACE
-from console.topology.model import Shard
 from console.reshard.model import PlannedShard, ReshardPlan
+from console.topology.model import Shard
 
 RIBBON_BEFORE = "0123456789abcdefghijklmnopqrstuvwxyz"
 RIBBON_NEW = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -46,8 +46,9 @@ def ribbons(plan: ReshardPlan, width: int = 64) -> tuple[str, str]:
     return before_bar, after_bar
 
 
-def _shard_rows(shards: Sequence[PlannedShard | Shard], limit: int, key_text: Callable[[int], str],
-                shard_name: Callable[[str], str]) -> list[str]:
+def _shard_rows(
+    shards: Sequence[PlannedShard | Shard], limit: int, key_text: Callable[[int], str], shard_name: Callable[[str], str]
+) -> list[str]:
     """One line per shard, its range in aligned columns (+ marks a new shard)."""
     shown = shards[:limit]
     names = [shard_name(s.shard_id) if s.shard_id else "(new)" for s in shown]
@@ -73,8 +74,13 @@ def render_plan(plan: ReshardPlan, width: int = 64, max_rows: int = 20, *, with_
     return "\n".join(lines + plan_details(plan, max_rows))
 
 
-def plan_details(plan: ReshardPlan, max_rows: int = 20, *, key_text: Callable[[int], str] = str,
-                 shard_name: Callable[[str], str] = str) -> list[str]:
+def plan_details(
+    plan: ReshardPlan,
+    max_rows: int = 20,
+    *,
+    key_text: Callable[[int], str] = str,
+    shard_name: Callable[[str], str] = str,
+) -> list[str]:
     """Everything below the bars, as lines: calls, shards before and after with their ranges, steps,
     moving sample keys, ordering and limits. `key_text` writes a hash key (decimal by default) and
     `shard_name` a shard id (in full by default) in the shard lists."""
@@ -92,8 +98,10 @@ def plan_details(plan: ReshardPlan, max_rows: int = 20, *, key_text: Callable[[i
         lines.append(f"Split key: {plan.median.describe()}")
     lines.append(f"Key space moving to another shard: {plan.moved_fraction:.2%}")
     if plan.action in ("scale", "even"):
-        lines.append(f"Steps: {plan.split_steps} splits, {plan.merge_steps} merges; "
-                     f"{plan.short_lived_shards} short-lived shards; peak {plan.peak_open_shards} open shards")
+        lines.append(
+            f"Steps: {plan.split_steps} splits, {plan.merge_steps} merges; "
+            f"{plan.short_lived_shards} short-lived shards; peak {plan.peak_open_shards} open shards"
+        )
     movement = plan.key_movement
     if movement is not None:
         lines.append(f"Sample keys moving: {movement.moved} of {movement.sample_size} ({movement.moved_fraction:.2%})")

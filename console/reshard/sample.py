@@ -9,8 +9,9 @@ from collections.abc import Sequence
 
 from console.errors import BadInput
 from console.keyspace.hashkeys import owners_among
-from console.topology.model import Shard
 from console.reshard.model import MAX_LISTED_MOVES, KeyMove, KeyMovement, KeySample, MedianSplit, PlannedShard
+from console.topology.model import Shard
+
 
 def median_split(shard: Shard, sample: KeySample, source: str = "the sample", unit: str = "keys") -> MedianSplit:
     """The split key that divides the sample entries hashing into `shard` as evenly as possible.
@@ -27,20 +28,34 @@ def median_split(shard: Shard, sample: KeySample, source: str = "the sample", un
     total = len(inside)
     if total < 2:
         raise BadInput(
-            f"{total} of the {len(sample)} sampled {unit} fall in {shard.shard_id}; "
-            "need at least 2 to find a median", code="too_few_keys")
+            f"{total} of the {len(sample)} sampled {unit} fall in {shard.shard_id}; need at least 2 to find a median",
+            code="too_few_keys",
+        )
     middle = inside[total // 2]
     first, after = bisect.bisect_left(inside, middle), bisect.bisect_right(inside, middle)
     candidates = [first, after]
     lower = min((c for c in candidates if 0 < c < total), key=lambda c: abs(2 * c - total), default=None)
     if lower is None:
-        raise BadInput(f"all {total} sampled {unit} in {shard.shard_id} have the same hash key (partition key "
-                       f"{str(entries[0][1])!r}); no split key divides them", code="one_hash_key")
+        raise BadInput(
+            f"all {total} sampled {unit} in {shard.shard_id} have the same hash key (partition key "
+            f"{str(entries[0][1])!r}); no split key divides them",
+            code="one_hash_key",
+        )
     below, above = inside[lower - 1], inside[lower]
     key = below + (above - below + 1) // 2  # below < key <= above, so exactly `lower` entries fall below it
     uncut = (str(entries[first][1]), after - first) if abs(2 * lower - total) > 1 else (None, 0)
-    return MedianSplit(shard.shard_id, key, source, len(sample), total, len({k for _, k in entries}),
-                       lower, total - lower, unit, *uncut)
+    return MedianSplit(
+        shard.shard_id,
+        key,
+        source,
+        len(sample),
+        total,
+        len({k for _, k in entries}),
+        lower,
+        total - lower,
+        unit,
+        *uncut,
+    )
 
 
 def _keys_or_hashes(sample: KeySample) -> Sequence[str | int]:
@@ -53,7 +68,9 @@ def median_hash_key(shard: Shard, sample: KeySample) -> int:
     return median_split(shard, sample).key
 
 
-def key_movement(before: Sequence[Shard], after: Sequence[PlannedShard], sample: KeySample | None) -> KeyMovement | None:
+def key_movement(
+    before: Sequence[Shard], after: Sequence[PlannedShard], sample: KeySample | None
+) -> KeyMovement | None:
     """Which sample keys land on another shard after the change, and where.
 
     A key moves when the shard that serves it is replaced: its before-shard's range is not an open
@@ -87,13 +104,23 @@ def key_movement(before: Sequence[Shard], after: Sequence[PlannedShard], sample:
         last, hash_keys, keys = listed_segments[-1], sample.hash_keys, sample.keys
         wanted = set(listed_segments)
         # In key order, ties in sample order: what a sort of the whole sample would list first.
-        first = sorted((hash_keys[position], position) for position, segment in enumerate(segments)
-                       if segment <= last and segment in wanted)
+        first = sorted(
+            (hash_keys[position], position)
+            for position, segment in enumerate(segments)
+            if segment <= last and segment in wanted
+        )
         for hash_key, position in first[:MAX_LISTED_MOVES]:
             end = ends[segments[position]]
             old, new = bisect.bisect_left(before_ends, end), bisect.bisect_left(after_ends, end)
-            moves.append(KeyMove(keys[position] if position < len(keys) else "", hash_key,
-                                 before[old].shard_id, after[new].shard_id, new))
+            moves.append(
+                KeyMove(
+                    keys[position] if position < len(keys) else "",
+                    hash_key,
+                    before[old].shard_id,
+                    after[new].shard_id,
+                    new,
+                )
+            )
     routes = tuple(
         (before[o].shard_id, after[n].shard_id, n, count)
         for (o, n), count in sorted(per_route.items(), key=lambda item: (-item[1], item[0]))

@@ -62,8 +62,13 @@ class Lineage:
 
     __slots__ = ("nodes", "roots", "open_index", "problem")
 
-    def __init__(self, nodes: dict[str, LineageNode], roots: tuple[str, ...],
-                 open_index: HashRangeIndex | None, problem: str | None) -> None:
+    def __init__(
+        self,
+        nodes: dict[str, LineageNode],
+        roots: tuple[str, ...],
+        open_index: HashRangeIndex | None,
+        problem: str | None,
+    ) -> None:
         self.nodes = nodes
         self.roots = roots
         self.open_index = open_index
@@ -72,15 +77,16 @@ class Lineage:
     # -- building ---------------------------------------------------------------------------
 
     @classmethod
-    def build(cls, shards: Iterable[Shard], *, open_ids: Iterable[str] | None = None) -> "Lineage":
+    def build(cls, shards: Iterable[Shard], *, open_ids: Iterable[str] | None = None) -> Lineage:
         """`open_ids` overrides which shards count as open. The shard map passes it because a shard
         that vanished from an AT_LATEST listing is closed even though we never saw its ending
         sequence number."""
         by_id: dict[str, Shard] = {}
         for shard in sorted(shards, key=_key_order):
             by_id.setdefault(shard.shard_id, shard)
-        open_set = ({s.shard_id for s in by_id.values() if s.is_open} if open_ids is None
-                    else set(open_ids) & by_id.keys())
+        open_set = (
+            {s.shard_id for s in by_id.values() if s.is_open} if open_ids is None else set(open_ids) & by_id.keys()
+        )
 
         children: dict[str, list[str]] = {shard_id: [] for shard_id in by_id}
         present_parents: dict[str, tuple[str, ...]] = {}
@@ -270,8 +276,9 @@ def _key_order(shard: Shard) -> tuple[int, int, str]:
     return (shard.starting_hash_key, shard.ending_hash_key, shard.shard_id)
 
 
-def _depths(by_id: dict[str, Shard], parents: dict[str, tuple[str, ...]],
-            children: dict[str, list[str]]) -> dict[str, int]:
+def _depths(
+    by_id: dict[str, Shard], parents: dict[str, tuple[str, ...]], children: dict[str, list[str]]
+) -> dict[str, int]:
     """Longest distance from a root, parents first (Kahn's order, no recursion: chains can be long).
     Shards caught in a parent cycle (malformed input) keep depth 0."""
     depth = dict.fromkeys(by_id, 0)
@@ -298,8 +305,7 @@ def _index_open(open_shards: Iterable[Shard]) -> tuple[HashRangeIndex | None, st
 def _describe(node: LineageNode) -> str:
     shard = node.shard
     marker = "open  " if node.state == OPEN else "closed"
-    text = (f"{shard.shard_id}  {marker}  {shard.starting_hash_key}..{shard.ending_hash_key}"
-            f"  {shard.share * 100:.2f}%")
+    text = f"{shard.shard_id}  {marker}  {shard.starting_hash_key}..{shard.ending_hash_key}  {shard.share * 100:.2f}%"
     if node.missing_parents:
         text += f"  (parent {', '.join(node.missing_parents)} not shown)"
     return text

@@ -132,10 +132,16 @@ class StreamSummary:
     def from_listing(cls, raw: dict[str, Any]) -> StreamSummary:
         """Build from one of ListStreams' StreamSummaries: name, status, mode, ARN and creation time."""
         created: Any = raw.get("StreamCreationTimestamp")
-        return cls(name=raw["StreamName"], status=raw.get("StreamStatus", "?"),
-                   mode=(raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
-                   open_shard_count=None, retention_hours=0, encryption="?", arn=raw.get("StreamARN", ""),
-                   created=created.isoformat() if hasattr(created, "isoformat") else created)
+        return cls(
+            name=raw["StreamName"],
+            status=raw.get("StreamStatus", "?"),
+            mode=(raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
+            open_shard_count=None,
+            retention_hours=0,
+            encryption="?",
+            arn=raw.get("StreamARN", ""),
+            created=created.isoformat() if hasattr(created, "isoformat") else created,
+        )
 
     def badges(self) -> list[str]:
         """What changes how the stream behaves, for a header: AUTO distribution, a record size other
@@ -147,9 +153,10 @@ class StreamSummary:
             found.append(f"records up to {format_kib(self.max_record_size_kib)}")
         if self.mode == "ON_DEMAND" and self.warm_throughput_target_mibps:
             current = self.warm_throughput_current_mibps
-            found.append(f"warm {self.warm_throughput_target_mibps} MiB/s"
-                         + (f" ({current} now)" if current is not None and current != self.warm_throughput_target_mibps
-                            else ""))
+            found.append(
+                f"warm {self.warm_throughput_target_mibps} MiB/s"
+                + (f" ({current} now)" if current is not None and current != self.warm_throughput_target_mibps else "")
+            )
         return found
 
     def to_json(self) -> dict[str, Any]:
@@ -164,15 +171,18 @@ class StreamSummary:
             "stream_id": self.stream_id or None,
             "record_distribution": self.record_distribution,
             "max_record_size_kib": self.max_record_size_kib,
-            "warm_throughput": {"target_mibps": self.warm_throughput_target_mibps,
-                                "current_mibps": self.warm_throughput_current_mibps},
+            "warm_throughput": {
+                "target_mibps": self.warm_throughput_target_mibps,
+                "current_mibps": self.warm_throughput_current_mibps,
+            },
             "consumer_count": self.consumer_count,
             "channel_count": self.channel_count,
         }
 
 
-def put_records_entry(data: bytes, partition_key: str | None,
-                      explicit_hash_key: int | str | None = None) -> dict[str, object]:
+def put_records_entry(
+    data: bytes, partition_key: str | None, explicit_hash_key: int | str | None = None
+) -> dict[str, object]:
     """One entry of PutRecords' `Records` as AWS takes it: the explicit hash key in decimal, and
     only when there is one (it overrides the partition key's MD5); no partition key only for an AUTO
     stream, which ignores keys."""
@@ -196,6 +206,8 @@ def _optional_int(value: Any) -> int | None:
 def auto_notice(stream: str, since: str | None = None) -> str:
     """The one line every key-space view of an AUTO stream starts with."""
     when = f" since {since}" if since else ""
-    return (f"{stream} uses AUTO record distribution{when}: Kinesis ignores partition and explicit hash keys "
-            "and spreads records itself, so no placement by key is shown (records already in the stream "
-            "keep their shards)")
+    return (
+        f"{stream} uses AUTO record distribution{when}: Kinesis ignores partition and explicit hash keys "
+        "and spreads records itself, so no placement by key is shown (records already in the stream "
+        "keep their shards)"
+    )

@@ -85,8 +85,15 @@ class ShardMapSnapshot:
         return min(deadlines, default=None)
 
 
-def build_snapshot(listed: Sequence[Shard], *, previous: ShardMapSnapshot | None, now: float,
-                   closed_shard_ttl: float, version: int, updated_at: float) -> ShardMapSnapshot:
+def build_snapshot(
+    listed: Sequence[Shard],
+    *,
+    previous: ShardMapSnapshot | None,
+    now: float,
+    closed_shard_ttl: float,
+    version: int,
+    updated_at: float,
+) -> ShardMapSnapshot:
     """Merge a fresh listing with the previous snapshot.
 
     A shard missing from the listing (AT_LATEST drops closed shards) or listed as closed is kept
@@ -103,23 +110,48 @@ def build_snapshot(listed: Sequence[Shard], *, previous: ShardMapSnapshot | None
             if node.shard_id not in listed_by_id:
                 candidates[node.shard_id] = node.shard
                 closed_since[node.shard_id] = earlier.get(node.shard_id, now)
-    return _assemble(candidates, open_ids, closed_since, now=now, ttl=closed_shard_ttl,
-                     version=version, updated_at=updated_at, listed=listed_by_id.keys())
+    return _assemble(
+        candidates,
+        open_ids,
+        closed_since,
+        now=now,
+        ttl=closed_shard_ttl,
+        version=version,
+        updated_at=updated_at,
+        listed=listed_by_id.keys(),
+    )
 
 
 def purge_expired(snapshot: ShardMapSnapshot, *, now: float, closed_shard_ttl: float, version: int) -> ShardMapSnapshot:
     """The same snapshot without the closed shards whose TTL has run out."""
     candidates = {node.shard_id: node.shard for node in snapshot.lineage.nodes.values()}
     open_ids = {node.shard_id for node in snapshot.lineage.nodes.values() if node.state == OPEN}
-    return _assemble(candidates, open_ids, dict(snapshot.closed_since), now=now, ttl=closed_shard_ttl,
-                     version=version, updated_at=snapshot.updated_at, listed=snapshot.closed_since.keys())
+    return _assemble(
+        candidates,
+        open_ids,
+        dict(snapshot.closed_since),
+        now=now,
+        ttl=closed_shard_ttl,
+        version=version,
+        updated_at=snapshot.updated_at,
+        listed=snapshot.closed_since.keys(),
+    )
 
 
-def _assemble(candidates: dict[str, Shard], open_ids: set[str], closed_since: dict[str, float], *,
-              now: float, ttl: float, version: int, updated_at: float,
-              listed: Iterable[str]) -> ShardMapSnapshot:
-    kept = [shard for shard_id, shard in candidates.items()
-            if shard_id in open_ids or closed_since[shard_id] + ttl > now]
+def _assemble(
+    candidates: dict[str, Shard],
+    open_ids: set[str],
+    closed_since: dict[str, float],
+    *,
+    now: float,
+    ttl: float,
+    version: int,
+    updated_at: float,
+    listed: Iterable[str],
+) -> ShardMapSnapshot:
+    kept = [
+        shard for shard_id, shard in candidates.items() if shard_id in open_ids or closed_since[shard_id] + ttl > now
+    ]
     kept_ids = {shard.shard_id for shard in kept}
     # Remember closing times of expired shards the server still lists, so they are not re-admitted
     # with a fresh timestamp on the next refresh; forget the ones that vanished for good.
@@ -132,15 +164,20 @@ def _assemble(candidates: dict[str, Shard], open_ids: set[str], closed_since: di
 class ShardMap:
     """Keeps a stream's shard map current. Use `async with ShardMap(...) as m:` or start()/aclose()."""
 
-    def __init__(self, stream_name: str, list_shards_fn: ListShardsFn, *,
-                 closed_shard_ttl: float = DEFAULT_CLOSED_SHARD_TTL,
-                 shard_filter: dict[str, Any] | None = AT_LATEST,
-                 poll_interval: float | None = None,
-                 max_results: int | None = None,
-                 initial_backoff: float = INITIAL_BACKOFF,
-                 max_backoff: float = MAX_BACKOFF,
-                 clock: Clock = time.monotonic,
-                 sleep: Sleep = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        stream_name: str,
+        list_shards_fn: ListShardsFn,
+        *,
+        closed_shard_ttl: float = DEFAULT_CLOSED_SHARD_TTL,
+        shard_filter: dict[str, Any] | None = AT_LATEST,
+        poll_interval: float | None = None,
+        max_results: int | None = None,
+        initial_backoff: float = INITIAL_BACKOFF,
+        max_backoff: float = MAX_BACKOFF,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
         self.stream_name = stream_name
         self._list_shards = list_shards_fn
         self.closed_shard_ttl = closed_shard_ttl
@@ -169,13 +206,13 @@ class ShardMap:
         self._closed = False
 
     @classmethod
-    def for_backend(cls, kinesis: Any, stream_name: str, **options: Any) -> "ShardMap":
+    def for_backend(cls, kinesis: Any, stream_name: str, **options: Any) -> ShardMap:
         """A map fed by a KinesisBackend (console.backend.kinesis)."""
         return cls(stream_name, backend_list_shards(kinesis), **options)
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    async def __aenter__(self) -> "ShardMap":
+    async def __aenter__(self) -> ShardMap:
         await self.start()
         return self
 
@@ -360,9 +397,14 @@ class ShardMap:
                 except Exception as error:  # any transport failure is retried; the UI shows last_error
                     self._record_failure(f"ListShards failed: {error}", error)
                 else:
-                    snapshot = build_snapshot(listed, previous=self._snapshot, now=self._clock(),
-                                              closed_shard_ttl=self.closed_shard_ttl,
-                                              version=self._version + 1, updated_at=started)
+                    snapshot = build_snapshot(
+                        listed,
+                        previous=self._snapshot,
+                        now=self._clock(),
+                        closed_shard_ttl=self.closed_shard_ttl,
+                        version=self._version + 1,
+                        updated_at=started,
+                    )
                     if snapshot.problem is None:
                         self.last_error, self.last_exception, self.failures, self.retry_delay = None, None, 0, None
                         self._install(snapshot, ShardMapState.READY)
@@ -428,8 +470,9 @@ class ShardMap:
             self._purge_task = None
         if self._snapshot is None:  # a purge is only scheduled after a snapshot is installed
             return
-        snapshot = purge_expired(self._snapshot, now=self._clock(),
-                                 closed_shard_ttl=self.closed_shard_ttl, version=self._version + 1)
+        snapshot = purge_expired(
+            self._snapshot, now=self._clock(), closed_shard_ttl=self.closed_shard_ttl, version=self._version + 1
+        )
         self._install(snapshot, self._state)
 
     async def _poll(self, interval: float) -> None:
@@ -453,16 +496,23 @@ class ShardMap:
                 listener(self)
             except Exception as error:  # a broken listener must not stop the refresh loop
                 asyncio.get_running_loop().call_exception_handler(
-                    {"message": "shard map listener failed", "exception": error})
+                    {"message": "shard map listener failed", "exception": error}
+                )
 
 
 def backend_list_shards(kinesis: Any) -> ListShardsFn:
     """Adapt KinesisBackend.list_shards (snake_case keywords) to ListShards' own argument names."""
 
-    async def list_shards(*, StreamName: str | None = None, NextToken: str | None = None,  # noqa: N803 - ListShards' own names
-                          ShardFilter: dict[str, Any] | None = None, MaxResults: int | None = None) -> dict[str, Any]:
-        page: dict[str, Any] = await kinesis.list_shards(stream=StreamName, next_token=NextToken,
-                                                         shard_filter=ShardFilter, max_results=MaxResults)
+    async def list_shards(
+        *,
+        StreamName: str | None = None,
+        NextToken: str | None = None,  # noqa: N803 - ListShards' own names
+        ShardFilter: dict[str, Any] | None = None,
+        MaxResults: int | None = None,
+    ) -> dict[str, Any]:
+        page: dict[str, Any] = await kinesis.list_shards(
+            stream=StreamName, next_token=NextToken, shard_filter=ShardFilter, max_results=MaxResults
+        )
         return page
 
     return list_shards

@@ -35,7 +35,6 @@ from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_r
 from console.topology.lineage import Lineage
 from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, READ_ONLY_DISABLES
 from console.ui.changes import StreamChanges
-from console.ui.stream_display import PollFailed, StreamDisplay, StreamRefreshed
 from console.ui.focus import FocusModel
 from console.ui.format import short_shard_id
 from console.ui.palette import ConsoleCommands
@@ -52,9 +51,17 @@ from console.ui.screens.command_line import CommandLineHost, CommandLineScreen
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.stream_actions import StreamDeleted
 from console.ui.screens.stream_picker import StreamPickerScreen
-from console.ui.source import (BIG_STREAM, ConnectionInfo, ListingSchedule, StreamView, describe_failure,
-                               fetch_stream, with_lineage)
+from console.ui.source import (
+    BIG_STREAM,
+    ConnectionInfo,
+    ListingSchedule,
+    StreamView,
+    describe_failure,
+    fetch_stream,
+    with_lineage,
+)
 from console.ui.startup import settle_heap, warm_lazy_imports
+from console.ui.stream_display import PollFailed, StreamDisplay, StreamRefreshed
 from console.ui.toasts import ToastsBehindDialogs
 from console.ui.widgets.footer import CoalescingFooter
 from console.ui.widgets.header import ConsoleHeader
@@ -63,7 +70,11 @@ from console.ui.widgets.shard_table import ShardHeat, ShardTable
 
 # Where a shard was chosen (the widget that already shows it selected).
 ShardChosen = ShardTable.Highlighted | LineageTree.ShardHighlighted | KeySpaceRibbon.ShardClicked
-SHARD_CHOSEN_IN = {ShardTable.Highlighted: "table", LineageTree.ShardHighlighted: "tree", KeySpaceRibbon.ShardClicked: "ribbon"}
+SHARD_CHOSEN_IN = {
+    ShardTable.Highlighted: "table",
+    LineageTree.ShardHighlighted: "tree",
+    KeySpaceRibbon.ShardClicked: "ribbon",
+}
 CAPACITY_INTERVAL = 60.0  # seconds between fetches of the stream's CloudWatch metrics (its resolution)
 NO_CLOUDWATCH = "no CloudWatch metrics: this source has no CloudWatch"
 
@@ -79,11 +90,21 @@ class KConsoleApp(CommandLineHost, App[None]):
     stream: reactive[str | None] = reactive(None, init=False)
     read_only: reactive[bool] = reactive(False, init=False)
 
-    def __init__(self, source: ConsoleBackend, *, stream: str | None = None, interval: float = 5.0,
-                 read_only: bool = False, config_warning: str | None = None, theme: str | None = None,
-                 clock: Callable[[], float] = time.monotonic, poll_timeout: float | None = None,
-                 on_stream_opened: Callable[[str], None] | None = None, last_stream: str | None = None,
-                 key_format: str = "decimal") -> None:
+    def __init__(
+        self,
+        source: ConsoleBackend,
+        *,
+        stream: str | None = None,
+        interval: float = 5.0,
+        read_only: bool = False,
+        config_warning: str | None = None,
+        theme: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        poll_timeout: float | None = None,
+        on_stream_opened: Callable[[str], None] | None = None,
+        last_stream: str | None = None,
+        key_format: str = "decimal",
+    ) -> None:
         super().__init__()
         self.source = source
         self.set_reactive(KConsoleApp.stream, stream)
@@ -131,15 +152,17 @@ class KConsoleApp(CommandLineHost, App[None]):
                 yield KeyTreePanel(id="keytree-panel")
             with TabPane("Producer", id="producer"):
                 # Pacing starts off on the embedded local Kinesis (it has no shard limits to respect).
-                yield ProducerPanel(self.source, local=self.connection.backend.startswith("local"),
-                                    id="producer-panel").data_bind(KConsoleApp.stream, KConsoleApp.read_only)
+                yield ProducerPanel(
+                    self.source, local=self.connection.backend.startswith("local"), id="producer-panel"
+                ).data_bind(KConsoleApp.stream, KConsoleApp.read_only)
             with TabPane("Tail", id="tail"):
                 yield TailView(self.source, stream=self.stream, id="tail-view").data_bind(KConsoleApp.stream)
             with TabPane("Heat", id="heat"):
                 yield HeatPanel(self.source, id="heat-panel").data_bind(KConsoleApp.stream)
             with TabPane("Consumers", id="consumers"):
-                yield ConsumersPanel(self.source, poll_lock=self.poll_lock, interval=self.interval,
-                                     id="consumers-panel").data_bind(KConsoleApp.stream)
+                yield ConsumersPanel(
+                    self.source, poll_lock=self.poll_lock, interval=self.interval, id="consumers-panel"
+                ).data_bind(KConsoleApp.stream)
         yield CoalescingFooter(compact=True)  # compact: more keys fit on an 80-column terminal
 
     def on_mount(self) -> None:
@@ -148,10 +171,19 @@ class KConsoleApp(CommandLineHost, App[None]):
         if self._theme_name and self._theme_name in self.available_themes:
             self.theme = self._theme_name
         elif self._theme_name:
-            self.notify(f"unknown theme {self._theme_name!r} in the config; using {self.theme}", title="config",
-                        severity="warning", timeout=8)
-        self.header.update_state(backend=self.connection.backend, region=self.connection.region,
-                                 profile=self.connection.profile, stream=self.stream, read_only=self.read_only)
+            self.notify(
+                f"unknown theme {self._theme_name!r} in the config; using {self.theme}",
+                title="config",
+                severity="warning",
+                timeout=8,
+            )
+        self.header.update_state(
+            backend=self.connection.backend,
+            region=self.connection.region,
+            profile=self.connection.profile,
+            stream=self.stream,
+            read_only=self.read_only,
+        )
         if RETRY_EVENTS in self.source.capabilities:  # retries go in the header, not on a stderr under the screen
             self.source.on_retry = self._show_retry
         if self._config_warning:
@@ -401,11 +433,16 @@ class KConsoleApp(CommandLineHost, App[None]):
     def on_key(self, event) -> None:
         self.focus_model.leave_text_box(event)
         if self.read_only and self.screen is self.screen_stack[0] and not self.focus_model.typing:
-            disabled = next((b for b in APP_BINDINGS if b.action in MUTATING_ACTIONS and event.key in b.key.split(",")),
-                            None)
+            disabled = next(
+                (b for b in APP_BINDINGS if b.action in MUTATING_ACTIONS and event.key in b.key.split(",")), None
+            )
             if disabled is not None:  # a greyed-out key does nothing; say why rather than stay silent
-                self.notify(f"{disabled.description}: disabled in read-only mode (R or :rw leaves it, after you "
-                            "type the stream name)", severity="warning", timeout=4)
+                self.notify(
+                    f"{disabled.description}: disabled in read-only mode (R or :rw leaves it, after you "
+                    "type the stream name)",
+                    severity="warning",
+                    timeout=4,
+                )
 
     # ---- actions -------------------------------------------------------------------------------
 
@@ -505,11 +542,19 @@ class KConsoleApp(CommandLineHost, App[None]):
         if suggestion is not None:
             self.select_shard(suggestion.shard_id)
         request = ReshardRequest(
-            operation, self.stream, self.view.shards, self.view.summary.open_shard_count,
-            self.table.shard(self.selected_shard_id) if self.selected_shard_id else None, self.source,
-            suggestion.at if suggestion is not None else None, key_format=self.key_format, sample=self.placement.key_sample(),
+            operation,
+            self.stream,
+            self.view.shards,
+            self.view.summary.open_shard_count,
+            self.table.shard(self.selected_shard_id) if self.selected_shard_id else None,
+            self.source,
+            suggestion.at if suggestion is not None else None,
+            key_format=self.key_format,
+            sample=self.placement.key_sample(),
             barrier=self.consumers_panel.barrier_lines,
-            last_poll=lambda: self.header.state.refreshed_at, clock=self.clock)
+            last_poll=lambda: self.header.state.refreshed_at,
+            clock=self.clock,
+        )
         self.changes.reshard(request)
 
     @on(ReshardActivity)

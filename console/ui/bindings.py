@@ -34,38 +34,81 @@ class ConsoleAction:
 ACTIONS: tuple[ConsoleAction, ...] = (
     ConsoleAction("refresh", "r", "Refresh now", "Poll the stream now instead of waiting for the next interval."),
     ConsoleAction("filter", "/", "Filter shards", "Show only shards whose id, state or parents contain the text."),
-    ConsoleAction("sort", "o", "Sort shards", "Cycle the table's sort column (start key, id, state, share, rate).",
-                  tab="shards"),
-    ConsoleAction("copy_keys", "c", "Copy selected shard's hash keys",
-                  "Copy the full starting and ending hash key of the selected shard to the clipboard."),
-    ConsoleAction("split", "s", "Split selected shard", "Preview, confirm and run a split of the selected shard.",
-                  mutating=True),
-    ConsoleAction("merge", "m", "Merge selected shard with its neighbour",
-                  "Preview, confirm and run a merge of the selected shard with an adjacent open shard.",
-                  mutating=True),
-    ConsoleAction("scale", "x", "Rescale the stream", "Preview, confirm and run UpdateShardCount (uniform scaling).",
-                  mutating=True),
-    ConsoleAction("enable_monitoring", "e", "Enable enhanced monitoring",
-                  "Turn on CloudWatch shard-level metrics for the stream (billed per shard); asks for the name.",
-                  mutating=True, tab="heat"),
-    ConsoleAction("stream_actions", "S", "Stream actions: retention, mode, encryption, delete",
-                  "Change the open stream's retention, capacity mode or encryption, or delete it: "
-                  "a preview, then type the stream name.", mutating=True),
-    ConsoleAction("pick_stream", "p", "Open another stream",
-                  "The fleet: every stream with its rates and trouble, worst first; enter opens one."),
+    ConsoleAction(
+        "sort", "o", "Sort shards", "Cycle the table's sort column (start key, id, state, share, rate).", tab="shards"
+    ),
+    ConsoleAction(
+        "copy_keys",
+        "c",
+        "Copy selected shard's hash keys",
+        "Copy the full starting and ending hash key of the selected shard to the clipboard.",
+    ),
+    ConsoleAction(
+        "split", "s", "Split selected shard", "Preview, confirm and run a split of the selected shard.", mutating=True
+    ),
+    ConsoleAction(
+        "merge",
+        "m",
+        "Merge selected shard with its neighbour",
+        "Preview, confirm and run a merge of the selected shard with an adjacent open shard.",
+        mutating=True,
+    ),
+    ConsoleAction(
+        "scale",
+        "x",
+        "Rescale the stream",
+        "Preview, confirm and run UpdateShardCount (uniform scaling).",
+        mutating=True,
+    ),
+    ConsoleAction(
+        "enable_monitoring",
+        "e",
+        "Enable enhanced monitoring",
+        "Turn on CloudWatch shard-level metrics for the stream (billed per shard); asks for the name.",
+        mutating=True,
+        tab="heat",
+    ),
+    ConsoleAction(
+        "stream_actions",
+        "S",
+        "Stream actions: retention, mode, encryption, delete",
+        "Change the open stream's retention, capacity mode or encryption, or delete it: "
+        "a preview, then type the stream name.",
+        mutating=True,
+    ),
+    ConsoleAction(
+        "pick_stream",
+        "p",
+        "Open another stream",
+        "The fleet: every stream with its rates and trouble, worst first; enter opens one.",
+    ),
     ConsoleAction("show_tab('shards')", "1", "Show shards", "The shard table."),
     ConsoleAction("show_tab('lineage')", "2", "Show lineage", "Closed parents and their children."),
     ConsoleAction("show_tab('placement')", "3", "Show placement", "Which shard each partition key lands on."),
-    ConsoleAction("show_tab('keytree')", "4", "Show key-tree balance", "Balance of the explicit hash keys in use (the balanced key tree)."),
+    ConsoleAction(
+        "show_tab('keytree')",
+        "4",
+        "Show key-tree balance",
+        "Balance of the explicit hash keys in use (the balanced key tree).",
+    ),
     ConsoleAction("show_tab('producer')", "5", "Show producer", "Publish ordered test records and verify them."),
     ConsoleAction("show_tab('tail')", "6", "Show tail", "Read the records in the stream."),
     ConsoleAction("show_tab('heat')", "7", "Show heat", "Throughput per shard and hot keys."),
-    ConsoleAction("show_tab('consumers')", "8", "Show consumers",
-                  "EFO consumers and KCL leases: owner, lag and state per shard."),
-    ConsoleAction("command_line", ":", "Command mode",
-                  "k9s-style commands: shards, lineage, heat, consumers, stream NAME, streams, ro, rw, q."),
-    ConsoleAction("toggle_read_only", "R", "Toggle read-only",
-                  "Into read-only at once; back to read-write only after typing the stream name."),
+    ConsoleAction(
+        "show_tab('consumers')", "8", "Show consumers", "EFO consumers and KCL leases: owner, lag and state per shard."
+    ),
+    ConsoleAction(
+        "command_line",
+        ":",
+        "Command mode",
+        "k9s-style commands: shards, lineage, heat, consumers, stream NAME, streams, ro, rw, q.",
+    ),
+    ConsoleAction(
+        "toggle_read_only",
+        "R",
+        "Toggle read-only",
+        "Into read-only at once; back to read-write only after typing the stream name.",
+    ),
     ConsoleAction("help", "?", "Help", "Every key and what it does."),
     ConsoleAction("quit", "q", "Quit (ctrl+c too)", "Leave kconsole; ctrl+c as well, outside text boxes."),
 )
@@ -82,9 +125,17 @@ APP_BINDINGS: list[Binding] = [
     Binding("r", "refresh", "Refresh", id="app.refresh"),
     # One footer entry stands for the tab keys (console.ui.focus sends them on from a text
     # box that a tab switch focused, until the user enters it).
-    *(Binding(a.key, a.action, "Tabs" if a.key == "1" else a.title, show=a.key == "1",
-              key_display="1-8" if a.key == "1" else None)
-      for a in ACTIONS if a.action.startswith("show_tab")),
+    *(
+        Binding(
+            a.key,
+            a.action,
+            "Tabs" if a.key == "1" else a.title,
+            show=a.key == "1",
+            key_display="1-8" if a.key == "1" else None,
+        )
+        for a in ACTIONS
+        if a.action.startswith("show_tab")
+    ),
     Binding("slash", "filter", "Filter", key_display="/", id="app.filter"),
     Binding("s", "split", "Split", id="reshard.split"),
     Binding("m", "merge", "Merge", id="reshard.merge"),

@@ -38,8 +38,13 @@ class StreamChanges:
         if problem:
             self.app.notify(problem, severity="warning")
             return
-        self.app.run_worker(partial(reshard_flow.run_reshard, request, self._dialogs()), group="reshard",
-                            exclusive=True, exit_on_error=False, description="reshard")
+        self.app.run_worker(
+            partial(reshard_flow.run_reshard, request, self._dialogs()),
+            group="reshard",
+            exclusive=True,
+            exit_on_error=False,
+            description="reshard",
+        )
 
     def choose_stream_action(self, view: StreamView, read_only: Callable[[], bool]) -> None:
         """The stream actions menu (its entries greyed when read-only), then the chosen action."""
@@ -47,8 +52,13 @@ class StreamChanges:
         def chosen(action: str | None) -> None:
             if action:
                 request = StreamActionRequest(action, view.summary, len(view.shards), self.source)
-                self.app.run_worker(partial(self._stream_action, request, read_only), group="stream-actions",
-                                    exclusive=True, exit_on_error=False, description=f"stream action {action}")
+                self.app.run_worker(
+                    partial(self._stream_action, request, read_only),
+                    group="stream-actions",
+                    exclusive=True,
+                    exit_on_error=False,
+                    description=f"stream action {action}",
+                )
 
         self.app.push_screen(StreamActionsScreen(view.summary, read_only=read_only()), chosen)
 

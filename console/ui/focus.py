@@ -24,9 +24,16 @@ TEXT_FIELDS = (Input, TextArea)
 TAB_ACTIONS = {action.key: action.action for action in ACTIONS if action.action.startswith("show_tab")}
 
 # Each tab's first focus: its primary list, or its first field.
-FIRST_FOCUS = {"shards": "#shard-table", "lineage": "#lineage-tree", "placement": "#placement-input",
-               "keytree": "#keytree-input", "producer": "#producer-keys", "tail": "#tail-ring",
-               "heat": "#heat-panel", "consumers": "#consumers-table"}
+FIRST_FOCUS = {
+    "shards": "#shard-table",
+    "lineage": "#lineage-tree",
+    "placement": "#placement-input",
+    "keytree": "#keytree-input",
+    "producer": "#producer-keys",
+    "tail": "#tail-ring",
+    "heat": "#heat-panel",
+    "consumers": "#consumers-table",
+}
 
 
 class FocusModel:

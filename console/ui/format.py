@@ -64,6 +64,8 @@ def summarise_shares(starts: Sequence[int], ends: Sequence[int], ids: Sequence[s
     shares = {i: (widths[i] + 1) / HASH_SPACE for i in (smallest, largest)}
     spread = shares[largest] / shares[smallest]
     verdict = "even" if spread < 1.01 else f"uneven {spread:.1f}x"
-    return (f"{count} open · {verdict} · min {format_share(shares[smallest])} {short_shard_id(ids[smallest])}"
-            f" · max {format_share(shares[largest])} {short_shard_id(ids[largest])}"
-            f" · even {format_share(1 / count)}")
+    return (
+        f"{count} open · {verdict} · min {format_share(shares[smallest])} {short_shard_id(ids[smallest])}"
+        f" · max {format_share(shares[largest])} {short_shard_id(ids[largest])}"
+        f" · even {format_share(1 / count)}"
+    )

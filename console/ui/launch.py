@@ -45,8 +45,10 @@ async def prepare_demo_stream(kinesis, name: str = DEMO_STREAM, shards: int = 4,
         midpoint = first.starting_hash_key + (first.ending_hash_key - first.starting_hash_key + 1) // 2
         await kinesis.split_shard(name, first.shard_id, midpoint)
         await kinesis.wait_for_active(name)
-    records = [{"Data": json.dumps({"user": f"user-{n}", "n": n}).encode(), "PartitionKey": f"user-{n}"}
-               for n in range(DEMO_RECORDS)]
+    records = [
+        {"Data": json.dumps({"user": f"user-{n}", "n": n}).encode(), "PartitionKey": f"user-{n}"}
+        for n in range(DEMO_RECORDS)
+    ]
     await kinesis.put_records(name, records)
     return True
 
@@ -148,19 +150,38 @@ class PrefetchingSource:
     async def enable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None:
         await self._source.enable_enhanced_monitoring(stream, metrics)
 
-    async def put_record(self, stream: str, data: bytes, partition_key: str | None, *,
-                         explicit_hash_key: int | None = None,
-                         sequence_number_for_ordering: str | None = None) -> dict:
-        return await self._source.put_record(stream, data, partition_key, explicit_hash_key=explicit_hash_key,
-                                             sequence_number_for_ordering=sequence_number_for_ordering)
+    async def put_record(
+        self,
+        stream: str,
+        data: bytes,
+        partition_key: str | None,
+        *,
+        explicit_hash_key: int | None = None,
+        sequence_number_for_ordering: str | None = None,
+    ) -> dict:
+        return await self._source.put_record(
+            stream,
+            data,
+            partition_key,
+            explicit_hash_key=explicit_hash_key,
+            sequence_number_for_ordering=sequence_number_for_ordering,
+        )
 
     async def put_records(self, stream: str, records: list[dict]) -> dict:
         return await self._source.put_records(stream, records)
 
-    async def get_shard_iterator(self, stream: str, shard_id: str, iterator_type: str, *,
-                                 sequence_number: str | None = None, timestamp: datetime | None = None) -> str:
-        return await self._source.get_shard_iterator(stream, shard_id, iterator_type,
-                                                     sequence_number=sequence_number, timestamp=timestamp)
+    async def get_shard_iterator(
+        self,
+        stream: str,
+        shard_id: str,
+        iterator_type: str,
+        *,
+        sequence_number: str | None = None,
+        timestamp: datetime | None = None,
+    ) -> str:
+        return await self._source.get_shard_iterator(
+            stream, shard_id, iterator_type, sequence_number=sequence_number, timestamp=timestamp
+        )
 
     async def get_records(self, shard_iterator: str, limit: int = 10000) -> dict:
         return await self._source.get_records(shard_iterator, limit)
@@ -189,21 +210,31 @@ class PrefetchingSource:
     async def table_names(self) -> list[str]:
         return await self._source.table_names()
 
-    async def stream_metrics(self, stream: str, metrics: dict[str, str], start: datetime, end: datetime,
-                             period: int = 60) -> dict[str, MetricPoints]:
+    async def stream_metrics(
+        self, stream: str, metrics: dict[str, str], start: datetime, end: datetime, period: int = 60
+    ) -> dict[str, MetricPoints]:
         return await self._source.stream_metrics(stream, metrics, start, end, period)
 
-    async def shard_metrics(self, stream: str, shard_ids: list[str], metrics: dict[str, str],
-                            start: datetime, end: datetime, period: int = 60) -> dict[str, dict[str, MetricPoints]]:
+    async def shard_metrics(
+        self,
+        stream: str,
+        shard_ids: list[str],
+        metrics: dict[str, str],
+        start: datetime,
+        end: datetime,
+        period: int = 60,
+    ) -> dict[str, dict[str, MetricPoints]]:
         return await self._source.shard_metrics(stream, shard_ids, metrics, start, end, period)
 
-    async def streams_metrics(self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime,
-                              period: int = 60) -> Any:
+    async def streams_metrics(
+        self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime, period: int = 60
+    ) -> Any:
         return await self._source.streams_metrics(streams, metrics, start, end, period)
 
 
-def _supervise_local_server(kinesis, stream: str | None, shards: int, *, demo: bool, split: bool, read_only: bool,
-                            shown: dict[str, Any]) -> asyncio.Task | None:
+def _supervise_local_server(
+    kinesis, stream: str | None, shards: int, *, demo: bool, split: bool, read_only: bool, shown: dict[str, Any]
+) -> asyncio.Task | None:
     """For the embedded server: its death said in the header at once, then a restart on the same
     port with the stream recreated (said: its records are gone)."""
     server = getattr(kinesis, "local_server", None)
@@ -227,10 +258,14 @@ def _supervise_local_server(kinesis, stream: str | None, shards: int, *, demo: b
             else:
                 await kinesis.ensure_stream(stream, shards)
         except Exception as error:  # noqa: BLE001 - said in the header; the polls say the rest
-            say(f"embedded server restarted; recreating {stream} failed: {error}", short="server restarted, stream lost")
+            say(
+                f"embedded server restarted; recreating {stream} failed: {error}", short="server restarted, stream lost"
+            )
             return
-        say(f"embedded server restarted on the same port: {stream} recreated, its records are gone",
-            short=f"server restarted: {stream} recreated, records gone")
+        say(
+            f"embedded server restarted on the same port: {stream} recreated, its records are gone",
+            short=f"server restarted: {stream} recreated, records gone",
+        )
 
     return asyncio.ensure_future(server.supervise(say, recreate))
 
@@ -286,14 +321,27 @@ def launch_console(args) -> int:
                 created = f"created stream {stream!r} with {counted(shards, 'shard')} on the embedded local Kinesis"
             source = PrefetchingSource(kinesis, stream) if stream else kinesis
             shown: dict[str, Any] = {}  # the app, once it exists, for the server supervisor to speak through
-            supervisor = _supervise_local_server(kinesis, stream, shards, demo=stream == DEMO_STREAM and not args.stream,
-                                                 split=args.shards is None, read_only=read_only, shown=shown)
+            supervisor = _supervise_local_server(
+                kinesis,
+                stream,
+                shards,
+                demo=stream == DEMO_STREAM and not args.stream,
+                split=args.shards is None,
+                read_only=read_only,
+                shown=shown,
+            )
             try:
                 app = (await app_module).KConsoleApp(
-                    source, stream=stream, interval=interval, read_only=read_only, config_warning=warning,
-                    theme=config.theme, on_stream_opened=lambda stream: remember(last_stream=stream),
+                    source,
+                    stream=stream,
+                    interval=interval,
+                    read_only=read_only,
+                    config_warning=warning,
+                    theme=config.theme,
+                    on_stream_opened=lambda stream: remember(last_stream=stream),
                     last_stream=config.last_stream,
-                    key_format=config.key_format)
+                    key_format=config.key_format,
+                )
                 app.on_theme_changed = lambda theme: remember(theme=theme)
                 if served_to_a_browser():
                     from console.ui.browser_session import exit_when_server_leaves
@@ -313,4 +361,3 @@ def launch_console(args) -> int:
 
     asyncio.run(run())
     return 0
-

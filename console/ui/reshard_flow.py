@@ -136,13 +136,19 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         shard = request.selected
         assert shard is not None
         suggested_split = request.suggested_split
-        hint = (" (prefilled: the median hash key of the traffic the heat panel observed)"
-                if suggested_split is not None else "")
-        answer = await ask(PromptScreen(
-            f"Split {shard.shard_id}",
-            f"Split point: 'midpoint', or the hash key the upper child starts at (decimal, or 0x hex){hint}",
-            str(suggested_split) if suggested_split is not None else "midpoint",
-            lambda text: split_point_problem(shard, text)))
+        hint = (
+            " (prefilled: the median hash key of the traffic the heat panel observed)"
+            if suggested_split is not None
+            else ""
+        )
+        answer = await ask(
+            PromptScreen(
+                f"Split {shard.shard_id}",
+                f"Split point: 'midpoint', or the hash key the upper child starts at (decimal, or 0x hex){hint}",
+                str(suggested_split) if suggested_split is not None else "midpoint",
+                lambda text: split_point_problem(shard, text),
+            )
+        )
         if answer is None:
             return
         at_midpoint = answer.lower().strip() in ("", "midpoint", "m")
@@ -163,21 +169,34 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         if not neighbours:
             notify(f"merge: {shard.shard_id} has no adjacent open shard", severity="warning")
             return
-        chosen = await ask(ChoiceScreen(
-            f"Merge {shard.shard_id} with which adjacent open shard?",
-            [(other.shard_id, f"{other.shard_id}  ({side} neighbour, {other.share:.2%})") for side, other in neighbours]))
+        chosen = await ask(
+            ChoiceScreen(
+                f"Merge {shard.shard_id} with which adjacent open shard?",
+                [
+                    (other.shard_id, f"{other.shard_id}  ({side} neighbour, {other.share:.2%})")
+                    for side, other in neighbours
+                ],
+            )
+        )
         if chosen is None:
             return
-        lower, upper = sorted((shard.shard_id, chosen), key=lambda sid: next(
-            s.starting_hash_key for s in request.shards if s.shard_id == sid))
+        lower, upper = sorted(
+            (shard.shard_id, chosen),
+            key=lambda sid: next(s.starting_hash_key for s in request.shards if s.shard_id == sid),
+        )
 
         def build(shards, context):
             return plan_merge(shards, lower, upper, context=context, sample=request.sample)
     else:
         current = request.open_shard_count
-        answer = await ask(PromptScreen(
-            f"Rescale {stream} (now {current} open shards)", "Target open shard count (UpdateShardCount, uniform)",
-            str(current * 2), lambda text: scale_target_problem(text, current)))
+        answer = await ask(
+            PromptScreen(
+                f"Rescale {stream} (now {current} open shards)",
+                "Target open shard count (UpdateShardCount, uniform)",
+                str(current * 2),
+                lambda text: scale_target_problem(text, current),
+            )
+        )
         if answer is None:
             return
         target = int(answer)
@@ -201,10 +220,19 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         return
     while True:
         built_at = request.clock()
-        consumers, held_back = await request.barrier(stream, shards, plan) if request.barrier is not None else (None, None)
-        if not await ask(ReshardPreviewScreen(plan, stream, key_format=request.key_format,
-                                              sample_label=request.sample_label, consumers=consumers,
-                                              held_back=held_back)):
+        consumers, held_back = (
+            await request.barrier(stream, shards, plan) if request.barrier is not None else (None, None)
+        )
+        if not await ask(
+            ReshardPreviewScreen(
+                plan,
+                stream,
+                key_format=request.key_format,
+                sample_label=request.sample_label,
+                consumers=consumers,
+                held_back=held_back,
+            )
+        ):
             notify(f"{operation}: cancelled, nothing was called", timeout=4)
             return
         action = f"{plan.summary} — APPLY ANYWAY: {held_back}" if held_back else plan.summary
@@ -224,8 +252,12 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         changes = describe_changes(plan.before, rebuilt.before)
         if not changes and rebuilt.operations == plan.operations:
             break
-        notify(f"{operation}: {stream} changed since this preview ({'; '.join(changes[:3]) or 'a new plan'}); "
-               "nothing was called: review the new plan", severity="warning", timeout=10)
+        notify(
+            f"{operation}: {stream} changed since this preview ({'; '.join(changes[:3]) or 'a new plan'}); "
+            "nothing was called: review the new plan",
+            severity="warning",
+            timeout=10,
+        )
         plan, shards = rebuilt, fresh
     notify(f"{operation}: running — {plan.summary}", title=operation, timeout=6)
     post(ReshardActivity(f"{operation}: running, waiting for ACTIVE"))
@@ -235,8 +267,11 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         notify(f"{operation} failed: {error.message}", severity="error", timeout=15)
     else:
         outcome = "as planned" if not result.differences else "; ".join(result.differences)
-        notify(f"{operation} done ({', '.join(result.calls) or 'no calls'}); stream {result.status}; {outcome}",
-               title=operation, timeout=10)
+        notify(
+            f"{operation} done ({', '.join(result.calls) or 'no calls'}); stream {result.status}; {outcome}",
+            title=operation,
+            timeout=10,
+        )
     finally:
         post(ReshardActivity(None))
     post(ReshardProgressed())

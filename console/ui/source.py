@@ -28,7 +28,7 @@ class ConnectionInfo:
     profile: str | None
 
     @classmethod
-    def of(cls, source: ConsoleBackend) -> "ConnectionInfo":
+    def of(cls, source: ConsoleBackend) -> ConnectionInfo:
         return cls(backend=_safe_label(source), region=source.region, profile=source.profile)
 
 
@@ -49,7 +49,7 @@ class ShardListing(tuple):
     by_id: dict[str, Shard]
     ending_by_id: dict[str, str | None]
 
-    def __new__(cls, shards: Any = ()) -> "ShardListing":
+    def __new__(cls, shards: Any = ()) -> ShardListing:
         listing = super().__new__(cls, shards)
         listing.ids = [shard.shard_id for shard in listing]
         listing.endings = [shard.ending_sequence_number for shard in listing]
@@ -108,8 +108,11 @@ class ListingSchedule:
 def listing_is_current(previous: StreamView, summary: StreamSummary) -> bool:
     """Whether the shards of `previous` still stand, as far as the stream's summary tells."""
     before = previous.summary
-    return (summary.name == before.name and summary.status == before.status == "ACTIVE"
-            and summary.open_shard_count == before.open_shard_count)
+    return (
+        summary.name == before.name
+        and summary.status == before.status == "ACTIVE"
+        and summary.open_shard_count == before.open_shard_count
+    )
 
 
 async def fetch_stream(source: StreamReads, stream: str, previous: StreamView | None = None) -> StreamView:

@@ -12,6 +12,7 @@ def warm_lazy_imports() -> None:
     tables) and runs work in a thread (the default executor). Loaded during that first paint, they
     stalled the UI loop for tens of ms (tests/benchmarks/bench_console.py)."""
     import concurrent.futures.thread  # noqa: F401
+
     import textual.scrollbar  # noqa: F401
     from rich.cells import cell_len
 

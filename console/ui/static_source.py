@@ -12,20 +12,41 @@ from console.topology.model import Shard, StreamSummary
 
 
 def even_shards(count: int, *, first_index: int = 0) -> list[Shard]:
-    return [Shard(shard_id_for_index(first_index + i), start, end, starting_sequence_number=str(i))
-            for i, (start, end) in enumerate(even_split(count))]
+    return [
+        Shard(shard_id_for_index(first_index + i), start, end, starting_sequence_number=str(i))
+        for i, (start, end) in enumerate(even_split(count))
+    ]
 
 
 def split_shard(shards: list[Shard], shard_id: str, at: int) -> list[Shard]:
     """What SplitShard does to a listing: the parent closes, two children (next ids) appear."""
     parent = next(s for s in shards if s.shard_id == shard_id)
     next_index = max(int(s.shard_id.rsplit("-", 1)[1]) for s in shards) + 1
-    closed = Shard(parent.shard_id, parent.starting_hash_key, parent.ending_hash_key, parent.parent_shard_id,
-                   parent.adjacent_parent_shard_id, parent.starting_sequence_number, ending_sequence_number="9")
-    children = [Shard(shard_id_for_index(next_index), parent.starting_hash_key, at - 1, parent.shard_id,
-                      starting_sequence_number="10"),
-                Shard(shard_id_for_index(next_index + 1), at, parent.ending_hash_key, parent.shard_id,
-                      starting_sequence_number="11")]
+    closed = Shard(
+        parent.shard_id,
+        parent.starting_hash_key,
+        parent.ending_hash_key,
+        parent.parent_shard_id,
+        parent.adjacent_parent_shard_id,
+        parent.starting_sequence_number,
+        ending_sequence_number="9",
+    )
+    children = [
+        Shard(
+            shard_id_for_index(next_index),
+            parent.starting_hash_key,
+            at - 1,
+            parent.shard_id,
+            starting_sequence_number="10",
+        ),
+        Shard(
+            shard_id_for_index(next_index + 1),
+            at,
+            parent.ending_hash_key,
+            parent.shard_id,
+            starting_sequence_number="11",
+        ),
+    ]
     return [closed if s.shard_id == shard_id else s for s in shards] + children
 
 
@@ -38,8 +59,15 @@ class StaticSource:
     capabilities: frozenset[str] = frozenset()  # no CloudWatch, no retries to report
     on_retry = None
 
-    def __init__(self, stream: str, shards: Sequence[Shard], *, status: str = "ACTIVE",
-                 mode: str = "PROVISIONED", retention_hours: int = 24) -> None:
+    def __init__(
+        self,
+        stream: str,
+        shards: Sequence[Shard],
+        *,
+        status: str = "ACTIVE",
+        mode: str = "PROVISIONED",
+        retention_hours: int = 24,
+    ) -> None:
         self.stream = stream
         self.shards = list(shards)
         self.status = status
@@ -49,9 +77,14 @@ class StaticSource:
         self.failure: Exception | None = None  # raised by every call while set (a backend that is down)
 
     def summary(self) -> StreamSummary:
-        return StreamSummary(name=self.stream, status=self.status, mode=self.mode,
-                             open_shard_count=sum(1 for s in self.shards if s.is_open),
-                             retention_hours=self.retention_hours, encryption="NONE")
+        return StreamSummary(
+            name=self.stream,
+            status=self.status,
+            mode=self.mode,
+            open_shard_count=sum(1 for s in self.shards if s.is_open),
+            retention_hours=self.retention_hours,
+            encryption="NONE",
+        )
 
     async def describe_stream_summary(self, stream: str) -> StreamSummary:
         self._check(stream)

@@ -35,6 +35,7 @@ def args(**given) -> argparse.Namespace:
 
 # ---- configuration -------------------------------------------------------------------------------
 
+
 def test_from_args_kinds_and_regions(monkeypatch):
     monkeypatch.delenv("AWS_REGION", raising=False)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
@@ -43,7 +44,11 @@ def test_from_args_kinds_and_regions(monkeypatch):
     aws = BackendConfig.from_args(args())
     assert (aws.kind, aws.region, aws.label) == ("aws", "eu-west-1", "AWS eu-west-1")
     endpoint = BackendConfig.from_args(args(endpoint_url="http://127.0.0.1:4567", region="ap-south-1"))
-    assert (endpoint.kind, endpoint.region, endpoint.label) == ("endpoint", "ap-south-1", "endpoint http://127.0.0.1:4567")
+    assert (endpoint.kind, endpoint.region, endpoint.label) == (
+        "endpoint",
+        "ap-south-1",
+        "endpoint http://127.0.0.1:4567",
+    )
     monkeypatch.delenv("AWS_DEFAULT_REGION")
     assert BackendConfig.from_args(args(endpoint_url="http://localhost:1")).region == "us-east-1"
     with pytest.raises(BadInput, match="no AWS region"):
@@ -74,6 +79,7 @@ def test_local_and_endpoint_are_exclusive():
 
 
 # ---- the API through the adapter -----------------------------------------------------------------
+
 
 async def test_streams_shards_and_records_round_trip(kinesis, make_stream):
     name = await make_stream(shards=3)
@@ -106,8 +112,13 @@ async def test_monitoring_and_identity(kinesis, make_stream):
     await kinesis.enable_enhanced_monitoring(name, ["IncomingBytes", "IncomingRecords"])
     assert set((await kinesis.describe_stream_summary(name)).enhanced_metrics) == {"IncomingBytes", "IncomingRecords"}
     now = datetime.now(UTC)
-    series = await kinesis.shard_metrics(name, ["shardId-000000000000", "shardId-000000000001"],
-                                         {"IncomingBytes": "Sum"}, now - timedelta(minutes=5), now)
+    series = await kinesis.shard_metrics(
+        name,
+        ["shardId-000000000000", "shardId-000000000001"],
+        {"IncomingBytes": "Sum"},
+        now - timedelta(minutes=5),
+        now,
+    )
     # moto keeps no shard-level metrics of its own; the shape (one series per asked shard) is what matters here.
     assert series == {"shardId-000000000000": {"IncomingBytes": []}, "shardId-000000000001": {"IncomingBytes": []}}
     assert (await kinesis.caller_identity()).startswith("arn:aws:")
@@ -127,8 +138,12 @@ async def test_other_services_share_an_endpoint_only_when_it_stands_for_every_se
     given = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=local_kinesis.endpoint_url)
     async with open_backend(given) as endpoint:
         assert (await endpoint._side_client("dynamodb")).meta.endpoint_url == local_kinesis.endpoint_url
-    configured = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=local_kinesis.endpoint_url,
-                               endpoint_source="AWS_ENDPOINT_URL_KINESIS")
+    configured = BackendConfig(
+        kind="endpoint",
+        region="us-east-1",
+        endpoint_url=local_kinesis.endpoint_url,
+        endpoint_source="AWS_ENDPOINT_URL_KINESIS",
+    )
     async with open_backend(configured) as kinesis_only:
         assert (await kinesis_only._side_client("sts")).meta.endpoint_url == "https://sts.us-east-1.amazonaws.com"
 
@@ -171,15 +186,22 @@ class _FailingTransport:
         raise self.error
 
 
-@pytest.mark.parametrize("code, expected, text", [
-    ("ResourceInUseException", ResourceInUse, "Stream s is UPDATING"),
-    ("AccessDeniedException", AccessDenied, "access denied for kinesis:SplitShard on AWS eu-west-1"),
-    ("UnrecognizedClientException", NoCredentials, "rejected the credentials"),
-    ("InvalidArgumentException", BadInput, "refused SplitShard"),
-])
+@pytest.mark.parametrize(
+    "code, expected, text",
+    [
+        ("ResourceInUseException", ResourceInUse, "Stream s is UPDATING"),
+        ("AccessDeniedException", AccessDenied, "access denied for kinesis:SplitShard on AWS eu-west-1"),
+        ("UnrecognizedClientException", NoCredentials, "rejected the credentials"),
+        ("InvalidArgumentException", BadInput, "refused SplitShard"),
+    ],
+)
 async def test_aws_errors_become_one_line_console_errors(code, expected, text):
-    backend = KinesisBackend(BackendConfig(kind="aws", region="eu-west-1"), _FailingTransport(code, "Stream s is\nUPDATING"),
-                             region="eu-west-1", endpoint_url=None)
+    backend = KinesisBackend(
+        BackendConfig(kind="aws", region="eu-west-1"),
+        _FailingTransport(code, "Stream s is\nUPDATING"),
+        region="eu-west-1",
+        endpoint_url=None,
+    )
     with pytest.raises(expected) as caught:
         await backend.split_shard("s", "shardId-000000000000", 1)
     assert text in str(caught.value) and "\n" not in str(caught.value)
@@ -212,8 +234,9 @@ class _ThrottlingTransport:
 
 async def test_throttling_is_retried_with_backoff_and_reported():
     transport = _ThrottlingTransport(throttles=3)
-    backend = KinesisBackend(BackendConfig(kind="endpoint", endpoint_url="http://x"), transport,
-                             region="us-east-1", endpoint_url="http://x")
+    backend = KinesisBackend(
+        BackendConfig(kind="endpoint", endpoint_url="http://x"), transport, region="us-east-1", endpoint_url="http://x"
+    )
     backend.backoff_base = 0.01
     events = []
     backend.on_retry = events.append
@@ -222,14 +245,19 @@ async def test_throttling_is_retried_with_backoff_and_reported():
     assert events[0].describe().startswith("throttled on ListStreams; retry 1 in ")
     assert events[2].delay > events[0].delay  # the backoff grows
 
-    backend = KinesisBackend(BackendConfig(kind="endpoint", endpoint_url="http://x"), _ThrottlingTransport(99, "ProvisionedThroughputExceededException"),
-                             region="us-east-1", endpoint_url="http://x")
+    backend = KinesisBackend(
+        BackendConfig(kind="endpoint", endpoint_url="http://x"),
+        _ThrottlingTransport(99, "ProvisionedThroughputExceededException"),
+        region="us-east-1",
+        endpoint_url="http://x",
+    )
     backend.backoff_base = 0.001
     with pytest.raises(Throttled, match="still throttled after retries"):
         await backend.stream_names()
 
 
 # ---- the child server's lifecycle ----------------------------------------------------------------
+
 
 def _gone(pid: int, within: float) -> bool:
     deadline = time.monotonic() + within
@@ -267,8 +295,7 @@ _PARENT_SCRIPT = textwrap.dedent("""
 
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGINT"])
 def test_no_orphan_when_the_parent_dies_or_is_interrupted(how):
-    parent = subprocess.Popen([sys.executable, "-c", _PARENT_SCRIPT], stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL)
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
         child_pid = int(parent.stdout.readline())
         os.kill(child_pid, 0)  # alive
@@ -282,6 +309,7 @@ def test_no_orphan_when_the_parent_dies_or_is_interrupted(how):
 
 
 # ---- what a user sees: one line, the right exit code, no traceback ---------------------------------
+
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     from console.cli import main
@@ -327,14 +355,17 @@ def test_cli_bad_region(capsys, region):
     assert_one_line_error(err, f"not a valid AWS region: {region!r}")
 
 
-@pytest.mark.parametrize("url, text", [
-    ("http://127.0.0.1:99999", "Port out of range"),
-    ("http://[::1", "Invalid IPv6 URL"),
-    ("http://127.0.0.1:abc", "not a valid URL"),
-    ("http://127.0.0.1:0", "port outside 1..65535"),
-    ("http://:4567", "no host name"),
-    ("ftp://127.0.0.1:21", "http:// or https://"),
-])
+@pytest.mark.parametrize(
+    "url, text",
+    [
+        ("http://127.0.0.1:99999", "Port out of range"),
+        ("http://[::1", "Invalid IPv6 URL"),
+        ("http://127.0.0.1:abc", "not a valid URL"),
+        ("http://127.0.0.1:0", "port outside 1..65535"),
+        ("http://:4567", "no host name"),
+        ("ftp://127.0.0.1:21", "http:// or https://"),
+    ],
+)
 def test_cli_malformed_endpoint_url_is_bad_input(capsys, url, text):
     code, out, err = run_cli(capsys, "streams", "--endpoint-url", url)
     assert code == 2
@@ -370,10 +401,13 @@ def test_cli_endpoint_that_is_not_kinesis(capsys):
     assert "<html" not in err.lower()
 
 
-@pytest.mark.parametrize("argv, option", [
-    (["local", "serve", "--local"], "--local"),
-    (["--endpoint-url", "http://127.0.0.1:4567", "local", "serve"], "--endpoint-url"),
-])
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["local", "serve", "--local"], "--local"),
+        (["--endpoint-url", "http://127.0.0.1:4567", "local", "serve"], "--endpoint-url"),
+    ],
+)
 def test_cli_local_serve_refuses_client_options(capsys, argv, option):
     """`local serve` is the server: a client option would be silently ignored, so it is refused."""
     code, out, err = run_cli(capsys, *argv, "--port", "99999")  # never binds, even if the check were gone
@@ -382,9 +416,15 @@ def test_cli_local_serve_refuses_client_options(capsys, argv, option):
 
 
 def test_cli_no_credentials(capsys, monkeypatch, tmp_path):
-    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-                     "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-                     "AWS_WEB_IDENTITY_TOKEN_FILE"):
+    for variable in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+    ):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
@@ -402,20 +442,38 @@ def _aws_home(monkeypatch, tmp_path, config: str) -> dict:
     return {**env, "HOME": str(tmp_path), "AWS_EC2_METADATA_DISABLED": "true"}
 
 
-@pytest.mark.parametrize("config, exit_code, text", [
-    ("[default]\nregion = eu-west-1\ncredential_process = /bin/false\n", 1,
-     "kconsole: error: cannot get AWS credentials: Error when retrieving credentials from custom-process"),
-    ("[default]\nregion = eu-west-1\nsso_session = corp\nsso_account_id = 111122223333\nsso_role_name = r\n"
-     "[sso-session corp]\nsso_start_url = https://corp.awsapps.com/start\nsso_region = eu-west-1\n", 1,
-     "kconsole: error: cannot get AWS credentials: Error loading SSO Token: Token for corp does not exist "
-     "(an SSO profile? run: aws sso login)"),
-    ("[default\nregion = eu-west-1\n", 2, "kconsole: error: the AWS configuration is broken: File contains no section"),
-])
+@pytest.mark.parametrize(
+    "config, exit_code, text",
+    [
+        (
+            "[default]\nregion = eu-west-1\ncredential_process = /bin/false\n",
+            1,
+            "kconsole: error: cannot get AWS credentials: Error when retrieving credentials from custom-process",
+        ),
+        (
+            "[default]\nregion = eu-west-1\nsso_session = corp\nsso_account_id = 111122223333\nsso_role_name = r\n"
+            "[sso-session corp]\nsso_start_url = https://corp.awsapps.com/start\nsso_region = eu-west-1\n",
+            1,
+            "kconsole: error: cannot get AWS credentials: Error loading SSO Token: Token for corp does not exist "
+            "(an SSO profile? run: aws sso login)",
+        ),
+        (
+            "[default\nregion = eu-west-1\n",
+            2,
+            "kconsole: error: the AWS configuration is broken: File contains no section",
+        ),
+    ],
+)
 def test_cli_credential_and_config_failures_are_one_line(monkeypatch, tmp_path, config, exit_code, text):
     """A failing credential_process, an SSO profile never logged in, a broken ~/.aws/config: botocore
     raises (and logs a traceback as a warning first); the user sees one line."""
-    result = subprocess.run([sys.executable, "-m", "console.cli", "streams"], capture_output=True, text=True,
-                            env=_aws_home(monkeypatch, tmp_path, config), timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "console.cli", "streams"],
+        capture_output=True,
+        text=True,
+        env=_aws_home(monkeypatch, tmp_path, config),
+        timeout=60,
+    )
     assert result.returncode == exit_code and result.stdout == ""
     assert result.stderr.startswith(text) and result.stderr.count("\n") == 1, result.stderr
 
@@ -423,9 +481,13 @@ def test_cli_credential_and_config_failures_are_one_line(monkeypatch, tmp_path, 
 def test_cli_error_in_a_real_process(local_kinesis):
     """Once end to end as a shell sees it: exit code and a single stderr line."""
     env = dict(os.environ, AWS_EC2_METADATA_DISABLED="true")
-    result = subprocess.run([sys.executable, "-m", "console.cli", "shards", "missing-stream",
-                             "--endpoint-url", local_kinesis.endpoint_url],
-                            capture_output=True, text=True, env=env, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-m", "console.cli", "shards", "missing-stream", "--endpoint-url", local_kinesis.endpoint_url],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
     assert result.returncode == 1, result.stderr
     assert_one_line_error(result.stderr, "stream 'missing-stream' not found on endpoint")
 
@@ -433,8 +495,12 @@ def test_cli_error_in_a_real_process(local_kinesis):
 async def test_local_serve_shares_one_server_and_stops_on_ctrl_c():
     import json
 
-    serve = subprocess.Popen([sys.executable, "-m", "console.cli", "local", "serve", "--port", "0", "--json"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "console.cli", "local", "serve", "--port", "0", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = json.loads(serve.stdout.readline())["endpoint_url"]
         config = BackendConfig.from_args(args(endpoint_url=url, region="eu-west-1"))
@@ -458,8 +524,11 @@ def test_server_stopped_the_moment_it_is_ready_exits_quietly():
     """A SIGTERM that lands while the server announces READY (a user's Ctrl-C at once) stops it
     without a traceback."""
     for _ in range(12):
-        server = subprocess.Popen([sys.executable, "-m", "console.backend.server_main", "--port", "0"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "console.backend.server_main", "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         assert server.stdout.readline().startswith(b"READY http://127.0.0.1:")
         server.terminate()
         _, stderr = server.communicate(timeout=10)

@@ -21,8 +21,15 @@ def proxy_for(local_kinesis, faults: Faults) -> FaultProxy:
 
 
 def backend_on(proxy: FaultProxy, timeout: float = 2.0):
-    return open_backend(BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url,
-                                      read_timeout=timeout, connect_timeout=min(3.0, timeout)))
+    return open_backend(
+        BackendConfig(
+            kind="endpoint",
+            region="us-east-1",
+            endpoint_url=proxy.endpoint_url,
+            read_timeout=timeout,
+            connect_timeout=min(3.0, timeout),
+        )
+    )
 
 
 @pytest.mark.parametrize("fault", ["reset_before", "reset_after", "late"])
@@ -31,8 +38,13 @@ async def test_reads_are_retried_after_a_dropped_connection_or_timeout(local_kin
     the endpoint has answered something (so it failed twice here, in a row, the first call passing)."""
     stream = await make_stream(shards=3)
     timed_out = fault == "late"
-    faults = Faults(**{fault: 1.0}, late_seconds=1.5, limit=1 if timed_out else 2, skip=1 if timed_out else 0,
-                    operations=frozenset({"ListShards", "GetShardIterator", "GetRecords", "DescribeStreamSummary"}))
+    faults = Faults(
+        **{fault: 1.0},
+        late_seconds=1.5,
+        limit=1 if timed_out else 2,
+        skip=1 if timed_out else 0,
+        operations=frozenset({"ListShards", "GetShardIterator", "GetRecords", "DescribeStreamSummary"}),
+    )
     async with proxy_for(local_kinesis, faults) as proxy, backend_on(proxy, timeout=1.0) as kinesis:
         events = []
         kinesis.on_retry = events.append
@@ -60,8 +72,13 @@ async def test_a_silent_endpoint_is_one_line_after_one_read_timeout_naming_both_
 
     server = await asyncio.start_server(accept_and_say_nothing, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=f"http://127.0.0.1:{port}",
-                           read_timeout=1.0, connect_timeout=0.5)
+    config = BackendConfig(
+        kind="endpoint",
+        region="us-east-1",
+        endpoint_url=f"http://127.0.0.1:{port}",
+        read_timeout=1.0,
+        connect_timeout=0.5,
+    )
     try:
         async with open_backend(config) as kinesis:
             started = time.monotonic()

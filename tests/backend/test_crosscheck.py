@@ -15,15 +15,18 @@ from console.backend import BackendConfig, open_backend
 from console.keyspace.hashkeys import MAX_HASH_KEY, HashRangeIndex, check_tiling, even_split, md5_hash_key
 from tests.conftest import StreamFactory
 
+
 @pytest.fixture(params=["moto", pytest.param("kinesis-mock", marks=pytest.mark.kinesis_mock)])
 async def api(request):
     """(backend, stream factory, server name) for each of the two servers."""
     if request.param == "moto":
-        config = BackendConfig(kind="local", region="us-east-1",
-                               endpoint_url=request.getfixturevalue("local_kinesis").endpoint_url)
+        config = BackendConfig(
+            kind="local", region="us-east-1", endpoint_url=request.getfixturevalue("local_kinesis").endpoint_url
+        )
     else:
-        config = BackendConfig(kind="endpoint", region="us-east-1",
-                               endpoint_url=request.getfixturevalue("kinesis_mock").endpoint_url)
+        config = BackendConfig(
+            kind="endpoint", region="us-east-1", endpoint_url=request.getfixturevalue("kinesis_mock").endpoint_url
+        )
     async with open_backend(config) as backend:
         backend.on_retry = None
         factory = StreamFactory(backend)
@@ -65,11 +68,12 @@ async def put_and_check_routing(backend, stream: str, rng: random.Random, *, key
     hash_keys = [rng.randrange(MAX_HASH_KEY + 1) for _ in range(explicit)]
     hash_keys += list(index.starts) + list(index.endings) + [0, MAX_HASH_KEY]
     records += [{"Data": b"e", "PartitionKey": "explicit", "ExplicitHashKey": h} for h in hash_keys]
-    expected = index.predict_many([r["ExplicitHashKey"] if "ExplicitHashKey" in r else md5_hash_key(r["PartitionKey"])
-                                   for r in records])
+    expected = index.predict_many(
+        [r["ExplicitHashKey"] if "ExplicitHashKey" in r else md5_hash_key(r["PartitionKey"]) for r in records]
+    )
     routed = []
     for offset in range(0, len(records), 500):
-        reply = await backend.put_records(stream, records[offset:offset + 500])
+        reply = await backend.put_records(stream, records[offset : offset + 500])
         assert reply["FailedRecordCount"] == 0
         routed += [r["ShardId"] for r in reply["Records"]]
     assert routed == expected
@@ -145,7 +149,9 @@ async def test_rescale_with_update_shard_count(api, start, target):
         # Documented deviation: it halves/pairs its own off-by-one ranges, so the boundaries miss
         # AWS's even split by a few keys.
         assert open_ranges != even_split(target)
-        assert max(abs(a - b) for got, want in zip(open_ranges, even_split(target)) for a, b in zip(got, want)) <= target
+        assert (
+            max(abs(a - b) for got, want in zip(open_ranges, even_split(target)) for a, b in zip(got, want)) <= target
+        )
     else:
         assert open_ranges == even_split(target)
     by_id = {s.shard_id: s for s in shards}

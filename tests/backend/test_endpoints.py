@@ -40,8 +40,9 @@ def aws_env(monkeypatch, tmp_path):
 
 
 def test_endpoint_precedence_follows_botocore(aws_env, monkeypatch):
-    aws_env.write_text("[default]\nendpoint_url = http://127.0.0.1:3\n"
-                       "[profile other]\nendpoint_url = http://127.0.0.1:4\n")
+    aws_env.write_text(
+        "[default]\nendpoint_url = http://127.0.0.1:3\n[profile other]\nendpoint_url = http://127.0.0.1:4\n"
+    )
     assert BackendConfig.from_args(args()).label == "endpoint http://127.0.0.1:3 (profile default)"
     assert BackendConfig.from_args(args(profile="other")).label == "endpoint http://127.0.0.1:4 (profile other)"
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:2")
@@ -59,10 +60,14 @@ def test_endpoint_precedence_follows_botocore(aws_env, monkeypatch):
 
 
 def test_a_profile_services_section_names_the_kinesis_endpoint(aws_env):
-    aws_env.write_text("[profile dev]\nservices = dev-services\n"
-                       "[services dev-services]\nkinesis =\n  endpoint_url = http://127.0.0.1:7\n")
-    assert BackendConfig.from_args(args(profile="dev")).label == \
-        "endpoint http://127.0.0.1:7 (profile dev, services dev-services)"
+    aws_env.write_text(
+        "[profile dev]\nservices = dev-services\n"
+        "[services dev-services]\nkinesis =\n  endpoint_url = http://127.0.0.1:7\n"
+    )
+    assert (
+        BackendConfig.from_args(args(profile="dev")).label
+        == "endpoint http://127.0.0.1:7 (profile dev, services dev-services)"
+    )
 
 
 def test_dummy_credentials_only_for_endpoints_on_this_machine(aws_env, monkeypatch):
@@ -88,12 +93,15 @@ def test_aws_profile_variable_is_named_when_missing(aws_env, monkeypatch):
         BackendConfig.from_args(args(region="us-east-1"))
 
 
-@pytest.mark.parametrize("variable, value, message", [
-    ("AWS_MAX_ATTEMPTS", "lots", "AWS_MAX_ATTEMPTS (or the profile's max_attempts) must be a whole number"),
-    ("AWS_MAX_ATTEMPTS", "0", "from 1 to 100; got '0'"),
-    ("AWS_RETRY_MODE", "eager", "must be one of legacy, standard, adaptive; got 'eager'"),
-    ("AWS_ENDPOINT_URL", "kinesis.local:4567", "the endpoint URL from AWS_ENDPOINT_URL must be an http"),
-])
+@pytest.mark.parametrize(
+    "variable, value, message",
+    [
+        ("AWS_MAX_ATTEMPTS", "lots", "AWS_MAX_ATTEMPTS (or the profile's max_attempts) must be a whole number"),
+        ("AWS_MAX_ATTEMPTS", "0", "from 1 to 100; got '0'"),
+        ("AWS_RETRY_MODE", "eager", "must be one of legacy, standard, adaptive; got 'eager'"),
+        ("AWS_ENDPOINT_URL", "kinesis.local:4567", "the endpoint URL from AWS_ENDPOINT_URL must be an http"),
+    ],
+)
 def test_bad_aws_settings_are_one_line_bad_input(aws_env, monkeypatch, variable, value, message):
     monkeypatch.setenv(variable, value)
     with pytest.raises(BadInput, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -103,13 +111,18 @@ def test_bad_aws_settings_are_one_line_bad_input(aws_env, monkeypatch, variable,
 def test_settings_from_the_profile_and_the_options(aws_env):
     aws_env.write_text("[default]\nmax_attempts = 3\nretry_mode = adaptive\n")
     config = BackendConfig.from_args(args(endpoint_url=KINESIS_URL, cli_read_timeout=0, cli_connect_timeout=1.5))
-    assert (config.max_attempts, config.retry_mode, config.read_timeout, config.connect_timeout) == \
-        (3, "adaptive", 0.0, 1.5)
+    assert (config.max_attempts, config.retry_mode, config.read_timeout, config.connect_timeout) == (
+        3,
+        "adaptive",
+        0.0,
+        1.5,
+    )
     with pytest.raises(BadInput, match="--cli-connect-timeout must be from 0"):
         BackendConfig.from_args(args(endpoint_url=KINESIS_URL, cli_connect_timeout=-1))
 
 
 # ---- over HTTP: a server that fails every call, counting what reaches it ----------------------------
+
 
 class _FailingKinesis(BaseHTTPRequestHandler):
     """Answers every Kinesis call with HTTP 500 InternalFailure (or not at all within `delay`)."""
@@ -147,8 +160,9 @@ def failing_server():
 
 
 @pytest.mark.parametrize("mode", ["legacy", "standard", "adaptive"])
-async def test_max_attempts_is_honoured_but_a_put_is_never_resent_after_a_5xx(aws_env, monkeypatch,
-                                                                             failing_server, mode):
+async def test_max_attempts_is_honoured_but_a_put_is_never_resent_after_a_5xx(
+    aws_env, monkeypatch, failing_server, mode
+):
     url, handler = failing_server
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "3")
     monkeypatch.setenv("AWS_RETRY_MODE", mode)
@@ -180,14 +194,26 @@ async def test_read_timeout_option_bounds_a_silent_server(aws_env, failing_serve
 def test_the_header_and_errors_name_the_configured_endpoint(local_kinesis, tmp_path):
     """As a shell user sees it: AWS_ENDPOINT_URL at a local server, no credentials anywhere."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(AWS_ENDPOINT_URL=local_kinesis.endpoint_url, AWS_CONFIG_FILE=os.devnull,
-               AWS_SHARED_CREDENTIALS_FILE=os.devnull, AWS_EC2_METADATA_DISABLED="true")
-    listed = subprocess.run([sys.executable, "-m", "console.cli", "streams", "--json"],
-                            capture_output=True, text=True, env=env, timeout=60)
+    env.update(
+        AWS_ENDPOINT_URL=local_kinesis.endpoint_url,
+        AWS_CONFIG_FILE=os.devnull,
+        AWS_SHARED_CREDENTIALS_FILE=os.devnull,
+        AWS_EC2_METADATA_DISABLED="true",
+    )
+    listed = subprocess.run(
+        [sys.executable, "-m", "console.cli", "streams", "--json"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert listed.returncode == 0, listed.stderr
     assert isinstance(json.loads(listed.stdout), list)
-    missing = subprocess.run([sys.executable, "-m", "console.cli", "shards", "no-such-stream-here"],
-                             capture_output=True, text=True, env=env, timeout=60)
+    missing = subprocess.run(
+        [sys.executable, "-m", "console.cli", "shards", "no-such-stream-here"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert missing.returncode == 1
-    assert missing.stderr.startswith("kconsole: error: stream 'no-such-stream-here' not found on endpoint "
-                                     f"{local_kinesis.endpoint_url} (AWS_ENDPOINT_URL)")
+    assert missing.stderr.startswith(
+        "kconsole: error: stream 'no-such-stream-here' not found on endpoint "
+        f"{local_kinesis.endpoint_url} (AWS_ENDPOINT_URL)"
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -53,8 +53,9 @@ async def test_puts_after_a_split_go_to_the_children(server):
     routed = [record["ShardId"] for record in reply["Records"]]
     expect_defect("shardId-000000000000" in routed, patched, "puts routed to the closed parent")
     if patched:
-        index = HashRangeIndex.build((s.shard_id, s.starting_hash_key, s.ending_hash_key)
-                                     for s in await kinesis.all_shards(name) if s.is_open)
+        index = HashRangeIndex.build(
+            (s.shard_id, s.starting_hash_key, s.ending_hash_key) for s in await kinesis.all_shards(name) if s.is_open
+        )
         assert routed == index.predict_many([md5_hash_key(k) for k in keys])
 
 
@@ -109,7 +110,10 @@ async def test_closed_shard_iterator_ends(server):
     expect_defect(iterator is not None, patched, "a closed shard's iterator never ends")
     if patched:
         assert [r["Data"] for r in records] == [b"before"]  # the record stayed in the parent
-        assert sorted(child["ShardId"] for child in reply["ChildShards"]) == ["shardId-000000000001", "shardId-000000000002"]
+        assert sorted(child["ShardId"] for child in reply["ChildShards"]) == [
+            "shardId-000000000001",
+            "shardId-000000000002",
+        ]
 
 
 async def test_list_shards_with_only_next_token(server):
@@ -143,17 +147,21 @@ async def test_shard_filter(server):
 async def test_shard_filter_timestamps(kinesis, make_stream):
     """AT_TIMESTAMP / FROM_TIMESTAMP on the patched server (unpatched moto ignores every filter)."""
     name = await make_stream(shards=2)
-    before_split = datetime.now(timezone.utc)
+    before_split = datetime.now(UTC)
     await asyncio.sleep(0.05)
     await kinesis.split_shard(name, "shardId-000000000000", 2**126)
     await asyncio.sleep(0.05)
-    after_split = datetime.now(timezone.utc)
+    after_split = datetime.now(UTC)
 
     async def ids(kind: str, moment: datetime) -> list[str]:
         return [s.shard_id for s in await kinesis.all_shards(name, {"Type": kind, "Timestamp": moment})]
 
     assert await ids("AT_TIMESTAMP", before_split) == ["shardId-000000000000", "shardId-000000000001"]
-    assert await ids("AT_TIMESTAMP", after_split) == ["shardId-000000000001", "shardId-000000000002", "shardId-000000000003"]
+    assert await ids("AT_TIMESTAMP", after_split) == [
+        "shardId-000000000001",
+        "shardId-000000000002",
+        "shardId-000000000003",
+    ]
     assert len(await ids("FROM_TIMESTAMP", before_split)) == 4
     assert await ids("FROM_TIMESTAMP", after_split) == await ids("AT_TIMESTAMP", after_split)
 
@@ -235,7 +243,11 @@ async def test_random_explicit_keys_route_to_the_owner_after_reshards(server):
     shards = [s for s in await kinesis.all_shards(name) if s.is_open]
     index = HashRangeIndex.build((s.shard_id, s.starting_hash_key, s.ending_hash_key) for s in shards)
     rng = random.Random(7)
-    keys = [rng.randrange(2**128) for _ in range(400)] + [s.ending_hash_key for s in shards] + [s.starting_hash_key for s in shards]
+    keys = (
+        [rng.randrange(2**128) for _ in range(400)]
+        + [s.ending_hash_key for s in shards]
+        + [s.starting_hash_key for s in shards]
+    )
     reply = await kinesis.put_records(name, [{"Data": b"x", "PartitionKey": "p", "ExplicitHashKey": k} for k in keys])
     assert [r["ShardId"] for r in reply["Records"]] == index.predict_many(keys)
 
@@ -280,5 +292,8 @@ async def test_malformed_shard_iterator_is_invalid_argument(server):
         answer = "no error"
     except ConsoleError as error:
         answer = str(error)
-    expect_defect("InvalidArgument" not in answer and "Invalid ShardIterator" not in answer, patched,
-                  f"a malformed iterator is not InvalidArgumentException (got: {answer})")
+    expect_defect(
+        "InvalidArgument" not in answer and "Invalid ShardIterator" not in answer,
+        patched,
+        f"a malformed iterator is not InvalidArgumentException (got: {answer})",
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -36,12 +36,14 @@ def filled_stream(endpoint: str) -> tuple[object, str, list[str], datetime]:
     kinesis.create_stream(StreamName=name, ShardCount=1)
     numbers = []
     for batch in range(2):
-        reply = kinesis.put_records(StreamName=name, Records=[
-            {"Data": f"{batch}-{n}".encode(), "PartitionKey": f"key-{n % 7}"} for n in range(30)])
+        reply = kinesis.put_records(
+            StreamName=name,
+            Records=[{"Data": f"{batch}-{n}".encode(), "PartitionKey": f"key-{n % 7}"} for n in range(30)],
+        )
         numbers += [record["SequenceNumber"] for record in reply["Records"]]
         if batch == 0:
             time.sleep(0.05)
-            between = datetime.now(timezone.utc)
+            between = datetime.now(UTC)
             time.sleep(0.05)
     return kinesis, name, numbers, between
 
@@ -68,7 +70,7 @@ def iterator_requests(numbers: list[str], between: datetime) -> dict[str, dict]:
         "after middle": {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "StartingSequenceNumber": numbers[37]},
         "after last": {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "StartingSequenceNumber": numbers[-1]},
         "at timestamp between batches": {"ShardIteratorType": "AT_TIMESTAMP", "Timestamp": between},
-        "at timestamp before all": {"ShardIteratorType": "AT_TIMESTAMP", "Timestamp": datetime(2020, 1, 1, tzinfo=timezone.utc)},
+        "at timestamp before all": {"ShardIteratorType": "AT_TIMESTAMP", "Timestamp": datetime(2020, 1, 1, tzinfo=UTC)},
     }
 
 
@@ -80,12 +82,17 @@ def test_indexed_get_records_returns_what_motos_scan_returns(local_kinesis, unpa
             theirs = pages(plain[0], plain[1], iterator_requests(plain[2], plain[3])[position], limit)
             assert ours == theirs, f"{position}, Limit {limit}"
     # And what those answers are, spelled out for a few positions.
-    everything = [record for page in pages(patched[0], patched[1], {"ShardIteratorType": "TRIM_HORIZON"}, 10000)
-                  for record in page]
+    everything = [
+        record
+        for page in pages(patched[0], patched[1], {"ShardIteratorType": "TRIM_HORIZON"}, 10000)
+        for record in page
+    ]
     assert [data for data, _ in everything] == [f"{b}-{n}".encode() for b in range(2) for n in range(30)]
     after_middle = pages(patched[0], patched[1], iterator_requests(patched[2], patched[3])["after middle"], 10000)
     assert after_middle[0] == everything[38:]
-    at_between = pages(patched[0], patched[1], iterator_requests(patched[2], patched[3])["at timestamp between batches"], 10000)
+    at_between = pages(
+        patched[0], patched[1], iterator_requests(patched[2], patched[3])["at timestamp between batches"], 10000
+    )
     assert at_between[0] == everything[30:]
 
 
@@ -104,8 +111,16 @@ def test_records_put_after_an_iterator_are_found(local_kinesis):
 
 def test_short_path_summary_shows_todays_members(apps, kinesis_model):  # noqa: F811 - fixtures
     short, moto, _ = apps
-    send(moto, "CreateStream", {"StreamName": "short-path-today", "StreamModeDetails": {"StreamMode": "ON_DEMAND"},
-                                "MaxRecordSizeInKiB": 4096, "RecordDistributionStrategy": "AUTO"})
+    send(
+        moto,
+        "CreateStream",
+        {
+            "StreamName": "short-path-today",
+            "StreamModeDetails": {"StreamMode": "ON_DEMAND"},
+            "MaxRecordSizeInKiB": 4096,
+            "RecordDistributionStrategy": "AUTO",
+        },
+    )
     send(moto, "UpdateAccountSettings", {"MinimumThroughputBillingCommitment": {"Status": "ENABLED"}})
     send(moto, "UpdateStreamWarmThroughput", {"StreamName": "short-path-today", "WarmThroughputMiBps": 64})
     described = same_answer(apps, kinesis_model, "DescribeStreamSummary", {"StreamName": "short-path-today"})

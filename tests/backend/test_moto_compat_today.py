@@ -35,9 +35,13 @@ def client_for(endpoint: str, region: str = "us-east-1"):
     # One attempt: unpatched moto answers an unknown operation with a 500, which botocore would retry.
     # No client-side checks: the server's own validation is under test.
     return botocore.session.get_session().create_client(
-        "kinesis", region_name=region, endpoint_url=endpoint, aws_access_key_id="testing",
+        "kinesis",
+        region_name=region,
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
         aws_secret_access_key="testing",
-        config=Config(retries={"total_max_attempts": 1}, read_timeout=60, parameter_validation=False))
+        config=Config(retries={"total_max_attempts": 1}, read_timeout=60, parameter_validation=False),
+    )
 
 
 class Streams:
@@ -111,24 +115,37 @@ def read_shard(kinesis, arn: str, shard_id: str, *, by_arn: bool = False) -> lis
 
 # ---- record distribution -------------------------------------------------------------------------
 
+
 def test_auto_distribution_spreads_one_key_over_every_open_shard(server):
     kinesis, make_stream, patched = server
     _, arn = make_stream(on_demand=True)
-    switched = error_code(lambda: kinesis.update_stream_record_distribution_strategy(
-        StreamARN=arn, RecordDistributionStrategy="AUTO")) is None
+    switched = (
+        error_code(
+            lambda: kinesis.update_stream_record_distribution_strategy(StreamARN=arn, RecordDistributionStrategy="AUTO")
+        )
+        is None
+    )
     shards = set()
     if switched:
         # One partition key, one explicit hash key: AUTO ignores both.
-        reply = kinesis.put_records(StreamARN=arn, Records=[
-            {"Data": b"x", "PartitionKey": "one-key", "ExplicitHashKey": "0"} for _ in range(40)])
+        reply = kinesis.put_records(
+            StreamARN=arn,
+            Records=[{"Data": b"x", "PartitionKey": "one-key", "ExplicitHashKey": "0"} for _ in range(40)],
+        )
         shards = {record["ShardId"] for record in reply["Records"]}
     expect_missing(len(shards) < 4, patched, "AUTO record distribution")
     if patched:
         assert summary(kinesis, arn)["RecordDistributionStrategy"] == "AUTO"
         assert len(shards) == summary(kinesis, arn)["OpenShardCount"] == 4
-        assert error_code(lambda: kinesis.update_stream_mode(
-            StreamARN=arn, StreamModeDetails={"StreamMode": "PROVISIONED"})) == "InvalidArgumentException"
-        kinesis.update_stream_record_distribution_strategy(StreamARN=arn, RecordDistributionStrategy="USER_PARTITION_KEY")
+        assert (
+            error_code(
+                lambda: kinesis.update_stream_mode(StreamARN=arn, StreamModeDetails={"StreamMode": "PROVISIONED"})
+            )
+            == "InvalidArgumentException"
+        )
+        kinesis.update_stream_record_distribution_strategy(
+            StreamARN=arn, RecordDistributionStrategy="USER_PARTITION_KEY"
+        )
         again = kinesis.put_records(StreamARN=arn, Records=[{"Data": b"x", "PartitionKey": "one-key"}] * 10)
         assert len({record["ShardId"] for record in again["Records"]}) == 1
         assert summary(kinesis, arn)["RecordDistributionStrategy"] == "USER_PARTITION_KEY"
@@ -137,8 +154,9 @@ def test_auto_distribution_spreads_one_key_over_every_open_shard(server):
 def test_auto_distribution_refused_on_a_provisioned_stream(server):
     kinesis, make_stream, patched = server
     _, arn = make_stream(shards=1)
-    code = error_code(lambda: kinesis.update_stream_record_distribution_strategy(
-        StreamARN=arn, RecordDistributionStrategy="AUTO"))
+    code = error_code(
+        lambda: kinesis.update_stream_record_distribution_strategy(StreamARN=arn, RecordDistributionStrategy="AUTO")
+    )
     expect_missing(code != "InvalidArgumentException", patched, "AUTO refused on a provisioned stream")
     if patched:
         assert summary(kinesis, arn)["RecordDistributionStrategy"] == "USER_PARTITION_KEY"
@@ -155,8 +173,11 @@ def test_keyless_records_on_an_auto_stream(server):
         reply = None
     expect_missing(reply is None, patched, "records without a PartitionKey on an AUTO stream")
     if patched:
-        stored = [record for shard in sorted({r["ShardId"] for r in reply["Records"]} | {single["ShardId"]})
-                  for record in read_shard(kinesis, arn, shard)]
+        stored = [
+            record
+            for shard in sorted({r["ShardId"] for r in reply["Records"]} | {single["ShardId"]})
+            for record in read_shard(kinesis, arn, shard)
+        ]
         assert sorted(record["Data"] for record in stored) == sorted([f"r{n}".encode() for n in range(8)] + [b"single"])
         assert all("PartitionKey" not in record for record in stored)
 
@@ -164,32 +185,51 @@ def test_keyless_records_on_an_auto_stream(server):
 def test_keyless_record_refused_on_a_partition_key_stream(server):
     kinesis, make_stream, patched = server
     _, arn = make_stream(shards=1)
-    code = error_code(lambda: kinesis.put_records(StreamARN=arn, Records=[{"Data": b"x", "PartitionKey": "k"},
-                                                                          {"Data": b"no key"}]))
+    code = error_code(
+        lambda: kinesis.put_records(StreamARN=arn, Records=[{"Data": b"x", "PartitionKey": "k"}, {"Data": b"no key"}])
+    )
     # moto refuses too, but only on reaching the keyless record: the one before it is already stored.
     stored = read_shard(kinesis, arn, "shardId-000000000000")
-    expect_missing(code != "InvalidArgumentException" or bool(stored), patched,
-                   "a keyless record refused before anything of the request is stored")
+    expect_missing(
+        code != "InvalidArgumentException" or bool(stored),
+        patched,
+        "a keyless record refused before anything of the request is stored",
+    )
 
 
 def test_create_stream_takes_todays_members(server):
     kinesis, make_stream, patched = server
     name = f"today-{uuid.uuid4().hex[:10]}"
-    kinesis.create_stream(StreamName=name, StreamModeDetails={"StreamMode": "ON_DEMAND"}, MaxRecordSizeInKiB=2048,
-                          RecordDistributionStrategy="AUTO", Tags={"team": "data"})
+    kinesis.create_stream(
+        StreamName=name,
+        StreamModeDetails={"StreamMode": "ON_DEMAND"},
+        MaxRecordSizeInKiB=2048,
+        RecordDistributionStrategy="AUTO",
+        Tags={"team": "data"},
+    )
     make_stream.made.append((kinesis, name))
     described = kinesis.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]
     tags = kinesis.list_tags_for_stream(StreamName=name)["Tags"]
-    expect_missing((described.get("MaxRecordSizeInKiB"), described.get("RecordDistributionStrategy"), tags)
-                   != (2048, "AUTO", [{"Key": "team", "Value": "data"}]), patched,
-                   "CreateStream's MaxRecordSizeInKiB, RecordDistributionStrategy and Tags")
+    expect_missing(
+        (described.get("MaxRecordSizeInKiB"), described.get("RecordDistributionStrategy"), tags)
+        != (2048, "AUTO", [{"Key": "team", "Value": "data"}]),
+        patched,
+        "CreateStream's MaxRecordSizeInKiB, RecordDistributionStrategy and Tags",
+    )
     if patched:
-        assert error_code(lambda: kinesis.create_stream(StreamName=name + "-p", ShardCount=1,
-                                                        RecordDistributionStrategy="AUTO")) == "InvalidArgumentException"
-        assert error_code(lambda: kinesis.describe_stream_summary(StreamName=name + "-p")) == "ResourceNotFoundException"
+        assert (
+            error_code(
+                lambda: kinesis.create_stream(StreamName=name + "-p", ShardCount=1, RecordDistributionStrategy="AUTO")
+            )
+            == "InvalidArgumentException"
+        )
+        assert (
+            error_code(lambda: kinesis.describe_stream_summary(StreamName=name + "-p")) == "ResourceNotFoundException"
+        )
 
 
 # ---- record size -----------------------------------------------------------------------------------
+
 
 def test_max_record_size_raised_and_a_large_record_reads_back_exactly(server):
     kinesis, make_stream, patched = server
@@ -203,8 +243,12 @@ def test_max_record_size_raised_and_a_large_record_reads_back_exactly(server):
     expect_missing(put is None, patched, "UpdateMaxRecordSize and 9 MiB records")
     if patched:
         assert summary(kinesis, arn)["MaxRecordSizeInKiB"] == 10240
-        iterator = kinesis.get_shard_iterator(StreamARN=arn, ShardId=put["ShardId"], ShardIteratorType="AT_SEQUENCE_NUMBER",
-                                              StartingSequenceNumber=put["SequenceNumber"])["ShardIterator"]
+        iterator = kinesis.get_shard_iterator(
+            StreamARN=arn,
+            ShardId=put["ShardId"],
+            ShardIteratorType="AT_SEQUENCE_NUMBER",
+            StartingSequenceNumber=put["SequenceNumber"],
+        )["ShardIterator"]
         record = kinesis.get_records(ShardIterator=iterator, Limit=1)["Records"][0]
         assert record["Data"] == payload and record["PartitionKey"] == "big"
         # One GetRecords answers at most 10 MiB (and always at least one record): 9 + 9 MiB take two.
@@ -223,8 +267,10 @@ def test_record_over_the_streams_size_is_refused(server):
     if patched:
         assert summary(kinesis, arn)["MaxRecordSizeInKiB"] == 1024
         assert read_shard(kinesis, arn, "shardId-000000000000") == []
-        assert error_code(lambda: kinesis.put_records(StreamARN=arn, Records=[
-            {"Data": b"x" * MiB, "PartitionKey": "k"}])) == "InvalidArgumentException"
+        assert (
+            error_code(lambda: kinesis.put_records(StreamARN=arn, Records=[{"Data": b"x" * MiB, "PartitionKey": "k"}]))
+            == "InvalidArgumentException"
+        )
         assert error_code(lambda: kinesis.put_record(StreamARN=arn, Data=b"x" * (MiB - 1), PartitionKey="k")) is None
 
 
@@ -252,13 +298,15 @@ def test_put_records_takes_requests_up_to_ten_mib(server):
 # ---- warm throughput and On-demand Advantage ---------------------------------------------------
 # Account settings belong to an account in a region: each test takes a region of its own.
 
+
 def test_account_settings_commitment_lifecycle(server):
     kinesis, _, patched = server
     kinesis = client_for(kinesis.meta.endpoint_url, "eu-north-1")
     try:
         before = kinesis.describe_account_settings()["MinimumThroughputBillingCommitment"]
-        enabled = kinesis.update_account_settings(
-            MinimumThroughputBillingCommitment={"Status": "ENABLED"})["MinimumThroughputBillingCommitment"]
+        enabled = kinesis.update_account_settings(MinimumThroughputBillingCommitment={"Status": "ENABLED"})[
+            "MinimumThroughputBillingCommitment"
+        ]
     except ClientError:
         before = enabled = None
     expect_missing(enabled is None, patched, "DescribeAccountSettings / UpdateAccountSettings")
@@ -270,8 +318,10 @@ def test_account_settings_commitment_lifecycle(server):
         assert ending["MinimumThroughputBillingCommitment"]["Status"] == "ENABLED_UNTIL_EARLIEST_ALLOWED_END"
         kinesis.update_account_settings(MinimumThroughputBillingCommitment={"Status": "ENABLED"})
         assert kinesis.describe_account_settings()["MinimumThroughputBillingCommitment"]["Status"] == "ENABLED"
-        assert error_code(lambda: kinesis.update_account_settings(
-            MinimumThroughputBillingCommitment={"Status": "MAYBE"})) == "ValidationException"
+        assert (
+            error_code(lambda: kinesis.update_account_settings(MinimumThroughputBillingCommitment={"Status": "MAYBE"}))
+            == "ValidationException"
+        )
 
 
 def test_warm_throughput_needs_on_demand_and_the_commitment(server):
@@ -288,22 +338,30 @@ def test_warm_throughput_needs_on_demand_and_the_commitment(server):
         reply = kinesis.update_stream_warm_throughput(StreamARN=arn, WarmThroughputMiBps=100)
         assert reply["WarmThroughput"]["TargetMiBps"] == 100
         assert summary(kinesis, arn)["WarmThroughput"] == {"TargetMiBps": 100, "CurrentMiBps": 100}
-        assert error_code(lambda: kinesis.update_stream_warm_throughput(
-            StreamARN=provisioned, WarmThroughputMiBps=100)) == "InvalidArgumentException"
-        assert error_code(lambda: kinesis.update_stream_warm_throughput(
-            StreamARN=arn, WarmThroughputMiBps=10 * 1024 + 1)) == "LimitExceededException"
+        assert (
+            error_code(lambda: kinesis.update_stream_warm_throughput(StreamARN=provisioned, WarmThroughputMiBps=100))
+            == "InvalidArgumentException"
+        )
+        assert (
+            error_code(lambda: kinesis.update_stream_warm_throughput(StreamARN=arn, WarmThroughputMiBps=10 * 1024 + 1))
+            == "LimitExceededException"
+        )
         assert summary(kinesis, arn)["WarmThroughput"]["TargetMiBps"] == 100
 
 
 # ---- summary -----------------------------------------------------------------------------------
+
 
 def test_summary_carries_stream_id_and_counts(server):
     kinesis, make_stream, patched = server
     _, arn = make_stream(shards=1)
     kinesis.register_stream_consumer(StreamARN=arn, ConsumerName="reader")
     described = summary(kinesis, arn)
-    missing = [name for name in ("StreamId", "ConsumerCount", "ChannelCount", "MaxRecordSizeInKiB",
-                                 "RecordDistributionStrategy") if name not in described]
+    missing = [
+        name
+        for name in ("StreamId", "ConsumerCount", "ChannelCount", "MaxRecordSizeInKiB", "RecordDistributionStrategy")
+        if name not in described
+    ]
     expect_missing(bool(missing), patched, f"summary members {missing}")
     if patched:
         assert re.fullmatch(r"[a-z0-9]{20}-[a-z0-9]{3}", described["StreamId"])
@@ -323,6 +381,7 @@ def test_delete_stream_with_consumers_needs_enforce_consumer_deletion(server):
 
 # ---- tags and resource policies ---------------------------------------------------------------
 
+
 def test_tags_on_streams_and_consumers(server):
     kinesis, make_stream, patched = server
     name, arn = make_stream(shards=1)
@@ -340,7 +399,10 @@ def test_tags_on_streams_and_consumers(server):
         assert stream_tags == [{"Key": "team", "Value": "data"}]
         assert consumer_tags == [{"Key": "owner", "Value": "me"}]
         assert kinesis.list_tags_for_stream(StreamName=name)["Tags"] == stream_tags  # one set of stream tags
-        assert error_code(lambda: kinesis.tag_resource(ResourceARN=arn + "-gone", Tags={"a": "b"})) == "ResourceNotFoundException"
+        assert (
+            error_code(lambda: kinesis.tag_resource(ResourceARN=arn + "-gone", Tags={"a": "b"}))
+            == "ResourceNotFoundException"
+        )
         many = {f"k{n}": "v" for n in range(50)}
         assert error_code(lambda: kinesis.tag_resource(ResourceARN=arn, Tags=many)) == "InvalidArgumentException"
 
@@ -349,9 +411,19 @@ def test_resource_policy_on_a_consumer(server):
     kinesis, make_stream, patched = server
     _, arn = make_stream(shards=1)
     consumer = kinesis.register_stream_consumer(StreamARN=arn, ConsumerName="shared")["Consumer"]["ConsumerARN"]
-    policy = json.dumps({"Version": "2012-10-17", "Statement": [{
-        "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::111122223333:root"},
-        "Action": "kinesis:SubscribeToShard", "Resource": consumer}]})
+    policy = json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"AWS": "arn:aws:iam::111122223333:root"},
+                    "Action": "kinesis:SubscribeToShard",
+                    "Resource": consumer,
+                }
+            ],
+        }
+    )
     try:
         kinesis.put_resource_policy(ResourceARN=consumer, Policy=policy)
         stored = kinesis.get_resource_policy(ResourceARN=consumer)["Policy"]
@@ -362,7 +434,10 @@ def test_resource_policy_on_a_consumer(server):
         kinesis.delete_resource_policy(ResourceARN=consumer)
         assert kinesis.get_resource_policy(ResourceARN=consumer)["Policy"] == "{}"
         assert error_code(lambda: kinesis.delete_resource_policy(ResourceARN=consumer)) == "ResourceNotFoundException"
-        assert error_code(lambda: kinesis.put_resource_policy(ResourceARN=arn, Policy="{not json")) == "InvalidArgumentException"
+        assert (
+            error_code(lambda: kinesis.put_resource_policy(ResourceARN=arn, Policy="{not json"))
+            == "InvalidArgumentException"
+        )
         # Deregistered and registered again under the same name: the old policy does not come back.
         kinesis.put_resource_policy(ResourceARN=consumer, Policy=policy)
         kinesis.deregister_stream_consumer(StreamARN=arn, ConsumerName="shared")
@@ -372,18 +447,28 @@ def test_resource_policy_on_a_consumer(server):
 
 # ---- channels ----------------------------------------------------------------------------------
 
+
 def s3_channel(name: str, stream_arn: str) -> dict:
-    return {"ChannelName": name, "ServiceExecutionRoleARN": ROLE,
-            "StreamConfigurationList": [{"StreamARN": stream_arn, "RecordConfiguration": {"RecordFormatType": "JSON"}}],
-            "S3DestinationConfiguration": {"StorageConfiguration": {
-                "BucketARN": "arn:aws:s3:::kconsole-test-bucket", "ExpectedBucketOwner": "123456789012",
-                "CompressionType": "GZIP"}}}
+    return {
+        "ChannelName": name,
+        "ServiceExecutionRoleARN": ROLE,
+        "StreamConfigurationList": [{"StreamARN": stream_arn, "RecordConfiguration": {"RecordFormatType": "JSON"}}],
+        "S3DestinationConfiguration": {
+            "StorageConfiguration": {
+                "BucketARN": "arn:aws:s3:::kconsole-test-bucket",
+                "ExpectedBucketOwner": "123456789012",
+                "CompressionType": "GZIP",
+            }
+        },
+    }
 
 
 def channel_on(kinesis, stream_arn: str) -> str | None:
     """A new channel's ARN, None if the server has no CreateChannel."""
     try:
-        return kinesis.create_channel(**s3_channel(f"ch-{uuid.uuid4().hex[:8]}", stream_arn))["ChannelDescription"]["ChannelARN"]
+        return kinesis.create_channel(**s3_channel(f"ch-{uuid.uuid4().hex[:8]}", stream_arn))["ChannelDescription"][
+            "ChannelARN"
+        ]
     except ClientError:
         return None
 
@@ -402,7 +487,9 @@ def test_channels_round_trip(server):
         assert created["ChannelStatus"] == "CREATING" and channel.endswith(f":channel/{name}")
         assert created["S3DestinationConfiguration"]["DataFreshnessInSeconds"] == 300
         listed = kinesis.list_channels(StreamFilter=[{"StreamARN": arn}])["ChannelSummaries"]
-        assert [(c["ChannelName"], c["ChannelDestinationType"], c["Streams"][0]["StreamARN"]) for c in listed] == [(name, "S3", arn)]
+        assert [(c["ChannelName"], c["ChannelDestinationType"], c["Streams"][0]["StreamARN"]) for c in listed] == [
+            (name, "S3", arn)
+        ]
         assert summary(kinesis, arn)["ChannelCount"] == 1
         assert error_code(lambda: kinesis.create_channel(**s3_channel(name, arn))) == "ResourceInUseException"
         described = kinesis.describe_channel(ChannelARN=channel)["ChannelDescription"]
@@ -427,8 +514,14 @@ def test_channel_update_waits_for_active(server):
         updated = kinesis.update_channel(**update)["ChannelDescription"]
         assert updated["ChannelStatus"] == "UPDATING"
         assert updated["S3DestinationConfiguration"]["DataFreshnessInSeconds"] == 60
-        assert error_code(lambda: kinesis.update_channel(
-            ChannelARN=channel, S3TablesDestinationConfiguration={"DataFreshnessInSeconds": 60})) is not None
+        assert (
+            error_code(
+                lambda: kinesis.update_channel(
+                    ChannelARN=channel, S3TablesDestinationConfiguration={"DataFreshnessInSeconds": 60}
+                )
+            )
+            is not None
+        )
 
 
 def test_stream_with_a_channel_cannot_be_deleted(server):
@@ -443,16 +536,43 @@ def test_stream_with_a_channel_cannot_be_deleted(server):
         assert error_code(lambda: summary(kinesis, arn)) == "ResourceNotFoundException"
 
 
-@pytest.mark.parametrize("broken, code", [
-    ({"S3TablesDestinationConfiguration": {
-        "DeadLetterQueueS3Configuration": {"BucketARN": "arn:aws:s3:::dlq-bucket", "ExpectedBucketOwner": "123456789012"},
-        "S3TablesConfigurationList": [{"TableBucketARN": "arn:aws:s3tables:us-east-1:123456789012:bucket/tables",
-                                       "Namespace": "ns", "TableName": "t", "CompressionType": "ZSTD"}]}},
-     "InvalidArgumentException"),  # both destinations
-    ({"ServiceExecutionRoleARN": "not-a-role"}, "ValidationException"),
-    ({"S3DestinationConfiguration": {"StorageConfiguration": {"BucketARN": "arn:aws:s3:::b", "ExpectedBucketOwner": "1",
-                                                              "CompressionType": "RAR"}}}, "ValidationException"),
-])
+@pytest.mark.parametrize(
+    "broken, code",
+    [
+        (
+            {
+                "S3TablesDestinationConfiguration": {
+                    "DeadLetterQueueS3Configuration": {
+                        "BucketARN": "arn:aws:s3:::dlq-bucket",
+                        "ExpectedBucketOwner": "123456789012",
+                    },
+                    "S3TablesConfigurationList": [
+                        {
+                            "TableBucketARN": "arn:aws:s3tables:us-east-1:123456789012:bucket/tables",
+                            "Namespace": "ns",
+                            "TableName": "t",
+                            "CompressionType": "ZSTD",
+                        }
+                    ],
+                }
+            },
+            "InvalidArgumentException",
+        ),  # both destinations
+        ({"ServiceExecutionRoleARN": "not-a-role"}, "ValidationException"),
+        (
+            {
+                "S3DestinationConfiguration": {
+                    "StorageConfiguration": {
+                        "BucketARN": "arn:aws:s3:::b",
+                        "ExpectedBucketOwner": "1",
+                        "CompressionType": "RAR",
+                    }
+                }
+            },
+            "ValidationException",
+        ),
+    ],
+)
 def test_channel_config_is_checked_against_the_model(server, broken, code):
     kinesis, make_stream, patched = server
     _, arn = make_stream(on_demand=True)
@@ -472,6 +592,7 @@ def test_channel_refused_on_a_provisioned_stream(server):
 
 # ---- iterators ---------------------------------------------------------------------------------
 
+
 def test_shard_iterator_asked_by_stream_arn_alone(server):
     kinesis, make_stream, patched = server
     _, arn = make_stream(shards=1)
@@ -487,6 +608,7 @@ def test_shard_iterator_asked_by_stream_arn_alone(server):
 
 # ---- listing -----------------------------------------------------------------------------------
 
+
 def test_list_streams_pages_with_next_token_and_the_pages_summaries(server):
     kinesis, make_stream, patched = server
     kinesis = client_for(kinesis.meta.endpoint_url, "sa-east-1")  # a region with only this test's streams
@@ -499,8 +621,11 @@ def test_list_streams_pages_with_next_token_and_the_pages_summaries(server):
         names += page["StreamNames"]
         summaries += page.get("StreamSummaries", [])
         token, pages = page.get("NextToken"), pages + 1
-    expect_missing(sorted(names) != made or [s["StreamName"] for s in summaries] != names, patched,
-                   "ListStreams paging by NextToken with each page's own StreamSummaries")
+    expect_missing(
+        sorted(names) != made or [s["StreamName"] for s in summaries] != names,
+        patched,
+        "ListStreams paging by NextToken with each page's own StreamSummaries",
+    )
     if patched:
         assert pages == 2 and first["HasMoreStreams"]
         assert {s["StreamModeDetails"]["StreamMode"] for s in summaries} == {"PROVISIONED"}

@@ -76,8 +76,11 @@ class Terminal:
         self.started = time.perf_counter()
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: become the program
-            os.execvpe(argv[0], argv, {**(env or os.environ), "TERM": "xterm-256color",
-                                       "COLUMNS": str(columns), "LINES": str(rows)})
+            os.execvpe(
+                argv[0],
+                argv,
+                {**(env or os.environ), "TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": str(rows)},
+            )
         fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
         self.output = b""
 
@@ -128,15 +131,23 @@ class Terminal:
 
 def aws_environment() -> dict:
     """The same dummy credentials and region for every AWS client; no user config file is read."""
-    return environment(AWS_ACCESS_KEY_ID="local", AWS_SECRET_ACCESS_KEY="local", AWS_DEFAULT_REGION="us-east-1",
-                       AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
+    return environment(
+        AWS_ACCESS_KEY_ID="local",
+        AWS_SECRET_ACCESS_KEY="local",
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_CONFIG_FILE=os.devnull,
+        AWS_SHARED_CREDENTIALS_FILE=os.devnull,
+    )
 
 
 @contextlib.contextmanager
 def local_serve():
     """`kconsole local serve` on a free port, as a user starts it: its endpoint URL, stopped on exit."""
-    server = subprocess.Popen(kconsole_command() + ["local", "serve", "--port", "0", "--json"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        kconsole_command() + ["local", "serve", "--port", "0", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         yield json.loads(server.stdout.readline())["endpoint_url"]
     finally:

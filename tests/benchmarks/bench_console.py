@@ -41,8 +41,11 @@ TARGETS = {"first_render_s": 0.6, "refresh_1pct_s": 0.030, "stall_s": 0.050}
 
 
 def raw_shard(shard_id: str, start: int, end: int, *, parents: tuple[str, ...] = (), closed: bool = False) -> dict:
-    raw = {"ShardId": shard_id, "HashKeyRange": {"StartingHashKey": str(start), "EndingHashKey": str(end)},
-           "SequenceNumberRange": {"StartingSequenceNumber": "1" + "0" * 40}}
+    raw = {
+        "ShardId": shard_id,
+        "HashKeyRange": {"StartingHashKey": str(start), "EndingHashKey": str(end)},
+        "SequenceNumberRange": {"StartingSequenceNumber": "1" + "0" * 40},
+    }
     if closed:
         raw["SequenceNumberRange"]["EndingSequenceNumber"] = "2" + "0" * 40
     if parents:
@@ -59,7 +62,7 @@ class MemoryTransport:
     async def list_shards(self, **params) -> dict:
         offset = int(params.get("NextToken", "0"))
         await asyncio.sleep(0)  # a network round trip yields to the loop
-        page = self.shards[offset:offset + PAGE]
+        page = self.shards[offset : offset + PAGE]
         response = {"Shards": page}
         if offset + PAGE < len(self.shards):
             response["NextToken"] = str(offset + PAGE)
@@ -67,10 +70,17 @@ class MemoryTransport:
 
     async def describe_stream_summary(self, **params) -> dict:
         open_count = sum(1 for s in self.shards if "EndingSequenceNumber" not in s["SequenceNumberRange"])
-        return {"StreamDescriptionSummary": {
-            "StreamName": params["StreamName"], "StreamStatus": "ACTIVE",
-            "StreamModeDetails": {"StreamMode": "PROVISIONED"}, "OpenShardCount": open_count,
-            "RetentionPeriodHours": 24, "EncryptionType": "NONE", "StreamARN": "arn:bench"}}
+        return {
+            "StreamDescriptionSummary": {
+                "StreamName": params["StreamName"],
+                "StreamStatus": "ACTIVE",
+                "StreamModeDetails": {"StreamMode": "PROVISIONED"},
+                "OpenShardCount": open_count,
+                "RetentionPeriodHours": 24,
+                "EncryptionType": "NONE",
+                "StreamARN": "arn:bench",
+            }
+        }
 
     def split_some(self, count: int) -> None:
         """Close `count` evenly spread shards and add their two children each, as SplitShard does."""
@@ -200,8 +210,13 @@ async def bench_console() -> dict:
         await asyncio.sleep(0.03)
         apply_stall = app.heartbeat.worst
         assert view_before is not fresh and app.table.row_count == SHARDS + 4 * SPLITS
-    return {"startup_s": app.startup_s, "first_render_s": first_render, "load_stall_s": load_stall, "refresh_1pct_s": refresh_apply,
-            "refresh_stall_s": max(refresh_stall, apply_stall)}
+    return {
+        "startup_s": app.startup_s,
+        "first_render_s": first_render,
+        "load_stall_s": load_stall,
+        "refresh_1pct_s": refresh_apply,
+        "refresh_stall_s": max(refresh_stall, apply_stall),
+    }
 
 
 class NaiveTable(App):
@@ -210,8 +225,17 @@ class NaiveTable(App):
 
 
 async def bench_naive_datatable() -> dict:
-    rows = [(shard_id_for_index(i), "open", format_hash_key(s), format_hash_key(e),
-             format_share((e - s + 1) / HASH_SPACE), "-") for i, (s, e) in enumerate(even_split(SHARDS))]
+    rows = [
+        (
+            shard_id_for_index(i),
+            "open",
+            format_hash_key(s),
+            format_hash_key(e),
+            format_share((e - s + 1) / HASH_SPACE),
+            "-",
+        )
+        for i, (s, e) in enumerate(even_split(SHARDS))
+    ]
     app = NaiveTable()
     async with app.run_test(size=SIZE) as pilot:
         table = app.query_one(DataTable)
@@ -231,8 +255,11 @@ async def bench_naive_datatable() -> dict:
         await paint(app)
         rewrite = time.perf_counter() - began
         await asyncio.sleep(0.03)
-        return {"first_render_s": first_render, "rewrite_column_s": rewrite,
-                "stall_s": max(load_stall, heartbeat.worst)}
+        return {
+            "first_render_s": first_render,
+            "rewrite_column_s": rewrite,
+            "stall_s": max(load_stall, heartbeat.worst),
+        }
 
 
 def clean_heap() -> None:
@@ -263,8 +290,11 @@ def launch_figures() -> dict:
     from _measure import Terminal, kconsole_command, process_cpu
 
     row = b"shardId-000000000000"
-    server = subprocess.Popen(kconsole_command() + ["local", "serve", "--port", "0", "--json"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        kconsole_command() + ["local", "serve", "--port", "0", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         endpoint = json.loads(server.stdout.readline())["endpoint_url"]
         asyncio.run(_create_stream(endpoint))
@@ -274,9 +304,11 @@ def launch_figures() -> dict:
             endpoint_args = ["--endpoint-url", endpoint, "--region", "us-east-1", "--stream", "big"]
             floor, on_endpoint, local = [], [], []
             for _ in range(LAUNCH_ROUNDS):
-                for runs, argv in ((floor, [sys.executable, str(floor_script)]),
-                                   (on_endpoint, kconsole_command() + endpoint_args),
-                                   (local, kconsole_command() + ["--local"])):
+                for runs, argv in (
+                    (floor, [sys.executable, str(floor_script)]),
+                    (on_endpoint, kconsole_command() + endpoint_args),
+                    (local, kconsole_command() + ["--local"]),
+                ):
                     terminal = Terminal(argv)
                     try:
                         runs.append(terminal.wait_for(row))
@@ -295,9 +327,13 @@ def launch_figures() -> dict:
     finally:
         server.terminate()
         server.wait()
-    return {"launch_floor_s": min(floor), "launch_endpoint_s": min(on_endpoint), "launch_local_s": min(local),
-            "idle_console_cpu_percent": round(console_cpu * 100, 2),
-            "idle_server_cpu_percent": round(server_cpu * 100, 2)}
+    return {
+        "launch_floor_s": min(floor),
+        "launch_endpoint_s": min(on_endpoint),
+        "launch_local_s": min(local),
+        "idle_console_cpu_percent": round(console_cpu * 100, 2),
+        "idle_server_cpu_percent": round(server_cpu * 100, 2),
+    }
 
 
 async def _create_stream(endpoint: str) -> None:
@@ -328,9 +364,11 @@ async def main() -> dict:
         "ratio": round(naive["first_render_s"] / console["first_render_s"], 2),
         "refresh_ratio": round(naive["rewrite_column_s"] / console["refresh_1pct_s"], 2),
     }
-    figures["targets_met"] = (console["first_render_s"] < TARGETS["first_render_s"]
-                              and console["refresh_1pct_s"] < TARGETS["refresh_1pct_s"]
-                              and max(console["load_stall_s"], console["refresh_stall_s"]) < TARGETS["stall_s"])
+    figures["targets_met"] = (
+        console["first_render_s"] < TARGETS["first_render_s"]
+        and console["refresh_1pct_s"] < TARGETS["refresh_1pct_s"]
+        and max(console["load_stall_s"], console["refresh_stall_s"]) < TARGETS["stall_s"]
+    )
     return figures
 
 
@@ -339,11 +377,19 @@ if __name__ == "__main__":
     launch = launch_figures()
     result.update({key: round(value, 3) for key, value in launch.items()})
     result["launch_endpoint_vs_floor"] = round(launch["launch_endpoint_s"] / launch["launch_floor_s"], 2)
-    result["launch_targets_met"] = (launch["launch_endpoint_s"] < 0.8 and launch["launch_local_s"] < 1.2
-                                    and launch["idle_console_cpu_percent"] < 1.0)
-    print(f"naive DataTable: add+render {result['naive_first_render_s']}s, rewrite a column "
-          f"{result['naive_rewrite_column_s']}s, worst stall {result['naive_stall_s']}s", file=sys.stderr)
-    print(f"console: first render {result['console_first_render_s']}s, 1% refresh {result['console_refresh_1pct_s']}s,"
-          f" worst stall load {result['console_load_stall_s']}s / refresh {result['console_refresh_stall_s']}s",
-          file=sys.stderr)
+    result["launch_targets_met"] = (
+        launch["launch_endpoint_s"] < 0.8
+        and launch["launch_local_s"] < 1.2
+        and launch["idle_console_cpu_percent"] < 1.0
+    )
+    print(
+        f"naive DataTable: add+render {result['naive_first_render_s']}s, rewrite a column "
+        f"{result['naive_rewrite_column_s']}s, worst stall {result['naive_stall_s']}s",
+        file=sys.stderr,
+    )
+    print(
+        f"console: first render {result['console_first_render_s']}s, 1% refresh {result['console_refresh_1pct_s']}s,"
+        f" worst stall load {result['console_load_stall_s']}s / refresh {result['console_refresh_stall_s']}s",
+        file=sys.stderr,
+    )
     print(json.dumps(result))

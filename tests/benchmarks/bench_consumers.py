@@ -56,12 +56,18 @@ async def setup(kinesis, endpoint_url: str) -> tuple[str, str]:
     stream = "bench-consumers"
     await kinesis.ensure_stream(stream, SHARDS)
     shards = await kinesis.all_shards(stream)
-    records = [{"Data": b"payload-%d" % i, "PartitionKey": "k", "ExplicitHashKey": shard.starting_hash_key}
-               for shard in shards for i in range(RECORDS_PER_SHARD)]
-    records += [{"Data": b"x" * 16, "PartitionKey": "hot", "ExplicitHashKey": shard.starting_hash_key}
-                for shard in shards[:2] for _ in range(FAR_BEHIND)]
+    records = [
+        {"Data": b"payload-%d" % i, "PartitionKey": "k", "ExplicitHashKey": shard.starting_hash_key}
+        for shard in shards
+        for i in range(RECORDS_PER_SHARD)
+    ]
+    records += [
+        {"Data": b"x" * 16, "PartitionKey": "hot", "ExplicitHashKey": shard.starting_hash_key}
+        for shard in shards[:2]
+        for _ in range(FAR_BEHIND)
+    ]
     for offset in range(0, len(records), 500):
-        await kinesis.put_records(stream, records[offset:offset + 500])
+        await kinesis.put_records(stream, records[offset : offset + 500])
     async with dynamodb(endpoint_url) as client:
         table = await create_lease_table(client, "bench-consumers-leases")
         await put_items(client, table, [kcl_lease(shard.shard_id) for shard in shards])
@@ -75,6 +81,7 @@ async def main() -> dict:
         loops, ours = [], []
         expected = report = None
         for round_index in range(ROUNDS):
+
             async def run_loop():
                 started = time.perf_counter()
                 result = await sequential_loop(kinesis, stream, table)

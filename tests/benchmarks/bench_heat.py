@@ -47,9 +47,9 @@ TOP = 10
 def zipf_batches(seed: int = 7) -> list[list[str]]:
     rng = random.Random(seed)
     population = [f"user-{rank:07d}" for rank in range(1, UNIVERSE + 1)]
-    cumulative = list(itertools.accumulate(rank ** -EXPONENT for rank in range(1, UNIVERSE + 1)))
+    cumulative = list(itertools.accumulate(rank**-EXPONENT for rank in range(1, UNIVERSE + 1)))
     keys = rng.choices(population, cum_weights=cumulative, k=RECORDS)
-    return [keys[i:i + BATCH] for i in range(0, RECORDS, BATCH)]
+    return [keys[i : i + BATCH] for i in range(0, RECORDS, BATCH)]
 
 
 def run_counter(batches):
@@ -94,8 +94,15 @@ def main() -> None:
     batches = zipf_batches()
     exact = run_counter(batches)
     truth = [key for key, _ in exact.most_common(TOP)]
-    figures = {"benchmark": "heat", "records": RECORDS, "universe": UNIVERSE, "zipf": EXPONENT, "batch": BATCH,
-               "capacity": CAPACITY, "distinct_keys": len(exact)}
+    figures = {
+        "benchmark": "heat",
+        "records": RECORDS,
+        "universe": UNIVERSE,
+        "zipf": EXPONENT,
+        "batch": BATCH,
+        "capacity": CAPACITY,
+        "distinct_keys": len(exact),
+    }
     contenders = {
         "counter": (run_counter, ()),
         "ss_exact": (run_space_saving, (1,)),
@@ -118,8 +125,11 @@ def main() -> None:
     figures["secondary_ratio_sampled"] = figures["ss_sampled_speed_ratio"]
     figures["baseline"] = f"Counter.update over the same {BATCH}-key batches (CPU time, best of 7 interleaved rounds)"
     figures["path"] = f"SpaceSaving({CAPACITY}).add_many per batch, every record counted (ShardHeat.observe)"
-    figures["target_met"] = (figures["ratio"] >= 1.5 and figures["ss_exact_memory_ratio"] <= 0.05
-                             and figures[f"ss_exact_top{TOP}_recall"] == 1.0)
+    figures["target_met"] = (
+        figures["ratio"] >= 1.5
+        and figures["ss_exact_memory_ratio"] <= 0.05
+        and figures[f"ss_exact_top{TOP}_recall"] == 1.0
+    )
     print(json.dumps(figures))
 
 

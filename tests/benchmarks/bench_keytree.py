@@ -90,10 +90,12 @@ def main() -> None:
         "next_1m_after_100k_s": round(million_after_s, 2),
         "target_1m_s": 10,
     }
-    print(f"100k next keys after rehydrating 100k: {rehydrate_s:.2f} s + {next_s:.2f} s; at n = 20k the reference tree takes "
-          f"{oracle_per_key:.3f} s per next key, we take {ours_per_key * 1e6:.1f} us in a batch, "
-          f"{one_by_one_s / ORACLE_EXISTING * 1e6:.1f} us one at a time ({oracle_per_key / ours_per_key:,.0f}x); 1M next keys: {million_empty_s:.2f} s from empty, "
-          f"{million_after_s:.2f} s after 100k existing (CPU seconds)")
+    print(
+        f"100k next keys after rehydrating 100k: {rehydrate_s:.2f} s + {next_s:.2f} s; at n = 20k the reference tree takes "
+        f"{oracle_per_key:.3f} s per next key, we take {ours_per_key * 1e6:.1f} us in a batch, "
+        f"{one_by_one_s / ORACLE_EXISTING * 1e6:.1f} us one at a time ({oracle_per_key / ours_per_key:,.0f}x); 1M next keys: {million_empty_s:.2f} s from empty, "
+        f"{million_after_s:.2f} s after 100k existing (CPU seconds)"
+    )
     print(json.dumps(figures))
 
 

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _measure import environment, fastest, kconsole_command, run_process  # noqa: E402
+
 from console.keyspace.hashkeys import MAX_HASH_KEY, even_split, shard_id_for_index  # noqa: E402
 from console.reshard.model import KeySample  # noqa: E402
 from console.reshard.plan import plan_even, plan_scale  # noqa: E402
@@ -35,7 +36,7 @@ KEYS = 1_000_000
 ROUNDS = 3
 TARGET_SECONDS = 1.0
 
-PLAIN_SCRIPT = '''
+PLAIN_SCRIPT = """
 import bisect, hashlib, json, sys
 def ends(n):
     step = 2**128 // n
@@ -52,7 +53,7 @@ with open(sys.argv[1], encoding="utf-8") as keys:
                 bisect.bisect_left(after, h)
                 moved += 1
 print(json.dumps({"moved": moved}))
-'''
+"""
 
 
 def even_stream(count: int) -> list[Shard]:
@@ -82,15 +83,25 @@ def main() -> None:
         keys_file.write_text("\n".join(keys) + "\n")
         script = work / "plain.py"
         script.write_text(PLAIN_SCRIPT)
-        command = kconsole_command() + ["plan", "scale", "--shards", "5000", "--to", "10000",
-                                        "--sample-keys", str(keys_file), "--json"]
+        command = kconsole_command() + [
+            "plan",
+            "scale",
+            "--shards",
+            "5000",
+            "--to",
+            "10000",
+            "--sample-keys",
+            str(keys_file),
+            "--json",
+        ]
         cli_runs, plain_runs = [], []
         for _ in range(ROUNDS):
             with (work / "plan.json").open("wb") as out:
                 cli_runs.append(run_process(command, stdout=out, env=environment()))
             with (work / "plain.json").open("wb") as out:
-                plain_runs.append(run_process([sys.executable, str(script), str(keys_file)], stdout=out,
-                                              env=environment()))
+                plain_runs.append(
+                    run_process([sys.executable, str(script), str(keys_file)], stdout=out, env=environment())
+                )
         cli, plain = fastest(cli_runs), fastest(plain_runs)
         moved = json.loads((work / "plan.json").read_text())["key_movement"]["moved"]
         assert moved == json.loads((work / "plain.json").read_text())["moved"], "the plan and the script disagree"
@@ -103,10 +114,14 @@ def main() -> None:
         before = even_stream(count)
         growth[count] = min(timed(lambda: plan_scale(before, 2 * count))[1] for _ in range(3))
 
-    print(f"kconsole plan scale 5000 -> 10000, 1M sample keys: {cli.wall:.2f} s ({cli.cpu:.2f} s CPU); "
-          f"plain md5 + bisect script: {plain.wall:.2f} s ({plain.cpu:.2f} s CPU); {moved} keys move")
-    print(f"plan_even on 2000 uneven shards with 1M keys hashed: {even_seconds:.2f} s CPU "
-          f"({len(even_plan.operations)} calls)")
+    print(
+        f"kconsole plan scale 5000 -> 10000, 1M sample keys: {cli.wall:.2f} s ({cli.cpu:.2f} s CPU); "
+        f"plain md5 + bisect script: {plain.wall:.2f} s ({plain.cpu:.2f} s CPU); {moved} keys move"
+    )
+    print(
+        f"plan_even on 2000 uneven shards with 1M keys hashed: {even_seconds:.2f} s CPU "
+        f"({len(even_plan.operations)} calls)"
+    )
     print("plan_scale N -> 2N: " + ", ".join(f"{n}: {s:.2f} s" for n, s in growth.items()))
     figures = {
         "benchmark": "plan",

@@ -27,7 +27,7 @@ SHARDS = 1_000
 ROUNDS = 3
 TARGET_RATIO = 0.9
 
-PLAIN_SCRIPT = '''
+PLAIN_SCRIPT = """
 import bisect, hashlib, json, sys
 step = 2**128 // {shards}
 endings = [(i + 1) * step - 1 for i in range({shards} - 1)] + [2**128 - 1]
@@ -40,7 +40,7 @@ with open(sys.argv[1], encoding="utf-8") as keys:
             i = bisect.bisect_left(endings, h)
             rows.append({{"key": key, "hash_key": str(h), "shard_id": ids[i], "shard_index": i}})
 sys.stdout.write(json.dumps({{"keys": rows}}) + "\\n")
-'''
+"""
 
 
 def main() -> None:
@@ -89,8 +89,10 @@ def main() -> None:
         "text_mode_s": round(text.wall, 3),
         "target_ratio": TARGET_RATIO,
     }
-    print(f"kconsole predict --json: {json_run.wall:.2f} s; plain md5+bisect script: {plain.wall:.2f} s; "
-          f"PYTHONUNBUFFERED=1: {unbuffered.wall:.2f} s; text mode: {text.wall:.2f} s")
+    print(
+        f"kconsole predict --json: {json_run.wall:.2f} s; plain md5+bisect script: {plain.wall:.2f} s; "
+        f"PYTHONUNBUFFERED=1: {unbuffered.wall:.2f} s; text mode: {text.wall:.2f} s"
+    )
     print(json.dumps(figures))
 
 

@@ -70,8 +70,13 @@ async def raw_loop(client, stream: str) -> Measured:
 
     async def task() -> None:
         for start in starts:  # the records are made as they go out, as any producer has to
-            batch = [{"Data": encode_record(run, keys[i % KEYS], i // KEYS, time.time(), PAYLOAD),
-                      "PartitionKey": keys[i % KEYS]} for i in range(start, start + BATCH)]
+            batch = [
+                {
+                    "Data": encode_record(run, keys[i % KEYS], i // KEYS, time.time(), PAYLOAD),
+                    "PartitionKey": keys[i % KEYS],
+                }
+                for i in range(start, start + BATCH)
+            ]
             response = await client.put_records(StreamName=stream, Records=batch)
             assert not response.get("FailedRecordCount")
 
@@ -80,9 +85,11 @@ async def raw_loop(client, stream: str) -> Measured:
 
 async def ordered(kinesis, stream: str, keys: int, **settings):
     options = {"concurrency": TASKS, "max_batch_records": BATCH, "pacing": False, **settings}
-    producer = OrderedProducer(stream, ProducerSettings(keys=keys, records_per_key=RECORDS // keys,
-                                                        payload_bytes=PAYLOAD, **options),
-                               put_records=kinesis.put_records)
+    producer = OrderedProducer(
+        stream,
+        ProducerSettings(keys=keys, records_per_key=RECORDS // keys, payload_bytes=PAYLOAD, **options),
+        put_records=kinesis.put_records,
+    )
     measured = await timed(RECORDS, producer.run())
     assert producer.result.acknowledged == RECORDS and not producer.result.failed
     return measured, producer.result
@@ -104,8 +111,12 @@ async def main() -> dict:
         stream = "bench-producer"
         await kinesis.ensure_stream(stream, SHARDS)
         async with get_session().create_client(
-                "kinesis", region_name=kinesis.region, endpoint_url=kinesis.endpoint_url,
-                aws_access_key_id="bench", aws_secret_access_key="bench") as client:
+            "kinesis",
+            region_name=kinesis.region,
+            endpoint_url=kinesis.endpoint_url,
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+        ) as client:
             await raw_loop(client, stream)  # warm-up: connections, server code paths
             await ordered(kinesis, stream, KEYS)
             raws, ordereds, last = [], [], None

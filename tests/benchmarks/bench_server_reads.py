@@ -39,8 +39,13 @@ ROUNDS = 15
 
 def client(endpoint: str):
     return botocore.session.get_session().create_client(
-        "kinesis", region_name="us-east-1", endpoint_url=endpoint, aws_access_key_id="bench",
-        aws_secret_access_key="bench", config=Config(retries={"total_max_attempts": 1}))
+        "kinesis",
+        region_name="us-east-1",
+        endpoint_url=endpoint,
+        aws_access_key_id="bench",
+        aws_secret_access_key="bench",
+        config=Config(retries={"total_max_attempts": 1}),
+    )
 
 
 def filled(kinesis, records: int) -> str:
@@ -49,12 +54,17 @@ def filled(kinesis, records: int) -> str:
     kinesis.create_stream(StreamName=name, ShardCount=1)
     last = None
     for start in range(0, records, BATCH):
-        reply = kinesis.put_records(StreamName=name, Records=[
-            {"Data": RECORD, "PartitionKey": f"k{n}"} for n in range(start, min(records, start + BATCH))])
+        reply = kinesis.put_records(
+            StreamName=name,
+            Records=[{"Data": RECORD, "PartitionKey": f"k{n}"} for n in range(start, min(records, start + BATCH))],
+        )
         last = reply["Records"][-1]["SequenceNumber"]
-    return kinesis.get_shard_iterator(StreamName=name, ShardId="shardId-000000000000",
-                                      ShardIteratorType="AT_SEQUENCE_NUMBER",
-                                      StartingSequenceNumber=last)["ShardIterator"]
+    return kinesis.get_shard_iterator(
+        StreamName=name,
+        ShardId="shardId-000000000000",
+        ShardIteratorType="AT_SEQUENCE_NUMBER",
+        StartingSequenceNumber=last,
+    )["ShardIterator"]
 
 
 def seconds_per_call(kinesis, iterator: str) -> float:
@@ -98,7 +108,7 @@ def main() -> None:
         "secondary_ratio_moto_unpatched": round(moto[UNPATCHED_SIZES[1]] / moto[UNPATCHED_SIZES[0]], 3),
         "path": "GetRecords (Limit 1) at a one-shard stream's newest record on the embedded server, botocore over HTTP",
         "baseline": f"the same call on the same server with {small} records in the shard "
-                    f"(best of {ROUNDS} interleaved rounds, each the median of {CALLS_PER_ROUND} calls)",
+        f"(best of {ROUNDS} interleaved rounds, each the median of {CALLS_PER_ROUND} calls)",
         "target_met": ours[large] / ours[small] <= 1.5,
     }
     print(json.dumps(figures))

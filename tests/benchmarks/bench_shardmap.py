@@ -27,18 +27,21 @@ LINEAR_KEYS = 2_000
 
 def listing(count: int) -> list[dict]:
     """`count` open shards tiling the key space, each naming a parent (trimmed, as after many reshards)."""
-    return [{
-        "ShardId": shard_id_for_index(count + i),
-        "ParentShardId": shard_id_for_index(i // 2),
-        "HashKeyRange": {"StartingHashKey": str(start), "EndingHashKey": str(end)},
-        "SequenceNumberRange": {"StartingSequenceNumber": str(49_600_000_000_000_000_000_000_000_000 + i)},
-    } for i, (start, end) in enumerate(even_split(count))]
+    return [
+        {
+            "ShardId": shard_id_for_index(count + i),
+            "ParentShardId": shard_id_for_index(i // 2),
+            "HashKeyRange": {"StartingHashKey": str(start), "EndingHashKey": str(end)},
+            "SequenceNumberRange": {"StartingSequenceNumber": str(49_600_000_000_000_000_000_000_000_000 + i)},
+        }
+        for i, (start, end) in enumerate(even_split(count))
+    ]
 
 
 def paged_transport(shards: list[dict], page_size: int):
     async def list_shards(**kwargs) -> dict:
         begin = int(kwargs.get("NextToken", 0))
-        page = {"Shards": shards[begin:begin + page_size]}
+        page = {"Shards": shards[begin : begin + page_size]}
         if begin + page_size < len(shards):
             page["NextToken"] = str(begin + page_size)
         return page
@@ -100,6 +103,8 @@ async def main() -> dict:
 
 if __name__ == "__main__":
     figures = asyncio.run(main())
-    print(f"full refresh of {SHARDS} shards: {figures['refresh_cpu_s']} s CPU (target < 0.5 s); "
-          f"predict {figures['predict_per_s']:,}/s vs linear {figures['linear_scan_per_s']:,}/s")
+    print(
+        f"full refresh of {SHARDS} shards: {figures['refresh_cpu_s']} s CPU (target < 0.5 s); "
+        f"predict {figures['predict_per_s']:,}/s vs linear {figures['linear_scan_per_s']:,}/s"
+    )
     print(json.dumps(figures))

@@ -46,11 +46,13 @@ def aws_cli() -> str | None:
     aws = AWS_CLI_VENV / "bin" / "aws"
     if not aws.exists():
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(AWS_CLI_VENV)], check=True)
-        installed = subprocess.run([str(AWS_CLI_VENV / "bin" / "python"), "-m", "pip", "install", "-q", "awscli"],
-                                   capture_output=True)
+        installed = subprocess.run(
+            [str(AWS_CLI_VENV / "bin" / "python"), "-m", "pip", "install", "-q", "awscli"], capture_output=True
+        )
         if installed.returncode != 0 or not aws.exists():
-            print(f"no AWS CLI ({installed.stderr.decode()[-200:]}); botocore's ListStreams is the peer",
-                  file=sys.stderr)
+            print(
+                f"no AWS CLI ({installed.stderr.decode()[-200:]}); botocore's ListStreams is the peer", file=sys.stderr
+            )
             return None
     return str(aws)
 
@@ -79,8 +81,15 @@ def main() -> None:
                 "streams": kconsole_command() + ["streams", "--endpoint-url", endpoint, "--region", "us-east-1"],
             }
             if aws is not None:
-                commands["aws_list_streams"] = [aws, "kinesis", "list-streams", "--endpoint-url", endpoint,
-                                                "--region", "us-east-1"]
+                commands["aws_list_streams"] = [
+                    aws,
+                    "kinesis",
+                    "list-streams",
+                    "--endpoint-url",
+                    endpoint,
+                    "--region",
+                    "us-east-1",
+                ]
             runs: dict[str, list] = {name: [] for name in commands}
             for _ in range(ROUNDS):
                 for name, argv in commands.items():
@@ -91,7 +100,7 @@ def main() -> None:
         "benchmark": "startup",
         "path": "fresh kconsole processes: --help; predict abc --shards 4; streams --endpoint-url URL",
         "baseline": "python -c pass (help, predict); aws kinesis list-streams --endpoint-url URL (streams); "
-                    "secondary: botocore ListStreams in a fresh process",
+        "secondary: botocore ListStreams in a fresh process",
         **{f"{name}_s": round(seconds, 4) for name, seconds in best.items()},
         "help_ratio": round(best["help"] / best["python_pass"], 2),
         "predict_ratio": round(best["predict"] / best["python_pass"], 2),

@@ -64,7 +64,7 @@ def main() -> None:
     figures = {
         "benchmark": "streams",
         "path": f"fresh `kconsole streams --endpoint-url URL` on {STREAMS} streams (one ListStreams page-through, "
-                "one DescribeStreamSummary per stream, concurrently)",
+        "one DescribeStreamSummary per stream, concurrently)",
         "baseline": "aws kinesis list-streams --endpoint-url URL on the same server (AWS CLI v1)",
         "streams": STREAMS,
         **{f"{name}_s": round(seconds, 4) for name, seconds in best.items()},

@@ -25,13 +25,16 @@ COMMANDS = {
 
 def state(local_kinesis, stream):
     client = botocore.session.get_session().create_client(
-        "kinesis", region_name="us-east-1", endpoint_url=local_kinesis.endpoint_url,
-        aws_access_key_id="truth", aws_secret_access_key="truth")
+        "kinesis",
+        region_name="us-east-1",
+        endpoint_url=local_kinesis.endpoint_url,
+        aws_access_key_id="truth",
+        aws_secret_access_key="truth",
+    )
     described = client.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]
     shards = client.list_shards(StreamName=stream)["Shards"]
     consumers = client.list_stream_consumers(StreamARN=described["StreamARN"])["Consumers"]
-    return ([s["ShardId"] for s in shards], described["RetentionPeriodHours"],
-            [c["ConsumerName"] for c in consumers])
+    return ([s["ShardId"] for s in shards], described["RetentionPeriodHours"], [c["ConsumerName"] for c in consumers])
 
 
 def argv_for(command, stream, local_kinesis):
@@ -47,8 +50,9 @@ def the_error(err: str) -> str:
 
 @pytest.mark.parametrize("stand_in", ["/dev/full", "fifo"])
 @pytest.mark.parametrize("command", sorted(COMMANDS))
-async def test_a_log_that_takes_no_bytes_means_no_call(stand_in, command, tmp_path, monkeypatch, capsys,
-                                                      local_kinesis, make_stream):
+async def test_a_log_that_takes_no_bytes_means_no_call(
+    stand_in, command, tmp_path, monkeypatch, capsys, local_kinesis, make_stream
+):
     data = tmp_path / "data"
     data.mkdir(mode=0o700)
     log = data / "actions.jsonl"
@@ -91,9 +95,14 @@ async def test_a_read_only_home_means_no_call(command, tmp_path, local_kinesis, 
     env.update(HOME=str(home), AWS_EC2_METADATA_DISABLED="true")
     stream = await make_stream(shards=2)
     before = state(local_kinesis, stream)
-    done = await asyncio.to_thread(subprocess.run, [*runner, sys.executable, "-m", "console.cli",
-                                                    *argv_for(command, stream, local_kinesis)],
-                                   env=env, capture_output=True, text=True, timeout=60)
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [*runner, sys.executable, "-m", "console.cli", *argv_for(command, stream, local_kinesis)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     line = the_error(done.stderr)
     assert done.returncode == 1, done.stderr
     assert str(home) in line and ("Read-only file system" in line or "Permission denied" in line)

@@ -22,17 +22,37 @@ from tests.faultproxy import FaultProxy, Faults
 async def scale(stream, target, endpoint, data):
     env = dict(os.environ, KCONSOLE_DATA_DIR=str(data), KCONSOLE_CONFIG=str(data / "config.toml"))
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "console.cli", "reshard", "scale", stream, "--to", str(target), "--yes", "--wait", "--json",
-        "--endpoint-url", endpoint, "--region", "us-east-1", env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-m",
+        "console.cli",
+        "reshard",
+        "scale",
+        stream,
+        "--to",
+        str(target),
+        "--yes",
+        "--wait",
+        "--json",
+        "--endpoint-url",
+        endpoint,
+        "--region",
+        "us-east-1",
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(process.communicate(), 60)
     return target, process.returncode, out.decode(), err.decode()
 
 
 async def test_two_rescales_at_once_never_both_claim_success(tmp_path, local_kinesis, kinesis):
     client = botocore.session.get_session().create_client(
-        "kinesis", region_name="us-east-1", endpoint_url=local_kinesis.endpoint_url,
-        aws_access_key_id="truth", aws_secret_access_key="truth")
+        "kinesis",
+        region_name="us-east-1",
+        endpoint_url=local_kinesis.endpoint_url,
+        aws_access_key_id="truth",
+        aws_secret_access_key="truth",
+    )
     for round_ in range(2):
         stream = unique_stream_name("race")
         await kinesis.create_stream(stream, 2)
@@ -40,8 +60,9 @@ async def test_two_rescales_at_once_never_both_claim_success(tmp_path, local_kin
         held_back = Faults(stall=1.0, stall_seconds=2.0, operations=frozenset({"UpdateShardCount"}))
         try:
             async with FaultProxy(urlsplit(local_kinesis.endpoint_url).port, held_back) as proxy:
-                runs = await asyncio.gather(*(scale(stream, target, proxy.endpoint_url, tmp_path / f"{round_}-{target}")
-                                              for target in (3, 4)))
+                runs = await asyncio.gather(
+                    *(scale(stream, target, proxy.endpoint_url, tmp_path / f"{round_}-{target}") for target in (3, 4))
+                )
             shards = client.list_shards(StreamName=stream)["Shards"]
         finally:
             await kinesis.delete_stream(stream)

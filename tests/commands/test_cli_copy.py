@@ -260,8 +260,9 @@ async def test_an_interrupted_copy_resumes_from_its_checkpoint(kinesis, make_str
     assert json.loads(out)["copied"] <= 150 - landed_before + 6
 
 
-async def test_copy_verify_matches_what_it_wrote_whole_beside_the_same_records_plain(kinesis, make_stream,
-                                                                                      local_kinesis):
+async def test_copy_verify_matches_what_it_wrote_whole_beside_the_same_records_plain(
+    kinesis, make_stream, local_kinesis
+):
     """A source as a README session leaves it: a record given twice (the same key and bytes), an aggregate
     whose user records repeat plain records, and a split (a closed parent, two children). The aggregate is
     copied whole, so the read-back must find it whole: opened, it would be lost, and its user record would
@@ -281,8 +282,18 @@ async def test_copy_verify_matches_what_it_wrote_whole_beside_the_same_records_p
     await kinesis.put_record(source, line, "u1")  # the same key and bytes again, now on a child
     await kinesis.put_record(source, b'{"total":14}', "order-17")
 
-    code, out, err = await kconsole("copy", source, destination, "--from", "trim-horizon", "--yes", "--verify",
-                                    "--json", endpoint=local_kinesis.endpoint_url, timeout=120)
+    code, out, err = await kconsole(
+        "copy",
+        source,
+        destination,
+        "--from",
+        "trim-horizon",
+        "--yes",
+        "--verify",
+        "--json",
+        endpoint=local_kinesis.endpoint_url,
+        timeout=120,
+    )
 
     assert code == 0, err
     verification = json.loads(out)["verification"]
@@ -290,11 +301,26 @@ async def test_copy_verify_matches_what_it_wrote_whole_beside_the_same_records_p
     assert verification["ok"] and verification["out_of_order"] == 0
     assert per_key(await everything_in(kinesis, destination)) == per_key(await everything_in(kinesis, source))
 
-    code, out, err = await kconsole("copy", source, opened, "--from", "trim-horizon", "--deaggregate", "--yes",
-                                    "--verify", "--json", endpoint=local_kinesis.endpoint_url, timeout=120)
+    code, out, err = await kconsole(
+        "copy",
+        source,
+        opened,
+        "--from",
+        "trim-horizon",
+        "--deaggregate",
+        "--yes",
+        "--verify",
+        "--json",
+        endpoint=local_kinesis.endpoint_url,
+        timeout=120,
+    )
 
     assert code == 0, err
     verification = json.loads(out)["verification"]
     assert (verification["read_back"], verification["lost"], verification["duplicated"]) == (6, 0, 0), verification
     assert per_key(await everything_in(kinesis, opened))["order-17"] == [
-        b'{"total":12}', b'{"total":12}', b'{"total":13}', b'{"total":14}']
+        b'{"total":12}',
+        b'{"total":12}',
+        b'{"total":13}',
+        b'{"total":14}',
+    ]

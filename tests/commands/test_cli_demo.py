@@ -48,9 +48,11 @@ async def test_the_demo_lease_table_is_read_back_by_consumers(capsys, local_kine
 
 
 async def test_demo_data_never_goes_to_a_remote_endpoint_or_under_read_only(capsys, local_kinesis):
-    code, _, err = await kconsole(capsys, "demo", "lease-table", "orders", "--endpoint-url",
-                                  "https://kinesis.eu-west-1.amazonaws.com")
+    code, _, err = await kconsole(
+        capsys, "demo", "lease-table", "orders", "--endpoint-url", "https://kinesis.eu-west-1.amazonaws.com"
+    )
     assert code == 2 and "only to the embedded server" in err and "Traceback" not in err
-    code, _, err = await kconsole(capsys, "demo", "lease-table", "orders", "--endpoint-url",
-                                  local_kinesis.endpoint_url, "--read-only")
+    code, _, err = await kconsole(
+        capsys, "demo", "lease-table", "orders", "--endpoint-url", local_kinesis.endpoint_url, "--read-only"
+    )
     assert code == 1 and "read-only" in err

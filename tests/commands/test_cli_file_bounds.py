@@ -69,8 +69,11 @@ def test_a_file_past_the_line_cap_is_refused_before_it_is_all_read(tmp_path, cap
     import console.bounds
 
     monkeypatch.setattr(console.bounds, "MAX_LIST_FILE_LINES", 1000)
-    monkeypatch.setattr(console.bounds.read_text_lines, "__kwdefaults__",
-                        {**console.bounds.read_text_lines.__kwdefaults__, "max_lines": 1000})
+    monkeypatch.setattr(
+        console.bounds.read_text_lines,
+        "__kwdefaults__",
+        {**console.bounds.read_text_lines.__kwdefaults__, "max_lines": 1000},
+    )
     keys = tmp_path / "keys"
     keys.write_text("k\n" * 1001)
     assert main(["predict", "--shards", "4", "--keys-file", str(keys)]) == 2
@@ -83,8 +86,14 @@ def _limited_memory():
 
 def kconsole_limited(*argv, env=None):
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "console.cli", *argv], capture_output=True, text=True, timeout=20,
-                          preexec_fn=_limited_memory, env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        [sys.executable, "-m", "console.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        preexec_fn=_limited_memory,
+        env={**os.environ, **(env or {})},
+    )
     return done, time.monotonic() - started
 
 
@@ -94,9 +103,19 @@ def test_dev_zero_as_the_config_is_one_warning_and_read_only_stays_on(tmp_path):
     assert done.stderr.count("\n") == 1 and "/dev/zero" in done.stderr and "read-only" in done.stderr
     big = tmp_path / "big.toml"
     big.write_text("read_only = false\n" + "# padding\n" * 120_000)  # over 1 MiB, and says read_only = false
-    done, _ = kconsole_limited("reshard", "split", "s", "--shard", "shardId-000000000000", "--yes",
-                               "--endpoint-url", "http://127.0.0.1:9", "--region", "us-east-1",
-                               env={"KCONSOLE_CONFIG": str(big)})
+    done, _ = kconsole_limited(
+        "reshard",
+        "split",
+        "s",
+        "--shard",
+        "shardId-000000000000",
+        "--yes",
+        "--endpoint-url",
+        "http://127.0.0.1:9",
+        "--region",
+        "us-east-1",
+        env={"KCONSOLE_CONFIG": str(big)},
+    )
     assert done.returncode == 1 and "larger than 1 MiB" in done.stderr and "read-only" in done.stderr.splitlines()[-1]
 
 
@@ -106,15 +125,19 @@ def test_dev_zero_as_a_keys_file_under_a_memory_limit():
     assert elapsed < 5
 
 
-@pytest.mark.parametrize("query, says", [
-    ("keys[?shard_index > `" + "9" * 5000 + "`]", "characters; at most"),
-    ("keys[?shard_index > `" + "9" * 30 + "`]", "more than 20 digits"),
-    ("keys[" + "9" * 3000 + "]", "more than 20 digits"),
-    ("keys." + "x" * 3000 + " ||| b", "not a valid JMESPath expression"),
-], ids=["5000-digit literal", "30-digit literal", "3000-digit index", "long bad expression"])
+@pytest.mark.parametrize(
+    "query, says",
+    [
+        ("keys[?shard_index > `" + "9" * 5000 + "`]", "characters; at most"),
+        ("keys[?shard_index > `" + "9" * 30 + "`]", "more than 20 digits"),
+        ("keys[" + "9" * 3000 + "]", "more than 20 digits"),
+        ("keys." + "x" * 3000 + " ||| b", "not a valid JMESPath expression"),
+    ],
+    ids=["5000-digit literal", "30-digit literal", "3000-digit index", "long bad expression"],
+)
 def test_a_hostile_query_is_one_short_line(query, says, capsys):
     assert main(["predict", "k", "--shards", "4", "--query", query]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and says in err and "internal error" not in err
-    quoted = err[err.index("'"):].strip()
+    quoted = err[err.index("'") :].strip()
     assert len(quoted) <= 80 + 5  # at most 80 characters of it, in quotes, with "..."

@@ -16,8 +16,8 @@ HOT_KEY = "tenant-hot"
 
 async def kconsole(*argv: str, timeout: float = 60) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "console.cli", *argv,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable, "-m", "console.cli", *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
     stdout, stderr = await asyncio.wait_for(process.communicate(), timeout)
     return process.returncode, stdout.decode(), stderr.decode()
 
@@ -42,8 +42,18 @@ async def test_heat_json_names_hot_shard_key_split_and_what_if(kinesis, make_str
     stop = asyncio.Event()
     writer = asyncio.create_task(write_steadily(kinesis, stream, stop))
     try:
-        code, out, err = await kconsole("heat", stream, "--seconds", "2", "--top", "2", "--hottest", "--json",
-                                        "--endpoint-url", local_kinesis.endpoint_url)
+        code, out, err = await kconsole(
+            "heat",
+            stream,
+            "--seconds",
+            "2",
+            "--top",
+            "2",
+            "--hottest",
+            "--json",
+            "--endpoint-url",
+            local_kinesis.endpoint_url,
+        )
     finally:
         stop.set()
         await writer
@@ -73,28 +83,33 @@ async def test_heat_json_names_hot_shard_key_split_and_what_if(kinesis, make_str
 
 async def test_heat_text_on_an_idle_stream(kinesis, make_stream, local_kinesis):
     stream = await make_stream(shards=2)
-    code, out, err = await kconsole("heat", stream, "--seconds", "0.5", "--read-only",
-                                    "--endpoint-url", local_kinesis.endpoint_url)
+    code, out, err = await kconsole(
+        "heat", stream, "--seconds", "0.5", "--read-only", "--endpoint-url", local_kinesis.endpoint_url
+    )
     assert code == 0, err
     assert "stream total" in out and "nothing is hot" in out
     assert "Traceback" not in err
 
 
 async def test_heat_unknown_stream_is_one_line(local_kinesis):
-    code, out, err = await kconsole("heat", "no-such-stream", "--seconds", "1", "--json",
-                                    "--endpoint-url", local_kinesis.endpoint_url)
+    code, out, err = await kconsole(
+        "heat", "no-such-stream", "--seconds", "1", "--json", "--endpoint-url", local_kinesis.endpoint_url
+    )
     assert code == 1
     assert json.loads(out)["error"]["code"] == "stream_not_found"
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (["--seconds", "0"], "--seconds must be above 0"),
-    (["--seconds", "nan"], "--seconds must be above 0"),
-    (["--top", "0"], "--top must be from 1"),
-    (["--reads-per-second", "9"], "at most 5"),
-    (["--seconds", "ten"], "invalid float value"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--seconds", "0"], "--seconds must be above 0"),
+        (["--seconds", "nan"], "--seconds must be above 0"),
+        (["--top", "0"], "--top must be from 1"),
+        (["--reads-per-second", "9"], "at most 5"),
+        (["--seconds", "ten"], "invalid float value"),
+    ],
+)
 def test_heat_bad_input_exits_2(argv, fragment, capsys):
     assert main(["heat", "s", *argv, "--endpoint-url", "http://127.0.0.1:9"]) == 2
     err = capsys.readouterr().err
@@ -113,8 +128,9 @@ def test_enable_enhanced_monitoring_is_refused_read_only_or_unconfirmed(capsys):
 async def test_enable_enhanced_monitoring_with_yes(kinesis, make_stream, local_kinesis):
     stream = await make_stream(shards=1)
     assert (await kinesis.describe_stream_summary(stream)).enhanced_metrics == ()
-    code, out, err = await kconsole("heat", stream, "--enable-enhanced-monitoring", "--yes", "--json",
-                                    "--endpoint-url", local_kinesis.endpoint_url)
+    code, out, err = await kconsole(
+        "heat", stream, "--enable-enhanced-monitoring", "--yes", "--json", "--endpoint-url", local_kinesis.endpoint_url
+    )
     assert code == 0, err
     assert set(json.loads(out)["enhanced_metrics"]) >= {"IncomingBytes", "IncomingRecords"}
     assert set((await kinesis.describe_stream_summary(stream)).enhanced_metrics) >= {"IncomingBytes", "IncomingRecords"}
@@ -123,8 +139,17 @@ async def test_enable_enhanced_monitoring_with_yes(kinesis, make_stream, local_k
 async def test_cloudwatch_source_reports_every_shard(kinesis, make_stream, local_kinesis):
     """The local server publishes no Kinesis metrics: every shard is reported, at zero, with a hint."""
     stream = await make_stream(shards=2)
-    code, out, err = await kconsole("heat", stream, "--source", "cloudwatch", "--seconds", "300", "--json",
-                                    "--endpoint-url", local_kinesis.endpoint_url)
+    code, out, err = await kconsole(
+        "heat",
+        stream,
+        "--source",
+        "cloudwatch",
+        "--seconds",
+        "300",
+        "--json",
+        "--endpoint-url",
+        local_kinesis.endpoint_url,
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["source"] == "cloudwatch" and len(doc["shards"]) == 2
@@ -134,7 +159,8 @@ async def test_cloudwatch_source_reports_every_shard(kinesis, make_stream, local
 
 async def test_cloudwatch_source_as_a_table(kinesis, make_stream, local_kinesis):
     stream = await make_stream(shards=2)
-    code, out, err = await kconsole("heat", stream, "--source", "cloudwatch", "--seconds", "60",
-                                    "--endpoint-url", local_kinesis.endpoint_url)
+    code, out, err = await kconsole(
+        "heat", stream, "--source", "cloudwatch", "--seconds", "60", "--endpoint-url", local_kinesis.endpoint_url
+    )
     assert code == 0, err
     assert out.startswith(f"CloudWatch heat of {stream}") and "shardId-000000000001" in out

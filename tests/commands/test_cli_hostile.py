@@ -10,8 +10,16 @@ import sys
 
 from console.cli import main
 from tests.commands.test_cli_heat import kconsole
-from tests.hostile import (BIDI, C1, CLEAR_SCREEN, HOSTILE_KEYS, OSC_CLIPBOARD, OSC_TITLE, raw_controls,
-                           write_hostile_keys)
+from tests.hostile import (
+    BIDI,
+    C1,
+    CLEAR_SCREEN,
+    HOSTILE_KEYS,
+    OSC_CLIPBOARD,
+    OSC_TITLE,
+    raw_controls,
+    write_hostile_keys,
+)
 
 HOSTILE_PAYLOADS = {
     "text-osc": f"title {OSC_TITLE} clip {OSC_CLIPBOARD}".encode(),
@@ -41,8 +49,10 @@ async def test_tail_text_escapes_hostile_keys_and_payloads(kinesis, make_stream,
     assert len(lines) == count
     assert any(" k\\x1b]0;pwned\\x07 text " in line for line in lines)
     assert any(" [bold red]x[/] text " in line for line in lines)
-    assert any(line.endswith('{"c1":"\\x9b2J\\x9d0;c1\\x9c","bidi":"\\u202eevil\\u2066x\\u2069","csi":"\\u001b[2J"}')
-               for line in lines)
+    assert any(
+        line.endswith('{"c1":"\\x9b2J\\x9d0;c1\\x9c","bidi":"\\u202eevil\\u2066x\\u2069","csi":"\\u001b[2J"}')
+        for line in lines
+    )
     assert any(" gzip+text " in line and "\\u202eevil" in line for line in lines)
 
 
@@ -84,8 +94,9 @@ async def test_heat_text_escapes_hot_keys(kinesis, make_stream, local_kinesis):
     stop = asyncio.Event()
     writer = asyncio.create_task(write_hostile_keys(kinesis, stream, stop))
     try:
-        code, out, err = await kconsole("heat", stream, "--seconds", "2", "--top", "10",
-                                        "--endpoint-url", local_kinesis.endpoint_url)
+        code, out, err = await kconsole(
+            "heat", stream, "--seconds", "2", "--top", "10", "--endpoint-url", local_kinesis.endpoint_url
+        )
     finally:
         stop.set()
         await writer
@@ -103,7 +114,8 @@ print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, d
 
 
 async def test_tail_of_a_page_of_records_inflating_to_63_mib_each_stays_within_a_memory_bound(
-        kinesis, make_stream, local_kinesis):
+    kinesis, make_stream, local_kinesis
+):
     """Twelve gzip records of 63 MiB inflated and a 1 GiB gzip bomb in one page: `tail` (text and --json)
     inflates one record's worth per page; its peak resident memory is measured by a wrapper process."""
     stream = await make_stream(shards=1)
@@ -111,12 +123,22 @@ async def test_tail_of_a_page_of_records_inflating_to_63_mib_each_stays_within_a
     for index in range(12):
         await kinesis.put_record(stream, record_63, f"big-{index}")
     from tests.read.test_hostile_records import gzip_bomb
+
     await kinesis.put_record(stream, gzip_bomb(), "bomb")
 
     for mode in ([], ["--json"]):
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", PEAK_RSS_OF_TAIL, "tail", stream, *mode, "--endpoint-url", local_kinesis.endpoint_url,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            sys.executable,
+            "-c",
+            PEAK_RSS_OF_TAIL,
+            "tail",
+            stream,
+            *mode,
+            "--endpoint-url",
+            local_kinesis.endpoint_url,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         out, err = (part.decode() for part in await asyncio.wait_for(process.communicate(), 120))
         returncode, peak_kib, last_line = (out.split(maxsplit=2) + ["", "", ""])[:3] if out else ("", "", err)
         assert returncode == "0", (err, last_line)

@@ -42,8 +42,12 @@ def log(isolated):
 def reader(local_kinesis):
     """An independent client: plain botocore, none of kconsole's code, straight to the server."""
     return botocore.session.get_session().create_client(
-        "kinesis", region_name="us-east-1", endpoint_url=local_kinesis.endpoint_url,
-        aws_access_key_id="truth", aws_secret_access_key="truth")
+        "kinesis",
+        region_name="us-east-1",
+        endpoint_url=local_kinesis.endpoint_url,
+        aws_access_key_id="truth",
+        aws_secret_access_key="truth",
+    )
 
 
 def all_shards(client, stream):
@@ -68,8 +72,18 @@ def exists(client, stream):
 
 
 async def kconsole(capsys, proxy, *argv, timeout_args=()):
-    code = await asyncio.to_thread(main, [*map(str, argv), "--yes", "--endpoint-url", proxy.endpoint_url,
-                                          "--region", "us-east-1", *map(str, timeout_args)])
+    code = await asyncio.to_thread(
+        main,
+        [
+            *map(str, argv),
+            "--yes",
+            "--endpoint-url",
+            proxy.endpoint_url,
+            "--region",
+            "us-east-1",
+            *map(str, timeout_args),
+        ],
+    )
     out, err = capsys.readouterr()
     assert "Traceback" not in err and "internal error" not in err, err
     return code, out, err
@@ -86,13 +100,24 @@ def table_row(case, fault, code, outcome, times):
     path = os.environ.get("FAULT_TABLE")
     if path:
         with open(path, "a", encoding="utf-8") as table:
-            table.write(json.dumps({"call": case, "fault": fault, "exit": code, "logged": outcome,
-                                    "applied_times": times}) + "\n")
+            table.write(
+                json.dumps({"call": case, "fault": fault, "exit": code, "logged": outcome, "applied_times": times})
+                + "\n"
+            )
 
 
 # (case, operation, stream shards, argv after the stream is known, setup, how many times it happened)
-POLICY = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
-                                                  "Action": "kinesis:GetRecords", "Resource": "*"}]}
+POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+            "Action": "kinesis:GetRecords",
+            "Resource": "*",
+        }
+    ],
+}
 POLICY_FILE = os.path.join(tempfile.mkdtemp(prefix="kconsole-lost-"), "policy.json")
 with open(POLICY_FILE, "w", encoding="utf-8") as _policy:
     json.dump(POLICY, _policy)
@@ -138,10 +163,18 @@ CHANNEL_FILES: dict[str, str] = {}  # stream -> the CreateChannel request writte
 
 
 def channel_request(c, s) -> dict:
-    return {"ChannelName": f"ch-{s}", "ServiceExecutionRoleARN": "arn:aws:iam::123456789012:role/kinesis-channel",
-            "StreamConfigurationList": [{"StreamARN": arn(c, s), "RecordConfiguration": {"RecordFormatType": "JSON"}}],
-            "S3DestinationConfiguration": {"StorageConfiguration": {
-                "BucketARN": "arn:aws:s3:::my-bucket", "ExpectedBucketOwner": "123456789012", "CompressionType": "GZIP"}}}
+    return {
+        "ChannelName": f"ch-{s}",
+        "ServiceExecutionRoleARN": "arn:aws:iam::123456789012:role/kinesis-channel",
+        "StreamConfigurationList": [{"StreamARN": arn(c, s), "RecordConfiguration": {"RecordFormatType": "JSON"}}],
+        "S3DestinationConfiguration": {
+            "StorageConfiguration": {
+                "BucketARN": "arn:aws:s3:::my-bucket",
+                "ExpectedBucketOwner": "123456789012",
+                "CompressionType": "GZIP",
+            }
+        },
+    }
 
 
 def _channel_file(c, s):
@@ -158,56 +191,143 @@ def _with_channel(c, s):
 
 
 def channels_named(c, s) -> list[dict]:
-    return [ch for ch in c.list_channels().get("ChannelSummaries", []) if ch.get("ChannelName") == f"ch-{s}"
-            and ch.get("ChannelStatus") != "DELETING"]
+    return [
+        ch
+        for ch in c.list_channels().get("ChannelSummaries", [])
+        if ch.get("ChannelName") == f"ch-{s}" and ch.get("ChannelStatus") != "DELETING"
+    ]
 
 
 CASES = {
     "split": ("SplitShard", 2, lambda s: ["reshard", "split", s, "--shard", "shardId-000000000000"], None, _split),
-    "merge": ("MergeShards", 2, lambda s: ["reshard", "merge", s, "--shard", "shardId-000000000000",
-                                           "--adjacent", "shardId-000000000001"], None, _merge),
+    "merge": (
+        "MergeShards",
+        2,
+        lambda s: ["reshard", "merge", s, "--shard", "shardId-000000000000", "--adjacent", "shardId-000000000001"],
+        None,
+        _merge,
+    ),
     "scale": ("UpdateShardCount", 2, lambda s: ["reshard", "scale", s, "--to", "4"], None, _scale),
-    "create": ("CreateStream", None, lambda s: ["stream", "create", s, "--shards", "1"], None,
-               lambda c, s: int(exists(c, s))),
+    "create": (
+        "CreateStream",
+        None,
+        lambda s: ["stream", "create", s, "--shards", "1"],
+        None,
+        lambda c, s: int(exists(c, s)),
+    ),
     "delete": ("DeleteStream", 1, lambda s: ["stream", "delete", s], None, lambda c, s: int(not exists(c, s))),
-    "retention": ("IncreaseStreamRetentionPeriod", 1, lambda s: ["stream", "retention", s, "--hours", "48"], None,
-                  lambda c, s: int(summary(c, s)["RetentionPeriodHours"] == 48)),
-    "retention down": ("DecreaseStreamRetentionPeriod", 1, lambda s: ["stream", "retention", s, "--hours", "24"],
-                       lambda c, s: c.increase_stream_retention_period(StreamName=s, RetentionPeriodHours=72),
-                       lambda c, s: int(summary(c, s)["RetentionPeriodHours"] == 24)),
-    "mode": ("UpdateStreamMode", 1, lambda s: ["stream", "mode", s, "on-demand"], None,
-             lambda c, s: int(summary(c, s)["StreamModeDetails"]["StreamMode"] == "ON_DEMAND")),
-    "encryption on": ("StartStreamEncryption", 1, lambda s: ["stream", "encryption", s, "--kms-key", "alias/aws/kinesis"],
-                      None, lambda c, s: int(summary(c, s).get("EncryptionType") == "KMS")),
-    "encryption off": ("StopStreamEncryption", 1, lambda s: ["stream", "encryption", s, "--off"],
-                       lambda c, s: c.start_stream_encryption(StreamName=s, EncryptionType="KMS",
-                                                              KeyId="alias/aws/kinesis"),
-                       lambda c, s: int(summary(c, s).get("EncryptionType", "NONE") == "NONE")),
-    "register": ("RegisterStreamConsumer", 1, lambda s: ["consumers", "register", s, "--name", "app"], None,
-                 lambda c, s: consumers(c, s).count("app")),
-    "monitoring": ("EnableEnhancedMonitoring", 1, lambda s: ["heat", s, "--enable-enhanced-monitoring"], None,
-                   lambda c, s: int(bool(summary(c, s)["EnhancedMonitoring"][0].get("ShardLevelMetrics")))),
-    "tag": ("TagResource", 1, lambda s: ["stream", "tag", s, "team=payments"], None,
-            lambda c, s: int(tags(c, s).get("team") == "payments")),
-    "untag": ("UntagResource", 1, lambda s: ["stream", "untag", s, "team"],
-              lambda c, s: c.tag_resource(ResourceARN=arn(c, s), Tags={"team": "x"}),
-              lambda c, s: int("team" not in tags(c, s))),
-    "policy": ("PutResourcePolicy", 1, lambda s: ["stream", "policy", s, "--put", POLICY_FILE], None,
-               lambda c, s: int(bool(policy(c, s)))),
-    "policy delete": ("DeleteResourcePolicy", 1, lambda s: ["stream", "policy", s, "--delete"],
-                      lambda c, s: c.put_resource_policy(ResourceARN=arn(c, s), Policy=json.dumps(POLICY)),
-                      lambda c, s: int(not policy(c, s))),
-    "record size": ("UpdateMaxRecordSize", 1, lambda s: ["stream", "max-record-size", s, "--kib", "2048"], None,
-                    lambda c, s: int(summary(c, s).get("MaxRecordSizeInKiB") == 2048)),
-    "distribution": ("UpdateStreamRecordDistributionStrategy", 1, lambda s: ["stream", "distribution", s, "auto"],
-                     _on_demand, lambda c, s: int(summary(c, s).get("RecordDistributionStrategy") == "AUTO")),
-    "channel create": ("CreateChannel", 1, lambda s: ["channels", "create", "--config", CHANNEL_FILES[s]],
-                       _channel_file, lambda c, s: len(channels_named(c, s))),
-    "channel delete": ("DeleteChannel", 1, lambda s: ["channels", "delete", f"ch-{s}"], _with_channel,
-                       lambda c, s: int(not channels_named(c, s))),
-    "deregister": ("DeregisterStreamConsumer", 1, lambda s: ["consumers", "deregister", s, "--name", "app"],
-                   lambda c, s: c.register_stream_consumer(StreamARN=summary(c, s)["StreamARN"], ConsumerName="app"),
-                   lambda c, s: int("app" not in consumers(c, s))),
+    "retention": (
+        "IncreaseStreamRetentionPeriod",
+        1,
+        lambda s: ["stream", "retention", s, "--hours", "48"],
+        None,
+        lambda c, s: int(summary(c, s)["RetentionPeriodHours"] == 48),
+    ),
+    "retention down": (
+        "DecreaseStreamRetentionPeriod",
+        1,
+        lambda s: ["stream", "retention", s, "--hours", "24"],
+        lambda c, s: c.increase_stream_retention_period(StreamName=s, RetentionPeriodHours=72),
+        lambda c, s: int(summary(c, s)["RetentionPeriodHours"] == 24),
+    ),
+    "mode": (
+        "UpdateStreamMode",
+        1,
+        lambda s: ["stream", "mode", s, "on-demand"],
+        None,
+        lambda c, s: int(summary(c, s)["StreamModeDetails"]["StreamMode"] == "ON_DEMAND"),
+    ),
+    "encryption on": (
+        "StartStreamEncryption",
+        1,
+        lambda s: ["stream", "encryption", s, "--kms-key", "alias/aws/kinesis"],
+        None,
+        lambda c, s: int(summary(c, s).get("EncryptionType") == "KMS"),
+    ),
+    "encryption off": (
+        "StopStreamEncryption",
+        1,
+        lambda s: ["stream", "encryption", s, "--off"],
+        lambda c, s: c.start_stream_encryption(StreamName=s, EncryptionType="KMS", KeyId="alias/aws/kinesis"),
+        lambda c, s: int(summary(c, s).get("EncryptionType", "NONE") == "NONE"),
+    ),
+    "register": (
+        "RegisterStreamConsumer",
+        1,
+        lambda s: ["consumers", "register", s, "--name", "app"],
+        None,
+        lambda c, s: consumers(c, s).count("app"),
+    ),
+    "monitoring": (
+        "EnableEnhancedMonitoring",
+        1,
+        lambda s: ["heat", s, "--enable-enhanced-monitoring"],
+        None,
+        lambda c, s: int(bool(summary(c, s)["EnhancedMonitoring"][0].get("ShardLevelMetrics"))),
+    ),
+    "tag": (
+        "TagResource",
+        1,
+        lambda s: ["stream", "tag", s, "team=payments"],
+        None,
+        lambda c, s: int(tags(c, s).get("team") == "payments"),
+    ),
+    "untag": (
+        "UntagResource",
+        1,
+        lambda s: ["stream", "untag", s, "team"],
+        lambda c, s: c.tag_resource(ResourceARN=arn(c, s), Tags={"team": "x"}),
+        lambda c, s: int("team" not in tags(c, s)),
+    ),
+    "policy": (
+        "PutResourcePolicy",
+        1,
+        lambda s: ["stream", "policy", s, "--put", POLICY_FILE],
+        None,
+        lambda c, s: int(bool(policy(c, s))),
+    ),
+    "policy delete": (
+        "DeleteResourcePolicy",
+        1,
+        lambda s: ["stream", "policy", s, "--delete"],
+        lambda c, s: c.put_resource_policy(ResourceARN=arn(c, s), Policy=json.dumps(POLICY)),
+        lambda c, s: int(not policy(c, s)),
+    ),
+    "record size": (
+        "UpdateMaxRecordSize",
+        1,
+        lambda s: ["stream", "max-record-size", s, "--kib", "2048"],
+        None,
+        lambda c, s: int(summary(c, s).get("MaxRecordSizeInKiB") == 2048),
+    ),
+    "distribution": (
+        "UpdateStreamRecordDistributionStrategy",
+        1,
+        lambda s: ["stream", "distribution", s, "auto"],
+        _on_demand,
+        lambda c, s: int(summary(c, s).get("RecordDistributionStrategy") == "AUTO"),
+    ),
+    "channel create": (
+        "CreateChannel",
+        1,
+        lambda s: ["channels", "create", "--config", CHANNEL_FILES[s]],
+        _channel_file,
+        lambda c, s: len(channels_named(c, s)),
+    ),
+    "channel delete": (
+        "DeleteChannel",
+        1,
+        lambda s: ["channels", "delete", f"ch-{s}"],
+        _with_channel,
+        lambda c, s: int(not channels_named(c, s)),
+    ),
+    "deregister": (
+        "DeregisterStreamConsumer",
+        1,
+        lambda s: ["consumers", "deregister", s, "--name", "app"],
+        lambda c, s: c.register_stream_consumer(StreamARN=summary(c, s)["StreamARN"], ConsumerName="app"),
+        lambda c, s: int("app" not in consumers(c, s)),
+    ),
 }
 
 
@@ -262,7 +382,9 @@ async def test_a_read_timeout_after_the_split_is_settled_too(capsys, local_kines
 
 
 @pytest.mark.parametrize("case", ["split", "scale", "retention", "register"])
-async def test_a_server_error_after_the_server_acted_is_settled_not_resent(case, capsys, local_kinesis, make_stream, log):
+async def test_a_server_error_after_the_server_acted_is_settled_not_resent(
+    case, capsys, local_kinesis, make_stream, log
+):
     """HTTP 500 on a change: the call path retries server errors on reads only, so the change is
     read back, not sent again."""
     operation, stream, argv, client, happened = await prepared(case, local_kinesis, make_stream)
@@ -278,22 +400,29 @@ async def test_a_server_error_after_the_server_acted_is_settled_not_resent(case,
 
 @pytest.mark.parametrize("case", ["split", "retention", "register"])
 async def test_a_call_lost_before_the_server_saw_it_is_sent_once_more_after_a_fresh_check(
-        case, capsys, local_kinesis, make_stream, log):
+    case, capsys, local_kinesis, make_stream, log
+):
     operation, stream, argv, client, happened = await prepared(case, local_kinesis, make_stream)
     faults = Faults(reset_before=1.0, operations=frozenset({operation}), limit=1)
     async with FaultProxy(port_of(local_kinesis), faults) as proxy:
         code, _, err = await kconsole(capsys, proxy, *argv)
     logged = intents_and_outcomes(log, operation)
-    table_row(case, "request dropped before the server saw it", code,
-              " then ".join(o["outcome"] for _, o in logged), happened(client, stream))
+    table_row(
+        case,
+        "request dropped before the server saw it",
+        code,
+        " then ".join(o["outcome"] for _, o in logged),
+        happened(client, stream),
+    )
     assert code == 0, err
     assert "shows no change" in err and "once more" in err
     assert happened(client, stream) == 1
     assert [o["outcome"] for _, o in logged] == ["not applied", "applied"]
 
 
-async def test_an_outcome_nobody_can_read_back_is_unknown_and_names_the_check(capsys, local_kinesis, make_stream,
-                                                                            log, monkeypatch):
+async def test_an_outcome_nobody_can_read_back_is_unknown_and_names_the_check(
+    capsys, local_kinesis, make_stream, log, monkeypatch
+):
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")  # the read-back meets a dead network: fail it fast
     operation, stream, argv, client, happened = await prepared("split", local_kinesis, make_stream)
     async with FaultProxy(port_of(local_kinesis), Faults.drop_reply(operation, down_after_fault=True)) as proxy:
@@ -315,8 +444,9 @@ def test_the_daily_quota_counts_applied_and_unknown_intents_not_refused_ones(log
     from console.reshard.actionlog import APPLIED, NOT_APPLIED, UNKNOWN
 
     for outcome in (APPLIED, NOT_APPLIED, UNKNOWN, None):  # None: crashed before the outcome was written
-        intent = log.append({"kind": "intent", "id": str(outcome), "operation": "UpdateShardCount",
-                             "stream": "s", "backend": "b"})
+        intent = log.append(
+            {"kind": "intent", "id": str(outcome), "operation": "UpdateShardCount", "stream": "s", "backend": "b"}
+        )
         if outcome:
             log.append({"kind": "outcome", "intent": intent["id"], "outcome": outcome, "stream": "s", "backend": "b"})
     assert log.update_shard_count_calls("s", "b") == 3

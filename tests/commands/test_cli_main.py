@@ -59,8 +59,12 @@ class _ParserReturning:
 
 
 def test_installed_script_reports_bad_input_without_traceback():
-    result = subprocess.run([sys.executable, "-m", "console.cli", "predict", "--shards", "0", "some-key"],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "console.cli", "predict", "--shards", "0", "some-key"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert result.stderr.startswith("kconsole: error:") and "Traceback" not in result.stderr
 
@@ -77,10 +81,12 @@ def test_predict_starts_without_the_network_or_ui_stack(tmp_path):
     # Offline commands must not pay for asyncio, aiobotocore or Textual at start-up: the CLI imports a
     # command's module only when that command runs. Nor, without a config file, for dataclasses
     # (inspect), tomllib, platformdirs or OpenSSL's hashlib: `predict` starts in a few times `python -c pass`.
-    script = ("import sys; from console.cli import main; code = main(['predict', 'abc', '--shards', '4']); "
-              "print(sorted(m for m in ('asyncio', 'aiobotocore', 'botocore', 'textual', 'dataclasses', 'tomllib', "
-              "'platformdirs', '_hashlib') if m in sys.modules)); "
-              "sys.exit(code)")
+    script = (
+        "import sys; from console.cli import main; code = main(['predict', 'abc', '--shards', '4']); "
+        "print(sorted(m for m in ('asyncio', 'aiobotocore', 'botocore', 'textual', 'dataclasses', 'tomllib', "
+        "'platformdirs', '_hashlib') if m in sys.modules)); "
+        "sys.exit(code)"
+    )
     env = {**os.environ, "KCONSOLE_CONFIG": str(tmp_path / "absent.toml")}
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode == 0, result.stderr
@@ -89,9 +95,11 @@ def test_predict_starts_without_the_network_or_ui_stack(tmp_path):
 
 
 def test_help_lists_every_command_without_importing_them():
-    script = ("import sys; from console.cli import main\n"
-              "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-              "print(sorted(m for m in sys.modules if m.startswith('console.commands.')))")
+    script = (
+        "import sys; from console.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('console.commands.')))"
+    )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     from console.commands import COMMANDS
 

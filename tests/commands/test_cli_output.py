@@ -26,17 +26,18 @@ def test_text_output_is_tab_separated_without_a_header(capsys):
     rows = [line.split("\t") for line in out.splitlines() if line.startswith("KEYS\t")]
     # awk '$1 == "KEYS" {print $2, $4}': key, hash key, shard, index, in the JSON document's order
     assert [(row[1], row[2], row[3]) for row in rows] == [
-        (key, str(md5_hash_key(key)), shard) for key, shard in
-        [("a", "shardId-000000000000"), ("b", "shardId-000000000002"), ("c", "shardId-000000000001")]]
+        (key, str(md5_hash_key(key)), shard)
+        for key, shard in [("a", "shardId-000000000000"), ("b", "shardId-000000000002"), ("c", "shardId-000000000001")]
+    ]
 
 
 def test_query_selects_from_the_json_document_like_the_aws_cli(capsys):
-    code, out, _ = run(["predict", "a", "b", "c", "--shards", "4", "--query", "keys[?shard_index > `0`].key"],
-                       capsys)
+    code, out, _ = run(["predict", "a", "b", "c", "--shards", "4", "--query", "keys[?shard_index > `0`].key"], capsys)
     assert code == 0 and json.loads(out) == ["b", "c"]
     # A list of scalars in text is one tab-separated line, as `aws ... --output text` prints it.
-    code, out, _ = run(["predict", "a", "b", "c", "--shards", "4", "--query", "keys[].shard_index",
-                        "--output", "text"], capsys)
+    code, out, _ = run(
+        ["predict", "a", "b", "c", "--shards", "4", "--query", "keys[].shard_index", "--output", "text"], capsys
+    )
     assert out == "0\t2\t1\n"
 
 
@@ -65,12 +66,15 @@ def test_max_items_cuts_every_view_and_says_so(capsys):
     assert "... 25 more rows" in out and "k5 " not in out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--query", "keys["], "--query is not a valid JMESPath expression"),
-    (["--max-items", "0"], "--max-items must be from 1 to 10,000,000; got 0"),
-    (["--json", "--output", "table"], "--json and --output table disagree"),
-    (["--output", "yaml"], "invalid choice: 'yaml'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--query", "keys["], "--query is not a valid JMESPath expression"),
+        (["--max-items", "0"], "--max-items must be from 1 to 10,000,000; got 0"),
+        (["--json", "--output", "table"], "--json and --output table disagree"),
+        (["--output", "yaml"], "invalid choice: 'yaml'"),
+    ],
+)
 def test_bad_output_options_are_one_line_exit_2(argv, message, capsys):
     full = ["predict", "a", "--shards", "2", *argv] + ([] if "--output" in argv else ["--json"])
     code, out, err = run(full, capsys)
@@ -86,8 +90,9 @@ def test_the_live_console_refuses_output_options(capsys):
 
 
 async def _kconsole(*argv: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "console.cli", *argv,
-                                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "console.cli", *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
     out, err = await asyncio.wait_for(process.communicate(), 60)
     return process.returncode, out.decode(), err.decode()
 
@@ -96,8 +101,18 @@ async def test_tail_text_output_and_max_items(kinesis, make_stream, local_kinesi
     stream = await make_stream(shards=1)
     for n in range(4):
         await kinesis.put_record(stream, json.dumps({"n": n}).encode(), f"key\x1b]{n}")
-    code, out, err = await _kconsole("tail", stream, "--output", "text", "--max-items", "3",
-                                     "--query", "partition_key", "--endpoint-url", local_kinesis.endpoint_url)
+    code, out, err = await _kconsole(
+        "tail",
+        stream,
+        "--output",
+        "text",
+        "--max-items",
+        "3",
+        "--query",
+        "partition_key",
+        "--endpoint-url",
+        local_kinesis.endpoint_url,
+    )
     assert code == 0, err
     assert out.splitlines() == ["key\\x1b]0", "key\\x1b]1", "key\\x1b]2"]
     code, _, err = await _kconsole("tail", stream, "--output", "table", "--endpoint-url", local_kinesis.endpoint_url)
@@ -106,7 +121,9 @@ async def test_tail_text_output_and_max_items(kinesis, make_stream, local_kinesi
 
 async def test_ctrl_c_exits_130_on_a_command_that_is_working(kinesis, make_stream, local_kinesis):
     stream = await make_stream(shards=2)
-    async with kconsole_child("heat", stream, "--seconds", "60", "--endpoint-url", local_kinesis.endpoint_url) as process:
+    async with kconsole_child(
+        "heat", stream, "--seconds", "60", "--endpoint-url", local_kinesis.endpoint_url
+    ) as process:
         await asyncio.sleep(3)  # imported, connected and sampling
         assert process.returncode is None
         _, err = await interrupt(process)

@@ -23,10 +23,28 @@ def endpoint_args(local_kinesis) -> list[str]:
 
 
 def test_local_creates_the_stream_and_verifies(tmp_path):
-    command = [sys.executable, "-m", "console.cli", "produce", "cli-produce-local", "--local", "--keys", "20",
-               "--records-per-key", "5", "--verify", "--json", "--yes"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120,
-                          env={**__import__("os").environ, "KCONSOLE_CONFIG": str(tmp_path / "none.toml")})
+    command = [
+        sys.executable,
+        "-m",
+        "console.cli",
+        "produce",
+        "cli-produce-local",
+        "--local",
+        "--keys",
+        "20",
+        "--records-per-key",
+        "5",
+        "--verify",
+        "--json",
+        "--yes",
+    ]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**__import__("os").environ, "KCONSOLE_CONFIG": str(tmp_path / "none.toml")},
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     for field in ("sent", "acknowledged", "read_back", "lost", "duplicated", "out_of_order", "misplaced"):
@@ -39,8 +57,24 @@ def test_local_creates_the_stream_and_verifies(tmp_path):
 async def test_sequential_with_key_tree_hash_keys(local_kinesis, make_stream, capsys):
     pytest.importorskip("console.keyspace.keytree.tree")
     stream = await make_stream(shards=2)
-    code = await run_cli(["produce", stream, "--keys", "6", "--records-per-key", "4", "--mode", "sequential",
-                          "--explicit-hash-keys", "keytree", "--verify", "--json", "--yes", *endpoint_args(local_kinesis)])
+    code = await run_cli(
+        [
+            "produce",
+            stream,
+            "--keys",
+            "6",
+            "--records-per-key",
+            "4",
+            "--mode",
+            "sequential",
+            "--explicit-hash-keys",
+            "keytree",
+            "--verify",
+            "--json",
+            "--yes",
+            *endpoint_args(local_kinesis),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     report = json.loads(captured.out)
@@ -50,8 +84,20 @@ async def test_sequential_with_key_tree_hash_keys(local_kinesis, make_stream, ca
 
 async def test_text_output_without_verify(local_kinesis, make_stream, capsys):
     stream = await make_stream(shards=1)
-    code = await run_cli(["produce", stream, "--keys", "3", "--records-per-key", "2", "--payload-bytes", "1000", "--yes",
-                          *endpoint_args(local_kinesis)])
+    code = await run_cli(
+        [
+            "produce",
+            stream,
+            "--keys",
+            "3",
+            "--records-per-key",
+            "2",
+            "--payload-bytes",
+            "1000",
+            "--yes",
+            *endpoint_args(local_kinesis),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "6/6 acknowledged" in out and "verification" not in out
 
@@ -70,27 +116,42 @@ async def test_verification_failure_exits_1(local_kinesis, make_stream, capsys, 
         return {"FailedRecordCount": 0, "Records": [dict(answer["Records"][0])] + answer["Records"]}
 
     monkeypatch.setattr(KinesisBackend, "put_records", swallowing)
-    code = await run_cli(["produce", stream, "--keys", "10", "--records-per-key", "3", "--verify", "--json", "--yes",
-                          *endpoint_args(local_kinesis)])
+    code = await run_cli(
+        [
+            "produce",
+            stream,
+            "--keys",
+            "10",
+            "--records-per-key",
+            "3",
+            "--verify",
+            "--json",
+            "--yes",
+            *endpoint_args(local_kinesis),
+        ]
+    )
     report = json.loads(capsys.readouterr().out)
     assert code == 1 and not report["ok"] and report["lost"] == 1
     assert report["problems"][0]["kind"] == "lost"
 
 
-@pytest.mark.parametrize("argv, code, message", [
-    (["--keys", "0", "--records-per-key", "1"], 2, "keys must be a whole number"),
-    (["--keys", "x", "--records-per-key", "1"], 2, "expected a whole number"),
-    (["--keys", "1", "--records-per-key", "1", "--payload-bytes", "11000000"], 2, "payload bytes"),
-    (["--keys", "1", "--records-per-key", "1", "--rate", "-5"], 2, "positive number"),
-    (["--keys", "1", "--records-per-key", "1", "--mode", "fast"], 2, "invalid choice"),
-    (["--keys", "1", "--records-per-key", "1", "--batch-size", "501"], 2, "batch size"),
-    (["--records-per-key", "1"], 2, "required: --keys"),
-    (["--keys", "1", "--records-per-key", "1", "--give-up-after", "99999"], 2, "(--give-up-after) must be"),
-    (["--keys", "1", "--records-per-key", "1", "--give-up-after", "nan"], 2, "positive number"),
-    (["--keys", "1", "--records-per-key", "1", "--request-timeout", "0"], 2, "--request-timeout must be"),
-    (["--keys", "1", "--records-per-key", "1", "--request-timeout", "inf"], 2, "--request-timeout must be"),
-    (["--keys", "1", "--records-per-key", "1", "--read-only"], 1, "read-only"),
-])
+@pytest.mark.parametrize(
+    "argv, code, message",
+    [
+        (["--keys", "0", "--records-per-key", "1"], 2, "keys must be a whole number"),
+        (["--keys", "x", "--records-per-key", "1"], 2, "expected a whole number"),
+        (["--keys", "1", "--records-per-key", "1", "--payload-bytes", "11000000"], 2, "payload bytes"),
+        (["--keys", "1", "--records-per-key", "1", "--rate", "-5"], 2, "positive number"),
+        (["--keys", "1", "--records-per-key", "1", "--mode", "fast"], 2, "invalid choice"),
+        (["--keys", "1", "--records-per-key", "1", "--batch-size", "501"], 2, "batch size"),
+        (["--records-per-key", "1"], 2, "required: --keys"),
+        (["--keys", "1", "--records-per-key", "1", "--give-up-after", "99999"], 2, "(--give-up-after) must be"),
+        (["--keys", "1", "--records-per-key", "1", "--give-up-after", "nan"], 2, "positive number"),
+        (["--keys", "1", "--records-per-key", "1", "--request-timeout", "0"], 2, "--request-timeout must be"),
+        (["--keys", "1", "--records-per-key", "1", "--request-timeout", "inf"], 2, "--request-timeout must be"),
+        (["--keys", "1", "--records-per-key", "1", "--read-only"], 1, "read-only"),
+    ],
+)
 def test_bad_input_is_one_line(argv, code, message, capsys):
     assert cli.main(["produce", "s", *argv, "--json"]) == code
     captured = capsys.readouterr()
@@ -99,8 +160,9 @@ def test_bad_input_is_one_line(argv, code, message, capsys):
 
 
 async def test_unknown_stream_names_the_ones_there(local_kinesis, capsys):
-    code = await run_cli(["produce", "no-such-stream", "--keys", "1", "--records-per-key", "1",
-                          *endpoint_args(local_kinesis)])
+    code = await run_cli(
+        ["produce", "no-such-stream", "--keys", "1", "--records-per-key", "1", *endpoint_args(local_kinesis)]
+    )
     err = capsys.readouterr().err
     assert code == 1 and "not found" in err and len(err.strip().splitlines()) == 1
 

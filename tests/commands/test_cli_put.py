@@ -25,8 +25,14 @@ def endpoint(request, local_kinesis):
 
 async def kconsole(*argv: str, stdin: bytes | None = None, timeout: float = 90.0) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "console.cli", *argv, stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-m",
+        "console.cli",
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(process.communicate(stdin or b""), timeout)
     return process.returncode, out.decode(), err.decode()
 
@@ -54,8 +60,9 @@ async def make(endpoint: str, stream: str, shards: int = 4) -> None:
 
 
 def lines_of(keys: list[str]) -> bytes:
-    return b"".join(json.dumps({"key": key, "data": {"n": n, "key": key}}).encode() + b"\n"
-                    for n, key in enumerate(keys))
+    return b"".join(
+        json.dumps({"key": key, "data": {"n": n, "key": key}}).encode() + b"\n" for n, key in enumerate(keys)
+    )
 
 
 async def test_put_from_a_file_and_from_stdin_lands_in_order_and_verifies(endpoint, tmp_path):
@@ -63,7 +70,9 @@ async def test_put_from_a_file_and_from_stdin_lands_in_order_and_verifies(endpoi
     await make(endpoint, stream)
     path = tmp_path / "events.jsonl"
     path.write_bytes(lines_of(KEY_ORDER))
-    code, out, err = await kconsole("put", stream, "--file", str(path), "--verify", "--json", "--endpoint-url", endpoint)
+    code, out, err = await kconsole(
+        "put", stream, "--file", str(path), "--verify", "--json", "--endpoint-url", endpoint
+    )
     assert code == 0, err
     document = json.loads(out)
     assert document["acknowledged"] == 6 and document["ok"] and document["verification"]["ok"]
@@ -72,8 +81,9 @@ async def test_put_from_a_file_and_from_stdin_lands_in_order_and_verifies(endpoi
     assert sum(entry["records"] for entry in document["shards"].values()) == 6
     assert "put: 6/6 acknowledged" in err  # progress on stderr
 
-    code, out, err = await kconsole("put", stream, "-", "--verify", "--endpoint-url", endpoint,
-                                    stdin=lines_of(["z", "z", "y"]))
+    code, out, err = await kconsole(
+        "put", stream, "-", "--verify", "--endpoint-url", endpoint, stdin=lines_of(["z", "z", "y"])
+    )
     assert code == 0, err
     assert out.startswith("put 3/3 records to ") and "verification OK: read back 3" in out
 
@@ -86,14 +96,18 @@ async def test_put_from_a_file_and_from_stdin_lands_in_order_and_verifies(endpoi
     assert {r["ShardId"] for r in of_a} == {landed[1]}
 
 
-@pytest.mark.parametrize("bad_line, message", [
-    (b"{not json\n", "line 2: not JSON"),
-    (b"[1, 2]\n", "line 2: expected a JSON object"),
-    (json.dumps({"key": "k" * 257, "data": "x"}).encode() + b"\n", "line 2: partition key is 257 characters"),
-    (json.dumps({"key": "big", "data": "x" * (1024 * 1024)}).encode() + b"\n", "line 2: record is 1,048,579 bytes"),
-    (json.dumps({"data": "no key"}).encode() + b"\n", "line 2: no partition key; stream"),
-    (b"\xff\xfe\n", "line 2: not UTF-8"),
-], ids=["malformed", "not-an-object", "key-over-256", "record-over-1MiB", "no-key", "not-utf8"])
+@pytest.mark.parametrize(
+    "bad_line, message",
+    [
+        (b"{not json\n", "line 2: not JSON"),
+        (b"[1, 2]\n", "line 2: expected a JSON object"),
+        (json.dumps({"key": "k" * 257, "data": "x"}).encode() + b"\n", "line 2: partition key is 257 characters"),
+        (json.dumps({"key": "big", "data": "x" * (1024 * 1024)}).encode() + b"\n", "line 2: record is 1,048,579 bytes"),
+        (json.dumps({"data": "no key"}).encode() + b"\n", "line 2: no partition key; stream"),
+        (b"\xff\xfe\n", "line 2: not UTF-8"),
+    ],
+    ids=["malformed", "not-an-object", "key-over-256", "record-over-1MiB", "no-key", "not-utf8"],
+)
 async def test_a_bad_line_is_named_and_nothing_is_sent(local_kinesis, tmp_path, bad_line, message):
     stream = f"bad-{tmp_path.name[-8:]}"
     await make(local_kinesis.endpoint_url, stream, shards=1)
@@ -105,8 +119,9 @@ async def test_a_bad_line_is_named_and_nothing_is_sent(local_kinesis, tmp_path, 
     assert "Traceback" not in err and json.loads(out)["error"]["code"] == "bad_lines"
     assert await stored_records(local_kinesis.endpoint_url, stream) == []
 
-    code, out, err = await kconsole("put", stream, "--skip-bad", "--verify", "--json",
-                                    "--endpoint-url", local_kinesis.endpoint_url, stdin=data)
+    code, out, err = await kconsole(
+        "put", stream, "--skip-bad", "--verify", "--json", "--endpoint-url", local_kinesis.endpoint_url, stdin=data
+    )
     assert code == 0, err
     document = json.loads(out)
     assert document["skipped_bad_lines"] == 1 and document["bad_lines"][0]["line"] == 2
@@ -120,23 +135,41 @@ async def test_key_field_and_explicit_hash_key_field_place_records(local_kinesis
     top = HASH_SPACE - 1  # the last hash key: the fourth shard, whatever the key's MD5
     documents = [{"user": {"id": "u1"}, "ehk": str(top), "n": 0}, {"user": {"id": "u2"}, "ehk": "0", "n": 1}]
     data = b"".join(json.dumps(d).encode() + b"\n" for d in documents)
-    code, out, err = await kconsole("put", stream, "--key-field", "user.id", "--explicit-hash-key-field", "ehk",
-                                    "--verify", "--json", "--endpoint-url", local_kinesis.endpoint_url, stdin=data)
+    code, out, err = await kconsole(
+        "put",
+        stream,
+        "--key-field",
+        "user.id",
+        "--explicit-hash-key-field",
+        "ehk",
+        "--verify",
+        "--json",
+        "--endpoint-url",
+        local_kinesis.endpoint_url,
+        stdin=data,
+    )
     assert code == 0, err
     landed = {row["line"]: row["shard_id"] for row in json.loads(out)["landed"]}
     assert landed == {1: "shardId-000000000003", 2: "shardId-000000000000"}
     stored = {r["PartitionKey"]: r["Data"] for r in await stored_records(local_kinesis.endpoint_url, stream)}
     assert json.loads(stored["u1"]) == documents[0]  # the line itself is the data
 
-    code, _, err = await kconsole("put", stream, "--explicit-hash-key-field", "ehk", "--endpoint-url",
-                                  local_kinesis.endpoint_url,
-                                  stdin=b'{"key": "k", "data": 1, "ehk": "1"}\n{"key": "k", "data": 2, "ehk": "2"}\n')
+    code, _, err = await kconsole(
+        "put",
+        stream,
+        "--explicit-hash-key-field",
+        "ehk",
+        "--endpoint-url",
+        local_kinesis.endpoint_url,
+        stdin=b'{"key": "k", "data": 1, "ehk": "1"}\n{"key": "k", "data": 2, "ehk": "2"}\n',
+    )
     assert code == 2 and "line 2: key 'k' has explicit hash key 2 here but 1 on line 1" in err
 
 
 async def test_put_is_refused_read_only_and_needs_input(local_kinesis):
-    code, _, err = await kconsole("put", "s", "--read-only", "--endpoint-url", local_kinesis.endpoint_url,
-                                  stdin=lines_of(["a"]))
+    code, _, err = await kconsole(
+        "put", "s", "--read-only", "--endpoint-url", local_kinesis.endpoint_url, stdin=lines_of(["a"])
+    )
     assert code == 1 and "read-only mode" in err
     code, _, err = await kconsole("put", "s", "--file", "/no/such/file", "--endpoint-url", local_kinesis.endpoint_url)
     assert code == 2 and "cannot read /no/such/file" in err

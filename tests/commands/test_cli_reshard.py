@@ -53,7 +53,9 @@ def one_clean_line(err: str) -> str:
 
 
 async def open_ranges(kinesis, stream):
-    return [(s.shard_id, s.starting_hash_key, s.ending_hash_key) for s in open_in_order(await kinesis.all_shards(stream))]
+    return [
+        (s.shard_id, s.starting_hash_key, s.ending_hash_key) for s in open_in_order(await kinesis.all_shards(stream))
+    ]
 
 
 def endpoint(local_kinesis):
@@ -76,13 +78,27 @@ async def test_offline_plan_with_breach_prints_plan_and_exits_1(capsys):
     assert code == 1 and "REJECTED" in out and "at most double" in out and "Traceback" not in err
 
 
-async def test_plan_against_stream_lists_after_shards_and_changes_nothing(capsys, local_kinesis, kinesis, make_stream, log, tmp_path):
+async def test_plan_against_stream_lists_after_shards_and_changes_nothing(
+    capsys, local_kinesis, kinesis, make_stream, log, tmp_path
+):
     stream = await make_stream(shards=4)
     keys = tmp_path / "keys.txt"
     keys.write_text("\n".join(f"user-{i}" for i in range(200)) + "\n")
     before = await open_ranges(kinesis, stream)
-    code, out, _ = await kconsole(capsys, "plan", "split", stream, "--shard", "shardId-000000000002",
-                                  "--at-median-of", keys, "--sample-keys", keys, "--json", *endpoint(local_kinesis))
+    code, out, _ = await kconsole(
+        capsys,
+        "plan",
+        "split",
+        stream,
+        "--shard",
+        "shardId-000000000002",
+        "--at-median-of",
+        keys,
+        "--sample-keys",
+        keys,
+        "--json",
+        *endpoint(local_kinesis),
+    )
     doc = json.loads(out)
     assert code == 0 and doc["after_count"] == 5
     new = [s for s in doc["after"] if not s["unchanged"]]
@@ -117,7 +133,9 @@ async def test_split_at_median_of_recent_records_plans_then_runs(capsys, local_k
     stream = await make_stream(shards=2)
     start, end = even_split(2)[1]
     tenth = start + (end - start) // 10
-    written = keys_hashing_into(start, tenth, 90, "hot") + keys_hashing_into(tenth + 1, end, 30, "cool")  # skewed to the bottom
+    written = keys_hashing_into(start, tenth, 90, "hot") + keys_hashing_into(
+        tenth + 1, end, 30, "cool"
+    )  # skewed to the bottom
     await kinesis.put_records(stream, [{"Data": b"x", "PartitionKey": k} for k in written])
     split = ["split", stream, "--shard", "shardId-000000000001", "--at-median-of-recent", *endpoint(local_kinesis)]
 
@@ -137,12 +155,28 @@ async def test_split_at_median_of_recent_records_plans_then_runs(capsys, local_k
     assert results(log)[0]["calls"] == {"SplitShard": 1}
 
 
-async def test_median_of_recent_on_an_idle_shard_is_one_line_and_no_call(capsys, local_kinesis, kinesis, make_stream, log):
+async def test_median_of_recent_on_an_idle_shard_is_one_line_and_no_call(
+    capsys, local_kinesis, kinesis, make_stream, log
+):
     stream = await make_stream(shards=2)
     for verb in ("plan", "reshard"):
-        line = await refused(capsys, kinesis, stream, log, [verb, "split", stream, "--shard", "shardId-000000000000",
-                                                            "--at-median-of-recent", "--yes" if verb == "reshard" else "--json",
-                                                            *endpoint(local_kinesis)], match="--at midpoint")
+        line = await refused(
+            capsys,
+            kinesis,
+            stream,
+            log,
+            [
+                verb,
+                "split",
+                stream,
+                "--shard",
+                "shardId-000000000000",
+                "--at-median-of-recent",
+                "--yes" if verb == "reshard" else "--json",
+                *endpoint(local_kinesis),
+            ],
+            match="--at midpoint",
+        )
         assert "no records from the last 300 s" in line
 
 
@@ -151,8 +185,18 @@ async def test_median_of_recent_on_an_idle_shard_is_one_line_and_no_call(capsys,
 
 async def test_reshard_split_with_yes_and_wait_matches_plan_and_logs(capsys, local_kinesis, kinesis, make_stream, log):
     stream = await make_stream(shards=4)
-    code, out, err = await kconsole(capsys, "reshard", "split", stream, "--shard", "shardId-000000000001",
-                                    "--yes", "--wait", "--json", *endpoint(local_kinesis))
+    code, out, err = await kconsole(
+        capsys,
+        "reshard",
+        "split",
+        stream,
+        "--shard",
+        "shardId-000000000001",
+        "--yes",
+        "--wait",
+        "--json",
+        *endpoint(local_kinesis),
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["executed"] and doc["matches_plan"] is True
@@ -165,8 +209,19 @@ async def test_reshard_split_with_yes_and_wait_matches_plan_and_logs(capsys, loc
 
 async def test_reshard_merge_text_output(capsys, local_kinesis, kinesis, make_stream, log):
     stream = await make_stream(shards=3)
-    code, out, err = await kconsole(capsys, "reshard", "merge", stream, "--shard", "shardId-000000000001",
-                                    "--adjacent", "shardId-000000000002", "--yes", "--wait", *endpoint(local_kinesis))
+    code, out, err = await kconsole(
+        capsys,
+        "reshard",
+        "merge",
+        stream,
+        "--shard",
+        "shardId-000000000001",
+        "--adjacent",
+        "shardId-000000000002",
+        "--yes",
+        "--wait",
+        *endpoint(local_kinesis),
+    )
     assert code == 0, err
     assert "MergeShards shardId-000000000001 + shardId-000000000002" in out and "exactly as planned" in out
     assert len(await open_ranges(kinesis, stream)) == 2
@@ -186,36 +241,114 @@ async def refused(capsys, kinesis, stream, log, argv, *, code=1, match=""):
 async def test_every_refusal_makes_no_call(capsys, local_kinesis, kinesis, make_stream, log):
     stream = await make_stream(shards=4)
     e = endpoint(local_kinesis)
-    await refused(capsys, kinesis, stream, log, ["reshard", "merge", stream, "--shard", "shardId-000000000000",
-                                                 "--adjacent", "shardId-000000000002", "--yes", *e], match="not adjacent")
-    await refused(capsys, kinesis, stream, log, ["reshard", "scale", stream, "--to", "9", "--yes", *e],
-                  match="more than double")
-    await refused(capsys, kinesis, stream, log, ["reshard", "scale", stream, "--to", "1", "--yes", *e],
-                  match="less than half")
-    await refused(capsys, kinesis, stream, log, ["reshard", "split", stream, "--shard", "shardId-000000000001",
-                                                 "--at", "0", "--yes", *e], match="outside")
-    await refused(capsys, kinesis, stream, log, ["reshard", "split", stream, "--shard", "shardId-000000000001",
-                                                 "--at", "85070591730234615865843651857942052864", "--yes", *e],
-                  match="at the start of")
-    await refused(capsys, kinesis, stream, log, ["reshard", "scale", stream, "--to", "8", "--yes",
-                                                 "--account-shard-limit", "6", *e], match="shard quota (6)")
-    await refused(capsys, kinesis, stream, log, ["reshard", "split", stream, "--shard", "shardId-000000000001",
-                                                 "--at", "-5", "--yes", *e], code=2, match="--at hash key")
-    await refused(capsys, kinesis, stream, log, ["reshard", "split", stream, "--shard", "shardId-000000000042",
-                                                 "--yes", *e], code=2, match="no shard")
-    await refused(capsys, kinesis, stream, log, ["reshard", "scale", stream, "--to", "8", *e],
-                  match="without confirmation")
-    await refused(capsys, kinesis, stream, log, ["reshard", "scale", stream, "--to", "8", "--yes", "--read-only", *e],
-                  match="read-only")
-    await refused(capsys, kinesis, stream, log, ["--read-only", "reshard", "scale", stream, "--to", "8", "--yes", *e],
-                  match="read-only")
+    await refused(
+        capsys,
+        kinesis,
+        stream,
+        log,
+        [
+            "reshard",
+            "merge",
+            stream,
+            "--shard",
+            "shardId-000000000000",
+            "--adjacent",
+            "shardId-000000000002",
+            "--yes",
+            *e,
+        ],
+        match="not adjacent",
+    )
+    await refused(
+        capsys, kinesis, stream, log, ["reshard", "scale", stream, "--to", "9", "--yes", *e], match="more than double"
+    )
+    await refused(
+        capsys, kinesis, stream, log, ["reshard", "scale", stream, "--to", "1", "--yes", *e], match="less than half"
+    )
+    await refused(
+        capsys,
+        kinesis,
+        stream,
+        log,
+        ["reshard", "split", stream, "--shard", "shardId-000000000001", "--at", "0", "--yes", *e],
+        match="outside",
+    )
+    await refused(
+        capsys,
+        kinesis,
+        stream,
+        log,
+        [
+            "reshard",
+            "split",
+            stream,
+            "--shard",
+            "shardId-000000000001",
+            "--at",
+            "85070591730234615865843651857942052864",
+            "--yes",
+            *e,
+        ],
+        match="at the start of",
+    )
+    await refused(
+        capsys,
+        kinesis,
+        stream,
+        log,
+        ["reshard", "scale", stream, "--to", "8", "--yes", "--account-shard-limit", "6", *e],
+        match="shard quota (6)",
+    )
+    await refused(
+        capsys,
+        kinesis,
+        stream,
+        log,
+        ["reshard", "split", stream, "--shard", "shardId-000000000001", "--at", "-5", "--yes", *e],
+        code=2,
+        match="--at hash key",
+    )
+    await refused(
+        capsys,
+        kinesis,
+        stream,
+        log,
+        ["reshard", "split", stream, "--shard", "shardId-000000000042", "--yes", *e],
+        code=2,
+        match="no shard",
+    )
+    await refused(
+        capsys, kinesis, stream, log, ["reshard", "scale", stream, "--to", "8", *e], match="without confirmation"
+    )
+    await refused(
+        capsys,
+        kinesis,
+        stream,
+        log,
+        ["reshard", "scale", stream, "--to", "8", "--yes", "--read-only", *e],
+        match="read-only",
+    )
+    await refused(
+        capsys,
+        kinesis,
+        stream,
+        log,
+        ["--read-only", "reshard", "scale", stream, "--to", "8", "--yes", *e],
+        match="read-only",
+    )
 
 
 async def test_read_only_from_config(capsys, local_kinesis, kinesis, make_stream, log, isolated):
     stream = await make_stream(shards=2)
     (isolated / "config.toml").write_text("read_only = true\n")
-    line = await refused(capsys, kinesis, stream, log, ["reshard", "scale", stream, "--to", "4", "--yes", "--json",
-                                                        *endpoint(local_kinesis)], match="read-only")
+    line = await refused(
+        capsys,
+        kinesis,
+        stream,
+        log,
+        ["reshard", "scale", stream, "--to", "4", "--yes", "--json", *endpoint(local_kinesis)],
+        match="read-only",
+    )
     assert "config" in line
 
 
@@ -231,8 +364,9 @@ async def test_daily_quota_counted_from_action_log(capsys, local_kinesis, kinesi
 
 
 async def test_unknown_stream_is_one_line(capsys, local_kinesis, log):
-    code, _, err = await kconsole(capsys, "reshard", "scale", "no-such-stream", "--to", "4", "--yes",
-                                  *endpoint(local_kinesis))
+    code, _, err = await kconsole(
+        capsys, "reshard", "scale", "no-such-stream", "--to", "4", "--yes", *endpoint(local_kinesis)
+    )
     assert code == 1 and "not found" in one_clean_line(err) and log.entries() == []
 
 
@@ -242,8 +376,13 @@ async def test_unknown_stream_is_one_line(capsys, local_kinesis, log):
 def run_on_tty(argv, answer: str, env: dict) -> tuple[int, str]:
     """Run kconsole with a pseudo-terminal as stdin; type `answer` when it asks."""
     master, slave = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "console.cli", *argv], stdin=slave,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "console.cli", *argv],
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     os.close(slave)
     os.write(master, (answer + "\n").encode())
     try:
@@ -279,9 +418,23 @@ async def test_reshard_exits_1_and_prints_the_difference_when_the_result_is_not_
         await backend.create_stream(stream, 4)
         await backend.wait_for_active(stream)
         try:
-            code, out, err = await kconsole(capsys, "reshard", "scale", stream, "--to", "6", "--yes", "--wait",
-                                            "--endpoint-url", kinesis_mock.endpoint_url, "--region", "us-east-1")
-            observed = [(s.starting_hash_key, s.ending_hash_key) for s in open_in_order(await backend.all_shards(stream))]
+            code, out, err = await kconsole(
+                capsys,
+                "reshard",
+                "scale",
+                stream,
+                "--to",
+                "6",
+                "--yes",
+                "--wait",
+                "--endpoint-url",
+                kinesis_mock.endpoint_url,
+                "--region",
+                "us-east-1",
+            )
+            observed = [
+                (s.starting_hash_key, s.ending_hash_key) for s in open_in_order(await backend.all_shards(stream))
+            ]
         finally:
             await backend.delete_stream(stream)
     assert observed != even_split(6)  # the server's departure this test relies on
@@ -293,12 +446,14 @@ async def test_reshard_exits_1_and_prints_the_difference_when_the_result_is_not_
 async def test_median_headline_counts_only_the_keys_inside_the_shard(capsys, tmp_path):
     shard_one = even_split(4)[1]
     inside = keys_hashing_into(*shard_one, count=2, prefix="in")
-    outside = [key for key in (f"k-{n}" for n in range(200))
-               if not shard_one[0] <= md5_hash_key(key) <= shard_one[1]][:6]
+    outside = [key for key in (f"k-{n}" for n in range(200)) if not shard_one[0] <= md5_hash_key(key) <= shard_one[1]][
+        :6
+    ]
     keys = tmp_path / "keys.txt"
     keys.write_text("\n".join(inside + outside) + "\n")
-    code, out, _ = await kconsole(capsys, "plan", "split", "--shards", "4", "--shard", "shardId-000000000001",
-                                  "--at-median-of", keys, "--json")
+    code, out, _ = await kconsole(
+        capsys, "plan", "split", "--shards", "4", "--shard", "shardId-000000000001", "--at-median-of", keys, "--json"
+    )
     doc = json.loads(out)
     assert code == 0
     assert f"median of 2 keys in {keys} (6 more hash outside the shard)" in doc["summary"], doc["summary"]

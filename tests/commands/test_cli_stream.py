@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from tests.conftest import unique_stream_name
 from console.cli import main
+from tests.conftest import unique_stream_name
 
 
 @pytest.fixture(autouse=True)
@@ -100,23 +100,27 @@ async def test_create_on_demand_then_switch_mode_once_and_the_second_switch_is_r
     await stream_json(capsys, endpoint, "delete", name, "--yes")
 
 
-@pytest.mark.parametrize("argv, code, message", [
-    (["create", "bad name!"], 2, "not a valid stream name"),
-    (["create", "x" * 129], 2, "not a valid stream name"),
-    (["create", "ok", "--shards", "0"], 2, "--shards must be a whole number from 1 to 10,000"),
-    (["create", "ok", "--shards", "10001"], 2, "from 1 to 10,000"),
-    (["create", "ok", "--shards", "2", "--on-demand"], 2, "not allowed with argument"),
-    (["create", "ok", "--retention-hours", "23"], 2, "from 24 to 8760"),
-    (["retention", "ok", "--hours", "8761"], 2, "from 24 to 8760"),
-    (["mode", "ok", "sideways"], 2, "on-demand or provisioned"),
-    (["mode", "ok", "on-demand", "--shards", "3"], 2, "only to provisioned"),
-    (["encryption", "ok"], 2, "one of the arguments --kms-key --off is required"),
-    (["delete", "no-such-stream-here", "--yes"], 1, "stream 'no-such-stream-here' not found"),
-    (["delete", "ok", "--read-only", "--yes"], 1, "read-only mode (--read-only): refusing to delete stream ok"),
-    (["create", "ok", "--read-only"], 1, "read-only mode"),
-])
-async def test_bad_input_is_one_line_the_right_exit_code_and_nothing_is_created(local_kinesis, capsys,
-                                                                                 argv, code, message):
+@pytest.mark.parametrize(
+    "argv, code, message",
+    [
+        (["create", "bad name!"], 2, "not a valid stream name"),
+        (["create", "x" * 129], 2, "not a valid stream name"),
+        (["create", "ok", "--shards", "0"], 2, "--shards must be a whole number from 1 to 10,000"),
+        (["create", "ok", "--shards", "10001"], 2, "from 1 to 10,000"),
+        (["create", "ok", "--shards", "2", "--on-demand"], 2, "not allowed with argument"),
+        (["create", "ok", "--retention-hours", "23"], 2, "from 24 to 8760"),
+        (["retention", "ok", "--hours", "8761"], 2, "from 24 to 8760"),
+        (["mode", "ok", "sideways"], 2, "on-demand or provisioned"),
+        (["mode", "ok", "on-demand", "--shards", "3"], 2, "only to provisioned"),
+        (["encryption", "ok"], 2, "one of the arguments --kms-key --off is required"),
+        (["delete", "no-such-stream-here", "--yes"], 1, "stream 'no-such-stream-here' not found"),
+        (["delete", "ok", "--read-only", "--yes"], 1, "read-only mode (--read-only): refusing to delete stream ok"),
+        (["create", "ok", "--read-only"], 1, "read-only mode"),
+    ],
+)
+async def test_bad_input_is_one_line_the_right_exit_code_and_nothing_is_created(
+    local_kinesis, capsys, argv, code, message
+):
     url = local_kinesis.endpoint_url
     before = await kconsole(capsys, "streams", "--json", "--endpoint-url", url)
     got, out, err = await kconsole(capsys, "stream", *argv, "--endpoint-url", url, "--json")
@@ -130,8 +134,13 @@ async def test_bad_input_is_one_line_the_right_exit_code_and_nothing_is_created(
 def run_on_a_terminal(argv: list[str], typed: str, env: dict) -> tuple[int, str]:
     """Run kconsole with stdin on a real pseudo-terminal, type a line, return (exit code, all output)."""
     leader, follower = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "console.cli", *argv], stdin=follower,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "console.cli", *argv],
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
     os.close(follower)
     os.write(leader, typed.encode() + b"\n")
     out, _ = process.communicate(timeout=60)
@@ -143,21 +152,24 @@ async def test_delete_on_a_terminal_shows_what_is_lost_and_needs_the_typed_name(
     name = await make_stream(shards=2)
     url = local_kinesis.endpoint_url
     env = dict(os.environ)
-    code, out = await asyncio.to_thread(run_on_a_terminal, ["stream", "delete", name, "--endpoint-url", url],
-                                        "not-the-name", env)
+    code, out = await asyncio.to_thread(
+        run_on_a_terminal, ["stream", "delete", name, "--endpoint-url", url], "not-the-name", env
+    )
     assert code == 1 and "confirmation did not match" in out
     assert "every record in it: up to 24 h of data" in out and "2 open shards" in out
     assert (await describe(capsys, url, name))["stream_status"] == "ACTIVE"
 
-    code, out = await asyncio.to_thread(run_on_a_terminal, ["stream", "delete", name, "--endpoint-url", url, "--wait"],
-                                        name, env)
+    code, out = await asyncio.to_thread(
+        run_on_a_terminal, ["stream", "delete", name, "--endpoint-url", url, "--wait"], name, env
+    )
     assert code == 0, out
     assert "Done: delete the stream" in out
 
 
 async def test_without_a_terminal_a_change_is_refused_unless_yes(local_kinesis, make_stream, capsys):
     name = await make_stream(shards=1)
-    code, _, err = await kconsole(capsys, "stream", "retention", name, "--hours", "48",
-                                  "--endpoint-url", local_kinesis.endpoint_url)
+    code, _, err = await kconsole(
+        capsys, "stream", "retention", name, "--hours", "48", "--endpoint-url", local_kinesis.endpoint_url
+    )
     assert code == 1 and "no TTY to ask on" in one_error_line(err)
     assert (await describe(capsys, local_kinesis.endpoint_url, name))["retention_period_hours"] == 24

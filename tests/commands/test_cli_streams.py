@@ -46,13 +46,20 @@ async def test_streams_lists_status_mode_shards_retention_encryption(local_kines
     assert code == 0
     header, *rows = out.splitlines()
     assert header.split()[:3] == ["NAME", "STATUS", "MODE"]
-    assert next(row for row in rows if row.startswith(name + " ")).split()[:7] == \
-        [name, "ACTIVE", "PROVISIONED", "3", "24", "h", "NONE"]
+    assert next(row for row in rows if row.startswith(name + " ")).split()[:7] == [
+        name,
+        "ACTIVE",
+        "PROVISIONED",
+        "3",
+        "24",
+        "h",
+        "NONE",
+    ]
 
 
-
-async def test_streams_is_one_listing_page_through_and_one_describe_per_shown_stream(local_kinesis, kinesis,
-                                                                                   make_stream):
+async def test_streams_is_one_listing_page_through_and_one_describe_per_shown_stream(
+    local_kinesis, kinesis, make_stream
+):
     """Counted on the wire (botocore's before-call event of the real client), over several pages."""
     from console.commands.streams import list_streams
 
@@ -76,8 +83,9 @@ async def test_streams_is_one_listing_page_through_and_one_describe_per_shown_st
     assert all(s.arn.startswith("arn:aws:kinesis:") for s in names_only)
 
 
-async def test_shards_after_a_split_show_the_closed_parent_and_linked_children(local_kinesis, kinesis,
-                                                                              make_stream, capsys):
+async def test_shards_after_a_split_show_the_closed_parent_and_linked_children(
+    local_kinesis, kinesis, make_stream, capsys
+):
     name = await make_stream(shards=2)
     await split_first_shard(kinesis, name)
     document = await json_cli(capsys, local_kinesis.endpoint_url, "shards", name)
@@ -96,13 +104,17 @@ async def test_shards_after_a_split_show_the_closed_parent_and_linked_children(l
     assert sum(row["share"] for row in shards.values() if row["state"] == "open") == pytest.approx(1.0)
 
     only_open = await json_cli(capsys, local_kinesis.endpoint_url, "shards", name, "--open")
-    assert sorted(row["shard_id"] for row in only_open["shards"]) == \
-        ["shardId-000000000001", "shardId-000000000002", "shardId-000000000003"]
+    assert sorted(row["shard_id"] for row in only_open["shards"]) == [
+        "shardId-000000000001",
+        "shardId-000000000002",
+        "shardId-000000000003",
+    ]
     assert all(row["state"] == "open" for row in only_open["shards"])
 
 
-async def test_shards_tree_nests_children_under_parents_after_split_and_merge(local_kinesis, kinesis,
-                                                                            make_stream, capsys):
+async def test_shards_tree_nests_children_under_parents_after_split_and_merge(
+    local_kinesis, kinesis, make_stream, capsys
+):
     name = await make_stream(shards=2)
     await split_first_shard(kinesis, name)
     await kinesis.merge_shards(name, "shardId-000000000003", "shardId-000000000001")
@@ -115,8 +127,10 @@ async def test_shards_tree_nests_children_under_parents_after_split_and_merge(lo
     assert [child["shard_id"] for child in first["subtree"]] == ["shardId-000000000002", "shardId-000000000003"]
     merged = first["subtree"][1]["subtree"][0]
     assert merged["shard_id"] == "shardId-000000000004" and merged["state"] == "open"
-    assert (merged["parent_shard_id"], merged["adjacent_parent_shard_id"]) == \
-        ("shardId-000000000003", "shardId-000000000001")
+    assert (merged["parent_shard_id"], merged["adjacent_parent_shard_id"]) == (
+        "shardId-000000000003",
+        "shardId-000000000001",
+    )
     assert roots["shardId-000000000001"]["children"] == ["shardId-000000000004"]
     assert roots["shardId-000000000001"]["subtree"] == []  # drawn once, under its first parent
 
@@ -136,22 +150,26 @@ async def test_unknown_stream_is_one_line_naming_the_streams_that_exist(local_ki
     assert code == 1 and out == ""
     assert err.count("\n") == 1 and "no-such-stream" in err and existing in err
 
-    code, out, err = await run_cli(capsys, "shards", "no-such-stream", "--json",
-                                   "--endpoint-url", local_kinesis.endpoint_url)
+    code, out, err = await run_cli(
+        capsys, "shards", "no-such-stream", "--json", "--endpoint-url", local_kinesis.endpoint_url
+    )
     assert code == 1 and json.loads(out)["error"]["code"] == "stream_not_found"
 
 
-@pytest.mark.parametrize("argv, exit_code, words", [
-    (["shards", "bad name!"], 2, "not a valid stream name"),
-    (["shards", "s", "--open", "--all"], 2, "not allowed with"),
-    (["shards"], 2, "STREAM"),
-    (["shards", "s", "--endpoint-url", "http://127.0.0.1:9"], 1, "127.0.0.1:9"),
-    (["streams", "--endpoint-url", "http://127.0.0.1:9"], 1, "127.0.0.1:9"),
-    (["streams", "--endpoint-url", "not-a-url"], 2, "--endpoint-url"),
-    # checked before the embedded server starts, naming the option (not the API's "shard count")
-    (["--local", "shards", "s", "--shards", "0"], 2, "--shards must be a whole number from 1 to 10,000; got '0'"),
-    (["--local", "--shards", "20000", "streams"], 2, "--shards must be a whole number from 1 to 10,000"),
-])
+@pytest.mark.parametrize(
+    "argv, exit_code, words",
+    [
+        (["shards", "bad name!"], 2, "not a valid stream name"),
+        (["shards", "s", "--open", "--all"], 2, "not allowed with"),
+        (["shards"], 2, "STREAM"),
+        (["shards", "s", "--endpoint-url", "http://127.0.0.1:9"], 1, "127.0.0.1:9"),
+        (["streams", "--endpoint-url", "http://127.0.0.1:9"], 1, "127.0.0.1:9"),
+        (["streams", "--endpoint-url", "not-a-url"], 2, "--endpoint-url"),
+        # checked before the embedded server starts, naming the option (not the API's "shard count")
+        (["--local", "shards", "s", "--shards", "0"], 2, "--shards must be a whole number from 1 to 10,000; got '0'"),
+        (["--local", "--shards", "20000", "streams"], 2, "--shards must be a whole number from 1 to 10,000"),
+    ],
+)
 async def test_bad_input_is_one_line_and_an_exit_code(argv, exit_code, words, capsys):
     code, out, err = await run_cli(capsys, *argv)
     assert code == exit_code
@@ -160,17 +178,24 @@ async def test_bad_input_is_one_line_and_an_exit_code(argv, exit_code, words, ca
 
 
 def test_a_user_sees_no_traceback_from_the_real_entry_point(local_kinesis):
-    result = subprocess.run([sys.executable, "-m", "console.cli", "shards", "gone",
-                             "--endpoint-url", local_kinesis.endpoint_url],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "console.cli", "shards", "gone", "--endpoint-url", local_kinesis.endpoint_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 1
     assert result.stdout == "" and "Traceback" not in result.stderr
     assert result.stderr.startswith("kconsole: error: stream 'gone' not found")
 
 
 def test_local_creates_the_named_stream_on_the_embedded_server():
-    result = subprocess.run([sys.executable, "-m", "console.cli", "--local", "shards", "demo", "--shards", "3",
-                             "--json"], capture_output=True, text=True, timeout=90)
+    result = subprocess.run(
+        [sys.executable, "-m", "console.cli", "--local", "shards", "demo", "--shards", "3", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert [row["share"] for row in document["shards"]] == pytest.approx([1 / 3] * 3)

@@ -50,7 +50,11 @@ async def test_auto_distribution_round_trip_and_what_every_key_space_view_says(l
     assert any("per-key order is gone" in line for line in document["plan"]["consequences"])
     operation, logged, outcome = changes()[-1]
     assert (operation, logged["action"], logged["target"], outcome) == (
-        "UpdateStreamRecordDistributionStrategy", "stream distribution", "AUTO", "applied")
+        "UpdateStreamRecordDistributionStrategy",
+        "stream distribution",
+        "AUTO",
+        "applied",
+    )
 
     code, out, err = await run(endpoint, "stream", "describe", stream)
     assert code == 0, err and out.splitlines()[0].startswith("AUTO distribution")
@@ -136,19 +140,23 @@ async def test_a_nine_mib_record_goes_through_on_a_raised_stream_and_is_refused_
     (row,) = [json.loads(line) for line in out.splitlines() if line.strip()]
     assert row["size"] == len(payload) and row["content"] == payload
 
-    code, out, err = await run(endpoint, "produce", big, "--keys", "1", "--records-per-key", "1",
-                               "--payload-bytes", str(10 * 1024 * 1024 + 1))
+    code, out, err = await run(
+        endpoint, "produce", big, "--keys", "1", "--records-per-key", "1", "--payload-bytes", str(10 * 1024 * 1024 + 1)
+    )
     assert code == 2 and "payload bytes" in err
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["stream", "max-record-size", "s", "--kib", "0"], "--kib must be a whole number from 1,024 to 10,240"),
-    (["stream", "max-record-size", "s", "--kib", "10241"], "--kib must be a whole number from 1,024 to 10,240"),
-    (["stream", "warm-throughput", "s", "--mibps", "10241"], "--mibps must be a whole number from 0 to 10,240"),
-    (["stream", "distribution", "s", "sideways"], "record distribution must be auto or partition-key"),
-    (["stream", "tag", "s", "novalue"], "a tag is KEY=VALUE"),
-    (["stream", "tag", "s", "aws:owner=me"], "tag keys starting with aws: are AWS's own"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["stream", "max-record-size", "s", "--kib", "0"], "--kib must be a whole number from 1,024 to 10,240"),
+        (["stream", "max-record-size", "s", "--kib", "10241"], "--kib must be a whole number from 1,024 to 10,240"),
+        (["stream", "warm-throughput", "s", "--mibps", "10241"], "--mibps must be a whole number from 0 to 10,240"),
+        (["stream", "distribution", "s", "sideways"], "record distribution must be auto or partition-key"),
+        (["stream", "tag", "s", "novalue"], "a tag is KEY=VALUE"),
+        (["stream", "tag", "s", "aws:owner=me"], "tag keys starting with aws: are AWS's own"),
+    ],
+)
 async def test_out_of_range_settings_are_one_line_and_exit_2_before_any_call(argv, message):
     code, out, err = await kconsole(*argv, "--endpoint-url", "http://127.0.0.1:9", "--json")
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
@@ -195,9 +203,18 @@ async def test_tags_and_policy_round_trip_and_are_refused_read_only(local_kinesi
     bad = tmp_path / "bad.json"
     bad.write_text('{"Version": "2012-10-17", "Statement": [{"Effect": "Maybe"}]}')
     code, _, err = await run(endpoint, "stream", "policy", stream, "--put", str(bad), "--yes")
-    assert code == 2 and "statement 1 needs \"Effect\": \"Allow\" or \"Deny\"" in err
-    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
-                                                      "Action": "kinesis:GetRecords", "Resource": "*"}]}
+    assert code == 2 and 'statement 1 needs "Effect": "Allow" or "Deny"' in err
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kinesis:GetRecords",
+                "Resource": "*",
+            }
+        ],
+    }
     good = tmp_path / "policy.json"
     good.write_text(json.dumps(policy))
     code, out, err = await run(endpoint, "stream", "policy", stream, "--put", str(good), "--yes")
@@ -209,26 +226,42 @@ async def test_tags_and_policy_round_trip_and_are_refused_read_only(local_kinesi
     code, out, _ = await run(endpoint, "stream", "policy", stream, "--show")
     assert "has no resource policy" in out
 
-    for argv in (["stream", "tag", stream, "a=b"], ["stream", "untag", stream, "team"],
-                 ["stream", "policy", stream, "--delete"], ["stream", "max-record-size", stream, "--kib", "2048"],
-                 ["stream", "warm-throughput", stream, "--mibps", "1"], ["stream", "distribution", stream, "auto"],
-                 ["channels", "delete", "to-s3"], ["account", "--on-demand-advantage", "off"]):
+    for argv in (
+        ["stream", "tag", stream, "a=b"],
+        ["stream", "untag", stream, "team"],
+        ["stream", "policy", stream, "--delete"],
+        ["stream", "max-record-size", stream, "--kib", "2048"],
+        ["stream", "warm-throughput", stream, "--mibps", "1"],
+        ["stream", "distribution", stream, "auto"],
+        ["channels", "delete", "to-s3"],
+        ["account", "--on-demand-advantage", "off"],
+    ):
         code, _, err = await run(endpoint, *argv, "--yes", "--read-only")
         assert code == 1 and "read-only mode (--read-only): refusing to" in err, argv
     assert [(operation, outcome) for operation, _, outcome in changes()] == [
-        ("TagResource", "applied"), ("UntagResource", "applied"), ("PutResourcePolicy", "applied"),
-        ("DeleteResourcePolicy", "applied")]
+        ("TagResource", "applied"),
+        ("UntagResource", "applied"),
+        ("PutResourcePolicy", "applied"),
+        ("DeleteResourcePolicy", "applied"),
+    ]
 
 
 async def test_channels_create_list_block_stream_delete_and_go(local_kinesis, tmp_path):
     endpoint = local_kinesis.endpoint_url
     stream = f"chan-{tmp_path.name[-8:]}"
     arn = await on_demand(endpoint, stream)
-    request = {"ChannelName": f"to-s3-{tmp_path.name[-6:]}",
-               "ServiceExecutionRoleARN": "arn:aws:iam::123456789012:role/kinesis-channel",
-               "StreamConfigurationList": [{"StreamARN": arn, "RecordConfiguration": {"RecordFormatType": "JSON"}}],
-               "S3DestinationConfiguration": {"StorageConfiguration": {"BucketARN": "arn:aws:s3:::my-bucket", "ExpectedBucketOwner": "123456789012",
-                                                                       "CompressionType": "GZIP"}}}
+    request = {
+        "ChannelName": f"to-s3-{tmp_path.name[-6:]}",
+        "ServiceExecutionRoleARN": "arn:aws:iam::123456789012:role/kinesis-channel",
+        "StreamConfigurationList": [{"StreamARN": arn, "RecordConfiguration": {"RecordFormatType": "JSON"}}],
+        "S3DestinationConfiguration": {
+            "StorageConfiguration": {
+                "BucketARN": "arn:aws:s3:::my-bucket",
+                "ExpectedBucketOwner": "123456789012",
+                "CompressionType": "GZIP",
+            }
+        },
+    }
     name = request["ChannelName"]
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps({**request, "StreamConfigurationList": [{"StreamARN": arn}], "Colour": "red"}))
@@ -290,18 +323,31 @@ async def test_produce_follows_the_stream_size_and_sends_keyless_records_to_an_a
     endpoint = local_kinesis.endpoint_url
     stream = f"prod-{tmp_path.name[-8:]}"
     await on_demand(endpoint, stream)
-    code, out, err = await run(endpoint, "produce", stream, "--keys", "1", "--records-per-key", "1",
-                               "--payload-bytes", str(2 * 1024 * 1024), "--yes", "--json")
+    code, out, err = await run(
+        endpoint,
+        "produce",
+        stream,
+        "--keys",
+        "1",
+        "--records-per-key",
+        "1",
+        "--payload-bytes",
+        str(2 * 1024 * 1024),
+        "--yes",
+        "--json",
+    )
     assert code == 2 and f"stream {stream} takes" in err and f"max-record-size {stream} --kib" in err
     assert await stored_records(endpoint, stream) == []
-    code, out, err = await run(endpoint, "produce", stream, "--keys", "3", "--records-per-key", "4", "--no-key",
-                               "--yes")
+    code, out, err = await run(
+        endpoint, "produce", stream, "--keys", "3", "--records-per-key", "4", "--no-key", "--yes"
+    )
     assert code == 2 and "--no-key: stream" in err and "USER_PARTITION_KEY" in err
 
     code, _, err = await run(endpoint, "stream", "distribution", stream, "auto", "--yes")
     assert code == 0, err
-    code, out, err = await run(endpoint, "produce", stream, "--keys", "3", "--records-per-key", "4", "--no-key",
-                               "--verify", "--yes", "--json")
+    code, out, err = await run(
+        endpoint, "produce", stream, "--keys", "3", "--records-per-key", "4", "--no-key", "--verify", "--yes", "--json"
+    )
     assert code == 0, err
     document = json.loads(out)
     assert document["checks"] == "delivery" and document["ok"] and document["read_back"] == 12
@@ -319,12 +365,26 @@ async def test_heat_on_an_auto_stream_counts_keyless_records_and_suggests_no_key
     async with open_backend(config) as kinesis:
         await kinesis.update_record_distribution(arn, "AUTO")
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "console.cli", "heat", stream, "--seconds", "4", "--json", "--endpoint-url", endpoint,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            sys.executable,
+            "-m",
+            "console.cli",
+            "heat",
+            stream,
+            "--seconds",
+            "4",
+            "--json",
+            "--endpoint-url",
+            endpoint,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         await asyncio.sleep(2.0)  # the sampler starts from LATEST
         for _ in range(3):
-            await kinesis.put_records(stream, [{"Data": b'{"n": %d}' % n} for n in range(40)]
-                                      + [{"Data": b"keyed", "PartitionKey": "hot"} for _ in range(20)])
+            await kinesis.put_records(
+                stream,
+                [{"Data": b'{"n": %d}' % n} for n in range(40)]
+                + [{"Data": b"keyed", "PartitionKey": "hot"} for _ in range(20)],
+            )
             await asyncio.sleep(0.3)
         out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 0, err.decode()
@@ -336,15 +396,31 @@ async def test_heat_on_an_auto_stream_counts_keyless_records_and_suggests_no_key
     assert "uses AUTO record distribution" in err.decode()
 
 
-@pytest.mark.parametrize("operation, argv, shown", [
-    ("UpdateMaxRecordSize", ["stream", "max-record-size", "{s}", "--kib", "4096"],
-     lambda c, s: c.describe_stream_summary(StreamName=s)["StreamDescriptionSummary"]["MaxRecordSizeInKiB"] == 4096),
-    ("UpdateStreamRecordDistributionStrategy", ["stream", "distribution", "{s}", "auto"],
-     lambda c, s: c.describe_stream_summary(StreamName=s)["StreamDescriptionSummary"]["RecordDistributionStrategy"]
-     == "AUTO"),
-    ("TagResource", ["stream", "tag", "{s}", "team=payments"],
-     lambda c, s: c.list_tags_for_stream(StreamName=s)["Tags"] == [{"Key": "team", "Value": "payments"}]),
-])
+@pytest.mark.parametrize(
+    "operation, argv, shown",
+    [
+        (
+            "UpdateMaxRecordSize",
+            ["stream", "max-record-size", "{s}", "--kib", "4096"],
+            lambda c, s: (
+                c.describe_stream_summary(StreamName=s)["StreamDescriptionSummary"]["MaxRecordSizeInKiB"] == 4096
+            ),
+        ),
+        (
+            "UpdateStreamRecordDistributionStrategy",
+            ["stream", "distribution", "{s}", "auto"],
+            lambda c, s: (
+                c.describe_stream_summary(StreamName=s)["StreamDescriptionSummary"]["RecordDistributionStrategy"]
+                == "AUTO"
+            ),
+        ),
+        (
+            "TagResource",
+            ["stream", "tag", "{s}", "team=payments"],
+            lambda c, s: c.list_tags_for_stream(StreamName=s)["Tags"] == [{"Key": "team", "Value": "payments"}],
+        ),
+    ],
+)
 async def test_a_lost_reply_is_settled_by_reading_the_setting_back(local_kinesis, tmp_path, operation, argv, shown):
     """Through the fault proxy, the one changing call's reply dropped after the server acted: the
     setting is read back (applied, logged so), and the call went out exactly once."""
@@ -357,8 +433,12 @@ async def test_a_lost_reply_is_settled_by_reading_the_setting_back(local_kinesis
     stream = f"lost-{tmp_path.name[-8:]}"
     await on_demand(local_kinesis.endpoint_url, stream)
     truth = botocore.session.get_session().create_client(
-        "kinesis", region_name="us-east-1", endpoint_url=local_kinesis.endpoint_url,
-        aws_access_key_id="truth", aws_secret_access_key="truth")
+        "kinesis",
+        region_name="us-east-1",
+        endpoint_url=local_kinesis.endpoint_url,
+        aws_access_key_id="truth",
+        aws_secret_access_key="truth",
+    )
     async with FaultProxy(urlsplit(local_kinesis.endpoint_url).port, Faults.drop_reply(operation)) as proxy:
         code, out, err = await run(proxy.endpoint_url, *[part.format(s=stream) for part in argv], "--yes")
         sent = proxy.stats[f"reset_after:{operation}"] + proxy.stats[f"pass:{operation}"]

@@ -21,22 +21,38 @@ def run(argv, capsys):
     return code, out, err
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["predict", "k", "--local", "--endpoint-url", "http://127.0.0.1:1"], "--local and --endpoint-url cannot be used together"),
-    (["keytree", "--endpoint-url", "http://127.0.0.1:1", "--local"], "--local and --endpoint-url cannot be used together"),
-    (["streams", "--endpoint-url", ""], "--endpoint-url must be an http:// or https:// URL; got ''"),
-    (["predict", "k", "--endpoint-url", "ftp://127.0.0.1"], "--endpoint-url must be an http:// or https:// URL"),
-    (["--stream", "bad name!", "--endpoint-url", "http://127.0.0.1:1"], "not a valid stream name: 'bad name!'"),
-    (["--stream", "ok\n", "--endpoint-url", "http://127.0.0.1:1"], "not a valid stream name"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (
+            ["predict", "k", "--local", "--endpoint-url", "http://127.0.0.1:1"],
+            "--local and --endpoint-url cannot be used together",
+        ),
+        (
+            ["keytree", "--endpoint-url", "http://127.0.0.1:1", "--local"],
+            "--local and --endpoint-url cannot be used together",
+        ),
+        (["streams", "--endpoint-url", ""], "--endpoint-url must be an http:// or https:// URL; got ''"),
+        (["predict", "k", "--endpoint-url", "ftp://127.0.0.1"], "--endpoint-url must be an http:// or https:// URL"),
+        (["--stream", "bad name!", "--endpoint-url", "http://127.0.0.1:1"], "not a valid stream name: 'bad name!'"),
+        (["--stream", "ok\n", "--endpoint-url", "http://127.0.0.1:1"], "not a valid stream name"),
+    ],
+)
 def test_refused_at_parse_time(argv, words, capsys):
     code, out, err = run([*argv, "--json"] if argv[0] != "--stream" else argv, capsys)
     assert code == 2, err
     assert words in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("url", [f"http://user:{SECRET}@127.0.0.1:{{port}}", f"http://{SECRET}@127.0.0.1:{{port}}",
-                                 f"user:{SECRET}@127.0.0.1:{{port}}", f"http://user:{SECRET}@127.0.0.1:99999"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"http://user:{SECRET}@127.0.0.1:{{port}}",
+        f"http://{SECRET}@127.0.0.1:{{port}}",
+        f"user:{SECRET}@127.0.0.1:{{port}}",
+        f"http://user:{SECRET}@127.0.0.1:99999",
+    ],
+)
 def test_a_password_in_the_endpoint_url_never_reaches_an_error(url, capsys):
     code, out, err = run(["streams", "--json", "--endpoint-url", url.format(port=free_port())], capsys)
     assert code in (1, 2) and json.loads(out)["error"]
@@ -52,8 +68,16 @@ def test_a_password_in_the_endpoint_url_is_dropped_and_the_server_still_answers(
     assert config.endpoint_url == local_kinesis.endpoint_url and SECRET not in config.label
 
 
-@pytest.mark.parametrize("argv", [["tail", "newstream"], ["shards", "newstream"], ["--stream", "newstream", "streams"],
-                                  ["predict", "k", "--stream", "newstream"], ["streams"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tail", "newstream"],
+        ["shards", "newstream"],
+        ["--stream", "newstream", "streams"],
+        ["predict", "k", "--stream", "newstream"],
+        ["streams"],
+    ],
+)
 def test_local_read_only_creates_no_stream(argv, capsys):
     """Read-only is total: not even the private embedded server gets a stream created."""
     code, out, err = run([*argv, "--local", "--read-only", "--json"], capsys)

@@ -39,7 +39,7 @@ async def _console_output_until(url: str, wanted: bytes, seconds: float = 60.0) 
         while wanted not in seen and loop.time() < deadline:
             try:
                 message = await asyncio.wait_for(websocket.receive(), deadline - loop.time())
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break
             if message.type == aiohttp.WSMsgType.BINARY:
                 seen += message.data
@@ -51,8 +51,9 @@ async def _console_output_until(url: str, wanted: bytes, seconds: float = 60.0) 
 async def test_web_serves_the_page_and_a_tab_runs_the_console(make_stream, local_kinesis):
     stream = await make_stream(shards=2, prefix="web")
     port = free_port()
-    async with kconsole_child("web", "--port", str(port), "--stream", stream,
-                              "--endpoint-url", local_kinesis.endpoint_url) as process:
+    async with kconsole_child(
+        "web", "--port", str(port), "--stream", stream, "--endpoint-url", local_kinesis.endpoint_url
+    ) as process:
         page = await _wait_for_page(f"http://127.0.0.1:{port}/", process)
         assert f'data-session-websocket-url="ws://127.0.0.1:{port}/ws"' in page
         seen = await _console_output_until(f"http://127.0.0.1:{port}/ws?width=120&height=36", stream.encode())
@@ -90,9 +91,17 @@ async def test_a_tab_that_left_leaves_no_process_once_the_server_stops(stop_sign
     mark = uuid.uuid4().hex
     port = free_port()
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "console.cli", "web", "--local", "--port", str(port),
+        sys.executable,
+        "-m",
+        "console.cli",
+        "web",
+        "--local",
+        "--port",
+        str(port),
         env=dict(os.environ, KCONSOLE_TEST_MARK=mark),
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
     try:
         await _wait_for_page(f"http://127.0.0.1:{port}/", process)
         seen = await _console_output_until(f"http://127.0.0.1:{port}/ws?width=100&height=30", b"kconsole-demo")

@@ -25,5 +25,6 @@ def test_a_consequence_naming_the_stream_is_not_followed_by_it_again(monkeypatch
 
 
 def test_a_consequence_without_the_name_gets_it(monkeypatch, capsys):
-    assert "This will split shardId-000000000001 on clicks. Type" in prompt_for(monkeypatch, capsys,
-                                                                                "split shardId-000000000001")
+    assert "This will split shardId-000000000001 on clicks. Type" in prompt_for(
+        monkeypatch, capsys, "split shardId-000000000001"
+    )

@@ -52,11 +52,31 @@ def upstream_port(local_kinesis) -> int:
     return urlsplit(local_kinesis.endpoint_url).port
 
 
-async def produce_through(proxy: FaultProxy, stream: str, mode: str, keys: int, per_key: int, capsys) -> tuple[int, dict]:
+async def produce_through(
+    proxy: FaultProxy, stream: str, mode: str, keys: int, per_key: int, capsys
+) -> tuple[int, dict]:
     # Small batches: enough requests in a few hundred records for a 5% fault to strike.
-    argv = ["produce", stream, "--keys", str(keys), "--records-per-key", str(per_key), "--mode", mode, "--batch-size", "5",
-            "--verify", "--json", "--endpoint-url", proxy.endpoint_url, "--region", "us-east-1",
-            "--request-timeout", str(REQUEST_TIMEOUT), *confirmed()]
+    argv = [
+        "produce",
+        stream,
+        "--keys",
+        str(keys),
+        "--records-per-key",
+        str(per_key),
+        "--mode",
+        mode,
+        "--batch-size",
+        "5",
+        "--verify",
+        "--json",
+        "--endpoint-url",
+        proxy.endpoint_url,
+        "--region",
+        "us-east-1",
+        "--request-timeout",
+        str(REQUEST_TIMEOUT),
+        *confirmed(),
+    ]
     code = await asyncio.to_thread(cli.main, argv)
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
@@ -74,13 +94,34 @@ async def run_case(name, faults, mode, keys, per_key, local_kinesis, make_stream
             await proxy.outage(3.0)
         code, report = await run
         stats = dict(proxy.stats)
-    truth = await asyncio.to_thread(read_run, local_kinesis.endpoint_url, stream, report["run_id"],
-                                    keys=[f"{report['run_id']}-{index:06d}" for index in range(keys)],
-                                    records_per_key=per_key)
-    row = {"fault": name, "mode": mode, "sent": report["sent"], "retries": report["retries"], **truth.as_row(),
-           "verify": {field: report[field] for field in ("ok", "lost", "duplicated", "late_duplicates",
-                                                         "possible_duplicates", "out_of_order", "waited_seconds")},
-           "proxy": {k: v for k, v in stats.items() if ":" not in k}}
+    truth = await asyncio.to_thread(
+        read_run,
+        local_kinesis.endpoint_url,
+        stream,
+        report["run_id"],
+        keys=[f"{report['run_id']}-{index:06d}" for index in range(keys)],
+        records_per_key=per_key,
+    )
+    row = {
+        "fault": name,
+        "mode": mode,
+        "sent": report["sent"],
+        "retries": report["retries"],
+        **truth.as_row(),
+        "verify": {
+            field: report[field]
+            for field in (
+                "ok",
+                "lost",
+                "duplicated",
+                "late_duplicates",
+                "possible_duplicates",
+                "out_of_order",
+                "waited_seconds",
+            )
+        },
+        "proxy": {k: v for k, v in stats.items() if ":" not in k},
+    }
     if os.environ.get("FAULT_TABLE"):
         with open(os.environ["FAULT_TABLE"], "a") as table:
             table.write(json.dumps(row) + "\n")
@@ -93,12 +134,14 @@ MILDER = {"reset before 5%", "reset before 20%", "reset after 5%", "reset after 
 
 
 @pytest.mark.parametrize("mode", ["batch", "sequential"])
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in MILDER else name
-                                  for name in CASES])
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=pytest.mark.slow) if name in MILDER else name for name in CASES]
+)
 async def test_produce_verify_holds_under_network_faults(name, mode, local_kinesis, make_stream, capsys):
     keys, per_key = (30, 10) if mode == "batch" else (20, 10)
-    code, report, truth, stats = await run_case(name, CASES[name], mode, keys, per_key, local_kinesis,
-                                                make_stream, capsys)
+    code, report, truth, stats = await run_case(
+        name, CASES[name], mode, keys, per_key, local_kinesis, make_stream, capsys
+    )
     total = keys * per_key
     # What the server holds, counted by the independent reader.
     assert (truth.lost, truth.reordered) == (0, 0), truth
@@ -109,8 +152,14 @@ async def test_produce_verify_holds_under_network_faults(name, mode, local_kines
     assert (report["lost"], report["out_of_order"], report["misplaced"]) == (0, 0, 0)
     assert (report["duplicated"], report["late_duplicates"]) == (truth.duplicated, truth.late_duplicates)
     # The fault really happened.
-    fault_kind = {"reset before": "reset_before", "reset after": "reset_after", "stalls": "stall",
-                  "late delivery": "late_delivered", "refused": "refusing", "outage": "outages"}
+    fault_kind = {
+        "reset before": "reset_before",
+        "reset after": "reset_after",
+        "stalls": "stall",
+        "late delivery": "late_delivered",
+        "refused": "refusing",
+        "outage": "outages",
+    }
     for prefix, stat in fault_kind.items():
         if name.startswith(prefix):
             assert stats.get(stat, 0) > 0, stats
@@ -141,8 +190,9 @@ async def test_refused_connections_are_retried_and_not_possible_duplicates(local
         async with open_backend(config) as kinesis:
             for mode in ("batch", "sequential"):
                 settings = ProducerSettings(keys=10, records_per_key=3, mode=mode, pacing=False, retry_cap=0.2)
-                producer = OrderedProducer(stream, settings, put_records=kinesis.put_records,
-                                           put_record=kinesis.put_record)
+                producer = OrderedProducer(
+                    stream, settings, put_records=kinesis.put_records, put_record=kinesis.put_record
+                )
                 run = asyncio.create_task(producer.run())
                 await asyncio.sleep(1.0)
                 assert producer.result.retries > 0 and producer.result.acknowledged == 0
@@ -155,8 +205,9 @@ async def test_refused_connections_are_retried_and_not_possible_duplicates(local
 
 
 @pytest.mark.parametrize("mode, operation", [("batch", "PutRecords"), ("sequential", "PutRecord")])
-async def test_a_refused_record_is_that_records_failure_not_the_runs(mode, operation, local_kinesis, make_stream,
-                                                                      capsys):
+async def test_a_refused_record_is_that_records_failure_not_the_runs(
+    mode, operation, local_kinesis, make_stream, capsys
+):
     """The server refuses one request mid-run (answered by the proxy: no local server refuses a valid
     record). Its records fail with the reason and their keys stop; every other key completes, the
     run is verified and exits 1 with the partial report, not 2 as if the input were bad."""
@@ -172,9 +223,14 @@ async def test_a_refused_record_is_that_records_failure_not_the_runs(mode, opera
     assert report["acknowledged"] == report["sent"] - refused
     assert report["not_attempted"] == keys * per_key - report["sent"] == report["abandoned"] > 0
     assert report["verified"] and (report["lost"], report["out_of_order"]) == (0, 0)
-    truth = await asyncio.to_thread(read_run, local_kinesis.endpoint_url, stream, report["run_id"],
-                                    keys=[f"{report['run_id']}-{index:06d}" for index in range(keys)],
-                                    records_per_key=per_key)
+    truth = await asyncio.to_thread(
+        read_run,
+        local_kinesis.endpoint_url,
+        stream,
+        report["run_id"],
+        keys=[f"{report['run_id']}-{index:06d}" for index in range(keys)],
+        records_per_key=per_key,
+    )
     assert truth.records == report["acknowledged"] and truth.reordered == 0
 
 
@@ -190,8 +246,9 @@ async def test_a_failed_read_back_keeps_the_produce_summary(local_kinesis, make_
         config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url, read_timeout=2)
         async with open_backend(config) as kinesis:
             kinesis.max_retries = 1
-            result, report = await run_and_verify(kinesis, stream, ProducerSettings(keys=10, records_per_key=5),
-                                                  on_verifying=lambda _wait: proxy.down())
+            result, report = await run_and_verify(
+                kinesis, stream, ProducerSettings(keys=10, records_per_key=5), on_verifying=lambda _wait: proxy.down()
+            )
     assert report is None and result.acknowledged == 50
     assert result.verification_error.startswith("verification failed: cannot reach")
     document = summary_document(result, report)
@@ -204,8 +261,9 @@ async def test_a_failed_read_back_keeps_the_produce_summary(local_kinesis, make_
 @pytest.mark.parametrize("name", ["reset before 40%", "reset after 40%", "late delivery", "outage 3 s"])
 async def test_bigger_runs_under_network_faults(name, mode, local_kinesis, make_stream, capsys):
     keys, per_key = (200, 20) if mode == "batch" else (50, 20)
-    code, report, truth, _stats = await run_case(name, CASES[name], mode, keys, per_key, local_kinesis,
-                                                 make_stream, capsys)
+    code, report, truth, _stats = await run_case(
+        name, CASES[name], mode, keys, per_key, local_kinesis, make_stream, capsys
+    )
     assert code == 0 and (truth.lost, truth.reordered) == (0, 0)
     assert truth.duplicated <= report["possible_duplicates"]
     assert (report["duplicated"], report["late_duplicates"]) == (truth.duplicated, truth.late_duplicates)
@@ -219,10 +277,32 @@ def test_killing_the_server_mid_run_stops_in_bounded_time(mode, tmp_path):
     server = LocalKinesisServer()
     endpoint = server.start()
     try:
-        command = [sys.executable, "-m", "console.cli", "produce", "doomed", "--endpoint-url", endpoint,
-                   "--region", "us-east-1", "--keys", "40", "--records-per-key", "200", "--rate", "400",
-                   "--mode", mode, "--give-up-after", "3", "--request-timeout", "2", "--verify", "--json",
-                   *confirmed()]
+        command = [
+            sys.executable,
+            "-m",
+            "console.cli",
+            "produce",
+            "doomed",
+            "--endpoint-url",
+            endpoint,
+            "--region",
+            "us-east-1",
+            "--keys",
+            "40",
+            "--records-per-key",
+            "200",
+            "--rate",
+            "400",
+            "--mode",
+            mode,
+            "--give-up-after",
+            "3",
+            "--request-timeout",
+            "2",
+            "--verify",
+            "--json",
+            *confirmed(),
+        ]
         env = {**os.environ, "KCONSOLE_CONFIG": str(tmp_path / "none.toml")}
         _create_stream(endpoint)
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -252,6 +332,7 @@ def _create_stream(endpoint: str) -> None:
     import botocore.session
 
     client = botocore.session.get_session().create_client(
-        "kinesis", region_name="us-east-1", endpoint_url=endpoint, aws_access_key_id="x", aws_secret_access_key="x")
+        "kinesis", region_name="us-east-1", endpoint_url=endpoint, aws_access_key_id="x", aws_secret_access_key="x"
+    )
     client.create_stream(StreamName="doomed", ShardCount=2)
     client.get_waiter("stream_exists").wait(StreamName="doomed", WaiterConfig={"Delay": 0.1})

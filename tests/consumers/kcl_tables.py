@@ -16,29 +16,52 @@ from console.backend.config import DUMMY_CREDENTIALS
 @contextlib.asynccontextmanager
 async def dynamodb(endpoint_url: str):
     session = AioSession()
-    async with session.create_client("dynamodb", region_name="us-east-1", endpoint_url=endpoint_url,
-                                     aws_access_key_id=DUMMY_CREDENTIALS[0],
-                                     aws_secret_access_key=DUMMY_CREDENTIALS[1]) as client:
+    async with session.create_client(
+        "dynamodb",
+        region_name="us-east-1",
+        endpoint_url=endpoint_url,
+        aws_access_key_id=DUMMY_CREDENTIALS[0],
+        aws_secret_access_key=DUMMY_CREDENTIALS[1],
+    ) as client:
         yield client
 
 
 async def create_lease_table(client, name: str | None = None) -> str:
     name = name or f"kcl-app-{uuid.uuid4().hex[:8]}"
-    await client.create_table(TableName=name, KeySchema=[{"AttributeName": "leaseKey", "KeyType": "HASH"}],
-                              AttributeDefinitions=[{"AttributeName": "leaseKey", "AttributeType": "S"}],
-                              BillingMode="PAY_PER_REQUEST")
+    await client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "leaseKey", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "leaseKey", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
     return name
 
 
-def kcl_lease(shard_id: str, *, owner: str | None = "worker-1", counter: int = 7, checkpoint: str = "TRIM_HORIZON",
-              subsequence: int = 0, parents: tuple[str, ...] = (), children: tuple[str, ...] = (),
-              pending: str | None = None, version: int = 2, lease_key: str | None = None,
-              hash_range: tuple[int, int] | None = None, throughput_kbps: float = 0.0,
-              checkpoint_owner: str | None = None, stream_identifier: str | None = None) -> dict:
+def kcl_lease(
+    shard_id: str,
+    *,
+    owner: str | None = "worker-1",
+    counter: int = 7,
+    checkpoint: str = "TRIM_HORIZON",
+    subsequence: int = 0,
+    parents: tuple[str, ...] = (),
+    children: tuple[str, ...] = (),
+    pending: str | None = None,
+    version: int = 2,
+    lease_key: str | None = None,
+    hash_range: tuple[int, int] | None = None,
+    throughput_kbps: float = 0.0,
+    checkpoint_owner: str | None = None,
+    stream_identifier: str | None = None,
+) -> dict:
     """A lease item exactly as the KCL serializer writes it (version 1, 2 or 3)."""
-    item = {"leaseKey": {"S": lease_key or shard_id}, "leaseCounter": {"N": str(counter)},
-            "ownerSwitchesSinceCheckpoint": {"N": "0"},
-            "checkpoint": {"S": checkpoint}, "checkpointSubSequenceNumber": {"N": str(subsequence)}}
+    item = {
+        "leaseKey": {"S": lease_key or shard_id},
+        "leaseCounter": {"N": str(counter)},
+        "ownerSwitchesSinceCheckpoint": {"N": "0"},
+        "checkpoint": {"S": checkpoint},
+        "checkpointSubSequenceNumber": {"N": str(subsequence)},
+    }
     if owner is not None:
         item["leaseOwner"] = {"S": owner}
     if parents:
@@ -65,7 +88,7 @@ def kcl_lease(shard_id: str, *, owner: str | None = "worker-1", counter: int = 7
 
 async def put_items(client, table: str, items: list[dict]) -> None:
     for offset in range(0, len(items), 25):
-        batch = [{"PutRequest": {"Item": item}} for item in items[offset:offset + 25]]
+        batch = [{"PutRequest": {"Item": item}} for item in items[offset : offset + 25]]
         while batch:
             answer = await client.batch_write_item(RequestItems={table: batch})
             batch = answer.get("UnprocessedItems", {}).get(table, [])
@@ -81,9 +104,12 @@ async def put_items(client, table: str, items: list[dict]) -> None:
 
 
 async def _create_keyed_table(client, name: str, key: str) -> str:
-    await client.create_table(TableName=name, KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
-                              AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
-                              BillingMode="PAY_PER_REQUEST")
+    await client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
     return name
 
 
@@ -99,20 +125,41 @@ def _numbers(values) -> dict:
     return {"L": [{"N": repr(float(v))} for v in values]}
 
 
-def worker_metrics(worker: str, *, last_update: int, cpu: tuple[float, ...] = (20.0, 25.0), cpu_max: int = 100,
-                   in_lease_table: bool = False) -> dict:
-    item = {("leaseKey" if in_lease_table else "wid"): {"S": worker}, "lut": {"N": str(last_update)},
-            "sts": {"M": {"C": _numbers(cpu)}}, "opr": {"M": {"C": {"L": [{"N": str(cpu_max)}]}}},
-            "entityType": {"S": "WORKER_METRIC_STATS"}, "sup": {"N": "1"}, "slu": {"N": str(last_update)}}
+def worker_metrics(
+    worker: str,
+    *,
+    last_update: int,
+    cpu: tuple[float, ...] = (20.0, 25.0),
+    cpu_max: int = 100,
+    in_lease_table: bool = False,
+) -> dict:
+    item = {
+        ("leaseKey" if in_lease_table else "wid"): {"S": worker},
+        "lut": {"N": str(last_update)},
+        "sts": {"M": {"C": _numbers(cpu)}},
+        "opr": {"M": {"C": {"L": [{"N": str(cpu_max)}]}}},
+        "entityType": {"S": "WORKER_METRIC_STATS"},
+        "sup": {"N": "1"},
+        "slu": {"N": str(last_update)},
+    }
     return item
 
 
 def leader_lock(owner: str, *, in_lease_table: bool = False) -> dict:
-    return {("leaseKey" if in_lease_table else "key"): {"S": "Leader"}, "ownerName": {"S": owner},
-            "leaseDuration": {"S": "20000"}, "recordVersionNumber": {"S": str(uuid.uuid4())},
-            "entityType": {"S": "LEADER"}}
+    return {
+        ("leaseKey" if in_lease_table else "key"): {"S": "Leader"},
+        "ownerName": {"S": owner},
+        "leaseDuration": {"S": "20000"},
+        "recordVersionNumber": {"S": str(uuid.uuid4())},
+        "entityType": {"S": "LEADER"},
+    }
 
 
 def migration_state(client_version: str, *, in_lease_table: bool = False, modified_by: str = "worker-1") -> dict:
-    return {("leaseKey" if in_lease_table else "key"): {"S": "Migration3.0"}, "cv": {"S": client_version},
-            "mb": {"S": modified_by}, "mts": {"N": "1764000000000"}, "entityType": {"S": "CLIENT_VERSION_MIGRATION"}}
+    return {
+        ("leaseKey" if in_lease_table else "key"): {"S": "Migration3.0"},
+        "cv": {"S": client_version},
+        "mb": {"S": modified_by},
+        "mts": {"N": "1764000000000"},
+        "entityType": {"S": "CLIENT_VERSION_MIGRATION"},
+    }

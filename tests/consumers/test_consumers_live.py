@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from aiobotocore.awsrequest import AioAWSResponse
@@ -51,15 +51,23 @@ async def test_records_and_time_behind_per_shard_from_a_real_lease_table(kinesis
     written = [await put_to(kinesis, stream, shard, count) for shard, count in zip(shards, (10, 6, 3, 0))]
     table = await create_lease_table(ddb)
     s0, s1, s2, s3 = (s.shard_id for s in shards)
-    await put_items(ddb, table, [
-        kcl_lease(s0, checkpoint=written[0][2]["SequenceNumber"], version=1),  # 7 left, KCL 1.x item
-        kcl_lease(s1, checkpoint="TRIM_HORIZON", version=2, hash_range=(shards[1].starting_hash_key,
-                                                                         shards[1].ending_hash_key)),
-        kcl_lease(s2, checkpoint=written[2][-1]["SequenceNumber"], owner=None, version=3),  # caught up, no owner
-    ])
-    before = datetime.now(timezone.utc)
+    await put_items(
+        ddb,
+        table,
+        [
+            kcl_lease(s0, checkpoint=written[0][2]["SequenceNumber"], version=1),  # 7 left, KCL 1.x item
+            kcl_lease(
+                s1,
+                checkpoint="TRIM_HORIZON",
+                version=2,
+                hash_range=(shards[1].starting_hash_key, shards[1].ending_hash_key),
+            ),
+            kcl_lease(s2, checkpoint=written[2][-1]["SequenceNumber"], owner=None, version=3),  # caught up, no owner
+        ],
+    )
+    before = datetime.now(UTC)
     report = await consumer_report(kinesis, stream, lease_table=table)
-    after = datetime.now(timezone.utc)
+    after = datetime.now(UTC)
     rows = {row.shard_id: row for row in report.rows}
     assert (rows[s0].records_behind, rows[s1].records_behind, rows[s2].records_behind) == (7, 6, 0)
     # Time behind: the age of the first record after the checkpoint, measured during the call.
@@ -80,7 +88,7 @@ async def test_over_the_scan_cap_the_count_is_null_and_reading_stops(kinesis, ma
     await put_items(ddb, table, [kcl_lease(shard.shard_id)])
     capped = await consumer_report(kinesis, stream, lease_table=table, cap=5)
     assert capped.rows[0].records_behind is None and capped.rows[0].lag.over_cap
-    assert capped.rows[0].millis_behind >= millis_since(written[0], datetime.now(timezone.utc)) - 1000
+    assert capped.rows[0].millis_behind >= millis_since(written[0], datetime.now(UTC)) - 1000
     assert capped.to_json()["leases"][0]["records_behind"] is None
     exact = await consumer_report(kinesis, stream, lease_table=table, cap=12)
     assert exact.rows[0].records_behind == 12
@@ -96,8 +104,10 @@ async def test_a_counter_that_does_not_move_while_records_wait_is_stalled(kinesi
     tracker = StallTracker()
     await consumer_report(kinesis, stream, lease_table=table, tracker=tracker)
     await put_items(ddb, table, [kcl_lease(shards[0].shard_id, counter=11)])  # this worker renewed its lease
-    states = {row.shard_id: row.state for row in
-              (await consumer_report(kinesis, stream, lease_table=table, tracker=tracker)).rows}
+    states = {
+        row.shard_id: row.state
+        for row in (await consumer_report(kinesis, stream, lease_table=table, tracker=tracker)).rows
+    }
     assert states == {shards[0].shard_id: "owned", shards[1].shard_id: STALLED}
 
 
@@ -106,11 +116,15 @@ async def test_bad_leases_are_marked_rows_not_failures(kinesis, make_stream, ddb
     shards = await kinesis.all_shards(stream)
     await put_to(kinesis, stream, shards[0], 3)
     table = await create_lease_table(ddb)
-    await put_items(ddb, table, [
-        kcl_lease(shards[0].shard_id, checkpoint="12abc"),  # unreadable checkpoint
-        kcl_lease("shardId-000000000099"),  # a shard the stream does not have
-        kcl_lease(shards[1].shard_id, checkpoint="AT_TIMESTAMP"),
-    ])
+    await put_items(
+        ddb,
+        table,
+        [
+            kcl_lease(shards[0].shard_id, checkpoint="12abc"),  # unreadable checkpoint
+            kcl_lease("shardId-000000000099"),  # a shard the stream does not have
+            kcl_lease(shards[1].shard_id, checkpoint="AT_TIMESTAMP"),
+        ],
+    )
     report = await consumer_report(kinesis, stream, lease_table=table)
     problems = {p["shard_id"]: p["problem"] for p in report.to_json()["problems"]}
     assert "unreadable checkpoint '12abc'" in problems[shards[0].shard_id]
@@ -122,9 +136,12 @@ async def test_bad_leases_are_marked_rows_not_failures(kinesis, make_stream, ddb
 async def test_tables_that_are_not_lease_tables_are_one_line(kinesis, make_stream, ddb):
     stream = await make_stream(shards=1)
     other = f"orders-{stream}"
-    await ddb.create_table(TableName=other, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-                           AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-                           BillingMode="PAY_PER_REQUEST")
+    await ddb.create_table(
+        TableName=other,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
     with pytest.raises(BadInput, match="not a KCL lease table: its key is id"):
         await read_leases(kinesis, other, stream)
     lookalike = await create_lease_table(ddb)  # keyed on leaseKey, but its items are not leases
@@ -157,10 +174,15 @@ class AccessDeniedOnScan:
             return self.body
 
     def __call__(self, request, **_):
-        body = json.dumps({"__type": "com.amazonaws.dynamodb.v20120810#AccessDeniedException",
-                           "message": "User is not authorized to perform: dynamodb:Scan"}).encode()
-        return AioAWSResponse(request.url, 400, {"x-amzn-requestid": "x", "content-type": "application/x-amz-json-1.0"},
-                              self._Body(body))
+        body = json.dumps(
+            {
+                "__type": "com.amazonaws.dynamodb.v20120810#AccessDeniedException",
+                "message": "User is not authorized to perform: dynamodb:Scan",
+            }
+        ).encode()
+        return AioAWSResponse(
+            request.url, 400, {"x-amzn-requestid": "x", "content-type": "application/x-amz-json-1.0"}, self._Body(body)
+        )
 
 
 async def test_missing_dynamodb_permission_is_one_clear_error(kinesis, make_stream, ddb):
@@ -186,12 +208,21 @@ async def test_cli_json_contract_and_bad_input(capsys, local_kinesis, kinesis, m
     await put_to(kinesis, stream, shards[0], 4)
     table = await create_lease_table(ddb)
     await put_items(ddb, table, [kcl_lease(shards[0].shard_id)])
-    code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, "--json", *endpoint(local_kinesis))
+    code, out, err = await kconsole(
+        capsys, "consumers", stream, "--lease-table", table, "--json", *endpoint(local_kinesis)
+    )
     document = json.loads(out)
     assert code == 0 and document["stream"] == stream and document["efo_consumers"] == []
-    assert document["leases"] == [{"shard_id": shards[0].shard_id, "owner": "worker-1", "checkpoint": "TRIM_HORIZON",
-                                   "records_behind": 4, "millis_behind": document["leases"][0]["millis_behind"],
-                                   "state": "owned"}]
+    assert document["leases"] == [
+        {
+            "shard_id": shards[0].shard_id,
+            "owner": "worker-1",
+            "checkpoint": "TRIM_HORIZON",
+            "records_behind": 4,
+            "millis_behind": document["leases"][0]["millis_behind"],
+            "state": "owned",
+        }
+    ]
     assert document["unleased_shards"] == [shards[1].shard_id]
     code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, *endpoint(local_kinesis))
     assert code == 0 and "RECORDS BEHIND" in out and f"no lease: {shards[1].shard_id}" in out
@@ -219,12 +250,15 @@ async def test_cli_register_and_deregister_ask_first_and_respect_read_only(capsy
     assert [c["ConsumerName"] for c in await kinesis.list_stream_consumers(arn)] == ["analytics"]
     code, out, err = await kconsole(capsys, "consumers", stream, "--json", *endpoint(local_kinesis))
     assert [c["name"] for c in json.loads(out)["efo_consumers"]] == ["analytics"]
-    code, out, err = await kconsole(capsys, "consumers", "deregister", stream, "--name", "analytics", "--yes",
-                                    *endpoint(local_kinesis))
+    code, out, err = await kconsole(
+        capsys, "consumers", "deregister", stream, "--name", "analytics", "--yes", *endpoint(local_kinesis)
+    )
     assert code == 0 and await kinesis.list_stream_consumers(arn) == []
 
 
-async def test_split_while_a_consumer_holds_the_parent_shows_the_barrier(capsys, local_kinesis, kinesis, make_stream, ddb):
+async def test_split_while_a_consumer_holds_the_parent_shows_the_barrier(
+    capsys, local_kinesis, kinesis, make_stream, ddb
+):
     stream = await make_stream(shards=2)
     shards = await kinesis.all_shards(stream)
     await put_to(kinesis, stream, shards[0], 5)
@@ -243,8 +277,18 @@ async def test_split_while_a_consumer_holds_the_parent_shows_the_barrier(capsys,
     code, out, err = await kconsole(capsys, "reshard", *split, "--yes", "--force")
     assert code == 0 and len(await kinesis.all_shards(stream)) == 4
     # The parent is closed now and its consumer has not finished it: the children wait.
-    code, out, err = await kconsole(capsys, "plan", "split", stream, "--shard", shards[1].shard_id,
-                                    "--lease-table", table, "--json", *endpoint(local_kinesis))
+    code, out, err = await kconsole(
+        capsys,
+        "plan",
+        "split",
+        stream,
+        "--shard",
+        shards[1].shard_id,
+        "--lease-table",
+        table,
+        "--json",
+        *endpoint(local_kinesis),
+    )
     assert [s["shard_id"] for s in json.loads(out)["consumers"]["unfinished_parents"]] == [shards[0].shard_id]
     code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, *endpoint(local_kinesis))
     assert f"waits for {shards[0].shard_id} to reach SHARD_END" in out
@@ -255,9 +299,10 @@ async def test_recommend_prints_ready_plan_lines(capsys, local_kinesis, kinesis,
     shards = await kinesis.all_shards(stream)
     # 1,500 records at once into the first shard: its busiest second is over the 1,000 records/s limit.
     for _ in range(3):
-        await kinesis.put_records(stream, [{"Data": b"x", "PartitionKey": "p",
-                                            "ExplicitHashKey": shards[0].starting_hash_key}] * 500)
-    peaks = await window_peaks(kinesis, stream, shards, datetime.fromtimestamp(0, timezone.utc))
+        await kinesis.put_records(
+            stream, [{"Data": b"x", "PartitionKey": "p", "ExplicitHashKey": shards[0].starting_hash_key}] * 500
+        )
+    peaks = await window_peaks(kinesis, stream, shards, datetime.fromtimestamp(0, UTC))
     assert peaks[shards[0].shard_id].peak_records_per_s >= 1000 and peaks[shards[1].shard_id].records_read == 0
     code, out, err = await kconsole(capsys, "recommend", stream, "--window", "10m", "--json", *endpoint(local_kinesis))
     document = json.loads(out)
@@ -272,7 +317,11 @@ async def test_recommend_prints_ready_plan_lines(capsys, local_kinesis, kinesis,
 
 @pytest.fixture(params=["embedded", "kinesis-mock"])
 async def any_server(request, local_kinesis):
-    url = local_kinesis.endpoint_url if request.param == "embedded" else request.getfixturevalue("kinesis_mock").endpoint_url
+    url = (
+        local_kinesis.endpoint_url
+        if request.param == "embedded"
+        else request.getfixturevalue("kinesis_mock").endpoint_url
+    )
     async with open_backend(BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=url)) as backend:
         factory = StreamFactory(backend)
         yield backend, factory
@@ -311,9 +360,11 @@ async def test_cli_watch_reads_twice_and_finds_the_stalled_lease(capsys, local_k
     await put_to(kinesis, stream, shard, 2)
     table = await create_lease_table(ddb)
     await put_items(ddb, table, [kcl_lease(shard.shard_id, counter=3)])  # nobody renews it
-    code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, "--watch", "0.2", "--json",
-                                    *endpoint(local_kinesis))
+    code, out, err = await kconsole(
+        capsys, "consumers", stream, "--lease-table", table, "--watch", "0.2", "--json", *endpoint(local_kinesis)
+    )
     assert code == 0 and json.loads(out)["leases"][0]["state"] == "stalled"
-    code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, "--watch", "900",
-                                    *endpoint(local_kinesis))
+    code, out, err = await kconsole(
+        capsys, "consumers", stream, "--lease-table", table, "--watch", "900", *endpoint(local_kinesis)
+    )
     assert code == 2 and "--watch must be" in one_clean_line(err)

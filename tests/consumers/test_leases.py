@@ -29,13 +29,29 @@ def shards_of(count: int) -> list[Shard]:
 
 
 def test_every_kcl_version_parses_to_the_same_lease():
-    parsed = [parse_lease(kcl_lease("shardId-000000000001", checkpoint=SEQ, subsequence=2, parents=("shardId-000000000000",),
-                                    children=("shardId-000000000004", "shardId-000000000005"), pending=SEQ,
-                                    version=version, hash_range=(0, 10)))
-              for version in (1, 2, 3)]
+    parsed = [
+        parse_lease(
+            kcl_lease(
+                "shardId-000000000001",
+                checkpoint=SEQ,
+                subsequence=2,
+                parents=("shardId-000000000000",),
+                children=("shardId-000000000004", "shardId-000000000005"),
+                pending=SEQ,
+                version=version,
+                hash_range=(0, 10),
+            )
+        )
+        for version in (1, 2, 3)
+    ]
     for lease in parsed:
-        assert (lease.shard_id, lease.owner, lease.counter, lease.checkpoint, lease.checkpoint_subsequence) == \
-            ("shardId-000000000001", "worker-1", 7, SEQ, 2)
+        assert (lease.shard_id, lease.owner, lease.counter, lease.checkpoint, lease.checkpoint_subsequence) == (
+            "shardId-000000000001",
+            "worker-1",
+            7,
+            SEQ,
+            2,
+        )
         assert lease.parent_shard_ids == ("shardId-000000000000",)
         assert lease.child_shard_ids == ("shardId-000000000004", "shardId-000000000005")
         assert lease.pending_checkpoint == SEQ and lease.problem is None
@@ -56,18 +72,25 @@ def test_multi_stream_leases_name_their_stream():
     assert split_lease_key("orders:shardId-000000000001") == ("orders", "shardId-000000000001")
     assert split_lease_key("shardId-000000000001") == (None, "shardId-000000000001")
     other = kcl_lease("shardId-000000000000", lease_key="123456789012:payments:1700000000:shardId-000000000000")
-    assert [lease.shard_id for lease in leases_for_stream([item, other, kcl_lease("shardId-000000000001")], "orders")] \
-        == ["shardId-000000000001", "shardId-000000000003"]
+    assert [
+        lease.shard_id for lease in leases_for_stream([item, other, kcl_lease("shardId-000000000001")], "orders")
+    ] == ["shardId-000000000001", "shardId-000000000003"]
 
 
 def test_kcl3_coordinator_items_in_the_lease_table_are_not_leases():
     leader = {"leaseKey": {"S": "Leader"}, "entityType": {"S": "LEADER"}}
-    assert leases_for_stream([leader, kcl_lease("shardId-000000000000", version=3)], "s")[0].shard_id == "shardId-000000000000"
+    assert (
+        leases_for_stream([leader, kcl_lease("shardId-000000000000", version=3)], "s")[0].shard_id
+        == "shardId-000000000000"
+    )
     assert len(leases_for_stream([leader], "s")) == 0
 
 
-@given(st.text(min_size=1, max_size=40).filter(lambda t: not t.isdigit()
-                                               and t not in ("TRIM_HORIZON", "LATEST", "SHARD_END", "AT_TIMESTAMP")))
+@given(
+    st.text(min_size=1, max_size=40).filter(
+        lambda t: not t.isdigit() and t not in ("TRIM_HORIZON", "LATEST", "SHARD_END", "AT_TIMESTAMP")
+    )
+)
 def test_any_checkpoint_that_is_not_a_sequence_or_sentinel_is_marked(text):
     lease = parse_lease(kcl_lease("shardId-000000000000", checkpoint=text))
     assert lease.problem and "unreadable checkpoint" in lease.problem
@@ -82,8 +105,9 @@ def test_a_non_numeric_counter_is_marked_not_fatal():
 def test_lease_table_recognition():
     assert is_lease_key_schema({"KeySchema": [{"AttributeName": "leaseKey", "KeyType": "HASH"}]})
     assert not is_lease_key_schema({"KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}]})
-    assert not is_lease_key_schema({"KeySchema": [{"AttributeName": "leaseKey", "KeyType": "HASH"},
-                                                  {"AttributeName": "x", "KeyType": "RANGE"}]})
+    assert not is_lease_key_schema(
+        {"KeySchema": [{"AttributeName": "leaseKey", "KeyType": "HASH"}, {"AttributeName": "x", "KeyType": "RANGE"}]}
+    )
     ids = [s.shard_id for s in shards_of(2)]
     assert table_matches_stream([kcl_lease(ids[0])], "s", ids)
     assert not table_matches_stream([kcl_lease("shardId-000000000077")], "s", ids)
@@ -119,17 +143,22 @@ def test_barrier_names_unfinished_parents_and_the_lag_a_change_closes():
     low = Shard("shardId-000000000001", 0, 2**127 - 1, parent_shard_id=parent.shard_id)
     high = Shard("shardId-000000000002", 2**127, 2**128 - 1, parent_shard_id=parent.shard_id)
     shards = [parent, low, high]
-    leases = [parse_lease(kcl_lease(parent.shard_id, checkpoint=SEQ)),
-              parse_lease(kcl_lease(low.shard_id, checkpoint=SEQ))]
+    leases = [
+        parse_lease(kcl_lease(parent.shard_id, checkpoint=SEQ)),
+        parse_lease(kcl_lease(low.shard_id, checkpoint=SEQ)),
+    ]
     lags = {parent.shard_id: ShardLag(parent.shard_id, 12, 5000), low.shard_id: ShardLag(low.shard_id, 3, 100)}
     report = build_report("s", "t", leases, shards, lags, [], scan_cap=10)
-    assert report.unleased_shards == (high.shard_id,) and report.waiting_on_parents == {high.shard_id: (parent.shard_id,)}
+    assert report.unleased_shards == (high.shard_id,) and report.waiting_on_parents == {
+        high.shard_id: (parent.shard_id,)
+    }
     barrier = barrier_analysis(report, shards, changed_shards([low, high], [high.shard_id]))
     assert [s.shard_id for s in barrier.unfinished_parents] == [parent.shard_id]
     assert [s.shard_id for s in barrier.behind_barrier] == [low.shard_id] and barrier.records_behind == 3
     assert barrier.waiting_changed == (low.shard_id,) and barrier.blocking
-    finished = build_report("s", "t", [parse_lease(kcl_lease(low.shard_id, checkpoint="SHARD_END"))], [low],
-                            {}, [], scan_cap=10)
+    finished = build_report(
+        "s", "t", [parse_lease(kcl_lease(low.shard_id, checkpoint="SHARD_END"))], [low], {}, [], scan_cap=10
+    )
     assert not barrier_analysis(finished, [low], [low.shard_id]).blocking
 
 
@@ -153,6 +182,7 @@ def test_recommend_splits_a_hot_shard_merges_cold_pairs_and_rescales_when_most_a
     on_demand = recommend("s", shards, loads(1.5, 0.3, 0.3, 0.3), target=0.7, on_demand=True)
     assert on_demand.commands == () and "ON_DEMAND" in on_demand.reasons[0]
     # Reads count too: three polling consumers of 0.6 MiB/s need 1.8 of the shard's 2 MiB/s.
-    readers = recommend("s", shards[:1], {ids[0]: ShardLoad(ids[0], 0.2, 0.6 * 1024 * 1024, 10)}, target=0.7,
-                        shared_readers=3)
+    readers = recommend(
+        "s", shards[:1], {ids[0]: ShardLoad(ids[0], 0.2, 0.6 * 1024 * 1024, 10)}, target=0.7, shared_readers=3
+    )
     assert readers.recommended_shards == 2

@@ -21,7 +21,6 @@ from console.consumers.workers import (
     read_workers,
 )
 from tests.commands.test_cli_reshard import endpoint, kconsole, one_clean_line
-from tests.consumers.test_consumers_live import ddb, isolated  # noqa: F401 - the same fixtures
 from tests.consumers.kcl_tables import (
     create_coordinator_table,
     create_lease_table,
@@ -32,6 +31,7 @@ from tests.consumers.kcl_tables import (
     put_items,
     worker_metrics,
 )
+from tests.consumers.test_consumers_live import ddb, isolated  # noqa: F401 - the same fixtures
 
 
 async def split_stream(kinesis, make_stream):
@@ -54,35 +54,53 @@ async def test_three_tables_workers_leader_migration_and_flags(capsys, local_kin
     metrics_table = await create_worker_metrics_table(ddb, table)
     coordinator = await create_coordinator_table(ddb, table)
     now = int(time.time())
-    await put_items(ddb, table, [
-        kcl_lease(parent, owner="w-closed", version=3, throughput_kbps=0.0, children=tuple(open_ids[1:])),
-        kcl_lease(open_ids[0], owner="w-busy", version=3, throughput_kbps=900.0),
-        kcl_lease(open_ids[1], owner="w-busy", version=3, throughput_kbps=800.0, checkpoint_owner="w-idle"),
-        kcl_lease(open_ids[2], owner="w-idle", version=3, throughput_kbps=10.0),
-    ])
-    await put_items(ddb, metrics_table, [
-        worker_metrics("w-busy", last_update=now - 5, cpu=(70.0, 95.0), cpu_max=80),
-        worker_metrics("w-idle", last_update=now - 600),  # a stopped worker: metrics long expired
-    ])
+    await put_items(
+        ddb,
+        table,
+        [
+            kcl_lease(parent, owner="w-closed", version=3, throughput_kbps=0.0, children=tuple(open_ids[1:])),
+            kcl_lease(open_ids[0], owner="w-busy", version=3, throughput_kbps=900.0),
+            kcl_lease(open_ids[1], owner="w-busy", version=3, throughput_kbps=800.0, checkpoint_owner="w-idle"),
+            kcl_lease(open_ids[2], owner="w-idle", version=3, throughput_kbps=10.0),
+        ],
+    )
+    await put_items(
+        ddb,
+        metrics_table,
+        [
+            worker_metrics("w-busy", last_update=now - 5, cpu=(70.0, 95.0), cpu_max=80),
+            worker_metrics("w-idle", last_update=now - 600),  # a stopped worker: metrics long expired
+        ],
+    )
     await put_items(ddb, coordinator, [leader_lock("w-busy"), migration_state("CLIENT_VERSION_3X")])
-    code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, "--workers", "--json",
-                                    *endpoint(local_kinesis))
+    code, out, err = await kconsole(
+        capsys, "consumers", stream, "--lease-table", table, "--workers", "--json", *endpoint(local_kinesis)
+    )
     assert code == 0, err
     document = json.loads(out)
     assert document["layout"] == THREE_TABLES and document["migration_state"] == "CLIENT_VERSION_3X"
     rows = rows_by_id(document)
     assert set(rows) == {"w-busy", "w-closed", "w-idle"}
     busy, closed, idle = rows["w-busy"], rows["w-closed"], rows["w-idle"]
-    assert set(busy) >= {"worker_id", "leases", "open_leases", "throughput_kbps", "cpu", "metrics_age_s", "leader",
-                         "flags"}
+    assert set(busy) >= {
+        "worker_id",
+        "leases",
+        "open_leases",
+        "throughput_kbps",
+        "cpu",
+        "metrics_age_s",
+        "leader",
+        "flags",
+    }
     assert (busy["leases"], busy["open_leases"], busy["throughput_kbps"], busy["cpu"]) == (2, 2, 1700.0, 95.0)
     assert busy["leader"] is True and not idle["leader"] and 4 <= busy["metrics_age_s"] <= 30
     assert THROUGHPUT_OVER in busy["flags"] and CPU_OVER in busy["flags"] and HAND_OFF in busy["flags"]
     assert (closed["leases"], closed["open_leases"]) == (1, 0) and ONLY_CLOSED in closed["flags"]
     assert NO_METRICS in closed["flags"] and closed["cpu"] is None
     assert METRICS_STALE in idle["flags"] and HAND_OFF in idle["flags"] and idle["metrics_age_s"] >= 600
-    code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, "--workers",
-                                    *endpoint(local_kinesis))
+    code, out, err = await kconsole(
+        capsys, "consumers", stream, "--lease-table", table, "--workers", *endpoint(local_kinesis)
+    )
     assert code == 0 and "WORKER" in out and "! only-closed" in out and "leader w-busy" in out
     assert "layout three-tables" in out and "migration state CLIENT_VERSION_3X" in out
 
@@ -92,20 +110,27 @@ async def test_single_table_layout_of_kcl_3_5(local_kinesis, kinesis, make_strea
     ids = [s.shard_id for s in await kinesis.all_shards(stream)]
     table = await create_lease_table(ddb)
     now = int(time.time())
-    await put_items(ddb, table, [
-        kcl_lease(ids[0], owner="a", version=3, throughput_kbps=5.0),
-        kcl_lease(ids[1], owner="b", version=3, throughput_kbps=7.0),
-        worker_metrics("a", last_update=now, in_lease_table=True),
-        worker_metrics("b", last_update=now, in_lease_table=True),
-        leader_lock("b", in_lease_table=True),
-        migration_state("CLIENT_VERSION_3X", in_lease_table=True),
-    ])
+    await put_items(
+        ddb,
+        table,
+        [
+            kcl_lease(ids[0], owner="a", version=3, throughput_kbps=5.0),
+            kcl_lease(ids[1], owner="b", version=3, throughput_kbps=7.0),
+            worker_metrics("a", last_update=now, in_lease_table=True),
+            worker_metrics("b", last_update=now, in_lease_table=True),
+            leader_lock("b", in_lease_table=True),
+            migration_state("CLIENT_VERSION_3X", in_lease_table=True),
+        ],
+    )
     view = await read_workers(kinesis, table, stream, open_shard_ids=ids, now=now)
     assert view.layout == SINGLE_TABLE and view.leader == "b" and view.migration_state == "CLIENT_VERSION_3X"
     assert [(r.worker_id, r.leases, r.open_leases, r.throughput_kbps, r.leader, r.flags) for r in view.rows] == [
-        ("a", 1, 1, 5.0, False, ()), ("b", 1, 1, 7.0, True, ())]
+        ("a", 1, 1, 5.0, False, ()),
+        ("b", 1, 1, 7.0, True, ()),
+    ]
     # The consumers report still sees only the leases (worker and coordinator items are not leases).
     from console.consumers.look import consumer_report
+
     report = await consumer_report(kinesis, stream, lease_table=table)
     assert sorted(row.shard_id for row in report.rows) == ids
 
@@ -114,14 +139,23 @@ async def test_kcl_2x_workers_come_from_lease_owners_and_say_so(capsys, local_ki
     stream = await make_stream(shards=3)
     ids = [s.shard_id for s in await kinesis.all_shards(stream)]
     table = await create_lease_table(ddb)
-    await put_items(ddb, table, [kcl_lease(ids[0], owner="x", version=2), kcl_lease(ids[1], owner="x", version=2),
-                                 kcl_lease(ids[2], owner=None, version=2)])
-    code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, "--workers",
-                                    *endpoint(local_kinesis))
+    await put_items(
+        ddb,
+        table,
+        [
+            kcl_lease(ids[0], owner="x", version=2),
+            kcl_lease(ids[1], owner="x", version=2),
+            kcl_lease(ids[2], owner=None, version=2),
+        ],
+    )
+    code, out, err = await kconsole(
+        capsys, "consumers", stream, "--lease-table", table, "--workers", *endpoint(local_kinesis)
+    )
     assert code == 0, err
     assert "layout kcl-2.x" in out and "workers are the lease owners" in out and "1 open lease(s) have no owner" in out
-    code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, "--workers", "--json",
-                                    *endpoint(local_kinesis))
+    code, out, err = await kconsole(
+        capsys, "consumers", stream, "--lease-table", table, "--workers", "--json", *endpoint(local_kinesis)
+    )
     document = json.loads(out)
     assert document["layout"] == KCL_2X and document["migration_state"] is None
     assert [(w["worker_id"], w["leases"], w["cpu"], w["flags"]) for w in document["workers"]] == [("x", 2, None, [])]
@@ -131,31 +165,49 @@ async def test_multi_stream_table_names_other_streams_in_one_line(capsys, local_
     stream = await make_stream(shards=1)
     shard = (await kinesis.all_shards(stream))[0].shard_id
     table = await create_lease_table(ddb)
-    await put_items(ddb, table, [
-        kcl_lease(shard, owner="w1", stream_identifier=f"123456789012:{stream}:1700000000"),
-        kcl_lease("shardId-000000000000", owner="w1", stream_identifier="123456789012:orders:1700000000"),
-        kcl_lease("shardId-000000000001", owner="w2", stream_identifier="123456789012:orders:1700000000"),
-        kcl_lease("shardId-000000000000", owner="w2", stream_identifier="123456789012:payments:1700000001"),
-    ])
+    await put_items(
+        ddb,
+        table,
+        [
+            kcl_lease(shard, owner="w1", stream_identifier=f"123456789012:{stream}:1700000000"),
+            kcl_lease("shardId-000000000000", owner="w1", stream_identifier="123456789012:orders:1700000000"),
+            kcl_lease("shardId-000000000001", owner="w2", stream_identifier="123456789012:orders:1700000000"),
+            kcl_lease("shardId-000000000000", owner="w2", stream_identifier="123456789012:payments:1700000001"),
+        ],
+    )
     code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, *endpoint(local_kinesis))
     assert code == 0, err
     line = [line for line in out.splitlines() if "other streams" in line]
-    assert line == ["3 lease(s) of other streams in this table, left out; --all-streams lists them: "
-                    "orders (2), payments (1)"]
-    code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, "--workers", "--json",
-                                    *endpoint(local_kinesis))
+    assert line == [
+        "3 lease(s) of other streams in this table, left out; --all-streams lists them: orders (2), payments (1)"
+    ]
+    code, out, err = await kconsole(
+        capsys, "consumers", stream, "--lease-table", table, "--workers", "--json", *endpoint(local_kinesis)
+    )
     document = json.loads(out)
     assert {w["worker_id"]: w["leases"] for w in document["workers"]} == {"w1": 1}
     assert document["other_streams"] == {"orders": 2, "payments": 1}
-    code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, "--workers", "--all-streams",
-                                    "--json", *endpoint(local_kinesis))
+    code, out, err = await kconsole(
+        capsys,
+        "consumers",
+        stream,
+        "--lease-table",
+        table,
+        "--workers",
+        "--all-streams",
+        "--json",
+        *endpoint(local_kinesis),
+    )
     document = json.loads(out)
     assert {w["worker_id"]: w["leases"] for w in document["workers"]} == {"w1": 2, "w2": 2}
     assert [(row["stream"], row["shard_id"], row["owner"]) for row in document["other_stream_leases"]] == [
-        ("orders", "shardId-000000000000", "w1"), ("orders", "shardId-000000000001", "w2"),
-        ("payments", "shardId-000000000000", "w2")]
-    code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, "--all-streams",
-                                    *endpoint(local_kinesis))
+        ("orders", "shardId-000000000000", "w1"),
+        ("orders", "shardId-000000000001", "w2"),
+        ("payments", "shardId-000000000000", "w2"),
+    ]
+    code, out, err = await kconsole(
+        capsys, "consumers", stream, "--lease-table", table, "--all-streams", *endpoint(local_kinesis)
+    )
     assert code == 0 and "OTHER STREAM" in out and "payments" in out and "listed below" in out
 
 
@@ -168,12 +220,17 @@ async def test_find_lease_tables_names_each_layout(capsys, local_kinesis, kinesi
     for table in (three, single, legacy):
         await put_items(ddb, table, [kcl_lease(shard, version=3 if table != legacy else 2)])
     await put_items(ddb, single, [worker_metrics("worker-1", last_update=int(time.time()), in_lease_table=True)])
-    code, out, err = await kconsole(capsys, "consumers", stream, "--find-lease-tables", "--json",
-                                    *endpoint(local_kinesis))
+    code, out, err = await kconsole(
+        capsys, "consumers", stream, "--find-lease-tables", "--json", *endpoint(local_kinesis)
+    )
     assert code == 0, err
     found = {k["lease_table"]: k for k in json.loads(out)["kcl_tables"]}
-    assert found[three] == {"lease_table": three, "worker_metrics_table": f"{three}-WorkerMetricStats",
-                            "coordinator_table": f"{three}-CoordinatorState", "layout": THREE_TABLES}
+    assert found[three] == {
+        "lease_table": three,
+        "worker_metrics_table": f"{three}-WorkerMetricStats",
+        "coordinator_table": f"{three}-CoordinatorState",
+        "layout": THREE_TABLES,
+    }
     assert found[single]["layout"] == SINGLE_TABLE and found[legacy]["layout"] == KCL_2X
     assert f"{three}-WorkerMetricStats" not in json.loads(out)["lease_tables"]
 
@@ -189,19 +246,22 @@ async def test_bad_kcl_tables_are_one_line_or_a_marked_row(capsys, local_kinesis
     broken["lut"] = {"S": "yesterday"}
     broken["sts"] = {"M": {"C": {"S": "high"}}}
     await put_items(ddb, metrics_table, [broken])
-    code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", table, "--workers",
-                                    *endpoint(local_kinesis))
+    code, out, err = await kconsole(
+        capsys, "consumers", stream, "--lease-table", table, "--workers", *endpoint(local_kinesis)
+    )
     assert code == 0 and "Traceback" not in err
     assert "! bad-item" in out and "lut has the wrong type (S)" in out and "no leader or migration state" in out
     # The worker-metrics table passed as the lease table: one line naming the lease table to pass.
-    code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", metrics_table, "--workers",
-                                    *endpoint(local_kinesis))
+    code, out, err = await kconsole(
+        capsys, "consumers", stream, "--lease-table", metrics_table, "--workers", *endpoint(local_kinesis)
+    )
     assert code == 2 and f"pass its lease table (by default {table!r})" in one_clean_line(err)
     # A table keyed on leaseKey whose items are nothing the KCL wrote.
     stranger = await create_lease_table(ddb)
     await put_items(ddb, stranger, [{"leaseKey": {"S": "k"}, "colour": {"S": "blue"}}])
-    code, out, err = await kconsole(capsys, "consumers", stream, "--lease-table", stranger, "--workers",
-                                    *endpoint(local_kinesis))
+    code, out, err = await kconsole(
+        capsys, "consumers", stream, "--lease-table", stranger, "--workers", *endpoint(local_kinesis)
+    )
     assert code == 2 and "not a KCL lease table" in one_clean_line(err)
     code, out, err = await kconsole(capsys, "consumers", stream, "--workers", *endpoint(local_kinesis))
     assert code == 2 and "--workers and --all-streams need --lease-table" in one_clean_line(err)
@@ -216,20 +276,42 @@ def test_balance_flags_use_twice_the_mean_and_a_single_worker_is_never_over():
     view = build_workers(leases, stream="x", open_shard_ids=None, metrics=[], coordination=None, layout=KCL_2X, now=0)
     flags = {row.worker_id: row.flags for row in view.rows}
     assert LEASES_OVER in flags["heavy"] and flags["light"] == () and flags["other"] == ()  # 7 > 2 x 3
-    alone = build_workers(leases[:7], stream="x", open_shard_ids=None, metrics=[], coordination=None,
-                          layout=KCL_2X, now=0)
+    alone = build_workers(
+        leases[:7], stream="x", open_shard_ids=None, metrics=[], coordination=None, layout=KCL_2X, now=0
+    )
     assert alone.rows[0].flags == ()
-    even = build_workers([lease("a", "p"), lease("b", "p"), lease("c", "q")], stream="x", open_shard_ids=None,
-                         metrics=[], coordination=None, layout=KCL_2X, now=0)
+    even = build_workers(
+        [lease("a", "p"), lease("b", "p"), lease("c", "q")],
+        stream="x",
+        open_shard_ids=None,
+        metrics=[],
+        coordination=None,
+        layout=KCL_2X,
+        now=0,
+    )
     assert all(LEASES_OVER not in row.flags for row in even.rows)  # 2 is not more than 2 x 1.5
 
 
 def test_metrics_expire_after_the_kcl_expiry_and_finished_leases_count_as_closed():
     metrics = [WorkerMetrics("w", last_update=1000.0, cpu=10.0, cpu_limit=100.0)]
-    fresh = build_workers([lease("a", "w")], stream="x", open_shard_ids=None, metrics=metrics,
-                          coordination=Coordination("w", "CLIENT_VERSION_3X", None, 2), layout=THREE_TABLES, now=1060)
-    stale = build_workers([lease("a", "w", checkpoint="SHARD_END")], stream="x", open_shard_ids=None, metrics=metrics,
-                          coordination=Coordination(None, None, None, 1), layout=THREE_TABLES, now=1061)
+    fresh = build_workers(
+        [lease("a", "w")],
+        stream="x",
+        open_shard_ids=None,
+        metrics=metrics,
+        coordination=Coordination("w", "CLIENT_VERSION_3X", None, 2),
+        layout=THREE_TABLES,
+        now=1060,
+    )
+    stale = build_workers(
+        [lease("a", "w", checkpoint="SHARD_END")],
+        stream="x",
+        open_shard_ids=None,
+        metrics=metrics,
+        coordination=Coordination(None, None, None, 1),
+        layout=THREE_TABLES,
+        now=1061,
+    )
     assert fresh.rows[0].flags == () and fresh.rows[0].leader
     assert stale.rows[0].flags == (ONLY_CLOSED, METRICS_STALE)
     assert "no leader: the coordinator state has no Leader lock item" in stale.notes

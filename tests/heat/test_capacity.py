@@ -4,7 +4,7 @@ come back on a per-minute grid; shard-level queries are batched in pages of 500.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from aiobotocore.session import AioSession
@@ -25,25 +25,39 @@ from console.heat.capacity import (
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS, SHARD_METRIC_STATISTICS
 
 
-async def put_metric(endpoint_url: str, stream: str, name: str, value: float, at: datetime, *,
-                     shard_id: str | None = None) -> None:
+async def put_metric(
+    endpoint_url: str, stream: str, name: str, value: float, at: datetime, *, shard_id: str | None = None
+) -> None:
     """One data point as Kinesis publishes it: stream level, or shard level with `shard_id`."""
     dimensions = [{"Name": "StreamName", "Value": stream}]
     if shard_id is not None:
         dimensions.append({"Name": "ShardId", "Value": shard_id})
-    async with AioSession().create_client("cloudwatch", region_name="us-east-1", endpoint_url=endpoint_url,
-                                          aws_access_key_id=DUMMY_CREDENTIALS[0],
-                                          aws_secret_access_key=DUMMY_CREDENTIALS[1]) as cloudwatch:
-        await cloudwatch.put_metric_data(Namespace="AWS/Kinesis", MetricData=[{
-            "MetricName": name, "Dimensions": dimensions, "Timestamp": at, "Value": value}])
+    async with AioSession().create_client(
+        "cloudwatch",
+        region_name="us-east-1",
+        endpoint_url=endpoint_url,
+        aws_access_key_id=DUMMY_CREDENTIALS[0],
+        aws_secret_access_key=DUMMY_CREDENTIALS[1],
+    ) as cloudwatch:
+        await cloudwatch.put_metric_data(
+            Namespace="AWS/Kinesis",
+            MetricData=[{"MetricName": name, "Dimensions": dimensions, "Timestamp": at, "Value": value}],
+        )
 
 
 async def test_stream_metrics_on_a_minute_grid(kinesis, make_stream, local_kinesis):
     stream = await make_stream(shards=1)
-    now = datetime.now(timezone.utc).replace(second=0, microsecond=0)
-    await put_metric(local_kinesis.endpoint_url, stream, "IncomingRecords", 1200, now - timedelta(minutes=3, seconds=-10))
-    await put_metric(local_kinesis.endpoint_url, stream, "WriteProvisionedThroughputExceeded", 7,
-                     now - timedelta(minutes=1, seconds=-10))
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    await put_metric(
+        local_kinesis.endpoint_url, stream, "IncomingRecords", 1200, now - timedelta(minutes=3, seconds=-10)
+    )
+    await put_metric(
+        local_kinesis.endpoint_url,
+        stream,
+        "WriteProvisionedThroughputExceeded",
+        7,
+        now - timedelta(minutes=1, seconds=-10),
+    )
     await put_metric(local_kinesis.endpoint_url, f"other-{stream}", "IncomingRecords", 99, now - timedelta(minutes=2))
     metrics = await stream_metrics(kinesis, stream, minutes=10, now=now)
     assert set(metrics.series) == set(STREAM_METRICS) and metrics.has_data
@@ -54,16 +68,20 @@ async def test_stream_metrics_on_a_minute_grid(kinesis, make_stream, local_kines
 
 
 def test_points_outside_the_window_are_dropped():
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    points = [(start - timedelta(minutes=1), 5.0), (start, 1.0), (start + timedelta(minutes=2, seconds=30), 2.0),
-              (start + timedelta(minutes=3), 9.0)]
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    points = [
+        (start - timedelta(minutes=1), 5.0),
+        (start, 1.0),
+        (start + timedelta(minutes=2, seconds=30), 2.0),
+        (start + timedelta(minutes=3), 9.0),
+    ]
     assert per_minute(points, start, 3) == (1.0, 0.0, 2.0)
 
 
 async def test_shard_metrics_per_shard_only_the_asked_metrics(kinesis, make_stream, local_kinesis):
     stream = await make_stream(shards=2)
     first, second = (shard.shard_id for shard in await kinesis.all_shards(stream))
-    now = datetime.now(timezone.utc).replace(second=0, microsecond=0)
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
     at = now - timedelta(minutes=2, seconds=-5)
     await put_metric(local_kinesis.endpoint_url, stream, "IncomingBytes", 4096, at, shard_id=first)
     await put_metric(local_kinesis.endpoint_url, stream, "IteratorAgeMilliseconds", 1500, at, shard_id=second)
@@ -71,8 +89,12 @@ async def test_shard_metrics_per_shard_only_the_asked_metrics(kinesis, make_stre
     wanted = enabled_shard_metrics(["IncomingBytes", "IteratorAgeMilliseconds"])
     found = await shard_metrics(kinesis, stream, [first, second], wanted, minutes=5, now=now)
     assert list(found[first].series) == ["IncomingBytes", "IteratorAgeMilliseconds"]
-    assert found[first].series["IncomingBytes"] == (0, 0, 0, 4096.0, 0) and not any(found[first].series["IteratorAgeMilliseconds"])
-    assert found[second].series["IteratorAgeMilliseconds"] == (0, 0, 0, 1500.0, 0) and not any(found[second].series["IncomingBytes"])
+    assert found[first].series["IncomingBytes"] == (0, 0, 0, 4096.0, 0) and not any(
+        found[first].series["IteratorAgeMilliseconds"]
+    )
+    assert found[second].series["IteratorAgeMilliseconds"] == (0, 0, 0, 1500.0, 0) and not any(
+        found[second].series["IncomingBytes"]
+    )
     assert CapacitySummary.of(found[second]) == CapacitySummary(1500.0, None)  # no throttle metric asked for
     assert await shard_metrics(kinesis, stream, [first], {}, now=now) == {}
     with pytest.raises(ValueError):
@@ -82,11 +104,13 @@ async def test_shard_metrics_per_shard_only_the_asked_metrics(kinesis, make_stre
 async def test_shard_level_queries_go_in_pages_of_500(kinesis, make_stream, local_kinesis):
     stream = await make_stream(shards=1)
     shard_ids = [f"shardId-{n:012d}" for n in range(130)]  # 130 shards x 4 metrics: 520 queries, two pages
-    now = datetime.now(timezone.utc).replace(second=0, microsecond=0)
-    await put_metric(local_kinesis.endpoint_url, stream, "IncomingRecords", 7, now - timedelta(minutes=1),
-                     shard_id=shard_ids[-1])
-    await put_metric(local_kinesis.endpoint_url, stream, "IncomingRecords", 3, now - timedelta(minutes=1),
-                     shard_id=shard_ids[0])
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    await put_metric(
+        local_kinesis.endpoint_url, stream, "IncomingRecords", 7, now - timedelta(minutes=1), shard_id=shard_ids[-1]
+    )
+    await put_metric(
+        local_kinesis.endpoint_url, stream, "IncomingRecords", 3, now - timedelta(minutes=1), shard_id=shard_ids[0]
+    )
     metrics = {metric: SHARD_METRIC_STATISTICS[metric] for metric in SHARD_LEVEL_METRICS}
     series = await kinesis.shard_metrics(stream, shard_ids, metrics, now - timedelta(minutes=5), now)
     assert set(series) == set(shard_ids) and all(set(found) == set(metrics) for found in series.values())
@@ -98,7 +122,9 @@ async def test_shard_level_queries_go_in_pages_of_500(kinesis, make_stream, loca
 def test_enabled_shard_metrics_follow_enhanced_monitoring():
     assert enabled_shard_metrics([]) == {}
     assert enabled_shard_metrics(["OutgoingBytes", "IncomingBytes", "NotAMetric"]) == {
-        "IncomingBytes": "Sum", "OutgoingBytes": "Sum"}
+        "IncomingBytes": "Sum",
+        "OutgoingBytes": "Sum",
+    }
     assert enabled_shard_metrics(["ALL"]) == SHARD_METRIC_STATISTICS
     assert enabled_shard_metrics(["IteratorAgeMilliseconds"]) == {"IteratorAgeMilliseconds": "Maximum"}
 
@@ -131,5 +157,6 @@ async def test_an_endpoint_without_cloudwatch_says_so(kinesis_mock):
     async with open_backend(config) as backend:
         with pytest.raises(ConsoleError) as raised:
             await stream_metrics(backend, "any-stream", minutes=5)
-    assert unavailable_reason(raised.value) == ("no CloudWatch metrics: this endpoint does not serve CloudWatch "
-                                                "(GetMetricData was not understood)")
+    assert unavailable_reason(raised.value) == (
+        "no CloudWatch metrics: this endpoint does not serve CloudWatch (GetMetricData was not understood)"
+    )

@@ -9,7 +9,7 @@ import argparse
 import asyncio
 import json
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from aiobotocore.session import AioSession
@@ -17,6 +17,7 @@ from aiobotocore.session import AioSession
 from console.backend import BackendConfig, open_backend
 from console.backend.config import DUMMY_CREDENTIALS
 from console.commands.streams import _watch_fleet
+from console.heat.cloudwatch import minute_window
 from console.heat.fleet import (
     AGE_TROUBLE_MS,
     FLEET_METRICS,
@@ -26,7 +27,6 @@ from console.heat.fleet import (
     sort_rows,
     sparkline,
 )
-from console.heat.cloudwatch import minute_window
 from tests.commands.test_cli_reshard import kconsole
 from tests.faultproxy import FaultProxy
 
@@ -35,13 +35,19 @@ MIB = 1024 * 1024
 
 async def put_points(endpoint_url: str, points: list[tuple[str, str, float, datetime]]) -> None:
     """(stream, metric, value, minute) data points, stream level, 1,000 to a PutMetricData call."""
-    data = [{"MetricName": metric, "Dimensions": [{"Name": "StreamName", "Value": stream}], "Timestamp": at,
-             "Value": value} for stream, metric, value, at in points]
-    async with AioSession().create_client("cloudwatch", region_name="us-east-1", endpoint_url=endpoint_url,
-                                          aws_access_key_id=DUMMY_CREDENTIALS[0],
-                                          aws_secret_access_key=DUMMY_CREDENTIALS[1]) as cloudwatch:
+    data = [
+        {"MetricName": metric, "Dimensions": [{"Name": "StreamName", "Value": stream}], "Timestamp": at, "Value": value}
+        for stream, metric, value, at in points
+    ]
+    async with AioSession().create_client(
+        "cloudwatch",
+        region_name="us-east-1",
+        endpoint_url=endpoint_url,
+        aws_access_key_id=DUMMY_CREDENTIALS[0],
+        aws_secret_access_key=DUMMY_CREDENTIALS[1],
+    ) as cloudwatch:
         for offset in range(0, len(data), 1000):
-            await cloudwatch.put_metric_data(Namespace="AWS/Kinesis", MetricData=data[offset:offset + 1000])
+            await cloudwatch.put_metric_data(Namespace="AWS/Kinesis", MetricData=data[offset : offset + 1000])
 
 
 async def create_streams(backend, prefix: str, count: int) -> list[str]:
@@ -60,21 +66,27 @@ async def create_streams(backend, prefix: str, count: int) -> list[str]:
 
 
 def minutes_ago(n: int) -> datetime:
-    return datetime.now(timezone.utc).replace(second=0, microsecond=0) - timedelta(minutes=n, seconds=-5)
+    return datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=n, seconds=-5)
 
 
 async def test_streams_json_rows_sorted_by_trouble_with_reasons(capsys, local_kinesis, make_stream):
     calm, throttled, behind, busy, silent = [await make_stream(shards=1) for _ in range(5)]
-    points = [(name, metric, 0.9 * MIB * 60 if (name, metric) == (busy, "IncomingBytes") else value, minutes_ago(m))
-              for name in (calm, throttled, behind, busy) for m in (2, 3)
-              for metric, value in (("IncomingRecords", 600.0), ("IncomingBytes", 60_000.0))]
-    points += [(throttled, "WriteProvisionedThroughputExceeded", 40.0, minutes_ago(2)),
-               (calm, "WriteProvisionedThroughputExceeded", 0.0, minutes_ago(2)),
-               (behind, "GetRecords.IteratorAgeMilliseconds", 300_000.0, minutes_ago(2)),
-               (calm, "GetRecords.IteratorAgeMilliseconds", 1_000.0, minutes_ago(2))]
+    points = [
+        (name, metric, 0.9 * MIB * 60 if (name, metric) == (busy, "IncomingBytes") else value, minutes_ago(m))
+        for name in (calm, throttled, behind, busy)
+        for m in (2, 3)
+        for metric, value in (("IncomingRecords", 600.0), ("IncomingBytes", 60_000.0))
+    ]
+    points += [
+        (throttled, "WriteProvisionedThroughputExceeded", 40.0, minutes_ago(2)),
+        (calm, "WriteProvisionedThroughputExceeded", 0.0, minutes_ago(2)),
+        (behind, "GetRecords.IteratorAgeMilliseconds", 300_000.0, minutes_ago(2)),
+        (calm, "GetRecords.IteratorAgeMilliseconds", 1_000.0, minutes_ago(2)),
+    ]
     await put_points(local_kinesis.endpoint_url, points)
-    code, out, err = await kconsole(capsys, "streams", "--json", "--endpoint-url", local_kinesis.endpoint_url,
-                                    "--region", "us-east-1")
+    code, out, err = await kconsole(
+        capsys, "streams", "--json", "--endpoint-url", local_kinesis.endpoint_url, "--region", "us-east-1"
+    )
     assert code == 0, err
     mine = [row for row in json.loads(out) if row["name"] in {calm, throttled, behind, busy, silent}]
     assert [row["name"] for row in mine][:3] == [throttled, behind, busy]
@@ -84,12 +96,21 @@ async def test_streams_json_rows_sorted_by_trouble_with_reasons(capsys, local_ki
     assert rows[busy]["trouble"] and "of write capacity" in rows[busy]["trouble"][0]
     assert rows[calm]["incoming_records_per_s"] == 10.0 and rows[calm]["incoming_bytes_per_s"] == 1000.0
     assert rows[calm]["trouble"] == [] and rows[calm]["write_throttled"] == 0 and rows[calm]["read_throttled"] is None
-    assert {key: rows[silent][key] for key in ("incoming_records_per_s", "incoming_bytes_per_s", "max_iterator_age_ms",
-                                               "write_throttled", "read_throttled")} == dict.fromkeys(
-        ("incoming_records_per_s", "incoming_bytes_per_s", "max_iterator_age_ms", "write_throttled",
-         "read_throttled"))
-    code, out, err = await kconsole(capsys, "streams", "--sort", "name", "--endpoint-url", local_kinesis.endpoint_url,
-                                    "--region", "us-east-1")
+    assert {
+        key: rows[silent][key]
+        for key in (
+            "incoming_records_per_s",
+            "incoming_bytes_per_s",
+            "max_iterator_age_ms",
+            "write_throttled",
+            "read_throttled",
+        )
+    } == dict.fromkeys(
+        ("incoming_records_per_s", "incoming_bytes_per_s", "max_iterator_age_ms", "write_throttled", "read_throttled")
+    )
+    code, out, err = await kconsole(
+        capsys, "streams", "--sort", "name", "--endpoint-url", local_kinesis.endpoint_url, "--region", "us-east-1"
+    )
     assert code == 0 and "TROUBLE" in out and "! write throttled: 40 in 30 min" in out
     names = [line.split()[0] for line in out.splitlines()[2:]]
     assert names == sorted(names)
@@ -163,11 +184,14 @@ async def test_a_thousand_streams_first_rows_in_under_two_seconds(local_kinesis)
     before CloudWatch answers) in < 2 s, and one refresh of every row's metrics in at most 3
     GetMetricData calls per 500 queries (counted at the transport). The refresh's time is printed, not
     bounded: moto answers GetMetricData by scanning every stored point for every query and minute."""
-    async with open_backend(BackendConfig(kind="local", region="us-east-1",
-                                          endpoint_url=local_kinesis.endpoint_url)) as backend:
+    async with open_backend(
+        BackendConfig(kind="local", region="us-east-1", endpoint_url=local_kinesis.endpoint_url)
+    ) as backend:
         names = await create_streams(backend, "fleet-k-", 1000)
-    await put_points(local_kinesis.endpoint_url, [(name, "IncomingRecords", float(i), minutes_ago(2))
-                                                  for i, name in enumerate(names)])
+    await put_points(
+        local_kinesis.endpoint_url,
+        [(name, "IncomingRecords", float(i), minutes_ago(2)) for i, name in enumerate(names)],
+    )
     async with FaultProxy(int(local_kinesis.endpoint_url.rsplit(":", 1)[1])) as proxy:
         config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url)
         async with open_backend(config) as backend:
@@ -182,8 +206,10 @@ async def test_a_thousand_streams_first_rows_in_under_two_seconds(local_kinesis)
     assert proxy.stats["pass:GetMetricData"] <= 3 * -(-queries // 500)
     assert proxy.stats["pass:GetMetricData"] == -(-queries // 500)
     assert first_rows < 2.0, f"first rows took {first_rows:.2f} s"
-    print(f"1,000 streams: first rows {first_rows:.2f} s, metrics refresh {refreshed:.2f} s "
-          f"in {proxy.stats['pass:GetMetricData']} GetMetricData calls")
+    print(
+        f"1,000 streams: first rows {first_rows:.2f} s, metrics refresh {refreshed:.2f} s "
+        f"in {proxy.stats['pass:GetMetricData']} GetMetricData calls"
+    )
 
 
 async def test_an_auto_stream_says_so_in_its_mode(capsys, local_kinesis, kinesis, make_stream):
@@ -192,7 +218,8 @@ async def test_an_auto_stream_says_so_in_its_mode(capsys, local_kinesis, kinesis
     await kinesis.update_stream_mode(summary.arn, "ON_DEMAND")
     await kinesis.wait_for_active(name)
     await kinesis.update_record_distribution(summary.arn, "AUTO")
-    code, out, err = await kconsole(capsys, "streams", "--sort", "name", "--endpoint-url", local_kinesis.endpoint_url,
-                                    "--region", "us-east-1")
+    code, out, err = await kconsole(
+        capsys, "streams", "--sort", "name", "--endpoint-url", local_kinesis.endpoint_url, "--region", "us-east-1"
+    )
     assert code == 0, err
     assert next(line for line in out.splitlines() if line.startswith(name + " ")).split()[2:4] == ["ON_DEMAND", "AUTO"]

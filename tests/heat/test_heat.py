@@ -5,16 +5,17 @@ from __future__ import annotations
 import random
 import sys
 from collections import Counter
+from datetime import UTC
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from console.keyspace.hashkeys import MAX_HASH_KEY, HashRangeIndex, md5_hash_key
 from console.heat.heavyhitters import CHUNK, SpaceSaving
 from console.heat.hotkey import hot_key_what_if, suffixes_needed
 from console.heat.rates import HISTORY_SECONDS, ShardHeat, StreamHeat, observations_from_records
 from console.heat.snapshot import SHARD_BYTES_LIMIT, utilisation
+from console.keyspace.hashkeys import MAX_HASH_KEY, HashRangeIndex, md5_hash_key
 from console.topology.model import Shard
 
 WHOLE = Shard("shardId-000000000000", 0, MAX_HASH_KEY)
@@ -57,14 +58,16 @@ def test_space_saving_guarantees_in_batches(batches, capacity, slack):
 
 
 @settings(max_examples=150, deadline=None)
-@given(pairs=st.lists(st.tuples(st.sampled_from([f"k{i}" for i in range(30)]), st.integers(1, 500)), max_size=200),
-       capacity=st.integers(1, 10))
+@given(
+    pairs=st.lists(st.tuples(st.sampled_from([f"k{i}" for i in range(30)]), st.integers(1, 500)), max_size=200),
+    capacity=st.integers(1, 10),
+)
 def test_space_saving_guarantees_weighted(pairs, capacity):
     summary = SpaceSaving(capacity, slack=1)
     truth: Counter = Counter()
     for index in range(0, len(pairs), 7):  # weights arrive pre-aggregated per batch, like bytes per key
         batch: Counter = Counter()
-        for key, weight in pairs[index:index + 7]:
+        for key, weight in pairs[index : index + 7]:
             batch[key] += weight
         summary.add_weights(batch)
         truth.update(batch)
@@ -84,8 +87,11 @@ def deep_size(value, seen=None) -> int:
         size += sum(deep_size(item, seen) for item in value)
     elif hasattr(value, "__slots__") or hasattr(value, "__dict__"):
         names = list(getattr(value, "__dict__", {})) + list(getattr(type(value), "__slots__", ()))
-        size += sum(deep_size(getattr(value, name), seen) for name in names
-                    if hasattr(value, name) and name not in ("shard", "_random"))
+        size += sum(
+            deep_size(getattr(value, name), seen)
+            for name in names
+            if hasattr(value, name) and name not in ("shard", "_random")
+        )
     return size
 
 
@@ -113,8 +119,7 @@ def test_long_sample_of_a_million_distinct_keys_stays_bounded():
 
 def test_sampling_scales_counts_and_keeps_the_top_keys():
     rng = random.Random(3)
-    keys = rng.choices(["a", "b", "c"] + [f"x{i}" for i in range(5000)],
-                       weights=[30, 20, 10] + [0.01] * 5000, k=50_000)
+    keys = rng.choices(["a", "b", "c"] + [f"x{i}" for i in range(5000)], weights=[30, 20, 10] + [0.01] * 5000, k=50_000)
     summary = SpaceSaving(32, sample_every=4, seed=5)
     summary.add_many(keys)
     truth = Counter(keys)
@@ -240,11 +245,12 @@ def test_stream_heat_orders_shards_and_finds_the_hottest():
 
 
 def test_observations_from_get_records_count_data_and_key_bytes():
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    when = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    rows = observations_from_records([{"ApproximateArrivalTimestamp": when, "PartitionKey": "ké",
-                                       "Data": b"12345", "SequenceNumber": "1"}])
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = observations_from_records(
+        [{"ApproximateArrivalTimestamp": when, "PartitionKey": "ké", "Data": b"12345", "SequenceNumber": "1"}]
+    )
     assert rows == [(when.timestamp(), "ké", 5 + 3)]
 
 

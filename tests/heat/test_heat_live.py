@@ -8,8 +8,8 @@ import time
 import pytest
 
 from console.errors import Throttled
-from console.keyspace.hashkeys import HashRangeIndex, md5_hash_key
 from console.heat.sampler import HeatSampler
+from console.keyspace.hashkeys import HashRangeIndex, md5_hash_key
 
 HOT_KEY = "tenant-hot"
 RATE = 200  # records/s written
@@ -32,7 +32,8 @@ class SteadyWriter:
         while not stop.is_set():
             keys = [HOT_KEY if i % 2 == 0 else f"cold-{tick}-{i}" for i in range(per_tick)]
             response = await self.kinesis.put_records(
-                self.stream, [{"Data": PAYLOAD, "PartitionKey": key} for key in keys])
+                self.stream, [{"Data": PAYLOAD, "PartitionKey": key} for key in keys]
+            )
             assert response.get("FailedRecordCount", 0) == 0
             now = time.time()
             self.sent.extend((now, key) for key in keys)
@@ -191,7 +192,9 @@ async def test_sampler_follows_a_split_into_the_children(kinesis, make_stream):
     assert by_id[parent.shard_id].records == 30
     assert sum(child.records for child in children) == 40
     for child in children:  # each child counted exactly the keys MD5 routes into its range
-        expected = sum(1 for i in range(40) if child.starting_hash_key <= md5_hash_key(f"a{i}") <= child.ending_hash_key)
+        expected = sum(
+            1 for i in range(40) if child.starting_hash_key <= md5_hash_key(f"a{i}") <= child.ending_hash_key
+        )
         assert child.records == expected
         # rates cover only the part of the window each shard lived in: born after the split
         assert child.window_seconds < window - 0.5

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from console.errors import BadInput, TilingError
 from console.keyspace.hashkeys import (
-    parse_typed_hash_key,
     HASH_SPACE,
     MAX_HASH_KEY,
     HashRangeIndex,
@@ -18,19 +17,27 @@ from console.keyspace.hashkeys import (
     even_split,
     md5_hash_key,
     parse_hash_key,
+    parse_typed_hash_key,
     shard_id_for_index,
     validate_partition_key,
 )
 
 # int(md5(str(x))) for x = 1..14, as the article printed them.
 FOURTEEN_KEY_HASHES = [
-    261578874264819908609102035485573088411, 266003691477286198901011725417809479212,
-    314755909755515592000481005244904880883, 223974724102701384270894320508706361900,
-    304197110536387568331823853743770900693, 29871468615243985478486908056489800412,
-    190188081314515644627836686569786975555, 268426020319259673719831598091001013101,
-    92737277766069325975379119957797678374, 281595222973318803755638905082365601824,
-    134349327668835346876933282647662472650, 257926471090385021762358474659294308112,
-    262007925198482523730006737380068994873, 226898901170458510997176709786703486038,
+    261578874264819908609102035485573088411,
+    266003691477286198901011725417809479212,
+    314755909755515592000481005244904880883,
+    223974724102701384270894320508706361900,
+    304197110536387568331823853743770900693,
+    29871468615243985478486908056489800412,
+    190188081314515644627836686569786975555,
+    268426020319259673719831598091001013101,
+    92737277766069325975379119957797678374,
+    281595222973318803755638905082365601824,
+    134349327668835346876933282647662472650,
+    257926471090385021762358474659294308112,
+    262007925198482523730006737380068994873,
+    226898901170458510997176709786703486038,
 ]
 
 # The four ranges AWS gives a new 4-shard stream.
@@ -109,11 +116,11 @@ def test_gaps_and_overlaps_are_rejected_and_named(ranges, victim, shift):
     victim %= len(ranges)
     shard_id, start, end = ranges[victim]
     if start + shift <= end:  # open a gap at the front of the victim
-        broken = ranges[:victim] + [(shard_id, start + shift, end)] + ranges[victim + 1:]
+        broken = ranges[:victim] + [(shard_id, start + shift, end)] + ranges[victim + 1 :]
         with pytest.raises(TilingError, match=rf"gap in the key space: \[{start}, {start + shift - 1}\]"):
             HashRangeIndex.build(broken)
     if victim and start - shift >= ranges_start(ranges, victim - 1):
-        broken = ranges[:victim] + [(shard_id, start - shift, end)] + ranges[victim + 1:]
+        broken = ranges[:victim] + [(shard_id, start - shift, end)] + ranges[victim + 1 :]
         with pytest.raises(TilingError, match="overlap in the key space"):
             HashRangeIndex.build(broken)
 
@@ -180,7 +187,6 @@ def test_bulk_prediction_table_equals_bisect(shard_count):
         hash_keys, positions = predict_hash_keys(index, batch)
         assert hash_keys == [md5_hash_key(k) for k in batch]
         assert positions == [index.index_of(h) for h in hash_keys]
-
 
 
 @given(st.integers(min_value=0, max_value=2**128 - 1))

@@ -7,8 +7,8 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from console.keyspace.distribution import format_distribution, summarize
 from console.errors import BadInput
+from console.keyspace.distribution import format_distribution, summarize
 from console.keyspace.hashkeys import HashRangeIndex, md5_hash_key
 from console.keyspace.writesharding import check_suffix_count, sharded_partition_key, spread, suffix_for
 
@@ -26,7 +26,9 @@ def test_write_sharding_reference_values():
 
 def test_suffix_is_the_low_bits_of_xxh64_of_pk_colon_sk():
     full = xxhash.xxh64_intdigest(b"user.v1.User:abc:123")
-    assert [suffix_for(PK, "123", n) for n in (1, 2, 4, 8, 16, 1024)] == [full & (n - 1) for n in (1, 2, 4, 8, 16, 1024)]
+    assert [suffix_for(PK, "123", n) for n in (1, 2, 4, 8, 16, 1024)] == [
+        full & (n - 1) for n in (1, 2, 4, 8, 16, 1024)
+    ]
 
 
 @pytest.mark.parametrize("count", [0, 3, 6, 12, 100, -4, 2.0, True, "8"])
@@ -53,8 +55,12 @@ def test_spread_of_the_seed_ids_over_four_shards():
 
 
 @settings(max_examples=60, deadline=None)
-@given(pk=st.text(min_size=1, max_size=40), bits=st.integers(0, 8), shards=st.integers(1, 64),
-       sort_keys=st.lists(st.text(min_size=1, max_size=12), max_size=60))
+@given(
+    pk=st.text(min_size=1, max_size=40),
+    bits=st.integers(0, 8),
+    shards=st.integers(1, 64),
+    sort_keys=st.lists(st.text(min_size=1, max_size=12), max_size=60),
+)
 def test_spread_counts_add_up(pk, bits, shards, sort_keys):
     result = spread(pk, 1 << bits, HashRangeIndex.even(shards), sort_keys)
     assert len(result.suffixes) == 1 << bits

@@ -26,8 +26,15 @@ HOUR = 3600.0
 
 
 def summary(**changes) -> StreamSummary:
-    values = dict(name="orders", status="ACTIVE", mode="PROVISIONED", open_shard_count=4, retention_hours=48,
-                  encryption="NONE", arn="arn:aws:kinesis:us-east-1:123456789012:stream/orders")
+    values = dict(
+        name="orders",
+        status="ACTIVE",
+        mode="PROVISIONED",
+        open_shard_count=4,
+        retention_hours=48,
+        encryption="NONE",
+        arn="arn:aws:kinesis:us-east-1:123456789012:stream/orders",
+    )
     values.update(changes)
     return StreamSummary(**values)
 

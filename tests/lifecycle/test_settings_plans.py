@@ -23,8 +23,9 @@ ARN = "arn:aws:kinesis:us-east-1:123456789012:stream/s"
 
 
 def summary(**changes) -> StreamSummary:
-    values = dict(name="s", status="ACTIVE", mode="ON_DEMAND", open_shard_count=4, retention_hours=24,
-                  encryption="NONE", arn=ARN)
+    values = dict(
+        name="s", status="ACTIVE", mode="ON_DEMAND", open_shard_count=4, retention_hours=24, encryption="NONE", arn=ARN
+    )
     values.update(changes)
     return StreamSummary(**values)
 
@@ -73,9 +74,13 @@ def test_tags_and_policies_are_checked_before_any_call():
     assert plan_tag(summary(), {"k0": "v"}, existing).is_noop
     with pytest.raises(BadInput, match="would have 51 tags"):
         plan_tag(summary(), {"x": "1", "y": "2"}, existing)
-    for bad, reason in (("{", "is not JSON"), ("[]", "must be a JSON object"), ("{}", "has no Statement"),
-                        ('{"Statement": [{"Effect": "Allow", "Principal": "*"}]}', "names no Action"),
-                        ('{"Statement": {"Effect": "Allow", "Action": "kinesis:*"}}', "names no Principal")):
+    for bad, reason in (
+        ("{", "is not JSON"),
+        ("[]", "must be a JSON object"),
+        ("{}", "has no Statement"),
+        ('{"Statement": [{"Effect": "Allow", "Principal": "*"}]}', "names no Action"),
+        ('{"Statement": {"Effect": "Allow", "Action": "kinesis:*"}}', "names no Principal"),
+    ):
         with pytest.raises(BadInput, match=reason):
             check_policy(bad)
     assert check_policy('{"Statement": {"Effect": "Deny", "Action": "*", "Principal": "*"}}').startswith('{"Statement"')
@@ -85,9 +90,16 @@ def test_account_plan_and_the_auto_since_line():
     on = plan_account({"status": "DISABLED", "earliest_allowed_end_at": None}, True)
     assert on.calls[0].parameters == {"MinimumThroughputBillingCommitment": {"Status": "ENABLED"}}
     assert plan_account({"status": "ENABLED_UNTIL_EARLIEST_ALLOWED_END"}, False).is_noop
-    log = [{"action": "stream distribution", "stream": "s", "backend": "b", "target": "AUTO",
-            "time": "2026-11-25T13:04:05.123+00:00"},
-           {"action": "stream mode", "stream": "s", "backend": "b"}]
+    log = [
+        {
+            "action": "stream distribution",
+            "stream": "s",
+            "backend": "b",
+            "target": "AUTO",
+            "time": "2026-11-25T13:04:05.123+00:00",
+        },
+        {"action": "stream mode", "stream": "s", "backend": "b"},
+    ]
     assert switched_to_auto_at(log, "s", "b") == "2026-11-25 13:04 UTC"
     assert switched_to_auto_at(log, "s", "other backend") is None
     assert switched_to_auto_at(log + [dict(log[0], target="USER_PARTITION_KEY")], "s", "b") is None

@@ -13,8 +13,8 @@ import pytest
 from console.errors import EndpointUnreachable, Throttled
 from console.produce.producer import THROTTLE_ERROR, OrderedProducer
 from console.produce.settings import ProducerSettings
-from console.topology.shardmap import ShardMap
 from console.produce.verify import Verifier
+from console.topology.shardmap import ShardMap
 
 
 class FaultyTransport:
@@ -37,8 +37,12 @@ class FaultyTransport:
             self.injected += 1
             if call % 2:
                 raise Throttled("injected: rate exceeded for the whole request")
-            return {"FailedRecordCount": len(records), "Records": [
-                {"ErrorCode": THROTTLE_ERROR, "ErrorMessage": "injected: rate exceeded for shard"} for _ in records]}
+            return {
+                "FailedRecordCount": len(records),
+                "Records": [
+                    {"ErrorCode": THROTTLE_ERROR, "ErrorMessage": "injected: rate exceeded for shard"} for _ in records
+                ],
+            }
         if self.fault == "drop" and call % 4 == 1:
             await self.kinesis.put_records(stream, records)  # reached the server and was written...
             self.injected += 1
@@ -89,12 +93,23 @@ class FaultyTransport:
 
 
 async def run_with(kinesis, stream, transport, **overrides):
-    settings = ProducerSettings(**{"keys": 40, "records_per_key": 15, "pacing": False, "concurrency": 4,
-                                   "max_batch_records": 25, "retry_base": 0.01, "retry_cap": 0.2, **overrides})
+    settings = ProducerSettings(
+        **{
+            "keys": 40,
+            "records_per_key": 15,
+            "pacing": False,
+            "concurrency": 4,
+            "max_batch_records": 25,
+            "retry_base": 0.01,
+            "retry_cap": 0.2,
+            **overrides,
+        }
+    )
     async with ShardMap.for_backend(kinesis, stream) as shard_map:
         await shard_map.wait_ready(10)
-        producer = OrderedProducer(stream, settings, put_records=transport.put_records,
-                                   put_record=transport.put_record, shard_map=shard_map)
+        producer = OrderedProducer(
+            stream, settings, put_records=transport.put_records, put_record=transport.put_record, shard_map=shard_map
+        )
         result = await producer.run()
     return result, await Verifier.for_backend(kinesis).verify(result)
 
@@ -106,8 +121,13 @@ async def test_faults_lose_and_reorder_nothing(kinesis, make_stream, fault):
     result, report = await run_with(kinesis, stream, transport)
     assert transport.injected > 0 and result.retries > 0
     assert report.ok, report.to_json()["problems"][:5]
-    assert (report.lost, report.out_of_order, report.misplaced, result.acknowledged, report.read_back) == \
-        (0, 0, 0, 600, 600)
+    assert (report.lost, report.out_of_order, report.misplaced, result.acknowledged, report.read_back) == (
+        0,
+        0,
+        0,
+        600,
+        600,
+    )
     assert result.max_in_flight_per_key == 1
     # Duplicates: only where an outcome was unknown, and every one of them counted and reported.
     assert report.duplicated <= report.possible_duplicates == result.possible_duplicates
@@ -154,8 +174,12 @@ async def test_a_key_that_keeps_failing_is_abandoned_not_reordered(kinesis, make
         doomed = doomed or records[0]["PartitionKey"]
         passing = [r for r in records if r["PartitionKey"] != doomed]
         answered = iter((await kinesis.put_records(name, passing))["Records"] if passing else ())
-        results = [{"ErrorCode": "InternalFailure", "ErrorMessage": "injected"} if r["PartitionKey"] == doomed
-                   else next(answered) for r in records]
+        results = [
+            {"ErrorCode": "InternalFailure", "ErrorMessage": "injected"}
+            if r["PartitionKey"] == doomed
+            else next(answered)
+            for r in records
+        ]
         return {"FailedRecordCount": sum("ErrorCode" in r for r in results), "Records": results}
 
     class Transport:

@@ -10,17 +10,16 @@ import pytest
 
 from console.errors import BadInput
 from console.keyspace.hashkeys import HASH_SPACE
-from console.produce.pacing import ShardPacer, PacingLimits, TokenBucket
+from console.produce.pacing import PacingLimits, ShardPacer, TokenBucket
 from console.produce.producer import OrderedProducer
 from console.produce.settings import MAX_BATCH_BYTES, ProducerSettings
-from console.topology.shardmap import ShardMap
 from console.produce.testrecords import TestRecord, decode, partition_key_for
 from console.produce.verify import Verifier
+from console.topology.shardmap import ShardMap
 
 
 def producer_for(kinesis, stream, settings, **options) -> OrderedProducer:
-    return OrderedProducer(stream, settings, put_records=kinesis.put_records, put_record=kinesis.put_record,
-                           **options)
+    return OrderedProducer(stream, settings, put_records=kinesis.put_records, put_record=kinesis.put_record, **options)
 
 
 async def produce_and_verify(kinesis, stream, settings, **options):
@@ -30,6 +29,7 @@ async def produce_and_verify(kinesis, stream, settings, **options):
 
 
 # ---- records and settings -------------------------------------------------------------------------
+
 
 def header_size(run_id: str, key: str) -> int:
     """The most bytes a record of this run and key needs before padding (large seq, 6-decimal time)."""
@@ -48,16 +48,19 @@ def test_record_roundtrip_and_padding():
     assert decode(b'{"some": "json"}') is None and decode(b"\x00\x01") is None
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"keys": 0}, "keys must be"),
-    ({"records_per_key": -1}, "records per key"),
-    ({"payload_bytes": 2 * 1024 * 1024}, "payload bytes"),
-    ({"max_batch_records": 501}, "batch size"),
-    ({"concurrency": 0}, "concurrency"),
-    ({"rate": 0}, "rate must be"),
-    ({"mode": "turbo"}, "mode must be"),
-    ({"run_id": "r" * 260}, "partition key"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"keys": 0}, "keys must be"),
+        ({"records_per_key": -1}, "records per key"),
+        ({"payload_bytes": 2 * 1024 * 1024}, "payload bytes"),
+        ({"max_batch_records": 501}, "batch size"),
+        ({"concurrency": 0}, "concurrency"),
+        ({"rate": 0}, "rate must be"),
+        ({"mode": "turbo"}, "mode must be"),
+        ({"run_id": "r" * 260}, "partition key"),
+    ],
+)
 def test_settings_reject_bad_numbers(change, message):
     with pytest.raises(BadInput, match=message):
         ProducerSettings(**{"keys": 10, "records_per_key": 10, **change}).validated()
@@ -82,16 +85,19 @@ def test_token_bucket_and_throttle_backoff():
 
 # ---- clean runs -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mode, keys, per_key", [("batch", 60, 25), ("sequential", 12, 6)])
 async def test_ordered_run_verifies_clean(kinesis, make_stream, mode, keys, per_key):
     stream = await make_stream(shards=3)
     async with ShardMap.for_backend(kinesis, stream) as shard_map:
         await shard_map.wait_ready(10)
         seen = []
-        settings = ProducerSettings(keys=keys, records_per_key=per_key, mode=mode, pacing=False, concurrency=4,
-                                    max_batch_records=50)
-        result, report = await produce_and_verify(kinesis, stream, settings, shard_map=shard_map,
-                                                  on_progress=seen.append, progress_interval=0.01)
+        settings = ProducerSettings(
+            keys=keys, records_per_key=per_key, mode=mode, pacing=False, concurrency=4, max_batch_records=50
+        )
+        result, report = await produce_and_verify(
+            kinesis, stream, settings, shard_map=shard_map, on_progress=seen.append, progress_interval=0.01
+        )
     total = keys * per_key
     assert (result.sent, result.acknowledged, report.read_back) == (total, total, total)
     assert report.ok and report.lost == report.out_of_order == report.misplaced == report.duplicated == 0
@@ -141,10 +147,13 @@ async def test_pacing_holds_a_shard_to_its_rate(kinesis, make_stream):
     assert elapsed >= 0.45
 
 
-@pytest.mark.parametrize("limit", [
-    {"pacing": True, "shard_records_per_second": 500},  # the per-shard pace
-    {"pacing": False, "rate": 500},  # the run's own --rate
-])
+@pytest.mark.parametrize(
+    "limit",
+    [
+        {"pacing": True, "shard_records_per_second": 500},  # the per-shard pace
+        {"pacing": False, "rate": 500},  # the run's own --rate
+    ],
+)
 async def test_a_spent_pace_waits_for_a_refill_not_for_each_token(kinesis, make_stream, limit):
     # 800 records at 500/s: a full bucket goes at once, the other 300 arrive while the producer waits
     # on the pace. Waking for every token would send them in hundreds of one-record requests (and
@@ -190,6 +199,7 @@ async def test_missing_stream_stops_the_run_with_its_partial_report(kinesis, mod
 
 # ---- a live reshard ---------------------------------------------------------------------------------
 
+
 async def wait_for_acks(producer: OrderedProducer, count: int, task: asyncio.Task) -> None:
     while producer.result.acknowledged < count:
         assert not task.done(), "the run ended before the reshard point"
@@ -203,8 +213,15 @@ async def test_split_and_merge_mid_run_verify_clean(kinesis, make_stream, mode):
     total = keys * per_key
     async with ShardMap.for_backend(kinesis, stream) as shard_map:
         await shard_map.wait_ready(10)
-        settings = ProducerSettings(keys=keys, records_per_key=per_key, mode=mode, pacing=False, concurrency=4,
-                                    rate=total / 3.0, max_batch_records=100)
+        settings = ProducerSettings(
+            keys=keys,
+            records_per_key=per_key,
+            mode=mode,
+            pacing=False,
+            concurrency=4,
+            rate=total / 3.0,
+            max_batch_records=100,
+        )
         producer = producer_for(kinesis, stream, settings, shard_map=shard_map)
         task = asyncio.create_task(producer.run())
         await wait_for_acks(producer, total // 4, task)
@@ -212,15 +229,23 @@ async def test_split_and_merge_mid_run_verify_clean(kinesis, make_stream, mode):
         await kinesis.split_shard(stream, first.shard_id, (first.starting_hash_key + first.ending_hash_key + 1) // 2)
         await kinesis.wait_for_active(stream)
         await wait_for_acks(producer, total // 2, task)
-        upper_child = next(s for s in await kinesis.all_shards(stream)
-                           if s.parent_shard_id == first.shard_id and s.ending_hash_key == first.ending_hash_key)
+        upper_child = next(
+            s
+            for s in await kinesis.all_shards(stream)
+            if s.parent_shard_id == first.shard_id and s.ending_hash_key == first.ending_hash_key
+        )
         await kinesis.merge_shards(stream, upper_child.shard_id, second.shard_id)
         await kinesis.wait_for_active(stream)
         result = await task
     report = await Verifier.for_backend(kinesis).verify(result)
     assert report.ok, report.to_json()["problems"][:5]
-    assert (result.acknowledged, report.read_back, report.lost, report.out_of_order, report.misplaced) == \
-        (total, total, 0, 0, 0)
+    assert (result.acknowledged, report.read_back, report.lost, report.out_of_order, report.misplaced) == (
+        total,
+        total,
+        0,
+        0,
+        0,
+    )
     shards_read = {read.shard_id: read for read in report.shards}
     assert len(shards_read) == 5  # 2 parents, 2 children of the split, 1 merged
     assert shards_read[first.shard_id].closed and shards_read[second.shard_id].closed
@@ -230,4 +255,3 @@ async def test_split_and_merge_mid_run_verify_clean(kinesis, make_stream, mode):
     # Puts the map had predicted for a parent that was gone were reported to the map.
     if result.mismatch_count:
         assert shard_map.version >= 2
-

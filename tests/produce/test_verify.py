@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from console.keyspace.hashkeys import MAX_HASH_KEY, md5_hash_key
-from console.topology.model import Shard
 from console.produce.producer import OrderedProducer
 from console.produce.report import Ack, ProduceResult
 from console.produce.settings import ProducerSettings
-from console.topology.shardmap import ShardMap
 from console.produce.verify import ReadSettings, Verifier
 from console.produce.verify_analysis import ReadCopy, ShardLineage, analyse
+from console.topology.model import Shard
+from console.topology.shardmap import ShardMap
 
 HALF = 2**127
 
@@ -45,8 +45,9 @@ def test_lineage_reads_parents_first_and_knows_descendants():
 def fake_run(acks: dict[tuple[str, int], Ack]) -> ProduceResult:
     settings = ProducerSettings(keys=2, records_per_key=4, run_id="r1").validated()
     # Key a lives in the middle of shard 0 (later 3, then 4); key b in shard 1.
-    return ProduceResult(settings, "s", 0.0, 1.0, sent=len(acks), acks=acks,
-                         explicit_hash_keys={"a": 3 * HALF // 4, "b": HALF + 5})
+    return ProduceResult(
+        settings, "s", 0.0, 1.0, sent=len(acks), acks=acks, explicit_hash_keys={"a": 3 * HALF // 4, "b": HALF + 5}
+    )
 
 
 def copy(key, seq, shard_id, number, order) -> ReadCopy:
@@ -60,16 +61,24 @@ def test_analysis_finds_each_kind_of_failure():
     acks.update({("b", s): Ack("shardId-1", str(20 + s), "shardId-1", 100.0, 100.02) for s in range(4)})
     copies = [
         # key a: 0 and 1 on the parent, 3 then 2 on the child (2 arrived late), 3 again
-        copy("a", 0, "shardId-0", 10, o["shardId-0"]), copy("a", 1, "shardId-0", 11, o["shardId-0"]),
-        copy("a", 3, "shardId-3", 40, o["shardId-3"]), copy("a", 2, "shardId-3", 41, o["shardId-3"]),
+        copy("a", 0, "shardId-0", 10, o["shardId-0"]),
+        copy("a", 1, "shardId-0", 11, o["shardId-0"]),
+        copy("a", 3, "shardId-3", 40, o["shardId-3"]),
+        copy("a", 2, "shardId-3", 41, o["shardId-3"]),
         copy("a", 3, "shardId-4", 50, o["shardId-4"]),
         # key b: seq 1 never read; seq 3 read from shardId-2, which does not descend from shardId-1
-        copy("b", 0, "shardId-1", 20, o["shardId-1"]), copy("b", 2, "shardId-1", 22, o["shardId-1"]),
+        copy("b", 0, "shardId-1", 20, o["shardId-1"]),
+        copy("b", 2, "shardId-1", 22, o["shardId-1"]),
         copy("b", 3, "shardId-2", 60, o["shardId-2"]),
     ]
     report = analyse(fake_run(acks), lineage, copies, [], read_seconds=0.5)
-    assert (report.lost, report.duplicated, report.out_of_order, report.out_of_order_keys, report.misplaced) == \
-        (1, 1, 1, 1, 1)
+    assert (report.lost, report.duplicated, report.out_of_order, report.out_of_order_keys, report.misplaced) == (
+        1,
+        1,
+        1,
+        1,
+        1,
+    )
     assert report.read_back == 7 and not report.ok
     assert report.first_out_of_order == {"key": "a", "position": 3, "seq": 2, "after_seq": 3}
     assert [p.kind for p in report.problems] == ["lost", "out_of_order", "misplaced", "duplicated"]
@@ -107,9 +116,14 @@ async def test_the_verifier_waits_out_the_in_flight_window(kinesis, make_stream)
 
     settings = ProducerSettings(keys=1, records_per_key=1, run_id="r2").validated()
     run = ProduceResult(settings, stream, 0.0, 1.0, last_unknown_sent=1_000.0)
-    verifier = Verifier(all_shards=kinesis.all_shards, get_shard_iterator=kinesis.get_shard_iterator,
-                        get_records=kinesis.get_records, settings=ReadSettings(in_flight_window=50.0),
-                        wall_clock=lambda: 1_020.0, sleep=sleep)
+    verifier = Verifier(
+        all_shards=kinesis.all_shards,
+        get_shard_iterator=kinesis.get_shard_iterator,
+        get_records=kinesis.get_records,
+        settings=ReadSettings(in_flight_window=50.0),
+        wall_clock=lambda: 1_020.0,
+        sleep=sleep,
+    )
     report = await verifier.verify(run)
     assert slept[0] == pytest.approx(30.0) and report.waited_seconds == pytest.approx(30.0)
     run.last_unknown_sent = None
@@ -117,8 +131,9 @@ async def test_the_verifier_waits_out_the_in_flight_window(kinesis, make_stream)
 
 
 async def produce(kinesis, stream, put_records, **overrides):
-    settings = ProducerSettings(**{"keys": 20, "records_per_key": 5, "pacing": False, "concurrency": 1,
-                                   "max_batch_records": 10, **overrides})
+    settings = ProducerSettings(
+        **{"keys": 20, "records_per_key": 5, "pacing": False, "concurrency": 1, "max_batch_records": 10, **overrides}
+    )
     async with ShardMap.for_backend(kinesis, stream) as shard_map:
         await shard_map.wait_ready(10)
         result = await OrderedProducer(stream, settings, put_records=put_records, shard_map=shard_map).run()
@@ -186,12 +201,13 @@ async def test_records_routed_elsewhere_are_misplaced_and_mismatches_reported(ki
 
 # ---- the panel (no I/O: fed progress and a report, posts StartRequested) ----------------------------
 
+
 async def test_producer_panel_start_progress_report_and_records():
     from textual.app import App
     from textual.widgets import DataTable, Input
 
-    from console.ui.panels.producer import ProducerPanel
     from console.produce.report import ProducerProgress, ShardProgress
+    from console.ui.panels.producer import ProducerPanel
 
     requests = []
 
@@ -215,14 +231,32 @@ async def test_producer_panel_start_progress_report_and_records():
         await pilot.click("#producer-start")
         await pilot.pause()
         (request,) = requests
-        assert (request.settings.keys, request.settings.rate, request.settings.pacing, request.verify) == \
-            (25, 500.0, False, True)
+        assert (request.settings.keys, request.settings.rate, request.settings.pacing, request.verify) == (
+            25,
+            500.0,
+            False,
+            True,
+        )
         panel.show_started(request.settings)
-        panel.show_progress(ProducerProgress(
-            run_id="r", total=250, sent=120, acknowledged=100, retries=3, throttled=1, possible_duplicates=0,
-            failed=0, shard_mismatches=0, elapsed=1.0, records_per_second=100.0,
-            shards={"shardId-000000000001": ShardProgress(60, 60.0, 1, 0.5),
-                    "shardId-000000000000": ShardProgress(40, 40.0, 0, 1.0)}))
+        panel.show_progress(
+            ProducerProgress(
+                run_id="r",
+                total=250,
+                sent=120,
+                acknowledged=100,
+                retries=3,
+                throttled=1,
+                possible_duplicates=0,
+                failed=0,
+                shard_mismatches=0,
+                elapsed=1.0,
+                records_per_second=100.0,
+                shards={
+                    "shardId-000000000001": ShardProgress(60, 60.0, 1, 0.5),
+                    "shardId-000000000000": ShardProgress(40, 40.0, 0, 1.0),
+                },
+            )
+        )
         await pilot.pause()
         shards = panel.query_one("#producer-shards", DataTable)
         assert shards.row_count == 2 and shards.get_row_at(0)[:2] == ["#1", "60"]

@@ -35,13 +35,17 @@ def results(log):
 
 
 def open_triples(shards):
-    return [(s.shard_id, s.starting_hash_key, s.ending_hash_key, s.parent_shard_id, s.adjacent_parent_shard_id)
-            for s in open_in_order(shards)]
+    return [
+        (s.shard_id, s.starting_hash_key, s.ending_hash_key, s.parent_shard_id, s.adjacent_parent_shard_id)
+        for s in open_in_order(shards)
+    ]
 
 
 def planned_triples(plan):
-    return [(s.shard_id, s.starting_hash_key, s.ending_hash_key, s.parent_shard_id, s.adjacent_parent_shard_id)
-            for s in plan.after]
+    return [
+        (s.shard_id, s.starting_hash_key, s.ending_hash_key, s.parent_shard_id, s.adjacent_parent_shard_id)
+        for s in plan.after
+    ]
 
 
 @pytest.fixture
@@ -95,7 +99,9 @@ async def test_split_at_median_of_sample_keys_divides_them_evenly(kinesis, make_
 
 async def put_all(kinesis, stream, keys, data=b"{}"):
     for offset in range(0, len(keys), 500):
-        answer = await kinesis.put_records(stream, [{"Data": data, "PartitionKey": k} for k in keys[offset:offset + 500]])
+        answer = await kinesis.put_records(
+            stream, [{"Data": data, "PartitionKey": k} for k in keys[offset : offset + 500]]
+        )
         assert not answer.get("FailedRecordCount")
 
 
@@ -170,7 +176,8 @@ async def test_merge_matches_plan_exactly_even_when_named_upper_first(kinesis, m
     assert open_triples(await kinesis.all_shards(stream)) == planned_triples(plan)
     child = [s for s in plan.after if not s.unchanged]
     assert [(c.shard_id, c.parent_shard_id, c.adjacent_parent_shard_id) for c in child] == [
-        ("shardId-000000000004", "shardId-000000000002", "shardId-000000000003")]
+        ("shardId-000000000004", "shardId-000000000002", "shardId-000000000003")
+    ]
 
 
 async def test_make_even_runs_every_step_and_ends_equal(kinesis, make_stream, action_log):
@@ -261,6 +268,7 @@ class FaultyBackend:
         summary = await self.real.describe_stream_summary(stream)
         if self.statuses:
             from dataclasses import replace
+
             return replace(summary, status=self.statuses.pop(0))
         return summary
 
@@ -379,7 +387,9 @@ async def test_kinesis_mock_non_uniform_rescale_is_reported_not_hidden(mock_back
         _, shards, context = await executor.snapshot()
         build = lambda s, c: plan_scale(s, 6, context=c)
         result = await executor.execute(build, expected=build(shards, context), wait=True)
-        observed = [(s.starting_hash_key, s.ending_hash_key) for s in open_in_order(await mock_backend.all_shards(stream))]
+        observed = [
+            (s.starting_hash_key, s.ending_hash_key) for s in open_in_order(await mock_backend.all_shards(stream))
+        ]
         assert len(observed) == 6
         assert bool(result.differences) == (observed != even_split(6))
     finally:

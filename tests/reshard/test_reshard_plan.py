@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from console.errors import BadInput
 from console.keyspace.hashkeys import HASH_SPACE, MAX_HASH_KEY, check_tiling, even_split, shard_id_for_index
 from console.reshard.limits import Limits, StreamContext, default_account_shard_limit
-from console.topology.model import Shard
 from console.reshard.plan import (
     KeySample,
     even_tolerance,
@@ -27,7 +26,7 @@ from console.reshard.plan import (
     render_plan,
     ribbon,
 )
-
+from console.topology.model import Shard
 from tests.reshard.helpers_reshard import even_shards
 
 
@@ -61,7 +60,7 @@ def check_movement(plan, sample):
     movement = plan.key_movement
     assert movement.moved == len(expected)
     in_key_order = sorted(expected, key=lambda item: (sample.hash_keys[int(item[0][1:])], int(item[0][1:])))
-    assert [(m.partition_key, m.to_index) for m in movement.moves] == in_key_order[:len(movement.moves)]
+    assert [(m.partition_key, m.to_index) for m in movement.moves] == in_key_order[: len(movement.moves)]
     assert sum(route[3] for route in movement.routes) == movement.moved
 
 
@@ -142,7 +141,10 @@ def test_scale_steps_agree_with_make_even_to_the_same_count(cuts, target):
     assume(not any("counted as even" in note for note in explicit.notes))  # a rescale has no tolerance
     assert [s.range for s in scale.after] == [s.range for s in explicit.after]
     assert (scale.split_steps, scale.merge_steps, scale.short_lived_shards) == (
-        explicit.split_steps, explicit.merge_steps, explicit.short_lived_shards)
+        explicit.split_steps,
+        explicit.merge_steps,
+        explicit.short_lived_shards,
+    )
     assert all(s.shard_id is None for s in scale.after if not s.unchanged)
 
 
@@ -166,7 +168,9 @@ def test_midpoint_split_of_a_four_shard_stream_predicts_ids_and_halves():
     plan = plan_split(shards, "shardId-000000000001", midpoint(shards[1]))
     new = [s for s in plan.after if not s.unchanged]
     assert [(s.shard_id, s.parent_shard_id) for s in new] == [
-        ("shardId-000000000004", "shardId-000000000001"), ("shardId-000000000005", "shardId-000000000001")]
+        ("shardId-000000000004", "shardId-000000000001"),
+        ("shardId-000000000005", "shardId-000000000001"),
+    ]
     assert [s.share for s in new] == [0.125, 0.125]
     assert plan.moved_fraction == 0.25
 
@@ -184,8 +188,13 @@ def test_median_split_divides_observed_keys_evenly():
     shards = even_shards(1)
     plan = plan_split(shards, "shardId-000000000000", median_hash_key(shards[0], sample))
     low, high = plan.after
-    assert abs(sum(low.starting_hash_key <= h <= low.ending_hash_key for h in sample.hash_keys) -
-               sum(high.starting_hash_key <= h <= high.ending_hash_key for h in sample.hash_keys)) <= 1
+    assert (
+        abs(
+            sum(low.starting_hash_key <= h <= low.ending_hash_key for h in sample.hash_keys)
+            - sum(high.starting_hash_key <= h <= high.ending_hash_key for h in sample.hash_keys)
+        )
+        <= 1
+    )
 
 
 def test_median_needs_keys_in_the_shard():
@@ -233,9 +242,16 @@ def test_median_split_key_sits_in_the_gap_and_is_shown_in_the_plan(tmp_path):
     assert doc["key"] == str(top + 510) and doc["lower_fraction"] == 0.5 and doc["sampled"] == 5
 
 
-@pytest.mark.parametrize("current,target,splits,merges,short_lived", [
-    (4, 8, 4, 0, 0), (8, 4, 0, 4, 0), (4, 4, 0, 0, 0), (4, 6, 5, 3, 7), (1, 2, 1, 0, 0),
-])
+@pytest.mark.parametrize(
+    "current,target,splits,merges,short_lived",
+    [
+        (4, 8, 4, 0, 0),
+        (8, 4, 0, 4, 0),
+        (4, 4, 0, 0, 0),
+        (4, 6, 5, 3, 7),
+        (1, 2, 1, 0, 0),
+    ],
+)
 def test_rescale_step_model(current, target, splits, merges, short_lived):
     plan = plan_scale(even_shards(current), target)
     assert (plan.split_steps, plan.merge_steps, plan.short_lived_shards) == (splits, merges, short_lived)
@@ -278,12 +294,15 @@ def test_closed_shard_cannot_be_split_or_merged():
     assert "shard_not_open" in limits_of(plan_merge(shards, "shardId-000000000009", shards[0].shard_id))
 
 
-@pytest.mark.parametrize("call", [
-    lambda s: plan_split(s, "shardId-000000000077", 5),
-    lambda s: plan_merge(s, "shardId-000000000000", "shardId-000000000000"),
-    lambda s: plan_scale(s, 0),
-    lambda s: plan_even(s, -1),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: plan_split(s, "shardId-000000000077", 5),
+        lambda s: plan_merge(s, "shardId-000000000000", "shardId-000000000000"),
+        lambda s: plan_scale(s, 0),
+        lambda s: plan_even(s, -1),
+    ],
+)
 def test_bad_input_is_one_clear_error(call):
     with pytest.raises(BadInput) as caught:
         call(even_shards(4))
@@ -302,8 +321,9 @@ def test_update_shard_count_daily_quota_from_context():
     plan = plan_scale(even_shards(4), 8, context=StreamContext(recent_scale_calls=10))
     assert limits_of(plan) == ["update_shard_count_daily_quota"]
     assert limits_of(plan_scale(even_shards(4), 8, context=StreamContext(recent_scale_calls=9))) == []
-    assert limits_of(plan_scale(even_shards(4), 8, context=StreamContext(recent_scale_calls=2),
-                                limits=Limits(scale_calls_per_24h=2))) == ["update_shard_count_daily_quota"]
+    assert limits_of(
+        plan_scale(even_shards(4), 8, context=StreamContext(recent_scale_calls=2), limits=Limits(scale_calls_per_24h=2))
+    ) == ["update_shard_count_daily_quota"]
 
 
 def test_on_demand_and_not_active_block_every_reshard():
@@ -317,8 +337,12 @@ def test_on_demand_and_not_active_block_every_reshard():
 
 
 def test_stream_shard_cap_of_ten_thousand():
-    assert "stream_shard_limit" in limits_of(plan_scale(even_shards(6000), 10001, limits=Limits(account_shard_limit=10**6)))
-    assert "stream_shard_limit" not in limits_of(plan_scale(even_shards(6000), 10000, limits=Limits(account_shard_limit=10**6)))
+    assert "stream_shard_limit" in limits_of(
+        plan_scale(even_shards(6000), 10001, limits=Limits(account_shard_limit=10**6))
+    )
+    assert "stream_shard_limit" not in limits_of(
+        plan_scale(even_shards(6000), 10000, limits=Limits(account_shard_limit=10**6))
+    )
 
 
 def test_account_shard_limit_counts_short_lived_shards():
@@ -330,8 +354,9 @@ def test_account_shard_limit_counts_short_lived_shards():
     assert limits_of(plan_scale(even_shards(600), 1000, context=StreamContext(region="us-east-1"))) == []
     other_streams = StreamContext(region="us-east-1", account_open_shards=19_990)
     assert limits_of(plan_split(even_shards(4), "shardId-000000000000", 5 * 10**30, context=other_streams)) == []
-    assert limits_of(plan_split(even_shards(20), "shardId-000000000000", 10**30,
-                                context=StreamContext(account_open_shards=20_000))) == ["account_shard_limit"]
+    assert limits_of(
+        plan_split(even_shards(20), "shardId-000000000000", 10**30, context=StreamContext(account_open_shards=20_000))
+    ) == ["account_shard_limit"]
 
 
 # ---------------------------------------------------------------- output
@@ -341,7 +366,8 @@ def test_plan_json_lists_after_shards_as_decimal_strings_with_breaches():
     plan = plan_scale(even_shards(4), 9, sample=KeySample.from_partition_keys(["a", "b", "c"]))
     doc = json.loads(json.dumps(plan.to_json()))
     assert [(s["shard_id"], int(s["starting_hash_key"]), int(s["ending_hash_key"])) for s in doc["after"]] == [
-        (None, start, end) for start, end in even_split(9)]
+        (None, start, end) for start, end in even_split(9)
+    ]
     assert sum(s["share"] for s in doc["after"]) == pytest.approx(1.0)
     assert doc["breaches"][0]["limit"] == "update_shard_count_doubling" and doc["breaches"][0]["rule"]
     assert doc["key_movement"]["sample_size"] == 3

@@ -16,7 +16,9 @@ def sid(index: int) -> str:
 
 def shard(index: int, start: int, end: int, *parents: str, closed: bool = False) -> Shard:
     return Shard(
-        shard_id=sid(index), starting_hash_key=start, ending_hash_key=end,
+        shard_id=sid(index),
+        starting_hash_key=start,
+        ending_hash_key=end,
         parent_shard_id=parents[0] if parents else None,
         adjacent_parent_shard_id=parents[1] if len(parents) > 1 else None,
         starting_sequence_number=str(index * 1000),

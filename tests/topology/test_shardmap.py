@@ -20,8 +20,9 @@ from console.topology.shardmap import ShardMap, ShardMapState, build_snapshot
 STREAM = "orders"
 
 
-def raw_shard(shard_id: str, start: int, end: int, parent: str | None = None,
-              adjacent: str | None = None, closed: bool = False) -> dict:
+def raw_shard(
+    shard_id: str, start: int, end: int, parent: str | None = None, adjacent: str | None = None, closed: bool = False
+) -> dict:
     raw = {
         "ShardId": shard_id,
         "HashKeyRange": {"StartingHashKey": str(start), "EndingHashKey": str(end)},
@@ -90,7 +91,7 @@ class FakeListShards:
             self._pages[generation] = shards
             offset = "0"
         begin = int(offset)
-        page = {"Shards": shards[begin:begin + self.page_size]}
+        page = {"Shards": shards[begin : begin + self.page_size]}
         if begin + self.page_size < len(shards):
             page["NextToken"] = f"{generation}:{begin + self.page_size}"
         return page
@@ -350,8 +351,9 @@ async def test_a_failing_listener_does_not_stop_the_map():
 @st.composite
 def tilings(draw):
     count = draw(st.integers(min_value=1, max_value=60))
-    cuts = draw(st.lists(st.integers(min_value=1, max_value=MAX_HASH_KEY), min_size=count - 1,
-                         max_size=count - 1, unique=True))
+    cuts = draw(
+        st.lists(st.integers(min_value=1, max_value=MAX_HASH_KEY), min_size=count - 1, max_size=count - 1, unique=True)
+    )
     bounds = [0] + sorted(cuts) + [HASH_SPACE]
     order = draw(st.permutations(range(len(bounds) - 1)))  # listing order need not be key order
     return [Shard(shard_id_for_index(i), bounds[i], bounds[i + 1] - 1) for i in order]

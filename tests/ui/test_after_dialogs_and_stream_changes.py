@@ -7,21 +7,21 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Input, TabbedContent
 
-from tests.ui.test_ui_interaction import static_app
 from tests.ui.test_ui_console import wait_until
+from tests.ui.test_ui_interaction import static_app
 
 pytestmark = pytest.mark.timeout(60)
 
 # (tab key, keys that open a dialog from that tab's first focus, keys that close it)
 DIALOGS = [
-    ("5", ["ctrl+s"], ["escape"]),                     # the producer's Start asks for the stream name
-    ("5", ["ctrl+s"], ["tab", "enter"]),                 # ... and its Cancel button
-    ("5", ["escape", "question_mark"], ["escape"]),     # help
-    ("3", ["escape", "colon"], ["escape"]),             # the command line
-    ("4", ["escape", "S"], ["escape"]),                 # stream actions
-    ("1", ["s"], ["escape"]),                           # a split preview
-    ("1", ["x"], ["escape"]),                           # the rescale prompt
-    ("1", ["p"], ["escape"]),                           # the stream picker
+    ("5", ["ctrl+s"], ["escape"]),  # the producer's Start asks for the stream name
+    ("5", ["ctrl+s"], ["tab", "enter"]),  # ... and its Cancel button
+    ("5", ["escape", "question_mark"], ["escape"]),  # help
+    ("3", ["escape", "colon"], ["escape"]),  # the command line
+    ("4", ["escape", "S"], ["escape"]),  # stream actions
+    ("1", ["s"], ["escape"]),  # a split preview
+    ("1", ["x"], ["escape"]),  # the rescale prompt
+    ("1", ["p"], ["escape"]),  # the stream picker
 ]
 
 

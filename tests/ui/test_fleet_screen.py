@@ -15,17 +15,24 @@ from tests.ui.test_ui_interaction import RecordingApp, wait_until
 async def test_fleet_screen_puts_trouble_first_filters_and_opens(kinesis, make_stream, local_kinesis):
     quiet = await make_stream(shards=1)
     throttled = await make_stream(shards=2)
-    await put_points(local_kinesis.endpoint_url, [
-        (throttled, "WriteProvisionedThroughputExceeded", 12.0, minutes_ago(2)),
-        (throttled, "IncomingRecords", 600.0, minutes_ago(2)),
-        (quiet, "IncomingRecords", 60.0, minutes_ago(2)),
-    ])
+    await put_points(
+        local_kinesis.endpoint_url,
+        [
+            (throttled, "WriteProvisionedThroughputExceeded", 12.0, minutes_ago(2)),
+            (throttled, "IncomingRecords", 600.0, minutes_ago(2)),
+            (quiet, "IncomingRecords", 60.0, minutes_ago(2)),
+        ],
+    )
     app = RecordingApp(kinesis, stream=None, interval=60)
     async with app.run_test(size=(160, 40)) as pilot:
+
         def loaded() -> bool:
             screen = app.screen
-            return isinstance(screen, StreamPickerScreen) and screen.streams and "in trouble" in str(
-                screen.query_one("#picker-status").render())
+            return (
+                isinstance(screen, StreamPickerScreen)
+                and screen.streams
+                and "in trouble" in str(screen.query_one("#picker-status").render())
+            )
 
         await wait_until(pilot, loaded, what="fleet rows with metrics")
         screen = app.screen
@@ -52,8 +59,11 @@ async def test_a_thousand_streams_show_their_first_rows_in_under_two_seconds(kin
     app = RecordingApp(kinesis, stream=None, interval=60)
     async with app.run_test(size=(160, 40)) as pilot:
         started = time.monotonic()
-        await wait_until(pilot, lambda: isinstance(app.screen, StreamPickerScreen) and len(app.screen.streams) >= 1000,
-                         what="1,000 rows")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, StreamPickerScreen) and len(app.screen.streams) >= 1000,
+            what="1,000 rows",
+        )
         first_rows = time.monotonic() - started
         assert first_rows < 2.0, f"first rows took {first_rows:.2f} s"
         assert app.screen.query_one("#picker-list", DataTable).row_count >= 1000

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Tabs
 
-from tests.ui.test_ui_interaction import static_app
 from tests.ui.test_ui_console import wait_until
+from tests.ui.test_ui_interaction import static_app
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -16,8 +16,15 @@ async def test_each_tab_first_focuses_its_list_or_first_field_and_digits_still_s
     app = static_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: app.refreshed)
-        firsts = {"1": "shard-table", "2": "lineage-tree", "3": "placement-input", "4": "keytree-input",
-                  "5": "producer-keys", "6": "tail-ring", "7": "heat-panel"}
+        firsts = {
+            "1": "shard-table",
+            "2": "lineage-tree",
+            "3": "placement-input",
+            "4": "keytree-input",
+            "5": "producer-keys",
+            "6": "tail-ring",
+            "7": "heat-panel",
+        }
         for key, widget_id in [*firsts.items(), ("3", "placement-input"), ("1", "shard-table")]:
             await pilot.press(key)
             await pilot.pause()

@@ -15,8 +15,9 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def four_shards() -> list[Shard]:
-    return [Shard(shard_id_for_index(n), start, end, None, None, "0", None)
-            for n, (start, end) in enumerate(even_split(4))]
+    return [
+        Shard(shard_id_for_index(n), start, end, None, None, "0", None) for n, (start, end) in enumerate(even_split(4))
+    ]
 
 
 def second_of_four() -> Shard:
@@ -46,8 +47,10 @@ async def test_the_prompt_shows_the_rule_and_stays_open_for_the_end_key():
 
     class PromptApp(App[None]):
         def on_mount(self) -> None:
-            self.push_screen(PromptScreen("Split", "Split point", "midpoint",
-                                          lambda text: split_point_problem(shard, text)), answers.append)
+            self.push_screen(
+                PromptScreen("Split", "Split point", "midpoint", lambda text: split_point_problem(shard, text)),
+                answers.append,
+            )
 
     app = PromptApp()
     async with app.run_test(size=(100, 20)) as pilot:
@@ -71,8 +74,9 @@ def test_the_legend_names_a_shard_still_to_be_created_once():
     assert text.count("new") == sum(1 for shard in plan.after if not shard.unchanged)
 
 
-async def test_a_preview_older_than_the_last_poll_is_rechecked_before_it_proceeds(kinesis, make_stream, tmp_path,
-                                                                                  monkeypatch):
+async def test_a_preview_older_than_the_last_poll_is_rechecked_before_it_proceeds(
+    kinesis, make_stream, tmp_path, monkeypatch
+):
     """The operator confirms a preview while another operator splits a shard and the console polls:
     nothing is called; the new plan is shown instead, and cancelling it leaves only the other change."""
     from console.reshard.actionlog import ActionLog
@@ -93,13 +97,14 @@ async def test_a_preview_older_than_the_last_poll_is_rechecked_before_it_proceed
             return len(previews) == 1  # proceed with the first preview, cancel the second
         assert isinstance(screen, ConfirmByNameScreen)
         # Meanwhile: another operator splits shard 1, and the console polls.
-        await kinesis.split_shard(stream, "shardId-000000000001", shards[1].starting_hash_key + 2 ** 100)
+        await kinesis.split_shard(stream, "shardId-000000000001", shards[1].starting_hash_key + 2**100)
         now[0] += 5
         polled[0] = now[0]
         return True
 
-    request = ReshardRequest("scale", stream, shards, 2, None, kinesis, last_poll=lambda: polled[0],
-                             clock=lambda: now[0])
+    request = ReshardRequest(
+        "scale", stream, shards, 2, None, kinesis, last_poll=lambda: polled[0], clock=lambda: now[0]
+    )
     monkeypatch.setattr("console.ui.reshard_flow.PromptScreen", lambda *args: "prompt")
 
     async def answer(screen):

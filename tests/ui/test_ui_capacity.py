@@ -4,7 +4,7 @@ minutes where it fits, and with enhanced monitoring on the selected shard's own 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from textual.app import App
@@ -32,7 +32,7 @@ def label_of(line: str) -> str:
 
 
 def minutes_ago(minutes: int) -> datetime:
-    return datetime.now(timezone.utc).replace(second=30, microsecond=0) - timedelta(minutes=minutes)
+    return datetime.now(UTC).replace(second=30, microsecond=0) - timedelta(minutes=minutes)
 
 
 async def test_heat_tab_draws_the_streams_cloudwatch_metrics(kinesis, make_stream, local_kinesis):
@@ -55,8 +55,9 @@ async def test_heat_tab_draws_the_streams_cloudwatch_metrics(kinesis, make_strea
         assert "lag 2.5 s  throttled 3" in header_text(app)
         assert "in records" in rendered(app, "#consumers-metrics")  # the same poll feeds the Consumers tab
         # Without enhanced monitoring, the selected shard's detail says how to get its metrics.
-        await wait_until(pilot, lambda: MONITORING_OFF in rendered(app, "#heat-shard-capacity"),
-                         what="the enhanced-monitoring hint")
+        await wait_until(
+            pilot, lambda: MONITORING_OFF in rendered(app, "#heat-shard-capacity"), what="the enhanced-monitoring hint"
+        )
 
 
 async def test_heat_tab_says_when_cloudwatch_has_no_data_yet(kinesis, make_stream):
@@ -65,8 +66,11 @@ async def test_heat_tab_says_when_cloudwatch_has_no_data_yet(kinesis, make_strea
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.refreshed, what="first poll")
         await pilot.press("7")
-        await wait_until(pilot, lambda: "no CloudWatch data for this stream yet" in rendered(app, "#heat-capacity"),
-                         what="the empty state")
+        await wait_until(
+            pilot,
+            lambda: "no CloudWatch data for this stream yet" in rendered(app, "#heat-capacity"),
+            what="the empty state",
+        )
         assert "in records" not in rendered(app, "#heat-capacity")
         assert "throttled" not in header_text(app)
 
@@ -117,9 +121,14 @@ async def test_header_summary_only_where_it_fits():
     app = HeaderApp()
     async with app.run_test(size=(80, 4)) as pilot:
         header = app.query_one(ConsoleHeader)
-        header.update_state(backend="local 127.0.0.1:38719", region="us-east-1", stream="orders",
-                            summary=StreamSummary("orders", "ACTIVE", "PROVISIONED", 4, 24, "NONE"),
-                            refreshed_at=990.0, capacity=CapacitySummary(3200.0, 12))
+        header.update_state(
+            backend="local 127.0.0.1:38719",
+            region="us-east-1",
+            stream="orders",
+            summary=StreamSummary("orders", "ACTIVE", "PROVISIONED", 4, 24, "NONE"),
+            refreshed_at=990.0,
+            capacity=CapacitySummary(3200.0, 12),
+        )
         await pilot.pause()
         assert "lag 3.2 s  throttled 12  refreshed 10s ago" in str(header.render())
         header.update_state(backend="aws", region="eu-west-1", profile="ops-admin", read_only=True)

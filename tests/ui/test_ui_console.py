@@ -40,9 +40,11 @@ async def wait_until(pilot, predicate, timeout: float = 15.0, what: str = "condi
     while not predicate():
         if time.monotonic() > deadline:
             notes = getattr(pilot.app, "notes", [n.message for n in pilot.app._notifications])
-            raise AssertionError(f"timed out waiting for {what}; screen {pilot.app.screen!r}; notifications {notes}; "
-                                 f"polls {getattr(pilot.app, 'poll_count', None)} running {getattr(pilot.app, 'poll_running', None)}; "
-                                 f"header {pilot.app.query_one('#header').state if pilot.app.query('#header') else None}")
+            raise AssertionError(
+                f"timed out waiting for {what}; screen {pilot.app.screen!r}; notifications {notes}; "
+                f"polls {getattr(pilot.app, 'poll_count', None)} running {getattr(pilot.app, 'poll_running', None)}; "
+                f"header {pilot.app.query_one('#header').state if pilot.app.query('#header') else None}"
+            )
         await pilot.pause(0.05)
 
 
@@ -159,8 +161,11 @@ async def test_retried_reads_show_in_the_header_and_the_poll_succeeds(local_kine
         async with open_backend(config) as kinesis:
             app = RecordingApp(kinesis, stream=stream, interval=0.3, poll_timeout=10)
             async with app.run_test(size=(140, 32)) as pilot:
-                await wait_until(pilot, lambda: "connection dropped on ListShards" in header_text(app),
-                                 what="the retry in the header")
+                await wait_until(
+                    pilot,
+                    lambda: "connection dropped on ListShards" in header_text(app),
+                    what="the retry in the header",
+                )
                 polls = len(app.refreshed)
                 await wait_until(pilot, lambda: len(app.refreshed) > polls, what="the retried poll")
                 assert "connection dropped" not in header_text(app) and not app.failures

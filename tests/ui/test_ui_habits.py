@@ -8,8 +8,8 @@ from textual.widgets import Input
 
 from console.config import Config, load_config, save_config
 from console.keyspace.hashkeys import HASH_SPACE
-from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.command_line import CommandLineScreen, parse
+from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.stream_picker import StreamPickerScreen
 from console.ui.static_source import StaticSource, even_shards, split_shard
 from tests.ui.test_ui_console import RecordingApp, wait_until
@@ -25,8 +25,11 @@ def static_app(**options) -> RecordingApp:
 
 async def command(pilot, text: str) -> None:
     await pilot.press("colon")
-    await wait_until(pilot, lambda: isinstance(pilot.app.focused, Input) and pilot.app.focused.id == "command-line-input",
-                     what="command line")
+    await wait_until(
+        pilot,
+        lambda: isinstance(pilot.app.focused, Input) and pilot.app.focused.id == "command-line-input",
+        what="command line",
+    )
     await pilot.press(*text, "enter")
     await pilot.pause()
 

@@ -22,8 +22,16 @@ ACTING = ("\x07", "\x1b]", "\x1b[2J", "\x9b", "\x9d", "\x9c", "\u202e", "\u2066"
 
 def terminal_output(app) -> tuple[str, str]:
     """(what a terminal would be sent for the whole screen, the plain text it shows)."""
-    console = Console(width=app.size.width, height=app.size.height, file=io.StringIO(), force_terminal=True,
-                      color_system="truecolor", record=True, legacy_windows=False, safe_box=False)
+    console = Console(
+        width=app.size.width,
+        height=app.size.height,
+        file=io.StringIO(),
+        force_terminal=True,
+        color_system="truecolor",
+        record=True,
+        legacy_windows=False,
+        safe_box=False,
+    )
     console.print(app.screen._compositor.render_update(full=True))
     return console.file.getvalue(), console.export_text(styles=False)
 
@@ -46,8 +54,9 @@ async def tail_tab(pilot):
 async def seed(kinesis, stream: str) -> None:
     for name, key in HOSTILE_KEYS.items():
         await kinesis.put_record(stream, f"payload of {name} {OSC_TITLE}".encode(), key)
-    await kinesis.put_record(stream, json.dumps({"c1": C1, "bidi": BIDI, "markup": MARKUP}, ensure_ascii=False).encode(),
-                             "json-payload")
+    await kinesis.put_record(
+        stream, json.dumps({"c1": C1, "bidi": BIDI, "markup": MARKUP}, ensure_ascii=False).encode(), "json-payload"
+    )
     await kinesis.put_record(stream, b"[" * 100_000 + b"]" * 100_000, "deep")
     # C1 and bidi controls are valid UTF-8 without C0 bytes: this payload is text, not hex
     await kinesis.put_record(stream, f"after the deep one {C1} {BIDI}".encode(), "last")
@@ -116,8 +125,14 @@ async def test_placement_takes_markup_and_control_keys_as_plain_keys(kinesis, ma
         assert app.is_running  # a key `[/]` used to raise MarkupError and end the app
         table = app.query_one("#placement-results")
         assert [str(table.get_row_at(i)[0]) for i in range(table.row_count)] == [
-            "k\\x1b]0;pwned\\x07", "k\\x1b]52;c;cHduZWQ=\\x07", "k\\x1b[2J", "k\\x9b2J\\x9d0;c1\\x9c",
-            "k\\u202eevil\\u2066x\\u2069", "[bold red]x[/]", "[/]"]
+            "k\\x1b]0;pwned\\x07",
+            "k\\x1b]52;c;cHduZWQ=\\x07",
+            "k\\x1b[2J",
+            "k\\x9b2J\\x9d0;c1\\x9c",
+            "k\\u202eevil\\u2066x\\u2069",
+            "[bold red]x[/]",
+            "[/]",
+        ]
         shown = assert_nothing_acts(app)
         assert "[bold red]x[/]" in shown and "[/]" in shown
 
@@ -151,6 +166,8 @@ async def test_tail_view_memory_stays_bounded_for_records_inflating_to_63_mib(ki
             tracemalloc.stop()
         ring = view.ring.records
         assert ring.weight <= DEFAULT_MAX_BYTES and ring[-1].partition_key == "mib-19"
-        print(f"\nconsole Tail tab, 12 x 63 MiB inflated + 20 x 1 MiB: peak {peak:.0f} MiB, ring {ring.weight / MIB:.0f} MiB "
-              f"in {len(ring)} records")
+        print(
+            f"\nconsole Tail tab, 12 x 63 MiB inflated + 20 x 1 MiB: peak {peak:.0f} MiB, ring {ring.weight / MIB:.0f} MiB "
+            f"in {len(ring)} records"
+        )
         assert peak < 3 * 64 + 64, f"peak {peak:.0f} MiB"

@@ -4,7 +4,6 @@ config warnings and the launcher's one-line errors."""
 from __future__ import annotations
 
 import pytest
-from tests.ui.test_ui_console import RecordingApp, wait_until
 
 from console.cli import main
 from console.config import load_config
@@ -12,6 +11,7 @@ from console.keyspace.hashkeys import HASH_SPACE
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.stream_picker import StreamPickerScreen
 from console.ui.static_source import StaticSource, even_shards, split_shard
+from tests.ui.test_ui_console import RecordingApp, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -105,10 +105,22 @@ async def test_help_screen_lists_keys_and_closes():
         console = Console(width=100, record=True, file=io.StringIO())
         console.print(app.screen.query_one("#help-keys").content)
         text = console.export_text()
-        for wanted in ("Rescale the stream", "Tail tab", "From/key/grep", "Enhanced monitoring", "Start run",
-                       "disabled: read-only",
-                       # the k9s habits: command mode and its commands, j/k, the read-only toggle, ctrl+c
-                       "Command mode", ":stream NAME", ":consumers", ":q", "Toggle read-only", "j k", "ctrl+c"):
+        for wanted in (
+            "Rescale the stream",
+            "Tail tab",
+            "From/key/grep",
+            "Enhanced monitoring",
+            "Start run",
+            "disabled: read-only",
+            # the k9s habits: command mode and its commands, j/k, the read-only toggle, ctrl+c
+            "Command mode",
+            ":stream NAME",
+            ":consumers",
+            ":q",
+            "Toggle read-only",
+            "j k",
+            "ctrl+c",
+        ):
             assert wanted in text, wanted
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
@@ -164,8 +176,9 @@ async def test_stream_picker_opens_the_chosen_stream(kinesis, make_stream):
     second = await make_stream(shards=2)
     app = RecordingApp(kinesis, stream=None, interval=60)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, StreamPickerScreen) and app.screen.streams,
-                         what="stream list")
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, StreamPickerScreen) and app.screen.streams, what="stream list"
+        )
         names = [s.name for s in app.screen.streams]
         assert first in names and second in names
         for _ in range(names.index(second)):
@@ -175,11 +188,14 @@ async def test_stream_picker_opens_the_chosen_stream(kinesis, make_stream):
         assert app.stream == second and app.table.row_count == 2
 
 
-@pytest.mark.parametrize("argv, text", [
-    (["--json"], "no --json output"),
-    (["--interval", "0", "--local"], "--interval must be from 0.2 to 3600"),
-    (["--stream", "x", "--endpoint-url", "http://127.0.0.1:9"], "needs a terminal"),
-])
+@pytest.mark.parametrize(
+    "argv, text",
+    [
+        (["--json"], "no --json output"),
+        (["--interval", "0", "--local"], "--interval must be from 0.2 to 3600"),
+        (["--stream", "x", "--endpoint-url", "http://127.0.0.1:9"], "needs a terminal"),
+    ],
+)
 def test_launcher_errors_are_one_line(argv, text, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("KCONSOLE_CONFIG", str(tmp_path / "config.toml"))
     assert main(argv) == 2
@@ -218,14 +234,30 @@ async def test_header_shows_every_field_at_80_columns_and_the_reason_when_failin
     app = HeaderApp()
     async with app.run_test(size=(80, 4)) as pilot:
         header = app.query_one(ConsoleHeader)
-        header.update_state(backend="aws", region="eu-west-1", profile="ops-admin", stream="orders-eu-production",
-                            summary=StreamSummary("orders-eu-production", "UPDATING", "PROVISIONED", 12, 168, "KMS"),
-                            refreshed_at=990.0, read_only=True)
+        header.update_state(
+            backend="aws",
+            region="eu-west-1",
+            profile="ops-admin",
+            stream="orders-eu-production",
+            summary=StreamSummary("orders-eu-production", "UPDATING", "PROVISIONED", 12, 168, "KMS"),
+            refreshed_at=990.0,
+            read_only=True,
+        )
         await pilot.pause()
         lines = str(header.render()).splitlines()  # laid out for the widget's 80 columns
         text = "\n".join(lines)
-        for field in ("aws", "eu-west-1", "profile ops-admin", "orders-eu-production", "UPDATING", "PROVISIONED",
-                      "12 open shards", "retention 168h", "READ-ONLY", "refreshed 10s ago"):
+        for field in (
+            "aws",
+            "eu-west-1",
+            "profile ops-admin",
+            "orders-eu-production",
+            "UPDATING",
+            "PROVISIONED",
+            "12 open shards",
+            "retention 168h",
+            "READ-ONLY",
+            "refreshed 10s ago",
+        ):
             assert field in text, (field, text)
         assert all(len(line.rstrip()) <= 80 for line in lines)
         header.update_state(error="cannot reach https://kinesis.eu-west-1.amazonaws.com (connection refused)")

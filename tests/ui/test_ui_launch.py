@@ -20,10 +20,22 @@ def screen_text(argv, tmp_path, until, seconds=40.0):
     """Run kconsole on a pseudo-terminal and return what it drew (escape sequences stripped of
     nothing: the words are searched as they were written) once `until` appears, or at the timeout."""
     leader, follower = pty.openpty()
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40",
-           "KCONSOLE_CONFIG": str(tmp_path / "none.toml"), "KCONSOLE_DATA_DIR": str(tmp_path / "data")}
-    process = subprocess.Popen([sys.executable, "-m", "console.cli", *argv], stdin=follower, stdout=follower,
-                               stderr=follower, env=env, start_new_session=True)
+    env = {
+        **os.environ,
+        "TERM": "xterm-256color",
+        "COLUMNS": "120",
+        "LINES": "40",
+        "KCONSOLE_CONFIG": str(tmp_path / "none.toml"),
+        "KCONSOLE_DATA_DIR": str(tmp_path / "data"),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "console.cli", *argv],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env=env,
+        start_new_session=True,
+    )
     os.close(follower)
     seen = b""
     deadline = time.monotonic() + seconds
@@ -49,6 +61,7 @@ def test_local_read_only_creates_no_demo_stream(tmp_path):
 
 
 def test_a_bad_stream_name_never_opens_the_console(tmp_path):
-    text = screen_text(["--stream", "bad name!", "--endpoint-url", "http://127.0.0.1:9"], tmp_path,
-                       until=("error",), seconds=20)
+    text = screen_text(
+        ["--stream", "bad name!", "--endpoint-url", "http://127.0.0.1:9"], tmp_path, until=("error",), seconds=20
+    )
     assert "not a valid stream name: 'bad name!'" in text

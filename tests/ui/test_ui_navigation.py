@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from console.ui.app import KConsoleApp
-from console.ui.static_source import StaticSource, even_shards
 from console.ui.panels.lineage import LineageTree
+from console.ui.static_source import StaticSource, even_shards
 
 
 def make_app(count: int) -> KConsoleApp:
-    return KConsoleApp(StaticSource("orders", even_shards(count)), stream="orders", interval=3600,
-                       clock=lambda: 1000.0)
+    return KConsoleApp(StaticSource("orders", even_shards(count)), stream="orders", interval=3600, clock=lambda: 1000.0)
 
 
 async def loaded(pilot) -> None:

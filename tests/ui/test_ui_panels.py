@@ -6,17 +6,18 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.ui.test_ui_console import RecordingApp, wait_until
 
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.prompt import PromptScreen
+from tests.ui.test_ui_console import RecordingApp, wait_until
 
 pytestmark = pytest.mark.timeout(90)
 
 
 async def put_json(kinesis, stream: str, count: int, key=lambda n: f"user-{n}") -> None:
-    await kinesis.put_records(stream, [{"Data": json.dumps({"n": n}).encode(), "PartitionKey": key(n)}
-                                       for n in range(count)])
+    await kinesis.put_records(
+        stream, [{"Data": json.dumps({"n": n}).encode(), "PartitionKey": key(n)} for n in range(count)]
+    )
 
 
 async def test_tail_reads_the_stream_from_the_oldest_record(kinesis, make_stream):
@@ -45,8 +46,12 @@ async def test_heat_feeds_table_hands_a_split_point_and_enables_monitoring(kines
         panel = app.query_one("#heat-panel")
         await wait_until(pilot, lambda: panel.snapshot is not None, what="first heat snapshot")
         await put_json(kinesis, name, 400)
-        await wait_until(pilot, lambda: app.table.show_throughput and panel.selected is not None
-                         and panel.selected.split is not None, timeout=20, what="heat with a split suggestion")
+        await wait_until(
+            pilot,
+            lambda: app.table.show_throughput and panel.selected is not None and panel.selected.split is not None,
+            timeout=20,
+            what="heat with a split suggestion",
+        )
         suggestion = panel.selected.split
         await pilot.press("s")
         await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="split prompt")
@@ -62,8 +67,11 @@ async def test_heat_feeds_table_hands_a_split_point_and_enables_monitoring(kines
         assert "IncomingBytes" in (await kinesis.describe_stream_summary(name)).enhanced_metrics
         # Leaving the heat tab stops the sampler (no worker left in its group).
         await pilot.press("1")
-        await wait_until(pilot, lambda: not [w for w in app.workers if w.group == "heat" and not w.is_finished],
-                         what="sampler stopped")
+        await wait_until(
+            pilot,
+            lambda: not [w for w in app.workers if w.group == "heat" and not w.is_finished],
+            what="sampler stopped",
+        )
         # Its last rates stay, marked stale (not passed off as live); the ribbon goes back to shares.
         assert app.table.heat_stale and "Rate (stale)" in app.table.render_line(0).text
         assert app.ribbon._heat == {}
@@ -83,8 +91,9 @@ async def test_producer_run_is_verified_through_the_console(kinesis, make_stream
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="confirm dialog")
         assert "Write 60 test records" in str(app.screen.query_one("#confirm-action").render())
         await pilot.press("escape")
-        await wait_until(pilot, lambda: "nothing was written" in str(app.query_one("#producer-status").render()),
-                         what="cancelled")
+        await wait_until(
+            pilot, lambda: "nothing was written" in str(app.query_one("#producer-status").render()), what="cancelled"
+        )
         assert not [w for w in app.workers if w.group == "producer"]
         await pilot.click("#producer-start")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="confirm dialog")

@@ -7,8 +7,8 @@ import pytest
 
 from console.reshard.plan import midpoint
 from console.ui.screens.confirm import ConfirmByNameScreen
-from console.ui.screens.reshard import ReshardPreviewScreen
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
+from console.ui.screens.reshard import ReshardPreviewScreen
 from tests.ui.test_ui_console import RecordingApp, wait_until
 
 pytestmark = pytest.mark.timeout(90)
@@ -39,8 +39,12 @@ async def test_split_from_the_console_runs_after_preview_and_typed_name(kinesis,
         app.screen.query_one("Input").value = name  # (stream names hold '-', which press() reads as a key name)
         polls = len(app.refreshed)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: len(app.refreshed) > polls and not app.table.shard(target.shard_id).is_open,
-                         timeout=30, what="poll after the split")
+        await wait_until(
+            pilot,
+            lambda: len(app.refreshed) > polls and not app.table.shard(target.shard_id).is_open,
+            timeout=30,
+            what="poll after the split",
+        )
         children = [s for s in await kinesis.all_shards(name) if target.shard_id in s.parents]
         assert sorted(c.starting_hash_key for c in children) == [target.starting_hash_key, midpoint(target)]
         assert {c.shard_id for c in children} <= set(app.table.shard_ids)
@@ -106,8 +110,12 @@ async def test_rescale_from_the_console_previews_confirms_and_shows_progress(kin
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="confirm dialog")
         app.screen.query_one("Input").value = name
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.view.summary.open_shard_count == 4 and app.header.state.activity is None,
-                         timeout=30, what="poll after the rescale")
+        await wait_until(
+            pilot,
+            lambda: app.view.summary.open_shard_count == 4 and app.header.state.activity is None,
+            timeout=30,
+            what="poll after the rescale",
+        )
         assert any("scale: running" in line for line in header_lines)  # progress shown while it ran
         server = sorted((s.starting_hash_key, s.ending_hash_key) for s in await kinesis.all_shards(name) if s.is_open)
         assert server == sorted((s.starting_hash_key, s.ending_hash_key) for s in plan.after)
@@ -132,4 +140,3 @@ async def test_rescale_prompt_refuses_a_huge_target_at_once_and_stays_responsive
             assert expected in str(app.screen.query_one("#prompt-error").render())
         await pilot.press("escape")
         assert not isinstance(app.screen, PromptScreen)
-

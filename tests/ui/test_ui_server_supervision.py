@@ -35,17 +35,23 @@ async def test_a_killed_embedded_server_is_said_restarted_and_reaped():
             await kinesis.put_records("watched", [{"Data": b"x", "PartitionKey": "k"}])
             app = RecordingApp(kinesis, stream="watched", interval=0.3, poll_timeout=5)
             shown: dict = {}
-            supervisor = _supervise_local_server(kinesis, "watched", 2, demo=False, split=False, read_only=False,
-                                                 shown=shown)
+            supervisor = _supervise_local_server(
+                kinesis, "watched", 2, demo=False, split=False, read_only=False, shown=shown
+            )
             async with app.run_test(size=(120, 32)) as pilot:
                 shown["app"] = app
                 await wait_until(pilot, lambda: app.refreshed, what="first poll")
                 old = server.pid
                 os.kill(old, signal.SIGKILL)
-                await wait_until(pilot, lambda: "embedded server exited (signal 9); restarting" in app.notes,
-                                 timeout=5, what="the death said")
-                await wait_until(pilot, lambda: "recreated" in (app.header.state.server or ""), timeout=30,
-                                 what="the restart said")
+                await wait_until(
+                    pilot,
+                    lambda: "embedded server exited (signal 9); restarting" in app.notes,
+                    timeout=5,
+                    what="the death said",
+                )
+                await wait_until(
+                    pilot, lambda: "recreated" in (app.header.state.server or ""), timeout=30, what="the restart said"
+                )
                 assert "watched recreated, records gone" in header_text(app)
                 assert any("its records are gone" in note for note in app.notes)
                 assert server.endpoint_url == endpoint and server.pid != old and reaped(old)
@@ -53,11 +59,16 @@ async def test_a_killed_embedded_server_is_said_restarted_and_reaped():
                 await wait_until(pilot, lambda: len(app.refreshed) > polls, timeout=30, what="polls again")
             supervisor.cancel()
             reader = botocore.session.get_session().create_client(
-                "kinesis", region_name="us-east-1", endpoint_url=endpoint,
-                aws_access_key_id="truth", aws_secret_access_key="truth")
+                "kinesis",
+                region_name="us-east-1",
+                endpoint_url=endpoint,
+                aws_access_key_id="truth",
+                aws_secret_access_key="truth",
+            )
             shard = reader.list_shards(StreamName="watched")["Shards"][0]["ShardId"]
-            iterator = reader.get_shard_iterator(StreamName="watched", ShardId=shard,
-                                                 ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+            iterator = reader.get_shard_iterator(StreamName="watched", ShardId=shard, ShardIteratorType="TRIM_HORIZON")[
+                "ShardIterator"
+            ]
             assert reader.get_records(ShardIterator=iterator)["Records"] == []  # a new, empty stream
     finally:
         await asyncio.to_thread(server.stop)

@@ -100,14 +100,18 @@ def test_header_red_when_backend_down(snap_compare):
 
 def test_many_uneven_shards_with_heat_at_80_columns(snap_compare):
     shards = even_shards(64)
-    for shard_id, at in (("shardId-000000000003", 3 * HASH_SPACE // 64 + HASH_SPACE // 256),
-                         ("shardId-000000000040", 40 * HASH_SPACE // 64 + HASH_SPACE // 128)):
+    for shard_id, at in (
+        ("shardId-000000000003", 3 * HASH_SPACE // 64 + HASH_SPACE // 256),
+        ("shardId-000000000040", 40 * HASH_SPACE // 64 + HASH_SPACE // 128),
+    ):
         shards = split_shard(shards, shard_id, at)
 
     async def run_before(pilot):
         await loaded(pilot)
-        heat = {f"shardId-{n:012d}": ShardHeat(100.0 * n, 1000.0 * n, min(1.0, n / 50), (n, n + 1, n + 2, n // 2))
-                for n in range(0, 70, 3)}
+        heat = {
+            f"shardId-{n:012d}": ShardHeat(100.0 * n, 1000.0 * n, min(1.0, n / 50), (n, n + 1, n + 2, n // 2))
+            for n in range(0, 70, 3)
+        }
         pilot.app._show_heat_figures(heat)
         await pilot.pause()
 
@@ -209,8 +213,10 @@ def heat_snapshot():
         for position, shard_id in enumerate(index.shard_ids):
             rate = {0: 5 * second, 1: 0, 2: 100, 3: 300 if second > 120 else 20}.get(position, 50)
             if rate:
-                heat.observe(shard_id, [(1000.0 + second + i / max(rate, 1), keys[shard_id], 100)
-                                        for i in range(min(rate, 1000))])
+                heat.observe(
+                    shard_id,
+                    [(1000.0 + second + i / max(rate, 1), keys[shard_id], 100) for i in range(min(rate, 1000))],
+                )
     return heat.snapshot(now=1200.0, series_seconds=MAP_SECONDS)
 
 

@@ -3,8 +3,8 @@ whose two subtrees differ most. Built by `KeyTree.balance()`, printed by `kconso
 
 from __future__ import annotations
 
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +46,13 @@ class BalanceReport:
                 {"depth": lv.depth, "keys": lv.keys, "capacity": str(lv.capacity), "fill": lv.fill}
                 for lv in self.levels
             ],
-            "worst_imbalance": None if worst is None else {
-                "key": str(worst.key), "depth": worst.depth, "left": worst.left, "right": worst.right,
+            "worst_imbalance": None
+            if worst is None
+            else {
+                "key": str(worst.key),
+                "depth": worst.depth,
+                "left": worst.left,
+                "right": worst.right,
                 "difference": worst.difference,
             },
         }

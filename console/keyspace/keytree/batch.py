@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+
 class Batch:
     """Keys one subtree hands out in a next_keys call; `keys` is filled once known. `node` is the
     console.keyspace.keytree.tree node the subtree hangs from (opaque here)."""
 
     __slots__ = ("node", "count", "parent", "is_left", "keys", "runs", "waiting", "left_keys", "right_keys")
 
-    def __init__(self, node: Any, count: int, parent: "Batch | None", is_left: bool) -> None:
+    def __init__(self, node: Any, count: int, parent: Batch | None, is_left: bool) -> None:
         self.node, self.count, self.parent, self.is_left = node, count, parent, is_left
         self.keys: list[int] = []
         self.runs: list[tuple[int, int]] = []
@@ -25,7 +26,9 @@ class Batch:
 TO_LEFT, TO_RIGHT, ALTERNATE = 0, 1, 2
 
 
-def plan_sides(wanted: int, left: int, right: int, left_cap: int, right_cap: int) -> tuple[list[tuple[int, int]], int, int]:
+def plan_sides(
+    wanted: int, left: int, right: int, left_cap: int, right_cap: int
+) -> tuple[list[tuple[int, int]], int, int]:
     """The sides `wanted` successive next keys take below a node holding a key, as runs.
 
     Each key goes to the side with fewer keys (ties left) unless that side is full. So: the smaller
@@ -87,16 +90,16 @@ def interleave(runs: list[tuple[int, int]], left: list[int], right: list[int]) -
     i = j = 0
     for side, size in runs:
         if side == TO_LEFT:
-            out += left[i:i + size]
+            out += left[i : i + size]
             i += size
         elif side == TO_RIGHT:
-            out += right[j:j + size]
+            out += right[j : j + size]
             j += size
         else:
             from_left, from_right = (size + 1) // 2, size // 2
             segment = [0] * size
-            segment[0::2] = left[i:i + from_left]
-            segment[1::2] = right[j:j + from_right]
+            segment[0::2] = left[i : i + from_left]
+            segment[1::2] = right[j : j + from_right]
             out += segment
             i += from_left
             j += from_right

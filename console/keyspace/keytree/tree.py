@@ -33,11 +33,18 @@ from collections.abc import Iterable
 
 from console.errors import BadInput
 from console.keyspace.hashkeys import HASH_SPACE
-from console.keyspace.keytree.batch import Batch, deliver, plan_sides
 from console.keyspace.keytree.balance import BalanceReport, Imbalance, LevelFill
+from console.keyspace.keytree.batch import Batch, deliver, plan_sides
 
 __all__ = [
-    "BALANCED", "KEY", "PLACEHOLDER", "BalanceReport", "Imbalance", "KeySpaceExhausted", "KeyTree", "LevelFill",
+    "BALANCED",
+    "KEY",
+    "PLACEHOLDER",
+    "BalanceReport",
+    "Imbalance",
+    "KeySpaceExhausted",
+    "KeyTree",
+    "LevelFill",
     "balanced_key",
 ]
 
@@ -148,7 +155,7 @@ class KeyTree:
     # -- building -------------------------------------------------------------------------------
 
     @classmethod
-    def rehydrate(cls, existing: Iterable[int], ceil: int = HASH_SPACE) -> "KeyTree":
+    def rehydrate(cls, existing: Iterable[int], ceil: int = HASH_SPACE) -> KeyTree:
         """A tree holding `existing` (a repeated key counts once) with placeholders above each key."""
         tree = cls(ceil)
         keys = sorted(set(tree._checked(existing)))

@@ -46,16 +46,26 @@ def lease_cells(row: LeaseRow, cap: int) -> tuple[Text, ...]:
     checkpoint = row.lease.checkpoint or "-"
     if len(checkpoint) > 14:
         checkpoint = "…" + checkpoint[-13:]
-    return (plain(row.shard_id), plain(row.state), plain(row.lease.owner or "-"), plain(checkpoint),
-            Text(row.records_text(cap), justify="right"), Text(format_millis(row.millis_behind), justify="right"),
-            plain(f"! {row.problem}" if row.problem else ""))
+    return (
+        plain(row.shard_id),
+        plain(row.state),
+        plain(row.lease.owner or "-"),
+        plain(checkpoint),
+        Text(row.records_text(cap), justify="right"),
+        Text(format_millis(row.millis_behind), justify="right"),
+        plain(f"! {row.problem}" if row.problem else ""),
+    )
 
 
 def worker_cells(row: Any) -> tuple[Text, ...]:
     style = "bold red" if row.flags else ""
     cells = row.cells()
-    return (Text(printable(cells[0]), style=style), *(Text(cell, justify="right") for cell in cells[1:6]),
-            Text(cells[6]), Text(printable(cells[7]), style=style))
+    return (
+        Text(printable(cells[0]), style=style),
+        *(Text(cell, justify="right") for cell in cells[1:6]),
+        Text(cells[6]),
+        Text(printable(cells[7]), style=style),
+    )
 
 
 def workers_line(view: Any) -> str:
@@ -79,7 +89,7 @@ class ConsumersPanel(Vertical):
     class WatchRequested(Message):
         """The operator asked to poll this lease table (None: EFO consumers only)."""
 
-        def __init__(self, panel: "ConsumersPanel", table: str | None) -> None:
+        def __init__(self, panel: ConsumersPanel, table: str | None) -> None:
             super().__init__()
             self.panel = panel
             self.table = table
@@ -92,8 +102,14 @@ class ConsumersPanel(Vertical):
             self.stream = stream
             self.lag = lag
 
-    def __init__(self, source: ConsoleBackend | None = None, *, poll_lock: asyncio.Lock | None = None,
-                 interval: float = 5.0, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        source: ConsoleBackend | None = None,
+        *,
+        poll_lock: asyncio.Lock | None = None,
+        interval: float = 5.0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.source = source
         self.poll_lock = poll_lock or asyncio.Lock()  # shared with the app's shard poll
@@ -162,39 +178,60 @@ class ConsumersPanel(Vertical):
                 await self._show_consumers(source, stream, lease_table, tracker)
             await asyncio.sleep(self.interval)
 
-    async def _show_consumers(self, source: ConsoleBackend, stream: str, lease_table: str | None,
-                              tracker: StallTracker) -> None:
+    async def _show_consumers(
+        self, source: ConsoleBackend, stream: str, lease_table: str | None, tracker: StallTracker
+    ) -> None:
         from console.consumers.look import consumer_report  # loaded when first used, not at start-up
 
         shards = list(self._shards) if self._shards is not None else None
         try:
-            report = await consumer_report(source, stream, lease_table=lease_table, tracker=tracker, shards=shards,
-                                           stream_arn=self._stream_arn if shards is not None else None)
+            report = await consumer_report(
+                source,
+                stream,
+                lease_table=lease_table,
+                tracker=tracker,
+                shards=shards,
+                stream_arn=self._stream_arn if shards is not None else None,
+            )
         except ConsoleError as error:
             self.show_error(error.message)
         else:
             self.show_report(report)
-            self.post_message(self.LagChanged(stream, {shard_id: format_millis(millis)
-                                                       for shard_id, millis in report.worst_millis_by_shard().items()}))
+            self.post_message(
+                self.LagChanged(
+                    stream,
+                    {shard_id: format_millis(millis) for shard_id, millis in report.worst_millis_by_shard().items()},
+                )
+            )
         if lease_table:
             await self._show_workers(source, stream, lease_table, shards)
 
-    async def _show_workers(self, source: ConsoleBackend, stream: str, lease_table: str,
-                            shards: Sequence[Shard] | None) -> None:
+    async def _show_workers(
+        self, source: ConsoleBackend, stream: str, lease_table: str, shards: Sequence[Shard] | None
+    ) -> None:
         import time
 
         from console.consumers.workers import read_workers
 
         try:
-            view = await read_workers(source, lease_table, stream, now=time.time(),
-                                      open_shard_ids=None if shards is None else [s.shard_id for s in shards if s.is_open])
+            view = await read_workers(
+                source,
+                lease_table,
+                stream,
+                now=time.time(),
+                open_shard_ids=None if shards is None else [s.shard_id for s in shards if s.is_open],
+            )
         except ConsoleError as error:
             self.query_one("#consumers-workers-status", Static).update(
-                Text(printable(f"Workers: {error.message}"), style="bold red"))
+                Text(printable(f"Workers: {error.message}"), style="bold red")
+            )
             return
         self.query_one("#consumers-workers-status", Static).update(Text(printable(workers_line(view))))
-        _replace_rows(self.query_one("#consumers-workers", DataTable), WORKER_COLUMNS,
-                      {row.worker_id: worker_cells(row) for row in view.rows})
+        _replace_rows(
+            self.query_one("#consumers-workers", DataTable),
+            WORKER_COLUMNS,
+            {row.worker_id: worker_cells(row) for row in view.rows},
+        )
 
     async def barrier_lines(self, stream: str, shards: Any, plan: Any) -> tuple[list[str], str | None]:
         """For the reshard preview, with a lease table open here: the parents not yet finished and the
@@ -209,12 +246,13 @@ class ConsumersPanel(Vertical):
         try:
             report = await consumer_report(self.source, stream, lease_table=table, shards=shards)
         except ConsoleError as error:
-            return ([f"Consumers: cannot read lease table {table}: {error.message}"],
-                    f"the consumers' lag in lease table {table} is unknown")
+            return (
+                [f"Consumers: cannot read lease table {table}: {error.message}"],
+                f"the consumers' lag in lease table {table} is unknown",
+            )
         kept = (shard.shard_id for shard in plan.after if shard.unchanged and shard.shard_id)
         barrier = barrier_analysis(report, shards, changed_shards(plan.before, kept))
         return barrier.lines(), barrier.reason() if barrier.blocking else None
-
 
     def show_status(self, text: str) -> None:
         self.query_one("#consumers-status", Static).update(Text(text))
@@ -227,10 +265,16 @@ class ConsumersPanel(Vertical):
         self.query_one("#consumers-metrics", Static).update(stream_capacity_text(metrics, problem))
 
     def show_report(self, report: ConsumerReport) -> None:
-        _replace_rows(self.query_one("#consumers-efo", DataTable), EFO_COLUMNS,
-                      {c.arn or c.name: (plain(c.name), plain(c.status), plain(c.created[:19])) for c in report.efo_consumers})
-        _replace_rows(self.query_one("#consumers-leases", DataTable), LEASE_COLUMNS,
-                      {row.lease.lease_key: lease_cells(row, report.scan_cap) for row in report.rows})
+        _replace_rows(
+            self.query_one("#consumers-efo", DataTable),
+            EFO_COLUMNS,
+            {c.arn or c.name: (plain(c.name), plain(c.status), plain(c.created[:19])) for c in report.efo_consumers},
+        )
+        _replace_rows(
+            self.query_one("#consumers-leases", DataTable),
+            LEASE_COLUMNS,
+            {row.lease.lease_key: lease_cells(row, report.scan_cap) for row in report.rows},
+        )
         parts = [f"{len(report.efo_consumers)} EFO consumer(s)"]
         if report.lease_table:
             parts.append(f"{len(report.rows)} lease(s) in {report.lease_table}")
@@ -238,8 +282,12 @@ class ConsumersPanel(Vertical):
             if stalled:
                 parts.append(f"{stalled} stalled")
             if report.unleased_shards:
-                waiting = [f"{s} (waits for {', '.join(report.waiting_on_parents[s])})"
-                           if s in report.waiting_on_parents else s for s in report.unleased_shards]
+                waiting = [
+                    f"{s} (waits for {', '.join(report.waiting_on_parents[s])})"
+                    if s in report.waiting_on_parents
+                    else s
+                    for s in report.unleased_shards
+                ]
                 parts.append("no lease: " + ", ".join(waiting))
             if report.problems:
                 parts.append(f"{len(report.problems)} marked !")

@@ -51,13 +51,17 @@ MONITORING_OFF = "per-shard CloudWatch metrics need enhanced monitoring on the s
 def top_keys_text(shard: ShardHeatSnapshot | None, stream: str, *, auto: bool = False) -> Text:
     if shard is None:
         return Text("no shard selected", style="dim")
-    text = Text(f"{shard.shard_id}: peak {shard.peak_records_per_s} rec/s, "
-                f"peak utilisation {shard.peak_utilisation:.0%}\n", style="bold")
+    text = Text(
+        f"{shard.shard_id}: peak {shard.peak_records_per_s} rec/s, peak utilisation {shard.peak_utilisation:.0%}\n",
+        style="bold",
+    )
     if shard.aggregates or shard.decode_errors:
         # REC/S counts Kinesis records (what the limit counts); user records came out of KPL aggregates.
-        text.append(f"KPL aggregates: {shard.user_records_per_s:,.1f} user rec/s in {shard.records_per_s:,.1f} "
-                    f"Kinesis rec/s" + (f", {shard.decode_errors} decode-error" if shard.decode_errors else "")
-                    + "\n", style="dim")
+        text.append(
+            f"KPL aggregates: {shard.user_records_per_s:,.1f} user rec/s in {shard.records_per_s:,.1f} "
+            f"Kinesis rec/s" + (f", {shard.decode_errors} decode-error" if shard.decode_errors else "") + "\n",
+            style="dim",
+        )
     repeated = [row for row in shard.top_keys if row.guaranteed_records > 1]  # a key seen once is not heat
     if auto:
         text.append("AUTO distribution: Kinesis spread these records; keys as sent:\n", style="yellow")
@@ -72,14 +76,23 @@ def top_keys_text(shard: ShardHeatSnapshot | None, stream: str, *, auto: bool = 
         text.append(f"  {printable(row.key)}  {row.records} records  {row.share:.0%}{inside}\n")
     if shard.split is not None and shard.records:
         basis = "where its aggregates land" if shard.split.by_aggregates else "median"
-        text.append(f"split at {basis} (children ~{shard.split.lower_share:.0%} / "
-                    f"{1 - shard.split.lower_share:.0%}): {shard.split.command(stream)}\n", style="cyan")
+        text.append(
+            f"split at {basis} (children ~{shard.split.lower_share:.0%} / "
+            f"{1 - shard.split.lower_share:.0%}): {shard.split.command(stream)}\n",
+            style="cyan",
+        )
         if shard.split.dominant_key and shard.split.dominant_aggregated:
-            text.append(f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%} inside "
-                        "aggregates: a split moves whole aggregates, not the key\n", style="yellow")
+            text.append(
+                f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%} inside "
+                "aggregates: a split moves whole aggregates, not the key\n",
+                style="yellow",
+            )
         elif shard.split.dominant_key:
-            text.append(f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%}: "
-                        "write-shard it (`kconsole heat` shows the what-if)\n", style="yellow")
+            text.append(
+                f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%}: "
+                "write-shard it (`kconsole heat` shows the what-if)\n",
+                style="yellow",
+            )
     return text
 
 
@@ -280,15 +293,19 @@ class HeatPanel(Widget, can_focus=True):
             return set(metrics) <= enabled, f"enhanced metrics now: {', '.join(sorted(enabled)) or 'none'}"
 
         try:  # logged ahead like every change; a lost reply is read back
-            await ActionLog.default().call("EnableEnhancedMonitoring", {"metrics": list(metrics)},
-                                           lambda: source.enable_enhanced_monitoring(stream, list(metrics)),
-                                           stream=stream, backend=source.label, settle=settle)
+            await ActionLog.default().call(
+                "EnableEnhancedMonitoring",
+                {"metrics": list(metrics)},
+                lambda: source.enable_enhanced_monitoring(stream, list(metrics)),
+                stream=stream,
+                backend=source.label,
+                settle=settle,
+            )
             enabled = (await source.describe_stream_summary(stream)).enhanced_metrics
         except ConsoleError as error:
             self.notify(f"enhanced monitoring: {error.message}", severity="error", timeout=10)
             return
-        self.notify(f"enhanced monitoring on {stream}: {', '.join(sorted(enabled)) or 'none'}",
-                    title="heat", timeout=8)
+        self.notify(f"enhanced monitoring on {stream}: {', '.join(sorted(enabled)) or 'none'}", title="heat", timeout=8)
         self.post_message(self.MonitoringEnabled(stream))
 
     # ---- fed by its workers and the app's polls -----------------------------------------------
@@ -320,8 +337,14 @@ class HeatPanel(Widget, can_focus=True):
             widget.update(Text(printable(note or ""), style="dim"))
             return
         shard = printable(shard_id or "")
-        widget.update(capacity_text(metrics, None, title=f"CloudWatch · {shard} · enhanced monitoring",
-                                    empty=f"CloudWatch: no data for {shard} yet"))
+        widget.update(
+            capacity_text(
+                metrics,
+                None,
+                title=f"CloudWatch · {shard} · enhanced monitoring",
+                empty=f"CloudWatch: no data for {shard} yet",
+            )
+        )
 
     def _select(self, shard_id: str | None) -> None:
         if shard_id != self.selected_shard:
@@ -346,21 +369,39 @@ class HeatPanel(Widget, can_focus=True):
         if snapshot.shards and not snapshot.series:
             total = Text(f"{snapshot.stream}: sampling started; the first second is being read …", style="italic")
         elif not any(shard.records for shard in snapshot.shards):
-            total = Text(f"{snapshot.stream}: idle, no records written in the "
-                         f"{snapshot.window_end - snapshot.window_start:.0f} s sampled so far", style="italic")
+            total = Text(
+                f"{snapshot.stream}: idle, no records written in the "
+                f"{snapshot.window_end - snapshot.window_start:.0f} s sampled so far",
+                style="italic",
+            )
         else:
-            total = Text(f"{snapshot.stream}: {recent:,.1f} rec/s  {recent_bytes / 1024:,.1f} KiB/s "
-                         f"(last {RECENT_SECONDS} s; {snapshot.records_per_s:,.1f} rec/s over "
-                         f"{snapshot.window_end - snapshot.window_start:.0f} s)")
+            total = Text(
+                f"{snapshot.stream}: {recent:,.1f} rec/s  {recent_bytes / 1024:,.1f} KiB/s "
+                f"(last {RECENT_SECONDS} s; {snapshot.records_per_s:,.1f} rec/s over "
+                f"{snapshot.window_end - snapshot.window_start:.0f} s)"
+            )
         total.append(f"  ({order}; h toggles, ↑↓ select)", style="dim")
         self.query_one("#heat-total", Static).update(total)
         heat_map = self.query_one(HeatMap)
-        heat_map.show([HeatRow(shard.shard_id, shard.is_open, shard.recent_records_per_s, shard.recent_utilisation,
-                               shard.utilisation_series) for shard in self.ordered_shards], self.selected_shard)
-        self.query_one("#heat-legend", Static).update(Text.assemble(*((seg.text, seg.style) for seg in
-                                                                      legend(heat_map.per_cell))))
-        self.query_one("#heat-keys", Static).update(top_keys_text(self.selected, snapshot.stream,
-                                                                  auto=snapshot.auto_distribution))
+        heat_map.show(
+            [
+                HeatRow(
+                    shard.shard_id,
+                    shard.is_open,
+                    shard.recent_records_per_s,
+                    shard.recent_utilisation,
+                    shard.utilisation_series,
+                )
+                for shard in self.ordered_shards
+            ],
+            self.selected_shard,
+        )
+        self.query_one("#heat-legend", Static).update(
+            Text.assemble(*((seg.text, seg.style) for seg in legend(heat_map.per_cell)))
+        )
+        self.query_one("#heat-keys", Static).update(
+            top_keys_text(self.selected, snapshot.stream, auto=snapshot.auto_distribution)
+        )
 
     @on(HeatMap.RowClicked)
     def _row_clicked(self, event: HeatMap.RowClicked) -> None:
@@ -393,6 +434,9 @@ class HeatPanel(Widget, can_focus=True):
 def live_figures(snapshot: StreamHeatSnapshot) -> dict[str, ShardHeat]:
     """What the shard table and the ribbon show of a reading: the last few seconds (recent_*), not
     the window's average, which would flatten a burst that started a moment ago."""
-    return {shard.shard_id: ShardHeat(shard.recent_records_per_s, shard.recent_bytes_per_s,
-                                      shard.recent_utilisation, tuple(shard.series[-4:]))
-            for shard in snapshot.shards}
+    return {
+        shard.shard_id: ShardHeat(
+            shard.recent_records_per_s, shard.recent_bytes_per_s, shard.recent_utilisation, tuple(shard.series[-4:])
+        )
+        for shard in snapshot.shards
+    }

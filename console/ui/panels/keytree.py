@@ -76,16 +76,20 @@ class KeyTreePanel(Vertical):
         self.next_keys: list[int] = []
 
     def compose(self) -> ComposeResult:
-        yield Static("Explicit hash keys in use, one per line · enter to type, esc leaves",
-                     id="keytree-help")
+        yield Static("Explicit hash keys in use, one per line · enter to type, esc leaves", id="keytree-help")
         notice = Static("", id="keytree-auto")
         notice.display = False
         yield notice
         yield TextArea(id="keytree-input", soft_wrap=False)
         with Horizontal(id="keytree-controls"):
             yield Input(placeholder="file of keys (ctrl+l loads)", id="keytree-file")
-            yield Input(str(NEXT_KEYS_DEFAULT), placeholder="how many next keys", id="keytree-count",
-                        type="integer", max_length=4)
+            yield Input(
+                str(NEXT_KEYS_DEFAULT),
+                placeholder="how many next keys",
+                id="keytree-count",
+                type="integer",
+                max_length=4,
+            )
         # The next keys sit in a column of their own, beside the balance: always in view.
         with Horizontal(id="keytree-output"):
             with VerticalScroll(id="keytree-balance"):
@@ -156,8 +160,11 @@ class KeyTreePanel(Vertical):
         summary = Text()
         summary.append(f"{self.report.total_keys} distinct keys", style="bold")
         if not self.report.total_keys and not problems:
-            summary.append(" · none typed yet: paste the explicit hash keys already handed out (or load a file"
-                           " with ctrl+l); with none, the next keys below start the balanced tree", style="italic")
+            summary.append(
+                " · none typed yet: paste the explicit hash keys already handed out (or load a file"
+                " with ctrl+l); with none, the next keys below start the balanced tree",
+                style="italic",
+            )
         worst = self.report.worst
         if worst is not None:
             summary.append(f" · worst imbalance at depth {worst.depth}: {worst.left} left vs {worst.right} right")

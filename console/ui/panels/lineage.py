@@ -67,8 +67,12 @@ def flatten(lineage: Lineage, folded: set[str]) -> list[TreeLine]:
 
 
 class LineageTree(CursorNavigation, ScrollView, can_focus=True):
-    COMPONENT_CLASSES = {"lineage-tree--cursor", "lineage-tree--closed", "lineage-tree--open-marker",
-                         "lineage-tree--guide"}
+    COMPONENT_CLASSES = {
+        "lineage-tree--cursor",
+        "lineage-tree--closed",
+        "lineage-tree--open-marker",
+        "lineage-tree--guide",
+    }
 
     BINDINGS = [
         *CURSOR_BINDINGS,
@@ -76,13 +80,13 @@ class LineageTree(CursorNavigation, ScrollView, can_focus=True):
     ]
 
     class ShardHighlighted(Message):
-        def __init__(self, tree: "LineageTree", shard_id: str) -> None:
+        def __init__(self, tree: LineageTree, shard_id: str) -> None:
             super().__init__()
             self.tree = tree
             self.shard_id = shard_id
 
         @property
-        def control(self) -> "LineageTree":
+        def control(self) -> LineageTree:
             return self.tree
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -129,8 +133,7 @@ class LineageTree(CursorNavigation, ScrollView, can_focus=True):
             return
         self.lines = flatten(self.lineage, self._folded)
         self._line_of = {line.shard_id: index for index, line in enumerate(self.lines) if line.reference_to is None}
-        self.virtual_size = Size(max((len(line.prefix) + 60 for line in self.lines[:2000]), default=0),
-                                 len(self.lines))
+        self.virtual_size = Size(max((len(line.prefix) + 60 for line in self.lines[:2000]), default=0), len(self.lines))
         # The cursor stays on the selected shard across polls, wherever its line moved.
         if self._selected_id in self._line_of:
             self._cursor = self._line_of[self._selected_id]
@@ -153,7 +156,7 @@ class LineageTree(CursorNavigation, ScrollView, can_focus=True):
             return []
         depth = len(self.lines[index].prefix)
         children = []
-        for line in self.lines[index + 1:]:
+        for line in self.lines[index + 1 :]:
             if len(line.prefix) <= depth:
                 break
             if len(line.prefix) == depth + 3 or (depth == 0 and len(line.prefix) == 3):
@@ -226,21 +229,25 @@ class LineageTree(CursorNavigation, ScrollView, can_focus=True):
         text = Text(no_wrap=True)
         text.append(line.prefix, style=self._style("lineage-tree--guide"))
         if line.reference_to is not None:
-            text.append(f"↳ {line.shard_id}  (merged; shown under {short_shard_id(line.reference_to)})",
-                        style="italic dim")
+            text.append(
+                f"↳ {line.shard_id}  (merged; shown under {short_shard_id(line.reference_to)})", style="italic dim"
+            )
             return text
         shard = node.shard
         is_open = node.state == OPEN
         folded = line.shard_id in self._folded
-        text.append("▶ " if folded else "● " if is_open else "○ ",
-                    style=self._style("lineage-tree--open-marker") if is_open else "dim")
+        text.append(
+            "▶ " if folded else "● " if is_open else "○ ",
+            style=self._style("lineage-tree--open-marker") if is_open else "dim",
+        )
         text.append(shard.shard_id, style="bold" if is_open else "")
         text.append(f"  {'open' if is_open else 'closed'} {format_share(shard.share)}")
         if len(shard.parents) == 2:
             text.append(f"  merge of {' + '.join(short_shard_id(p) for p in shard.parents)}", style="italic")
         if node.missing_parents:
-            text.append(f"  (parent {', '.join(short_shard_id(p) for p in node.missing_parents)} aged out)",
-                        style="dim")
+            text.append(
+                f"  (parent {', '.join(short_shard_id(p) for p in node.missing_parents)} aged out)", style="dim"
+            )
         if folded:
             text.append(f"  ({len(node.children)} children folded)", style="dim")
         if not is_open:

@@ -19,10 +19,16 @@ from textual.strip import Strip
 from textual.widgets import DataTable, Static, TextArea
 
 from console.errors import BadInput
-from console.reshard.model import KeySample
 from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
-from console.keyspace.hashkeys import HashRangeIndex, md5_hash_key, parse_hash_key, share_of_space, validate_partition_key
+from console.keyspace.hashkeys import (
+    HashRangeIndex,
+    md5_hash_key,
+    parse_hash_key,
+    share_of_space,
+    validate_partition_key,
+)
 from console.read.printable import printable
+from console.reshard.model import KeySample
 from console.ui.format import KEY_WIDTHS, format_hash_key, format_share, short_shard_id
 from console.words import counted
 
@@ -76,7 +82,9 @@ def distribution_summary(placements: list[Placement], index: HashRangeIndex | No
     if index is None:
         return f"{counted(len(placements), 'key')}; waiting for the shard map to predict shards."
     dist = key_distribution(placements, index)
-    parts = [f"{counted(dist.total, 'key')} on {len(dist.buckets) - dist.empty_buckets} of {counted(len(dist.buckets), 'open shard')}"]
+    parts = [
+        f"{counted(dist.total, 'key')} on {len(dist.buckets) - dist.empty_buckets} of {counted(len(dist.buckets), 'open shard')}"
+    ]
     busiest = dist.busiest
     if dist.total and busiest is not None:
         parts.append(f"busiest {short_shard_id(busiest.label)} {busiest.count} ({format_share(busiest.share)})")
@@ -182,13 +190,16 @@ class PlacementPanel(Vertical):
         auto = self.auto_notice is not None
         self.placements = place_keys(text.splitlines(), explicit=self.explicit, index=None if auto else self.index)
         self.query_one("#placement-summary", Static).update(
-            Text(self.auto_notice, style="bold yellow") if auto else
-            Text(distribution_summary(self.placements, self.index, explicit=self.explicit)))  # keys are not markup
+            Text(self.auto_notice, style="bold yellow")
+            if auto
+            else Text(distribution_summary(self.placements, self.index, explicit=self.explicit))
+        )  # keys are not markup
         spread = self.query_one("#placement-distribution", Static)
         placed = sum(1 for p in self.placements if p.hash_key is not None)
         if self.index is not None and placed >= DISTRIBUTION_FROM and not auto:
-            spread.update(Text(format_distribution(key_distribution(self.placements, self.index), bar_width=20,
-                                                   max_rows=8)))
+            spread.update(
+                Text(format_distribution(key_distribution(self.placements, self.index), bar_width=20, max_rows=8))
+            )
             spread.display = True
         else:
             spread.display = False

@@ -15,8 +15,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.binding import Binding
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Button, Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
@@ -80,8 +80,9 @@ class ProducerPanel(Vertical):
     class StartRequested(Message):
         """The operator asked for a run with these (validated) settings."""
 
-        def __init__(self, panel: "ProducerPanel", settings: ProducerSettings, verify: bool,
-                     aggregate: bool = False) -> None:
+        def __init__(
+            self, panel: ProducerPanel, settings: ProducerSettings, verify: bool, aggregate: bool = False
+        ) -> None:
             super().__init__()
             self.panel = panel
             self.settings = settings
@@ -89,18 +90,18 @@ class ProducerPanel(Vertical):
             self.aggregate = aggregate  # pack the records into KPL aggregates
 
         @property
-        def control(self) -> "ProducerPanel":
+        def control(self) -> ProducerPanel:
             return self.panel
 
     class StopRequested(Message):
         """The operator asked to stop the run in progress."""
 
-        def __init__(self, panel: "ProducerPanel") -> None:
+        def __init__(self, panel: ProducerPanel) -> None:
             super().__init__()
             self.panel = panel
 
         @property
-        def control(self) -> "ProducerPanel":
+        def control(self) -> ProducerPanel:
             return self.panel
 
     class RunFinished(Message):
@@ -129,17 +130,34 @@ class ProducerPanel(Vertical):
             yield Label("Payload B")
             yield Input("128", id="producer-payload", type="integer", compact=True, tooltip="bytes per record")
             yield Label("Rate/s")
-            yield Input("", placeholder="max", id="producer-rate", type="number", compact=True,
-                        tooltip="records per second for the whole run; empty: as fast as allowed")
+            yield Input(
+                "",
+                placeholder="max",
+                id="producer-rate",
+                type="number",
+                compact=True,
+                tooltip="records per second for the whole run; empty: as fast as allowed",
+            )
             yield Label("Mode")
-            yield Select([("batch", "batch"), ("sequential", "sequential"), ("Aggregate (KPL)", AGGREGATE)],
-                         value="batch", allow_blank=False, id="producer-mode", compact=True,
-                         tooltip="batch: PutRecords, one record per key per batch; sequential: PutRecord chained; "
-                                 f"Aggregate: batch, records packed into KPL aggregates of up to "
-                                 f"{DEFAULT_MAX_AGGREGATE_BYTES:,} bytes by predicted shard, one in flight per key")
+            yield Select(
+                [("batch", "batch"), ("sequential", "sequential"), ("Aggregate (KPL)", AGGREGATE)],
+                value="batch",
+                allow_blank=False,
+                id="producer-mode",
+                compact=True,
+                tooltip="batch: PutRecords, one record per key per batch; sequential: PutRecord chained; "
+                f"Aggregate: batch, records packed into KPL aggregates of up to "
+                f"{DEFAULT_MAX_AGGREGATE_BYTES:,} bytes by predicted shard, one in flight per key",
+            )
             yield Label("Hash keys")
-            yield Select([("MD5 of key", "none"), ("key tree", "keytree")], value="none", allow_blank=False,
-                         id="producer-ehk", compact=True, tooltip="explicit hash keys: none, or from the key tree")
+            yield Select(
+                [("MD5 of key", "none"), ("key tree", "keytree")],
+                value="none",
+                allow_blank=False,
+                id="producer-ehk",
+                compact=True,
+                tooltip="explicit hash keys: none, or from the key tree",
+            )
         with Horizontal(id="producer-actions"):
             yield Checkbox("Verify (read back)", value=True, id="producer-verify", compact=True)
             yield Checkbox("Pace to shard limits", value=not self._local, id="producer-pace", compact=True)
@@ -159,7 +177,8 @@ class ProducerPanel(Vertical):
         self.query_one("#producer-shards", DataTable).add_columns("Shard", "Acked", "Rate", "Throttled", "Pace")
         self.query_one("#producer-problems", DataTable).add_columns("Failure", "Key", "Seq", "Shard", "Detail")
         self.query_one("#producer-records", DataTable).add_columns(
-            "Pos", "Seq", "Read on", "Sequence number", "Acked on", "Acked sequence number")
+            "Pos", "Seq", "Read on", "Sequence number", "Acked on", "Acked sequence number"
+        )
 
     # -- the form --------------------------------------------------------------------------------
 
@@ -170,6 +189,7 @@ class ProducerPanel(Vertical):
 
     def read_settings(self) -> tuple[ProducerSettings, bool]:
         """The form as validated settings; raises ConsoleError (BadInput) naming the bad field."""
+
         def number(widget_id: str, name: str, kind=int):
             text = self.query_one(widget_id, Input).value.strip()
             try:
@@ -245,8 +265,14 @@ class ProducerPanel(Vertical):
                 self.query_one("#producer-progress", ProgressBar).update(total=settings.total, progress=0)
                 self.show_error("cancelled: nothing was written")
 
-        self.app.push_screen(ConfirmByNameScreen(stream, f"Write {counted(settings.total, 'test record')} ({counted(settings.keys, 'key')} x "
-                                                         f"{settings.records_per_key}) to {stream}"), confirmed)
+        self.app.push_screen(
+            ConfirmByNameScreen(
+                stream,
+                f"Write {counted(settings.total, 'test record')} ({counted(settings.keys, 'key')} x "
+                f"{settings.records_per_key}) to {stream}",
+            ),
+            confirmed,
+        )
 
     def on_producer_panel_stop_requested(self, _message: StopRequested) -> None:
         self.workers.cancel_group(self, "producer")
@@ -258,9 +284,14 @@ class ProducerPanel(Vertical):
         self.show_started(settings)
         try:
             result, report = await run_and_verify(
-                self.source, stream, settings, verify=verify, on_progress=self.show_progress,
+                self.source,
+                stream,
+                settings,
+                verify=verify,
+                on_progress=self.show_progress,
                 on_verifying=self.show_verifying,
-                max_aggregate_bytes=DEFAULT_MAX_AGGREGATE_BYTES if aggregate else None)
+                max_aggregate_bytes=DEFAULT_MAX_AGGREGATE_BYTES if aggregate else None,
+            )
         except ConsoleError as error:
             self.show_error(error.message)
             return
@@ -268,14 +299,17 @@ class ProducerPanel(Vertical):
             self.show_report(report)
         else:
             self.show_finished()
-        trouble = [text for text in (result.stopped and f"stopped early: {result.stopped}",
-                                     result.verification_error) if text]
+        trouble = [
+            text for text in (result.stopped and f"stopped early: {result.stopped}", result.verification_error) if text
+        ]
         aggregated = aggregation_line(result.to_json().get("aggregation"))
         if aggregated and not trouble and (report is None or report.ok):
             self._status(f"done · {aggregated}")
         if trouble:  # the partial report stays on screen; the status line says what went wrong
-            self.show_error(f"{result.sent} sent, {result.acknowledged} acknowledged, {len(result.failed)} failed, "
-                            f"{result.not_attempted} not attempted; " + "; ".join(trouble))
+            self.show_error(
+                f"{result.sent} sent, {result.acknowledged} acknowledged, {len(result.failed)} failed, "
+                f"{result.not_attempted} not attempted; " + "; ".join(trouble)
+            )
         self.post_message(self.RunFinished(stream, result, report))
 
     # -- fed by the run ----------------------------------------------------------------------------
@@ -285,8 +319,10 @@ class ProducerPanel(Vertical):
         self.report = None
         self._pacing = settings.pacing
         self._set_running(True)
-        self._status(f"run {settings.run_id}: {settings.total} records ({settings.keys} keys x "
-                     f"{settings.records_per_key}), {settings.mode} mode")
+        self._status(
+            f"run {settings.run_id}: {settings.total} records ({settings.keys} keys x "
+            f"{settings.records_per_key}), {settings.mode} mode"
+        )
         self.query_one("#producer-progress", ProgressBar).update(total=settings.total, progress=0)
         self.query_one("#producer-shards", DataTable).clear()
         for table_id in ("#producer-problems", "#producer-records"):
@@ -296,27 +332,45 @@ class ProducerPanel(Vertical):
 
     def show_progress(self, progress: ProducerProgress) -> None:
         self.query_one("#producer-progress", ProgressBar).update(total=progress.total, progress=progress.acknowledged)
-        extras = [f"{label} {value}" for label, value in (
-            ("retries", progress.retries), ("throttled", progress.throttled),
-            ("possible duplicates", progress.possible_duplicates), ("shard mismatches", progress.shard_mismatches),
-            ("failed", progress.failed)) if value]
+        extras = [
+            f"{label} {value}"
+            for label, value in (
+                ("retries", progress.retries),
+                ("throttled", progress.throttled),
+                ("possible duplicates", progress.possible_duplicates),
+                ("shard mismatches", progress.shard_mismatches),
+                ("failed", progress.failed),
+            )
+            if value
+        ]
         failing = f" · failing: {progress.failing}" if progress.failing and not progress.done else ""
-        self._status(f"{progress.acknowledged}/{progress.total} acknowledged, "
-                     f"{format_rate(progress.records_per_second, ' rec/s')}, {progress.elapsed:.1f} s"
-                     + (" · " + ", ".join(extras) if extras else "") + failing, error=bool(failing))
+        self._status(
+            f"{progress.acknowledged}/{progress.total} acknowledged, "
+            f"{format_rate(progress.records_per_second, ' rec/s')}, {progress.elapsed:.1f} s"
+            + (" · " + ", ".join(extras) if extras else "")
+            + failing,
+            error=bool(failing),
+        )
         table = self.query_one("#producer-shards", DataTable)
         table.clear()
         for shard_id, shard in progress.shards.items():
-            table.add_row(short_shard_id(shard_id), str(shard.acknowledged),
-                          format_rate(shard.records_per_second, " rec/s"), str(shard.throttled),
-                          f"{shard.pace:.0%}" if self._pacing else "off", key=shard_id)
+            table.add_row(
+                short_shard_id(shard_id),
+                str(shard.acknowledged),
+                format_rate(shard.records_per_second, " rec/s"),
+                str(shard.throttled),
+                f"{shard.pace:.0%}" if self._pacing else "off",
+                key=shard_id,
+            )
         if progress.done and self.running:
             self._set_running(False)
 
     def show_verifying(self, wait: float = 0.0) -> None:
         if wait > 0:
-            self._status(f"waiting {wait:.0f} s for puts whose answer was lost (they may still land), "
-                         "then reading the run back ...")
+            self._status(
+                f"waiting {wait:.0f} s for puts whose answer was lost (they may still land), "
+                "then reading the run back ..."
+            )
         else:
             self._status("reading the run back to verify it ...")
 
@@ -337,15 +391,23 @@ class ProducerPanel(Vertical):
         ]
         if report.first_out_of_order:
             first = report.first_out_of_order
-            lines.append(f"first out of order: key {printable(first['key'])}, seq {first['seq']} at position "
-                         f"{first['position']} after seq {first['after_seq']}")
+            lines.append(
+                f"first out of order: key {printable(first['key'])}, seq {first['seq']} at position "
+                f"{first['position']} after seq {first['after_seq']}"
+            )
         self.query_one("#producer-report", Static).update(Text.assemble(verdict, "\n".join(lines)))
         self._status("done" if report.ok else "done: select a failure to see its key's records")
         problems = self.query_one("#producer-problems", DataTable)
         problems.clear()
         for index, problem in enumerate(report.problems):
-            problems.add_row(problem.kind, Text(printable(problem.key)), str(problem.seq), short_shard_id(problem.shard_id or "-"),
-                             problem.detail, key=str(index))
+            problems.add_row(
+                problem.kind,
+                Text(printable(problem.key)),
+                str(problem.seq),
+                short_shard_id(problem.shard_id or "-"),
+                problem.detail,
+                key=str(index),
+            )
         problems.set_class(not report.problems, "-empty")
 
     def show_finished(self) -> None:
@@ -371,9 +433,14 @@ class ProducerPanel(Vertical):
         table.clear()
         assert self.report is not None
         for row in self.report.records_for(key):
-            table.add_row("-" if row["position"] is None else str(row["position"]), str(row["seq"]),
-                          short_shard_id(row["shard_id"] or "never read"), row["sequence_number"] or "-",
-                          short_shard_id(row["acked_shard_id"] or "not acked"), row["acked_sequence_number"] or "-")
+            table.add_row(
+                "-" if row["position"] is None else str(row["position"]),
+                str(row["seq"]),
+                short_shard_id(row["shard_id"] or "never read"),
+                row["sequence_number"] or "-",
+                short_shard_id(row["acked_shard_id"] or "not acked"),
+                row["acked_sequence_number"] or "-",
+            )
         table.remove_class("-empty")
         self._status(f"records of key {printable(key)}: {table.row_count}")
 
@@ -388,4 +455,3 @@ class ProducerPanel(Vertical):
         status = self.query_one("#producer-status", Static)
         status.set_class(error, "-error")
         status.update(Text(text))  # plain: messages may hold brackets that are not markup
-

@@ -23,8 +23,7 @@ class ShardsPanel(Vertical):
         self.key_format = key_format
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter: id, #n, open/closed, parent (enter keeps, escape clears)",
-                    id="table-filter")
+        yield Input(placeholder="filter: id, #n, open/closed, parent (enter keeps, escape clears)", id="table-filter")
         yield ShardTable(key_format=self.key_format, id="shard-table")
         yield Static("", id="shard-detail")
 

@@ -53,7 +53,9 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     _tab("heat", "throughput per shard and hot keys", "he"),
     _tab("consumers", "the stream's registered consumers", "co"),
     ConsoleCommand(("stream",), "stream NAME", "open stream NAME"),
-    ConsoleCommand(("streams", "st"), "streams", "the fleet: every stream, worst first; enter opens one", "pick_stream"),
+    ConsoleCommand(
+        ("streams", "st"), "streams", "the fleet: every stream, worst first; enter opens one", "pick_stream"
+    ),
     ConsoleCommand(("ro", "readonly", "read-only"), "ro", "enter read-only mode"),
     ConsoleCommand(("rw", "readwrite", "read-write"), "rw", "leave read-only mode (asks you to type a name)"),
     ConsoleCommand(("refresh", "r"), "refresh", "poll the stream now", "refresh"),
@@ -82,8 +84,9 @@ def parse(text: str) -> ParsedCommand | str:
             command = matches.pop()
         else:
             near = sorted(c.usage for c in matches) or [c.usage for c in COMMANDS if c.usage.startswith(typed[:2])]
-            return f"unknown command {words[0]!r}" + (f"; did you mean {', '.join(near)}?" if near else
-                                                      "; ? lists them all")
+            return f"unknown command {words[0]!r}" + (
+                f"; did you mean {', '.join(near)}?" if near else "; ? lists them all"
+            )
     if command.words[0] == "stream":
         if len(words) != 2:
             return "stream takes one name: stream NAME (streams lists them)"
@@ -135,8 +138,11 @@ class CommandLineScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         suggestions = [word for command in COMMANDS for word in command.words if len(word) > 2]
         with Vertical(id="command-line-box"):
-            yield Input(placeholder="shards · lineage · heat · consumers · stream NAME · streams · ro · rw · q",
-                        id="command-line-input", suggester=SuggestFromList(suggestions, case_sensitive=False))
+            yield Input(
+                placeholder="shards · lineage · heat · consumers · stream NAME · streams · ro · rw · q",
+                id="command-line-input",
+                suggester=SuggestFromList(suggestions, case_sensitive=False),
+            )
             yield Static("", id="command-line-error")
             yield Static("enter runs · → accepts the suggestion · escape closes", id="command-line-help")
 
@@ -189,7 +195,8 @@ class CommandLineHost:
 
         now = time.monotonic()
         if isinstance(self.focused, (Input, TextArea)) and (
-                self.ctrl_c_asked_at is None or now - self.ctrl_c_asked_at > CTRL_C_AGAIN_SECONDS):
+            self.ctrl_c_asked_at is None or now - self.ctrl_c_asked_at > CTRL_C_AGAIN_SECONDS
+        ):
             self.ctrl_c_asked_at = now
             self.notify("press ctrl+c again to quit", timeout=CTRL_C_AGAIN_SECONDS)
             return
@@ -214,9 +221,10 @@ class CommandLineHost:
         from console.ui.screens.confirm import ConfirmByNameScreen
 
         name = self.stream or "read-write"
-        self.push_screen(ConfirmByNameScreen(name, f"leave read-only mode: {READ_ONLY_DISABLES} become "
-                                                   "available again"),
-                         lambda confirmed: self.set_read_only(False) if confirmed else None)
+        self.push_screen(
+            ConfirmByNameScreen(name, f"leave read-only mode: {READ_ONLY_DISABLES} become available again"),
+            lambda confirmed: self.set_read_only(False) if confirmed else None,
+        )
 
     def set_read_only(self, read_only: bool) -> None:
         if read_only == self.read_only:
@@ -224,8 +232,12 @@ class CommandLineHost:
         self.read_only = read_only
         self.header.update_state(read_only=read_only)
         self.refresh_bindings()
-        self.notify(f"read-only: {READ_ONLY_DISABLES} are disabled"
-                    if read_only else "read-write: changes are possible again (each still asks first)", timeout=4)
+        self.notify(
+            f"read-only: {READ_ONLY_DISABLES} are disabled"
+            if read_only
+            else "read-write: changes are possible again (each still asks first)",
+            timeout=4,
+        )
 
     def watch_theme(self, old: str, new: str) -> None:
         if old != new and self.on_theme_changed is not None and self.is_running:

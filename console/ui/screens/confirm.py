@@ -91,7 +91,8 @@ class ConfirmByNameScreen(ModalScreen[bool]):
             self.dismiss(True)
         else:
             self.query_one("#confirm-error", Static).update(
-                Text(f"That is not {self.stream_name!r}; type it exactly, or press Escape to cancel."))
+                Text(f"That is not {self.stream_name!r}; type it exactly, or press Escape to cancel.")
+            )
 
     def action_cancel(self) -> None:
         self.dismiss(False)

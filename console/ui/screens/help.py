@@ -46,19 +46,30 @@ def bindings_table(read_only: bool) -> Group:
             table.add_row(*row)
         parts.extend([Text(title, style="bold underline"), table, Text("")])
 
-    section("Everywhere (outside text boxes)",
-            [(action.key, action.title, disabled if action.mutating and read_only else "")
-             for action in ACTIONS if action.tab is None]
-            + [("ctrl+p", "Command palette (search every action)", ""),
-               ("enter", "Type into the text box a tab opened on (until then 1-8 still switch tabs)", ""),
-               ("esc", "Leave a text box (so the keys above work again)", ""),
-               ("↑↓ j k", "Move in the table, tree, tail or heat list (pgup / pgdn: a page; home / end: "
-                          "first / last)", "")])
-    section("Command mode (: then enter)",
-            [(f":{command.usage}", command.help, "") for command in COMMANDS])
+    section(
+        "Everywhere (outside text boxes)",
+        [
+            (action.key, action.title, disabled if action.mutating and read_only else "")
+            for action in ACTIONS
+            if action.tab is None
+        ]
+        + [
+            ("ctrl+p", "Command palette (search every action)", ""),
+            ("enter", "Type into the text box a tab opened on (until then 1-8 still switch tabs)", ""),
+            ("esc", "Leave a text box (so the keys above work again)", ""),
+            (
+                "↑↓ j k",
+                "Move in the table, tree, tail or heat list (pgup / pgdn: a page; home / end: first / last)",
+                "",
+            ),
+        ],
+    )
+    section("Command mode (: then enter)", [(f":{command.usage}", command.help, "") for command in COMMANDS])
     for panel in PANEL_KEYS:
-        rows = [(entry.key, entry.binding.description, disabled if entry.mutating and read_only else "")
-                for entry in panel_bindings(panel)]
+        rows = [
+            (entry.key, entry.binding.description, disabled if entry.mutating and read_only else "")
+            for entry in panel_bindings(panel)
+        ]
         if rows:
             section(f"{panel.title} tab", rows)
     return Group(*parts)

@@ -18,8 +18,9 @@ class PromptScreen(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt.cancel")]
 
-    def __init__(self, title: str, label: str, default: str = "",
-                 check: Callable[[str], str | None] = lambda _value: None) -> None:
+    def __init__(
+        self, title: str, label: str, default: str = "", check: Callable[[str], str | None] = lambda _value: None
+    ) -> None:
         super().__init__()
         self._title, self._label, self._default, self._check = title, label, default, check
 

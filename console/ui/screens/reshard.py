@@ -57,8 +57,7 @@ def moved_summary(plan: ReshardPlan, sample_label: str) -> str:
     text = f"{plan.moved_fraction:.2%} of the key space moves to another shard"
     movement = plan.key_movement
     if movement is not None and movement.sample_size:
-        text += (f" · {movement.moved} of the {movement.sample_size} {sample_label} move"
-                 f" ({movement.moved_fraction:.1%})")
+        text += f" · {movement.moved} of the {movement.sample_size} {sample_label} move ({movement.moved_fraction:.1%})"
     return text
 
 
@@ -69,11 +68,17 @@ def plan_body(plan: ReshardPlan, key_format: str, width: int | None = None) -> s
     """Everything below the bars (console.reshard.render.plan_details), with hash keys in the
     console's key format and short shard ids. With `width`, the prose lines wrap to it (the rows keep
     their columns and scroll sideways)."""
-    lines = plan_details(plan, MAX_ROWS, key_text=lambda key: format_hash_key(key, key_format),
-                         shard_name=short_shard_id)
+    lines = plan_details(
+        plan, MAX_ROWS, key_text=lambda key: format_hash_key(key, key_format), shard_name=short_shard_id
+    )
     if width is not None:
-        lines = [wrapped for line in lines for wrapped in
-                 (textwrap.wrap(line, width, subsequent_indent="  ") if line.startswith(PROSE_PREFIXES) else [line])]
+        lines = [
+            wrapped
+            for line in lines
+            for wrapped in (
+                textwrap.wrap(line, width, subsequent_indent="  ") if line.startswith(PROSE_PREFIXES) else [line]
+            )
+        ]
     return "\n".join(lines)
 
 
@@ -137,9 +142,16 @@ class ReshardPreviewScreen(ModalScreen[bool]):
         Binding("f", "force", "Apply anyway"),
     ]
 
-    def __init__(self, plan: ReshardPlan, stream_name: str, *, key_format: str = "decimal",
-                 sample_label: str = "sample keys", consumers: list[str] | None = None,
-                 held_back: str | None = None) -> None:
+    def __init__(
+        self,
+        plan: ReshardPlan,
+        stream_name: str,
+        *,
+        key_format: str = "decimal",
+        sample_label: str = "sample keys",
+        consumers: list[str] | None = None,
+        held_back: str | None = None,
+    ) -> None:
         super().__init__()
         self.plan = plan
         self.stream_name = stream_name
@@ -183,21 +195,34 @@ class ReshardPreviewScreen(ModalScreen[bool]):
             yield Static(Text(f"{self.stream_name}: {self.plan.summary}"), id="preview-title")
             yield Static(bars, id="preview-ribbons")
             if self.plan.breaches:
-                yield Static(Text("Cannot proceed, limits breached:\n" + "\n".join(
-                    f"- {breach.detail} (rule: {breach.rule})" for breach in self.plan.breaches)), id="preview-breaches")
+                yield Static(
+                    Text(
+                        "Cannot proceed, limits breached:\n"
+                        + "\n".join(f"- {breach.detail} (rule: {breach.rule})" for breach in self.plan.breaches)
+                    ),
+                    id="preview-breaches",
+                )
             elif self.plan.is_noop:
                 yield Static(Text("Nothing to do: the stream already looks like this."), id="preview-breaches")
             if self.consumers:
                 # Lease owners and keys come from the lease table: escaped, never control sequences.
-                yield Static(Text("\n".join(map(printable, self.consumers)),
-                                  style="bold" if self.held_back else ""),
-                             id="preview-consumers", classes="-behind" if self.held_back else "")
+                yield Static(
+                    Text("\n".join(map(printable, self.consumers)), style="bold" if self.held_back else ""),
+                    id="preview-consumers",
+                    classes="-behind" if self.held_back else "",
+                )
             if self.can_force:
-                yield Static(Text(f"Held back: {printable(self.held_back)}.\nPress f to apply anyway (those consumers "
-                                  "fall further behind until they finish the parents), or Escape to cancel."),
-                             id="preview-held-back")
+                yield Static(
+                    Text(
+                        f"Held back: {printable(self.held_back)}.\nPress f to apply anyway (those consumers "
+                        "fall further behind until they finish the parents), or Escape to cancel."
+                    ),
+                    id="preview-held-back",
+                )
             with ScrollableContainer(id="preview-body"):
-                yield Static(Text(plan_body(self.plan, self.key_format, self.text_width()), no_wrap=True), id="preview-text")
+                yield Static(
+                    Text(plan_body(self.plan, self.key_format, self.text_width()), no_wrap=True), id="preview-text"
+                )
             with Horizontal(id="preview-buttons"):
                 # What enter does right now: it presses the focused button (tab moves between them).
                 yield Static(id="preview-keys")
@@ -206,8 +231,9 @@ class ReshardPreviewScreen(ModalScreen[bool]):
                 if self.can_force:
                     yield Button("Apply anyway (f)", id="force", variant="error", compact=True)
                 else:
-                    yield Button("Proceed", id="proceed", variant="warning", disabled=not self.can_proceed,
-                                 compact=True)
+                    yield Button(
+                        "Proceed", id="proceed", variant="warning", disabled=not self.can_proceed, compact=True
+                    )
 
     def on_mount(self) -> None:
         # Focus never starts on a button that changes the stream when consumers hold the change back.

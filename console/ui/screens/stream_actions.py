@@ -9,33 +9,32 @@ only what it needs (a `StreamActionRequest` and the dialog callables) and report
 from __future__ import annotations
 
 import time
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.message import Message
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
 
 from console.backend.protocol import ConsoleBackend
+from console.bounds import record_size_kib, warm_throughput_mibps
 from console.errors import BadInput, ConsoleError
 from console.lifecycle.execute import apply, mode_switches
 from console.lifecycle.plans import MODE_NAMES, LifecyclePlan, plan_delete, plan_encryption, plan_mode, plan_retention
 from console.lifecycle.rules import AWS_MANAGED_KMS_KEY, check_kms_key, check_retention_hours
-from console.bounds import record_size_kib, warm_throughput_mibps
 from console.lifecycle.settings import plan_distribution, plan_max_record_size, plan_warm_throughput
 from console.lifecycle.settings_apply import OPERATIONS as SETTING_OPERATIONS
 from console.lifecycle.settings_apply import apply_setting
-from console.topology.model import AUTO_DISTRIBUTION, KEY_DISTRIBUTION, StreamSummary
 from console.reshard.actionlog import ActionLog
+from console.topology.model import AUTO_DISTRIBUTION, KEY_DISTRIBUTION, StreamSummary
 from console.ui.reshard_flow import ReshardActivity, ReshardDialogs, ReshardProgressed
-from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 from console.ui.screens.confirm import ConfirmByNameScreen
-
+from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 
 ACTIONS = (
     ("retention", "Retention", "how long records stay readable (24 h to 365 days)"),
@@ -67,10 +66,19 @@ class StreamActionsScreen(ModalScreen[str | None]):
         s = self.summary
         with Vertical(classes="prompt-dialog", id="stream-actions"):
             yield Static(Text(f"Stream actions: {s.name}"), classes="prompt-title")
-            yield Static(Text(f"{s.status} · {MODE_NAMES.get(s.mode, s.mode)} · {s.open_shard_count} open shards · "
-                              f"retention {s.retention_hours} h · encryption {s.encryption}"))
-            yield OptionList(*(Option(Text(f"{title:<15}{detail}"), id=action, disabled=self.read_only)
-                               for action, title, detail in ACTIONS), id="stream-actions-list")
+            yield Static(
+                Text(
+                    f"{s.status} · {MODE_NAMES.get(s.mode, s.mode)} · {s.open_shard_count} open shards · "
+                    f"retention {s.retention_hours} h · encryption {s.encryption}"
+                )
+            )
+            yield OptionList(
+                *(
+                    Option(Text(f"{title:<15}{detail}"), id=action, disabled=self.read_only)
+                    for action, title, detail in ACTIONS
+                ),
+                id="stream-actions-list",
+            )
             help_text = "enter chooses · escape cancels · each shows its plan, then asks for the stream name"
             if self.read_only:
                 help_text = "read-only (--read-only or read_only in the config): every action is disabled"
@@ -187,12 +195,20 @@ async def run_action(request: StreamActionRequest, dialogs: ReshardDialogs) -> N
     try:
         if plan.calls and plan.calls[0].operation in SETTING_OPERATIONS:
             target = plan.calls[0].parameters.get("RecordDistributionStrategy")
-            await apply_setting(kinesis, plan, action_log=ActionLog.default(),
-                                log_fields={"target": target} if target else None,
-                                progress=lambda text: dialogs.notify(text, title=action, timeout=5))
+            await apply_setting(
+                kinesis,
+                plan,
+                action_log=ActionLog.default(),
+                log_fields={"target": target} if target else None,
+                progress=lambda text: dialogs.notify(text, title=action, timeout=5),
+            )
         else:
-            await apply(kinesis, plan, action_log=ActionLog.default(),
-                        progress=lambda text: dialogs.notify(text, title=action, timeout=5))
+            await apply(
+                kinesis,
+                plan,
+                action_log=ActionLog.default(),
+                progress=lambda text: dialogs.notify(text, title=action, timeout=5),
+            )
     except ConsoleError as error:
         dialogs.notify(f"{action} failed: {error.message}", severity="error", timeout=15)
     else:
@@ -210,66 +226,102 @@ async def _plan(request: StreamActionRequest, summary: StreamSummary, dialogs: R
     """Ask what the action needs, then plan it; None when the operator cancels."""
     action, kinesis = request.action, request.source
     if action == "retention":
-        answer = await dialogs.ask(PromptScreen(
-            f"Retention of {summary.name} (now {summary.retention_hours} h)",
-            "Hours, from 24 to 8760; a decrease makes older records unreadable at once",
-            str(summary.retention_hours), lambda text: _problem(check_retention_hours, text)))
+        answer = await dialogs.ask(
+            PromptScreen(
+                f"Retention of {summary.name} (now {summary.retention_hours} h)",
+                "Hours, from 24 to 8760; a decrease makes older records unreadable at once",
+                str(summary.retention_hours),
+                lambda text: _problem(check_retention_hours, text),
+            )
+        )
         return None if answer is None else plan_retention(summary, check_retention_hours(answer))
     if action == "mode":
         other = "ON_DEMAND" if summary.mode == "PROVISIONED" else "PROVISIONED"
-        choice = await dialogs.ask(ChoiceScreen(
-            f"Capacity mode of {summary.name} (now {MODE_NAMES.get(summary.mode, summary.mode)})",
-            [(other, f"switch to {MODE_NAMES[other]}"), (summary.mode, f"stay {MODE_NAMES.get(summary.mode)}")]))
+        choice = await dialogs.ask(
+            ChoiceScreen(
+                f"Capacity mode of {summary.name} (now {MODE_NAMES.get(summary.mode, summary.mode)})",
+                [(other, f"switch to {MODE_NAMES[other]}"), (summary.mode, f"stay {MODE_NAMES.get(summary.mode)}")],
+            )
+        )
         if choice is None:
             return None
         switches = mode_switches(ActionLog.default().entries(), summary.name, kinesis.label)
         return plan_mode(summary, choice, shards=None, recent_switches=switches, now=time.time())
     if action == "encryption":
         details = await kinesis.describe_stream_details(summary.name)
-        answer = await dialogs.ask(PromptScreen(
-            f"Encryption of {summary.name} (now {summary.encryption}"
-            + (f", key {details.get('KeyId')})" if details.get("KeyId") else ")"),
-            f"A KMS key alias, id or ARN ({AWS_MANAGED_KMS_KEY} is AWS's own), or 'off'",
-            "off" if summary.encryption == "KMS" else AWS_MANAGED_KMS_KEY,
-            lambda text: None if text.lower() == "off" else _problem(check_kms_key, text)))
+        answer = await dialogs.ask(
+            PromptScreen(
+                f"Encryption of {summary.name} (now {summary.encryption}"
+                + (f", key {details.get('KeyId')})" if details.get("KeyId") else ")"),
+                f"A KMS key alias, id or ARN ({AWS_MANAGED_KMS_KEY} is AWS's own), or 'off'",
+                "off" if summary.encryption == "KMS" else AWS_MANAGED_KMS_KEY,
+                lambda text: None if text.lower() == "off" else _problem(check_kms_key, text),
+            )
+        )
         if answer is None:
             return None
         key = None if answer.lower() == "off" else check_kms_key(answer)
         return plan_encryption(summary, key, current_key=details.get("KeyId"))
     if action in ("distribution", "max-record-size", "warm-throughput"):
         return await _plan_setting(action, kinesis, summary, dialogs)
-    consumers = [c.get("ConsumerName", "?") for c in await kinesis.list_stream_consumers(summary.arn)] if summary.arn else []
+    consumers = (
+        [c.get("ConsumerName", "?") for c in await kinesis.list_stream_consumers(summary.arn)] if summary.arn else []
+    )
     enforce = False
     if consumers:
-        choice = await dialogs.ask(ChoiceScreen(
-            f"{summary.name} has {len(consumers)} registered consumer(s): deregister them with it?",
-            [("yes", "yes: delete the stream and its consumers"), ("no", "no: keep the stream")]))
+        choice = await dialogs.ask(
+            ChoiceScreen(
+                f"{summary.name} has {len(consumers)} registered consumer(s): deregister them with it?",
+                [("yes", "yes: delete the stream and its consumers"), ("no", "no: keep the stream")],
+            )
+        )
         if choice != "yes":
             return None
         enforce = True
-    return plan_delete(summary, consumers=consumers, total_shards=request.total_shards, enforce_consumer_deletion=enforce)
+    return plan_delete(
+        summary, consumers=consumers, total_shards=request.total_shards, enforce_consumer_deletion=enforce
+    )
 
 
-async def _plan_setting(action: str, kinesis: Any, summary: StreamSummary, dialogs: ReshardDialogs) -> LifecyclePlan | None:
+async def _plan_setting(
+    action: str, kinesis: Any, summary: StreamSummary, dialogs: ReshardDialogs
+) -> LifecyclePlan | None:
     """Today's settings: record distribution, record size, warm throughput (console.lifecycle.settings)."""
     if action == "distribution":
         other = KEY_DISTRIBUTION if summary.auto_distribution else AUTO_DISTRIBUTION
-        choice = await dialogs.ask(ChoiceScreen(
-            f"Record distribution of {summary.name} (now {summary.record_distribution})",
-            [(other, "switch to AUTO: Kinesis spreads records, keys no longer place them" if other == AUTO_DISTRIBUTION
-              else "switch back to partition keys placing records"),
-             (summary.record_distribution, "keep it")]))
+        choice = await dialogs.ask(
+            ChoiceScreen(
+                f"Record distribution of {summary.name} (now {summary.record_distribution})",
+                [
+                    (
+                        other,
+                        "switch to AUTO: Kinesis spreads records, keys no longer place them"
+                        if other == AUTO_DISTRIBUTION
+                        else "switch back to partition keys placing records",
+                    ),
+                    (summary.record_distribution, "keep it"),
+                ],
+            )
+        )
         return None if choice is None else plan_distribution(summary, choice)
     if action == "max-record-size":
-        answer = await dialogs.ask(PromptScreen(
-            f"Largest record of {summary.name} (now {summary.max_record_size_kib} KiB)",
-            "KiB, from 1024 (1 MiB) to 10240 (10 MiB)", str(summary.max_record_size_kib),
-            lambda text: _problem(record_size_kib, text)))
+        answer = await dialogs.ask(
+            PromptScreen(
+                f"Largest record of {summary.name} (now {summary.max_record_size_kib} KiB)",
+                "KiB, from 1024 (1 MiB) to 10240 (10 MiB)",
+                str(summary.max_record_size_kib),
+                lambda text: _problem(record_size_kib, text),
+            )
+        )
         return None if answer is None else plan_max_record_size(summary, record_size_kib(answer))
-    answer = await dialogs.ask(PromptScreen(
-        f"Warm throughput of {summary.name} (now {summary.warm_throughput_target_mibps or 0} MiB/s)",
-        "MiB/s, from 0 to 10240; on-demand streams, with the account's On-demand Advantage",
-        str(summary.warm_throughput_target_mibps or 0), lambda text: _problem(warm_throughput_mibps, text)))
+    answer = await dialogs.ask(
+        PromptScreen(
+            f"Warm throughput of {summary.name} (now {summary.warm_throughput_target_mibps or 0} MiB/s)",
+            "MiB/s, from 0 to 10240; on-demand streams, with the account's On-demand Advantage",
+            str(summary.warm_throughput_target_mibps or 0),
+            lambda text: _problem(warm_throughput_mibps, text),
+        )
+    )
     if answer is None:
         return None
     commitment = (await kinesis.account_settings()).get("Status") or "DISABLED" if summary.mode == "ON_DEMAND" else None

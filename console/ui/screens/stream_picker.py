@@ -37,15 +37,30 @@ from console.read.printable import printable
 from console.ui.source import describe_failure
 
 # The reason first after the name: on a narrow terminal the table scrolls sideways, the trouble stays.
-COLUMNS = ("Stream", "Trouble", "In rec/s", "In KB/s", "Last 30 min", "Used", "Iter age", "Throttled W/R",
-           "Shards", "EFO", "Mode", "Status")
+COLUMNS = (
+    "Stream",
+    "Trouble",
+    "In rec/s",
+    "In KB/s",
+    "Last 30 min",
+    "Used",
+    "Iter age",
+    "Throttled W/R",
+    "Shards",
+    "EFO",
+    "Mode",
+    "Status",
+)
 
 
 def row_cells(row: FleetRow) -> list[Any]:
     facts = row.facts
     style = "bold red" if row.trouble else ""
-    mode = facts.mode + (" AUTO" if facts.auto_distribution else "") + (
-        f" warm {facts.warm_mibps} MiB/s" if facts.warm_mibps else "")
+    mode = (
+        facts.mode
+        + (" AUTO" if facts.auto_distribution else "")
+        + (f" warm {facts.warm_mibps} MiB/s" if facts.warm_mibps else "")
+    )
     trouble = "; ".join(row.trouble) if row.trouble else (f"? {row.metrics_problem}" if row.metrics_problem else "")
 
     def number(value: float | None, pattern: str) -> str:
@@ -54,14 +69,20 @@ def row_cells(row: FleetRow) -> list[Any]:
     def count(value: int | None) -> str:
         return "-" if value is None else f"{value:,}"
 
-    return [Text(printable(facts.name), style=style), Text(printable(trouble), style=style),
-            number(row.records_per_s, "{:.1f}"),
-            number(None if row.bytes_per_s is None else row.bytes_per_s / 1024, "{:.1f}"),
-            sparkline(row.bytes_sparkline) or "-",
-            number(None if row.utilisation is None else row.utilisation * 100, "{:.0f}%"),
-            "-" if row.max_iterator_age_ms is None else format_age(row.max_iterator_age_ms),
-            f"{count(row.write_throttled)}/{count(row.read_throttled)}", count(facts.open_shards),
-            count(facts.consumers), mode, facts.status]
+    return [
+        Text(printable(facts.name), style=style),
+        Text(printable(trouble), style=style),
+        number(row.records_per_s, "{:.1f}"),
+        number(None if row.bytes_per_s is None else row.bytes_per_s / 1024, "{:.1f}"),
+        sparkline(row.bytes_sparkline) or "-",
+        number(None if row.utilisation is None else row.utilisation * 100, "{:.0f}%"),
+        "-" if row.max_iterator_age_ms is None else format_age(row.max_iterator_age_ms),
+        f"{count(row.write_throttled)}/{count(row.read_throttled)}",
+        count(facts.open_shards),
+        count(facts.consumers),
+        mode,
+        facts.status,
+    ]
 
 
 class StreamPickerScreen(ModalScreen[str | None]):
@@ -78,8 +99,14 @@ class StreamPickerScreen(ModalScreen[str | None]):
     StreamPickerScreen #picker-list { height: 1fr; }
     """
 
-    def __init__(self, source: ConsoleBackend, *, current: str | None = None, timeout: float = 15.0,
-                 refresh_every: float = FLEET_REFRESH_S) -> None:
+    def __init__(
+        self,
+        source: ConsoleBackend,
+        *,
+        current: str | None = None,
+        timeout: float = 15.0,
+        refresh_every: float = FLEET_REFRESH_S,
+    ) -> None:
         super().__init__()
         self._source = source
         self._current = current
@@ -122,8 +149,10 @@ class StreamPickerScreen(ModalScreen[str | None]):
         self._rows = {f.name: self._rows.get(f.name) or build_row(f, None) for f in facts}
         self._show()
         if not facts:
-            status.update("this backend has no streams; create one: kconsole stream create NAME (plus this "
-                          "console's --endpoint-url), or kconsole --local for a demo stream")
+            status.update(
+                "this backend has no streams; create one: kconsole stream create NAME (plus this "
+                "console's --endpoint-url), or kconsole --local for a demo stream"
+            )
             return
         status.update(f"{len(facts)} stream{'s' if len(facts) != 1 else ''}; reading CloudWatch…")
         await self._metrics_once()
@@ -159,7 +188,8 @@ class StreamPickerScreen(ModalScreen[str | None]):
             return
         if CLOUDWATCH not in self._source.capabilities:
             self.query_one("#picker-status", Static).update(
-                f"{len(self._facts)} streams; no metrics: this backend has no CloudWatch")
+                f"{len(self._facts)} streams; no metrics: this backend has no CloudWatch"
+            )
             return
         self._refreshing = True
         status = self.query_one("#picker-status", Static)
@@ -173,8 +203,10 @@ class StreamPickerScreen(ModalScreen[str | None]):
         self._rows.update({row.name: row for row in fleet.rows})
         self._show()
         troubled = sum(1 for row in fleet.rows if row.trouble)
-        status.update(f"{len(fleet.rows)} streams, {troubled} in trouble"
-                      + (f"; no metrics: {fleet.problem}" if fleet.problem else ""))
+        status.update(
+            f"{len(fleet.rows)} streams, {troubled} in trouble"
+            + (f"; no metrics: {fleet.problem}" if fleet.problem else "")
+        )
 
     def _recompute(self) -> None:
         """Rows rebuilt on new counts keep their metrics (utilisation needs the shard count)."""
@@ -188,8 +220,9 @@ class StreamPickerScreen(ModalScreen[str | None]):
     def _show(self) -> None:
         """Rows updated in place, added or removed as the list changes, then put in order."""
         table = self.query_one("#picker-list", DataTable)
-        wanted = [row for row in sort_rows(list(self._rows.values()), self._sort)
-                  if self._filter.lower() in row.name.lower()]
+        wanted = [
+            row for row in sort_rows(list(self._rows.values()), self._sort) if self._filter.lower() in row.name.lower()
+        ]
         keys = {row.name for row in wanted}
         for key in [k.value for k in list(table.rows)]:
             if key not in keys:
@@ -251,4 +284,3 @@ class StreamPickerScreen(ModalScreen[str | None]):
             self._show()
             return
         self.dismiss(None)
-

@@ -30,8 +30,10 @@ class CoalescingFooter(Footer):
     def _keys_to_show(self) -> tuple:
         """What `Footer.compose` reads: every active binding, whether it is enabled, its tooltip
         and how its key is displayed."""
-        return tuple((binding, enabled, tooltip, self.app.get_key_display(binding))
-                     for _node, binding, enabled, tooltip in self.screen.active_bindings.values())
+        return tuple(
+            (binding, enabled, tooltip, self.app.get_key_display(binding))
+            for _node, binding, enabled, tooltip in self.screen.active_bindings.values()
+        )
 
     def build_then(self, callback: Callable[[], object]) -> None:
         """Build the keys now (in this widget's own context: its compose binds to it), then call back."""

@@ -48,8 +48,7 @@ class HeaderState:
 class ConsoleHeader(Widget):
     """Always visible; re-renders once a second so the refresh age stays true."""
 
-    COMPONENT_CLASSES = {"console-header--ok", "console-header--busy", "console-header--dim",
-                         "console-header--badge"}
+    COMPONENT_CLASSES = {"console-header--ok", "console-header--busy", "console-header--dim", "console-header--badge"}
 
     DEFAULT_CSS = """
     ConsoleHeader > .console-header--ok { color: $text-success; text-style: bold; }
@@ -98,8 +97,9 @@ class ConsoleHeader(Widget):
             # The gap goes inside the styled span: SVG renderers that drop a span's leading spaces
             # (the screenshots) would otherwise run the words together.
             stream_line.append(summary.status + GAP, style=self._part("ok" if healthy else "busy"))
-            stream_line.append(f"{summary.mode}{GAP}{summary.open_shard_count} open shards"
-                               f"{GAP}retention {summary.retention_hours}h")
+            stream_line.append(
+                f"{summary.mode}{GAP}{summary.open_shard_count} open shards{GAP}retention {summary.retention_hours}h"
+            )
             for badge in summary.badges():  # what changes how the stream behaves
                 stream_line.append(GAP)
                 stream_line.append(f" {badge} ", style=self._part("badge") + Style(reverse=True))
@@ -124,8 +124,9 @@ class ConsoleHeader(Widget):
         else:
             right.append("refreshing… " if state.polling else f"refreshed {age} ", style=dim)
         if state.capacity is not None and state.error is None:
-            capacity = Text(summary_text(state.capacity) + GAP,
-                            style=self._part("busy") if state.capacity.throttled else dim)
+            capacity = Text(
+                summary_text(state.capacity) + GAP, style=self._part("busy") if state.capacity.throttled else dim
+            )
             if where.cell_len + 1 + capacity.cell_len + right.cell_len <= width:  # only where nothing is cut
                 right = capacity + right
         return Text("\n").join([_spread(stream_line, Text(), width), _spread(where, right, width)])

@@ -27,7 +27,12 @@ MAP_SECONDS = 300  # five minutes
 LABEL_WIDTH = 25  # "▶ #12345 x 1.2kr/s 100% "
 # (upper bound of utilisation, colour): green while calm, yellow from 50%, orange from 80%, red at the limit.
 LEVELS: tuple[tuple[float, str], ...] = (
-    (0.1, "#2d6a4f"), (0.3, "#40916c"), (0.5, "#74c69d"), (0.8, "#e9c46a"), (1.0, "#f4a261"), (math.inf, "#e63946"),
+    (0.1, "#2d6a4f"),
+    (0.3, "#40916c"),
+    (0.5, "#74c69d"),
+    (0.8, "#e9c46a"),
+    (1.0, "#f4a261"),
+    (math.inf, "#e63946"),
 )
 IDLE = Style(color="grey42")
 NOT_SAMPLED = Style()
@@ -63,7 +68,7 @@ def cell_values(series: Sequence[float], cells: int, per_cell: int, seconds: int
     for column in range(columns):
         high = end - (columns - 1 - column) * per_cell
         low = high - per_cell
-        window = series[max(0, low):max(0, high)]
+        window = series[max(0, low) : max(0, high)]
         values.append(max(window) if window else None)
     return values
 
@@ -111,7 +116,9 @@ class HeatMap(ScrollView, can_focus=False):
         width = self.scrollable_content_region.width
         base = self.rich_style
         if y == 0:
-            return Strip(self._axis(), ).crop_extend(0, width, base)
+            return Strip(
+                self._axis(),
+            ).crop_extend(0, width, base)
         index = round(self.scroll_y) + y - 1
         if index >= len(self.rows):
             return Strip.blank(width, base)
@@ -126,15 +133,17 @@ class HeatMap(ScrollView, can_focus=False):
             column = columns - 1 - (minutes * 60) // per_cell
             mark = f"-{minutes}m"
             if 0 <= column and column + len(mark) <= columns - 4:
-                axis[column:column + len(mark)] = mark
-        axis[columns - 3:] = "now"
+                axis[column : column + len(mark)] = mark
+        axis[columns - 3 :] = "now"
         dim = Style(dim=True)
         return [Segment(f"  {'shard':<8} {'rec/s':>7} {'now':>4} ", dim), Segment("".join(axis), dim)]
 
     def _row(self, row: HeatRow) -> list[Segment]:
         selected = row.shard_id == self.selected
-        label = (f"{'▶' if selected else ' '} {short_shard_id(row.shard_id):<7}{' ' if row.is_open else 'x'}"
-                 f"{format_rate(row.records_per_s, ''):>7} {row.utilisation:4.0%} ")
+        label = (
+            f"{'▶' if selected else ' '} {short_shard_id(row.shard_id):<7}{' ' if row.is_open else 'x'}"
+            f"{format_rate(row.records_per_s, ''):>7} {row.utilisation:4.0%} "
+        )
         label_style = Style(bold=True, reverse=True) if selected else Style()
         segments = [Segment(label[:LABEL_WIDTH].ljust(LABEL_WIDTH), label_style)]
         for value in cell_values(row.seconds, self.cells, self.per_cell):

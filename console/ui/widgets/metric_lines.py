@@ -55,7 +55,9 @@ def summary_text(summary: CapacitySummary, *, long: bool = False) -> str:
         age = format_millis(int(summary.iterator_age_ms))
         parts.append(f"iterator age {age}" if long else f"lag {age}")
     if summary.throttled is not None:
-        parts.append(f"{summary.throttled:,} throttled in {RECENT_MINUTES} min" if long else f"throttled {summary.throttled:,}")
+        parts.append(
+            f"{summary.throttled:,} throttled in {RECENT_MINUTES} min" if long else f"throttled {summary.throttled:,}"
+        )
     return (" · " if long else "  ").join(parts)
 
 
@@ -76,5 +78,9 @@ def capacity_text(metrics: MetricSeries | None, problem: str | None, *, title: s
 
 def stream_capacity_text(metrics: MetricSeries | None, problem: str | None = None) -> Text:
     """The stream-level block (Heat and Consumers tabs)."""
-    return capacity_text(metrics, problem, title=f"CloudWatch · stream · {SPARK_MINUTES} min",
-                         empty="CloudWatch: no CloudWatch data for this stream yet")
+    return capacity_text(
+        metrics,
+        problem,
+        title=f"CloudWatch · stream · {SPARK_MINUTES} min",
+        empty="CloudWatch: no CloudWatch data for this stream yet",
+    )

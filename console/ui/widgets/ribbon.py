@@ -68,16 +68,20 @@ class KeySpaceRibbon(Widget):
     def set_shards(self, shards: Iterable[Shard]) -> None:
         """Open shards only are drawn; they tile the key space."""
         open_shards = sorted((s for s in shards if s.is_open), key=lambda s: s.starting_hash_key)
-        self._set_ranges(tuple(s.starting_hash_key for s in open_shards),
-                         tuple(s.ending_hash_key for s in open_shards), tuple(s.shard_id for s in open_shards))
+        self._set_ranges(
+            tuple(s.starting_hash_key for s in open_shards),
+            tuple(s.ending_hash_key for s in open_shards),
+            tuple(s.shard_id for s in open_shards),
+        )
 
     def set_index(self, index: HashRangeIndex, summary: str | None = None) -> None:
         """The open shards as the shard map's index holds them (already sorted: no work per poll);
         `summary`, when given, is `summarise_shares` of them, worked out off the UI loop."""
         self._set_ranges(index.starts, index.endings, index.shard_ids, summary)
 
-    def _set_ranges(self, starts: Sequence[int], ends: Sequence[int], ids: Sequence[str],
-                    summary: str | None = None) -> None:
+    def _set_ranges(
+        self, starts: Sequence[int], ends: Sequence[int], ids: Sequence[str], summary: str | None = None
+    ) -> None:
         if ids == self._ids and starts == self._starts and ends == self._ends:
             return
         self._starts, self._ends, self._ids = starts, ends, ids

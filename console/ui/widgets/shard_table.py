@@ -72,15 +72,41 @@ def _throughput_text(_shard: Shard, heat: ShardHeat | None) -> str:
 
 COLUMNS: tuple[Column, ...] = (
     Column("shard", "Shard", 20, lambda s, h: s.shard_id, lambda s, h: (len(s.shard_id), s.shard_id)),
-    Column("state", "State", 6, lambda s, h: "open" if s.is_open else "closed", lambda s, h: (not s.is_open, s.starting_hash_key, len(s.shard_id), s.shard_id)),
-    Column("start", "Start key", KEY_WIDTHS["decimal"], lambda s, h: format_hash_key(s.starting_hash_key),
-           lambda s, h: (s.starting_hash_key, not s.is_open, len(s.shard_id), s.shard_id), align_right=True),
-    Column("end", "End key", KEY_WIDTHS["decimal"], lambda s, h: format_hash_key(s.ending_hash_key),
-           lambda s, h: (s.ending_hash_key, not s.is_open, len(s.shard_id), s.shard_id), align_right=True),
-    Column("share", "Share", 6, lambda s, h: format_share(s.share), lambda s, h: (s.share, s.shard_id), align_right=True),
+    Column(
+        "state",
+        "State",
+        6,
+        lambda s, h: "open" if s.is_open else "closed",
+        lambda s, h: (not s.is_open, s.starting_hash_key, len(s.shard_id), s.shard_id),
+    ),
+    Column(
+        "start",
+        "Start key",
+        KEY_WIDTHS["decimal"],
+        lambda s, h: format_hash_key(s.starting_hash_key),
+        lambda s, h: (s.starting_hash_key, not s.is_open, len(s.shard_id), s.shard_id),
+        align_right=True,
+    ),
+    Column(
+        "end",
+        "End key",
+        KEY_WIDTHS["decimal"],
+        lambda s, h: format_hash_key(s.ending_hash_key),
+        lambda s, h: (s.ending_hash_key, not s.is_open, len(s.shard_id), s.shard_id),
+        align_right=True,
+    ),
+    Column(
+        "share", "Share", 6, lambda s, h: format_share(s.share), lambda s, h: (s.share, s.shard_id), align_right=True
+    ),
     Column("parents", "Parents", 12, _parents_text, lambda s, h: (s.parents, s.shard_id)),
-    Column("throughput", "Rate", 14, _throughput_text,
-           lambda s, h: (h.records_per_s if h else -1.0, s.shard_id), align_right=True),
+    Column(
+        "throughput",
+        "Rate",
+        14,
+        _throughput_text,
+        lambda s, h: (h.records_per_s if h else -1.0, s.shard_id),
+        align_right=True,
+    ),
 )
 # Shown when consumer lag is known (the Consumers tab): the worst lease's time behind on each shard.
 LAG_COLUMN = Column("lag", "Lag", 9, lambda s, h: "", lambda s, h: s.shard_id, align_right=True)
@@ -94,8 +120,10 @@ def columns_for(key_format: str) -> tuple[Column, ...]:
     """The columns with hash keys written in `key_format` (console.ui.format.KEY_FORMATS)."""
     if key_format == "decimal":
         return COLUMNS
-    hexed = {"start": lambda s, h: format_hash_key(s.starting_hash_key, "hex"),
-             "end": lambda s, h: format_hash_key(s.ending_hash_key, "hex")}
+    hexed = {
+        "start": lambda s, h: format_hash_key(s.starting_hash_key, "hex"),
+        "end": lambda s, h: format_hash_key(s.ending_hash_key, "hex"),
+    }
     return tuple(replace(c, width=KEY_WIDTHS["hex"], text=hexed[c.key]) if c.key in hexed else c for c in COLUMNS)
 
 
@@ -111,15 +139,21 @@ def fit_columns(columns: tuple[Column, ...], width: int) -> tuple[Column, ...]:
         if total(columns) <= width:
             return columns
         if step == "shard":
-            columns = tuple(replace(c, width=NARROW_SHARD_WIDTH, text=lambda s, h: short_shard_id(s.shard_id))
-                            if c.key == "shard" else c for c in columns)
+            columns = tuple(
+                replace(c, width=NARROW_SHARD_WIDTH, text=lambda s, h: short_shard_id(s.shard_id))
+                if c.key == "shard"
+                else c
+                for c in columns
+            )
         else:
             columns = tuple(c for c in columns if c.key != step)
     over = total(columns) - width
     if over > 0:
-        columns = tuple(replace(c, width=max(NARROWEST_KEY_WIDTH, c.width - over)) if c.key == "start" else c
-                        for c in columns)
+        columns = tuple(
+            replace(c, width=max(NARROWEST_KEY_WIDTH, c.width - over)) if c.key == "start" else c for c in columns
+        )
     return columns
+
 
 COLUMN_BY_KEY = {column.key: column for column in COLUMNS}
 SORTABLE = ("start", "shard", "state", "share", "throughput")
@@ -149,13 +183,13 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
     class Highlighted(Message):
         """The cursor moved onto a shard (keyboard, mouse, or a selection made elsewhere)."""
 
-        def __init__(self, table: "ShardTable", shard_id: str) -> None:
+        def __init__(self, table: ShardTable, shard_id: str) -> None:
             super().__init__()
             self.table = table
             self.shard_id = shard_id
 
         @property
-        def control(self) -> "ShardTable":
+        def control(self) -> ShardTable:
             return self.table
 
     class SortChanged(Message):
@@ -164,8 +198,9 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
             self.column = column
             self.reverse = reverse
 
-    def __init__(self, *, key_format: str = "decimal", name: str | None = None, id: str | None = None,
-                 classes: str | None = None) -> None:
+    def __init__(
+        self, *, key_format: str = "decimal", name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._columns = columns_for(key_format)
         self._shards: dict[str, Shard] = {}
@@ -266,8 +301,11 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
         self._left_behind = old  # the rows as they were sorted, to find the leaving ones by key
         sort_key = COLUMN_BY_KEY[self.sort_column].sort_key
         heat = self._heat
-        moved = {sid for sid in changed
-                 if self.filter_text or sort_key(old[sid], heat.get(sid)) != sort_key(fresh[sid], heat.get(sid))}
+        moved = {
+            sid
+            for sid in changed
+            if self.filter_text or sort_key(old[sid], heat.get(sid)) != sort_key(fresh[sid], heat.get(sid))
+        }
         full = len(added) + len(removed) + len(moved) > max(64, len(fresh) // 4)
         return added, removed, changed, moved, full
 
@@ -282,8 +320,11 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
             # Delete by index, from the back (each a memmove), rather than rebuild both 10k lists.
             order = self._ascending
             previous = self._left_behind
-            at = [i for i in (self._order_index(sid, previous[sid]) for sid in leaving if sid in previous)
-                  if i is not None]
+            at = [
+                i
+                for i in (self._order_index(sid, previous[sid]) for sid in leaving if sid in previous)
+                if i is not None
+            ]
             for index in sorted(at, reverse=True):
                 del order[index]
                 del self._ascending_keys[index]
@@ -313,8 +354,9 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
         if self.sort_column == "throughput":
             self._reorder()
         else:
-            self._refresh_rows({sid for sid in self._heat.keys() | previous.keys()
-                                if self._heat.get(sid) != previous.get(sid)})
+            self._refresh_rows(
+                {sid for sid in self._heat.keys() | previous.keys() if self._heat.get(sid) != previous.get(sid)}
+            )
 
     def set_lag(self, lag: dict[str, str]) -> None:
         """Show a Lag column (texts per shard, from the consumers' leases); an empty dict hides it."""
@@ -324,7 +366,9 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
             self._update_virtual_size()
             self.refresh()
         else:
-            self._refresh_rows({sid for sid in self._lag.keys() | previous.keys() if self._lag.get(sid) != previous.get(sid)})
+            self._refresh_rows(
+                {sid for sid in self._lag.keys() | previous.keys() if self._lag.get(sid) != previous.get(sid)}
+            )
 
     def set_heat_stale(self) -> None:
         """The sampler stopped (its panel was hidden): keep the last figures, dimmed, under
@@ -365,8 +409,15 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
         if not self.filter_text:
             return True
         state = "open" if shard.is_open else "closed"
-        haystack = " ".join((shard.shard_id.lower(), short_shard_id(shard.shard_id), state,
-                             *(p.lower() for p in shard.parents), *(short_shard_id(p) for p in shard.parents)))
+        haystack = " ".join(
+            (
+                shard.shard_id.lower(),
+                short_shard_id(shard.shard_id),
+                state,
+                *(p.lower() for p in shard.parents),
+                *(short_shard_id(p) for p in shard.parents),
+            )
+        )
         return all(word in haystack for word in self.filter_text.split())
 
     def _reorder(self) -> None:
@@ -376,8 +427,9 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
         """Sort keys and shard ids of the shown shards, ascending. Pure: safe to run in a thread."""
         column = COLUMN_BY_KEY[self.sort_column]
         heat = self._heat
-        keyed = sorted((column.sort_key(shard, heat.get(sid)), sid)
-                       for sid, shard in self._shards.items() if self._matches(shard))
+        keyed = sorted(
+            (column.sort_key(shard, heat.get(sid)), sid) for sid, shard in self._shards.items() if self._matches(shard)
+        )
         return [key for key, _ in keyed], [sid for _, sid in keyed]
 
     def _install(self, keyed: tuple[list[Any], list[str]]) -> None:
@@ -431,8 +483,13 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
         if size == old:
             return
         visible = self.scrollable_content_region.height
-        if (self.is_mounted and old.width == size.width and self.show_vertical_scrollbar
-                and old.height > visible and size.height > visible):
+        if (
+            self.is_mounted
+            and old.width == size.width
+            and self.show_vertical_scrollbar
+            and old.height > visible
+            and size.height > visible
+        ):
             # Same scrollbars before and after: skip the screen-wide layout pass a virtual_size
             # change causes (~50 ms at 10k rows) and tell the scrollbar directly.
             self.set_reactive(ShardTable.virtual_size, size)
@@ -452,7 +509,9 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
         if width and self.heat_stale:
             # Old rates are worth less than any other column: shown only where they push none out.
             without = tuple(c for c in columns if c.key != "throughput")
-            if [c.key for c in fit_columns(columns, width) if c.key != "throughput"] != [c.key for c in fit_columns(without, width)]:
+            if [c.key for c in fit_columns(columns, width) if c.key != "throughput"] != [
+                c.key for c in fit_columns(without, width)
+            ]:
                 columns = without
         if width:
             columns = fit_columns(columns, width)
@@ -509,8 +568,11 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
 
     def action_cycle_sort(self) -> None:
         available = [c for c in SORTABLE if c != "throughput" or self.show_throughput]
-        following = available[(available.index(self.sort_column) + 1) % len(available)] \
-            if self.sort_column in available else available[0]
+        following = (
+            available[(available.index(self.sort_column) + 1) % len(available)]
+            if self.sort_column in available
+            else available[0]
+        )
         self.sort_by(following, reverse=False)
         self.notify(f"sorted by {COLUMN_BY_KEY[following].label.lower()}", timeout=2)
 
@@ -594,8 +656,10 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
             style += self._style("shard-table--hot")
         if row == self._cursor:
             style += self._style("shard-table--cursor")
-        texts = [self._lag.get(shard_id, "-") if column is LAG_COLUMN else column.text(shard, heat)
-                 for column in self._visible_columns()]
+        texts = [
+            self._lag.get(shard_id, "-") if column is LAG_COLUMN else column.text(shard, heat)
+            for column in self._visible_columns()
+        ]
         return Strip(self._cells(texts, style))
 
     def on_resize(self, _event: events.Resize) -> None:

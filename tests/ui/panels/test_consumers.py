@@ -5,15 +5,15 @@ back, until the force key, while consumers still read the parents."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from textual.widgets import DataTable, Static
 
 from console.reshard.plan import midpoint
 from console.ui.screens.confirm import ConfirmByNameScreen
-from console.ui.screens.reshard import ReshardPreviewScreen
 from console.ui.screens.prompt import PromptScreen
+from console.ui.screens.reshard import ReshardPreviewScreen
 from console.ui.widgets.shard_table import LAG_COLUMN
 from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items
 from tests.heat.test_capacity import put_metric
@@ -22,8 +22,9 @@ from tests.ui.test_ui_console import RecordingApp, wait_until
 pytestmark = pytest.mark.timeout(90)
 
 
-async def leased_stream(kinesis, make_stream, endpoint_url: str, *, shards: int, records: int,
-                        leases=None) -> tuple[str, list, str]:
+async def leased_stream(
+    kinesis, make_stream, endpoint_url: str, *, shards: int, records: int, leases=None
+) -> tuple[str, list, str]:
     """A stream with `records` records on its first shard and a lease table (one lease per shard
     unless `leases`, a function of the shards, says otherwise)."""
     name = await make_stream(shards=shards)
@@ -51,9 +52,16 @@ async def watch_lease_table(pilot, app, table: str, *, rows: int) -> DataTable:
 
 async def test_lease_table_in_the_consumers_tab(kinesis, make_stream, local_kinesis):
     name, shards, table = await leased_stream(
-        kinesis, make_stream, local_kinesis.endpoint_url, shards=2, records=4,
-        leases=lambda listed: [kcl_lease(listed[0].shard_id, owner="worker-\x1b[31mred"),
-                               kcl_lease("shardId-000000000099")])
+        kinesis,
+        make_stream,
+        local_kinesis.endpoint_url,
+        shards=2,
+        records=4,
+        leases=lambda listed: [
+            kcl_lease(listed[0].shard_id, owner="worker-\x1b[31mred"),
+            kcl_lease("shardId-000000000099"),
+        ],
+    )
     app = RecordingApp(kinesis, stream=name, interval=60)
     async with app.run_test(size=(120, 36)) as pilot:
         leases = await watch_lease_table(pilot, app, table, rows=2)
@@ -68,8 +76,9 @@ async def test_lease_table_in_the_consumers_tab(kinesis, make_stream, local_kine
         box.value = "not-a-table"
         app.query_one("#consumers-table").focus()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: "not found" in str(app.query_one("#consumers-status", Static).render()),
-                         what="error line")
+        await wait_until(
+            pilot, lambda: "not found" in str(app.query_one("#consumers-status", Static).render()), what="error line"
+        )
 
 
 class OverlapProbe:
@@ -101,26 +110,31 @@ class OverlapProbe:
                 return await value(*args, **kwargs)
             finally:
                 self.in_flight[kind] -= 1
+
         return call
 
 
 async def test_lease_polls_never_overlap_shard_polls_and_metrics_show(kinesis, make_stream, local_kinesis):
     name, shards, table = await leased_stream(kinesis, make_stream, local_kinesis.endpoint_url, shards=3, records=1)
-    await put_metric(local_kinesis.endpoint_url, name, "IncomingRecords", 600,
-                     datetime.now(timezone.utc) - timedelta(minutes=2))
+    await put_metric(local_kinesis.endpoint_url, name, "IncomingRecords", 600, datetime.now(UTC) - timedelta(minutes=2))
     probe = OverlapProbe(kinesis)
     app = RecordingApp(probe, stream=name, interval=0.2)
     async with app.run_test(size=(120, 40)) as pilot:
         await watch_lease_table(pilot, app, table, rows=3)
-        await wait_until(pilot, lambda: probe.calls["lease"] >= 40 and len(app.refreshed) >= 8, timeout=30,
-                         what="several polls of each kind")
+        await wait_until(
+            pilot,
+            lambda: probe.calls["lease"] >= 40 and len(app.refreshed) >= 8,
+            timeout=30,
+            what="several polls of each kind",
+        )
         metrics = str(app.query_one("#consumers-metrics", Static).render())
         assert "in records" in metrics and "peak 10r/s" in metrics  # 600 in the minute: 10 records/s
     assert probe.overlaps == 0
 
 
-async def test_split_preview_shows_the_barrier_when_a_lease_table_is_open(kinesis, make_stream, local_kinesis,
-                                                                          tmp_path, monkeypatch):
+async def test_split_preview_shows_the_barrier_when_a_lease_table_is_open(
+    kinesis, make_stream, local_kinesis, tmp_path, monkeypatch
+):
     monkeypatch.setenv("KCONSOLE_DATA_DIR", str(tmp_path / "data"))
     name, shards, table = await leased_stream(kinesis, make_stream, local_kinesis.endpoint_url, shards=2, records=3)
     app = RecordingApp(kinesis, stream=name, interval=60)
@@ -139,9 +153,9 @@ async def test_split_preview_shows_the_barrier_when_a_lease_table_is_open(kinesi
     assert len(await kinesis.all_shards(name)) == 2  # cancelled: nothing called
 
 
-async def test_a_split_behind_an_unfinished_parent_applies_only_after_the_force_key(kinesis, make_stream,
-                                                                                   local_kinesis, tmp_path,
-                                                                                   monkeypatch):
+async def test_a_split_behind_an_unfinished_parent_applies_only_after_the_force_key(
+    kinesis, make_stream, local_kinesis, tmp_path, monkeypatch
+):
     monkeypatch.setenv("KCONSOLE_DATA_DIR", str(tmp_path / "data"))
     name = await make_stream(shards=2)
     parent, other = await kinesis.all_shards(name)
@@ -186,8 +200,9 @@ async def test_a_split_behind_an_unfinished_parent_applies_only_after_the_force_
         assert "APPLY ANYWAY" in str(app.screen.query_one("#confirm-action", Static).render())
         app.screen.query_one("Input").value = name
         await pilot.press("enter")
-        await wait_until(pilot, lambda: not app.table.shard(child.shard_id).is_open, timeout=30,
-                         what="the split in the table")
+        await wait_until(
+            pilot, lambda: not app.table.shard(child.shard_id).is_open, timeout=30, what="the split in the table"
+        )
     grandchildren = [s for s in await kinesis.all_shards(name) if s.parent_shard_id == child.shard_id]
     assert len(grandchildren) == 2
 
@@ -195,18 +210,36 @@ async def test_a_split_behind_an_unfinished_parent_applies_only_after_the_force_
 async def test_workers_section_shows_each_worker_the_leader_and_flags(kinesis, make_stream, local_kinesis):
     import time
 
-    from tests.consumers.kcl_tables import create_coordinator_table, create_worker_metrics_table, leader_lock, \
-        migration_state, worker_metrics
+    from tests.consumers.kcl_tables import (
+        create_coordinator_table,
+        create_worker_metrics_table,
+        leader_lock,
+        migration_state,
+        worker_metrics,
+    )
 
     name, shards, table = await leased_stream(
-        kinesis, make_stream, local_kinesis.endpoint_url, shards=2, records=0,
-        leases=lambda listed: [kcl_lease(listed[0].shard_id, owner="w-a", version=3, throughput_kbps=3.0),
-                               kcl_lease(listed[1].shard_id, owner="w-\x1b[31mb", version=3, throughput_kbps=4.0)])
+        kinesis,
+        make_stream,
+        local_kinesis.endpoint_url,
+        shards=2,
+        records=0,
+        leases=lambda listed: [
+            kcl_lease(listed[0].shard_id, owner="w-a", version=3, throughput_kbps=3.0),
+            kcl_lease(listed[1].shard_id, owner="w-\x1b[31mb", version=3, throughput_kbps=4.0),
+        ],
+    )
     async with dynamodb(local_kinesis.endpoint_url) as client:
         metrics_table = await create_worker_metrics_table(client, table)
         coordinator = await create_coordinator_table(client, table)
-        await put_items(client, metrics_table, [worker_metrics("w-a", last_update=int(time.time()), cpu=(41.0,)),
-                                                worker_metrics("w-\x1b[31mb", last_update=int(time.time()) - 900)])
+        await put_items(
+            client,
+            metrics_table,
+            [
+                worker_metrics("w-a", last_update=int(time.time()), cpu=(41.0,)),
+                worker_metrics("w-\x1b[31mb", last_update=int(time.time()) - 900),
+            ],
+        )
         await put_items(client, coordinator, [leader_lock("w-a"), migration_state("CLIENT_VERSION_3X")])
     app = RecordingApp(kinesis, stream=name, interval=60)
     async with app.run_test(size=(140, 44)) as pilot:

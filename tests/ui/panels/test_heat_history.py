@@ -22,10 +22,14 @@ async def test_history_survives_leaving_the_tab_and_counts_what_came_meanwhile(k
         await put_json(kinesis, name, 300)
         await wait_until(pilot, lambda: counted(panel) >= 300, timeout=20, what="the first records counted")
         await pilot.press("1")
-        await wait_until(pilot, lambda: not [w for w in app.workers if w.group == "heat" and not w.is_finished],
-                         what="sampler stopped")
+        await wait_until(
+            pilot,
+            lambda: not [w for w in app.workers if w.group == "heat" and not w.is_finished],
+            what="sampler stopped",
+        )
         await put_json(kinesis, name, 200)  # while the tab is hidden
         await pilot.press("7")
-        await wait_until(pilot, lambda: counted(panel) >= 500, timeout=20,
-                         what="the history kept and the hidden records counted")
+        await wait_until(
+            pilot, lambda: counted(panel) >= 500, timeout=20, what="the history kept and the hidden records counted"
+        )
         assert sum(sum(shard.series) for shard in panel.snapshot.shards) >= 500

@@ -55,8 +55,9 @@ class PanelHarness(App[None]):
 
 
 async def put_json(kinesis, stream: str, count: int) -> None:
-    await kinesis.put_records(stream, [{"Data": json.dumps({"n": n}).encode(), "PartitionKey": f"user-{n}"}
-                                       for n in range(count)])
+    await kinesis.put_records(
+        stream, [{"Data": json.dumps({"n": n}).encode(), "PartitionKey": f"user-{n}"} for n in range(count)]
+    )
 
 
 async def test_producer_runs_after_the_name_is_typed_and_says_when_it_finished(kinesis, make_stream):
@@ -136,15 +137,23 @@ async def test_heat_samples_while_shown_and_says_so_when_it_stops(kinesis, make_
         app.show("panel")
         await wait_until(pilot, lambda: app.of(HeatPanel.HeatChanged), what="a heat reading")
         await put_json(kinesis, name, 200)
-        await wait_until(pilot, lambda: any(figures.records_per_s > 0 for message in app.of(HeatPanel.HeatChanged)
-                                            for figures in message.heat.values()), what="traffic in a reading")
+        await wait_until(
+            pilot,
+            lambda: any(
+                figures.records_per_s > 0
+                for message in app.of(HeatPanel.HeatChanged)
+                for figures in message.heat.values()
+            ),
+            what="traffic in a reading",
+        )
         assert set(app.of(HeatPanel.HeatChanged)[-1].heat) == shard_ids
         assert {message.stream for message in app.of(HeatPanel.HeatChanged)} == {name}
         assert app.of(HeatPanel.Shown) and app.running("heat-cloudwatch")  # the selected shard's CloudWatch too
         stopped_before = len(app.of(HeatPanel.HeatStopped))
         app.show("other")
-        await wait_until(pilot, lambda: not app.running("heat") and not app.running("heat-cloudwatch"),
-                         what="the sampler cancelled")
+        await wait_until(
+            pilot, lambda: not app.running("heat") and not app.running("heat-cloudwatch"), what="the sampler cancelled"
+        )
         assert len(app.of(HeatPanel.HeatStopped)) == stopped_before + 1 and app.of(HeatPanel.Hidden)
 
 
@@ -165,14 +174,20 @@ async def test_lease_poll_posts_lag_and_clears_it_for_another_stream(kinesis, ma
         box.value = table
         box.focus()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: any(message.lag for message in app.of(ConsumersPanel.LagChanged)),
-                         what="lag from the lease poll")
+        await wait_until(
+            pilot,
+            lambda: any(message.lag for message in app.of(ConsumersPanel.LagChanged)),
+            what="lag from the lease poll",
+        )
         (request,) = app.of(ConsumersPanel.WatchRequested)
         assert request.table == table and panel.lease_table == table
         lag = next(message.lag for message in app.of(ConsumersPanel.LagChanged) if message.lag)
         assert set(lag) == {shard.shard_id for shard in shards}
-        await wait_until(pilot, lambda: sum(1 for message in app.of(ConsumersPanel.LagChanged) if message.lag) >= 2,
-                         what="a second poll")
+        await wait_until(
+            pilot,
+            lambda: sum(1 for message in app.of(ConsumersPanel.LagChanged) if message.lag) >= 2,
+            what="a second poll",
+        )
         panel.stream = other
         await wait_until(pilot, lambda: not app.running("consumers"), what="the lease poll cancelled")
         last = app.of(ConsumersPanel.LagChanged)[-1]
@@ -192,6 +207,9 @@ async def test_lease_poll_waits_for_the_lock_a_shard_poll_holds(kinesis, make_st
             assert app.of(ConsumersPanel.WatchRequested) and app.running("consumers")
             waiting = len(app.of(ConsumersPanel.LagChanged))
             assert "0 EFO consumer(s)" not in str(panel.query_one("#consumers-status").render())
-        await wait_until(pilot, lambda: "0 EFO consumer(s)" in str(panel.query_one("#consumers-status").render()),
-                         what="the lease poll once the lock is free")
+        await wait_until(
+            pilot,
+            lambda: "0 EFO consumer(s)" in str(panel.query_one("#consumers-status").render()),
+            what="the lease poll once the lock is free",
+        )
         assert len(app.of(ConsumersPanel.LagChanged)) > waiting

@@ -29,7 +29,9 @@ async def test_a_run_then_a_cancelled_start(kinesis, make_stream):
         assert str(report).startswith("VERIFIED") and "[" not in str(report)
         assert any("green" in str(span.style) for span in report.spans)
         shards = app.query_one("#producer-shards", DataTable)
-        assert shards.row_count and {str(row[-1]) for row in (shards.get_row_at(i) for i in range(shards.row_count))} == {"off"}
+        assert shards.row_count and {
+            str(row[-1]) for row in (shards.get_row_at(i) for i in range(shards.row_count))
+        } == {"off"}
         assert app.query_one("#producer-progress", ProgressBar).percentage == 1.0
 
         await pilot.click("#producer-start")

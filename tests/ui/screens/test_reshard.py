@@ -8,7 +8,6 @@ from textual.widgets import Button, Static
 from console.reshard.plan import midpoint, plan_scale, plan_split
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.reshard import ReshardPreviewScreen
-
 from tests.reshard.helpers_reshard import even_shards
 
 
@@ -127,6 +126,6 @@ async def test_the_ordering_sentence_wraps_inside_an_80_column_dialog():
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         body = str(app.screen.query_one("#preview-text", Static).render())
-        ordering = body[body.index("Ordering:"):].split("\n")
+        ordering = body[body.index("Ordering:") :].split("\n")
         width = app.screen.text_width()
         assert len(ordering) > 1 and all(len(line) <= width for line in ordering[:3])

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 from textual.widgets import Button, OptionList
-from tests.ui.test_ui_console import RecordingApp, wait_until
 
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 from console.ui.screens.stream_actions import LifecyclePreviewScreen, StreamActionsScreen
+from tests.ui.test_ui_console import RecordingApp, wait_until
 
 pytestmark = pytest.mark.timeout(90)
 
