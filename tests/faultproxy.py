@@ -68,6 +68,8 @@ MUTATING_OPERATIONS = frozenset(
         "UpdateStreamRecordDistributionStrategy",
         "CreateChannel",
         "DeleteChannel",
+        "UpdateStreamWarmThroughput",
+        "UpdateAccountSettings",
     }
 )
 

@@ -198,6 +198,16 @@ def channels_named(c, s) -> list[dict]:
     ]
 
 
+def _on_demand_with_commitment(c, s):
+    _on_demand(c, s)
+    c.update_account_settings(MinimumThroughputBillingCommitment={"Status": "ENABLED"})
+
+
+def _commitment_ending(c, s):
+    # Off, or (when another test turned it on) ending at its earliest allowed end: either way "on" is a change.
+    c.update_account_settings(MinimumThroughputBillingCommitment={"Status": "DISABLED"})
+
+
 CASES = {
     "split": ("SplitShard", 2, lambda s: ["reshard", "split", s, "--shard", "shardId-000000000000"], None, _split),
     "merge": (
@@ -321,6 +331,22 @@ CASES = {
         _with_channel,
         lambda c, s: int(not channels_named(c, s)),
     ),
+    "warm throughput": (
+        "UpdateStreamWarmThroughput",
+        1,
+        lambda s: ["stream", "warm-throughput", s, "--mibps", "100"],
+        _on_demand_with_commitment,
+        lambda c, s: int((summary(c, s).get("WarmThroughput") or {}).get("TargetMiBps") == 100),
+    ),
+    "account": (
+        "UpdateAccountSettings",
+        1,
+        lambda s: ["account", "--on-demand-advantage", "on"],
+        _commitment_ending,
+        lambda c, s: int(
+            c.describe_account_settings().get("MinimumThroughputBillingCommitment", {}).get("Status") == "ENABLED"
+        ),
+    ),
     "deregister": (
         "DeregisterStreamConsumer",
         1,
@@ -328,6 +354,14 @@ CASES = {
         lambda c, s: c.register_stream_consumer(StreamARN=summary(c, s)["StreamARN"], ConsumerName="app"),
         lambda c, s: int("app" not in consumers(c, s)),
     ),
+}
+
+
+# What the log names a change by, where that is not the stream: a channel's name, the account's region.
+LOGGED_AS = {
+    "channel create": lambda s: f"ch-{s}",
+    "channel delete": lambda s: f"ch-{s}",
+    "account": lambda s: "account",
 }
 
 
@@ -363,7 +397,7 @@ async def test_a_lost_reply_is_settled_by_reading_the_stream_back(case, capsys, 
     assert "the reply was lost; the stream shows the change" in err
     assert times == 1 and sent == 1  # applied once; the call went out once
     # A channel's change is logged under the channel's name; every other under the stream's.
-    assert intent["stream"] == (f"ch-{stream}" if case.startswith("channel") else stream)
+    assert intent["stream"] == LOGGED_AS.get(case, lambda s: s)(stream)
     assert outcome["outcome"] == "applied"
     assert "the reply was lost" in outcome["evidence"]
     assert log.entries().index(intent) < log.entries().index(outcome)
