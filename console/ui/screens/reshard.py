@@ -161,8 +161,8 @@ class ReshardPreviewScreen(ModalScreen[bool]):
         self.held_back = held_back  # why consumers hold the change back (only `f` goes on), or None
 
     def text_width(self) -> int:
-        """The dialog's inner width: 90% of the terminal (at most 120), less borders and padding."""
-        return max(20, min(120, self.app.size.width * 9 // 10) - 6)
+        """The plan box's inner width: 90% of the terminal (at most 120), less two borders, the padding and a scrollbar."""
+        return max(20, min(120, self.app.size.width * 9 // 10) - 10)
 
     def ribbon_width(self) -> int:
         """The bars fit the dialog: 90% of the terminal (at most 120), less border, padding and the
@@ -242,7 +242,7 @@ class ReshardPreviewScreen(ModalScreen[bool]):
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         what = {"proceed": "proceeds", "force": "applies anyway", "cancel": "cancels"}.get(event.widget.id or "")
         if what is not None:
-            self.query_one("#preview-keys", Static).update(f"enter {what} · tab: next button · esc cancels")
+            self.query_one("#preview-keys", Static).update(f"enter {what} · esc cancels")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
