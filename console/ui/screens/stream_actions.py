@@ -47,6 +47,9 @@ ACTIONS = (
 )
 
 
+TITLE_WIDTH = max(len(title) for _action, title, _detail in ACTIONS) + 2  # the details line up after the longest
+
+
 class StreamActionsScreen(ModalScreen[str | None]):
     """The menu; dismisses with the chosen action's id, or None."""
 
@@ -74,7 +77,7 @@ class StreamActionsScreen(ModalScreen[str | None]):
             )
             yield OptionList(
                 *(
-                    Option(Text(f"{title:<15}{detail}"), id=action, disabled=self.read_only)
+                    Option(Text(f"{title:<{TITLE_WIDTH}}{detail}"), id=action, disabled=self.read_only)
                     for action, title, detail in ACTIONS
                 ),
                 id="stream-actions-list",
