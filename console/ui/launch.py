@@ -138,6 +138,27 @@ class PrefetchingSource:
     async def account_settings(self) -> dict:
         return await self._source.account_settings()
 
+    async def update_account_settings(self, status: str) -> dict:
+        return await self._source.update_account_settings(status)
+
+    async def resource_tags(self, arn: str) -> dict[str, str]:
+        return await self._source.resource_tags(arn)
+
+    async def tag_resource(self, arn: str, tags: dict[str, str]) -> None:
+        await self._source.tag_resource(arn, tags)
+
+    async def untag_resource(self, arn: str, keys: list[str]) -> None:
+        await self._source.untag_resource(arn, keys)
+
+    async def resource_policy(self, arn: str) -> str | None:
+        return await self._source.resource_policy(arn)
+
+    async def put_resource_policy(self, arn: str, policy: str) -> None:
+        await self._source.put_resource_policy(arn, policy)
+
+    async def delete_resource_policy(self, arn: str) -> None:
+        await self._source.delete_resource_policy(arn)
+
     async def start_encryption(self, stream: str, key_id: str) -> None:
         await self._source.start_encryption(stream, key_id)
 

@@ -27,7 +27,21 @@ from console.errors import BadInput, ConsoleError
 from console.lifecycle.execute import apply, mode_switches
 from console.lifecycle.plans import MODE_NAMES, LifecyclePlan, plan_delete, plan_encryption, plan_mode, plan_retention
 from console.lifecycle.rules import AWS_MANAGED_KMS_KEY, check_kms_key, check_retention_hours
-from console.lifecycle.settings import plan_distribution, plan_max_record_size, plan_warm_throughput
+from console.lifecycle.settings import (
+    check_tag_key,
+    describe_commitment,
+    parse_tag,
+    plan_account,
+    plan_distribution,
+    plan_max_record_size,
+    plan_policy_delete,
+    plan_policy_put,
+    plan_tag,
+    plan_untag,
+    plan_warm_throughput,
+    policy_or_none,
+    read_policy,
+)
 from console.lifecycle.settings_apply import OPERATIONS as SETTING_OPERATIONS
 from console.lifecycle.settings_apply import apply_setting
 from console.reshard.actionlog import ActionLog
@@ -43,6 +57,9 @@ ACTIONS = (
     ("distribution", "Distribution", "AUTO (Kinesis spreads records, keys ignored) or by partition key"),
     ("max-record-size", "Record size", "the largest record the stream takes, 1 to 10 MiB"),
     ("warm-throughput", "Warm throughput", "MiB/s an on-demand stream takes at once (On-demand Advantage)"),
+    ("tag", "Tags", "set tags (KEY=VALUE ...) or remove them (-KEY ...)"),
+    ("policy", "Resource policy", "put one from a JSON file, or delete it"),
+    ("account", "On-demand Advantage", "the account's minimum throughput commitment, on or off"),
     ("delete", "Delete stream", "the stream and every record in it"),
 )
 
@@ -267,6 +284,8 @@ async def _plan(request: StreamActionRequest, summary: StreamSummary, dialogs: R
         return plan_encryption(summary, key, current_key=details.get("KeyId"))
     if action in ("distribution", "max-record-size", "warm-throughput"):
         return await _plan_setting(action, kinesis, summary, dialogs)
+    if action in ("tag", "policy", "account"):
+        return await _plan_resource(action, kinesis, summary, dialogs)
     consumers = (
         [c.get("ConsumerName", "?") for c in await kinesis.list_stream_consumers(summary.arn)] if summary.arn else []
     )
@@ -329,3 +348,65 @@ async def _plan_setting(
         return None
     commitment = (await kinesis.account_settings()).get("Status") or "DISABLED" if summary.mode == "ON_DEMAND" else None
     return plan_warm_throughput(summary, warm_throughput_mibps(answer), commitment=commitment)
+
+
+def tag_edits(text: str) -> tuple[dict[str, str], list[str]]:
+    """ "team=payments tier=1" sets tags, "-tier" removes one; one kind at a time (two calls, two plans)."""
+    words = text.split()
+    if not words:
+        raise BadInput("type KEY=VALUE to set a tag, or -KEY to remove one", code="usage")
+    removes = [check_tag_key(word[1:]) for word in words if word.startswith("-")]
+    sets = dict(parse_tag(word) for word in words if not word.startswith("-"))
+    if sets and removes:
+        raise BadInput("set tags or remove them, one at a time", code="usage")
+    return sets, removes
+
+
+async def _plan_resource(
+    action: str, kinesis: Any, summary: StreamSummary, dialogs: ReshardDialogs
+) -> LifecyclePlan | None:
+    """Tags, the resource policy and the account's On-demand Advantage (console.lifecycle.settings)."""
+    if action == "tag":
+        existing = await kinesis.resource_tags(summary.arn)
+        shown = " ".join(f"{key}={value}" for key, value in sorted(existing.items())) or "none"
+        answer = await dialogs.ask(
+            PromptScreen(
+                f"Tags of {summary.name} (now {shown})",
+                "KEY=VALUE to set, -KEY to remove, separated by spaces",
+                "",
+                lambda text: _problem(tag_edits, text),
+            )
+        )
+        if answer is None:
+            return None
+        sets, removes = tag_edits(answer)
+        return plan_tag(summary, sets, existing) if sets else plan_untag(summary, removes, existing)
+    if action == "policy":
+        current = policy_or_none(await kinesis.resource_policy(summary.arn))
+        choice = await dialogs.ask(
+            ChoiceScreen(
+                f"Resource policy of {summary.name} ({'set' if current else 'none'})",
+                [("put", "put a policy from a JSON file"), ("delete", "delete the policy")],
+            )
+        )
+        if choice == "delete":
+            return plan_policy_delete(summary, current)
+        if choice != "put":
+            return None
+        path = await dialogs.ask(
+            PromptScreen(
+                "Policy file",
+                "The path of a JSON resource policy",
+                "policy.json",
+                lambda text: _problem(read_policy, text),
+            )
+        )
+        return None if path is None else plan_policy_put(summary, read_policy(path), current)
+    commitment = describe_commitment(await kinesis.account_settings())
+    choice = await dialogs.ask(
+        ChoiceScreen(
+            f"On-demand Advantage of the account (now {commitment['status']})",
+            [("on", "turn it on: a minimum throughput commitment"), ("off", "turn it off at its earliest end")],
+        )
+    )
+    return None if choice is None else plan_account(commitment, choice == "on")

@@ -104,8 +104,10 @@ async def test_read_only_greys_out_the_key_the_palette_entry_and_every_menu_entr
         app.push_screen(StreamActionsScreen(app.view.summary, read_only=True))
         await pilot.pause(0.1)
         options = app.screen.query_one(OptionList)
-        assert options.option_count == 7
-        assert all(options.get_option_at_index(i).disabled for i in range(7))
+        from console.ui.screens.stream_actions import ACTIONS
+
+        assert options.option_count == len(ACTIONS) >= 10
+        assert all(options.get_option_at_index(i).disabled for i in range(options.option_count))
 
 
 async def test_the_palette_opens_the_menu(kinesis, make_stream):
@@ -169,3 +171,65 @@ async def test_auto_distribution_from_the_menu_shows_in_the_header_and_placement
             assert len(placement.key_sample().keys) == 2
     finally:
         await kinesis.delete_stream(name)
+
+
+async def choose(pilot, app, action: str) -> None:
+    """Pick `action` in the open menu by its id (the list's order may grow)."""
+    from console.ui.screens.stream_actions import ACTIONS
+
+    index = [entry[0] for entry in ACTIONS].index(action)
+    await pilot.press(*["down"] * index, "enter")
+
+
+async def test_tags_and_a_policy_from_the_menu_through_the_prefetching_wrapper(kinesis, make_stream, tmp_path):
+    """The console as launched with --stream: its backend is the prefetching wrapper, which must forward
+    every call the menu's changes make and read back."""
+    import json
+
+    from console.ui.launch import PrefetchingSource
+
+    name = await make_stream(shards=1)
+    arn = (await kinesis.describe_stream_summary(name)).arn
+    app = RecordingApp(PrefetchingSource(kinesis, name), stream=name, interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_menu(pilot, app)
+        await choose(pilot, app, "tag")
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="tags prompt")
+        await pilot.press(*"team=payments tier=1", "enter")
+        await confirm(pilot, app, name)
+        await wait_until(pilot, lambda: any("tag done" in note for note in app.notes), what="tagged")
+        assert await kinesis.resource_tags(arn) == {"team": "payments", "tier": "1"}
+
+        await open_menu(pilot, app)
+        await choose(pilot, app, "tag")
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="tags prompt")
+        await pilot.press(*"-tier", "enter")
+        await confirm(pilot, app, name)
+        await wait_until(pilot, lambda: any("tag done: remove 1" in note for note in app.notes), what="untagged")
+        assert await kinesis.resource_tags(arn) == {"team": "payments"}
+
+        policy = tmp_path / "policy.json"
+        policy.write_text(
+            json.dumps(
+                {
+                    "Statement": [
+                        {
+                            "Effect": "Allow",
+                            "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                            "Action": "kinesis:GetRecords",
+                            "Resource": "*",
+                        }
+                    ]
+                }
+            )
+        )
+        await open_menu(pilot, app)
+        await choose(pilot, app, "policy")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="policy choice")
+        await pilot.press("enter")  # put
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="file prompt")
+        app.screen.query_one("Input").value = str(policy)
+        await pilot.press("enter")
+        await confirm(pilot, app, name)
+        await wait_until(pilot, lambda: any("policy done" in note for note in app.notes), what="policy put")
+    assert "kinesis:GetRecords" in (await kinesis.resource_policy(arn) or "")
