@@ -17,15 +17,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from console.bounds import read_bounded
 from console.commands import command_help
 from console.commands._confirm import confirm_by_typing, refuse_if_read_only
 from console.commands._output import emit, note, render_table, run_async
 from console.errors import BadInput, PlanRejected
-from console.lifecycle.plans import Call, LifecyclePlan
+from console.lifecycle.channels import channel_json, plan_create, plan_delete, read_channel_config
+from console.lifecycle.plans import LifecyclePlan
 
 ACTIONS = ("describe", "create", "delete")
-MAX_CONFIG_BYTES = 1024 * 1024  # a CreateChannel request is a few KiB; a bigger file is not one
 
 
 def register(subparsers, common) -> None:
@@ -101,23 +100,6 @@ def check_channel_name(name: str) -> str:
     return name
 
 
-def read_channel_config(path: str) -> dict:
-    """The request, read within a bound and checked against the model before anything connects."""
-    from console.backend.request_model import validate_request
-
-    raw = read_bounded(path, MAX_CONFIG_BYTES, what="channel config", code="bad_request")
-    try:
-        request = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise BadInput(
-            f"channel config {path} is not JSON: {getattr(error, 'msg', error)}", code="bad_request"
-        ) from None
-    if not isinstance(request, dict):
-        raise BadInput(f"channel config {path} must be a JSON object (CreateChannel's request)", code="bad_request")
-    validate_request("CreateChannel", request, where=f"channel config {path}")
-    return request
-
-
 # ---- reading -------------------------------------------------------------------------------------
 
 
@@ -154,37 +136,6 @@ async def _arn_of(kinesis: Any, name: str) -> str:
     raise BadInput(f"no channel named {name!r} on {kinesis.label}", code="not_found")
 
 
-def channel_json(raw: dict) -> dict:
-    streams = raw.get("Streams") or raw.get("StreamConfigurationList") or []
-    destination = raw.get("ChannelDestinationType") or (
-        "S3"
-        if raw.get("S3DestinationConfiguration")
-        else "S3_TABLES"
-        if raw.get("S3TablesDestinationConfiguration")
-        else None
-    )
-    created: Any = raw.get("ChannelCreationTimestamp")
-    document = {
-        "name": raw.get("ChannelName"),
-        "arn": raw.get("ChannelARN"),
-        "status": raw.get("ChannelStatus"),
-        "status_reason": raw.get("ChannelStatusReason"),
-        "destination": destination,
-        "streams": [s.get("StreamARN") for s in streams],
-        "created": created.isoformat() if hasattr(created, "isoformat") else created,
-    }
-    for key in (
-        "ServiceExecutionRoleARN",
-        "S3DestinationConfiguration",
-        "S3TablesDestinationConfiguration",
-        "EncryptionConfiguration",
-        "LoggingConfiguration",
-    ):
-        if raw.get(key) is not None:
-            document[key] = raw[key]
-    return document
-
-
 def _text(value: Any) -> str:
     if value is None:
         return "-"
@@ -202,36 +153,6 @@ def render_channels(rows: list[dict], label: str, stream: str | None) -> str:
 
 
 # ---- changing ------------------------------------------------------------------------------------
-
-
-def plan_create(request: dict, exists: bool) -> LifecyclePlan:
-    name = request["ChannelName"]
-    streams = [s["StreamARN"].rsplit("/", 1)[-1] for s in request["StreamConfigurationList"]]
-    destination = "S3" if request.get("S3DestinationConfiguration") else "S3 Tables"
-    consequences = (
-        f"records of {', '.join(streams)} are delivered to {destination} from now on",
-        "delivery is billed per GB; the stream cannot be deleted while the channel is active",
-    )
-    refusal = f"a channel named {name!r} already exists" if exists else None
-    return LifecyclePlan(
-        "create",
-        name,
-        f"create channel {name} to {destination}",
-        (Call("CreateChannel", request),),
-        consequences,
-        refusal,
-    )
-
-
-def plan_delete(name: str, arn: str, description: dict) -> LifecyclePlan:
-    streams = ", ".join(s.rsplit("/", 1)[-1] for s in channel_json(description)["streams"]) or "its stream"
-    return LifecyclePlan(
-        "delete",
-        name,
-        f"delete channel {name}",
-        (Call("DeleteChannel", {"ChannelARN": arn}),),
-        (f"delivery from {streams} stops; what was delivered stays in the destination",),
-    )
 
 
 async def _create(args: Any, request: dict) -> int:

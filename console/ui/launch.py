@@ -159,6 +159,18 @@ class PrefetchingSource:
     async def delete_resource_policy(self, arn: str) -> None:
         await self._source.delete_resource_policy(arn)
 
+    async def list_channels(self, *, stream_arn: str | None = None) -> list[dict]:
+        return await self._source.list_channels(stream_arn=stream_arn)
+
+    async def describe_channel(self, channel_arn: str) -> dict:
+        return await self._source.describe_channel(channel_arn)
+
+    async def create_channel(self, request: dict) -> dict:
+        return await self._source.create_channel(request)
+
+    async def delete_channel(self, channel_arn: str) -> None:
+        await self._source.delete_channel(channel_arn)
+
     async def start_encryption(self, stream: str, key_id: str) -> None:
         await self._source.start_encryption(stream, key_id)
 

@@ -1,5 +1,6 @@
 """The Stream actions menu (key S, or "Stream actions" in the palette): retention, capacity mode,
-encryption, record distribution, record size, warm throughput and delete for the open stream, each
+encryption, record distribution, record size, warm throughput, tags, the resource policy, channels,
+the account's On-demand Advantage and delete for the open stream, each
 planned by console.lifecycle (AWS's rules checked first), previewed, confirmed by typing the stream
 name, then carried out in a worker (console.ui.changes).
 Every entry is greyed out when the console is read-only. Like the reshard flow, `run_action` gets
@@ -24,6 +25,9 @@ from textual.widgets.option_list import Option
 from console.backend.protocol import ConsoleBackend
 from console.bounds import record_size_kib, warm_throughput_mibps
 from console.errors import BadInput, ConsoleError
+from console.lifecycle.channels import plan_create as plan_channel_create
+from console.lifecycle.channels import plan_delete as plan_channel_delete
+from console.lifecycle.channels import read_channel_config
 from console.lifecycle.execute import apply, mode_switches
 from console.lifecycle.plans import MODE_NAMES, LifecyclePlan, plan_delete, plan_encryption, plan_mode, plan_retention
 from console.lifecycle.rules import AWS_MANAGED_KMS_KEY, check_kms_key, check_retention_hours
@@ -59,6 +63,7 @@ ACTIONS = (
     ("warm-throughput", "Warm throughput", "MiB/s an on-demand stream takes at once (On-demand Advantage)"),
     ("tag", "Tags", "set tags (KEY=VALUE ...) or remove them (-KEY ...)"),
     ("policy", "Resource policy", "put one from a JSON file, or delete it"),
+    ("channels", "Channels", "delivery to S3: create one from a JSON request, or delete one"),
     ("account", "On-demand Advantage", "the account's minimum throughput commitment, on or off"),
     ("delete", "Delete stream", "the stream and every record in it"),
 )
@@ -284,7 +289,7 @@ async def _plan(request: StreamActionRequest, summary: StreamSummary, dialogs: R
         return plan_encryption(summary, key, current_key=details.get("KeyId"))
     if action in ("distribution", "max-record-size", "warm-throughput"):
         return await _plan_setting(action, kinesis, summary, dialogs)
-    if action in ("tag", "policy", "account"):
+    if action in ("tag", "policy", "channels", "account"):
         return await _plan_resource(action, kinesis, summary, dialogs)
     consumers = (
         [c.get("ConsumerName", "?") for c in await kinesis.list_stream_consumers(summary.arn)] if summary.arn else []
@@ -402,6 +407,33 @@ async def _plan_resource(
             )
         )
         return None if path is None else plan_policy_put(summary, read_policy(path), current)
+    if action == "channels":
+        channels = await kinesis.list_channels(stream_arn=summary.arn)
+        choice = await dialogs.ask(
+            ChoiceScreen(
+                f"Channels of {summary.name} ({len(channels)})",
+                [("create", "create one from a CreateChannel request (JSON file)")]
+                + [(c["ChannelARN"], f"delete {c.get('ChannelName')} ({c.get('ChannelStatus')})") for c in channels],
+            )
+        )
+        if choice is None:
+            return None
+        if choice != "create":
+            name = next(c.get("ChannelName", "?") for c in channels if c["ChannelARN"] == choice)
+            return plan_channel_delete(name, choice, await kinesis.describe_channel(choice))
+        path = await dialogs.ask(
+            PromptScreen(
+                "Channel request file",
+                "The path of CreateChannel's request as JSON (checked against the Kinesis API model)",
+                "channel.json",
+                lambda text: _problem(read_channel_config, text),
+            )
+        )
+        if path is None:
+            return None
+        request = read_channel_config(path)
+        exists = any(c.get("ChannelName") == request["ChannelName"] for c in await kinesis.list_channels())
+        return plan_channel_create(request, exists)
     commitment = describe_commitment(await kinesis.account_settings())
     choice = await dialogs.ask(
         ChoiceScreen(

@@ -233,3 +233,52 @@ async def test_tags_and_a_policy_from_the_menu_through_the_prefetching_wrapper(k
         await confirm(pilot, app, name)
         await wait_until(pilot, lambda: any("policy done" in note for note in app.notes), what="policy put")
     assert "kinesis:GetRecords" in (await kinesis.resource_policy(arn) or "")
+
+
+async def test_a_channel_created_and_deleted_from_the_menu(kinesis, make_stream, tmp_path):
+    import json
+
+    from tests.conftest import unique_stream_name
+
+    name = unique_stream_name("chan")
+    make_stream.created.append(name)
+    await kinesis.create_stream(name, None, on_demand=True)
+    arn = (await kinesis.wait_for_active(name)).arn
+    request = tmp_path / "channel.json"
+    request.write_text(
+        json.dumps(
+            {
+                "ChannelName": f"to-s3-{name}",
+                "ServiceExecutionRoleARN": "arn:aws:iam::123456789012:role/kinesis-channel",
+                "StreamConfigurationList": [{"StreamARN": arn, "RecordConfiguration": {"RecordFormatType": "JSON"}}],
+                "S3DestinationConfiguration": {
+                    "StorageConfiguration": {
+                        "BucketARN": "arn:aws:s3:::my-bucket",
+                        "ExpectedBucketOwner": "123456789012",
+                        "CompressionType": "GZIP",
+                    }
+                },
+            }
+        )
+    )
+    app = RecordingApp(kinesis, stream=name, interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_menu(pilot, app)
+        await choose(pilot, app, "channels")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="channel choice")
+        await pilot.press("enter")  # create
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="request prompt")
+        app.screen.query_one("Input").value = str(request)
+        await pilot.press("enter")
+        await confirm(pilot, app, name)
+        await wait_until(pilot, lambda: any("channels done" in note for note in app.notes), what="created")
+        assert [c["ChannelName"] for c in await kinesis.list_channels(stream_arn=arn)] == [f"to-s3-{name}"]
+
+        await open_menu(pilot, app)
+        await choose(pilot, app, "channels")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="channel choice")
+        await pilot.press("down", "enter")  # delete the one channel
+        await confirm(pilot, app, name)
+        await wait_until(pilot, lambda: sum("channels done" in note for note in app.notes) == 2, what="deleted")
+    left = [c for c in await kinesis.list_channels(stream_arn=arn) if c.get("ChannelStatus") != "DELETING"]
+    assert left == []
