@@ -147,6 +147,8 @@ class FaultProxy:
     # ---- the listener ------------------------------------------------------------------------
 
     async def _listen(self) -> None:
+        if self._server is not None:  # the flapper and a forced window may both reopen it
+            return
         self._server = await asyncio.start_server(self._serve, HOST, self.port, reuse_address=True)
         self.port = self._server.sockets[0].getsockname()[1]
         self._down = False
@@ -171,6 +173,13 @@ class FaultProxy:
         self.down()
         await asyncio.sleep(seconds)
         await self.up()
+
+    async def refuse(self, seconds: float) -> None:
+        """The listener down for `seconds`, open connections left alone: only new connections fail."""
+        self._close_listener()
+        self.stats["refusing"] += 1
+        await asyncio.sleep(seconds)
+        await self._listen()
 
     async def _flap(self) -> None:
         while True:
