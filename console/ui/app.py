@@ -21,19 +21,20 @@ import gc
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from textual import events, on, work
 from textual.app import App, ComposeResult
+from textual.binding import BindingType
 from textual.reactive import reactive
+from textual.timer import Timer
 from textual.widgets import TabbedContent, TabPane, Tabs
 from textual.worker import Worker, WorkerState
 
 from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS, ConsoleBackend
 from console.errors import ConsoleError
 from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
-from console.topology.lineage import Lineage
-from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, READ_ONLY_DISABLES
+from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, disabled_key_notice, read_only_notice
 from console.ui.changes import StreamChanges
 from console.ui.focus import FocusModel
 from console.ui.format import short_shard_id
@@ -46,22 +47,14 @@ from console.ui.panels.placement import PlacementPanel
 from console.ui.panels.producer import ProducerPanel
 from console.ui.panels.shards import ShardsPanel
 from console.ui.panels.tail import TailView
-from console.ui.reshard_flow import ReshardActivity, ReshardProgressed, ReshardRequest
-from console.ui.screens.command_line import CommandLineHost, CommandLineScreen
+from console.ui.reshard_flow import ReshardActivity, ReshardProgressed
+from console.ui.screens.command_line import CommandLineScreen, K9sHabits
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.stream_actions import StreamDeleted
 from console.ui.screens.stream_picker import StreamPickerScreen
-from console.ui.source import (
-    BIG_STREAM,
-    ConnectionInfo,
-    ListingSchedule,
-    StreamView,
-    describe_failure,
-    fetch_stream,
-    with_lineage,
-)
-from console.ui.startup import settle_heap, warm_lazy_imports
-from console.ui.stream_display import PollFailed, StreamDisplay, StreamRefreshed
+from console.ui.source import ConnectionInfo, ListingSchedule, StreamView, describe_failure, fetch_stream
+from console.ui.startup import warm_lazy_imports
+from console.ui.stream_display import PollFailed, StreamDisplay
 from console.ui.toasts import ToastsBehindDialogs
 from console.ui.widgets.footer import CoalescingFooter
 from console.ui.widgets.header import ConsoleHeader
@@ -79,12 +72,12 @@ CAPACITY_INTERVAL = 60.0  # seconds between fetches of the stream's CloudWatch m
 NO_CLOUDWATCH = "no CloudWatch metrics: this source has no CloudWatch"
 
 
-class KConsoleApp(CommandLineHost, App[None]):
+class KConsoleApp(App[None]):
     CSS_PATH = Path(__file__).parent / "kconsole.tcss"  # absolute, so subclasses elsewhere find it
     TITLE = "kconsole"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
 
-    BINDINGS = APP_BINDINGS
+    BINDINGS: ClassVar[list[BindingType]] = [*APP_BINDINGS]
 
     # What the panels follow (data_bind in compose).
     stream: reactive[str | None] = reactive(None, init=False)
@@ -125,16 +118,16 @@ class KConsoleApp(CommandLineHost, App[None]):
         # they never overlap, and one due while the other runs simply waits its turn.
         self.poll_lock = asyncio.Lock()
         self._poll_worker: Worker | None = None
-        self._poll_timer = None
+        self._poll_timer: Timer | None = None
         self._listing = ListingSchedule()
         self._capacity_stream: str | None = None  # the stream the CloudWatch loop follows
         self.focus_model = FocusModel(self)
         self.toasts = ToastsBehindDialogs(self)
         self.changes = StreamChanges(self, source)  # split, merge, rescale, the stream actions
+        self.habits = K9sHabits(self)  # `:` command mode, ctrl+c, j / k, the read-only toggle
         self.stream_display = StreamDisplay(self)  # writes each poll's result into the widgets
         # Called with the theme's name when the user picks another one (the launcher saves it to the config).
         self.on_theme_changed: Callable[[str], None] | None = None
-        self.ctrl_c_asked_at: float | None = None  # ctrl+c in a text box asks once (CommandLineHost)
 
     # ---- layout --------------------------------------------------------------------------------
 
@@ -143,11 +136,11 @@ class KConsoleApp(CommandLineHost, App[None]):
         yield KeySpaceRibbon(id="ribbon")
         with TabbedContent(id="tabs", initial="shards"):
             with TabPane("Shards", id="shards"):
-                yield ShardsPanel(key_format=self.key_format, id="shards-body")
+                yield ShardsPanel(key_format=self.key_format, id="shards-body").data_bind(KConsoleApp.stream)
             with TabPane("Lineage", id="lineage"):
-                yield LineageTree(id="lineage-tree")
+                yield LineageTree(id="lineage-tree").data_bind(KConsoleApp.stream)
             with TabPane("Placement", id="placement"):
-                yield PlacementPanel(key_format=self.key_format, id="placement-panel")
+                yield PlacementPanel(key_format=self.key_format, id="placement-panel").data_bind(KConsoleApp.stream)
             with TabPane("Key tree", id="keytree"):
                 yield KeyTreePanel(id="keytree-panel")
             with TabPane("Producer", id="producer"):
@@ -189,7 +182,7 @@ class KConsoleApp(CommandLineHost, App[None]):
         if self._config_warning:
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
         if self.read_only:
-            self.notify(f"read-only: {READ_ONLY_DISABLES} are disabled", timeout=5)
+            self.notify(read_only_notice(True), timeout=5)
         self.table.focus()
         if self.stream:
             if self._on_stream_opened:
@@ -273,19 +266,10 @@ class KConsoleApp(CommandLineHost, App[None]):
         try:
             async with self.poll_lock:  # a lease poll in flight finishes first
                 view = await asyncio.wait_for(fetch_stream(self.source, stream, previous), self.poll_timeout)
-            if stream != self.stream:
-                return
-            if previous is not None and view.shards is previous.shards:
-                self.stream_display.header(view)  # the same shards: nothing in the table or the lineage changed
-                self.post_message(StreamRefreshed(view))
-                return
-            self._listing.listed_all()
-            if len(view.shards) > BIG_STREAM:
-                settle_heap()
-            await self.stream_display.shards(view)
-            view = await with_lineage(view)
-            if stream == self.stream:
-                self.stream_display.lineage(view)
+            relisted = previous is None or view.shards is not previous.shards
+            if relisted and stream == self.stream:
+                self._listing.listed_all()
+            await self.stream_display.show(stream, view, relisted=relisted)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # every failure is shown in the header; the next poll retries
@@ -396,7 +380,8 @@ class KConsoleApp(CommandLineHost, App[None]):
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        self.focus_model.focus_tab(event.pane.id)
+        if event.pane.id:
+            self.focus_model.focus_tab(event.pane.id)
 
     # ---- focus and toasts (console.ui.focus, console.ui.toasts) --------------------------------
 
@@ -430,21 +415,11 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.action_show_tab("shards")
         self.shards_panel.open_filter()
 
-    def on_key(self, event) -> None:
+    def on_key(self, event: events.Key) -> None:
         self.focus_model.leave_text_box(event)
         if self.read_only and self.screen is self.screen_stack[0] and not self.focus_model.typing:
-            disabled = next(
-                (b for b in APP_BINDINGS if b.action in MUTATING_ACTIONS and event.key in b.key.split(",")), None
-            )
-            if disabled is not None:  # a greyed-out key does nothing; say why rather than stay silent
-                self.notify(
-                    f"{disabled.description}: disabled in read-only mode (R or :rw leaves it, after you "
-                    "type the stream name)",
-                    severity="warning",
-                    timeout=4,
-                )
-
-    # ---- actions -------------------------------------------------------------------------------
+            if notice := disabled_key_notice(event.key):
+                self.notify(notice, severity="warning", timeout=4)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in MUTATING_ACTIONS and self.read_only:
@@ -453,9 +428,37 @@ class KConsoleApp(CommandLineHost, App[None]):
             return not self.focus_model.typing  # False: the digit goes into the text box instead
         return True
 
+    # ---- k9s habits (console.ui.screens.command_line) and the read-only mode -------------------
+
+    def action_command_line(self) -> None:
+        self.habits.open_command_line()
+
     @on(CommandLineScreen.Entered)
     async def _command_entered(self, event: CommandLineScreen.Entered) -> None:
-        await self.run_command(event.parsed)
+        await self.habits.run(event.parsed)
+
+    async def action_ctrl_c_quit(self) -> None:
+        await self.habits.ctrl_c_quit()
+
+    def action_vi_cursor(self, direction: str) -> None:
+        self.habits.vi_cursor(direction)
+
+    def action_toggle_read_only(self) -> None:
+        self.habits.toggle_read_only()
+
+    def watch_read_only(self, read_only: bool) -> None:
+        self.header.update_state(read_only=read_only)
+        self.refresh_bindings()  # the mutating keys grey out in the footer, or come back
+        self.notify(read_only_notice(read_only), timeout=4)
+
+    def watch_theme(self, old: str, new: str) -> None:
+        if old != new and self.on_theme_changed is not None and self.is_running:
+            self.on_theme_changed(new)
+
+    def has_tab(self, tab: str) -> bool:
+        return bool(self.query(f"TabPane#{tab}"))
+
+    # ---- actions -------------------------------------------------------------------------------
 
     def action_refresh(self) -> None:
         if not self.stream:
@@ -505,57 +508,23 @@ class KConsoleApp(CommandLineHost, App[None]):
         self._capacity_stream = None
         self.view = None
         self.selected_shard_id = None
-        self.table.apply([])
-        self.table.set_heat({})
-        self.table.set_lag({})
+        # Nothing of the previous stream stays on screen as if it were this one, found or not (the
+        # panels that show it clear themselves: they follow `stream`).
         self.ribbon.set_shards([])
         self.ribbon.set_heat({})
-        # Nothing of the previous stream stays on screen as if it were this one, found or not.
-        self.stream_display.detail()
-        self.placement.set_index(None)
-        self.lineage_tree.apply(Lineage.build([]))
-        self._lineage_dirty = False
         self.header.update_state(stream=name, summary=None, refreshed_at=None, error=None, capacity=None)
         if name and self._on_stream_opened:
             self._on_stream_opened(name)
         self.poll_now()
 
     def action_split(self) -> None:
-        self._reshard("split")
+        self.changes.reshard("split")
 
     def action_merge(self) -> None:
-        self._reshard("merge")
+        self.changes.reshard("merge")
 
     def action_scale(self) -> None:
-        self._reshard("scale")
-
-    def _reshard(self, operation: str) -> None:
-        if self.read_only:
-            self.notify(f"{operation}: not available in read-only mode", severity="warning")
-            return
-        if not self.stream or self.view is None:
-            self.notify(f"{operation}: no stream loaded yet", severity="warning")
-            return
-        # On the heat tab, `s` splits the shard selected there at the median of its observed traffic.
-        on_heat = operation == "split" and self.query_one(TabbedContent).active == "heat"
-        suggestion = self.heat_panel.selected.split if on_heat and self.heat_panel.selected else None
-        if suggestion is not None:
-            self.select_shard(suggestion.shard_id)
-        request = ReshardRequest(
-            operation,
-            self.stream,
-            self.view.shards,
-            self.view.summary.open_shard_count,
-            self.table.shard(self.selected_shard_id) if self.selected_shard_id else None,
-            self.source,
-            suggestion.at if suggestion is not None else None,
-            key_format=self.key_format,
-            sample=self.placement.key_sample(),
-            barrier=self.consumers_panel.barrier_lines,
-            last_poll=lambda: self.header.state.refreshed_at,
-            clock=self.clock,
-        )
-        self.changes.reshard(request)
+        self.changes.reshard("scale")
 
     @on(ReshardActivity)
     def _reshard_activity(self, event: ReshardActivity) -> None:
@@ -566,17 +535,11 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.poll_now()
 
     def action_stream_actions(self) -> None:
-        if not self.stream or self.view is None:
-            self.notify("stream actions: no stream loaded yet", severity="warning")
-            return
-        self.changes.choose_stream_action(self.view, lambda: self.read_only)
+        self.changes.choose_stream_action()
 
     @on(StreamDeleted)
     def _stream_deleted(self, _event: StreamDeleted) -> None:
         self.action_pick_stream()
 
     def action_enable_monitoring(self) -> None:
-        if self.read_only:
-            self.notify("enhanced monitoring: not available in read-only mode", severity="warning")
-            return
-        self.heat_panel.enable_monitoring()
+        self.changes.enable_monitoring()

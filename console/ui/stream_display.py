@@ -1,6 +1,6 @@
 """What a shard poll shows: one `StreamView` written into every widget that shows the whole stream.
 
-The app runs the poll (console.ui.app); a `StreamDisplay` takes each result and writes it, in steps
+The app runs the poll (console.ui.app); a `StreamDisplay` takes each result (`show`) and writes it, in steps
 that yield to the UI loop on a big stream, into the header, the shard table, the ribbon, the lineage
 tree, the detail line and the key-space tabs (the Placement index and the AUTO notice), and tells
 the Heat and Consumers tabs what the poll learned (the summary, the listing). It keeps the little
@@ -16,7 +16,7 @@ from textual.message import Message
 
 from console.topology.model import StreamSummary, auto_notice
 from console.ui.panels.keytree import KeyTreePanel
-from console.ui.source import BIG_STREAM, StreamView
+from console.ui.source import BIG_STREAM, StreamView, with_lineage
 from console.ui.startup import settle_heap
 
 
@@ -39,6 +39,23 @@ class StreamDisplay:
         self.app = app
         self._last_tiling_problem: str | None = None
         self._auto_since: tuple[str, str | None] | None = None  # (stream, since when) of the last AUTO notice
+
+    async def show(self, stream: str, view: StreamView, *, relisted: bool) -> None:
+        """One poll of `stream`: all of it after a fresh listing (`relisted`), else the summary only
+        (the same shards: nothing in the table or the lineage changed). Nothing once the console
+        has moved on to another stream."""
+        if stream != self.app.stream:
+            return
+        if not relisted:
+            self.header(view)
+            self.app.post_message(StreamRefreshed(view))
+            return
+        if len(view.shards) > BIG_STREAM:
+            settle_heap()
+        await self.shards(view)
+        view = await with_lineage(view)
+        if stream == self.app.stream:
+            self.lineage(view)
 
     async def shards(self, view: StreamView) -> None:
         """A fresh listing: the header, then the table, then the selection and the ribbon. Each step

@@ -297,8 +297,9 @@ class ConsumersPanel(Vertical):
 def _replace_rows(table: DataTable, columns: tuple[str, ...], rows: dict[str, tuple[Text, ...]]) -> None:
     """Rows keyed by `rows`' keys: changed cells updated in place, gone rows removed, new rows added."""
     present = {key.value for key in table.rows}
-    for key in present - rows.keys():
-        table.remove_row(key)
+    for row_key in list(table.rows):
+        if row_key.value not in rows:
+            table.remove_row(row_key)
     for key, cells in rows.items():
         if key in present:
             for column, cell in zip(columns, cells):

@@ -16,6 +16,7 @@ from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
+from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -51,7 +52,7 @@ def flatten(lineage: Lineage, folded: set[str]) -> list[TreeLine]:
         if reference_to is not None or shard_id in folded:
             continue
         children = lineage.nodes[shard_id].children
-        pending = []
+        pending: list[tuple[str, str, str, str | None]] = []
         for position, child in enumerate(children):
             last = position == len(children) - 1
             glyph = "└─ " if last else "├─ "
@@ -67,6 +68,8 @@ def flatten(lineage: Lineage, folded: set[str]) -> list[TreeLine]:
 
 
 class LineageTree(CursorNavigation, ScrollView, can_focus=True):
+    stream: reactive[str | None] = reactive(None, init=False)  # the app's (data_bind)
+
     COMPONENT_CLASSES = {
         "lineage-tree--cursor",
         "lineage-tree--closed",
@@ -122,6 +125,12 @@ class LineageTree(CursorNavigation, ScrollView, can_focus=True):
 
     def on_hide(self) -> None:
         self._shown = False
+
+    def watch_stream(self, old: str | None, new: str | None) -> None:
+        """Another stream: nothing of the previous one stays drawn or waiting to be drawn."""
+        if new != old:
+            self._waiting = None
+            self.apply(Lineage.build([]))
 
     def apply(self, lineage: Lineage) -> None:
         self.lineage = lineage

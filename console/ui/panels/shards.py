@@ -10,6 +10,7 @@ from __future__ import annotations
 from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.reactive import reactive
 from textual.widgets import Input, Static
 
 from console.topology.model import Shard
@@ -18,6 +19,8 @@ from console.ui.widgets.shard_table import ShardTable
 
 
 class ShardsPanel(Vertical):
+    stream: reactive[str | None] = reactive(None, init=False)  # the app's (data_bind)
+
     def __init__(self, *, key_format: str = "decimal", id: str | None = None) -> None:
         super().__init__(id=id)
         self.key_format = key_format
@@ -34,6 +37,14 @@ class ShardsPanel(Vertical):
     @property
     def filter_box(self) -> Input:
         return self.query_one("#table-filter", Input)
+
+    def watch_stream(self, old: str | None, new: str | None) -> None:
+        """Another stream: nothing of the previous one stays on screen as if it were this one."""
+        if new != old:
+            self.table.apply([])
+            self.table.set_heat({})
+            self.table.set_lag({})
+            self.show_detail(None)
 
     def open_filter(self) -> None:
         self.filter_box.add_class("-visible")
