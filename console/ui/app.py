@@ -2,13 +2,13 @@
 producer, tail, heat, consumers).
 
 The app keeps what is stream-wide: the layout, the keys, the selected shard, which stream is open,
-and the two loops that follow the whole stream (the shard poll, and its CloudWatch metrics once a
-minute). `stream` and `read_only` are reactives the panels follow (data_bind). Each panel runs its
-own work in its own workers (the producer run, the tail reader, the heat sampler, the lease poll) and
-posts typed messages for what other widgets need; the app routes them (heat and lag to the shard
-table and the ribbon). Split, merge, rescale and the stream actions run through console.ui.changes,
-given only the narrow objects they need. The shard poll and the lease poll share one lock, so they
-never overlap.
+and the shard poll, whose results (and the stream's CloudWatch metrics that follow them) its
+StreamDisplay writes into the stream-wide widgets. `stream` and `read_only` are reactives the panels
+follow (data_bind). Each panel runs its own work in its own workers (the producer run, the tail
+reader, the heat sampler, the lease poll) and posts typed messages for what other widgets need; the
+app routes them (heat and lag to the shard table and the ribbon). Split, merge, rescale and the
+stream actions start from console.ui.changes; `:`, ctrl+c, j / k and R from console.ui.screens.
+command_line. The shard poll and the lease poll share one lock, so they never overlap.
 
 The backend is injected (`source`: a console.backend.protocol.ConsoleBackend), so tests drive this
 app against the embedded local Kinesis and the benchmark against a 10k-shard fake.
@@ -17,7 +17,6 @@ app against the embedded local Kinesis and the benchmark against a 10k-shard fak
 from __future__ import annotations
 
 import asyncio
-import gc
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,18 +25,15 @@ from typing import Any, ClassVar
 from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
-from textual.reactive import reactive
+from textual.reactive import reactive, var
 from textual.timer import Timer
 from textual.widgets import TabbedContent, TabPane, Tabs
 from textual.worker import Worker, WorkerState
 
-from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS, ConsoleBackend
-from console.errors import ConsoleError
-from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
+from console.backend.protocol import RETRY_EVENTS, ConsoleBackend
 from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, disabled_key_notice, read_only_notice
 from console.ui.changes import StreamChanges
 from console.ui.focus import FocusModel
-from console.ui.format import short_shard_id
 from console.ui.palette import ConsoleCommands
 from console.ui.panels.consumers import ConsumersPanel
 from console.ui.panels.heat import HeatPanel
@@ -52,9 +48,9 @@ from console.ui.screens.command_line import CommandLineScreen, K9sHabits
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.stream_actions import StreamDeleted
 from console.ui.screens.stream_picker import StreamPickerScreen
-from console.ui.source import ConnectionInfo, ListingSchedule, StreamView, describe_failure, fetch_stream
-from console.ui.startup import warm_lazy_imports
-from console.ui.stream_display import PollFailed, StreamDisplay
+from console.ui.source import ConnectionInfo, ListingSchedule, StreamView, fetch_stream
+from console.ui.startup import freeze_startup_garbage, warm_up
+from console.ui.stream_display import StreamDisplay
 from console.ui.toasts import ToastsBehindDialogs
 from console.ui.widgets.footer import CoalescingFooter
 from console.ui.widgets.header import ConsoleHeader
@@ -68,8 +64,6 @@ SHARD_CHOSEN_IN = {
     LineageTree.ShardHighlighted: "tree",
     KeySpaceRibbon.ShardClicked: "ribbon",
 }
-CAPACITY_INTERVAL = 60.0  # seconds between fetches of the stream's CloudWatch metrics (its resolution)
-NO_CLOUDWATCH = "no CloudWatch metrics: this source has no CloudWatch"
 
 
 class KConsoleApp(App[None]):
@@ -79,9 +73,12 @@ class KConsoleApp(App[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [*APP_BINDINGS]
 
-    # What the panels follow (data_bind in compose).
+    # What the panels follow (data_bind in compose): the open stream, read-only mode, and the open
+    # stream's last good poll (None until one came back; set by the StreamDisplay). A `var`, and
+    # never compared: a new poll is always news, and comparing 10k shards would cost more than it saves.
     stream: reactive[str | None] = reactive(None, init=False)
     read_only: reactive[bool] = reactive(False, init=False)
+    view: var[StreamView | None] = var(None, init=False, always_update=True)
 
     def __init__(
         self,
@@ -111,7 +108,6 @@ class KConsoleApp(App[None]):
         self._last_stream = last_stream
         self.key_format = key_format  # how hash keys are written (console.ui.format.KEY_FORMATS)
         self.connection = ConnectionInfo.of(source)
-        self.view: StreamView | None = None
         self.selected_shard_id: str | None = None
         self.poll_count = 0
         # The shard poll and the Consumers tab's lease poll hold this while they call the backend:
@@ -120,7 +116,6 @@ class KConsoleApp(App[None]):
         self._poll_worker: Worker | None = None
         self._poll_timer: Timer | None = None
         self._listing = ListingSchedule()
-        self._capacity_stream: str | None = None  # the stream the CloudWatch loop follows
         self.focus_model = FocusModel(self)
         self.toasts = ToastsBehindDialogs(self)
         self.changes = StreamChanges(self, source)  # split, merge, rescale, the stream actions
@@ -138,9 +133,11 @@ class KConsoleApp(App[None]):
             with TabPane("Shards", id="shards"):
                 yield ShardsPanel(key_format=self.key_format, id="shards-body").data_bind(KConsoleApp.stream)
             with TabPane("Lineage", id="lineage"):
-                yield LineageTree(id="lineage-tree").data_bind(KConsoleApp.stream)
+                yield LineageTree(id="lineage-tree").data_bind(KConsoleApp.stream, KConsoleApp.view)
             with TabPane("Placement", id="placement"):
-                yield PlacementPanel(key_format=self.key_format, id="placement-panel").data_bind(KConsoleApp.stream)
+                yield PlacementPanel(key_format=self.key_format, id="placement-panel").data_bind(
+                    KConsoleApp.stream, KConsoleApp.view
+                )
             with TabPane("Key tree", id="keytree"):
                 yield KeyTreePanel(id="keytree-panel")
             with TabPane("Producer", id="producer"):
@@ -155,21 +152,12 @@ class KConsoleApp(App[None]):
             with TabPane("Consumers", id="consumers"):
                 yield ConsumersPanel(
                     self.source, poll_lock=self.poll_lock, interval=self.interval, id="consumers-panel"
-                ).data_bind(KConsoleApp.stream)
+                ).data_bind(KConsoleApp.stream, KConsoleApp.view)
         yield CoalescingFooter(compact=True)  # compact: more keys fit on an 80-column terminal
 
     def on_mount(self) -> None:
-        warm_lazy_imports()
-        asyncio.get_running_loop().run_in_executor(None, int)  # start the executor's first thread now
-        if self._theme_name and self._theme_name in self.available_themes:
-            self.theme = self._theme_name
-        elif self._theme_name:
-            self.notify(
-                f"unknown theme {self._theme_name!r} in the config; using {self.theme}",
-                title="config",
-                severity="warning",
-                timeout=8,
-            )
+        warm_up()
+        self.habits.use_theme(self._theme_name)
         self.header.update_state(
             backend=self.connection.backend,
             region=self.connection.region,
@@ -178,7 +166,7 @@ class KConsoleApp(App[None]):
             read_only=self.read_only,
         )
         if RETRY_EVENTS in self.source.capabilities:  # retries go in the header, not on a stderr under the screen
-            self.source.on_retry = self._show_retry
+            self.source.on_retry = self.stream_display.retry
         if self._config_warning:
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
         if self.read_only:
@@ -195,20 +183,12 @@ class KConsoleApp(App[None]):
             self.action_pick_stream()
 
     def _start_first_poll(self) -> None:
-        # Collect the start-up garbage (Textual's compose and first layout: ~100k objects) once,
-        # now, and freeze the survivors: otherwise the first listing's allocations trigger a full
-        # collection over all of them in the middle of the load (~50 ms at 10k shards).
-        gc.collect()
-        gc.freeze()
+        freeze_startup_garbage()
         self.call_after_refresh(self.poll_now)
 
     @property
     def header(self) -> ConsoleHeader:
         return self.query_one(ConsoleHeader)
-
-    @property
-    def shards_panel(self) -> ShardsPanel:
-        return self.query_one(ShardsPanel)
 
     @property
     def table(self) -> ShardTable:
@@ -225,14 +205,6 @@ class KConsoleApp(App[None]):
     @property
     def placement(self) -> PlacementPanel:
         return self.query_one(PlacementPanel)
-
-    @property
-    def heat_panel(self) -> HeatPanel:
-        return self.query_one(HeatPanel)
-
-    @property
-    def consumers_panel(self) -> ConsumersPanel:
-        return self.query_one(ConsumersPanel)
 
     # ---- polling -------------------------------------------------------------------------------
 
@@ -273,11 +245,7 @@ class KConsoleApp(App[None]):
         except asyncio.CancelledError:
             raise
         except Exception as error:  # every failure is shown in the header; the next poll retries
-            if stream == self.stream:
-                reason = describe_failure(error, self.poll_timeout)
-                if isinstance(error, TimeoutError) and self.header.state.notice:  # cut short while retrying
-                    reason += f" (last: {self.header.state.notice.split(';')[0]})"
-                self._show_failure(reason)
+            self.stream_display.failure(stream, error)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A shard poll that ended (not one cancelled: another stream was opened) arms the next."""
@@ -287,44 +255,6 @@ class KConsoleApp(App[None]):
         if self.is_running:
             self.header.update_state(polling=False)
             self._poll_timer = self.set_timer(self.interval, self._timed_poll)
-
-    def _show_failure(self, reason: str) -> None:
-        self.header.update_state(error=reason)
-        self.post_message(PollFailed(reason))
-
-    def follow_capacity(self, stream: str) -> None:
-        """Start the CloudWatch loop for `stream` the first time a poll shows it."""
-        if stream != self._capacity_stream:
-            self._capacity_stream = stream
-            if CLOUDWATCH in self.source.capabilities:
-                self._poll_capacity(stream)
-            else:  # an in-memory source (tests, screenshots)
-                self.heat_panel.show_capacity(None, NO_CLOUDWATCH)
-
-    # The stream's CloudWatch metrics: free at stream level, fetched once a minute (CloudWatch's
-    # resolution; more often would only cost more) for the header, the Heat and the Consumers tabs.
-    @work(exclusive=True, group="capacity", exit_on_error=False)
-    async def _poll_capacity(self, stream: str) -> None:
-        while stream == self.stream:
-            try:
-                metrics = await stream_metrics(self.source, stream)
-            except ConsoleError as error:
-                reason = unavailable_reason(error)
-                self.heat_panel.show_capacity(None, reason)
-                self.consumers_panel.show_metrics(None, reason)
-                self.header.update_state(capacity=None)
-            else:
-                if stream != self.stream:
-                    return
-                self.heat_panel.show_capacity(metrics)
-                self.consumers_panel.show_metrics(metrics)
-                self.header.update_state(capacity=CapacitySummary.of(metrics))
-            await asyncio.sleep(CAPACITY_INTERVAL)
-
-    def _show_retry(self, event) -> None:
-        """A backend call is being retried (throttled, a dropped connection): say so until a poll succeeds."""
-        if self.is_running:
-            self.header.update_state(notice=event.describe())
 
     # ---- selection -----------------------------------------------------------------------------
 
@@ -413,7 +343,7 @@ class KConsoleApp(App[None]):
 
     def action_filter(self) -> None:
         self.action_show_tab("shards")
-        self.shards_panel.open_filter()
+        self.query_one(ShardsPanel).open_filter()
 
     def on_key(self, event: events.Key) -> None:
         self.focus_model.leave_text_box(event)
@@ -455,9 +385,6 @@ class KConsoleApp(App[None]):
         if old != new and self.on_theme_changed is not None and self.is_running:
             self.on_theme_changed(new)
 
-    def has_tab(self, tab: str) -> bool:
-        return bool(self.query(f"TabPane#{tab}"))
-
     # ---- actions -------------------------------------------------------------------------------
 
     def action_refresh(self) -> None:
@@ -480,12 +407,7 @@ class KConsoleApp(App[None]):
         self.table.action_cycle_sort()
 
     def action_copy_keys(self) -> None:
-        shard = self.table.shard(self.selected_shard_id) if self.selected_shard_id else None
-        if shard is None:
-            self.notify("select a shard first", severity="warning")
-            return
-        self.copy_to_clipboard(f"{shard.starting_hash_key} {shard.ending_hash_key}")
-        self.notify(f"copied the hash keys of {short_shard_id(shard.shard_id)} (start end)", timeout=3)
+        self.query_one(ShardsPanel).copy_keys(self.selected_shard_id)
 
     def action_pick_stream(self) -> None:
         self.push_screen(StreamPickerScreen(self.source, current=self.stream or self._last_stream), self._stream_picked)
@@ -504,15 +426,9 @@ class KConsoleApp(App[None]):
             self._poll_timer.stop()
             self._poll_timer = None
         self.workers.cancel_group(self, "poll")
-        self.workers.cancel_group(self, "capacity")
-        self._capacity_stream = None
         self.view = None
         self.selected_shard_id = None
-        # Nothing of the previous stream stays on screen as if it were this one, found or not (the
-        # panels that show it clear themselves: they follow `stream`).
-        self.ribbon.set_shards([])
-        self.ribbon.set_heat({})
-        self.header.update_state(stream=name, summary=None, refreshed_at=None, error=None, capacity=None)
+        self.stream_display.cleared(name)
         if name and self._on_stream_opened:
             self._on_stream_opened(name)
         self.poll_now()

@@ -16,12 +16,13 @@ from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
-from textual.reactive import reactive
+from textual.reactive import reactive, var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from console.topology.lineage import OPEN, Lineage, LineageNode
 from console.ui.format import format_share, short_shard_id
+from console.ui.source import StreamView
 from console.ui.widgets.cursor import CURSOR_BINDINGS, CursorNavigation
 
 
@@ -69,6 +70,7 @@ def flatten(lineage: Lineage, folded: set[str]) -> list[TreeLine]:
 
 class LineageTree(CursorNavigation, ScrollView, can_focus=True):
     stream: reactive[str | None] = reactive(None, init=False)  # the app's (data_bind)
+    view: var[StreamView | None] = var(None, init=False, always_update=True)  # the app's (data_bind)
 
     COMPONENT_CLASSES = {
         "lineage-tree--cursor",
@@ -125,6 +127,12 @@ class LineageTree(CursorNavigation, ScrollView, can_focus=True):
 
     def on_hide(self) -> None:
         self._shown = False
+
+    def watch_view(self, view: StreamView | None) -> None:
+        """A poll's lineage, once it is built (a poll that found the same shards keeps the same one)."""
+        lineage = view.lineage if view is not None else None
+        if lineage is not None and lineage is not self.lineage and lineage is not self._waiting:
+            self.show_lineage(lineage)
 
     def watch_stream(self, old: str | None, new: str | None) -> None:
         """Another stream: nothing of the previous one stays drawn or waiting to be drawn."""

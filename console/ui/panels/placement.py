@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
-from textual.reactive import reactive
+from textual.reactive import reactive, var
 from textual.strip import Strip
 from textual.widgets import DataTable, Static, TextArea
 
@@ -31,6 +31,7 @@ from console.keyspace.hashkeys import (
 from console.read.printable import printable
 from console.reshard.model import KeySample
 from console.ui.format import KEY_WIDTHS, format_hash_key, format_share, short_shard_id
+from console.ui.source import StreamView
 from console.words import counted
 
 SHOWN_ROWS = 200  # the table lists the first keys; the summary covers all of them
@@ -115,6 +116,7 @@ class KeysInput(TextArea):
 class PlacementPanel(Vertical):
     BINDINGS = [Binding("ctrl+t", "toggle_mode", "Key mode", id="placement.mode")]
     stream: reactive[str | None] = reactive(None, init=False)  # the app's (data_bind)
+    view: var[StreamView | None] = var(None, init=False, always_update=True)  # the app's (data_bind)
 
     class MarkersChanged(Message):
         def __init__(self, hash_keys: list[int]) -> None:
@@ -180,6 +182,10 @@ class PlacementPanel(Vertical):
     def watch_stream(self, old: str | None, new: str | None) -> None:
         if new != old:  # the typed keys stay; where they land waits for the new stream's shards
             self.set_index(None)
+
+    def watch_view(self, view: StreamView | None) -> None:
+        if view is not None and view.lineage is not None:  # the open shards' index comes with the lineage
+            self.set_index(view.index)
 
     def set_index(self, index: HashRangeIndex | None) -> None:
         if index is not self.index:

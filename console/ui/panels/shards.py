@@ -50,6 +50,15 @@ class ShardsPanel(Vertical):
         self.filter_box.add_class("-visible")
         self.call_after_refresh(self.filter_box.focus)  # after a tab switch has focused the table
 
+    def copy_keys(self, shard_id: str | None) -> None:
+        """The selected shard's hash keys to the clipboard (`c`, on any tab)."""
+        shard = self.table.shard(shard_id) if shard_id else None
+        if shard is None:
+            self.notify("select a shard first", severity="warning")
+            return
+        self.app.copy_to_clipboard(f"{shard.starting_hash_key} {shard.ending_hash_key}")
+        self.notify(f"copied the hash keys of {short_shard_id(shard.shard_id)} (start end)", timeout=3)
+
     def show_detail(self, shard: Shard | None) -> None:
         detail = self.query_one("#shard-detail", Static)
         if shard is None:

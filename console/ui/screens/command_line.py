@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.css.query import DOMQuery
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
@@ -171,13 +172,17 @@ class CommandedConsole(Protocol):
     def stream(self) -> str | None: ...
 
     read_only: bool  # the app's reactive: setting it greys the mutating keys and says so
+    theme: str
+
+    @property
+    def available_themes(self) -> dict[str, Any]: ...
 
     @property
     def focused(self) -> Widget | None: ...
 
     def open_stream(self, name: str) -> None: ...
 
-    def has_tab(self, tab: str) -> bool: ...
+    def query(self, selector: str) -> DOMQuery[Widget]: ...
 
     def notify(self, message: str, **options: Any) -> None: ...
 
@@ -189,12 +194,25 @@ class CommandedConsole(Protocol):
 
 
 class K9sHabits:
-    """What `:`, ctrl+c, j / k and R do in the console: held by the app, which runs its key actions
-    through it. The one state of its own: when ctrl+c last asked for a second press."""
+    """What `:`, ctrl+c, j / k and R do in the console, and the theme the config names: held by the
+    app, which runs its key actions through it. The one state of its own: when ctrl+c last asked
+    for a second press."""
 
     def __init__(self, console: CommandedConsole) -> None:
         self.console = console
         self.ctrl_c_asked_at: float | None = None
+
+    def use_theme(self, name: str | None) -> None:
+        """The theme the config names (and the palette last picked), if this Textual has it."""
+        if name and name in self.console.available_themes:
+            self.console.theme = name
+        elif name:
+            self.console.notify(
+                f"unknown theme {name!r} in the config; using {self.console.theme}",
+                title="config",
+                severity="warning",
+                timeout=8,
+            )
 
     def open_command_line(self) -> None:
         self.console.push_screen(CommandLineScreen())
@@ -208,7 +226,7 @@ class K9sHabits:
             console.read_only = True
         elif command.words[0] == "rw":
             self.toggle_read_only() if console.read_only else console.notify("already read-write", timeout=3)
-        elif command.action and command.action.startswith("show_tab") and not console.has_tab(command.usage):
+        elif command.action and command.action.startswith("show_tab") and not console.query(f"TabPane#{command.usage}"):
             console.notify(f"no {command.usage} view in this build", severity="warning")
         elif command.action:
             await console.run_action(command.action)
