@@ -217,15 +217,18 @@ class KConsoleApp(App[None]):
         A timed poll (`list_all=False`) lists the shards only when the ListingSchedule says so."""
         if self.poll_running or not self.stream:
             return False
-        if self._poll_timer is not None:
-            self._poll_timer.stop()
-            self._poll_timer = None
+        self._disarm_timed_poll()
         self.header.update_state(polling=True)
         previous = self.view if self.view is not None and self.view.summary.name == self.stream else None
         if list_all or previous is None or self._listing.next_poll_lists_all():
             previous = None
         self._poll_worker = self._poll(self.stream, previous)
         return True
+
+    def _disarm_timed_poll(self) -> None:
+        if self._poll_timer is not None:
+            self._poll_timer.stop()
+            self._poll_timer = None
 
     def _timed_poll(self) -> None:
         if self.is_running:  # a timer may still fire while the app shuts down
@@ -422,9 +425,7 @@ class KConsoleApp(App[None]):
         self.stream = name  # the panels follow it: each stops its own work on the old stream
 
     def watch_stream(self, name: str | None) -> None:
-        if self._poll_timer is not None:
-            self._poll_timer.stop()
-            self._poll_timer = None
+        self._disarm_timed_poll()
         self.workers.cancel_group(self, "poll")
         self.view = None
         self.selected_shard_id = None

@@ -17,7 +17,6 @@ from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive, var
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from console.topology.lineage import OPEN, Lineage, LineageNode
@@ -68,7 +67,7 @@ def flatten(lineage: Lineage, folded: set[str]) -> list[TreeLine]:
     return lines
 
 
-class LineageTree(CursorNavigation, ScrollView, can_focus=True):
+class LineageTree(CursorNavigation, can_focus=True):
     stream: reactive[str | None] = reactive(None, init=False)  # the app's (data_bind)
     view: var[StreamView | None] = var(None, init=False, always_update=True)  # the app's (data_bind)
 
@@ -242,7 +241,8 @@ class LineageTree(CursorNavigation, ScrollView, can_focus=True):
     def _text(self, line: TreeLine):
         from rich.text import Text
 
-        node: LineageNode = self.lineage.nodes[line.shard_id]  # type: ignore[union-attr]
+        assert self.lineage is not None  # a line is drawn only from a lineage
+        node: LineageNode = self.lineage.nodes[line.shard_id]
         text = Text(no_wrap=True)
         text.append(line.prefix, style=self._style("lineage-tree--guide"))
         if line.reference_to is not None:

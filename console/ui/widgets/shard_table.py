@@ -22,7 +22,6 @@ from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from console.topology.model import Shard
@@ -164,7 +163,7 @@ THREADED_SORT_ROWS = 50_000  # a full sort of more rows runs off the UI loop (10
 # a thread costs more in GIL hand-overs than it saves below that)
 
 
-class ShardTable(CursorNavigation, ScrollView, can_focus=True):
+class ShardTable(CursorNavigation, can_focus=True):
     """Shards of one stream, one line each, with a sticky header row, sorting and a text filter."""
 
     COMPONENT_CLASSES = {
