@@ -1,10 +1,10 @@
 """What a shard poll shows: one `StreamView` written into every widget that shows the whole stream.
 
 The app runs the poll (console.ui.app); a `StreamDisplay` takes each result (`show`) and writes it, in
-steps that yield to the UI loop on a big stream, into the header, the shard table, the ribbon, the
-lineage tree, the detail line and the key-space tabs (the Placement index and the AUTO notice), and
-tells the Heat and Consumers tabs what the poll learned (the summary, the listing). A failed poll
-and a retried call go to the header. Once a poll has shown a stream, its CloudWatch metrics follow,
+steps that yield to the UI loop on a big stream, into the app's `view` (which the lineage tree, the
+Placement tab and the Consumers tab follow themselves), the header, the shard table, the ribbon,
+the detail line and the key-space tabs' AUTO notice, and tells the Heat tab the stream's summary
+(its limits). A failed poll and a retried call go to the header. Once a poll has shown a stream, its CloudWatch metrics follow,
 once a minute, into the header and the Heat and Consumers tabs. It keeps the little state that
 writing needs: the last tiling problem said, since when the stream is AUTO, which stream the
 CloudWatch loop follows.

@@ -1,8 +1,9 @@
 """The Shards tab: the filter box (`/`), the shard table and the selected shard's detail.
 
-The app feeds it (`show_detail`) and listens to the table's `ShardTable.Highlighted`; the filter
-works inside the panel: typing filters the table, enter keeps the filter and returns to the table,
-escape clears it.
+The app feeds it (`show_detail`, the table's rows, heat and lag) and listens to the table's
+`ShardTable.Highlighted`; the panel follows the app's `stream` and clears itself when another one
+opens. `c` (on any tab) copies the selected shard's hash keys from here. The filter works inside the
+panel: typing filters the table, enter keeps the filter and returns to the table, escape clears it.
 """
 
 from __future__ import annotations
