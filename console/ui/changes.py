@@ -12,13 +12,13 @@ starts while the console is read-only, whichever way it was asked for.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import TabbedContent
-from textual.worker import Worker
 
 from console.backend.protocol import ConsoleBackend
 from console.ui import reshard_flow
@@ -69,9 +69,10 @@ class ChangingConsole(Protocol):
 
     def post_message(self, message: Message) -> bool: ...
 
+    # A callable rather than a coroutine: a worker replaced before it starts never leaves one unawaited.
     def run_worker(
-        self, work: Awaitable[None], *, group: str, description: str, exit_on_error: bool, exclusive: bool
-    ) -> Worker[None]: ...
+        self, work: Callable[[], Awaitable[None]], *, group: str, description: str, exit_on_error: bool, exclusive: bool
+    ) -> object: ...
 
 
 class StreamChanges:
@@ -131,7 +132,7 @@ class StreamChanges:
             console.notify(problem, severity="warning")
             return
         console.run_worker(
-            reshard_flow.run_reshard(request, self._dialogs()),
+            partial(reshard_flow.run_reshard, request, self._dialogs()),
             group="reshard",
             exclusive=True,
             exit_on_error=False,
@@ -149,7 +150,7 @@ class StreamChanges:
             if action:
                 request = StreamActionRequest(action, view.summary, len(view.shards), self.source)
                 console.run_worker(
-                    self._stream_action(request),
+                    partial(self._stream_action, request),
                     group="stream-actions",
                     exclusive=True,
                     exit_on_error=False,
