@@ -342,7 +342,7 @@ class KConsoleApp(App[None]):
         self.toasts.closed()
         return result
 
-    # ---- filter --------------------------------------------------------------------------------
+    # ---- keys ----------------------------------------------------------------------------------
 
     def action_filter(self) -> None:
         self.action_show_tab("shards")
