@@ -397,7 +397,7 @@ class HeatPanel(Widget, can_focus=True):
             self.selected_shard,
         )
         self.query_one("#heat-legend", Static).update(
-            Text.assemble(*((seg.text, seg.style) for seg in legend(heat_map.per_cell)))
+            Text.assemble(*((seg.text, seg.style or "") for seg in legend(heat_map.per_cell)))
         )
         self.query_one("#heat-keys", Static).update(
             top_keys_text(self.selected, snapshot.stream, auto=snapshot.auto_distribution)

@@ -214,7 +214,7 @@ class ReshardPreviewScreen(ModalScreen[bool]):
             if self.can_force:
                 yield Static(
                     Text(
-                        f"Held back: {printable(self.held_back)}.\nPress f to apply anyway (those consumers "
+                        f"Held back: {printable(self.held_back or '')}.\nPress f to apply anyway (those consumers "
                         "fall further behind until they finish the parents), or Escape to cancel."
                     ),
                     id="preview-held-back",
