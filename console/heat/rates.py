@@ -78,6 +78,7 @@ class ShardHeat:
         self._latest = -1  # the newest second seen
         self._bins = [0] * HASH_BINS
         self._hashes: dict[str, int] = {}
+        self.version = 0  # goes up with every observation that counted: a snapshot of it can be reused
 
     def observe(
         self,
@@ -127,6 +128,7 @@ class ShardHeat:
         counted = len(keys) + keyless + aggregates_counted
         if not counted:
             return 0
+        self.version += 1
         if aggregates_counted and self.by_placement is None:
             self.by_placement = self.by_records.copy()  # every record so far was plain: the same counts
         self.records += counted
@@ -292,9 +294,12 @@ class ShardHeat:
         series_seconds: int = 60,
         is_open: bool = True,
         keys_place: bool = True,
+        sampled_at: float | None = None,
     ) -> ShardHeatSnapshot:
         """`keys_place` False (an AUTO stream): keys say nothing about where records went, so no
         split at their median is suggested and no record counts as outside its key's range."""
+        if not self.records and window_end <= window_start:
+            return self._unread(is_open, sampled_at)
         window = max(window_end - window_start, 1e-9)
         records_per_s, bytes_per_s = self.records / window, self.bytes / window
         first_second, last_second = int(window_start), int(window_end)
@@ -341,6 +346,35 @@ class ShardHeat:
             aggregates=self.aggregates,
             decode_errors=self.decode_errors,
             keyless_records=self.keyless,
+            sampled_at=sampled_at,
+        )
+
+    def _unread(self, is_open: bool, sampled_at: float | None) -> ShardHeatSnapshot:
+        """The snapshot of a shard not read yet: nothing known (cheap: a 10,000-shard view starts so)."""
+        shard = self.shard
+        return ShardHeatSnapshot(
+            shard.shard_id,
+            shard.starting_hash_key,
+            shard.ending_hash_key,
+            0,
+            0,
+            0.0,
+            0.0,
+            0.0,
+            0,
+            0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            (),
+            (),
+            (),
+            None,
+            0,
+            0,
+            is_open=is_open,
+            sampled_at=sampled_at,
         )
 
     def _top_key(self, key: str, records: int, guaranteed: int, nbytes: int | None = None) -> TopKey:
@@ -375,6 +409,11 @@ class StreamHeat:
         # Shards whose life began or ended inside the window: their rates cover only their part of it.
         self.closed: dict[str, float] = {}
         self.born: dict[str, float] = {}
+        # Up to when each shard was read: every arrival before it has been counted (its figures' age).
+        self.sampled_at: dict[str, float] = {}
+        # The last snapshot of each shard and what it was made of: reused while nothing changed, so a
+        # view of 10,000 shards recomputes only the few read since its last snapshot.
+        self._snapshots: dict[str, tuple[tuple, ShardHeatSnapshot]] = {}
         self._top_capacity, self._history_seconds = top_capacity, history_seconds
         ordered = sorted(shards, key=lambda shard: shard.starting_hash_key)
         self.shards: dict[str, ShardHeat] = {
@@ -400,6 +439,16 @@ class StreamHeat:
         """The shard closed under a reshard; its rates cover the window up to `at`."""
         self.closed[shard_id] = at
 
+    def mark_sampled(self, shard_id: str, through: float) -> None:
+        """Every record of the shard that arrived before `through` has been read."""
+        if through > self.sampled_at.get(shard_id, float("-inf")):
+            self.sampled_at[shard_id] = through
+
+    def age(self, shard_id: str, now: float) -> float | None:
+        """Seconds since the shard was last read up to (None: not read yet)."""
+        sampled = self.sampled_at.get(shard_id)
+        return None if sampled is None else max(0.0, now - sampled)
+
     def observe(self, shard_id: str, observations: Iterable[Observation], aggregates: Iterable[Aggregate] = ()) -> int:
         end = self.window_end if self.window_end is not None else float("inf")
         return self.shards[shard_id].observe(observations, self.window_start, end, aggregates)
@@ -415,22 +464,40 @@ class StreamHeat:
             if shard.shard_id not in self.shards:
                 self.add_shard(shard, since=self.window_start)
 
-    def snapshot(self, now: float, *, top: int = 5, series_seconds: int = 60) -> StreamHeatSnapshot:
+    def snapshot(
+        self, now: float, *, top: int = 5, series_seconds: int = 60, as_sampled: bool = False
+    ) -> StreamHeatSnapshot:
+        """Every shard's figures up to `now`; with `as_sampled` (a view that reads shards in turn), each
+        shard's up to when it was last read, so that a shard not read for a while shows what was
+        known, not an idle stretch it may not have had. Shards unchanged since the last snapshot
+        keep their snapshot (only the ones read meanwhile are worked out again)."""
         end = self.window_end if self.window_end is not None else now
+        keys_place = not self.auto_distribution
+        cache = self._snapshots
+        shards = []
+        for shard_id, heat in self.shards.items():
+            start = max(self.window_start, self.born.get(shard_id, self.window_start))
+            shard_end = min(end, self.closed.get(shard_id, end))
+            sampled = self.sampled_at.get(shard_id)
+            if as_sampled:
+                shard_end = min(shard_end, sampled if sampled is not None else start)
+            is_open = shard_id not in self.closed
+            key = (start, shard_end, heat.version, is_open, keys_place, top, series_seconds, sampled)
+            cached = cache.get(shard_id)
+            if cached is not None and cached[0] == key:
+                shards.append(cached[1])
+                continue
+            made = heat.snapshot(
+                start,
+                shard_end,
+                top=top,
+                series_seconds=series_seconds,
+                is_open=is_open,
+                keys_place=keys_place,
+                sampled_at=sampled,
+            )
+            cache[shard_id] = (key, made)
+            shards.append(made)
         return StreamHeatSnapshot(
-            self.stream,
-            self.window_start,
-            end,
-            tuple(
-                heat.snapshot(
-                    max(self.window_start, self.born.get(shard_id, self.window_start)),
-                    min(end, self.closed.get(shard_id, end)),
-                    top=top,
-                    series_seconds=series_seconds,
-                    is_open=shard_id not in self.closed,
-                    keys_place=not self.auto_distribution,
-                )
-                for shard_id, heat in self.shards.items()
-            ),
-            auto_distribution=self.auto_distribution,
+            self.stream, self.window_start, end, tuple(shards), auto_distribution=self.auto_distribution
         )

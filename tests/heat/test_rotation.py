@@ -1,0 +1,116 @@
+"""Sampling a bounded set of shards per second: the selected one and the hottest always, the rest in
+turn; ages and the coverage line. Pure (console.heat.rotation), then live against the embedded server."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from console.heat.rates import StreamHeat
+from console.heat.rotation import SamplingRotation, age_text, duration_text
+from console.heat.sampler import HeatSampler
+from console.keyspace.hashkeys import even_split, shard_id_for_index
+from console.topology.model import Shard
+
+
+def ids(count: int) -> list[str]:
+    return [shard_id_for_index(index) for index in range(count)]
+
+
+def test_a_pass_reaches_every_shard_within_pass_seconds():
+    rotation = SamplingRotation(ids(300), 20)
+    seen: set[str] = set()
+    for _ in range(rotation.pass_seconds):
+        chosen = rotation.next_round()
+        assert len(chosen) == 20 and len(set(chosen)) == 20
+        seen.update(chosen)
+    assert seen == set(ids(300))
+
+
+def test_the_selected_shard_and_the_hottest_are_in_every_second():
+    rotation = SamplingRotation(ids(300), 20)
+    rotation.note(shard_id_for_index(250), 0.9)
+    rotation.note(shard_id_for_index(17), 0.5)
+    selected = shard_id_for_index(123)
+    for _ in range(40):
+        chosen = rotation.next_round(selected)
+        assert chosen[0] == selected
+        assert chosen[1:3] == [shard_id_for_index(250), shard_id_for_index(17)]
+        assert len(chosen) == 20 and len(set(chosen)) == 20
+    rotation.note(shard_id_for_index(250), 0.0)  # cooled down: back to its turn
+    assert shard_id_for_index(250) not in rotation.next_round(selected)[:3]
+
+
+def test_children_join_the_pass_and_closed_shards_leave_it():
+    rotation = SamplingRotation(ids(100), 10)
+    rotation.next_round()
+    rotation.remove(shard_id_for_index(50))
+    rotation.add("shardId-child")
+    assert "shardId-child" in rotation.next_round()  # next in line, not a pass away
+    seen: set[str] = set()
+    for _ in range(rotation.pass_seconds):
+        seen.update(rotation.next_round())
+    assert shard_id_for_index(50) not in seen and len(seen) == 100
+
+
+def test_coverage_line_says_how_many_shards_a_pass_covers():
+    rotation = SamplingRotation(ids(10_000), 64)
+    text = rotation.coverage_text()
+    assert text.startswith("sampling 64 of 10,000 shards per second")
+    assert rotation.pass_seconds == 10_000 // (64 - 8 - 1) + 1
+    assert text.endswith(f"full pass every {duration_text(rotation.pass_seconds)}") and "3 m 2 s" in text
+    small = SamplingRotation(ids(5), 64)
+    assert not small.rotates and small.next_round() == ids(5)
+    assert small.coverage_text(2) == "sampling all 5 shards every second, 2 reads/s each"
+
+
+def test_ages_and_durations_read_short():
+    assert [age_text(age) for age in (None, 0.4, 12.2, 150, 7300)] == ["-", "now", "12s", "2m", "2h"]
+    assert [duration_text(s) for s in (45, 120, 156, 3900)] == ["45 s", "2 m", "2 m 36 s", "1 h 5 m"]
+
+
+def test_snapshot_recomputes_only_shards_read_since_and_ends_each_at_its_read():
+    shards = [Shard(shard_id_for_index(i), start, end) for i, (start, end) in enumerate(even_split(50))]
+    heat = StreamHeat("s", shards, window_start=1000.0)
+    first = heat.snapshot(1010.0, as_sampled=True)
+    assert all(shard.sampled_at is None and shard.records == 0 for shard in first.shards)
+    heat.observe(shards[3].shard_id, [(1004.5, "k", 100)] * 10)
+    heat.mark_sampled(shards[3].shard_id, 1005.0)
+    second = heat.snapshot(1011.0, as_sampled=True)
+    changed = [a.shard_id for a, b in zip(first.shards, second.shards) if a is not b]
+    assert changed == [shards[3].shard_id]
+    read = second.shards[3]
+    assert read.records == 10 and read.sampled_at == 1005.0 and read.series[-1] == 10  # ends at its read
+    assert heat.age(shards[3].shard_id, 1011.0) == 6.0 and heat.age(shards[4].shard_id, 1011.0) is None
+
+
+async def test_rotating_sampler_reads_the_selected_shard_every_second_and_the_rest_in_turn(kinesis, make_stream):
+    stream = await make_stream(shards=12)
+    shards = await kinesis.all_shards(stream)
+    hot = shards[7]
+    sampler = HeatSampler(kinesis, stream, shards_per_second=4)
+    sampler.selected = shards[2].shard_id
+    await sampler.start()
+    try:
+        assert sampler.rotation is not None and sampler.rotation.rotates
+        assert "sampling 4 of 12 shards per second" in sampler.coverage_text()
+        # Records for the hot shard, written before its first visit: counted when its turn comes.
+        await kinesis.put_records(
+            stream, [{"Data": b"x" * 50, "ExplicitHashKey": str(hot.starting_hash_key), "PartitionKey": "k"}] * 30
+        )
+        ages: list[float | None] = []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            await asyncio.sleep(1.0)
+            now = sampler.clock()
+            ages.append(sampler.heat.age(sampler.selected, now))
+            if all(sampler.heat.age(shard.shard_id, now) is not None for shard in shards) and len(ages) >= 3:
+                break
+        snapshot = sampler.snapshot()
+    finally:
+        await sampler.stop()
+    assert all(age is not None and age < 1.5 for age in ages), ages  # the selected shard: every second
+    by_id = {shard.shard_id: shard for shard in snapshot.shards}
+    assert all(by_id[shard.shard_id].sampled_at is not None for shard in shards)  # a full pass happened
+    assert by_id[hot.shard_id].records == 30
+    assert sampler.rotation.hottest(1) == [hot.shard_id]  # and it is now read every second
