@@ -22,6 +22,8 @@ enhanced monitoring (the app asks for the stream name first; greyed out when rea
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Sequence
+from typing import overload
 
 from rich.text import Text
 from textual import events, on, work
@@ -176,6 +178,9 @@ class HeatPanel(Widget, can_focus=True):
         # Per shard, the snapshot a row (or the live figures) was made from: made again only when it changes.
         self._rows: dict[str, tuple[ShardHeatSnapshot, HeatRow]] = {}
         self._figures: dict[str, tuple[ShardHeatSnapshot, ShardHeat]] = {}
+        self._texts: dict[
+            str, tuple[Text, int, int]
+        ] = {}  # per Static: what it shows, at what width, in how many lines
         self._shown = False
         self._history: StreamHeat | None = None  # the last sampler's window, carried on when shown again
         self._shard_metrics_on: dict[str, str] = {}  # enhanced monitoring's shard-level metrics and statistics
@@ -360,18 +365,18 @@ class HeatPanel(Widget, can_focus=True):
     def show_shard_capacity(self, shard_id: str | None, metrics: MetricSeries | None, note: str | None = None) -> None:
         """The selected shard's shard-level CloudWatch metrics, or a line saying why there are none
         (`note`; empty: nothing to say)."""
-        widget = self.query_one("#heat-shard-capacity", Static)
         if metrics is None:
-            widget.update(Text(printable(note or ""), style="dim"))
+            self._show_text("#heat-shard-capacity", Text(printable(note or ""), style="dim"))
             return
         shard = printable(shard_id or "")
-        widget.update(
+        self._show_text(
+            "#heat-shard-capacity",
             capacity_text(
                 metrics,
                 None,
                 title=f"CloudWatch · {shard} · enhanced monitoring",
                 empty=f"CloudWatch: no data for {shard} yet",
-            )
+            ),
         )
 
     def _select(self, shard_id: str | None) -> None:
@@ -416,14 +421,16 @@ class HeatPanel(Widget, can_focus=True):
     def live_figures(self, snapshot: StreamHeatSnapshot) -> dict[str, ShardHeat]:
         """What the shard table and the ribbon show of a reading (see `shard_figures`); the figures of
         shards not read since the last reading are the same objects as before."""
-        figures: dict[str, ShardHeat] = {}
         made = self._figures
         for shard in snapshot.shards:
             known = made.get(shard.shard_id)
             if known is None or known[0] is not shard:
-                known = made[shard.shard_id] = (shard, shard_figures(shard))
-            figures[shard.shard_id] = known[1]
-        return figures
+                made[shard.shard_id] = (shard, shard_figures(shard))
+        if len(made) > len(snapshot.shards):  # shards gone (another stream): forget them
+            current = {shard.shard_id for shard in snapshot.shards}
+            for shard_id in [shard_id for shard_id in made if shard_id not in current]:
+                del made[shard_id]
+        return {shard_id: known[1] for shard_id, known in made.items()}
 
     def _render_snapshot(self) -> None:
         snapshot = self.snapshot
@@ -449,16 +456,18 @@ class HeatPanel(Widget, can_focus=True):
         total.append(f"  ({order}; h toggles, ↑↓ select)", style="dim")
         if self.rotating and self.coverage:
             total.append(f"\n{self.coverage}", style="dim")
-        self.query_one("#heat-total", Static).update(total)
+        self._show_text("#heat-total", total)
         heat_map = self.query_one(HeatMap)
         heat_map.show(
-            [self._row(shard) for shard in self.ordered_shards],
+            HeatRows(self.ordered_shards, self._row),
             self.selected_shard,
+            self._ordered_positions().get(self.selected_shard or ""),
             now=snapshot.window_end,
             ages=self.rotating,
         )
-        self.query_one("#heat-legend", Static).update(
-            Text.assemble(*((seg.text, seg.style) for seg in legend(heat_map.per_cell, ages=self.rotating)))
+        self._show_text(
+            "#heat-legend",
+            Text.assemble(*((seg.text, seg.style) for seg in legend(heat_map.per_cell, ages=self.rotating))),
         )
         self._render_selected_keys()
 
@@ -466,14 +475,26 @@ class HeatPanel(Widget, can_focus=True):
         """Another shard selected: the marker moves and its keys show (the rows are not made again)."""
         if self.snapshot is None or not self.is_mounted:
             return
-        self.query_one(HeatMap).select(self.selected_shard)
+        self.query_one(HeatMap).select(self.selected_shard, self._ordered_positions().get(self.selected_shard or ""))
         self._render_selected_keys()
 
     def _render_selected_keys(self) -> None:
         if self.snapshot is not None:
-            self.query_one("#heat-keys", Static).update(
-                top_keys_text(self.selected, self.snapshot.stream, auto=self.snapshot.auto_distribution)
+            self._show_text(
+                "#heat-keys", top_keys_text(self.selected, self.snapshot.stream, auto=self.snapshot.auto_distribution)
             )
+
+    def _show_text(self, selector: str, text: Text) -> None:
+        """Update a Static each second without laying the screen out again (which repaints all of it)
+        unless its text changed its height."""
+        shown = self._texts.get(selector)
+        if shown is not None and shown[0] == text:
+            return
+        widget = self.query_one(selector, Static)
+        width = widget.content_region.width
+        lines = len(text.wrap(self.app.console, width)) if width > 0 else 0
+        self._texts[selector] = (text, width, lines)
+        widget.update(text, layout=shown is None or width <= 0 or (width, lines) != shown[1:])
 
     @on(HeatMap.RowClicked)
     def _row_clicked(self, event: HeatMap.RowClicked) -> None:
@@ -499,6 +520,27 @@ class HeatPanel(Widget, can_focus=True):
         self.hottest_first = not self.hottest_first
         self._ordered = None
         self._render_snapshot()
+
+
+class HeatRows(Sequence[HeatRow]):
+    """The heat map's rows, made when drawn: a map of 10,000 shards draws the few dozen that fit."""
+
+    def __init__(self, shards: list[ShardHeatSnapshot], row: Callable[[ShardHeatSnapshot], HeatRow]) -> None:
+        self._shards, self._row = shards, row
+
+    def __len__(self) -> int:
+        return len(self._shards)
+
+    @overload
+    def __getitem__(self, index: int) -> HeatRow: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[HeatRow]: ...
+
+    def __getitem__(self, index: int | slice) -> HeatRow | list[HeatRow]:
+        if isinstance(index, slice):
+            return [self._row(shard) for shard in self._shards[index]]
+        return self._row(self._shards[index])
 
 
 def shard_figures(shard: ShardHeatSnapshot) -> ShardHeat:

@@ -93,29 +93,34 @@ class HeatMap(ScrollView, can_focus=False):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.rows: list[HeatRow] = []
+        self.rows: Sequence[HeatRow] = ()
         self.selected: str | None = None
         self.ages = False  # shards are read in turn: rows end at their last read and show its age
         self.now = 0.0  # epoch seconds the ages are counted to
-        self._positions: dict[str, int] = {}
 
-    def show(self, rows: list[HeatRow], selected: str | None, *, now: float = 0.0, ages: bool = False) -> None:
-        if rows is not self.rows:
-            self._positions = {}
+    def show(
+        self,
+        rows: Sequence[HeatRow],
+        selected: str | None,
+        position: int | None = None,
+        *,
+        now: float = 0.0,
+        ages: bool = False,
+    ) -> None:
+        """Draw `rows` (any sequence: rows may be made only when drawn), `selected` at `position`
+        (found among the rows when not given)."""
         self.rows = rows
         self.now, self.ages = now, ages
         self.virtual_size = Size(self.size.width, len(rows) + 1)
-        self.select(selected)
+        self.select(selected, position)
 
-    def select(self, selected: str | None) -> None:
+    def select(self, selected: str | None, position: int | None = None) -> None:
         """Move the marker (and the view, when it is off screen) to another row; the rows stay."""
         self.selected = selected
-        if selected is not None:
-            if not self._positions and self.rows:
-                self._positions = {row.shard_id: index for index, row in enumerate(self.rows)}
-            position = self._positions.get(selected)
-            if position is not None:
-                self.scroll_to_region_of_row(position)
+        if selected is not None and position is None:
+            position = next((i for i, row in enumerate(self.rows) if row.shard_id == selected), None)
+        if position is not None:
+            self.scroll_to_region_of_row(position)
         self.refresh()
 
     def scroll_to_region_of_row(self, position: int) -> None:
@@ -179,13 +184,23 @@ class HeatMap(ScrollView, can_focus=False):
             stale = age is None or age >= 2
             segments.append(Segment(f"{age_text(age):>4} ", Style(dim=stale, bold=not stale)))
             unknown = 0 if row.sampled_at is None else max(0, int(self.now) - int(row.sampled_at))
+        # One segment per run of cells alike (a row is mostly runs): fewer segments to style and crop.
+        run_char, run_style, run = " ", NOT_SAMPLED, 0
         for value in cell_values(row.seconds, self.cells, self.per_cell, unknown=unknown):
             if value is None:
-                segments.append(Segment(" ", NOT_SAMPLED))
+                char, style = " ", NOT_SAMPLED
             elif value <= 0:
-                segments.append(Segment("·", IDLE))
+                char, style = "·", IDLE
             else:
-                segments.append(Segment("█", level_style(value)))
+                char, style = "█", level_style(value)
+            if style is run_style and char == run_char:
+                run += 1
+                continue
+            if run:
+                segments.append(Segment(run_char * run, run_style))
+            run_char, run_style, run = char, style, 1
+        if run:
+            segments.append(Segment(run_char * run, run_style))
         return segments
 
     def on_click(self, event: events.Click) -> None:
