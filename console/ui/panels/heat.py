@@ -108,7 +108,7 @@ class HeatPanel(Widget, can_focus=True):
     HeatPanel { height: 1fr; }
     HeatPanel #heat-total { height: auto; }
     HeatPanel #heat-legend { height: auto; }
-    HeatPanel #heat-map { height: 1fr; min-height: 5; }
+    HeatPanel #heat-map { height: 1fr; min-height: 5; overflow-x: hidden; }
     HeatPanel #heat-capacity { height: auto; margin-bottom: 1; }
     HeatPanel #heat-keys { height: auto; max-height: 35%; }
     HeatPanel #heat-shard-capacity { height: auto; }

@@ -30,6 +30,9 @@ from console.ui.format import format_rate, short_shard_id
 MAP_SECONDS = 300  # five minutes
 LABEL_WIDTH = 25  # "▶ #12345 x 1.2kr/s 100% "
 AGE_WIDTH = 5  # " 12s " after the label, when shards are read in turn
+# Rows the map keeps on screen however short the terminal (the panel scrolls what is below it):
+# at 80x24 a stream of up to this many shards shows them all.
+MIN_ROWS = 8
 # (upper bound of utilisation, colour): green while calm, yellow from 50%, orange from 80%, red at the limit.
 LEVELS: tuple[tuple[float, str], ...] = (
     (0.1, "#2d6a4f"),
@@ -86,6 +89,10 @@ def cell_values(
 class HeatMap(ScrollView, can_focus=False):
     """Rows of shards by columns of seconds; `show(rows, selected)` redraws it."""
 
+    DEFAULT_CSS = """
+    HeatMap { overflow-x: hidden; }
+    """
+
     class RowClicked(Message):
         def __init__(self, shard_id: str) -> None:
             super().__init__()
@@ -112,6 +119,9 @@ class HeatMap(ScrollView, can_focus=False):
         self.rows = rows
         self.now, self.ages = now, ages
         self.virtual_size = Size(self.size.width, len(rows) + 1)
+        lines = min(len(rows), MIN_ROWS) + 1  # and the time axis
+        if self.styles.min_height is None or self.styles.min_height.value != lines:
+            self.styles.min_height = lines
         self.select(selected, position)
 
     def select(self, selected: str | None, position: int | None = None) -> None:

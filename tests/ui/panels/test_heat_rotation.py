@@ -80,3 +80,19 @@ async def test_heat_reads_a_bounded_set_per_second_in_turn_with_ages(kinesis, ma
         first_row = heat_map.render_line(1).text
         assert f"#{SHARDS - 50}" in first_row and "█" in first_row
         assert age_column(first_row) in ("now", "1s", "2s")
+
+
+async def test_heat_list_shows_every_shard_of_a_small_stream_at_80x24(kinesis, make_stream):
+    name = await make_stream(shards=5)
+    app = RecordingApp(kinesis, stream=name, interval=600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("7")
+        panel = app.query_one("#heat-panel")
+        await wait_until(pilot, lambda: panel.snapshot is not None, what="first heat snapshot")
+        await pilot.pause(0.3)
+        heat_map = panel.query_one(HeatMap)
+        region = heat_map.region  # on screen: the axis and a line per shard, above the footer
+        assert region.height >= 1 + 5 and region.bottom <= app.screen.size.height - 1, region
+        shown = [heat_map.render_line(y).text for y in range(1, region.height)]
+        assert [line.split()[0].lstrip("▶") or line.split()[1] for line in shown[:5]] == [f"#{n}" for n in range(5)]
