@@ -496,10 +496,14 @@ class HeatPanel(Widget, can_focus=True):
         self._texts[selector] = (text, width, lines)
         widget.update(text, layout=shown is None or width <= 0 or (width, lines) != shown[1:])
 
+    def select_shard(self, shard_id: str) -> None:
+        """Select a shard of the map (as a click on its row does)."""
+        self._select(shard_id)
+        self._render_selection()
+
     @on(HeatMap.RowClicked)
     def _row_clicked(self, event: HeatMap.RowClicked) -> None:
-        self._select(event.shard_id)
-        self._render_selection()
+        self.select_shard(event.shard_id)
 
     @property
     def selected(self) -> ShardHeatSnapshot | None:
