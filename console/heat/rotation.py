@@ -17,7 +17,7 @@ read: its age (`age_text`). Pure: no I/O, no clock of its own.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 DEFAULT_SHARDS_PER_SECOND = 64  # shards a live view reads each second (one GetRecords each, mostly)
 HOT_SHARE = 0.125  # of each second's budget kept for the hottest shards known
@@ -71,6 +71,9 @@ class SamplingRotation:
 
     def __contains__(self, shard_id: object) -> bool:
         return shard_id in self._members
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._order))
 
     @property
     def rotates(self) -> bool:

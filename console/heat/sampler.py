@@ -31,6 +31,7 @@ from typing import Any
 
 from console.errors import BadInput, ConsoleError, Throttled
 from console.heat.aggregates import split_page
+from console.heat.cloudwatch import shard_utilisation
 from console.heat.rates import HISTORY_SECONDS, StreamHeat, observations_from_records
 from console.heat.rotation import SamplingRotation
 from console.heat.snapshot import StreamHeatSnapshot, utilisation
@@ -47,6 +48,7 @@ DRAIN_GRACE = 0.5
 # turn), and pages read at most from one shard in one visit (AWS's 5 reads a second per shard).
 CONCURRENT_READS = 8
 PAGES_PER_VISIT = 5
+CLOUDWATCH_RANK_SECONDS = 60.0  # CloudWatch's shard metrics come a minute at a time: ranked once a minute
 
 
 class HeatSampler:
@@ -94,6 +96,10 @@ class HeatSampler:
         self.shards_per_second = shards_per_second
         self.rotation: SamplingRotation | None = None  # set by start() when the stream has more shards
         self.selected: str | None = None  # the shard a view has selected: read in every second
+        # Rank the hottest by CloudWatch's shard-level metrics (set by a view when enhanced monitoring
+        # is on); otherwise, and when CloudWatch fails, by the last pass.
+        self.rank_by_cloudwatch = False
+        self._ranked_at = float("-inf")
         self._cursors: dict[str, ShardCursor] = {}
         self._start_at: dict[str, str] = {}  # how a shard's first read starts when not AT_TIMESTAMP
 
@@ -278,6 +284,16 @@ class HeatSampler:
 
         while not self._closing.is_set():
             began = time.monotonic()
+            ranking = self._tasks.get("cloudwatch")
+            if (
+                self.rank_by_cloudwatch
+                and began - self._ranked_at >= CLOUDWATCH_RANK_SECONDS
+                and (ranking is None or ranking.done())
+            ):
+                self._ranked_at = began
+                self._tasks["cloudwatch"] = asyncio.create_task(
+                    self._rank_by_cloudwatch(), name=f"heat-{self.stream}-cloudwatch"
+                )
             chosen = self.rotation.next_round(self.selected)
             try:
                 await asyncio.gather(*(visit(shard_id) for shard_id in chosen))
@@ -285,6 +301,18 @@ class HeatSampler:
                 self._failure = self._failure or error
                 return
             await self._pause(1.0 - (time.monotonic() - began))
+
+    async def _rank_by_cloudwatch(self) -> None:
+        """The hottest shards by CloudWatch: a pass takes minutes, CloudWatch knows every shard's last
+        minutes already (enhanced monitoring). A failure leaves the ranking to the last pass."""
+        assert self.rotation is not None
+        shard_ids = list(self.rotation)
+        try:
+            found = await shard_utilisation(self.backend, self.stream, shard_ids)
+        except ConsoleError:
+            self.rotation.ranked_by = "the last pass"
+            return
+        self.rotation.rank(found, by="CloudWatch")
 
     async def _visit(self, shard_id: str) -> None:
         """Read one shard up to its tip (at most PAGES_PER_VISIT pages): everything since the last visit."""

@@ -114,3 +114,30 @@ async def test_rotating_sampler_reads_the_selected_shard_every_second_and_the_re
     assert all(by_id[shard.shard_id].sampled_at is not None for shard in shards)  # a full pass happened
     assert by_id[hot.shard_id].records == 30
     assert sampler.rotation.hottest(1) == [hot.shard_id]  # and it is now read every second
+
+
+async def test_cloudwatch_ranks_the_hottest_before_the_pass_reaches_them(kinesis, make_stream, local_kinesis):
+    from datetime import UTC, datetime, timedelta
+
+    from tests.heat.test_capacity import put_metric
+
+    stream = await make_stream(shards=40)
+    shards = await kinesis.all_shards(stream)
+    hot = shards[30]
+    minute = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=2)
+    await put_metric(local_kinesis.endpoint_url, stream, "IncomingRecords", 57_000, minute, shard_id=hot.shard_id)
+    sampler = HeatSampler(kinesis, stream, shards_per_second=4)
+    sampler.rank_by_cloudwatch = True
+    await sampler.start()
+    try:
+        deadline = time.monotonic() + 6
+        while sampler.heat.age(hot.shard_id, sampler.clock()) is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        read_after = time.monotonic() - (deadline - 6)
+    finally:
+        await sampler.stop()
+    # In turn (3 a second after the hottest slot) shard 30 would wait 10 s; CloudWatch put it first.
+    assert read_after < 4, read_after
+    # (Read and found idle now, it goes back to its turn: the live reading is the newer.)
+    assert sampler.rotation.ranked_by == "CloudWatch"
+    assert "1 hottest by CloudWatch" in sampler.coverage_text()

@@ -237,6 +237,7 @@ class HeatPanel(Widget, can_focus=True):
         # while the tab was hidden is read and counted (HeatSampler's resume).
         sampler = HeatSampler(source, stream, resume=self._history, shards_per_second=self.shards_per_second)
         sampler.selected = self.selected_shard
+        sampler.rank_by_cloudwatch = self._cloudwatch_ranks()
         self._sampler = sampler
         try:
             async with sampler:
@@ -349,6 +350,13 @@ class HeatPanel(Widget, can_focus=True):
         if enabled != self._shard_metrics_on:
             self._shard_metrics_on = enabled
             self._wake.set()
+            if self._sampler is not None:
+                self._sampler.rank_by_cloudwatch = self._cloudwatch_ranks()
+
+    def _cloudwatch_ranks(self) -> bool:
+        """CloudWatch can rank the shards a rotating sampler reads first: it has every shard's load."""
+        has = self.source is not None and CLOUDWATCH in self.source.capabilities
+        return has and {"IncomingRecords", "IncomingBytes"} <= self._shard_metrics_on.keys()
 
     def update_snapshot(self, snapshot: StreamHeatSnapshot) -> None:
         self.snapshot = snapshot
