@@ -141,3 +141,56 @@ async def test_cloudwatch_ranks_the_hottest_before_the_pass_reaches_them(kinesis
     # (Read and found idle now, it goes back to its turn: the live reading is the newer.)
     assert sampler.rotation.ranked_by == "CloudWatch"
     assert "1 hottest by CloudWatch" in sampler.coverage_text()
+
+
+async def wait_for(condition, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.2)
+
+
+def put_on(shard, count: int) -> list[dict]:
+    return [{"Data": b"y" * 20, "ExplicitHashKey": str(shard.starting_hash_key), "PartitionKey": "p"}] * count
+
+
+async def test_a_resumed_rotation_counts_what_came_while_stopped_once(kinesis, make_stream):
+    stream = await make_stream(shards=12)
+    shards = await kinesis.all_shards(stream)
+    first = HeatSampler(kinesis, stream, shards_per_second=4)
+    await first.start()
+    await kinesis.put_records(stream, put_on(shards[5], 10))
+    await wait_for(lambda: len(first.heat.sampled_at) == 12 and first.heat.shards[shards[5].shard_id].records == 10)
+    await first.stop()
+    await kinesis.put_records(stream, put_on(shards[5], 25))  # while no sampler runs
+    second = HeatSampler(kinesis, stream, shards_per_second=4, resume=first.heat)
+    await second.start()
+    try:
+        assert second.heat is first.heat  # the history carries on
+        await wait_for(lambda: second.heat.shards[shards[5].shard_id].records >= 35)
+        await asyncio.sleep(3.5)  # a whole pass more: nothing is counted twice
+        assert second.heat.shards[shards[5].shard_id].records == 35
+    finally:
+        await second.stop()
+
+
+async def test_a_rotation_follows_a_split_to_the_children(kinesis, make_stream):
+    stream = await make_stream(shards=6)
+    parent = (await kinesis.all_shards(stream))[1]
+    sampler = HeatSampler(kinesis, stream, shards_per_second=2)
+    await sampler.start()
+    try:
+        await wait_for(lambda: parent.shard_id in sampler.heat.sampled_at)
+        middle = parent.starting_hash_key + (parent.ending_hash_key - parent.starting_hash_key) // 2
+        await kinesis.split_shard(stream, parent.shard_id, middle)
+        await kinesis.wait_for_active(stream)
+        await wait_for(lambda: parent.shard_id in sampler.closed_shards, timeout=30)
+        children = [shard for shard in await kinesis.all_shards(stream) if parent.shard_id in shard.parents]
+        assert len(children) == 2 and all(child.shard_id in sampler.rotation for child in children)
+        assert parent.shard_id not in sampler.rotation and len(sampler.rotation) == 7
+        await kinesis.put_records(stream, put_on(children[1], 15))
+        await wait_for(lambda: sampler.heat.shards[children[1].shard_id].records == 15, timeout=30)
+    finally:
+        snapshot = await sampler.stop()
+    by_id = {shard.shard_id: shard for shard in snapshot.shards}
+    assert not by_id[parent.shard_id].is_open and by_id[children[1].shard_id].records == 15
