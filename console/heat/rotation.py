@@ -164,7 +164,7 @@ class SamplingRotation:
             each = f", {reads_per_second:g} reads/s each" if reads_per_second else ""
             return f"sampling all {total:,} {noun} every second{each}"
         return (
-            f"sampling {self.per_second:,} of {total:,} {noun} per second "
-            f"({self.hot_slots} hottest by {self.ranked_by}, the selected one, the rest in turn); "
-            f"full pass every {duration_text(self.pass_seconds)}"
+            f"sampling {self.per_second:,} of {total:,} {noun} per second; "
+            f"full pass every {duration_text(self.pass_seconds)}; "
+            f"the selected and the {self.hot_slots} hottest (by {self.ranked_by}) every second"
         )

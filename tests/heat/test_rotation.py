@@ -58,7 +58,8 @@ def test_coverage_line_says_how_many_shards_a_pass_covers():
     text = rotation.coverage_text()
     assert text.startswith("sampling 64 of 10,000 shards per second")
     assert rotation.pass_seconds == 10_000 // (64 - 8 - 1) + 1
-    assert text.endswith(f"full pass every {duration_text(rotation.pass_seconds)}") and "3 m 2 s" in text
+    assert f"; full pass every {duration_text(rotation.pass_seconds)};" in text and "3 m 2 s" in text
+    assert text.endswith("the selected and the 8 hottest (by the last pass) every second")
     small = SamplingRotation(ids(5), 64)
     assert not small.rotates and small.next_round() == ids(5)
     assert small.coverage_text(2) == "sampling all 5 shards every second, 2 reads/s each"
@@ -140,7 +141,7 @@ async def test_cloudwatch_ranks_the_hottest_before_the_pass_reaches_them(kinesis
     assert read_after < 4, read_after
     # (Read and found idle now, it goes back to its turn: the live reading is the newer.)
     assert sampler.rotation.ranked_by == "CloudWatch"
-    assert "1 hottest by CloudWatch" in sampler.coverage_text()
+    assert "the 1 hottest (by CloudWatch)" in sampler.coverage_text()
 
 
 async def wait_for(condition, timeout: float = 20.0) -> None:

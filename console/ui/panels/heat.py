@@ -450,15 +450,19 @@ class HeatPanel(Widget, can_focus=True):
         if snapshot.shards and not any(shard.series for shard in snapshot.shards):
             total = Text(f"{snapshot.stream}: sampling started; the first second is being read …", style="italic")
         elif not any(shard.records for shard in snapshot.shards):
-            total = Text(
-                f"{snapshot.stream}: idle, no records written in the "
-                f"{snapshot.window_end - snapshot.window_start:.0f} s sampled so far",
-                style="italic",
-            )
+            seconds = snapshot.window_end - snapshot.window_start
+            if self.rotating:  # only what was read is known
+                read = sum(1 for shard in snapshot.shards if shard.sampled_at is not None)
+                idle = f"idle in the {read:,} of {len(snapshot.shards):,} shards read in {seconds:.0f} s so far"
+            else:
+                idle = f"idle, no records written in the {seconds:.0f} s sampled so far"
+            total = Text(f"{snapshot.stream}: {idle}", style="italic")
         else:
+            # Reading in turn, each shard counts as of its last read (its age in the map).
+            last = "each shard's last" if self.rotating else "last"
             total = Text(
                 f"{snapshot.stream}: {recent:,.1f} rec/s  {recent_bytes / 1024:,.1f} KiB/s "
-                f"(last {RECENT_SECONDS} s; {snapshot.records_per_s:,.1f} rec/s over "
+                f"({last} {RECENT_SECONDS} s; {snapshot.records_per_s:,.1f} rec/s over "
                 f"{snapshot.window_end - snapshot.window_start:.0f} s)"
             )
         total.append(f"  ({order}; h toggles, ↑↓ select)", style="dim")

@@ -63,6 +63,8 @@ async def test_heat_reads_a_bounded_set_per_second_in_turn_with_ages(kinesis, ma
         assert read_in_first_seconds[0] <= 2 * PER_SECOND and read_in_first_seconds[-1] < SHARDS
         assert read_in_first_seconds[-1] > read_in_first_seconds[0]  # the pass goes on
 
+        header = str(panel.query_one("#heat-total", Static).render())
+        assert f"of {SHARDS} shards read in" in header  # idle as far as it knows, and how far that is
         lines = [heat_map.render_line(y).text for y in range(1, heat_map.size.height)]
         selected_line = next(line for line in lines if line.startswith("▶"))
         assert age_column(selected_line) in ("now", "1s")
