@@ -295,10 +295,14 @@ class HeatSampler:
                     self._rank_by_cloudwatch(), name=f"heat-{self.stream}-cloudwatch"
                 )
             chosen = self.rotation.next_round(self.selected)
-            try:
-                await asyncio.gather(*(visit(shard_id) for shard_id in chosen))
-            except ConsoleError as error:  # e.g. the stream was deleted: end the rotation, report at stop()
-                self._failure = self._failure or error
+            # Every visit ends before the next second (none is left running when one fails).
+            outcomes = await asyncio.gather(*(visit(shard_id) for shard_id in chosen), return_exceptions=True)
+            failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+            for failure in failures:
+                if not isinstance(failure, ConsoleError):
+                    raise failure
+            if failures:  # e.g. the stream was deleted: end the rotation, report at stop()
+                self._failure = self._failure or failures[0]
                 return
             await self._pause(1.0 - (time.monotonic() - began))
 

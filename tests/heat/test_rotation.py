@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
+from console.errors import StreamNotFound
 from console.heat.rates import StreamHeat
 from console.heat.rotation import SamplingRotation, age_text, duration_text
 from console.heat.sampler import HeatSampler
@@ -195,3 +198,14 @@ async def test_a_rotation_follows_a_split_to_the_children(kinesis, make_stream):
         snapshot = await sampler.stop()
     by_id = {shard.shard_id: shard for shard in snapshot.shards}
     assert not by_id[parent.shard_id].is_open and by_id[children[1].shard_id].records == 15
+
+
+async def test_a_deleted_stream_ends_the_rotation_and_stop_says_why(kinesis, make_stream):
+    stream = await make_stream(shards=12)
+    sampler = HeatSampler(kinesis, stream, shards_per_second=4)
+    await sampler.start()
+    await kinesis.delete_stream(stream)
+    await wait_for(lambda: not sampler.running, timeout=10)
+    assert isinstance(sampler.error, StreamNotFound)
+    with pytest.raises(StreamNotFound):
+        await sampler.stop()
