@@ -1,10 +1,12 @@
 """Regenerate screenshots/*.svg from the real console on the embedded local Kinesis.
 
-    python tests/screenshots.py [--out screenshots]
+    python tests/screenshots.py [--out screenshots] [--view heat ...]
 
 Starts the embedded backend, creates the demo stream (as `kconsole --local` does), writes a few
 hundred records and half an hour of the stream-level CloudWatch metrics Kinesis would publish for
-them, then drives the app with Pilot through its main views and saves an SVG of each.
+them, then drives the app with Pilot through its main views and saves an SVG of each. The Heat view
+is taken after HEAT_SECONDS of paced traffic written while the tab samples (a hot customer whose
+rate climbs past its shard's limit, a warm one, the rest spread): the map shows minutes of history.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ VIEWS = (
     "stream-actions",
     "fleet",
 )
+HEAT_SECONDS = 135  # of paced traffic before the Heat view is taken (the script's longest wait)
 
 
 async def wait_until(pilot, predicate, timeout: float = 30.0) -> None:
@@ -50,6 +53,23 @@ async def write_records(kinesis, stream: str, count: int, *, hot_key: str | None
             key = hot_key if hot_key and n % 2 else f"user-{n % 97}"
             batch.append({"Data": json.dumps({"user": key, "n": n}).encode(), "PartitionKey": key})
         await kinesis.put_records(stream, batch)
+
+
+async def paced_traffic(kinesis, stream: str, seconds: float) -> None:
+    """Records at a set rate per second for `seconds`: `hot-customer` at 150, then 600, then 1,100
+    records/s (past its shard's 1,000), `warm-customer` at 300, and 40 spread over many keys."""
+    began = time.monotonic()
+    second = 0
+    while (elapsed := time.monotonic() - began) < seconds:
+        third = min(2, int(3 * elapsed / seconds))
+        rates = {"hot-customer": (150, 600, 1100)[third], "warm-customer": 300}
+        keys = [key for key, rate in rates.items() for _ in range(rate)]
+        keys += [f"user-{(second * 40 + n) % 997}" for n in range(40)]
+        records = [{"Data": json.dumps({"user": key, "s": second}).encode(), "PartitionKey": key} for key in keys]
+        for offset in range(0, len(records), 500):
+            await kinesis.put_records(stream, records[offset : offset + 500])
+        second += 1
+        await asyncio.sleep(max(0.0, began + second - time.monotonic()))
 
 
 async def publish_demo_metrics(endpoint_url: str, stream: str, minutes: int = 30) -> None:
@@ -179,10 +199,13 @@ async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
         elif view == "heat":
             await pilot.press("7")
             await wait_until(pilot, lambda: "in records" in str(app.query_one("#heat-capacity").render()))
-            await pilot.pause(1.5)
-            for _burst in range(6):  # a few seconds of traffic, so the heat map has columns to show
-                await write_records(kinesis, stream, 400, hot_key="hot-customer")
-                await pilot.pause(1.0)
+            await pilot.pause(1.0)
+            print(f"heat: {HEAT_SECONDS} s of paced traffic …", file=sys.stderr)
+            await paced_traffic(kinesis, stream, HEAT_SECONDS)
+            panel = app.query_one("#heat-panel")
+            hot = panel.snapshot.hottest if panel.snapshot else None
+            if hot is not None:
+                panel.select_shard(hot.shard_id)  # the shard worth looking at, as the operator would pick it
             await pilot.pause(1.5)
         elif view == "producer":
             await pilot.press("5")
@@ -201,7 +224,7 @@ async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
         return path
 
 
-async def main(out: Path) -> None:
+async def main(out: Path, views: tuple[str, ...] = VIEWS) -> None:
     from console.backend import BackendConfig, open_backend
     from console.ui.launch import DEMO_STREAM, prepare_demo_stream
 
@@ -211,7 +234,7 @@ async def main(out: Path) -> None:
         await write_records(kinesis, DEMO_STREAM, 500)
         await publish_demo_metrics(kinesis.endpoint_url, DEMO_STREAM)
         await add_fleet(kinesis)
-        for view in VIEWS:
+        for view in views:
             path = await capture(kinesis, DEMO_STREAM, view, out)
             print(f"wrote {path}", file=sys.stderr)
 
@@ -219,10 +242,11 @@ async def main(out: Path) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "screenshots")
+    parser.add_argument("--view", action="append", choices=VIEWS, help="only this view (repeatable); all by default")
     arguments = parser.parse_args()
     # The action log and config of a screenshot run stay out of the user's own files.
     scratch = tempfile.mkdtemp(prefix="kconsole-screenshots-")
     os.environ.setdefault("KCONSOLE_DATA_DIR", scratch)
     os.environ.setdefault("KCONSOLE_CONFIG", str(Path(scratch) / "config.toml"))
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
-    asyncio.run(main(arguments.out))
+    asyncio.run(main(arguments.out, tuple(arguments.view or VIEWS)))

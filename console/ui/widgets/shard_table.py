@@ -354,7 +354,12 @@ class ShardTable(CursorNavigation, can_focus=True):
             self._reorder()
         else:
             self._refresh_rows(
-                {sid for sid in self._heat.keys() | previous.keys() if self._heat.get(sid) != previous.get(sid)}
+                {
+                    sid
+                    for sid in self._heat.keys() | previous.keys()
+                    # `is` first: a heat view of 10,000 shards hands the unchanged figures back as they were.
+                    if (figures := self._heat.get(sid)) is not (before := previous.get(sid)) and figures != before
+                }
             )
 
     def set_lag(self, lag: dict[str, str]) -> None:
