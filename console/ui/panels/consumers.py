@@ -118,6 +118,7 @@ class ConsumersPanel(Vertical):
         # The shard poll's latest listing of the stream (no second ListShards), and its ARN.
         self._shards: Sequence[Shard] | None = None
         self._stream_arn: str | None = None
+        self._meter: Any = None  # measures shards' throughput for leases without their own, once a minute
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="KCL lease table (enter reads it; empty: EFO consumers only)", id="consumers-table")
@@ -162,6 +163,7 @@ class ConsumersPanel(Vertical):
             self.query_one("#consumers-workers-status", Static).update("")
         self.lease_table = None
         self._shards = self._stream_arn = None
+        self._meter = None
         self.post_message(self.LagChanged(self.stream, {}))
 
     def follow_listing(self, stream: str, shards: Sequence[Shard], arn: str | None) -> None:
@@ -211,8 +213,11 @@ class ConsumersPanel(Vertical):
     ) -> None:
         import time
 
+        from console.consumers.throughput import ShardThroughputMeter
         from console.consumers.workers import read_workers
 
+        if self._meter is None or self._meter.stream != stream or self._meter.backend is not source:
+            self._meter = ShardThroughputMeter(source, stream, clock=time.monotonic)
         try:
             view = await read_workers(
                 source,
@@ -220,6 +225,7 @@ class ConsumersPanel(Vertical):
                 stream,
                 now=time.time(),
                 open_shard_ids=None if shards is None else [s.shard_id for s in shards if s.is_open],
+                meter=self._meter,
             )
         except ConsoleError as error:
             self.query_one("#consumers-workers-status", Static).update(
