@@ -143,15 +143,18 @@ async def _sample_shard(backend: Any, stream: str, shard_id: str, now: datetime)
     total = 0
     for _ in range(SAMPLE_PAGES):
         page = await backend.get_records(iterator, SAMPLE_RECORDS_PER_PAGE)
+        records = page.get("Records", [])
         past_now = False
-        for record in page.get("Records", []):
+        for record in records:
             arrived = record.get("ApproximateArrivalTimestamp")
             if isinstance(arrived, datetime) and arrived > now:
                 past_now = True
                 break
             total += len(record.get("Data", b"")) + len(str(record.get("PartitionKey", "")).encode())
         iterator = page.get("NextShardIterator")
-        if past_now or not iterator or page.get("MillisBehindLatest", 0) == 0:
+        # At the tip: nothing behind (AWS's MillisBehindLatest 0) and a page that was not full.
+        caught_up = page.get("MillisBehindLatest", 0) == 0 and len(records) < SAMPLE_RECORDS_PER_PAGE
+        if past_now or not iterator or caught_up:
             return ShardRate(total / SAMPLE_SECONDS / KB, SAMPLED)
     return ShardRate(total / SAMPLE_SECONDS / KB, SAMPLED, lower_bound=True)
 

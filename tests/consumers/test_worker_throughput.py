@@ -134,3 +134,57 @@ async def test_kcl_3x_leases_keep_their_own_throughput_and_nothing_is_measured(
     assert (rows["x"].throughput_kbps, rows["x"].throughput_source) == (12.5, LEASE)
     assert (rows["y"].throughput_kbps, rows["y"].throughput_source) == (0.0, SAMPLED)
     assert "for 1 shard" in view.throughput_line
+
+
+async def test_a_sampled_read_stopped_at_its_page_bound_is_a_lower_bound(monkeypatch, kinesis, make_stream):
+    from console.consumers import throughput
+
+    stream = await make_stream(shards=1)
+    shard = (await kinesis.all_shards(stream))[0].shard_id
+    await kinesis.put_records(stream, [{"Data": b"y" * 1000, "PartitionKey": f"p{i}"} for i in range(9)])
+    monkeypatch.setattr(throughput, "SAMPLE_RECORDS_PER_PAGE", 2)
+    monkeypatch.setattr(throughput, "SAMPLE_PAGES", 2)
+    bounded = (await measure_shards(kinesis, stream, [shard])).rates[shard]
+    assert bounded.lower_bound and bounded.kbps == 4 * 1002 / SAMPLE_SECONDS / KB
+    monkeypatch.setattr(throughput, "SAMPLE_PAGES", 10)
+    whole = (await measure_shards(kinesis, stream, [shard])).rates[shard]
+    assert not whole.lower_bound and whole.kbps == 9 * 1002 / SAMPLE_SECONDS / KB
+
+
+def test_measured_rates_fill_only_leases_without_their_own_and_closed_shards_count_zero():
+    from console.consumers.kcl3 import KCL_2X
+    from console.consumers.leases import parse_lease
+    from console.consumers.throughput import ShardRate, ShardThroughput
+    from console.consumers.workers import build_workers
+
+    leases = [
+        parse_lease(kcl_lease("shardId-000000000000", owner="a", version=2)),
+        parse_lease(kcl_lease("shardId-000000000001", owner="a", version=2, checkpoint="SHARD_END")),
+        parse_lease(kcl_lease("shardId-000000000002", owner="b", version=3, throughput_kbps=4.0)),
+        parse_lease(kcl_lease("shardId-000000000003", owner="b", version=2)),
+    ]
+    measured = ShardThroughput(
+        {
+            "shardId-000000000000": ShardRate(3.0, SAMPLED, lower_bound=True),
+            "shardId-000000000003": ShardRate(1.5, SHARD_METRICS),
+        }
+    )
+    view = build_workers(
+        leases,
+        stream="s",
+        open_shard_ids=None,
+        metrics=[],
+        coordination=None,
+        layout=KCL_2X,
+        now=0.0,
+        measured=measured,
+    )
+    a, b = view.rows
+    assert (a.throughput_kbps, a.throughput_source, a.throughput_lower_bound, a.cells()[3]) == (
+        3.0,
+        SAMPLED,
+        True,
+        "≥3.0",
+    )
+    assert (b.throughput_kbps, b.throughput_source, b.cells()[3]) == (5.5, f"{LEASE}+{SHARD_METRICS}", "5.5")
+    assert "for 1 shard" in view.throughput_line and "1 of them a lower bound" in view.throughput_line
