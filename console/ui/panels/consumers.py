@@ -121,6 +121,7 @@ class ConsumersPanel(Vertical):
         # The shard poll's latest listing of the stream (no second ListShards), and its ARN.
         self._shards: Sequence[Shard] | None = None
         self._stream_arn: str | None = None
+        self._meter: Any = None  # measures shards' throughput for leases without their own, once a minute
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="KCL lease table (enter reads it; empty: EFO consumers only)", id="consumers-table")
@@ -165,6 +166,7 @@ class ConsumersPanel(Vertical):
             self.query_one("#consumers-workers-status", Static).update("")
         self.lease_table = None
         self._shards = self._stream_arn = None
+        self._meter = None
         self.post_message(self.LagChanged(self.stream, {}))
 
     def watch_view(self, view: StreamView | None) -> None:
@@ -213,8 +215,11 @@ class ConsumersPanel(Vertical):
     ) -> None:
         import time
 
+        from console.consumers.throughput import ShardThroughputMeter
         from console.consumers.workers import read_workers
 
+        if self._meter is None or self._meter.stream != stream or self._meter.backend is not source:
+            self._meter = ShardThroughputMeter(source, stream, clock=time.monotonic)
         try:
             view = await read_workers(
                 source,
@@ -222,6 +227,7 @@ class ConsumersPanel(Vertical):
                 stream,
                 now=time.time(),
                 open_shard_ids=None if shards is None else [s.shard_id for s in shards if s.is_open],
+                meter=self._meter,
             )
         except ConsoleError as error:
             self.query_one("#consumers-workers-status", Static).update(
