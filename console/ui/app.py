@@ -215,8 +215,8 @@ class KConsoleApp(App[None]):
     def poll_now(self, *, list_all: bool = True) -> bool:
         """Start a poll unless one is running. The next one is armed when it ends (on_worker_state_changed).
         A timed poll (`list_all=False`) lists the shards only when the ListingSchedule says so."""
-        if self.poll_running or not self.stream:
-            return False
+        if self.poll_running or not self.stream or not self.query(ConsoleHeader):
+            return False  # (no header: the console is closing, and a late message asked for a poll)
         self._disarm_timed_poll()
         self.header.update_state(polling=True)
         previous = self.view if self.view is not None and self.view.summary.name == self.stream else None

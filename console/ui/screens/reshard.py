@@ -98,11 +98,12 @@ def aws_cli_commands(plan: ReshardPlan, stream_name: str) -> str:
     """The plan's calls as `aws kinesis` commands, one a line, every id and hash key in full."""
     commands = []
     for op in plan.operations:
+        arguments: list[str]
         if op.kind == "split":
             arguments = [
                 "split-shard",
                 "--shard-to-split",
-                op.shard_id,
+                str(op.shard_id),
                 "--new-starting-hash-key",
                 str(op.new_starting_hash_key),
             ]
@@ -110,9 +111,9 @@ def aws_cli_commands(plan: ReshardPlan, stream_name: str) -> str:
             arguments = [
                 "merge-shards",
                 "--shard-to-merge",
-                op.shard_id,
+                str(op.shard_id),
                 "--adjacent-shard-to-merge",
-                op.adjacent_shard_id,
+                str(op.adjacent_shard_id),
             ]
         else:
             arguments = [
