@@ -54,9 +54,22 @@ def create_client(
     kwargs: dict[str, Any] = {"region_name": region, "config": config}
     if endpoint_url:
         kwargs["endpoint_url"] = endpoint_url
+        if plain_http(endpoint_url):
+            # No TLS on this connection: skip loading the CA bundle into a context it would never use.
+            kwargs["verify"] = False
     if credentials:
         kwargs["aws_access_key_id"], kwargs["aws_secret_access_key"] = credentials
     return session.create_client(service, **kwargs)
+
+
+def plain_http(endpoint_url: str) -> bool:
+    """True for an http:// endpoint reached directly: nothing on that connection speaks TLS. Through
+    a proxy from the environment it is False, as the proxy's own TLS is verified with the same settings."""
+    from urllib.parse import urlsplit
+
+    from botocore.utils import get_environ_proxies
+
+    return urlsplit(endpoint_url).scheme.lower() == "http" and not get_environ_proxies(endpoint_url)
 
 
 async def credentials_for(session: Any, config: BackendConfig) -> tuple[str, str] | None:

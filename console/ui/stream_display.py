@@ -15,7 +15,6 @@ from typing import Any
 from textual.message import Message
 
 from console.topology.model import StreamSummary, auto_notice
-from console.ui.panels.keytree import KeyTreePanel
 from console.ui.source import BIG_STREAM, StreamView
 from console.ui.startup import settle_heap
 
@@ -55,11 +54,17 @@ class StreamDisplay:
         app = self.app
         app.view = view
         app.header.update_state(summary=view.summary, refreshed_at=app.clock(), error=None, notice=None)
-        app.heat_panel.show_summary(view.summary)
-        notice = self.auto_notice(view.summary)
-        app.placement.set_auto_notice(notice)
-        app.query_one(KeyTreePanel).set_auto_notice(notice)
-        app.consumers_panel.follow_listing(view.summary.name, view.shards, view.summary.arn or None)
+        # The hidden tabs are told now, or when first shown (console.ui.lazy_tabs).
+        summary = view.summary
+        app.tell("heat", "summary", lambda heat: heat.show_summary(summary))
+        notice = self.auto_notice(summary)
+        app.tell("placement", "auto_notice", lambda placement: placement.set_auto_notice(notice))
+        app.tell("keytree", "auto_notice", lambda keytree: keytree.set_auto_notice(notice))
+        app.tell(
+            "consumers",
+            "listing",
+            lambda consumers: consumers.follow_listing(summary.name, view.shards, summary.arn or None),
+        )
         app.follow_capacity(view.summary.name)
 
     def auto_notice(self, summary: StreamSummary) -> str | None:
@@ -98,7 +103,8 @@ class StreamDisplay:
             return
         if view.index is not None:
             app.ribbon.set_index(view.index, view.share_summary)
-        app.placement.set_index(view.index)
+        index = view.index
+        app.tell("placement", "index", lambda placement: placement.set_index(index))
         app.lineage_tree.show_lineage(view.lineage)
         if view.tiling_problem and (self._last_tiling_problem != view.tiling_problem):
             app.notify(view.tiling_problem, title="shard map", severity="warning")
