@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +24,36 @@ from console.backend.kinesis import KinesisBackend
 # stderr. The raised error is translated into one line; a configured root handler still gets the record.
 for _library in ("botocore", "aiobotocore"):
     logging.getLogger(_library).addHandler(logging.NullHandler())
+
+
+# The services the backend opens clients for, by their endpoint prefix in botocore's endpoints.json.
+ENDPOINT_PREFIXES = {"kinesis": "kinesis", "cloudwatch": "monitoring", "dynamodb": "dynamodb", "sts": "sts"}
+
+
+def lean_endpoint_resolver(session: Any) -> Any:
+    """botocore's endpoint resolver holding the endpoints of the services the backend calls only.
+
+    botocore keeps all of endpoints.json (some 400 services in every partition: ~7 MiB of Python
+    objects) for the life of the session, though a client reads it only for its own service. Every
+    partition, region and default stays; the answers for the services in ENDPOINT_PREFIXES are the
+    same (tests/backend/test_endpoints.py compares them with the full resolver's)."""
+    from botocore.regions import EndpointResolver
+
+    loader = session.get_component("data_loader")
+    for folder in loader.search_paths:  # the loader's own search order (a user's ~/.aws/models first)
+        path = os.path.join(folder, "endpoints")
+        endpoints = loader.file_loader.load_file(path)
+        if endpoints is not None:
+            break
+    else:
+        from botocore.exceptions import DataNotFoundError
+
+        raise DataNotFoundError(data_path="endpoints")
+    kept = set(ENDPOINT_PREFIXES.values())
+    for partition in endpoints.get("partitions", []):
+        services = partition.get("services", {})
+        partition["services"] = {name: services[name] for name in services.keys() & kept}
+    return EndpointResolver(endpoints, uses_builtin_data=loader.is_builtin_path(path))
 
 
 def client_config(config: BackendConfig | None = None) -> Any:
@@ -152,6 +183,8 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
         region = config.region or DEFAULT_LOCAL_REGION
         try:
             session = AioSession(profile=config.profile)
+            # botocore offers no public way to give a session its endpoint resolver.
+            session._register_internal_component("endpoint_resolver", lean_endpoint_resolver(session))
             session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=parse_timestamp)
             credentials = await credentials_for(session, config)
             settings = client_config(config)
