@@ -207,23 +207,33 @@ def parse_timestamp(value: Any) -> datetime:
     return botocore_parse_timestamp(value)
 
 
+async def _settled(future: asyncio.Future) -> None:
+    """Wait for `future` to end, however it ends (its outcome is someone else's to report)."""
+    await asyncio.gather(future, return_exceptions=True)
+
+
 @contextlib.asynccontextmanager
 async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
     """An open backend; for kind "local" also the embedded server, started first and stopped last
     (unless `config.endpoint_url` names one that is already running)."""
-    from aiobotocore.session import AioSession
-    from botocore.exceptions import BotoCoreError
-
     async with contextlib.AsyncExitStack() as stack:
         endpoint_url = config.endpoint_url
         local_server = None
+        server_started: asyncio.Future[str] | None = None
         # kind "local" with an endpoint_url attaches to a running embedded server (tests, `local serve`).
         if config.kind == "local" and not endpoint_url:
             from console.backend.local import LocalKinesisServer
 
             local_server = LocalKinesisServer()
             stack.push_async_callback(asyncio.to_thread, local_server.stop)
-            endpoint_url = await asyncio.to_thread(local_server.start)
+            # The server boots in its own process (most of a --local start) while this one loads
+            # aiobotocore and builds its session; the client is made once the server answers.
+            # (run_in_executor, not to_thread: the thread starts now, not at this coroutine's next await)
+            server_started = asyncio.get_running_loop().run_in_executor(None, local_server.start)
+            stack.push_async_callback(_settled, server_started)  # before the stop above, on the way out
+        from aiobotocore.session import AioSession
+        from botocore.exceptions import BotoCoreError
+
         region = config.region or DEFAULT_LOCAL_REGION
         try:
             session = AioSession(profile=config.profile)
@@ -234,6 +244,8 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
             session.register_component("response_parser_factory", parsers)
             credentials = await credentials_for(session, config)
             settings = client_config(config)
+            if server_started is not None:
+                endpoint_url = await server_started
             client = await stack.enter_async_context(
                 create_client(session, "kinesis", region, endpoint_url, settings, credentials)
             )
