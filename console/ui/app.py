@@ -21,7 +21,7 @@ import gc
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from textual import events, on, work
 from textual.app import App, ComposeResult
@@ -277,15 +277,15 @@ class KConsoleApp(CommandLineHost, App[None]):
 
     @property
     def placement(self) -> PlacementPanel:
-        return self.query_one("#placement-panel")  # type: ignore[return-value]
+        return cast("PlacementPanel", self.query_one("#placement-panel"))
 
     @property
     def heat_panel(self) -> HeatPanel:
-        return self.query_one("#heat-panel")  # type: ignore[return-value]
+        return cast("HeatPanel", self.query_one("#heat-panel"))
 
     @property
     def consumers_panel(self) -> ConsumersPanel:
-        return self.query_one("#consumers-panel")  # type: ignore[return-value]
+        return cast("ConsumersPanel", self.query_one("#consumers-panel"))
 
     # ---- polling -------------------------------------------------------------------------------
 
