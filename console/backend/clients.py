@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +24,80 @@ from console.backend.kinesis import KinesisBackend
 # stderr. The raised error is translated into one line; a configured root handler still gets the record.
 for _library in ("botocore", "aiobotocore"):
     logging.getLogger(_library).addHandler(logging.NullHandler())
+
+
+# The services the backend opens clients for, by their endpoint prefix in botocore's endpoints.json.
+ENDPOINT_PREFIXES = {"kinesis": "kinesis", "cloudwatch": "monitoring", "dynamodb": "dynamodb", "sts": "sts"}
+
+
+def lean_endpoint_resolver(session: Any) -> Any:
+    """botocore's endpoint resolver holding the endpoints of the services the backend calls only.
+
+    botocore keeps all of endpoints.json (some 400 services in every partition: ~7 MiB of Python
+    objects) for the life of the session, though a client reads it only for its own service. Every
+    partition, region and default stays; the answers for the services in ENDPOINT_PREFIXES are the
+    same (tests/backend/test_endpoints.py compares them with the full resolver's)."""
+    from botocore.regions import EndpointResolver
+
+    loader = session.get_component("data_loader")
+    for folder in loader.search_paths:  # the loader's own search order (a user's ~/.aws/models first)
+        path = os.path.join(folder, "endpoints")
+        endpoints = loader.file_loader.load_file(path)
+        if endpoints is not None:
+            break
+    else:
+        from botocore.exceptions import DataNotFoundError
+
+        raise DataNotFoundError(data_path="endpoints")
+    kept = set(ENDPOINT_PREFIXES.values())
+    for partition in endpoints.get("partitions", []):
+        services = partition.get("services", {})
+        partition["services"] = {name: services[name] for name in services.keys() & kept}
+    return EndpointResolver(endpoints, uses_builtin_data=loader.is_builtin_path(path))
+
+
+def plain_listing(parsed: Any) -> bool:
+    """True when a ListShards answer is already what botocore's model-driven parse would make of it:
+    a list of shards whose members are strings or structures of strings (all ListShards has)."""
+    if not isinstance(parsed, dict) or not isinstance(parsed.get("NextToken", ""), str):
+        return False
+    shards = parsed.get("Shards", [])
+    if not isinstance(shards, list):
+        return False
+    for shard in shards:
+        if type(shard) is not dict:
+            return False
+        for value in shard.values():
+            if type(value) is dict:
+                if not all(type(item) is str for item in value.values()):
+                    return False
+            elif type(value) is not str:
+                return False
+    return True
+
+
+def response_parser_factory() -> Any:
+    """aiobotocore's response parsers, with ListShards' answer taken as the JSON it is.
+
+    Its shapes are strings and structures of strings named as on the wire, so the model-driven parse
+    (a Python call per member: ~0.1 s of CPU for 10,000 shards, the console's first load) only copies
+    it. Anything else, or an answer of another shape, goes through the model as before."""
+    from aiobotocore.parsers import AioJSONParser, AioResponseParserFactory
+
+    class ListingParser(AioJSONParser):
+        def _handle_json_body(self, raw_body: Any, shape: Any) -> Any:
+            parsed = self._parse_body_as_json(raw_body)
+            if shape is not None and shape.name == "ListShardsOutput" and plain_listing(parsed):
+                return parsed
+            return self._parse_shape(shape, parsed)  # what botocore's JSONParser does with every answer
+
+    class ParserFactory(AioResponseParserFactory):
+        def create_parser(self, protocol_name: str) -> Any:
+            if protocol_name == "json":
+                return ListingParser(**self._defaults)
+            return super().create_parser(protocol_name)
+
+    return ParserFactory()
 
 
 def client_config(config: BackendConfig | None = None) -> Any:
@@ -54,9 +129,22 @@ def create_client(
     kwargs: dict[str, Any] = {"region_name": region, "config": config}
     if endpoint_url:
         kwargs["endpoint_url"] = endpoint_url
+        if plain_http(endpoint_url):
+            # No TLS on this connection: skip loading the CA bundle into a context it would never use.
+            kwargs["verify"] = False
     if credentials:
         kwargs["aws_access_key_id"], kwargs["aws_secret_access_key"] = credentials
     return session.create_client(service, **kwargs)
+
+
+def plain_http(endpoint_url: str) -> bool:
+    """True for an http:// endpoint reached directly: nothing on that connection speaks TLS. Through
+    a proxy from the environment it is False, as the proxy's own TLS is verified with the same settings."""
+    from urllib.parse import urlsplit
+
+    from botocore.utils import get_environ_proxies
+
+    return urlsplit(endpoint_url).scheme.lower() == "http" and not get_environ_proxies(endpoint_url)
 
 
 async def credentials_for(session: Any, config: BackendConfig) -> tuple[str, str] | None:
@@ -119,29 +207,45 @@ def parse_timestamp(value: Any) -> datetime:
     return botocore_parse_timestamp(value)
 
 
+async def _settled(future: asyncio.Future) -> None:
+    """Wait for `future` to end, however it ends (its outcome is someone else's to report)."""
+    await asyncio.gather(future, return_exceptions=True)
+
+
 @contextlib.asynccontextmanager
 async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
     """An open backend; for kind "local" also the embedded server, started first and stopped last
     (unless `config.endpoint_url` names one that is already running)."""
-    from aiobotocore.session import AioSession
-    from botocore.exceptions import BotoCoreError
-
     async with contextlib.AsyncExitStack() as stack:
         endpoint_url = config.endpoint_url
         local_server = None
+        server_started: asyncio.Future[str] | None = None
         # kind "local" with an endpoint_url attaches to a running embedded server (tests, `local serve`).
         if config.kind == "local" and not endpoint_url:
             from console.backend.local import LocalKinesisServer
 
             local_server = LocalKinesisServer()
             stack.push_async_callback(asyncio.to_thread, local_server.stop)
-            endpoint_url = await asyncio.to_thread(local_server.start)
+            # The server boots in its own process (most of a --local start) while this one loads
+            # aiobotocore and builds its session; the client is made once the server answers.
+            # (run_in_executor, not to_thread: the thread starts now, not at this coroutine's next await)
+            server_started = asyncio.get_running_loop().run_in_executor(None, local_server.start)
+            stack.push_async_callback(_settled, server_started)  # before the stop above, on the way out
+        from aiobotocore.session import AioSession
+        from botocore.exceptions import BotoCoreError
+
         region = config.region or DEFAULT_LOCAL_REGION
         try:
             session = AioSession(profile=config.profile)
-            session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=parse_timestamp)
+            # botocore offers no public way to give a session its endpoint resolver.
+            session._register_internal_component("endpoint_resolver", lean_endpoint_resolver(session))
+            parsers = response_parser_factory()
+            parsers.set_parser_defaults(timestamp_parser=parse_timestamp)
+            session.register_component("response_parser_factory", parsers)
             credentials = await credentials_for(session, config)
             settings = client_config(config)
+            if server_started is not None:
+                endpoint_url = await server_started
             client = await stack.enter_async_context(
                 create_client(session, "kinesis", region, endpoint_url, settings, credentials)
             )

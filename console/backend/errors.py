@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import socket
 
-import aiohttp
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -94,6 +93,10 @@ def connection_failure(error: BaseException) -> str | None:
     if isinstance(error, ConnectTimeoutError):
         return NOT_CONNECTED
     if isinstance(error, EndpointConnectionError):
+        # aiohttp is loaded by then (it raised the cause); importing it here keeps it off the start-up
+        # of commands that never make a call (--help, the console's argument checks).
+        import aiohttp
+
         cause = (getattr(error, "kwargs", {}) or {}).get("error")
         return NOT_CONNECTED if isinstance(cause, (aiohttp.ClientConnectorError, socket.gaierror)) else DROPPED
     if isinstance(error, ReadTimeoutError):

@@ -170,6 +170,21 @@ def watch_parent(parent_pid: int) -> None:
     threading.Thread(target=parent_pid_changed, name="parent-pid", daemon=True).start()
 
 
+def warm_up() -> None:
+    """Build now what moto builds on the first Kinesis request (the backends of every region, which
+    reads botocore's endpoint data, and the IAM module its account lookup imports): ~0.2 s that the
+    first call of a console starting with --local would otherwise wait for, done while that console
+    is still starting. moto builds them under its own lock; a request arriving meanwhile waits for it."""
+    try:
+        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.iam import models as _iam_models  # noqa: F401 - imported for its side of the work
+        from moto.kinesis.models import kinesis_backends
+
+        kinesis_backends[DEFAULT_ACCOUNT_ID]
+    except Exception:  # noqa: BLE001 - only a head start: the first request builds whatever is missing
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m console.backend.server_main")
     parser.add_argument("--host", default="127.0.0.1")
@@ -189,7 +204,11 @@ def main(argv: list[str] | None = None) -> int:
             # block the server. Send anything later to stderr (the parent's log file) instead.
             os.dup2(2, 1)
 
-    serve(server, on_ready=announce)
+    def ready(url: str) -> None:
+        announce(url)
+        threading.Thread(target=warm_up, name="warm-up", daemon=True).start()
+
+    serve(server, on_ready=ready)
     return 0
 
 

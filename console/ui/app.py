@@ -20,34 +20,25 @@ import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.reactive import reactive, var
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import TabbedContent, TabPane, Tabs
 from textual.worker import Worker, WorkerState
 
 from console.backend.protocol import RETRY_EVENTS, ConsoleBackend
 from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, disabled_key_notice, read_only_notice
-from console.ui.changes import StreamChanges
 from console.ui.focus import FocusModel
+from console.ui.lazy_tabs import LazyPane
 from console.ui.palette import ConsoleCommands
-from console.ui.panels.consumers import ConsumersPanel
-from console.ui.panels.heat import HeatPanel
-from console.ui.panels.keytree import KeyTreePanel
 from console.ui.panels.lineage import LineageTree
-from console.ui.panels.placement import PlacementPanel
-from console.ui.panels.producer import ProducerPanel
 from console.ui.panels.shards import ShardsPanel
-from console.ui.panels.tail import TailView
-from console.ui.reshard_flow import ReshardActivity, ReshardProgressed
 from console.ui.screens.command_line import CommandLineScreen, K9sHabits
-from console.ui.screens.help import HelpScreen
-from console.ui.screens.stream_actions import StreamDeleted
-from console.ui.screens.stream_picker import StreamPickerScreen
 from console.ui.source import ConnectionInfo, ListingSchedule, StreamView, fetch_stream
 from console.ui.startup import freeze_startup_garbage, warm_up
 from console.ui.stream_display import StreamDisplay
@@ -56,6 +47,15 @@ from console.ui.widgets.footer import CoalescingFooter
 from console.ui.widgets.header import ConsoleHeader
 from console.ui.widgets.ribbon import KeySpaceRibbon
 from console.ui.widgets.shard_table import ShardHeat, ShardTable
+
+if TYPE_CHECKING:  # loaded on first use: the hidden tabs' panels when first shown, the reshard flow
+    from console.ui.changes import StreamChanges
+    from console.ui.panels.consumers import ConsumersPanel
+    from console.ui.panels.heat import HeatPanel
+    from console.ui.panels.placement import PlacementPanel
+    from console.ui.panels.producer import ProducerPanel
+    from console.ui.reshard_flow import ReshardActivity, ReshardProgressed
+    from console.ui.screens.stream_actions import StreamDeleted
 
 # Where a shard was chosen (the widget that already shows it selected).
 ShardChosen = ShardTable.Highlighted | LineageTree.ShardHighlighted | KeySpaceRibbon.ShardClicked
@@ -118,11 +118,21 @@ class KConsoleApp(App[None]):
         self._listing = ListingSchedule()
         self.focus_model = FocusModel(self)
         self.toasts = ToastsBehindDialogs(self)
-        self.changes = StreamChanges(self, source)  # split, merge, rescale, the stream actions
+        self._changes: StreamChanges | None = None  # split, merge, rescale, the stream actions
         self.habits = K9sHabits(self)  # `:` command mode, ctrl+c, j / k, the read-only toggle
         self.stream_display = StreamDisplay(self)  # writes each poll's result into the widgets
         # Called with the theme's name when the user picks another one (the launcher saves it to the config).
         self.on_theme_changed: Callable[[str], None] | None = None
+
+    @property
+    def changes(self) -> StreamChanges:
+        """Split, merge, rescale and the stream actions (console.ui.changes), loaded on first use: the
+        reshard flow and its executor are no part of the start-up."""
+        if self._changes is None:
+            from console.ui.changes import StreamChanges
+
+            self._changes = StreamChanges(self, self.source)
+        return self._changes
 
     # ---- layout --------------------------------------------------------------------------------
 
@@ -134,26 +144,60 @@ class KConsoleApp(App[None]):
                 yield ShardsPanel(key_format=self.key_format, id="shards-body").data_bind(KConsoleApp.stream)
             with TabPane("Lineage", id="lineage"):
                 yield LineageTree(id="lineage-tree").data_bind(KConsoleApp.stream, KConsoleApp.view)
-            with TabPane("Placement", id="placement"):
-                yield PlacementPanel(key_format=self.key_format, id="placement-panel").data_bind(
-                    KConsoleApp.stream, KConsoleApp.view
-                )
-            with TabPane("Key tree", id="keytree"):
-                yield KeyTreePanel(id="keytree-panel")
-            with TabPane("Producer", id="producer"):
-                # Pacing starts off on the embedded local Kinesis (it has no shard limits to respect).
-                yield ProducerPanel(
-                    self.source, local=self.connection.backend.startswith("local"), id="producer-panel"
-                ).data_bind(KConsoleApp.stream, KConsoleApp.read_only)
-            with TabPane("Tail", id="tail"):
-                yield TailView(self.source, stream=self.stream, id="tail-view").data_bind(KConsoleApp.stream)
-            with TabPane("Heat", id="heat"):
-                yield HeatPanel(self.source, id="heat-panel").data_bind(KConsoleApp.stream)
-            with TabPane("Consumers", id="consumers"):
-                yield ConsumersPanel(
-                    self.source, poll_lock=self.poll_lock, interval=self.interval, id="consumers-panel"
-                ).data_bind(KConsoleApp.stream, KConsoleApp.view)
+            # Hidden tabs are built when first shown: none of their cost before the first shard row.
+            yield LazyPane("Placement", self._placement_panel, id="placement")
+            yield LazyPane("Key tree", self._keytree_panel, id="keytree")
+            yield LazyPane("Producer", self._producer_panel, id="producer")
+            yield LazyPane("Tail", self._tail_view, id="tail")
+            yield LazyPane("Heat", self._heat_panel, id="heat")
+            yield LazyPane("Consumers", self._consumers_panel, id="consumers")
         yield CoalescingFooter(compact=True)  # compact: more keys fit on an 80-column terminal
+
+    # What each hidden tab holds, built the first time it is shown (imports here: loaded only then).
+
+    def _placement_panel(self) -> Widget:
+        from console.ui.panels.placement import PlacementPanel
+
+        return PlacementPanel(key_format=self.key_format, id="placement-panel").data_bind(
+            KConsoleApp.stream, KConsoleApp.view
+        )
+
+    def _keytree_panel(self) -> Widget:
+        from console.ui.panels.keytree import KeyTreePanel
+
+        return KeyTreePanel(id="keytree-panel")
+
+    def _producer_panel(self) -> Widget:
+        from console.ui.panels.producer import ProducerPanel
+
+        # Pacing starts off on the embedded local Kinesis (it has no shard limits to respect).
+        return ProducerPanel(
+            self.source, local=self.connection.backend.startswith("local"), id="producer-panel"
+        ).data_bind(KConsoleApp.stream, KConsoleApp.read_only)
+
+    def _tail_view(self) -> Widget:
+        from console.ui.panels.tail import TailView
+
+        return TailView(self.source, stream=self.stream, id="tail-view").data_bind(KConsoleApp.stream)
+
+    def _heat_panel(self) -> Widget:
+        from console.ui.panels.heat import HeatPanel
+
+        return HeatPanel(self.source, id="heat-panel").data_bind(KConsoleApp.stream)
+
+    def _consumers_panel(self) -> Widget:
+        from console.ui.panels.consumers import ConsumersPanel
+
+        return ConsumersPanel(
+            self.source, poll_lock=self.poll_lock, interval=self.interval, id="consumers-panel"
+        ).data_bind(KConsoleApp.stream, KConsoleApp.view)
+
+    def lazy_pane(self, tab: str) -> LazyPane:
+        return self.query_one(f"#{tab}", LazyPane)
+
+    def tell(self, tab: str, kind: str, call: Callable[[Any], object]) -> None:
+        """Tell a hidden tab's panel something now, or when it is built (console.ui.lazy_tabs)."""
+        self.lazy_pane(tab).tell(kind, call)
 
     def on_mount(self) -> None:
         warm_up()
@@ -202,9 +246,11 @@ class KConsoleApp(App[None]):
     def lineage_tree(self) -> LineageTree:
         return self.query_one(LineageTree)
 
+    # The hidden tabs' panels, once their tab was shown (NoMatches before: see `tell`).
+
     @property
     def placement(self) -> PlacementPanel:
-        return self.query_one(PlacementPanel)
+        return cast("PlacementPanel", self.query_one("#placement-panel"))
 
     # ---- polling -------------------------------------------------------------------------------
 
@@ -279,12 +325,13 @@ class KConsoleApp(App[None]):
     def _shard_chosen(self, event: ShardChosen) -> None:
         self.select_shard(event.shard_id, origin=SHARD_CHOSEN_IN[type(event)])
 
-    @on(PlacementPanel.MarkersChanged)
-    def _placement_markers(self, event: PlacementPanel.MarkersChanged) -> None:
+    # The hidden tabs' messages are handled by name (on_<panel>_<message>): the app need not import
+    # their panels to route them.
+
+    def on_placement_panel_markers_changed(self, event: PlacementPanel.MarkersChanged) -> None:
         self.ribbon.set_markers(event.hash_keys)
 
-    @on(HeatPanel.HeatChanged)
-    def _heat_changed(self, event: HeatPanel.HeatChanged) -> None:
+    def on_heat_panel_heat_changed(self, event: HeatPanel.HeatChanged) -> None:
         if event.stream == self.stream:  # not a reading of the stream closed a moment ago
             self._show_heat_figures(event.heat)
 
@@ -293,26 +340,32 @@ class KConsoleApp(App[None]):
         self.table.set_heat(heat)
         self.ribbon.set_heat({shard_id: figures.utilisation for shard_id, figures in heat.items()})
 
-    @on(HeatPanel.HeatStopped)
-    def _heat_stopped(self, _event: HeatPanel.HeatStopped) -> None:
+    def on_heat_panel_heat_stopped(self, _event: HeatPanel.HeatStopped) -> None:
         """The table keeps its last rates marked stale; the ribbon goes back to colouring by share
         (a heat colour that no longer updates would mislead)."""
         self.table.set_heat_stale()
         self.ribbon.set_heat({})
 
-    @on(HeatPanel.MonitoringEnabled)
-    @on(ProducerPanel.RunFinished)
-    def _stream_written(self, event: HeatPanel.MonitoringEnabled | ProducerPanel.RunFinished) -> None:
-        if event.stream == self.stream:
+    def on_heat_panel_monitoring_enabled(self, event: HeatPanel.MonitoringEnabled) -> None:
+        self._stream_written(event.stream)
+
+    def on_producer_panel_run_finished(self, event: ProducerPanel.RunFinished) -> None:
+        self._stream_written(event.stream)
+
+    def _stream_written(self, stream: str) -> None:
+        if stream == self.stream:
             self.poll_now()  # the table and the heat tab follow what the stream now holds
 
-    @on(ConsumersPanel.LagChanged)
-    def _lag_changed(self, event: ConsumersPanel.LagChanged) -> None:
+    def on_consumers_panel_lag_changed(self, event: ConsumersPanel.LagChanged) -> None:
         if event.stream == self.stream:
             self.table.set_lag(event.lag)
 
     @on(TabbedContent.TabActivated)
-    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+    async def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if isinstance(event.pane, LazyPane) and event.pane.panel is None:  # a click on a tab not built yet
+            await event.pane.built()
+            if self.query_one(TabbedContent).active != event.pane.id:
+                return
         if event.pane.id:
             self.focus_model.focus_tab(event.pane.id)
 
@@ -344,8 +397,8 @@ class KConsoleApp(App[None]):
 
     # ---- keys ----------------------------------------------------------------------------------
 
-    def action_filter(self) -> None:
-        self.action_show_tab("shards")
+    async def action_filter(self) -> None:
+        await self.action_show_tab("shards")
         self.query_one(ShardsPanel).open_filter()
 
     def on_key(self, event: events.Key) -> None:
@@ -397,22 +450,29 @@ class KConsoleApp(App[None]):
             self.notify("a refresh is already running", timeout=2)
 
     def action_help(self) -> None:
+        from console.ui.screens.help import HelpScreen
+
         self.push_screen(HelpScreen(self.read_only))
 
-    def action_show_tab(self, tab: str) -> None:
+    async def action_show_tab(self, tab: str) -> None:
+        pane = self.query_one(f"TabPane#{tab}")
+        if isinstance(pane, LazyPane):
+            await pane.built()  # before it shows: never an empty tab, and its first focus is there
         tabs = self.query_one(TabbedContent)
         if tabs.active == tab:
             self.focus_model.focus_tab(tab)
         tabs.active = tab
 
-    def action_sort(self) -> None:
-        self.action_show_tab("shards")
+    async def action_sort(self) -> None:
+        await self.action_show_tab("shards")
         self.table.action_cycle_sort()
 
     def action_copy_keys(self) -> None:
         self.query_one(ShardsPanel).copy_keys(self.selected_shard_id)
 
     def action_pick_stream(self) -> None:
+        from console.ui.screens.stream_picker import StreamPickerScreen
+
         self.push_screen(StreamPickerScreen(self.source, current=self.stream or self._last_stream), self._stream_picked)
 
     def _stream_picked(self, name: str | None) -> None:
@@ -443,20 +503,19 @@ class KConsoleApp(App[None]):
     def action_scale(self) -> None:
         self.changes.reshard("scale")
 
-    @on(ReshardActivity)
-    def _reshard_activity(self, event: ReshardActivity) -> None:
+    # Messages of the reshard flow and the stream actions, handled by name (loaded on first use).
+
+    def on_reshard_activity(self, event: ReshardActivity) -> None:
         self.header.update_state(activity=event.text)
 
-    @on(ReshardProgressed)
-    def _reshard_progressed(self, _event: ReshardProgressed) -> None:
+    def on_reshard_progressed(self, _event: ReshardProgressed) -> None:
         self.poll_now()
 
     def action_stream_actions(self) -> None:
         self.changes.choose_stream_action()
 
-    @on(StreamDeleted)
-    def _stream_deleted(self, _event: StreamDeleted) -> None:
+    def on_stream_deleted(self, _event: StreamDeleted) -> None:
         self.action_pick_stream()
 
-    def action_enable_monitoring(self) -> None:
-        self.changes.enable_monitoring()
+    async def action_enable_monitoring(self) -> None:
+        await self.changes.enable_monitoring()

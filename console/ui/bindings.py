@@ -2,23 +2,17 @@
 read it, so a new action appears everywhere at once. Console-wide actions are catalogued here
 (ACTIONS); each tab's own keys are read from its widgets' BINDINGS (PANEL_KEYS).
 
-This module imports the panels (for their BINDINGS) and nothing from the app, so the app, the help
-screen and the palette can all import it."""
+This module imports nothing from the app, so the app, the help screen and the palette can all import
+it; and no panel until their keys are read (the help screen, the palette): the console's start-up
+loads only the tabs it shows."""
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
 from textual.binding import Binding
 from textual.widget import Widget
-
-from console.ui.panels.heat import HeatPanel
-from console.ui.panels.keytree import KeyTreePanel
-from console.ui.panels.lineage import LineageTree
-from console.ui.panels.placement import PlacementPanel
-from console.ui.panels.producer import ProducerPanel
-from console.ui.panels.tail import RecordRing, TailView
-from console.ui.widgets.shard_table import ShardTable
 
 
 @dataclass(frozen=True)
@@ -170,24 +164,36 @@ def disabled_key_notice(key: str) -> str | None:
 
 @dataclass(frozen=True)
 class PanelKeys:
-    """Where a tab's own keys live: (widget class, selector of its widget in the app) per widget."""
+    """Where a tab's own keys live: ("module:WidgetClass", selector of its widget in the app) per widget."""
 
     title: str
     tab: str
-    widgets: tuple[tuple[type[Widget], str], ...]
+    widgets: tuple[tuple[str, str], ...]
+
+    def widget_classes(self) -> list[tuple[type[Widget], str]]:
+        """The widget classes (their modules imported now) with their selectors."""
+        found = []
+        for path, selector in self.widgets:
+            module, name = path.split(":")
+            found.append((getattr(importlib.import_module(module), name), selector))
+        return found
 
 
 PANEL_KEYS: tuple[PanelKeys, ...] = (
-    PanelKeys("Shards", "shards", ((ShardTable, "#shard-table"),)),
-    PanelKeys("Lineage", "lineage", ((LineageTree, "#lineage-tree"),)),
-    PanelKeys("Placement", "placement", ((PlacementPanel, "#placement-panel"),)),
-    PanelKeys("Key tree", "keytree", ((KeyTreePanel, "#keytree-panel"),)),
-    PanelKeys("Producer", "producer", ((ProducerPanel, "#producer-panel"),)),
-    PanelKeys("Tail", "tail", ((TailView, "#tail-view"), (RecordRing, "#tail-ring"))),
-    PanelKeys("Heat", "heat", ((HeatPanel, "#heat-panel"),)),
+    PanelKeys("Shards", "shards", (("console.ui.widgets.shard_table:ShardTable", "#shard-table"),)),
+    PanelKeys("Lineage", "lineage", (("console.ui.panels.lineage:LineageTree", "#lineage-tree"),)),
+    PanelKeys("Placement", "placement", (("console.ui.panels.placement:PlacementPanel", "#placement-panel"),)),
+    PanelKeys("Key tree", "keytree", (("console.ui.panels.keytree:KeyTreePanel", "#keytree-panel"),)),
+    PanelKeys("Producer", "producer", (("console.ui.panels.producer:ProducerPanel", "#producer-panel"),)),
+    PanelKeys(
+        "Tail",
+        "tail",
+        (("console.ui.panels.tail:TailView", "#tail-view"), ("console.ui.panels.tail:RecordRing", "#tail-ring")),
+    ),
+    PanelKeys("Heat", "heat", (("console.ui.panels.heat:HeatPanel", "#heat-panel"),)),
 )
-# Panel actions that change the stream (their panels grey them out when read-only).
-PANEL_MUTATING = {(ProducerPanel, "start")}
+# Panel actions that change the stream (their panels grey them out when read-only): (widget class name, action).
+PANEL_MUTATING = {("ProducerPanel", "start")}
 _MOVES = {"cursor", "page", "jump", "first", "follow", "select"}  # arrows & co: listed once, not per widget
 _KEY_NAMES = {"question_mark": "?", "slash": "/", "escape": "esc"}
 
@@ -211,13 +217,13 @@ class PanelBinding:
 
     @property
     def mutating(self) -> bool:
-        return self.action in MUTATING_ACTIONS or (self.widget_class, self.action) in PANEL_MUTATING
+        return self.action in MUTATING_ACTIONS or (self.widget_class.__name__, self.action) in PANEL_MUTATING
 
 
 def panel_bindings(panel: PanelKeys) -> list[PanelBinding]:
     """A tab's own keys, read from its widgets' BINDINGS (so help and palette cannot drift from them)."""
     found = []
-    for widget_class, selector in panel.widgets:
+    for widget_class, selector in panel.widget_classes():
         for binding in widget_class.BINDINGS:
             if isinstance(binding, Binding) and binding.action.split("(")[0] not in _MOVES:
                 found.append(PanelBinding(panel, widget_class, selector, binding))

@@ -22,6 +22,7 @@ from textual.widgets import TabbedContent
 
 from console.backend.protocol import ConsoleBackend
 from console.ui import reshard_flow
+from console.ui.lazy_tabs import LazyPane
 from console.ui.panels.consumers import ConsumersPanel
 from console.ui.panels.heat import HeatPanel
 from console.ui.panels.placement import PlacementPanel
@@ -60,6 +61,8 @@ class ChangingConsole(Protocol):
     def select_shard(self, shard_id: str, origin: str | None = None) -> None: ...
 
     def query_one(self, selector: type[QueryType]) -> QueryType: ...
+
+    def lazy_pane(self, tab: str) -> LazyPane[Any]: ...
 
     def notify(self, message: str, **options: Any) -> None: ...
 
@@ -106,9 +109,12 @@ class StreamChanges:
         if self._refused_in_read_only(operation) or (loaded := self._loaded(operation)) is None:
             return
         stream, view = loaded
-        heat = console.query_one(HeatPanel)
+        # A tab never opened (console.ui.lazy_tabs) has no split suggestion, key sample or barrier.
+        heat: HeatPanel | None = console.lazy_pane("heat").panel
+        placement: PlacementPanel | None = console.lazy_pane("placement").panel
+        consumers: ConsumersPanel | None = console.lazy_pane("consumers").panel  # a lease table is opened there
         on_heat = operation == "split" and console.query_one(TabbedContent).active == "heat"
-        suggestion = heat.selected.split if on_heat and heat.selected else None
+        suggestion = heat.selected.split if on_heat and heat is not None and heat.selected else None
         if suggestion is not None:
             console.select_shard(suggestion.shard_id)
         header, selected = console.query_one(ConsoleHeader), console.selected_shard_id
@@ -122,8 +128,8 @@ class StreamChanges:
             self.source,
             suggestion.at if suggestion is not None else None,
             key_format=console.key_format,
-            sample=console.query_one(PlacementPanel).key_sample(),
-            barrier=console.query_one(ConsumersPanel).barrier_lines,
+            sample=placement.key_sample() if placement is not None else None,
+            barrier=consumers.barrier_lines if consumers is not None else None,
             last_poll=lambda: header.state.refreshed_at,
             clock=console.clock,
         )
@@ -164,6 +170,7 @@ class StreamChanges:
             return
         await stream_actions.run_action(request, self._dialogs())
 
-    def enable_monitoring(self) -> None:
+    async def enable_monitoring(self) -> None:
         if not self._refused_in_read_only("enhanced monitoring"):
-            self.console.query_one(HeatPanel).enable_monitoring()
+            heat: HeatPanel = await self.console.lazy_pane("heat").built()
+            heat.enable_monitoring()

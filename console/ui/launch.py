@@ -8,6 +8,7 @@ with a few records and one split so the ribbon and the lineage show something re
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import json
 import os
@@ -309,6 +310,17 @@ def served_to_a_browser() -> bool:
     return os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver")
 
 
+def load_console() -> Any:
+    """The console's module, and the heap of start-up out of the collector's way: run in a thread
+    while the backend opens, so the collection over everything imported happens while the launch
+    waits on the server, not after the app has started (the app collects again, then only what it
+    built since)."""
+    module = importlib.import_module("console.ui.app")
+    gc.collect()
+    gc.freeze()
+    return module
+
+
 def launch_console(args) -> int:
     from console.backend import BackendConfig, open_backend
     from console.config import load_config, save_config
@@ -339,7 +351,7 @@ def launch_console(args) -> int:
     async def run() -> None:
         # Textual loads in a thread while the backend opens (and the embedded server starts), and the
         # first poll's calls go out before the UI starts: the waits on the server overlap the start-up.
-        app_module = asyncio.ensure_future(asyncio.to_thread(importlib.import_module, "console.ui.app"))
+        app_module = asyncio.ensure_future(asyncio.to_thread(load_console))
         if backend_config.kind == "local":
             print("kconsole: starting the embedded local Kinesis…", file=sys.stderr)
         async with open_backend(backend_config) as kinesis:

@@ -21,9 +21,6 @@ from console.backend.protocol import CLOUDWATCH
 from console.errors import ConsoleError
 from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
 from console.topology.model import StreamSummary, auto_notice
-from console.ui.panels.consumers import ConsumersPanel
-from console.ui.panels.heat import HeatPanel
-from console.ui.panels.keytree import KeyTreePanel
 from console.ui.panels.shards import ShardsPanel
 from console.ui.source import BIG_STREAM, StreamView, describe_failure, with_lineage
 from console.ui.startup import settle_heap
@@ -96,11 +93,13 @@ class StreamDisplay:
         app = self.app
         app.view = view
         app.header.update_state(summary=view.summary, refreshed_at=app.clock(), error=None, notice=None)
-        app.query_one(HeatPanel).show_summary(view.summary)
-        notice = self.auto_notice(view.summary)
-        app.placement.set_auto_notice(notice)
-        app.query_one(KeyTreePanel).set_auto_notice(notice)
-        self.follow_capacity(view.summary.name)
+        summary = view.summary
+        # The hidden tabs are told now, or when first shown (console.ui.lazy_tabs).
+        app.tell("heat", "summary", lambda heat: heat.show_summary(summary))
+        notice = self.auto_notice(summary)
+        app.tell("placement", "auto_notice", lambda placement: placement.set_auto_notice(notice))
+        app.tell("keytree", "auto_notice", lambda keytree: keytree.set_auto_notice(notice))
+        self.follow_capacity(summary.name)
 
     def auto_notice(self, summary: StreamSummary) -> str | None:
         """The AUTO notice for the key-space tabs; since when, from the action log, read once per switch."""
@@ -174,7 +173,7 @@ class StreamDisplay:
             if CLOUDWATCH in self.app.source.capabilities:
                 self.app.run_worker(self._poll_capacity(stream), group="capacity", exclusive=True, exit_on_error=False)
             else:  # an in-memory source (tests, screenshots)
-                self.app.query_one(HeatPanel).show_capacity(None, NO_CLOUDWATCH)
+                self.app.tell("heat", "capacity", lambda heat: heat.show_capacity(None, NO_CLOUDWATCH))
 
     async def _poll_capacity(self, stream: str) -> None:
         """The stream's CloudWatch metrics: free at stream level, fetched once a minute (CloudWatch's
@@ -185,13 +184,16 @@ class StreamDisplay:
                 metrics = await stream_metrics(app.source, stream)
             except ConsoleError as error:
                 reason = unavailable_reason(error)
-                app.query_one(HeatPanel).show_capacity(None, reason)
-                app.query_one(ConsumersPanel).show_metrics(None, reason)
+                self._show_capacity(None, reason)
                 app.header.update_state(capacity=None)
             else:
                 if stream != app.stream:
                     return
-                app.query_one(HeatPanel).show_capacity(metrics)
-                app.query_one(ConsumersPanel).show_metrics(metrics)
+                self._show_capacity(metrics)
                 app.header.update_state(capacity=CapacitySummary.of(metrics))
             await asyncio.sleep(CAPACITY_INTERVAL)
+
+    def _show_capacity(self, metrics: Any, problem: str | None = None) -> None:
+        """The stream's CloudWatch metrics (None: `problem` says why) in the Heat and Consumers tabs."""
+        self.app.tell("heat", "capacity", lambda heat: heat.show_capacity(metrics, problem))
+        self.app.tell("consumers", "metrics", lambda consumers: consumers.show_metrics(metrics, problem))

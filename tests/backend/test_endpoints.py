@@ -217,3 +217,66 @@ def test_the_header_and_errors_name_the_configured_endpoint(local_kinesis, tmp_p
         "kconsole: error: stream 'no-such-stream-here' not found on endpoint "
         f"{local_kinesis.endpoint_url} (AWS_ENDPOINT_URL)"
     )
+
+
+def answer(call, *args, **kwargs):
+    """What a call returns, or the type of what it raises."""
+    try:
+        return call(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - compared, not handled
+        return type(error)
+
+
+REGIONS = ("us-east-1", "eu-west-1", "ap-southeast-5", "cn-north-1", "us-gov-west-1", "us-iso-east-1", "xx-nowhere-1")
+
+
+def test_the_lean_endpoint_resolver_answers_as_botocores_for_every_service_the_backend_calls():
+    import botocore.session
+
+    from console.backend.clients import ENDPOINT_PREFIXES, lean_endpoint_resolver
+
+    session = botocore.session.get_session()
+    full = session._get_internal_component("endpoint_resolver")
+    lean = lean_endpoint_resolver(session)
+    assert lean.uses_builtin_data == full.uses_builtin_data
+    for service, prefix in ENDPOINT_PREFIXES.items():
+        assert session.get_service_model(service).endpoint_prefix == prefix
+        assert lean.get_available_endpoints(prefix) == full.get_available_endpoints(prefix)
+        for region in REGIONS:
+            assert answer(lean.get_partition_for_region, region) == answer(full.get_partition_for_region, region)
+            for variant in ({}, {"use_fips_endpoint": True}, {"use_dualstack_endpoint": True}):
+                assert answer(lean.construct_endpoint, prefix, region, **variant) == answer(
+                    full.construct_endpoint, prefix, region, **variant
+                ), (prefix, region, variant)
+    assert full.get_available_endpoints("s3") and not lean.get_available_endpoints("s3")  # the rest is gone
+
+
+async def test_clients_reach_the_same_aws_endpoints_with_the_lean_resolver(aws_env):
+    from aiobotocore.session import AioSession
+
+    from console.backend.clients import ENDPOINT_PREFIXES, lean_endpoint_resolver
+
+    lean_session, full_session = AioSession(), AioSession()
+    lean_session._register_internal_component("endpoint_resolver", lean_endpoint_resolver(lean_session))
+    for service in ENDPOINT_PREFIXES:
+        for region in ("us-east-1", "cn-north-1", "us-gov-west-1"):
+            urls = []
+            for session in (lean_session, full_session):
+                async with session.create_client(
+                    service, region_name=region, aws_access_key_id="a", aws_secret_access_key="b"
+                ) as client:
+                    urls.append((client.meta.endpoint_url, client.meta.region_name))
+            assert urls[0] == urls[1], (service, region)
+
+
+def test_only_a_direct_plain_http_endpoint_skips_the_ca_bundle(monkeypatch):
+    from console.backend.clients import plain_http
+
+    for variable in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "NO_PROXY"):
+        monkeypatch.delenv(variable, raising=False)
+    assert plain_http(KINESIS_URL) and plain_http("HTTP://localhost:4567")
+    assert not plain_http("https://kinesis.us-east-1.amazonaws.com")
+    monkeypatch.setenv("HTTP_PROXY", "https://proxy.example:3128")  # the proxy's TLS is verified
+    assert not plain_http("http://kinesis.example:4567")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert plain_http(KINESIS_URL)

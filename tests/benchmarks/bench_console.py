@@ -1,13 +1,18 @@
 """The console with a 10,000-shard stream, as a user starts it and leaves it open.
 
 1. Launch: `kconsole --endpoint-url URL --stream big` (10k shards, on `kconsole local serve`) and
-   `kconsole --local` (starts the embedded server first), each in a pseudo-terminal of 140x45, timed
-   from the process start to the first shard row written to the terminal. Baseline, same run and
-   same way: a Textual app that only shows one line (the floor of any Textual program here).
-   Targets: < 0.8 s on an endpoint, < 1.2 s with --local.
+   `kconsole --local --stream big --shards 10000` (starts the embedded server, which starts empty,
+   and creates the 10k-shard stream on it), each in a pseudo-terminal of 140x45, timed from the
+   process start to the first shard row written to the terminal. Baseline, same run and same way:
+   a Textual app that only shows one line (the floor of any Textual program here). Secondary:
+   `kconsole --local` alone (the demo stream). Targets: < 0.8 s on an endpoint, < 1.0 s with --local.
 2. Idle: the console's CPU and the server's CPU over 20 s of 5 s polls after the first load.
    Target: console < 1% of a core.
-3. In-app (headless, an in-memory transport serving AWS-shaped ListShards pages so only the UI's
+3. Memory: the console's resident set (VmRSS) at 10k shards after IDLE_SECONDS of polls, against a
+   minimal Textual app with a TabbedContent and one DataTable holding the same 10k rows, launched
+   and left open the same way. RSS is sampled along the way too (it is flat after the first polls,
+   so the run is shorter than a minute). Target: <= 1.5x.
+4. In-app (headless, an in-memory transport serving AWS-shaped ListShards pages so only the UI's
    cost is measured): first render of 10k rows, a refresh touching ~1% of rows, the worst stall of
    a 10 ms heartbeat timer on the UI loop; secondary baseline: a plain DataTable adding the same
    rows, then rewriting one column.
@@ -279,16 +284,43 @@ class Floor(App):
 
 Floor().run()
 """
+# The baseline of the memory figure: what a user would write to show 10k shard rows in tabs.
+TABLE_APP = """
+from textual.app import App
+from textual.widgets import DataTable, TabbedContent, TabPane
+
+SHARDS = 10_000
+STEP = 2**128 // SHARDS
+
+class Tabbed(App):
+    def compose(self):
+        with TabbedContent():
+            with TabPane("Shards"):
+                yield DataTable()
+
+    def on_mount(self):
+        table = self.query_one(DataTable)
+        table.add_columns("Shard", "State", "Start", "End", "Share", "Parents")
+        table.add_rows(
+            (f"shardId-{i:012d}", "open", str(i * STEP), str(2**128 - 1 if i == SHARDS - 1 else (i + 1) * STEP - 1),
+             f"{100 / SHARDS:.2f}%", "-")
+            for i in range(SHARDS)
+        )
+
+Tabbed().run()
+"""
 LAUNCH_ROUNDS = 3
 IDLE_SECONDS = 20.0
+RSS_SAMPLES = (0.0, 5.0, 10.0, 20.0)  # seconds after the first poll's settling drain
 
 
 def launch_figures() -> dict:
-    """Launch to the first shard row, and idle CPU, of the real command in a pseudo-terminal."""
+    """Launch to the first shard row, idle CPU and resident memory of the real command in a
+    pseudo-terminal, each against its baseline launched the same way in the same run."""
     import subprocess
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _measure import Terminal, kconsole_command, process_cpu
+    from _measure import Terminal, kconsole_command, process_cpu, process_rss
 
     row = b"shardId-000000000000"
     server = subprocess.Popen(
@@ -302,39 +334,69 @@ def launch_figures() -> dict:
         with tempfile.TemporaryDirectory() as folder:
             floor_script = Path(folder) / "floor.py"
             floor_script.write_text(FLOOR_APP)
+            table_script = Path(folder) / "table.py"
+            table_script.write_text(TABLE_APP)
             endpoint_args = ["--endpoint-url", endpoint, "--region", "us-east-1", "--stream", "big"]
-            floor, on_endpoint, local = [], [], []
+            launches: dict[str, list[float]] = {"floor": [], "endpoint": [], "local": [], "local_demo": []}
+            commands = {
+                "floor": [sys.executable, str(floor_script)],
+                "endpoint": kconsole_command() + endpoint_args,
+                "local": kconsole_command() + ["--local", "--stream", "big", "--shards", str(SHARDS)],
+                "local_demo": kconsole_command() + ["--local"],
+            }
             for _ in range(LAUNCH_ROUNDS):
-                for runs, argv in (
-                    (floor, [sys.executable, str(floor_script)]),
-                    (on_endpoint, kconsole_command() + endpoint_args),
-                    (local, kconsole_command() + ["--local"]),
-                ):
+                for name, argv in commands.items():
                     terminal = Terminal(argv)
                     try:
-                        runs.append(terminal.wait_for(row))
+                        launches[name].append(terminal.wait_for(row))
                     finally:
                         terminal.close()
-        terminal = Terminal(kconsole_command() + endpoint_args)
-        try:
-            terminal.wait_for(row)
-            terminal.drain(6.0)  # the lineage and the first timed poll
-            console_before, server_before = process_cpu(terminal.pid), process_cpu(server.pid)
-            terminal.drain(IDLE_SECONDS)
-            console_cpu = (process_cpu(terminal.pid) - console_before) / IDLE_SECONDS
-            server_cpu = (process_cpu(server.pid) - server_before) / IDLE_SECONDS
-        finally:
-            terminal.close()
+            # Idle CPU and memory: the console and the DataTable app, one after the other.
+            terminal = Terminal(kconsole_command() + endpoint_args)
+            try:
+                terminal.wait_for(row)
+                terminal.drain(6.0)  # the lineage and the first timed poll
+                console_before, server_before = process_cpu(terminal.pid), process_cpu(server.pid)
+                console_rss = _rss_over_time(terminal, process_rss)
+                console_cpu = (process_cpu(terminal.pid) - console_before) / IDLE_SECONDS
+                server_cpu = (process_cpu(server.pid) - server_before) / IDLE_SECONDS
+            finally:
+                terminal.close()
+            terminal = Terminal([sys.executable, str(table_script)])
+            try:
+                terminal.wait_for(row)
+                terminal.drain(6.0)
+                table_rss = _rss_over_time(terminal, process_rss)
+            finally:
+                terminal.close()
     finally:
         server.terminate()
         server.wait()
     return {
-        "launch_floor_s": min(floor),
-        "launch_endpoint_s": min(on_endpoint),
-        "launch_local_s": min(local),
+        "launch_floor_s": min(launches["floor"]),
+        "launch_endpoint_s": min(launches["endpoint"]),
+        "launch_local_s": min(launches["local"]),
+        "launch_local_demo_s": min(launches["local_demo"]),
+        "launch_rounds": {name: [round(seconds, 3) for seconds in runs] for name, runs in launches.items()},
         "idle_console_cpu_percent": round(console_cpu * 100, 2),
         "idle_server_cpu_percent": round(server_cpu * 100, 2),
+        "console_rss_mib": console_rss[-1],
+        "table_app_rss_mib": table_rss[-1],
+        "console_rss_samples_mib": console_rss,
+        "table_app_rss_samples_mib": table_rss,
     }
+
+
+def _rss_over_time(terminal, process_rss) -> list[float]:
+    """The process's RSS in MiB at each of RSS_SAMPLES seconds, over IDLE_SECONDS in all."""
+    samples, waited = [], 0.0
+    for at in RSS_SAMPLES:
+        terminal.drain(at - waited)
+        waited = at
+        samples.append(round(process_rss(terminal.pid) / 2**20, 1))
+    terminal.drain(IDLE_SECONDS - waited)
+    samples.append(round(process_rss(terminal.pid) / 2**20, 1))
+    return samples
 
 
 async def _create_stream(endpoint: str) -> None:
@@ -376,13 +438,15 @@ async def main() -> dict:
 if __name__ == "__main__":
     result = asyncio.run(main())
     launch = launch_figures()
-    result.update({key: round(value, 3) for key, value in launch.items()})
+    result.update({key: round(value, 3) if isinstance(value, float) else value for key, value in launch.items()})
     result["launch_endpoint_vs_floor"] = round(launch["launch_endpoint_s"] / launch["launch_floor_s"], 2)
+    result["rss_ratio"] = round(launch["console_rss_mib"] / launch["table_app_rss_mib"], 2)
     result["launch_targets_met"] = (
         launch["launch_endpoint_s"] < 0.8
-        and launch["launch_local_s"] < 1.2
+        and launch["launch_local_s"] < 1.0
         and launch["idle_console_cpu_percent"] < 1.0
     )
+    result["rss_target_met"] = result["rss_ratio"] <= 1.5
     print(
         f"naive DataTable: add+render {result['naive_first_render_s']}s, rewrite a column "
         f"{result['naive_rewrite_column_s']}s, worst stall {result['naive_stall_s']}s",

@@ -120,9 +120,13 @@ async def bench(endpoint: str) -> dict:
                 render_now(app)
                 shards_keys = await key_latencies(app, "j", lambda: app.table.selected_shard_id)
 
-                panel = app.heat_panel
+                def heat_rows_shown() -> bool:  # the tab (and its map) is built when first shown
+                    maps = app.query(HeatMap)
+                    return bool(maps) and len(maps.first().rows) == SHARDS
+
+                heat_open = await press(app, "7", heat_rows_shown)
+                panel = app.lazy_pane("heat").panel
                 heat_map = app.query_one(HeatMap)
-                heat_open = await press(app, "7", lambda: len(heat_map.rows) == SHARDS)
                 panel.focus()
                 await asyncio.sleep(3.0)  # sampling is under way: hot shards found, the pass going on
                 heartbeat = Heartbeat(app)

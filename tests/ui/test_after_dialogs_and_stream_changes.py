@@ -52,6 +52,8 @@ async def test_a_stream_that_does_not_exist_leaves_nothing_of_the_previous_one_o
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.refreshed)
         await pilot.press("down")
+        await pilot.press("3")  # the Placement tab is built, with the stream's index
+        await wait_until(pilot, lambda: app.placement.index is not None, what="the placement index")
         await pilot.press("2")
         await wait_until(pilot, lambda: app.lineage_tree.lines, what="the lineage")
         app.open_stream("does-not-exist")

@@ -53,7 +53,9 @@ async def test_heat_tab_draws_the_streams_cloudwatch_metrics(kinesis, make_strea
         records = next(line for line in lines if line.startswith("in records"))
         assert records.endswith("peak 20r/s") and "▄█" in records  # 10 then 20 records a second, a minute each
         assert "lag 2.5 s  throttled 3" in header_text(app)
-        assert "in records" in rendered(app, "#consumers-metrics")  # the same poll feeds the Consumers tab
+        await pilot.press("8")  # built now, with what the poll told it while hidden
+        await wait_until(pilot, lambda: "in records" in rendered(app, "#consumers-metrics"), what="the same poll")
+        await pilot.press("7")
         # Without enhanced monitoring, the selected shard's detail says how to get its metrics.
         await wait_until(
             pilot, lambda: MONITORING_OFF in rendered(app, "#heat-shard-capacity"), what="the enhanced-monitoring hint"

@@ -200,8 +200,9 @@ async def test_placement_problems_have_their_own_column_and_the_table_recovers()
 
     app = static_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: app.refreshed and app.placement.index is not None)
+        await wait_until(pilot, lambda: app.refreshed)
         await pilot.press("3", "ctrl+t")
+        await wait_until(pilot, lambda: app.placement.index is not None)
         table = app.query_one("#placement-results")
         good = "170141183460469231731687303715884105728"
         app.placement.set_keys(f"{good}\nnot-a-number-but-a-rather-long-line-of-text\n")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from textual.app import ComposeResult
 from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
 
 
 class CoalescingFooter(Footer):
@@ -54,3 +56,11 @@ class CoalescingFooter(Footer):
             return
         self._shown_keys = keys
         await self.recompose()
+
+    def compose(self) -> ComposeResult:
+        """Textual's keys, born compact when the footer is: each key's compact watcher then finds its
+        class already set, where adding it restyled each key on its own (~50 ms at start-up)."""
+        for widget in super().compose():
+            if self.compact and isinstance(widget, FooterKey):
+                widget.set_class(True, "-compact", update=False)
+            yield widget

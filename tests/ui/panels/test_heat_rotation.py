@@ -30,7 +30,7 @@ async def test_heat_reads_a_bounded_set_per_second_in_turn_with_ages(kinesis, ma
     app = RecordingApp(kinesis, stream=name, interval=600)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.refreshed, timeout=30)
-        panel = app.query_one("#heat-panel")
+        panel = await app.lazy_pane("heat").built()  # built before its tab shows, to set a small budget
         panel.shards_per_second = PER_SECOND
         await pilot.press("7")
         await wait_until(pilot, lambda: panel.snapshot is not None, what="first heat snapshot")

@@ -138,7 +138,6 @@ async def test_auto_distribution_from_the_menu_shows_in_the_header_and_placement
     try:
         app = RecordingApp(kinesis, stream=name, interval=3600)
         async with app.run_test(size=(140, 44)) as pilot:
-            placement = app.query_one(PlacementPanel)
             await open_menu(pilot, app)
             await pilot.press("down", "down", "down", "enter")  # Distribution
             await wait_until(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="distribution choice")
@@ -151,6 +150,11 @@ async def test_auto_distribution_from_the_menu_shows_in_the_header_and_placement
             assert "AUTO distribution" in str(app.header.render())
             intent = [e for e in ActionLog.default().entries() if e.get("kind") == "intent"][-1]
             assert intent["plan"]["target"] == "AUTO" and intent["plan"]["action"] == "stream distribution"
+            # The key-space tabs, built after the switch, show what their polls told them while hidden.
+            await pilot.press("4")
+            await wait_until(pilot, lambda: app.query_one(KeyTreePanel).query_one("#keytree-auto").display)
+            await pilot.press("3")
+            placement = app.query_one(PlacementPanel)
             placement.set_keys("user-1\nuser-2")
             await pilot.pause(0.1)
             notice = str(app.query_one("#placement-summary").render())
