@@ -123,6 +123,9 @@ def parse_timestamp(value: Any) -> datetime:
 async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
     """An open backend; for kind "local" also the embedded server, started first and stopped last
     (unless `config.endpoint_url` names one that is already running)."""
+    from console.backend.deferred_tls import import_aiohttp
+
+    import_aiohttp()  # before aiobotocore brings it in
     from aiobotocore.session import AioSession
     from botocore.exceptions import BotoCoreError
 
