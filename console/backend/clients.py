@@ -159,12 +159,25 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
         side_clients = SideClients(
             session, stack, region=region, endpoint_url=shared, config=settings, credentials=credentials
         )
+
+        async def checked_puts_client() -> Any:
+            """A second Kinesis client without botocore's parameter check, for PutRecords requests whose
+            every entry the backend has checked itself (KinesisBackend.put_records): the producer sends
+            hundreds of records a request, and botocore's check walks each one again."""
+            from aiobotocore.config import AioConfig
+
+            unchecked = settings.merge(AioConfig(parameter_validation=False))
+            return await stack.enter_async_context(
+                create_client(session, "kinesis", region, endpoint_url, unchecked, credentials)
+            )
+
         backend = KinesisBackend(
             config,
             client,
             region=region,
             endpoint_url=endpoint_url or client.meta.endpoint_url,
             side_client=side_clients.get,
+            checked_puts_client=checked_puts_client,
         )
         backend.local_server = local_server
         yield backend
