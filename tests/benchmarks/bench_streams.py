@@ -63,14 +63,20 @@ def measure(endpoint: str, aws: str | None, env: dict, count: int) -> dict:
         peer = json.loads(subprocess.run(commands["aws"], capture_output=True, env=env, check=True).stdout)
         assert len(peer["StreamNames"]) == count, "the AWS CLI did not list every stream"
     runs: dict[str, list[float]] = {name: [] for name in commands}
+    cpus: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(ROUNDS):
         for name, argv in commands.items():
-            runs[name].append(run_process(argv, env=env).wall)
+            run = run_process(argv, env=env)
+            runs[name].append(run.wall)
+            cpus[name].append(run.cpu)
     figures = {f"{name}_s": round(statistics.median(walls), 4) for name, walls in runs.items()}
     figures |= {f"{name}_best_s": round(min(walls), 4) for name, walls in runs.items()}
+    # CPU of each process (user + system): less disturbed than wall time by a busy machine.
+    figures |= {f"{name}_cpu_s": round(statistics.median(used), 4) for name, used in cpus.items()}
     if aws is not None:
         figures["ratio"] = round(statistics.median(runs["kconsole"]) / statistics.median(runs["aws"]), 2)
         figures["names_ratio"] = round(statistics.median(runs["names"]) / statistics.median(runs["aws"]), 2)
+        figures["cpu_ratio"] = round(statistics.median(cpus["kconsole"]) / statistics.median(cpus["aws"]), 2)
     return figures
 
 
