@@ -129,14 +129,6 @@ def needs_describe(args: Any) -> bool:
     return query is None or any(name in query for name in DESCRIBED_FIELDS)
 
 
-async def list_streams(
-    kinesis: Any, *, describe: bool = True, shown: int | None = None, page_size: int = 100
-) -> list[StreamSummary]:
-    """One ListStreams page-through, sorted by name; the first `shown` (all: None) described."""
-    listed = sorted(await kinesis.list_stream_summaries(page_size=page_size), key=lambda s: s.name)
-    return await described(kinesis, listed, describe=describe, shown=shown)
-
-
 async def described(
     kinesis: Any, listed: list[StreamSummary], *, describe: bool = True, shown: int | None = None
 ) -> list[StreamSummary]:
@@ -164,11 +156,12 @@ async def _fetch_fleet(args: Any) -> tuple[list[StreamSummary], str, Fleet]:
 
 
 async def listed_fleet(
-    kinesis: Any, *, describe: bool = True, shown: int | None = None
+    kinesis: Any, *, describe: bool = True, shown: int | None = None, page_size: int = 100
 ) -> tuple[list[StreamSummary], Fleet]:
-    """The streams (list_streams) and their rows. The metrics need only the names, so they are read
-    while the streams are described: the two wait on the endpoint together, not one after the other."""
-    listed = sorted(await kinesis.list_stream_summaries(), key=lambda s: s.name)
+    """One ListStreams page-through, sorted by name, the first `shown` (all: None) described; and their
+    rows. The metrics need only the names, so they are read while the streams are described: the two
+    wait on the endpoint together, not one after the other."""
+    listed = sorted(await kinesis.list_stream_summaries(page_size=page_size), key=lambda s: s.name)
     metrics = asyncio.ensure_future(read_fleet_metrics(kinesis, [summary.name for summary in listed]))
     try:
         summaries = await described(kinesis, listed, describe=describe, shown=shown)
