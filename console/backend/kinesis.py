@@ -291,6 +291,9 @@ class KinesisBackend(CallPath):
         """The client for checked PutRecords (None: the main one), opened once however many ask at once."""
         if self._open_checked_puts_client is None:
             return None
+        opened = self._checked_puts_client
+        if opened is not None and opened.done() and not opened.cancelled() and opened.exception() is None:
+            return opened.result()  # the usual case, without a shield per request
         if self._checked_puts_client is None:
             self._checked_puts_client = asyncio.ensure_future(self._open_checked_puts_client())
         try:

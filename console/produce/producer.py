@@ -272,10 +272,13 @@ class OrderedProducer:
                     timeout = min(timeout, wait_hint)
                 wake.clear()
                 if tasks or timeout > 0:
+                    # Woken by a request ending or by the timer: a timer handle, not wait_for's task
+                    # and timeout per turn of the loop (a turn per request at few keys).
+                    timer = asyncio.get_running_loop().call_later(max(timeout, 0.001), wake.set)
                     try:
-                        await asyncio.wait_for(wake.wait(), max(timeout, 0.001))
-                    except TimeoutError:
-                        pass
+                        await wake.wait()
+                    finally:
+                        timer.cancel()
             if tasks and not fatal:  # stopped: let the requests in flight end, so their outcome is known
                 await asyncio.gather(*list(tasks), return_exceptions=True)
         finally:
