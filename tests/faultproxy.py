@@ -121,6 +121,7 @@ class FaultProxy:
         self._tasks: set[asyncio.Task] = set()
         self._flapper: asyncio.Task | None = None
         self._down = False
+        self._flap_lock = asyncio.Lock()
 
     @property
     def endpoint_url(self) -> str:
@@ -147,11 +148,30 @@ class FaultProxy:
     # ---- the listener ------------------------------------------------------------------------
 
     async def _listen(self) -> None:
-        if self._server is not None:  # the flapper and a forced window may both reopen it
-            return
+        if self.port == 0:
+            self.port = await self._first_port()
         self._server = await asyncio.start_server(self._serve, HOST, self.port, reuse_address=True)
-        self.port = self._server.sockets[0].getsockname()[1]
         self._down = False
+
+    async def _first_port(self) -> int:
+        """A port below the kernel's ephemeral range: the listener goes down and comes back on the same
+        port, and while it is down an ephemeral port could be handed to some outgoing connection."""
+        try:
+            with open("/proc/sys/net/ipv4/ip_local_port_range") as port_range:
+                low = int(port_range.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            low = 32768  # Linux's default
+        chooser = random.Random()
+        for _ in range(200):
+            port = chooser.randrange(max(1024, low - 12000), low)
+            with socket.socket() as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    probe.bind((HOST, port))
+                except OSError:
+                    continue
+            return port
+        raise OSError("no free port below the ephemeral range")
 
     def _close_listener(self) -> None:
         if self._server is not None:
@@ -176,18 +196,20 @@ class FaultProxy:
 
     async def refuse(self, seconds: float) -> None:
         """The listener down for `seconds`, open connections left alone: only new connections fail."""
-        self._close_listener()
-        self.stats["refusing"] += 1
-        await asyncio.sleep(seconds)
-        await self._listen()
+        async with self._flap_lock:  # never while the flapper has it down: the two would both bind the port
+            self._close_listener()
+            self.stats["refusing"] += 1
+            await asyncio.sleep(seconds)
+            await self._listen()
 
     async def _flap(self) -> None:
         while True:
             await asyncio.sleep(self.faults.refuse_period - self.faults.refuse_down)
-            self._close_listener()
-            self.stats["refusing"] += 1
-            await asyncio.sleep(self.faults.refuse_down)
-            await self._listen()
+            async with self._flap_lock:
+                self._close_listener()
+                self.stats["refusing"] += 1
+                await asyncio.sleep(self.faults.refuse_down)
+                await self._listen()
 
     # ---- one client connection ----------------------------------------------------------------
 

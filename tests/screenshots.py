@@ -1,10 +1,19 @@
 """Regenerate screenshots/*.svg from the real console on the embedded local Kinesis.
 
-    python tests/screenshots.py [--out screenshots]
+    python tests/screenshots.py [--out screenshots] [--view heat ...]
+    python tests/screenshots.py --web [--chromium /usr/bin/chromium]   # screenshots/web.png
 
 Starts the embedded backend, creates the demo stream (as `kconsole --local` does), writes a few
 hundred records and half an hour of the stream-level CloudWatch metrics Kinesis would publish for
-them, then drives the app with Pilot through its main views and saves an SVG of each.
+them, then drives the app with Pilot through its main views and saves an SVG of each. The Heat view
+is taken after HEAT_SECONDS of paced traffic written while the tab samples (a hot customer whose
+rate climbs past its shard's limit, a warm one, the rest spread): the map shows minutes of history.
+
+`--web` runs `kconsole web --local` and opens it in headless Chromium driven over the DevTools
+protocol (aiohttp's websocket client, which textual-serve brings): textual-serve shows its own splash
+until the console's first bytes arrive, and the console then draws its first poll, so the PNG is
+taken only once the bytes the page received hold the header's "refreshed" (the first poll is drawn)
+and the page has had a moment to paint them on its canvas.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ VIEWS = (
     "stream-actions",
     "fleet",
 )
+HEAT_SECONDS = 135  # of paced traffic before the Heat view is taken (the script's longest wait)
 
 
 async def wait_until(pilot, predicate, timeout: float = 30.0) -> None:
@@ -50,6 +60,23 @@ async def write_records(kinesis, stream: str, count: int, *, hot_key: str | None
             key = hot_key if hot_key and n % 2 else f"user-{n % 97}"
             batch.append({"Data": json.dumps({"user": key, "n": n}).encode(), "PartitionKey": key})
         await kinesis.put_records(stream, batch)
+
+
+async def paced_traffic(kinesis, stream: str, seconds: float) -> None:
+    """Records at a set rate per second for `seconds`: `hot-customer` at 150, then 600, then 1,100
+    records/s (past its shard's 1,000), `warm-customer` at 300, and 40 spread over many keys."""
+    began = time.monotonic()
+    second = 0
+    while (elapsed := time.monotonic() - began) < seconds:
+        third = min(2, int(3 * elapsed / seconds))
+        rates = {"hot-customer": (150, 600, 1100)[third], "warm-customer": 300}
+        keys = [key for key, rate in rates.items() for _ in range(rate)]
+        keys += [f"user-{(second * 40 + n) % 997}" for n in range(40)]
+        records = [{"Data": json.dumps({"user": key, "s": second}).encode(), "PartitionKey": key} for key in keys]
+        for offset in range(0, len(records), 500):
+            await kinesis.put_records(stream, records[offset : offset + 500])
+        second += 1
+        await asyncio.sleep(max(0.0, began + second - time.monotonic()))
 
 
 async def publish_demo_metrics(endpoint_url: str, stream: str, minutes: int = 30) -> None:
@@ -179,10 +206,13 @@ async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
         elif view == "heat":
             await pilot.press("7")
             await wait_until(pilot, lambda: "in records" in str(app.query_one("#heat-capacity").render()))
-            await pilot.pause(1.5)
-            for _burst in range(6):  # a few seconds of traffic, so the heat map has columns to show
-                await write_records(kinesis, stream, 400, hot_key="hot-customer")
-                await pilot.pause(1.0)
+            await pilot.pause(1.0)
+            print(f"heat: {HEAT_SECONDS} s of paced traffic …", file=sys.stderr)
+            await paced_traffic(kinesis, stream, HEAT_SECONDS)
+            panel = app.query_one("#heat-panel")
+            hot = panel.snapshot.hottest if panel.snapshot else None
+            if hot is not None:
+                panel.select_shard(hot.shard_id)  # the shard worth looking at, as the operator would pick it
             await pilot.pause(1.5)
         elif view == "producer":
             await pilot.press("5")
@@ -201,7 +231,7 @@ async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
         return path
 
 
-async def main(out: Path) -> None:
+async def main(out: Path, views: tuple[str, ...] = VIEWS) -> None:
     from console.backend import BackendConfig, open_backend
     from console.ui.launch import DEMO_STREAM, prepare_demo_stream
 
@@ -211,18 +241,176 @@ async def main(out: Path) -> None:
         await write_records(kinesis, DEMO_STREAM, 500)
         await publish_demo_metrics(kinesis.endpoint_url, DEMO_STREAM)
         await add_fleet(kinesis)
-        for view in VIEWS:
+        for view in views:
             path = await capture(kinesis, DEMO_STREAM, view, out)
             print(f"wrote {path}", file=sys.stderr)
+
+
+WEB_WINDOW = (1400, 760)
+WEB_DRAWN = "refreshed"  # the header's "refreshed Ns ago": the console has drawn its first poll
+WEB_PAINT_SECONDS = 1.5  # textual-serve fades the terminal in over 0.3 s; xterm paints on animation frames
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+async def wait_for_port(port: int, process, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args[0]} exited ({process.returncode}) before listening on {port}")
+        try:
+            _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nothing listened on 127.0.0.1:{port} within {timeout:g} s") from None
+            await asyncio.sleep(0.1)
+        else:
+            writer.close()
+            return
+
+
+class DevTools:
+    """A minimal Chrome DevTools protocol session over one websocket: commands by id, events queued."""
+
+    def __init__(self, socket) -> None:
+        self.socket = socket
+        self.ids = iter(range(1, 1 << 30))
+        self.waiting: dict[int, asyncio.Future] = {}
+        self.events: asyncio.Queue = asyncio.Queue()
+        self.reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        async for message in self.socket:
+            body = json.loads(message.data)
+            if "id" in body:
+                future = self.waiting.pop(body["id"], None)
+                if future is not None and not future.done():
+                    if "error" in body:
+                        future.set_exception(RuntimeError(f"DevTools: {body['error']}"))
+                    else:
+                        future.set_result(body.get("result", {}))
+            else:
+                await self.events.put(body)
+
+    async def send(self, method: str, **params) -> dict:
+        number = next(self.ids)
+        self.waiting[number] = asyncio.get_running_loop().create_future()
+        await self.socket.send_json({"id": number, "method": method, "params": params})
+        return await asyncio.wait_for(self.waiting[number], 30)
+
+
+async def wait_for_console_text(devtools: DevTools, text: str, timeout: float) -> None:
+    """Until the console's bytes received by the page (textual-serve's binary websocket frames, which
+    DevTools reports base64-encoded) hold `text`."""
+    import base64
+
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while text not in seen:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise RuntimeError(f"the console never drew {text!r} in the browser within {timeout:g} s")
+        try:
+            event = await asyncio.wait_for(devtools.events.get(), left)
+        except TimeoutError:
+            continue
+        if event.get("method") != "Network.webSocketFrameReceived":
+            continue
+        frame = event["params"]["response"]
+        payload = frame.get("payloadData", "")
+        data = base64.b64decode(payload) if frame.get("opcode") == 2 else payload.encode()
+        seen = (seen + data.decode("utf-8", "replace"))[-200_000:]
+
+
+async def capture_web(out: Path, chromium: str, timeout: float = 90.0) -> Path:
+    import signal
+    import subprocess
+
+    import aiohttp
+
+    out.mkdir(parents=True, exist_ok=True)
+    port, debug_port = free_port(), free_port()
+    profile = tempfile.mkdtemp(prefix="kconsole-chromium-")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "console.cli", "web", "--local", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    browser = None
+    try:
+        await wait_for_port(port, server, timeout)
+        browser = subprocess.Popen(
+            [
+                chromium,
+                "--headless",
+                f"--remote-debugging-port={debug_port}",
+                "--remote-allow-origins=*",
+                f"--user-data-dir={profile}",
+                f"--window-size={WEB_WINDOW[0]},{WEB_WINDOW[1]}",
+                "--hide-scrollbars",
+                "--no-first-run",
+                "--no-default-browser-check",
+                *(["--no-sandbox"] if os.geteuid() == 0 else []),  # Chromium refuses to run as root sandboxed
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        await wait_for_port(debug_port, browser, timeout)
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"http://127.0.0.1:{debug_port}/json/list") as reply:
+                page = next(target for target in await reply.json() if target.get("type") == "page")
+            async with session.ws_connect(page["webSocketDebuggerUrl"], max_msg_size=0) as socket:
+                devtools = DevTools(socket)
+                await devtools.send("Network.enable")
+                await devtools.send("Page.enable")
+                await devtools.send("Page.navigate", url=f"http://127.0.0.1:{port}/")
+                await wait_for_console_text(devtools, WEB_DRAWN, timeout)
+                started = await devtools.send(
+                    "Runtime.evaluate", expression="document.body.classList.contains('-first-byte')"
+                )
+                if started.get("result", {}).get("value") is not True:
+                    raise RuntimeError("the page still shows textual-serve's splash (no -first-byte on its body)")
+                await asyncio.sleep(WEB_PAINT_SECONDS)
+                shot = await devtools.send("Page.captureScreenshot", format="png")
+                devtools.reader.cancel()
+        path = out / "web.png"
+        import base64
+
+        path.write_bytes(base64.b64decode(shot["data"]))
+        return path
+    finally:
+        # The browser first (its tab's console ends with the connection), then the server, as Ctrl-C.
+        for process, stop in ((browser, signal.SIGTERM), (server, signal.SIGINT)):
+            if process is None or process.poll() is not None:
+                continue
+            process.send_signal(stop)
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "screenshots")
+    parser.add_argument("--view", action="append", choices=VIEWS, help="only this view (repeatable); all by default")
+    parser.add_argument("--web", action="store_true", help="only web.png: kconsole web --local in headless Chromium")
+    parser.add_argument("--chromium", default="/usr/bin/chromium", help="the Chromium to drive (--web)")
     arguments = parser.parse_args()
     # The action log and config of a screenshot run stay out of the user's own files.
     scratch = tempfile.mkdtemp(prefix="kconsole-screenshots-")
     os.environ.setdefault("KCONSOLE_DATA_DIR", scratch)
     os.environ.setdefault("KCONSOLE_CONFIG", str(Path(scratch) / "config.toml"))
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
-    asyncio.run(main(arguments.out))
+    if arguments.web:
+        print(f"wrote {asyncio.run(capture_web(arguments.out, arguments.chromium))}", file=sys.stderr)
+    else:
+        asyncio.run(main(arguments.out, tuple(arguments.view or VIEWS)))

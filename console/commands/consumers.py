@@ -239,6 +239,7 @@ async def _find_tables(args: argparse.Namespace) -> tuple[list[str], list]:
 
 async def _report(args: argparse.Namespace) -> tuple[ConsumerReport, Any]:
     from console.consumers.look import consumer_report
+    from console.consumers.throughput import ShardThroughputMeter
     from console.consumers.workers import check_lease_table, read_workers
 
     async with _open(args) as backend:
@@ -264,6 +265,7 @@ async def _report(args: argparse.Namespace) -> tuple[ConsumerReport, Any]:
                 open_shard_ids=[s.shard_id for s in shards if s.is_open],
                 now=time.time(),
                 all_streams=args.all_streams,
+                meter=ShardThroughputMeter(backend, args.stream, clock=time.monotonic) if args.workers else None,
             )
         return report, workers
 

@@ -42,6 +42,7 @@ from console.consumers.leases import (
     looks_like_lease_item,
     parse_lease,
 )
+from console.consumers.throughput import LEASE, ShardThroughput, ShardThroughputMeter
 from console.errors import BadInput
 
 ONLY_CLOSED = "only-closed"
@@ -66,6 +67,8 @@ class WorkerRow:
     flags: tuple[str, ...]
     hand_offs: tuple[str, ...] = ()  # lease keys this worker is handing over or taking over
     problem: str | None = None
+    throughput_source: str | None = None  # "lease" (KCL 3.x's throughputKBps), "shard metrics", "sampled records"
+    throughput_lower_bound: bool = False  # measured by a read that stopped at its bound
 
     def cells(self) -> tuple[str, ...]:
         """The row as text: worker, leases, open, KB/s, CPU, metrics age, leader, flags."""
@@ -74,7 +77,9 @@ class WorkerRow:
             self.worker_id,
             str(self.leases),
             str(self.open_leases),
-            "-" if self.throughput_kbps is None else f"{self.throughput_kbps:.1f}",
+            "-"
+            if self.throughput_kbps is None
+            else ("≥" if self.throughput_lower_bound else "") + f"{self.throughput_kbps:.1f}",
             "-" if self.cpu is None else f"{self.cpu:.0f}%",
             "-" if self.metrics_age_s is None else f"{self.metrics_age_s:.0f} s",
             "leader" if self.leader else "",
@@ -87,6 +92,8 @@ class WorkerRow:
             "leases": self.leases,
             "open_leases": self.open_leases,
             "throughput_kbps": None if self.throughput_kbps is None else round(self.throughput_kbps, 3),
+            "throughput_source": self.throughput_source,
+            "throughput_lower_bound": self.throughput_lower_bound,
             "cpu": self.cpu,
             "metrics_age_s": None if self.metrics_age_s is None else round(self.metrics_age_s, 1),
             "leader": self.leader,
@@ -108,6 +115,7 @@ class WorkersView:
     all_streams: bool
     notes: tuple[str, ...] = field(default=())
     other_leases: tuple[Lease, ...] = field(default=())  # with all_streams: the other streams' leases
+    throughput_line: str | None = None  # where measured throughput comes from (None: only leases' own)
 
     def other_lease_rows(self) -> list[tuple[str, str, str, str]]:
         """(stream, shard, owner, checkpoint) of each other stream's lease."""
@@ -130,6 +138,7 @@ class WorkersView:
                 dict(zip(("stream", "shard_id", "owner", "checkpoint"), row)) for row in self.other_lease_rows()
             ],
             "notes": list(self.notes),
+            "throughput_measured": self.throughput_line,
         }
 
     def summary_lines(self) -> list[str]:
@@ -142,6 +151,8 @@ class WorkersView:
         lines = [state]
         if self.unowned_leases:
             lines.append(f"{self.unowned_leases} open lease(s) have no owner")
+        if self.throughput_line:
+            lines.append(self.throughput_line)
         lines.extend(self.notes)
         other = self.other_streams_line()
         if other:
@@ -167,9 +178,11 @@ def build_workers(
     layout: str,
     now: float,
     all_streams: bool = False,
+    measured: ShardThroughput | None = None,
 ) -> WorkersView:
     """The worker view from a lease table's leases (every stream's), the worker metrics and the
-    coordinator state. `open_shard_ids` are this stream's open shards (None: judge by SHARD_END)."""
+    coordinator state. `open_shard_ids` are this stream's open shards (None: judge by SHARD_END).
+    `measured` is this stream's shards' throughput, for leases that carry none of their own."""
     open_ids = set(open_shard_ids) if open_shard_ids is not None else None
     mine = [lease for lease in leases if lease.stream_name in (None, stream)]
     others = Counter(lease.stream_name or "?" for lease in leases if lease.stream_name not in (None, stream))
@@ -196,12 +209,28 @@ def build_workers(
     workers = sorted(set(by_owner) | set(metrics_by_id) | set(hand_offs))
     leader = coordination.leader if coordination else None
 
-    def throughput(held: list[Lease]) -> float | None:
-        values = [lease.throughput_kbps for lease in held if lease.throughput_kbps is not None]
-        return sum(values) if values else None
+    def throughput(held: list[Lease]) -> tuple[float | None, str | None, bool]:
+        """(KB/s, its sources, lower bound): a lease's own throughputKBps, else its shard's measure
+        (a closed shard takes nothing in: 0)."""
+        values, sources, lower = [], [], False
+        for lease in held:
+            if lease.throughput_kbps is not None:
+                values.append(lease.throughput_kbps)
+                sources.append(LEASE)
+            elif measured is not None and lease.stream_name in (None, stream):
+                rate = measured.rates.get(lease.shard_id)
+                if rate is not None:
+                    values.append(rate.kbps)
+                    sources.append(rate.source)
+                    lower = lower or rate.lower_bound
+                elif not is_open(lease):
+                    values.append(0.0)
+        named = "+".join(dict.fromkeys(sources)) or None
+        return (sum(values) if values else None), named, lower
 
     counts = {w: len(by_owner.get(w, [])) for w in workers}
-    rates = {w: throughput(by_owner.get(w, [])) for w in workers}
+    measures = {w: throughput(by_owner.get(w, [])) for w in workers}
+    rates = {w: measure[0] for w, measure in measures.items()}
     mean_count = fmean(counts.values()) if counts else 0.0
     known_rates = [r for r in rates.values() if r is not None]
     mean_rate = fmean(known_rates) if known_rates else 0.0
@@ -241,6 +270,8 @@ def build_workers(
                 tuple(flags),
                 tuple(sorted(hand_offs.get(worker, ()))),
                 problem,
+                measures[worker][1],
+                measures[worker][2],
             )
         )
     notes = []
@@ -252,6 +283,8 @@ def build_workers(
         notes.append("no leader or migration state: no coordinator items found")
     if coordination is not None:
         notes.extend(coordination.problems)
+    if measured is not None:
+        notes.extend(measured.notes)
     return WorkersView(
         layout,
         tuple(rows),
@@ -263,6 +296,7 @@ def build_workers(
         all_streams,
         tuple(notes),
         tuple(lease for lease in leases if lease.stream_name not in (None, stream)) if all_streams else (),
+        measured.sources_line() if measured is not None else None,
     )
 
 
@@ -298,9 +332,12 @@ async def read_workers(
     now: float,
     all_streams: bool = False,
     table_names: Sequence[str] | None = None,
+    meter: ShardThroughputMeter | None = None,
 ) -> WorkersView:
     """The worker view of lease table `table`: its items, and KCL 3.x's worker-metrics and
-    coordinator state from the same table (3.5) or from the tables named after it."""
+    coordinator state from the same table (3.5) or from the tables named after it. With a `meter`,
+    the open shards of owned leases that carry no throughputKBps are measured (shard metrics, or
+    their records read back)."""
     await check_lease_table(backend, table)
     items = await backend.scan_table(table)
     kcl_items = [item for item in items if looks_like_lease_item(item) or entity_of(item)]
@@ -331,6 +368,20 @@ async def read_workers(
             coordination = parse_coordination(await backend.scan_table(coordinator_table(table)), in_lease_table=False)
     else:
         layout, metrics, coordination = KCL_2X, [], None
+    measured = None
+    if meter is not None:
+        open_ids = set(open_shard_ids) if open_shard_ids is not None else None
+        unmeasured = [
+            lease.shard_id
+            for lease in leases
+            if lease.stream_name in (None, stream)
+            and lease.owner is not None
+            and lease.throughput_kbps is None
+            and not lease.finished
+            and (open_ids is None or lease.shard_id in open_ids)
+        ]
+        if unmeasured:
+            measured = await meter.measure(unmeasured)
     return build_workers(
         leases,
         stream=stream,
@@ -340,6 +391,7 @@ async def read_workers(
         layout=layout,
         now=now,
         all_streams=all_streams,
+        measured=measured,
     )
 
 

@@ -109,5 +109,26 @@ async def cloudwatch_heat(
     return [summarise_shard(shard_id, by_shard.get(shard_id, {}), window) for shard_id in shard_ids]
 
 
+async def shard_utilisation(
+    backend: Any, stream: str, shard_ids: Sequence[str], *, minutes: int = 5, now: datetime | None = None
+) -> dict[str, float]:
+    """Each shard's utilisation of its write limits in its busiest minute of the last `minutes`, by
+    CloudWatch's IncomingRecords and IncomingBytes (what ranks the hottest shards for a live view that
+    reads the shards in turn; two queries a shard, 20 GetMetricData calls for 5,000 shards)."""
+    start, end = minute_window(minutes, now)
+    by_shard = await backend.shard_metrics(
+        stream,
+        list(shard_ids),
+        {metric: SHARD_METRIC_STATISTICS[metric] for metric in ("IncomingRecords", "IncomingBytes")},
+        start,
+        end,
+        PERIOD,
+    )
+    return {
+        shard_id: summarise_shard(shard_id, by_shard.get(shard_id, {}), minutes * PERIOD).peak_utilisation
+        for shard_id in shard_ids
+    }
+
+
 def limits_json() -> dict:
     return {"records_per_s": SHARD_RECORDS_LIMIT, "bytes_per_s": SHARD_BYTES_LIMIT}

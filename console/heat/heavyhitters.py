@@ -55,7 +55,8 @@ class SpaceSaving:
         self._table: Counter[str] = Counter()
         self._floor = 0  # weight subtracted from every counter so far (in sampled units)
         self._total = 0  # weight counted (in sampled units)
-        self._random = random.Random(seed)
+        # Only a sampling summary draws (seeding one costs ~30 µs: a 10,000-shard heat view makes 30,000).
+        self._random = random.Random(seed) if sample_every > 1 else None
 
     # ingestion -----------------------------------------------------------------------------
 
@@ -75,6 +76,7 @@ class SpaceSaving:
             if step == 1:
                 chunk = keys[begin : begin + CHUNK]
             else:
+                assert self._random is not None  # made with sample_every > 1
                 chunk = keys[begin + self._random.randrange(step) : begin + CHUNK : step]
             table.update(chunk)
             self._total += len(chunk)
@@ -109,7 +111,7 @@ class SpaceSaving:
         twin = SpaceSaving.__new__(SpaceSaving)
         twin.capacity, twin.sample_every, twin._limit = self.capacity, self.sample_every, self._limit
         twin._table, twin._floor, twin._total = Counter(self._table), self._floor, self._total
-        twin._random = random.Random(self._random.random())
+        twin._random = None if self._random is None else random.Random(self._random.random())
         return twin
 
     # queries --------------------------------------------------------------------------------

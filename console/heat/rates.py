@@ -67,17 +67,49 @@ class ShardHeat:
         self.decode_errors = 0  # malformed aggregates: counted as Kinesis records, holding no user records
         self.unplaced = 0
         self.keyless = 0  # records without a partition key (AUTO distribution): load, but no key
-        self.by_records = SpaceSaving(top_capacity)  # user records per partition key
-        self.by_bytes = SpaceSaving(top_capacity)
-        self.by_inner = SpaceSaving(top_capacity)  # user records that came out of aggregates, per key
+        # The summaries and the histogram are made at the first record: a 10,000-shard view starts
+        # with most shards unread, and each would cost ~30 µs up front.
+        self._top_capacity = top_capacity
+        self._by_records: SpaceSaving | None = None
+        self._by_bytes: SpaceSaving | None = None
+        self._by_inner: SpaceSaving | None = None
         # Kinesis records per placing key (outer key of an aggregate): kept apart from by_records only
         # once an aggregate arrives; until then the two are the same summary.
         self.by_placement: SpaceSaving | None = None
         self._buckets: dict[int, list[int]] = {}  # second -> [records, bytes, user records]
         self._newest = -1  # the newest second history was trimmed for
         self._latest = -1  # the newest second seen
-        self._bins = [0] * HASH_BINS
+        self._histogram: list[int] | None = None
         self._hashes: dict[str, int] = {}
+        self.version = 0  # goes up with every observation that counted: a snapshot of it can be reused
+
+    @property
+    def by_records(self) -> SpaceSaving:
+        """User records per partition key."""
+        return self._summary("_by_records")
+
+    @property
+    def by_bytes(self) -> SpaceSaving:
+        return self._summary("_by_bytes")
+
+    @property
+    def by_inner(self) -> SpaceSaving:
+        """User records that came out of aggregates, per key."""
+        return self._summary("_by_inner")
+
+    def _summary(self, slot: str) -> SpaceSaving:
+        summary = getattr(self, slot)
+        if summary is None:
+            summary = SpaceSaving(self._top_capacity)
+            setattr(self, slot, summary)
+        return summary
+
+    @property
+    def _bins(self) -> list[int]:
+        """Records placed per HASH_BINS-th of the shard's hash range."""
+        if self._histogram is None:
+            self._histogram = [0] * HASH_BINS
+        return self._histogram
 
     def observe(
         self,
@@ -127,6 +159,7 @@ class ShardHeat:
         counted = len(keys) + keyless + aggregates_counted
         if not counted:
             return 0
+        self.version += 1
         if aggregates_counted and self.by_placement is None:
             self.by_placement = self.by_records.copy()  # every record so far was plain: the same counts
         self.records += counted
@@ -292,9 +325,12 @@ class ShardHeat:
         series_seconds: int = 60,
         is_open: bool = True,
         keys_place: bool = True,
+        sampled_at: float | None = None,
     ) -> ShardHeatSnapshot:
         """`keys_place` False (an AUTO stream): keys say nothing about where records went, so no
         split at their median is suggested and no record counts as outside its key's range."""
+        if not self.records and window_end <= window_start:
+            return self._unread(is_open, sampled_at)
         window = max(window_end - window_start, 1e-9)
         records_per_s, bytes_per_s = self.records / window, self.bytes / window
         first_second, last_second = int(window_start), int(window_end)
@@ -341,6 +377,35 @@ class ShardHeat:
             aggregates=self.aggregates,
             decode_errors=self.decode_errors,
             keyless_records=self.keyless,
+            sampled_at=sampled_at,
+        )
+
+    def _unread(self, is_open: bool, sampled_at: float | None) -> ShardHeatSnapshot:
+        """The snapshot of a shard not read yet: nothing known (cheap: a 10,000-shard view starts so)."""
+        shard = self.shard
+        return ShardHeatSnapshot(
+            shard.shard_id,
+            shard.starting_hash_key,
+            shard.ending_hash_key,
+            0,
+            0,
+            0.0,
+            0.0,
+            0.0,
+            0,
+            0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            (),
+            (),
+            (),
+            None,
+            0,
+            0,
+            is_open=is_open,
+            sampled_at=sampled_at,
         )
 
     def _top_key(self, key: str, records: int, guaranteed: int, nbytes: int | None = None) -> TopKey:
@@ -375,6 +440,15 @@ class StreamHeat:
         # Shards whose life began or ended inside the window: their rates cover only their part of it.
         self.closed: dict[str, float] = {}
         self.born: dict[str, float] = {}
+        # Up to when each shard was read: every arrival before it has been counted (its figures' age).
+        self.sampled_at: dict[str, float] = {}
+        # The last snapshot of each shard and what it was made of: reused while nothing changed, so a
+        # view of 10,000 shards recomputes only the few read since its last snapshot.
+        self._snapshots: dict[str, tuple[tuple, ShardHeatSnapshot]] = {}
+        # Reading in turn (`as_sampled`), a shard's snapshot changes only when it is read: the last
+        # snapshot's shards, and which shards were read, observed or closed since (None: all).
+        self._last: tuple[tuple, list[ShardHeatSnapshot], dict[str, int]] | None = None
+        self._changed: set[str] | None = None
         self._top_capacity, self._history_seconds = top_capacity, history_seconds
         ordered = sorted(shards, key=lambda shard: shard.starting_hash_key)
         self.shards: dict[str, ShardHeat] = {
@@ -386,6 +460,7 @@ class StreamHeat:
         """A shard born during the window (a reshard's child), sampled from `since`; key-space order kept."""
         if shard.shard_id in self.shards:
             return
+        self._changed = None
         self.born[shard.shard_id] = since
         self.shards[shard.shard_id] = ShardHeat(
             shard, top_capacity=self._top_capacity, history_seconds=self._history_seconds
@@ -399,9 +474,26 @@ class StreamHeat:
     def mark_closed(self, shard_id: str, at: float) -> None:
         """The shard closed under a reshard; its rates cover the window up to `at`."""
         self.closed[shard_id] = at
+        self._touch(shard_id)
+
+    def _touch(self, shard_id: str) -> None:
+        if self._changed is not None:
+            self._changed.add(shard_id)
+
+    def mark_sampled(self, shard_id: str, through: float) -> None:
+        """Every record of the shard that arrived before `through` has been read."""
+        if through > self.sampled_at.get(shard_id, float("-inf")):
+            self.sampled_at[shard_id] = through
+            self._touch(shard_id)
+
+    def age(self, shard_id: str, now: float) -> float | None:
+        """Seconds since the shard was last read up to (None: not read yet)."""
+        sampled = self.sampled_at.get(shard_id)
+        return None if sampled is None else max(0.0, now - sampled)
 
     def observe(self, shard_id: str, observations: Iterable[Observation], aggregates: Iterable[Aggregate] = ()) -> int:
         end = self.window_end if self.window_end is not None else float("inf")
+        self._touch(shard_id)
         return self.shards[shard_id].observe(observations, self.window_start, end, aggregates)
 
     def close(self, window_end: float) -> None:
@@ -411,26 +503,59 @@ class StreamHeat:
     def reopen(self, shards: Iterable[Shard]) -> None:
         """Count arrivals again (a sampler resumes where this window closed), with shards opened meanwhile."""
         self.window_end = None
+        self._changed = None
         for shard in shards:
             if shard.shard_id not in self.shards:
                 self.add_shard(shard, since=self.window_start)
 
-    def snapshot(self, now: float, *, top: int = 5, series_seconds: int = 60) -> StreamHeatSnapshot:
+    def snapshot(
+        self, now: float, *, top: int = 5, series_seconds: int = 60, as_sampled: bool = False
+    ) -> StreamHeatSnapshot:
+        """Every shard's figures up to `now`; with `as_sampled` (a view that reads shards in turn), each
+        shard's up to when it was last read, so that a shard not read for a while shows what was
+        known, not an idle stretch it may not have had. Shards unchanged since the last snapshot
+        keep their snapshot (only the ones read meanwhile are worked out again)."""
         end = self.window_end if self.window_end is not None else now
+        keys_place = not self.auto_distribution
+        shape = (top, series_seconds, keys_place, self.window_start, self.window_end)
+        last, changed = self._last, self._changed
+        if as_sampled and last is not None and last[0] == shape and changed is not None:
+            # Each shard ends at its last read, not at `now`: only the shards touched since can differ.
+            shards, positions = list(last[1]), last[2]
+            for shard_id in changed:
+                shards[positions[shard_id]] = self._shard_snapshot(shard_id, end, top, series_seconds, as_sampled)
+        else:
+            shards = [self._shard_snapshot(shard_id, end, top, series_seconds, as_sampled) for shard_id in self.shards]
+            positions = {shard_id: index for index, shard_id in enumerate(self.shards)}
+        if as_sampled:
+            self._last, self._changed = (shape, shards, positions), set()
         return StreamHeatSnapshot(
-            self.stream,
-            self.window_start,
-            end,
-            tuple(
-                heat.snapshot(
-                    max(self.window_start, self.born.get(shard_id, self.window_start)),
-                    min(end, self.closed.get(shard_id, end)),
-                    top=top,
-                    series_seconds=series_seconds,
-                    is_open=shard_id not in self.closed,
-                    keys_place=not self.auto_distribution,
-                )
-                for shard_id, heat in self.shards.items()
-            ),
-            auto_distribution=self.auto_distribution,
+            self.stream, self.window_start, end, tuple(shards), auto_distribution=self.auto_distribution
         )
+
+    def _shard_snapshot(
+        self, shard_id: str, end: float, top: int, series_seconds: int, as_sampled: bool
+    ) -> ShardHeatSnapshot:
+        heat = self.shards[shard_id]
+        keys_place = not self.auto_distribution
+        start = max(self.window_start, self.born.get(shard_id, self.window_start))
+        shard_end = min(end, self.closed.get(shard_id, end))
+        sampled = self.sampled_at.get(shard_id)
+        if as_sampled:
+            shard_end = min(shard_end, sampled if sampled is not None else start)
+        is_open = shard_id not in self.closed
+        key = (start, shard_end, heat.version, is_open, keys_place, top, series_seconds, sampled)
+        cached = self._snapshots.get(shard_id)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        made = heat.snapshot(
+            start,
+            shard_end,
+            top=top,
+            series_seconds=series_seconds,
+            is_open=is_open,
+            keys_place=keys_place,
+            sampled_at=sampled,
+        )
+        self._snapshots[shard_id] = (key, made)
+        return made

@@ -11,6 +11,13 @@ stream's new shape; the closed parent stays in the report with what it carried u
 
 All I/O goes through the injected backend (`all_shards`, `get_shard_iterator`, `get_records`), so the
 same sampler runs against AWS, any endpoint, the embedded local Kinesis or a test double.
+
+With `shards_per_second` (a live view), a stream with more open shards than that is not read by one
+reader per shard but in turn (console.heat.rotation): each second one loop reads the shards the
+rotation hands out, the selected one (`sampler.selected`) and the hottest always among them, and
+every other shard once a pass. A shard's first read starts at the window's start (or where a
+resumed window last read it), so each visit counts everything that arrived since the one before,
+by arrival time; `heat.sampled_at` says up to when each shard is known.
 """
 
 from __future__ import annotations
@@ -18,14 +25,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from console.errors import BadInput, ConsoleError, Throttled
 from console.heat.aggregates import split_page
+from console.heat.cloudwatch import shard_utilisation
 from console.heat.rates import HISTORY_SECONDS, StreamHeat, observations_from_records
-from console.heat.snapshot import StreamHeatSnapshot
+from console.heat.rotation import SamplingRotation
+from console.heat.snapshot import StreamHeatSnapshot, utilisation
 from console.read.cursor import ShardCursor
 from console.topology.model import Shard
 
@@ -35,6 +44,11 @@ THROTTLE_PAUSE = 1.0  # a throttled GetRecords: the shard's 5 reads/s are taken 
 # Records become readable shortly after PutRecords returns ("typically less than 1 second" on AWS),
 # so the last read waits this long after the window closes.
 DRAIN_GRACE = 0.5
+# A rotating sampler: shards read at once within a second (the rest of the second's round waits its
+# turn), and pages read at most from one shard in one visit (AWS's 5 reads a second per shard).
+CONCURRENT_READS = 8
+PAGES_PER_VISIT = 5
+CLOUDWATCH_RANK_SECONDS = 60.0  # CloudWatch's shard metrics come a minute at a time: ranked once a minute
 
 
 class HeatSampler:
@@ -51,6 +65,7 @@ class HeatSampler:
         drain_grace: float = DRAIN_GRACE,
         clock: Callable[[], float] = time.time,
         resume: StreamHeat | None = None,
+        shards_per_second: int | None = None,
     ) -> None:
         if not 0 < reads_per_second <= MAX_READS_PER_SECOND:
             raise BadInput(
@@ -78,6 +93,15 @@ class HeatSampler:
         self._closing = asyncio.Event()  # the window is closed: stop sleeping between reads
         self._last_call = asyncio.Event()  # make the last read now
         self._failure: BaseException | None = None
+        self.shards_per_second = shards_per_second
+        self.rotation: SamplingRotation | None = None  # set by start() when the stream has more shards
+        self.selected: str | None = None  # the shard a view has selected: read in every second
+        # Rank the hottest by CloudWatch's shard-level metrics (set by a view when enhanced monitoring
+        # is on); otherwise, and when CloudWatch fails, by the last pass.
+        self.rank_by_cloudwatch = False
+        self._ranked_at = float("-inf")
+        self._cursors: dict[str, ShardCursor] = {}
+        self._start_at: dict[str, str] = {}  # how a shard's first read starts when not AT_TIMESTAMP
 
     @property
     def error(self) -> BaseException | None:
@@ -93,6 +117,9 @@ class HeatSampler:
             raise RuntimeError("sampler already started")
         listed = await self.backend.all_shards(self.stream)
         shards = [shard for shard in listed if shard.is_open]
+        if self.shards_per_second is not None and len(shards) > self.shards_per_second:
+            self._start_rotation(shards)
+            return
         if self._resume is not None:
             heat, closed_at = self._resume, self._resume.window_end or self.clock()
             since = datetime.fromtimestamp(max(closed_at, self.clock() - HISTORY_SECONDS), UTC)
@@ -117,6 +144,28 @@ class HeatSampler:
                 self._read_shard(shard.shard_id, iterator), name=f"heat-{self.stream}-{shard.shard_id}"
             )
 
+    def _start_rotation(self, shards: list[Shard]) -> None:
+        assert self.shards_per_second is not None
+        if self._resume is not None:
+            self.heat = self._resume
+            self.heat.reopen(shards)
+        else:
+            self.heat = StreamHeat(self.stream, shards, window_start=self.clock(), top_capacity=self.top_capacity)
+        # The pass follows the key space; only open shards are read (a closed one was read to its end).
+        self.rotation = SamplingRotation(
+            (shard_id for shard_id in self.heat.shards if shard_id not in self.heat.closed), self.shards_per_second
+        )
+        self._tasks["rotation"] = asyncio.create_task(self._rotate(), name=f"heat-{self.stream}-rotation")
+
+    def coverage_text(self) -> str:
+        """What one second of sampling covers, for a view's header."""
+        if self.rotation is not None:
+            return self.rotation.coverage_text()
+        heat = self.heat
+        count = 0 if heat is None else len(heat.shards.keys() - heat.closed.keys())
+        noun = "shard" if count == 1 else "shards"
+        return f"sampling all {count:,} {noun}, {1 / self.interval:g} reads/s each"
+
     async def stop(self, *, drain: bool = True) -> StreamHeatSnapshot | None:
         """Close the window, let each reader make its last read (if `drain`), and await them all."""
         if self.heat is None:
@@ -124,6 +173,8 @@ class HeatSampler:
         if self.heat.window_end is None:
             self.heat.close(self.clock())
         self._closing.set()
+        if self.rotation is not None:
+            drain = False  # a rotation knows each shard up to its last visit (its age); no last round
         if not drain:
             for task in self._tasks.values():
                 task.cancel()
@@ -154,7 +205,9 @@ class HeatSampler:
     def snapshot(self, *, top: int = 5, series_seconds: int = 60) -> StreamHeatSnapshot:
         if self.heat is None:
             raise RuntimeError("sampler not started")
-        return self.heat.snapshot(self.clock(), top=top, series_seconds=series_seconds)
+        return self.heat.snapshot(
+            self.clock(), top=top, series_seconds=series_seconds, as_sampled=self.rotation is not None
+        )
 
     async def snapshots(
         self, every: float = 1.0, *, top: int = 5, series_seconds: int = 60
@@ -185,18 +238,7 @@ class HeatSampler:
         assert self.heat is not None
         # Never more than MAX_READS_PER_SECOND, even for the last read right after a wake-up; the
         # slower `interval` between ordinary reads is kept here, as a pause the window's close cuts short.
-        cursor = ShardCursor(
-            stream=self.stream,
-            shard_id=shard_id,
-            iterator=iterator,
-            get_shard_iterator=self.backend.get_shard_iterator,
-            get_records=self.backend.get_records,
-            restart=lambda: self._at_latest(shard_id),
-            limit=self.records_per_read,
-            min_interval=1.0 / MAX_READS_PER_SECOND,
-            sleep=asyncio.sleep,
-            clock=time.monotonic,
-        )
+        cursor = self._cursor(shard_id, iterator, restart=lambda: self._at_latest(shard_id))
         while True:
             if self._closing.is_set():
                 await self._last_call.wait()
@@ -210,9 +252,8 @@ class HeatSampler:
                 await self._pause(THROTTLE_PAUSE)
                 continue
             self.reads += 1
-            if page.records:
-                plain, aggregates = split_page(page.records)  # KPL aggregates opened to their user records
-                self.heat.observe(shard_id, observations_from_records(plain), aggregates)
+            self._count(shard_id, page.records)
+            self.heat.mark_sampled(shard_id, self.clock())
             if page.ended:  # the shard was closed by a reshard: nothing more will arrive
                 self.closed_shards.append(shard_id)
                 self.heat.mark_closed(shard_id, self.clock())
@@ -222,6 +263,127 @@ class HeatSampler:
             if last_read:
                 return
             await self._pause(self.interval - (time.monotonic() - cursor.last_call_at))
+
+    def _count(self, shard_id: str, records: list[dict]) -> None:
+        if records:
+            assert self.heat is not None
+            plain, aggregates = split_page(records)  # KPL aggregates opened to their user records
+            self.heat.observe(shard_id, observations_from_records(plain), aggregates)
+
+    # ---- reading in turn --------------------------------------------------------------------------
+
+    async def _rotate(self) -> None:
+        """Each second: read the shards the rotation hands out, a few at once, then wait for the next."""
+        assert self.rotation is not None
+        gate = asyncio.Semaphore(CONCURRENT_READS)
+
+        async def visit(shard_id: str) -> None:
+            async with gate:
+                if not self._closing.is_set():
+                    await self._visit(shard_id)
+
+        while not self._closing.is_set():
+            began = time.monotonic()
+            ranking = self._tasks.get("cloudwatch")
+            if (
+                self.rank_by_cloudwatch
+                and began - self._ranked_at >= CLOUDWATCH_RANK_SECONDS
+                and (ranking is None or ranking.done())
+            ):
+                self._ranked_at = began
+                self._tasks["cloudwatch"] = asyncio.create_task(
+                    self._rank_by_cloudwatch(), name=f"heat-{self.stream}-cloudwatch"
+                )
+            chosen = self.rotation.next_round(self.selected)
+            # Every visit ends before the next second (none is left running when one fails).
+            outcomes = await asyncio.gather(*(visit(shard_id) for shard_id in chosen), return_exceptions=True)
+            failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+            for failure in failures:
+                if not isinstance(failure, ConsoleError):
+                    raise failure
+            if failures:  # e.g. the stream was deleted: end the rotation, report at stop()
+                self._failure = self._failure or failures[0]
+                return
+            await self._pause(1.0 - (time.monotonic() - began))
+
+    async def _rank_by_cloudwatch(self) -> None:
+        """The hottest shards by CloudWatch: a pass takes minutes, CloudWatch knows every shard's last
+        minutes already (enhanced monitoring). A failure leaves the ranking to the last pass."""
+        assert self.rotation is not None
+        shard_ids = list(self.rotation)
+        try:
+            found = await shard_utilisation(self.backend, self.stream, shard_ids)
+        except ConsoleError:
+            self.rotation.ranked_by = "the last pass"
+            return
+        self.rotation.rank(found, by="CloudWatch")
+
+    async def _visit(self, shard_id: str) -> None:
+        """Read one shard up to its tip (at most PAGES_PER_VISIT pages): everything since the last visit."""
+        assert self.heat is not None and self.rotation is not None
+        cursor = self._cursors.get(shard_id) or await self._open_cursor(shard_id)
+        for _ in range(PAGES_PER_VISIT):
+            read_at = self.clock()
+            try:
+                page = await cursor.read()
+            except Throttled:
+                self.throttled_reads += 1
+                return
+            self.reads += 1
+            self._count(shard_id, page.records)
+            if page.ended:  # closed by a reshard: its children take its place in the rotation
+                self.heat.mark_sampled(shard_id, read_at)
+                self.closed_shards.append(shard_id)
+                self.heat.mark_closed(shard_id, read_at)
+                self.rotation.remove(shard_id)
+                self._cursors.pop(shard_id, None)
+                await self._follow_children(shard_id, page.child_shards)
+                return
+            # Known up to the read, less what it says is still behind it.
+            self.heat.mark_sampled(shard_id, read_at - (page.millis_behind or 0) / 1000)
+            if cursor.at_tip(page):
+                break
+        heat = self.heat.shards[shard_id]
+        second = int(self.heat.sampled_at.get(shard_id, read_at))
+        records, nbytes = heat.recent_rates(int(self.heat.window_start), second)
+        self.rotation.note(shard_id, utilisation(records, nbytes))
+
+    async def _open_cursor(self, shard_id: str) -> ShardCursor:
+        """A shard's first visit: from the window's start, or from where a resumed window last read it
+        (at most HISTORY_SECONDS back); a reshard's child from its beginning."""
+        assert self.heat is not None
+        position = self._start_at.pop(shard_id, None)
+        if position is not None:
+            iterator = await self.backend.get_shard_iterator(self.stream, shard_id, position)
+        else:
+            iterator = await self._since_last_read(shard_id)
+        cursor = self._cursors[shard_id] = self._cursor(
+            shard_id, iterator, restart=lambda: self._since_last_read(shard_id)
+        )
+        return cursor
+
+    def _cursor(self, shard_id: str, iterator: str, *, restart: Callable[[], Awaitable[str]]) -> ShardCursor:
+        return ShardCursor(
+            stream=self.stream,
+            shard_id=shard_id,
+            iterator=iterator,
+            get_shard_iterator=self.backend.get_shard_iterator,
+            get_records=self.backend.get_records,
+            restart=restart,
+            limit=self.records_per_read,
+            min_interval=1.0 / MAX_READS_PER_SECOND,
+            sleep=asyncio.sleep,
+            clock=time.monotonic,
+        )
+
+    async def _since_last_read(self, shard_id: str) -> str:
+        """An iterator at the first record not counted yet (at most HISTORY_SECONDS back): also what an
+        iterator that expired between two visits (a pass longer than 5 minutes) is replaced by."""
+        assert self.heat is not None
+        since = max(self.heat.sampled_at.get(shard_id, self.heat.window_start), self.clock() - HISTORY_SECONDS)
+        return await self.backend.get_shard_iterator(
+            self.stream, shard_id, "AT_TIMESTAMP", timestamp=datetime.fromtimestamp(since, UTC)
+        )
 
     async def _follow_children(self, parent_id: str, child_shards: list[dict] | None) -> None:
         """Start readers on the open children of a closed shard (GetRecords names them in ChildShards;
@@ -237,6 +399,13 @@ class HeatSampler:
             children = [
                 Shard.from_api({**raw, "ParentShardId": (raw.get("ParentShards") or [None])[0]}) for raw in child_shards
             ]
+        if self.rotation is not None:
+            for child in children:
+                if child.shard_id not in self.heat.shards:
+                    self.heat.add_shard(child, since=self.clock())
+                    self._start_at[child.shard_id] = "TRIM_HORIZON"  # a child holds only what followed the reshard
+                self.rotation.add(child.shard_id)
+            return
         for child in children:
             if child.shard_id in self._followed or child.shard_id in self._tasks or self._closing.is_set():
                 continue

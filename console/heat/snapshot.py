@@ -106,6 +106,9 @@ class ShardHeatSnapshot:
     aggregates: int = 0  # Kinesis records that were KPL aggregates
     decode_errors: int = 0  # malformed aggregates (counted as Kinesis records, no user records)
     keyless_records: int = 0  # sent without a partition key (AUTO distribution): load, but no key
+    # Up to when the shard was read (epoch seconds; None: not yet). A view that samples a bounded set
+    # of shards per second reads each in turn: its figures end here, and are as old as this is.
+    sampled_at: float | None = None
 
     @property
     def recent_utilisation(self) -> float:

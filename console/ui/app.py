@@ -2,13 +2,13 @@
 producer, tail, heat, consumers).
 
 The app keeps what is stream-wide: the layout, the keys, the selected shard, which stream is open,
-and the two loops that follow the whole stream (the shard poll, and its CloudWatch metrics once a
-minute). `stream` and `read_only` are reactives the panels follow (data_bind). Each panel runs its
-own work in its own workers (the producer run, the tail reader, the heat sampler, the lease poll) and
-posts typed messages for what other widgets need; the app routes them (heat and lag to the shard
-table and the ribbon). Split, merge, rescale and the stream actions run through console.ui.changes,
-given only the narrow objects they need. The shard poll and the lease poll share one lock, so they
-never overlap.
+and the shard poll, whose results (and the stream's CloudWatch metrics that follow them) its
+StreamDisplay writes into the stream-wide widgets. `stream` and `read_only` are reactives the panels
+follow (data_bind). Each panel runs its own work in its own workers (the producer run, the tail
+reader, the heat sampler, the lease poll) and posts typed messages for what other widgets need; the
+app routes them (heat and lag to the shard table and the ribbon). Split, merge, rescale and the
+stream actions start from console.ui.changes; `:`, ctrl+c, j / k and R from console.ui.screens.
+command_line. The shard poll and the lease poll share one lock, so they never overlap.
 
 The backend is injected (`source`: a console.backend.protocol.ConsoleBackend), so tests drive this
 app against the embedded local Kinesis and the benchmark against a 10k-shard fake.
@@ -17,26 +17,23 @@ app against the embedded local Kinesis and the benchmark against a 10k-shard fak
 from __future__ import annotations
 
 import asyncio
-import gc
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from textual import events, on, work
 from textual.app import App, ComposeResult
-from textual.reactive import reactive
+from textual.binding import BindingType
+from textual.reactive import reactive, var
+from textual.timer import Timer
 from textual.widgets import TabbedContent, TabPane, Tabs
 from textual.worker import Worker, WorkerState
 
-from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS, ConsoleBackend
-from console.errors import ConsoleError
-from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
-from console.topology.lineage import Lineage
-from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, READ_ONLY_DISABLES
+from console.backend.protocol import RETRY_EVENTS, ConsoleBackend
+from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, disabled_key_notice, read_only_notice
 from console.ui.changes import StreamChanges
 from console.ui.focus import FocusModel
-from console.ui.format import short_shard_id
 from console.ui.palette import ConsoleCommands
 from console.ui.panels.consumers import ConsumersPanel
 from console.ui.panels.heat import HeatPanel
@@ -46,22 +43,14 @@ from console.ui.panels.placement import PlacementPanel
 from console.ui.panels.producer import ProducerPanel
 from console.ui.panels.shards import ShardsPanel
 from console.ui.panels.tail import TailView
-from console.ui.reshard_flow import ReshardActivity, ReshardProgressed, ReshardRequest
-from console.ui.screens.command_line import CommandLineHost, CommandLineScreen
+from console.ui.reshard_flow import ReshardActivity, ReshardProgressed
+from console.ui.screens.command_line import CommandLineScreen, K9sHabits
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.stream_actions import StreamDeleted
 from console.ui.screens.stream_picker import StreamPickerScreen
-from console.ui.source import (
-    BIG_STREAM,
-    ConnectionInfo,
-    ListingSchedule,
-    StreamView,
-    describe_failure,
-    fetch_stream,
-    with_lineage,
-)
-from console.ui.startup import settle_heap, warm_lazy_imports
-from console.ui.stream_display import PollFailed, StreamDisplay, StreamRefreshed
+from console.ui.source import ConnectionInfo, ListingSchedule, StreamView, fetch_stream
+from console.ui.startup import freeze_startup_garbage, warm_up
+from console.ui.stream_display import StreamDisplay
 from console.ui.toasts import ToastsBehindDialogs
 from console.ui.widgets.footer import CoalescingFooter
 from console.ui.widgets.header import ConsoleHeader
@@ -75,20 +64,21 @@ SHARD_CHOSEN_IN = {
     LineageTree.ShardHighlighted: "tree",
     KeySpaceRibbon.ShardClicked: "ribbon",
 }
-CAPACITY_INTERVAL = 60.0  # seconds between fetches of the stream's CloudWatch metrics (its resolution)
-NO_CLOUDWATCH = "no CloudWatch metrics: this source has no CloudWatch"
 
 
-class KConsoleApp(CommandLineHost, App[None]):
+class KConsoleApp(App[None]):
     CSS_PATH = Path(__file__).parent / "kconsole.tcss"  # absolute, so subclasses elsewhere find it
     TITLE = "kconsole"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
 
-    BINDINGS = APP_BINDINGS
+    BINDINGS: ClassVar[list[BindingType]] = [*APP_BINDINGS]
 
-    # What the panels follow (data_bind in compose).
+    # What the panels follow (data_bind in compose): the open stream, read-only mode, and the open
+    # stream's last good poll (None until one came back; set by the StreamDisplay). A `var`, and
+    # never compared: a new poll is always news, and comparing 10k shards would cost more than it saves.
     stream: reactive[str | None] = reactive(None, init=False)
     read_only: reactive[bool] = reactive(False, init=False)
+    view: var[StreamView | None] = var(None, init=False, always_update=True)
 
     def __init__(
         self,
@@ -118,23 +108,21 @@ class KConsoleApp(CommandLineHost, App[None]):
         self._last_stream = last_stream
         self.key_format = key_format  # how hash keys are written (console.ui.format.KEY_FORMATS)
         self.connection = ConnectionInfo.of(source)
-        self.view: StreamView | None = None
         self.selected_shard_id: str | None = None
         self.poll_count = 0
         # The shard poll and the Consumers tab's lease poll hold this while they call the backend:
         # they never overlap, and one due while the other runs simply waits its turn.
         self.poll_lock = asyncio.Lock()
         self._poll_worker: Worker | None = None
-        self._poll_timer = None
+        self._poll_timer: Timer | None = None
         self._listing = ListingSchedule()
-        self._capacity_stream: str | None = None  # the stream the CloudWatch loop follows
         self.focus_model = FocusModel(self)
         self.toasts = ToastsBehindDialogs(self)
         self.changes = StreamChanges(self, source)  # split, merge, rescale, the stream actions
+        self.habits = K9sHabits(self)  # `:` command mode, ctrl+c, j / k, the read-only toggle
         self.stream_display = StreamDisplay(self)  # writes each poll's result into the widgets
         # Called with the theme's name when the user picks another one (the launcher saves it to the config).
         self.on_theme_changed: Callable[[str], None] | None = None
-        self.ctrl_c_asked_at: float | None = None  # ctrl+c in a text box asks once (CommandLineHost)
 
     # ---- layout --------------------------------------------------------------------------------
 
@@ -143,11 +131,13 @@ class KConsoleApp(CommandLineHost, App[None]):
         yield KeySpaceRibbon(id="ribbon")
         with TabbedContent(id="tabs", initial="shards"):
             with TabPane("Shards", id="shards"):
-                yield ShardsPanel(key_format=self.key_format, id="shards-body")
+                yield ShardsPanel(key_format=self.key_format, id="shards-body").data_bind(KConsoleApp.stream)
             with TabPane("Lineage", id="lineage"):
-                yield LineageTree(id="lineage-tree")
+                yield LineageTree(id="lineage-tree").data_bind(KConsoleApp.stream, KConsoleApp.view)
             with TabPane("Placement", id="placement"):
-                yield PlacementPanel(key_format=self.key_format, id="placement-panel")
+                yield PlacementPanel(key_format=self.key_format, id="placement-panel").data_bind(
+                    KConsoleApp.stream, KConsoleApp.view
+                )
             with TabPane("Key tree", id="keytree"):
                 yield KeyTreePanel(id="keytree-panel")
             with TabPane("Producer", id="producer"):
@@ -162,21 +152,12 @@ class KConsoleApp(CommandLineHost, App[None]):
             with TabPane("Consumers", id="consumers"):
                 yield ConsumersPanel(
                     self.source, poll_lock=self.poll_lock, interval=self.interval, id="consumers-panel"
-                ).data_bind(KConsoleApp.stream)
+                ).data_bind(KConsoleApp.stream, KConsoleApp.view)
         yield CoalescingFooter(compact=True)  # compact: more keys fit on an 80-column terminal
 
     def on_mount(self) -> None:
-        warm_lazy_imports()
-        asyncio.get_running_loop().run_in_executor(None, int)  # start the executor's first thread now
-        if self._theme_name and self._theme_name in self.available_themes:
-            self.theme = self._theme_name
-        elif self._theme_name:
-            self.notify(
-                f"unknown theme {self._theme_name!r} in the config; using {self.theme}",
-                title="config",
-                severity="warning",
-                timeout=8,
-            )
+        warm_up()
+        self.habits.use_theme(self._theme_name)
         self.header.update_state(
             backend=self.connection.backend,
             region=self.connection.region,
@@ -185,11 +166,11 @@ class KConsoleApp(CommandLineHost, App[None]):
             read_only=self.read_only,
         )
         if RETRY_EVENTS in self.source.capabilities:  # retries go in the header, not on a stderr under the screen
-            self.source.on_retry = self._show_retry
+            self.source.on_retry = self.stream_display.retry
         if self._config_warning:
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
         if self.read_only:
-            self.notify(f"read-only: {READ_ONLY_DISABLES} are disabled", timeout=5)
+            self.notify(read_only_notice(True), timeout=5)
         self.table.focus()
         if self.stream:
             if self._on_stream_opened:
@@ -202,20 +183,12 @@ class KConsoleApp(CommandLineHost, App[None]):
             self.action_pick_stream()
 
     def _start_first_poll(self) -> None:
-        # Collect the start-up garbage (Textual's compose and first layout: ~100k objects) once,
-        # now, and freeze the survivors: otherwise the first listing's allocations trigger a full
-        # collection over all of them in the middle of the load (~50 ms at 10k shards).
-        gc.collect()
-        gc.freeze()
+        freeze_startup_garbage()
         self.call_after_refresh(self.poll_now)
 
     @property
     def header(self) -> ConsoleHeader:
         return self.query_one(ConsoleHeader)
-
-    @property
-    def shards_panel(self) -> ShardsPanel:
-        return self.query_one(ShardsPanel)
 
     @property
     def table(self) -> ShardTable:
@@ -233,14 +206,6 @@ class KConsoleApp(CommandLineHost, App[None]):
     def placement(self) -> PlacementPanel:
         return self.query_one(PlacementPanel)
 
-    @property
-    def heat_panel(self) -> HeatPanel:
-        return self.query_one(HeatPanel)
-
-    @property
-    def consumers_panel(self) -> ConsumersPanel:
-        return self.query_one(ConsumersPanel)
-
     # ---- polling -------------------------------------------------------------------------------
 
     @property
@@ -250,17 +215,20 @@ class KConsoleApp(CommandLineHost, App[None]):
     def poll_now(self, *, list_all: bool = True) -> bool:
         """Start a poll unless one is running. The next one is armed when it ends (on_worker_state_changed).
         A timed poll (`list_all=False`) lists the shards only when the ListingSchedule says so."""
-        if self.poll_running or not self.stream:
-            return False
-        if self._poll_timer is not None:
-            self._poll_timer.stop()
-            self._poll_timer = None
+        if self.poll_running or not self.stream or not self.query(ConsoleHeader):
+            return False  # (no header: the console is closing, and a late message asked for a poll)
+        self._disarm_timed_poll()
         self.header.update_state(polling=True)
         previous = self.view if self.view is not None and self.view.summary.name == self.stream else None
         if list_all or previous is None or self._listing.next_poll_lists_all():
             previous = None
         self._poll_worker = self._poll(self.stream, previous)
         return True
+
+    def _disarm_timed_poll(self) -> None:
+        if self._poll_timer is not None:
+            self._poll_timer.stop()
+            self._poll_timer = None
 
     def _timed_poll(self) -> None:
         if self.is_running:  # a timer may still fire while the app shuts down
@@ -273,27 +241,14 @@ class KConsoleApp(CommandLineHost, App[None]):
         try:
             async with self.poll_lock:  # a lease poll in flight finishes first
                 view = await asyncio.wait_for(fetch_stream(self.source, stream, previous), self.poll_timeout)
-            if stream != self.stream:
-                return
-            if previous is not None and view.shards is previous.shards:
-                self.stream_display.header(view)  # the same shards: nothing in the table or the lineage changed
-                self.post_message(StreamRefreshed(view))
-                return
-            self._listing.listed_all()
-            if len(view.shards) > BIG_STREAM:
-                settle_heap()
-            await self.stream_display.shards(view)
-            view = await with_lineage(view)
-            if stream == self.stream:
-                self.stream_display.lineage(view)
+            relisted = previous is None or view.shards is not previous.shards
+            if relisted and stream == self.stream:
+                self._listing.listed_all()
+            await self.stream_display.show(stream, view, relisted=relisted)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # every failure is shown in the header; the next poll retries
-            if stream == self.stream:
-                reason = describe_failure(error, self.poll_timeout)
-                if isinstance(error, TimeoutError) and self.header.state.notice:  # cut short while retrying
-                    reason += f" (last: {self.header.state.notice.split(';')[0]})"
-                self._show_failure(reason)
+            self.stream_display.failure(stream, error)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A shard poll that ended (not one cancelled: another stream was opened) arms the next."""
@@ -303,44 +258,6 @@ class KConsoleApp(CommandLineHost, App[None]):
         if self.is_running:
             self.header.update_state(polling=False)
             self._poll_timer = self.set_timer(self.interval, self._timed_poll)
-
-    def _show_failure(self, reason: str) -> None:
-        self.header.update_state(error=reason)
-        self.post_message(PollFailed(reason))
-
-    def follow_capacity(self, stream: str) -> None:
-        """Start the CloudWatch loop for `stream` the first time a poll shows it."""
-        if stream != self._capacity_stream:
-            self._capacity_stream = stream
-            if CLOUDWATCH in self.source.capabilities:
-                self._poll_capacity(stream)
-            else:  # an in-memory source (tests, screenshots)
-                self.heat_panel.show_capacity(None, NO_CLOUDWATCH)
-
-    # The stream's CloudWatch metrics: free at stream level, fetched once a minute (CloudWatch's
-    # resolution; more often would only cost more) for the header, the Heat and the Consumers tabs.
-    @work(exclusive=True, group="capacity", exit_on_error=False)
-    async def _poll_capacity(self, stream: str) -> None:
-        while stream == self.stream:
-            try:
-                metrics = await stream_metrics(self.source, stream)
-            except ConsoleError as error:
-                reason = unavailable_reason(error)
-                self.heat_panel.show_capacity(None, reason)
-                self.consumers_panel.show_metrics(None, reason)
-                self.header.update_state(capacity=None)
-            else:
-                if stream != self.stream:
-                    return
-                self.heat_panel.show_capacity(metrics)
-                self.consumers_panel.show_metrics(metrics)
-                self.header.update_state(capacity=CapacitySummary.of(metrics))
-            await asyncio.sleep(CAPACITY_INTERVAL)
-
-    def _show_retry(self, event) -> None:
-        """A backend call is being retried (throttled, a dropped connection): say so until a poll succeeds."""
-        if self.is_running:
-            self.header.update_state(notice=event.describe())
 
     # ---- selection -----------------------------------------------------------------------------
 
@@ -396,7 +313,8 @@ class KConsoleApp(CommandLineHost, App[None]):
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        self.focus_model.focus_tab(event.pane.id)
+        if event.pane.id:
+            self.focus_model.focus_tab(event.pane.id)
 
     # ---- focus and toasts (console.ui.focus, console.ui.toasts) --------------------------------
 
@@ -424,27 +342,17 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.toasts.closed()
         return result
 
-    # ---- filter --------------------------------------------------------------------------------
+    # ---- keys ----------------------------------------------------------------------------------
 
     def action_filter(self) -> None:
         self.action_show_tab("shards")
-        self.shards_panel.open_filter()
+        self.query_one(ShardsPanel).open_filter()
 
-    def on_key(self, event) -> None:
+    def on_key(self, event: events.Key) -> None:
         self.focus_model.leave_text_box(event)
         if self.read_only and self.screen is self.screen_stack[0] and not self.focus_model.typing:
-            disabled = next(
-                (b for b in APP_BINDINGS if b.action in MUTATING_ACTIONS and event.key in b.key.split(",")), None
-            )
-            if disabled is not None:  # a greyed-out key does nothing; say why rather than stay silent
-                self.notify(
-                    f"{disabled.description}: disabled in read-only mode (R or :rw leaves it, after you "
-                    "type the stream name)",
-                    severity="warning",
-                    timeout=4,
-                )
-
-    # ---- actions -------------------------------------------------------------------------------
+            if notice := disabled_key_notice(event.key):
+                self.notify(notice, severity="warning", timeout=4)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in MUTATING_ACTIONS and self.read_only:
@@ -453,9 +361,34 @@ class KConsoleApp(CommandLineHost, App[None]):
             return not self.focus_model.typing  # False: the digit goes into the text box instead
         return True
 
+    # ---- k9s habits (console.ui.screens.command_line) and the read-only mode -------------------
+
+    def action_command_line(self) -> None:
+        self.habits.open_command_line()
+
     @on(CommandLineScreen.Entered)
     async def _command_entered(self, event: CommandLineScreen.Entered) -> None:
-        await self.run_command(event.parsed)
+        await self.habits.run(event.parsed)
+
+    async def action_ctrl_c_quit(self) -> None:
+        await self.habits.ctrl_c_quit()
+
+    def action_vi_cursor(self, direction: str) -> None:
+        self.habits.vi_cursor(direction)
+
+    def action_toggle_read_only(self) -> None:
+        self.habits.toggle_read_only()
+
+    def watch_read_only(self, read_only: bool) -> None:
+        self.header.update_state(read_only=read_only)
+        self.refresh_bindings()  # the mutating keys grey out in the footer, or come back
+        self.notify(read_only_notice(read_only), timeout=4)
+
+    def watch_theme(self, old: str, new: str) -> None:
+        if old != new and self.on_theme_changed is not None and self.is_running:
+            self.on_theme_changed(new)
+
+    # ---- actions -------------------------------------------------------------------------------
 
     def action_refresh(self) -> None:
         if not self.stream:
@@ -477,12 +410,7 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.table.action_cycle_sort()
 
     def action_copy_keys(self) -> None:
-        shard = self.table.shard(self.selected_shard_id) if self.selected_shard_id else None
-        if shard is None:
-            self.notify("select a shard first", severity="warning")
-            return
-        self.copy_to_clipboard(f"{shard.starting_hash_key} {shard.ending_hash_key}")
-        self.notify(f"copied the hash keys of {short_shard_id(shard.shard_id)} (start end)", timeout=3)
+        self.query_one(ShardsPanel).copy_keys(self.selected_shard_id)
 
     def action_pick_stream(self) -> None:
         self.push_screen(StreamPickerScreen(self.source, current=self.stream or self._last_stream), self._stream_picked)
@@ -497,65 +425,23 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.stream = name  # the panels follow it: each stops its own work on the old stream
 
     def watch_stream(self, name: str | None) -> None:
-        if self._poll_timer is not None:
-            self._poll_timer.stop()
-            self._poll_timer = None
+        self._disarm_timed_poll()
         self.workers.cancel_group(self, "poll")
-        self.workers.cancel_group(self, "capacity")
-        self._capacity_stream = None
         self.view = None
         self.selected_shard_id = None
-        self.table.apply([])
-        self.table.set_heat({})
-        self.table.set_lag({})
-        self.ribbon.set_shards([])
-        self.ribbon.set_heat({})
-        # Nothing of the previous stream stays on screen as if it were this one, found or not.
-        self.stream_display.detail()
-        self.placement.set_index(None)
-        self.lineage_tree.apply(Lineage.build([]))
-        self._lineage_dirty = False
-        self.header.update_state(stream=name, summary=None, refreshed_at=None, error=None, capacity=None)
+        self.stream_display.cleared(name)
         if name and self._on_stream_opened:
             self._on_stream_opened(name)
         self.poll_now()
 
     def action_split(self) -> None:
-        self._reshard("split")
+        self.changes.reshard("split")
 
     def action_merge(self) -> None:
-        self._reshard("merge")
+        self.changes.reshard("merge")
 
     def action_scale(self) -> None:
-        self._reshard("scale")
-
-    def _reshard(self, operation: str) -> None:
-        if self.read_only:
-            self.notify(f"{operation}: not available in read-only mode", severity="warning")
-            return
-        if not self.stream or self.view is None:
-            self.notify(f"{operation}: no stream loaded yet", severity="warning")
-            return
-        # On the heat tab, `s` splits the shard selected there at the median of its observed traffic.
-        on_heat = operation == "split" and self.query_one(TabbedContent).active == "heat"
-        suggestion = self.heat_panel.selected.split if on_heat and self.heat_panel.selected else None
-        if suggestion is not None:
-            self.select_shard(suggestion.shard_id)
-        request = ReshardRequest(
-            operation,
-            self.stream,
-            self.view.shards,
-            self.view.summary.open_shard_count,
-            self.table.shard(self.selected_shard_id) if self.selected_shard_id else None,
-            self.source,
-            suggestion.at if suggestion is not None else None,
-            key_format=self.key_format,
-            sample=self.placement.key_sample(),
-            barrier=self.consumers_panel.barrier_lines,
-            last_poll=lambda: self.header.state.refreshed_at,
-            clock=self.clock,
-        )
-        self.changes.reshard(request)
+        self.changes.reshard("scale")
 
     @on(ReshardActivity)
     def _reshard_activity(self, event: ReshardActivity) -> None:
@@ -566,17 +452,11 @@ class KConsoleApp(CommandLineHost, App[None]):
         self.poll_now()
 
     def action_stream_actions(self) -> None:
-        if not self.stream or self.view is None:
-            self.notify("stream actions: no stream loaded yet", severity="warning")
-            return
-        self.changes.choose_stream_action(self.view, lambda: self.read_only)
+        self.changes.choose_stream_action()
 
     @on(StreamDeleted)
     def _stream_deleted(self, _event: StreamDeleted) -> None:
         self.action_pick_stream()
 
     def action_enable_monitoring(self) -> None:
-        if self.read_only:
-            self.notify("enhanced monitoring: not available in read-only mode", severity="warning")
-            return
-        self.heat_panel.enable_monitoring()
+        self.changes.enable_monitoring()

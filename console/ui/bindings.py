@@ -152,6 +152,22 @@ APP_BINDINGS: list[Binding] = [
 ]
 
 
+def read_only_notice(read_only: bool) -> str:
+    """What the console says when read-only mode starts or ends."""
+    if read_only:
+        return f"read-only: {READ_ONLY_DISABLES} are disabled"
+    return "read-write: changes are possible again (each still asks first)"
+
+
+def disabled_key_notice(key: str) -> str | None:
+    """What pressing `key` says in read-only mode when it runs a mutating console action (the footer
+    greys it out and the key does nothing: say why rather than stay silent); None for other keys."""
+    for binding in APP_BINDINGS:
+        if binding.action in MUTATING_ACTIONS and key in binding.key.split(","):
+            return f"{binding.description}: disabled in read-only mode (R or :rw leaves it, after you type the stream name)"
+    return None
+
+
 @dataclass(frozen=True)
 class PanelKeys:
     """Where a tab's own keys live: (widget class, selector of its widget in the app) per widget."""

@@ -1,44 +1,137 @@
 """Changes to the open stream that the console's keys start: split, merge and rescale
 (console.ui.reshard_flow) and the stream actions: retention, capacity mode, encryption, delete
-(console.ui.screens.stream_actions).
+(console.ui.screens.stream_actions), and enhanced monitoring (the Heat tab's own change).
 
 Each asks what it needs in dialogs, previews the plan, takes the typed stream name, then calls the
 backend, in a worker (one split, merge or rescale at a time; one stream action at a time). What
 happens comes back to the app as messages: `ReshardActivity` (the header's activity line),
-`ReshardProgressed` (the stream changed shape: poll it now) and `StreamDeleted`.
+`ReshardProgressed` (the stream changed shape: poll it now) and `StreamDeleted`. Nothing here
+starts while the console is read-only, whichever way it was asked for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
+from typing import Any, Protocol, TypeVar
 
-from textual.app import App
+from textual.message import Message
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import TabbedContent
 
 from console.backend.protocol import ConsoleBackend
 from console.ui import reshard_flow
+from console.ui.panels.consumers import ConsumersPanel
+from console.ui.panels.heat import HeatPanel
+from console.ui.panels.placement import PlacementPanel
 from console.ui.reshard_flow import ReshardDialogs, ReshardRequest
 from console.ui.screens import stream_actions
 from console.ui.screens.stream_actions import StreamActionRequest, StreamActionsScreen
 from console.ui.source import StreamView
+from console.ui.widgets.header import ConsoleHeader
+from console.ui.widgets.shard_table import ShardTable
+
+QueryType = TypeVar("QueryType", bound=Widget)
+
+
+class ChangingConsole(Protocol):
+    """What the changes read of the console app (console.ui.app.KConsoleApp is one) and the Textual
+    calls they make on it."""
+
+    @property
+    def stream(self) -> str | None: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def view(self) -> StreamView | None: ...
+
+    @property
+    def selected_shard_id(self) -> str | None: ...
+
+    @property
+    def key_format(self) -> str: ...
+
+    @property
+    def clock(self) -> Callable[[], float]: ...
+
+    def select_shard(self, shard_id: str, origin: str | None = None) -> None: ...
+
+    def query_one(self, selector: type[QueryType]) -> QueryType: ...
+
+    def notify(self, message: str, **options: Any) -> None: ...
+
+    def push_screen(self, screen: Any, *args: Any, **kwargs: Any) -> Any: ...
+
+    async def push_screen_wait(self, screen: Screen[Any]) -> Any: ...
+
+    def post_message(self, message: Message) -> bool: ...
+
+    # A callable rather than a coroutine: a worker replaced before it starts never leaves one unawaited.
+    def run_worker(
+        self, work: Callable[[], Awaitable[None]], *, group: str, description: str, exit_on_error: bool, exclusive: bool
+    ) -> object: ...
 
 
 class StreamChanges:
     """Held by the app: starts each change in a worker of the app, its dialogs pushed there."""
 
-    def __init__(self, app: App[None], source: ConsoleBackend) -> None:
-        self.app = app
+    def __init__(self, console: ChangingConsole, source: ConsoleBackend) -> None:
+        self.console = console
         self.source = source
 
     def _dialogs(self) -> ReshardDialogs:
-        return ReshardDialogs(self.app.push_screen_wait, self.app.notify, self.app.post_message)
+        console = self.console
+        return ReshardDialogs(console.push_screen_wait, console.notify, console.post_message)
 
-    def reshard(self, request: ReshardRequest) -> None:
+    def _refused_in_read_only(self, what: str) -> bool:
+        if self.console.read_only:
+            self.console.notify(f"{what}: not available in read-only mode", severity="warning")
+        return self.console.read_only
+
+    def _loaded(self, what: str) -> tuple[str, StreamView] | None:
+        """The open stream and its last poll, or None (and a toast) when no stream is loaded yet."""
+        stream, view = self.console.stream, self.console.view
+        if not stream or view is None:
+            self.console.notify(f"{what}: no stream loaded yet", severity="warning")
+            return None
+        return stream, view
+
+    def reshard(self, operation: str) -> None:
+        """Split (on the Heat tab: the shard selected there, at the median of its observed traffic),
+        merge the selected shard with a neighbour, or rescale the stream."""
+        console = self.console
+        if self._refused_in_read_only(operation) or (loaded := self._loaded(operation)) is None:
+            return
+        stream, view = loaded
+        heat = console.query_one(HeatPanel)
+        on_heat = operation == "split" and console.query_one(TabbedContent).active == "heat"
+        suggestion = heat.selected.split if on_heat and heat.selected else None
+        if suggestion is not None:
+            console.select_shard(suggestion.shard_id)
+        header, selected = console.query_one(ConsoleHeader), console.selected_shard_id
+        open_count = view.summary.open_shard_count
+        request = ReshardRequest(
+            operation,
+            stream,
+            view.shards,
+            open_count if open_count is not None else sum(shard.is_open for shard in view.shards),
+            console.query_one(ShardTable).shard(selected) if selected else None,
+            self.source,
+            suggestion.at if suggestion is not None else None,
+            key_format=console.key_format,
+            sample=console.query_one(PlacementPanel).key_sample(),
+            barrier=console.query_one(ConsumersPanel).barrier_lines,
+            last_poll=lambda: header.state.refreshed_at,
+            clock=console.clock,
+        )
         problem = reshard_flow.refusal(request)
         if problem:
-            self.app.notify(problem, severity="warning")
+            console.notify(problem, severity="warning")
             return
-        self.app.run_worker(
+        console.run_worker(
             partial(reshard_flow.run_reshard, request, self._dialogs()),
             group="reshard",
             exclusive=True,
@@ -46,24 +139,31 @@ class StreamChanges:
             description="reshard",
         )
 
-    def choose_stream_action(self, view: StreamView, read_only: Callable[[], bool]) -> None:
+    def choose_stream_action(self) -> None:
         """The stream actions menu (its entries greyed when read-only), then the chosen action."""
+        console = self.console
+        if (loaded := self._loaded("stream actions")) is None:
+            return
+        _stream, view = loaded
 
         def chosen(action: str | None) -> None:
             if action:
                 request = StreamActionRequest(action, view.summary, len(view.shards), self.source)
-                self.app.run_worker(
-                    partial(self._stream_action, request, read_only),
+                console.run_worker(
+                    partial(self._stream_action, request),
                     group="stream-actions",
                     exclusive=True,
                     exit_on_error=False,
                     description=f"stream action {action}",
                 )
 
-        self.app.push_screen(StreamActionsScreen(view.summary, read_only=read_only()), chosen)
+        console.push_screen(StreamActionsScreen(view.summary, read_only=console.read_only), chosen)
 
-    async def _stream_action(self, request: StreamActionRequest, read_only: Callable[[], bool]) -> None:
-        if read_only():  # the menu greys its entries; this guards any other way in
-            self.app.notify(f"{request.action}: not available in read-only mode", severity="warning")
+    async def _stream_action(self, request: StreamActionRequest) -> None:
+        if self._refused_in_read_only(request.action):  # the menu greys its entries; this guards any other way in
             return
         await stream_actions.run_action(request, self._dialogs())
+
+    def enable_monitoring(self) -> None:
+        if not self._refused_in_read_only("enhanced monitoring"):
+            self.console.query_one(HeatPanel).enable_monitoring()

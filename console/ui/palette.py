@@ -21,7 +21,7 @@ class ConsoleCommands(Provider):
 
     def _entries(self) -> list[tuple[str, str, Callable[[], Awaitable[None]]]]:
         read_only = self._read_only
-        entries = []
+        entries: list[tuple[str, str, Callable[[], Awaitable[None]]]] = []
         read_only_help = "Disabled: the console runs read-only (--read-only or read_only in the config)."
         for action in ACTIONS:
             where = f" on the {action.tab} tab" if action.tab else ""

@@ -133,8 +133,8 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
     operation, stream = request.operation, request.stream
     ask, notify, post = dialogs.ask, dialogs.notify, dialogs.post
     if operation == "split":
-        shard = request.selected
-        assert shard is not None
+        to_split = request.selected
+        assert to_split is not None  # refusal() turned away a split with no shard selected
         suggested_split = request.suggested_split
         hint = (
             " (prefilled: the median hash key of the traffic the heat panel observed)"
@@ -143,16 +143,16 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         )
         answer = await ask(
             PromptScreen(
-                f"Split {shard.shard_id}",
+                f"Split {to_split.shard_id}",
                 f"Split point: 'midpoint', or the hash key the upper child starts at (decimal, or 0x hex){hint}",
                 str(suggested_split) if suggested_split is not None else "midpoint",
-                lambda text: split_point_problem(shard, text),
+                lambda text: split_point_problem(to_split, text),
             )
         )
         if answer is None:
             return
         at_midpoint = answer.lower().strip() in ("", "midpoint", "m")
-        key = midpoint(shard) if at_midpoint else parse_split_point(answer)
+        key = midpoint(to_split) if at_midpoint else parse_split_point(answer)
         if at_midpoint:
             basis = "midpoint"
         elif suggested_split is not None and key == suggested_split:
@@ -161,17 +161,17 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
             basis = "explicit hash key"
 
         def build(shards, context):
-            return plan_split(shards, shard.shard_id, key, basis=basis, context=context, sample=request.sample)
+            return plan_split(shards, to_split.shard_id, key, basis=basis, context=context, sample=request.sample)
     elif operation == "merge":
-        shard = request.selected
-        assert shard is not None
-        neighbours = open_neighbours(request.shards, shard)
+        to_merge = request.selected
+        assert to_merge is not None  # as for a split
+        neighbours = open_neighbours(request.shards, to_merge)
         if not neighbours:
-            notify(f"merge: {shard.shard_id} has no adjacent open shard", severity="warning")
+            notify(f"merge: {to_merge.shard_id} has no adjacent open shard", severity="warning")
             return
         chosen = await ask(
             ChoiceScreen(
-                f"Merge {shard.shard_id} with which adjacent open shard?",
+                f"Merge {to_merge.shard_id} with which adjacent open shard?",
                 [
                     (other.shard_id, f"{other.shard_id}  ({side} neighbour, {other.share:.2%})")
                     for side, other in neighbours
@@ -181,7 +181,7 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         if chosen is None:
             return
         lower, upper = sorted(
-            (shard.shard_id, chosen),
+            (to_merge.shard_id, chosen),
             key=lambda sid: next(s.starting_hash_key for s in request.shards if s.shard_id == sid),
         )
 

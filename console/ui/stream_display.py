@@ -1,10 +1,13 @@
 """What a shard poll shows: one `StreamView` written into every widget that shows the whole stream.
 
-The app runs the poll (console.ui.app); a `StreamDisplay` takes each result and writes it, in steps
-that yield to the UI loop on a big stream, into the header, the shard table, the ribbon, the lineage
-tree, the detail line and the key-space tabs (the Placement index and the AUTO notice), and tells
-the Heat and Consumers tabs what the poll learned (the summary, the listing). It keeps the little
-state that writing needs: the last tiling problem said, and since when the stream is AUTO.
+The app runs the poll (console.ui.app); a `StreamDisplay` takes each result (`show`) and writes it, in
+steps that yield to the UI loop on a big stream, into the app's `view` (which the lineage tree, the
+Placement tab and the Consumers tab follow themselves), the header, the shard table, the ribbon,
+the detail line and the key-space tabs' AUTO notice, and tells the Heat tab the stream's summary
+(its limits). A failed poll and a retried call go to the header. Once a poll has shown a stream, its CloudWatch metrics follow,
+once a minute, into the header and the Heat and Consumers tabs. It keeps the little state that
+writing needs: the last tiling problem said, since when the stream is AUTO, which stream the
+CloudWatch loop follows.
 """
 
 from __future__ import annotations
@@ -14,9 +17,15 @@ from typing import Any
 
 from textual.message import Message
 
+from console.backend.protocol import CLOUDWATCH
+from console.errors import ConsoleError
+from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
 from console.topology.model import StreamSummary, auto_notice
+from console.ui.panels.consumers import ConsumersPanel
+from console.ui.panels.heat import HeatPanel
 from console.ui.panels.keytree import KeyTreePanel
-from console.ui.source import BIG_STREAM, StreamView
+from console.ui.panels.shards import ShardsPanel
+from console.ui.source import BIG_STREAM, StreamView, describe_failure, with_lineage
 from console.ui.startup import settle_heap
 
 
@@ -34,11 +43,43 @@ class PollFailed(Message):
         self.reason = reason
 
 
+CAPACITY_INTERVAL = 60.0  # seconds between fetches of the stream's CloudWatch metrics (its resolution)
+NO_CLOUDWATCH = "no CloudWatch metrics: this source has no CloudWatch"
+
+
 class StreamDisplay:
     def __init__(self, app: Any) -> None:  # the KConsoleApp: its widgets, selection and poll state
         self.app = app
         self._last_tiling_problem: str | None = None
         self._auto_since: tuple[str, str | None] | None = None  # (stream, since when) of the last AUTO notice
+        self._capacity_stream: str | None = None  # the stream the CloudWatch loop follows
+
+    def cleared(self, stream: str | None) -> None:
+        """Another stream is open: nothing of the previous one stays on screen as if it were this
+        one, found or not (the panels that show it clear themselves: they follow the app's `stream`)."""
+        app = self.app
+        app.workers.cancel_group(app, "capacity")
+        self._capacity_stream = None
+        app.ribbon.set_shards([])
+        app.ribbon.set_heat({})
+        app.header.update_state(stream=stream, summary=None, refreshed_at=None, error=None, capacity=None)
+
+    async def show(self, stream: str, view: StreamView, *, relisted: bool) -> None:
+        """One poll of `stream`: all of it after a fresh listing (`relisted`), else the summary only
+        (the same shards: nothing in the table or the lineage changed). Nothing once the console
+        has moved on to another stream."""
+        if stream != self.app.stream:
+            return
+        if not relisted:
+            self.header(view)
+            self.app.post_message(StreamRefreshed(view))
+            return
+        if len(view.shards) > BIG_STREAM:
+            settle_heap()
+        await self.shards(view)
+        view = await with_lineage(view)
+        if stream == self.app.stream:
+            self.lineage(view)
 
     async def shards(self, view: StreamView) -> None:
         """A fresh listing: the header, then the table, then the selection and the ribbon. Each step
@@ -55,12 +96,11 @@ class StreamDisplay:
         app = self.app
         app.view = view
         app.header.update_state(summary=view.summary, refreshed_at=app.clock(), error=None, notice=None)
-        app.heat_panel.show_summary(view.summary)
+        app.query_one(HeatPanel).show_summary(view.summary)
         notice = self.auto_notice(view.summary)
         app.placement.set_auto_notice(notice)
         app.query_one(KeyTreePanel).set_auto_notice(notice)
-        app.consumers_panel.follow_listing(view.summary.name, view.shards, view.summary.arn or None)
-        app.follow_capacity(view.summary.name)
+        self.follow_capacity(view.summary.name)
 
     def auto_notice(self, summary: StreamSummary) -> str | None:
         """The AUTO notice for the key-space tabs; since when, from the action log, read once per switch."""
@@ -98,8 +138,6 @@ class StreamDisplay:
             return
         if view.index is not None:
             app.ribbon.set_index(view.index, view.share_summary)
-        app.placement.set_index(view.index)
-        app.lineage_tree.show_lineage(view.lineage)
         if view.tiling_problem and (self._last_tiling_problem != view.tiling_problem):
             app.notify(view.tiling_problem, title="shard map", severity="warning")
         self._last_tiling_problem = view.tiling_problem
@@ -109,4 +147,51 @@ class StreamDisplay:
 
     def detail(self) -> None:
         app = self.app
-        app.shards_panel.show_detail(app.table.shard(app.selected_shard_id) if app.selected_shard_id else None)
+        app.query_one(ShardsPanel).show_detail(
+            app.table.shard(app.selected_shard_id) if app.selected_shard_id else None
+        )
+
+    def failure(self, stream: str, error: Exception) -> None:
+        """A poll of `stream` failed (shown in the header until a poll succeeds); the next one retries."""
+        app = self.app
+        if stream != app.stream:
+            return
+        reason = describe_failure(error, app.poll_timeout)
+        if isinstance(error, TimeoutError) and app.header.state.notice:  # cut short while retrying
+            reason += f" (last: {app.header.state.notice.split(';')[0]})"
+        app.header.update_state(error=reason)
+        app.post_message(PollFailed(reason))
+
+    def retry(self, event: Any) -> None:
+        """A backend call is being retried (throttled, a dropped connection): say so until a poll succeeds."""
+        if self.app.is_running:
+            self.app.header.update_state(notice=event.describe())
+
+    def follow_capacity(self, stream: str) -> None:
+        """Start the CloudWatch loop for `stream` the first time a poll shows it."""
+        if stream != self._capacity_stream:
+            self._capacity_stream = stream
+            if CLOUDWATCH in self.app.source.capabilities:
+                self.app.run_worker(self._poll_capacity(stream), group="capacity", exclusive=True, exit_on_error=False)
+            else:  # an in-memory source (tests, screenshots)
+                self.app.query_one(HeatPanel).show_capacity(None, NO_CLOUDWATCH)
+
+    async def _poll_capacity(self, stream: str) -> None:
+        """The stream's CloudWatch metrics: free at stream level, fetched once a minute (CloudWatch's
+        resolution; more often would only cost more) for the header, the Heat and the Consumers tabs."""
+        app = self.app
+        while stream == app.stream:
+            try:
+                metrics = await stream_metrics(app.source, stream)
+            except ConsoleError as error:
+                reason = unavailable_reason(error)
+                app.query_one(HeatPanel).show_capacity(None, reason)
+                app.query_one(ConsumersPanel).show_metrics(None, reason)
+                app.header.update_state(capacity=None)
+            else:
+                if stream != app.stream:
+                    return
+                app.query_one(HeatPanel).show_capacity(metrics)
+                app.query_one(ConsumersPanel).show_metrics(metrics)
+                app.header.update_state(capacity=CapacitySummary.of(metrics))
+            await asyncio.sleep(CAPACITY_INTERVAL)

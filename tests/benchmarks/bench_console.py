@@ -30,8 +30,9 @@ from textual.widgets import DataTable
 
 from console.backend import BackendConfig, KinesisBackend
 from console.keyspace.hashkeys import HASH_SPACE, even_split, shard_id_for_index
-from console.ui.app import KConsoleApp, StreamRefreshed
+from console.ui.app import KConsoleApp
 from console.ui.format import format_hash_key, format_share
+from console.ui.stream_display import StreamRefreshed
 
 SHARDS = 10_000
 SPLITS = 50  # 50 parents close and 100 children appear: 150 of ~10k rows touched (1.5%)

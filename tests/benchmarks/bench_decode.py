@@ -80,7 +80,7 @@ def build_corpus(count: int) -> list[str]:
         if slot < 55:
             data = event(rng, index)
         elif slot < 70:
-            data = gzip.compress(event(rng, index))
+            data = gzip.compress(event(rng, index), mtime=0)
         elif slot < 85:
             data = f"{index} INFO request served in {rng.randrange(900)} ms path=/api/v1/items".encode()
         elif slot < 95:

@@ -24,7 +24,7 @@ from tests.hostile import (
 HOSTILE_PAYLOADS = {
     "text-osc": f"title {OSC_TITLE} clip {OSC_CLIPBOARD}".encode(),
     "json-c1": json.dumps({"c1": C1, "bidi": BIDI, "csi": CLEAR_SCREEN}, ensure_ascii=False).encode(),
-    "gzip-bidi": gzip.compress(f"zipped {BIDI} {C1}".encode()),
+    "gzip-bidi": gzip.compress(f"zipped {BIDI} {C1}".encode(), mtime=0),
     "not-utf8": b"\xff\xfe" + CLEAR_SCREEN.encode() + b"\xc3",
 }
 
@@ -119,7 +119,7 @@ async def test_tail_of_a_page_of_records_inflating_to_63_mib_each_stays_within_a
     """Twelve gzip records of 63 MiB inflated and a 1 GiB gzip bomb in one page: `tail` (text and --json)
     inflates one record's worth per page; its peak resident memory is measured by a wrapper process."""
     stream = await make_stream(shards=1)
-    record_63 = gzip.compress(json.dumps({"pad": "a" * (63 * 1024 * 1024 - 20)}).encode())
+    record_63 = gzip.compress(json.dumps({"pad": "a" * (63 * 1024 * 1024 - 20)}).encode(), mtime=0)
     for index in range(12):
         await kinesis.put_record(stream, record_63, f"big-{index}")
     from tests.read.test_hostile_records import gzip_bomb

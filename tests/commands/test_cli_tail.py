@@ -27,7 +27,7 @@ async def seed(kinesis, stream: str) -> None:
     key, _, blob = packer.get_contents()
     for partition_key, data in [
         ("doc", b'{"id": 1, "note": "multi\\nline"}'),
-        ("zipped", gzip.compress(b'{"id": 2}')),
+        ("zipped", gzip.compress(b'{"id": 2}', mtime=0)),
         ("words", b"first line\nsecond line"),
         ("bytes", b"\x00\x01\x02\xff"),
         (key, blob),

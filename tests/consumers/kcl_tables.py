@@ -14,16 +14,20 @@ from console.backend.config import DUMMY_CREDENTIALS
 
 
 @contextlib.asynccontextmanager
-async def dynamodb(endpoint_url: str):
-    session = AioSession()
-    async with session.create_client(
-        "dynamodb",
+async def aws_client(service: str, endpoint_url: str):
+    """A client of one of the embedded server's services (DynamoDB, CloudWatch, ...)."""
+    async with AioSession().create_client(
+        service,
         region_name="us-east-1",
         endpoint_url=endpoint_url,
         aws_access_key_id=DUMMY_CREDENTIALS[0],
         aws_secret_access_key=DUMMY_CREDENTIALS[1],
     ) as client:
         yield client
+
+
+def dynamodb(endpoint_url: str):
+    return aws_client("dynamodb", endpoint_url)
 
 
 async def create_lease_table(client, name: str | None = None) -> str:

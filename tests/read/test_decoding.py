@@ -67,11 +67,11 @@ def test_plain_kinds(data, kind, value):
 @pytest.mark.parametrize(("data", "kind", "value"), PLAIN_KINDS)
 def test_gzip_and_kpl_wrapped_payloads_are_detected_like_plain_ones(data, kind, value):
     # Detection has a fast path at each level (plain, inside gzip, inside an aggregate); all agree.
-    inflated = one(gzip.compress(data))
+    inflated = one(gzip.compress(data, mtime=0))
     assert (inflated.kind, inflated.value, inflated.encoding) == (kind, value, ("gzip",))
     aggregate = AggRecord()
     aggregate.add_user_record("pk", data)
-    aggregate.add_user_record("pk", gzip.compress(data))
+    aggregate.add_user_record("pk", gzip.compress(data, mtime=0))
     inner = decode(aggregate.get_contents()[2])
     assert [(r.kind, r.value, r.encoding) for r in inner] == [(kind, value, ("kpl",)), (kind, value, ("kpl", "gzip"))]
 
@@ -84,20 +84,23 @@ def test_binary_is_hex(data):
 
 
 def test_gzip_is_inflated_and_looked_into():
-    record = one(gzip.compress(b'{"deep": true}'))
+    record = one(gzip.compress(b'{"deep": true}', mtime=0))
     assert (record.kind_label, record.value) == ("gzip+json", {"deep": True})
-    text = one(gzip.compress("ünïcode".encode()))
+    text = one(gzip.compress("ünïcode".encode(), mtime=0))
     assert (text.kind_label, text.value) == ("gzip+text", "ünïcode")
-    two_members = one(gzip.compress(b'{"x": ') + gzip.compress(b"1}"))
+    two_members = one(gzip.compress(b'{"x": ', mtime=0) + gzip.compress(b"1}", mtime=0))
     assert two_members.value == {"x": 1}
 
 
 @pytest.mark.parametrize(
     ("data", "reason"),
     [
-        (gzip.compress(b"hello world" * 20)[:-6], "truncated stream"),
+        (gzip.compress(b"hello world" * 20, mtime=0)[:-6], "truncated stream"),
         (b"\x1f\x8b\x08\x00" + b"\x00" * 6 + b"not deflate at all", "corrupt gzip: "),
-        (gzip.compress(b"abc")[:-8] + b"\x00\x00\x00\x00" + gzip.compress(b"abc")[-4:], "incorrect data check"),
+        (
+            gzip.compress(b"abc", mtime=0)[:-8] + b"\x00\x00\x00\x00" + gzip.compress(b"abc", mtime=0)[-4:],
+            "incorrect data check",
+        ),
     ],
 )
 def test_corrupt_gzip_is_a_decode_error_with_the_reason(data, reason):
@@ -109,14 +112,14 @@ def test_corrupt_gzip_is_a_decode_error_with_the_reason(data, reason):
 
 def test_gzip_bomb_is_refused_not_inflated(monkeypatch):
     monkeypatch.setattr(decoding, "MAX_INFLATED_BYTES", 1024 * 1024)
-    record = one(gzip.compress(b"\x00" * (3 * 1024 * 1024)))
+    record = one(gzip.compress(b"\x00" * (3 * 1024 * 1024), mtime=0))
     assert record.kind == "decode-error" and "inflates past 1 MiB" in record.error
 
 
 def test_kpl_aggregate_yields_each_user_record_with_its_keys():
     packer = AggRecord()
     packer.add_user_record("alpha", b'{"n": 0}', "1234567890")
-    packer.add_user_record("beta", gzip.compress(b'{"n": 1}'))
+    packer.add_user_record("beta", gzip.compress(b'{"n": 1}', mtime=0))
     packer.add_user_record("alpha", b"two")
     outer_key, _, blob = packer.get_contents()
     records = decode(blob, outer_key)

@@ -62,6 +62,22 @@ async def test_a_stream_that_does_not_exist_leaves_nothing_of_the_previous_one_o
         assert app.placement.index is None
 
 
+async def test_a_lineage_waiting_for_its_hidden_tab_is_dropped_when_another_stream_opens():
+    # The tree draws a poll's lineage only when its tab is shown; until then it keeps it aside. Another
+    # stream opened meanwhile must not leave the old stream's lineage to be drawn later.
+    app = static_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await wait_until(pilot, lambda: app.view is not None and app.view.lineage is not None, what="the lineage")
+        assert not app.lineage_tree.lines  # on the Shards tab: not drawn yet
+        app.open_stream("does-not-exist")
+        await wait_until(pilot, lambda: app.header.state.error, what="the header to say the stream is missing")
+        await pilot.press("2")
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "lineage"
+        assert not app.lineage_tree.lines
+
+
 async def test_a_greyed_out_key_says_why_under_read_only():
     app = static_app(read_only=True)
     async with app.run_test(size=(120, 40)) as pilot:

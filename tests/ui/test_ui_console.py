@@ -9,7 +9,8 @@ import pytest
 
 from console.backend import BackendConfig, open_backend
 from console.backend.local import LocalKinesisServer
-from console.ui.app import KConsoleApp, PollFailed, StreamRefreshed
+from console.ui.app import KConsoleApp
+from console.ui.stream_display import PollFailed, StreamRefreshed
 from console.ui.widgets.header import ConsoleHeader
 
 pytestmark = pytest.mark.timeout(90)

@@ -22,7 +22,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.reactive import reactive
+from textual.reactive import reactive, var
 from textual.widgets import DataTable, Input, Static
 
 from console.backend.protocol import ConsoleBackend
@@ -31,6 +31,7 @@ from console.errors import ConsoleError
 from console.heat.capacity import MetricSeries
 from console.read.printable import printable
 from console.topology.model import Shard
+from console.ui.source import StreamView
 from console.ui.widgets.metric_lines import stream_capacity_text
 
 LEASE_COLUMNS = ("Shard", "State", "Owner", "Checkpoint", "Behind", "Time", "Problem")
@@ -85,6 +86,8 @@ class ConsumersPanel(Vertical):
 
     # Followed from the app (data_bind): the stream whose consumers are shown.
     stream: reactive[str | None] = reactive(None, init=False)
+    # The app's last shard poll, so the lease poll need not list the shards again.
+    view: var[StreamView | None] = var(None, init=False, always_update=True)  # the app's (data_bind)
 
     class WatchRequested(Message):
         """The operator asked to poll this lease table (None: EFO consumers only)."""
@@ -118,6 +121,7 @@ class ConsumersPanel(Vertical):
         # The shard poll's latest listing of the stream (no second ListShards), and its ARN.
         self._shards: Sequence[Shard] | None = None
         self._stream_arn: str | None = None
+        self._meter: Any = None  # measures shards' throughput for leases without their own, once a minute
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="KCL lease table (enter reads it; empty: EFO consumers only)", id="consumers-table")
@@ -162,12 +166,12 @@ class ConsumersPanel(Vertical):
             self.query_one("#consumers-workers-status", Static).update("")
         self.lease_table = None
         self._shards = self._stream_arn = None
+        self._meter = None
         self.post_message(self.LagChanged(self.stream, {}))
 
-    def follow_listing(self, stream: str, shards: Sequence[Shard], arn: str | None) -> None:
-        """A shard poll's result, so the lease poll need not list the shards again."""
-        if stream == self.stream:
-            self._shards, self._stream_arn = shards, arn
+    def watch_view(self, view: StreamView | None) -> None:
+        if view is not None and view.summary.name == self.stream:
+            self._shards, self._stream_arn = view.shards, view.summary.arn or None
 
     @work(exclusive=True, group="consumers", exit_on_error=False)
     async def _watch(self, source: ConsoleBackend, stream: str, lease_table: str | None) -> None:
@@ -211,8 +215,11 @@ class ConsumersPanel(Vertical):
     ) -> None:
         import time
 
+        from console.consumers.throughput import ShardThroughputMeter
         from console.consumers.workers import read_workers
 
+        if self._meter is None or self._meter.stream != stream or self._meter.backend is not source:
+            self._meter = ShardThroughputMeter(source, stream, clock=time.monotonic)
         try:
             view = await read_workers(
                 source,
@@ -220,6 +227,7 @@ class ConsumersPanel(Vertical):
                 stream,
                 now=time.time(),
                 open_shard_ids=None if shards is None else [s.shard_id for s in shards if s.is_open],
+                meter=self._meter,
             )
         except ConsoleError as error:
             self.query_one("#consumers-workers-status", Static).update(
@@ -297,8 +305,9 @@ class ConsumersPanel(Vertical):
 def _replace_rows(table: DataTable, columns: tuple[str, ...], rows: dict[str, tuple[Text, ...]]) -> None:
     """Rows keyed by `rows`' keys: changed cells updated in place, gone rows removed, new rows added."""
     present = {key.value for key in table.rows}
-    for key in present - rows.keys():
-        table.remove_row(key)
+    for row_key in list(table.rows):
+        if row_key.value not in rows:
+            table.remove_row(row_key)
     for key, cells in rows.items():
         if key in present:
             for column, cell in zip(columns, cells):

@@ -3,7 +3,11 @@ the stream total, the stream's CloudWatch metrics of the last 30 minutes, and th
 enhanced monitoring, the shard-level CloudWatch metrics) of the selected shard.
 
 The panel runs its own work while it is shown: `console.heat.sampler.HeatSampler` in one worker
-(each `StreamHeatSnapshot` goes to `update_snapshot()`), and the selected shard's CloudWatch metrics
+(each `StreamHeatSnapshot` goes to `update_snapshot()`); a stream with more open shards than
+`shards_per_second` is read in turn (console.heat.rotation: the selected shard and the hottest every
+second, the rest once a pass), the header says how much a pass covers and each row how old its
+figures are. Only the rows of shards read since the last snapshot are built again, so a
+10,000-shard stream costs a second of sampling what a few dozen shards do, and the selected shard's CloudWatch metrics
 in another (only that shard: a 10,000-shard stream costs no more than one; fetched when the selection
 settles, and again each minute). Hiding the panel, or another stream being opened, cancels both.
 What the shard table and the ribbon need leaves as messages the app routes: `HeatChanged` (the live
@@ -18,6 +22,8 @@ enhanced monitoring (the app asks for the stream name first; greyed out when rea
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Sequence
+from typing import overload
 
 from rich.text import Text
 from textual import events, on, work
@@ -34,6 +40,7 @@ from console.errors import ConsoleError
 from console.heat.capacity import MetricSeries, enabled_shard_metrics, shard_metrics, unavailable_reason
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS
 from console.heat.rates import StreamHeat
+from console.heat.rotation import DEFAULT_SHARDS_PER_SECOND
 from console.heat.sampler import HeatSampler
 from console.heat.snapshot import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
 from console.read.printable import printable
@@ -101,7 +108,7 @@ class HeatPanel(Widget, can_focus=True):
     HeatPanel { height: 1fr; }
     HeatPanel #heat-total { height: auto; }
     HeatPanel #heat-legend { height: auto; }
-    HeatPanel #heat-map { height: 1fr; min-height: 5; }
+    HeatPanel #heat-map { height: 1fr; min-height: 5; overflow-x: hidden; }
     HeatPanel #heat-capacity { height: auto; margin-bottom: 1; }
     HeatPanel #heat-keys { height: auto; max-height: 35%; }
     HeatPanel #heat-shard-capacity { height: auto; }
@@ -149,12 +156,31 @@ class HeatPanel(Widget, can_focus=True):
             super().__init__()
             self.stream = stream
 
-    def __init__(self, source: ConsoleBackend | None = None, *, id: str | None = None) -> None:
+    def __init__(
+        self,
+        source: ConsoleBackend | None = None,
+        *,
+        id: str | None = None,
+        shards_per_second: int = DEFAULT_SHARDS_PER_SECOND,
+    ) -> None:
         super().__init__(id=id)
         self.source = source
         self.snapshot: StreamHeatSnapshot | None = None
         self.hottest_first = False
         self.selected_shard: str | None = None
+        # More open shards than this: they are read in turn (taken when the sampler starts).
+        self.shards_per_second = shards_per_second
+        self.coverage = ""  # what a second of sampling covers (the header's second line when rotating)
+        self.rotating = False
+        self._sampler: HeatSampler | None = None
+        self._ordered: list[ShardHeatSnapshot] | None = None  # ordered_shards of this snapshot and order
+        self._positions: dict[str, int] = {}  # shard id -> its place in _ordered
+        # Per shard, the snapshot a row (or the live figures) was made from: made again only when it changes.
+        self._rows: dict[str, tuple[ShardHeatSnapshot, HeatRow]] = {}
+        self._figures: dict[str, tuple[ShardHeatSnapshot, ShardHeat]] = {}
+        self._texts: dict[
+            str, tuple[Text, int, int]
+        ] = {}  # per Static: what it shows, at what width, in how many lines
         self._shown = False
         self._history: StreamHeat | None = None  # the last sampler's window, carried on when shown again
         self._shard_metrics_on: dict[str, str] = {}  # enhanced monitoring's shard-level metrics and statistics
@@ -209,18 +235,25 @@ class HeatPanel(Widget, can_focus=True):
     async def _sample(self, source: ConsoleBackend, stream: str) -> None:
         # Back on the tab, the last window carries on: its minutes of history stay, and what arrived
         # while the tab was hidden is read and counted (HeatSampler's resume).
-        sampler = HeatSampler(source, stream, resume=self._history)
+        sampler = HeatSampler(source, stream, resume=self._history, shards_per_second=self.shards_per_second)
+        sampler.selected = self.selected_shard
+        sampler.rank_by_cloudwatch = self._cloudwatch_ranks()
+        self._sampler = sampler
         try:
             async with sampler:
+                self.rotating = sampler.rotation is not None
                 async for snapshot in sampler.snapshots(every=1.0, series_seconds=MAP_SECONDS):
                     if sampler.heat is not None and sampler.heat.auto_distribution != self._auto_distribution:
                         sampler.heat.auto_distribution = self._auto_distribution  # the next snapshot follows
+                    self.coverage = sampler.coverage_text()
                     self.update_snapshot(snapshot)
-                    self.post_message(self.HeatChanged(stream, live_figures(snapshot)))
+                    self.post_message(self.HeatChanged(stream, self.live_figures(snapshot)))
         except ConsoleError as error:
             self.notify(f"heat: {error.message}", severity="error", timeout=8)
             self.post_message(self.HeatStopped())
         finally:
+            if self._sampler is sampler:
+                self._sampler = None
             if stream == self.stream and sampler.heat is not None:
                 self._history = sampler.heat
 
@@ -317,10 +350,18 @@ class HeatPanel(Widget, can_focus=True):
         if enabled != self._shard_metrics_on:
             self._shard_metrics_on = enabled
             self._wake.set()
+            if self._sampler is not None:
+                self._sampler.rank_by_cloudwatch = self._cloudwatch_ranks()
+
+    def _cloudwatch_ranks(self) -> bool:
+        """CloudWatch can rank the shards a rotating sampler reads first: it has every shard's load."""
+        has = self.source is not None and CLOUDWATCH in self.source.capabilities
+        return has and {"IncomingRecords", "IncomingBytes"} <= self._shard_metrics_on.keys()
 
     def update_snapshot(self, snapshot: StreamHeatSnapshot) -> None:
         self.snapshot = snapshot
-        if self.selected_shard not in {shard.shard_id for shard in snapshot.shards}:
+        self._ordered = None
+        if self.selected_shard not in self._ordered_positions():
             hottest = snapshot.hottest
             self._select(hottest.shard_id if hottest else (snapshot.shards[0].shard_id if snapshot.shards else None))
         self._render_snapshot()
@@ -332,23 +373,25 @@ class HeatPanel(Widget, can_focus=True):
     def show_shard_capacity(self, shard_id: str | None, metrics: MetricSeries | None, note: str | None = None) -> None:
         """The selected shard's shard-level CloudWatch metrics, or a line saying why there are none
         (`note`; empty: nothing to say)."""
-        widget = self.query_one("#heat-shard-capacity", Static)
         if metrics is None:
-            widget.update(Text(printable(note or ""), style="dim"))
+            self._show_text("#heat-shard-capacity", Text(printable(note or ""), style="dim"))
             return
         shard = printable(shard_id or "")
-        widget.update(
+        self._show_text(
+            "#heat-shard-capacity",
             capacity_text(
                 metrics,
                 None,
                 title=f"CloudWatch · {shard} · enhanced monitoring",
                 empty=f"CloudWatch: no data for {shard} yet",
-            )
+            ),
         )
 
     def _select(self, shard_id: str | None) -> None:
         if shard_id != self.selected_shard:
             self.selected_shard = shard_id
+            if self._sampler is not None:
+                self._sampler.selected = shard_id  # read every second from now on
             self.post_message(self.SelectionChanged(shard_id))
             if self.source is not None and self._show_selected_shard_capacity():
                 self._wake.set()
@@ -357,7 +400,45 @@ class HeatPanel(Widget, can_focus=True):
     def ordered_shards(self) -> list[ShardHeatSnapshot]:
         if self.snapshot is None:
             return []
-        return self.snapshot.hottest_first() if self.hottest_first else list(self.snapshot.shards)
+        if self._ordered is None:
+            self._ordered = self.snapshot.hottest_first() if self.hottest_first else list(self.snapshot.shards)
+            self._positions = {}
+        return self._ordered
+
+    def _ordered_positions(self) -> dict[str, int]:
+        ordered = self.ordered_shards
+        if not self._positions and ordered:
+            self._positions = {shard.shard_id: index for index, shard in enumerate(ordered)}
+        return self._positions
+
+    def _row(self, shard: ShardHeatSnapshot) -> HeatRow:
+        made = self._rows.get(shard.shard_id)
+        if made is not None and made[0] is shard:
+            return made[1]
+        row = HeatRow(
+            shard.shard_id,
+            shard.is_open,
+            shard.recent_records_per_s,
+            shard.recent_utilisation,
+            shard.utilisation_series,
+            shard.sampled_at,
+        )
+        self._rows[shard.shard_id] = (shard, row)
+        return row
+
+    def live_figures(self, snapshot: StreamHeatSnapshot) -> dict[str, ShardHeat]:
+        """What the shard table and the ribbon show of a reading (see `shard_figures`); the figures of
+        shards not read since the last reading are the same objects as before."""
+        made = self._figures
+        for shard in snapshot.shards:
+            known = made.get(shard.shard_id)
+            if known is None or known[0] is not shard:
+                made[shard.shard_id] = (shard, shard_figures(shard))
+        if len(made) > len(snapshot.shards):  # shards gone (another stream): forget them
+            current = {shard.shard_id for shard in snapshot.shards}
+            for shard_id in [shard_id for shard_id in made if shard_id not in current]:
+                del made[shard_id]
+        return {shard_id: known[1] for shard_id, known in made.items()}
 
     def _render_snapshot(self) -> None:
         snapshot = self.snapshot
@@ -366,54 +447,80 @@ class HeatPanel(Widget, can_focus=True):
         recent = sum(shard.recent_records_per_s for shard in snapshot.shards)
         recent_bytes = sum(shard.recent_bytes_per_s for shard in snapshot.shards)
         order = "hottest first" if self.hottest_first else "key-space order"
-        if snapshot.shards and not snapshot.series:
+        if snapshot.shards and not any(shard.series for shard in snapshot.shards):
             total = Text(f"{snapshot.stream}: sampling started; the first second is being read …", style="italic")
         elif not any(shard.records for shard in snapshot.shards):
-            total = Text(
-                f"{snapshot.stream}: idle, no records written in the "
-                f"{snapshot.window_end - snapshot.window_start:.0f} s sampled so far",
-                style="italic",
-            )
+            seconds = snapshot.window_end - snapshot.window_start
+            if self.rotating:  # only what was read is known
+                read = sum(1 for shard in snapshot.shards if shard.sampled_at is not None)
+                idle = f"idle in the {read:,} of {len(snapshot.shards):,} shards read in {seconds:.0f} s so far"
+            else:
+                idle = f"idle, no records written in the {seconds:.0f} s sampled so far"
+            total = Text(f"{snapshot.stream}: {idle}", style="italic")
         else:
+            # Reading in turn, each shard counts as of its last read (its age in the map).
+            last = "each shard's last" if self.rotating else "last"
             total = Text(
                 f"{snapshot.stream}: {recent:,.1f} rec/s  {recent_bytes / 1024:,.1f} KiB/s "
-                f"(last {RECENT_SECONDS} s; {snapshot.records_per_s:,.1f} rec/s over "
+                f"({last} {RECENT_SECONDS} s; {snapshot.records_per_s:,.1f} rec/s over "
                 f"{snapshot.window_end - snapshot.window_start:.0f} s)"
             )
         total.append(f"  ({order}; h toggles, ↑↓ select)", style="dim")
-        self.query_one("#heat-total", Static).update(total)
+        if self.rotating and self.coverage:
+            total.append(f"\n{self.coverage}", style="dim")
+        self._show_text("#heat-total", total)
         heat_map = self.query_one(HeatMap)
         heat_map.show(
-            [
-                HeatRow(
-                    shard.shard_id,
-                    shard.is_open,
-                    shard.recent_records_per_s,
-                    shard.recent_utilisation,
-                    shard.utilisation_series,
-                )
-                for shard in self.ordered_shards
-            ],
+            HeatRows(self.ordered_shards, self._row),
             self.selected_shard,
+            self._ordered_positions().get(self.selected_shard or ""),
+            now=snapshot.window_end,
+            ages=self.rotating,
         )
-        self.query_one("#heat-legend", Static).update(
-            Text.assemble(*((seg.text, seg.style) for seg in legend(heat_map.per_cell)))
+        self._show_text(
+            "#heat-legend",
+            Text.assemble(*((seg.text, seg.style or "") for seg in legend(heat_map.per_cell, ages=self.rotating))),
         )
-        self.query_one("#heat-keys", Static).update(
-            top_keys_text(self.selected, snapshot.stream, auto=snapshot.auto_distribution)
-        )
+        self._render_selected_keys()
+
+    def _render_selection(self) -> None:
+        """Another shard selected: the marker moves and its keys show (the rows are not made again)."""
+        if self.snapshot is None or not self.is_mounted:
+            return
+        self.query_one(HeatMap).select(self.selected_shard, self._ordered_positions().get(self.selected_shard or ""))
+        self._render_selected_keys()
+
+    def _render_selected_keys(self) -> None:
+        if self.snapshot is not None:
+            self._show_text(
+                "#heat-keys", top_keys_text(self.selected, self.snapshot.stream, auto=self.snapshot.auto_distribution)
+            )
+
+    def _show_text(self, selector: str, text: Text) -> None:
+        """Update a Static each second without laying the screen out again (which repaints all of it)
+        unless its text changed its height."""
+        shown = self._texts.get(selector)
+        if shown is not None and shown[0] == text:
+            return
+        widget = self.query_one(selector, Static)
+        width = widget.content_region.width
+        lines = len(text.wrap(self.app.console, width)) if width > 0 else 0
+        self._texts[selector] = (text, width, lines)
+        widget.update(text, layout=shown is None or width <= 0 or (width, lines) != shown[1:])
+
+    def select_shard(self, shard_id: str) -> None:
+        """Select a shard of the map (as a click on its row does)."""
+        self._select(shard_id)
+        self._render_selection()
 
     @on(HeatMap.RowClicked)
     def _row_clicked(self, event: HeatMap.RowClicked) -> None:
-        self._select(event.shard_id)
-        self._render_snapshot()
+        self.select_shard(event.shard_id)
 
     @property
     def selected(self) -> ShardHeatSnapshot | None:
-        for shard in self.ordered_shards:
-            if shard.shard_id == self.selected_shard:
-                return shard
-        return None
+        position = self._ordered_positions().get(self.selected_shard or "")
+        return None if position is None else self.ordered_shards[position]
 
     # ---- keys -------------------------------------------------------------------------------
 
@@ -421,22 +528,40 @@ class HeatPanel(Widget, can_focus=True):
         ordered = self.ordered_shards
         if not ordered:
             return
-        ids = [shard.shard_id for shard in ordered]
-        position = ids.index(self.selected_shard) if self.selected_shard in ids else 0
-        self._select(ids[(position + step) % len(ids)])
-        self._render_snapshot()
+        position = self._ordered_positions().get(self.selected_shard or "", 0)
+        self._select(ordered[(position + step) % len(ordered)].shard_id)
+        self._render_selection()
 
     def action_toggle_order(self) -> None:
         self.hottest_first = not self.hottest_first
+        self._ordered = None
         self._render_snapshot()
 
 
-def live_figures(snapshot: StreamHeatSnapshot) -> dict[str, ShardHeat]:
-    """What the shard table and the ribbon show of a reading: the last few seconds (recent_*), not
-    the window's average, which would flatten a burst that started a moment ago."""
-    return {
-        shard.shard_id: ShardHeat(
-            shard.recent_records_per_s, shard.recent_bytes_per_s, shard.recent_utilisation, tuple(shard.series[-4:])
-        )
-        for shard in snapshot.shards
-    }
+class HeatRows(Sequence[HeatRow]):
+    """The heat map's rows, made when drawn: a map of 10,000 shards draws the few dozen that fit."""
+
+    def __init__(self, shards: list[ShardHeatSnapshot], row: Callable[[ShardHeatSnapshot], HeatRow]) -> None:
+        self._shards, self._row = shards, row
+
+    def __len__(self) -> int:
+        return len(self._shards)
+
+    @overload
+    def __getitem__(self, index: int) -> HeatRow: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[HeatRow]: ...
+
+    def __getitem__(self, index: int | slice) -> HeatRow | list[HeatRow]:
+        if isinstance(index, slice):
+            return [self._row(shard) for shard in self._shards[index]]
+        return self._row(self._shards[index])
+
+
+def shard_figures(shard: ShardHeatSnapshot) -> ShardHeat:
+    """What the shard table and the ribbon show of a shard's reading: the last few seconds (recent_*),
+    not the window's average, which would flatten a burst that started a moment ago."""
+    return ShardHeat(
+        shard.recent_records_per_s, shard.recent_bytes_per_s, shard.recent_utilisation, tuple(shard.series[-4:])
+    )

@@ -16,11 +16,12 @@ from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
+from textual.reactive import reactive, var
 from textual.strip import Strip
 
 from console.topology.lineage import OPEN, Lineage, LineageNode
 from console.ui.format import format_share, short_shard_id
+from console.ui.source import StreamView
 from console.ui.widgets.cursor import CURSOR_BINDINGS, CursorNavigation
 
 
@@ -51,7 +52,7 @@ def flatten(lineage: Lineage, folded: set[str]) -> list[TreeLine]:
         if reference_to is not None or shard_id in folded:
             continue
         children = lineage.nodes[shard_id].children
-        pending = []
+        pending: list[tuple[str, str, str, str | None]] = []
         for position, child in enumerate(children):
             last = position == len(children) - 1
             glyph = "└─ " if last else "├─ "
@@ -66,7 +67,10 @@ def flatten(lineage: Lineage, folded: set[str]) -> list[TreeLine]:
     return lines
 
 
-class LineageTree(CursorNavigation, ScrollView, can_focus=True):
+class LineageTree(CursorNavigation, can_focus=True):
+    stream: reactive[str | None] = reactive(None, init=False)  # the app's (data_bind)
+    view: var[StreamView | None] = var(None, init=False, always_update=True)  # the app's (data_bind)
+
     COMPONENT_CLASSES = {
         "lineage-tree--cursor",
         "lineage-tree--closed",
@@ -122,6 +126,18 @@ class LineageTree(CursorNavigation, ScrollView, can_focus=True):
 
     def on_hide(self) -> None:
         self._shown = False
+
+    def watch_view(self, view: StreamView | None) -> None:
+        """A poll's lineage, once it is built (a poll that found the same shards keeps the same one)."""
+        lineage = view.lineage if view is not None else None
+        if lineage is not None and lineage is not self.lineage and lineage is not self._waiting:
+            self.show_lineage(lineage)
+
+    def watch_stream(self, old: str | None, new: str | None) -> None:
+        """Another stream: nothing of the previous one stays drawn or waiting to be drawn."""
+        if new != old:
+            self._waiting = None
+            self.apply(Lineage.build([]))
 
     def apply(self, lineage: Lineage) -> None:
         self.lineage = lineage
@@ -225,7 +241,8 @@ class LineageTree(CursorNavigation, ScrollView, can_focus=True):
     def _text(self, line: TreeLine):
         from rich.text import Text
 
-        node: LineageNode = self.lineage.nodes[line.shard_id]  # type: ignore[union-attr]
+        assert self.lineage is not None  # a line is drawn only from a lineage
+        node: LineageNode = self.lineage.nodes[line.shard_id]
         text = Text(no_wrap=True)
         text.append(line.prefix, style=self._style("lineage-tree--guide"))
         if line.reference_to is not None:

@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
+from textual.reactive import reactive, var
 from textual.strip import Strip
 from textual.widgets import DataTable, Static, TextArea
 
@@ -30,6 +31,7 @@ from console.keyspace.hashkeys import (
 from console.read.printable import printable
 from console.reshard.model import KeySample
 from console.ui.format import KEY_WIDTHS, format_hash_key, format_share, short_shard_id
+from console.ui.source import StreamView
 from console.words import counted
 
 SHOWN_ROWS = 200  # the table lists the first keys; the summary covers all of them
@@ -113,6 +115,8 @@ class KeysInput(TextArea):
 
 class PlacementPanel(Vertical):
     BINDINGS = [Binding("ctrl+t", "toggle_mode", "Key mode", id="placement.mode")]
+    stream: reactive[str | None] = reactive(None, init=False)  # the app's (data_bind)
+    view: var[StreamView | None] = var(None, init=False, always_update=True)  # the app's (data_bind)
 
     class MarkersChanged(Message):
         def __init__(self, hash_keys: list[int]) -> None:
@@ -154,10 +158,10 @@ class PlacementPanel(Vertical):
     def key_sample(self) -> KeySample | None:
         """The keys typed here that parse, as a sample a reshard plan counts moves of (None: none, or an
         AUTO stream, where keys move nowhere: the service places records)."""
-        placed = [p for p in self.placements if p.hash_key is not None and self.auto_notice is None]
-        if not placed:
+        placed = [(p.key, p.hash_key) for p in self.placements if p.hash_key is not None]
+        if not placed or self.auto_notice is not None:
             return None
-        return KeySample([p.key for p in placed], [p.hash_key for p in placed])
+        return KeySample([key for key, _ in placed], [hash_key for _, hash_key in placed])
 
     def action_toggle_mode(self) -> None:
         self.explicit = not self.explicit
@@ -175,6 +179,14 @@ class PlacementPanel(Vertical):
             self.auto_notice = notice
             self._recompute()
 
+    def watch_stream(self, old: str | None, new: str | None) -> None:
+        if new != old:  # the typed keys stay; where they land waits for the new stream's shards
+            self.set_index(None)
+
+    def watch_view(self, view: StreamView | None) -> None:
+        if view is not None and view.lineage is not None:  # the open shards' index comes with the lineage
+            self.set_index(view.index)
+
     def set_index(self, index: HashRangeIndex | None) -> None:
         if index is not self.index:
             self.index = index
@@ -191,7 +203,7 @@ class PlacementPanel(Vertical):
         self.placements = place_keys(text.splitlines(), explicit=self.explicit, index=None if auto else self.index)
         self.query_one("#placement-summary", Static).update(
             Text(self.auto_notice, style="bold yellow")
-            if auto
+            if self.auto_notice is not None
             else Text(distribution_summary(self.placements, self.index, explicit=self.explicit))
         )  # keys are not markup
         spread = self.query_one("#placement-distribution", Static)
@@ -208,8 +220,9 @@ class PlacementPanel(Vertical):
         self._add_columns(table)
         for placement in self.placements[:SHOWN_ROWS]:
             key = Text(printable(placement.key[:KEY_COLUMN_WIDTH]))  # Text: a key is never read as markup
-            if placement.problem:
-                cells = (key, "-", "-", Text(printable(placement.problem), style="red"))
+            cells: tuple[Text, str, str, Text | str]
+            if placement.problem or placement.hash_key is None:
+                cells = (key, "-", "-", Text(printable(placement.problem or "no hash key"), style="red"))
             else:
                 cells = (key, placement.shard_id or "?", format_hash_key(placement.hash_key, self.key_format), "")
             table.add_row(*(cells[:1] + cells[2:] if auto else cells))

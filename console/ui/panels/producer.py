@@ -12,6 +12,8 @@ records of its key, as read and as acknowledged.
 
 from __future__ import annotations
 
+from typing import Literal, cast
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -37,6 +39,9 @@ READ_ONLY_REFUSAL = "read-only: the producer writes records, so it is disabled (
 NO_STREAM = "no stream open: press p to pick one"
 
 AGGREGATE = "aggregate"  # the Mode choice that aggregates (batch mode underneath)
+# ProducerSettings.mode and .explicit_hash_keys, as the panel's selects offer them.
+ProducerMode = Literal["batch", "sequential"]
+HashKeySource = Literal["none", "keytree"]
 
 
 class ProducerPanel(Vertical):
@@ -203,8 +208,9 @@ class ProducerPanel(Vertical):
             records_per_key=number("#producer-per-key", "records per key"),
             payload_bytes=number("#producer-payload", "payload bytes"),
             rate=number("#producer-rate", "rate", float) if rate_text else None,
-            mode="batch" if self.aggregating else self.query_one("#producer-mode", Select).value,
-            explicit_hash_keys=self.query_one("#producer-ehk", Select).value,
+            # What the selects hold is checked by validated(), as for the command line's flags.
+            mode="batch" if self.aggregating else cast(ProducerMode, self.query_one("#producer-mode", Select).value),
+            explicit_hash_keys=cast(HashKeySource, self.query_one("#producer-ehk", Select).value),
             pacing=self.query_one("#producer-pace", Checkbox).value,
         ).validated()
         return settings, self.query_one("#producer-verify", Checkbox).value
@@ -426,7 +432,8 @@ class ProducerPanel(Vertical):
         if event.data_table.id != "producer-problems" or self.report is None:
             return
         event.stop()
-        self.show_records_for(self.report.problems[int(event.row_key.value)].key)
+        if event.row_key.value is not None:  # rows are keyed by their problem's position
+            self.show_records_for(self.report.problems[int(event.row_key.value)].key)
 
     def show_records_for(self, key: str) -> None:
         table = self.query_one("#producer-records", DataTable)

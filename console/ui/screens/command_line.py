@@ -2,25 +2,28 @@
 
 `:` opens a one-line prompt at the bottom; `:shards`, `:lineage`, `:heat`, `:consumers` ... switch
 views, `:stream NAME` opens a stream, `:streams` picks one, `:ro` / `:rw` toggle read-only, `:q`
-quits. `CommandLineHost` is mixed into the console app for the actions these keys run.
+quits. The app holds one `K9sHabits`, which runs what these keys (and ctrl+c, j / k, R) do.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.css.query import DOMQuery
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
-from textual.widgets import Input, Static
+from textual.widget import Widget
+from textual.widgets import Input, Static, TextArea
 
 from console.ui.bindings import READ_ONLY_DISABLES
+from console.ui.screens.confirm import ConfirmByNameScreen
 
 CTRL_C_AGAIN_SECONDS = 3.0
 
@@ -31,7 +34,7 @@ _STREAM_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,128}$")
 @dataclass(frozen=True)
 class ConsoleCommand:
     """One command of command mode: its words, what it does, and the app action it runs (None for
-    the ones that take an argument or need the app's state, handled in CommandLineHost.run_command)."""
+    the ones that take an argument or need the app's state, handled in K9sHabits.run)."""
 
     words: tuple[str, ...]
     usage: str
@@ -162,83 +165,109 @@ class CommandLineScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
-class CommandLineHost:
-    """The actions behind `:`, ctrl+c, j / k, the read-only toggle and theme memory, for KConsoleApp
-    (they hold no state of their own: what they change is the app's, declared there)."""
+class CommandedConsole(Protocol):
+    """What the k9s keys drive: the console app (console.ui.app.KConsoleApp) is one."""
 
-    stream: str | None
-    read_only: bool
-    ctrl_c_asked_at: float | None
-    on_theme_changed: Callable[[str], None] | None
+    @property
+    def stream(self) -> str | None: ...
 
-    def action_command_line(self) -> None:
-        self.push_screen(CommandLineScreen())
+    read_only: bool  # the app's reactive: setting it greys the mutating keys and says so
+    theme: str
 
-    async def run_command(self, parsed: ParsedCommand) -> None:
-        command = parsed.command
+    @property
+    def available_themes(self) -> dict[str, Any]: ...
+
+    @property
+    def focused(self) -> Widget | None: ...
+
+    def open_stream(self, name: str) -> None: ...
+
+    def query(self, selector: str) -> DOMQuery[Widget]: ...
+
+    def notify(self, message: str, **options: Any) -> None: ...
+
+    def push_screen(self, screen: Any, *args: Any, **kwargs: Any) -> Any: ...
+
+    async def run_action(self, action: str) -> bool: ...
+
+    async def action_quit(self) -> None: ...
+
+
+class K9sHabits:
+    """What `:`, ctrl+c, j / k and R do in the console, and the theme the config names: held by the
+    app, which runs its key actions through it. The one state of its own: when ctrl+c last asked
+    for a second press."""
+
+    def __init__(self, console: CommandedConsole) -> None:
+        self.console = console
+        self.ctrl_c_asked_at: float | None = None
+
+    def use_theme(self, name: str | None) -> None:
+        """The theme the config names (and the palette last picked), if this Textual has it."""
+        if name and name in self.console.available_themes:
+            self.console.theme = name
+        elif name:
+            self.console.notify(
+                f"unknown theme {name!r} in the config; using {self.console.theme}",
+                title="config",
+                severity="warning",
+                timeout=8,
+            )
+
+    def open_command_line(self) -> None:
+        self.console.push_screen(CommandLineScreen())
+
+    async def run(self, parsed: ParsedCommand) -> None:
+        console, command = self.console, parsed.command
         if command.words[0] == "stream":
-            if parsed.argument != self.stream:
-                self.open_stream(parsed.argument)
+            if parsed.argument is not None and parsed.argument != console.stream:
+                console.open_stream(parsed.argument)
         elif command.words[0] == "ro":
-            self.set_read_only(True)
+            console.read_only = True
         elif command.words[0] == "rw":
-            self.action_toggle_read_only() if self.read_only else self.notify("already read-write", timeout=3)
-        elif command.action and command.action.startswith("show_tab") and not self.query(f"TabPane#{command.usage}"):
-            self.notify(f"no {command.usage} view in this build", severity="warning")
-        else:
-            await self.run_action(command.action)
+            self.toggle_read_only() if console.read_only else console.notify("already read-write", timeout=3)
+        elif command.action and command.action.startswith("show_tab") and not console.query(f"TabPane#{command.usage}"):
+            console.notify(f"no {command.usage} view in this build", severity="warning")
+        elif command.action:
+            await console.run_action(command.action)
 
-    async def action_ctrl_c_quit(self) -> None:
+    async def ctrl_c_quit(self) -> None:
         """ctrl+c quits, as in k9s; in a text box (where it also copies a selection) it asks once:
         a second ctrl+c within a few seconds quits."""
-        from textual.widgets import TextArea
-
         now = time.monotonic()
-        if isinstance(self.focused, (Input, TextArea)) and (
+        if isinstance(self.console.focused, (Input, TextArea)) and (
             self.ctrl_c_asked_at is None or now - self.ctrl_c_asked_at > CTRL_C_AGAIN_SECONDS
         ):
             self.ctrl_c_asked_at = now
-            self.notify("press ctrl+c again to quit", timeout=CTRL_C_AGAIN_SECONDS)
+            self.console.notify("press ctrl+c again to quit", timeout=CTRL_C_AGAIN_SECONDS)
             return
-        await self.action_quit()
+        await self.console.action_quit()
 
-    def action_vi_cursor(self, direction: str) -> None:
+    def vi_cursor(self, direction: str) -> None:
         """j / k: down / up in whatever list has the focus: Textual's own lists (cursor_down) and
         kconsole's virtualised ones (cursor(+1): the shard table, lineage tree, tail ring)."""
-        named = getattr(self.focused, f"action_cursor_{direction}", None)
-        stepped = getattr(self.focused, "action_cursor", None)
+        named = getattr(self.console.focused, f"action_cursor_{direction}", None)
+        stepped = getattr(self.console.focused, "action_cursor", None)
         if named is not None:
             named()
         elif stepped is not None:
             stepped(1 if direction == "down" else -1)
 
-    def action_toggle_read_only(self) -> None:
+    def toggle_read_only(self) -> None:
         """Into read-only at once; out of it only after the operator types the stream name (or
         `read-write` with no stream open): a stray key must never re-arm split, merge and scale."""
-        if not self.read_only:
-            self.set_read_only(True)
+        console = self.console
+        if not console.read_only:
+            console.read_only = True
             return
-        from console.ui.screens.confirm import ConfirmByNameScreen
 
-        name = self.stream or "read-write"
-        self.push_screen(
-            ConfirmByNameScreen(name, f"leave read-only mode: {READ_ONLY_DISABLES} become available again"),
-            lambda confirmed: self.set_read_only(False) if confirmed else None,
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                console.read_only = False
+
+        console.push_screen(
+            ConfirmByNameScreen(
+                console.stream or "read-write", f"leave read-only mode: {READ_ONLY_DISABLES} become available again"
+            ),
+            confirmed,
         )
-
-    def set_read_only(self, read_only: bool) -> None:
-        if read_only == self.read_only:
-            return
-        self.read_only = read_only
-        self.header.update_state(read_only=read_only)
-        self.refresh_bindings()
-        self.notify(
-            f"read-only: {READ_ONLY_DISABLES} are disabled"
-            if read_only
-            else "read-write: changes are possible again (each still asks first)",
-            timeout=4,
-        )
-
-    def watch_theme(self, old: str, new: str) -> None:
-        if old != new and self.on_theme_changed is not None and self.is_running:
-            self.on_theme_changed(new)

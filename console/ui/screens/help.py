@@ -88,6 +88,3 @@ class HelpScreen(ModalScreen[None]):
             yield Static(bindings_table(self._read_only), id="help-keys")
             yield Static(PANELS_TEXT, id="help-panels")
             yield Static("esc, ? or q closes · ↑ ↓ scroll", id="help-close")
-
-    def action_dismiss(self) -> None:  # type: ignore[override]
-        self.dismiss(None)

@@ -9,11 +9,15 @@ there is one) moves, the shards before and after with their ranges in aligned co
 the console's key format), and any breached limits; a plan with breaches cannot proceed. With a
 lease table open in the Consumers tab it also shows the reshard barrier (console.consumers.barrier);
 when consumers are still reading the shards the plan changes, Proceed is held back and only `f`
-(Apply anyway) goes on, so forcing is a step of its own.
+(Apply anyway) goes on, so forcing is a step of its own. On a narrow terminal the calls wrap with
+their hash keys whole (a split's 39-digit key gets a line of its own); `c` copies the calls as
+`aws kinesis` commands, every value in full.
 """
 
 from __future__ import annotations
 
+import re
+import shlex
 import textwrap
 
 from rich.text import Text
@@ -62,24 +66,65 @@ def moved_summary(plan: ReshardPlan, sample_label: str) -> str:
 
 
 PROSE_PREFIXES = ("Ordering:", "Note:", "Split key:")  # sentences, not columns: wrapped to the dialog
+CALL_LINE = re.compile(r"  \d+\. ")  # "  1. SplitShard shardId-... at <key>": wrapped, the key kept whole
+
+
+def _wrap(line: str, width: int, indent: str) -> list[str]:
+    """Words kept whole (a hash key or shard id is never cut; one longer than the box scrolls sideways)."""
+    return textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
 
 
 def plan_body(plan: ReshardPlan, key_format: str, width: int | None = None) -> str:
     """Everything below the bars (console.reshard.render.plan_details), with hash keys in the
-    console's key format and short shard ids. With `width`, the prose lines wrap to it (the rows keep
-    their columns and scroll sideways)."""
+    console's key format and short shard ids. With `width`, the prose and call lines wrap to it (the
+    rows keep their columns and scroll sideways)."""
     lines = plan_details(
         plan, MAX_ROWS, key_text=lambda key: format_hash_key(key, key_format), shard_name=short_shard_id
     )
     if width is not None:
-        lines = [
-            wrapped
-            for line in lines
-            for wrapped in (
-                textwrap.wrap(line, width, subsequent_indent="  ") if line.startswith(PROSE_PREFIXES) else [line]
-            )
-        ]
+        wrapped_lines = []
+        for line in lines:
+            if line.startswith(PROSE_PREFIXES):
+                wrapped_lines += _wrap(line, width, "  ")
+            elif CALL_LINE.match(line) and len(line) > width:
+                wrapped_lines += _wrap(line, width, " " * (line.index(".") + 2))
+            else:
+                wrapped_lines.append(line)
+        lines = wrapped_lines
     return "\n".join(lines)
+
+
+def aws_cli_commands(plan: ReshardPlan, stream_name: str) -> str:
+    """The plan's calls as `aws kinesis` commands, one a line, every id and hash key in full."""
+    commands = []
+    for op in plan.operations:
+        arguments: list[str]
+        if op.kind == "split":
+            arguments = [
+                "split-shard",
+                "--shard-to-split",
+                str(op.shard_id),
+                "--new-starting-hash-key",
+                str(op.new_starting_hash_key),
+            ]
+        elif op.kind == "merge":
+            arguments = [
+                "merge-shards",
+                "--shard-to-merge",
+                str(op.shard_id),
+                "--adjacent-shard-to-merge",
+                str(op.adjacent_shard_id),
+            ]
+        else:
+            arguments = [
+                "update-shard-count",
+                "--target-shard-count",
+                str(op.target_shard_count),
+                "--scaling-type",
+                "UNIFORM_SCALING",
+            ]
+        commands.append(shlex.join(["aws", "kinesis", arguments[0], "--stream-name", stream_name, *arguments[1:]]))
+    return "\n".join(commands)
 
 
 class ReshardPreviewScreen(ModalScreen[bool]):
@@ -140,6 +185,7 @@ class ReshardPreviewScreen(ModalScreen[bool]):
         Binding("escape", "cancel", "Cancel"),
         Binding("enter", "proceed", "Proceed", show=False),
         Binding("f", "force", "Apply anyway"),
+        Binding("c", "copy_calls", "Copy calls"),
     ]
 
     def __init__(
@@ -181,6 +227,8 @@ class ReshardPreviewScreen(ModalScreen[bool]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "force" and not self.can_force:
             return False  # not in the footer: there is nothing to force
+        if action == "copy_calls" and not self.plan.operations:
+            return False
         return True
 
     def compose(self) -> ComposeResult:
@@ -214,7 +262,7 @@ class ReshardPreviewScreen(ModalScreen[bool]):
             if self.can_force:
                 yield Static(
                     Text(
-                        f"Held back: {printable(self.held_back)}.\nPress f to apply anyway (those consumers "
+                        f"Held back: {printable(self.held_back or '')}.\nPress f to apply anyway (those consumers "
                         "fall further behind until they finish the parents), or Escape to cancel."
                     ),
                     id="preview-held-back",
@@ -236,6 +284,8 @@ class ReshardPreviewScreen(ModalScreen[bool]):
                     )
 
     def on_mount(self) -> None:
+        if self.plan.operations:  # on the box's border: no line taken from the plan on a 24-line terminal
+            self.query_one("#preview-body").border_subtitle = "c copies the calls"
         # Focus never starts on a button that changes the stream when consumers hold the change back.
         self.query_one("#proceed" if self.can_proceed else "#cancel", Button).focus()
 
@@ -263,3 +313,9 @@ class ReshardPreviewScreen(ModalScreen[bool]):
 
     def action_cancel(self) -> None:
         self.dismiss(False)
+
+    def action_copy_calls(self) -> None:
+        commands = aws_cli_commands(self.plan, self.stream_name)
+        self.app.copy_to_clipboard(commands)
+        count = len(self.plan.operations)
+        self.notify(f"copied {count} call{'' if count == 1 else 's'} as aws kinesis commands", timeout=3)

@@ -18,6 +18,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.coordinate import Coordinate
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
@@ -224,9 +225,9 @@ class StreamPickerScreen(ModalScreen[str | None]):
             row for row in sort_rows(list(self._rows.values()), self._sort) if self._filter.lower() in row.name.lower()
         ]
         keys = {row.name for row in wanted}
-        for key in [k.value for k in list(table.rows)]:
-            if key not in keys:
-                table.remove_row(key)
+        for row_key in list(table.rows):
+            if row_key.value not in keys:
+                table.remove_row(row_key)
         present = {k.value for k in table.rows}
         for row in wanted:
             cells = row_cells(row)
@@ -249,7 +250,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
         if not table.row_count:
             return None
         try:
-            return table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+            return table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
         except Exception:  # noqa: BLE001 - no row under the cursor yet
             return None
 

@@ -1,7 +1,7 @@
 """Keyboard cursor for the virtualised list widgets (shard table, lineage tree).
 
-Both draw only the lines on screen, so Textual's own cursor handling does not apply; this mixin
-gives them the same keys and scrolling, and the same focus look: their resolved styles cached per
+Both draw only the lines on screen, so Textual's own cursor handling does not apply; this base
+class (a ScrollView) gives them the same keys and scrolling, and the same focus look: their resolved styles cached per
 (component, focused) and the lines redrawn when the focus comes or goes. A widget using it provides
 `_line_count()`, `_lines_visible()` (lines of content that fit, headers excluded) and
 `_move_cursor(line)`, and sets `_style_cache = {}` when built.
@@ -12,6 +12,7 @@ from __future__ import annotations
 from rich.style import Style
 from textual import events
 from textual.binding import Binding
+from textual.scroll_view import ScrollView
 
 CURSOR_BINDINGS = [
     Binding("up", "cursor(-1)", "Up", show=False),
@@ -23,7 +24,7 @@ CURSOR_BINDINGS = [
 ]
 
 
-class CursorNavigation:
+class CursorNavigation(ScrollView):
     _cursor: int
     _style_cache: dict[tuple[str, bool], Style]
 
@@ -38,11 +39,11 @@ class CursorNavigation:
 
     def _scroll_cursor_into_view(self) -> None:
         visible = self._lines_visible()
-        top = round(self.scroll_y)  # type: ignore[attr-defined]
+        top = round(self.scroll_y)
         if self._cursor < top:
-            self.scroll_to(y=self._cursor, animate=False, immediate=True)  # type: ignore[attr-defined]
+            self.scroll_to(y=self._cursor, animate=False, immediate=True)
         elif self._cursor >= top + visible:
-            self.scroll_to(y=self._cursor - visible + 1, animate=False, immediate=True)  # type: ignore[attr-defined]
+            self.scroll_to(y=self._cursor - visible + 1, animate=False, immediate=True)
 
     def action_cursor(self, delta: int) -> None:
         self._move_cursor(self._cursor + delta)
@@ -58,23 +59,23 @@ class CursorNavigation:
 
     def notify_style_update(self) -> None:
         self._style_cache.clear()
-        super().notify_style_update()  # type: ignore[misc]
+        super().notify_style_update()
 
     def _on_focus(self, event: events.Focus) -> None:
-        super()._on_focus(event)  # type: ignore[misc]
-        self.refresh()  # type: ignore[attr-defined]
+        super()._on_focus(event)
+        self.refresh()
 
     def _on_blur(self, event: events.Blur) -> None:
-        super()._on_blur(event)  # type: ignore[misc]
-        self.refresh()  # type: ignore[attr-defined]
+        super()._on_blur(event)
+        self.refresh()
 
     def _style(self, part: str) -> Style:
         """Resolved styles, cached: resolving one costs ~0.3 ms and a screen has 40 lines."""
-        key = (part, self.has_focus)  # type: ignore[attr-defined]
+        key = (part, self.has_focus)
         style = self._style_cache.get(key)
         if style is None:
-            style = self.rich_style  # type: ignore[attr-defined]
+            style = self.rich_style
             if part:
-                style = style + self.get_component_rich_style(part)  # type: ignore[attr-defined]
+                style = style + self.get_component_rich_style(part)
             self._style_cache[key] = style
         return style

@@ -185,9 +185,9 @@ class KeySpaceRibbon(Widget):
         return self._ids[owners[x]]
 
     def _selected_columns(self, width: int) -> tuple[int, int] | None:
-        if self._index_of(self.selected_id) is None:
-            return None
         index = self._index_of(self.selected_id)
+        if index is None:
+            return None
         first = self._starts[index] * width // HASH_SPACE
         last = self._ends[index] * width // HASH_SPACE
         return first, max(first, last)

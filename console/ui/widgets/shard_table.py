@@ -22,11 +22,11 @@ from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from console.topology.model import Shard
 from console.ui.format import KEY_WIDTHS, format_hash_key, format_rate, format_share, short_shard_id
+from console.ui.source import ShardListing
 from console.ui.widgets.cursor import CURSOR_BINDINGS, CursorNavigation
 
 
@@ -163,7 +163,7 @@ THREADED_SORT_ROWS = 50_000  # a full sort of more rows runs off the UI loop (10
 # a thread costs more in GIL hand-overs than it saves below that)
 
 
-class ShardTable(CursorNavigation, ScrollView, can_focus=True):
+class ShardTable(CursorNavigation, can_focus=True):
     """Shards of one stream, one line each, with a sticky header row, sorting and a text filter."""
 
     COMPONENT_CLASSES = {
@@ -216,7 +216,7 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
         self._cursor = 0
         self._selected_id: str | None = None
         self._style_cache: dict[tuple[str, bool], Style] = {}
-        self._columns_cache: tuple[tuple[int, bool, bool], tuple[Column, ...]] | None = None
+        self._columns_cache: tuple[tuple[int, bool, bool, bool], tuple[Column, ...]] | None = None
         self.sort_column = "start"
         self.sort_reverse = False
         self.filter_text = ""
@@ -282,9 +282,8 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
         # The diff runs as C-level maps and set operations (~2 ms at 10k shards, a Python loop
         # over them costs twice that): a shard has changed when its ending sequence number differs
         # from the one held for the same id.
-        by_id = getattr(shards, "by_id", None)
-        if by_id is not None:  # a console.ui.source.ShardListing: worked out off the UI loop
-            ids, endings, fresh, fresh_endings = shards.ids, shards.endings, by_id, shards.ending_by_id
+        if isinstance(shards, ShardListing):  # worked out off the UI loop
+            ids, endings, fresh, fresh_endings = shards.ids, shards.endings, shards.by_id, shards.ending_by_id
         else:
             shards = shards if isinstance(shards, (list, tuple)) else list(shards)
             ids = list(map(_SHARD_ID, shards))
@@ -334,9 +333,9 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
             if shard is None or not self._matches(shard):
                 continue
             key = column.sort_key(shard, self._heat.get(sid))
-            at = bisect.bisect_left(self._ascending_keys, key)
-            self._ascending_keys.insert(at, key)
-            self._ascending.insert(at, sid)
+            position = bisect.bisect_left(self._ascending_keys, key)
+            self._ascending_keys.insert(position, key)
+            self._ascending.insert(position, sid)
         self._after_order_change()
 
     def set_heat(self, heat: dict[str, ShardHeat]) -> None:
@@ -355,7 +354,12 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
             self._reorder()
         else:
             self._refresh_rows(
-                {sid for sid in self._heat.keys() | previous.keys() if self._heat.get(sid) != previous.get(sid)}
+                {
+                    sid
+                    for sid in self._heat.keys() | previous.keys()
+                    # `is` first: a heat view of 10,000 shards hands the unchanged figures back as they were.
+                    if (figures := self._heat.get(sid)) is not (before := previous.get(sid)) and figures != before
+                }
             )
 
     def set_lag(self, lag: dict[str, str]) -> None:
@@ -463,8 +467,9 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
         self._position_cache = None
         self._update_virtual_size()
         # Keep the selection on the same shard across refreshes, wherever it moved to.
-        selected = self._shards.get(self._selected_id) if self._selected_id is not None else None
-        index = self._order_index(self._selected_id, selected) if selected is not None else None
+        selected_id = self._selected_id
+        selected = self._shards.get(selected_id) if selected_id is not None else None
+        index = self._order_index(selected_id, selected) if selected_id is not None and selected is not None else None
         if index is not None:
             self._cursor = count - 1 - index if self.sort_reverse else index
         elif count:
@@ -538,9 +543,9 @@ class ShardTable(CursorNavigation, ScrollView, can_focus=True):
             return
         positions = self._position
         for sid in shard_ids:
-            position = positions.get(sid)
-            if position is not None and top <= position < top + height:
-                self.refresh_line(position - top + 1)
+            found = positions.get(sid)
+            if found is not None and top <= found < top + height:
+                self.refresh_line(found - top + 1)
 
     # ---- cursor --------------------------------------------------------------------------------
 

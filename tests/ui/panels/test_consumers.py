@@ -252,3 +252,25 @@ async def test_workers_section_shows_each_worker_the_leader_and_flags(kinesis, m
         assert b[0] == "w-\\x1b[31mb" and "! metrics-stale" in b[7] and b[6] == ""
         line = str(app.query_one("#consumers-workers-status", Static).render())
         assert "layout three-tables" in line and "leader w-a" in line and "migration state CLIENT_VERSION_3X" in line
+
+
+async def test_workers_section_measures_kcl_2x_throughput_and_names_its_source(kinesis, make_stream, local_kinesis):
+    name, shards, table = await leased_stream(
+        kinesis,
+        make_stream,
+        local_kinesis.endpoint_url,
+        shards=2,
+        records=30,
+        leases=lambda listed: [kcl_lease(listed[0].shard_id, owner="w-a"), kcl_lease(listed[1].shard_id, owner="w-b")],
+    )
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await watch_lease_table(pilot, app, table, rows=2)
+        workers = app.query_one("#consumers-workers", DataTable)
+        await wait_until(pilot, lambda: workers.row_count == 2, what="worker rows")
+        # 30 records of 10 bytes and a 2- or 3-byte key in the last minute: about 0.006 KB/s.
+        assert [str(cell) for cell in workers.get_row("w-a")][3] == "0.0"
+        line = str(app.query_one("#consumers-workers-status", Static).render())
+        assert (
+            "layout kcl-2.x" in line and "KB/s measured from sampled records (last 60 s read back) for 2 shards" in line
+        )

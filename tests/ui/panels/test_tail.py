@@ -102,7 +102,7 @@ async def test_enter_expands_pretty_json_and_collapses_it():
                 "shardId-000000000000",
                 0,
                 3,
-                payload=lambda i: gzip.compress(json.dumps({"n": i, "tags": ["a", "b"]}).encode()),
+                payload=lambda i: gzip.compress(json.dumps({"n": i, "tags": ["a", "b"]}).encode(), mtime=0),
             )
         )
         await pilot.pause(0.2)

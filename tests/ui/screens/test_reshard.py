@@ -129,3 +129,29 @@ async def test_the_ordering_sentence_wraps_inside_an_80_column_dialog():
         ordering = body[body.index("Ordering:") :].split("\n")
         width = app.screen.text_width()
         assert len(ordering) > 1 and all(len(line) <= width for line in ordering[:3])
+
+
+async def test_the_split_key_wraps_whole_at_80_by_24_and_c_copies_the_call_in_full():
+    plan = split_plan()
+    key = str(plan.operations[0].new_starting_hash_key)
+    assert len(key) == 39
+    app = Host(lambda: ReshardPreviewScreen(plan, "orders"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        body = str(app.screen.query_one("#preview-text", Static).render())
+        calls = body[body.index("Calls (1):") : body.index("Before:")].rstrip("\n").split("\n")[1:]
+        visible = app.screen.query_one("#preview-body").scrollable_content_region.width
+        # The call wraps inside the box, the key whole on a line of its own, nothing past the edge.
+        assert len(calls) == 2 and calls[1].strip() == key
+        assert all(len(line) <= visible for line in calls), (visible, calls)
+        assert calls[0].strip() == f"1. SplitShard {plan.operations[0].shard_id} at"
+        assert app.screen.query_one("#preview-body").border_subtitle == "c copies the calls"
+        await pilot.press("c")
+        await pilot.pause()
+        assert app.clipboard == (
+            f"aws kinesis split-shard --stream-name orders --shard-to-split {plan.operations[0].shard_id} "
+            f"--new-starting-hash-key {key}"
+        )
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.results == [False]
