@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from console.errors import BadInput
 
@@ -216,6 +216,14 @@ class _Prefixed:
     def __init__(self, first: bytes, handle) -> None:
         self._first, self._handle = first, handle
 
+    def read(self, size: int = -1) -> bytes:
+        if not self._first:
+            return self._handle.read(size)
+        first, self._first = self._first, b""
+        if size == 1:
+            return first
+        return first + self._handle.read(-1 if size is None or size < 0 else size - 1)
+
     def readline(self, size: int = -1) -> bytes:
         if not self._first:
             return self._handle.readline(size)
@@ -237,6 +245,9 @@ class _Prefixed:
         self.close()
 
 
+READ_CHUNK_BYTES = 1 << 20  # lines are checked and decoded a block at a time: a million keys in ~25 blocks
+
+
 def read_text_lines(
     path: str,
     *,
@@ -248,39 +259,89 @@ def read_text_lines(
 ) -> list[str]:
     """The lines of a UTF-8 text file ('-' = stdin) without their endings, read under the caps: a
     line longer than `max_line_bytes`, more than `max_lines` lines or `max_bytes` bytes, or bytes
-    that are not UTF-8, are BadInput (exit 2) naming the file and the line, before more is read."""
-    shown = _named(what, path)
-    lines: list[str] = []
-    total = 0
+    that are not UTF-8, are BadInput (exit 2) naming the file and the line, before more is read.
+
+    The file is read a block of whole lines at a time; a block within every cap is decoded and split
+    in one go, and only a block that breaks one is walked line by line, so the error names the same
+    first offending line (and byte offset) a line-at-a-time read would."""
+    reader = _LineReader(_named(what, path), max_bytes, max_lines, max_line_bytes, code)
+    pending = b""  # the start of a line whose end has not been read yet
     handle = open_named_file(path, what=what, code=code)
     try:
         while True:
             try:
-                raw = handle.readline(max_line_bytes + 1)
+                chunk = handle.read(READ_CHUNK_BYTES)
             except OSError as error:
-                raise BadInput(f"cannot read {shown}: {error.strerror or error}", code=code) from None
-            if not raw:
-                return lines
-            number = len(lines) + 1
-            total += len(raw)
-            if len(raw) > max_line_bytes:
-                raise BadInput(
-                    f"{shown}: line {number:,} is longer than {max_line_bytes:,} bytes "
-                    "(is it a text file of one item per line?)",
-                    code=code,
-                )
-            if number > max_lines or total > max_bytes:
-                raise BadInput(
-                    f"{shown} is longer than {max_lines:,} lines or {max_bytes // 2**20} MiB; give fewer", code=code
-                )
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                offset = total - len(raw) + error.start
-                raise BadInput(
-                    f"cannot read {shown}: not UTF-8 text (byte 0x{raw[error.start]:02x} at offset {offset})", code=code
-                ) from None
-            lines.append(text.rstrip("\n").removesuffix("\r"))
+                raise BadInput(f"cannot read {reader.shown}: {error.strerror or error}", code=code) from None
+            if not chunk:
+                if pending:  # a last line without a newline
+                    reader.take_line(pending)
+                return reader.lines
+            data = pending + chunk
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                reader.take_block(data[:cut])
+            pending = data[cut:]
+            if len(pending) > max_line_bytes:  # no newline within the line limit
+                reader.take_line(pending)  # raises: the line is too long
     finally:
         if path != "-":
             handle.close()
+
+
+class _LineReader:
+    """The lines read so far and the caps they are held to (read_text_lines)."""
+
+    def __init__(self, shown: str, max_bytes: int, max_lines: int, max_line_bytes: int, code: str) -> None:
+        self.shown, self.code = shown, code
+        self.max_bytes, self.max_lines, self.max_line_bytes = max_bytes, max_lines, max_line_bytes
+        self.lines: list[str] = []
+        self.total = 0  # bytes of the lines taken
+
+    def take_block(self, block: bytes) -> None:
+        """Whole lines, each ending in a newline."""
+        parts = block.split(b"\n")
+        parts.pop()  # the empty piece after the last newline
+        if (
+            max(map(len, parts)) >= self.max_line_bytes  # a line plus its newline over the limit
+            or len(self.lines) + len(parts) > self.max_lines
+            or self.total + len(block) > self.max_bytes
+        ):
+            for part in parts:  # a cap breaks in this block: find the first line that breaks it
+                self.take_line(part + b"\n")
+            return
+        try:
+            text = block.decode("utf-8")
+        except UnicodeDecodeError as error:  # no cap breaks before it, so this is the first problem
+            self._not_utf8(block, error, self.total)
+        lines = text.split("\n")
+        lines.pop()
+        self.lines.extend([line.removesuffix("\r") for line in lines] if "\r" in text else lines)
+        self.total += len(block)
+
+    def take_line(self, raw: bytes) -> None:
+        """One line, with its newline if it has one."""
+        number = len(self.lines) + 1
+        self.total += len(raw)
+        if len(raw) > self.max_line_bytes:
+            raise BadInput(
+                f"{self.shown}: line {number:,} is longer than {self.max_line_bytes:,} bytes "
+                "(is it a text file of one item per line?)",
+                code=self.code,
+            )
+        if number > self.max_lines or self.total > self.max_bytes:
+            raise BadInput(
+                f"{self.shown} is longer than {self.max_lines:,} lines or {self.max_bytes // 2**20} MiB; give fewer",
+                code=self.code,
+            )
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            self._not_utf8(raw, error, self.total - len(raw))
+        self.lines.append(text.rstrip("\n").removesuffix("\r"))
+
+    def _not_utf8(self, raw: bytes, error: UnicodeDecodeError, start: int) -> NoReturn:
+        raise BadInput(
+            f"cannot read {self.shown}: not UTF-8 text (byte 0x{raw[error.start]:02x} at offset {start + error.start})",
+            code=self.code,
+        ) from None

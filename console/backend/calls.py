@@ -18,6 +18,7 @@ throttling gets; the error line names both timeouts. What is not retried comes o
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import re
@@ -254,6 +255,7 @@ def _seconds(value: float) -> str:
     return "none" if not value else f"{value:g} s"
 
 
+@functools.lru_cache(maxsize=256)
 def snake_case(operation: str) -> str:
-    """botocore's method name for an operation: "ListShards" -> "list_shards"."""
+    """botocore's method name for an operation: "ListShards" -> "list_shards" (once per operation)."""
     return re.sub(r"(?<!^)(?=[A-Z])", "_", operation).lower()

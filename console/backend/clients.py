@@ -231,6 +231,9 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
             # (run_in_executor, not to_thread: the thread starts now, not at this coroutine's next await)
             server_started = asyncio.get_running_loop().run_in_executor(None, local_server.start)
             stack.push_async_callback(_settled, server_started)  # before the stop above, on the way out
+        from console.backend.deferred_tls import import_aiohttp
+
+        import_aiohttp()  # before aiobotocore brings it in
         from aiobotocore.session import AioSession
         from botocore.exceptions import BotoCoreError
 
@@ -260,12 +263,25 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
         side_clients = SideClients(
             session, stack, region=region, endpoint_url=shared, config=settings, credentials=credentials
         )
+
+        async def checked_puts_client() -> Any:
+            """A second Kinesis client without botocore's parameter check, for PutRecords requests whose
+            every entry the backend has checked itself (KinesisBackend.put_records): the producer sends
+            hundreds of records a request, and botocore's check walks each one again."""
+            from aiobotocore.config import AioConfig
+
+            unchecked = settings.merge(AioConfig(parameter_validation=False))
+            return await stack.enter_async_context(
+                create_client(session, "kinesis", region, endpoint_url, unchecked, credentials)
+            )
+
         backend = KinesisBackend(
             config,
             client,
             region=region,
             endpoint_url=endpoint_url or client.meta.endpoint_url,
             side_client=side_clients.get,
+            checked_puts_client=checked_puts_client,
         )
         backend.local_server = local_server
         yield backend

@@ -48,19 +48,24 @@ class KinesisBackend(CallPath):
         region: str,
         endpoint_url: str | None,
         side_client: Callable[[str], Awaitable[Any]] | None = None,
+        checked_puts_client: Callable[[], Awaitable[Any]] | None = None,
     ) -> None:
         super().__init__(config, endpoint_url=endpoint_url)
         self.region = region
         self._client = client
         self._open_side_client = side_client  # (service) -> its client; see clients.SideClients
+        # PutRecords whose entries put_records has checked go through this client (see there), opened on
+        # first use; None: every put takes the main client.
+        self._open_checked_puts_client = checked_puts_client
+        self._checked_puts_client: asyncio.Future[Any] | None = None
         self.local_server: LocalKinesisServer | None = None  # the embedded server for kind "local"
         self._dynamodb = DynamoDBBackend(self, self._side_client)
         self._cloudwatch = CloudWatchBackend(self, self._side_client)
         self._sts = STSBackend(self, self._side_client)
 
-    async def _call(self, operation: str, **params: Any) -> dict:
+    async def _call(self, operation: str, *, client: Any = None, **params: Any) -> dict:
         try:
-            return await self.call(self._client, operation, **params)
+            return await self.call(client or self._client, operation, **params)
         except StreamNotFound as error:
             stream = params.get("StreamName")
             if not stream:
@@ -266,11 +271,36 @@ class KinesisBackend(CallPath):
         """`records` are AWS-shaped: {Data, PartitionKey?, ExplicitHashKey?} (an int hash key is accepted;
         no PartitionKey only on an AUTO stream). Per-record failures come back in the response's Records
         (ErrorCode), as from AWS."""
-        entries = [
-            put_records_entry(record["Data"], record.get("PartitionKey"), record.get("ExplicitHashKey"))
-            for record in records
-        ]
-        return await self._call("PutRecords", StreamName=stream, Records=entries)
+        # Each entry is checked here as botocore would check it (a partition key of at least one
+        # character, bytes, nothing else); when all pass, the request goes through a client that does
+        # not check them again: the producer sends hundreds a request, and botocore's check walks each
+        # one. Any other entry is rebuilt as AWS takes it and the request keeps botocore's check.
+        checked = bool(records) and type(stream) is str and stream != ""
+        entries = []
+        for record in records:
+            key = record.get("PartitionKey")
+            if len(record) == 2 and type(key) is str and key and type(record.get("Data")) is bytes:
+                entries.append(record)
+            else:
+                checked = False
+                entries.append(put_records_entry(record["Data"], key, record.get("ExplicitHashKey")))
+        client = await self._checked_puts() if checked else None
+        return await self._call("PutRecords", client=client, StreamName=stream, Records=entries)
+
+    async def _checked_puts(self) -> Any:
+        """The client for checked PutRecords (None: the main one), opened once however many ask at once."""
+        if self._open_checked_puts_client is None:
+            return None
+        opened = self._checked_puts_client
+        if opened is not None and opened.done() and not opened.cancelled() and opened.exception() is None:
+            return opened.result()  # the usual case, without a shield per request
+        if self._checked_puts_client is None:
+            self._checked_puts_client = asyncio.ensure_future(self._open_checked_puts_client())
+        try:
+            return await asyncio.shield(self._checked_puts_client)
+        except Exception:  # noqa: BLE001 - without it, the main client sends the puts as before
+            self._open_checked_puts_client = None
+            return None
 
     # ---- today's settings: record size, warm throughput, distribution, account ------------------
 

@@ -17,6 +17,7 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from console.bounds import (
     UPDATE_SHARD_COUNT_MAX,
@@ -32,20 +33,10 @@ from console.commands import command_help
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, run_async
 from console.commands._stream_args import ensure_local_stream
-from console.commands.consumers import validate_table_name
-from console.consumers.barrier import BarrierReport, barrier_analysis, changed_shards
 from console.errors import BadInput, PlanRejected
 from console.keyspace.hashkeys import even_split, parse_hash_key, shard_id_for_index
 from console.lifecycle.rules import parse_shard_count
 from console.reshard.actionlog import ActionLog
-from console.reshard.execute import (
-    DEFAULT_SAMPLE_LIMIT,
-    DEFAULT_SAMPLE_SECONDS,
-    ExecutionResult,
-    Executor,
-    PlanBuilder,
-    median_split_of_recent,
-)
 from console.reshard.limits import Limits, StreamContext
 from console.reshard.plan import (
     KeySample,
@@ -59,7 +50,12 @@ from console.reshard.plan import (
     plan_split,
     render_plan,
 )
+from console.reshard.sample import DEFAULT_SAMPLE_LIMIT, DEFAULT_SAMPLE_SECONDS
 from console.topology.model import Shard
+
+if TYPE_CHECKING:  # the executor and the consumer barrier load only when a stream is planned against
+    from console.consumers.barrier import BarrierReport
+    from console.reshard.execute import ExecutionResult, Executor, PlanBuilder
 
 ACTIONS = ("split", "merge", "scale", "even")
 MAX_SAMPLE_LIMIT = 1_000_000  # records read for a median: 100 full GetRecords calls
@@ -255,6 +251,8 @@ def read_inputs(args: argparse.Namespace) -> PlanInputs:
     if getattr(args, "lease_table", None) is not None:
         if args.stream is None:
             raise BadInput("--lease-table reads the stream's consumers: name a STREAM (not --shards N)", code="usage")
+        from console.commands.consumers import validate_table_name
+
         validate_table_name(args.lease_table)
     sample = read_keys(args.sample_keys) if args.sample_keys else None
     median_of, explicit, recent = None, None, bool(getattr(args, "at_median_of_recent", False))
@@ -325,6 +323,8 @@ def plan_builder(
 
 
 def _executor(kinesis, args: argparse.Namespace, *, quiet: bool = False) -> Executor:
+    from console.reshard.execute import Executor
+
     return Executor(
         kinesis,
         args.stream,
@@ -379,6 +379,7 @@ async def _barrier(
     """With --lease-table: the consumers' lag in the shards the plan closes (read from the lease table)."""
     if not getattr(args, "lease_table", None):
         return None
+    from console.consumers.barrier import barrier_analysis, changed_shards
     from console.consumers.look import consumer_report
 
     report = await consumer_report(
@@ -425,6 +426,8 @@ async def _with_recent_median(
     target = next((s for s in shards if s.shard_id == args.shard), None)
     if target is None or not target.is_open:
         return build  # the plan names the unknown or closed shard; nothing to sample
+    from console.reshard.execute import median_split_of_recent
+
     median = await median_split_of_recent(
         kinesis, args.stream, target, seconds=inputs.sample_seconds, limit=inputs.sample_limit
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.commands import command_help
 from console.commands._output import emit, note, render_table, run_async
@@ -21,15 +21,18 @@ from console.heat.fleet import (
     Fleet,
     FleetRow,
     StreamFacts,
-    fleet_rows,
+    fleet_from,
     format_age,
+    read_fleet_metrics,
     sort_rows,
     sparkline,
 )
 from console.lifecycle.rules import parse_shard_count
-from console.topology.lineage import OPEN, Lineage
 from console.topology.model import StreamSummary
 from console.words import counted
+
+if TYPE_CHECKING:  # `shards` alone draws lineage: `streams` starts without it
+    from console.topology.lineage import Lineage
 
 
 def register(subparsers, common) -> None:
@@ -126,16 +129,15 @@ def needs_describe(args: Any) -> bool:
     return query is None or any(name in query for name in DESCRIBED_FIELDS)
 
 
-async def list_streams(
-    kinesis: Any, *, describe: bool = True, shown: int | None = None, page_size: int = 100
+async def described(
+    kinesis: Any, listed: list[StreamSummary], *, describe: bool = True, shown: int | None = None
 ) -> list[StreamSummary]:
-    """One ListStreams page-through, sorted by name; the first `shown` (all: None) described."""
-    listed = sorted(await kinesis.list_stream_summaries(page_size=page_size), key=lambda s: s.name)
+    """`listed` (sorted by name) with the first `shown` (all: None) described."""
     if not describe:
         return listed
     head = listed if shown is None else listed[:shown]
-    described = await kinesis.describe_streams(head, concurrency=DESCRIBE_CONCURRENCY)
-    return sorted(described, key=lambda s: s.name) + listed[len(head) :]
+    found = await kinesis.describe_streams(head, concurrency=DESCRIBE_CONCURRENCY)
+    return sorted(found, key=lambda s: s.name) + listed[len(head) :]
 
 
 async def _fetch_fleet(args: Any) -> tuple[list[StreamSummary], str, Fleet]:
@@ -147,9 +149,27 @@ async def _fetch_fleet(args: Any) -> tuple[list[StreamSummary], str, Fleet]:
         wanted = getattr(args, "stream", None)
         if config.kind == "local" and wanted:
             await ensure_local_stream(kinesis, wanted, args)
-        summaries = await list_streams(kinesis, describe=needs_describe(args), shown=getattr(args, "max_items", None))
-        fleet = await fleet_rows(kinesis, [StreamFacts.from_stream(s) for s in summaries])
+        summaries, fleet = await listed_fleet(
+            kinesis, describe=needs_describe(args), shown=getattr(args, "max_items", None)
+        )
         return summaries, kinesis.label, fleet
+
+
+async def listed_fleet(
+    kinesis: Any, *, describe: bool = True, shown: int | None = None, page_size: int = 100
+) -> tuple[list[StreamSummary], Fleet]:
+    """One ListStreams page-through, sorted by name, the first `shown` (all: None) described; and their
+    rows. The metrics need only the names, so they are read while the streams are described: the two
+    wait on the endpoint together, not one after the other."""
+    listed = sorted(await kinesis.list_stream_summaries(page_size=page_size), key=lambda s: s.name)
+    metrics = asyncio.ensure_future(read_fleet_metrics(kinesis, [summary.name for summary in listed]))
+    try:
+        summaries = await described(kinesis, listed, describe=describe, shown=shown)
+    except BaseException:  # the describe's own error is the one to tell; the read stops with it
+        metrics.cancel()
+        await asyncio.gather(metrics, return_exceptions=True)
+        raise
+    return summaries, fleet_from([StreamFacts.from_stream(s) for s in summaries], await metrics)
 
 
 async def _watch_fleet(args: Any, *, rounds: int | None = None, interval: float = FLEET_REFRESH_S) -> int:
@@ -165,8 +185,7 @@ async def _watch_fleet(args: Any, *, rounds: int | None = None, interval: float 
         done = 0
         while rounds is None or done < rounds:
             started = time.monotonic()
-            summaries = await list_streams(kinesis)
-            fleet = await fleet_rows(kinesis, [StreamFacts.from_stream(s) for s in summaries])
+            summaries, fleet = await listed_fleet(kinesis)
             by_name = {summary.name: summary for summary in summaries}
             ordered = sort_rows(fleet.rows, args.sort)
             stamp = time.strftime("%H:%M:%S")
@@ -249,6 +268,8 @@ def _count(value: int | None) -> str:
 
 
 def shards_command(args: Any) -> int:
+    from console.topology.lineage import OPEN, Lineage
+
     stream = validate_stream_name(args.stream)
     if getattr(args, "local", False):
         local_shard_count(args)
@@ -274,6 +295,7 @@ def shards_command(args: Any) -> int:
 
 async def _fetch_lineage(args: Any, stream: str) -> tuple[Lineage, str]:
     from console.backend import BackendConfig, open_backend
+    from console.topology.lineage import Lineage
 
     config = BackendConfig.from_args(args)
     async with open_backend(config) as kinesis:
@@ -285,6 +307,8 @@ async def _fetch_lineage(args: Any, stream: str) -> tuple[Lineage, str]:
 
 
 def _heading(stream: str, label: str, rows: list[dict]) -> str:
+    from console.topology.lineage import OPEN
+
     open_count = sum(1 for row in rows if row["state"] == OPEN)
     return f"stream {stream} on {label}: {counted(len(rows), 'shard')} ({open_count} open)"
 

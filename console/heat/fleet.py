@@ -242,17 +242,40 @@ class Fleet:
     problem: str | None = None  # one line when CloudWatch could not be read at all
 
 
-async def fleet_rows(backend: Any, streams: Sequence[StreamFacts], *, now: datetime | None = None) -> Fleet:
-    """Every stream's row from one batched read of the last 30 minutes' stream-level metrics."""
+@dataclass(frozen=True)
+class FleetMetrics:
+    """One batched read of the fleet's metrics: each stream's series from `start`, or the problem."""
+
+    start: datetime
+    found: Any = None  # the backend's StreamsMetrics (series and problems by stream, calls made)
+    problem: str | None = None  # one line when CloudWatch could not be read at all
+
+
+async def read_fleet_metrics(backend: Any, names: Sequence[str], *, now: datetime | None = None) -> FleetMetrics:
+    """The last 30 minutes' stream-level metrics of `names`, in one batched read. It needs only the
+    names, so a caller may run it while it still describes the streams."""
     start, end = minute_window(WINDOW_MINUTES, now)
-    names = [facts.name for facts in streams]
     try:
-        found = await backend.streams_metrics(names, FLEET_METRICS, start, end, PERIOD)
+        found = await backend.streams_metrics(list(names), FLEET_METRICS, start, end, PERIOD)
     except ConsoleError as error:  # no permission, no CloudWatch: the list stands, the reason is one line
-        reason = unavailable_reason(error).removeprefix("no CloudWatch metrics: ")
-        return Fleet([build_row(facts, None, start, problem=reason) for facts in streams], problem=reason)
+        return FleetMetrics(start, problem=unavailable_reason(error).removeprefix("no CloudWatch metrics: "))
+    return FleetMetrics(start, found)
+
+
+def fleet_from(streams: Sequence[StreamFacts], metrics: FleetMetrics) -> Fleet:
+    """Every stream's row from a read of the metrics (streams it did not cover have no series)."""
+    start, found = metrics.start, metrics.found
+    if found is None:
+        return Fleet(
+            [build_row(facts, None, start, problem=metrics.problem) for facts in streams], problem=metrics.problem
+        )
     rows = [
         build_row(facts, found.series.get(facts.name), start, problem=found.problems.get(facts.name))
         for facts in streams
     ]
     return Fleet(rows, metric_calls=found.calls)
+
+
+async def fleet_rows(backend: Any, streams: Sequence[StreamFacts], *, now: datetime | None = None) -> Fleet:
+    """Every stream's row from one batched read of the last 30 minutes' stream-level metrics."""
+    return fleet_from(streams, await read_fleet_metrics(backend, [facts.name for facts in streams], now=now))

@@ -124,10 +124,7 @@ class RecordLedger:
         key.in_flight -= 1
         record.in_request = False
         # Acks come back in key order: only one in flight (ordered) or FIFO per request (naive).
-        try:
-            key.pending.remove(record)
-        except ValueError:  # pragma: no cover - a record is acknowledged once
-            pass
+        _unpend(key.pending, record)
         key.learned_shard = shard_id
         key.last_sequence_number = sequence_number
         result = self.result
@@ -135,7 +132,7 @@ class RecordLedger:
             shard_id, sequence_number, record.first_predicted or record.predicted, record.sent_at, wall
         )
         self._meter.count_ack(shard_id)
-        number = int(sequence_number)
+        number = int(sequence_number)  # inline, not _note_first: this runs once per record
         first = result.first_acks.get(shard_id)
         if first is None or number < first[0]:
             result.first_acks[shard_id] = (number, wall)
@@ -158,14 +155,7 @@ class RecordLedger:
             key = record.key
             key.in_flight -= 1
             record.in_request = False
-            pending = key.pending
-            if pending and pending[0] is record:  # acks come back in key order
-                pending.popleft()
-            else:
-                try:
-                    pending.remove(record)
-                except ValueError:  # pragma: no cover - a record is acknowledged once
-                    pass
+            _unpend(key.pending, record)
             key.learned_shard = shard_id
             key.last_sequence_number = sequence_number
             if (record.first_predicted or record.predicted) == predicted:
@@ -175,9 +165,13 @@ class RecordLedger:
                     shard_id, sequence_number, record.first_predicted or record.predicted, record.sent_at, wall
                 )
         self._meter.count_ack(shard_id, len(records))
+        self._note_first(shard_id, sequence_number, wall)
+
+    def _note_first(self, shard_id: str, sequence_number: str, wall: float) -> None:
+        """Keep each shard's lowest acknowledged sequence number (where the verifier starts reading)."""
         number = int(sequence_number)
-        first_ack = self.result.first_acks.get(shard_id)
-        if first_ack is None or number < first_ack[0]:
+        first = self.result.first_acks.get(shard_id)
+        if first is None or number < first[0]:
             self.result.first_acks[shard_id] = (number, wall)
 
     def retry_all(
@@ -246,3 +240,14 @@ class RecordLedger:
         self.result.abandoned += key.record_count - key.next_seq
         key.pending.clear()
         key.next_seq = key.record_count
+
+
+def _unpend(pending: deque[PendingRecord], record: PendingRecord) -> None:
+    """An acknowledged record leaves its key's pending ones: the first of them, as acks come in key order."""
+    if pending and pending[0] is record:
+        pending.popleft()
+        return
+    try:
+        pending.remove(record)
+    except ValueError:  # pragma: no cover - a record is acknowledged once
+        pass

@@ -90,6 +90,11 @@ class ShardPacer:
             pace = self._shards[shard] = _ShardPace(records, nbytes, calm_since=now)
         return pace
 
+    @property
+    def idle(self) -> bool:
+        """Unpaced and never throttled: every try_take says yes, and succeeded has nothing to do."""
+        return not self.limits.enabled and not self._shards
+
     def try_take(self, shard: str | None, size: int, now: float) -> bool:
         """Reserve one record of `size` bytes on `shard`; False means not now (ask `wait_time`)."""
         if shard is None:

