@@ -126,7 +126,6 @@ async def bench(endpoint: str) -> dict:
 
                 heat_open = await press(app, "7", heat_rows_shown)
                 panel = app.lazy_pane("heat").panel
-                heat_map = app.query_one(HeatMap)
                 panel.focus()
                 await asyncio.sleep(3.0)  # sampling is under way: hot shards found, the pass going on
                 heartbeat = Heartbeat(app)
