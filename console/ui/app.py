@@ -2,13 +2,15 @@
 producer, tail, heat, consumers).
 
 The app keeps what is stream-wide: the layout, the keys, the selected shard, which stream is open,
-and the shard poll, whose results (and the stream's CloudWatch metrics that follow them) its
-StreamDisplay writes into the stream-wide widgets. `stream` and `read_only` are reactives the panels
-follow (data_bind). Each panel runs its own work in its own workers (the producer run, the tail
-reader, the heat sampler, the lease poll) and posts typed messages for what other widgets need; the
-app routes them (heat and lag to the shard table and the ribbon). Split, merge, rescale and the
-stream actions start from console.ui.changes; `:`, ctrl+c, j / k and R from console.ui.screens.
-command_line. The shard poll and the lease poll share one lock, so they never overlap.
+and the shard poll (console.ui.shard_poll), whose results (and the stream's CloudWatch metrics that
+follow them) its StreamDisplay writes into the stream-wide widgets. `stream`, `read_only` and `view`
+are reactives the panels follow (data_bind). The tabs after Lineage are built on first visit
+(console.ui.hidden_tabs). Each panel runs its own work in its own workers (the producer run, the
+tail reader, the heat sampler, the lease poll) and posts typed messages for what other widgets
+need; the app routes them (heat and lag to the shard table and the ribbon). Split, merge, rescale
+and the stream actions start from console.ui.changes; `:`, ctrl+c, j / k and R from
+console.ui.screens.command_line. The shard poll and the lease poll share one lock, so they never
+overlap.
 
 The backend is injected (`source`: a console.backend.protocol.ConsoleBackend), so tests drive this
 app against the embedded local Kinesis and the benchmark against a 10k-shard fake.
@@ -22,24 +24,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from textual import events, on, work
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.reactive import reactive, var
-from textual.timer import Timer
-from textual.widget import Widget
 from textual.widgets import TabbedContent, TabPane, Tabs
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker
 
 from console.backend.protocol import RETRY_EVENTS, ConsoleBackend
 from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, disabled_key_notice, read_only_notice
 from console.ui.focus import FocusModel
+from console.ui.hidden_tabs import hidden_tabs
 from console.ui.lazy_tabs import LazyPane
 from console.ui.palette import ConsoleCommands
 from console.ui.panels.lineage import LineageTree
 from console.ui.panels.shards import ShardsPanel
 from console.ui.screens.command_line import CommandLineScreen, K9sHabits
-from console.ui.source import ConnectionInfo, ListingSchedule, StreamView, fetch_stream
+from console.ui.shard_poll import ShardPoll
+from console.ui.source import ConnectionInfo, StreamView
 from console.ui.startup import freeze_startup_garbage, warm_up
 from console.ui.stream_display import StreamDisplay
 from console.ui.toasts import ToastsBehindDialogs
@@ -109,13 +111,10 @@ class KConsoleApp(App[None]):
         self.key_format = key_format  # how hash keys are written (console.ui.format.KEY_FORMATS)
         self.connection = ConnectionInfo.of(source)
         self.selected_shard_id: str | None = None
-        self.poll_count = 0
         # The shard poll and the Consumers tab's lease poll hold this while they call the backend:
         # they never overlap, and one due while the other runs simply waits its turn.
         self.poll_lock = asyncio.Lock()
-        self._poll_worker: Worker | None = None
-        self._poll_timer: Timer | None = None
-        self._listing = ListingSchedule()
+        self.shard_poll = ShardPoll(self)
         self.focus_model = FocusModel(self)
         self.toasts = ToastsBehindDialogs(self)
         self._changes: StreamChanges | None = None  # split, merge, rescale, the stream actions
@@ -145,52 +144,8 @@ class KConsoleApp(App[None]):
             with TabPane("Lineage", id="lineage"):
                 yield LineageTree(id="lineage-tree").data_bind(KConsoleApp.stream, KConsoleApp.view)
             # Hidden tabs are built when first shown: none of their cost before the first shard row.
-            yield LazyPane("Placement", self._placement_panel, id="placement")
-            yield LazyPane("Key tree", self._keytree_panel, id="keytree")
-            yield LazyPane("Producer", self._producer_panel, id="producer")
-            yield LazyPane("Tail", self._tail_view, id="tail")
-            yield LazyPane("Heat", self._heat_panel, id="heat")
-            yield LazyPane("Consumers", self._consumers_panel, id="consumers")
+            yield from hidden_tabs(self)
         yield CoalescingFooter(compact=True)  # compact: more keys fit on an 80-column terminal
-
-    # What each hidden tab holds, built the first time it is shown (imports here: loaded only then).
-
-    def _placement_panel(self) -> Widget:
-        from console.ui.panels.placement import PlacementPanel
-
-        return PlacementPanel(key_format=self.key_format, id="placement-panel").data_bind(
-            KConsoleApp.stream, KConsoleApp.view
-        )
-
-    def _keytree_panel(self) -> Widget:
-        from console.ui.panels.keytree import KeyTreePanel
-
-        return KeyTreePanel(id="keytree-panel")
-
-    def _producer_panel(self) -> Widget:
-        from console.ui.panels.producer import ProducerPanel
-
-        # Pacing starts off on the embedded local Kinesis (it has no shard limits to respect).
-        return ProducerPanel(
-            self.source, local=self.connection.backend.startswith("local"), id="producer-panel"
-        ).data_bind(KConsoleApp.stream, KConsoleApp.read_only)
-
-    def _tail_view(self) -> Widget:
-        from console.ui.panels.tail import TailView
-
-        return TailView(self.source, stream=self.stream, id="tail-view").data_bind(KConsoleApp.stream)
-
-    def _heat_panel(self) -> Widget:
-        from console.ui.panels.heat import HeatPanel
-
-        return HeatPanel(self.source, id="heat-panel").data_bind(KConsoleApp.stream)
-
-    def _consumers_panel(self) -> Widget:
-        from console.ui.panels.consumers import ConsumersPanel
-
-        return ConsumersPanel(
-            self.source, poll_lock=self.poll_lock, interval=self.interval, id="consumers-panel"
-        ).data_bind(KConsoleApp.stream, KConsoleApp.view)
 
     def lazy_pane(self, tab: str) -> LazyPane:
         return self.query_one(f"#{tab}", LazyPane)
@@ -252,58 +207,13 @@ class KConsoleApp(App[None]):
     def placement(self) -> PlacementPanel:
         return cast("PlacementPanel", self.query_one("#placement-panel"))
 
-    # ---- polling -------------------------------------------------------------------------------
-
-    @property
-    def poll_running(self) -> bool:
-        return self._poll_worker is not None and not (self._poll_worker.is_finished or self._poll_worker.is_cancelled)
+    # ---- polling (console.ui.shard_poll) -------------------------------------------------------
 
     def poll_now(self, *, list_all: bool = True) -> bool:
-        """Start a poll unless one is running. The next one is armed when it ends (on_worker_state_changed).
-        A timed poll (`list_all=False`) lists the shards only when the ListingSchedule says so."""
-        if self.poll_running or not self.stream or not self.query(ConsoleHeader):
-            return False  # (no header: the console is closing, and a late message asked for a poll)
-        self._disarm_timed_poll()
-        self.header.update_state(polling=True)
-        previous = self.view if self.view is not None and self.view.summary.name == self.stream else None
-        if list_all or previous is None or self._listing.next_poll_lists_all():
-            previous = None
-        self._poll_worker = self._poll(self.stream, previous)
-        return True
-
-    def _disarm_timed_poll(self) -> None:
-        if self._poll_timer is not None:
-            self._poll_timer.stop()
-            self._poll_timer = None
-
-    def _timed_poll(self) -> None:
-        if self.is_running:  # a timer may still fire while the app shuts down
-            self.poll_now(list_all=False)
-
-    # A description, or Textual builds one from repr() of the arguments: the whole previous view,
-    # 10,000 shards, every five seconds (most of the idle CPU at that size).
-    @work(exclusive=True, group="poll", exit_on_error=False, description="poll the stream")
-    async def _poll(self, stream: str, previous: StreamView | None = None) -> None:
-        try:
-            async with self.poll_lock:  # a lease poll in flight finishes first
-                view = await asyncio.wait_for(fetch_stream(self.source, stream, previous), self.poll_timeout)
-            relisted = previous is None or view.shards is not previous.shards
-            if relisted and stream == self.stream:
-                self._listing.listed_all()
-            await self.stream_display.show(stream, view, relisted=relisted)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:  # every failure is shown in the header; the next poll retries
-            self.stream_display.failure(stream, error)
+        return self.shard_poll.start(list_all=list_all)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """A shard poll that ended (not one cancelled: another stream was opened) arms the next."""
-        if event.worker is not self._poll_worker or event.state not in (WorkerState.SUCCESS, WorkerState.ERROR):
-            return
-        self.poll_count += 1
-        if self.is_running:
-            self.header.update_state(polling=False)
-            self._poll_timer = self.set_timer(self.interval, self._timed_poll)
+        self.shard_poll.ended(event)
 
     # ---- selection -----------------------------------------------------------------------------
 
@@ -485,8 +395,7 @@ class KConsoleApp(App[None]):
         self.stream = name  # the panels follow it: each stops its own work on the old stream
 
     def watch_stream(self, name: str | None) -> None:
-        self._disarm_timed_poll()
-        self.workers.cancel_group(self, "poll")
+        self.shard_poll.stop()
         self.view = None
         self.selected_shard_id = None
         self.stream_display.cleared(name)

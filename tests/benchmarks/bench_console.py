@@ -138,7 +138,7 @@ class BenchApp(KConsoleApp):
     def poll_now(self, **options) -> bool:
         # Stalls are counted from the first poll on: the app's own start-up (compose, first layout)
         # is Textual's fixed cost, the same with 4 shards or 10k, and is reported separately.
-        if self.heartbeat is not None and self.poll_count == 0 and not self.poll_running:
+        if self.heartbeat is not None and self.shard_poll.count == 0 and not self.shard_poll.running:
             self.first_poll_at = time.perf_counter()
             self.startup_s = self.first_poll_at - self.created_at
             self.heartbeat.reset()

@@ -43,7 +43,7 @@ async def wait_until(pilot, predicate, timeout: float = 15.0, what: str = "condi
             notes = getattr(pilot.app, "notes", [n.message for n in pilot.app._notifications])
             raise AssertionError(
                 f"timed out waiting for {what}; screen {pilot.app.screen!r}; notifications {notes}; "
-                f"polls {getattr(pilot.app, 'poll_count', None)} running {getattr(pilot.app, 'poll_running', None)}; "
+                f"polls {pilot.app.shard_poll.count} running {pilot.app.shard_poll.running}; "
                 f"header {pilot.app.query_one('#header').state if pilot.app.query('#header') else None}"
             )
         await pilot.pause(0.05)
