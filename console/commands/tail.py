@@ -335,6 +335,8 @@ async def _tail(
                     continue
                 if plain_json:  # the common case, once per record: no dict, no second pass
                     write("".join([record.json_line() + "\n" for record in batch.records]))
+                elif args.output is None:  # text lines: straight from the record, no JSON dict made first
+                    write("".join([format_line(record) + "\n" for record in batch.records]))
                 else:
                     write(
                         "".join(
