@@ -15,9 +15,13 @@ from textual.widgets import Static, TabbedContent, TabPane
 
 from console.ui.panels.consumers import ConsumersPanel
 from console.ui.panels.heat import HeatPanel
+from console.ui.panels.lineage import LineageTree
+from console.ui.panels.placement import PlacementPanel
 from console.ui.panels.producer import ProducerPanel
 from console.ui.panels.tail import TailView
 from console.ui.screens.confirm import ConfirmByNameScreen
+from console.ui.source import fetch_stream, with_lineage
+from console.keyspace.hashkeys import md5_hash_key
 from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items
 from tests.ui.test_ui_console import wait_until
 
@@ -213,3 +217,43 @@ async def test_lease_poll_waits_for_the_lock_a_shard_poll_holds(kinesis, make_st
             what="the lease poll once the lock is free",
         )
         assert len(app.of(ConsumersPanel.LagChanged)) > waiting
+
+
+async def test_placement_tells_where_typed_keys_land_and_forgets_them_for_another_stream(kinesis, make_stream):
+    """The ribbon's markers leave Placement as MarkersChanged: every key that parses, by its hash key."""
+    stream = await make_stream(shards=3)
+    view = await with_lineage(await fetch_stream(kinesis, stream))
+    panel = PlacementPanel(id="placement-panel")
+    app = PanelHarness(panel)
+    async with app.run_test(size=(120, 40)) as pilot:
+        panel.view = view  # as the app's data_bind sets it after a poll
+        panel.set_keys("user-1\nuser-2\n\n")
+        await wait_until(pilot, lambda: app.of(PlacementPanel.MarkersChanged), what="markers")
+        assert app.of(PlacementPanel.MarkersChanged)[-1].hash_keys == [md5_hash_key("user-1"), md5_hash_key("user-2")]
+        shard_of = {s.shard_id: s for s in view.shards if s.is_open}
+        for placement in panel.placements:  # each key answered with the shard whose range holds it
+            shard = shard_of[placement.shard_id]
+            assert int(shard.starting_hash_key) <= placement.hash_key <= int(shard.ending_hash_key)
+        panel.set_keys("")
+        await pilot.pause()
+        assert app.of(PlacementPanel.MarkersChanged)[-1].hash_keys == []
+
+
+async def test_lineage_tree_announces_the_shard_its_cursor_moves_to_not_the_one_it_is_told(kinesis, make_stream):
+    """A shard chosen elsewhere (select_shard) moves the cursor quietly; a key press that moves it says
+    so in ShardHighlighted, which the app routes to the table and the ribbon."""
+    stream = await make_stream(shards=3)
+    view = await with_lineage(await fetch_stream(kinesis, stream))
+    tree = LineageTree(id="lineage-tree")
+    app = PanelHarness(tree)
+    async with app.run_test(size=(120, 40)) as pilot:
+        tree.view = view
+        await wait_until(pilot, lambda: tree.lines, what="the tree drawn")
+        second, third = tree.lines[1].shard_id, tree.lines[2].shard_id
+        assert tree.select_shard(second)  # not where the cursor starts: it moves, and says nothing
+        await pilot.pause()
+        assert app.of(LineageTree.ShardHighlighted) == []
+        tree.focus()
+        await pilot.press("down")
+        await wait_until(pilot, lambda: app.of(LineageTree.ShardHighlighted), what="a highlighted shard")
+        assert [m.shard_id for m in app.of(LineageTree.ShardHighlighted)] == [third]
