@@ -13,6 +13,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static, TabbedContent, TabPane
 
+from console.keyspace.hashkeys import md5_hash_key
 from console.ui.panels.consumers import ConsumersPanel
 from console.ui.panels.heat import HeatPanel
 from console.ui.panels.lineage import LineageTree
@@ -21,7 +22,6 @@ from console.ui.panels.producer import ProducerPanel
 from console.ui.panels.tail import TailView
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.source import fetch_stream, with_lineage
-from console.keyspace.hashkeys import md5_hash_key
 from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items
 from tests.ui.test_ui_console import wait_until
 
