@@ -110,7 +110,7 @@ class DecodedRecord:
     @property
     def kind_label(self) -> str:
         """'json', 'gzip+json', 'kpl+gzip+json', 'decode-error'."""
-        return "+".join((*self.encoding, self.kind))
+        return "+".join((*self.encoding, self.kind)) if self.encoding else self.kind
 
     def content_json(self) -> Any:
         """The content as a JSON-able value: the parsed JSON, the text, or the bytes in hex."""
@@ -123,7 +123,7 @@ class DecodedRecord:
         if self.kind == KIND_JSON:
             if pretty:
                 return json.dumps(self.value, indent=2, ensure_ascii=False)
-            return json.dumps(self.value, separators=(",", ":"), ensure_ascii=False)
+            return _COMPACT.encode(self.value)
         if self.kind == KIND_TEXT:
             return self.value
         raw = bytes(self.value)
@@ -211,6 +211,8 @@ _ISO_CACHE_LIMIT = 4096
 # The encoders json.dumps(..., ensure_ascii=False) uses, made once: a string, and any other value.
 _string = json.encoder.encode_basestring
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+# Made once: json.dumps with any option builds a new encoder per call, a third of a small value's cost.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 _ENCODINGS = {(): "[]", ("gzip",): '["gzip"]', ("kpl",): '["kpl"]', ("kpl", "gzip"): '["kpl", "gzip"]'}
 
 
