@@ -235,11 +235,17 @@ def prefix_table(endings: Sequence[int], bits: int = PREFIX_BITS) -> list[int]:
     # Callers index it with the hash key's top 16 bits (the digest's first two bytes), so `bits` stays 16 there.
     """For each slice of the key space sharing its top `bits` bits: the position of the first of the
     sorted `endings` at or above the whole slice when that one ending covers it, or -1 when an
-    ending falls inside the slice."""
-    shift = 128 - bits
-    find = bisect.bisect_left
-    table = []
-    for prefix in range(1 << bits):
-        first = find(endings, prefix << shift)
-        table.append(first if first < len(endings) and endings[first] >= ((prefix + 1) << shift) - 1 else -1)
+    ending falls inside the slice.
+
+    Built in one pass over the endings, not a search per slice: the slices between two endings'
+    slices all answer the later ending, so they go in as one run (65,536 searches took ~40 ms)."""
+    shift, size = 128 - bits, 1 << bits
+    table: list[int] = []
+    for position, ending in enumerate(endings):
+        slice_ = ending >> shift
+        if slice_ < len(table):  # an earlier ending already lies in this slice: decided (-1)
+            continue
+        table.extend([position] * (slice_ - len(table)))  # no ending inside: the first above is this one
+        table.append(position if ending == ((slice_ + 1) << shift) - 1 else -1)  # covers it only at its end
+    table.extend([-1] * (size - len(table)))  # above the last ending: none at or above
     return table

@@ -200,3 +200,35 @@ def test_a_typed_hash_key_out_of_range_or_not_hex_is_one_line(text):
     with pytest.raises(BadInput) as caught:
         parse_typed_hash_key(text)
     assert "\n" not in caught.value.message and len(caught.value.message) < 200
+
+
+def _slice_endings(bits: int):
+    """Sorted endings: anywhere, or exactly where a slice of the top `bits` bits starts or ends (the
+    edge cases of a prefix table)."""
+    shift = 128 - bits
+    anywhere = st.integers(min_value=0, max_value=MAX_HASH_KEY)
+    slice_end = st.integers(min_value=0, max_value=(1 << bits) - 1).map(lambda p: ((p + 1) << shift) - 1)
+    slice_start = st.integers(min_value=0, max_value=(1 << bits) - 1).map(lambda p: p << shift)
+    return st.lists(st.one_of(anywhere, slice_end, slice_start), min_size=1, max_size=40).map(
+        lambda endings: sorted(set(endings))
+    )
+
+
+@settings(max_examples=300)
+@given(st.data())
+def test_prefix_table_answers_what_a_search_per_slice_answers(data):
+    """The table is built in one pass over the endings; each entry must be what bisecting for the
+    slice's first key gives when that ending covers the whole slice, else -1."""
+    import bisect
+
+    from console.keyspace.hashkeys import prefix_table
+
+    bits = data.draw(st.sampled_from([1, 4, 8]))
+    endings = data.draw(_slice_endings(bits))
+    shift = 128 - bits
+    expected = []
+    for prefix in range(1 << bits):
+        first = bisect.bisect_left(endings, prefix << shift)
+        covers = first < len(endings) and endings[first] >= ((prefix + 1) << shift) - 1
+        expected.append(first if covers else -1)
+    assert prefix_table(endings, bits) == expected
