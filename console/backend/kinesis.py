@@ -219,9 +219,9 @@ class KinesisBackend(CallPath):
         *,
         stream: str | None = None,
         next_token: str | None = None,
-        shard_filter: dict | None = None,
+        shard_filter: dict[str, Any] | None = None,
         max_results: int | None = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """One ListShards page, AWS-shaped. With `next_token` only NextToken (and MaxResults) are sent:
         AWS rejects StreamName or ShardFilter next to a NextToken."""
         params: dict[str, Any] = {}

@@ -132,7 +132,20 @@ class ConsoleBackend(StreamReads, Protocol):
 
     async def delete_channel(self, channel_arn: str) -> None: ...
 
-    # ---- resharding ----
+    # ---- resharding (the shard map's pages, the account's shard limits, and who is calling, for the log) ----
+    async def list_shards(
+        self,
+        *,
+        stream: str | None = None,
+        next_token: str | None = None,
+        shard_filter: dict[str, Any] | None = None,
+        max_results: int | None = None,
+    ) -> dict[str, Any]: ...
+
+    async def describe_limits(self) -> dict[str, Any]: ...
+
+    async def caller_identity(self) -> str | None: ...
+
     async def split_shard(self, stream: str, shard_id: str, new_starting_hash_key: int) -> None: ...
 
     async def merge_shards(self, stream: str, shard_id: str, adjacent_shard_id: str) -> None: ...

@@ -182,13 +182,10 @@ class Executor:
         )
 
     async def _account_limits(self) -> tuple[int | None, int | None]:
-        """DescribeLimits' ShardLimit and OpenShardCount when the backend offers the call; otherwise
-        the checks fall back to the documented regional default and this stream's own shards."""
-        describe = getattr(self.kinesis, "describe_limits", None)
-        if describe is None:
-            return None, None
+        """DescribeLimits' ShardLimit and OpenShardCount; where the endpoint cannot answer, the checks
+        fall back to the documented regional default and this stream's own shards."""
         try:
-            raw = await describe()
+            raw = await self.kinesis.describe_limits()
             return int(raw["ShardLimit"]), int(raw["OpenShardCount"])
         except (ConsoleError, KeyError, TypeError, ValueError):
             return None, None

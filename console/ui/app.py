@@ -29,7 +29,7 @@ from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.reactive import reactive, var
 from textual.widgets import TabbedContent, TabPane, Tabs
-from textual.worker import Worker
+from textual.worker import Worker, WorkerState
 
 from console.backend.protocol import RETRY_EVENTS, ConsoleBackend
 from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, disabled_key_notice, read_only_notice
@@ -214,6 +214,16 @@ class KConsoleApp(App[None]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         self.shard_poll.ended(event)
+        if event.state == WorkerState.ERROR:
+            # Each worker says the failures it expects itself; one that escapes is a defect: shown, not lost.
+            error = event.worker.error
+            self.notify(
+                f"{event.worker.description or event.worker.name} stopped: internal error: "
+                f"{type(error).__name__}: {error}",
+                severity="error",
+                timeout=20,
+                markup=False,
+            )
 
     # ---- selection -----------------------------------------------------------------------------
 

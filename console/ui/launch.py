@@ -220,6 +220,24 @@ class PrefetchingSource:
     async def get_records(self, shard_iterator: str, limit: int = 10000) -> dict:
         return await self._source.get_records(shard_iterator, limit)
 
+    async def list_shards(
+        self,
+        *,
+        stream: str | None = None,
+        next_token: str | None = None,
+        shard_filter: dict | None = None,
+        max_results: int | None = None,
+    ) -> dict:
+        return await self._source.list_shards(
+            stream=stream, next_token=next_token, shard_filter=shard_filter, max_results=max_results
+        )
+
+    async def describe_limits(self) -> dict:
+        return await self._source.describe_limits()
+
+    async def caller_identity(self) -> str | None:
+        return await self._source.caller_identity()
+
     async def split_shard(self, stream: str, shard_id: str, new_starting_hash_key: int) -> None:
         await self._source.split_shard(stream, shard_id, new_starting_hash_key)
 

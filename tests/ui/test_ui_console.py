@@ -219,3 +219,19 @@ def test_listing_schedule_lists_everything_every_nth_timed_poll():
     assert [schedule.next_poll_lists_all() for _ in range(3)] == [False, False, True]
     schedule.listed_all()
     assert [schedule.next_poll_lists_all() for _ in range(3)] == [False, False, True]
+
+
+async def test_a_worker_failing_unexpectedly_is_shown_not_lost(kinesis, make_stream):
+    name = await make_stream(shards=1)
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed, what="first poll")
+
+        async def broken() -> None:
+            raise RuntimeError("[b]not markup[/b]")
+
+        app.run_worker(broken, description="a broken job", exit_on_error=False)
+        await wait_until(pilot, lambda: any("a broken job stopped" in note for note in app.notes), what="error toast")
+        note = next(note for note in app.notes if "a broken job stopped" in note)
+        assert "internal error: RuntimeError: [b]not markup[/b]" in note
+        assert app.is_running

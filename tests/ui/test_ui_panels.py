@@ -77,9 +77,13 @@ async def test_heat_feeds_table_hands_a_split_point_and_enables_monitoring(kines
         assert app.ribbon._heat == {}
 
 
-async def test_producer_run_is_verified_through_the_console(kinesis, make_stream):
+@pytest.mark.parametrize("prefetching", [False, True], ids=["backend", "as-launched"])
+async def test_producer_run_is_verified_through_the_console(kinesis, make_stream, prefetching):
+    from console.ui.launch import PrefetchingSource
+
     name = await make_stream(shards=3)
-    app = RecordingApp(kinesis, stream=name, interval=60)
+    # As launched, the console's source is the prefetching wrapper: every call the run makes goes through it.
+    app = RecordingApp(PrefetchingSource(kinesis, name) if prefetching else kinesis, stream=name, interval=60)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.refreshed)
         await pilot.press("5")

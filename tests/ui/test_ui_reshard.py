@@ -20,9 +20,13 @@ def private_data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("KCONSOLE_CONFIG", str(tmp_path / "config.toml"))
 
 
-async def test_split_from_the_console_runs_after_preview_and_typed_name(kinesis, make_stream, tmp_path):
+@pytest.mark.parametrize("prefetching", [False, True], ids=["backend", "as-launched"])
+async def test_split_from_the_console_runs_after_preview_and_typed_name(kinesis, make_stream, tmp_path, prefetching):
+    from console.ui.launch import PrefetchingSource
+
     name = await make_stream(shards=2)
-    app = RecordingApp(kinesis, stream=name, interval=60)
+    # As launched, the console's source is the prefetching wrapper: the split and its log go through it.
+    app = RecordingApp(PrefetchingSource(kinesis, name) if prefetching else kinesis, stream=name, interval=60)
     async with app.run_test(size=(110, 36)) as pilot:
         await wait_until(pilot, lambda: app.refreshed, what="first poll")
         target = app.table.shard(app.selected_shard_id)
