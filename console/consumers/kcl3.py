@@ -155,16 +155,18 @@ class Coordination:
     table_migration: str | None
     found_items: int  # coordinator items read at all (0: the table or items are missing)
     problems: tuple[str, ...] = ()
+    leader_item: bool = False  # the Leader lock item is there (its owner may still be unreadable)
 
 
 def parse_coordination(items: Iterable[Mapping[str, Any]], *, in_lease_table: bool) -> Coordination:
     key = LEASE_KEY if in_lease_table else COORDINATOR_KEY
     leader = version = table_status = None
-    found, problems = 0, []
+    found, problems, leader_item = 0, [], False
     for item in items:
         name = attribute(item.get(key))
         if name == LEADER_KEY:
             found += 1
+            leader_item = True
             owner = attribute(item.get(LEADER_OWNER))
             if isinstance(owner, str) and owner:
                 leader = owner
@@ -180,7 +182,7 @@ def parse_coordination(items: Iterable[Mapping[str, Any]], *, in_lease_table: bo
             found += 1
             value = attribute(item.get(TABLE_MIGRATION_STATUS))
             table_status = value if isinstance(value, str) else None
-    return Coordination(leader, version, table_status, found, tuple(problems))
+    return Coordination(leader, version, table_status, found, tuple(problems), leader_item)
 
 
 def coordinator_items(items: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -277,7 +277,7 @@ def build_workers(
     notes = []
     if layout == KCL_2X:
         notes.append("no worker-metrics or coordinator state (KCL 2.x): workers are the lease owners")
-    if coordination is not None and coordination.found_items and leader is None:
+    if coordination is not None and coordination.found_items and not coordination.leader_item:
         notes.append("no leader: the coordinator state has no Leader lock item")
     elif coordination is not None and not coordination.found_items and layout != KCL_2X:
         notes.append("no leader or migration state: no coordinator items found")

@@ -7,7 +7,14 @@ from __future__ import annotations
 import json
 import time
 
-from console.consumers.kcl3 import KCL_2X, SINGLE_TABLE, THREE_TABLES, Coordination, WorkerMetrics
+from console.consumers.kcl3 import (
+    KCL_2X,
+    SINGLE_TABLE,
+    THREE_TABLES,
+    Coordination,
+    WorkerMetrics,
+    parse_coordination,
+)
 from console.consumers.leases import parse_lease
 from console.consumers.workers import (
     CPU_OVER,
@@ -315,3 +322,31 @@ def test_metrics_expire_after_the_kcl_expiry_and_finished_leases_count_as_closed
     assert fresh.rows[0].flags == () and fresh.rows[0].leader
     assert stale.rows[0].flags == (ONLY_CLOSED, METRICS_STALE)
     assert "no leader: the coordinator state has no Leader lock item" in stale.notes
+
+
+def test_a_leader_item_without_its_owner_is_named_once_not_called_missing():
+    """A Leader lock item whose ownerName is not a string: the note says that item is broken, and
+    does not also claim the table has no Leader item."""
+    broken = leader_lock("w")
+    broken["ownerName"] = {"N": "3"}
+    coordination = parse_coordination([broken, migration_state("CLIENT_VERSION_3X")], in_lease_table=False)
+    view = build_workers(
+        [lease("a", "w")],
+        stream="x",
+        open_shard_ids=None,
+        metrics=[WorkerMetrics("w", last_update=0.0, cpu=None, cpu_limit=None)],
+        coordination=coordination,
+        layout=THREE_TABLES,
+        now=0,
+    )
+    assert view.leader is None and view.notes == ("the Leader lock item has no ownerName string",)
+    missing = build_workers(
+        [lease("a", "w")],
+        stream="x",
+        open_shard_ids=None,
+        metrics=[],
+        coordination=parse_coordination([migration_state("CLIENT_VERSION_3X")], in_lease_table=False),
+        layout=THREE_TABLES,
+        now=0,
+    )
+    assert missing.notes == ("no leader: the coordinator state has no Leader lock item",)
