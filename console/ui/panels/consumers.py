@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
@@ -37,6 +37,9 @@ from console.ui.widgets.metric_lines import stream_capacity_text
 LEASE_COLUMNS = ("Shard", "State", "Owner", "Checkpoint", "Behind", "Time", "Problem")
 EFO_COLUMNS = ("EFO consumer", "Status", "Created")
 WORKER_COLUMNS = ("Worker", "Leases", "Open", "KB/s", "CPU", "Metrics age", "Leader", "Flags")
+# Below this many rows (an 80x24 terminal leaves the panel about 15) the seven metric lines give way,
+# so the lease table and the Workers section keep rows; the Heat tab shows the same metrics.
+SHORT_PANEL_ROWS = 24
 
 
 def plain(value: object) -> Text:
@@ -82,6 +85,7 @@ class ConsumersPanel(Vertical):
     ConsumersPanel #consumers-workers { height: auto; max-height: 12; }
     ConsumersPanel #consumers-status { height: auto; }
     ConsumersPanel #consumers-metrics { height: auto; color: $text-muted; }
+    ConsumersPanel.-short #consumers-metrics { display: none; }
     """
 
     # Followed from the app (data_bind): the stream whose consumers are shown.
@@ -142,6 +146,9 @@ class ConsumersPanel(Vertical):
         workers = self.query_one("#consumers-workers", DataTable)
         for label in WORKER_COLUMNS:
             workers.add_column(label, key=label)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.height < SHORT_PANEL_ROWS, "-short")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

@@ -274,3 +274,27 @@ async def test_workers_section_measures_kcl_2x_throughput_and_names_its_source(k
         assert (
             "layout kcl-2.x" in line and "KB/s measured from sampled records (last 60 s read back) for 2 shards" in line
         )
+
+
+async def test_workers_section_keeps_its_rows_on_an_80x24_terminal(kinesis, make_stream, local_kinesis):
+    """On a short terminal the stream's metric lines (the Heat tab has them too) give way, so the
+    lease table and the Workers section each show rows, not just their headings."""
+    name, shards, table = await leased_stream(
+        kinesis,
+        make_stream,
+        local_kinesis.endpoint_url,
+        shards=2,
+        records=0,
+        leases=lambda listed: [kcl_lease(listed[0].shard_id, owner="w-a"), kcl_lease(listed[1].shard_id, owner="w-b")],
+    )
+    await put_metric(local_kinesis.endpoint_url, name, "IncomingRecords", 600, datetime.now(UTC) - timedelta(minutes=2))
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(80, 24)) as pilot:
+        leases = await watch_lease_table(pilot, app, table, rows=2)
+        workers = app.query_one("#consumers-workers", DataTable)
+        await wait_until(pilot, lambda: workers.row_count == 2, what="worker rows")
+        metrics = app.query_one("#consumers-metrics", Static)
+        await wait_until(pilot, lambda: "in records" in str(metrics.render()), what="the metric lines")
+        await pilot.pause()
+        assert workers.region.height >= 3, f"workers shown in {workers.region.height} line(s)"
+        assert leases.region.height >= 2, f"leases shown in {leases.region.height} line(s)"
