@@ -51,6 +51,33 @@ async def test_fleet_screen_puts_trouble_first_filters_and_opens(kinesis, make_s
         assert app.stream == quiet and app.table.row_count == 1
 
 
+async def test_the_cursor_starts_on_the_worst_stream_once_the_rows_re_sort(kinesis, make_stream, local_kinesis):
+    """The rows first come in name order (no metrics yet), then re-sort by trouble: the cursor is on
+    the top row, the worst stream, so enter opens it, not the stream that was first by name."""
+    calm = await make_stream(shards=1, prefix="a0-calm")
+    hot = await make_stream(shards=1, prefix="z9-hot")
+    await put_points(local_kinesis.endpoint_url, [(hot, "WriteProvisionedThroughputExceeded", 5.0, minutes_ago(2))])
+    app = RecordingApp(kinesis, stream=None, interval=60)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, StreamPickerScreen)
+                and "in trouble" in str(app.screen.query_one("#picker-status").render())
+            ),
+            what="fleet rows with metrics",
+        )
+        screen = app.screen
+        table = screen.query_one("#picker-list", DataTable)
+        under_cursor = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        assert table.cursor_row == 0 and under_cursor == screen.streams[0].name != calm
+        await pilot.press("down")  # a row the user chose is followed through the next re-sort
+        chosen = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        await pilot.press("s", "s", "s", "s")  # name, incoming, age, back to trouble
+        assert table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == chosen
+        assert hot in [facts.name for facts in screen.streams]
+
+
 @pytest.mark.slow
 async def test_a_thousand_streams_show_their_first_rows_in_under_two_seconds(kinesis, local_kinesis):
     import time

@@ -118,6 +118,8 @@ class StreamPickerScreen(ModalScreen[str | None]):
         self._filter = ""
         self._sort = "trouble"
         self._refreshing = False
+        self._cursor_chosen = False  # the user moved the cursor (to a row it then follows)
+        self._placed_row = 0  # where the screen last put the cursor itself
         self.streams: list[Any] = []  # the rows shown, in order (their facts: name, status, mode...)
 
     def compose(self) -> ComposeResult:
@@ -237,11 +239,14 @@ class StreamPickerScreen(ModalScreen[str | None]):
             else:
                 table.add_row(*cells, key=row.name)
         order = {row.name: index for index, row in enumerate(wanted)}
-        highlighted = self._highlighted() or self._current
+        # Until the user moves the cursor it stays on the stream the console showed, else on the top
+        # row (the worst stream) as the rows re-sort; a row the user chose is followed.
+        highlighted = (self._highlighted() if self._cursor_chosen else None) or self._current
         table.sort(key=lambda cells: order.get(cells[0].plain if isinstance(cells[0], Text) else str(cells[0]), 0))
         self.streams = [row.facts for row in wanted]
         if highlighted in order:
-            table.move_cursor(row=order[highlighted])
+            self._placed_row = order[highlighted]
+            table.move_cursor(row=self._placed_row)
         if not self.query_one("#picker-filter", Input).has_class("shown"):
             table.focus()
 
@@ -255,6 +260,10 @@ class StreamPickerScreen(ModalScreen[str | None]):
             return None
 
     # ---- keys ----------------------------------------------------------------------------------
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.cursor_row != self._placed_row:
+            self._cursor_chosen = True
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.dismiss(event.row_key.value)
