@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from console.backend.calls import CallPath
+from console.errors import ConsoleError
 
 QUERIES_PER_CALL = 500  # GetMetricData's limit on MetricDataQueries
 
@@ -63,7 +64,9 @@ class CloudWatchBackend:
     ) -> StreamsMetrics:
         """Stream-level series of many streams ({stream: {metric: points}}): one query per stream and
         metric, 500 to a GetMetricData call (its limit), so 1,000 streams x 5 metrics is 10 calls. A
-        query CloudWatch answers Forbidden or InternalError marks its stream; the others keep theirs."""
+        query CloudWatch answers Forbidden or InternalError marks its stream; the others keep theirs.
+        So does a call that fails once an earlier one was answered (CloudWatch is there: the failure is
+        that call's); a first call that fails raises (no CloudWatch, no permission: one reason for all)."""
         pairs = [(stream, metric) for stream in streams for metric in metrics]
         found = StreamsMetrics({stream: {metric: [] for metric in metrics} for stream in streams}, {}, 0)
         for offset in range(0, len(pairs), QUERIES_PER_CALL):
@@ -73,7 +76,15 @@ class CloudWatchBackend:
                 for index, (stream, metric) in enumerate(batch)
             ]
             statuses: dict[int, str] = {}
-            points, calls = await self._metric_pages(queries, start, end, statuses)
+            try:
+                points, calls = await self._metric_pages(queries, start, end, statuses)
+            except ConsoleError as error:
+                if offset == 0:
+                    raise
+                found.calls += 1
+                for stream, _ in batch:
+                    found.problems.setdefault(stream, f"CloudWatch: {error.message}")
+                continue
             found.calls += calls
             for index, series in points.items():
                 stream, metric = batch[index]

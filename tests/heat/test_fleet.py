@@ -143,6 +143,30 @@ async def test_getmetricdata_is_batched_500_queries_a_call(local_kinesis, make_s
     assert proxy.stats["pass:GetMetricData"] == fleet.metric_calls == 3  # 1,250 queries: 500, 500, 250
 
 
+async def test_a_failed_getmetricdata_call_marks_only_its_own_streams(local_kinesis, make_stream):
+    """CloudWatch answers the first call and fails the second (HTTP 500 on every attempt): the first
+    call's streams keep their metrics, the second's rows are marked with the reason, none dropped."""
+    from tests.faultproxy import Faults
+
+    read = await make_stream(shards=1)
+    await put_points(local_kinesis.endpoint_url, [(read, "IncomingRecords", 600.0, minutes_ago(2))])
+    facts = [StreamFacts(read, "ACTIVE", "PROVISIONED", 1)]
+    facts += [StreamFacts(f"absent-{i:03d}", "ACTIVE", "PROVISIONED", 1) for i in range(149)]  # 750 queries
+    faults = Faults(fail_after=1.0, operations=frozenset({"GetMetricData"}), skip=1)
+    async with FaultProxy(int(local_kinesis.endpoint_url.rsplit(":", 1)[1]), faults) as proxy:
+        config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url)
+        async with open_backend(config) as backend:
+            fleet = await fleet_rows(backend, facts)
+    assert proxy.stats["pass:GetMetricData"] == 1 and proxy.stats["fail_after:GetMetricData"] >= 1
+    rows = {row.name: row for row in fleet.rows}
+    assert len(rows) == 150 and fleet.problem is None
+    assert rows[read].records_per_s == pytest.approx(10.0) and rows[read].metrics_problem is None
+    assert all(rows[f.name].metrics_problem is None for f in facts[:100])
+    marked = [rows[f.name] for f in facts[100:]]
+    assert all(row.metrics_problem and row.metrics_problem.startswith("CloudWatch: ") for row in marked)
+    assert all(row.records_per_s is None and row.trouble == () for row in marked)
+
+
 async def test_a_server_without_cloudwatch_keeps_every_row_and_says_why_once(capsys, kinesis_mock):
     url = kinesis_mock.endpoint_url
     async with open_backend(BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=url)) as backend:
