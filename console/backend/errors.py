@@ -123,6 +123,9 @@ def error_message(error: ClientError) -> str:
     return message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + "..."
 
 
+SERVICE_NAMES = {"dynamodb": "DynamoDB", "cloudwatch": "CloudWatch", "sts": "STS"}
+
+
 def translate(
     error: BaseException, *, operation: str, where: str, endpoint_url: str | None, service: str = "kinesis"
 ) -> ConsoleError | None:
@@ -171,6 +174,12 @@ def translate(
                 f"{operation} failed on {where}: HTTP {code} with no Kinesis error (a server "
                 "or gateway failure; try again)",
                 code="server_error",
+            )
+        if service != "kinesis":  # a Kinesis server without this service (kinesis-mock has no DynamoDB)
+            return BackendError(
+                f"this endpoint does not serve {SERVICE_NAMES.get(service, service)}: {where} answered "
+                f"{operation} with HTTP {code}",
+                code="not_kinesis",
             )
         return BackendError(
             f"{where} answered {operation} with HTTP {code} and no Kinesis error; is it a Kinesis endpoint?",

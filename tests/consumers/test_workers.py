@@ -350,3 +350,23 @@ def test_a_leader_item_without_its_owner_is_named_once_not_called_missing():
         now=0,
     )
     assert missing.notes == ("no leader: the coordinator state has no Leader lock item",)
+
+
+async def test_a_server_without_dynamodb_says_so_in_one_line(capsys, kinesis_mock):
+    """kinesis-mock serves Kinesis only: the lease-table commands say the endpoint has no DynamoDB
+    (exit 1), not that it might not be a Kinesis endpoint."""
+    from console.backend import BackendConfig, open_backend
+
+    url = kinesis_mock.endpoint_url
+    async with open_backend(BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=url)) as backend:
+        await backend.create_stream("workers-no-dynamodb", 1)
+        await backend.wait_for_active("workers-no-dynamodb")
+    where = ("--endpoint-url", url, "--region", "us-east-1")
+    for flags in (("--lease-table", "app", "--workers"), ("--find-lease-tables",)):
+        code, out, err = await kconsole(capsys, "consumers", "workers-no-dynamodb", *flags, *where)
+        line = one_clean_line(err)
+        assert code == 1 and "does not serve DynamoDB" in line and "Kinesis endpoint" not in line, line
+    code, out, err = await kconsole(
+        capsys, "consumers", "workers-no-dynamodb", "--lease-table", "app", "--json", *where
+    )
+    assert code == 1 and "does not serve DynamoDB" in json.loads(out)["error"]["message"]
