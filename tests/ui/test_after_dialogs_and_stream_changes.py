@@ -47,6 +47,27 @@ async def test_the_next_digit_after_a_dialog_switches_tabs(tab_key, open_keys, c
         assert form_values(app) == before
 
 
+@pytest.mark.parametrize(
+    "close_keys",
+    [["escape"], ["tab", "enter"], [*"orders", "enter"]],
+    ids=["escape", "cancel-button", "confirmed"],
+)
+async def test_a_field_being_typed_in_when_a_dialog_opened_is_only_offered_after_it(close_keys):
+    # Keys typed into, then ctrl+s: whatever the dialog's answer, the 7 after it is the Heat tab, not a
+    # digit appended to Keys (the next run's setting).
+    app = static_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("5", "enter", *"1000", "ctrl+s")
+        await wait_until(pilot, lambda: len(app.screen_stack) > 1, what="the start dialog")
+        await pilot.press(*close_keys)
+        await wait_until(pilot, lambda: len(app.screen_stack) == 1, what="the dialog to close")
+        await pilot.press("7")
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "heat"
+        assert app.query_one("#producer-keys", Input).value == "1000"
+
+
 async def test_a_stream_that_does_not_exist_leaves_nothing_of_the_previous_one_on_screen():
     app = static_app()
     async with app.run_test(size=(120, 40)) as pilot:
