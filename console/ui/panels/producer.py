@@ -350,13 +350,14 @@ class ProducerPanel(Vertical):
             if value
         ]
         failing = f" · failing: {progress.failing}" if progress.failing and not progress.done else ""
-        self._status(
-            f"{progress.acknowledged}/{progress.total} acknowledged, "
-            f"{format_rate(progress.records_per_second, ' rec/s')}, {progress.elapsed:.1f} s"
-            + (" · " + ", ".join(extras) if extras else "")
-            + failing,
-            error=bool(failing),
-        )
+        if self.running:  # a stopped run reports once more as it ends: its status stays what stopped it
+            self._status(
+                f"{progress.acknowledged}/{progress.total} acknowledged, "
+                f"{format_rate(progress.records_per_second, ' rec/s')}, {progress.elapsed:.1f} s"
+                + (" · " + ", ".join(extras) if extras else "")
+                + failing,
+                error=bool(failing),
+            )
         table = self.query_one("#producer-shards", DataTable)
         table.clear()
         for shard_id, shard in progress.shards.items():
