@@ -123,3 +123,19 @@ async def test_ctrl_a_selects_every_key_in_placement():
         await pilot.press("ctrl+a")
         box = app.query_one("#placement-input")
         assert box.selected_text == "alpha\nbeta"
+
+
+async def test_heat_open_on_a_stream_that_does_not_exist_says_so_and_shows_no_old_rows(kinesis, make_stream):
+    from console.ui.widgets.heat_map import HeatMap
+    from tests.ui.test_ui_console import RecordingApp
+
+    app = RecordingApp(kinesis, stream=await make_stream(shards=2), interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("7")
+        heat_map = app.query_one(HeatMap)
+        await wait_until(pilot, lambda: heat_map.rows, what="the heat rows")
+        app.open_stream("does-not-exist")
+        total = app.query_one("#heat-total")
+        await wait_until(pilot, lambda: "not found" in str(total.render()), what="heat to say the stream is missing")
+        assert not heat_map.rows
