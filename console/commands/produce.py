@@ -31,6 +31,7 @@ from console.produce.settings import ProducerSettings
 from console.produce.testrecords import LARGEST_RECORD_BYTES
 from console.produce.verify import ReadSettings, run_and_verify
 from console.produce.verify_analysis import VerificationReport
+from console.words import counted
 
 # AWS allows 5 GetRecords calls per second per shard.
 AWS_GET_RECORDS_INTERVAL = 0.2
@@ -195,10 +196,13 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
         confirm_by_stream_name(
             args,
             change=f"write test records to {args.stream}",
-            consequence=f"write {settings.total} test records ({settings.keys} keys x {settings.records_per_key})",
+            consequence=(
+                f"write {counted(settings.total, 'test record')} ({counted(settings.keys, 'key')} x "
+                f"{settings.records_per_key})"
+            ),
         )
         note(
-            f"producing {settings.total} records ({settings.keys} keys x {settings.records_per_key}) "
+            f"producing {counted(settings.total, 'record')} ({counted(settings.keys, 'key')} x {settings.records_per_key}) "
             f"to {args.stream!r}, run {settings.run_id}, {settings.mode} mode"
         )
         interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0
@@ -278,7 +282,7 @@ class _ProgressLines:
         failing = f"; failing: {progress.failing}" if progress.failing and not progress.done else ""
         print(
             f"{self._label}: {progress.acknowledged}/{progress.total} acknowledged ({progress.fraction:.0%}), "
-            f"{progress.records_per_second:.0f} records/s, {len(progress.shards)} shards{extra}{failing}",
+            f"{progress.records_per_second:.0f} records/s, {counted(len(progress.shards), 'shard')}{extra}{failing}",
             file=sys.stderr,
             flush=True,
         )
@@ -355,7 +359,7 @@ def summary_text(result: ProduceResult, report: VerificationReport | None) -> st
         f"verification {'OK' if report.ok else 'FAILED'}: read back {report.read_back}, lost {report.lost}, "
         f"duplicated {report.duplicated} (possible {report.possible_duplicates}), out of order {report.out_of_order}, "
         f"misplaced {report.misplaced}; latency p50 {lat['p50']} ms, p99 {lat['p99']} ms, max {lat['max']} ms; "
-        f"{len(report.shards)} shards read in {report.read_seconds:.2f} s{waited}"
+        f"{counted(len(report.shards), 'shard')} read in {report.read_seconds:.2f} s{waited}"
     )
     if report.late_duplicates:
         lines.append(

@@ -298,7 +298,7 @@ def plan_builder(
                     median.key,
                     (
                         f"median of {median.inside} keys in {args.at_median_of}"
-                        + (f" ({outside} more hash outside the shard)" if outside else "")
+                        + (f"; {outside} more hash outside the shard" if outside else "")
                     ),
                 )
             elif inputs.recent and target.is_open:

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 from console.lifecycle.rules import AWS_MANAGED_KMS_KEY, DEFAULT_SHARDS, MIN_RETENTION_HOURS
 from console.topology.model import StreamSummary
+from console.words import counted
 
 # UpdateStreamMode: the capacity mode of a stream may change once in a rolling 24 hours.
 MODE_SWITCH_WINDOW_SECONDS = 24 * 3600
@@ -91,9 +92,9 @@ def plan_create(
     else:
         shards = shards or DEFAULT_SHARDS
         calls = [Call("CreateStream", {"StreamName": name, "ShardCount": shards})]
-        summary = f"create a provisioned stream of {shards} shards"
+        summary = f"create a provisioned stream of {counted(shards, 'shard')}"
         consequences = [
-            f"{shards} shards: up to {shards * 1000:,} records/s and {shards} MiB/s written; billed per shard hour"
+            f"{counted(shards, 'shard')}: up to {shards * 1000:,} records/s and {shards} MiB/s written; billed per shard hour"
         ]
     if retention_hours is not None and retention_hours != MIN_RETENTION_HOURS:
         calls.append(

@@ -312,6 +312,7 @@ class KConsoleApp(App[None]):
 
     def pop_screen(self) -> Any:
         result = super().pop_screen()
+        self.focus_model.dialog_closed()
         self.toasts.closed()
         return result
 

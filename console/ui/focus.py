@@ -5,6 +5,7 @@
   *offered*: 1-8 still switch tabs, and the field takes keys once the user enters it (enter, a
   click, or typing any other character into it; reaching it with tab / shift+tab counts too).
 - Escape leaves a text box for the tab strip, so every single-key binding works again.
+- When a dialog closes, a text box that had the keys before it is only offered again.
 
 The app holds one FocusModel and hands it every event first (`App.on_event` sees a key before
 Textual routes it to the box), the focus changes, and escape.
@@ -76,6 +77,15 @@ class FocusModel:
         if self._offered_field is not None:
             self._offered_field = None
             self.app.refresh_bindings()
+
+    def dialog_closed(self) -> None:
+        """A dialog over the console closed and Textual gave the focus back to where it was. A text box
+        the user was typing in when the dialog opened is only offered now: the keys after a dialog are
+        meant for the console (a 7 for Heat), not appended to a field the user has left for the dialog."""
+        app = self.app
+        if app.screen is app.screen_stack[0] and isinstance(app.focused, TEXT_FIELDS):
+            self._offered_field = app.focused
+            app.refresh_bindings()
 
     def focused(self, widget: Widget) -> None:
         """A widget took the focus. Focus that the tab switch did not give (tab / shift+tab, a click)

@@ -197,3 +197,21 @@ async def test_writing_needs_the_stream_name_or_yes(local_kinesis, make_stream, 
     captured = capsys.readouterr()
     assert code == 0 and json.loads(captured.out)["acknowledged"] == 4
     assert await records_in_stream() == 4
+
+
+async def test_one_of_anything_is_counted_in_the_singular(local_kinesis, make_stream, capsys):
+    stream = await make_stream(shards=1)
+    argv = ["produce", stream, "--keys", "1", "--records-per-key", "1", "--verify", "--yes"]
+    code = await run_cli([*argv, *endpoint_args(local_kinesis)])
+    captured = capsys.readouterr()
+    said = captured.out + captured.err
+    assert code == 0 and "1 record (1 key x 1)" in said and "1 shard read in" in said, said
+    assert not any(plural in said for plural in ("1 records", "1 keys", "1 shards")), said
+
+
+def test_a_one_shard_stream_is_planned_as_one_shard():
+    from console.lifecycle.plans import plan_create
+
+    plan = plan_create("one", shards=1, on_demand=False, retention_hours=None, exists=False)
+    text = " ".join([plan.summary, *plan.consequences])
+    assert "1 shard:" in text and "of 1 shard" in text and "1 shards" not in text, text

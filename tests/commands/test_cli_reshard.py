@@ -456,5 +456,5 @@ async def test_median_headline_counts_only_the_keys_inside_the_shard(capsys, tmp
     )
     doc = json.loads(out)
     assert code == 0
-    assert f"median of 2 keys in {keys} (6 more hash outside the shard)" in doc["summary"], doc["summary"]
+    assert f"median of 2 keys in {keys}; 6 more hash outside the shard)" in doc["summary"], doc["summary"]
     assert "median of 8" not in json.dumps(doc)

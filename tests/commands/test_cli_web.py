@@ -86,7 +86,9 @@ def _processes_marked(mark: str) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "killed"])
+@pytest.mark.parametrize(
+    "stop_signal", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["ctrl-c", "terminated", "killed"]
+)
 async def test_a_tab_that_left_leaves_no_process_once_the_server_stops(stop_signal):
     mark = uuid.uuid4().hex
     port = free_port()

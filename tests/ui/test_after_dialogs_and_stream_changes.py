@@ -47,6 +47,27 @@ async def test_the_next_digit_after_a_dialog_switches_tabs(tab_key, open_keys, c
         assert form_values(app) == before
 
 
+@pytest.mark.parametrize(
+    "close_keys",
+    [["escape"], ["tab", "enter"], [*"orders", "enter"]],
+    ids=["escape", "cancel-button", "confirmed"],
+)
+async def test_a_field_being_typed_in_when_a_dialog_opened_is_only_offered_after_it(close_keys):
+    # Keys typed into, then ctrl+s: whatever the dialog's answer, the 7 after it is the Heat tab, not a
+    # digit appended to Keys (the next run's setting).
+    app = static_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("5", "enter", *"1000", "ctrl+s")
+        await wait_until(pilot, lambda: len(app.screen_stack) > 1, what="the start dialog")
+        await pilot.press(*close_keys)
+        await wait_until(pilot, lambda: len(app.screen_stack) == 1, what="the dialog to close")
+        await pilot.press("7")
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "heat"
+        assert app.query_one("#producer-keys", Input).value == "1000"
+
+
 async def test_a_stream_that_does_not_exist_leaves_nothing_of_the_previous_one_on_screen():
     app = static_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -102,3 +123,19 @@ async def test_ctrl_a_selects_every_key_in_placement():
         await pilot.press("ctrl+a")
         box = app.query_one("#placement-input")
         assert box.selected_text == "alpha\nbeta"
+
+
+async def test_heat_open_on_a_stream_that_does_not_exist_says_so_and_shows_no_old_rows(kinesis, make_stream):
+    from console.ui.widgets.heat_map import HeatMap
+    from tests.ui.test_ui_console import RecordingApp
+
+    app = RecordingApp(kinesis, stream=await make_stream(shards=2), interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("7")
+        heat_map = app.query_one(HeatMap)
+        await wait_until(pilot, lambda: heat_map.rows, what="the heat rows")
+        app.open_stream("does-not-exist")
+        total = app.query_one("#heat-total")
+        await wait_until(pilot, lambda: "not found" in str(total.render()), what="heat to say the stream is missing")
+        assert not heat_map.rows

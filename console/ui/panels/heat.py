@@ -216,6 +216,8 @@ class HeatPanel(Widget, can_focus=True):
         self._stop_work()
         self._history = None  # another stream's history is not this one's
         self._shard_capacity = {}
+        if self.is_mounted:
+            self._show_no_snapshot(Text("heat: waiting for the sampler..."))
         if self._shown:
             self._start_work()
 
@@ -250,6 +252,8 @@ class HeatPanel(Widget, can_focus=True):
                     self.post_message(self.HeatChanged(stream, self.live_figures(snapshot)))
         except ConsoleError as error:
             self.notify(f"heat: {error.message}", severity="error", timeout=8)
+            if stream == self.stream:  # the toast goes; the panel keeps saying why it has no rows
+                self._show_no_snapshot(Text(f"heat: {printable(error.message)}", style="bold red"))
             self.post_message(self.HeatStopped())
         finally:
             if self._sampler is sampler:
@@ -495,6 +499,16 @@ class HeatPanel(Widget, can_focus=True):
             self._show_text(
                 "#heat-keys", top_keys_text(self.selected, self.snapshot.stream, auto=self.snapshot.auto_distribution)
             )
+
+    def _show_no_snapshot(self, why: Text) -> None:
+        """No figures of the stream now shown (another stream, or its sampler failed): nothing of the
+        last snapshot stays on screen, and `why` says what is going on."""
+        self.snapshot = None
+        self._ordered = None
+        self._positions = {}
+        self._show_text("#heat-total", why)
+        self._show_text("#heat-keys", Text(""))
+        self.query_one(HeatMap).show((), None)
 
     def _show_text(self, selector: str, text: Text) -> None:
         """Update a Static each second without laying the screen out again (which repaints all of it)

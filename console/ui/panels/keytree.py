@@ -16,6 +16,7 @@ from console.errors import BadInput
 from console.keyspace.hashkeys import parse_typed_hash_key
 from console.keyspace.keytree.balance import LevelFill
 from console.keyspace.keytree.tree import BalanceReport, KeyTree
+from console.words import counted
 
 NEXT_KEYS_DEFAULT = 8
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -158,7 +159,7 @@ class KeyTreePanel(Vertical):
             self.next_keys = []
             problems.append(error.message)
         summary = Text()
-        summary.append(f"{self.report.total_keys} distinct keys", style="bold")
+        summary.append(counted(self.report.total_keys, "distinct key"), style="bold")
         if not self.report.total_keys and not problems:
             summary.append(
                 " · none typed yet: paste the explicit hash keys already handed out (or load a file"

@@ -326,7 +326,7 @@ class ProducerPanel(Vertical):
         self._pacing = settings.pacing
         self._set_running(True)
         self._status(
-            f"run {settings.run_id}: {settings.total} records ({settings.keys} keys x "
+            f"run {settings.run_id}: {counted(settings.total, 'record')} ({counted(settings.keys, 'key')} x "
             f"{settings.records_per_key}), {settings.mode} mode"
         )
         self.query_one("#producer-progress", ProgressBar).update(total=settings.total, progress=0)
@@ -350,13 +350,14 @@ class ProducerPanel(Vertical):
             if value
         ]
         failing = f" · failing: {progress.failing}" if progress.failing and not progress.done else ""
-        self._status(
-            f"{progress.acknowledged}/{progress.total} acknowledged, "
-            f"{format_rate(progress.records_per_second, ' rec/s')}, {progress.elapsed:.1f} s"
-            + (" · " + ", ".join(extras) if extras else "")
-            + failing,
-            error=bool(failing),
-        )
+        if self.running:  # a stopped run reports once more as it ends: its status stays what stopped it
+            self._status(
+                f"{progress.acknowledged}/{progress.total} acknowledged, "
+                f"{format_rate(progress.records_per_second, ' rec/s')}, {progress.elapsed:.1f} s"
+                + (" · " + ", ".join(extras) if extras else "")
+                + failing,
+                error=bool(failing),
+            )
         table = self.query_one("#producer-shards", DataTable)
         table.clear()
         for shard_id, shard in progress.shards.items():
@@ -391,9 +392,9 @@ class ProducerPanel(Vertical):
             f"sent {report.sent} · acknowledged {report.acknowledged} · read back {report.read_back}",
             f"lost {report.lost} · duplicated {report.duplicated} (possible {report.possible_duplicates}, "
             f"late {report.late_duplicates}) · "
-            f"out of order {report.out_of_order} ({report.out_of_order_keys} keys) · misplaced {report.misplaced}",
+            f"out of order {report.out_of_order} ({counted(report.out_of_order_keys, 'key')}) · misplaced {report.misplaced}",
             f"latency p50 {lat['p50']} ms · p99 {lat['p99']} ms · max {lat['max']} ms · "
-            f"{len(report.shards)} shards read in {report.read_seconds:.2f} s",
+            f"{counted(len(report.shards), 'shard')} read in {report.read_seconds:.2f} s",
         ]
         if report.first_out_of_order:
             first = report.first_out_of_order

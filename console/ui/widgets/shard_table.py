@@ -512,11 +512,14 @@ class ShardTable(CursorNavigation, can_focus=True):
         columns = (self._columns if self.show_throughput else self._columns[:-1]) + ((LAG_COLUMN,) if self._lag else ())
         width = self.scrollable_content_region.width if self.is_mounted else 0
         if width and self.heat_stale:
-            # Old rates are worth less than any other column: shown only where they push none out.
+            # Old rates are worth less than any other column: shown only where they push none out
+            # and narrow none (shard ids cut to '#n' to make room count as pushed).
             without = tuple(c for c in columns if c.key != "throughput")
-            if [c.key for c in fit_columns(columns, width) if c.key != "throughput"] != [
-                c.key for c in fit_columns(without, width)
-            ]:
+
+            def shape(cols: tuple[Column, ...]) -> list[tuple[str, int]]:
+                return [(c.key, c.width) for c in cols if c.key != "throughput"]
+
+            if shape(fit_columns(columns, width)) != shape(fit_columns(without, width)):
                 columns = without
         if width:
             columns = fit_columns(columns, width)

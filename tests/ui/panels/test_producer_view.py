@@ -57,3 +57,29 @@ async def test_checked_and_unchecked_boxes_look_different(kinesis, make_stream):
         assert looks[True] != looks[False]
         assert looks[False][0] == looks[False][1]  # off: the mark is not drawn at all
         assert looks[True][0] != looks[True][1]
+
+
+async def test_a_stopped_run_says_stopped_after_its_last_progress(kinesis, make_stream):
+    # The run reports its progress one last time as it ends: that line must not replace "stopped".
+    name = await make_stream(shards=2)
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("5")
+        app.query_one("#producer-keys").value = "20000"
+        app.query_one("#producer-pace", Checkbox).value = False
+        app.query_one("#producer-verify", Checkbox).value = False
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="confirm dialog")
+        app.screen.query_one("Input").value = name
+        await pilot.press("enter")
+        progress = app.query_one("#producer-progress", ProgressBar)
+        await wait_until(pilot, lambda: (progress.progress or 0) > 0, timeout=30, what="the first acknowledgements")
+        await pilot.press("ctrl+t")
+        await wait_until(
+            pilot, lambda: not [w for w in app.workers if w.group == "producer" and w.is_running], what="the run to end"
+        )
+        await pilot.pause(0.2)
+        status = str(app.query_one("#producer-status").render())
+        assert status.startswith("stopped"), status
+        assert 0 < (progress.progress or 0) < progress.total

@@ -80,3 +80,18 @@ async def test_stale_rates_never_take_the_end_keys_place(width, stale_rate_shown
         header = table.render_line(0).text
         assert "End key" in header
         assert ("Rate (stale)" in header) is stale_rate_shown
+
+
+@pytest.mark.parametrize("width", [80, 140])
+async def test_stale_rates_leave_every_other_column_as_it_was(width):
+    # At 80 columns the live rates shorten shard ids to '#n'; stale ones are not worth that.
+    app = static_app()
+    async with app.run_test(size=(width, 30)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        table = app.table
+        before = [table.render_line(y).text for y in range(3)]
+        table.set_heat({sid: None for sid in table.shard_ids})
+        await pilot.pause()
+        table.set_heat_stale()
+        await pilot.pause()
+        assert [table.render_line(y).text for y in range(3)] == before
