@@ -27,8 +27,10 @@ async def test_each_tab_first_focuses_its_list_or_first_field_and_digits_still_s
         }
         for key, widget_id in [*firsts.items(), ("3", "placement-input"), ("1", "shard-table")]:
             await pilot.press(key)
-            await pilot.pause()
-            assert app.focused is not None and app.focused.id == widget_id, key
+            # A tab's panel is built on its first visit: on a loaded machine that takes more than a frame.
+            await wait_until(
+                pilot, lambda: app.focused is not None and app.focused.id == widget_id, what=f"{widget_id} after {key}"
+            )
         assert app.query_one("#placement-input").text == "" and app.query_one("#keytree-input").text == ""
         assert app.query_one("#producer-keys").value == "100"
 
