@@ -126,6 +126,23 @@ async def test_the_palette_opens_the_menu(kinesis, make_stream):
         assert not any(app.screen.query_one(OptionList).get_option_at_index(i).disabled for i in range(7))
 
 
+@pytest.mark.parametrize("size", [(140, 45), (80, 24)], ids=["140x45", "80x24"])
+async def test_every_menu_entry_is_one_line_and_all_of_them_show_at_once_on_a_full_screen(kinesis, make_stream, size):
+    """Today's entries (warm throughput, tags, policy, channels, the account) sit below the first
+    five: the menu shows every entry at 140x45 without scrolling, and each entry is one line."""
+    from console.ui.screens.stream_actions import ACTIONS
+
+    name = await make_stream(shards=1)
+    app = RecordingApp(kinesis, stream=name, interval=3600)
+    async with app.run_test(size=size) as pilot:
+        await open_menu(pilot, app)
+        options = app.screen.query_one(OptionList)
+        await pilot.pause()
+        assert options.option_count == len(ACTIONS) and options.virtual_size.height == len(ACTIONS)
+        if size == (140, 45):
+            assert options.max_scroll_y == 0, options.scrollable_content_region
+
+
 async def test_auto_distribution_from_the_menu_shows_in_the_header_and_placement_and_switches_back(kinesis):
     from console.reshard.actionlog import ActionLog
     from console.ui.panels.keytree import KeyTreePanel
