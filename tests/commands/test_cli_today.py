@@ -221,6 +221,8 @@ async def test_tags_and_policy_round_trip_and_are_refused_read_only(local_kinesi
     assert code == 0, err
     code, out, err = await run(endpoint, "stream", "policy", stream, "--show", "--json", "--read-only")
     assert code == 0 and json.loads(out)["policy"] == policy
+    code, out, err = await run(endpoint, "stream", "policy", stream, "--json", "--read-only")  # --show by default
+    assert code == 0 and json.loads(out)["policy"] == policy, err
     code, out, err = await run(endpoint, "stream", "policy", stream, "--delete", "--yes")
     assert code == 0, err
     code, out, _ = await run(endpoint, "stream", "policy", stream, "--show")
