@@ -18,9 +18,11 @@ from console.commands._confirm import confirm_by_stream_name, refuse_if_read_onl
 from console.commands._output import emit, note, run_async
 from console.commands._stream_args import validate_stream_name
 from console.errors import BadInput
+from console.produce.testrecords import is_keyless
 from console.read.positions import check_retention, resolve_window
 from console.read.tail import TailOptions, TailReader
 from console.read.where import RecordFilter
+from console.topology.model import NO_KEY
 
 MAX_CHECKPOINT_BYTES = 64 * 1024 * 1024  # a checkpoint holds at most a chunk's sequence numbers per shard
 DESTINATION_OPTIONS = ("dst_endpoint_url", "dst_region", "dst_profile")
@@ -196,7 +198,13 @@ async def _copy(
             args.source
         )  # a missing SRC fails here, naming the ones there are
         check_retention(options.start, summary.retention_hours, now, args.source, options.end)
-        await destination.describe_stream_summary(args.destination)
+        target = await destination.describe_stream_summary(args.destination)
+        keyless_refused = (
+            None
+            if target.auto_distribution
+            else f"{args.destination} places records by key (USER_PARTITION_KEY) and takes none without a key; "
+            f"`kconsole stream distribution {args.destination} auto` lets it take them; nothing more was sent"
+        )
         reader = TailReader(source, args.source, options)
         await reader.position()
         note(
@@ -218,6 +226,7 @@ async def _copy(
             where=where,
             deaggregate=args.deaggregate,
             save=lambda state: _save_checkpoint(path, state.to_json()),
+            keyless_refused=keyless_refused,
             on_chunk=lambda p: note(
                 f"copy: {p.read:,} read, {p.acknowledged:,} acknowledged by {args.destination}"
                 + (f", {p.skipped:,} already copied" if p.skipped else "")
@@ -367,7 +376,7 @@ def _summary(args, start, end, progress, seconds: float, path: Path, checkpoint)
         "chunks": progress.chunks,
         "retries": progress.retries,
         "possible_duplicates": progress.possible_duplicates,
-        "failed": [{"key": key, "error": error} for key, error in progress.failed[:20]],
+        "failed": [{"key": None if is_keyless(key) else key, "error": error} for key, error in progress.failed[:20]],
         "stopped": progress.stopped,
         "seconds": round(seconds, 3),
         "records_per_second": round(progress.acknowledged / seconds) if seconds > 0 else None,
@@ -395,7 +404,8 @@ def _summary_text(document: dict) -> str:
     if document["stopped"]:
         lines.append(f"stopped: {document['stopped']}")
     for failure in document["failed"][:10]:
-        lines.append(f"  failed: key {failure['key']!r}: {failure['error']}")
+        key = NO_KEY if failure["key"] is None else repr(failure["key"])
+        lines.append(f"  failed: key {key}: {failure['error']}")
     verification = document.get("verification")
     if verification is not None:
         if verification.get("error"):

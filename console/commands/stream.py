@@ -11,7 +11,7 @@
     kconsole stream warm-throughput clicks --mibps 100     # on-demand, with On-demand Advantage
     kconsole stream distribution clicks auto | partition-key
     kconsole stream tag orders team=payments tier=1 / untag orders tier
-    kconsole stream policy orders --show | --put policy.json | --delete
+    kconsole stream policy orders [--show | --put policy.json | --delete]
 
 Every change is planned first (console.lifecycle.plans and .settings: AWS's rules checked before any
 call), shown, confirmed by typing the stream name on a TTY (or --yes), refused under --read-only, and
@@ -210,8 +210,8 @@ def register(subparsers, common) -> None:
     untag = action("untag", "remove tags from the stream (UntagResource)", run_untag)
     untag.add_argument("keys", nargs="+", metavar="KEY", type=check_tag_key, help="tag keys to remove")
     policy = action("policy", "show, put or delete the stream's resource policy", run_policy)
-    which_policy = policy.add_mutually_exclusive_group(required=True)
-    which_policy.add_argument("--show", action="store_true", help="print the policy (changes nothing)")
+    which_policy = policy.add_mutually_exclusive_group()
+    which_policy.add_argument("--show", action="store_true", help="print the policy (changes nothing; the default)")
     which_policy.add_argument("--put", metavar="FILE", help="put this JSON policy (checked before the call)")
     which_policy.add_argument("--delete", action="store_true", help="delete the policy")
     for parser in (retention, encryption, describe, record_size, warm, distribution, tag, untag, policy):
@@ -517,7 +517,7 @@ def run_untag(args: Any) -> int:
 
 
 def run_policy(args: Any) -> int:
-    if args.show:
+    if args.show or (args.put is None and not args.delete):
         return run_async(_show_policy(args))
     policy = read_policy(args.put) if args.put is not None else None  # checked before anything connects
     refuse_if_read_only(args, f"change the resource policy of {args.stream}")

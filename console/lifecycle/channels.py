@@ -5,11 +5,13 @@ delete one. The `channels` command and the console's Stream actions menu both us
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from console.bounds import read_bounded
 from console.errors import BadInput
 from console.lifecycle.plans import Call, LifecyclePlan
+from console.topology.model import StreamSummary
 
 MAX_CONFIG_BYTES = 1024 * 1024  # a CreateChannel request is a few KiB; a bigger file is not one
 
@@ -62,12 +64,25 @@ def channel_json(raw: dict) -> dict:
     return document
 
 
-def plan_create(request: dict, exists: bool) -> LifecyclePlan:
+def request_streams(request: dict) -> list[str]:
+    """The names of the streams a CreateChannel request reads from."""
+    return [s["StreamARN"].rsplit("/", 1)[-1] for s in request["StreamConfigurationList"]]
+
+
+def plan_create(request: dict, exists: bool, streams: Sequence[StreamSummary] = ()) -> LifecyclePlan:
+    """`streams`: the request's streams as described now; CreateChannel takes on-demand streams only."""
+    provisioned = [summary.name for summary in streams if summary.mode != "ON_DEMAND"]
+    if provisioned:
+        raise BadInput(
+            f"channels read from on-demand streams only; {', '.join(provisioned)} is provisioned (switch with "
+            f"`kconsole stream mode {provisioned[0]} on-demand`); nothing was called",
+            code="not_on_demand",
+        )
     name = request["ChannelName"]
-    streams = [s["StreamARN"].rsplit("/", 1)[-1] for s in request["StreamConfigurationList"]]
+    streams_read = request_streams(request)
     destination = "S3" if request.get("S3DestinationConfiguration") else "S3 Tables"
     consequences = (
-        f"records of {', '.join(streams)} are delivered to {destination} from now on",
+        f"records of {', '.join(streams_read)} are delivered to {destination} from now on",
         "delivery is billed per GB; the stream cannot be deleted while the channel is active",
     )
     refusal = f"a channel named {name!r} already exists" if exists else None

@@ -229,7 +229,11 @@ async def copy_window(
     on_chunk: Callable[[CopyProgress], None] = lambda progress: None,
     chunk_records: int = CHUNK_RECORDS,
     chunk_bytes: int = CHUNK_BYTES,
+    keyless_refused: str | None = None,
 ) -> CopyProgress:
+    """`keyless_refused`: why the destination cannot take a record without a key (it places records by
+    key), or None when it can. The copy then stops at the first such record, before it is sent or
+    marked read, so a resume after the destination is switched to AUTO starts there."""
     progress = CopyProgress()
     chunk: list[CopyRecord] = []
     size = 0
@@ -264,6 +268,12 @@ async def copy_window(
                 if not passed:
                     progress.filtered_out += 1
                 fresh = [record for record in records if not checkpoint.already_copied(record)]
+                if keyless_refused and any(record.key is None for record in fresh):
+                    if await flush():  # what came before it is sent and checkpointed
+                        progress.stopped = (
+                            f"record {progress.read:,} of the source has no partition key: {keyless_refused}"
+                        )
+                    return progress
                 for record in fresh:
                     record.line = progress.read
                 progress.skipped += len(records) - len(fresh)

@@ -143,14 +143,16 @@ class StreamSummary:
             created=created.isoformat() if hasattr(created, "isoformat") else created,
         )
 
-    def badges(self) -> list[str]:
+    def badges(self, *, compact: bool = False) -> list[str]:
         """What changes how the stream behaves, for a header: AUTO distribution, a record size other
-        than 1 MiB, warm throughput on an on-demand stream."""
+        than 1 MiB, warm throughput on an on-demand stream. `compact` words them for a narrow header
+        (80 columns), where the full words would push the later badges off the line."""
         found = []
         if self.auto_distribution:
-            found.append("AUTO distribution")
+            found.append("AUTO" if compact else "AUTO distribution")
         if self.max_record_size_kib != DEFAULT_MAX_RECORD_KIB:
-            found.append(f"records up to {format_kib(self.max_record_size_kib)}")
+            size = format_kib(self.max_record_size_kib)
+            found.append(f"{size} records" if compact else f"records up to {size}")
         if self.mode == "ON_DEMAND" and self.warm_throughput_target_mibps:
             current = self.warm_throughput_current_mibps
             found.append(

@@ -65,9 +65,10 @@ ACTIONS: tuple[ConsoleAction, ...] = (
     ConsoleAction(
         "stream_actions",
         "S",
-        "Stream actions: retention, mode, encryption, delete",
-        "Change the open stream's retention, capacity mode or encryption, or delete it: "
-        "a preview, then type the stream name.",
+        "Stream actions: retention, mode, encryption, distribution, record size, warm throughput, tags, "
+        "policy, channels, On-demand Advantage, delete",
+        "Change the open stream's settings, tags, resource policy or channels, or the account's On-demand "
+        "Advantage, or delete the stream: a preview, then type the stream name.",
         mutating=True,
     ),
     ConsoleAction(

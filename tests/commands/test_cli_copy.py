@@ -324,3 +324,46 @@ async def test_copy_verify_matches_what_it_wrote_whole_beside_the_same_records_p
         b'{"total":13}',
         b'{"total":14}',
     ]
+
+
+async def test_keyless_records_stop_a_copy_into_a_stream_that_places_by_key_and_resume_once_it_is_auto(
+    kinesis, make_stream, local_kinesis, tmp_path
+):
+    """An AUTO source may hold records without a key; a destination that places by key cannot take
+    them. The copy stops at the first one, before sending it, saying why and how to go on; nothing
+    internal (the producer's name for a keyless record) reaches the output."""
+    from tests.conftest import unique_stream_name
+
+    source, destination = unique_stream_name("auto-src"), await make_stream(shards=1)
+    await kinesis.create_stream(source, None, on_demand=True)
+    summary = await kinesis.wait_for_active(source)
+    try:
+        await kinesis.update_record_distribution(summary.arn, "AUTO")
+        await kinesis.wait_for_active(source)
+        await kinesis.put_record(source, b'{"n": 1}', "keyed")
+        for number in range(2, 5):
+            await kinesis.put_record(source, json.dumps({"n": number}).encode(), None)
+        checkpoint = tmp_path / "copy.json"
+        argv = ("copy", source, destination, "--from", "trim-horizon", "--yes", "--checkpoint", str(checkpoint))
+        code, out, err = await kconsole(*argv, "--json", endpoint=local_kinesis.endpoint_url, timeout=120)
+        document = json.loads(out)
+        assert code == 1 and document["failed"] == [] and not document["complete"], (out, err)
+        assert "has no partition key" in document["stopped"]
+        assert f"kconsole stream distribution {destination} auto" in document["stopped"]
+        assert "\\u0000" not in out and "\x00" not in out + err and "Traceback" not in err
+        assert len(await everything_in(kinesis, destination)) <= 1  # at most the keyed record before them
+
+        dst = await kinesis.describe_stream_summary(destination)
+        await kinesis.update_stream_mode(dst.arn, "ON_DEMAND")
+        await kinesis.wait_for_active(destination)
+        await kinesis.update_record_distribution(dst.arn, "AUTO")
+        await kinesis.wait_for_active(destination)
+        code, out, err = await kconsole(
+            "copy", source, destination, "--resume", str(checkpoint), "--yes", "--json",
+            endpoint=local_kinesis.endpoint_url, timeout=120,
+        )  # fmt: skip
+        assert code == 0 and json.loads(out)["complete"], (out, err)
+        landed = await everything_in(kinesis, destination)
+        assert sorted(json.loads(r["Data"])["n"] for r in landed) == [1, 2, 3, 4]
+    finally:
+        await kinesis.delete_stream(source)

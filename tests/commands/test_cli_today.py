@@ -221,6 +221,8 @@ async def test_tags_and_policy_round_trip_and_are_refused_read_only(local_kinesi
     assert code == 0, err
     code, out, err = await run(endpoint, "stream", "policy", stream, "--show", "--json", "--read-only")
     assert code == 0 and json.loads(out)["policy"] == policy
+    code, out, err = await run(endpoint, "stream", "policy", stream, "--json", "--read-only")  # --show by default
+    assert code == 0 and json.loads(out)["policy"] == policy, err
     code, out, err = await run(endpoint, "stream", "policy", stream, "--delete", "--yes")
     assert code == 0, err
     code, out, _ = await run(endpoint, "stream", "policy", stream, "--show")
@@ -293,6 +295,37 @@ async def test_channels_create_list_block_stream_delete_and_go(local_kinesis, tm
     assert json.loads(out)["channels"] == []
     code, out, err = await run(endpoint, "stream", "delete", stream, "--yes")
     assert code == 0, err
+
+
+async def test_a_channel_from_a_provisioned_stream_is_refused_before_any_call(local_kinesis, make_stream, tmp_path):
+    """CreateChannel is for on-demand streams only (API reference): kconsole says so, as for AUTO and warm
+    throughput, before the call; the action log holds no intent."""
+    endpoint = local_kinesis.endpoint_url
+    stream = await make_stream(shards=1)
+    config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=endpoint)
+    async with open_backend(config) as kinesis:
+        arn = (await kinesis.describe_stream_summary(stream)).arn
+    request = {
+        "ChannelName": f"prov-{tmp_path.name[-6:]}",
+        "ServiceExecutionRoleARN": "arn:aws:iam::123456789012:role/kinesis-channel",
+        "StreamConfigurationList": [{"StreamARN": arn, "RecordConfiguration": {"RecordFormatType": "JSON"}}],
+        "S3DestinationConfiguration": {
+            "StorageConfiguration": {
+                "BucketARN": "arn:aws:s3:::my-bucket",
+                "ExpectedBucketOwner": "123456789012",
+                "CompressionType": "GZIP",
+            }
+        },
+    }
+    path = tmp_path / "channel.json"
+    path.write_text(json.dumps(request))
+    code, out, err = await run(endpoint, "channels", "create", "--config", str(path), "--yes", "--json")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{stream} is provisioned" in err and "nothing was called" in err
+    assert json.loads(out)["error"]["code"] == "not_on_demand"
+    assert changes() == []
+    code, out, _ = await run(endpoint, "channels", "--json")
+    assert request["ChannelName"] not in out
 
 
 async def test_kinesis_mock_lacking_an_operation_costs_one_line(kinesis_mock, tmp_path):

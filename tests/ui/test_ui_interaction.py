@@ -267,3 +267,37 @@ async def test_header_shows_every_field_at_80_columns_and_the_reason_when_failin
         assert header.has_class("-failing") and "POLL FAILED: cannot reach" in text and "last good data 10s ago" in text
         header.update_state(error=None, refreshed_at=1000.0)
         assert not header.has_class("-failing") and "refreshed just now" in str(header.render())
+
+
+async def test_header_at_80_columns_keeps_every_badge_of_an_auto_stream_with_large_records_and_warm_throughput():
+    from textual.app import App
+
+    from console.topology.model import StreamSummary
+    from console.ui.widgets.header import ConsoleHeader
+
+    class HeaderApp(App[None]):
+        def compose(self):
+            yield ConsoleHeader(clock=lambda: 1000.0)
+
+    summary = StreamSummary(
+        "orders",
+        "ACTIVE",
+        "ON_DEMAND",
+        4,
+        24,
+        "NONE",
+        record_distribution="AUTO",
+        max_record_size_kib=4096,
+        warm_throughput_target_mibps=5,
+        warm_throughput_current_mibps=5,
+    )
+    for width, badges in ((140, summary.badges()), (80, ["AUTO", "4 MiB records", "warm 5 MiB/s"])):
+        app = HeaderApp()
+        async with app.run_test(size=(width, 4)) as pilot:
+            header = app.query_one(ConsoleHeader)
+            header.update_state(backend="local", stream="orders", summary=summary, refreshed_at=990.0)
+            await pilot.pause()
+            first = str(header.render()).splitlines()[0]
+            assert len(first.rstrip()) <= width and "…" not in first, first
+            assert all(badge in first for badge in badges), (width, first)
+            assert "ON_DEMAND" in first and "4" in first

@@ -27,7 +27,7 @@ from console.bounds import record_size_kib, warm_throughput_mibps
 from console.errors import BadInput, ConsoleError
 from console.lifecycle.channels import plan_create as plan_channel_create
 from console.lifecycle.channels import plan_delete as plan_channel_delete
-from console.lifecycle.channels import read_channel_config
+from console.lifecycle.channels import read_channel_config, request_streams
 from console.lifecycle.execute import apply, mode_switches
 from console.lifecycle.plans import MODE_NAMES, LifecyclePlan, plan_delete, plan_encryption, plan_mode, plan_retention
 from console.lifecycle.rules import AWS_MANAGED_KMS_KEY, check_kms_key, check_retention_hours
@@ -54,17 +54,17 @@ from console.ui.reshard_flow import ReshardActivity, ReshardDialogs, ReshardProg
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 
-ACTIONS = (
-    ("retention", "Retention", "how long records stay readable (24 h to 365 days)"),
-    ("mode", "Capacity mode", "on-demand or provisioned (one switch per 24 h)"),
-    ("encryption", "Encryption", "server-side encryption with a KMS key, or off"),
-    ("distribution", "Distribution", "AUTO (Kinesis spreads records, keys ignored) or by partition key"),
-    ("max-record-size", "Record size", "the largest record the stream takes, 1 to 10 MiB"),
-    ("warm-throughput", "Warm throughput", "MiB/s an on-demand stream takes at once (On-demand Advantage)"),
-    ("tag", "Tags", "set tags (KEY=VALUE ...) or remove them (-KEY ...)"),
+ACTIONS = (  # each detail short enough that an entry is one line in the dialog's 76 columns
+    ("retention", "Retention", "how long records stay readable"),
+    ("mode", "Capacity mode", "on-demand or provisioned (once per 24 h)"),
+    ("encryption", "Encryption", "server-side encryption (KMS), or off"),
+    ("distribution", "Distribution", "AUTO (keys ignored) or by partition key"),
+    ("max-record-size", "Record size", "the largest record, 1 to 10 MiB"),
+    ("warm-throughput", "Warm throughput", "MiB/s an on-demand stream takes at once"),
+    ("tag", "Tags", "set KEY=VALUE or remove -KEY"),
     ("policy", "Resource policy", "put one from a JSON file, or delete it"),
-    ("channels", "Channels", "delivery to S3: create one from a JSON request, or delete one"),
-    ("account", "On-demand Advantage", "the account's minimum throughput commitment, on or off"),
+    ("channels", "Channels", "delivery to S3: create or delete one"),
+    ("account", "On-demand Advantage", "the account's throughput commitment"),
     ("delete", "Delete stream", "the stream and every record in it"),
 )
 
@@ -432,8 +432,9 @@ async def _plan_resource(
         if path is None:
             return None
         request = read_channel_config(path)
+        streams = [await kinesis.describe_stream_summary(name) for name in request_streams(request)]
         exists = any(c.get("ChannelName") == request["ChannelName"] for c in await kinesis.list_channels())
-        return plan_channel_create(request, exists)
+        return plan_channel_create(request, exists, streams)
     commitment = describe_commitment(await kinesis.account_settings())
     choice = await dialogs.ask(
         ChoiceScreen(

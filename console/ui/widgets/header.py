@@ -5,7 +5,9 @@
 
 It turns red with the reason when a poll fails and goes back to normal on the next good poll.
 The right-hand parts (a running reshard, read-only, the age) stay put; a long left part is cut
-with an ellipsis first, so an 80-column terminal still shows every field. The capacity summary
+with an ellipsis first, so an 80-column terminal still shows every field. A stream line too wide
+for the terminal is worded compactly ("4 shards 24h", badges "AUTO", "4 MiB records") before anything
+is cut, so the badges that change how the stream behaves stay in view. The capacity summary
 (CloudWatch's iterator age and throttled requests of the last 5 minutes) is shown only when it fits
 without cutting anything; the Heat tab always has it.
 """
@@ -86,23 +88,9 @@ class ConsoleHeader(Widget):
         age = "never" if state.refreshed_at is None else format_age(max(0.0, self._clock() - state.refreshed_at))
         dim = self._part("dim")
 
-        stream_line = Text()
-        stream_line.append(f" {state.stream or '(no stream: press p)'}", style="bold")
-        summary = state.summary
-        if state.error is not None:
-            stream_line.append(f"{GAP}POLL FAILED: {state.error}", style="bold")
-        elif summary is not None:
-            healthy = summary.status == "ACTIVE"
-            stream_line.append(GAP)
-            # The gap goes inside the styled span: SVG renderers that drop a span's leading spaces
-            # (the screenshots) would otherwise run the words together.
-            stream_line.append(summary.status + GAP, style=self._part("ok" if healthy else "busy"))
-            stream_line.append(
-                f"{summary.mode}{GAP}{summary.open_shard_count} open shards{GAP}retention {summary.retention_hours}h"
-            )
-            for badge in summary.badges():  # what changes how the stream behaves
-                stream_line.append(GAP)
-                stream_line.append(f" {badge} ", style=self._part("badge") + Style(reverse=True))
+        stream_line = self._stream_line(compact=False)
+        if stream_line.cell_len > width:  # the badges matter more than the words around the counts
+            stream_line = self._stream_line(compact=True)
         if state.error is None and state.notice is not None:
             stream_line.append(f"{GAP}{state.notice}", style=self._part("busy"))
 
@@ -130,6 +118,32 @@ class ConsoleHeader(Widget):
             if where.cell_len + 1 + capacity.cell_len + right.cell_len <= width:  # only where nothing is cut
                 right = capacity + right
         return Text("\n").join([_spread(stream_line, Text(), width), _spread(where, right, width)])
+
+    def _stream_line(self, *, compact: bool) -> Text:
+        """Name, status, mode, shards, retention and the badges; `compact` in fewer columns."""
+        state = self.state
+        gap = " " if compact else GAP
+        line = Text()
+        line.append(f" {state.stream or '(no stream: press p)'}", style="bold")
+        summary = state.summary
+        if state.error is not None:
+            line.append(f"{GAP}POLL FAILED: {state.error}", style="bold")
+        elif summary is not None:
+            healthy = summary.status == "ACTIVE"
+            line.append(gap)
+            # The gap goes inside the styled span: SVG renderers that drop a span's leading spaces
+            # (the screenshots) would otherwise run the words together.
+            line.append(summary.status + gap, style=self._part("ok" if healthy else "busy"))
+            shards, retention = (
+                (f"{summary.open_shard_count} shards", f"{summary.retention_hours}h")
+                if compact
+                else (f"{summary.open_shard_count} open shards", f"retention {summary.retention_hours}h")
+            )
+            line.append(f"{summary.mode}{gap}{shards}{gap}{retention}")
+            for badge in summary.badges(compact=compact):  # what changes how the stream behaves
+                line.append(gap)
+                line.append(f" {badge} ", style=self._part("badge") + Style(reverse=True))
+        return line
 
 
 def _spread(left: Text, right: Text, width: int) -> Text:

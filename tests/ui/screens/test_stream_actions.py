@@ -126,6 +126,41 @@ async def test_the_palette_opens_the_menu(kinesis, make_stream):
         assert not any(app.screen.query_one(OptionList).get_option_at_index(i).disabled for i in range(7))
 
 
+@pytest.mark.parametrize("size", [(140, 45), (80, 24)], ids=["140x45", "80x24"])
+async def test_every_menu_entry_is_one_line_and_all_of_them_show_at_once_on_a_full_screen(kinesis, make_stream, size):
+    """Today's entries (warm throughput, tags, policy, channels, the account) sit below the first
+    five: the menu shows every entry at 140x45 without scrolling, and each entry is one line."""
+    from console.ui.screens.stream_actions import ACTIONS
+
+    name = await make_stream(shards=1)
+    app = RecordingApp(kinesis, stream=name, interval=3600)
+    async with app.run_test(size=size) as pilot:
+        await open_menu(pilot, app)
+        options = app.screen.query_one(OptionList)
+        await pilot.pause()
+        assert options.option_count == len(ACTIONS) and options.virtual_size.height == len(ACTIONS)
+        if size == (140, 45):
+            assert options.max_scroll_y == 0, options.scrollable_content_region
+
+
+async def test_the_palette_finds_the_menu_by_todays_entries(kinesis, make_stream):
+    from textual.command import CommandPalette
+
+    name = await make_stream(shards=1)
+    app = RecordingApp(kinesis, stream=name, interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.view is not None, what="first poll")
+        for words in ("channels", "warm throughput"):
+            await pilot.press("ctrl+p")
+            await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), what="palette")
+            await pilot.press(*words)
+            await wait_until(pilot, lambda: app.screen.query("CommandList").first().option_count > 0, what="hits")
+            first = str(app.screen.query_one("CommandList").get_option_at_index(0).prompt)
+            assert "Stream actions" in first, (words, first)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette), what="palette closed")
+
+
 async def test_auto_distribution_from_the_menu_shows_in_the_header_and_placement_and_switches_back(kinesis):
     from console.reshard.actionlog import ActionLog
     from console.ui.panels.keytree import KeyTreePanel
