@@ -139,3 +139,53 @@ async def test_heat_open_on_a_stream_that_does_not_exist_says_so_and_shows_no_ol
         total = app.query_one("#heat-total")
         await wait_until(pilot, lambda: "not found" in str(total.render()), what="heat to say the stream is missing")
         assert not heat_map.rows
+
+
+# Dialogs that need a real backend behind them (the plans read the account's limits, the stream's
+# details): (tab key, then each step's keys and the screen that step opens). Every dialog on the way is
+# closed with escape.
+DIALOGS_ON_A_BACKEND = {
+    "split preview": ("1", [(["s"], "PromptScreen"), (["enter"], "ReshardPreviewScreen")]),
+    "confirm by name": (
+        "1",
+        [(["s"], "PromptScreen"), (["enter"], "ReshardPreviewScreen"), (["enter"], "ConfirmByNameScreen")],
+    ),
+    "merge choice": ("1", [(["m"], "ChoiceScreen")]),
+    "stream action preview": (
+        "5",
+        [
+            (["escape", "S"], "StreamActionsScreen"),
+            (["down", "enter"], "ChoiceScreen"),
+            (["enter"], "LifecyclePreviewScreen"),
+        ],
+    ),
+    "export": ("6", [(["escape", "w"], "ExportScreen")]),
+}
+
+
+@pytest.mark.parametrize("dialog", list(DIALOGS_ON_A_BACKEND))
+async def test_the_next_digit_after_a_dialog_on_a_real_backend_switches_tabs(
+    dialog, kinesis, make_stream, tmp_path, monkeypatch
+):
+    from tests.ui.test_ui_console import RecordingApp
+
+    monkeypatch.setenv("KCONSOLE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("KCONSOLE_CONFIG", str(tmp_path / "config.toml"))
+    name = await make_stream(shards=2)
+    tab_key, steps = DIALOGS_ON_A_BACKEND[dialog]
+    app = RecordingApp(kinesis, stream=name, interval=60)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed, what="first poll")
+        await pilot.press(tab_key)
+        await pilot.pause()
+        before = form_values(app)
+        for keys, screen in steps:
+            await pilot.press(*keys)
+            await wait_until(pilot, lambda: type(app.screen).__name__ == screen, what=screen)
+        while len(app.screen_stack) > 1:
+            depth = len(app.screen_stack)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: len(app.screen_stack) < depth, what="the dialog to close")
+        await pilot.press("7")
+        await wait_until(pilot, lambda: app.query_one(TabbedContent).active == "heat", what="the Heat tab")
+        assert form_values(app) == before
