@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +18,16 @@ from console.commands._confirm import confirm_by_stream_name, refuse_if_read_onl
 from console.commands._output import emit, note, run_async
 from console.commands._stream_args import validate_stream_name
 from console.errors import BadInput
-from console.read.positions import check_retention, resolve_window
+from console.read.positions import EndPosition, check_retention, resolve_window
 from console.read.tail import TailOptions, TailReader
 from console.read.where import RecordFilter
 
 MAX_CHECKPOINT_BYTES = 64 * 1024 * 1024  # a checkpoint holds at most a chunk's sequence numbers per shard
 DESTINATION_OPTIONS = ("dst_endpoint_url", "dst_region", "dst_profile")
 MAX_REQUESTS_IN_FLIGHT = 8  # as `kconsole produce`
+# A copy into its own source lands from now on, stamped by the server's clock, which may be this far from
+# ours (SigV4 refuses requests further off): a window ending later than this before now could read its copies.
+SELF_COPY_MARGIN = timedelta(minutes=5)
 
 
 def register(subparsers, common) -> None:
@@ -122,10 +125,11 @@ def handle(args: Any) -> int:
         identity.update({"from": start.describe(), "to": end.describe()})
         checkpoint = CopyCheckpoint(identity)
         path = Path(args.checkpoint) if args.checkpoint else _default_checkpoint(args.source, args.destination, now)
-    if same_place and end.moment is None:
+    if same_place and (end.moment is None or end.moment > now - SELF_COPY_MARGIN):
         raise BadInput(
-            f"copying {args.source} into itself up to latest would read its own copies forever (a loop): "
-            "give --to a time, or now",
+            f"copying {args.source} into itself up to {end.describe()} would read its own copies (a loop): "
+            f"end the window before {EndPosition(now - SELF_COPY_MARGIN).describe()}, or copy into "
+            "another stream",
             code="usage",
         )
     refuse_if_read_only(args, f"copy records into {args.destination}")

@@ -107,6 +107,9 @@ async def test_copy_refuses_what_it_must_in_one_line(tmp_path, kinesis, make_str
         (["a", "b", "--from", an_hour_ago, "--to", iso(datetime.now(UTC) - timedelta(hours=2))], 2, "before --from"),
         (["a", "b", "--to", "now"], 2, "needs a window"),
         (["a", "a", "--from", "trim-horizon", "--to", "latest", "--yes"], 2, "loop"),
+        (["a", "a", "--from", "trim-horizon", "--yes"], 2, "loop"),  # --to now: the copies land just after it
+        (["a", "a", "--last", "15m", "--yes"], 2, "loop"),
+        (["a", "a", "--from", an_hour_ago, "--to", iso(datetime.now(UTC) - timedelta(minutes=2)), "--yes"], 2, "loop"),
         (["a", "b", "--resume", str(foreign), "--yes"], 2, "another copy"),
         (["a", "b", "--resume", "/dev/zero", "--yes"], 2, "not a regular file"),
         (["a", "b", "--from", "trim-horizon", "--where", "data.x =="], 2, "JMESPath"),
