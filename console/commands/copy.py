@@ -8,6 +8,7 @@ key, resumably, and optionally prove it by reading DST back (console.produce.cop
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 from datetime import UTC, datetime, timedelta
@@ -154,15 +155,19 @@ def handle(args: Any) -> int:
         finished_shards=checkpoint.finished_shards,
         resume_after=checkpoint.resume_after,
     )
+    resume_note = (
+        f"copy: interrupted; what {args.destination} acknowledged is in {path}: go on with "
+        f"kconsole copy {args.source} {args.destination} --resume {path}"
+    )
     try:
-        progress, seconds = run_async(
+        progress, seconds, interrupted = run_async(
             _copy(args, source_config, destination_config, separate, options, checkpoint, path, where, now)
         )
     except KeyboardInterrupt:
-        note(
-            f"copy: interrupted; what {args.destination} acknowledged is in {path}: go on with "
-            f"kconsole copy {args.source} {args.destination} --resume {path}"
-        )
+        note(resume_note)
+        return 130
+    if interrupted:
+        note(resume_note)
         return 130
     document = _summary(args, start, end, progress, seconds, path, checkpoint)
     emit(args, document, lambda: _summary_text(document))
@@ -180,16 +185,17 @@ async def _copy(
     where,
     now: datetime,
 ):
-    import contextlib
     import time
 
     from console.backend import open_backend
     from console.commands._stream_args import ensure_local_stream
     from console.commands.produce import AWS_GET_RECORDS_INTERVAL, _ProgressLines
-    from console.produce.copy import copy_window
+    from console.produce.copy import Interruption, copy_window
 
     started = time.monotonic()
+    interruption = Interruption()
     async with contextlib.AsyncExitStack() as stack:
+        stack.callback(_on_first_interrupt(interruption))
         source = await stack.enter_async_context(open_backend(source_config))
         destination = await stack.enter_async_context(open_backend(destination_config)) if separate else source
         if source_config.kind == "local":  # the embedded server starts empty: both streams are made, as tail does
@@ -226,8 +232,34 @@ async def _copy(
                 f"copy: {p.read:,} read, {p.acknowledged:,} acknowledged by {args.destination}"
                 + (f", {p.skipped:,} already copied" if p.skipped else "")
             ),
+            interruption=interruption,
         )
-    return progress, time.monotonic() - started
+    return progress, time.monotonic() - started, interruption.reason is not None
+
+
+def _on_first_interrupt(interruption: Any) -> Any:
+    """Make the first Ctrl-C a clean stop (console.produce.copy.Interruption): the requests in flight get their
+    answers, so the checkpoint holds all that DST acknowledged. A second Ctrl-C stops at once, as usual.
+    Returns what restores the usual handling."""
+    import asyncio
+    import signal
+
+    loop = asyncio.get_running_loop()
+
+    def restore() -> None:
+        with contextlib.suppress(ValueError, RuntimeError):  # not the main thread, or the loop is closing
+            loop.remove_signal_handler(signal.SIGINT)
+
+    def first() -> None:
+        restore()  # the next Ctrl-C raises KeyboardInterrupt
+        note("copy: stopping once the requests in flight are answered (Ctrl-C again stops at once)")
+        interruption.request("interrupted (Ctrl-C)")
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, first)
+    except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
+        pass
+    return restore
 
 
 def _chunk_writer(kinesis, stream: str, config, verify: bool, on_progress, aws_interval: float):
@@ -267,8 +299,11 @@ def _chunk_writer(kinesis, stream: str, config, verify: bool, on_progress, aws_i
                 records=run.records,
             )
             run.result = producer.result
+            run.on_stop = producer.stop
+            if run.stop_reason is not None:
+                producer.stop(run.stop_reason)
             result = await producer.run()
-        if not verify or result.endpoint_lost:
+        if not verify or result.endpoint_lost or run.stop_reason is not None:
             return None
         timeout = getattr(kinesis, "request_timeout", None) or 0.0
         read_settings = ReadSettings(

@@ -16,7 +16,8 @@ chunk that does not finish (a record refused, the endpoint gone, Ctrl-C) ends th
 Resuming: the `CopyCheckpoint` says, per source shard, up to which sequence number everything was
 acknowledged by the destination, which records beyond it were too, and which shards were copied to
 their end. A resumed copy reads each shard after that point and skips what was acknowledged, so
-nothing the destination acknowledged is sent again. (A put whose answer was lost is not known to be
+nothing the destination acknowledged is sent again. An `Interruption` (the first Ctrl-C) lets the requests in flight get their
+answers before the copy stops, so they are not among those. (A put whose answer was lost is not known to be
 acknowledged and is sent again: the report counts such possible duplicates.)
 """
 
@@ -208,10 +209,34 @@ class CopyProgress:
 @dataclass
 class ChunkRun:
     """One chunk on its way: the writer sets `result` (the producer's ProduceResult) as soon as the run
-    starts, so what was acknowledged before an interruption is known and kept."""
+    starts, so what was acknowledged before an interruption is known and kept, and `on_stop` (the
+    producer's stop) so that a clean interruption reaches the requests being sent."""
 
     records: list[CopyRecord]
     result: Any = None
+    stop_reason: str | None = None
+    on_stop: Callable[[str], None] | None = None
+
+    def stop(self, reason: str) -> None:
+        self.stop_reason = reason
+        if self.on_stop is not None:
+            self.on_stop(reason)
+
+
+class Interruption:
+    """A clean stop asked for (the first Ctrl-C): no further read or chunk, and the chunk being written sends
+    nothing more and waits for the answers of its requests in flight, so that everything the destination
+    acknowledged is in the checkpoint and a resumed copy sends none of it again."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self.writing: ChunkRun | None = None
+
+    def request(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+            if self.writing is not None:
+                self.writing.stop(reason)
 
 
 # Writes one chunk and returns the verification report (or None), as console.produce.verify.run_and_verify.
@@ -229,8 +254,17 @@ async def copy_window(
     on_chunk: Callable[[CopyProgress], None] = lambda progress: None,
     chunk_records: int = CHUNK_RECORDS,
     chunk_bytes: int = CHUNK_BYTES,
+    interruption: Interruption | None = None,
 ) -> CopyProgress:
     progress = CopyProgress()
+    stopping = interruption or Interruption()
+
+    def stop_cleanly() -> CopyProgress:
+        progress.stopped = stopping.reason
+        checkpoint.settle()
+        save(checkpoint)
+        return progress
+
     chunk: list[CopyRecord] = []
     size = 0
 
@@ -240,8 +274,12 @@ async def copy_window(
             checkpoint.settle()
             save(checkpoint)
             return True
+        if stopping.reason is not None:
+            stop_cleanly()
+            return False
         run, chunk, size = ChunkRun(chunk), [], 0
         progress.chunks += 1
+        stopping.writing = run
         try:
             report = await write(run)
         except BaseException:  # interrupted or failed: keep what the destination acknowledged meanwhile
@@ -250,6 +288,8 @@ async def copy_window(
                 checkpoint.settle()
                 save(checkpoint)
             raise
+        finally:
+            stopping.writing = None
         _account(progress, checkpoint, run.records, run.result, report)
         checkpoint.settle()
         save(checkpoint)
@@ -258,6 +298,8 @@ async def copy_window(
 
     async with contextlib.aclosing(reader.batches()) as batches:
         async for batch in batches:
+            if stopping.reason is not None:
+                return stop_cleanly()
             for raw in batch.wire or ():
                 progress.read += 1
                 records, passed = records_to_copy(raw, batch.shard_id, where=where, deaggregate=deaggregate)
@@ -275,6 +317,8 @@ async def copy_window(
             if len(chunk) >= chunk_records or size >= chunk_bytes:
                 if not await flush():
                     return progress
+    if stopping.reason is not None:
+        return stop_cleanly()
     if await flush():
         checkpoint.complete = True
         save(checkpoint)
