@@ -16,9 +16,10 @@ chunk that does not finish (a record refused, the endpoint gone, Ctrl-C) ends th
 Resuming: the `CopyCheckpoint` says, per source shard, up to which sequence number everything was
 acknowledged by the destination, which records beyond it were too, and which shards were copied to
 their end. A resumed copy reads each shard after that point and skips what was acknowledged, so
-nothing the destination acknowledged is sent again. An `Interruption` (the first Ctrl-C) lets the requests in flight get their
-answers before the copy stops, so they are not among those. (A put whose answer was lost is not known to be
-acknowledged and is sent again: the report counts such possible duplicates.)
+nothing the destination acknowledged is sent again. An `Interruption` (the first Ctrl-C) lets the
+requests in flight get their answers before the copy stops, so they are not among those. (A put whose
+answer was lost is not known to be acknowledged and is sent again: the report counts such possible
+duplicates.)
 """
 
 from __future__ import annotations
