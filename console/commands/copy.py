@@ -8,9 +8,10 @@ key, resumably, and optionally prove it by reading DST back (console.produce.cop
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from console.commands._output import emit, note, run_async
 from console.commands._stream_args import validate_stream_name
 from console.errors import BadInput
 from console.produce.testrecords import is_keyless
-from console.read.positions import check_retention, resolve_window
+from console.read.positions import EndPosition, check_retention, resolve_window
 from console.read.tail import TailOptions, TailReader
 from console.read.where import RecordFilter
 from console.topology.model import NO_KEY
@@ -27,6 +28,9 @@ from console.topology.model import NO_KEY
 MAX_CHECKPOINT_BYTES = 64 * 1024 * 1024  # a checkpoint holds at most a chunk's sequence numbers per shard
 DESTINATION_OPTIONS = ("dst_endpoint_url", "dst_region", "dst_profile")
 MAX_REQUESTS_IN_FLIGHT = 8  # as `kconsole produce`
+# A copy into its own source lands from now on, stamped by the server's clock, which may be this far from
+# ours (SigV4 refuses requests further off): a window ending later than this before now could read its copies.
+SELF_COPY_MARGIN = timedelta(minutes=5)
 
 
 def register(subparsers, common) -> None:
@@ -124,10 +128,11 @@ def handle(args: Any) -> int:
         identity.update({"from": start.describe(), "to": end.describe()})
         checkpoint = CopyCheckpoint(identity)
         path = Path(args.checkpoint) if args.checkpoint else _default_checkpoint(args.source, args.destination, now)
-    if same_place and end.moment is None:
+    if same_place and (end.moment is None or end.moment > now - SELF_COPY_MARGIN):
         raise BadInput(
-            f"copying {args.source} into itself up to latest would read its own copies forever (a loop): "
-            "give --to a time, or now",
+            f"copying {args.source} into itself up to {end.describe()} would read its own copies (a loop): "
+            f"end the window before {EndPosition(now - SELF_COPY_MARGIN).describe()}, or copy into "
+            "another stream",
             code="usage",
         )
     refuse_if_read_only(args, f"copy records into {args.destination}")
@@ -152,15 +157,19 @@ def handle(args: Any) -> int:
         finished_shards=checkpoint.finished_shards,
         resume_after=checkpoint.resume_after,
     )
+    resume_note = (
+        f"copy: interrupted; what {args.destination} acknowledged is in {path}: go on with "
+        f"kconsole copy {args.source} {args.destination} --resume {path}"
+    )
     try:
-        progress, seconds = run_async(
+        progress, seconds, interrupted = run_async(
             _copy(args, source_config, destination_config, separate, options, checkpoint, path, where, now)
         )
     except KeyboardInterrupt:
-        note(
-            f"copy: interrupted; what {args.destination} acknowledged is in {path}: go on with "
-            f"kconsole copy {args.source} {args.destination} --resume {path}"
-        )
+        note(resume_note)
+        return 130
+    if interrupted:
+        note(resume_note)
         return 130
     document = _summary(args, start, end, progress, seconds, path, checkpoint)
     emit(args, document, lambda: _summary_text(document))
@@ -178,16 +187,17 @@ async def _copy(
     where,
     now: datetime,
 ):
-    import contextlib
     import time
 
     from console.backend import open_backend
     from console.commands._stream_args import ensure_local_stream
     from console.commands.produce import AWS_GET_RECORDS_INTERVAL, _ProgressLines
-    from console.produce.copy import copy_window
+    from console.produce.copy import Interruption, copy_window
 
     started = time.monotonic()
+    interruption = Interruption()
     async with contextlib.AsyncExitStack() as stack:
+        stack.callback(_on_first_interrupt(interruption))
         source = await stack.enter_async_context(open_backend(source_config))
         destination = await stack.enter_async_context(open_backend(destination_config)) if separate else source
         if source_config.kind == "local":  # the embedded server starts empty: both streams are made, as tail does
@@ -231,8 +241,34 @@ async def _copy(
                 f"copy: {p.read:,} read, {p.acknowledged:,} acknowledged by {args.destination}"
                 + (f", {p.skipped:,} already copied" if p.skipped else "")
             ),
+            interruption=interruption,
         )
-    return progress, time.monotonic() - started
+    return progress, time.monotonic() - started, interruption.reason is not None
+
+
+def _on_first_interrupt(interruption: Any) -> Any:
+    """Make the first Ctrl-C a clean stop (console.produce.copy.Interruption): the requests in flight get their
+    answers, so the checkpoint holds all that DST acknowledged. A second Ctrl-C stops at once, as usual.
+    Returns what restores the usual handling."""
+    import asyncio
+    import signal
+
+    loop = asyncio.get_running_loop()
+
+    def restore() -> None:
+        with contextlib.suppress(ValueError, RuntimeError):  # not the main thread, or the loop is closing
+            loop.remove_signal_handler(signal.SIGINT)
+
+    def first() -> None:
+        restore()  # the next Ctrl-C raises KeyboardInterrupt
+        note("copy: stopping once the requests in flight are answered (Ctrl-C again stops at once)")
+        interruption.request("interrupted (Ctrl-C)")
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, first)
+    except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
+        pass
+    return restore
 
 
 def _chunk_writer(kinesis, stream: str, config, verify: bool, on_progress, aws_interval: float):
@@ -272,8 +308,11 @@ def _chunk_writer(kinesis, stream: str, config, verify: bool, on_progress, aws_i
                 records=run.records,
             )
             run.result = producer.result
+            run.on_stop = producer.stop
+            if run.stop_reason is not None:
+                producer.stop(run.stop_reason)
             result = await producer.run()
-        if not verify or result.endpoint_lost:
+        if not verify or result.endpoint_lost or run.stop_reason is not None:
             return None
         timeout = getattr(kinesis, "request_timeout", None) or 0.0
         read_settings = ReadSettings(

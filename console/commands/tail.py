@@ -281,7 +281,7 @@ class Export:
         shown = ", ".join(f"{shard_id} at {position}" for shard_id, position in positions[:SHARDS_IN_PROGRESS])
         more = f" (+{len(positions) - SHARDS_IN_PROGRESS} shards)" if len(positions) > SHARDS_IN_PROGRESS else ""
         note(
-            f"export: {self.records:,} records, {written:,} bytes to {self.path}"
+            f"export: {self.records:,} records{_decode_errors(reader)}, {written:,} bytes to {self.path}"
             + (f"; {shown}{more}" if shown else "")
         )
 
@@ -353,7 +353,7 @@ async def _tail(
                 + (f" {p.millis_behind} ms behind" if p.millis_behind is not None else "")
                 for p in reader.progress.values()
             )
-            note(f"tail: {reader.shown} record{'s' if reader.shown != 1 else ''} ({lags})")
+            note(f"tail: {reader.shown} record{'s' if reader.shown != 1 else ''}{_decode_errors(reader)} ({lags})")
             if (
                 reader.shown == 0
                 and options.partition_key is not None
@@ -364,6 +364,12 @@ async def _tail(
                     f"tail: --placement-only read only the shard {options.partition_key!r} hashes to; without it "
                     "every shard is read"
                 )
+
+
+def _decode_errors(reader: TailReader) -> str:
+    """How many records could not be decoded (each shown as a decode-error line unless a filter left it out)."""
+    count = reader.decode_errors
+    return f", {count:,} decode-error{'s' if count != 1 else ''}" if count else ""
 
 
 def _quiet_garbage_collector() -> None:

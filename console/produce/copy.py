@@ -16,8 +16,10 @@ chunk that does not finish (a record refused, the endpoint gone, Ctrl-C) ends th
 Resuming: the `CopyCheckpoint` says, per source shard, up to which sequence number everything was
 acknowledged by the destination, which records beyond it were too, and which shards were copied to
 their end. A resumed copy reads each shard after that point and skips what was acknowledged, so
-nothing the destination acknowledged is sent again. (A put whose answer was lost is not known to be
-acknowledged and is sent again: the report counts such possible duplicates.)
+nothing the destination acknowledged is sent again. An `Interruption` (the first Ctrl-C) lets the
+requests in flight get their answers before the copy stops, so they are not among those. (A put whose
+answer was lost is not known to be acknowledged and is sent again: the report counts such possible
+duplicates.)
 """
 
 from __future__ import annotations
@@ -208,10 +210,34 @@ class CopyProgress:
 @dataclass
 class ChunkRun:
     """One chunk on its way: the writer sets `result` (the producer's ProduceResult) as soon as the run
-    starts, so what was acknowledged before an interruption is known and kept."""
+    starts, so what was acknowledged before an interruption is known and kept, and `on_stop` (the
+    producer's stop) so that a clean interruption reaches the requests being sent."""
 
     records: list[CopyRecord]
     result: Any = None
+    stop_reason: str | None = None
+    on_stop: Callable[[str], None] | None = None
+
+    def stop(self, reason: str) -> None:
+        self.stop_reason = reason
+        if self.on_stop is not None:
+            self.on_stop(reason)
+
+
+class Interruption:
+    """A clean stop asked for (the first Ctrl-C): no further read or chunk, and the chunk being written sends
+    nothing more and waits for the answers of its requests in flight, so that everything the destination
+    acknowledged is in the checkpoint and a resumed copy sends none of it again."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self.writing: ChunkRun | None = None
+
+    def request(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+            if self.writing is not None:
+                self.writing.stop(reason)
 
 
 # Writes one chunk and returns the verification report (or None), as console.produce.verify.run_and_verify.
@@ -230,11 +256,20 @@ async def copy_window(
     chunk_records: int = CHUNK_RECORDS,
     chunk_bytes: int = CHUNK_BYTES,
     keyless_refused: str | None = None,
+    interruption: Interruption | None = None,
 ) -> CopyProgress:
     """`keyless_refused`: why the destination cannot take a record without a key (it places records by
     key), or None when it can. The copy then stops at the first such record, before it is sent or
     marked read, so a resume after the destination is switched to AUTO starts there."""
     progress = CopyProgress()
+    stopping = interruption or Interruption()
+
+    def stop_cleanly() -> CopyProgress:
+        progress.stopped = stopping.reason
+        checkpoint.settle()
+        save(checkpoint)
+        return progress
+
     chunk: list[CopyRecord] = []
     size = 0
 
@@ -244,8 +279,12 @@ async def copy_window(
             checkpoint.settle()
             save(checkpoint)
             return True
+        if stopping.reason is not None:
+            stop_cleanly()
+            return False
         run, chunk, size = ChunkRun(chunk), [], 0
         progress.chunks += 1
+        stopping.writing = run
         try:
             report = await write(run)
         except BaseException:  # interrupted or failed: keep what the destination acknowledged meanwhile
@@ -254,6 +293,8 @@ async def copy_window(
                 checkpoint.settle()
                 save(checkpoint)
             raise
+        finally:
+            stopping.writing = None
         _account(progress, checkpoint, run.records, run.result, report)
         checkpoint.settle()
         save(checkpoint)
@@ -262,6 +303,8 @@ async def copy_window(
 
     async with contextlib.aclosing(reader.batches()) as batches:
         async for batch in batches:
+            if stopping.reason is not None:
+                return stop_cleanly()
             for raw in batch.wire or ():
                 progress.read += 1
                 records, passed = records_to_copy(raw, batch.shard_id, where=where, deaggregate=deaggregate)
@@ -285,6 +328,8 @@ async def copy_window(
             if len(chunk) >= chunk_records or size >= chunk_bytes:
                 if not await flush():
                     return progress
+    if stopping.reason is not None:
+        return stop_cleanly()
     if await flush():
         checkpoint.complete = True
         save(checkpoint)

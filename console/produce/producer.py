@@ -484,6 +484,11 @@ class OrderedProducer:
         if silent > self.settings.unanswered_give_up:
             self._stop(f"no answer from the endpoint for {silent:.0f} s; last: {error}", unanswered=True)
 
+    def stop(self, reason: str) -> None:
+        """Send nothing more: run() returns once the requests in flight have their answers, so what the
+        stream acknowledged is known (an interrupted copy keeps it in its checkpoint)."""
+        self._stop(reason)
+
     def _stop(self, reason: str, *, unanswered: bool = False) -> None:
         if self.result.stopped is None:
             self.result.stopped = reason

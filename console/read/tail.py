@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from console.errors import AccessDenied, BackendError, BadInput, NoCredentials, StreamNotFound, Throttled
 from console.read.cursor import ShardCursor
-from console.read.decoding import MIB, DecodedRecord, InflateBudget, decode_api_record
+from console.read.decoding import KIND_ERROR, MIB, DecodedRecord, InflateBudget, decode_api_record
 from console.read.keyscope import carries_aggregate, key_hash_to_follow, shards_for_key, widening_note
 from console.read.positions import (  # noqa: F401 - re-exported: where a read starts belongs with reading
     AFTER_SEQUENCE_NUMBER,
@@ -192,6 +192,9 @@ class TailReader:
         self.options = options
         self.progress: dict[str, ShardProgress] = {}
         self.shown = 0
+        # Records that could not be decoded (a malformed KPL aggregate, corrupt gzip), filtered out or not: a
+        # --key or --where read cannot tell what they held, so the user hears how many there were.
+        self.decode_errors = 0
         self._sleep = sleep
         self._clock = clock
         self._queue: asyncio.Queue[TailBatch | BaseException | None] = asyncio.Queue(maxsize=64)
@@ -540,6 +543,7 @@ class TailReader:
         budget = InflateBudget()  # what this page's records may inflate together
         for raw in raw_records:
             decoded.extend(decode_api_record(raw, shard_id, budget))
+        self.decode_errors += sum(1 for record in decoded if record.kind == KIND_ERROR)
         if key is None and grep is None and where is None:
             return decoded
         return [record for record in decoded if record_matches(record, key, grep, where)]

@@ -144,3 +144,40 @@ async def test_malformed_aggregates_are_decode_errors_and_the_page_is_kept(kines
     assert len(errors) == 3 and all(record.error.startswith("malformed KPL aggregate: ") for record in errors)
     assert "nests 100,001 user records" in errors[0].error
     assert [record.partition_key for record in found if record.kind != "decode-error"].count(HOT_KEY) == 6
+
+
+async def test_malformed_aggregates_are_counted_and_the_rest_of_the_page_kept(kinesis, make_stream, local_kinesis):
+    """Bad magic is a plain record; a truncated protobuf, an MD5 mismatch and a frame too short for its
+    digest are decode errors: counted by a --key read that filters them out, and by the summary line."""
+    stream = await make_stream(shards=1)
+    good, spoiled = hot_aggregate(0), hot_aggregate(1)["Data"]
+    message = spoiled[4:-16][:-7]
+    entries = [
+        good,
+        {"PartitionKey": "bad-md5", "Data": spoiled[:-1] + bytes([spoiled[-1] ^ 1])},
+        {"PartitionKey": "bad-protobuf", "Data": spoiled[:4] + message + hashlib.md5(message).digest()},
+        {"PartitionKey": "bad-short", "Data": spoiled[:4] + b"\x01\x02"},
+        {"PartitionKey": "bad-magic", "Data": b"\xf3\x89\x9a\xc3" + spoiled[4:]},
+        hot_aggregate(2),
+    ]
+    await kinesis.put_records(stream, entries)
+    reader = TailReader(kinesis, stream, TailOptions(start=parse_start("trim-horizon"), partition_key=HOT_KEY))
+    found = [record async for batch in reader.batches() for record in batch.records]
+    assert sorted(record.content_json()["serial"] for record in found) == [0] * 6 + [2] * 6
+    assert reader.decode_errors == 3
+
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "console.cli",
+        "tail",
+        stream,
+        "--endpoint-url",
+        local_kinesis.endpoint_url,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    assert len(out.decode().splitlines()) == 10 + 3 + 1 + 10
+    assert "tail: 24 records, 3 decode-errors (" in err.decode()

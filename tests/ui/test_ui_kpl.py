@@ -89,3 +89,38 @@ def test_heat_tab_text_marks_keys_inside_aggregates_and_the_split_basis():
     assert f"{HOT_KEY}  120 records  60%  (aggregated)" in text
     assert "200.0 user rec/s in 20.0 Kinesis rec/s" in text
     assert "split at where its aggregates land" in text and "a split moves whole aggregates" in text
+
+
+async def test_heat_tab_on_80x24_scrolls_by_keyboard_to_the_aggregated_keys(kinesis, make_stream):
+    """On a short terminal the selected shard's keys sit below the map and the metrics: PgDn reaches them."""
+    import asyncio
+
+    from textual.containers import VerticalScroll
+
+    name = await make_stream(shards=8)
+    app = RecordingApp(kinesis, stream=name, interval=60)
+
+    async def traffic() -> None:
+        serial = 0
+        while True:
+            await kinesis.put_records(name, [hot_aggregate(serial), hot_aggregate(serial + 1)])
+            serial += 2
+            await asyncio.sleep(0.3)
+
+    writer = asyncio.create_task(traffic())
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_until(pilot, lambda: app.refreshed)
+            await pilot.press("7")
+            keys = app.query_one("#heat-keys")
+            await wait_until(pilot, lambda: "(aggregated)" in str(keys.render()), timeout=40, what="aggregated keys")
+            view = app.query_one("#heat-panel").query_one(VerticalScroll)
+            assert view.max_scroll_y > 0 and view.scroll_y == 0
+            assert keys.region.y >= view.region.bottom  # below what a 24-line terminal shows
+            for _ in range(5):
+                await pilot.press("pagedown")
+                await pilot.pause()
+            assert view.scroll_y > 0
+            assert keys.region.y < view.region.bottom
+    finally:
+        writer.cancel()

@@ -118,6 +118,9 @@ class HeatPanel(Widget, can_focus=True):
         Binding("up,k", "select(-1)", "Previous shard", show=False),
         Binding("down,j", "select(1)", "Next shard", show=False),
         Binding("h", "toggle_order", "Hottest first", id="heat.order"),
+        # On a short terminal the selected shard's keys sit below the map: the keyboard scrolls to them too.
+        Binding("pagedown", "scroll_view(1)", "Scroll down", show=False),
+        Binding("pageup", "scroll_view(-1)", "Scroll up", show=False),
         # An app key (greyed out there when read-only); the panel asks for the name and makes the call.
         Binding("e", "app.enable_monitoring", "Enhanced monitoring", id="heat.monitoring"),
     ]
@@ -545,6 +548,13 @@ class HeatPanel(Widget, can_focus=True):
         position = self._ordered_positions().get(self.selected_shard or "", 0)
         self._select(ordered[(position + step) % len(ordered)].shard_id)
         self._render_selection()
+
+    def action_scroll_view(self, pages: int) -> None:
+        view = self.query_one(VerticalScroll)
+        if pages > 0:
+            view.scroll_page_down(animate=False)
+        else:
+            view.scroll_page_up(animate=False)
 
     def action_toggle_order(self) -> None:
         self.hottest_first = not self.hottest_first

@@ -564,16 +564,21 @@ class TailView(Vertical):
         from console.ui.screens.export import ExportScreen
 
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        folder = self.save_dir or (data_dir() / "tails")
         self.app.push_screen(
-            ExportScreen(folder / f"{self.stream or 'tail'}-{stamp}", len(self.ring.records)), self._export_chosen
+            ExportScreen(self._export_folder() / f"{self.stream or 'tail'}-{stamp}", len(self.ring.records)),
+            self._export_chosen,
         )
+
+    def _export_folder(self) -> Path:
+        return self.save_dir or (data_dir() / "tails")
 
     def _export_chosen(self, choice) -> None:
         if choice is None:
             return
         output, scope, path = choice
         try:
+            if Path(path).parent == self._export_folder():  # kconsole's own folder is made on first use
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
             if scope == "held":
                 count = self.export_held(output, Path(path))
                 self.notify(f"exported {count} records to {path}")
@@ -605,7 +610,11 @@ class TailView(Vertical):
         if self.source is None or not self.stream:
             self.notify("no stream open", severity="error")
             return
-        target = ExportTarget(str(path), directory=False)
+        try:
+            target = ExportTarget(str(path), directory=False)
+        except ConsoleError as error:
+            self.notify(f"could not export: {error.message}", severity="error")
+            return
         header = output == "csv"
         try:
             self.notify(f"exporting {self.stream} from {options.start.describe()} to {end.describe()} to {path}")

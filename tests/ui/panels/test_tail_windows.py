@@ -129,3 +129,33 @@ async def test_the_tab_goes_on_by_itself_after_the_network_heals(kinesis, make_s
                 await pilot.pause(0.2)
                 assert sorted(numbers(view)) == list(range(8)), "no gap, no repeat"
                 assert "reading again" in str(view.query_one("#tail-lag").render())
+
+
+async def test_export_makes_its_default_folder_and_says_why_a_window_export_cannot_start(
+    kinesis, make_stream, tmp_path
+):
+    stream = await make_stream(shards=1)
+    for number in range(3):
+        await kinesis.put_record(stream, json.dumps({"n": number}).encode(), f"key-{number}")
+    folder = tmp_path / "not-made-yet"  # as kconsole's data folder is before the first export
+    app = ViewApp(kinesis, stream, save_dir=folder)
+    notes: list[str] = []
+    async with app.run_test(size=(160, 24)) as pilot:
+        app.notify = lambda message, **_: notes.append(message)  # type: ignore[method-assign]
+        view = app.query_one(TailView)
+        view.query_one("#tail-from").value = "trim-horizon"
+        view.add_records(records_for("shardId-000000000000", 0, 2))
+        await pilot.press("w")
+        await pilot.pause(0.1)
+        await pilot.click("#export")
+        await pilot.pause(0.2)
+        assert len(list(folder.glob(f"{stream}-*.jsonl"))) == 1, notes
+
+        await pilot.press("w")
+        await pilot.pause(0.1)
+        app.screen.query_one("#export-scope").value = "window"
+        app.screen.query_one("#export-path").value = str(tmp_path / "no" / "such" / "dir.jsonl")
+        await pilot.pause(0.1)
+        await pilot.click("#export")
+        await wait_until(pilot, lambda: any("could not export" in note for note in notes), what="the reason")
+        assert not (tmp_path / "no").exists()
