@@ -34,6 +34,13 @@ KINESIS_MOCK_MAIN = KINESIS_MOCK_DIR / "node_modules" / "kinesis-local" / "main.
 # Tests never run on EC2; without this an empty credential chain waits for the metadata service.
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 
+# The suite never writes into the user's own kconsole folders: the action log, copy checkpoints,
+# saved tails and the config go to a folder of this test process (children inherit it). A test
+# about those folders sets its own.
+_PRIVATE_HOME = Path(tempfile.mkdtemp(prefix="kconsole-tests-"))
+os.environ.setdefault("KCONSOLE_DATA_DIR", str(_PRIVATE_HOME / "data"))
+os.environ.setdefault("KCONSOLE_CONFIG", str(_PRIVATE_HOME / "config.toml"))
+
 
 @contextlib.asynccontextmanager
 async def kconsole_child(*argv: str):
