@@ -113,12 +113,16 @@ def record_bytes_limit(max_record_size_kib: int | None) -> int:
 
 
 def read_bounded(path: str, limit: int, *, what: str, code: str) -> bytes:
-    """A file a user names, read within `limit` bytes (`/dev/zero` is one line, not an OOM)."""
+    """A file a user names, read within `limit` bytes (`/dev/zero` is one line, not an OOM); a FIFO
+    nobody writes to and a directory are refused at once (open_named_file)."""
+    handle = open_named_file(path, what=what, code="bad_file")
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(limit + 1)
+        raw = handle.read(limit + 1)
     except OSError as error:
         raise BadInput(f"cannot read {what} {path}: {error.strerror or error}", code="bad_file") from None
+    finally:
+        if path != "-":
+            handle.close()
     if len(raw) > limit:
         raise BadInput(f"{what} {path} is over {limit:,} bytes", code=code)
     return raw

@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import json
 import os
+import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -363,9 +364,12 @@ def _default_checkpoint(source: str, destination: str, now: datetime) -> Path:
 
 def _read_checkpoint(path: str) -> Any:
     try:
-        with open(path, "rb") as handle:
-            if not os.path.isfile(path):
+        # Opened without waiting: a FIFO with no writer would hold the open forever.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        with open(descriptor, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
                 raise BadInput(f"--resume {path} is not a regular file", code="bad_file")
+            os.set_blocking(descriptor, True)
             raw = handle.read(MAX_CHECKPOINT_BYTES + 1)
     except OSError as error:
         raise BadInput(f"cannot read --resume {path}: {error.strerror or error}", code="bad_file") from None

@@ -310,6 +310,8 @@ async def _tail(
             summary = await kinesis.describe_stream_summary(stream)
             check_retention(options.start, summary.retention_hours, datetime.now(UTC), stream, options.end)
         reader = TailReader(kinesis, stream, options, on_trouble=note)
+        if options.follow:
+            _hold_back_retry_lines_while_unreachable(kinesis, reader)
         reader_box.append(reader)
         await reader.position()
         _quiet_garbage_collector()
@@ -370,6 +372,21 @@ def _decode_errors(reader: TailReader) -> str:
     """How many records could not be decoded (each shown as a decode-error line unless a filter left it out)."""
     count = reader.decode_errors
     return f", {count:,} decode-error{'s' if count != 1 else ''}" if count else ""
+
+
+def _hold_back_retry_lines_while_unreachable(kinesis: Any, reader: TailReader) -> None:
+    """With --follow the reader says which shards it cannot read at once and then once a minute; the call
+    path's retry lines (up to one a second, for as long as the outage lasts) would say it again between,
+    so they are held back while any shard is unreachable. Before that, and once it reads again, they show."""
+    say = kinesis.on_retry
+    if say is None:
+        return
+
+    def retry_line(event: Any) -> None:
+        if not reader.unreachable:
+            say(event)
+
+    kinesis.on_retry = retry_line
 
 
 def _quiet_garbage_collector() -> None:

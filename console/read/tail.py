@@ -396,7 +396,7 @@ class TailReader:
                 if not self.options.follow:
                     raise
                 delay = min(MAX_RETRY_BACKOFF, max(1.0, delay * 2))
-                self._trouble(shard_id, error, delay)
+                self._trouble(shard_id, error)
                 await self._sleep(delay)
                 continue
             if shard_id in self.unreachable:
@@ -405,7 +405,7 @@ class TailReader:
                     self._say(f"tail: reading again ({shard_id} answered); no record was skipped or repeated")
             return result
 
-    def _trouble(self, shard_id: str, error: BaseException, delay: float) -> None:
+    def _trouble(self, shard_id: str, error: BaseException) -> None:
         first = not self.unreachable
         self.unreachable[shard_id] = str(error) or type(error).__name__
         progress = self.progress.get(shard_id)
@@ -417,7 +417,8 @@ class TailReader:
             count = len(self.unreachable)
             self._say(
                 f"tail: {count} shard{'s' if count != 1 else ''} cannot be read ({self.unreachable[shard_id]}); "
-                f"retrying every {delay:.0f} s or less from the last record read, until stopped"
+                f"retrying from the last record read, backing off to {MAX_RETRY_BACKOFF:.0f} s between tries, "
+                "until stopped"
             )
 
     def _say(self, message: str) -> None:

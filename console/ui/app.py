@@ -43,7 +43,7 @@ from console.ui.screens.command_line import CommandLineScreen, K9sHabits
 from console.ui.shard_poll import ShardPoll
 from console.ui.source import ConnectionInfo, StreamView
 from console.ui.startup import freeze_startup_garbage, warm_up
-from console.ui.stream_display import StreamDisplay
+from console.ui.stream_display import EmbeddedServerRestarted, StreamDisplay
 from console.ui.toasts import ToastsBehindDialogs
 from console.ui.widgets.footer import CoalescingFooter
 from console.ui.widgets.header import ConsoleHeader
@@ -56,6 +56,7 @@ if TYPE_CHECKING:  # loaded on first use: the hidden tabs' panels when first sho
     from console.ui.panels.heat import HeatPanel
     from console.ui.panels.placement import PlacementPanel
     from console.ui.panels.producer import ProducerPanel
+    from console.ui.panels.tail import TailView
     from console.ui.reshard_flow import ReshardActivity, ReshardProgressed
     from console.ui.screens.stream_actions import StreamDeleted
 
@@ -436,6 +437,10 @@ class KConsoleApp(App[None]):
 
     def on_stream_deleted(self, _event: StreamDeleted) -> None:
         self.action_pick_stream()
+
+    def on_embedded_server_restarted(self, _event: EmbeddedServerRestarted) -> None:
+        for view in self.query("#tail-view"):
+            cast("TailView", view).read_recreated_stream()
 
     async def action_enable_monitoring(self) -> None:
         await self.changes.enable_monitoring()

@@ -318,6 +318,11 @@ def _supervise_local_server(
             f"embedded server restarted on the same port: {stream} recreated, its records are gone",
             short=f"server restarted: {stream} recreated, records gone",
         )
+        app = shown.get("app")
+        if app is not None and app.is_running:  # a Tail tab that was reading goes on in the new stream
+            from console.ui.stream_display import EmbeddedServerRestarted
+
+            app.post_message(EmbeddedServerRestarted())
 
     return asyncio.ensure_future(server.supervise(say, recreate))
 

@@ -34,6 +34,10 @@ class StreamRefreshed(Message):
         self.view = view
 
 
+class EmbeddedServerRestarted(Message):
+    """The embedded server died and came back empty on the same port, with the open stream recreated."""
+
+
 class PollFailed(Message):
     def __init__(self, reason: str) -> None:
         super().__init__()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -103,6 +104,8 @@ async def test_copy_refuses_what_it_must_in_one_line(tmp_path, kinesis, make_str
     an_hour_ago = iso(datetime.now(UTC) - timedelta(hours=1))
     foreign = tmp_path / "foreign.json"
     foreign.write_text(json.dumps({"version": 1, "copy": {"source": "other", "destination": "b"}, "shards": {}}))
+    fifo = tmp_path / "checkpoint.fifo"
+    os.mkfifo(fifo)
     cases = [
         (["a", "b", "--from", an_hour_ago, "--to", iso(datetime.now(UTC) - timedelta(hours=2))], 2, "before --from"),
         (["a", "b", "--to", "now"], 2, "needs a window"),
@@ -112,6 +115,8 @@ async def test_copy_refuses_what_it_must_in_one_line(tmp_path, kinesis, make_str
         (["a", "a", "--from", an_hour_ago, "--to", iso(datetime.now(UTC) - timedelta(minutes=2)), "--yes"], 2, "loop"),
         (["a", "b", "--resume", str(foreign), "--yes"], 2, "another copy"),
         (["a", "b", "--resume", "/dev/zero", "--yes"], 2, "not a regular file"),
+        (["a", "b", "--resume", str(fifo), "--yes"], 2, "not a regular file"),  # not a wait for a writer
+        (["a", "b", "--resume", str(tmp_path), "--yes"], 2, "Is a directory"),
         (["a", "b", "--from", "trim-horizon", "--where", "data.x =="], 2, "JMESPath"),
         (["a", "b", "--from", "trim-horizon", "--checkpoint", "/proc/nope/cp.json", "--yes"], 2, "checkpoint"),
         (["a", "b", "--from", "trim-horizon", "--read-only", "--yes"], 1, "read-only"),

@@ -24,6 +24,12 @@ OPTIONS = {
     "--existing-file": ["keytree", "--existing-file"],
     "--sort-keys-file": ["spread", "pk", "--suffixes", "4", "--sort-keys-file"],
     "put --file": ["put", "s", "--endpoint-url", "http://127.0.0.1:9", "--region", "us-east-1", "--file"],
+    "stream policy --put": [
+        *("stream", "policy", "s", "--endpoint-url", "http://127.0.0.1:9", "--region", "us-east-1", "--yes", "--put")
+    ],
+    "channels create --config": [
+        *("channels", "create", "--endpoint-url", "http://127.0.0.1:9", "--region", "us-east-1", "--yes", "--config")
+    ],
 }
 
 

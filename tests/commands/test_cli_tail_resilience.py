@@ -49,8 +49,14 @@ async def test_follow_goes_on_after_an_outage_without_gaps_or_repeats(kinesis, m
     assert sorted(seen) == list(range(10)), "every record once, none repeated"
     said = err.decode()
     assert "cannot be read" in said and "retrying" in said
+    assert "backing off to 30 s" in said, "the pause grows to its cap: the line says the cap, not the first pause"
     assert said.count("cannot be read") <= 2, "one line a minute, not one a retry"
     assert "reading again" in said
+    lines = said.splitlines()
+    first_said = next(i for i, line in enumerate(lines) if "cannot be read" in line)
+    healed = next(i for i, line in enumerate(lines) if "reading again" in line)
+    retry_lines = [line for line in lines[first_said:healed] if line.startswith("kconsole:")]
+    assert not retry_lines, f"once the reader has said it, the call path's retry lines are held back: {retry_lines}"
 
 
 async def test_follow_keeps_reading_through_half_the_replies_lost(kinesis, make_stream, local_kinesis):

@@ -14,6 +14,7 @@ import pytest
 from console.backend import BackendConfig, open_backend
 from console.backend.local import LocalKinesisServer
 from console.ui.launch import _supervise_local_server
+from console.ui.panels.tail import TailView
 from tests.ui.test_ui_console import RecordingApp, header_text, wait_until
 
 pytestmark = pytest.mark.timeout(90)
@@ -70,5 +71,44 @@ async def test_a_killed_embedded_server_is_said_restarted_and_reaped():
                 "ShardIterator"
             ]
             assert reader.get_records(ShardIterator=iterator)["Records"] == []  # a new, empty stream
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
+async def test_the_tail_tab_reads_the_recreated_stream_after_a_restart():
+    server = LocalKinesisServer()
+    endpoint = await asyncio.to_thread(server.start)
+    config = BackendConfig(kind="local", region="us-east-1", endpoint_url=endpoint)
+    try:
+        async with open_backend(config) as kinesis:
+            kinesis.local_server = server
+            await kinesis.ensure_stream("watched", 1)
+            await kinesis.put_records("watched", [{"Data": b'{"n": 1}', "PartitionKey": "k"}])
+            app = RecordingApp(kinesis, stream="watched", interval=0.3, poll_timeout=5)
+            shown: dict = {}
+            supervisor = _supervise_local_server(
+                kinesis, "watched", 1, demo=False, split=False, read_only=False, shown=shown
+            )
+            async with app.run_test(size=(120, 32)) as pilot:
+                shown["app"] = app
+                await wait_until(pilot, lambda: app.refreshed, what="first poll")
+                await pilot.press("6")
+                await wait_until(pilot, lambda: app.query("#tail-view"), what="the Tail tab")
+                view = app.query_one("#tail-view", TailView)
+                view.action_from_horizon()
+                await wait_until(pilot, lambda: len(view.ring.records) == 1, what="the record before")
+                os.kill(server.pid, signal.SIGKILL)
+                await wait_until(
+                    pilot, lambda: "recreated" in (app.header.state.server or ""), timeout=30, what="the restart said"
+                )
+                await kinesis.put_records("watched", [{"Data": b'{"n": 2}', "PartitionKey": "k"}])
+                await wait_until(
+                    pilot,
+                    lambda: [record.value for record in view.ring.records] == [{"n": 2}],
+                    timeout=20,
+                    what="the recreated stream's record, and only it",
+                )
+                assert view.running
+            supervisor.cancel()
     finally:
         await asyncio.to_thread(server.stop)

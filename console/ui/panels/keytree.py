@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static, TextArea
 
+from console.bounds import read_text_lines
 from console.errors import BadInput
 from console.keyspace.hashkeys import parse_typed_hash_key
 from console.keyspace.keytree.balance import LevelFill
@@ -19,7 +20,6 @@ from console.keyspace.keytree.tree import BalanceReport, KeyTree
 from console.words import counted
 
 NEXT_KEYS_DEFAULT = 8
-MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
 def parse_keys(text: str) -> tuple[list[int], list[str]]:
@@ -132,14 +132,12 @@ class KeyTreePanel(Vertical):
             self.notify("type the path of a file of hash keys first", severity="warning")
             return
         path = Path(raw).expanduser()
-        try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                raise OSError(f"larger than {MAX_FILE_BYTES // 2**20} MiB")
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            self.notify(f"cannot read {path}: {error}", severity="error")
+        try:  # within the command line's bounds: /dev/zero, a FIFO or a directory is one line at once
+            lines = read_text_lines(str(path), what="keys file")
+        except BadInput as error:
+            self.notify(error.message, severity="error")
             return
-        self.set_keys(text)
+        self.set_keys("\n".join(lines) + "\n")
         self.notify(f"loaded {path}")
 
     def _wanted_count(self) -> int:

@@ -393,6 +393,9 @@ class TailView(Vertical):
         self.flush_interval = flush_interval
         self.save_dir = save_dir
         self.running = False
+        # The operator asked for a reading that has not been stopped (by t, another stream, or its end):
+        # a reading cut short by the embedded server's restart goes on in the recreated stream.
+        self.reading_wanted = False
         self._flush_timer: Timer | None = None
         self.lag: dict[str, int | None] = {}
         self.received = 0  # records handed to the view, ever
@@ -695,13 +698,26 @@ class TailView(Vertical):
         if not self.stream or self.source is None:
             self.set_running(False, "no stream open: press p to pick one")
         else:
+            self.reading_wanted = True
             self._read(self.source, self.stream, message.options)
 
     def on_tail_view_stop_requested(self, _message: StopRequested) -> None:
+        self.reading_wanted = False
         self.workers.cancel_group(self, "tail")
         self.set_running(False)
 
+    def read_recreated_stream(self) -> None:
+        """The embedded server came back empty with the stream recreated: a reading that was going on, or
+        that stopped on the stream missing meanwhile, reads the new stream from its start (the old sequence
+        numbers mean nothing there)."""
+        if not self.reading_wanted:
+            return
+        self.workers.cancel_group(self, "tail")
+        self.set_running(False, "the embedded server restarted: reading the recreated stream from its start")
+        self.action_from_horizon()
+
     def watch_stream(self) -> None:
+        self.reading_wanted = False
         if self.running:  # a reader reads the stream it was started on
             self.workers.cancel_group(self, "tail")
             self.set_running(False, "stopped: another stream was opened")
@@ -719,6 +735,7 @@ class TailView(Vertical):
                     return
                 self.add_batch(batch)
             message = "reached the end of what the stream holds (t tails new records)"
+            self.reading_wanted = False
         except ConsoleError as error:
             message = f"tail stopped: {error.message}"
         except Exception as error:  # a reader bug must say so on the tab, not stop it silently
