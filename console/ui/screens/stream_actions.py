@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -143,6 +144,12 @@ class LifecyclePreviewScreen(ModalScreen[bool]):
     LifecyclePreviewScreen Button {
         margin-left: 2;
     }
+    LifecyclePreviewScreen #lifecycle-preview-keys {
+        width: 1fr;
+        height: 3;
+        content-align: left middle;
+        color: $text-muted;
+    }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="lifecycle-preview.cancel")]
 
@@ -163,11 +170,18 @@ class LifecyclePreviewScreen(ModalScreen[bool]):
             if self.plan.refusal:
                 yield Static(Text(f"Cannot proceed: {self.plan.refusal}"), id="prompt-error")
             with Horizontal(classes="dialog-buttons"):
+                # What enter does right now: it presses the focused button (tab moves between them).
+                yield Static(id="lifecycle-preview-keys")
                 yield Button("Cancel", id="cancel")
                 yield Button("Proceed", id="proceed", variant="warning", disabled=not self.can_proceed)
 
     def on_mount(self) -> None:
         self.query_one("#proceed" if self.can_proceed else "#cancel", Button).focus()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        what = {"proceed": "proceeds", "cancel": "cancels"}.get(event.widget.id or "")
+        if what is not None:
+            self.query_one("#lifecycle-preview-keys", Static).update(f"enter {what} · esc cancels")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

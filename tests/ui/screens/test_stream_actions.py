@@ -321,3 +321,21 @@ async def test_a_channel_created_and_deleted_from_the_menu(kinesis, make_stream,
         await wait_until(pilot, lambda: sum("channels done" in note for note in app.notes) == 2, what="deleted")
     left = [c for c in await kinesis.list_channels(stream_arn=arn) if c.get("ChannelStatus") != "DELETING"]
     assert left == []
+
+
+async def test_the_preview_says_what_enter_does_as_the_focus_moves(kinesis, make_stream):
+    name = await make_stream(shards=2)
+    app = RecordingApp(kinesis, stream=name, interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_menu(pilot, app)
+        await pilot.press("enter")  # Retention
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="hours prompt")
+        await pilot.press(*["backspace"] * 4, "4", "8", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, LifecyclePreviewScreen), what="preview")
+        keys = app.screen.query_one("#lifecycle-preview-keys")
+        await wait_until(pilot, lambda: str(keys.render()) == "enter proceeds · esc cancels", what="proceed hint")
+        await pilot.press("shift+tab")
+        await wait_until(pilot, lambda: str(keys.render()) == "enter cancels · esc cancels", what="cancel hint")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: any("cancelled" in note for note in app.notes), what="cancelled")
+    assert (await kinesis.describe_stream_summary(name)).retention_hours == 24
