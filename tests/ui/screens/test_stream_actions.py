@@ -33,13 +33,17 @@ async def confirm(pilot, app, name: str) -> None:
     await pilot.press(*name, "enter")
 
 
+async def retention_prompt(pilot, app) -> None:
+    await open_menu(pilot, app)
+    await pilot.press("enter")  # Retention
+    await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="hours prompt")
+
+
 async def test_retention_from_the_menu_changes_the_stream(kinesis, make_stream):
     name = await make_stream(shards=2)
     app = RecordingApp(kinesis, stream=name, interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_menu(pilot, app)
-        await pilot.press("enter")  # Retention
-        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="hours prompt")
+        await retention_prompt(pilot, app)
         await pilot.press(*["backspace"] * 4, "9", "9", "9", "9", "enter")
         assert "from 24 to 8760" in str(app.screen.query_one("#prompt-error").render())  # stays, says why
         await pilot.press(*["backspace"] * 4, "7", "2", "enter")
@@ -327,9 +331,7 @@ async def test_the_preview_says_what_enter_does_as_the_focus_moves(kinesis, make
     name = await make_stream(shards=2)
     app = RecordingApp(kinesis, stream=name, interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_menu(pilot, app)
-        await pilot.press("enter")  # Retention
-        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="hours prompt")
+        await retention_prompt(pilot, app)
         await pilot.press(*["backspace"] * 4, "4", "8", "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, LifecyclePreviewScreen), what="preview")
         keys = app.screen.query_one("#lifecycle-preview-keys")
