@@ -14,6 +14,22 @@ from console.reshard.actionlog import ActionLog
 from tests.commands.test_cli_put import kconsole, stored_records
 
 
+def channel_request(name: str, stream_arn: str) -> dict:
+    """A CreateChannel request as the API model has it: one stream's JSON records to an S3 bucket."""
+    return {
+        "ChannelName": name,
+        "ServiceExecutionRoleARN": "arn:aws:iam::123456789012:role/kinesis-channel",
+        "StreamConfigurationList": [{"StreamARN": stream_arn, "RecordConfiguration": {"RecordFormatType": "JSON"}}],
+        "S3DestinationConfiguration": {
+            "StorageConfiguration": {
+                "BucketARN": "arn:aws:s3:::my-bucket",
+                "ExpectedBucketOwner": "123456789012",
+                "CompressionType": "GZIP",
+            }
+        },
+    }
+
+
 @pytest.fixture(autouse=True)
 def private_dirs(tmp_path, monkeypatch):
     monkeypatch.setenv("KCONSOLE_DATA_DIR", str(tmp_path / "data"))
@@ -252,18 +268,7 @@ async def test_channels_create_list_block_stream_delete_and_go(local_kinesis, tm
     endpoint = local_kinesis.endpoint_url
     stream = f"chan-{tmp_path.name[-8:]}"
     arn = await on_demand(endpoint, stream)
-    request = {
-        "ChannelName": f"to-s3-{tmp_path.name[-6:]}",
-        "ServiceExecutionRoleARN": "arn:aws:iam::123456789012:role/kinesis-channel",
-        "StreamConfigurationList": [{"StreamARN": arn, "RecordConfiguration": {"RecordFormatType": "JSON"}}],
-        "S3DestinationConfiguration": {
-            "StorageConfiguration": {
-                "BucketARN": "arn:aws:s3:::my-bucket",
-                "ExpectedBucketOwner": "123456789012",
-                "CompressionType": "GZIP",
-            }
-        },
-    }
+    request = channel_request(f"to-s3-{tmp_path.name[-6:]}", arn)
     name = request["ChannelName"]
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps({**request, "StreamConfigurationList": [{"StreamARN": arn}], "Colour": "red"}))
@@ -305,18 +310,7 @@ async def test_a_channel_from_a_provisioned_stream_is_refused_before_any_call(lo
     config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=endpoint)
     async with open_backend(config) as kinesis:
         arn = (await kinesis.describe_stream_summary(stream)).arn
-    request = {
-        "ChannelName": f"prov-{tmp_path.name[-6:]}",
-        "ServiceExecutionRoleARN": "arn:aws:iam::123456789012:role/kinesis-channel",
-        "StreamConfigurationList": [{"StreamARN": arn, "RecordConfiguration": {"RecordFormatType": "JSON"}}],
-        "S3DestinationConfiguration": {
-            "StorageConfiguration": {
-                "BucketARN": "arn:aws:s3:::my-bucket",
-                "ExpectedBucketOwner": "123456789012",
-                "CompressionType": "GZIP",
-            }
-        },
-    }
+    request = channel_request(f"prov-{tmp_path.name[-6:]}", arn)
     path = tmp_path / "channel.json"
     path.write_text(json.dumps(request))
     code, out, err = await run(endpoint, "channels", "create", "--config", str(path), "--yes", "--json")

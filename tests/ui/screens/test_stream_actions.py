@@ -9,6 +9,7 @@ from textual.widgets import Button, OptionList
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 from console.ui.screens.stream_actions import LifecyclePreviewScreen, StreamActionsScreen
+from tests.commands.test_cli_today import channel_request
 from tests.ui.test_ui_console import RecordingApp, wait_until
 
 pytestmark = pytest.mark.timeout(90)
@@ -288,22 +289,7 @@ async def test_a_channel_created_and_deleted_from_the_menu(kinesis, make_stream,
     await kinesis.create_stream(name, None, on_demand=True)
     arn = (await kinesis.wait_for_active(name)).arn
     request = tmp_path / "channel.json"
-    request.write_text(
-        json.dumps(
-            {
-                "ChannelName": f"to-s3-{name}",
-                "ServiceExecutionRoleARN": "arn:aws:iam::123456789012:role/kinesis-channel",
-                "StreamConfigurationList": [{"StreamARN": arn, "RecordConfiguration": {"RecordFormatType": "JSON"}}],
-                "S3DestinationConfiguration": {
-                    "StorageConfiguration": {
-                        "BucketARN": "arn:aws:s3:::my-bucket",
-                        "ExpectedBucketOwner": "123456789012",
-                        "CompressionType": "GZIP",
-                    }
-                },
-            }
-        )
-    )
+    request.write_text(json.dumps(channel_request(f"to-s3-{name}", arn)))
     app = RecordingApp(kinesis, stream=name, interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_menu(pilot, app)
