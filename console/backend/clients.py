@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
+from console.backend.heap import loading
 from console.backend.config import DEFAULT_LOCAL_REGION, DUMMY_CREDENTIALS, BackendConfig
 from console.backend.errors import translate
 from console.backend.kinesis import KinesisBackend
@@ -167,6 +168,12 @@ async def credentials_for(session: Any, config: BackendConfig) -> tuple[str, str
     return None
 
 
+# Services whose every request the backend builds itself from checked values, so botocore's parameter
+# check only walks it again: CloudWatch's GetMetricData (cloudwatch.py), whose 500 queries a call cost
+# the check ~10 ms of CPU, as much as the rest of the request.
+UNCHECKED_SERVICES = frozenset({"cloudwatch"})
+
+
 class SideClients:
     """The backend's clients for CloudWatch, DynamoDB and STS, each opened on first use and closed
     with the backend."""
@@ -191,8 +198,13 @@ class SideClients:
 
     async def get(self, service: str) -> Any:
         if service not in self._clients:
+            config = self._config
+            if service in UNCHECKED_SERVICES:
+                from aiobotocore.config import AioConfig
+
+                config = config.merge(AioConfig(parameter_validation=False))
             self._clients[service] = await self._stack.enter_async_context(
-                create_client(self._session, service, self._region, self._endpoint_url, self._config, self._credentials)
+                create_client(self._session, service, self._region, self._endpoint_url, config, self._credentials)
             )
         return self._clients[service]
 
@@ -231,27 +243,29 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
             # (run_in_executor, not to_thread: the thread starts now, not at this coroutine's next await)
             server_started = asyncio.get_running_loop().run_in_executor(None, local_server.start)
             stack.push_async_callback(_settled, server_started)  # before the stop above, on the way out
-        from console.backend.deferred_tls import import_aiohttp
-
-        import_aiohttp()  # before aiobotocore brings it in
-        from aiobotocore.session import AioSession
         from botocore.exceptions import BotoCoreError
 
         region = config.region or DEFAULT_LOCAL_REGION
         try:
-            session = AioSession(profile=config.profile)
-            # botocore offers no public way to give a session its endpoint resolver.
-            session._register_internal_component("endpoint_resolver", lean_endpoint_resolver(session))
-            parsers = response_parser_factory()
-            parsers.set_parser_defaults(timestamp_parser=parse_timestamp)
-            session.register_component("response_parser_factory", parsers)
-            credentials = await credentials_for(session, config)
-            settings = client_config(config)
-            if server_started is not None:
-                endpoint_url = await server_started
-            client = await stack.enter_async_context(
-                create_client(session, "kinesis", region, endpoint_url, settings, credentials)
-            )
+            with loading(freeze=True):
+                from console.backend.deferred_tls import import_aiohttp
+
+                import_aiohttp()  # before aiobotocore brings it in
+                from aiobotocore.session import AioSession
+
+                session = AioSession(profile=config.profile)
+                # botocore offers no public way to give a session its endpoint resolver.
+                session._register_internal_component("endpoint_resolver", lean_endpoint_resolver(session))
+                parsers = response_parser_factory()
+                parsers.set_parser_defaults(timestamp_parser=parse_timestamp)
+                session.register_component("response_parser_factory", parsers)
+                credentials = await credentials_for(session, config)
+                settings = client_config(config)
+                if server_started is not None:
+                    endpoint_url = await server_started
+                client = await stack.enter_async_context(
+                    create_client(session, "kinesis", region, endpoint_url, settings, credentials)
+                )
         except BotoCoreError as error:
             translated = translate(error, operation="connect", where=config.label, endpoint_url=endpoint_url)
             if translated is None:
