@@ -15,9 +15,9 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
-from console.backend.heap import loading
 from console.backend.config import DEFAULT_LOCAL_REGION, DUMMY_CREDENTIALS, BackendConfig
 from console.backend.errors import translate
+from console.backend.heap import loading
 from console.backend.kinesis import KinesisBackend
 
 # botocore logs a failed credential refresh (an expired SSO token, say) as a WARNING with a traceback
@@ -43,7 +43,7 @@ def lean_endpoint_resolver(session: Any) -> Any:
     loader = session.get_component("data_loader")
     for folder in loader.search_paths:  # the loader's own search order (a user's ~/.aws/models first)
         path = os.path.join(folder, "endpoints")
-        endpoints = loader.file_loader.load_file(path)
+        endpoints = _load_json_data(path)
         if endpoints is not None:
             break
     else:
@@ -55,6 +55,25 @@ def lean_endpoint_resolver(session: Any) -> Any:
         services = partition.get("services", {})
         partition["services"] = {name: services[name] for name in services.keys() & kept}
     return EndpointResolver(endpoints, uses_builtin_data=loader.is_builtin_path(path))
+
+
+def _load_json_data(path: str) -> Any:
+    """A botocore data file (`path` without its extension, .json tried before .json.gz, as botocore's
+    JSONFileLoader does), parsed into plain dicts: botocore's loader builds an OrderedDict for every
+    object, which doubles the parse of endpoints.json's 1.2 MB (~11 ms against ~5 ms of a start)."""
+    import json
+
+    for extension in (".json", ".json.gz"):
+        full_path = path + extension
+        if os.path.isfile(full_path):
+            if extension == ".json":
+                with open(full_path, "rb") as file:
+                    return json.loads(file.read().decode("utf-8"))
+            import gzip
+
+            with gzip.open(full_path, "rb") as file:
+                return json.loads(file.read().decode("utf-8"))
+    return None
 
 
 def plain_listing(parsed: Any) -> bool:
