@@ -42,10 +42,13 @@ class _AwsSettings:
     """What botocore reads from the environment and ~/.aws/config for one profile, read once."""
 
     def __init__(self, profile: str | None) -> None:
-        import botocore.session
+        from console.backend.heap import loading
 
-        self.profile = profile
-        self._session = botocore.session.Session(profile=profile)
+        with loading():
+            import botocore.session
+
+            self.profile = profile
+            self._session = botocore.session.Session(profile=profile)
 
     def get(self, name: str) -> Any:
         from botocore.exceptions import BotoCoreError, ProfileNotFound

@@ -280,3 +280,15 @@ def test_only_a_direct_plain_http_endpoint_skips_the_ca_bundle(monkeypatch):
     assert not plain_http("http://kinesis.example:4567")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     assert plain_http(KINESIS_URL)
+
+
+def test_data_files_are_found_as_botocores_loader_finds_them(tmp_path):
+    import gzip
+
+    from console.backend.clients import _load_json_data
+
+    assert _load_json_data(str(tmp_path / "endpoints")) is None
+    (tmp_path / "endpoints.json.gz").write_bytes(gzip.compress(b'{"from": "gz"}'))
+    assert _load_json_data(str(tmp_path / "endpoints")) == {"from": "gz"}
+    (tmp_path / "endpoints.json").write_text('{"from": "json", "é": 1}', encoding="utf-8")
+    assert _load_json_data(str(tmp_path / "endpoints")) == {"from": "json", "é": 1}  # .json first, as botocore

@@ -85,3 +85,42 @@ def test_only_answers_of_list_shards_shape_take_the_short_path():
 
     assert all(plain_listing(body) for body in LISTINGS)
     assert not any(plain_listing(body) for body in ODD_LISTINGS)
+
+
+PUTS = [
+    {"FailedRecordCount": 0, "Records": [{"SequenceNumber": "4960", "ShardId": "shardId-000000000001"}]},
+    {
+        "FailedRecordCount": 1,
+        "Records": [
+            {"SequenceNumber": "4961", "ShardId": "shardId-000000000000"},
+            {"ErrorCode": "ProvisionedThroughputExceededException", "ErrorMessage": "Rate exceeded"},
+        ],
+        "EncryptionType": "KMS",
+    },
+    {"Records": []},
+    {},
+]
+ODD_PUTS = [
+    {"FailedRecordCount": 0, "Records": [{"SequenceNumber": "4960", "ShardId": "s", "Extra": "x"}]},
+    {"FailedRecordCount": 0, "Records": [{"SequenceNumber": None, "ShardId": "s"}]},
+    {"FailedRecordCount": 0, "Records": [{"SequenceNumber": 4960, "ShardId": "s"}]},
+    {"FailedRecordCount": "0", "Records": []},
+    {"FailedRecordCount": True, "Records": []},
+    {"FailedRecordCount": 0, "Records": "none"},
+    {"FailedRecordCount": 0, "Records": [7]},
+    {"FailedRecordCount": 0, "Records": [], "EncryptionType": None},
+    {"FailedRecordCount": 0, "Records": [], "Unknown": 1},
+    ["not", "an", "object"],
+]
+
+
+@pytest.mark.parametrize("body", PUTS + ODD_PUTS)
+def test_put_records_answers_parse_as_aiobotocore_parses_them(body):
+    assert parse(response_parser_factory(), "PutRecords", body) == parse(AioResponseParserFactory(), "PutRecords", body)
+
+
+def test_only_answers_of_put_records_shape_take_the_short_path():
+    from console.backend.clients import plain_put_records
+
+    assert all(plain_put_records(body) for body in PUTS)
+    assert not any(plain_put_records(body) for body in ODD_PUTS)

@@ -148,6 +148,16 @@ def aws_environment() -> dict:
     )
 
 
+def compiled_like_an_install() -> None:
+    """kconsole's modules compiled to bytecode, as `pip install` leaves them (and the AWS CLI's are).
+    Run from a checkout with PYTHONDONTWRITEBYTECODE=1 (common in containers and CI), every process
+    would otherwise compile them from source again: ~35 ms of a `kconsole streams` that no installed
+    copy spends."""
+    import compileall
+
+    compileall.compile_dir(str(Path(__file__).resolve().parents[2] / "console"), quiet=1)
+
+
 @contextlib.contextmanager
 def local_serve():
     """`kconsole local serve` on a free port, as a user starts it: its endpoint URL, stopped on exit."""

@@ -9,6 +9,7 @@
   retention and encryption.) The secondary figure is botocore's ListStreams alone in a fresh process
   of the same interpreter, the AWS CLI's call without the CLI; it is also the peer when the AWS CLI
   cannot be installed (`streams_peer` says which).
+kconsole's modules are compiled to bytecode first, as an install leaves them (the AWS CLI's are).
 Best of ROUNDS wall-clock runs per command, interleaved. Prints one JSON line of figures last.
 """
 
@@ -25,7 +26,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import aws_environment, fastest, kconsole_command, local_serve, run_process  # noqa: E402
+from _measure import (  # noqa: E402
+    aws_environment,
+    compiled_like_an_install,
+    fastest,
+    kconsole_command,
+    local_serve,
+    run_process,
+)
 
 ROUNDS = 9
 LIST_STREAMS = """
@@ -66,6 +74,7 @@ async def create_streams(endpoint: str) -> None:
 
 
 def main() -> None:
+    compiled_like_an_install()
     env = aws_environment()
     aws = aws_cli()
     with local_serve() as endpoint:

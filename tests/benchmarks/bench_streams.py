@@ -6,6 +6,7 @@ statuses and modes (StreamSummaries). kconsole does the whole of what a user see
 ListStreams page-through, one DescribeStreamSummary per stream (open shards, retention, encryption,
 distribution; DESCRIBE_CONCURRENCY at once) and one batched CloudWatch read of the last 30 minutes.
 `names` is kconsole with a --query that needs no describe (the listing alone, the AWS CLI's own work).
+kconsole's modules are compiled to bytecode first, as an install leaves them (the AWS CLI's are).
 Rounds are interleaved (kconsole, then the AWS CLI, then the names-only kconsole), so a busy moment of
 the shared machine lands on every side; the ratio is of medians. Target: ratio <= 1.0 at 1 and at 100.
 One JSON line of figures last.
@@ -23,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import aws_environment, kconsole_command, local_serve, run_process  # noqa: E402
+from _measure import aws_environment, compiled_like_an_install, kconsole_command, local_serve, run_process  # noqa: E402
 from bench_startup import aws_cli  # noqa: E402
 
 ROUNDS = 7
@@ -81,6 +82,7 @@ def measure(endpoint: str, aws: str | None, env: dict, count: int) -> dict:
 
 
 def main() -> None:
+    compiled_like_an_install()
     env = aws_environment()
     aws = aws_cli()
     results = {}
