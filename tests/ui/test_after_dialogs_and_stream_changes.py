@@ -25,6 +25,11 @@ DIALOGS = [
 ]
 
 
+def dialog_has_the_keys(app) -> bool:
+    """The dialog is up and focused (a person types into it once they see it; a test could be faster)."""
+    return len(app.screen_stack) > 1 and app.focused is not None and app.focused.screen is app.screen
+
+
 def form_values(app) -> dict[str, str]:
     return {field.id: field.value for field in app.query(Input) if field.id}
 
@@ -39,6 +44,7 @@ async def test_the_next_digit_after_a_dialog_switches_tabs(tab_key, open_keys, c
         before = form_values(app)
         await pilot.press(*open_keys)
         await wait_until(pilot, lambda: len(app.screen_stack) > 1, what="the dialog")
+        await wait_until(pilot, lambda: dialog_has_the_keys(app), what="the dialog's focus")
         await pilot.press(*close_keys)
         await wait_until(pilot, lambda: len(app.screen_stack) == 1, what="the dialog to close")
         await pilot.press("7")
@@ -60,6 +66,7 @@ async def test_a_field_being_typed_in_when_a_dialog_opened_is_only_offered_after
         await wait_until(pilot, lambda: app.refreshed)
         await pilot.press("5", "enter", *"1000", "ctrl+s")
         await wait_until(pilot, lambda: len(app.screen_stack) > 1, what="the start dialog")
+        await wait_until(pilot, lambda: dialog_has_the_keys(app), what="the dialog's focus")
         await pilot.press(*close_keys)
         await wait_until(pilot, lambda: len(app.screen_stack) == 1, what="the dialog to close")
         await pilot.press("7")
