@@ -30,6 +30,7 @@ from console.read.positions import check_retention, resolve_window
 from console.read.printable import printable
 from console.read.tail import TailOptions, TailReader
 from console.read.where import RecordFilter
+from console.words import counted
 
 PROGRESS_INTERVAL = 1.0  # seconds between export progress lines on stderr
 SHARDS_IN_PROGRESS = 4  # shard positions named in a progress line
@@ -355,7 +356,7 @@ async def _tail(
                 + (f" {p.millis_behind} ms behind" if p.millis_behind is not None else "")
                 for p in reader.progress.values()
             )
-            note(f"tail: {reader.shown} record{'s' if reader.shown != 1 else ''}{_decode_errors(reader)} ({lags})")
+            note(f"tail: {counted(reader.shown, 'record')}{_decode_errors(reader)} ({lags})")
             if (
                 reader.shown == 0
                 and options.partition_key is not None
@@ -371,7 +372,7 @@ async def _tail(
 def _decode_errors(reader: TailReader) -> str:
     """How many records could not be decoded (each shown as a decode-error line unless a filter left it out)."""
     count = reader.decode_errors
-    return f", {count:,} decode-error{'s' if count != 1 else ''}" if count else ""
+    return f", {counted(count, 'decode-error')}" if count else ""
 
 
 def _hold_back_retry_lines_while_unreachable(kinesis: Any, reader: TailReader) -> None:
