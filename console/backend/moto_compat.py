@@ -19,6 +19,10 @@ server, asserting the defect is present only in the unpatched one. Measured defe
   deregister   DeregisterStreamConsumer by StreamARN and ConsumerName keeps the named consumer and
                deletes every other one
   iterator ARN GetShardIterator by StreamARN alone hands out an iterator GetRecords cannot resolve
+  memory       every record ever put stays in memory, a deleted stream's too (moto tracks every model
+               instance it makes), and each full garbage collection walks them all
+  whole batch  a PutRecords request with an invalid ExplicitHashKey stores the records before it, then
+               fails (AWS checks the whole request first and stores nothing)
   reads        GetRecords scans the shard from its first record on every call (and AT_TIMESTAMP from its
                last), so every reader slows down as the shard fills: here both bisect an index kept
                as records are appended; an answer holds at most 10,000 records or 10 MiB, as on AWS
@@ -46,7 +50,7 @@ tests/backend/test_moto_compat_today.py, run the same two ways). Added here, wit
   streams, consumers and channels (TagResource, UntagResource, ListTagsForResource); resource policies
   on consumers too; channels (Create/Describe/List/Update/DeleteChannel; a stream with channels cannot
   be deleted); StreamId, ChannelCount, MaxRecordSizeInKiB, RecordDistributionStrategy and
-  WarmThroughput in DescribeStreamSummary (the short path in fast_reads answers with the same method).
+  WarmThroughput in DescribeStreamSummary (the short path answers with the same method).
 
 Everything here runs under one lock per process: moto's models are not thread-safe and the server is threaded.
 """
@@ -70,6 +74,7 @@ from console.keyspace.hashkeys import HASH_SPACE, even_split
 
 _applied = False
 _lock = threading.RLock()
+_store_heap: Any = None  # the embedded server's StoreHeap (keep_heap_as_a_store); None in other processes
 
 # AWS sequence numbers are 56-digit decimal strings that grow within a shard and never repeat in a
 # stream; one process-wide counter from an AWS-sized base gives both properties.
@@ -98,6 +103,14 @@ def lock() -> threading.RLock:
     return _lock
 
 
+def keep_heap_as_a_store() -> None:
+    """The embedded server's process: its heap kept as a store's (console.backend.heap.StoreHeap)."""
+    global _store_heap
+    from console.backend.heap import StoreHeap
+
+    _store_heap = StoreHeap()
+
+
 def next_sequence_number() -> int:
     with _lock:
         return next(_sequence)
@@ -112,6 +125,7 @@ def apply() -> None:
         from moto.kinesis import models, responses
 
         _patch_shard(models.Shard)
+        _untrack(models.Record, models.Shard, models.Stream)
         _patch_stream(models.Stream, models)
         _patch_responses(responses.KinesisResponse, models)
         _patch_backend(models.KinesisBackend)
@@ -177,6 +191,8 @@ def _patch_shard(Shard: Any) -> None:
         # One counter under one lock: each shard's numbers (and arrival times) grow, so both lists stay sorted.
         self.sequence_index.append(sequence_number)
         self.arrival_index.append(record.created_at)
+        if _store_heap is not None:
+            _store_heap.stored(1)
         return str(sequence_number)
 
     def get_max_sequence_number(self) -> int:
@@ -225,6 +241,20 @@ def _patch_shard(Shard: Any) -> None:
     Shard.to_json = to_json
 
 
+def _untrack(*classes: Any) -> None:
+    """moto keeps every model instance it ever made in a class-level list (for its /moto-api/ dump and
+    reset), so every record ever put stayed in memory after its stream was deleted, and every full
+    garbage collection walked them all: a server that had taken a million records spent over half a
+    second a collection. A record lives as long as its shard, a shard as long as its stream."""
+
+    def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:  # noqa: ARG001 - the model's own arguments
+        return object.__new__(cls)
+
+    for model in classes:
+        model.__new__ = __new__
+        model.instances_tracked = []
+
+
 def _sequence_index(shard: Any) -> list[int]:
     """The shard's sequence numbers in order, rebuilt if records were placed by any other path."""
     if len(shard.sequence_index) != len(shard.records):
@@ -242,6 +272,16 @@ def close_shard(shard: Any) -> None:
 # ---- streams: routing, split, merge, rescale -----------------------------------------------------
 
 
+def _explicit_hash_key(value: Any) -> int:
+    try:
+        hash_key = int(value)
+    except (TypeError, ValueError):
+        raise _invalid(f"ExplicitHashKey {value!r} is not a decimal integer") from None
+    if not 0 <= hash_key < HASH_SPACE:
+        raise _invalid(f"ExplicitHashKey {value} is outside [0, 2^128-1]")
+    return hash_key
+
+
 def _patch_stream(Stream: Any, models: Any) -> None:
     InvalidArgumentError = models.InvalidArgumentError
     Shard = models.Shard
@@ -250,12 +290,7 @@ def _patch_stream(Stream: Any, models: Any) -> None:
         if not isinstance(partition_key, str) or not 1 <= len(partition_key) <= 256:
             raise InvalidArgumentError("PartitionKey must be 1 to 256 characters")
         if explicit_hash_key:
-            try:
-                hash_key = int(explicit_hash_key)
-            except (TypeError, ValueError):
-                raise InvalidArgumentError(f"ExplicitHashKey {explicit_hash_key!r} is not a decimal integer") from None
-            if not 0 <= hash_key < HASH_SPACE:
-                raise InvalidArgumentError(f"ExplicitHashKey {explicit_hash_key} is outside [0, 2^128-1]")
+            hash_key = _explicit_hash_key(explicit_hash_key)
         else:
             from moto.utilities.utils import md5_hash
 
@@ -738,26 +773,33 @@ def _record_size(data: Any, partition_key: str | None) -> int:
     return size + (len(partition_key.encode("utf-8")) if isinstance(partition_key, str) else 0)
 
 
-def _check_records(stream: Any, records: list[dict[str, Any]], *, single: bool) -> None:
+def _check_records(stream: Any, records: list[dict[str, Any]], *, single: bool) -> int:
     """PutRecord(s)' limits: the stream's MaxRecordSizeInKiB per record, 10 MiB and 500 records per
-    request, and the partition key AWS requires unless the stream distributes records itself."""
+    request, and the partition key AWS requires unless the stream distributes records itself. Returns
+    the request's size as AWS counts it (data plus partition keys)."""
     limit = stream.max_record_size_kib * 1024
+    keyed = stream.record_distribution != AUTO
     total = 0
+
+    def where(position: int) -> str:
+        return "PutRecord" if single else f"Record {position} of the PutRecords request"
+
     for position, record in enumerate(records, 1):
-        where = "PutRecord" if single else f"Record {position} of the PutRecords request"
         key = record.get("PartitionKey")
         if key is None:
-            if stream.record_distribution != AUTO:
+            if keyed:
                 raise _invalid(
-                    f"{where} has no PartitionKey; stream {stream.stream_name} distributes records by "
-                    f"partition key ({USER_PARTITION_KEY}), so every record needs one."
+                    f"{where(position)} has no PartitionKey; stream {stream.stream_name} distributes records "
+                    f"by partition key ({USER_PARTITION_KEY}), so every record needs one."
                 )
         elif not isinstance(key, str) or not 1 <= len(key) <= 256:
-            raise _invalid(f"{where}: PartitionKey must be 1 to 256 characters")
+            raise _invalid(f"{where(position)}: PartitionKey must be 1 to 256 characters")
+        if keyed and record.get("ExplicitHashKey"):
+            _explicit_hash_key(record["ExplicitHashKey"])  # before any record is stored
         size = _record_size(record.get("Data"), key)
         if size > limit:
             raise _invalid(
-                f"{where} is {size} bytes (data plus partition key), over stream "
+                f"{where(position)} is {size} bytes (data plus partition key), over stream "
                 f"{stream.stream_name}'s MaxRecordSizeInKiB of {stream.max_record_size_kib} "
                 f"({limit} bytes); UpdateMaxRecordSize raises it up to {RECORD_SIZE_MAX_KIB} KiB."
             )
@@ -766,6 +808,31 @@ def _check_records(stream: Any, records: list[dict[str, Any]], *, single: bool) 
         raise _invalid(
             f"Records size exceeds 10 MiB limit: the request holds {total} bytes (data plus partition keys)."
         )
+    return total
+
+
+def checked_put_records(handler: Any) -> tuple[Any, list[dict[str, Any]], int]:
+    """A PutRecords request's stream, records and size, checked whole: an error here has stored nothing."""
+    from moto.kinesis.exceptions import TooManyRecords
+
+    stream = handler.kinesis_backend.describe_stream(
+        stream_arn=handler._get_param("StreamARN"), stream_name=handler._get_param("StreamName")
+    )
+    records = handler._get_param("Records") or []
+    if len(records) > REQUEST_RECORDS_MAX:
+        raise TooManyRecords
+    return stream, records, _check_records(stream, records, single=False)
+
+
+def store_records(backend: Any, stream: Any, records: list[dict[str, Any]], size: int) -> dict[str, Any]:
+    """Store checked records (see checked_put_records) and answer as PutRecords does."""
+    put = stream.put_record
+    results = []
+    for record in records:
+        sequence_number, shard_id = put(record.get("PartitionKey"), record.get("ExplicitHashKey"), record.get("Data"))
+        results.append({"SequenceNumber": sequence_number, "ShardId": shard_id})
+    backend._send_stream_metrics(stream.stream_name, incoming_records=len(records), incoming_bytes=size)
+    return {"FailedRecordCount": 0, "Records": results}
 
 
 def _auto_shard(stream: Any) -> Any:
@@ -1036,6 +1103,8 @@ def _patch_today(models: Any, responses: Any) -> None:
                 f"({names}); delete them before deleting the stream."
             )
         backend.delete_stream(stream.arn, stream.stream_name)
+        if _store_heap is not None:
+            _store_heap.released()
         for arn in [arn for arn in backend.resource_policies if arn == stream.arn or arn.startswith(stream.arn + "/")]:
             del backend.resource_policies[arn]
         return EmptyResult()
@@ -1050,36 +1119,13 @@ def _patch_today(models: Any, responses: Any) -> None:
             "PartitionKey": self._get_param("PartitionKey"),
             "ExplicitHashKey": self._get_param("ExplicitHashKey"),
         }
-        _check_records(stream, [record], single=True)
+        size = _check_records(stream, [record], single=True)
         sequence_number, shard_id = stream.put_record(record["PartitionKey"], record["ExplicitHashKey"], record["Data"])
-        backend._send_stream_metrics(
-            stream.stream_name, incoming_bytes=_record_size(record["Data"], record["PartitionKey"]), incoming_records=1
-        )
+        backend._send_stream_metrics(stream.stream_name, incoming_bytes=size, incoming_records=1)
         return ActionResult({"SequenceNumber": sequence_number, "ShardId": shard_id})
 
     def put_records(self) -> Any:
-        from moto.kinesis.exceptions import TooManyRecords
-
-        backend = self.kinesis_backend
-        stream = backend.describe_stream(
-            stream_arn=self._get_param("StreamARN"), stream_name=self._get_param("StreamName")
-        )
-        records = self._get_param("Records") or []
-        if len(records) > REQUEST_RECORDS_MAX:
-            raise TooManyRecords
-        _check_records(stream, records, single=False)
-        results = []
-        for record in records:
-            sequence_number, shard_id = stream.put_record(
-                record.get("PartitionKey"), record.get("ExplicitHashKey"), record.get("Data")
-            )
-            results.append({"SequenceNumber": sequence_number, "ShardId": shard_id})
-        backend._send_stream_metrics(
-            stream.stream_name,
-            incoming_records=len(records),
-            incoming_bytes=sum(_record_size(record.get("Data"), record.get("PartitionKey")) for record in records),
-        )
-        return ActionResult({"FailedRecordCount": 0, "Records": results})
+        return ActionResult(store_records(self.kinesis_backend, *checked_put_records(self)))
 
     def update_stream_mode(self) -> Any:
         params = _validated(self, "UpdateStreamMode")

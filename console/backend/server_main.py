@@ -42,14 +42,15 @@ def build_server(host: str = "127.0.0.1", port: int = 0, *, patched: bool = True
         from console.backend import moto_compat
 
         moto_compat.apply()
+        moto_compat.keep_heap_as_a_store()
     _cache_moto_module_listing()
     if port:
         _check_port_free(host, port)
     app: Any = DomainDispatcherApplication(create_backend_app)  # a WSGI app, wrapped below when patched
     if patched:
-        from console.backend.fast_reads import ShortPathReads
+        from console.backend.short_path import ShortPath
 
-        app = ShortPathReads(app, moto_compat.lock())
+        app = ShortPath(app, moto_compat.lock())
     # A client that drops a connection mid-answer is normal (a cancelled poll, a closed console):
     # waitress would log it to stderr, into the terminal of `kconsole local serve`.
     logging.getLogger("waitress").setLevel(logging.CRITICAL)

@@ -31,7 +31,7 @@ from typing import Any
 
 from console.errors import BadInput
 from console.produce.ledger import PendingRecord, Requeue
-from console.produce.producer import REFILL_SECONDS, THROTTLE_ERROR, OrderedProducer
+from console.produce.producer import REFILL_SECONDS, THROTTLE_ERROR, Handoff, OrderedProducer
 from console.produce.settings import ProducerSettings
 from console.read.decoding import MAGIC
 from console.topology.model import put_records_entry
@@ -327,7 +327,11 @@ class AggregatingProducer(OrderedProducer):
             heapq.heappush(self._unpark, (math.ceil(due / REFILL_SECONDS) * REFILL_SECONDS, shard))
         return [aggregate for aggregate in aggregates if aggregate.records], wait_hint
 
-    async def _send_batch(self, batch: list[PendingAggregate], requeue: Requeue) -> None:  # type: ignore[override]
+    async def _send_batch(  # type: ignore[override]
+        self, batch: list[PendingAggregate], requeue: Requeue, handoff: Handoff | None = None
+    ) -> None:
+        """Aggregates are acknowledged as their answer comes (no handoff): an aggregate that landed off
+        its prediction sends its records again, re-aggregated."""
         entries = [aggregate.entry() for aggregate in batch]
         records = [record for aggregate in batch for record in aggregate.records]
         response = await self._put(entries, records, lambda: {aggregate.shard for aggregate in batch}, requeue)

@@ -120,11 +120,21 @@ class RecordLedger:
 
     def acknowledge(self, record: PendingRecord, shard_id: str, sequence_number: str, now: float, wall: float) -> None:
         """The put answered: record where the record landed and check it against the prediction."""
+        self.release(record)
+        self.record_ack(record, shard_id, sequence_number, now, wall)
+
+    def release(self, record: PendingRecord) -> None:
+        """The put answered for the record: it leaves its key, whose next record may go at once.
+        Where it landed is written by record_ack, which must follow (acknowledge does both)."""
         key = record.key
         key.in_flight -= 1
         record.in_request = False
         # Acks come back in key order: only one in flight (ordered) or FIFO per request (naive).
         _unpend(key.pending, record)
+
+    def record_ack(self, record: PendingRecord, shard_id: str, sequence_number: str, now: float, wall: float) -> None:
+        """Where a released record landed, checked against the prediction."""
+        key = record.key
         key.learned_shard = shard_id
         key.last_sequence_number = sequence_number
         result = self.result

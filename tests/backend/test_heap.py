@@ -69,3 +69,34 @@ async def test_cloudwatch_skips_botocores_parameter_check_and_kinesis_keeps_it(k
     dynamodb = await kinesis._side_client("dynamodb")
     with pytest.raises(ParamValidationError):
         await dynamodb.list_tables(Limit="5")
+
+
+class Node:
+    """A container the collector tracks, which can be weakly referenced."""
+
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+def test_the_embedded_servers_store_freezes_what_it_holds_and_collects_first():
+    import weakref
+
+    store = heap.StoreHeap(every=3)
+    try:
+        held = [Node() for _ in range(1000)]  # what the server stores: alive until released
+        cycle = Node()
+        cycle.other = cycle  # garbage only the collector frees
+        gone = weakref.ref(cycle)
+        del cycle
+        before = gc.get_freeze_count()
+        store.stored(2)
+        assert gc.get_freeze_count() == before and gone() is not None  # not yet: 2 of 3
+        store.stored(1)
+        assert gone() is None  # collected before the freeze, not frozen with the rest
+        assert gc.get_freeze_count() >= before + len(held)
+        store.stored(2)
+        assert store.since_freeze == 2
+        store.released()  # a stream deleted: everything back in the collector's reach
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()

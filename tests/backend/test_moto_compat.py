@@ -8,7 +8,10 @@ and the corresponding patch can go.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
+import urllib.request
+import uuid
 from datetime import UTC, datetime
 
 import pytest
@@ -68,6 +71,34 @@ async def test_explicit_hash_key_equal_to_ending_key(server):
     except ConsoleError:
         shard = None
     expect_defect(shard != "shardId-000000000000", patched, "ExplicitHashKey == EndingHashKey fails")
+
+
+async def test_a_bad_explicit_hash_key_refuses_the_whole_put_records(server):
+    kinesis, make_stream, patched = server
+    name = await make_stream(shards=1)
+    records = [{"Data": b"x", "PartitionKey": f"k{i}"} for i in range(3)]
+    records.append({"Data": b"x", "PartitionKey": "k", "ExplicitHashKey": str(2**128)})
+    with pytest.raises(ConsoleError, match="refused PutRecords"):
+        await kinesis.put_records(name, records)
+    iterator = await kinesis.get_shard_iterator(name, "shardId-000000000000", "TRIM_HORIZON")
+    stored = len((await kinesis.get_records(iterator))["Records"])
+    expect_defect(stored > 0, patched, f"a refused PutRecords request stored {stored} records")
+
+
+async def test_a_deleted_streams_records_leave_the_servers_memory(server):
+    """moto tracks every model instance it makes; its /moto-api/data.json dump lists what is tracked."""
+    kinesis, make_stream, patched = server
+    name = await make_stream(shards=2)
+    marker = f"gone-{uuid.uuid4().hex}"
+    await kinesis.put_records(name, [{"Data": b"x", "PartitionKey": f"{marker}-{i}"} for i in range(20)])
+    await kinesis.delete_stream(name)
+
+    def dumped_records() -> list[dict]:
+        with urllib.request.urlopen(f"{kinesis.endpoint_url}/moto-api/data.json", timeout=30) as answer:
+            return json.loads(answer.read())["kinesis"].get("Record", [])
+
+    kept = [r for r in await asyncio.to_thread(dumped_records) if str(r.get("partition_key", "")).startswith(marker)]
+    expect_defect(len(kept) > 0, patched, f"a deleted stream's records are still held ({len(kept)} of 20)")
 
 
 async def test_concurrent_put_records_to_one_shard_keep_every_record(server):

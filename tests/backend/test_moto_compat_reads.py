@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.backend.test_fast_reads import apps, kinesis_model, same_answer, send  # noqa: F401 - fixtures
 from tests.backend.test_moto_compat_today import client_for
+from tests.backend.test_short_path import apps, kinesis_model, same_answer, send  # noqa: F401 - fixtures
 
 SHARD = "shardId-000000000000"
 

@@ -111,6 +111,35 @@ async def test_ordered_run_verifies_clean(kinesis, make_stream, mode, keys, per_
     assert set(seen[-1].shards) == {ack.shard_id for ack in result.acks.values()}
 
 
+@pytest.mark.parametrize("answers_before_cancel", [1, 7, 20])
+async def test_a_run_cancelled_mid_flight_reports_every_record_the_stream_took(
+    kinesis, make_stream, answers_before_cancel
+):
+    """Where a request's records landed is written down after the next request has gone out; a run
+    cancelled in between (Ctrl-C) still has every acknowledged record in its report."""
+    stream = await make_stream(shards=2)
+    answered: list[str] = []  # partition key and per-key number of every record the stream acknowledged
+    run: asyncio.Task | None = None
+
+    async def counted_put_records(name, records):
+        response = await kinesis.put_records(name, records)
+        for record, outcome in zip(records, response["Records"]):
+            if "ErrorCode" not in outcome:
+                answered.append(f"{record['PartitionKey']}/{decode(record['Data']).seq}")
+        if len(answered) >= answers_before_cancel * 20 and not run.cancelling():
+            run.cancel()  # delivered at the run's next pause, with this answer not yet written down
+        return response
+
+    settings = ProducerSettings(keys=60, records_per_key=40, pacing=False, concurrency=4, max_batch_records=20)
+    producer = OrderedProducer(stream, settings, put_records=counted_put_records)
+    run = asyncio.create_task(producer.run())
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    reported = {f"{key}/{seq}" for key, seq in producer.result.acks}
+    assert answered and reported == set(answered)
+    assert producer.result.acknowledged == len(answered) < 60 * 40
+
+
 async def test_requests_respect_limits_and_one_record_per_key(kinesis, make_stream):
     """Every request: <= 10 MiB, no key twice, and no key in two requests at once."""
     stream = await make_stream(shards=2)

@@ -1,6 +1,6 @@
 """The embedded server's short path answers exactly what moto's full path answers, as a botocore
 client parses it. Both paths run in this process on one set of moto models (with moto_compat's fixes):
-each request goes once through ShortPathReads and once straight to moto's application."""
+each request goes once through ShortPath and once straight to moto's application."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from botocore.parsers import create_parser
 
 from console.backend import moto_compat
-from console.backend.fast_reads import ShortPathReads
+from console.backend.short_path import ShortPath
 
 AUTHORIZATION = (
     "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20260101/eu-west-1/kinesis/aws4_request, "
@@ -32,7 +32,7 @@ def apps():
         handed_on.append(environ.get("HTTP_X_AMZ_TARGET"))
         return moto(environ, start_response)
 
-    short = ShortPathReads(moto_behind, moto_compat.lock())
+    short = ShortPath(moto_behind, moto_compat.lock())
     return Client(short), Client(moto), handed_on
 
 
@@ -157,3 +157,75 @@ def test_errors_and_timestamps_take_moto_path(apps, kinesis_model):
     )
     status, _, body = send(short, "GetRecords", {"ShardIterator": "not-an-iterator"})
     assert status == 400
+
+
+def stored(apps, stream: str, shard: str = "shardId-000000000000") -> list[dict]:
+    short, moto, _ = apps
+    _, _, body = send(
+        moto, "GetShardIterator", {"StreamName": stream, "ShardId": shard, "ShardIteratorType": "TRIM_HORIZON"}
+    )
+    _, _, body = send(moto, "GetRecords", {"ShardIterator": json.loads(body)["ShardIterator"]})
+    return json.loads(body)["Records"]
+
+
+def test_put_records_answers_as_moto_does_and_stores_once(apps, kinesis_model):
+    short, moto, handed_on = apps
+    send(moto, "CreateStream", {"StreamName": "short-path-put", "ShardCount": 3})
+    request = {
+        "StreamName": "short-path-put",
+        "Records": [{"Data": "aGVsbG8=", "PartitionKey": f"key-{n}"} for n in range(30)]
+        + [{"Data": "eA==", "PartitionKey": "k", "ExplicitHashKey": "0"}],
+    }
+    before = len(handed_on)
+    status, headers, body = send(short, "PutRecords", request)
+    assert len(handed_on) == before  # answered on the short path
+    moto_status, moto_headers, moto_body = send(moto, "PutRecords", request)
+    ours = parsed(kinesis_model, "PutRecords", status, headers, body)
+    theirs = parsed(kinesis_model, "PutRecords", moto_status, moto_headers, moto_body)
+    assert (status, ours.keys(), ours["FailedRecordCount"]) == (moto_status, theirs.keys(), 0)
+    # The same shards, and new sequence numbers (each request stored its records once).
+    assert [r["ShardId"] for r in ours["Records"]] == [r["ShardId"] for r in theirs["Records"]]
+    numbers = [int(r["SequenceNumber"]) for r in ours["Records"] + theirs["Records"]]
+    assert len(set(numbers)) == 62
+    assert ours["Records"][-1]["ShardId"] == "shardId-000000000000"
+    in_shards = [
+        record
+        for shard in ("shardId-000000000000", "shardId-000000000001", "shardId-000000000002")
+        for record in stored(apps, "short-path-put", shard)
+    ]
+    assert len(in_shards) == 62
+
+
+def test_put_records_refused_whole_goes_to_moto_with_nothing_stored(apps):
+    short, moto, handed_on = apps
+    send(moto, "CreateStream", {"StreamName": "short-path-refused", "ShardCount": 1})
+    records = [{"Data": "eA==", "PartitionKey": f"k{n}"} for n in range(3)]
+    before = len(handed_on)
+    for bad in ({"Data": "eA==", "PartitionKey": "k", "ExplicitHashKey": str(2**128)}, {"Data": "eA=="}):
+        status, _, body = send(short, "PutRecords", {"StreamName": "short-path-refused", "Records": records + [bad]})
+        assert status == 400 and "InvalidArgument" in json.loads(body)["__type"]
+    status, _, body = send(short, "PutRecords", {"StreamName": "no-such-stream", "Records": records})
+    assert status == 400 and "ResourceNotFound" in json.loads(body)["__type"]
+    assert len(handed_on) == before + 3  # moto made each error answer
+    assert stored(apps, "short-path-refused") == []
+
+
+def test_put_records_failing_after_storing_is_not_sent_on(apps, monkeypatch):
+    """A fault no server makes: storing fails midway. Handing the request on to moto would store its
+    records a second time; the short path answers InternalFailure itself."""
+    short, moto, handed_on = apps
+    send(moto, "CreateStream", {"StreamName": "short-path-fault", "ShardCount": 1})
+    real_store = moto_compat.store_records
+
+    def store_then_fail(backend, stream, records, size):
+        real_store(backend, stream, records[:2], size)
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(moto_compat, "store_records", store_then_fail)
+    records = [{"Data": "eA==", "PartitionKey": f"k{n}"} for n in range(5)]
+    before = len(handed_on)
+    status, _, body = send(short, "PutRecords", {"StreamName": "short-path-fault", "Records": records})
+    assert (status, json.loads(body)["__type"]) == (500, "InternalFailure")
+    assert len(handed_on) == before
+    monkeypatch.undo()
+    assert len(stored(apps, "short-path-fault")) == 2
