@@ -26,6 +26,9 @@ from typing import Any
 # and a new server thread. With kept-alive connections a console reading a thousand shards does the
 # same calls in about 60% of the time, the server's CPU per call halved.
 SERVER_THREADS = 8  # moto's Kinesis models take one request at a time anyway (moto_compat's lock)
+# waitress reads 8 KiB a time: a 500-record PutRecords (~120 KB) took 15 wake-ups of its I/O thread, each
+# taking the GIL from the request being served. 256 KiB reads one in a wake-up or two.
+RECV_BYTES = 256 * 1024
 CONNECTION_LIMIT = 1000  # a client pools up to 64 connections per service; tests run several clients
 # A request body the server reads at most (waitress answers 413 beyond it). Kinesis' largest is a
 # 10 MiB PutRecords: 14 MiB once base64'd into JSON; DynamoDB's BatchWriteItem takes up to 16 MB.
@@ -62,6 +65,7 @@ def build_server(host: str = "127.0.0.1", port: int = 0, *, patched: bool = True
         connection_limit=CONNECTION_LIMIT,
         max_request_body_size=MAX_REQUEST_BODY_BYTES,
         asyncore_use_poll=True,
+        recv_bytes=RECV_BYTES,
         ident="amazon.com",
     )
     server.channel_class = _plain_http_channel()

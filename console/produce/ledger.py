@@ -78,24 +78,25 @@ class RecordLedger:
     def has_work(self, key: KeyState) -> bool:
         return not key.abandoned and (bool(key.pending) or key.next_seq < key.record_count)
 
-    def head(self, key: KeyState) -> PendingRecord | None:
-        """The key's first record not in a request, built on first use. Ordered mode only asks when
-        nothing of the key is in flight, so this is the oldest unacknowledged record."""
+    def head(self, key: KeyState, at: tuple[float, float] | None = None) -> PendingRecord | None:
+        """The key's first record not in a request, built on first use (see build for `at`). Ordered
+        mode only asks when nothing of the key is in flight, so this is the oldest unacknowledged record."""
         for record in key.pending:
             if not record.in_request:
                 return record
-        return self.build(key)
+        return self.build(key, at)
 
-    def build(self, key: KeyState) -> PendingRecord | None:
-        """The key's next record, built now (None when it has no more); it joins the key's pending ones."""
+    def build(self, key: KeyState, at: tuple[float, float] | None = None) -> PendingRecord | None:
+        """The key's next record, built now (None when it has no more); it joins the key's pending ones.
+        `at`: (wall, monotonic) time of the request it is built for, read once for all its records."""
         if key.next_seq >= key.record_count:
             return None
-        sent_at = self._wall()
+        sent_at, first_try = at if at is not None else (self._wall(), self._clock())
         if key.payloads is not None:
             data = key.payloads[key.next_seq]
         else:
             data = encode_record(self.settings.run_id, key.name, key.next_seq, sent_at, self.settings.payload_bytes)
-        record = PendingRecord(key, key.next_seq, data, sent_at, self._clock(), size=len(data) + key.name_bytes)
+        record = PendingRecord(key, key.next_seq, data, sent_at, first_try, size=len(data) + key.name_bytes)
         key.next_seq += 1
         key.pending.append(record)
         return record

@@ -326,14 +326,17 @@ class OrderedProducer:
     def _predict(self, key: KeyState) -> str | None:
         return self._prediction(key)[1]
 
-    def _pop_ready(self, ready: deque[KeyState]) -> tuple[KeyState, PendingRecord] | None:
-        """The next ready key with a record to send, and that record; None when no key is left."""
+    def _pop_ready(
+        self, ready: deque[KeyState], at: tuple[float, float] | None = None
+    ) -> tuple[KeyState, PendingRecord] | None:
+        """The next ready key with a record to send (built `at`, see RecordLedger.build), and that
+        record; None when no key is left."""
         while ready:
             key = ready.popleft()
             key.queued = False
             if key.abandoned:
                 continue
-            record = self._ledger.head(key)
+            record = self._ledger.head(key, at)
             if record is not None:
                 return key, record
         return None
@@ -368,7 +371,8 @@ class OrderedProducer:
         )
         pacer, rate = self._pacer, self._rate
         unpaced = pacer.idle and rate is None and not parked
-        while len(batch) < most and (item := pop_ready(ready)) is not None:
+        at = (self._wall(), now)  # the request's time: every record in it is handed to it at once
+        while len(batch) < most and (item := pop_ready(ready, at)) is not None:
             key, record = item
             if nbytes + record.size > most_bytes and batch:
                 key.queued = True

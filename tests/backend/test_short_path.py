@@ -229,3 +229,23 @@ def test_put_records_failing_after_storing_is_not_sent_on(apps, monkeypatch):
     assert len(handed_on) == before
     monkeypatch.undo()
     assert len(stored(apps, "short-path-fault")) == 2
+
+
+def test_records_are_made_with_every_member_motos_record_has():
+    from moto.kinesis.models import Record
+
+    moto_compat.apply()
+    theirs = Record("key", "ZGF0YQ==", 42, "17")
+    ours = moto_compat.new_record("key", "ZGF0YQ==", 42, "17")
+    assert vars(ours).keys() == vars(theirs).keys()
+    assert {
+        name: getattr(ours, name) for name in ("partition_key", "data", "sequence_number", "explicit_hash_key")
+    } == {name: getattr(theirs, name) for name in ("partition_key", "data", "sequence_number", "explicit_hash_key")}
+    assert (
+        type(ours.created_at_datetime) is type(theirs.created_at_datetime) and ours.created_at_datetime.tzinfo is None
+    )
+    assert (
+        abs(ours.created_at - theirs.created_at) < 1
+        and abs(ours.created_at_datetime - theirs.created_at_datetime).total_seconds() < 1
+    )
+    assert ours.to_json()["ApproximateArrivalTimestamp"] == ours.created_at_datetime
