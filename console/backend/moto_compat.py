@@ -259,7 +259,7 @@ def new_record(partition_key: str, data: str, sequence_number: int, explicit_has
     server's ~12 us a record."""
     from moto.kinesis.models import Record
 
-    record = Record.__new__(Record)
+    record: Any = Record.__new__(Record)
     now = time.time()
     record.partition_key = partition_key
     record.data = data

@@ -253,7 +253,8 @@ class AggregatingProducer(OrderedProducer):
         newly_parked: dict[str, int] = {}
         wait_hint: float | None = None
         stop = False
-        while not stop and (item := self._pop_ready(ready)) is not None:
+        at = (self._wall(), now)  # the request's time: every record in it is handed to it at once
+        while not stop and (item := self._pop_ready(ready, at)) is not None:
             key, first_record = item
             record: PendingRecord | None = first_record
             predicted, shard = self._prediction(key)
@@ -315,7 +316,7 @@ class AggregatingProducer(OrderedProducer):
                 request_bytes += growth
                 ledger.take(record, predicted)
                 taken += 1
-                record = next(backlog, None) or ledger.build(key)
+                record = next(backlog, None) or ledger.build(key, at)
             if not taken:
                 key.queued = True
                 if shard in newly_parked:  # its shard's pace is spent: wait with the shard
