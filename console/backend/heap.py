@@ -39,8 +39,8 @@ FREEZE_EVERY_RECORDS = 20_000
 
 class StoreHeap:
     """The embedded server's heap, kept as a store's: records live until their stream is deleted, and
-    each full collection would walk every one of them (a server holding a million records spent over
-    0.1 s a collection, a sixth of its time while records poured in). Every FREEZE_EVERY_RECORDS
+    each full collection would walk every one of them (a server taking 100,000-record runs spent
+    0.1-0.2 s a full collection, a sixth of its time while records poured in). Every FREEZE_EVERY_RECORDS
     stored, what is young is collected and everything alive frozen, so collections walk only what
     came since; a deleted stream unfreezes it all, so whatever it leaves in a cycle is collected.
     Called under the server's one lock."""

@@ -26,8 +26,8 @@ from typing import Any
 # and a new server thread. With kept-alive connections a console reading a thousand shards does the
 # same calls in about 60% of the time, the server's CPU per call halved.
 SERVER_THREADS = 8  # moto's Kinesis models take one request at a time anyway (moto_compat's lock)
-# waitress reads 8 KiB a time: a 500-record PutRecords (~120 KB) took 15 wake-ups of its I/O thread, each
-# taking the GIL from the request being served. 256 KiB reads one in a wake-up or two.
+# waitress reads 8 KiB at a time by default: a 500-record PutRecords (~120 KB) took 15 wake-ups of its
+# I/O thread, each taking the GIL from the request being served; 256 KiB takes it in one or two.
 RECV_BYTES = 256 * 1024
 CONNECTION_LIMIT = 1000  # a client pools up to 64 connections per service; tests run several clients
 # A request body the server reads at most (waitress answers 413 beyond it). Kinesis' largest is a
