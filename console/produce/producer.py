@@ -253,7 +253,7 @@ class OrderedProducer:
                 nonlocal in_flight, answered
                 answered = True
                 in_flight -= 1
-                if self._pacer.idle and self._rate is None and not self._parked and not fatal:
+                if self._unpaced() and not fatal:
                     now = self._clock()
                     while in_flight < self.settings.concurrency and ready and not self.result.stopped:
                         batch, _ = self._build_batch(ready, now)
@@ -351,6 +351,10 @@ class OrderedProducer:
             self._rate_resumes = now + self._rate.wait_time(refill, now)
         return self._rate_resumes - now
 
+    def _unpaced(self) -> bool:
+        """Nothing holds a record back: no shard paced or throttled yet, no run rate, no key parked."""
+        return self._pacer.idle and self._rate is None and not self._parked
+
     def _build_batch(self, ready: deque[KeyState], now: float) -> tuple[list[PendingRecord], float | None]:
         """Take records from ready keys, at most one per key (unless the rule is switched off), within
         the request limits and the pace. A key whose shard's pace is spent is parked with that shard
@@ -370,7 +374,7 @@ class OrderedProducer:
             settings.one_record_per_key,
         )
         pacer, rate = self._pacer, self._rate
-        unpaced = pacer.idle and rate is None and not parked
+        unpaced = self._unpaced()
         at = (self._wall(), now)  # the request's time: every record in it is handed to it at once
         while len(batch) < most and (item := pop_ready(ready, at)) is not None:
             key, record = item
@@ -413,7 +417,7 @@ class OrderedProducer:
             heapq.heappush(self._unpark, (math.ceil(due / REFILL_SECONDS) * REFILL_SECONDS, shard))
         return batch, wait_hint
 
-    async def _send_batch(self, batch: list[PendingRecord], requeue: Requeue, handoff: Handoff | None = None) -> None:
+    async def _send_batch(self, batch: list[PendingRecord], requeue: Requeue, handoff: Handoff) -> None:
         # The usual entry (a partition key, no explicit hash key) written out here: this runs per record.
         entries = [
             {"Data": record.data, "PartitionKey": key.name}
@@ -426,9 +430,10 @@ class OrderedProducer:
             return
         now, wall = self._clock(), self._wall()
         results = response["Records"]
-        if handoff is not None and not any(outcome.get("ErrorCode") for outcome in results):
+        if not any(outcome.get("ErrorCode") for outcome in results):
             await self._acknowledge_after_handoff(batch, results, requeue, handoff, now, wall)
             return
+        # Some records failed: they are retried (their keys wait), the others acknowledged and requeued.
         failures: list[tuple[PendingRecord, str]] = []
         acknowledge, pacer = self._ledger.acknowledge, self._pacer
         idle = pacer.idle  # nothing to tell the pacer of a success until a shard has been paced or throttled
@@ -444,10 +449,6 @@ class OrderedProducer:
                 acknowledge(record, shard_id, outcome["SequenceNumber"], now, wall)
                 if not idle:
                     pacer.succeeded(shard_id, now)
-        if not failures:
-            for record in batch:
-                requeue(record.key, now)
-            return
         self._ledger.retry(failures, requeue)
         failed_ids = {id(record) for record, _ in failures}
         for record in batch:
