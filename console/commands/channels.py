@@ -21,7 +21,7 @@ from console.commands import command_help
 from console.commands._confirm import confirm_by_typing, refuse_if_read_only
 from console.commands._output import emit, note, render_table, run_async
 from console.errors import BadInput, PlanRejected
-from console.lifecycle.channels import channel_json, plan_create, plan_delete, read_channel_config, request_streams
+from console.lifecycle.channels import channel_json, plan_create_on, plan_delete, read_channel_config
 from console.lifecycle.plans import LifecyclePlan
 
 ACTIONS = ("describe", "create", "delete")
@@ -157,9 +157,7 @@ def render_channels(rows: list[dict], label: str, stream: str | None) -> str:
 
 async def _create(args: Any, request: dict) -> int:
     async with _open(args) as kinesis:
-        streams = [await kinesis.describe_stream_summary(name) for name in request_streams(request)]
-        names = {c.get("ChannelName") for c in await kinesis.list_channels()}
-        plan = plan_create(request, request["ChannelName"] in names, streams)
+        plan = await plan_create_on(kinesis, request)
         answers = await _change(args, kinesis, plan)
         document: dict[str, Any] = {
             "executed": True,

@@ -96,6 +96,14 @@ def plan_create(request: dict, exists: bool, streams: Sequence[StreamSummary] = 
     )
 
 
+async def plan_create_on(kinesis: Any, request: dict) -> LifecyclePlan:
+    """plan_create with what it checks read from the endpoint first: the request's streams as they are
+    now, and whether a channel of its name exists (the `channels` command and the console both ask)."""
+    streams = [await kinesis.describe_stream_summary(name) for name in request_streams(request)]
+    exists = any(channel.get("ChannelName") == request["ChannelName"] for channel in await kinesis.list_channels())
+    return plan_create(request, exists, streams)
+
+
 def plan_delete(name: str, arn: str, description: dict) -> LifecyclePlan:
     streams = ", ".join(s.rsplit("/", 1)[-1] for s in channel_json(description)["streams"]) or "its stream"
     return LifecyclePlan(

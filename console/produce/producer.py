@@ -237,10 +237,18 @@ class OrderedProducer:
                 key.queued = True
                 ready.append(key)
 
-        def start(batch: list[PendingRecord]) -> None:
+        def fill(now: float) -> float | None:
+            """Start requests from the ready keys while fewer than `concurrency` are unanswered; returns
+            the pace's hint of when a held-back key may go (see _build_batch)."""
             nonlocal in_flight
-            in_flight += 1
-            tasks.add(asyncio.create_task(send(batch)))
+            wait_hint = None
+            while in_flight < self.settings.concurrency and ready and not self.result.stopped:
+                batch, wait_hint = self._build_batch(ready, now)
+                if not batch:
+                    break
+                in_flight += 1
+                tasks.add(asyncio.create_task(send(batch)))
+            return wait_hint
 
         async def send(batch: list[PendingRecord]) -> None:
             nonlocal in_flight
@@ -254,12 +262,7 @@ class OrderedProducer:
                 answered = True
                 in_flight -= 1
                 if self._unpaced() and not fatal:
-                    now = self._clock()
-                    while in_flight < self.settings.concurrency and ready and not self.result.stopped:
-                        batch, _ = self._build_batch(ready, now)
-                        if not batch:
-                            break
-                        start(batch)
+                    fill(self._clock())
                     await asyncio.sleep(0)
 
             try:
@@ -283,12 +286,7 @@ class OrderedProducer:
                         ready.append(key)
                 while self._unpark and self._unpark[0][0] <= now:
                     ready.extend(self._parked.pop(heapq.heappop(self._unpark)[1]))
-                wait_hint = None
-                while in_flight < self.settings.concurrency and ready:
-                    batch, wait_hint = self._build_batch(ready, now)
-                    if not batch:
-                        break
-                    start(batch)
+                wait_hint = fill(now)
                 if not tasks and not ready and not delayed and not self._parked:
                     break
                 self._meter.report()

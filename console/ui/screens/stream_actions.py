@@ -26,9 +26,9 @@ from textual.widgets.option_list import Option
 from console.backend.protocol import ConsoleBackend
 from console.bounds import record_size_kib, warm_throughput_mibps
 from console.errors import BadInput, ConsoleError
-from console.lifecycle.channels import plan_create as plan_channel_create
+from console.lifecycle.channels import plan_create_on as plan_channel_create_on
 from console.lifecycle.channels import plan_delete as plan_channel_delete
-from console.lifecycle.channels import read_channel_config, request_streams
+from console.lifecycle.channels import read_channel_config
 from console.lifecycle.execute import apply, mode_switches
 from console.lifecycle.plans import MODE_NAMES, LifecyclePlan, plan_delete, plan_encryption, plan_mode, plan_retention
 from console.lifecycle.rules import AWS_MANAGED_KMS_KEY, check_kms_key, check_retention_hours
@@ -446,9 +446,7 @@ async def _plan_resource(
         if path is None:
             return None
         request = read_channel_config(path)
-        streams = [await kinesis.describe_stream_summary(name) for name in request_streams(request)]
-        exists = any(c.get("ChannelName") == request["ChannelName"] for c in await kinesis.list_channels())
-        return plan_channel_create(request, exists, streams)
+        return await plan_channel_create_on(kinesis, request)
     commitment = describe_commitment(await kinesis.account_settings())
     choice = await dialogs.ask(
         ChoiceScreen(
