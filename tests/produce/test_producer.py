@@ -9,7 +9,7 @@ import time
 import pytest
 
 from console.errors import BadInput
-from console.keyspace.hashkeys import HASH_SPACE
+from console.keyspace.hashkeys import HASH_SPACE, md5_hash_key
 from console.produce.pacing import PacingLimits, ShardPacer, TokenBucket
 from console.produce.producer import OrderedProducer
 from console.produce.settings import MAX_BATCH_BYTES, ProducerSettings
@@ -235,6 +235,16 @@ async def wait_for_acks(producer: OrderedProducer, count: int, task: asyncio.Tas
         await asyncio.sleep(0.01)
 
 
+async def wait_for_records_in(producer: OrderedProducer, shard_ids: set[str], task: asyncio.Task) -> None:
+    """Until each shard has acknowledged a record of the run: a busy machine may take the split's own
+    time past the reshard point, and a child merged away before it took a record is never read."""
+    while not shard_ids <= producer.result.first_acks.keys():
+        assert not task.done(), (
+            f"the run ended before {sorted(shard_ids - producer.result.first_acks.keys())} took a record"
+        )
+        await asyncio.sleep(0.01)
+
+
 @pytest.mark.parametrize("mode", ["batch", "sequential"])
 async def test_split_and_merge_mid_run_verify_clean(kinesis, make_stream, mode):
     stream = await make_stream(shards=2)
@@ -255,14 +265,19 @@ async def test_split_and_merge_mid_run_verify_clean(kinesis, make_stream, mode):
         task = asyncio.create_task(producer.run())
         await wait_for_acks(producer, total // 4, task)
         first, second = sorted(await kinesis.all_shards(stream), key=lambda s: s.starting_hash_key)
-        await kinesis.split_shard(stream, first.shard_id, (first.starting_hash_key + first.ending_hash_key + 1) // 2)
+        # Split among the run's own keys, so each child is written to (at a fixed point, 16 random
+        # keys leave a quarter of the key space empty one run in a hundred).
+        inside = sorted(
+            hash_key
+            for hash_key in (md5_hash_key(partition_key_for(settings.run_id, index)) for index in range(keys))
+            if first.starting_hash_key <= hash_key <= first.ending_hash_key
+        )
+        await kinesis.split_shard(stream, first.shard_id, inside[len(inside) // 2])
         await kinesis.wait_for_active(stream)
         await wait_for_acks(producer, total // 2, task)
-        upper_child = next(
-            s
-            for s in await kinesis.all_shards(stream)
-            if s.parent_shard_id == first.shard_id and s.ending_hash_key == first.ending_hash_key
-        )
+        children = [s for s in await kinesis.all_shards(stream) if s.parent_shard_id == first.shard_id]
+        await wait_for_records_in(producer, {child.shard_id for child in children}, task)
+        upper_child = next(s for s in children if s.ending_hash_key == first.ending_hash_key)
         await kinesis.merge_shards(stream, upper_child.shard_id, second.shard_id)
         await kinesis.wait_for_active(stream)
         result = await task
