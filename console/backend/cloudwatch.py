@@ -11,6 +11,7 @@ from console.backend.calls import CallPath
 from console.errors import ConsoleError
 
 QUERIES_PER_CALL = 500  # GetMetricData's limit on MetricDataQueries
+POINTS_PER_PUT = 1000  # PutMetricData's limit on MetricData
 
 
 class CloudWatchBackend:
@@ -19,6 +20,19 @@ class CloudWatchBackend:
     def __init__(self, calls: CallPath, client: Callable[[str], Awaitable[Any]]) -> None:
         self._calls = calls
         self._client = client
+
+    async def put_metric_data(self, namespace: str, points: list[dict]) -> None:
+        """Publish points (PutMetricData's MetricData entries) under `namespace`, as a service would:
+        example data on the embedded server, in calls of at most 1,000 points."""
+        client = await self._client("cloudwatch")
+        for offset in range(0, len(points), POINTS_PER_PUT):
+            await self._calls.call(
+                client,
+                "PutMetricData",
+                service="cloudwatch",
+                Namespace=namespace,
+                MetricData=points[offset : offset + POINTS_PER_PUT],
+            )
 
     async def shard_metrics(
         self,
