@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from console.backend.calls import CallPath
@@ -156,3 +156,19 @@ def _metric_query(index: int, metric: str, stat: str, period: int, **dimensions:
             "Stat": stat,
         },
     }
+
+
+def minute_points(
+    metric: str, unit: str, dimensions: dict[str, str], newest_first: list[float], minute: datetime
+) -> list[dict]:
+    """PutMetricData entries, one a minute back from the minute before `minute` (a whole minute)."""
+    return [
+        {
+            "MetricName": metric,
+            "Dimensions": [{"Name": name, "Value": value} for name, value in dimensions.items()],
+            "Timestamp": minute - timedelta(minutes=ago + 1),
+            "Value": value,
+            "Unit": unit,
+        }
+        for ago, value in enumerate(newest_first)
+    ]

@@ -17,9 +17,10 @@ import io
 import json
 import zipfile
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
+from console.backend.cloudwatch import minute_points
 from console.backend.kinesis import KinesisBackend
 from console.errors import BackendError, BadInput
 
@@ -170,14 +171,12 @@ class ReaderDemo:
         made.records_put, made.checkpoints = await self._put_records()
         consumer = await self._reader(made, "efo_consumer", self.names.consumer, self._register_consumer(stream_arn))
         role = await self._role()
-        function_arn = None
-        if isinstance(role, str):
-            function_arn = await self._function(role)
+        function = await self._function(role)
         for kind, source in (("lambda_mapping", stream_arn), ("lambda_mapping_efo", consumer)):
             if source is None:
                 made.readers.append(DemoReader(kind, self.names.function, problem="no consumer to read through"))
             else:
-                await self._reader(made, kind, self.names.function, self._mapping(role, function_arn, source))
+                await self._reader(made, kind, self.names.function, self._mapping(function, source))
         await self._reader(made, "firehose", self.names.delivery_stream, self._delivery_stream(role, stream_arn))
         await self._reader(made, "pipe", self.names.pipe, self._pipe(role, stream_arn))
         await self._reader(made, "flink", self.names.application, self._application(role))
@@ -228,7 +227,10 @@ class ReaderDemo:
         except BackendError as error:
             return error
 
-    async def _function(self, role: str) -> str | None:
+    async def _function(self, role: str | BackendError) -> str | BackendError:
+        """The demo's Lambda function's ARN, or why it could not be made (each mapping says so)."""
+        if isinstance(role, BackendError):
+            return role
         code = io.BytesIO()
         with zipfile.ZipFile(code, "w") as archive:
             archive.writestr("index.py", FUNCTION_CODE)
@@ -243,19 +245,17 @@ class ReaderDemo:
                 Code={"ZipFile": code.getvalue()},
                 Description=f"kconsole demo: reads {self.names.stream}",
             )
-        except BackendError:
-            return None  # each mapping says why
+        except BackendError as error:
+            return error
         return str(answer["FunctionArn"])
 
-    async def _mapping(self, role: str | BackendError, function_arn: str | None, source: str) -> str:
-        if isinstance(role, BackendError):
-            raise role
-        if function_arn is None:
-            raise BackendError(f"the Lambda function {self.names.function} could not be made on {self.backend.label}")
+    async def _mapping(self, function: str | BackendError, source: str) -> str:
+        if isinstance(function, BackendError):
+            raise function
         answer = await self._call(
             "lambda",
             "CreateEventSourceMapping",
-            FunctionName=function_arn,
+            FunctionName=function,
             EventSourceArn=source,
             StartingPosition="LATEST",
             BatchSize=100,
@@ -375,19 +375,3 @@ class ReaderDemo:
 def steady(latest: float, wobble: float) -> list[float]:
     """METRIC_MINUTES values, newest first, that end at `latest` and wobble around it before."""
     return [latest + wobble * ((minute * 7) % 5 - 2) / 2 if minute else latest for minute in range(METRIC_MINUTES)]
-
-
-def minute_points(
-    metric: str, unit: str, dimensions: dict[str, str], newest_first: list[float], minute: datetime
-) -> list[dict]:
-    """PutMetricData entries, one a minute back from the minute before `minute` (a whole minute)."""
-    return [
-        {
-            "MetricName": metric,
-            "Dimensions": [{"Name": name, "Value": value} for name, value in dimensions.items()],
-            "Timestamp": minute - timedelta(minutes=ago + 1),
-            "Value": value,
-            "Unit": unit,
-        }
-        for ago, value in enumerate(newest_first)
-    ]
