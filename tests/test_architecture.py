@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "bounds": 1,
     "config": 1,
     "topology": 2,
+    "localserver": 2,
     "read": 3,
     "backend": 3,
     "produce": 4,
@@ -302,3 +303,52 @@ def test_the_protocol_check_sees_a_wrapper_that_falls_short():
     breaches = protocol_breaches(Forwarding)
     assert breaches[0] == "__getattr__" and "scan_pages" in breaches
     assert [b for b in breaches if b.startswith("get_records")] == ["get_records(self, shard_iterator, limit=100)"]
+
+
+# ---- the embedded server: its own package, one door to it -------------------------------------
+
+LOCAL_SERVER = "console.localserver"
+# The client starts the embedded server through this module alone (a child for --local, in-process
+# for `kconsole local serve`); the rest of the client never learns moto, Flask or waitress exist.
+LAUNCHER = "console.backend.launcher"
+
+
+def local_server_importers(graph: dict[str, set[str]]) -> list[str]:
+    """Modules outside the server's package, other than the launcher, that import from it."""
+    return sorted(
+        module
+        for module, imported in graph.items()
+        if not (module == LOCAL_SERVER or module.startswith(LOCAL_SERVER + "."))
+        and module != LAUNCHER
+        and any(i == LOCAL_SERVER or i.startswith(LOCAL_SERVER + ".") for i in imported)
+    )
+
+
+def test_only_the_launcher_imports_the_embedded_server():
+    assert local_server_importers(GRAPH) == []
+    assert any(i.startswith(LOCAL_SERVER + ".") for i in GRAPH[LAUNCHER]), "the launcher no longer starts it"
+
+
+def test_the_embedded_server_imports_nothing_of_the_client():
+    client = {"backend", "commands", "ui", "cli", "read", "produce", "heat", "reshard", "lifecycle", "consumers"}
+    reaching = sorted(
+        f"{module} -> {i}"
+        for module in MODULES
+        if top_package(module) == "localserver"
+        for i in GRAPH[module]
+        if top_package(i) in client
+    )
+    assert not reaching, reaching
+
+
+def test_the_launcher_check_sees_another_module_reaching_the_server(tmp_path):
+    fake = tmp_path / "probe.py"
+    fake.write_text("from console.localserver.supervision import LocalKinesisServer\n")
+    found = imports_of(fake, "console.commands.probe")
+    graph = {
+        "console.commands.probe": found,
+        LAUNCHER: {"console.localserver.main"},
+        "console.localserver.main": {"console.localserver.short_path"},
+        "console.backend.kinesis": {"console.backend.launcher"},
+    }
+    assert local_server_importers(graph) == ["console.commands.probe"]

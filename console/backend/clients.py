@@ -316,7 +316,7 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
         server_started: asyncio.Future[str] | None = None
         # kind "local" with an endpoint_url attaches to a running embedded server (tests, `local serve`).
         if config.kind == "local" and not endpoint_url:
-            from console.backend.local import LocalKinesisServer
+            from console.backend.launcher import LocalKinesisServer
 
             local_server = LocalKinesisServer()
             stack.push_async_callback(asyncio.to_thread, local_server.stop)

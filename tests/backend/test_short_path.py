@@ -10,8 +10,8 @@ import botocore.session
 import pytest
 from botocore.parsers import create_parser
 
-from console.backend import moto_compat
-from console.backend.short_path import ShortPath
+from console.localserver import moto_compat
+from console.localserver.short_path import ShortPath
 
 AUTHORIZATION = (
     "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20260101/eu-west-1/kinesis/aws4_request, "

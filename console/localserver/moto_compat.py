@@ -1,4 +1,4 @@
-"""Fixes for moto 5.2.5's Kinesis, applied inside the embedded server process (see server_main).
+"""Fixes for moto 5.2.5's Kinesis, applied inside the embedded server process (see main).
 
 Each fix has a test in tests/backend/test_moto_compat.py that runs against a patched and an unpatched
 server, asserting the defect is present only in the unpatched one. Measured defects:
@@ -104,9 +104,9 @@ def lock() -> threading.RLock:
 
 
 def keep_heap_as_a_store() -> None:
-    """The embedded server's process: its heap kept as a store's (console.backend.heap.StoreHeap)."""
+    """The embedded server's process: its heap kept as a store's (console.localserver.store_heap.StoreHeap)."""
     global _store_heap
-    from console.backend.heap import StoreHeap
+    from console.localserver.store_heap import StoreHeap
 
     _store_heap = StoreHeap()
 

@@ -1,7 +1,7 @@
 """The embedded local Kinesis: moto's server application, patched by moto_compat and served by
 waitress, in a process of its own.
 
-    python -m console.backend.server_main [--host H] [--port P] [--parent-pid PID] [--unpatched]
+    python -m console.localserver.main [--host H] [--port P] [--parent-pid PID] [--unpatched]
 
 Prints one line `READY http://H:P` on stdout once the socket is listening (port 0 picks a free one).
 With --parent-pid it exits as soon as its parent goes away: stdin reaching EOF (the parent held the
@@ -42,7 +42,7 @@ def build_server(host: str = "127.0.0.1", port: int = 0, *, patched: bool = True
     from waitress.server import create_server
 
     if patched:
-        from console.backend import moto_compat
+        from console.localserver import moto_compat
 
         moto_compat.apply()
         moto_compat.keep_heap_as_a_store()
@@ -51,7 +51,7 @@ def build_server(host: str = "127.0.0.1", port: int = 0, *, patched: bool = True
         _check_port_free(host, port)
     app: Any = DomainDispatcherApplication(create_backend_app)  # a WSGI app, wrapped below when patched
     if patched:
-        from console.backend.short_path import ShortPath
+        from console.localserver.short_path import ShortPath
 
         app = ShortPath(app, moto_compat.lock())
     # A client that drops a connection mid-answer is normal (a cancelled poll, a closed console):
@@ -191,7 +191,7 @@ def warm_up() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m console.backend.server_main")
+    parser = argparse.ArgumentParser(prog="python -m console.localserver.main")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--parent-pid", type=int, default=None)

@@ -107,7 +107,7 @@ class StoredPartly(Exception):
 
 
 def _put_records(handler: Any) -> dict[str, Any]:
-    from console.backend import moto_compat
+    from console.localserver import moto_compat
 
     stream, records, size = moto_compat.checked_put_records(handler)  # refused here: nothing stored, moto answers
     try:
