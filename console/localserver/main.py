@@ -41,12 +41,12 @@ def build_server(host: str = "127.0.0.1", port: int = 0, *, patched: bool = True
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     from waitress.server import create_server
 
-    if patched:
-        from console.localserver import moto_compat
+    from console.localserver import moto_compat
 
+    if patched:
         moto_compat.apply()
         moto_compat.keep_heap_as_a_store()
-    _cache_moto_module_listing()
+    moto_compat.cache_module_listing()
     if port:
         _check_port_free(host, port)
     app: Any = DomainDispatcherApplication(create_backend_app)  # a WSGI app, wrapped below when patched
@@ -101,23 +101,6 @@ def _plain_http_channel() -> type:
             return super().received(data)
 
     return PlainHTTPChannel
-
-
-def _cache_moto_module_listing() -> None:
-    """moto lists its package directory (about 180 stat calls) on every request to route it; the
-    listing cannot change while the server runs, so list once. Roughly halves the time per request."""
-    from moto import backends
-
-    if getattr(backends.list_of_moto_modules, "kconsole_cached", False):
-        return
-    modules = tuple(backends.list_of_moto_modules())
-
-    def list_of_moto_modules():
-        return iter(modules)
-
-    # A mark on the function itself, so a second call in this process sees the listing cached.
-    list_of_moto_modules.kconsole_cached = True  # type: ignore[attr-defined]
-    backends.list_of_moto_modules = list_of_moto_modules
 
 
 def _check_port_free(host: str, port: int) -> None:

@@ -1,4 +1,4 @@
-"""Each moto 5.2.5 defect that console/localserver/moto_compat.py fixes, over HTTP.
+"""Each moto 5.2.5 defect that console/localserver/fixes.py fixes, over HTTP.
 
 Every test runs twice: against the patched embedded server (the defect must be gone) and against an
 unpatched moto server (the defect must be there). If moto fixes one upstream, the unpatched run fails

@@ -1,4 +1,4 @@
-"""Today's Kinesis API on the embedded server (console/localserver/moto_compat.py), over HTTP with
+"""Today's Kinesis API on the embedded server (console/localserver/today.py and channels.py), over HTTP with
 botocore clients, as botocore's model defines each operation.
 
 Every test runs twice, as in test_moto_compat.py: against the patched embedded server (the behaviour
