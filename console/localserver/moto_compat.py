@@ -27,6 +27,18 @@ from console.localserver.records import keep_heap_as_a_store, lock, new_record, 
 
 __all__ = ["apply", "cache_module_listing", "keep_heap_as_a_store", "lock", "new_record", "store_records"]
 
+# The modules of this package that patch moto or work on its internals (its models' private methods
+# and members): the only ones, with console.patches for the client, that tests/test_architecture.py
+# lets patch a library.
+MOTO_MODULES = (
+    "console.localserver.moto_compat",
+    "console.localserver.fixes",
+    "console.localserver.today",
+    "console.localserver.channels",
+    "console.localserver.cloudwatch_index",
+    "console.localserver.records",
+)
+
 _applied = False
 
 
