@@ -23,11 +23,11 @@ list of names (KCONSOLE_NO_PATCHES=deferred_tls,plain_puts) turns off those.
 
 from __future__ import annotations
 
+import _thread  # threading's own lock, without importing threading (~1 ms) on every command's start
 import argparse
 import importlib
 import os
 import sys
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -107,7 +107,7 @@ def add_subcommands(
 
 # ---- deferred_tls: ssl and aiohttp --------------------------------------------------------------
 
-_loading = threading.Lock()
+_loading = _thread.allocate_lock()
 
 
 def import_aiohttp() -> None:
