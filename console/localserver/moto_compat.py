@@ -16,6 +16,8 @@
 Each test runs against a patched and an unpatched server, asserting the defect (or the missing
 operation) is present only in the unpatched one, so an upstream change is noticed. Every server,
 patched or not, also lists moto's modules once (cache_module_listing), a speed-up and no fix.
+Beyond moto, the server extends one library: main answers a TLS hello at once through a subclass of
+waitress's HTTPChannel (tests/backend/test_backend.py sends one).
 
 Everything here runs under one lock per process (records.lock): moto's models are not thread-safe
 and the server is threaded.
