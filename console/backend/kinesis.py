@@ -26,7 +26,7 @@ from console.errors import BackendError, BadInput, ConsoleError, ResourceInUse, 
 from console.topology.model import Shard, StreamSummary, put_records_entry
 
 if TYPE_CHECKING:
-    from console.backend.local import LocalKinesisServer
+    from console.backend.launcher import LocalKinesisServer
 
 
 class KinesisBackend(CallPath):

@@ -205,7 +205,7 @@ async def test_rescale_doubling_matches_the_documented_even_ranges(kinesis, make
 async def test_rescale_to_a_non_multiple_matches_plan_ranges_and_step_count(kinesis, make_stream, action_log):
     """AWS documents UNIFORM_SCALING as "shards of equal size". Unpatched moto 5.2.5 differs: it splits
     every shard at a float midpoint and merges neighbouring pairs from the low end (4 -> 6 gives
-    shares 1/4, 1/4, 1/8 x 4); console/backend/moto_compat.py makes the embedded server scale
+    shares 1/4, 1/4, 1/8 x 4); console/localserver/fixes.py makes the embedded server scale
     uniformly, so here the server's ranges must equal the plan's even_split(6) exactly, and the
     number of shards it created must equal our step model (2 per split + 1 per merge)."""
     stream = await make_stream(shards=4)
