@@ -154,7 +154,7 @@ class StreamChanges:
 
         def chosen(action: str | None) -> None:
             if action:
-                request = StreamActionRequest(action, view.summary, len(view.shards), self.source)
+                request = StreamActionRequest(action, view.summary, self.source)
                 console.run_worker(
                     partial(self._stream_action, request),
                     group="stream-actions",
