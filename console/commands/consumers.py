@@ -384,7 +384,7 @@ async def _registration(args: argparse.Namespace, action: str) -> dict:
         reply_lost = made[0].change.reply_lost
         if action == "deregister":
             return {"action": action, "name": args.name, "status": "DELETING", "arn": None, "reply_lost": reply_lost}
-        answer = made[0].answer or next(
+        answer: dict = made[0].answer or next(
             (
                 c
                 for c in await backend.list_stream_consumers(plan.calls[0].parameters["StreamARN"])

@@ -480,8 +480,8 @@ async def _read_back(kinesis: Any, stream: str, operation: str, params: dict, be
         return gone, "the channel is gone" if gone else "the channel is still there"
     if operation in ("RegisterStreamConsumer", "DeregisterStreamConsumer"):
         name = params["ConsumerName"]
-        found = {c.get("ConsumerName"): c for c in await kinesis.list_stream_consumers(params["StreamARN"])}
-        status = (found.get(name) or {}).get("ConsumerStatus")
+        listed = {c.get("ConsumerName"): c for c in await kinesis.list_stream_consumers(params["StreamARN"])}
+        status = (listed.get(name) or {}).get("ConsumerStatus")
         if operation == "RegisterStreamConsumer":
             if status is None:
                 return False, f"{name} is not registered"
