@@ -61,12 +61,12 @@ MAX_CONSUMERS = 20  # RegisterStreamConsumer: at most 20 consumers a stream
 
 
 async def actor(kinesis: Any) -> str | None:
-    """Who makes a change, for the action log: the caller's identity (STS) when the backend is AWS.
-    A local or test server's identity names nobody; the log records the local user beside it."""
-    config = getattr(kinesis, "config", None)
-    if getattr(config, "kind", None) != "aws":
+    """Who makes a change, for the action log: the caller's identity as STS tells it (the resharding
+    executor asks the same), None when it cannot tell. The log records the local user beside it."""
+    try:
+        identity: str | None = await kinesis.caller_identity()
+    except ConsoleError:
         return None
-    identity: str | None = await kinesis.caller_identity()
     return identity
 
 
@@ -104,10 +104,8 @@ async def stream_exists(kinesis: Any, stream: str) -> bool:
 
 
 async def stream_channels(kinesis: Any, summary: Any) -> list[str]:
-    """Names of the active channels reading from the stream. An endpoint without channels has none;
-    AWS's summary counts them, so a stream it shows none on is not asked about."""
-    if not summary.channel_count and getattr(getattr(kinesis, "config", None), "kind", None) == "aws":
-        return []
+    """Names of the active channels reading from the stream (listed even when the summary counts
+    none: not every server counts them). An endpoint without channels has none."""
     try:
         found = await kinesis.list_channels(stream_arn=summary.arn)
     except ConsoleError as error:

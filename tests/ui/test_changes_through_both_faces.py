@@ -146,7 +146,7 @@ async def test_each_change_through_the_command_line_and_the_console_plans_and_lo
     ]
     assert cli_log == ui_log
     assert all(e["outcome"] == "applied" for e in ui_log if e["kind"] == "outcome")
-    assert {"who", "user"} <= set(ui_log[0])  # the console's changes say who made them, as the CLI's do
+    assert ui_log[0]["who"] and ui_log[0]["user"]  # the console's changes say who made them, as the CLI's do
 
 
 async def test_a_stream_with_a_channel_is_refused_deletion_in_both_faces_in_the_same_words(
