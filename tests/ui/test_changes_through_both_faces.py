@@ -16,7 +16,7 @@ from textual.widgets import Button
 from console.cli import main
 from console.reshard.actionlog import ActionLog
 from console.ui.screens.confirm import ConfirmByNameScreen
-from console.ui.screens.prompt import PromptScreen
+from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 from console.ui.screens.stream_actions import ACTIONS, LifecyclePreviewScreen, StreamActionsScreen
 from tests.commands.test_cli_today import channel_request
 from tests.conftest import unique_stream_name
@@ -25,6 +25,9 @@ from tests.ui.test_ui_console import RecordingApp, wait_until
 pytestmark = pytest.mark.timeout(120)
 
 STREAM = "<stream>"
+# The keys that pick a choice: the mode and distribution dialogs offer the other setting first, the
+# policy dialog offers put, then delete.
+FIRST_CHOICE, SECOND_CHOICE = ("enter",), ("down", "enter")
 # What each log entry says of itself rather than of the change: when, which process, its own id.
 # `backend` is the connection's label: the command line names the endpoint URL, the console's test
 # backend the embedded server.
@@ -77,14 +80,18 @@ async def kconsole(capsys, endpoint: str, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-async def console_plan(app, pilot, action: str, answer: str | None = None, *, proceed: bool = True):
-    """Choose `action` in the Stream actions menu, give `answer` to its prompt, and return the plan the
-    preview shows; with `proceed`, confirm with the stream's name and wait until it is done."""
+async def console_plan(app, pilot, action: str, answer: str | tuple[str, ...] | None = None, *, proceed: bool = True):
+    """Choose `action` in the Stream actions menu, give `answer` to its prompt (a tuple: the keys that
+    pick a choice), and return the plan the preview shows; with `proceed`, confirm with the stream's
+    name and wait until it is done and the stream is ACTIVE again (as the command's --wait)."""
     await pilot.press("S")
     await wait_until(pilot, lambda: isinstance(app.screen, StreamActionsScreen), what="menu")
     index = [entry[0] for entry in ACTIONS].index(action)
     await pilot.press(*["down"] * index, "enter")
-    if answer is not None:
+    if isinstance(answer, tuple):
+        await wait_until(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="choice")
+        await pilot.press(*answer)
+    elif answer is not None:
         await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="prompt")
         app.screen.query_one("Input").value = answer
         await pilot.press("enter")
@@ -100,6 +107,7 @@ async def console_plan(app, pilot, action: str, answer: str | None = None, *, pr
     await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="typed confirmation")
     await pilot.press(*app.stream, "enter")
     await wait_until(pilot, lambda: len([n for n in app.notes if f"{action} done" in n]) > done, what="done")
+    await app.source.wait_for_active(app.stream)
     return plan
 
 
@@ -113,10 +121,14 @@ async def test_each_change_through_the_command_line_and_the_console_plans_and_lo
     for argv in (
         ("stream", "retention", twins.cli, "--hours", "48"),
         ("stream", "tag", twins.cli, "team=payments", "tier=1"),
+        ("stream", "untag", twins.cli, "tier"),
         ("stream", "encryption", twins.cli, "--kms-key", "alias/aws/kinesis"),
         ("stream", "max-record-size", twins.cli, "--kib", "2048"),
+        ("stream", "policy", twins.cli, "--delete"),  # there is none: nothing to do in either face
+        ("stream", "mode", twins.cli, "on-demand"),
+        ("stream", "distribution", twins.cli, "auto"),
     ):
-        code, out, err = await kconsole(capsys, endpoint, *argv, "--yes", "--json")
+        code, out, err = await kconsole(capsys, endpoint, *argv, "--yes", "--wait", "--json")
         assert code == 0, err
         cli_plans.append(json.loads(out)["plan"])
 
@@ -126,23 +138,34 @@ async def test_each_change_through_the_command_line_and_the_console_plans_and_lo
         ui_plans = [
             await console_plan(app, pilot, "retention", "48"),
             await console_plan(app, pilot, "tag", "team=payments tier=1"),
+            await console_plan(app, pilot, "tag", "-tier"),
             await console_plan(app, pilot, "encryption", "alias/aws/kinesis"),
             await console_plan(app, pilot, "max-record-size", "2048"),
+            await console_plan(app, pilot, "policy", SECOND_CHOICE, proceed=False),
+            await console_plan(app, pilot, "mode", FIRST_CHOICE),
+            await console_plan(app, pilot, "distribution", FIRST_CHOICE),
         ]
 
     assert [twins.plain(plan) for plan in cli_plans] == [twins.plain(plan.to_json()) for plan in ui_plans]
-    assert [plan["summary"] for plan in cli_plans] == [
+    assert [plan["summary"] for plan in twins.plain(cli_plans)] == [
         "increase retention from 24 h to 48 h (2 days)",
         "set 2 tag(s)",
+        "remove 1 tag(s)",
         "turn server-side encryption on: KMS key alias/aws/kinesis",
         "raise the record size limit from 1 MiB to 2 MiB",
+        "the stream has no resource policy",
+        f"switch {STREAM} from provisioned to on-demand",
+        "switch to AUTO record distribution (Kinesis spreads records; keys no longer place them)",
     ]
     cli_log, ui_log = twins.log(twins.cli), twins.log(twins.ui)
     assert [e["operation"] for e in cli_log if e["kind"] == "intent"] == [
         "IncreaseStreamRetentionPeriod",
         "TagResource",
+        "UntagResource",
         "StartStreamEncryption",
         "UpdateMaxRecordSize",
+        "UpdateStreamMode",
+        "UpdateStreamRecordDistributionStrategy",
     ]
     assert cli_log == ui_log
     assert all(e["outcome"] == "applied" for e in ui_log if e["kind"] == "outcome")
