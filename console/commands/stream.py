@@ -322,6 +322,8 @@ async def _delete(args: Any) -> int:
         plan = await actions.prepare_delete(
             kinesis, args.stream, enforce_consumer_deletion=args.enforce_consumer_deletion
         )
+        if plan.facts.get("consumers_unknown"):
+            note(f"kconsole: consumers unknown: {plan.facts['consumers_unknown']}")
         if not _refuse_or_confirm(args, plan, consequence="delete the stream and every record in it"):
             return _finish(args, plan, False, (await kinesis.describe_stream_summary(args.stream)).status)
         await _run(kinesis, plan)

@@ -212,17 +212,6 @@ def _recent_rate(points: Series) -> float | None:
     return sum(value for _, value in recent) / (len(recent) * PERIOD)
 
 
-def format_age(millis: float) -> str:
-    seconds = millis / 1000
-    return (
-        f"{seconds:.0f} s"
-        if seconds < 120
-        else f"{seconds / 60:.0f} min"
-        if seconds < 7200
-        else f"{seconds / 3600:.1f} h"
-    )
-
-
 @dataclass(frozen=True)
 class RowText:
     """A fleet row's cells as text: `kconsole streams` and the console's fleet screen show these."""
@@ -265,6 +254,17 @@ def row_text(row: FleetRow, *, fleet_problem: str | None = None) -> RowText:
         throttled=f"{count(row.write_throttled)}/{count(row.read_throttled)}",
         shards=count(facts.open_shards),
         consumers=count(facts.consumers),
+    )
+
+
+def format_age(millis: float) -> str:
+    seconds = millis / 1000
+    return (
+        f"{seconds:.0f} s"
+        if seconds < 120
+        else f"{seconds / 60:.0f} min"
+        if seconds < 7200
+        else f"{seconds / 3600:.1f} h"
     )
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from console.errors import BadInput, ConsoleError, PlanRejected, StreamNotFound
@@ -131,18 +131,30 @@ async def prepare_create(
 
 async def prepare_delete(kinesis: Any, stream: str, *, enforce_consumer_deletion: bool) -> LifecyclePlan:
     """What is lost, and the refusals: registered consumers without enforcement, active channels.
-    The plan's facts name the consumers and channels, for a face that asks about them."""
+    The plan's facts name the consumers and channels, for a face that asks about them, and
+    `consumers_unknown` says why an endpoint that cannot list consumers left them out."""
     summary = await kinesis.describe_stream_summary(stream)
     consumers, shards, channels = await asyncio.gather(
-        stream_consumers(kinesis, summary), kinesis.all_shards(stream), stream_channels(kinesis, summary)
+        _consumers_or_why_not(kinesis, summary), kinesis.all_shards(stream), stream_channels(kinesis, summary)
     )
-    return plan_delete(
+    listed, unknown = consumers
+    plan = plan_delete(
         summary,
-        consumers=[c.get("ConsumerName", "?") for c in consumers],
+        consumers=None if listed is None else [c.get("ConsumerName", "?") for c in listed],
         total_shards=len(shards),
         enforce_consumer_deletion=enforce_consumer_deletion,
         channels=channels,
     )
+    return replace(plan, facts={**plan.facts, "consumers_unknown": unknown}) if unknown else plan
+
+
+async def _consumers_or_why_not(kinesis: Any, summary: Any) -> tuple[list[dict] | None, str | None]:
+    try:
+        return await stream_consumers(kinesis, summary), None
+    except ConsoleError as error:
+        if error.code != "unsupported_operation":
+            raise
+        return None, error.message
 
 
 async def prepare_retention(kinesis: Any, stream: str, hours: int) -> LifecyclePlan:

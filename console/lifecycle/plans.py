@@ -118,12 +118,13 @@ def plan_create(
 def plan_delete(
     summary: StreamSummary,
     *,
-    consumers: list[str],
+    consumers: list[str] | None,
     total_shards: int | None,
     enforce_consumer_deletion: bool,
     channels: Sequence[str] = (),
 ) -> LifecyclePlan:
-    """`channels`: the active channels reading from the stream; AWS refuses to delete it while any are."""
+    """`consumers` None: the endpoint cannot list them. `channels`: the active channels reading from
+    the stream; AWS refuses to delete it while any are."""
     lost = [
         f"every record in it: up to {_hours(summary.retention_hours)} of data, unrecoverable",
         f"{summary.open_shard_count} open shards"
@@ -133,7 +134,9 @@ def plan_delete(
             else ""
         ),
     ]
-    if consumers:
+    if consumers is None:
+        lost.append("its registered consumers, if any: this endpoint cannot list them")
+    elif consumers:
         lost.append(f"{len(consumers)} registered consumer(s), deregistered with it: {_first_ten(consumers)}")
     else:
         lost.append("no registered (enhanced fan-out) consumers")
@@ -164,7 +167,7 @@ def plan_delete(
         (call,),
         tuple(lost),
         refusal,
-        {"consumers": list(consumers), "channels": list(channels)},
+        {"consumers": list(consumers or ()), "channels": list(channels)},
     )
 
 
