@@ -332,7 +332,14 @@ class HeatPanel(Widget, can_focus=True):
 
         try:
             plan = await actions.prepare_enhanced_monitoring(source, stream, metrics)
-            await actions.run(source, plan, action_log=ActionLog.default())
+            await actions.run(
+                source,
+                plan,
+                action_log=ActionLog.default(),
+                progress=lambda text: (
+                    None if text.startswith("calling") else self.notify(text, title="heat", timeout=5)
+                ),
+            )
             enabled = (await source.describe_stream_summary(stream)).enhanced_metrics
         except ConsoleError as error:
             self.notify(f"enhanced monitoring: {error.message}", severity="error", timeout=10)
