@@ -22,7 +22,7 @@ from tests.commands.test_cli_today import channel_request
 from tests.conftest import unique_stream_name
 from tests.ui.test_ui_console import RecordingApp, wait_until
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(240)
 
 STREAM = "<stream>"
 # The keys that pick a choice: the mode and distribution dialogs offer the other setting first, the
