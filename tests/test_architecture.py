@@ -159,6 +159,98 @@ def test_the_check_sees_an_upward_and_a_sideways_import(tmp_path):
     assert upward_imports("console.read.probe", graph) == ["console.backend.kinesis"]
 
 
+# ---- one implementation per change --------------------------------------------------------------
+
+# The backend's calls that change a stream, its consumers, its channels or the account. Only the
+# domain makes them (console.lifecycle.actions.run, console.reshard's executor): the command line and
+# the console prepare and run a change through it, so a rule one face enforces holds in the other.
+CHANGING_CALLS = frozenset(
+    {
+        "create_stream",
+        "delete_stream",
+        "increase_retention",
+        "decrease_retention",
+        "update_stream_mode",
+        "start_encryption",
+        "stop_encryption",
+        "enable_enhanced_monitoring",
+        "update_max_record_size",
+        "update_warm_throughput",
+        "update_record_distribution",
+        "update_account_settings",
+        "tag_resource",
+        "untag_resource",
+        "put_resource_policy",
+        "delete_resource_policy",
+        "create_channel",
+        "delete_channel",
+        "register_stream_consumer",
+        "deregister_stream_consumer",
+        "split_shard",
+        "merge_shards",
+        "update_shard_count",
+    }
+)
+FACES = {"commands", "ui", "cli"}
+# Not an operator's change: the launcher builds the embedded server's demo stream (one split, so the
+# lineage shows something) before the console opens.
+NOT_A_CHANGE = {("console.ui.launch", "prepare_demo_stream")}
+
+
+def changing_calls(path: Path, name: str) -> list[str]:
+    """Where a face module names one of CHANGING_CALLS on anything (called, or handed on as a callable):
+    `module:line name`. A method forwarding the call of its own name (a wrapper that is itself a
+    backend, console.ui.launch.PrefetchingSource) is the backend's seam, not a change, and a command's
+    parsed options (`args.enable_enhanced_monitoring`, the flag) are no call."""
+    tree = ast.parse(path.read_text(), str(path))
+    found: list[str] = []
+
+    def visit(node: ast.AST, function: str | None) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node.name
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in CHANGING_CALLS
+            and node.attr != function
+            and not (isinstance(node.value, ast.Name) and node.value.id == "args")  # an option's value
+            and (name, function) not in NOT_A_CHANGE
+        ):
+            found.append(f"{name}:{node.lineno} {node.attr}")
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(tree, None)
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if top_package(m) in FACES))
+def test_no_face_makes_a_change_itself(module):
+    made = changing_calls(MODULES[module], module)
+    assert not made, f"{module} calls the backend's changing calls itself (console.lifecycle.actions runs them): {made}"
+
+
+def test_the_check_sees_a_face_making_a_change(tmp_path):
+    fake = tmp_path / "probe.py"
+    fake.write_text(
+        "async def delete(kinesis, stream):\n"
+        "    await kinesis.delete_stream(stream)\n"
+        "def later(kinesis):\n"
+        "    return lambda: kinesis.tag_resource('arn', {})\n"
+        "class Wrapper:\n"
+        "    async def merge_shards(self, stream, a, b):\n"
+        "        await self._source.merge_shards(stream, a, b)\n"
+        "    async def enable(self, stream):\n"
+        "        return self._source.enable_enhanced_monitoring\n"
+        "def flag(args):\n"
+        "    return args.enable_enhanced_monitoring\n"
+    )
+    assert changing_calls(fake, "console.ui.probe") == [
+        "console.ui.probe:2 delete_stream",
+        "console.ui.probe:4 tag_resource",
+        "console.ui.probe:9 enable_enhanced_monitoring",
+    ]
+
+
 # ---- the UI's one seam to the backend -----------------------------------------------------------
 
 PROTOCOL = "console.backend.protocol"

@@ -380,6 +380,10 @@ def render_cloudwatch(stream: str, seconds: float, shards: list[ShardMetricsHeat
 
 
 def run_enable_monitoring(args: argparse.Namespace, config: BackendConfig) -> int:
+    """Prepared and run by console.lifecycle.actions, as the console's Heat tab does."""
+    from console.lifecycle import actions
+    from console.reshard.actionlog import ActionLog
+
     refuse_if_read_only(args, f"enable enhanced monitoring on {args.stream}")
     action = f"enable shard-level enhanced monitoring ({', '.join(SHARD_LEVEL_METRICS)}; billed per shard)"
     confirm_by_stream_name(args, change=f"{action} on {args.stream}", consequence=action)
@@ -388,25 +392,13 @@ def run_enable_monitoring(args: argparse.Namespace, config: BackendConfig) -> in
         async with open_backend(config) as kinesis:
             if config.kind == "local":
                 await ensure_local_stream(kinesis, args.stream, args)
-            from console.reshard.actionlog import ActionLog
-
-            async def settle() -> tuple[bool | None, str]:
-                enabled = set((await kinesis.describe_stream_summary(args.stream)).enhanced_metrics)
-                return set(
-                    SHARD_LEVEL_METRICS
-                ) <= enabled, f"enhanced metrics now: {', '.join(sorted(enabled)) or 'none'}"
-
-            change = await ActionLog.default().call(
-                "EnableEnhancedMonitoring",
-                {"metrics": list(SHARD_LEVEL_METRICS)},
-                lambda: kinesis.enable_enhanced_monitoring(args.stream, list(SHARD_LEVEL_METRICS)),
-                stream=args.stream,
-                backend=kinesis.label,
-                settle=settle,
-                check=f"kconsole stream describe {args.stream}",
+            plan = await actions.prepare_enhanced_monitoring(kinesis, args.stream, SHARD_LEVEL_METRICS)
+            await actions.run(
+                kinesis,
+                plan,
+                action_log=ActionLog.default(),
+                progress=lambda text: None if text.startswith("calling") else note(f"kconsole: {text}"),
             )
-            if change.reply_lost:
-                note("kconsole: EnableEnhancedMonitoring: the reply was lost; the stream shows the change")
             return (await kinesis.describe_stream_summary(args.stream)).enhanced_metrics
 
     enabled = run_async(enable())

@@ -22,10 +22,9 @@ from console.heat.fleet import (
     FleetRow,
     StreamFacts,
     fleet_from,
-    format_age,
     read_fleet_metrics,
+    row_text,
     sort_rows,
-    sparkline,
 )
 from console.lifecycle.rules import parse_shard_count
 from console.topology.model import StreamSummary
@@ -227,41 +226,27 @@ def format_fleet(pairs: list[tuple[StreamSummary, FleetRow]], label: str, proble
     )
     body = []
     for summary, row in pairs:
-        mode = (
-            summary.mode
-            + (" AUTO" if row.facts.auto_distribution else "")
-            + (f" warm {row.facts.warm_mibps} MiB/s" if row.facts.warm_mibps else "")
-        )
+        cells = row_text(row, fleet_problem=problem)
         body.append(
             (
                 summary.name,
                 summary.status,
-                mode,
-                _count(summary.open_shard_count),
+                cells.mode,
+                cells.shards,
                 f"{summary.retention_hours} h",
                 summary.encryption,
-                _number(row.records_per_s, "{:.1f}"),
-                _number(None if row.bytes_per_s is None else row.bytes_per_s / 1024, "{:.1f}"),
-                sparkline(row.bytes_sparkline) or "-",
-                _number(None if row.utilisation is None else row.utilisation * 100, "{:.0f}%"),
-                "-" if row.max_iterator_age_ms is None else format_age(row.max_iterator_age_ms),
-                f"{_count(row.write_throttled)}/{_count(row.read_throttled)}",
-                _count(summary.consumer_count),
-                ("! " + "; ".join(row.trouble))
-                if row.trouble
-                else (f"? {row.metrics_problem}" if row.metrics_problem and not problem else ""),
+                cells.records_per_s,
+                cells.kib_per_s,
+                cells.sparkline,
+                cells.used,
+                cells.iterator_age,
+                cells.throttled,
+                cells.consumers,
+                ("! " if row.trouble else "") + cells.trouble,
             )
         )
     text = render_table(header, body, right_aligned={3, 6, 7, 9, 10, 12})
     return f"{text}\nno metrics: {problem}" if problem else text
-
-
-def _number(value: float | None, pattern: str) -> str:
-    return "-" if value is None else pattern.format(value)
-
-
-def _count(value: int | None) -> str:
-    return "-" if value is None else f"{value:,}"
 
 
 # -- kconsole shards -------------------------------------------------------------------------------

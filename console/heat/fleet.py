@@ -212,6 +212,51 @@ def _recent_rate(points: Series) -> float | None:
     return sum(value for _, value in recent) / (len(recent) * PERIOD)
 
 
+@dataclass(frozen=True)
+class RowText:
+    """A fleet row's cells as text: `kconsole streams` and the console's fleet screen show these."""
+
+    mode: str  # "ON_DEMAND AUTO warm 100 MiB/s"
+    trouble: str  # the reasons, or "? why there are no metrics"
+    records_per_s: str
+    kib_per_s: str
+    sparkline: str
+    used: str
+    iterator_age: str
+    throttled: str  # writes/reads
+    shards: str
+    consumers: str
+
+
+def row_text(row: FleetRow, *, fleet_problem: str | None = None) -> RowText:
+    """`fleet_problem`: why the whole fleet has no metrics, said once, so no row repeats it."""
+    facts = row.facts
+
+    def number(value: float | None, pattern: str) -> str:
+        return "-" if value is None else pattern.format(value)
+
+    def count(value: int | None) -> str:
+        return "-" if value is None else f"{value:,}"
+
+    trouble = "; ".join(row.trouble)
+    if not trouble and row.metrics_problem and not fleet_problem:
+        trouble = f"? {row.metrics_problem}"
+    return RowText(
+        mode=facts.mode
+        + (" AUTO" if facts.auto_distribution else "")
+        + (f" warm {facts.warm_mibps} MiB/s" if facts.warm_mibps else ""),
+        trouble=trouble,
+        records_per_s=number(row.records_per_s, "{:.1f}"),
+        kib_per_s=number(None if row.bytes_per_s is None else row.bytes_per_s / 1024, "{:.1f}"),
+        sparkline=sparkline(row.bytes_sparkline) or "-",
+        used=number(None if row.utilisation is None else row.utilisation * 100, "{:.0f}%"),
+        iterator_age="-" if row.max_iterator_age_ms is None else format_age(row.max_iterator_age_ms),
+        throttled=f"{count(row.write_throttled)}/{count(row.read_throttled)}",
+        shards=count(facts.open_shards),
+        consumers=count(facts.consumers),
+    )
+
+
 def format_age(millis: float) -> str:
     seconds = millis / 1000
     return (

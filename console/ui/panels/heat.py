@@ -326,20 +326,19 @@ class HeatPanel(Widget, can_focus=True):
 
     @work(exclusive=True, group="heat-monitoring", exit_on_error=False)
     async def _enable_monitoring(self, source: ConsoleBackend, stream: str, metrics: tuple[str, ...]) -> None:
+        """Prepared and run by console.lifecycle.actions, as `kconsole heat --enable-enhanced-monitoring`."""
+        from console.lifecycle import actions
         from console.reshard.actionlog import ActionLog
 
-        async def settle() -> tuple[bool | None, str]:
-            enabled = set((await source.describe_stream_summary(stream)).enhanced_metrics)
-            return set(metrics) <= enabled, f"enhanced metrics now: {', '.join(sorted(enabled)) or 'none'}"
-
-        try:  # logged ahead like every change; a lost reply is read back
-            await ActionLog.default().call(
-                "EnableEnhancedMonitoring",
-                {"metrics": list(metrics)},
-                lambda: source.enable_enhanced_monitoring(stream, list(metrics)),
-                stream=stream,
-                backend=source.label,
-                settle=settle,
+        try:
+            plan = await actions.prepare_enhanced_monitoring(source, stream, metrics)
+            await actions.run(
+                source,
+                plan,
+                action_log=ActionLog.default(),
+                progress=lambda text: (
+                    None if text.startswith("calling") else self.notify(text, title="heat", timeout=5)
+                ),
             )
             enabled = (await source.describe_stream_summary(stream)).enhanced_metrics
         except ConsoleError as error:

@@ -30,9 +30,8 @@ from console.heat.fleet import (
     StreamFacts,
     build_row,
     fleet_rows,
-    format_age,
+    row_text,
     sort_rows,
-    sparkline,
 )
 from console.read.printable import printable
 from console.ui.source import describe_failure
@@ -55,34 +54,22 @@ COLUMNS = (
 
 
 def row_cells(row: FleetRow) -> list[Any]:
-    facts = row.facts
+    """The row's text (console.heat.fleet.row_text, as `kconsole streams` shows it), in COLUMNS' order."""
+    text = row_text(row)
     style = "bold red" if row.trouble else ""
-    mode = (
-        facts.mode
-        + (" AUTO" if facts.auto_distribution else "")
-        + (f" warm {facts.warm_mibps} MiB/s" if facts.warm_mibps else "")
-    )
-    trouble = "; ".join(row.trouble) if row.trouble else (f"? {row.metrics_problem}" if row.metrics_problem else "")
-
-    def number(value: float | None, pattern: str) -> str:
-        return "-" if value is None else pattern.format(value)
-
-    def count(value: int | None) -> str:
-        return "-" if value is None else f"{value:,}"
-
     return [
-        Text(printable(facts.name), style=style),
-        Text(printable(trouble), style=style),
-        number(row.records_per_s, "{:.1f}"),
-        number(None if row.bytes_per_s is None else row.bytes_per_s / 1024, "{:.1f}"),
-        sparkline(row.bytes_sparkline) or "-",
-        number(None if row.utilisation is None else row.utilisation * 100, "{:.0f}%"),
-        "-" if row.max_iterator_age_ms is None else format_age(row.max_iterator_age_ms),
-        f"{count(row.write_throttled)}/{count(row.read_throttled)}",
-        count(facts.open_shards),
-        count(facts.consumers),
-        mode,
-        facts.status,
+        Text(printable(row.name), style=style),
+        Text(printable(text.trouble), style=style),
+        text.records_per_s,
+        text.kib_per_s,
+        text.sparkline,
+        text.used,
+        text.iterator_age,
+        text.throttled,
+        text.shards,
+        text.consumers,
+        text.mode,
+        row.facts.status,
     ]
 
 
