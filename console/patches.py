@@ -145,9 +145,12 @@ def import_aiohttp() -> None:
         for context in put_off:  # not the two contexts this module knows: load them now, as built
             context.set_default_verify_paths()
         return
+    import functools
+
     pending = list(put_off)
     choose = connector.TCPConnector._get_ssl_context
 
+    @functools.wraps(choose)  # its signature stays aiohttp's (tests/test_patches.py reads it)
     def get_ssl_context(self: Any, request: Any) -> Any:
         context = choose(self, request)
         if pending and any(context is waiting for waiting in pending):
