@@ -22,7 +22,7 @@ from console.errors import ConsoleError
 from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
 from console.topology.model import StreamSummary, auto_notice
 from console.ui.panels.shards import ShardsPanel
-from console.ui.source import BIG_STREAM, StreamView, describe_failure, with_lineage
+from console.ui.source import BIG_STREAM, CloudWatchReading, StreamView, describe_failure, with_lineage
 from console.ui.startup import settle_heap
 
 
@@ -61,6 +61,7 @@ class StreamDisplay:
         app = self.app
         app.workers.cancel_group(app, "capacity")
         self._capacity_stream = None
+        app.cloudwatch = None  # the Heat and Consumers tabs say it is being fetched
         app.ribbon.set_shards([])
         app.ribbon.set_heat({})
         app.header.update_state(stream=stream, summary=None, refreshed_at=None, error=None, capacity=None)
@@ -97,13 +98,8 @@ class StreamDisplay:
         app = self.app
         app.view = view
         app.header.update_state(summary=view.summary, refreshed_at=app.clock(), error=None, notice=None)
-        summary = view.summary
-        # The hidden tabs are told now, or when first shown (console.ui.lazy_tabs).
-        app.tell("heat", "summary", lambda heat: heat.show_summary(summary))
-        notice = self.auto_notice(summary)
-        app.tell("placement", "auto_notice", lambda placement: placement.set_auto_notice(notice))
-        app.tell("keytree", "auto_notice", lambda keytree: keytree.set_auto_notice(notice))
-        self.follow_capacity(summary.name)
+        app.auto_notice = self.auto_notice(view.summary)  # the key-space tabs follow it
+        self.follow_capacity(view.summary.name)
 
     def auto_notice(self, summary: StreamSummary) -> str | None:
         """The AUTO notice for the key-space tabs; since when, from the action log, read once per switch."""
@@ -177,7 +173,7 @@ class StreamDisplay:
             if CLOUDWATCH in self.app.source.capabilities:
                 self.app.run_worker(self._poll_capacity(stream), group="capacity", exclusive=True, exit_on_error=False)
             else:  # an in-memory source (tests, screenshots)
-                self.app.tell("heat", "capacity", lambda heat: heat.show_capacity(None, NO_CLOUDWATCH))
+                self.app.cloudwatch = CloudWatchReading(None, NO_CLOUDWATCH)
 
     async def _poll_capacity(self, stream: str) -> None:
         """The stream's CloudWatch metrics: free at stream level, fetched once a minute (CloudWatch's
@@ -187,17 +183,11 @@ class StreamDisplay:
             try:
                 metrics = await stream_metrics(app.source, stream)
             except ConsoleError as error:
-                reason = unavailable_reason(error)
-                self._show_capacity(None, reason)
+                app.cloudwatch = CloudWatchReading(None, unavailable_reason(error))
                 app.header.update_state(capacity=None)
             else:
                 if stream != app.stream:
                     return
-                self._show_capacity(metrics)
+                app.cloudwatch = CloudWatchReading(metrics)
                 app.header.update_state(capacity=CapacitySummary.of(metrics))
             await asyncio.sleep(CAPACITY_INTERVAL)
-
-    def _show_capacity(self, metrics: Any, problem: str | None = None) -> None:
-        """The stream's CloudWatch metrics (None: `problem` says why) in the Heat and Consumers tabs."""
-        self.app.tell("heat", "capacity", lambda heat: heat.show_capacity(metrics, problem))
-        self.app.tell("consumers", "metrics", lambda consumers: consumers.show_metrics(metrics, problem))
