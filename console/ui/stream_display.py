@@ -13,17 +13,25 @@ CloudWatch loop follows.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol, TypeVar
 
 from textual.message import Message
+from textual.widget import Widget
+from textual.worker import Worker
 
-from console.backend.protocol import CLOUDWATCH
+from console.backend.protocol import CLOUDWATCH, ConsoleBackend
 from console.errors import ConsoleError
 from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
 from console.topology.model import StreamSummary, auto_notice
 from console.ui.panels.shards import ShardsPanel
 from console.ui.source import BIG_STREAM, CloudWatchReading, StreamView, describe_failure, with_lineage
 from console.ui.startup import settle_heap
+from console.ui.widgets.header import ConsoleHeader
+from console.ui.widgets.ribbon import KeySpaceRibbon
+from console.ui.widgets.shard_table import ShardTable
+
+QueryType = TypeVar("QueryType", bound=Widget)
 
 
 class StreamRefreshed(Message):
@@ -48,18 +56,69 @@ CAPACITY_INTERVAL = 60.0  # seconds between fetches of the stream's CloudWatch m
 NO_CLOUDWATCH = "no CloudWatch metrics: this source has no CloudWatch"
 
 
+class DisplayedConsole(Protocol):
+    """What a poll's result is written into (console.ui.app.KConsoleApp is one): the app's reactives,
+    its stream-wide widgets and selection, and the Textual calls made on it."""
+
+    view: StreamView | None
+    auto_notice: str | None
+    cloudwatch: CloudWatchReading | None
+
+    @property
+    def stream(self) -> str | None: ...
+
+    @property
+    def source(self) -> ConsoleBackend: ...
+
+    @property
+    def selected_shard_id(self) -> str | None: ...
+
+    @property
+    def clock(self) -> Callable[[], float]: ...
+
+    @property
+    def poll_timeout(self) -> float: ...
+
+    @property
+    def header(self) -> ConsoleHeader: ...
+
+    @property
+    def table(self) -> ShardTable: ...
+
+    @property
+    def ribbon(self) -> KeySpaceRibbon: ...
+
+    @property
+    def is_running(self) -> bool: ...
+
+    def select_shard(self, shard_id: str, origin: str | None = None) -> None: ...
+
+    def query_one(self, selector: type[QueryType]) -> QueryType: ...
+
+    def notify(self, message: str, **options: Any) -> None: ...
+
+    def post_message(self, message: Message) -> bool: ...
+
+    def run_worker(
+        self, work: Coroutine[None, None, None], *, group: str, exclusive: bool, exit_on_error: bool
+    ) -> Worker[None]: ...
+
+
 class StreamDisplay:
-    def __init__(self, app: Any) -> None:  # the KConsoleApp: its widgets, selection and poll state
+    def __init__(self, app: DisplayedConsole) -> None:
         self.app = app
         self._last_tiling_problem: str | None = None
         self._auto_since: tuple[str, str | None] | None = None  # (stream, since when) of the last AUTO notice
         self._capacity_stream: str | None = None  # the stream the CloudWatch loop follows
+        self._capacity_worker: Worker[None] | None = None
 
     def cleared(self, stream: str | None) -> None:
         """Another stream is open: nothing of the previous one stays on screen as if it were this
         one, found or not (the panels that show it clear themselves: they follow the app's `stream`)."""
         app = self.app
-        app.workers.cancel_group(app, "capacity")
+        if self._capacity_worker is not None:
+            self._capacity_worker.cancel()
+            self._capacity_worker = None
         self._capacity_stream = None
         app.cloudwatch = None  # the Heat and Consumers tabs say it is being fetched
         app.ribbon.set_shards([])
@@ -161,7 +220,7 @@ class StreamDisplay:
         app.header.update_state(error=reason)
         app.post_message(PollFailed(reason))
 
-    def retry(self, event: Any) -> None:
+    def retry(self, event: Any) -> None:  # a console.backend retry event
         """A backend call is being retried (throttled, a dropped connection): say so until a poll succeeds."""
         if self.app.is_running:
             self.app.header.update_state(notice=event.describe())
@@ -171,7 +230,9 @@ class StreamDisplay:
         if stream != self._capacity_stream:
             self._capacity_stream = stream
             if CLOUDWATCH in self.app.source.capabilities:
-                self.app.run_worker(self._poll_capacity(stream), group="capacity", exclusive=True, exit_on_error=False)
+                self._capacity_worker = self.app.run_worker(
+                    self._poll_capacity(stream), group="capacity", exclusive=True, exit_on_error=False
+                )
             else:  # an in-memory source (tests, screenshots)
                 self.app.cloudwatch = CloudWatchReading(None, NO_CLOUDWATCH)
 
