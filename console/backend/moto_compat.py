@@ -70,6 +70,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from console.backend import moto_readers
 from console.keyspace.hashkeys import HASH_SPACE, even_split, md5_hash_key, owners_among
 
 _applied = False
@@ -133,6 +134,7 @@ def apply() -> None:
         from moto.cloudwatch import models as cloudwatch_models
 
         _patch_cloudwatch(cloudwatch_models)
+        moto_readers.apply(_lock)
         _applied = True
 
 

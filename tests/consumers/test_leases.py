@@ -108,10 +108,11 @@ def test_lease_table_recognition():
     assert not is_lease_key_schema(
         {"KeySchema": [{"AttributeName": "leaseKey", "KeyType": "HASH"}, {"AttributeName": "x", "KeyType": "RANGE"}]}
     )
-    ids = [s.shard_id for s in shards_of(2)]
-    assert table_matches_stream([kcl_lease(ids[0])], "s", ids)
-    assert not table_matches_stream([kcl_lease("shardId-000000000077")], "s", ids)
-    assert not table_matches_stream([{"leaseKey": {"S": ids[0]}}], "s", ids)  # keyed alike, not a lease
+    shards = shards_of(2)
+    ids = [s.shard_id for s in shards]
+    assert table_matches_stream([kcl_lease(ids[0])], "s", shards)
+    assert not table_matches_stream([kcl_lease("shardId-000000000077")], "s", shards)
+    assert not table_matches_stream([{"leaseKey": {"S": ids[0]}}], "s", shards)  # keyed alike, not a lease
 
 
 def test_states():
