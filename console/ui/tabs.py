@@ -134,6 +134,14 @@ def _consumers(host: TabHost) -> Widget:
     return panel.data_bind(bound.stream, bound.view, bound.cloudwatch)
 
 
+def _readers(host: TabHost) -> Widget:
+    from console.ui.panels.readers import ReadersPanel
+
+    bound = _reactives(host)
+    panel = ReadersPanel(host.source, poll_lock=host.poll_lock, interval=host.interval, id="readers-panel")
+    return panel.data_bind(bound.stream, shard=bound.selected_shard_id)
+
+
 TABS: tuple[Tab, ...] = (
     Tab(
         "shards",
@@ -225,6 +233,16 @@ TABS: tuple[Tab, ...] = (
         _consumers,
         aliases=("co",),
         first_focus="#consumers-table",
+    ),
+    Tab(
+        "readers",
+        "Readers",
+        "9",
+        "every reader of the stream, worst first",
+        "Every reader of the stream (Lambda, Firehose, Pipes, Flink, EFO, KCL), worst first; positions per shard.",
+        _readers,
+        aliases=("re",),
+        first_focus="#readers-table",
     ),
 )
 

@@ -32,6 +32,7 @@ from console.read.printable import printable
 from console.topology.model import Shard
 from console.ui.source import CloudWatchReading, StreamView
 from console.ui.widgets.metric_lines import stream_capacity_text
+from console.ui.widgets.table_rows import plain, replace_rows
 
 LEASE_COLUMNS = ("Shard", "State", "Owner", "Checkpoint", "Behind", "Time", "Problem")
 EFO_COLUMNS = ("EFO consumer", "Status", "Created")
@@ -39,10 +40,6 @@ WORKER_COLUMNS = ("Worker", "Leases", "Open", "KB/s", "CPU", "Metrics age", "Lea
 # Below this many rows (an 80x24 terminal leaves the panel about 15) the seven metric lines give way,
 # so the lease table and the Workers section keep rows; the Heat tab shows the same metrics.
 SHORT_PANEL_ROWS = 24
-
-
-def plain(value: object) -> Text:
-    return Text(printable(str(value)))
 
 
 def metrics_text(reading: CloudWatchReading | None) -> Text:
@@ -247,7 +244,7 @@ class ConsumersPanel(Vertical):
             )
             return
         self.query_one("#consumers-workers-status", Static).update(Text(printable(workers_line(view))))
-        _replace_rows(
+        replace_rows(
             self.query_one("#consumers-workers", DataTable),
             WORKER_COLUMNS,
             {row.worker_id: worker_cells(row) for row in view.rows},
@@ -285,12 +282,12 @@ class ConsumersPanel(Vertical):
             self.query_one("#consumers-metrics", Static).update(metrics_text(reading))
 
     def show_report(self, report: ConsumerReport) -> None:
-        _replace_rows(
+        replace_rows(
             self.query_one("#consumers-efo", DataTable),
             EFO_COLUMNS,
             {c.arn or c.name: (plain(c.name), plain(c.status), plain(c.created[:19])) for c in report.efo_consumers},
         )
-        _replace_rows(
+        replace_rows(
             self.query_one("#consumers-leases", DataTable),
             LEASE_COLUMNS,
             {row.lease.lease_key: lease_cells(row, report.scan_cap) for row in report.rows},
@@ -312,18 +309,3 @@ class ConsumersPanel(Vertical):
             if report.problems:
                 parts.append(f"{len(report.problems)} marked !")
         self.show_status(" · ".join(parts))
-
-
-def _replace_rows(table: DataTable, columns: tuple[str, ...], rows: dict[str, tuple[Text, ...]]) -> None:
-    """Rows keyed by `rows`' keys: changed cells updated in place, gone rows removed, new rows added."""
-    present = {key.value for key in table.rows}
-    for row_key in list(table.rows):
-        if row_key.value not in rows:
-            table.remove_row(row_key)
-    for key, cells in rows.items():
-        if key in present:
-            for column, cell in zip(columns, cells):
-                if table.get_cell(key, column) != cell:
-                    table.update_cell(key, column, cell, update_width=True)
-        else:
-            table.add_row(*cells, key=key)

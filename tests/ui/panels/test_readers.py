@@ -1,0 +1,196 @@
+"""The Readers tab, driven with Pilot against the embedded local Kinesis: a Lambda event source mapping,
+a Firehose delivery stream and a KCL application (its lease table) read a stream; the tab shows one row
+each, the selected reader's detail (per-shard positions for the KCL, the lag as a whole for Lambda), the
+readers' positions on the shard selected in the console, and polls only while it is shown. Names from
+the services are shown escaped, at 80x24 as at 140x45."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+import zipfile
+
+import pytest
+from textual.widgets import DataTable, Static
+
+from console.consumers.readers import Reader, ReadersReport, ShardPosition
+from console.ui.panels.readers import WHOLE_ONLY, ReadersPanel
+from tests.consumers.kcl_tables import aws_client, create_lease_table, dynamodb, kcl_lease, put_items
+from tests.ui.panels.test_panel_work import PanelHarness
+from tests.ui.test_ui_console import RecordingApp, wait_until
+
+pytestmark = pytest.mark.timeout(120)
+
+ROLE_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    }
+)
+
+
+async def read_by_lambda_firehose_and_kcl(endpoint_url: str, kinesis, stream: str) -> dict[str, str]:
+    """A Lambda mapping, a Firehose delivery stream and a KCL lease table on `stream`: their names."""
+    arn = (await kinesis.describe_stream_summary(stream)).arn
+    shards = await kinesis.all_shards(stream)
+    suffix = uuid.uuid4().hex[:8]
+    code = io.BytesIO()
+    with zipfile.ZipFile(code, "w") as archive:
+        archive.writestr("index.py", "def handler(event, context):\n    return None\n")
+    async with aws_client("iam", endpoint_url) as iam:
+        role = (await iam.create_role(RoleName=f"readers-{suffix}", AssumeRolePolicyDocument=ROLE_POLICY))["Role"]
+    async with aws_client("lambda", endpoint_url) as functions:
+        await functions.create_function(
+            FunctionName=f"fn-{suffix}",
+            Runtime="python3.12",
+            Role=role["Arn"],
+            Handler="index.handler",
+            Code={"ZipFile": code.getvalue()},
+        )
+        await functions.create_event_source_mapping(
+            EventSourceArn=arn, FunctionName=f"fn-{suffix}", StartingPosition="LATEST", BatchSize=250
+        )
+    async with aws_client("firehose", endpoint_url) as firehose:
+        await firehose.create_delivery_stream(
+            DeliveryStreamName=f"ds-{suffix}",
+            DeliveryStreamType="KinesisStreamAsSource",
+            KinesisStreamSourceConfiguration={"KinesisStreamARN": arn, "RoleARN": role["Arn"]},
+            ExtendedS3DestinationConfiguration={"RoleARN": role["Arn"], "BucketARN": "arn:aws:s3:::readers-bucket"},
+        )
+    async with dynamodb(endpoint_url) as client:
+        table = await create_lease_table(client, f"kcl-app-{suffix}")
+        await put_items(client, table, [kcl_lease(shard.shard_id) for shard in shards])
+    return {"lambda": f"fn-{suffix}", "firehose": f"ds-{suffix}", "kcl": table}
+
+
+def rows_of(table: DataTable) -> dict[str, list[str]]:
+    return {str(key.value): [str(cell) for cell in table.get_row(key)] for key in table.rows}
+
+
+def text_of(panel: ReadersPanel, selector: str) -> str:
+    return str(panel.query_one(selector, Static).render())
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)])
+async def test_the_readers_tab_shows_each_reader_its_detail_and_the_selected_shard(
+    kinesis, make_stream, local_kinesis, size
+):
+    stream = await make_stream(shards=2)
+    names = await read_by_lambda_firehose_and_kcl(local_kinesis.endpoint_url, kinesis, stream)
+    listed = await kinesis.all_shards(stream)
+    for n in range(3):  # the KCL application, at TRIM_HORIZON everywhere, is 3 records behind on the second shard
+        await kinesis.put_record(stream, b"record", f"k{n}", explicit_hash_key=listed[1].starting_hash_key)
+    app = RecordingApp(kinesis, stream=stream, interval=0.5)
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda: app.refreshed, what="first poll")
+        await pilot.press("9")
+        panel = app.query_one(ReadersPanel)
+        table = panel.query_one("#readers-table", DataTable)
+        assert app.focused is table
+        await wait_until(
+            pilot,
+            lambda: (
+                {names["lambda"], names["firehose"], names["kcl"]}
+                <= {reader.name for reader in panel._readers.values()}
+            ),
+            what="the three readers",
+        )
+        rows = rows_of(table)
+        kinds = {cells[0] for cells in rows.values() if cells[1] in names.values()}
+        assert kinds == {"lambda", "firehose", "kcl"}
+        assert f"reader(s) of {stream}, worst first" in text_of(panel, "#readers-status")
+        # The region drawn on screen holds the rows (not pushed off by the detail at 80x24).
+        assert table.region.height >= 3 and table.region.bottom <= size[1]
+
+        # The cursor's reader in the detail: a KCL application's position per shard, a Lambda's as a whole.
+        async def select(name: str) -> str:
+            key = next(key for key, reader in panel._readers.items() if reader.name == name)
+            table.move_cursor(row=table.get_row_index(key))
+            await pilot.pause()
+            return text_of(panel, "#readers-detail")
+
+        kcl_detail = await select(names["kcl"])
+        shards = [shard.shard_id for shard in listed]
+        assert all(shard_id in kcl_detail for shard_id in shards) and "TRIM_HORIZON" in kcl_detail
+        lambda_detail = await select(names["lambda"])
+        assert WHOLE_ONLY in lambda_detail and "250" in lambda_detail  # its batch size among the settings
+
+        # The shard selected in the console: every reader's position on it, in one line.
+        app.select_shard(shards[1])
+        await pilot.pause()
+        line = text_of(panel, "#readers-shard")
+        assert line.startswith(f"readers on {shards[1]}:")
+        assert f"kcl {names['kcl']} " in line and f"lambda {names['lambda']} lag unknown" in line
+        kcl_on_shard = line.split(f"kcl {names['kcl']} ")[1].split(", lambda ")[0].split(", firehose ")[0]
+        assert "3 records" in kcl_on_shard
+
+        # It polls while shown, and stops when another tab is.
+        assert [w for w in panel.workers if w.group == "readers" and not w.is_finished]
+        await pilot.press("1")
+        await wait_until(
+            pilot,
+            lambda: not [w for w in panel.workers if w.group == "readers" and not w.is_finished],
+            what="the poll to stop",
+        )
+        assert not [note for note in app.notes if "internal error" in note]
+
+
+HOSTILE = "fn-\x1b]52;c;ZXZpbA==\x07[bold]x[/]"
+
+
+def hostile_report() -> ReadersReport:
+    kcl = Reader(
+        "kcl",
+        "app\x1b[2J",
+        None,
+        "stalled",
+        "1 of 2 unfinished leases have no owner",
+        90_000,
+        1200,
+        None,
+        {"lease_table": "app\x1b[2J", "leases": 2},
+        None,
+        False,
+        (
+            ShardPosition("shardId-000000000000", 90_000, 1200, "4960\x1b[31m"),
+            ShardPosition("shardId-000000000001", None, None, None),
+        ),
+    )
+    function = Reader(
+        "lambda",
+        HOSTILE,
+        None,
+        "Enabled",
+        "PROBLEM: Function call failed\x1b[2J",
+        None,
+        None,
+        "Errors 3, Throttles 0 (5 min)",
+        {"batch_size": 100},
+        None,
+        False,
+        None,
+    )
+    return ReadersReport("orders", (kcl, function), ("Lambda: AccessDenied (no lambda:GetFunction)",))
+
+
+async def test_names_and_reasons_from_the_services_are_shown_escaped():
+    panel = ReadersPanel(id="readers-panel")  # no source: it polls nothing, shows what it is given
+    app = PanelHarness(panel)
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel.show_report(hostile_report())
+        panel.shard = "shardId-000000000000"
+        await pilot.pause()
+        shown = "\n".join(
+            text_of(panel, selector)
+            for selector in ("#readers-status", "#readers-unavailable", "#readers-shard", "#readers-detail")
+        )
+        rows = rows_of(panel.query_one("#readers-table", DataTable))
+        everything = shown + "\n".join(" ".join(cells) for cells in rows.values())
+        assert "\x1b" not in everything and "\x07" not in everything
+        assert "\\x1b[2J" in everything and "[bold]x[/]" in everything  # drawn as themselves, not obeyed
+        assert "Lambda: AccessDenied (no lambda:GetFunction)" in text_of(panel, "#readers-unavailable")
+        line = text_of(panel, "#readers-shard")
+        assert "kcl app\\x1b[2J 90.0 s, 1,200 records, lambda fn-" in line and line.endswith("lag unknown")
