@@ -23,6 +23,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
+from textual.worker import Worker, WorkerState
 
 from console.backend.protocol import ConsoleBackend
 from console.consumers.report import format_millis
@@ -239,6 +240,12 @@ class ReadersPanel(Vertical):
             if report is not None:
                 self.show_report(report)
             await asyncio.sleep(self.interval)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A failure the poll does not expect (it expects ConsoleError) is a defect: said, not lost."""
+        if event.worker.group == "readers" and event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.show_error(f"readers stopped: internal error: {type(error).__name__}: {error}")
 
     # ---- what it shows --------------------------------------------------------------------------
 

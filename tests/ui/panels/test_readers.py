@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Static
 
 from console.consumers.readers import Reader, ReadersReport, ShardPosition
 from console.ui.panels.readers import WHOLE_ONLY, ReadersPanel
+from console.ui.static_source import StaticSource, even_shards
 from tests.consumers.kcl_tables import aws_client, create_lease_table, dynamodb, kcl_lease, put_items
 from tests.ui.panels.test_panel_work import PanelHarness
 from tests.ui.test_ui_console import RecordingApp, wait_until
@@ -194,3 +195,15 @@ async def test_names_and_reasons_from_the_services_are_shown_escaped():
         assert "Lambda: AccessDenied (no lambda:GetFunction)" in text_of(panel, "#readers-unavailable")
         line = text_of(panel, "#readers-shard")
         assert "kcl app\\x1b[2J 90.0 s, 1,200 records, lambda fn-" in line and line.endswith("lag unknown")
+
+
+async def test_a_poll_that_fails_unexpectedly_says_so_in_place_of_reading():
+    # An in-memory source serves the stream's shards and no reader service: a defect to show, not hide.
+    panel = ReadersPanel(StaticSource("orders", even_shards(2)), id="readers-panel")
+    app = PanelHarness(panel)
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel.stream = "orders"
+        await wait_until(
+            pilot, lambda: "readers stopped: internal error" in text_of(panel, "#readers-status"), what="the error"
+        )
+        assert "AttributeError" in text_of(panel, "#readers-status")
