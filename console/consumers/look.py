@@ -81,7 +81,8 @@ async def find_lease_tables(backend: Any, stream: str, shards: Sequence[Shard]) 
             if not is_lease_key_schema(await backend.describe_table(name)):
                 return None
             sample = await backend.scan_table(name, limit=SAMPLE_ITEMS)
-            return name if table_matches_stream(sample, stream, shards) else None
+            whole = len(sample) < SAMPLE_ITEMS
+            return name if table_matches_stream(sample, stream, shards, whole_table=whole) else None
 
     found = await asyncio.gather(*(check(name) for name in names))
     return [name for name in found if name]

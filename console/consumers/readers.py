@@ -432,7 +432,9 @@ async def _with_metrics(backend: Any, stream: str, found: _Found, now: datetime 
 
 def lambda_reader(mapping: Mapping[str, Any], via: str | None, missing: set[str], metrics: _Metrics) -> Reader:
     function = function_name(mapping.get("FunctionArn"))
-    age, errors, throttles = (metrics.latest(q) if i == 0 else metrics.total(q) for i, q in enumerate(lambda_queries(function)))
+    age, errors, throttles = (
+        metrics.latest(q) if i == 0 else metrics.total(q) for i, q in enumerate(lambda_queries(function))
+    )
     result = mapping.get("LastProcessingResult")
     problems = []
     state = str(mapping.get("State") or "unknown")
@@ -728,9 +730,7 @@ class FleetReaders:
     unavailable: tuple[str, ...]
 
 
-async def fleet_reader_lag(
-    backend: Any, streams: Sequence[str], *, now: datetime | None = None
-) -> FleetReaders:
+async def fleet_reader_lag(backend: Any, streams: Sequence[str], *, now: datetime | None = None) -> FleetReaders:
     """The worst Lambda or Firehose reader of each of `streams`, in a bounded number of calls however
     many streams there are: one page-through of every event source mapping in the region (EFO
     mappings name their stream in the consumer's ARN), one of the delivery streams with a Kinesis
