@@ -662,18 +662,24 @@ def reshard_impact(
     workers: Mapping[str, tuple[int, int | None]] | None = None,
 ) -> list[ReaderImpact]:
     """What a reshard from `shards_before` to `shards_after` open shards, closing `parents`, does to
-    each reader: every reader that follows the parent-first rule (KCL, Lambda, Firehose, Pipes, Flink's
-    connector) reads a child only once its parents are drained, so a reader behind on a parent reaches
-    the children that much later; a KCL application whose workers cannot hold the new lease count; a
-    Lambda whose concurrency changes with the shard count. `workers`: per lease table, (workers seen,
-    maxLeasesForWorker or None when unknown)."""
+    each reader: every reader that follows the parent-first rule (KCL, Lambda, Firehose, Pipes) reads a
+    child only once its parents are drained, so a reader behind on a parent reaches the children that
+    much later; a KCL application whose workers cannot hold the new lease count (maxLeasesForWorker is
+    the application's setting, not in its lease table: without it, what it must be at least); a Lambda
+    or pipe whose concurrency changes with the shard count. `workers`: per lease table, (workers,
+    maxLeasesForWorker or None when unknown); without it the lease owners seen are the workers."""
     impacts: list[ReaderImpact] = []
     for reader in report.readers:
         if reader.kind == EFO:
             continue  # the readers through it are listed themselves
         lines = []
         backlog = _parents_backlog(reader, parents)
-        if parents:
+        if parents and reader.kind == FLINK:
+            lines.append(
+                "reads the children as its connector does: KinesisStreamsSource after the parents are "
+                f"drained, the older FlinkKinesisConsumer at once{backlog}"
+            )
+        elif parents:
             lines.append(f"reads the children only after the parents are drained{backlog}")
         if reader.kind == LAMBDA:
             factor = reader.settings.get("parallelization_factor") or 1
@@ -687,19 +693,60 @@ def reshard_impact(
             if isinstance(factor, int):
                 lines.append(f"concurrency {factor * shards_before} → {factor * shards_after}")
         if reader.kind == KCL:
-            seen, most = (workers or {}).get(reader.name, (int(reader.settings.get("workers") or 0), None))  # type: ignore[call-overload]
+            leased_by = reader.settings.get("workers")
+            seen, most = (workers or {}).get(reader.name, (leased_by if isinstance(leased_by, int) else 0, None))
             if most is not None and seen and seen * most < shards_after:
                 lines.append(
                     f"{seen} workers × maxLeasesForWorker {most} hold {seen * most} leases, fewer than "
                     f"{shards_after} shards: {shards_after - seen * most} would go unread"
                 )
             elif seen and shards_after > shards_before:
-                lines.append(f"{seen} workers will hold {shards_after} leases ({shards_after / seen:.1f} each)")
+                each = -(-shards_after // seen)
+                lines.append(
+                    f"{seen} workers will hold {shards_after} leases: each worker's maxLeasesForWorker "
+                    f"must be at least {each}, or shards go unread"
+                )
         if reader.failing:
             lines.append(f"is {reader.state} now: it reads neither parents nor children until fixed")
         if lines:
             impacts.append(ReaderImpact(reader.label, tuple(lines)))
     return impacts
+
+
+@dataclass(frozen=True)
+class ReshardReaders:
+    """The readers a planned reshard affects, for its preview (the CLI's plan and the console's)."""
+
+    impacts: tuple[ReaderImpact, ...]
+    unavailable: tuple[str, ...]
+
+    def lines(self) -> list[str]:
+        if not self.impacts and not self.unavailable:
+            return ["readers: none found (Lambda, Firehose, Pipes, Flink, EFO, KCL)"]
+        lines = [f"reader {impact.reader}: {line}" for impact in self.impacts for line in impact.lines]
+        if self.unavailable:
+            lines.append("readers not checked: " + "; ".join(self.unavailable))
+        return lines
+
+    def to_json(self) -> dict:
+        return {"affected": [impact.to_json() for impact in self.impacts], "unavailable": list(self.unavailable)}
+
+
+async def readers_for_reshard(
+    backend: Any,
+    stream: str,
+    *,
+    closes: Iterable[str],
+    shards_before: int,
+    shards_after: int,
+    lease_tables: Sequence[str] | None = None,
+    now: datetime | None = None,
+) -> ReshardReaders:
+    """Every reader of `stream` (readers_report) and what a reshard closing `closes` and going from
+    `shards_before` to `shards_after` open shards does to each (reshard_impact)."""
+    report = await readers_report(backend, stream, lease_tables=lease_tables, now=now)
+    impacts = reshard_impact(report, parents=sorted(closes), shards_before=shards_before, shards_after=shards_after)
+    return ReshardReaders(tuple(impacts), report.unavailable)
 
 
 def _parents_backlog(reader: Reader, parents: Sequence[str]) -> str:

@@ -356,3 +356,22 @@ def test_an_empty_report_renders(capsys):
     assert render_readers(ReadersReport("s", (), ("Lambda: access denied",))) == (
         "stream s: 0 reader(s), worst first\nunavailable: Lambda: access denied"
     )
+
+
+async def test_a_plan_names_the_readers_it_affects_in_text_and_json(capsys, local_kinesis, kinesis, make_stream, made):
+    stream = await make_stream(shards=2)
+    arn = (await kinesis.describe_stream_summary(stream)).arn
+    function = await made.function()
+    await made.mapping(arn, function, ParallelizationFactor=3)
+    await made.metric("AWS/Lambda", "IteratorAge", {"FunctionName": function}, 90_000, minute_ago())
+    where = ("--endpoint-url", local_kinesis.endpoint_url, "--region", "us-east-1")
+    code, out, err = await kconsole(capsys, "plan", "scale", stream, "--to", "4", "--json", *where)
+    assert code == 0, err
+    readers = json.loads(out)["readers"]
+    [affected] = [a for a in readers["affected"] if a["reader"] == f"lambda {function}"]
+    assert affected["lines"] == [
+        "reads the children only after the parents are drained (now 90.0 s behind)",
+        "concurrency 6 → 12 (parallelization factor 3 × shards)",
+    ]
+    code, out, err = await kconsole(capsys, "plan", "scale", stream, "--to", "4", *where)
+    assert code == 0 and f"reader lambda {function}: concurrency 6 → 12" in out
