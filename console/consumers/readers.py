@@ -721,8 +721,8 @@ class ReshardReaders:
     unavailable: tuple[str, ...]
 
     def lines(self) -> list[str]:
-        if not self.impacts and not self.unavailable:
-            return ["readers: none found (Lambda, Firehose, Pipes, Flink, EFO, KCL)"]
+        """One line per effect on a reader, and one for the services that could not be read (none
+        when no reader was found)."""
         lines = [f"reader {impact.reader}: {line}" for impact in self.impacts for line in impact.lines]
         if self.unavailable:
             lines.append("readers not checked: " + "; ".join(self.unavailable))
