@@ -498,6 +498,9 @@ class KinesisBackend(CallPath):
     ) -> StreamsMetrics:
         return await self._cloudwatch.streams_metrics(streams, metrics, start, end, period)
 
+    async def put_metric_data(self, namespace: str, points: list[dict]) -> None:
+        await self._cloudwatch.put_metric_data(namespace, points)
+
     async def caller_identity(self) -> str | None:
         return await self._sts.caller_identity()
 
