@@ -103,7 +103,9 @@ class Reader:
 
     @property
     def label(self) -> str:
-        return f"{self.kind} {self.name}"
+        """'lambda orders-fn', with the EFO consumer it reads through: two mappings of one function
+        (on the stream and on a consumer) are two readers."""
+        return f"{self.kind} {self.name}" + (f" (via {self.via})" if self.via else "")
 
     def behind_text(self) -> str:
         """'3.2 min' (and records where known), or 'lag unknown'."""
@@ -617,9 +619,9 @@ def efo_reader(consumer: EfoConsumer, stream: str, readers: Sequence[Reader], me
     """An EFO consumer and who reads through it: the Lambda mappings on its ARN, a Firehose reading
     through it, a KCL application of its name (the KCL registers its consumer under the application's
     name), or a Flink application whose properties name it."""
-    users = [reader.label for reader in readers if reader.via == consumer.name]
+    users = [f"{reader.kind} {reader.name}" for reader in readers if reader.via == consumer.name]
     users += [
-        reader.label
+        f"{reader.kind} {reader.name}"
         for reader in readers
         if (reader.kind == FIREHOSE and reader.settings.get("read_through") == consumer.arn)
         or (reader.kind == KCL and reader.name == consumer.name)

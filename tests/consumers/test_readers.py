@@ -375,3 +375,21 @@ async def test_a_plan_names_the_readers_it_affects_in_text_and_json(capsys, loca
     ]
     code, out, err = await kconsole(capsys, "plan", "scale", stream, "--to", "4", *where)
     assert code == 0 and f"reader lambda {function}: concurrency 6 → 12" in out
+
+
+async def test_the_stream_list_puts_a_stream_whose_reader_is_behind_in_trouble(
+    capsys, local_kinesis, kinesis, make_stream, made
+):
+    behind, fine = await make_stream(shards=1), await make_stream(shards=1)
+    slow = await made.function()
+    await made.mapping((await kinesis.describe_stream_summary(behind)).arn, slow)
+    await made.metric("AWS/Lambda", "IteratorAge", {"FunctionName": slow}, 600_000, minute_ago())
+    where = ("--endpoint-url", local_kinesis.endpoint_url, "--region", "us-east-1")
+    code, out, err = await kconsole(capsys, "streams", "--json", *where)
+    assert code == 0, err
+    rows = {row["name"]: row for row in json.loads(out)}
+    assert rows[behind]["worst_reader"] == {"reader": f"lambda {slow}", "millis_behind": 600_000}
+    assert f"reader lambda {slow} 10 min behind" in rows[behind]["trouble"]
+    assert rows[fine]["worst_reader"] is None and rows[fine]["trouble"] == []
+    code, out, err = await kconsole(capsys, "streams", *where)
+    assert code == 0 and f"! reader lambda {slow} 10 min behind" in out
