@@ -25,6 +25,7 @@ for the stream list (mappings and delivery streams of every stream, one metric b
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -36,6 +37,7 @@ from console.consumers.report import ConsumerReport, EfoConsumer, format_millis
 from console.errors import ConsoleError
 
 T = TypeVar("T")
+_LIST_SEPARATORS = re.compile(r"[,;\s]+")
 
 LAMBDA, FIREHOSE, PIPE, FLINK, EFO, KCL = "lambda", "firehose", "pipe", "flink", "efo", "kcl"
 KINDS = (LAMBDA, FIREHOSE, PIPE, FLINK, EFO, KCL)
@@ -241,7 +243,14 @@ async def readers_report(
                 found,
                 f"KCL lease table {table}",
                 consumer_report(
-                    backend, stream, lease_table=table, shards=shards, stream_arn=stream_arn, cap=scan_cap, now=now
+                    backend,
+                    stream,
+                    lease_table=table,
+                    shards=shards,
+                    stream_arn=stream_arn,
+                    efo=(),  # the EFO consumers are listed once, for their own rows
+                    cap=scan_cap,
+                    now=now,
                 ),
             )
             if report is not None:
@@ -312,13 +321,14 @@ def delivery_source(description: Mapping[str, Any]) -> str | None:
 
 
 def flink_names_stream(application: Mapping[str, Any], stream: str, stream_arn: str) -> str | None:
-    """'GROUP.KEY' of the first runtime property whose value is the stream's name or holds its ARN;
-    None when no property names it."""
+    """'GROUP.KEY' of the first runtime property that names the stream: its name or its ARN (or one
+    of its consumers' ARNs), alone or in a list separated by commas, semicolons or spaces; None when
+    no property names it."""
     for group_id, properties in flink_properties(application):
         for key, value in sorted(properties.items()):
-            text = str(value).strip()
-            if text == stream or (stream_arn and stream_arn in text):
-                return f"{group_id}.{key}"
+            for word in _LIST_SEPARATORS.split(str(value).strip()):
+                if word == stream or reads_stream_arn(word, stream_arn):
+                    return f"{group_id}.{key}"
     return None
 
 

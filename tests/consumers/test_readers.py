@@ -393,3 +393,22 @@ async def test_the_stream_list_puts_a_stream_whose_reader_is_behind_in_trouble(
     assert rows[fine]["worst_reader"] is None and rows[fine]["trouble"] == []
     code, out, err = await kconsole(capsys, "streams", *where)
     assert code == 0 and f"! reader lambda {slow} 10 min behind" in out
+
+
+def test_a_flink_application_names_the_stream_only_as_a_whole_word():
+    from console.consumers.readers import flink_names_stream
+
+    arn = "arn:aws:kinesis:us-east-1:123456789012:stream/orders"
+
+    def app(value: str) -> dict:
+        groups = [{"PropertyGroupId": "source", "PropertyMap": {"streams": value}}]
+        return {
+            "ApplicationConfigurationDescription": {
+                "EnvironmentPropertyDescriptions": {"PropertyGroupDescriptions": groups}
+            }
+        }
+
+    for value in ("orders", f" {arn} ", "clicks, orders", f"{arn}/consumer/flink:1700000000"):
+        assert flink_names_stream(app(value), "orders", arn) == "source.streams", value
+    for value in ("orders2", f"{arn}2", "my-orders", "arn:aws:kinesis:us-east-1:123456789012:stream/orders-eu"):
+        assert flink_names_stream(app(value), "orders", arn) is None, value
