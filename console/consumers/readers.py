@@ -456,9 +456,9 @@ def lambda_reader(mapping: Mapping[str, Any], via: str | None, missing: set[str]
     if result and str(result).upper().startswith("PROBLEM"):
         problems.append(f"last result: {result}")
     if errors:
-        problems.append(f"{errors:,} errors")
+        problems.append(f"{errors:,} errors in {METRIC_WINDOW_MINUTES} min")
     if throttles:
-        problems.append(f"{throttles:,} throttles")
+        problems.append(f"{throttles:,} throttles in {METRIC_WINDOW_MINUTES} min")
     destination = ((mapping.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination")
     settings: dict[str, object] = {
         "function": function,

@@ -119,7 +119,7 @@ async def test_every_kind_of_reader_worst_first_with_its_lag_from_cloudwatch(kin
     assert {(r.kind, r.name) for r in report.readers[7:]} == {("pipe", pipe), ("efo", "efo-idle")}
     assert report.unavailable == ()
     by_name = {r.name: r for r in report.readers}
-    assert by_name[far].millis_behind == 600_000 and by_name[far].errors == "3 errors"
+    assert by_name[far].millis_behind == 600_000 and by_name[far].errors == "3 errors in 5 min"
     assert by_name[far].settings["parallelization_factor"] == 4 and by_name[far].settings["bisect_on_error"] is True
     assert by_name[through].via == "efo-reader"
     assert by_name["efo-reader"].settings["used_by"] == [f"lambda {through}"]
@@ -412,3 +412,61 @@ def test_a_flink_application_names_the_stream_only_as_a_whole_word():
         assert flink_names_stream(app(value), "orders", arn) == "source.streams", value
     for value in ("orders2", f"{arn}2", "my-orders", "arn:aws:kinesis:us-east-1:123456789012:stream/orders-eu"):
         assert flink_names_stream(app(value), "orders", arn) is None, value
+
+
+async def test_the_demo_readers_come_back_worst_first_with_the_lag_their_metrics_say(
+    capsys, local_kinesis, make_stream
+):
+    from console.backend.demo_readers import LAG_MS
+
+    stream = await make_stream(shards=2)
+    where = ("--endpoint-url", local_kinesis.endpoint_url, "--region", "us-east-1")
+    code, out, err = await kconsole(capsys, "demo", "readers", stream, "--json", *where)
+    assert code == 0, err
+    code, out, err = await kconsole(capsys, "readers", stream, "--json", *where)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["unavailable"] == []
+    rows = [(r["kind"], r["name"], r["via"], r["millis_behind"]) for r in report["readers"]]
+    assert rows[:3] == [
+        ("flink", f"{stream}-flink", None, LAG_MS["flink"]),
+        ("lambda", f"{stream}-reader", None, LAG_MS["lambda"]),
+        ("lambda", f"{stream}-reader", f"{stream}-fan-out", LAG_MS["lambda"]),
+    ], rows
+    by_kind = {(r["kind"], r["via"]): r for r in report["readers"]}
+    assert by_kind[("firehose", None)]["millis_behind"] == LAG_MS["firehose"]
+    assert by_kind[("efo", None)]["millis_behind"] == LAG_MS["efo_consumer"]
+    assert by_kind[("efo", None)]["settings"]["used_by"] == [f"lambda {stream}-reader"]
+    kcl = by_kind[("kcl", None)]
+    assert kcl["name"] == f"{stream}-kcl-app" and kcl["records_behind"] > 0 and len(kcl["shards"]) == 2
+    assert rows[-1][0] == "pipe" and rows[-1][3] is None  # Pipes publish no lag: last
+    known = [row[3] for row in rows if row[3] is not None]
+    assert known == sorted(known, reverse=True)
+
+
+async def test_mappings_over_many_pages_are_all_read(kinesis, make_stream, made):
+    """ListEventSourceMappings pages (MaxItems 100, NextMarker) as AWS answers them: the embedded
+    server answers every mapping at once, so its answer is cut into AWS's pages on the way back."""
+    stream = await make_stream(shards=1)
+    arn = (await kinesis.describe_stream_summary(stream)).arn
+    function = await made.function()
+    for i in range(250):
+        await made.mapping(arn, function, BatchSize=100 + i)
+    markers: list[str | None] = []
+
+    def remember(params, **_):
+        markers.append(params.get("Marker"))
+
+    def one_page(parsed, **_):
+        start = int(markers[-1] or 0)
+        every = parsed["EventSourceMappings"]
+        parsed["EventSourceMappings"] = every[start : start + 100]
+        if start + 100 < len(every):
+            parsed["NextMarker"] = str(start + 100)
+
+    client = await kinesis._side_client("lambda")
+    client.meta.events.register("provide-client-params.lambda.ListEventSourceMappings", remember)
+    client.meta.events.register("after-call.lambda.ListEventSourceMappings", one_page)
+    report = await readers_report(kinesis, stream, lease_tables=[])
+    assert markers == [None, "100", "200"]
+    assert sorted(r.settings["batch_size"] for r in report.readers if r.kind == "lambda") == list(range(100, 350))
