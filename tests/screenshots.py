@@ -79,14 +79,10 @@ async def paced_traffic(kinesis, stream: str, seconds: float) -> None:
         await asyncio.sleep(max(0.0, began + second - time.monotonic()))
 
 
-async def publish_demo_metrics(endpoint_url: str, stream: str, minutes: int = 30) -> None:
+async def publish_demo_metrics(kinesis, stream: str, minutes: int = 30) -> None:
     """Stream-level metrics as Kinesis publishes them (AWS/Kinesis, dimension StreamName), one point a
     minute: steady traffic with a busier spell, consumers a little behind, a few throttled writes."""
     from datetime import datetime, timedelta
-
-    from aiobotocore.session import AioSession
-
-    from console.backend.config import DUMMY_CREDENTIALS
 
     now = datetime.now(UTC).replace(second=30, microsecond=0)
     data = []
@@ -109,24 +105,12 @@ async def publish_demo_metrics(endpoint_url: str, stream: str, minutes: int = 30
             }
             for name, value in values.items()
         ]
-    async with AioSession().create_client(
-        "cloudwatch",
-        region_name="us-east-1",
-        endpoint_url=endpoint_url,
-        aws_access_key_id=DUMMY_CREDENTIALS[0],
-        aws_secret_access_key=DUMMY_CREDENTIALS[1],
-    ) as cloudwatch:
-        for offset in range(0, len(data), 500):  # PutMetricData takes at most 1,000 points
-            await cloudwatch.put_metric_data(Namespace="AWS/Kinesis", MetricData=data[offset : offset + 500])
+    await kinesis.put_metric_data("AWS/Kinesis", data)
 
 
 async def add_fleet(kinesis) -> None:
     """A few more streams for the fleet view: a quiet one, one whose consumers fell behind, an idle one."""
     from datetime import datetime, timedelta
-
-    from aiobotocore.session import AioSession
-
-    from console.backend.config import DUMMY_CREDENTIALS
 
     for name, shards in (("clicks", 2), ("payments", 1), ("audit-log", 1)):
         await kinesis.ensure_stream(name, shards)
@@ -145,14 +129,7 @@ async def add_fleet(kinesis) -> None:
         {"MetricName": metric, "Dimensions": [{"Name": "StreamName", "Value": name}], "Timestamp": at, "Value": value}
         for name, metric, value, at in points
     ]
-    async with AioSession().create_client(
-        "cloudwatch",
-        region_name="us-east-1",
-        endpoint_url=kinesis.endpoint_url,
-        aws_access_key_id=DUMMY_CREDENTIALS[0],
-        aws_secret_access_key=DUMMY_CREDENTIALS[1],
-    ) as cloudwatch:
-        await cloudwatch.put_metric_data(Namespace="AWS/Kinesis", MetricData=data)
+    await kinesis.put_metric_data("AWS/Kinesis", data)
 
 
 async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
@@ -239,7 +216,7 @@ async def main(out: Path, views: tuple[str, ...] = VIEWS) -> None:
     async with open_backend(BackendConfig(kind="local", region="us-east-1")) as kinesis:
         await prepare_demo_stream(kinesis)
         await write_records(kinesis, DEMO_STREAM, 500)
-        await publish_demo_metrics(kinesis.endpoint_url, DEMO_STREAM)
+        await publish_demo_metrics(kinesis, DEMO_STREAM)
         await add_fleet(kinesis)
         for view in views:
             path = await capture(kinesis, DEMO_STREAM, view, out)

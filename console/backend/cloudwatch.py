@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from console.backend.calls import CallPath
 from console.errors import ConsoleError
 
 QUERIES_PER_CALL = 500  # GetMetricData's limit on MetricDataQueries
+POINTS_PER_PUT = 1000  # PutMetricData's limit on MetricData
 
 
 class CloudWatchBackend:
@@ -19,6 +20,19 @@ class CloudWatchBackend:
     def __init__(self, calls: CallPath, client: Callable[[str], Awaitable[Any]]) -> None:
         self._calls = calls
         self._client = client
+
+    async def put_metric_data(self, namespace: str, points: list[dict]) -> None:
+        """Publish points (PutMetricData's MetricData entries) under `namespace`, as a service would:
+        example data on the embedded server, in calls of at most 1,000 points."""
+        client = await self._client("cloudwatch")
+        for offset in range(0, len(points), POINTS_PER_PUT):
+            await self._calls.call(
+                client,
+                "PutMetricData",
+                service="cloudwatch",
+                Namespace=namespace,
+                MetricData=points[offset : offset + POINTS_PER_PUT],
+            )
 
     async def shard_metrics(
         self,
@@ -167,3 +181,19 @@ def metric_query(index: int, namespace: str, metric: str, stat: str, period: int
             "Stat": stat,
         },
     }
+
+
+def minute_points(
+    metric: str, unit: str, dimensions: dict[str, str], newest_first: list[float], minute: datetime
+) -> list[dict]:
+    """PutMetricData entries, one a minute back from the minute before `minute` (a whole minute)."""
+    return [
+        {
+            "MetricName": metric,
+            "Dimensions": [{"Name": name, "Value": value} for name, value in dimensions.items()],
+            "Timestamp": minute - timedelta(minutes=ago + 1),
+            "Value": value,
+            "Unit": unit,
+        }
+        for ago, value in enumerate(newest_first)
+    ]

@@ -20,7 +20,7 @@ from console.backend.calls import CallPath
 from console.backend.cloudwatch import CloudWatchBackend, StreamsMetrics
 from console.backend.config import BackendConfig
 from console.backend.dynamodb import DynamoDBBackend
-from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS
+from console.backend.protocol import CLOUDWATCH, READERS, RETRY_EVENTS
 from console.backend.readers import ReadersBackend
 from console.backend.sts import STSBackend
 from console.errors import BackendError, BadInput, ConsoleError, ResourceInUse, StreamNotFound
@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 class KinesisBackend(CallPath):
     """One open connection to a Kinesis endpoint. Create through `open_backend`."""
 
-    # What the console may use beyond the streams (console.backend.protocol): CloudWatch, retry events.
-    capabilities = frozenset({CLOUDWATCH, RETRY_EVENTS})
+    # What the console may use beyond the streams (console.backend.protocol): CloudWatch, the other
+    # readers' services, retry events.
+    capabilities = frozenset({CLOUDWATCH, READERS, RETRY_EVENTS})
 
     @property
     def profile(self) -> str | None:
@@ -496,6 +497,9 @@ class KinesisBackend(CallPath):
         self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime, period: int = 60
     ) -> StreamsMetrics:
         return await self._cloudwatch.streams_metrics(streams, metrics, start, end, period)
+
+    async def put_metric_data(self, namespace: str, points: list[dict]) -> None:
+        await self._cloudwatch.put_metric_data(namespace, points)
 
     async def caller_identity(self) -> str | None:
         return await self._sts.caller_identity()

@@ -8,6 +8,9 @@ server, asserting the defect is present only in the unpatched one. Measured defe
                    with a 500: moto invokes the function for each record, in Docker (and even after the
                    mapping is deleted, as the stream keeps it). Here a mapping is stored and listed,
                    never attached to its stream, so nothing is ever invoked and a put only stores
+  by function      ListEventSourceMappings(FunctionName) matches the name exactly as the mapping was
+                   created with: a mapping made with the function's ARN is not listed by its name, nor
+                   the other way round (AWS lists the function's mappings however either names it)
   consumer source  CreateEventSourceMapping takes only a stream ARN as EventSourceArn; AWS also takes
                    an enhanced fan-out consumer's ARN (the mapping then reads through that consumer)
   flink status     a Managed Flink application is STARTING forever and cannot be started, stopped or
@@ -68,6 +71,18 @@ def _patch_event_source_mappings(lambda_models: Any) -> None:
         return mapping
 
     LambdaBackend.create_event_source_mapping = create_event_source_mapping
+
+    def list_event_source_mappings(self: Any, event_source_arn: str, function_name: str) -> list[Any]:
+        mappings = list(self._event_source_mappings.values())
+        if event_source_arn:
+            mappings = [mapping for mapping in mappings if mapping.event_source_arn == event_source_arn]
+        if function_name:
+            # By the function, however either side names it (name, ARN, or an alias' ARN).
+            wanted = self._lambdas.get_function_by_name_or_arn_with_qualifier(function_name).function_arn
+            mappings = [mapping for mapping in mappings if mapping.function_arn == wanted]
+        return mappings
+
+    LambdaBackend.list_event_source_mappings = list_event_source_mappings
 
 
 def _service_of(arn: str) -> str:

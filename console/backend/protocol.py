@@ -19,6 +19,8 @@ from console.topology.model import Shard, StreamSummary
 
 # The stream's CloudWatch metrics (stream level, and shard level with enhanced monitoring).
 CLOUDWATCH = "cloudwatch"
+# The services that read a stream besides the KCL (ReaderSources: Lambda, Firehose, Pipes, Flink).
+READERS = "readers"
 # Every backend call may be retried; the console shows each retry in its header through `on_retry`.
 RETRY_EVENTS = "retry-events"
 

@@ -43,7 +43,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "recommend": ("console.commands.consumers", "shard count and plan that keep peak utilisation under a target"),
     "local": ("console.commands.local", "the embedded local Kinesis (moto, patched)"),
-    "demo": ("console.commands.demo", "example data on the embedded server: a KCL lease table for a stream"),
+    "demo": (
+        "console.commands.demo",
+        "example data on the embedded server: a KCL lease table, or one reader of each kind, for a stream",
+    ),
     "completion": ("console.commands.completion", "print a shell completion script (bash, zsh or fish)"),
     "web": ("console.commands.web", "serve the live console to a browser tab on 127.0.0.1 (textual-serve)"),
 }

@@ -1,8 +1,11 @@
-"""`kconsole demo lease-table STREAM`: example data for the README and for trying the console.
+"""`kconsole demo lease-table STREAM` and `kconsole demo readers STREAM`: example data for the README
+and for trying the console.
 
-It writes a KCL application's lease table for STREAM (console.consumers.sample_leases) into the
-DynamoDB of the embedded server or a loopback endpoint, so `consumers --lease-table` and the console's
-Consumers tab have a real table to read. Demo data never goes to a remote endpoint.
+lease-table writes a KCL application's lease table for STREAM (console.consumers.sample_leases) into
+the DynamoDB of the embedded server or a loopback endpoint, so `consumers --lease-table` and the
+console's Consumers tab have a real table to read. readers makes one reader of each kind on STREAM
+(console.backend.demo_readers) and a lease table, with the CloudWatch metrics of their lag. Demo data
+never goes to a remote endpoint.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from console.commands import command_help
 from console.commands._confirm import refuse_if_read_only
 from console.commands._output import emit, run_async
 from console.commands._stream_args import ensure_local_stream, validate_stream_name
-from console.errors import BadInput
+from console.errors import BackendError, BadInput
 
 TABLE_NAME_LIMIT = 255  # DynamoDB's table name length
 TABLE_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
@@ -41,10 +44,24 @@ def register(subparsers, common) -> None:
     lease_table.add_argument("stream", metavar="STREAM", help="stream whose shards get leases")
     lease_table.add_argument("--table", help="table name (default STREAM-app)")
     lease_table.set_defaults(handler=lease_table_command)
+    readers = actions.add_parser(
+        "readers",
+        parents=common,
+        help="one reader of each kind on STREAM, with the CloudWatch metrics of how far behind each is",
+        description="Make one reader of each kind on STREAM: an enhanced fan-out consumer (STREAM-fan-out), "
+        "a Lambda function (STREAM-reader) with an event source mapping on the stream and another on the "
+        "consumer, a Firehose delivery stream (STREAM-to-s3), an EventBridge pipe (STREAM-pipe), a running "
+        "Managed Flink application (STREAM-flink) and a KCL application's lease table (STREAM-kcl-app) "
+        "checkpointed a third of the way into each shard. It puts a few hundred records on the stream and "
+        "the last ten minutes of the metrics AWS publishes on each reader's lag, one reader ten minutes "
+        "behind. A stream that already has any of these readers is refused.",
+    )
+    readers.add_argument("stream", metavar="STREAM", help="stream the readers read")
+    readers.set_defaults(handler=readers_command)
 
 
 def _no_action(args: Any) -> int:
-    raise BadInput("kconsole demo: choose an action: lease-table", code="usage")
+    raise BadInput("kconsole demo: choose an action: lease-table, readers", code="usage")
 
 
 def validate_table_name(name: str) -> str:
@@ -57,18 +74,9 @@ def validate_table_name(name: str) -> str:
 
 
 def lease_table_command(args: Any) -> int:
-    from console.backend import BackendConfig
-    from console.backend.config import is_local_endpoint
-
     stream = validate_stream_name(args.stream)
     table = validate_table_name(args.table or f"{stream}-app")
-    config = BackendConfig.from_args(args)
-    if not (config.kind == "local" or (config.kind == "endpoint" and is_local_endpoint(config.endpoint_url))):
-        raise BadInput(
-            "kconsole demo writes example data only to the embedded server (--local) or a loopback "
-            "--endpoint-url such as kconsole local serve's",
-            code="usage",
-        )
+    config = _demo_config(args)
     refuse_if_read_only(args, f"write the demo lease table {table}")
     leases = run_async(_write_lease_table(args, config, stream, table))
     emit(
@@ -82,20 +90,133 @@ def lease_table_command(args: Any) -> int:
     return 0
 
 
+def _demo_config(args: Any) -> Any:
+    """The backend configuration, refused unless it is the embedded server or a loopback endpoint."""
+    from console.backend import BackendConfig
+    from console.backend.config import is_local_endpoint
+
+    config = BackendConfig.from_args(args)
+    if not (config.kind == "local" or (config.kind == "endpoint" and is_local_endpoint(config.endpoint_url))):
+        raise BadInput(
+            "kconsole demo writes example data only to the embedded server (--local) or a loopback "
+            "--endpoint-url such as kconsole local serve's",
+            code="usage",
+        )
+    return config
+
+
 async def _write_lease_table(args: Any, config: Any, stream: str, table: str) -> int:
     from console.backend import open_backend
-    from console.consumers.sample_leases import lease_items
 
     async with open_backend(config) as kinesis:
         if config.kind == "local":
             await ensure_local_stream(kinesis, stream, args)
-        shards = await kinesis.all_shards(stream)
-        if table in await kinesis.table_names():
+        await _refuse_existing_table(kinesis, table, "name another with --table")
+        return await _lease_table(kinesis, stream, table)
+
+
+async def _refuse_existing_table(kinesis: Any, table: str, advice: str) -> None:
+    if table in await kinesis.table_names():
+        raise BadInput(f"DynamoDB table {table!r} already exists on {kinesis.label}; {advice}", code="table_exists")
+
+
+async def _lease_table(kinesis: Any, stream: str, table: str, checkpoints: dict[str, str] | None = None) -> int:
+    from console.consumers.sample_leases import lease_items
+
+    items = lease_items(await kinesis.all_shards(stream), checkpoints)
+    await kinesis.create_lease_table(table)
+    await kinesis.put_table_items(table, items)
+    return len(items)
+
+
+def readers_command(args: Any) -> int:
+    from console.backend.demo_readers import DemoNames
+
+    names = DemoNames.for_stream(validate_stream_name(args.stream))
+    config = _demo_config(args)
+    refuse_if_read_only(args, f"make the demo readers of {names.stream}")
+    made, leases = run_async(_make_readers(args, config, names))
+    readers = [reader.as_json() for reader in made.readers]
+    lease_problem = leases if isinstance(leases, str) else None
+    readers.append({"kind": "kcl", "name": names.lease_table, "arn": None, "lag_ms": None, "problem": lease_problem})
+    next_command = f"kconsole readers {names.stream}"
+    emit(
+        args,
+        {
+            "stream": names.stream,
+            "stream_arn": made.stream_arn,
+            "readers": readers,
+            "leases": 0 if lease_problem else leases,
+            "records_put": made.records_put,
+            "metric_points": made.metric_points,
+            "metrics_problem": made.metrics_problem,
+            "next": next_command,
+        },
+        lambda: _readers_text(made, readers, leases, next_command),
+    )
+    return 0
+
+
+READER_KINDS = {
+    "efo_consumer": "enhanced fan-out consumer",
+    "lambda_mapping": "Lambda mapping (stream)",
+    "lambda_mapping_efo": "Lambda mapping (consumer)",
+    "firehose": "Firehose delivery stream",
+    "pipe": "EventBridge pipe",
+    "flink": "Managed Flink application",
+    "kcl": "KCL lease table",
+}
+
+
+def _readers_text(made: Any, readers: list[dict], leases: int | str, next_command: str) -> str:
+    from console.consumers.report import format_millis
+
+    lines = [
+        f"made readers of {made.names.stream} ({made.records_put} records put, {made.metric_points} metric points):"
+    ]
+    kind_width = max(len(text) for text in READER_KINDS.values())
+    name_width = max(len(reader["name"]) for reader in readers)
+    for reader in readers:
+        if reader["problem"]:
+            state = f"not made: {reader['problem']}"
+        elif reader["kind"] == "kcl":
+            state = f"{leases} leases, checkpointed a third of the way into each shard"
+        elif reader["lag_ms"] is not None:
+            state = f"{format_millis(int(reader['lag_ms']))} behind"
+        else:
+            state = "no lag metric"
+        lines.append(f"  {READER_KINDS[reader['kind']]:<{kind_width}}  {reader['name']:<{name_width}}  {state}")
+    if made.metrics_problem:
+        lines.append(f"  no metrics put: {made.metrics_problem}")
+    lines.append(f"next: {next_command}")
+    return "\n".join(lines)
+
+
+async def _make_readers(args: Any, config: Any, names: Any) -> tuple[Any, int | str]:
+    """The readers made, and the lease table's lease count (or why it could not be written: a
+    server without DynamoDB)."""
+    from console.backend import open_backend
+    from console.backend.demo_readers import ReaderDemo
+
+    async with open_backend(config) as kinesis:
+        if config.kind == "local":
+            await ensure_local_stream(kinesis, names.stream, args)
+        stream_arn = (await kinesis.describe_stream_summary(names.stream)).arn
+        demo = ReaderDemo(kinesis, names)
+        existing = await demo.existing(stream_arn)
+        try:
+            tables: list[str] | str = await kinesis.table_names()
+        except BackendError as error:
+            tables = error.message
+        if isinstance(tables, list) and names.lease_table in tables:
+            existing.append(f"lease table {names.lease_table}")
+        if existing:
             raise BadInput(
-                f"DynamoDB table {table!r} already exists on {kinesis.label}; name another with --table",
-                code="table_exists",
+                f"{names.stream} already has demo readers on {kinesis.label}: {', '.join(existing)}; "
+                "the demo makes them once a stream (use another stream)",
+                code="readers_exist",
             )
-        items = lease_items(shards)
-        await kinesis.create_lease_table(table)
-        await kinesis.put_table_items(table, items)
-        return len(items)
+        made = await demo.make(stream_arn)
+        if isinstance(tables, str):
+            return made, tables
+        return made, await _lease_table(kinesis, names.stream, names.lease_table, made.checkpoints)

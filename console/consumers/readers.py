@@ -25,6 +25,7 @@ for the stream list (mappings and delivery streams of every stream, one metric b
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -36,6 +37,7 @@ from console.consumers.report import ConsumerReport, EfoConsumer, format_millis
 from console.errors import ConsoleError
 
 T = TypeVar("T")
+_LIST_SEPARATORS = re.compile(r"[,;\s]+")
 
 LAMBDA, FIREHOSE, PIPE, FLINK, EFO, KCL = "lambda", "firehose", "pipe", "flink", "efo", "kcl"
 KINDS = (LAMBDA, FIREHOSE, PIPE, FLINK, EFO, KCL)
@@ -103,7 +105,9 @@ class Reader:
 
     @property
     def label(self) -> str:
-        return f"{self.kind} {self.name}"
+        """'lambda orders-fn', with the EFO consumer it reads through: two mappings of one function
+        (on the stream and on a consumer) are two readers."""
+        return f"{self.kind} {self.name}" + (f" (via {self.via})" if self.via else "")
 
     def behind_text(self) -> str:
         """'3.2 min' (and records where known), or 'lag unknown'."""
@@ -239,7 +243,14 @@ async def readers_report(
                 found,
                 f"KCL lease table {table}",
                 consumer_report(
-                    backend, stream, lease_table=table, shards=shards, stream_arn=stream_arn, cap=scan_cap, now=now
+                    backend,
+                    stream,
+                    lease_table=table,
+                    shards=shards,
+                    stream_arn=stream_arn,
+                    efo=(),  # the EFO consumers are listed once, for their own rows
+                    cap=scan_cap,
+                    now=now,
                 ),
             )
             if report is not None:
@@ -310,13 +321,14 @@ def delivery_source(description: Mapping[str, Any]) -> str | None:
 
 
 def flink_names_stream(application: Mapping[str, Any], stream: str, stream_arn: str) -> str | None:
-    """'GROUP.KEY' of the first runtime property whose value is the stream's name or holds its ARN;
-    None when no property names it."""
+    """'GROUP.KEY' of the first runtime property that names the stream: its name or its ARN (or one
+    of its consumers' ARNs), alone or in a list separated by commas, semicolons or spaces; None when
+    no property names it."""
     for group_id, properties in flink_properties(application):
         for key, value in sorted(properties.items()):
-            text = str(value).strip()
-            if text == stream or (stream_arn and stream_arn in text):
-                return f"{group_id}.{key}"
+            for word in _LIST_SEPARATORS.split(str(value).strip()):
+                if word == stream or reads_stream_arn(word, stream_arn):
+                    return f"{group_id}.{key}"
     return None
 
 
@@ -432,7 +444,9 @@ async def _with_metrics(backend: Any, stream: str, found: _Found, now: datetime 
 
 def lambda_reader(mapping: Mapping[str, Any], via: str | None, missing: set[str], metrics: _Metrics) -> Reader:
     function = function_name(mapping.get("FunctionArn"))
-    age, errors, throttles = (metrics.latest(q) if i == 0 else metrics.total(q) for i, q in enumerate(lambda_queries(function)))
+    age, errors, throttles = (
+        metrics.latest(q) if i == 0 else metrics.total(q) for i, q in enumerate(lambda_queries(function))
+    )
     result = mapping.get("LastProcessingResult")
     problems = []
     state = str(mapping.get("State") or "unknown")
@@ -442,9 +456,9 @@ def lambda_reader(mapping: Mapping[str, Any], via: str | None, missing: set[str]
     if result and str(result).upper().startswith("PROBLEM"):
         problems.append(f"last result: {result}")
     if errors:
-        problems.append(f"{errors:,} errors")
+        problems.append(f"{errors:,} errors in {METRIC_WINDOW_MINUTES} min")
     if throttles:
-        problems.append(f"{throttles:,} throttles")
+        problems.append(f"{throttles:,} throttles in {METRIC_WINDOW_MINUTES} min")
     destination = ((mapping.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination")
     settings: dict[str, object] = {
         "function": function,
@@ -615,9 +629,9 @@ def efo_reader(consumer: EfoConsumer, stream: str, readers: Sequence[Reader], me
     """An EFO consumer and who reads through it: the Lambda mappings on its ARN, a Firehose reading
     through it, a KCL application of its name (the KCL registers its consumer under the application's
     name), or a Flink application whose properties name it."""
-    users = [reader.label for reader in readers if reader.via == consumer.name]
+    users = [f"{reader.kind} {reader.name}" for reader in readers if reader.via == consumer.name]
     users += [
-        reader.label
+        f"{reader.kind} {reader.name}"
         for reader in readers
         if (reader.kind == FIREHOSE and reader.settings.get("read_through") == consumer.arn)
         or (reader.kind == KCL and reader.name == consumer.name)
@@ -660,18 +674,24 @@ def reshard_impact(
     workers: Mapping[str, tuple[int, int | None]] | None = None,
 ) -> list[ReaderImpact]:
     """What a reshard from `shards_before` to `shards_after` open shards, closing `parents`, does to
-    each reader: every reader that follows the parent-first rule (KCL, Lambda, Firehose, Pipes, Flink's
-    connector) reads a child only once its parents are drained, so a reader behind on a parent reaches
-    the children that much later; a KCL application whose workers cannot hold the new lease count; a
-    Lambda whose concurrency changes with the shard count. `workers`: per lease table, (workers seen,
-    maxLeasesForWorker or None when unknown)."""
+    each reader: every reader that follows the parent-first rule (KCL, Lambda, Firehose, Pipes) reads a
+    child only once its parents are drained, so a reader behind on a parent reaches the children that
+    much later; a KCL application whose workers cannot hold the new lease count (maxLeasesForWorker is
+    the application's setting, not in its lease table: without it, what it must be at least); a Lambda
+    or pipe whose concurrency changes with the shard count. `workers`: per lease table, (workers,
+    maxLeasesForWorker or None when unknown); without it the lease owners seen are the workers."""
     impacts: list[ReaderImpact] = []
     for reader in report.readers:
         if reader.kind == EFO:
             continue  # the readers through it are listed themselves
         lines = []
         backlog = _parents_backlog(reader, parents)
-        if parents:
+        if parents and reader.kind == FLINK:
+            lines.append(
+                "reads the children as its connector does: KinesisStreamsSource after the parents are "
+                f"drained, the older FlinkKinesisConsumer at once{backlog}"
+            )
+        elif parents:
             lines.append(f"reads the children only after the parents are drained{backlog}")
         if reader.kind == LAMBDA:
             factor = reader.settings.get("parallelization_factor") or 1
@@ -685,19 +705,60 @@ def reshard_impact(
             if isinstance(factor, int):
                 lines.append(f"concurrency {factor * shards_before} → {factor * shards_after}")
         if reader.kind == KCL:
-            seen, most = (workers or {}).get(reader.name, (int(reader.settings.get("workers") or 0), None))  # type: ignore[call-overload]
+            leased_by = reader.settings.get("workers")
+            seen, most = (workers or {}).get(reader.name, (leased_by if isinstance(leased_by, int) else 0, None))
             if most is not None and seen and seen * most < shards_after:
                 lines.append(
                     f"{seen} workers × maxLeasesForWorker {most} hold {seen * most} leases, fewer than "
                     f"{shards_after} shards: {shards_after - seen * most} would go unread"
                 )
             elif seen and shards_after > shards_before:
-                lines.append(f"{seen} workers will hold {shards_after} leases ({shards_after / seen:.1f} each)")
+                each = -(-shards_after // seen)
+                lines.append(
+                    f"{seen} workers will hold {shards_after} leases: each worker's maxLeasesForWorker "
+                    f"must be at least {each}, or shards go unread"
+                )
         if reader.failing:
             lines.append(f"is {reader.state} now: it reads neither parents nor children until fixed")
         if lines:
             impacts.append(ReaderImpact(reader.label, tuple(lines)))
     return impacts
+
+
+@dataclass(frozen=True)
+class ReshardReaders:
+    """The readers a planned reshard affects, for its preview (the CLI's plan and the console's)."""
+
+    impacts: tuple[ReaderImpact, ...]
+    unavailable: tuple[str, ...]
+
+    def lines(self) -> list[str]:
+        """One line per effect on a reader, and one for the services that could not be read (none
+        when no reader was found)."""
+        lines = [f"reader {impact.reader}: {line}" for impact in self.impacts for line in impact.lines]
+        if self.unavailable:
+            lines.append("readers not checked: " + "; ".join(self.unavailable))
+        return lines
+
+    def to_json(self) -> dict:
+        return {"affected": [impact.to_json() for impact in self.impacts], "unavailable": list(self.unavailable)}
+
+
+async def readers_for_reshard(
+    backend: Any,
+    stream: str,
+    *,
+    closes: Iterable[str],
+    shards_before: int,
+    shards_after: int,
+    lease_tables: Sequence[str] | None = None,
+    now: datetime | None = None,
+) -> ReshardReaders:
+    """Every reader of `stream` (readers_report) and what a reshard closing `closes` and going from
+    `shards_before` to `shards_after` open shards does to each (reshard_impact)."""
+    report = await readers_report(backend, stream, lease_tables=lease_tables, now=now)
+    impacts = reshard_impact(report, parents=sorted(closes), shards_before=shards_before, shards_after=shards_after)
+    return ReshardReaders(tuple(impacts), report.unavailable)
 
 
 def _parents_backlog(reader: Reader, parents: Sequence[str]) -> str:
@@ -728,9 +789,7 @@ class FleetReaders:
     unavailable: tuple[str, ...]
 
 
-async def fleet_reader_lag(
-    backend: Any, streams: Sequence[str], *, now: datetime | None = None
-) -> FleetReaders:
+async def fleet_reader_lag(backend: Any, streams: Sequence[str], *, now: datetime | None = None) -> FleetReaders:
     """The worst Lambda or Firehose reader of each of `streams`, in a bounded number of calls however
     many streams there are: one page-through of every event source mapping in the region (EFO
     mappings name their stream in the consumer's ARN), one of the delivery streams with a Kinesis

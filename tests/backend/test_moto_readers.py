@@ -11,16 +11,24 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import subprocess
+import sys
+import tomllib
 import uuid
 import zipfile
+from importlib import metadata
+from pathlib import Path
 
 import botocore.session
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from packaging.requirements import Requirement
 
 from console.backend.local import LocalKinesisServer
 
+ROOT = Path(__file__).resolve().parents[2]
 ROLE_POLICY = json.dumps(
     {
         "Version": "2012-10-17",
@@ -198,6 +206,20 @@ def test_mappings_are_listed_read_updated_and_deleted(server):
     assert lam.list_event_source_mappings(EventSourceArn=arn)["EventSourceMappings"] == []
 
 
+def test_mappings_are_listed_by_their_function_however_it_is_named(server):
+    lam = server.client("lambda")
+    _, arn = server.stream()
+    function = server.function()
+    function_arn = lam.get_function(FunctionName=function)["Configuration"]["FunctionArn"]
+    by_arn = lam.create_event_source_mapping(FunctionName=function_arn, EventSourceArn=arn, StartingPosition="LATEST")
+    listed = lam.list_event_source_mappings(FunctionName=function)["EventSourceMappings"]
+    expect_defect(listed == [], server.patched, "a mapping made with the function's ARN not listed by its name")
+    if server.patched:
+        assert [m["UUID"] for m in listed] == [by_arn["UUID"]]
+        by_name = lam.list_event_source_mappings(FunctionName=function_arn)["EventSourceMappings"]
+        assert [m["UUID"] for m in by_name] == [by_arn["UUID"]]
+
+
 # ---- a consumer's ARN as a mapping's source -------------------------------------------------------
 
 
@@ -305,3 +327,60 @@ def test_a_pipe_reads_a_stream_and_runs(server):
     described = pipes.describe_pipe(Name=name)
     assert (described["Source"], described["CurrentState"]) == (arn, "RUNNING")
     pipes.delete_pipe(Name=name)
+
+
+# ---- the `local` extra holds what these services import ---------------------------------------------
+
+READER_MODULES = (
+    "moto.awslambda.responses",
+    "moto.firehose.responses",
+    "moto.pipes.responses",
+    "moto.kinesisanalyticsv2.responses",
+    "moto.iam.responses",
+    "moto.sqs.responses",
+    "moto.cloudwatch.responses",
+    "moto.dynamodb.responses",
+)
+
+
+def _name(distribution: str) -> str:
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+def local_extra_closure() -> set[str]:
+    """Every distribution `pip install kconsole[local]` installs: the base dependencies and the extra's,
+    and theirs, with their environment markers (and any extras they ask for) evaluated here."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pending = [Requirement(text) for text in project["dependencies"] + project["optional-dependencies"]["local"]]
+    seen: set[tuple[str, frozenset[str]]] = set()
+    while pending:
+        requirement = pending.pop()
+        name, extras = _name(requirement.name), frozenset(requirement.extras)
+        if (name, extras) in seen:
+            continue
+        seen.add((name, extras))
+        for text in metadata.distribution(name).requires or []:
+            child = Requirement(text)
+            if child.marker is None or any(child.marker.evaluate({"extra": extra}) for extra in extras | {""}):
+                pending.append(child)
+    return {name for name, _ in seen}
+
+
+def test_what_the_readers_services_import_comes_with_the_local_extra():
+    """moto's Lambda, Firehose, Pipes, Flink, IAM, SQS, CloudWatch and DynamoDB modules, imported in a
+    fresh interpreter, load nothing from a distribution outside the `local` extra (Lambda imports
+    docker only to invoke a function, which the embedded server never does)."""
+    code = (
+        "import sys, json\nbefore = set(sys.modules)\n"
+        + "".join(f"import {module}\n" for module in READER_MODULES)
+        + "print(json.dumps(sorted({m.split('.')[0] for m in set(sys.modules) - before})))"
+    )
+    loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    owners = metadata.packages_distributions()
+    closure = local_extra_closure()
+    outside = {
+        module: owners[module]
+        for module in loaded
+        if module in owners and not {_name(owner) for owner in owners[module]} & closure
+    }
+    assert outside == {}
