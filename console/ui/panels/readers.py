@@ -25,7 +25,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 from textual.worker import Worker, WorkerState
 
-from console.backend.protocol import ConsoleBackend
+from console.backend.protocol import READERS, ConsoleBackend
 from console.consumers.report import format_millis
 from console.errors import ConsoleError
 from console.read.printable import printable
@@ -39,6 +39,10 @@ NAME_WIDTH = 40  # longer names are cut in the row; the detail below shows them 
 # Below this many rows (an 80x24 terminal leaves the panel about 15) the detail gives the rows room.
 SHORT_PANEL_ROWS = 24
 WHOLE_ONLY = "lag known only as a whole"
+NO_READER_SERVICES = (
+    "this source offers none of the readers' services (Lambda, Firehose, Pipes, Flink); "
+    "the Consumers tab (8) reads EFO consumers and KCL leases"
+)
 
 
 def reader_key(reader: Reader) -> str:
@@ -106,11 +110,7 @@ def detail_text(reader: Reader | None) -> Text:
     """The selected reader: what it is, its state, errors and settings, and where it is per shard."""
     if reader is None:
         return Text("")
-    text = Text(printable(reader.label), style="bold")
-    if reader.via:
-        text.append(printable(f" via EFO consumer {reader.via}"))
-    if reader.arn:
-        text.append(printable(f"  {reader.arn}"), style="dim")
+    text = Text(printable(reader.label), style="bold")  # with the EFO consumer it reads through
     behind = reader.behind_text()
     state = f"state {reader.state}" + (f": {reader.reason}" if reader.reason else "")
     lines: list[tuple[str, str]] = [(f"{state} · {behind if behind == 'lag unknown' else 'behind ' + behind}", "")]
@@ -133,6 +133,8 @@ def detail_text(reader: Reader | None) -> Text:
             if len(checkpoint) > 16:
                 checkpoint = "…" + checkpoint[-15:]
             lines.append((f"  {position.shard_id}  {checkpoint:<16}  {position_text(position)}", ""))
+    if reader.arn:
+        lines.append((reader.arn, "dim"))
     for line, style in lines:
         text.append("\n")
         text.append(printable(line), style=style)
@@ -219,6 +221,9 @@ class ReadersPanel(Vertical):
             return
         if not self.stream or self.source is None:
             self.show_error("no stream open: press p to pick one")
+            return
+        if READERS not in self.source.capabilities:  # an in-memory source (tests, screenshots)
+            self.show_status(NO_READER_SERVICES)
             return
         if self.report is None:
             self.show_status(f"reading the readers of {self.stream}…")

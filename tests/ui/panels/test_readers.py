@@ -6,65 +6,33 @@ the services are shown escaped, at 80x24 as at 140x45."""
 
 from __future__ import annotations
 
-import io
-import json
-import uuid
-import zipfile
-
 import pytest
 from textual.widgets import DataTable, Static
 
+from console.backend.protocol import READERS
 from console.consumers.readers import Reader, ReadersReport, ShardPosition
-from console.ui.panels.readers import WHOLE_ONLY, ReadersPanel
+from console.ui.panels.readers import NO_READER_SERVICES, WHOLE_ONLY, ReadersPanel
 from console.ui.static_source import StaticSource, even_shards
-from tests.consumers.kcl_tables import aws_client, create_lease_table, dynamodb, kcl_lease, put_items
+from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items
+from tests.consumers.reader_resources import ReaderFactory
 from tests.ui.panels.test_panel_work import PanelHarness
 from tests.ui.test_ui_console import RecordingApp, wait_until
 
 pytestmark = pytest.mark.timeout(120)
-
-ROLE_POLICY = json.dumps(
-    {
-        "Version": "2012-10-17",
-        "Statement": [
-            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
-        ],
-    }
-)
 
 
 async def read_by_lambda_firehose_and_kcl(endpoint_url: str, kinesis, stream: str) -> dict[str, str]:
     """A Lambda mapping, a Firehose delivery stream and a KCL lease table on `stream`: their names."""
     arn = (await kinesis.describe_stream_summary(stream)).arn
     shards = await kinesis.all_shards(stream)
-    suffix = uuid.uuid4().hex[:8]
-    code = io.BytesIO()
-    with zipfile.ZipFile(code, "w") as archive:
-        archive.writestr("index.py", "def handler(event, context):\n    return None\n")
-    async with aws_client("iam", endpoint_url) as iam:
-        role = (await iam.create_role(RoleName=f"readers-{suffix}", AssumeRolePolicyDocument=ROLE_POLICY))["Role"]
-    async with aws_client("lambda", endpoint_url) as functions:
-        await functions.create_function(
-            FunctionName=f"fn-{suffix}",
-            Runtime="python3.12",
-            Role=role["Arn"],
-            Handler="index.handler",
-            Code={"ZipFile": code.getvalue()},
-        )
-        await functions.create_event_source_mapping(
-            EventSourceArn=arn, FunctionName=f"fn-{suffix}", StartingPosition="LATEST", BatchSize=250
-        )
-    async with aws_client("firehose", endpoint_url) as firehose:
-        await firehose.create_delivery_stream(
-            DeliveryStreamName=f"ds-{suffix}",
-            DeliveryStreamType="KinesisStreamAsSource",
-            KinesisStreamSourceConfiguration={"KinesisStreamARN": arn, "RoleARN": role["Arn"]},
-            ExtendedS3DestinationConfiguration={"RoleARN": role["Arn"], "BucketARN": "arn:aws:s3:::readers-bucket"},
-        )
+    async with ReaderFactory(endpoint_url) as readers:
+        function = await readers.function()
+        await readers.mapping(arn, function, BatchSize=250)
+        delivery_stream = await readers.delivery_stream(arn)
     async with dynamodb(endpoint_url) as client:
-        table = await create_lease_table(client, f"kcl-app-{suffix}")
+        table = await create_lease_table(client)
         await put_items(client, table, [kcl_lease(shard.shard_id) for shard in shards])
-    return {"lambda": f"fn-{suffix}", "firehose": f"ds-{suffix}", "kcl": table}
+    return {"lambda": function, "firehose": delivery_stream, "kcl": table}
 
 
 def rows_of(table: DataTable) -> dict[str, list[str]]:
@@ -197,9 +165,23 @@ async def test_names_and_reasons_from_the_services_are_shown_escaped():
         assert "kcl app\\x1b[2J 90.0 s, 1,200 records, lambda fn-" in line and line.endswith("lag unknown")
 
 
-async def test_a_poll_that_fails_unexpectedly_says_so_in_place_of_reading():
-    # An in-memory source serves the stream's shards and no reader service: a defect to show, not hide.
+class ServesNoReaders(StaticSource):
+    """The stream's shards, and a claim to the readers' services it does not keep."""
+
+    capabilities = frozenset({READERS})
+
+
+async def test_a_source_without_the_readers_services_is_one_line_and_a_failing_poll_is_said():
+    # An in-memory source serves no reader service, and says so: the tab says it, polls nothing.
     panel = ReadersPanel(StaticSource("orders", even_shards(2)), id="readers-panel")
+    app = PanelHarness(panel)
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel.stream = "orders"
+        await pilot.pause()
+        assert text_of(panel, "#readers-status") == NO_READER_SERVICES
+        assert not [w for w in panel.workers if w.group == "readers"]
+    # One that claims them and fails unexpectedly: a defect, shown in place of a stuck "reading…".
+    panel = ReadersPanel(ServesNoReaders("orders", even_shards(2)), id="readers-panel")
     app = PanelHarness(panel)
     async with app.run_test(size=(80, 24)) as pilot:
         panel.stream = "orders"
