@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from textual import events
 from textual.app import App
+from textual.dom import NoScreen
 from textual.errors import NoWidget
 from textual.widget import Widget
 from textual.widgets import Input, TabbedContent, Tabs, TextArea
@@ -81,7 +82,11 @@ class FocusModel:
         """A widget took the focus. Focus that the tab switch did not give (tab / shift+tab, a click)
         means the user chose it. Focus inside a dialog over the console is neither: when the dialog
         closes, Textual gives the focus back to where it was, and an offered field stays only offered."""
-        if widget.screen is not self.app.screen_stack[0]:
+        try:
+            screen = widget.screen
+        except NoScreen:  # removed (its dialog closed) before its focus event was handled
+            return
+        if screen is not self.app.screen_stack[0]:
             return
         if widget is not self._offered_field:
             self.enter_field()

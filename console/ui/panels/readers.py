@@ -84,17 +84,18 @@ def shard_line(report: ReadersReport | None, shard_id: str | None) -> Text:
         return Text(printable(f"readers on {shard_id}: reading…"), style="dim")
     if not report.readers:
         return Text(printable(f"readers on {shard_id}: none found"), style="dim")
-    parts = []
+    on_shard, as_a_whole = [], []
     for reader, position in report.positions_on(shard_id):
         if position is not None:
-            where = position_text(position)
-        elif reader.shards is None:
-            unknown = reader.millis_behind is None and reader.records_behind is None
-            where = reader.behind_text() if unknown else f"{reader.behind_text()} (whole stream)"
+            on_shard.append(f"{reader.label} {position_text(position)}")
+        elif reader.shards is not None:
+            on_shard.append(f"{reader.label} no lease on it")
         else:
-            where = "no lease on it"
-        parts.append(f"{reader.label} {where}")
-    return Text(printable(f"readers on {shard_id}: " + ", ".join(parts)))
+            as_a_whole.append(f"{reader.label} {reader.behind_text()}")
+    line = " · ".join(on_shard)
+    if as_a_whole:
+        line += ("; " if line else "") + "as a whole: " + " · ".join(as_a_whole)
+    return Text(printable(f"readers on {shard_id}: {line}"))
 
 
 def setting_text(value: object) -> str | None:

@@ -93,8 +93,8 @@ async def test_the_readers_tab_shows_each_reader_its_detail_and_the_selected_sha
         line = text_of(panel, "#readers-shard")
         assert line.startswith(f"readers on {shards[1]}:")
         assert f"kcl {names['kcl']} " in line and f"lambda {names['lambda']} lag unknown" in line
-        kcl_on_shard = line.split(f"kcl {names['kcl']} ")[1].split(", lambda ")[0].split(", firehose ")[0]
-        assert "3 records" in kcl_on_shard
+        kcl_on_shard = line.split(f"kcl {names['kcl']} ")[1].split(" · ")[0].split(";")[0]
+        assert "3 records" in kcl_on_shard and "as a whole: " in line
 
         # It polls while shown, and stops when another tab is.
         assert [w for w in panel.workers if w.group == "readers" and not w.is_finished]
@@ -162,7 +162,7 @@ async def test_names_and_reasons_from_the_services_are_shown_escaped():
         assert "\\x1b[2J" in everything and "[bold]x[/]" in everything  # drawn as themselves, not obeyed
         assert "Lambda: AccessDenied (no lambda:GetFunction)" in text_of(panel, "#readers-unavailable")
         line = text_of(panel, "#readers-shard")
-        assert "kcl app\\x1b[2J 90.0 s, 1,200 records, lambda fn-" in line and line.endswith("lag unknown")
+        assert "kcl app\\x1b[2J 90.0 s, 1,200 records; as a whole: lambda fn-" in line and line.endswith("lag unknown")
 
 
 class ServesNoReaders(StaticSource):
