@@ -235,16 +235,18 @@ class ReadersPanel(Vertical):
         from console.consumers.readers import readers_report  # loaded when first used, not at start-up
 
         while True:
+            problem = None
             async with self.poll_lock:  # never alongside a shard poll or a lease poll
                 try:
                     report = await readers_report(source, stream)
                 except ConsoleError as error:
-                    report = None
-                    self.show_error(f"readers of {stream}: {error.message}")
+                    problem = error.message
             if stream != self.stream:
                 return
-            if report is not None:
+            if problem is None:
                 self.show_report(report)
+            else:  # the rows of the last good poll stay, under the reason this one failed
+                self.show_error(f"readers of {stream}: {problem}")
             await asyncio.sleep(self.interval)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -265,7 +267,16 @@ class ReadersPanel(Vertical):
         self.report = report
         self._readers = {reader_key(reader): reader for reader in report.readers}
         table = self.query_one("#readers-table", DataTable)
-        replace_rows(table, READER_COLUMNS, {key: reader_cells(reader) for key, reader in self._readers.items()})
+        rows = {key: reader_cells(reader) for key, reader in self._readers.items()}
+        if [row.key.value for row in table.ordered_rows] == list(rows):
+            replace_rows(table, READER_COLUMNS, rows)  # the same order: cells updated in place
+        else:  # worst first has changed: the rows again, the cursor kept on its reader
+            selected = self.selected_reader
+            table.clear()
+            for key, cells in rows.items():
+                table.add_row(*cells, key=key)
+            if selected is not None and reader_key(selected) in rows:
+                table.move_cursor(row=list(rows).index(reader_key(selected)))
         count = len(report.readers)
         failing = sum(1 for reader in report.readers if reader.failing)
         parts = [f"{count} reader(s) of {report.stream}, worst first"]

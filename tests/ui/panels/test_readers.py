@@ -6,12 +6,14 @@ the services are shown escaped, at 80x24 as at 140x45."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from textual.widgets import DataTable, Static
 
 from console.backend.protocol import READERS
 from console.consumers.readers import Reader, ReadersReport, ShardPosition
-from console.ui.panels.readers import NO_READER_SERVICES, WHOLE_ONLY, ReadersPanel
+from console.ui.panels.readers import NO_READER_SERVICES, WHOLE_ONLY, ReadersPanel, detail_text
 from console.ui.static_source import StaticSource, even_shards
 from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items
 from tests.consumers.reader_resources import ReaderFactory
@@ -163,6 +165,30 @@ async def test_names_and_reasons_from_the_services_are_shown_escaped():
         assert "Lambda: AccessDenied (no lambda:GetFunction)" in text_of(panel, "#readers-unavailable")
         line = text_of(panel, "#readers-shard")
         assert "kcl app\\x1b[2J 90.0 s, 1,200 records; as a whole: lambda fn-" in line and line.endswith("lag unknown")
+
+
+async def test_rows_follow_worst_first_from_poll_to_poll_and_the_cursor_its_reader():
+    panel = ReadersPanel(id="readers-panel")
+    app = PanelHarness(panel)
+    async with app.run_test(size=(140, 45)) as pilot:
+        report = hostile_report()
+        panel.show_report(report)
+        table = panel.query_one("#readers-table", DataTable)
+        table.move_cursor(row=1)  # the Lambda reader, second of two
+        await pilot.pause()
+        assert panel.selected_reader is report.readers[1]
+        kcl, function = report.readers
+        caught_up = replace(kcl, millis_behind=0, records_behind=0)
+        newcomer = replace(function, kind="firehose", name="ds-1", errors=None)
+        panel.show_report(replace(report, readers=(function, newcomer, caught_up)))  # now the Lambda is worst
+        await pilot.pause()
+        assert [row.key.value for row in table.ordered_rows] == [
+            "lambda:" + function.name,
+            "firehose:ds-1",
+            "kcl:" + kcl.name,
+        ]
+        assert table.cursor_row == 0 and panel.selected_reader is function  # the cursor followed its reader
+        assert detail_text(function).plain in text_of(panel, "#readers-detail")
 
 
 class ServesNoReaders(StaticSource):
