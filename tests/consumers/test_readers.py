@@ -375,6 +375,11 @@ async def test_a_plan_names_the_readers_it_affects_in_text_and_json(capsys, loca
     ]
     code, out, err = await kconsole(capsys, "plan", "scale", stream, "--to", "4", *where)
     assert code == 0 and f"reader lambda {function}: concurrency 6 → 12" in out
+    code, out, err = await kconsole(capsys, "reshard", "scale", stream, "--to", "4", "--yes", "--json", *where)
+    assert code == 0, err
+    [done] = [a for a in json.loads(out)["readers"]["affected"] if a["reader"] == f"lambda {function}"]
+    assert done["lines"] == affected["lines"]
+    assert len([s for s in await kinesis.all_shards(stream) if s.is_open]) == 4
 
 
 async def test_the_stream_list_puts_a_stream_whose_reader_is_behind_in_trouble(
