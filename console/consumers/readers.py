@@ -332,6 +332,17 @@ def flink_names_stream(application: Mapping[str, Any], stream: str, stream_arn: 
     return None
 
 
+def flink_streams(application: Mapping[str, Any]) -> set[str]:
+    """Every stream a Flink application's runtime properties name, by name or by ARN (the fleet's
+    form of flink_names_stream: one pass over the properties for all streams)."""
+    named: set[str] = set()
+    for _, properties in flink_properties(application):
+        for value in properties.values():
+            for word in _LIST_SEPARATORS.split(str(value).strip()):
+                named.add(stream_of_source(word) or word)
+    return named - {""}
+
+
 def flink_properties(application: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     configuration = application.get("ApplicationConfigurationDescription") or {}
     groups = (configuration.get("EnvironmentPropertyDescriptions") or {}).get("PropertyGroupDescriptions") or []
@@ -790,16 +801,19 @@ class FleetReaders:
 
 
 async def fleet_reader_lag(backend: Any, streams: Sequence[str], *, now: datetime | None = None) -> FleetReaders:
-    """The worst Lambda or Firehose reader of each of `streams`, in a bounded number of calls however
-    many streams there are: one page-through of every event source mapping in the region (EFO
-    mappings name their stream in the consumer's ARN), one of the delivery streams with a Kinesis
-    source (described a few at once), and one batched GetMetricData pass for all their lag. EFO
-    consumers, KCL applications, Pipes and Flink are left to `kconsole readers STREAM`: finding them
-    costs calls per stream."""
+    """The worst Lambda, Firehose or Flink reader of each of `streams`, in a number of calls that grows
+    with the readers, not the streams: one page-through of every event source mapping in the region
+    (EFO mappings name their stream in the consumer's ARN), one of the delivery streams with a
+    Kinesis source and one of the Flink applications (each described, a few at once), and one
+    batched GetMetricData pass for all their lag. EFO consumers and KCL applications are left to
+    `kconsole readers STREAM` (finding them costs calls per stream), and Pipes publish no lag."""
     wanted = set(streams)
     found = _Found()
-    mappings = await _guarded(found, "Lambda", backend.event_source_mappings(None))
-    delivery = await _guarded(found, "Firehose", backend.delivery_streams_from_kinesis())
+    mappings, delivery, applications = await asyncio.gather(
+        _guarded(found, "Lambda", backend.event_source_mappings(None)),
+        _guarded(found, "Firehose", backend.delivery_streams_from_kinesis()),
+        _guarded(found, "Managed Service for Apache Flink", backend.flink_applications()),
+    )
     metrics = _Metrics()
     readers: list[tuple[str, str, MetricQuery]] = []  # (stream, label, lag query)
     for mapping in mappings or ():
@@ -812,6 +826,10 @@ async def fleet_reader_lag(backend: Any, streams: Sequence[str], *, now: datetim
         name = str(description.get("DeliveryStreamName", ""))
         if stream in wanted and name:
             readers.append((stream, f"firehose {name}", firehose_queries(name)[0]))
+    for application in applications or ():
+        name = flink_name(application)
+        for stream in sorted(flink_streams(application) & wanted):
+            readers.append((stream, f"flink {name}", flink_queries(name)[0]))
     metrics.want(query for _, _, query in readers)
     await metrics.read(backend, now)
     worst: dict[str, tuple[str, int]] = {}

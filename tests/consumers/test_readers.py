@@ -291,10 +291,14 @@ async def test_the_fleet_sees_every_streams_worst_reader_in_a_few_calls(kinesis,
     await made.metric("AWS/Lambda", "IteratorAge", {"FunctionName": slow}, 300_000, at)
     await made.metric("AWS/Lambda", "IteratorAge", {"FunctionName": quick}, 1_000, at)
     await made.metric("AWS/Firehose", "KinesisMillisBehindLatest", {"DeliveryStreamName": delivery}, 900_000, at)
-    fleet = await fleet_reader_lag(kinesis, [behind, fine, quiet])
+    flink = await made.flink({"streams": f"{fine},{arns[quiet]}"})
+    await made.metric("AWS/KinesisAnalytics", "millisBehindLatest", {"Application": flink}, 20_000, at)
+    silent = await make_stream(shards=1)
+    fleet = await fleet_reader_lag(kinesis, [behind, fine, quiet, silent])
     assert fleet.worst[behind] == (f"firehose {delivery}", 900_000)
-    assert fleet.worst[fine] == (f"lambda {quick}", 1_000)
-    assert quiet not in fleet.worst and fleet.unavailable == ()
+    assert fleet.worst[fine] == (f"flink {flink}", 20_000)  # further behind than its Lambda reader
+    assert fleet.worst[quiet] == (f"flink {flink}", 20_000)  # named by its ARN
+    assert silent not in fleet.worst and fleet.unavailable == ()
 
 
 # ---- the CLI -------------------------------------------------------------------------------------
