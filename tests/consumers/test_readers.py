@@ -446,9 +446,11 @@ async def test_the_demo_readers_come_back_worst_first_with_the_lag_their_metrics
     assert by_kind[("firehose", None)]["millis_behind"] == LAG_MS["firehose"]
     assert by_kind[("efo", None)]["millis_behind"] == LAG_MS["efo_consumer"]
     assert by_kind[("efo", None)]["settings"]["used_by"] == [f"lambda {stream}-reader"]
-    kcl = by_kind[("kcl", None)]
-    assert kcl["name"] == f"{stream}-kcl-app" and kcl["records_behind"] > 0 and len(kcl["shards"]) == 2
-    assert rows[-1][0] == "pipe" and rows[-1][3] is None  # Pipes publish no lag: last
+    # (other tests' tables of two TRIM_HORIZON leases fit this two-shard stream as well: found too)
+    [kcl] = [r for r in report["readers"] if r["kind"] == "kcl" and r["name"] == f"{stream}-kcl-app"]
+    assert kcl["records_behind"] > 0 and len(kcl["shards"]) == 2
+    [pipe_at] = [i for i, row in enumerate(rows) if row[0] == "pipe"]
+    assert all(row[3] is None for row in rows[pipe_at:])  # Pipes publish no lag: among the last
     known = [row[3] for row in rows if row[3] is not None]
     assert known == sorted(known, reverse=True)
 
