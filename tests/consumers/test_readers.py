@@ -90,15 +90,15 @@ async def test_every_kind_of_reader_worst_first_with_its_lag_from_cloudwatch(kin
     await made.metric("AWS/Lambda", "IteratorAge", {"FunctionName": far}, 600_000, at)
     await made.metric("AWS/Lambda", "Errors", {"FunctionName": far}, 3, at)
     await made.metric("AWS/Lambda", "IteratorAge", {"FunctionName": near}, 2_000, at)
-    await made.metric("AWS/Lambda", "IteratorAge", {"FunctionName": through}, 45_000, at)
-    await made.metric("AWS/Firehose", "KinesisMillisBehindLatest", {"DeliveryStreamName": delivery}, 120_000, at)
+    await made.metric("AWS/Lambda", "IteratorAge", {"FunctionName": through}, 150_000, at)
+    await made.metric("AWS/Firehose", "KinesisMillisBehindLatest", {"DeliveryStreamName": delivery}, 200_000, at)
     await made.metric("AWS/Firehose", "DataReadFromKinesisStream.Records", {"DeliveryStreamName": delivery}, 42, at)
-    await made.metric("AWS/KinesisAnalytics", "millisBehindLatest", {"Application": flink}, 30_000, at)
+    await made.metric("AWS/KinesisAnalytics", "millisBehindLatest", {"Application": flink}, 300_000, at)
     await made.metric(
         "AWS/Kinesis",
         "SubscribeToShardEvent.MillisBehindLatest",
         {"StreamName": stream, "ConsumerName": "efo-reader"},
-        44_000,
+        100_000,
         at,
     )
 
@@ -107,10 +107,10 @@ async def test_every_kind_of_reader_worst_first_with_its_lag_from_cloudwatch(kin
     order = [(r.kind, r.name) for r in report.readers]
     assert order[:5] == [
         ("lambda", far),
+        ("flink", flink),
         ("firehose", delivery),
         ("lambda", through),
         ("efo", "efo-reader"),
-        ("flink", flink),
     ], order
     # then the KCL application (seconds behind: its records were put moments ago) and the others
     known = [r.millis_behind for r in report.readers if r.millis_behind is not None]
