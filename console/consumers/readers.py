@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -445,7 +446,7 @@ async def _with_metrics(backend: Any, stream: str, found: _Found, now: datetime 
         + [firehose_reader(d, metrics) for d in found.delivery_streams]
         + [pipe_reader(p) for p in found.pipes]
         + [flink_reader(app, named, metrics) for app, named in found.flink]
-        + [kcl_reader(report) for report in found.kcl]
+        + [kcl_reader(report, {consumer.name for consumer in found.efo}) for report in found.kcl]
     )
     return readers + [efo_reader(consumer, stream, readers, metrics) for consumer in found.efo]
 
@@ -596,9 +597,10 @@ def flink_reader(application: Mapping[str, Any], named_by: str, metrics: _Metric
     )
 
 
-def kcl_reader(report: ConsumerReport) -> Reader:
+def kcl_reader(report: ConsumerReport, consumers: AbstractSet[str] = frozenset()) -> Reader:
     """A KCL application from its lease table: time behind is its worst lease's, records behind the
-    sum over its leases (unknown when any lease's count is)."""
+    sum over its leases (unknown when any lease's count is). The KCL registers its EFO consumer
+    under the application's name, which is its lease table's: a consumer of that name is its `via`."""
     open_rows = [row for row in report.rows if not row.lease.finished]
     owners = {row.lease.owner for row in open_rows if row.lease.owner}
     unowned = [row for row in open_rows if row.lease.owner is None]
@@ -630,7 +632,7 @@ def kcl_reader(report: ConsumerReport) -> Reader:
             "workers": len(owners),
             "scan_cap": report.scan_cap,
         },
-        None,
+        report.lease_table if report.lease_table in consumers else None,
         False,
         positions,
     )
@@ -640,12 +642,11 @@ def efo_reader(consumer: EfoConsumer, stream: str, readers: Sequence[Reader], me
     """An EFO consumer and who reads through it: the Lambda mappings on its ARN, a Firehose reading
     through it, a KCL application of its name (the KCL registers its consumer under the application's
     name), or a Flink application whose properties name it."""
-    users = [f"{reader.kind} {reader.name}" for reader in readers if reader.via == consumer.name]
-    users += [
+    users = [
         f"{reader.kind} {reader.name}"
         for reader in readers
-        if (reader.kind == FIREHOSE and reader.settings.get("read_through") == consumer.arn)
-        or (reader.kind == KCL and reader.name == consumer.name)
+        if reader.via == consumer.name
+        or (reader.kind == FIREHOSE and reader.settings.get("read_through") == consumer.arn)
     ]
     (behind,) = efo_queries(stream, consumer.name)
     return Reader(

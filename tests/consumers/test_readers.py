@@ -481,3 +481,17 @@ async def test_mappings_over_many_pages_are_all_read(kinesis, make_stream, made)
     report = await readers_report(kinesis, stream, lease_tables=[])
     assert markers == [None, "100", "200"]
     assert sorted(r.settings["batch_size"] for r in report.readers if r.kind == "lambda") == list(range(100, 350))
+
+
+async def test_a_kcl_application_reading_through_its_efo_consumer_uses_it(kinesis, make_stream, ddb):
+    """The KCL registers its enhanced fan-out consumer under the application's name, its lease table's."""
+    stream = await make_stream(shards=1)
+    arn = (await kinesis.describe_stream_summary(stream)).arn
+    [shard] = await kinesis.all_shards(stream)
+    table = await create_lease_table(ddb)
+    await put_items(ddb, table, [kcl_lease(shard.shard_id)])
+    await kinesis.register_stream_consumer(arn, table)
+    report = await readers_report(kinesis, stream, lease_tables=[table])
+    rows = {r.kind: r for r in report.readers}
+    assert rows["kcl"].via == table and rows["kcl"].label == f"kcl {table} (via {table})"
+    assert rows["efo"].settings["used_by"] == [f"kcl {table}"] and rows["efo"].reason is None
