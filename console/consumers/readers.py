@@ -445,7 +445,7 @@ async def _with_metrics(backend: Any, stream: str, found: _Found, now: datetime 
         [lambda_reader(m, via, found.missing_functions, metrics) for m, via in found.mappings]
         + [firehose_reader(d, metrics) for d in found.delivery_streams]
         + [pipe_reader(p) for p in found.pipes]
-        + [flink_reader(app, named, metrics) for app, named in found.flink]
+        + [flink_reader(app, named, metrics, flink_via(app, found.efo)) for app, named in found.flink]
         + [kcl_reader(report, {consumer.name for consumer in found.efo}) for report in found.kcl]
     )
     return readers + [efo_reader(consumer, stream, readers, metrics) for consumer in found.efo]
@@ -456,9 +456,8 @@ async def _with_metrics(backend: Any, stream: str, found: _Found, now: datetime 
 
 def lambda_reader(mapping: Mapping[str, Any], via: str | None, missing: set[str], metrics: _Metrics) -> Reader:
     function = function_name(mapping.get("FunctionArn"))
-    age, errors, throttles = (
-        metrics.latest(q) if i == 0 else metrics.total(q) for i, q in enumerate(lambda_queries(function))
-    )
+    age_query, errors_query, throttles_query = lambda_queries(function)
+    age, errors, throttles = metrics.latest(age_query), metrics.total(errors_query), metrics.total(throttles_query)
     result = mapping.get("LastProcessingResult")
     problems = []
     state = str(mapping.get("State") or "unknown")
@@ -522,7 +521,7 @@ def firehose_reader(description: Mapping[str, Any], metrics: _Metrics) -> Reader
         "destination": destination_kind(description),
         "read_records": metrics.total(records),
         "read_bytes": metrics.total(nbytes),
-        "read_through": source.get("ConsumerARN") or None,
+        "delivery_start": _iso(source.get("DeliveryStartTimestamp")),
     }
     status = str(description.get("DeliveryStreamStatus") or "unknown")
     return Reader(
@@ -539,6 +538,10 @@ def firehose_reader(description: Mapping[str, Any], metrics: _Metrics) -> Reader
         False,
         None,
     )
+
+
+def _iso(moment: Any) -> str | None:
+    return moment.isoformat() if isinstance(moment, datetime) else (str(moment) if moment else None)
 
 
 def pipe_reader(pipe: Mapping[str, Any]) -> Reader:
@@ -573,7 +576,19 @@ def flink_name(application: Mapping[str, Any]) -> str:
     return str(application.get("ApplicationName") or str(application.get("ApplicationARN", "")).rpartition("/")[2])
 
 
-def flink_reader(application: Mapping[str, Any], named_by: str, metrics: _Metrics) -> Reader:
+def flink_via(application: Mapping[str, Any], consumers: Sequence[EfoConsumer]) -> str | None:
+    """The EFO consumer a Flink application's properties name (its connector's consumer name or
+    ARN setting), None when they name none."""
+    words = {
+        word
+        for _, properties in flink_properties(application)
+        for value in properties.values()
+        for word in _LIST_SEPARATORS.split(str(value).strip())
+    }
+    return next((c.name for c in consumers if c.name in words or (c.arn and c.arn in words)), None)
+
+
+def flink_reader(application: Mapping[str, Any], named_by: str, metrics: _Metrics, via: str | None = None) -> Reader:
     name = flink_name(application)
     (behind,) = flink_queries(name)
     settings: dict[str, object] = {
@@ -591,7 +606,7 @@ def flink_reader(application: Mapping[str, Any], named_by: str, metrics: _Metric
         None,
         None,
         settings,
-        None,
+        via,
         True,
         None,
     )
@@ -639,15 +654,10 @@ def kcl_reader(report: ConsumerReport, consumers: AbstractSet[str] = frozenset()
 
 
 def efo_reader(consumer: EfoConsumer, stream: str, readers: Sequence[Reader], metrics: _Metrics) -> Reader:
-    """An EFO consumer and who reads through it: the Lambda mappings on its ARN, a Firehose reading
-    through it, a KCL application of its name (the KCL registers its consumer under the application's
-    name), or a Flink application whose properties name it."""
-    users = [
-        f"{reader.kind} {reader.name}"
-        for reader in readers
-        if reader.via == consumer.name
-        or (reader.kind == FIREHOSE and reader.settings.get("read_through") == consumer.arn)
-    ]
+    """An EFO consumer and who reads through it (the readers whose `via` it is): the Lambda mappings
+    on its ARN, a KCL application of its name (the KCL registers its consumer under the
+    application's name), a Flink application whose properties name it."""
+    users = [f"{reader.kind} {reader.name}" for reader in readers if reader.via == consumer.name]
     (behind,) = efo_queries(stream, consumer.name)
     return Reader(
         EFO,

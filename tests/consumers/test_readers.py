@@ -74,14 +74,15 @@ async def test_every_kind_of_reader_worst_first_with_its_lag_from_cloudwatch(kin
     for i in range(5):
         await kinesis.put_record(stream, f"r{i}".encode(), f"k{i}", explicit_hash_key=shards[0].starting_hash_key)
     consumer = await kinesis.register_stream_consumer(arn, "efo-reader")
-    await kinesis.register_stream_consumer(arn, "efo-idle")
+    await kinesis.register_stream_consumer(arn, "efo-flink")
+    await kinesis.register_stream_consumer(arn, "efo-unused")
     far, near, through = await made.function(), await made.function(), await made.function()
     await made.mapping(arn, far, BatchSize=500, ParallelizationFactor=4, BisectBatchOnFunctionError=True)
     await made.mapping(arn, near)
     await made.mapping(consumer["ConsumerARN"], through)
     delivery = await made.delivery_stream(arn)
     pipe = await made.pipe(arn)
-    flink = await made.flink({"input.stream": stream})
+    flink = await made.flink({"input.stream": stream, "efo.consumername": "efo-flink"})
     await made.flink({"input.stream": stream + "-other"})  # names another stream: not a reader
     table = await create_lease_table(ddb)
     await put_items(ddb, table, [kcl_lease(shards[0].shard_id), kcl_lease(shards[1].shard_id)])
@@ -116,14 +117,20 @@ async def test_every_kind_of_reader_worst_first_with_its_lag_from_cloudwatch(kin
     known = [r.millis_behind for r in report.readers if r.millis_behind is not None]
     assert known == sorted(known, reverse=True) and len(known) == 7
     assert {(r.kind, r.name) for r in report.readers[5:7]} == {("kcl", table), ("lambda", near)}
-    assert {(r.kind, r.name) for r in report.readers[7:]} == {("pipe", pipe), ("efo", "efo-idle")}
+    assert {(r.kind, r.name) for r in report.readers[7:]} == {
+        ("pipe", pipe),
+        ("efo", "efo-flink"),
+        ("efo", "efo-unused"),
+    }
+    assert report.readers[1].via == "efo-flink"  # the Flink application's properties name the consumer
     assert report.unavailable == ()
     by_name = {r.name: r for r in report.readers}
     assert by_name[far].millis_behind == 600_000 and by_name[far].errors == "3 errors in 5 min"
     assert by_name[far].settings["parallelization_factor"] == 4 and by_name[far].settings["bisect_on_error"] is True
     assert by_name[through].via == "efo-reader"
     assert by_name["efo-reader"].settings["used_by"] == [f"lambda {through}"]
-    assert by_name["efo-idle"].reason == "no known reader uses it"
+    assert by_name["efo-unused"].reason == "no known reader uses it"
+    assert by_name["efo-flink"].reason is None and by_name["efo-flink"].settings["used_by"] == [f"flink {flink}"]
     assert by_name[delivery].settings["read_records"] == 42 and by_name[delivery].settings["destination"] == "S3"
     assert by_name[flink].heuristic and by_name[flink].settings["named_by"] == "consumer.input.stream"
     assert by_name[pipe].millis_behind is None and "no iterator age" in str(by_name[pipe].settings["lag"])
