@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -332,6 +333,17 @@ def flink_names_stream(application: Mapping[str, Any], stream: str, stream_arn: 
     return None
 
 
+def flink_streams(application: Mapping[str, Any]) -> set[str]:
+    """Every stream a Flink application's runtime properties name, by name or by ARN (the fleet's
+    form of flink_names_stream: one pass over the properties for all streams)."""
+    named: set[str] = set()
+    for _, properties in flink_properties(application):
+        for value in properties.values():
+            for word in _LIST_SEPARATORS.split(str(value).strip()):
+                named.add(stream_of_source(word) or word)
+    return named - {""}
+
+
 def flink_properties(application: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     configuration = application.get("ApplicationConfigurationDescription") or {}
     groups = (configuration.get("EnvironmentPropertyDescriptions") or {}).get("PropertyGroupDescriptions") or []
@@ -433,8 +445,8 @@ async def _with_metrics(backend: Any, stream: str, found: _Found, now: datetime 
         [lambda_reader(m, via, found.missing_functions, metrics) for m, via in found.mappings]
         + [firehose_reader(d, metrics) for d in found.delivery_streams]
         + [pipe_reader(p) for p in found.pipes]
-        + [flink_reader(app, named, metrics) for app, named in found.flink]
-        + [kcl_reader(report) for report in found.kcl]
+        + [flink_reader(app, named, metrics, flink_via(app, found.efo)) for app, named in found.flink]
+        + [kcl_reader(report, {consumer.name for consumer in found.efo}) for report in found.kcl]
     )
     return readers + [efo_reader(consumer, stream, readers, metrics) for consumer in found.efo]
 
@@ -444,9 +456,8 @@ async def _with_metrics(backend: Any, stream: str, found: _Found, now: datetime 
 
 def lambda_reader(mapping: Mapping[str, Any], via: str | None, missing: set[str], metrics: _Metrics) -> Reader:
     function = function_name(mapping.get("FunctionArn"))
-    age, errors, throttles = (
-        metrics.latest(q) if i == 0 else metrics.total(q) for i, q in enumerate(lambda_queries(function))
-    )
+    age_query, errors_query, throttles_query = lambda_queries(function)
+    age, errors, throttles = metrics.latest(age_query), metrics.total(errors_query), metrics.total(throttles_query)
     result = mapping.get("LastProcessingResult")
     problems = []
     state = str(mapping.get("State") or "unknown")
@@ -510,7 +521,7 @@ def firehose_reader(description: Mapping[str, Any], metrics: _Metrics) -> Reader
         "destination": destination_kind(description),
         "read_records": metrics.total(records),
         "read_bytes": metrics.total(nbytes),
-        "read_through": source.get("ConsumerARN") or None,
+        "delivery_start": _iso(source.get("DeliveryStartTimestamp")),
     }
     status = str(description.get("DeliveryStreamStatus") or "unknown")
     return Reader(
@@ -527,6 +538,10 @@ def firehose_reader(description: Mapping[str, Any], metrics: _Metrics) -> Reader
         False,
         None,
     )
+
+
+def _iso(moment: Any) -> str | None:
+    return moment.isoformat() if isinstance(moment, datetime) else (str(moment) if moment else None)
 
 
 def pipe_reader(pipe: Mapping[str, Any]) -> Reader:
@@ -561,7 +576,19 @@ def flink_name(application: Mapping[str, Any]) -> str:
     return str(application.get("ApplicationName") or str(application.get("ApplicationARN", "")).rpartition("/")[2])
 
 
-def flink_reader(application: Mapping[str, Any], named_by: str, metrics: _Metrics) -> Reader:
+def flink_via(application: Mapping[str, Any], consumers: Sequence[EfoConsumer]) -> str | None:
+    """The EFO consumer a Flink application's properties name (its connector's consumer name or
+    ARN setting), None when they name none."""
+    words = {
+        word
+        for _, properties in flink_properties(application)
+        for value in properties.values()
+        for word in _LIST_SEPARATORS.split(str(value).strip())
+    }
+    return next((c.name for c in consumers if c.name in words or (c.arn and c.arn in words)), None)
+
+
+def flink_reader(application: Mapping[str, Any], named_by: str, metrics: _Metrics, via: str | None = None) -> Reader:
     name = flink_name(application)
     (behind,) = flink_queries(name)
     settings: dict[str, object] = {
@@ -579,15 +606,16 @@ def flink_reader(application: Mapping[str, Any], named_by: str, metrics: _Metric
         None,
         None,
         settings,
-        None,
+        via,
         True,
         None,
     )
 
 
-def kcl_reader(report: ConsumerReport) -> Reader:
+def kcl_reader(report: ConsumerReport, consumers: AbstractSet[str] = frozenset()) -> Reader:
     """A KCL application from its lease table: time behind is its worst lease's, records behind the
-    sum over its leases (unknown when any lease's count is)."""
+    sum over its leases (unknown when any lease's count is). The KCL registers its EFO consumer
+    under the application's name, which is its lease table's: a consumer of that name is its `via`."""
     open_rows = [row for row in report.rows if not row.lease.finished]
     owners = {row.lease.owner for row in open_rows if row.lease.owner}
     unowned = [row for row in open_rows if row.lease.owner is None]
@@ -619,23 +647,17 @@ def kcl_reader(report: ConsumerReport) -> Reader:
             "workers": len(owners),
             "scan_cap": report.scan_cap,
         },
-        None,
+        report.lease_table if report.lease_table in consumers else None,
         False,
         positions,
     )
 
 
 def efo_reader(consumer: EfoConsumer, stream: str, readers: Sequence[Reader], metrics: _Metrics) -> Reader:
-    """An EFO consumer and who reads through it: the Lambda mappings on its ARN, a Firehose reading
-    through it, a KCL application of its name (the KCL registers its consumer under the application's
-    name), or a Flink application whose properties name it."""
+    """An EFO consumer and who reads through it (the readers whose `via` it is): the Lambda mappings
+    on its ARN, a KCL application of its name (the KCL registers its consumer under the
+    application's name), a Flink application whose properties name it."""
     users = [f"{reader.kind} {reader.name}" for reader in readers if reader.via == consumer.name]
-    users += [
-        f"{reader.kind} {reader.name}"
-        for reader in readers
-        if (reader.kind == FIREHOSE and reader.settings.get("read_through") == consumer.arn)
-        or (reader.kind == KCL and reader.name == consumer.name)
-    ]
     (behind,) = efo_queries(stream, consumer.name)
     return Reader(
         EFO,
@@ -790,16 +812,19 @@ class FleetReaders:
 
 
 async def fleet_reader_lag(backend: Any, streams: Sequence[str], *, now: datetime | None = None) -> FleetReaders:
-    """The worst Lambda or Firehose reader of each of `streams`, in a bounded number of calls however
-    many streams there are: one page-through of every event source mapping in the region (EFO
-    mappings name their stream in the consumer's ARN), one of the delivery streams with a Kinesis
-    source (described a few at once), and one batched GetMetricData pass for all their lag. EFO
-    consumers, KCL applications, Pipes and Flink are left to `kconsole readers STREAM`: finding them
-    costs calls per stream."""
+    """The worst Lambda, Firehose or Flink reader of each of `streams`, in a number of calls that grows
+    with the readers, not the streams: one page-through of every event source mapping in the region
+    (EFO mappings name their stream in the consumer's ARN), one of the delivery streams with a
+    Kinesis source and one of the Flink applications (each described, a few at once), and one
+    batched GetMetricData pass for all their lag. EFO consumers and KCL applications are left to
+    `kconsole readers STREAM` (finding them costs calls per stream), and Pipes publish no lag."""
     wanted = set(streams)
     found = _Found()
-    mappings = await _guarded(found, "Lambda", backend.event_source_mappings(None))
-    delivery = await _guarded(found, "Firehose", backend.delivery_streams_from_kinesis())
+    mappings, delivery, applications = await asyncio.gather(
+        _guarded(found, "Lambda", backend.event_source_mappings(None)),
+        _guarded(found, "Firehose", backend.delivery_streams_from_kinesis()),
+        _guarded(found, "Managed Service for Apache Flink", backend.flink_applications()),
+    )
     metrics = _Metrics()
     readers: list[tuple[str, str, MetricQuery]] = []  # (stream, label, lag query)
     for mapping in mappings or ():
@@ -812,6 +837,10 @@ async def fleet_reader_lag(backend: Any, streams: Sequence[str], *, now: datetim
         name = str(description.get("DeliveryStreamName", ""))
         if stream in wanted and name:
             readers.append((stream, f"firehose {name}", firehose_queries(name)[0]))
+    for application in applications or ():
+        name = flink_name(application)
+        for stream in sorted(flink_streams(application) & wanted):
+            readers.append((stream, f"flink {name}", flink_queries(name)[0]))
     metrics.want(query for _, _, query in readers)
     await metrics.read(backend, now)
     worst: dict[str, tuple[str, int]] = {}

@@ -74,14 +74,15 @@ async def test_every_kind_of_reader_worst_first_with_its_lag_from_cloudwatch(kin
     for i in range(5):
         await kinesis.put_record(stream, f"r{i}".encode(), f"k{i}", explicit_hash_key=shards[0].starting_hash_key)
     consumer = await kinesis.register_stream_consumer(arn, "efo-reader")
-    await kinesis.register_stream_consumer(arn, "efo-idle")
+    await kinesis.register_stream_consumer(arn, "efo-flink")
+    await kinesis.register_stream_consumer(arn, "efo-unused")
     far, near, through = await made.function(), await made.function(), await made.function()
     await made.mapping(arn, far, BatchSize=500, ParallelizationFactor=4, BisectBatchOnFunctionError=True)
     await made.mapping(arn, near)
     await made.mapping(consumer["ConsumerARN"], through)
     delivery = await made.delivery_stream(arn)
     pipe = await made.pipe(arn)
-    flink = await made.flink({"input.stream": stream})
+    flink = await made.flink({"input.stream": stream, "efo.consumername": "efo-flink"})
     await made.flink({"input.stream": stream + "-other"})  # names another stream: not a reader
     table = await create_lease_table(ddb)
     await put_items(ddb, table, [kcl_lease(shards[0].shard_id), kcl_lease(shards[1].shard_id)])
@@ -90,15 +91,15 @@ async def test_every_kind_of_reader_worst_first_with_its_lag_from_cloudwatch(kin
     await made.metric("AWS/Lambda", "IteratorAge", {"FunctionName": far}, 600_000, at)
     await made.metric("AWS/Lambda", "Errors", {"FunctionName": far}, 3, at)
     await made.metric("AWS/Lambda", "IteratorAge", {"FunctionName": near}, 2_000, at)
-    await made.metric("AWS/Lambda", "IteratorAge", {"FunctionName": through}, 45_000, at)
-    await made.metric("AWS/Firehose", "KinesisMillisBehindLatest", {"DeliveryStreamName": delivery}, 120_000, at)
+    await made.metric("AWS/Lambda", "IteratorAge", {"FunctionName": through}, 150_000, at)
+    await made.metric("AWS/Firehose", "KinesisMillisBehindLatest", {"DeliveryStreamName": delivery}, 200_000, at)
     await made.metric("AWS/Firehose", "DataReadFromKinesisStream.Records", {"DeliveryStreamName": delivery}, 42, at)
-    await made.metric("AWS/KinesisAnalytics", "millisBehindLatest", {"Application": flink}, 30_000, at)
+    await made.metric("AWS/KinesisAnalytics", "millisBehindLatest", {"Application": flink}, 300_000, at)
     await made.metric(
         "AWS/Kinesis",
         "SubscribeToShardEvent.MillisBehindLatest",
         {"StreamName": stream, "ConsumerName": "efo-reader"},
-        44_000,
+        100_000,
         at,
     )
 
@@ -107,23 +108,29 @@ async def test_every_kind_of_reader_worst_first_with_its_lag_from_cloudwatch(kin
     order = [(r.kind, r.name) for r in report.readers]
     assert order[:5] == [
         ("lambda", far),
+        ("flink", flink),
         ("firehose", delivery),
         ("lambda", through),
         ("efo", "efo-reader"),
-        ("flink", flink),
     ], order
     # then the KCL application (seconds behind: its records were put moments ago) and the others
     known = [r.millis_behind for r in report.readers if r.millis_behind is not None]
     assert known == sorted(known, reverse=True) and len(known) == 7
     assert {(r.kind, r.name) for r in report.readers[5:7]} == {("kcl", table), ("lambda", near)}
-    assert {(r.kind, r.name) for r in report.readers[7:]} == {("pipe", pipe), ("efo", "efo-idle")}
+    assert {(r.kind, r.name) for r in report.readers[7:]} == {
+        ("pipe", pipe),
+        ("efo", "efo-flink"),
+        ("efo", "efo-unused"),
+    }
+    assert report.readers[1].via == "efo-flink"  # the Flink application's properties name the consumer
     assert report.unavailable == ()
     by_name = {r.name: r for r in report.readers}
     assert by_name[far].millis_behind == 600_000 and by_name[far].errors == "3 errors in 5 min"
     assert by_name[far].settings["parallelization_factor"] == 4 and by_name[far].settings["bisect_on_error"] is True
     assert by_name[through].via == "efo-reader"
     assert by_name["efo-reader"].settings["used_by"] == [f"lambda {through}"]
-    assert by_name["efo-idle"].reason == "no known reader uses it"
+    assert by_name["efo-unused"].reason == "no known reader uses it"
+    assert by_name["efo-flink"].reason is None and by_name["efo-flink"].settings["used_by"] == [f"flink {flink}"]
     assert by_name[delivery].settings["read_records"] == 42 and by_name[delivery].settings["destination"] == "S3"
     assert by_name[flink].heuristic and by_name[flink].settings["named_by"] == "consumer.input.stream"
     assert by_name[pipe].millis_behind is None and "no iterator age" in str(by_name[pipe].settings["lag"])
@@ -291,10 +298,14 @@ async def test_the_fleet_sees_every_streams_worst_reader_in_a_few_calls(kinesis,
     await made.metric("AWS/Lambda", "IteratorAge", {"FunctionName": slow}, 300_000, at)
     await made.metric("AWS/Lambda", "IteratorAge", {"FunctionName": quick}, 1_000, at)
     await made.metric("AWS/Firehose", "KinesisMillisBehindLatest", {"DeliveryStreamName": delivery}, 900_000, at)
-    fleet = await fleet_reader_lag(kinesis, [behind, fine, quiet])
+    flink = await made.flink({"streams": f"{fine},{arns[quiet]}"})
+    await made.metric("AWS/KinesisAnalytics", "millisBehindLatest", {"Application": flink}, 20_000, at)
+    silent = await make_stream(shards=1)
+    fleet = await fleet_reader_lag(kinesis, [behind, fine, quiet, silent])
     assert fleet.worst[behind] == (f"firehose {delivery}", 900_000)
-    assert fleet.worst[fine] == (f"lambda {quick}", 1_000)
-    assert quiet not in fleet.worst and fleet.unavailable == ()
+    assert fleet.worst[fine] == (f"flink {flink}", 20_000)  # further behind than its Lambda reader
+    assert fleet.worst[quiet] == (f"flink {flink}", 20_000)  # named by its ARN
+    assert silent not in fleet.worst and fleet.unavailable == ()
 
 
 # ---- the CLI -------------------------------------------------------------------------------------
@@ -375,6 +386,11 @@ async def test_a_plan_names_the_readers_it_affects_in_text_and_json(capsys, loca
     ]
     code, out, err = await kconsole(capsys, "plan", "scale", stream, "--to", "4", *where)
     assert code == 0 and f"reader lambda {function}: concurrency 6 → 12" in out
+    code, out, err = await kconsole(capsys, "reshard", "scale", stream, "--to", "4", "--yes", "--json", *where)
+    assert code == 0, err
+    [done] = [a for a in json.loads(out)["readers"]["affected"] if a["reader"] == f"lambda {function}"]
+    assert done["lines"] == affected["lines"]
+    assert len([s for s in await kinesis.all_shards(stream) if s.is_open]) == 4
 
 
 async def test_the_stream_list_puts_a_stream_whose_reader_is_behind_in_trouble(
@@ -437,9 +453,11 @@ async def test_the_demo_readers_come_back_worst_first_with_the_lag_their_metrics
     assert by_kind[("firehose", None)]["millis_behind"] == LAG_MS["firehose"]
     assert by_kind[("efo", None)]["millis_behind"] == LAG_MS["efo_consumer"]
     assert by_kind[("efo", None)]["settings"]["used_by"] == [f"lambda {stream}-reader"]
-    kcl = by_kind[("kcl", None)]
-    assert kcl["name"] == f"{stream}-kcl-app" and kcl["records_behind"] > 0 and len(kcl["shards"]) == 2
-    assert rows[-1][0] == "pipe" and rows[-1][3] is None  # Pipes publish no lag: last
+    # (other tests' tables of two TRIM_HORIZON leases fit this two-shard stream as well: found too)
+    [kcl] = [r for r in report["readers"] if r["kind"] == "kcl" and r["name"] == f"{stream}-kcl-app"]
+    assert kcl["records_behind"] > 0 and len(kcl["shards"]) == 2
+    [pipe_at] = [i for i, row in enumerate(rows) if row[0] == "pipe"]
+    assert all(row[3] is None for row in rows[pipe_at:])  # Pipes publish no lag: among the last
     known = [row[3] for row in rows if row[3] is not None]
     assert known == sorted(known, reverse=True)
 
@@ -470,3 +488,17 @@ async def test_mappings_over_many_pages_are_all_read(kinesis, make_stream, made)
     report = await readers_report(kinesis, stream, lease_tables=[])
     assert markers == [None, "100", "200"]
     assert sorted(r.settings["batch_size"] for r in report.readers if r.kind == "lambda") == list(range(100, 350))
+
+
+async def test_a_kcl_application_reading_through_its_efo_consumer_uses_it(kinesis, make_stream, ddb):
+    """The KCL registers its enhanced fan-out consumer under the application's name, its lease table's."""
+    stream = await make_stream(shards=1)
+    arn = (await kinesis.describe_stream_summary(stream)).arn
+    [shard] = await kinesis.all_shards(stream)
+    table = await create_lease_table(ddb)
+    await put_items(ddb, table, [kcl_lease(shard.shard_id)])
+    await kinesis.register_stream_consumer(arn, table)
+    report = await readers_report(kinesis, stream, lease_tables=[table])
+    rows = {r.kind: r for r in report.readers}
+    assert rows["kcl"].via == table and rows["kcl"].label == f"kcl {table} (via {table})"
+    assert rows["efo"].settings["used_by"] == [f"kcl {table}"] and rows["efo"].reason is None
