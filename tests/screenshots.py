@@ -41,6 +41,7 @@ VIEWS = (
     "producer",
     "stream-actions",
     "fleet",
+    "readers",
 )
 HEAT_SECONDS = 135  # of paced traffic before the Heat view is taken (the script's longest wait)
 
@@ -132,6 +133,13 @@ async def add_fleet(kinesis) -> None:
     await kinesis.put_metric_data("AWS/Kinesis", data)
 
 
+async def make_demo_readers(endpoint_url: str, stream: str) -> None:
+    command = [sys.executable, "-m", "console.cli", "demo", "readers", stream, "--endpoint-url", endpoint_url]
+    process = await asyncio.create_subprocess_exec(*command, "--region", "us-east-1", stdout=asyncio.subprocess.DEVNULL)
+    if await process.wait() != 0:
+        raise RuntimeError(f"kconsole demo readers {stream} failed")
+
+
 async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
     from console.ui.app import KConsoleApp
     from console.ui.screens.prompt import PromptScreen
@@ -191,6 +199,11 @@ async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
             if hot is not None:
                 panel.select_shard(hot.shard_id)  # the shard worth looking at, as the operator would pick it
             await pilot.pause(1.5)
+        elif view == "readers":
+            await pilot.press("9")
+            panel = app.query_one("#readers-panel")
+            await wait_until(pilot, lambda: panel.report is not None and len(panel.report.readers) >= 5, timeout=60)
+            await pilot.press("down")
         elif view == "producer":
             await pilot.press("5")
             app.query_one("#producer-keys").value = "50"
@@ -219,6 +232,8 @@ async def main(out: Path, views: tuple[str, ...] = VIEWS) -> None:
         await publish_demo_metrics(kinesis, DEMO_STREAM)
         await add_fleet(kinesis)
         for view in views:
+            if view == "readers":  # one reader of each kind, as `kconsole demo readers` makes them
+                await make_demo_readers(kinesis.local_server.endpoint_url, DEMO_STREAM)
             path = await capture(kinesis, DEMO_STREAM, view, out)
             print(f"wrote {path}", file=sys.stderr)
 

@@ -12,7 +12,7 @@ module and class, all on one call path so retries are counted and reported in on
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,8 @@ from console.backend.calls import CallPath
 from console.backend.cloudwatch import CloudWatchBackend, StreamsMetrics
 from console.backend.config import BackendConfig
 from console.backend.dynamodb import DynamoDBBackend
-from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS
+from console.backend.protocol import CLOUDWATCH, READERS, RETRY_EVENTS
+from console.backend.readers import ReadersBackend
 from console.backend.sts import STSBackend
 from console.errors import BackendError, BadInput, ConsoleError, ResourceInUse, StreamNotFound
 from console.topology.model import Shard, StreamSummary, put_records_entry
@@ -32,8 +33,9 @@ if TYPE_CHECKING:
 class KinesisBackend(CallPath):
     """One open connection to a Kinesis endpoint. Create through `open_backend`."""
 
-    # What the console may use beyond the streams (console.backend.protocol): CloudWatch, retry events.
-    capabilities = frozenset({CLOUDWATCH, RETRY_EVENTS})
+    # What the console may use beyond the streams (console.backend.protocol): CloudWatch, the other
+    # readers' services, retry events.
+    capabilities = frozenset({CLOUDWATCH, READERS, RETRY_EVENTS})
 
     @property
     def profile(self) -> str | None:
@@ -62,6 +64,7 @@ class KinesisBackend(CallPath):
         self._dynamodb = DynamoDBBackend(self, self._side_client)
         self._cloudwatch = CloudWatchBackend(self, self._side_client)
         self._sts = STSBackend(self, self._side_client)
+        self._readers = ReadersBackend(self, self._side_client)
 
     async def _call(self, operation: str, *, client: Any = None, **params: Any) -> dict:
         try:
@@ -500,6 +503,32 @@ class KinesisBackend(CallPath):
 
     async def caller_identity(self) -> str | None:
         return await self._sts.caller_identity()
+
+    # ---- the stream's other readers (Lambda, Firehose, Pipes, Flink) and their metrics -----------
+
+    async def event_source_mappings(self, source_arn: str | None = None) -> list[dict]:
+        return await self._readers.event_source_mappings(source_arn)
+
+    async def function_configuration(self, function: str) -> dict | None:
+        return await self._readers.function_configuration(function)
+
+    async def delivery_streams_from_kinesis(self) -> list[dict]:
+        return await self._readers.delivery_streams_from_kinesis()
+
+    async def pipes_from(self, source_prefix: str | None = None) -> list[dict]:
+        return await self._readers.pipes_from(source_prefix)
+
+    async def flink_applications(self) -> list[dict]:
+        return await self._readers.flink_applications()
+
+    async def metric_series(
+        self,
+        queries: Sequence[tuple[str, str, str, dict[str, str]]],
+        start: datetime,
+        end: datetime,
+        period: int = 60,
+    ) -> list[list[tuple[datetime, float]]]:
+        return await self._cloudwatch.metric_series(queries, start, end, period)
 
 
 # How servers that predate an operation answer it: kinesis-mock cannot route it ("Unable to determine

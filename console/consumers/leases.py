@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from console.topology.model import Shard
+
 LEASE_KEY = "leaseKey"
 LEASE_OWNER = "leaseOwner"
 LEASE_COUNTER = "leaseCounter"
@@ -183,13 +185,61 @@ def leases_for_stream(items: Iterable[Mapping[str, Any]], stream: str) -> list[L
     return sorted((lease for lease in leases if lease.stream_name in (None, stream)), key=lambda lease: lease.shard_id)
 
 
-def table_matches_stream(items: Iterable[Mapping[str, Any]], stream: str, shard_ids: Iterable[str]) -> bool:
-    """A sample of a table's items looks like KCL leases of this stream (used to find lease tables)."""
-    known = set(shard_ids)
+def table_matches_stream(
+    items: Iterable[Mapping[str, Any]], stream: str, shards: Iterable[Shard], *, whole_table: bool = False
+) -> bool:
+    """A sample of a table's items holds KCL leases of this stream (used to find lease tables).
+
+    A multi-stream lease names its stream. A single-stream lease names only a shard id, and shard ids
+    repeat across streams (every stream has shardId-000000000000), so a table of single-stream leases
+    is this stream's only when every one of its leases fits: its shard is one of this stream's (a
+    finished lease may outlive its shard, trimmed past retention), and a checkpoint that is a
+    sequence number lies within that shard's range (sequence numbers are the stream's own). When
+    `items` is the whole table, it must also cover the stream: the KCL holds a lease on every open
+    shard or on one of its ancestors. Two streams with the same shards and no checkpointed sequence
+    number yet still cannot be told apart."""
+    known = {shard.shard_id: shard for shard in shards}
+    mine = False
+    leased: set[str] = set()
     for item in items:
         if not looks_like_lease_item(item):
             continue
         lease = parse_lease(item)
-        if lease.stream_name == stream or (lease.stream_name is None and lease.shard_id in known):
+        if lease.stream_name is not None:
+            mine = mine or lease.stream_name == stream
+            continue
+        shard = known.get(lease.shard_id)
+        if shard is None:
+            if lease.finished:
+                continue
+            return False
+        if not _within(lease.checkpoint, shard):
+            return False
+        leased.add(lease.shard_id)
+    if mine or not leased:
+        return mine
+    return not whole_table or all(_leased_line(shard, known, leased) for shard in known.values() if shard.is_open)
+
+
+def _leased_line(shard: Shard, known: Mapping[str, Shard], leased: set[str]) -> bool:
+    """The shard or one of its ancestors holds a lease."""
+    todo, seen = [shard.shard_id], set()
+    while todo:
+        shard_id = todo.pop()
+        if shard_id in leased:
             return True
+        if shard_id in seen or shard_id not in known:
+            continue
+        seen.add(shard_id)
+        todo.extend(known[shard_id].parents)
     return False
+
+
+def _within(checkpoint: str | None, shard: Shard) -> bool:
+    """A sequence-number checkpoint lies in the shard's sequence range (a sentinel always fits)."""
+    if checkpoint is None or not _SEQUENCE_NUMBER.match(checkpoint):
+        return True
+    number = int(checkpoint)
+    if shard.starting_sequence_number and number < int(shard.starting_sequence_number):
+        return False
+    return not (shard.ending_sequence_number and number > int(shard.ending_sequence_number))

@@ -70,8 +70,9 @@ async def lease_pages(
         )
 
 
-async def find_lease_tables(backend: Any, stream: str, shard_ids: Sequence[str]) -> list[str]:
-    """Tables keyed on leaseKey whose items look like KCL leases of this stream."""
+async def find_lease_tables(backend: Any, stream: str, shards: Sequence[Shard]) -> list[str]:
+    """Tables keyed on leaseKey whose leases are this stream's (leases.table_matches_stream): not
+    any lease table that happens to hold a shard id the stream also has."""
     names = await backend.table_names()
     limit = asyncio.Semaphore(8)
 
@@ -80,7 +81,8 @@ async def find_lease_tables(backend: Any, stream: str, shard_ids: Sequence[str])
             if not is_lease_key_schema(await backend.describe_table(name)):
                 return None
             sample = await backend.scan_table(name, limit=SAMPLE_ITEMS)
-            return name if table_matches_stream(sample, stream, shard_ids) else None
+            whole = len(sample) < SAMPLE_ITEMS
+            return name if table_matches_stream(sample, stream, shards, whole_table=whole) else None
 
     found = await asyncio.gather(*(check(name) for name in names))
     return [name for name in found if name]
@@ -95,15 +97,18 @@ async def consumer_report(
     tracker: StallTracker | None = None,
     shards: Sequence[Shard] | None = None,
     stream_arn: str | None = None,
+    efo: Sequence[EfoConsumer] | None = None,
     **lag_options: Any,
 ) -> ConsumerReport:
-    """Everything the consumers view shows, in one pass: EFO consumers and, with a lease table, every
-    lease with its lag and state and the open shards without a lease."""
+    """Everything the consumers view shows, in one pass: EFO consumers (listed unless `efo` gives
+    them) and, with a lease table, every lease with its lag and state and the open shards without a
+    lease."""
     if stream_arn is None:
         stream_arn = (await backend.describe_stream_summary(stream)).arn
     if shards is None:
         shards = await backend.all_shards(stream)
-    efo = await efo_consumers(backend, stream_arn)
+    if efo is None:
+        efo = await efo_consumers(backend, stream_arn)
     known = {shard.shard_id for shard in shards}
     leases: list[Lease] = []
     lags: dict[str, ShardLag] = {}

@@ -3,6 +3,8 @@ on hand-made shards (no I/O here: the live tests are in test_consumers_live.py).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -108,10 +110,23 @@ def test_lease_table_recognition():
     assert not is_lease_key_schema(
         {"KeySchema": [{"AttributeName": "leaseKey", "KeyType": "HASH"}, {"AttributeName": "x", "KeyType": "RANGE"}]}
     )
-    ids = [s.shard_id for s in shards_of(2)]
-    assert table_matches_stream([kcl_lease(ids[0])], "s", ids)
-    assert not table_matches_stream([kcl_lease("shardId-000000000077")], "s", ids)
-    assert not table_matches_stream([{"leaseKey": {"S": ids[0]}}], "s", ids)  # keyed alike, not a lease
+    shards = shards_of(2)
+    ids = [s.shard_id for s in shards]
+    assert table_matches_stream([kcl_lease(ids[0])], "s", shards)
+    assert not table_matches_stream([kcl_lease("shardId-000000000077")], "s", shards)
+    assert not table_matches_stream([{"leaseKey": {"S": ids[0]}}], "s", shards)  # keyed alike, not a lease
+    # a lease on a shard the stream lacks makes the table another stream's, however many others fit
+    assert not table_matches_stream([kcl_lease(ids[0]), kcl_lease("shardId-000000000077")], "s", shards)
+    # the whole table must cover every open shard (itself or an ancestor)
+    assert not table_matches_stream([kcl_lease(ids[0])], "s", shards, whole_table=True)
+    assert table_matches_stream([kcl_lease(i) for i in ids], "s", shards, whole_table=True)
+    # a checkpoint below the shard's first sequence number is another stream's
+    numbered = [replace(shard, starting_sequence_number="1000") for shard in shards]
+    assert table_matches_stream([kcl_lease(ids[0], checkpoint="1500")], "s", numbered)
+    assert not table_matches_stream([kcl_lease(ids[0], checkpoint="999")], "s", numbered)
+    # multi-stream leases name their stream
+    assert table_matches_stream([kcl_lease(ids[0], lease_key=f"1:s:1:{ids[0]}")], "s", shards)
+    assert not table_matches_stream([kcl_lease(ids[0], lease_key=f"1:t:1:{ids[0]}")], "s", shards)
 
 
 def test_states():
