@@ -24,6 +24,8 @@ LAYERS: dict[str, int] = {
     "userdirs": 0,
     "words": 0,
     "patches": 0,
+    "acting": 0,
+    "document_sink": 0,
     "__init__": 0,
     "keyspace": 1,
     "bounds": 1,
@@ -39,6 +41,7 @@ LAYERS: dict[str, int] = {
     "consumers": 4,
     "commands": 5,
     "ui": 5,
+    "mcp_server": 5,
     "cli": 6,
 }
 DOMAIN = {"keyspace", "topology", "read", "produce", "heat", "reshard", "lifecycle", "consumers"}
@@ -191,7 +194,7 @@ CHANGING_CALLS = frozenset(
         "update_shard_count",
     }
 )
-FACES = {"commands", "ui", "cli"}
+FACES = {"commands", "ui", "mcp_server", "cli"}
 # Not an operator's change: the launcher builds the embedded server's demo stream (one split, so the
 # lineage shows something) before the console opens.
 NOT_A_CHANGE = {("console.ui.launch", "prepare_demo_stream")}

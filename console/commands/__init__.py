@@ -48,6 +48,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "example data on the embedded server: a KCL lease table, or one reader of each kind, for a stream",
     ),
     "completion": ("console.commands.completion", "print a shell completion script (bash, zsh or fish)"),
+    "mcp": (
+        "console.mcp_server.command",
+        "serve the commands as Model Context Protocol tools for an AI assistant (stdio, or --http PORT)",
+    ),
     "web": ("console.commands.web", "serve the live console to a browser tab on 127.0.0.1 (textual-serve)"),
 }
 

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
 
+from console.document_sink import output_stream
 from console.errors import BadInput
 from console.read.printable import printable, printable_json
 
@@ -106,13 +107,13 @@ def emit(args: Any, document: Any, text: str | Callable[[], str]) -> None:
         token = _max_rows.set(max_items)
         try:
             lines = (text() if callable(text) else text).rstrip("\n").split("\n")
-            sys.stdout.write("\n".join(printable(line) for line in lines) + "\n")
+            output_stream().write("\n".join(printable(line) for line in lines) + "\n")
         finally:
             _max_rows.reset(token)
     else:
         document = shape(document, max_items=max_items, query=getattr(args, "query", None))
-        sys.stdout.write(render(document, output))
-    sys.stdout.flush()
+        output_stream().write(render(document, output))
+    output_stream().flush()
 
 
 def plain_json(args: Any) -> bool:
@@ -278,7 +279,7 @@ def emit_json_with_rows(document: dict, rows_key: str, encoded_rows: Iterable[st
     """Print `document` as json.dumps would, its `rows_key` holding a long list whose items arrive
     already encoded, a chunk (comma-joined items) at a time. Large writes keep the cost down even when
     stdout is unbuffered (PYTHONUNBUFFERED), where json.dump's many small writes are one syscall each."""
-    out = sys.stdout
+    out = output_stream()
     fields: list[str] = []
     for key, value in document.items():
         if key == rows_key:

@@ -13,6 +13,7 @@ from typing import Any
 
 from console.commands import command_help
 from console.commands._output import emit_record, note, run_async
+from console.document_sink import output_stream
 from console.errors import BadInput
 from console.keyspace.hashkeys import validate_partition_key
 from console.read.decoding import KIND_ERROR, DecodedRecord, iso_time
@@ -323,7 +324,7 @@ async def _tail(
                 f"tail {stream} from {options.start.describe()}{until}: shards {shards}"
                 + (" (following; Ctrl-C stops)" if options.follow else "")
             )
-        write = sys.stdout.write
+        write = output_stream().write
         plain_json = args.output == "json" and getattr(args, "query", None) is None
         async with contextlib.aclosing(reader.batches()) as batches:
             async for batch in batches:
@@ -346,7 +347,7 @@ async def _tail(
                             emit_record(args, r.to_json(), functools.partial(format_line, r)) for r in batch.records
                         )
                     )
-                sys.stdout.flush()
+                output_stream().flush()
         if export is not None:
             export.progress(reader, force=True)
             return

@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from console.acting import acting_for
 from console.errors import BadInput, ConsoleError, PlanRejected, StreamNotFound
 from console.lifecycle import channels as channel_plans
 from console.lifecycle.plans import (
@@ -62,7 +63,10 @@ MAX_CONSUMERS = 20  # RegisterStreamConsumer: at most 20 consumers a stream
 
 async def actor(kinesis: Any) -> str | None:
     """Who makes a change, for the action log: the caller's identity as STS tells it (the resharding
-    executor asks the same), None when it cannot tell. The log records the local user beside it."""
+    executor asks the same), None when it cannot tell. The log records the local user beside it.
+    A face acting for someone else (console.acting) names them instead."""
+    if (agent := acting_for.get()) is not None:
+        return agent
     try:
         identity: str | None = await kinesis.caller_identity()
     except ConsoleError:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from console.acting import acting_for
 from console.errors import BackendError, BadInput, ConsoleError, LimitExceeded, PlanRejected, ResourceInUse
 from console.keyspace.hashkeys import MAX_HASH_KEY, md5_hash_key
 from console.read.decoding import DecodedRecord
@@ -445,6 +446,8 @@ class Executor:
         return ExecutionResult(plan, tuple(calls), status, after, differences, entry, foreign)
 
     async def _caller_identity(self) -> str | None:
+        if (agent := acting_for.get()) is not None:
+            return agent
         try:
             identity: str | None = await self.kinesis.caller_identity()
             return identity
