@@ -1,0 +1,145 @@
+"""`kconsole mcp` driven by the MCP SDK's own client over stdio, against the embedded local Kinesis:
+each tool answers with the document `kconsole CMD --json` prints for the same arguments; a change is
+planned, refused read-only, applied with --allow-changes and the stream's name typed back, and logged
+with the client's name; bad input is one clear error and the server lives on."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+
+import mcp.types as types  # noqa: E402
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+from console.reshard.actionlog import ActionLog  # noqa: E402
+from tests.conftest import kconsole_child  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+CLIENT = "kconsole-tests"
+
+
+@contextlib.asynccontextmanager
+async def mcp_session(*argv: str):
+    environment = dict(os.environ, PYTHONPATH=str(ROOT))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "console.cli", "mcp", *argv], env=environment)
+    with open(os.devnull, "w") as quiet:
+        async with stdio_client(params, errlog=quiet) as (read, write):
+            async with ClientSession(
+                read, write, client_info=types.Implementation(name=CLIENT, version="1")
+            ) as session:
+                await session.initialize()
+                yield session
+
+
+async def cli_json(*argv: str):
+    async with kconsole_child(argv[0], "--json", *argv[1:]) as process:
+        out, err = await process.communicate()
+    assert process.returncode in (0, 1), err.decode()
+    return json.loads(out)
+
+
+async def answer(session: ClientSession, tool: str, arguments: dict):
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, result.content[0].text
+    return json.loads(result.content[0].text)
+
+
+async def refusal(session: ClientSession, tool: str, arguments: dict) -> str:
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error
+    return result.content[0].text
+
+
+async def test_tools_answer_as_the_cli_and_a_split_is_refused_read_only(local_kinesis, make_stream, kinesis):
+    stream = await make_stream(shards=2)
+    await kinesis.put_records(stream, [{"Data": f'{{"n": {n}}}'.encode(), "PartitionKey": f"k{n}"} for n in range(120)])
+    endpoint = ["--endpoint-url", local_kinesis.endpoint_url]
+    keys = [f"user-{n}" for n in range(1000)]
+    async with mcp_session(*endpoint) as session:
+        names = {tool.name for tool in (await session.list_tools()).tools}
+        assert {"predict", "shards", "streams", "describe", "plan_split", "apply_plan", "readers", "tail"} <= names
+        assert await answer(session, "predict", {"keys": keys, "stream": stream}) == await cli_json(
+            "predict", *endpoint, "--stream", stream, "--", *keys
+        )
+        assert await answer(session, "shards", {"stream": stream}) == await cli_json("shards", stream, *endpoint)
+        assert await answer(session, "describe", {"stream": stream}) == await cli_json(
+            "stream", "describe", stream, *endpoint
+        )
+        assert await answer(session, "readers", {"stream": stream}) == await cli_json("readers", stream, *endpoint)
+        tailed = await answer(session, "tail", {"stream": stream, "limit": 100})
+        assert len(tailed["records"]) == 100
+        assert {record["content"]["n"] for record in tailed["records"]} <= set(range(120))
+        everything = await answer(session, "tail", {"stream": stream, "limit": 1000})
+        async with kconsole_child("tail", stream, *endpoint, "--json", "--limit", "1000") as process:
+            out, _ = await process.communicate()
+        by_cli = [json.loads(line) for line in out.decode().splitlines()]
+        key = lambda record: (record["shard_id"], record["sequence_number"])  # noqa: E731 - shards interleave
+        assert sorted(everything["records"], key=key) == sorted(by_cli, key=key) and len(by_cli) == 120
+
+        shard = (await kinesis.all_shards(stream))[0].shard_id
+        planned = await answer(session, "plan_split", {"stream": stream, "shard": shard})
+        assert planned["plan"] == await cli_json(
+            "plan", "split", stream, *endpoint, "--shard", shard, "--at", "midpoint"
+        )
+        refused = await refusal(session, "apply_plan", {"plan_id": planned["plan_id"], "stream": stream})
+        assert "read-only" in refused
+    assert len([s for s in await kinesis.all_shards(stream) if s.is_open]) == 2  # nothing applied
+
+
+async def test_a_plan_applies_with_the_stream_name_typed_back_and_is_logged_with_the_client(
+    local_kinesis, make_stream, kinesis
+):
+    stream = await make_stream(shards=2)
+    shard = (await kinesis.all_shards(stream))[0].shard_id
+    async with mcp_session("--endpoint-url", local_kinesis.endpoint_url, "--allow-changes") as session:
+        planned = await answer(session, "plan_split", {"stream": stream, "shard": shard})
+        wrong = await refusal(session, "apply_plan", {"plan_id": planned["plan_id"], "stream": stream + "x"})
+        assert "wrong_stream" in wrong
+        assert "unknown_plan" in await refusal(session, "apply_plan", {"plan_id": "feedface", "stream": stream})
+        assert len([s for s in await kinesis.all_shards(stream) if s.is_open]) == 2
+        applied = await answer(session, "apply_plan", {"plan_id": planned["plan_id"], "stream": stream})
+        assert applied["executed"] is True
+        again = await refusal(session, "apply_plan", {"plan_id": planned["plan_id"], "stream": stream})
+        assert "unknown_plan" in again  # a plan applies once
+    assert len([s for s in await kinesis.all_shards(stream) if s.is_open]) == 3
+    logged = [entry for entry in ActionLog.default().entries() if entry.get("stream") == stream]
+    assert logged and all(entry.get("who") == f"mcp:{CLIENT}" for entry in logged if "who" in entry)
+    assert any(entry.get("who") == f"mcp:{CLIENT}" for entry in logged)
+
+
+async def test_a_plan_made_stale_by_a_change_of_the_stream_is_refused(local_kinesis, make_stream, kinesis):
+    stream = await make_stream(shards=2)
+    first, second = [shard.shard_id for shard in await kinesis.all_shards(stream)]
+    async with mcp_session("--endpoint-url", local_kinesis.endpoint_url, "--allow-changes") as session:
+        planned = await answer(session, "plan_split", {"stream": stream, "shard": first})
+        await answer(
+            session,
+            "apply_plan",
+            {
+                "plan_id": (await answer(session, "plan_split", {"stream": stream, "shard": second}))["plan_id"],
+                "stream": stream,
+            },
+        )
+        stale = await refusal(session, "apply_plan", {"plan_id": planned["plan_id"], "stream": stream})
+        assert "stale_plan" in stale
+    assert len([s for s in await kinesis.all_shards(stream) if s.is_open]) == 3  # the stale plan was not applied
+
+
+async def test_bad_input_is_one_error_and_the_server_lives_on(local_kinesis):
+    async with mcp_session("--endpoint-url", local_kinesis.endpoint_url) as session:
+        assert "Unknown tool" in await refusal(session, "no_such_tool", {})
+        assert "keys" in await refusal(session, "predict", {"keys": "not-a-list", "shard_count": 4})
+        assert "shard_count" in await refusal(session, "predict", {"keys": ["a"], "shard_count": 10**30})
+        assert "limit" in await refusal(session, "tail", {"stream": "s", "limit": 10**9})
+        assert "no-such-stream" in await refusal(session, "shards", {"stream": "no-such-stream"})
+        assert await answer(session, "predict", {"keys": ["a"], "shard_count": 4}) == await cli_json(
+            "predict", "--shards", "4", "a"
+        )
