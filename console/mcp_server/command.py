@@ -7,6 +7,7 @@ import argparse
 import importlib.util
 from typing import Any
 
+from console.bounds import validate_stream_name
 from console.errors import BadInput, ConsoleError
 
 HOST = "127.0.0.1"  # never another interface: whoever reaches the port may drive the stream
@@ -34,6 +35,15 @@ def register(subparsers, common) -> None:
         action="store_true",
         help="let the assistant apply plans it made (each with the stream's name typed back)",
     )
+    parser.add_argument(
+        "--stream",
+        dest="streams",
+        action="append",
+        default=[],
+        type=validate_stream_name,
+        metavar="NAME",
+        help="with --local: create this stream (4 shards) on the embedded server first (repeatable)",
+    )
     parser.set_defaults(handler=serve_mcp, subcommands=subparsers)
 
 
@@ -44,6 +54,8 @@ def serve_mcp(args: Any) -> int:
         raise BadInput(f"--http must be a port from 1 to 65535; got {args.http}", code="usage")
     if importlib.util.find_spec("mcp") is None:
         raise McpMissing()
+    if args.streams and not getattr(args, "local", False):
+        raise BadInput("--stream creates streams on the embedded server: give --local with it", code="usage")
     if args.allow_changes and args.read_only:
         raise BadInput("--allow-changes and --read-only disagree; give one", code="usage")
     subcommands: argparse._SubParsersAction = args.subcommands

@@ -41,10 +41,13 @@ ShardId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[a-zA-Z0
 _parsing = threading.Lock()  # argparse's lazy subcommands register on first use: one parse at a time
 
 
+LOCAL_STREAM_SHARDS = 4
+
+
 @contextlib.contextmanager
 def embedded_endpoint(args: Any) -> Iterator[None]:
     """With --local, one embedded server for the server's whole life (each command would start and
-    stop its own): every call attaches to it, as tests and `kconsole local serve` do."""
+    stop its own), with the streams --stream names: every call reaches it as `--endpoint-url`."""
     if not getattr(args, "local", False):
         yield
         return
@@ -52,11 +55,22 @@ def embedded_endpoint(args: Any) -> Iterator[None]:
 
     require_local_extra()
     server = LocalKinesisServer()
-    args.endpoint_url = server.start()
+    url = server.start()
     try:
+        if args.streams:
+            asyncio.run(_create_streams(url, args.region, args.streams))
+        args.local, args.endpoint_url = False, url
         yield
     finally:
         server.stop()
+
+
+async def _create_streams(url: str, region: str | None, streams: list[str]) -> None:
+    from console.backend import BackendConfig, open_backend
+
+    config = BackendConfig(kind="endpoint", region=region or "us-east-1", endpoint_url=url)
+    async with open_backend(config) as kinesis:
+        await asyncio.gather(*(kinesis.ensure_stream(name, LOCAL_STREAM_SHARDS) for name in streams))
 
 
 class CommandRunner:
