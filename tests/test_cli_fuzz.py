@@ -4,8 +4,8 @@
 Commands run in-process through console.cli.main, each under a short alarm. Nothing can reach AWS:
 every vector gets --endpoint-url naming a closed port on 127.0.0.1 right after the command's name,
 AWS_ENDPOINT_URL points the SDK there too, any other host name fails to resolve (and fails the case),
-and `local serve` (which would listen until stopped) is refused by that --endpoint-url; `web`,
-which serves until stopped whatever it is given, is left out.
+and `local serve` (which would listen until stopped) is refused by that --endpoint-url; `web` and
+`mcp`, which serve until stopped whatever they are given, are left out.
 The grammar is read from the parser itself, so a new command or option is fuzzed without a change here.
 300 cases run in CI; set KCONSOLE_SLOW=1 and run `-m slow` for thousands more.
 """
@@ -51,8 +51,8 @@ def _commands() -> dict[tuple[str, ...], list[argparse.Action]]:
         if hasattr(action, "load_all"):
             action.load_all()
     walk(parser, ())
-    # `web` serves the console until stopped, whatever it is given: it has nothing to answer with.
-    return {path: actions for path, actions in found.items() if path[:1] != ("web",)}
+    # `web` and `mcp` serve until stopped, whatever they are given: they have nothing to answer with.
+    return {path: actions for path, actions in found.items() if path[:1] not in (("web",), ("mcp",))}
 
 
 COMMANDS = _commands()

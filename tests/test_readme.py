@@ -3,7 +3,7 @@
 The blocks run in one bash session in an empty directory, so a file one line writes is there for the
 next, and an `export` holds for the rest. Only these lines are not run, each for its reason:
 - the two set-up commands at the top (installing is what this suite runs inside);
-- lines that open the live console, or run until Ctrl-C (`kconsole --local`, `kconsole web ...`,
+- lines that open the live console, or run until Ctrl-C (`kconsole --local`, `kconsole web ...`, `kconsole mcp ...`,
   `kconsole local serve ...`, `streams --watch`, `tail --follow`): the shared server they describe is the
   one this test starts, on a free port that replaces the README's 4567;
 - fish syntax (`... | source`), which bash does not speak.
@@ -30,6 +30,7 @@ NOT_RUN = (
     (re.compile(r"pip install"), "a set-up command"),
     (re.compile(r"^kconsole --local\b"), "opens the live console"),
     (re.compile(r"^kconsole web\b"), "serves the console until Ctrl-C"),
+    (re.compile(r"^kconsole mcp\b"), "serves MCP on stdin/stdout until the client leaves"),
     (re.compile(r"^kconsole local serve\b"), "the shared server, which this test runs"),
     (re.compile(r"^kconsole streams\b.*--watch"), "refreshes until Ctrl-C"),
     (re.compile(r"^kconsole tail\b.*--follow"), "follows the stream until Ctrl-C"),
@@ -129,7 +130,12 @@ def test_every_readme_line_runs_as_written(tmp_path):
 
 @pytest.mark.parametrize(
     "line",
-    ["kconsole --local", "kconsole web --local --port 8000", "kconsole completion fish | source         # in fish"],
+    [
+        "kconsole --local",
+        "kconsole web --local --port 8000",
+        "kconsole mcp --local --stream orders",
+        "kconsole completion fish | source         # in fish",
+    ],
 )
 def test_the_lines_not_run_are_only_the_named_kinds(line):
     assert reason_not_run(line) is not None

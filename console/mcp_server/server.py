@@ -118,6 +118,12 @@ class CommandRunner:
                 acting_for.reset(token)
 
 
+def document(value: Any) -> str:
+    """A tool's answer: the document as one JSON text, as `--json` prints it (a list stays one list,
+    where the SDK would make each item a content block of its own)."""
+    return json.dumps(value, default=str)
+
+
 def client_name(context: Context) -> str:
     params = context.session.client_params
     name = params.client_info.name if params is not None else None
@@ -144,16 +150,16 @@ def build_server(args: argparse.Namespace, subcommands: argparse._SubParsersActi
     @server.tool(
         description="List the streams: status, mode, open shards, retention. Costs: ListStreams and one summary per stream."
     )
-    async def streams() -> dict:
-        return await runner.call(["streams"])
+    async def streams() -> str:
+        return document(await runner.call(["streams"]))
 
     @server.tool(description="A stream's summary (kconsole stream describe). Costs: one DescribeStreamSummary.")
-    async def describe(stream: StreamName) -> dict:
-        return await runner.call(["stream", "describe", stream])
+    async def describe(stream: StreamName) -> str:
+        return document(await runner.call(["stream", "describe", stream]))
 
     @server.tool(description="A stream's shards with hash ranges and lineage. Costs: ListShards pages.")
-    async def shards(stream: StreamName, include_closed: bool = False) -> Any:
-        return await runner.call(["shards", stream] + (["--all"] if include_closed else []))
+    async def shards(stream: StreamName, include_closed: bool = False) -> str:
+        return document(await runner.call(["shards", stream] + (["--all"] if include_closed else [])))
 
     @server.tool(
         description="Which shard each partition key lands on (MD5 of the key against the open shards' hash "
@@ -165,16 +171,16 @@ def build_server(args: argparse.Namespace, subcommands: argparse._SubParsersActi
         ],
         stream: StreamName | None = None,
         shard_count: Annotated[int, Field(ge=1, le=UPDATE_SHARD_COUNT_MAX)] | None = None,
-    ) -> dict:
+    ) -> str:
         argv = ["predict"]
         argv += ["--stream", stream] if stream else []
         argv += ["--shards", str(shard_count)] if shard_count else []
-        return await runner.call(argv + ["--", *keys])
+        return document(await runner.call(argv + ["--", *keys]))
 
-    async def make_plan(action: str, stream: str, options: list[str]) -> dict:
-        document = await runner.call(["plan", action, stream, *options])
-        plan_id = plans.add(action, stream, options, document)
-        return {"plan_id": plan_id, "expires_in_seconds": plans.lifetime, "plan": document}
+    async def make_plan(action: str, stream: str, options: list[str]) -> str:
+        planned = await runner.call(["plan", action, stream, *options])
+        plan_id = plans.add(action, stream, options, planned)
+        return document({"plan_id": plan_id, "expires_in_seconds": plans.lifetime, "plan": planned})
 
     @server.tool(
         description="Plan splitting one shard (at its midpoint or a hash key); changes nothing. Returns the "
@@ -182,15 +188,15 @@ def build_server(args: argparse.Namespace, subcommands: argparse._SubParsersActi
     )
     async def plan_split(
         stream: StreamName, shard: ShardId, at: Annotated[str, Field(max_length=40)] = "midpoint"
-    ) -> dict:
+    ) -> str:
         return await make_plan("split", stream, ["--shard", shard, "--at", at])
 
     @server.tool(description="Plan merging two adjacent shards; changes nothing. Returns a plan id for apply_plan.")
-    async def plan_merge(stream: StreamName, shard: ShardId, adjacent: ShardId) -> dict:
+    async def plan_merge(stream: StreamName, shard: ShardId, adjacent: ShardId) -> str:
         return await make_plan("merge", stream, ["--shard", shard, "--adjacent", adjacent])
 
     @server.tool(description="Plan rescaling to N open shards (UpdateShardCount); changes nothing. Returns a plan id.")
-    async def plan_scale(stream: StreamName, to: Annotated[int, Field(ge=1, le=UPDATE_SHARD_COUNT_MAX)]) -> dict:
+    async def plan_scale(stream: StreamName, to: Annotated[int, Field(ge=1, le=UPDATE_SHARD_COUNT_MAX)]) -> str:
         return await make_plan("scale", stream, ["--to", str(to)])
 
     @server.tool(
@@ -198,7 +204,7 @@ def build_server(args: argparse.Namespace, subcommands: argparse._SubParsersActi
         "stream's name back. Refused unless the server runs with --allow-changes, when the plan expired, or "
         "when the stream changed since the plan was made. The action log records who: mcp:<client name>."
     )
-    async def apply_plan(plan_id: Annotated[str, Field(max_length=64)], stream: StreamName, context: Context) -> dict:
+    async def apply_plan(plan_id: Annotated[str, Field(max_length=64)], stream: StreamName, context: Context) -> str:
         if not allow_changes:
             raise ToolError("read_only: this server is read-only; start it with `kconsole mcp --allow-changes`")
         plan = plans.take(plan_id, stream)  # unknown, expired or wrong name: refused here
@@ -207,16 +213,18 @@ def build_server(args: argparse.Namespace, subcommands: argparse._SubParsersActi
             raise ToolError(
                 f"stale_plan: {plan.stream} changed since plan {plan_id} was made; nothing was called; make a new plan"
             )
-        return await runner.call(
-            ["reshard", plan.action, plan.stream, *plan.options, "--yes", "--wait"], agent=client_name(context)
+        return document(
+            await runner.call(
+                ["reshard", plan.action, plan.stream, *plan.options, "--yes", "--wait"], agent=client_name(context)
+            )
         )
 
     @server.tool(
         description="Every reader of a stream, worst first: Lambda, Firehose, Pipes, Flink, EFO, KCL. Costs: "
         "list calls to those services and lease-table scans; no record reads."
     )
-    async def readers(stream: StreamName) -> dict:
-        return await runner.call(["readers", stream])
+    async def readers(stream: StreamName) -> str:
+        return document(await runner.call(["readers", stream]))
 
     @server.tool(
         description="Read up to `limit` records, decoded, from the start (trim_horizon) or `last` window "
@@ -228,49 +236,49 @@ def build_server(args: argparse.Namespace, subcommands: argparse._SubParsersActi
         last: Annotated[str, Field(max_length=16, pattern=r"^\d+[smhd]$")] | None = None,
         shard: ShardId | None = None,
         key: Annotated[str, Field(max_length=MAX_KEY_CHARS)] | None = None,
-    ) -> dict:
+    ) -> str:
         argv = ["tail", stream, "--limit", str(limit)]
         argv += ["--last", last] if last else []
         argv += ["--shard", shard] if shard else []
         argv += ["--key", key] if key else []
-        return {"records": await runner.call(argv, lines=True)}
+        return document({"records": await runner.call(argv, lines=True)})
 
     @server.tool(
         description=f"Live heat per shard for `seconds` (at most {MAX_HEAT_SECONDS}): rates, utilisation, top "
         "keys. Costs: reads every shard with GetRecords for that long (its 5 reads/s are shared)."
     )
-    async def heat(stream: StreamName, seconds: Annotated[int, Field(ge=1, le=MAX_HEAT_SECONDS)] = 10) -> dict:
-        return await runner.call(["heat", stream, "--seconds", str(seconds)])
+    async def heat(stream: StreamName, seconds: Annotated[int, Field(ge=1, le=MAX_HEAT_SECONDS)] = 10) -> str:
+        return document(await runner.call(["heat", stream, "--seconds", str(seconds)]))
 
     @server.tool(description="EFO consumers and KCL leases: owner, lag and state per shard. Costs: lease-table scans.")
-    async def consumers_lag(stream: StreamName) -> Any:
-        return await runner.call(["consumers", "lag", stream])
+    async def consumers_lag(stream: StreamName) -> str:
+        return document(await runner.call(["consumers", "lag", stream]))
 
     @server.tool(description="Shard count and plan that keep peak utilisation under a target. Costs: CloudWatch reads.")
-    async def recommend(stream: StreamName) -> dict:
-        return await runner.call(["recommend", stream])
+    async def recommend(stream: StreamName) -> str:
+        return document(await runner.call(["recommend", stream]))
 
     @server.tool(
         description="The account's Kinesis settings (On-demand Advantage). Costs: one DescribeAccountSettings."
     )
-    async def account() -> dict:
-        return await runner.call(["account"])
+    async def account() -> str:
+        return document(await runner.call(["account"]))
 
     @server.tool(description="Channels that deliver a stream to S3 or S3 Tables. Costs: one list call.")
-    async def channels() -> Any:
-        return await runner.call(["channels", "list"])
+    async def channels() -> str:
+        return document(await runner.call(["channels", "list"]))
 
     @server.resource(
         "kconsole://stream/{stream}/summary", mime_type="application/json", description="A stream's summary"
     )
     async def stream_summary(stream: str) -> str:
-        return json.dumps(await runner.call(["stream", "describe", stream]))
+        return document(await runner.call(["stream", "describe", stream]))
 
     @server.resource("kconsole://action-log", mime_type="application/json", description="The newest action-log entries")
     async def action_log() -> str:
         from console.reshard.actionlog import ActionLog
 
         entries = await asyncio.to_thread(lambda: ActionLog.default().entries()[-ACTION_LOG_ENTRIES:])
-        return json.dumps(entries, default=str)
+        return document(entries)
 
     return server

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -143,3 +144,68 @@ async def test_bad_input_is_one_error_and_the_server_lives_on(local_kinesis):
         assert await answer(session, "predict", {"keys": ["a"], "shard_count": 4}) == await cli_json(
             "predict", "--shards", "4", "a"
         )
+
+
+async def test_the_other_tools_answer_as_the_cli(local_kinesis, make_stream):
+    stream = await make_stream(shards=2)
+    endpoint = ["--endpoint-url", local_kinesis.endpoint_url]
+    async with mcp_session(*endpoint) as session:
+        for tool, arguments, argv in (
+            ("streams", {}, ["streams"]),
+            ("account", {}, ["account"]),
+            ("channels", {}, ["channels", "list"]),
+            ("consumers_lag", {"stream": stream}, ["consumers", "lag", stream]),
+        ):
+            result = await session.call_tool(tool, arguments)
+            async with kconsole_child(argv[0], "--json", *argv[1:], *endpoint) as process:
+                out, err = await process.communicate()
+            if result.is_error:  # a server lacking the operation: the same one line as the CLI's
+                assert (
+                    process.returncode != 0 and err.decode().split("error: ", 1)[-1].strip() in result.content[0].text
+                )
+            else:
+                mine, theirs = steady(json.loads(result.content[0].text), stream), steady(json.loads(out), stream)
+                assert mine == theirs, (tool, mine, theirs)
+
+
+LIVE_METRICS = ("incoming_records_per_s", "incoming_bytes_per_s", "utilisation", "max_iterator_age_ms")
+
+
+def steady(document, stream: str):
+    """`streams`: this test's stream without its live metrics (other tests' streams come and go, and
+    the rates move between two reads); any other document as it is."""
+    if isinstance(document, list) and all(isinstance(row, dict) and "name" in row for row in document):
+        return [{k: v for k, v in row.items() if k not in LIVE_METRICS} for row in document if row["name"] == stream]
+    return document
+
+
+def test_without_the_sdk_one_line_says_how_to_install():
+    script = "import sys; sys.modules['mcp'] = None; from console.cli import main; sys.exit(main(['mcp']))"
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL
+    )
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "kconsole: error: kconsole mcp needs the MCP SDK: pip install 'kconsole[mcp]' (or pip install mcp)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--http", "70000"], "--http must be a port from 1 to 65535"),
+        (["--stream", "orders"], "--stream creates streams on the embedded server"),
+        (["--allow-changes", "--read-only"], "--allow-changes and --read-only disagree"),
+        (["--json"], "speaks the MCP protocol"),
+    ],
+)
+def test_bad_options_are_one_line(argv, message):
+    result = subprocess.run(
+        [sys.executable, "-m", "console.cli", "mcp", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 2 and message in result.stderr and len(result.stderr.strip().splitlines()) == 1
