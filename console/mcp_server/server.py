@@ -254,7 +254,11 @@ def build_server(args: argparse.Namespace, subcommands: argparse._SubParsersActi
     async def consumers_lag(stream: StreamName) -> str:
         return document(await runner.call(["consumers", "lag", stream]))
 
-    @server.tool(description="Shard count and plan that keep peak utilisation under a target. Costs: CloudWatch reads.")
+    @server.tool(
+        description="Shard count and plan that keep peak utilisation under a target. Costs: CloudWatch "
+        "reads, or, where the server has no metrics, up to 100,000 records of the last hour read from each "
+        "shard with GetRecords (sharing its 5 reads/s)."
+    )
     async def recommend(stream: StreamName) -> str:
         return document(await runner.call(["recommend", stream]))
 

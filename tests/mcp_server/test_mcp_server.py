@@ -5,6 +5,7 @@ with the client's name; bad input is one clear error and the server lives on."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -177,6 +178,21 @@ def steady(document, stream: str):
     if isinstance(document, list) and all(isinstance(row, dict) and "name" in row for row in document):
         return [{k: v for k, v in row.items() if k not in LIVE_METRICS} for row in document if row["name"] == stream]
     return document
+
+
+async def test_concurrent_calls_each_get_their_own_document_and_the_resources_answer(local_kinesis, make_stream):
+    stream = await make_stream(shards=3)
+    async with mcp_session("--endpoint-url", local_kinesis.endpoint_url) as session:
+        keys = [[f"key-{n}-{m}" for m in range(50)] for n in range(6)]
+        answers = await asyncio.gather(
+            *(answer(session, "predict", {"keys": batch, "stream": stream}) for batch in keys),
+            answer(session, "shards", {"stream": stream}),
+        )
+        assert [[row["key"] for row in found["keys"]] for found in answers[:-1]] == keys
+        summary = await session.read_resource(f"kconsole://stream/{stream}/summary")
+        assert json.loads(summary.contents[0].text) == await answer(session, "describe", {"stream": stream})
+        log = await session.read_resource("kconsole://action-log")
+        assert isinstance(json.loads(log.contents[0].text), list)
 
 
 def test_without_the_sdk_one_line_says_how_to_install():
