@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from console import __version__
 from console.acting import acting_for
@@ -33,6 +33,7 @@ MAX_KEYS = 100_000  # predict: keys a call may ask about (a million-key file is 
 MAX_KEY_CHARS = 256  # a partition key is at most 256 characters
 MAX_TAIL_RECORDS = 10_000
 MAX_HEAT_SECONDS = 60
+MAX_PROBLEMS_SHOWN = 5  # a bad call's first few rejected fields
 ACTION_LOG_ENTRIES = 200  # the action-log resource: its newest entries
 
 StreamName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[a-zA-Z0-9_.-]+$")]
@@ -118,6 +119,23 @@ class CommandRunner:
                 acting_for.reset(token)
 
 
+class KconsoleMcpServer(MCPServer):
+    """The SDK's server, with a call's bad arguments said in one line: each rejected field and why."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            cause = error.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in problem['loc']) or 'arguments'}: {problem['msg']}"
+                for problem in cause.errors(include_url=False)[:MAX_PROBLEMS_SHOWN]
+            )
+            raise ToolError(f"bad_arguments: {name}: {problems}") from None
+
+
 def document(value: Any) -> str:
     """A tool's answer: the document as one JSON text, as `--json` prints it (a list stays one list,
     where the SDK would make each item a content block of its own)."""
@@ -134,7 +152,7 @@ def build_server(args: argparse.Namespace, subcommands: argparse._SubParsersActi
     allow_changes = bool(args.allow_changes)
     runner = CommandRunner(args, subcommands, read_only=not allow_changes)
     plans = PlanBook()
-    server = MCPServer(
+    server = KconsoleMcpServer(
         "kconsole",
         version=__version__,
         log_level="WARNING",

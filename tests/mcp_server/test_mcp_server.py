@@ -138,9 +138,13 @@ async def test_a_plan_made_stale_by_a_change_of_the_stream_is_refused(local_kine
 async def test_bad_input_is_one_error_and_the_server_lives_on(local_kinesis):
     async with mcp_session("--endpoint-url", local_kinesis.endpoint_url) as session:
         assert "Unknown tool" in await refusal(session, "no_such_tool", {})
-        assert "keys" in await refusal(session, "predict", {"keys": "not-a-list", "shard_count": 4})
-        assert "shard_count" in await refusal(session, "predict", {"keys": ["a"], "shard_count": 10**30})
-        assert "limit" in await refusal(session, "tail", {"stream": "s", "limit": 10**9})
+        wrong_type = await refusal(session, "predict", {"keys": "not-a-list", "shard_count": 4})
+        assert wrong_type == "bad_arguments: predict: keys: Input should be a valid list"
+        oversized = await refusal(session, "predict", {"keys": ["a"], "shard_count": 10**30})
+        assert oversized.startswith("bad_arguments: predict: shard_count: ") and "\n" not in oversized
+        assert await refusal(session, "tail", {"stream": "s", "limit": 10**9}) == (
+            "bad_arguments: tail: limit: Input should be less than or equal to 10000"
+        )
         assert "no-such-stream" in await refusal(session, "shards", {"stream": "no-such-stream"})
         assert await answer(session, "predict", {"keys": ["a"], "shard_count": 4}) == await cli_json(
             "predict", "--shards", "4", "a"
