@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,7 @@ from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
 from console.reshard.actionlog import ActionLog  # noqa: E402
-from tests.conftest import kconsole_child  # noqa: E402
+from tests.conftest import free_port, kconsole_child  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = "kconsole-tests"
@@ -171,6 +172,27 @@ async def test_the_other_tools_answer_as_the_cli(local_kinesis, make_stream):
             else:
                 mine, theirs = steady(json.loads(result.content[0].text), stream), steady(json.loads(out), stream)
                 assert mine == theirs, (tool, mine, theirs)
+
+
+async def test_streamable_http_on_localhost_answers_as_stdio_does(local_kinesis, make_stream):
+    from mcp.client.streamable_http import streamable_http_client
+
+    stream = await make_stream(shards=2)
+    endpoint = ["--endpoint-url", local_kinesis.endpoint_url]
+    port = free_port()
+    async with kconsole_child("mcp", "--http", str(port), *endpoint) as server:
+        for _ in range(100):  # the server listens once uvicorn is up
+            with contextlib.suppress(OSError):
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            await asyncio.sleep(0.2)
+        async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                found = await answer(session, "predict", {"keys": ["a", "b"], "stream": stream})
+        server.terminate()
+        await server.wait()
+    assert found == await cli_json("predict", *endpoint, "--stream", stream, "a", "b")
 
 
 LIVE_METRICS = ("incoming_records_per_s", "incoming_bytes_per_s", "utilisation", "max_iterator_age_ms")
