@@ -39,6 +39,8 @@ ACTION_LOG_ENTRIES = 200  # the action-log resource: its newest entries
 StreamName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[a-zA-Z0-9_.-]+$")]
 ShardId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[a-zA-Z0-9_.-]+$")]
 
+# `kconsole mcp`'s own options, which the commands it runs neither take nor should see.
+MCP_OPTIONS = ("handler", "subcommands", "http", "allow_changes", "streams")
 _parsing = threading.Lock()  # argparse's lazy subcommands register on first use: one parse at a time
 
 
@@ -78,9 +80,7 @@ class CommandRunner:
     """Runs `kconsole ARGV --json` in this process and returns its JSON document."""
 
     def __init__(self, base: argparse.Namespace, subcommands: argparse._SubParsersAction, *, read_only: bool):
-        self.defaults = {
-            key: value for key, value in vars(base).items() if key not in ("handler", "subcommands", "http")
-        }
+        self.defaults = {key: value for key, value in vars(base).items() if key not in MCP_OPTIONS}
         self.defaults.update(read_only=read_only, json=True, output="json", query=None, max_items=None)
         self.subcommands = subcommands
 
