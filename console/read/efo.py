@@ -198,3 +198,59 @@ class SubscriptionCursor:
         if ended:
             self._ended = True
         return page
+
+
+# --- a temporary consumer of kconsole's own -------------------------------------------------------
+
+TEMPORARY_PREFIX = "kconsole-"
+# AWS's list prices in us-east-1 for a provisioned stream, as of 2025 (other regions and on-demand
+# streams differ): what a temporary consumer costs while it is registered and while it reads.
+CONSUMER_SHARD_HOUR_USD = 0.015
+EFO_RETRIEVAL_PER_GB_USD = 0.013
+PRICING_URL = "https://aws.amazon.com/kinesis/data-streams/pricing/"
+
+
+def temporary_consumer_name(host: str, pid: int, moment: datetime) -> str:
+    """`kconsole-<host>-<pid>-<UTC time>`: recognisably kconsole's own, and whose (a consumer name is 1
+    to 128 of a-z A-Z 0-9 _ . -)."""
+    safe_host = "".join(c if c.isalnum() or c in "_.-" else "-" for c in host)[:60] or "host"
+    return f"{TEMPORARY_PREFIX}{safe_host}-{pid}-{moment.strftime('%Y%m%dT%H%M%SZ')}"
+
+
+def is_temporary_consumer(name: str) -> bool:
+    """Whether a consumer name is one `temporary_consumer_name` made."""
+    parts = name.removeprefix(TEMPORARY_PREFIX).rsplit("-", 2)
+    return name.startswith(TEMPORARY_PREFIX) and len(parts) == 3 and parts[1].isdigit() and parts[2].endswith("Z")
+
+
+def temporary_consumer_preview(name: str, stream: str, shards: int) -> str:
+    """What registering a temporary consumer does and what AWS charges for it, before it is done."""
+    hourly = shards * CONSUMER_SHARD_HOUR_USD
+    return (
+        f"Register a temporary enhanced fan-out consumer {name} on {stream} to read it without sharing the "
+        f"shards' 2 MiB/s with other readers; it is deregistered when tail ends (Ctrl-C included). AWS "
+        f"charges ${CONSUMER_SHARD_HOUR_USD:.3f} per consumer-shard hour ({shards} shard"
+        f"{'s' if shards != 1 else ''}: ${hourly:.3f} for each hour or part of one) and "
+        f"${EFO_RETRIEVAL_PER_GB_USD:.3f} per GB it reads (us-east-1 list prices for a provisioned stream as "
+        f"of 2025; other regions and on-demand streams differ: {PRICING_URL})."
+    )
+
+
+def consumer_problem(
+    consumer: dict | None, name: str, stream: str, stream_arn: str, registered: list[str]
+) -> str | None:
+    """Why an existing consumer cannot be read with (one line), or None when it can: it is not on this
+    stream, or not ACTIVE yet."""
+    if name.startswith("arn:") and not name.startswith(stream_arn + "/consumer/"):
+        other = name.split(":stream/", 1)[-1].split("/consumer/", 1)[0]
+        return f"consumer {name} is registered on stream {other}, not on {stream}"
+    if consumer is None:
+        listed = ", ".join(sorted(registered)) or "none"
+        return f"no enhanced fan-out consumer {name!r} on {stream} (registered: {listed})"
+    status = consumer.get("ConsumerStatus")
+    if status != "ACTIVE":
+        return (
+            f"consumer {consumer.get('ConsumerName', name)} on {stream} is {status}, not ACTIVE: it can be read "
+            "with once AWS has made it (seconds after registering)"
+        )
+    return None
