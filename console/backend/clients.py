@@ -395,10 +395,10 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
             if found is None:
                 from botocore.exceptions import NoCredentialsError
 
-                raise translate(
-                    NoCredentialsError(), operation="SubscribeToShard", where=config.label, endpoint_url=None
-                )  # type: ignore[misc]
+                missing = NoCredentialsError()
+                raise translate(missing, operation="SubscribeToShard", where=config.label, endpoint_url=None) or missing
             return await found.get_frozen_credentials()
 
         backend.signing_credentials = signing_credentials
+        backend.timestamp_parser = parse_timestamp
         yield backend

@@ -63,6 +63,7 @@ class KinesisBackend(CallPath):
         # () -> the credentials this backend's calls are signed with (set by open_backend), for the
         # SubscribeToShard requests made outside botocore's HTTP/1.1 client.
         self.signing_credentials: Callable[[], Awaitable[Any]] | None = None
+        self.timestamp_parser: Callable[[Any], Any] | None = None  # the client's, for the events' timestamps
         self._subscriptions: SubscribeTransport | None = None
         self._dynamodb = DynamoDBBackend(self, self._side_client)
         self._cloudwatch = CloudWatchBackend(self, self._side_client)
@@ -472,6 +473,7 @@ class KinesisBackend(CallPath):
                 where=self.label,
                 connect_timeout=self.config.connect_timeout,
                 verify=os.environ.get("AWS_CA_BUNDLE") or True,
+                timestamp_parser=self.timestamp_parser,
             )
         return self._subscriptions
 

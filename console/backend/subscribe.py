@@ -70,6 +70,7 @@ class SubscribeTransport:
         connect_timeout: float = 10.0,
         verify: bool | str = True,
         silence_timeout: float = SILENCE_TIMEOUT,
+        timestamp_parser: Callable[[Any], Any] | None = None,
     ) -> None:
         parts = urlsplit(endpoint_url)
         self.endpoint_url = endpoint_url
@@ -84,6 +85,7 @@ class SubscribeTransport:
         self._connect_timeout = connect_timeout
         self._verify = verify
         self.silence_timeout = silence_timeout
+        self._timestamp_parser = timestamp_parser  # the one GetRecords answers are parsed with (None: botocore's)
 
     async def check(self) -> None:
         """Fail with one line, before anything is registered, when the endpoint does not speak HTTP/2: the
@@ -203,7 +205,7 @@ class SubscribeTransport:
         while True:
             for event in await connection.receive():
                 if isinstance(event, h2.events.ResponseReceived) and event.stream_id == stream_id:
-                    status = int(dict(event.headers).get(":status", "0"))
+                    status = int(next((value for name, value in event.headers or [] if name == ":status"), "0"))
                 elif isinstance(event, h2.events.DataReceived) and event.stream_id == stream_id:
                     connection.h2.acknowledge_received_data(event.flow_controlled_length, stream_id)
                     if status != 200:
@@ -233,7 +235,7 @@ class SubscribeTransport:
         if message.headers.get(":event-type") == "initial-response":
             return None
         response = message.to_response_dict()
-        parser = EventStreamJSONParser(timestamp_parser=_timestamp)
+        parser = EventStreamJSONParser(timestamp_parser=self._timestamp_parser)
         parsed = parser.parse(response, self._operation.output_shape.members["EventStream"])
         if response["status_code"] != 200:
             raise self._translated(ClientError(parsed, "SubscribeToShard"))
@@ -297,9 +299,3 @@ class _Connection:
             self.h2.close_connection()
             self.writer.write(self.h2.data_to_send())
         self.writer.close()
-
-
-def _timestamp(value: Any) -> Any:
-    from console.backend.clients import parse_timestamp
-
-    return parse_timestamp(value)
