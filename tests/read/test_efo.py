@@ -314,3 +314,25 @@ async def test_the_embedded_server_without_subscribe_to_shard_is_one_line():
     lines = err.strip().splitlines()
     assert lines[-1].startswith("kconsole: error: this endpoint does not serve SubscribeToShard over HTTP/2")
     assert "Traceback" not in err
+
+
+@pytest.mark.kinesis_mock
+async def test_copy_efo_copies_every_record_and_deregisters_its_consumer(mock_backend, kinesis_mock):
+    backend, streams = mock_backend
+    source, destination = await streams(2), await streams(1)
+    await fill(backend, source, 0, 600)
+
+    code, out, err = await kconsole(
+        "copy", source, destination, "--from", "trim-horizon", "--efo", "--yes", "--json",
+        "--endpoint-url", kinesis_mock.endpoint_url,
+    )  # fmt: skip
+
+    assert code == 0, err
+    copied = []
+    for shard in await backend.all_shards(destination):
+        iterator = await backend.get_shard_iterator(destination, shard.shard_id, "TRIM_HORIZON")
+        copied.extend(json.loads(record["Data"])["n"] for record in (await backend.get_records(iterator))["Records"])
+    assert sorted(copied) == list(range(600))
+    assert "deregistered the temporary consumer" in err
+    arn = (await backend.describe_stream_summary(source)).arn
+    assert [c for c in await backend.list_stream_consumers(arn) if c.get("ConsumerStatus") != "DELETING"] == []
