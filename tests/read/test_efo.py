@@ -103,13 +103,16 @@ async def registered(backend, stream: str, name: str = "reader") -> str:
     raise AssertionError("the consumer never became ACTIVE")
 
 
-async def read_with_efo(backend, stream: str, consumer_arn: str, *, timeout: float = 90.0) -> list:
+async def read_with_efo(
+    backend, stream: str, consumer_arn: str, *, timeout: float = 90.0, notes: list | None = None
+) -> list:
     transport = backend.subscriptions()
     reader = TailReader(
         backend,
         stream,
         TailOptions(start=parse_start("trim-horizon")),
         subscribe=lambda shard_id, position: transport.subscribe(consumer_arn, shard_id, position),
+        on_trouble=None if notes is None else notes.append,
     )
     records = []
 
@@ -183,12 +186,14 @@ async def test_a_second_reader_with_the_same_consumer_waits_out_resource_in_use(
     await fill(backend, stream, 0, 500)
     consumer = await registered(backend, stream)
 
+    notes: list[str] = []
     first, second = await asyncio.gather(
-        read_with_efo(backend, stream, consumer), read_with_efo(backend, stream, consumer)
+        read_with_efo(backend, stream, consumer, notes=notes), read_with_efo(backend, stream, consumer, notes=notes)
     )
 
     check_exactly_once_in_order(first, 500)
     check_exactly_once_in_order(second, 500)
+    assert any("another subscription with this consumer holds the shard" in note for note in notes), notes
 
 
 # ---- the command ---------------------------------------------------------------------------------
