@@ -434,11 +434,14 @@ async def efo_subscriptions(kinesis: Any, stream: str, args: Any, stack: context
         name = temporary_consumer_name(socket.gethostname(), os.getpid(), datetime.now(UTC))
         shards = sum(1 for shard in await kinesis.all_shards(stream) if shard.is_open)
         registration = SimpleNamespace(name=name, stream=stream, yes=args.yes)
+        preview = temporary_consumer_preview(name, stream, shards)
+        if args.yes:
+            note(preview)  # what it costs is said whether or not it is asked
         confirm_by_stream_name(
             registration,  # type: ignore[arg-type]
             change=f"register a temporary consumer on {stream}",
             consequence=f"register the temporary consumer {name}",
-            preview=temporary_consumer_preview(name, stream, shards),
+            preview=preview,
         )
         registered = await _logged_registration(kinesis, registration, "register", summary.arn)  # type: ignore[arg-type]
         stack.push_async_callback(_deregister_temporary, kinesis, registration, summary.arn)
