@@ -148,7 +148,7 @@ def read_input(args: Any) -> ParsedLines:
         if not _regular(handle):
             handle = _NewlineWithin(handle, "stdin" if path == "-" else path)
         try:
-            return parse_json_lines(bounded_lines(handle), **options)
+            return parse_json_lines(bounded_lines(handle, read_past_overlong=args.skip_bad), **options)
         except OSError as error:
             raise BadInput(f"cannot read {path}: {error.strerror or error}", code="bad_file") from None
 
