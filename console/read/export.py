@@ -3,7 +3,10 @@
 - `jsonl`: one `DecodedRecord.json_line()` a line, the same lines as `tail --json`.
 - `csv`: a header, then one row a record; `--fields` picks columns by name, and `data.a.b` reaches into
   a JSON payload (a nested value is written as compact JSON, a missing one as an empty cell). The
-  `data` column itself is the content as `tail` shows it (compact JSON, the text, or hex).
+  `data` column itself is the content as `tail` shows it (compact JSON, the text, or hex). Every cell
+  is safe to open: control characters are spelled as escapes (`printable`), and a cell a spreadsheet
+  would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or a carriage return) gets a leading
+  `'`, as OWASP's CSV-injection guidance says.
 - `raw`: each record's payload exactly as it was stored (a gzip payload still compressed; for a KPL
   aggregate, each user record's own bytes), either length-prefixed in one file (a 4-byte big-endian
   length, then the bytes) or one file a record in a directory.
@@ -37,6 +40,7 @@ from typing import Any
 
 from console.errors import BadInput
 from console.read.decoding import DecodedRecord
+from console.read.printable import printable
 from console.read.where import fields_of
 
 EXPORT_FORMATS = ("jsonl", "csv", "raw")
@@ -86,11 +90,22 @@ class CsvEncoder:
         return self._row([_cell(record, view, path) for path in self.fields])
 
     def _row(self, cells: list[str]) -> bytes:
-        self._writer.writerow(cells)
+        self._writer.writerow([spreadsheet_safe(cell) for cell in cells])
         text = self._buffer.getvalue()
         self._buffer.seek(0)
         self._buffer.truncate()
         return text.encode("utf-8", "surrogateescape")
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(cell: str) -> str:
+    """A CSV cell that a spreadsheet shows as text and a terminal as itself: a leading `'` before a
+    formula's first character (OWASP), and control characters written as visible escapes."""
+    if cell.startswith(FORMULA_STARTS):
+        cell = "'" + cell
+    return printable(cell)
 
 
 def _cell(record: DecodedRecord, view: dict, path: tuple[str, ...]) -> str:
