@@ -144,7 +144,13 @@ def handle(args: Any) -> int:
         note(f"copy: the checkpoint {path} says this copy is complete; nothing to do")
         emit(
             args,
-            {"source": args.source, "destination": args.destination, "complete": True, "copied": 0},
+            {
+                "source": args.source,
+                "destination": args.destination,
+                "complete": True,
+                "copied": 0,
+                "possible_duplicates": checkpoint.possible_duplicates,
+            },
             "nothing left to copy",
         )
         return 0
