@@ -130,9 +130,12 @@ def unexplained_shards(known: Sequence[Shard], now: Sequence[Shard], plan: Resha
     known_ids = {s.shard_id for s in known}
     new = [s for s in now if s.shard_id not in known_ids]
     if any(operation.kind == "update_shard_count" for operation in plan.operations):
-        # The server picks UpdateShardCount's ranges and steps (not always AWS's equal shares), so the
-        # plan's ranges cannot judge it: a count other than the target gives another change away, and
-        # so does a lineage deeper than one rescale makes (a split, then a merge of the children).
+        # The server picks UpdateShardCount's steps, however many generations deep: open ranges equal
+        # to the plan's are the plan's doing. It may pick other ranges too (not always AWS's equal
+        # shares); then a count other than the target gives another change away, and so does a lineage
+        # deeper than a rescale makes.
+        if [(s.starting_hash_key, s.ending_hash_key) for s in open_in_order(now)] == [s.range for s in plan.after]:
+            return []
         if sum(s.is_open for s in now) != len(plan.after):
             return [s.shard_id for s in new if s.is_open]
         depth = generations(known, new)

@@ -394,3 +394,17 @@ async def test_kinesis_mock_non_uniform_rescale_is_reported_not_hidden(mock_back
         assert bool(result.differences) == (observed != even_split(6))
     finally:
         await mock_backend.delete_stream(stream)
+
+
+@pytest.mark.parametrize("start, target", [(4, 6), (6, 4), (6, 3)])
+async def test_a_rescale_that_ends_as_planned_is_done_however_deep_its_lineage(
+    kinesis, make_stream, action_log, start, target
+):
+    """The embedded server rescales 4 -> 6, 6 -> 4 and 6 -> 3 through three generations of shards; the
+    result equals the plan, so it is the plan's doing, not someone else's."""
+    stream = await make_stream(shards=start)
+    plan, result = await run(kinesis, stream, lambda s, c: plan_scale(s, target, context=c), action_log)
+    observed = open_in_order(await kinesis.all_shards(stream))
+    assert [(s.starting_hash_key, s.ending_hash_key) for s in observed] == [s.range for s in plan.after]
+    assert result.changed_by_others == (), result.changed_by_others
+    assert results(action_log)[0]["result"] == "done"
