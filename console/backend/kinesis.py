@@ -305,7 +305,8 @@ class KinesisBackend(CallPath):
     # ---- today's settings: record size, warm throughput, distribution, account ------------------
 
     async def _today(self, operation: str, **params: Any) -> dict:
-        """An operation added in 2025-26: a server that predates it says so in one line."""
+        """An operation some servers lack (those added in 2025-26, ListStreamConsumers on older
+        Kinesis-compatible servers, UpdateShardCount on some): a server without it says so in one line."""
         try:
             return await self._call(operation, **params)
         except ConsoleError as error:
@@ -419,7 +420,7 @@ class KinesisBackend(CallPath):
         )
 
     async def update_shard_count(self, stream: str, target: int) -> dict:
-        return await self._call(
+        return await self._today(
             "UpdateShardCount", StreamName=stream, TargetShardCount=target, ScalingType="UNIFORM_SCALING"
         )
 
@@ -435,7 +436,7 @@ class KinesisBackend(CallPath):
         consumers: list[dict] = []
         params: dict[str, Any] = {"StreamARN": stream_arn}
         while True:
-            page = await self._call("ListStreamConsumers", **params)
+            page = await self._today("ListStreamConsumers", **params)
             consumers.extend(page.get("Consumers", []))
             if not page.get("NextToken"):
                 return consumers

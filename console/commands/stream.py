@@ -351,13 +351,13 @@ async def _delete(args: Any) -> int:
     async with _open(args) as kinesis:
         summary = await kinesis.describe_stream_summary(args.stream)
         consumers, shards, channels = await asyncio.gather(
-            kinesis.list_stream_consumers(summary.arn) if summary.arn else _none(),
+            _consumers_or_none(kinesis, summary.arn),
             kinesis.all_shards(args.stream),
             _stream_channels(kinesis, summary),
         )
         plan = plan_delete(
             summary,
-            consumers=[c.get("ConsumerName", "?") for c in consumers],
+            consumers=[c.get("ConsumerName", "?") for c in consumers or []],
             total_shards=len(shards),
             enforce_consumer_deletion=args.enforce_consumer_deletion,
         )
@@ -371,8 +371,18 @@ async def _delete(args: Any) -> int:
     return _finish(args, plan, True, status)
 
 
-async def _none() -> list:
-    return []
+async def _consumers_or_none(kinesis: Any, stream_arn: str | None) -> list[dict] | None:
+    """The stream's EFO consumers; None, with one line on stderr, where the endpoint cannot list them."""
+    if not stream_arn:
+        return []
+    try:
+        consumers: list[dict] = await kinesis.list_stream_consumers(stream_arn)
+        return consumers
+    except ConsoleError as error:
+        if error.code != "unsupported_operation":
+            raise
+        note(f"kconsole: consumers unknown: {error.message}")
+        return None
 
 
 async def _stream_channels(kinesis: Any, summary: Any) -> list[str]:
@@ -584,7 +594,7 @@ async def _describe(args: Any) -> dict:
         raw = await kinesis.describe_stream_details(args.stream)
         tags, consumers = await asyncio.gather(
             kinesis.stream_tags(args.stream),
-            kinesis.list_stream_consumers(raw["StreamARN"]) if raw.get("StreamARN") else _none(),
+            _consumers_or_none(kinesis, raw.get("StreamARN")),
         )
         label = kinesis.label
     metrics = sorted({m for group in raw.get("EnhancedMonitoring", []) for m in group.get("ShardLevelMetrics", [])})
@@ -616,8 +626,10 @@ async def _describe(args: Any) -> dict:
             "stream_mode": (raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
             "enhanced_monitoring": metrics,
             "tags": tags,
-            "consumer_count": raw.get("ConsumerCount", len(consumers)),
-            "consumers": [
+            "consumer_count": raw.get("ConsumerCount", None if consumers is None else len(consumers)),
+            "consumers": None
+            if consumers is None
+            else [
                 {
                     "name": c.get("ConsumerName"),
                     "status": c.get("ConsumerStatus"),
