@@ -613,12 +613,15 @@ async def _describe(args: Any) -> dict:
     }
     document.update(
         {
-            "record_distribution": summary.record_distribution,
-            "max_record_size_kib": summary.max_record_size_kib,
-            "warm_throughput": {
-                "target_mibps": summary.warm_throughput_target_mibps,
-                "current_mibps": summary.warm_throughput_current_mibps,
-            },
+            "record_distribution": summary.shown("record_distribution", summary.record_distribution),
+            "max_record_size_kib": summary.shown("max_record_size_kib", summary.max_record_size_kib),
+            "warm_throughput": summary.shown(
+                "warm_throughput",
+                {
+                    "target_mibps": summary.warm_throughput_target_mibps,
+                    "current_mibps": summary.warm_throughput_current_mibps,
+                },
+            ),
             "channel_count": summary.channel_count,
             "stream_id": summary.stream_id or None,
             "badges": summary.badges(),
@@ -672,12 +675,19 @@ def render_description(document: dict) -> str:
         "channel_count",
         "backend",
     )
-    rows = [(key, document[key]) for key in first if key in document]
-    warm = document.get("warm_throughput") or {}
+    left_out = ("record_distribution", "max_record_size_kib")  # None: the server did not say
+    rows = [
+        (key, "unknown" if key in left_out and document[key] is None else document[key])
+        for key in first
+        if key in document
+    ]
+    warm = document.get("warm_throughput")
     rows.append(
         (
             "warm_throughput",
-            "-"
+            "unknown"
+            if warm is None
+            else "-"
             if warm.get("target_mibps") is None
             else f"{warm['target_mibps']} MiB/s target, {warm.get('current_mibps')} MiB/s now",
         )

@@ -60,3 +60,27 @@ async def test_without_update_shard_count_a_rescale_says_the_endpoint_lacks_it(e
     assert code == 1, err
     assert "this endpoint does not support UpdateShardCount" in err, err
     assert "UnknownOperationException" not in err
+
+
+async def test_settings_a_server_leaves_out_are_shown_as_unknown_not_as_aws_defaults(local_kinesis, kinesis_mock):
+    """kinesis-mock predates record distribution, max record size and warm throughput: its answer has none of
+    them, and describe says unknown; the embedded server answers them, and describe shows its values."""
+    for endpoint, knows in ((local_kinesis.endpoint_url, True), (kinesis_mock.endpoint_url, False)):
+        stream = f"settings-{uuid.uuid4().hex[:8]}"
+        await make(endpoint, stream, shards=1)
+        code, out, err = await kconsole("stream", "describe", stream, "--json", "--endpoint-url", endpoint)
+        assert code == 0, err
+        document = json.loads(out)
+        code, text, err = await kconsole("stream", "describe", stream, "--endpoint-url", endpoint)
+        assert code == 0, err
+        rows = dict(line.split(None, 1) for line in text.splitlines()[1:] if line.strip())
+        code, out, err = await kconsole("streams", "--json", "--endpoint-url", endpoint)
+        listed = next(row for row in json.loads(out) if row["name"] == stream)
+        if knows:
+            assert document["record_distribution"] == "USER_PARTITION_KEY" and document["max_record_size_kib"] == 1024
+            assert rows["record_distribution"].strip() == "USER_PARTITION_KEY"
+            assert listed["max_record_size_kib"] == 1024
+        else:
+            assert document["record_distribution"] is None and document["max_record_size_kib"] is None
+            assert rows["record_distribution"].strip() == "unknown" and rows["max_record_size_kib"].strip() == "unknown"
+            assert listed["record_distribution"] is None and listed["max_record_size_kib"] is None
