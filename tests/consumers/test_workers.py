@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from console.consumers.kcl3 import (
     KCL_2X,
     SINGLE_TABLE,
@@ -75,7 +77,8 @@ async def test_three_tables_workers_leader_migration_and_flags(capsys, local_kin
         ddb,
         metrics_table,
         [
-            worker_metrics("w-busy", last_update=now - 5, cpu=(70.0, 95.0), cpu_max=80),
+            # The last reading failed (-1): the KCL skips it and smooths the rest, 95 then 97 -> 95.4.
+            worker_metrics("w-busy", last_update=now - 5, cpu=(95.0, 97.0, -1.0), cpu_max=80),
             worker_metrics("w-idle", last_update=now - 600),  # a stopped worker: metrics long expired
         ],
     )
@@ -99,7 +102,8 @@ async def test_three_tables_workers_leader_migration_and_flags(capsys, local_kin
         "leader",
         "flags",
     }
-    assert (busy["leases"], busy["open_leases"], busy["throughput_kbps"], busy["cpu"]) == (2, 2, 1700.0, 95.0)
+    assert (busy["leases"], busy["open_leases"], busy["throughput_kbps"]) == (2, 2, 1700.0)
+    assert busy["cpu"] == pytest.approx(95.4)
     assert busy["leader"] is True and not idle["leader"] and 4 <= busy["metrics_age_s"] <= 30
     assert THROUGHPUT_OVER in busy["flags"] and CPU_OVER in busy["flags"] and HAND_OFF in busy["flags"]
     assert (closed["leases"], closed["open_leases"]) == (1, 0) and ONLY_CLOSED in closed["flags"]
@@ -370,3 +374,14 @@ async def test_a_server_without_dynamodb_says_so_in_one_line(capsys, kinesis_moc
         capsys, "consumers", "workers-no-dynamodb", "--lease-table", "app", "--json", *where
     )
     assert code == 1 and "does not serve DynamoDB" in json.loads(out)["error"]["message"]
+
+
+def test_cpu_is_the_kcls_own_moving_average_of_its_readings():
+    """WorkerMetricStats.getMetricStat: an exponential moving average (alpha 0.2) skipping failed (-1) reads."""
+    from console.consumers.kcl3 import kcl_metric_value
+
+    assert kcl_metric_value([50.0]) == 50.0
+    assert kcl_metric_value([70.0, 95.0]) == pytest.approx(75.0)  # not the last reading, 95
+    assert kcl_metric_value([95.0, 97.0, -1.0]) == pytest.approx(95.4)  # not unknown for the failed last one
+    assert kcl_metric_value([-1.0, 40.0, -1.0, 60.0]) == pytest.approx(44.0)
+    assert kcl_metric_value([-1.0, -1.0]) is None and kcl_metric_value([]) is None
