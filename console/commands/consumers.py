@@ -232,7 +232,7 @@ async def _find_tables(args: argparse.Namespace) -> tuple[list[str], list]:
 
     async with _open(args) as backend:
         shards = await backend.all_shards(args.stream)
-        tables = await find_lease_tables(backend, args.stream, [shard.shard_id for shard in shards])
+        tables = await find_lease_tables(backend, args.stream, shards)
         names = await backend.table_names() if tables else []
         return tables, [await kcl_tables_of(backend, table, names) for table in tables]
 

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from console.topology.model import Shard
+
 LEASE_KEY = "leaseKey"
 LEASE_OWNER = "leaseOwner"
 LEASE_COUNTER = "leaseCounter"
@@ -183,13 +185,49 @@ def leases_for_stream(items: Iterable[Mapping[str, Any]], stream: str) -> list[L
     return sorted((lease for lease in leases if lease.stream_name in (None, stream)), key=lambda lease: lease.shard_id)
 
 
-def table_matches_stream(items: Iterable[Mapping[str, Any]], stream: str, shard_ids: Iterable[str]) -> bool:
-    """A sample of a table's items looks like KCL leases of this stream (used to find lease tables)."""
-    known = set(shard_ids)
+STARTING_HASH_KEY = "startingHashKey"
+ENDING_HASH_KEY = "endingHashKey"
+
+
+def table_matches_stream(items: Iterable[Mapping[str, Any]], stream: str, shards: Iterable[Shard]) -> bool:
+    """A sample of a table's items holds KCL leases of this stream (used to find lease tables): a
+    multi-stream lease naming it, or single-stream leases (which do not name their stream) that agree
+    with its shards, none of them contradicting one. Every stream has a shardId-000000000000: a lease of
+    another stream's shard gives itself away by its parents, its hash key range (KCL 2.x+), or a
+    checkpoint outside the shard's sequence numbers."""
+    by_id = {shard.shard_id: shard for shard in shards}
+    agreeing = False
     for item in items:
         if not looks_like_lease_item(item):
             continue
         lease = parse_lease(item)
-        if lease.stream_name == stream or (lease.stream_name is None and lease.shard_id in known):
-            return True
-    return False
+        if lease.stream_name is not None:
+            if lease.stream_name == stream:
+                return True
+            continue
+        shard = by_id.get(lease.shard_id)
+        if shard is None:
+            continue  # a shard past retention, or another stream's: no evidence either way
+        if not _lease_agrees_with(lease, item, shard):
+            return False
+        agreeing = True
+    return agreeing
+
+
+def _lease_agrees_with(lease: Lease, item: Mapping[str, Any], shard: Shard) -> bool:
+    if lease.parent_shard_ids and set(lease.parent_shard_ids) != set(shard.parents):
+        return False
+    starting, ending = attribute(item.get(STARTING_HASH_KEY)), attribute(item.get(ENDING_HASH_KEY))
+    if starting is not None and ending is not None:
+        try:
+            if (int(starting), int(ending)) != (shard.starting_hash_key, shard.ending_hash_key):
+                return False
+        except (TypeError, ValueError):
+            return False
+    checkpoint = lease.checkpoint
+    if checkpoint is not None and _SEQUENCE_NUMBER.match(checkpoint):
+        if shard.starting_sequence_number is not None and int(checkpoint) < int(shard.starting_sequence_number):
+            return False
+        if shard.ending_sequence_number is not None and int(checkpoint) > int(shard.ending_sequence_number):
+            return False
+    return True

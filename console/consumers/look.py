@@ -71,8 +71,8 @@ async def lease_pages(
         )
 
 
-async def find_lease_tables(backend: Any, stream: str, shard_ids: Sequence[str]) -> list[str]:
-    """Tables keyed on leaseKey whose items look like KCL leases of this stream."""
+async def find_lease_tables(backend: Any, stream: str, shards: Sequence[Shard]) -> list[str]:
+    """Tables keyed on leaseKey whose items are KCL leases of this stream (`table_matches_stream`)."""
     names = await backend.table_names()
     limit = asyncio.Semaphore(8)
 
@@ -81,7 +81,7 @@ async def find_lease_tables(backend: Any, stream: str, shard_ids: Sequence[str])
             if not is_lease_key_schema(await backend.describe_table(name)):
                 return None
             sample = await backend.scan_table(name, limit=SAMPLE_ITEMS)
-            return name if table_matches_stream(sample, stream, shard_ids) else None
+            return name if table_matches_stream(sample, stream, shards) else None
 
     found = await asyncio.gather(*(check(name) for name in names))
     return [name for name in found if name]

@@ -385,3 +385,39 @@ def test_cpu_is_the_kcls_own_moving_average_of_its_readings():
     assert kcl_metric_value([95.0, 97.0, -1.0]) == pytest.approx(95.4)  # not unknown for the failed last one
     assert kcl_metric_value([-1.0, 40.0, -1.0, 60.0]) == pytest.approx(44.0)
     assert kcl_metric_value([-1.0, -1.0]) is None and kcl_metric_value([]) is None
+
+
+async def test_find_lease_tables_passes_over_another_streams_table_with_the_same_shard_ids(
+    capsys, local_kinesis, kinesis, make_stream, ddb
+):
+    """Both streams have shardId-000000000000 and -01; the other stream's table, of a 4-shard stream written
+    before this one existed, is not this stream's however alike its shard ids."""
+    other = await make_stream(shards=4)
+    await kinesis.put_record(other, b"x", "k")
+    other_shards = sorted(await kinesis.all_shards(other), key=lambda s: s.shard_id)
+    iterator = await kinesis.get_shard_iterator(other, other_shards[0].shard_id, "TRIM_HORIZON")
+    other_records = (await kinesis.get_records(iterator))["Records"]
+    stream = await make_stream(shards=2)
+    shards = sorted(await kinesis.all_shards(stream), key=lambda s: s.shard_id)
+    mine, theirs = await create_lease_table(ddb), await create_lease_table(ddb)
+    await put_items(
+        ddb, mine, [kcl_lease(s.shard_id, hash_range=(s.starting_hash_key, s.ending_hash_key)) for s in shards]
+    )
+    await put_items(
+        ddb,
+        theirs,
+        [
+            kcl_lease(
+                s.shard_id,
+                hash_range=(s.starting_hash_key, s.ending_hash_key),
+                checkpoint=other_records[0]["SequenceNumber"] if other_records and s is other_shards[0] else "LATEST",
+            )
+            for s in other_shards[:2]
+        ],
+    )
+    code, out, err = await kconsole(
+        capsys, "consumers", stream, "--find-lease-tables", "--json", *endpoint(local_kinesis)
+    )
+    assert code == 0, err
+    found = json.loads(out)["lease_tables"]
+    assert mine in found and theirs not in found, found
