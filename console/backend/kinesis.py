@@ -12,6 +12,7 @@ module and class, all on one call path so retries are counted and reported in on
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -337,15 +338,27 @@ class KinesisBackend(CallPath):
 
     # ---- tags v2 and resource policies (streams, consumers, channels by ARN) --------------------
 
+    # A server that predates tagging by ARN (2024) tags a stream with the calls it always had:
+    # ListTagsForStream, AddTagsToStream and RemoveTagsFromStream, by the stream's name.
+
     async def resource_tags(self, arn: str) -> dict[str, str]:
-        tags = (await self._today("ListTagsForResource", ResourceARN=arn)).get("Tags", [])
+        try:
+            tags = (await self._today("ListTagsForResource", ResourceARN=arn)).get("Tags", [])
+        except BackendError as error:
+            return await self.stream_tags(_legacy_stream_of(arn, error))
         return {tag["Key"]: tag.get("Value", "") for tag in tags}
 
     async def tag_resource(self, arn: str, tags: dict[str, str]) -> None:
-        await self._today("TagResource", ResourceARN=arn, Tags=tags)
+        try:
+            await self._today("TagResource", ResourceARN=arn, Tags=tags)
+        except BackendError as error:
+            await self._call("AddTagsToStream", StreamName=_legacy_stream_of(arn, error), Tags=tags)
 
     async def untag_resource(self, arn: str, keys: list[str]) -> None:
-        await self._today("UntagResource", ResourceARN=arn, TagKeys=keys)
+        try:
+            await self._today("UntagResource", ResourceARN=arn, TagKeys=keys)
+        except BackendError as error:
+            await self._call("RemoveTagsFromStream", StreamName=_legacy_stream_of(arn, error), TagKeys=keys)
 
     async def resource_policy(self, arn: str) -> str | None:
         """The policy document, or None when there is none (some servers answer ResourceNotFound)."""
@@ -511,6 +524,17 @@ _UNSUPPORTED_MARKERS = (
     "not yet implemented",
     "is not implemented",
 )
+
+
+_STREAM_ARN = re.compile(r"^arn:[\w-]+:kinesis:[\w-]*:\d*:stream/(?P<name>[A-Za-z0-9_.-]+)$")
+
+
+def _legacy_stream_of(arn: str, error: BackendError) -> str:
+    """The stream a by-ARN call that the endpoint lacks can be made for by name; else the error stands."""
+    match = _STREAM_ARN.match(arn)
+    if error.code != "unsupported_operation" or match is None:
+        raise error
+    return match.group("name")
 
 
 def is_unsupported(error: ConsoleError) -> bool:

@@ -84,3 +84,18 @@ async def test_settings_a_server_leaves_out_are_shown_as_unknown_not_as_aws_defa
             assert document["record_distribution"] is None and document["max_record_size_kib"] is None
             assert rows["record_distribution"].strip() == "unknown" and rows["max_record_size_kib"].strip() == "unknown"
             assert listed["record_distribution"] is None and listed["max_record_size_kib"] is None
+
+
+async def test_tags_fall_back_to_the_by_name_calls_where_the_endpoint_lacks_tagging_by_arn(endpoint):
+    stream = f"lacking-{uuid.uuid4().hex[:8]}"
+    await make(endpoint, stream, shards=1)
+    by_arn = Faults.lacking("TagResource", "UntagResource", "ListTagsForResource")
+    async with FaultProxy(urlsplit(endpoint).port, by_arn) as proxy:
+        url = ["--endpoint-url", proxy.endpoint_url]
+        code, out, err = await kconsole("stream", "tag", stream, "team=orders", "tier=1", "--yes", *url)
+        assert code == 0, err
+        code, out, err = await kconsole("stream", "untag", stream, "tier", "--yes", *url)
+        assert code == 0, err
+        assert proxy.stats["unknown:TagResource"] and proxy.stats["unknown:UntagResource"]
+    code, out, err = await kconsole("stream", "describe", stream, "--json", "--endpoint-url", endpoint)
+    assert json.loads(out)["tags"] == {"team": "orders"}, out
