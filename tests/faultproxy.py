@@ -62,6 +62,7 @@ MUTATING_OPERATIONS = frozenset(
         "RegisterStreamConsumer",
         "DeregisterStreamConsumer",
         "EnableEnhancedMonitoring",
+        "DisableEnhancedMonitoring",
         "TagResource",
         "UntagResource",
         "PutResourcePolicy",

@@ -468,6 +468,9 @@ class KinesisBackend(CallPath):
     async def enable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None:
         await self._call("EnableEnhancedMonitoring", StreamName=stream, ShardLevelMetrics=metrics)
 
+    async def disable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None:
+        await self._call("DisableEnhancedMonitoring", StreamName=stream, ShardLevelMetrics=metrics)
+
     # ---- the other services, through their own classes ---------------------------------------
 
     async def table_names(self) -> list[str]:
