@@ -292,9 +292,12 @@ def render_workers(view: Any) -> list[str]:
 
 def render_report(report: ConsumerReport, workers: Any = None, *, show_workers: bool = True) -> str:
     lines = [
-        f"stream {report.stream}: {len(report.efo_consumers)} EFO consumer(s)"
+        f"stream {report.stream}: "
+        + ("EFO consumers unknown" if report.efo_unknown else f"{len(report.efo_consumers)} EFO consumer(s)")
         + (f", {len(report.rows)} lease(s) in {report.lease_table}" if report.lease_table else "")
     ]
+    if report.efo_unknown:
+        lines.append(f"EFO consumers unknown: {report.efo_unknown}")
     if report.efo_consumers:
         lines.append(
             render_table(
