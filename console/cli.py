@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn, cast
+from typing import NoReturn
 
 from console import __version__
 from console.commands import COMMANDS
 from console.errors import BadInput, ConsoleError
 from console.lifecycle.rules import parse_shard_count
+from console.patches import add_subcommands
 from console.read.printable import printable
 
 
@@ -133,48 +133,8 @@ def build_parser() -> ArgumentParser:
     add_common_options(parser, suppress=False)
     common = ArgumentParser(add_help=False)
     add_common_options(common, suppress=True)
-    parser.register("action", "lazy_parsers", LazySubParsers)
-    subparsers = cast(
-        LazySubParsers,
-        parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser, action="lazy_parsers"),
-    )
-    subparsers.common = [common]
-    for name, (module_name, summary) in COMMANDS.items():
-        subparsers.add_placeholder(name, module_name, help=summary)
+    add_subcommands(parser, COMMANDS, [common], dest="command", metavar="COMMAND", parser_class=ArgumentParser)
     return parser
-
-
-class LazySubParsers(argparse._SubParsersAction):
-    """Subcommands whose parsers are built on use: until its command is chosen, each is a placeholder
-    that only carries its help line; choosing it imports the command's module, which registers the
-    real parsers of its commands in the placeholders' stead."""
-
-    common: list[argparse.ArgumentParser]
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self._modules: dict[str, str] = {}  # command name -> module not imported yet
-
-    def add_placeholder(self, name: str, module_name: str, *, help: str) -> None:
-        self.add_parser(name, help=help, add_help=False)
-        self._modules[name] = module_name
-
-    def add_parser(self, name: str, **kwargs):
-        if name in self._modules:  # the module is registering the real parser: replace the placeholder
-            del self._modules[name], self._name_parser_map[name]
-            kwargs.pop("help", None)  # the placeholder already lists it in --help
-        return super().add_parser(name, **kwargs)
-
-    def load_all(self) -> None:
-        """Import every command's module: shell completion walks the whole grammar."""
-        for module_name in dict.fromkeys(self._modules.values()):
-            importlib.import_module(module_name).register(self, self.common)
-
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
-        module_name = self._modules.get(values[0])
-        if module_name is not None:
-            importlib.import_module(module_name).register(self, self.common)
-        super().__call__(parser, namespace, values, option_string)
 
 
 def _wants_json(argv: Sequence[str]) -> bool:

@@ -50,31 +50,6 @@ FAIL_CLOSED = {"read_only": True}
 _READ_ONLY_LINE = re.compile(r"^\s*read_only\s*=\s*(\S*)", re.MULTILINE)
 
 
-# The lines save_config writes: `key = value`, the value true, false, a plain number or a string
-# without escapes. A file of only such lines (and blank ones), each key once, means in TOML exactly
-# what it says, so it is read without loading tomllib (a few milliseconds of every command's start).
-_PLAIN_LINE = re.compile(r'([A-Za-z_]+) = (true|false|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?|"[^"\\\x00-\x1f\x7f]*")')
-
-
-def _plain_settings(text: str) -> dict | None:
-    """The settings of a file save_config could have written, or None for anything else (tomllib reads it)."""
-    settings: dict = {}
-    for line in text.replace("\r\n", "\n").split("\n"):  # a lone CR is left in, for the pattern to refuse
-        if not line:
-            continue
-        found = _PLAIN_LINE.fullmatch(line)
-        if found is None or found[1] in settings:
-            return None
-        key, value = found.groups()
-        if value in ("true", "false"):
-            settings[key] = value == "true"
-        elif value.startswith('"'):
-            settings[key] = value[1:-1]
-        else:
-            settings[key] = float(value) if "." in value else int(value)
-    return settings
-
-
 def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:40] + "..."
@@ -123,16 +98,14 @@ def load_config(path: Path | None = None) -> tuple[Config, str | None]:
             "file; using defaults, read-only",
         )
     text = data.decode("utf-8", errors="replace")
-    raw = _plain_settings(text)
-    if raw is None:
-        import tomllib
+    import tomllib
 
-        try:
-            raw = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as error:
-            read_only = any(value != "false" for value in _READ_ONLY_LINE.findall(text))
-            safety = ", read-only (read_only is set but unreadable)" if read_only else ""
-            return Config(read_only=read_only), f"ignoring config {path}: {error}; using defaults{safety}"
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        read_only = any(value != "false" for value in _READ_ONLY_LINE.findall(text))
+        safety = ", read-only (read_only is set but unreadable)" if read_only else ""
+        return Config(read_only=read_only), f"ignoring config {path}: {error}; using defaults{safety}"
     values: dict[str, Any] = {}
     problems: list[str] = []
     for key, value in raw.items():

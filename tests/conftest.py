@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from console.backend import BackendConfig, open_backend
-from console.backend.local import LocalKinesisServer
+from console.localserver.supervision import LocalKinesisServer
 
 KINESIS_MOCK_DIR = Path(__file__).parent / "kinesis-mock"
 KINESIS_MOCK_MAIN = KINESIS_MOCK_DIR / "node_modules" / "kinesis-local" / "main.js"

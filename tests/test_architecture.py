@@ -14,18 +14,22 @@ import pytest
 CONSOLE = Path(__file__).resolve().parents[1] / "console"
 
 # Layers from the ground up. errors and userdirs (where kconsole's files live) are the shared base
-# every layer may use, and config (the settings file, found through userdirs) stands on them beside
+# every layer may use, as is patches (every patch of a library's internals, used from the backend and
+# the CLI alike), and config (the settings file, found through userdirs) stands on them beside
 # keyspace and bounds (the limits on every number a user gives); read and
-# backend stand side by side (neither imports the other), as do produce, heat and reshard.
+# backend stand side by side (neither imports the other), as do produce, heat and reshard. The embedded
+# server (localserver) stands below the backend, which launches it.
 LAYERS: dict[str, int] = {
     "errors": 0,
     "userdirs": 0,
     "words": 0,
+    "patches": 0,
     "__init__": 0,
     "keyspace": 1,
     "bounds": 1,
     "config": 1,
     "topology": 2,
+    "localserver": 2,
     "read": 3,
     "backend": 3,
     "produce": 4,
@@ -153,6 +157,99 @@ def test_the_check_sees_an_upward_and_a_sideways_import(tmp_path):
         "console.ui.app",
     ]
     assert upward_imports("console.read.probe", graph) == ["console.backend.kinesis"]
+
+
+# ---- one implementation per change --------------------------------------------------------------
+
+# The backend's calls that change a stream, its consumers, its channels or the account. Only the
+# domain makes them (console.lifecycle.actions.run, console.reshard's executor): the command line and
+# the console prepare and run a change through it, so a rule one face enforces holds in the other.
+CHANGING_CALLS = frozenset(
+    {
+        "create_stream",
+        "delete_stream",
+        "increase_retention",
+        "decrease_retention",
+        "update_stream_mode",
+        "start_encryption",
+        "stop_encryption",
+        "enable_enhanced_monitoring",
+        "disable_enhanced_monitoring",
+        "update_max_record_size",
+        "update_warm_throughput",
+        "update_record_distribution",
+        "update_account_settings",
+        "tag_resource",
+        "untag_resource",
+        "put_resource_policy",
+        "delete_resource_policy",
+        "create_channel",
+        "delete_channel",
+        "register_stream_consumer",
+        "deregister_stream_consumer",
+        "split_shard",
+        "merge_shards",
+        "update_shard_count",
+    }
+)
+FACES = {"commands", "ui", "cli"}
+# Not an operator's change: the launcher builds the embedded server's demo stream (one split, so the
+# lineage shows something) before the console opens.
+NOT_A_CHANGE = {("console.ui.launch", "prepare_demo_stream")}
+
+
+def changing_calls(path: Path, name: str) -> list[str]:
+    """Where a face module names one of CHANGING_CALLS on anything (called, or handed on as a callable):
+    `module:line name`. A method forwarding the call of its own name (a wrapper that is itself a
+    backend, console.ui.launch.PrefetchingSource) is the backend's seam, not a change, and a command's
+    parsed options (`args.enable_enhanced_monitoring`, the flag) are no call."""
+    tree = ast.parse(path.read_text(), str(path))
+    found: list[str] = []
+
+    def visit(node: ast.AST, function: str | None) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node.name
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in CHANGING_CALLS
+            and node.attr != function
+            and not (isinstance(node.value, ast.Name) and node.value.id == "args")  # an option's value
+            and (name, function) not in NOT_A_CHANGE
+        ):
+            found.append(f"{name}:{node.lineno} {node.attr}")
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(tree, None)
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if top_package(m) in FACES))
+def test_no_face_makes_a_change_itself(module):
+    made = changing_calls(MODULES[module], module)
+    assert not made, f"{module} calls the backend's changing calls itself (console.lifecycle.actions runs them): {made}"
+
+
+def test_the_check_sees_a_face_making_a_change(tmp_path):
+    fake = tmp_path / "probe.py"
+    fake.write_text(
+        "async def delete(kinesis, stream):\n"
+        "    await kinesis.delete_stream(stream)\n"
+        "def later(kinesis):\n"
+        "    return lambda: kinesis.tag_resource('arn', {})\n"
+        "class Wrapper:\n"
+        "    async def merge_shards(self, stream, a, b):\n"
+        "        await self._source.merge_shards(stream, a, b)\n"
+        "    async def enable(self, stream):\n"
+        "        return self._source.enable_enhanced_monitoring\n"
+        "def flag(args):\n"
+        "    return args.enable_enhanced_monitoring\n"
+    )
+    assert changing_calls(fake, "console.ui.probe") == [
+        "console.ui.probe:2 delete_stream",
+        "console.ui.probe:4 tag_resource",
+        "console.ui.probe:9 enable_enhanced_monitoring",
+    ]
 
 
 # ---- the UI's one seam to the backend -----------------------------------------------------------
@@ -302,3 +399,288 @@ def test_the_protocol_check_sees_a_wrapper_that_falls_short():
     breaches = protocol_breaches(Forwarding)
     assert breaches[0] == "__getattr__" and "scan_pages" in breaches
     assert [b for b in breaches if b.startswith("get_records")] == ["get_records(self, shard_iterator, limit=100)"]
+
+
+# ---- the embedded server: its own package, one door to it -------------------------------------
+
+LOCAL_SERVER = "console.localserver"
+# The client starts the embedded server through this module alone (a child for --local, in-process
+# for `kconsole local serve`); the rest of the client never learns moto, Flask or waitress exist.
+LAUNCHER = "console.backend.launcher"
+
+
+def local_server_importers(graph: dict[str, set[str]]) -> list[str]:
+    """Modules outside the server's package, other than the launcher, that import from it."""
+    return sorted(
+        module
+        for module, imported in graph.items()
+        if not (module == LOCAL_SERVER or module.startswith(LOCAL_SERVER + "."))
+        and module != LAUNCHER
+        and any(i == LOCAL_SERVER or i.startswith(LOCAL_SERVER + ".") for i in imported)
+    )
+
+
+def test_only_the_launcher_imports_the_embedded_server():
+    assert local_server_importers(GRAPH) == []
+    assert any(i.startswith(LOCAL_SERVER + ".") for i in GRAPH[LAUNCHER]), "the launcher no longer starts it"
+
+
+def test_the_embedded_server_imports_nothing_of_the_client():
+    client = {"backend", "commands", "ui", "cli", "read", "produce", "heat", "reshard", "lifecycle", "consumers"}
+    reaching = sorted(
+        f"{module} -> {i}"
+        for module in MODULES
+        if top_package(module) == "localserver"
+        for i in GRAPH[module]
+        if top_package(i) in client
+    )
+    assert not reaching, reaching
+
+
+def test_the_launcher_check_sees_another_module_reaching_the_server(tmp_path):
+    fake = tmp_path / "probe.py"
+    fake.write_text("from console.localserver.supervision import LocalKinesisServer\n")
+    found = imports_of(fake, "console.commands.probe")
+    graph = {
+        "console.commands.probe": found,
+        LAUNCHER: {"console.localserver.main"},
+        "console.localserver.main": {"console.localserver.short_path"},
+        "console.backend.kinesis": {"console.backend.launcher"},
+    }
+    assert local_server_importers(graph) == ["console.commands.probe"]
+
+
+# ---- patches of a library's internals: console.patches, and the embedded server's moto modules --
+
+
+def patching_modules() -> set[str]:
+    from console.localserver.moto_compat import MOTO_MODULES
+
+    return {"console.patches", *MOTO_MODULES}
+
+
+# Textual's own event handlers (`_on_click`, `_on_focus`...) that widgets override and call through
+# super(): the one kind of library internal overridden outside console.patches, each named here (and
+# its shape checked in tests/test_patches.py), so a new one is a decision, not an accident.
+TEXTUAL_HANDLER_OVERRIDES = {
+    "console.ui.panels.lineage.LineageTree._on_click",
+    "console.ui.widgets.cursor.CursorNavigation._on_focus",
+    "console.ui.widgets.cursor.CursorNavigation._on_blur",
+    "console.ui.widgets.ribbon.KeySpaceRibbon._on_click",
+    "console.ui.widgets.shard_table.ShardTable._on_click",
+}
+# Private by name, public by documentation.
+DOCUMENTED_PRIVATE_CALLS = {"os._exit"}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def own_private_names(paths: list[Path]) -> set[str]:
+    """The private attribute names kconsole's own classes define (methods, class members, self._x):
+    a private name outside this set belongs to a library."""
+    names: set[str] = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        names.add(item.name)
+                    elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                        names.add(item.target.id)
+                    elif isinstance(item, ast.Assign):
+                        names.update(t.id for t in item.targets if isinstance(t, ast.Name))
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                        if target.value.id in ("self", "cls"):
+                            names.add(target.attr)
+    return {name for name in names if _private(name)}
+
+
+def foreign_names(tree: ast.AST) -> dict[str, str]:
+    """Names the module binds to a library (anything but console), by import or by assignment from
+    one (`base = ssl.SSLContext`), with where each comes from ("ssl.SSLContext")."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] != "console":
+                    names[alias.asname or alias.name.split(".")[0]] = (
+                        alias.name if alias.asname else alias.name.split(".")[0]
+                    )
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] != "console":
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    grown = True
+    while grown:
+        grown = False
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                origin = foreign_origin(node.value, names)
+                if origin and node.targets[0].id not in names:
+                    names[node.targets[0].id] = origin
+                    grown = True
+    return names
+
+
+def foreign_origin(expr: ast.AST, names: dict[str, str]) -> str | None:
+    """ "ssl.SSLContext.x" for `base.x` when base is bound to ssl.SSLContext; None for anything of ours."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name) and expr.id in names:
+        return ".".join([names[expr.id], *reversed(parts)])
+    return None
+
+
+def resolve(origin: str) -> object | None:
+    """The object a dotted origin names (importing its module), or None where it cannot be found."""
+    import importlib
+
+    parts = origin.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            found = getattr(found, part, None)
+            if found is None:
+                return None
+        return found
+    return None
+
+
+def library_patches(module: str, source: str, own: set[str]) -> list[str]:
+    """Where `source` patches a library's internals: sets or deletes an attribute of a library's module
+    or class (also through setattr), sets a private attribute that no class of ours defines,
+    subclasses a library's private class, overrides a private method of a library's class, or calls a
+    library's private method."""
+    tree = ast.parse(source)
+    names = foreign_names(tree)
+    found: list[str] = []
+
+    def note(node: ast.AST, what: str) -> None:
+        found.append(f"{module}:{getattr(node, 'lineno', 0)} {what}")
+
+    def ours(expr: ast.AST) -> bool:
+        return isinstance(expr, ast.Name) and expr.id in ("self", "cls")
+
+    for node in ast.walk(tree):
+        targets: list[ast.AST] = []
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("setattr", "delattr")
+            and node.args
+        ):
+            origin = foreign_origin(node.args[0], names)
+            if origin:
+                note(node, f"{node.func.id}({origin}, ...)")
+        for target in targets:
+            if not isinstance(target, ast.Attribute):
+                continue
+            origin = foreign_origin(target, names)
+            if origin:
+                note(node, f"sets {origin}")
+            elif _private(target.attr) and not ours(target.value) and target.attr not in own:
+                note(node, f"sets {ast.unparse(target)}, a library's private attribute")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _private(node.func.attr):
+            receiver = node.func.value
+            is_super = isinstance(receiver, ast.Call) and getattr(receiver.func, "id", None) == "super"
+            origin = foreign_origin(node.func, names)
+            if origin in DOCUMENTED_PRIVATE_CALLS or ours(receiver) or is_super:
+                continue
+            if origin or node.func.attr not in own:
+                note(node, f"calls {origin or ast.unparse(node.func)}, a library's private method")
+        if isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                origin = foreign_origin(base, names)
+                if origin is None:
+                    continue
+                if any(_private(part) for part in origin.split(".")):
+                    note(node, f"class {node.name} subclasses {origin}")
+                library_class = resolve(origin)
+                for item in node.body:
+                    if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) or not _private(item.name):
+                        continue
+                    if library_class is not None and hasattr(library_class, item.name):
+                        if f"{module}.{node.name}.{item.name}" not in TEXTUAL_HANDLER_OVERRIDES:
+                            note(item, f"{node.name}.{item.name} overrides {origin}.{item.name}")
+    return found
+
+
+OWN_PRIVATE = own_private_names(sorted(MODULES.values()))
+
+
+@pytest.mark.parametrize("module", sorted(set(MODULES) - patching_modules()))
+def test_only_console_patches_patches_a_library(module):
+    patched = library_patches(module, MODULES[module].read_text(), OWN_PRIVATE)
+    assert not patched, f"a library's internals patched outside console.patches: {patched}"
+
+
+def test_the_patch_check_sees_each_kind_of_patch():
+    source = """
+import argparse
+import ssl
+from aiobotocore.parsers import AioJSONParser
+import aiohttp.connector as connector
+
+class Lazy(argparse._SubParsersAction):
+    pass
+
+class Parser(AioJSONParser):
+    def _handle_json_body(self, raw_body, shape):
+        return self._parse_shape(shape, raw_body)
+
+def patch(client, session):
+    base = ssl.SSLContext
+    base.set_default_verify_paths = print
+    connector.TCPConnector._get_ssl_context = print
+    setattr(argparse, "ArgumentParser", object)
+    client._serializer = None
+    session._register_internal_component("endpoint_resolver", None)
+    self_made = Lazy
+    self_made.common = []
+"""
+    found = sorted(line.split(" ", 1)[1] for line in library_patches("console.probe", source, set()))
+    assert found == sorted(
+        [
+            "class Lazy subclasses argparse._SubParsersAction",
+            "Parser._handle_json_body overrides aiobotocore.parsers.AioJSONParser._handle_json_body",
+            "sets ssl.SSLContext.set_default_verify_paths",
+            "sets aiohttp.connector.TCPConnector._get_ssl_context",
+            "setattr(argparse, ...)",
+            "sets client._serializer, a library's private attribute",
+            "calls session._register_internal_component, a library's private method",
+        ]
+    ), found
+
+
+def test_the_patch_check_leaves_our_own_attributes_alone(tmp_path):
+    source = """
+import os
+
+class Tree:
+    def _build(self):
+        self._root = None
+
+def grow(tree):
+    tree._build()
+    tree._root = 1
+    os._exit(0)
+"""
+    path = tmp_path / "probe.py"
+    path.write_text(source)
+    own = own_private_names([path])
+    assert own == {"_build", "_root"}
+    assert library_patches("console.probe", source, own) == []
+    # The same calls on names no class of ours defines are a library's.
+    assert len(library_patches("console.probe", source.replace("_root", "_leaf"), own)) == 1

@@ -5,16 +5,15 @@
     async with open_backend(BackendConfig.from_args(args)) as kinesis:
         shards = await kinesis.all_shards("my-stream")
 
-`open_backend` starts the embedded local Kinesis (moto, in a child process, patched by
-moto_compat) when the config says `local`, and stops it on exit.
+`open_backend` starts the embedded local Kinesis (console.localserver, through launcher) when the
+config says `local`, and stops it on exit.
 
 By job: config (which backend, from arguments and the AWS environment), calls (the retry and error
 path every call takes), kinesis, dynamodb, cloudwatch and sts (one class per service), clients
-(client construction and `open_backend`).
+(client construction and `open_backend`), launcher (the one door to the embedded server).
 
-The names load on first use (PEP 562): the embedded server's own process (server_main, a module of
-this package) never needs aiobotocore, and importing it there cost that child a noticeable part of
-its start-up.
+The names load on first use (PEP 562): a module that needs one part of this package (config, for
+the CLI's options) does not load the rest, and aiobotocore with it.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
+from console import patches
 from console.backend.config import DEFAULT_LOCAL_REGION, DUMMY_CREDENTIALS, BackendConfig
 from console.backend.errors import translate
 from console.backend.heap import loading
@@ -30,7 +31,16 @@ for _library in ("botocore", "aiobotocore"):
 
 
 # The services the backend opens clients for, by their endpoint prefix in botocore's endpoints.json.
-ENDPOINT_PREFIXES = {"kinesis": "kinesis", "cloudwatch": "monitoring", "dynamodb": "dynamodb", "sts": "sts"}
+ENDPOINT_PREFIXES = {
+    "kinesis": "kinesis",
+    "cloudwatch": "monitoring",
+    "dynamodb": "dynamodb",
+    "sts": "sts",
+    "lambda": "lambda",
+    "firehose": "firehose",
+    "pipes": "pipes",
+    "kinesisanalyticsv2": "kinesisanalytics",
+}
 
 
 def lean_endpoint_resolver(session: Any) -> Any:
@@ -128,25 +138,9 @@ PLAIN_ANSWERS = {"ListShardsOutput": plain_listing, "PutRecordsOutput": plain_pu
 
 def response_parser_factory() -> Any:
     """aiobotocore's response parsers, with the answers in PLAIN_ANSWERS taken as the JSON they are
-    when they have their shape. Anything else, or an answer of another shape, goes through the model
-    as before."""
-    from aiobotocore.parsers import AioJSONParser, AioResponseParserFactory
-
-    class ListingParser(AioJSONParser):
-        def _handle_json_body(self, raw_body: Any, shape: Any) -> Any:
-            parsed = self._parse_body_as_json(raw_body)
-            plain = PLAIN_ANSWERS.get(shape.name) if shape is not None else None
-            if plain is not None and plain(parsed):
-                return parsed
-            return self._parse_shape(shape, parsed)  # what botocore's JSONParser does with every answer
-
-    class ParserFactory(AioResponseParserFactory):
-        def create_parser(self, protocol_name: str) -> Any:
-            if protocol_name == "json":
-                return ListingParser(**self._defaults)
-            return super().create_parser(protocol_name)
-
-    return ParserFactory()
+    when they have their shape (console.patches, plain_answers). Anything else, or an answer of
+    another shape, goes through the model as before."""
+    return patches.response_parser_factory(PLAIN_ANSWERS)
 
 
 class PlainPutRecordsSerializer:
@@ -157,18 +151,18 @@ class PlainPutRecordsSerializer:
     it); any other request, or entry, goes through botocore's serializer."""
 
     def __init__(self, serializer: Any) -> None:
-        self._serializer = serializer
+        self.botocore_serializer = serializer
 
     def serialize_to_request(self, parameters: dict, operation_model: Any) -> dict:
         records = parameters.get("Records")
         if operation_model.name != "PutRecords" or type(records) is not list:
-            return self._serializer.serialize_to_request(parameters, operation_model)
+            return self.botocore_serializer.serialize_to_request(parameters, operation_model)
         encode = binascii.b2a_base64
         entries = []
         for record in records:
             data, key = record.get("Data"), record.get("PartitionKey")
             if len(record) != 2 or type(data) is not bytes or type(key) is not str:
-                return self._serializer.serialize_to_request(parameters, operation_model)
+                return self.botocore_serializer.serialize_to_request(parameters, operation_model)
             text = encode(data, newline=False).decode("ascii")
             # In the entry's own order, as botocore writes it.
             entries.append(
@@ -176,7 +170,7 @@ class PlainPutRecordsSerializer:
                 if next(iter(record)) == "Data"
                 else {"PartitionKey": key, "Data": text}
             )
-        serialized = self._serializer.serialize_to_request({**parameters, "Records": []}, operation_model)
+        serialized = self.botocore_serializer.serialize_to_request({**parameters, "Records": []}, operation_model)
         body = json.loads(serialized["body"])
         body["Records"] = entries
         serialized["body"] = json.dumps(body).encode("utf-8")
@@ -257,7 +251,7 @@ UNCHECKED_SERVICES = frozenset({"cloudwatch"})
 
 
 class SideClients:
-    """The backend's clients for CloudWatch, DynamoDB and STS, each opened on first use and closed
+    """The backend's clients for CloudWatch, DynamoDB, STS and the readers' services, each opened on first use and closed
     with the backend."""
 
     def __init__(
@@ -316,7 +310,7 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
         server_started: asyncio.Future[str] | None = None
         # kind "local" with an endpoint_url attaches to a running embedded server (tests, `local serve`).
         if config.kind == "local" and not endpoint_url:
-            from console.backend.local import LocalKinesisServer
+            from console.backend.launcher import LocalKinesisServer
 
             local_server = LocalKinesisServer()
             stack.push_async_callback(asyncio.to_thread, local_server.stop)
@@ -330,14 +324,11 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
         region = config.region or DEFAULT_LOCAL_REGION
         try:
             with loading(freeze=True):
-                from console.backend.deferred_tls import import_aiohttp
-
-                import_aiohttp()  # before aiobotocore brings it in
+                patches.import_aiohttp()  # before aiobotocore brings it in
                 from aiobotocore.session import AioSession
 
                 session = AioSession(profile=config.profile)
-                # botocore offers no public way to give a session its endpoint resolver.
-                session._register_internal_component("endpoint_resolver", lean_endpoint_resolver(session))
+                patches.use_endpoint_resolver(session, lean_endpoint_resolver)
                 parsers = response_parser_factory()
                 parsers.set_parser_defaults(timestamp_parser=parse_timestamp)
                 session.register_component("response_parser_factory", parsers)
@@ -370,9 +361,8 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
             puts = await stack.enter_async_context(
                 create_client(session, "kinesis", region, endpoint_url, unchecked, credentials)
             )
-            # botocore takes no serializer from outside (the parser is a session component): this
-            # client's is replaced, the main client keeps botocore's.
-            puts._serializer = PlainPutRecordsSerializer(puts._serializer)
+            # This client's serializer is replaced; the main client keeps botocore's.
+            patches.wrap_serializer(puts, PlainPutRecordsSerializer)
             return puts
 
         backend = KinesisBackend(

@@ -45,18 +45,17 @@ def run_account(args: Any) -> int:
 
 async def _account(args: Any) -> int:
     from console.backend import BackendConfig, open_backend
-    from console.lifecycle.settings import describe_commitment, plan_account
-    from console.lifecycle.settings_apply import apply_setting
+    from console.lifecycle import actions
     from console.reshard.actionlog import ActionLog
 
     async with open_backend(BackendConfig.from_args(args)) as kinesis:
-        commitment = describe_commitment(await kinesis.account_settings())
         label = kinesis.label
         if args.on_demand_advantage is None:
+            commitment = await actions.read_commitment(kinesis)
             document: dict[str, Any] = {"backend": label, "on_demand_advantage": commitment}
             emit(args, document, lambda: render_commitment(commitment, label))
             return 0
-        plan = plan_account(commitment, args.on_demand_advantage == "on")
+        plan = await actions.prepare_account(kinesis, args.on_demand_advantage == "on")
         executed = False
         if plan.refusal:
             raise PlanRejected(f"account change refused, nothing was called: {plan.refusal}")
@@ -70,12 +69,14 @@ async def _account(args: Any) -> int:
                 consequence=plan.summary,
                 preview=plan.render() + "\n",
             )
-            who = await kinesis.caller_identity() if kinesis.config.kind == "aws" else None
-            await apply_setting(
-                kinesis, plan, action_log=ActionLog.default(), who=who, progress=lambda text: note(f"kconsole: {text}")
+            await actions.run(
+                kinesis,
+                plan,
+                action_log=ActionLog.default(),
+                progress=lambda text: None if text.startswith("calling") else note(f"kconsole: {text}"),
             )
-            commitment = describe_commitment(await kinesis.account_settings())
             executed = True
+        commitment = await actions.read_commitment(kinesis)
     document = {"backend": label, "executed": executed, "plan": plan.to_json(), "on_demand_advantage": commitment}
     emit(
         args,

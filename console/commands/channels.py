@@ -21,7 +21,8 @@ from console.commands import command_help
 from console.commands._confirm import confirm_by_typing, refuse_if_read_only
 from console.commands._output import emit, note, render_table, run_async
 from console.errors import BadInput, PlanRejected
-from console.lifecycle.channels import channel_json, plan_create_on, plan_delete, read_channel_config
+from console.lifecycle import actions
+from console.lifecycle.channels import channel_json, read_channel_config
 from console.lifecycle.plans import LifecyclePlan
 
 ACTIONS = ("describe", "create", "delete")
@@ -157,12 +158,12 @@ def render_channels(rows: list[dict], label: str, stream: str | None) -> str:
 
 async def _create(args: Any, request: dict) -> int:
     async with _open(args) as kinesis:
-        plan = await plan_create_on(kinesis, request)
-        answers = await _change(args, kinesis, plan)
+        plan = await actions.prepare_channel_create(kinesis, request)
+        made = await _change(args, kinesis, plan)
         document: dict[str, Any] = {
             "executed": True,
             "plan": plan.to_json(),
-            "channel": channel_json(answers[0] if answers and answers[0] else {}),
+            "channel": channel_json(made[0].answer if made and made[0].answer else {}),
         }
     emit(args, document, lambda: plan.render() + f"\nDone: channel {plan.stream} is {document['channel']['status']}")
     return 0
@@ -170,15 +171,13 @@ async def _create(args: Any, request: dict) -> int:
 
 async def _delete(args: Any, name: str) -> int:
     async with _open(args) as kinesis:
-        arn = await _arn_of(kinesis, name)
-        plan = plan_delete(name, arn, await kinesis.describe_channel(arn))
+        plan = await actions.prepare_channel_delete(kinesis, name)
         await _change(args, kinesis, plan)
     emit(args, {"executed": True, "plan": plan.to_json()}, plan.render() + f"\nDone: channel {name} deleted")
     return 0
 
 
 async def _change(args: Any, kinesis: Any, plan: LifecyclePlan) -> list:
-    from console.lifecycle.settings_apply import apply_setting
     from console.reshard.actionlog import ActionLog
 
     if plan.refusal:
@@ -191,7 +190,9 @@ async def _change(args: Any, kinesis: Any, plan: LifecyclePlan) -> list:
         consequence=plan.summary,
         preview=plan.render() + "\n",
     )
-    who = await kinesis.caller_identity() if kinesis.config.kind == "aws" else None
-    return await apply_setting(
-        kinesis, plan, action_log=ActionLog.default(), who=who, progress=lambda text: note(f"kconsole: {text}")
+    return await actions.run(
+        kinesis,
+        plan,
+        action_log=ActionLog.default(),
+        progress=lambda text: None if text.startswith("calling") else note(f"kconsole: {text}"),
     )

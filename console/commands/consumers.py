@@ -232,7 +232,7 @@ async def _find_tables(args: argparse.Namespace) -> tuple[list[str], list]:
 
     async with _open(args) as backend:
         shards = await backend.all_shards(args.stream)
-        tables = await find_lease_tables(backend, args.stream, [shard.shard_id for shard in shards])
+        tables = await find_lease_tables(backend, args.stream, shards)
         names = await backend.table_names() if tables else []
         return tables, [await kcl_tables_of(backend, table, names) for table in tables]
 
@@ -292,9 +292,12 @@ def render_workers(view: Any) -> list[str]:
 
 def render_report(report: ConsumerReport, workers: Any = None, *, show_workers: bool = True) -> str:
     lines = [
-        f"stream {report.stream}: {len(report.efo_consumers)} EFO consumer(s)"
+        f"stream {report.stream}: "
+        + ("EFO consumers unknown" if report.efo_unknown else f"{len(report.efo_consumers)} EFO consumer(s)")
         + (f", {len(report.rows)} lease(s) in {report.lease_table}" if report.lease_table else "")
     ]
+    if report.efo_unknown:
+        lines.append(f"EFO consumers unknown: {report.efo_unknown}")
     if report.efo_consumers:
         lines.append(
             render_table(
@@ -361,86 +364,44 @@ def run_registration(args: argparse.Namespace, action: str) -> int:
 
 
 async def _registration(args: argparse.Namespace, action: str) -> dict:
-    async with _open(args) as backend:
-        summary = await backend.describe_stream_summary(args.stream)
-        names = {c.get("ConsumerName") for c in await backend.list_stream_consumers(summary.arn)}
-        if action == "register":
-            if args.name in names:
-                raise BadInput(f"EFO consumer {args.name!r} is already registered on {args.stream}", code="exists")
-            preview = (
-                f"Register EFO consumer {args.name} on {args.stream} ({len(names)} registered now, at most 20). "
-                "It gets its own 2 MiB/s per shard; AWS bills it per consumer-shard hour and per GB read."
-            )
-            consequence = f"register EFO consumer {args.name}"
-        else:
-            if args.name not in names:
-                raise BadInput(
-                    f"no EFO consumer {args.name!r} on {args.stream}; registered: {', '.join(sorted(names)) or 'none'}",
-                    code="not_found",
-                )
-            preview = (
-                f"Deregister EFO consumer {args.name} from {args.stream}. Any application subscribed "
-                "with it loses its SubscribeToShard connections."
-            )
-            consequence = f"deregister EFO consumer {args.name}"
-        confirm_by_stream_name(
-            args, change=f"{action} consumer {args.name} on {args.stream}", consequence=consequence, preview=preview
-        )
-        return await _logged_registration(backend, args, action, summary.arn)
-
-
-async def _logged_registration(backend, args: argparse.Namespace, action: str, arn: str) -> dict:
-    """Register or deregister through the action log; a lost reply is settled by listing the
-    consumers (registered: present; deregistered: gone or DELETING), a resend made only when the
-    list shows nothing changed."""
+    """Prepared and run by console.lifecycle.actions: the plan says what changes, the stream name
+    confirms it, the call goes through the action log (a lost reply settled by listing the consumers)."""
+    from console.lifecycle import actions
     from console.reshard.actionlog import ActionLog
 
-    operation = "RegisterStreamConsumer" if action == "register" else "DeregisterStreamConsumer"
-    answer: dict = {}
-
-    async def call() -> None:
-        if action == "register":
-            answer.update(await backend.register_stream_consumer(arn, args.name))
-        else:
-            await backend.deregister_stream_consumer(arn, args.name)
-
-    async def settle() -> tuple[bool | None, str]:
-        found = {c.get("ConsumerName"): c for c in await backend.list_stream_consumers(arn)}
-        status = (found.get(args.name) or {}).get("ConsumerStatus")
-        if action == "register":
-            if status is None:
-                return False, f"{args.name} is not registered"
-            answer.update(found[args.name])
-            return True, f"the stream shows the change: {args.name} is {status}"
-        if status in (None, "DELETING"):
-            return True, f"the stream shows the change: {args.name} is {status or 'gone'}"
-        return False, f"{args.name} is still {status}"
-
-    async def again():
-        note(f"kconsole: {operation}: the reply was lost and the consumer list shows no change; sending it once more")
-        return call
-
-    change = await ActionLog.default().call(
-        operation,
-        {"consumer": args.name, "stream_arn": arn},
-        call,
-        stream=args.stream,
-        backend=backend.label,
-        settle=settle,
-        again=again,
-        check=f"kconsole consumers {args.stream}",
-    )
-    if change.reply_lost:
-        note(f"kconsole: {operation}: the reply was lost; the stream shows the change")
-    if action == "register":
-        return {
-            "action": action,
-            "name": args.name,
-            "status": answer.get("ConsumerStatus", "CREATING"),
-            "arn": answer.get("ConsumerARN"),
-            "reply_lost": change.reply_lost,
-        }
-    return {"action": action, "name": args.name, "status": "DELETING", "arn": None, "reply_lost": change.reply_lost}
+    async with _open(args) as backend:
+        prepare = actions.prepare_register_consumer if action == "register" else actions.prepare_deregister_consumer
+        plan = await prepare(backend, args.stream, args.name)
+        confirm_by_stream_name(
+            args,
+            change=f"{action} consumer {args.name} on {args.stream}",
+            consequence=plan.summary,
+            preview=plan.render(),
+        )
+        made = await actions.run(
+            backend,
+            plan,
+            action_log=ActionLog.default(),
+            progress=lambda text: None if text.startswith("calling") else note(f"kconsole: {text}"),
+        )
+        reply_lost = made[0].change.reply_lost
+        if action == "deregister":
+            return {"action": action, "name": args.name, "status": "DELETING", "arn": None, "reply_lost": reply_lost}
+        answer: dict = made[0].answer or next(
+            (
+                c
+                for c in await backend.list_stream_consumers(plan.calls[0].parameters["StreamARN"])
+                if c.get("ConsumerName") == args.name
+            ),
+            {},
+        )
+    return {
+        "action": action,
+        "name": args.name,
+        "status": answer.get("ConsumerStatus", "CREATING"),
+        "arn": answer.get("ConsumerARN"),
+        "reply_lost": reply_lost,
+    }
 
 
 # ---- kconsole recommend --------------------------------------------------------------------------

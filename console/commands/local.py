@@ -70,10 +70,9 @@ def _no_action(args) -> int:
 
 
 def serve_command(args) -> int:
-    from console.backend.local import require_local_extra
+    from console.backend.launcher import build_server, require_local_extra, serve
 
     require_local_extra()
-    from console.backend.server_main import build_server, serve
 
     for option, given in (
         ("--local", getattr(args, "local", False)),

@@ -269,17 +269,8 @@ class _ProgressLines:
         if not progress.done and now < self._next:
             return
         self._next = now + PROGRESS_EVERY
-        extra = "".join(
-            f", {label} {value}"
-            for label, value in (
-                ("retries", progress.retries),
-                ("throttled", progress.throttled),
-                ("possible duplicates", progress.possible_duplicates),
-                ("shard mismatches", progress.shard_mismatches),
-            )
-            if value
-        )
-        failing = f"; failing: {progress.failing}" if progress.failing and not progress.done else ""
+        extra = "".join(f", {trouble}" for trouble in progress.troubles())
+        failing = f"; failing: {progress.failing_now}" if progress.failing_now else ""
         print(
             f"{self._label}: {progress.acknowledged}/{progress.total} acknowledged ({progress.fraction:.0%}), "
             f"{progress.records_per_second:.0f} records/s, {counted(len(progress.shards), 'shard')}{extra}{failing}",

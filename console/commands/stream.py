@@ -16,7 +16,8 @@
 Every change is planned first (console.lifecycle.plans and .settings: AWS's rules checked before any
 call), shown, confirmed by typing the stream name on a TTY (or --yes), refused under --read-only, and
 written to the action log ahead of each call (no log, no call), whose mode switches the 24-hour rule
-reads back. A call whose reply is lost is settled by reading the stream back (console.lifecycle.execute).
+reads back. A call whose reply is lost is settled by reading the stream back. Preparing and running
+each change is console.lifecycle.actions' job, shared with the console's Stream actions menu.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -32,9 +32,9 @@ from console.bounds import argtype, record_size_kib, validate_stream_name, warm_
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import ensure_local_stream
-from console.errors import BadInput, ConsoleError, PlanRejected, StreamNotFound
-from console.lifecycle.execute import apply, mode_switches
-from console.lifecycle.plans import LifecyclePlan, plan_create, plan_delete, plan_encryption, plan_mode, plan_retention
+from console.errors import BadInput, ConsoleError, PlanRejected
+from console.lifecycle import actions
+from console.lifecycle.plans import LifecyclePlan
 from console.lifecycle.rules import (
     AWS_MANAGED_KMS_KEY,
     MAX_RETENTION_HOURS,
@@ -44,20 +44,7 @@ from console.lifecycle.rules import (
     parse_mode,
     parse_shard_count,
 )
-from console.lifecycle.settings import (
-    check_tag_key,
-    parse_distribution,
-    parse_tag,
-    plan_distribution,
-    plan_max_record_size,
-    plan_policy_delete,
-    plan_policy_put,
-    plan_tag,
-    plan_untag,
-    plan_warm_throughput,
-    policy_or_none,
-    read_policy,
-)
+from console.lifecycle.settings import check_tag_key, parse_distribution, parse_tag, policy_or_none, read_policy
 from console.topology.model import StreamSummary
 
 DEFAULT_WAIT_SECONDS = 300.0
@@ -238,6 +225,8 @@ def _retention(option: str):
 
 
 # ---- running a change --------------------------------------------------------------------------
+# Every change is prepared and run by console.lifecycle.actions; this face collects the answers from
+# the arguments, renders the plan, and asks for the stream name (or --yes).
 
 
 def _open(args: Any):
@@ -271,19 +260,9 @@ async def _create_if_local(kinesis: Any, args: Any) -> None:
         await ensure_local_stream(kinesis, args.stream, args)
 
 
-async def _apply(kinesis: Any, plan: LifecyclePlan) -> None:
+async def _run(kinesis: Any, plan: LifecyclePlan) -> None:
     """The plan's calls, each logged before it is made; a lost reply the stream settled is said."""
-    await apply(
-        kinesis,
-        plan,
-        action_log=_history(),
-        who=await _who(kinesis),
-        progress=lambda text: None if text.startswith("calling") else note(f"kconsole: {text}"),
-    )
-
-
-async def _who(kinesis: Any) -> str | None:
-    return await kinesis.caller_identity() if kinesis.config.kind == "aws" else None
+    await actions.run(kinesis, plan, action_log=_history(), progress=_progress_note)
 
 
 def _finish(args: Any, plan: LifecyclePlan, executed: bool, status: str | None, after: Any = None) -> int:
@@ -316,27 +295,18 @@ def run_create(args: Any) -> int:
 
 async def _create(args: Any, shards: int | None, on_demand: bool) -> int:
     async with _open(args) as kinesis:
-        exists = await _exists(kinesis, args.stream)
-        plan = plan_create(
-            args.stream, shards=shards, on_demand=on_demand, retention_hours=args.retention_hours, exists=exists
+        plan = await actions.prepare_create(
+            kinesis, args.stream, shards=shards, on_demand=on_demand, retention_hours=args.retention_hours
         )
         if plan.ok:
             note(f"creating {args.stream!r}: {plan.summary} on {kinesis.label}")
-        await _apply(kinesis, plan)
+        await _run(kinesis, plan)
         status = (
             await _wait_active(kinesis, args.stream)
             if args.wait
             else (await kinesis.describe_stream_summary(args.stream)).status
         )
     return _finish(args, plan, True, status)
-
-
-async def _exists(kinesis: Any, stream: str) -> bool:
-    try:
-        await kinesis.describe_stream_summary(stream)
-    except StreamNotFound:
-        return False
-    return True
 
 
 # ---- delete ------------------------------------------------------------------------------------
@@ -349,64 +319,39 @@ def run_delete(args: Any) -> int:
 
 async def _delete(args: Any) -> int:
     async with _open(args) as kinesis:
-        summary = await kinesis.describe_stream_summary(args.stream)
-        consumers, shards, channels = await asyncio.gather(
-            kinesis.list_stream_consumers(summary.arn) if summary.arn else _none(),
-            kinesis.all_shards(args.stream),
-            _stream_channels(kinesis, summary),
+        plan = await actions.prepare_delete(
+            kinesis, args.stream, enforce_consumer_deletion=args.enforce_consumer_deletion
         )
-        plan = plan_delete(
-            summary,
-            consumers=[c.get("ConsumerName", "?") for c in consumers],
-            total_shards=len(shards),
-            enforce_consumer_deletion=args.enforce_consumer_deletion,
-        )
-        plan = with_channels(plan, args.stream, channels)
+        if plan.facts.get("consumers_unknown"):
+            note(f"kconsole: consumers unknown: {plan.facts['consumers_unknown']}")
         if not _refuse_or_confirm(args, plan, consequence="delete the stream and every record in it"):
-            return _finish(args, plan, False, summary.status)
-        await _apply(kinesis, plan)
+            return _finish(args, plan, False, (await kinesis.describe_stream_summary(args.stream)).status)
+        await _run(kinesis, plan)
         status = "DELETING"
         if args.wait:
             status = await _wait_gone(kinesis, args.stream)
     return _finish(args, plan, True, status)
 
 
-async def _none() -> list:
-    return []
-
-
-async def _stream_channels(kinesis: Any, summary: Any) -> list[str]:
-    """Names of the channels reading from the stream: AWS refuses to delete a stream that has any.
-    An endpoint without channels has none to stop the delete."""
-    if not summary.channel_count and kinesis.config.kind == "aws":
+async def _consumers_or_none(kinesis: Any, stream_arn: str | None) -> list[dict] | None:
+    """The stream's EFO consumers; None, with one line on stderr, where the endpoint cannot list them."""
+    if not stream_arn:
         return []
     try:
-        found = await kinesis.list_channels(stream_arn=summary.arn)
+        consumers: list[dict] = await kinesis.list_stream_consumers(stream_arn)
+        return consumers
     except ConsoleError as error:
-        if error.code == "unsupported_operation":
-            return []
-        raise
-    return [c.get("ChannelName", "?") for c in found if c.get("ChannelStatus") != "DELETING"]
-
-
-def with_channels(plan: LifecyclePlan, stream: str, channels: list[str]) -> LifecyclePlan:
-    """A stream with active channels cannot be deleted: the plan names them as the reason it would fail."""
-    if not channels or plan.refusal:
-        return plan
-    shown = ", ".join(channels[:10]) + (f" (+{len(channels) - 10} more)" if len(channels) > 10 else "")
-    return replace(
-        plan,
-        consequences=(*plan.consequences, f"{len(channels)} active channel(s): {shown}"),
-        refusal=f"the stream has {len(channels)} active channel(s) ({shown}); AWS refuses to delete it "
-        f"until they are gone: `kconsole channels delete NAME` for each",
-    )
+        if error.code != "unsupported_operation":
+            raise
+        note(f"kconsole: consumers unknown: {error.message}")
+        return None
 
 
 async def _wait_gone(kinesis: Any, stream: str, timeout: float = DEFAULT_WAIT_SECONDS) -> str:
     deadline = time.monotonic() + timeout
     delay = 0.05
     while time.monotonic() < deadline:
-        if not await _exists(kinesis, stream):
+        if not await actions.stream_exists(kinesis, stream):
             return "DELETED"
         await asyncio.sleep(delay)
         delay = min(delay * 2, 2.0)
@@ -418,11 +363,7 @@ async def _wait_gone(kinesis: Any, stream: str, timeout: float = DEFAULT_WAIT_SE
 
 def run_retention(args: Any) -> int:
     refuse_if_read_only(args, f"change the retention of {args.stream}")
-
-    async def build(kinesis, summary):
-        return plan_retention(summary, args.hours)
-
-    return run_async(_change(args, build))
+    return run_async(_change(args, lambda kinesis: actions.prepare_retention(kinesis, args.stream, args.hours)))
 
 
 def run_mode(args: Any) -> int:
@@ -431,31 +372,27 @@ def run_mode(args: Any) -> int:
         raise BadInput("--shards applies only to provisioned mode (AWS sizes an on-demand stream)", code="usage")
     refuse_if_read_only(args, f"switch the capacity mode of {args.stream}")
 
-    async def build(kinesis, summary):
-        switches = mode_switches(_history().entries(), args.stream, kinesis.label)
-        return plan_mode(summary, args.mode, shards=shards, recent_switches=switches, now=time.time())
+    def prepare(kinesis):
+        return actions.prepare_mode(
+            kinesis, args.stream, args.mode, shards=shards, action_log=_history(), now=time.time()
+        )
 
-    return run_async(_change(args, build))
+    return run_async(_change(args, prepare))
 
 
 def run_encryption(args: Any) -> int:
     refuse_if_read_only(args, f"change the encryption of {args.stream}")
-
-    async def build(kinesis, summary):
-        details = await kinesis.describe_stream_details(args.stream)
-        return plan_encryption(summary, None if args.off else args.kms_key, current_key=details.get("KeyId"))
-
-    return run_async(_change(args, build))
+    key = None if args.off else args.kms_key
+    return run_async(_change(args, lambda kinesis: actions.prepare_encryption(kinesis, args.stream, key)))
 
 
-async def _change(args: Any, build) -> int:
+async def _change(args: Any, prepare) -> int:
     async with _open(args) as kinesis:
         await _create_if_local(kinesis, args)
-        summary = await kinesis.describe_stream_summary(args.stream)
-        plan = await build(kinesis, summary)
+        plan = await prepare(kinesis)
         if not _refuse_or_confirm(args, plan, consequence=plan.summary):
-            return _finish(args, plan, False, summary.status)
-        await _apply(kinesis, plan)
+            return _finish(args, plan, False, (await kinesis.describe_stream_summary(args.stream)).status)
+        await _run(kinesis, plan)
         status = (
             await _wait_active(kinesis, args.stream)
             if args.wait
@@ -469,51 +406,28 @@ async def _change(args: Any, build) -> int:
 
 def run_max_record_size(args: Any) -> int:
     refuse_if_read_only(args, f"change the record size limit of {args.stream}")
-
-    async def build(kinesis, summary):
-        return plan_max_record_size(summary, args.kib)
-
-    return run_async(_setting(args, build))
+    return run_async(_setting(args, lambda kinesis: actions.prepare_max_record_size(kinesis, args.stream, args.kib)))
 
 
 def run_warm_throughput(args: Any) -> int:
     refuse_if_read_only(args, f"change the warm throughput of {args.stream}")
-
-    async def build(kinesis, summary):
-        commitment = None
-        if summary.mode == "ON_DEMAND":
-            commitment = (await kinesis.account_settings()).get("Status") or "DISABLED"
-        return plan_warm_throughput(summary, args.mibps, commitment=commitment)
-
-    return run_async(_setting(args, build))
+    return run_async(_setting(args, lambda kinesis: actions.prepare_warm_throughput(kinesis, args.stream, args.mibps)))
 
 
 def run_distribution(args: Any) -> int:
     refuse_if_read_only(args, f"change the record distribution of {args.stream}")
-
-    async def build(kinesis, summary):
-        return plan_distribution(summary, args.strategy)
-
-    return run_async(_setting(args, build, log_fields={"target": args.strategy}))
+    return run_async(_setting(args, lambda kinesis: actions.prepare_distribution(kinesis, args.stream, args.strategy)))
 
 
 def run_tag(args: Any) -> int:
     tags = dict(args.tags)
     refuse_if_read_only(args, f"tag {args.stream}")
-
-    async def build(kinesis, summary):
-        return plan_tag(summary, tags, await kinesis.resource_tags(summary.arn))
-
-    return run_async(_setting(args, build))
+    return run_async(_setting(args, lambda kinesis: actions.prepare_tag(kinesis, args.stream, tags)))
 
 
 def run_untag(args: Any) -> int:
     refuse_if_read_only(args, f"untag {args.stream}")
-
-    async def build(kinesis, summary):
-        return plan_untag(summary, list(args.keys), await kinesis.resource_tags(summary.arn))
-
-    return run_async(_setting(args, build))
+    return run_async(_setting(args, lambda kinesis: actions.prepare_untag(kinesis, args.stream, args.keys)))
 
 
 def run_policy(args: Any) -> int:
@@ -521,12 +435,7 @@ def run_policy(args: Any) -> int:
         return run_async(_show_policy(args))
     policy = read_policy(args.put) if args.put is not None else None  # checked before anything connects
     refuse_if_read_only(args, f"change the resource policy of {args.stream}")
-
-    async def build(kinesis, summary):
-        current = policy_or_none(await kinesis.resource_policy(summary.arn))
-        return plan_policy_put(summary, policy, current) if policy is not None else plan_policy_delete(summary, current)
-
-    return run_async(_setting(args, build))
+    return run_async(_setting(args, lambda kinesis: actions.prepare_policy(kinesis, args.stream, policy)))
 
 
 async def _show_policy(args: Any) -> int:
@@ -543,30 +452,26 @@ async def _show_policy(args: Any) -> int:
     return 0
 
 
-async def _setting(args: Any, build, *, log_fields: dict | None = None) -> int:
+async def _setting(args: Any, prepare) -> int:
     """Plan against the stream as it is, confirm, make the call, read the stream back."""
-    from console.lifecycle.settings_apply import apply_setting
-
     async with _open(args) as kinesis:
         await _create_if_local(kinesis, args)
-        summary = await kinesis.describe_stream_summary(args.stream)
-        plan = await build(kinesis, summary)
+        plan = await prepare(kinesis)
         if not _refuse_or_confirm(args, plan, consequence=plan.summary):
+            summary = await kinesis.describe_stream_summary(args.stream)
             return _finish(args, plan, False, summary.status, summary)
-        await apply_setting(
-            kinesis,
-            plan,
-            action_log=_history(),
-            who=await _who(kinesis),
-            log_fields=log_fields,
-            progress=lambda text: note(f"kconsole: {text}"),
-        )
+        await actions.run(kinesis, plan, action_log=_history(), progress=_progress_note)
         after = (
             await kinesis.wait_for_active(args.stream, timeout=DEFAULT_WAIT_SECONDS)
             if args.wait
             else await kinesis.describe_stream_summary(args.stream)
         )
     return _finish(args, plan, True, after.status, after)
+
+
+def _progress_note(text: str) -> None:
+    if not text.startswith("calling"):
+        note(f"kconsole: {text}")
 
 
 # ---- describe ----------------------------------------------------------------------------------
@@ -584,7 +489,7 @@ async def _describe(args: Any) -> dict:
         raw = await kinesis.describe_stream_details(args.stream)
         tags, consumers = await asyncio.gather(
             kinesis.stream_tags(args.stream),
-            kinesis.list_stream_consumers(raw["StreamARN"]) if raw.get("StreamARN") else _none(),
+            _consumers_or_none(kinesis, raw.get("StreamARN")),
         )
         label = kinesis.label
     metrics = sorted({m for group in raw.get("EnhancedMonitoring", []) for m in group.get("ShardLevelMetrics", [])})
@@ -603,12 +508,15 @@ async def _describe(args: Any) -> dict:
     }
     document.update(
         {
-            "record_distribution": summary.record_distribution,
-            "max_record_size_kib": summary.max_record_size_kib,
-            "warm_throughput": {
-                "target_mibps": summary.warm_throughput_target_mibps,
-                "current_mibps": summary.warm_throughput_current_mibps,
-            },
+            "record_distribution": summary.shown("record_distribution", summary.record_distribution),
+            "max_record_size_kib": summary.shown("max_record_size_kib", summary.max_record_size_kib),
+            "warm_throughput": summary.shown(
+                "warm_throughput",
+                {
+                    "target_mibps": summary.warm_throughput_target_mibps,
+                    "current_mibps": summary.warm_throughput_current_mibps,
+                },
+            ),
             "channel_count": summary.channel_count,
             "stream_id": summary.stream_id or None,
             "badges": summary.badges(),
@@ -616,8 +524,10 @@ async def _describe(args: Any) -> dict:
             "stream_mode": (raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
             "enhanced_monitoring": metrics,
             "tags": tags,
-            "consumer_count": raw.get("ConsumerCount", len(consumers)),
-            "consumers": [
+            "consumer_count": raw.get("ConsumerCount", None if consumers is None else len(consumers)),
+            "consumers": None
+            if consumers is None
+            else [
                 {
                     "name": c.get("ConsumerName"),
                     "status": c.get("ConsumerStatus"),
@@ -660,12 +570,19 @@ def render_description(document: dict) -> str:
         "channel_count",
         "backend",
     )
-    rows = [(key, document[key]) for key in first if key in document]
-    warm = document.get("warm_throughput") or {}
+    left_out = ("record_distribution", "max_record_size_kib")  # None: the server did not say
+    rows = [
+        (key, "unknown" if key in left_out and document[key] is None else document[key])
+        for key in first
+        if key in document
+    ]
+    warm = document.get("warm_throughput")
     rows.append(
         (
             "warm_throughput",
-            "-"
+            "unknown"
+            if warm is None
+            else "-"
             if warm.get("target_mibps") is None
             else f"{warm['target_mibps']} MiB/s target, {warm.get('current_mibps')} MiB/s now",
         )

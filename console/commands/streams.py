@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from console.commands import command_help
@@ -22,10 +23,9 @@ from console.heat.fleet import (
     FleetRow,
     StreamFacts,
     fleet_from,
-    format_age,
     read_fleet_metrics,
+    row_text,
     sort_rows,
-    sparkline,
 )
 from console.lifecycle.rules import parse_shard_count
 from console.topology.model import StreamSummary
@@ -104,7 +104,9 @@ def streams_command(args: Any) -> int:
     emit(
         args,
         [by_name[row.name].to_json() | row.to_json() for row in ordered],
-        lambda: format_fleet([(by_name[row.name], row) for row in ordered], label, fleet.problem),
+        lambda: format_fleet(
+            [(by_name[row.name], row) for row in ordered], label, fleet.problem, fleet.readers_unavailable
+        ),
     )
     return 0
 
@@ -162,14 +164,31 @@ async def listed_fleet(
     rows. The metrics need only the names, so they are read while the streams are described: the two
     wait on the endpoint together, not one after the other."""
     listed = sorted(await kinesis.list_stream_summaries(page_size=page_size), key=lambda s: s.name)
-    metrics = asyncio.ensure_future(read_fleet_metrics(kinesis, [summary.name for summary in listed]))
+    names = [summary.name for summary in listed]
+    metrics = asyncio.ensure_future(read_fleet_metrics(kinesis, names))
+    readers = asyncio.ensure_future(worst_readers(kinesis, names))
     try:
         summaries = await described(kinesis, listed, describe=describe, shown=shown)
-    except BaseException:  # the describe's own error is the one to tell; the read stops with it
-        metrics.cancel()
-        await asyncio.gather(metrics, return_exceptions=True)
+    except BaseException:  # the describe's own error is the one to tell; the reads stop with it
+        for read in (metrics, readers):
+            read.cancel()
+        await asyncio.gather(metrics, readers, return_exceptions=True)
         raise
-    return summaries, fleet_from([StreamFacts.from_stream(s) for s in summaries], await metrics)
+    found = await readers
+    fleet = fleet_from([StreamFacts.from_stream(s) for s in summaries], await metrics, found.worst if found else None)
+    fleet.readers_unavailable = found.unavailable if found else ()
+    return summaries, fleet
+
+
+async def worst_readers(kinesis: Any, names: list[str]) -> Any:
+    """Each stream's furthest-behind Lambda or Firehose reader (console.consumers.readers: a few calls
+    for the whole region, not per stream); None from a backend without the readers' services."""
+    from console.backend.protocol import READERS
+    from console.consumers.readers import fleet_reader_lag
+
+    if READERS not in getattr(kinesis, "capabilities", ()) or not names:
+        return None
+    return await fleet_reader_lag(kinesis, names)
 
 
 async def _watch_fleet(args: Any, *, rounds: int | None = None, interval: float = FLEET_REFRESH_S) -> int:
@@ -192,7 +211,12 @@ async def _watch_fleet(args: Any, *, rounds: int | None = None, interval: float 
             table = (
                 f"{kinesis.label} at {stamp}, sorted by {args.sort}; refreshes every {interval:g} s, "
                 "Ctrl-C stops\n"
-                + format_fleet([(by_name[row.name], row) for row in ordered], kinesis.label, fleet.problem)
+                + format_fleet(
+                    [(by_name[row.name], row) for row in ordered],
+                    kinesis.label,
+                    fleet.problem,
+                    fleet.readers_unavailable,
+                )
             )
             if sys.stdout.isatty() and getattr(args, "output", None) is None and not getattr(args, "json", False):
                 sys.stdout.write("\x1b[H\x1b[2J")  # a fresh screen each refresh, like watch(1)
@@ -205,8 +229,14 @@ async def _watch_fleet(args: Any, *, rounds: int | None = None, interval: float 
     return 0
 
 
-def format_fleet(pairs: list[tuple[StreamSummary, FleetRow]], label: str, problem: str | None) -> str:
-    """The streams table with rates, iterator age, throttles and the trouble column."""
+def format_fleet(
+    pairs: list[tuple[StreamSummary, FleetRow]],
+    label: str,
+    problem: str | None,
+    readers_unavailable: Sequence[str] = (),
+) -> str:
+    """The streams table with rates, iterator age, throttles and the trouble column; the readers'
+    services that could not be listed in a line (unless CloudWatch itself, which their lag needs, failed)."""
     if not pairs:
         return f"no streams on {label}"
     header = (
@@ -227,41 +257,31 @@ def format_fleet(pairs: list[tuple[StreamSummary, FleetRow]], label: str, proble
     )
     body = []
     for summary, row in pairs:
-        mode = (
-            summary.mode
-            + (" AUTO" if row.facts.auto_distribution else "")
-            + (f" warm {row.facts.warm_mibps} MiB/s" if row.facts.warm_mibps else "")
-        )
+        cells = row_text(row, fleet_problem=problem)
         body.append(
             (
                 summary.name,
                 summary.status,
-                mode,
-                _count(summary.open_shard_count),
+                cells.mode,
+                cells.shards,
                 f"{summary.retention_hours} h",
                 summary.encryption,
-                _number(row.records_per_s, "{:.1f}"),
-                _number(None if row.bytes_per_s is None else row.bytes_per_s / 1024, "{:.1f}"),
-                sparkline(row.bytes_sparkline) or "-",
-                _number(None if row.utilisation is None else row.utilisation * 100, "{:.0f}%"),
-                "-" if row.max_iterator_age_ms is None else format_age(row.max_iterator_age_ms),
-                f"{_count(row.write_throttled)}/{_count(row.read_throttled)}",
-                _count(summary.consumer_count),
-                ("! " + "; ".join(row.trouble))
-                if row.trouble
-                else (f"? {row.metrics_problem}" if row.metrics_problem and not problem else ""),
+                cells.records_per_s,
+                cells.kib_per_s,
+                cells.sparkline,
+                cells.used,
+                cells.iterator_age,
+                cells.throttled,
+                cells.consumers,
+                ("! " if row.trouble else "") + cells.trouble,
             )
         )
     text = render_table(header, body, right_aligned={3, 6, 7, 9, 10, 12})
-    return f"{text}\nno metrics: {problem}" if problem else text
-
-
-def _number(value: float | None, pattern: str) -> str:
-    return "-" if value is None else pattern.format(value)
-
-
-def _count(value: int | None) -> str:
-    return "-" if value is None else f"{value:,}"
+    if problem:
+        return f"{text}\nno metrics: {problem}"
+    if readers_unavailable:
+        return f"{text}\nreaders not checked: {'; '.join(readers_unavailable)}"
+    return text
 
 
 # -- kconsole shards -------------------------------------------------------------------------------

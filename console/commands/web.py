@@ -67,7 +67,7 @@ def serve_web(args: Any) -> int:
     if not 1 <= args.port <= 65535:
         raise BadInput(f"--port must be from 1 to 65535; got {args.port}", code="usage")
     if getattr(args, "local", False):
-        from console.backend.local import require_local_extra
+        from console.backend.launcher import require_local_extra
 
         require_local_extra()  # say it here, not in every browser tab
     _check_port_free(args.port)

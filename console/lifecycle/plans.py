@@ -7,8 +7,10 @@ AWS's rules forbid it — why it is refused. The command line and the console sh
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from console.lifecycle.rules import AWS_MANAGED_KMS_KEY, DEFAULT_SHARDS, MIN_RETENTION_HOURS
 from console.topology.model import StreamSummary
@@ -40,6 +42,8 @@ class LifecyclePlan:
     calls: tuple[Call, ...] = ()
     consequences: tuple[str, ...] = ()  # what changes, what is lost, what it costs
     refusal: str | None = None  # AWS's rules (or the stream's state) forbid it: nothing is called
+    # What was read to make the plan that a face may ask about (a delete's consumers and channels).
+    facts: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def is_noop(self) -> bool:
@@ -70,6 +74,10 @@ class LifecyclePlan:
             "refusal": self.refusal,
             "noop": self.is_noop,
         }
+
+
+def _first_ten(names: Sequence[str]) -> str:
+    return ", ".join(names[:10]) + (f" (+{len(names) - 10} more)" if len(names) > 10 else "")
 
 
 def _hours(hours: int) -> str:
@@ -108,8 +116,15 @@ def plan_create(
 
 
 def plan_delete(
-    summary: StreamSummary, *, consumers: list[str], total_shards: int | None, enforce_consumer_deletion: bool
+    summary: StreamSummary,
+    *,
+    consumers: list[str] | None,
+    total_shards: int | None,
+    enforce_consumer_deletion: bool,
+    channels: Sequence[str] = (),
 ) -> LifecyclePlan:
+    """`consumers` None: the endpoint cannot list them. `channels`: the active channels reading from
+    the stream; AWS refuses to delete it while any are."""
     lost = [
         f"every record in it: up to {_hours(summary.retention_hours)} of data, unrecoverable",
         f"{summary.open_shard_count} open shards"
@@ -119,9 +134,10 @@ def plan_delete(
             else ""
         ),
     ]
-    if consumers:
-        shown = ", ".join(consumers[:10]) + (f" (+{len(consumers) - 10} more)" if len(consumers) > 10 else "")
-        lost.append(f"{len(consumers)} registered consumer(s), deregistered with it: {shown}")
+    if consumers is None:
+        lost.append("its registered consumers, if any: this endpoint cannot list them")
+    elif consumers:
+        lost.append(f"{len(consumers)} registered consumer(s), deregistered with it: {_first_ten(consumers)}")
     else:
         lost.append("no registered (enhanced fan-out) consumers")
     lost.append(
@@ -136,9 +152,22 @@ def plan_delete(
             f"the stream has {len(consumers)} registered consumer(s); AWS refuses to delete it unless "
             "they go too: pass --enforce-consumer-deletion"
         )
+    if channels:
+        shown_channels = _first_ten(channels)
+        lost.append(f"{len(channels)} active channel(s): {shown_channels}")
+        refusal = refusal or (
+            f"the stream has {len(channels)} active channel(s) ({shown_channels}); AWS refuses to delete it "
+            "until they are gone: `kconsole channels delete NAME` for each"
+        )
     call = Call("DeleteStream", {"StreamName": summary.name, "EnforceConsumerDeletion": enforce_consumer_deletion})
     return LifecyclePlan(
-        "delete", summary.name, "delete the stream and everything in it", (call,), tuple(lost), refusal
+        "delete",
+        summary.name,
+        "delete the stream and everything in it",
+        (call,),
+        tuple(lost),
+        refusal,
+        {"consumers": list(consumers or ()), "channels": list(channels)},
     )
 
 

@@ -2,7 +2,7 @@
 tags, resource policies and the account's On-demand Advantage. Like console.lifecycle.plans, each
 says what it will call and what changes; a rule AWS states (and the stream's state shows) is broken
 is BadInput — one line, exit 2, nothing called — and a state the stream may leave (UPDATING) is a
-refusal. Carrying a plan out is console.lifecycle.settings_apply's job; this module does no I/O.
+refusal. console.lifecycle.actions reads what a plan needs and carries it out; this module does no I/O.
 """
 
 from __future__ import annotations

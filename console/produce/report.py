@@ -61,6 +61,23 @@ class ProducerProgress:
     def fraction(self) -> float:
         return self.acknowledged / self.total if self.total else 1.0
 
+    def troubles(self) -> list[str]:
+        """What was retried or went wrong so far, in words ("retries 3", "throttled 2"), as the
+        command line's progress lines and the console's Producer tab both say it; empty when nothing."""
+        counts = (
+            ("retries", self.retries),
+            ("throttled", self.throttled),
+            ("possible duplicates", self.possible_duplicates),
+            ("shard mismatches", self.shard_mismatches),
+            ("failed", self.failed),
+        )
+        return [f"{label} {value}" for label, value in counts if value]
+
+    @property
+    def failing_now(self) -> str | None:
+        """What keeps failing while the run goes on (None once it is done, or when calls succeed)."""
+        return self.failing if self.failing and not self.done else None
+
 
 @dataclass
 class ProduceResult:

@@ -1,10 +1,12 @@
 """Changes to the open stream that the console's keys start: split, merge and rescale
-(console.ui.reshard_flow) and the stream actions: retention, capacity mode, encryption, delete
-(console.ui.screens.stream_actions), and enhanced monitoring (the Heat tab's own change).
+(console.ui.reshard_flow) and the stream actions: retention, capacity mode, encryption, today's
+settings, tags, the policy, channels, the account and delete (console.ui.screens.stream_actions),
+and enhanced monitoring (the Heat tab's own change).
 
-Each asks what it needs in dialogs, previews the plan, takes the typed stream name, then calls the
-backend, in a worker (one split, merge or rescale at a time; one stream action at a time). What
-happens comes back to the app as messages: `ReshardActivity` (the header's activity line),
+Each asks what it needs in dialogs, previews the plan the domain prepared (console.reshard,
+console.lifecycle.actions: the command line's plans and rules), takes the typed stream name, then
+has the domain run it, in a worker (one split, merge or rescale at a time; one stream action at a
+time). What happens comes back to the app as messages: `ReshardActivity` (the header's activity line),
 `ReshardProgressed` (the stream changed shape: poll it now) and `StreamDeleted`. Nothing here
 starts while the console is read-only, whichever way it was asked for.
 """
@@ -154,7 +156,7 @@ class StreamChanges:
 
         def chosen(action: str | None) -> None:
             if action:
-                request = StreamActionRequest(action, view.summary, len(view.shards), self.source)
+                request = StreamActionRequest(action, view.summary, self.source)
                 console.run_worker(
                     partial(self._stream_action, request),
                     group="stream-actions",

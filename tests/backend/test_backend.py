@@ -15,7 +15,6 @@ import pytest
 from botocore.exceptions import ClientError
 
 from console.backend import BackendConfig, KinesisBackend, open_backend
-from console.backend.local import LocalKinesisServer
 from console.errors import (
     AccessDenied,
     BadInput,
@@ -26,6 +25,7 @@ from console.errors import (
     Throttled,
 )
 from console.keyspace.hashkeys import even_split, md5_hash_key
+from console.localserver.supervision import LocalKinesisServer
 
 
 def args(**given) -> argparse.Namespace:
@@ -525,7 +525,7 @@ def test_server_stopped_the_moment_it_is_ready_exits_quietly():
     without a traceback."""
     for _ in range(12):
         server = subprocess.Popen(
-            [sys.executable, "-m", "console.backend.server_main", "--port", "0"],
+            [sys.executable, "-m", "console.localserver.main", "--port", "0"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )

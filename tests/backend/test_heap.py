@@ -8,6 +8,7 @@ import gc
 import pytest
 
 from console.backend import heap
+from console.localserver.store_heap import StoreHeap
 
 
 @pytest.fixture
@@ -81,7 +82,7 @@ class Node:
 def test_the_embedded_servers_store_freezes_what_it_holds_and_collects_first():
     import weakref
 
-    store = heap.StoreHeap(every=3)
+    store = StoreHeap(every=3)
     try:
         held = [Node() for _ in range(1000)]  # what the server stores: alive until released
         cycle = Node()

@@ -1,4 +1,4 @@
-"""Each moto 5.2.5 defect that console/backend/moto_compat.py fixes, over HTTP.
+"""Each moto 5.2.5 defect that console/localserver/fixes.py fixes, over HTTP.
 
 Every test runs twice: against the patched embedded server (the defect must be gone) and against an
 unpatched moto server (the defect must be there). If moto fixes one upstream, the unpatched run fails
@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 import pytest
 
 from console.backend import BackendConfig, open_backend
-from console.backend.local import LocalKinesisServer
 from console.errors import ConsoleError
 from console.keyspace.hashkeys import HashRangeIndex, even_split, md5_hash_key
+from console.localserver.supervision import LocalKinesisServer
 from tests.conftest import StreamFactory
 
 

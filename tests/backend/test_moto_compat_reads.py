@@ -22,7 +22,7 @@ SHARD = "shardId-000000000000"
 
 @pytest.fixture(scope="module")
 def unpatched_moto():
-    from console.backend.local import LocalKinesisServer
+    from console.localserver.supervision import LocalKinesisServer
 
     with LocalKinesisServer(patched=False) as server:
         yield server

@@ -1,4 +1,4 @@
-"""Today's Kinesis API on the embedded server (console/backend/moto_compat.py), over HTTP with
+"""Today's Kinesis API on the embedded server (console/localserver/today.py and channels.py), over HTTP with
 botocore clients, as botocore's model defines each operation.
 
 Every test runs twice, as in test_moto_compat.py: against the patched embedded server (the behaviour
@@ -19,7 +19,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from console.backend.local import LocalKinesisServer
+from console.localserver.supervision import LocalKinesisServer
 
 MiB = 1024 * 1024
 ROLE = "arn:aws:iam::123456789012:role/kinesis-channel"

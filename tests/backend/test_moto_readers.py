@@ -1,4 +1,4 @@
-"""The services that read a stream, on the embedded server (console/backend/moto_readers.py), over HTTP
+"""The services that read a stream, on the embedded server (console/localserver/readers.py), over HTTP
 with botocore clients.
 
 Every test runs twice, as in test_moto_compat.py: against the patched embedded server (the fix must be
@@ -26,7 +26,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from packaging.requirements import Requirement
 
-from console.backend.local import LocalKinesisServer
+from console.localserver.supervision import LocalKinesisServer
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLE_POLICY = json.dumps(
@@ -110,7 +110,7 @@ def expect_defect(defect_seen: bool, patched: bool, what: str) -> None:
     if patched:
         assert not defect_seen, f"patched server still shows: {what}"
     else:
-        assert defect_seen, f"moto no longer shows '{what}': the patch in moto_readers may be obsolete"
+        assert defect_seen, f"moto no longer shows '{what}': the patch in console.localserver.readers may be obsolete"
 
 
 def error_code(call) -> str | None:

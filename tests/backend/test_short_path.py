@@ -10,8 +10,9 @@ import botocore.session
 import pytest
 from botocore.parsers import create_parser
 
-from console.backend import moto_compat
-from console.backend.short_path import ShortPath
+from console.localserver import moto_compat
+from console.localserver import records as record_store
+from console.localserver.short_path import ShortPath
 
 AUTHORIZATION = (
     "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20260101/eu-west-1/kinesis/aws4_request, "
@@ -215,13 +216,13 @@ def test_put_records_failing_after_storing_is_not_sent_on(apps, monkeypatch):
     records a second time; the short path answers InternalFailure itself."""
     short, moto, handed_on = apps
     send(moto, "CreateStream", {"StreamName": "short-path-fault", "ShardCount": 1})
-    real_store = moto_compat.store_records
+    real_store = record_store.store_records
 
     def store_then_fail(backend, stream, records, size):
         real_store(backend, stream, records[:2], size)
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(moto_compat, "store_records", store_then_fail)
+    monkeypatch.setattr(record_store, "store_records", store_then_fail)
     records = [{"Data": "eA==", "PartitionKey": f"k{n}"} for n in range(5)]
     before = len(handed_on)
     status, _, body = send(short, "PutRecords", {"StreamName": "short-path-fault", "Records": records})

@@ -133,7 +133,7 @@ def timed(argv: list[str]) -> float:
 def main() -> None:
     import tempfile
 
-    from console.backend.local import LocalKinesisServer
+    from console.localserver.supervision import LocalKinesisServer
     from tests.benchmarks._measure import kconsole_command
 
     parser = argparse.ArgumentParser()

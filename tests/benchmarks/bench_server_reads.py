@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import botocore.session  # noqa: E402
 from botocore.config import Config  # noqa: E402
 
-from console.backend.local import LocalKinesisServer  # noqa: E402
+from console.localserver.supervision import LocalKinesisServer  # noqa: E402
 
 SIZES = (1_000, 100_000)
 UNPATCHED_SIZES = (1_000, 10_000)

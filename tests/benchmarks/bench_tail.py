@@ -174,7 +174,7 @@ def lines_in(path: str) -> int:
 
 
 def main() -> None:
-    from console.backend.local import LocalKinesisServer
+    from console.localserver.supervision import LocalKinesisServer
     from tests.benchmarks._measure import kconsole_command
 
     parser = argparse.ArgumentParser()

@@ -281,7 +281,7 @@ async def test_bigger_runs_under_network_faults(name, mode, local_kinesis, make_
 @pytest.mark.parametrize("mode", ["batch", "sequential"])
 def test_killing_the_server_mid_run_stops_in_bounded_time(mode, tmp_path):
     """One bounded give-up for the run (not one per key), then the partial report and exit 1."""
-    from console.backend.local import LocalKinesisServer
+    from console.localserver.supervision import LocalKinesisServer
 
     server = LocalKinesisServer()
     endpoint = server.start()

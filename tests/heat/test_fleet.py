@@ -250,3 +250,50 @@ async def test_an_auto_stream_says_so_in_its_mode(capsys, local_kinesis, kinesis
     )
     assert code == 0, err
     assert next(line for line in out.splitlines() if line.startswith(name + " ")).split()[2:4] == ["ON_DEMAND", "AUTO"]
+
+
+def test_the_streams_table_and_the_fleet_screen_show_a_row_in_the_same_words():
+    from console.commands.streams import format_fleet
+    from console.topology.model import AUTO_DISTRIBUTION, StreamSummary
+    from console.ui.screens.stream_picker import COLUMNS, row_cells
+
+    start, _ = minute_window(30)
+    at = start + timedelta(minutes=29)
+    summaries = [
+        StreamSummary("hot", "ACTIVE", "PROVISIONED", 2, 24, "NONE", consumer_count=3),
+        StreamSummary(
+            "warm",
+            "ACTIVE",
+            "ON_DEMAND",
+            4,
+            24,
+            "KMS",
+            record_distribution=AUTO_DISTRIBUTION,
+            warm_throughput_current_mibps=10,
+        ),
+        StreamSummary("blind", "UPDATING", "PROVISIONED", 1, 48, "NONE"),
+    ]
+    values = [
+        {"IncomingRecords": 0.85 * 2000 * 60, "WriteProvisionedThroughputExceeded": 7},
+        {"IncomingBytes": 9 * MIB * 60, "GetRecords.IteratorAgeMilliseconds": AGE_TROUBLE_MS * 3},
+        None,
+    ]
+    rows = [
+        build_row(
+            StreamFacts.from_stream(summary),
+            None if points is None else {metric: [(at, value)] for metric, value in points.items()},
+            start,
+            problem=None if points else "CloudWatch: Forbidden",
+        )
+        for summary, points in zip(summaries, values)
+    ]
+    table = format_fleet(list(zip(summaries, rows)), "test", None).splitlines()
+    for row, line in zip(rows, table[1:]):
+        cells = [cell if isinstance(cell, str) else cell.plain for cell in row_cells(row)]
+        shown = dict(zip(COLUMNS, cells))
+        assert line.split()[0] == shown["Stream"]
+        # Each of the screen's cells is in the table's line, in words the table uses too.
+        for column in COLUMNS[1:]:
+            assert shown[column] in line, (column, shown[column], line)
+    assert "ON_DEMAND AUTO warm 10 MiB/s" in table[2] and "? CloudWatch: Forbidden" in table[3]
+    assert table[1].rstrip().endswith("! write throttled: 7 in 30 min; 85% of write capacity")

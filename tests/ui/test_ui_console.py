@@ -8,7 +8,7 @@ import time
 import pytest
 
 from console.backend import BackendConfig, open_backend
-from console.backend.local import LocalKinesisServer
+from console.localserver.supervision import LocalKinesisServer
 from console.ui.app import KConsoleApp
 from console.ui.stream_display import PollFailed, StreamRefreshed
 from console.ui.widgets.header import ConsoleHeader

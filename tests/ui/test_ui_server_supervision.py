@@ -13,7 +13,7 @@ import botocore.session
 import pytest
 
 from console.backend import BackendConfig, open_backend
-from console.backend.local import LocalKinesisServer
+from console.localserver.supervision import LocalKinesisServer
 from console.ui.launch import _supervise_local_server
 from console.ui.panels.tail import TailView
 from tests.ui.test_ui_console import RecordingApp, header_text, wait_until

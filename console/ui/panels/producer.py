@@ -338,18 +338,8 @@ class ProducerPanel(Vertical):
 
     def show_progress(self, progress: ProducerProgress) -> None:
         self.query_one("#producer-progress", ProgressBar).update(total=progress.total, progress=progress.acknowledged)
-        extras = [
-            f"{label} {value}"
-            for label, value in (
-                ("retries", progress.retries),
-                ("throttled", progress.throttled),
-                ("possible duplicates", progress.possible_duplicates),
-                ("shard mismatches", progress.shard_mismatches),
-                ("failed", progress.failed),
-            )
-            if value
-        ]
-        failing = f" · failing: {progress.failing}" if progress.failing and not progress.done else ""
+        extras = progress.troubles()
+        failing = f" · failing: {progress.failing_now}" if progress.failing_now else ""
         if self.running:  # a stopped run reports once more as it ends: its status stays what stopped it
             self._status(
                 f"{progress.acknowledged}/{progress.total} acknowledged, "

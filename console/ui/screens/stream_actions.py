@@ -1,8 +1,9 @@
 """The Stream actions menu (key S, or "Stream actions" in the palette): retention, capacity mode,
 encryption, record distribution, record size, warm throughput, tags, the resource policy, channels,
 the account's On-demand Advantage and delete for the open stream, each
-planned by console.lifecycle (AWS's rules checked first), previewed, confirmed by typing the stream
-name, then carried out in a worker (console.ui.changes).
+prepared by console.lifecycle.actions (facts read, AWS's rules checked: the command line's rules, by
+construction), previewed, confirmed by typing the stream name, then run by it in a worker
+(console.ui.changes), through the action log with who made the change.
 Every entry is greyed out when the console is read-only. Like the reshard flow, `run_action` gets
 only what it needs (a `StreamActionRequest` and the dialog callables) and reports back in messages.
 """
@@ -26,29 +27,11 @@ from textual.widgets.option_list import Option
 from console.backend.protocol import ConsoleBackend
 from console.bounds import record_size_kib, warm_throughput_mibps
 from console.errors import BadInput, ConsoleError
-from console.lifecycle.channels import plan_create_on as plan_channel_create_on
-from console.lifecycle.channels import plan_delete as plan_channel_delete
+from console.lifecycle import actions
 from console.lifecycle.channels import read_channel_config
-from console.lifecycle.execute import apply, mode_switches
-from console.lifecycle.plans import MODE_NAMES, LifecyclePlan, plan_delete, plan_encryption, plan_mode, plan_retention
+from console.lifecycle.plans import MODE_NAMES, LifecyclePlan
 from console.lifecycle.rules import AWS_MANAGED_KMS_KEY, check_kms_key, check_retention_hours
-from console.lifecycle.settings import (
-    check_tag_key,
-    describe_commitment,
-    parse_tag,
-    plan_account,
-    plan_distribution,
-    plan_max_record_size,
-    plan_policy_delete,
-    plan_policy_put,
-    plan_tag,
-    plan_untag,
-    plan_warm_throughput,
-    policy_or_none,
-    read_policy,
-)
-from console.lifecycle.settings_apply import OPERATIONS as SETTING_OPERATIONS
-from console.lifecycle.settings_apply import apply_setting
+from console.lifecycle.settings import check_tag_key, parse_tag, policy_or_none, read_policy
 from console.reshard.actionlog import ActionLog
 from console.topology.model import AUTO_DISTRIBUTION, KEY_DISTRIBUTION, StreamSummary
 from console.ui.reshard_flow import ReshardActivity, ReshardDialogs, ReshardProgressed
@@ -193,9 +176,8 @@ class LifecyclePreviewScreen(ModalScreen[bool]):
 
 @dataclass(frozen=True)
 class StreamActionRequest:
-    action: str  # retention, mode, encryption or delete
-    summary: StreamSummary  # as last polled; the plan is made from a fresh description
-    total_shards: int | None
+    action: str  # an id of ACTIONS
+    summary: StreamSummary  # as last polled, for the dialogs' "now ..."; the plan is prepared afresh
     source: ConsoleBackend  # the backend the console polls
 
 
@@ -212,13 +194,13 @@ def _problem(check, text: str) -> str | None:
 
 
 async def run_action(request: StreamActionRequest, dialogs: ReshardDialogs) -> None:
-    """Ask what the action needs, preview the plan, take the typed name, then apply it; progress goes
-    back to the app as messages (the header's activity line, a poll, or the stream being gone)."""
+    """Ask what the action needs, have console.lifecycle.actions prepare the plan, preview it, take the
+    typed name, then have it run; progress goes back to the app as messages (the header's activity
+    line, a poll, or the stream being gone)."""
     action, kinesis = request.action, request.source
     stream = request.summary.name
     try:
-        summary = await kinesis.describe_stream_summary(stream)
-        plan = await _plan(request, summary, dialogs)
+        plan = await _prepare(request, dialogs)
     except ConsoleError as error:
         dialogs.notify(f"{action}: {error.message}", severity="error", timeout=10)
         return
@@ -232,22 +214,12 @@ async def run_action(request: StreamActionRequest, dialogs: ReshardDialogs) -> N
         return
     dialogs.post(ReshardActivity(f"{action}: {plan.summary}"))
     try:
-        if plan.calls and plan.calls[0].operation in SETTING_OPERATIONS:
-            target = plan.calls[0].parameters.get("RecordDistributionStrategy")
-            await apply_setting(
-                kinesis,
-                plan,
-                action_log=ActionLog.default(),
-                log_fields={"target": target} if target else None,
-                progress=lambda text: dialogs.notify(text, title=action, timeout=5),
-            )
-        else:
-            await apply(
-                kinesis,
-                plan,
-                action_log=ActionLog.default(),
-                progress=lambda text: dialogs.notify(text, title=action, timeout=5),
-            )
+        await actions.run(
+            kinesis,
+            plan,
+            action_log=ActionLog.default(),
+            progress=lambda text: None if text.startswith("calling") else dialogs.notify(text, title=action, timeout=5),
+        )
     except ConsoleError as error:
         dialogs.notify(f"{action} failed: {error.message}", severity="error", timeout=15)
     else:
@@ -261,37 +233,41 @@ async def run_action(request: StreamActionRequest, dialogs: ReshardDialogs) -> N
     dialogs.post(ReshardProgressed())
 
 
-async def _plan(request: StreamActionRequest, summary: StreamSummary, dialogs: ReshardDialogs) -> LifecyclePlan | None:
-    """Ask what the action needs, then plan it; None when the operator cancels."""
+async def _prepare(request: StreamActionRequest, dialogs: ReshardDialogs) -> LifecyclePlan | None:
+    """Ask what the action needs, then prepare it; None when the operator cancels."""
     action, kinesis = request.action, request.source
+    summary = await kinesis.describe_stream_summary(request.summary.name)
+    stream = summary.name
     if action == "retention":
         answer = await dialogs.ask(
             PromptScreen(
-                f"Retention of {summary.name} (now {summary.retention_hours} h)",
+                f"Retention of {stream} (now {summary.retention_hours} h)",
                 "Hours, from 24 to 8760; a decrease makes older records unreadable at once",
                 str(summary.retention_hours),
                 lambda text: _problem(check_retention_hours, text),
             )
         )
-        return None if answer is None else plan_retention(summary, check_retention_hours(answer))
+        return (
+            None if answer is None else await actions.prepare_retention(kinesis, stream, check_retention_hours(answer))
+        )
     if action == "mode":
         other = "ON_DEMAND" if summary.mode == "PROVISIONED" else "PROVISIONED"
         choice = await dialogs.ask(
             ChoiceScreen(
-                f"Capacity mode of {summary.name} (now {MODE_NAMES.get(summary.mode, summary.mode)})",
+                f"Capacity mode of {stream} (now {MODE_NAMES.get(summary.mode, summary.mode)})",
                 [(other, f"switch to {MODE_NAMES[other]}"), (summary.mode, f"stay {MODE_NAMES.get(summary.mode)}")],
             )
         )
         if choice is None:
             return None
-        switches = mode_switches(ActionLog.default().entries(), summary.name, kinesis.label)
-        return plan_mode(summary, choice, shards=None, recent_switches=switches, now=time.time())
+        return await actions.prepare_mode(
+            kinesis, stream, choice, shards=None, action_log=ActionLog.default(), now=time.time()
+        )
     if action == "encryption":
-        details = await kinesis.describe_stream_details(summary.name)
+        key_now = (await kinesis.describe_stream_details(stream)).get("KeyId")
         answer = await dialogs.ask(
             PromptScreen(
-                f"Encryption of {summary.name} (now {summary.encryption}"
-                + (f", key {details.get('KeyId')})" if details.get("KeyId") else ")"),
+                f"Encryption of {stream} (now {summary.encryption}" + (f", key {key_now})" if key_now else ")"),
                 f"A KMS key alias, id or ARN ({AWS_MANAGED_KMS_KEY} is AWS's own), or 'off'",
                 "off" if summary.encryption == "KMS" else AWS_MANAGED_KMS_KEY,
                 lambda text: None if text.lower() == "off" else _problem(check_kms_key, text),
@@ -300,39 +276,37 @@ async def _plan(request: StreamActionRequest, summary: StreamSummary, dialogs: R
         if answer is None:
             return None
         key = None if answer.lower() == "off" else check_kms_key(answer)
-        return plan_encryption(summary, key, current_key=details.get("KeyId"))
+        return await actions.prepare_encryption(kinesis, stream, key)
     if action in ("distribution", "max-record-size", "warm-throughput"):
-        return await _plan_setting(action, kinesis, summary, dialogs)
+        return await _prepare_setting(action, kinesis, summary, dialogs)
     if action in ("tag", "policy", "channels", "account"):
-        return await _plan_resource(action, kinesis, summary, dialogs)
-    consumers = (
-        [c.get("ConsumerName", "?") for c in await kinesis.list_stream_consumers(summary.arn)] if summary.arn else []
-    )
-    enforce = False
+        return await _prepare_resource(action, kinesis, summary, dialogs)
+    # delete: the rules are the command line's (consumers need consent, active channels refuse it)
+    plan = await actions.prepare_delete(kinesis, stream, enforce_consumer_deletion=False)
+    consumers = plan.facts.get("consumers") or []
     if consumers:
         choice = await dialogs.ask(
             ChoiceScreen(
-                f"{summary.name} has {len(consumers)} registered consumer(s): deregister them with it?",
+                f"{stream} has {len(consumers)} registered consumer(s): deregister them with it?",
                 [("yes", "yes: delete the stream and its consumers"), ("no", "no: keep the stream")],
             )
         )
         if choice != "yes":
             return None
-        enforce = True
-    return plan_delete(
-        summary, consumers=consumers, total_shards=request.total_shards, enforce_consumer_deletion=enforce
-    )
+        plan = await actions.prepare_delete(kinesis, stream, enforce_consumer_deletion=True)
+    return plan
 
 
-async def _plan_setting(
+async def _prepare_setting(
     action: str, kinesis: Any, summary: StreamSummary, dialogs: ReshardDialogs
 ) -> LifecyclePlan | None:
-    """Today's settings: record distribution, record size, warm throughput (console.lifecycle.settings)."""
+    """Today's settings: record distribution, record size, warm throughput."""
+    stream = summary.name
     if action == "distribution":
         other = KEY_DISTRIBUTION if summary.auto_distribution else AUTO_DISTRIBUTION
         choice = await dialogs.ask(
             ChoiceScreen(
-                f"Record distribution of {summary.name} (now {summary.record_distribution})",
+                f"Record distribution of {stream} (now {summary.record_distribution})",
                 [
                     (
                         other,
@@ -344,29 +318,32 @@ async def _plan_setting(
                 ],
             )
         )
-        return None if choice is None else plan_distribution(summary, choice)
+        return None if choice is None else await actions.prepare_distribution(kinesis, stream, choice)
     if action == "max-record-size":
         answer = await dialogs.ask(
             PromptScreen(
-                f"Largest record of {summary.name} (now {summary.max_record_size_kib} KiB)",
+                f"Largest record of {stream} (now {summary.max_record_size_kib} KiB)",
                 "KiB, from 1024 (1 MiB) to 10240 (10 MiB)",
                 str(summary.max_record_size_kib),
                 lambda text: _problem(record_size_kib, text),
             )
         )
-        return None if answer is None else plan_max_record_size(summary, record_size_kib(answer))
+        return (
+            None if answer is None else await actions.prepare_max_record_size(kinesis, stream, record_size_kib(answer))
+        )
     answer = await dialogs.ask(
         PromptScreen(
-            f"Warm throughput of {summary.name} (now {summary.warm_throughput_target_mibps or 0} MiB/s)",
+            f"Warm throughput of {stream} (now {summary.warm_throughput_target_mibps or 0} MiB/s)",
             "MiB/s, from 0 to 10240; on-demand streams, with the account's On-demand Advantage",
             str(summary.warm_throughput_target_mibps or 0),
             lambda text: _problem(warm_throughput_mibps, text),
         )
     )
-    if answer is None:
-        return None
-    commitment = (await kinesis.account_settings()).get("Status") or "DISABLED" if summary.mode == "ON_DEMAND" else None
-    return plan_warm_throughput(summary, warm_throughput_mibps(answer), commitment=commitment)
+    return (
+        None
+        if answer is None
+        else await actions.prepare_warm_throughput(kinesis, stream, warm_throughput_mibps(answer))
+    )
 
 
 def tag_edits(text: str) -> tuple[dict[str, str], list[str]]:
@@ -381,16 +358,17 @@ def tag_edits(text: str) -> tuple[dict[str, str], list[str]]:
     return sets, removes
 
 
-async def _plan_resource(
+async def _prepare_resource(
     action: str, kinesis: Any, summary: StreamSummary, dialogs: ReshardDialogs
 ) -> LifecyclePlan | None:
-    """Tags, the resource policy and the account's On-demand Advantage (console.lifecycle.settings)."""
+    """Tags, the resource policy, channels and the account's On-demand Advantage."""
+    stream = summary.name
     if action == "tag":
         existing = await kinesis.resource_tags(summary.arn)
         shown = " ".join(f"{key}={value}" for key, value in sorted(existing.items())) or "none"
         answer = await dialogs.ask(
             PromptScreen(
-                f"Tags of {summary.name} (now {shown})",
+                f"Tags of {stream} (now {shown})",
                 "KEY=VALUE to set, -KEY to remove, separated by spaces",
                 "",
                 lambda text: _problem(tag_edits, text),
@@ -399,17 +377,19 @@ async def _plan_resource(
         if answer is None:
             return None
         sets, removes = tag_edits(answer)
-        return plan_tag(summary, sets, existing) if sets else plan_untag(summary, removes, existing)
+        if sets:
+            return await actions.prepare_tag(kinesis, stream, sets)
+        return await actions.prepare_untag(kinesis, stream, removes)
     if action == "policy":
         current = policy_or_none(await kinesis.resource_policy(summary.arn))
         choice = await dialogs.ask(
             ChoiceScreen(
-                f"Resource policy of {summary.name} ({'set' if current else 'none'})",
+                f"Resource policy of {stream} ({'set' if current else 'none'})",
                 [("put", "put a policy from a JSON file"), ("delete", "delete the policy")],
             )
         )
         if choice == "delete":
-            return plan_policy_delete(summary, current)
+            return await actions.prepare_policy(kinesis, stream, None)
         if choice != "put":
             return None
         path = await dialogs.ask(
@@ -420,12 +400,12 @@ async def _plan_resource(
                 lambda text: _problem(read_policy, text),
             )
         )
-        return None if path is None else plan_policy_put(summary, read_policy(path), current)
+        return None if path is None else await actions.prepare_policy(kinesis, stream, read_policy(path))
     if action == "channels":
         channels = await kinesis.list_channels(stream_arn=summary.arn)
         choice = await dialogs.ask(
             ChoiceScreen(
-                f"Channels of {summary.name} ({len(channels)})",
+                f"Channels of {stream} ({len(channels)})",
                 [("create", "create one from a CreateChannel request (JSON file)")]
                 + [(c["ChannelARN"], f"delete {c.get('ChannelName')} ({c.get('ChannelStatus')})") for c in channels],
             )
@@ -434,7 +414,7 @@ async def _plan_resource(
             return None
         if choice != "create":
             name = next(c.get("ChannelName", "?") for c in channels if c["ChannelARN"] == choice)
-            return plan_channel_delete(name, choice, await kinesis.describe_channel(choice))
+            return await actions.prepare_channel_delete(kinesis, name)
         path = await dialogs.ask(
             PromptScreen(
                 "Channel request file",
@@ -443,15 +423,12 @@ async def _plan_resource(
                 lambda text: _problem(read_channel_config, text),
             )
         )
-        if path is None:
-            return None
-        request = read_channel_config(path)
-        return await plan_channel_create_on(kinesis, request)
-    commitment = describe_commitment(await kinesis.account_settings())
+        return None if path is None else await actions.prepare_channel_create(kinesis, read_channel_config(path))
+    commitment = await actions.read_commitment(kinesis)
     choice = await dialogs.ask(
         ChoiceScreen(
             f"On-demand Advantage of the account (now {commitment['status']})",
             [("on", "turn it on: a minimum throughput commitment"), ("off", "turn it off at its earliest end")],
         )
     )
-    return None if choice is None else plan_account(commitment, choice == "on")
+    return None if choice is None else await actions.prepare_account(kinesis, choice == "on")

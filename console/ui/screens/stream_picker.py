@@ -22,17 +22,18 @@ from textual.coordinate import Coordinate
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
-from console.backend.protocol import CLOUDWATCH, ConsoleBackend
+from console.backend.protocol import CLOUDWATCH, READERS, ConsoleBackend
 from console.heat.fleet import (
     FLEET_REFRESH_S,
     SORTS,
+    Fleet,
     FleetRow,
     StreamFacts,
     build_row,
-    fleet_rows,
-    format_age,
+    fleet_from,
+    read_fleet_metrics,
+    row_text,
     sort_rows,
-    sparkline,
 )
 from console.read.printable import printable
 from console.ui.source import describe_failure
@@ -55,34 +56,22 @@ COLUMNS = (
 
 
 def row_cells(row: FleetRow) -> list[Any]:
-    facts = row.facts
+    """The row's text (console.heat.fleet.row_text, as `kconsole streams` shows it), in COLUMNS' order."""
+    text = row_text(row)
     style = "bold red" if row.trouble else ""
-    mode = (
-        facts.mode
-        + (" AUTO" if facts.auto_distribution else "")
-        + (f" warm {facts.warm_mibps} MiB/s" if facts.warm_mibps else "")
-    )
-    trouble = "; ".join(row.trouble) if row.trouble else (f"? {row.metrics_problem}" if row.metrics_problem else "")
-
-    def number(value: float | None, pattern: str) -> str:
-        return "-" if value is None else pattern.format(value)
-
-    def count(value: int | None) -> str:
-        return "-" if value is None else f"{value:,}"
-
     return [
-        Text(printable(facts.name), style=style),
-        Text(printable(trouble), style=style),
-        number(row.records_per_s, "{:.1f}"),
-        number(None if row.bytes_per_s is None else row.bytes_per_s / 1024, "{:.1f}"),
-        sparkline(row.bytes_sparkline) or "-",
-        number(None if row.utilisation is None else row.utilisation * 100, "{:.0f}%"),
-        "-" if row.max_iterator_age_ms is None else format_age(row.max_iterator_age_ms),
-        f"{count(row.write_throttled)}/{count(row.read_throttled)}",
-        count(facts.open_shards),
-        count(facts.consumers),
-        mode,
-        facts.status,
+        Text(printable(row.name), style=style),
+        Text(printable(text.trouble), style=style),
+        text.records_per_s,
+        text.kib_per_s,
+        text.sparkline,
+        text.used,
+        text.iterator_age,
+        text.throttled,
+        text.shards,
+        text.consumers,
+        text.mode,
+        row.facts.status,
     ]
 
 
@@ -90,6 +79,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
     AUTO_FOCUS = "#picker-list"
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="picker.cancel"),
+        Binding("q", "app.quit", "Quit", id="picker.quit"),  # as everywhere else in the console
         Binding("r", "reload", "Refresh", id="picker.reload"),
         Binding("slash", "filter", "Filter", id="picker.filter"),
         Binding("s", "next_sort", "Sort", id="picker.sort"),
@@ -130,7 +120,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
             table: DataTable = DataTable(id="picker-list", cursor_type="row", zebra_stripes=True)
             table.add_columns(*COLUMNS)
             yield table
-            yield Static("enter opens · / filters · s sorts · r refreshes · escape cancels", id="picker-help")
+            yield Static("enter opens · / filters · s sorts · r refreshes · escape cancels · q quits", id="picker-help")
 
     def on_mount(self) -> None:
         self.action_reload()
@@ -197,7 +187,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
         self._refreshing = True
         status = self.query_one("#picker-status", Static)
         try:
-            fleet = await fleet_rows(self._source, list(self._facts.values()))
+            fleet = await self._fleet_with_readers()
         except Exception as error:  # noqa: BLE001 - a source without CloudWatch: the rows stand
             status.update(f"{len(self._facts)} streams; no metrics: {describe_failure(error, self._timeout)}")
             return
@@ -210,6 +200,31 @@ class StreamPickerScreen(ModalScreen[str | None]):
             f"{len(fleet.rows)} streams, {troubled} in trouble"
             + (f"; no metrics: {fleet.problem}" if fleet.problem else "")
         )
+
+    async def _fleet_with_readers(self) -> Fleet:
+        """The rows, with each stream's worst reader read beside the metrics when the source offers
+        the readers' services (a few calls for the whole region: console.consumers.readers); a
+        readers' service that cannot be listed only leaves the rows without their readers."""
+        from console.consumers.readers import fleet_reader_lag
+
+        facts = list(self._facts.values())
+        names = [f.name for f in facts]
+        readers = (
+            asyncio.ensure_future(fleet_reader_lag(self._source, names))
+            if READERS in self._source.capabilities
+            else None
+        )
+        try:
+            metrics = await read_fleet_metrics(self._source, names)
+        except BaseException:
+            if readers is not None:
+                readers.cancel()
+                await asyncio.gather(readers, return_exceptions=True)
+            raise
+        found = await readers if readers is not None else None
+        fleet = fleet_from(facts, metrics, found.worst if found else None)
+        fleet.readers_unavailable = found.unavailable if found else ()
+        return fleet
 
     def _recompute(self) -> None:
         """Rows rebuilt on new counts keep their metrics (utilisation needs the shard count)."""

@@ -1,7 +1,7 @@
 """The embedded local Kinesis: moto's server application, patched by moto_compat and served by
 waitress, in a process of its own.
 
-    python -m console.backend.server_main [--host H] [--port P] [--parent-pid PID] [--unpatched]
+    python -m console.localserver.main [--host H] [--port P] [--parent-pid PID] [--unpatched]
 
 Prints one line `READY http://H:P` on stdout once the socket is listening (port 0 picks a free one).
 With --parent-pid it exits as soon as its parent goes away: stdin reaching EOF (the parent held the
@@ -41,17 +41,17 @@ def build_server(host: str = "127.0.0.1", port: int = 0, *, patched: bool = True
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     from waitress.server import create_server
 
-    if patched:
-        from console.backend import moto_compat
+    from console.localserver import moto_compat
 
+    if patched:
         moto_compat.apply()
         moto_compat.keep_heap_as_a_store()
-    _cache_moto_module_listing()
+    moto_compat.cache_module_listing()
     if port:
         _check_port_free(host, port)
     app: Any = DomainDispatcherApplication(create_backend_app)  # a WSGI app, wrapped below when patched
     if patched:
-        from console.backend.short_path import ShortPath
+        from console.localserver.short_path import ShortPath
 
         app = ShortPath(app, moto_compat.lock())
     # A client that drops a connection mid-answer is normal (a cancelled poll, a closed console):
@@ -101,23 +101,6 @@ def _plain_http_channel() -> type:
             return super().received(data)
 
     return PlainHTTPChannel
-
-
-def _cache_moto_module_listing() -> None:
-    """moto lists its package directory (about 180 stat calls) on every request to route it; the
-    listing cannot change while the server runs, so list once. Roughly halves the time per request."""
-    from moto import backends
-
-    if getattr(backends.list_of_moto_modules, "kconsole_cached", False):
-        return
-    modules = tuple(backends.list_of_moto_modules())
-
-    def list_of_moto_modules():
-        return iter(modules)
-
-    # A mark on the function itself, so a second call in this process sees the listing cached.
-    list_of_moto_modules.kconsole_cached = True  # type: ignore[attr-defined]
-    backends.list_of_moto_modules = list_of_moto_modules
 
 
 def _check_port_free(host: str, port: int) -> None:
@@ -191,7 +174,7 @@ def warm_up() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m console.backend.server_main")
+    parser = argparse.ArgumentParser(prog="python -m console.localserver.main")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--parent-pid", type=int, default=None)

@@ -1,5 +1,5 @@
 """Fixes for moto 5.2.5's services that read a Kinesis stream (Lambda event source mappings, Managed
-Service for Apache Flink), applied inside the embedded server process by moto_compat.apply().
+Service for Apache Flink), applied inside the embedded server process by console.localserver.moto_compat.apply().
 
 Each fix has a test in tests/backend/test_moto_readers.py that runs against a patched and an unpatched
 server, asserting the defect is present only in the unpatched one. Measured defects:

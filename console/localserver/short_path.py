@@ -5,10 +5,10 @@ moto answers every request through Flask, a per-request inspection of the handle
 query-string and form parsing, and a model-driven serializer; for these calls that costs about half
 the server's time per call (a third of a 500-record PutRecords goes on serializing its answer), and
 ListShards of 10,000 shards takes seconds. This WSGI layer runs the same moto handler methods (with
-moto_compat's fixes) on the same models, under the same lock, and writes their result as JSON
+console.localserver.fixes) on the same models, under the same lock, and writes their result as JSON
 directly. Anything it does not handle exactly as moto would (other calls, AT_TIMESTAMP parameters,
 any error) goes to moto's full path unchanged. The reads change nothing, so answering an error from the
-start is safe; PutRecords is checked whole first (moto_compat.checked_put_records), and only a
+start is safe; PutRecords is checked whole first (records.checked_put_records), and only a
 request refused there, before any record is stored, goes on to moto; once records are stored, the
 answer comes from here, whatever happens, so no request is ever stored twice.
 """
@@ -107,11 +107,11 @@ class StoredPartly(Exception):
 
 
 def _put_records(handler: Any) -> dict[str, Any]:
-    from console.backend import moto_compat
+    from console.localserver import records
 
-    stream, records, size = moto_compat.checked_put_records(handler)  # refused here: nothing stored, moto answers
+    stream, checked, size = records.checked_put_records(handler)  # refused here: nothing stored, moto answers
     try:
-        return moto_compat.store_records(handler.kinesis_backend, stream, records, size)
+        return records.store_records(handler.kinesis_backend, stream, checked, size)
     except Exception as error:
         raise StoredPartly(f"{type(error).__name__}: {error}") from error
 

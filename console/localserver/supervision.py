@@ -1,4 +1,4 @@
-"""Start, wait for and stop the embedded local Kinesis child process (see server_main).
+"""Start, wait for and stop the embedded local Kinesis child process (see main).
 
 The child runs in its own session so a Ctrl-C in the terminal reaches only kconsole, which then stops
 the child itself; the child also watches its stdin pipe and parent pid, so it dies with a crashed parent.
@@ -74,7 +74,7 @@ class LocalKinesisServer:
         command = [
             sys.executable,
             "-m",
-            "console.backend.server_main",
+            "console.localserver.main",
             "--host",
             self.host,
             "--port",
