@@ -369,12 +369,6 @@ class TailView(Vertical):
             super().__init__()
             self.paused = paused
 
-    class Saved(Message):
-        def __init__(self, path: Path, count: int) -> None:
-            super().__init__()
-            self.path = path
-            self.count = count
-
     def __init__(
         self,
         source: ConsoleBackend | None = None,
@@ -549,20 +543,6 @@ class TailView(Vertical):
 
     # --- saving -------------------------------------------------------------------------------------
 
-    def save(self, path: Path | None = None) -> Path:
-        """Write the records shown (the ring, oldest first) as JSON lines; returns the file."""
-        if path is None:
-            folder = self.save_dir or (data_dir() / "tails")
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-            path = folder / f"{self.stream or 'tail'}-{stamp}.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        records = list(self.ring.records)
-        with path.open("w", encoding="utf-8") as out:
-            for record in records:
-                out.write(record.json_line() + "\n")
-        self.post_message(self.Saved(path, len(records)))
-        return path
-
     def action_save(self) -> None:
         from console.ui.screens.export import ExportScreen
 
@@ -585,7 +565,6 @@ class TailView(Vertical):
             if scope == "held":
                 count = self.export_held(output, Path(path))
                 self.notify(f"exported {count} records to {path}")
-                self.post_message(self.Saved(Path(path), count))
             else:
                 self._export_window(output, Path(path), self.read_options())
         except ConsoleError as error:
@@ -634,7 +613,6 @@ class TailView(Vertical):
             raise
         target.commit()
         self.notify(f"exported {target.records} records to {path}")
-        self.post_message(self.Saved(path, target.records))
 
     # --- reading ------------------------------------------------------------------------------------
 
