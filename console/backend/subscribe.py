@@ -17,11 +17,13 @@ Why h2 (hyper's sans-I/O HTTP/2 state machine, the one httpx and many servers us
 alternatives, measured against kinesis-mock 0.6.2 on this machine:
 - httpx[http2] (httpcore over h2) reads kinesis-mock's small events but not a 500-record one: the
   read stalls until it times out. kinesis-mock sends each event as a single DATA frame of any size
-  (479 KB for 3,000 records), beyond the 16 KiB frame and 64 KiB window httpcore advertises, and
+  (479 KB for a 1,500-record event), beyond the 16 KiB frame and 64 KiB window httpcore advertises, and
   httpcore's HTTP/2 settings cannot be changed. With h2 directly the connection's first SETTINGS ask
   for the largest frames and a 16 MiB window, and every event arrives.
-- awscrt (AWS's native HTTP/2 client) is a 10 MB native wheel whose callback API runs on its own
-  threads; importing it costs more than h2 and httpx together (see the README's benchmark row).
+- awscrt (AWS's native client, 0.38) is a 12 MB native library whose HTTP/2 API runs callbacks on its
+  own event-loop threads, to be bridged into asyncio; `import awscrt.http` took 2-3x as long as
+  `import h2.connection` here (-X importtime on a loaded 2-core machine: 250-390 ms against 60-140 ms;
+  `import httpx` 490-700 ms).
 - h2 is pure Python, already the HTTP/2 of httpx[http2], and leaves the socket to asyncio: one
   connection per subscription, TLS by the standard library with ALPN "h2", cleartext by prior
   knowledge (h2c) for a local http:// endpoint.

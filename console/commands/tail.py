@@ -115,6 +115,13 @@ def register(subparsers, common) -> None:
     parser.add_argument("--grep", metavar="TEXT", help="only records whose decoded content or key contains TEXT")
     parser.add_argument("--follow", "-f", action="store_true", help="keep reading new records until Ctrl-C")
     parser.add_argument("--limit", type=_positive_int, metavar="N", help="stop after N records")
+    add_efo_arguments(parser)
+    parser.add_argument("--yes", action="store_true", help="with --efo: register the temporary consumer without asking")
+    parser.set_defaults(handler=run, export_formats=EXPORT_FORMATS)
+
+
+def add_efo_arguments(parser: Any) -> None:
+    """--efo and --consumer, as tail and copy read with them."""
     parser.add_argument(
         "--efo",
         action="store_true",
@@ -127,8 +134,6 @@ def register(subparsers, common) -> None:
         metavar="NAME",
         help="with --efo: read as this registered consumer (its name or ARN) instead of a temporary one",
     )
-    parser.add_argument("--yes", action="store_true", help="with --efo: register the temporary consumer without asking")
-    parser.set_defaults(handler=run, export_formats=EXPORT_FORMATS)
 
 
 def _positive_int(text: str) -> int:
@@ -142,18 +147,22 @@ def _positive_int(text: str) -> int:
 
 
 def _check_efo_args(args: Any) -> None:
-    """--consumer and --yes belong to --efo; registering a temporary consumer is a change."""
+    if getattr(args, "yes", False) and not (getattr(args, "efo", False) and getattr(args, "consumer", None) is None):
+        raise BadInput("--yes confirms the temporary consumer of --efo (without --consumer)", code="usage")
+    check_efo_args(args, args.stream)
+
+
+def check_efo_args(args: Any, stream: str) -> None:
+    """--consumer belongs to --efo; registering a temporary consumer is a change (refused read-only)."""
     efo, consumer = getattr(args, "efo", False), getattr(args, "consumer", None)
     if consumer is not None and not efo:
         raise BadInput("--consumer names the enhanced fan-out consumer of --efo: give --efo too", code="usage")
-    if getattr(args, "yes", False) and not (efo and consumer is None):
-        raise BadInput("--yes confirms the temporary consumer of --efo (without --consumer)", code="usage")
     if consumer is not None and not consumer:
         raise BadInput("--consumer needs a consumer name or ARN", code="usage")
     if efo and consumer is None:
         from console.commands._confirm import refuse_if_read_only
 
-        refuse_if_read_only(args, f"register a temporary enhanced fan-out consumer on {args.stream}")
+        refuse_if_read_only(args, f"register a temporary enhanced fan-out consumer on {stream}")
 
 
 def options_from_args(args: Any, now: datetime | None = None) -> TailOptions:
@@ -339,7 +348,7 @@ async def _tail(
         if options.start.timestamp is not None or options.end.moment is not None:
             summary = await kinesis.describe_stream_summary(stream)
             check_retention(options.start, summary.retention_hours, datetime.now(UTC), stream, options.end)
-        subscribe = await _efo_subscriptions(kinesis, stream, args, efo) if getattr(args, "efo", False) else None
+        subscribe = await efo_subscriptions(kinesis, stream, args, efo) if getattr(args, "efo", False) else None
         reader = TailReader(kinesis, stream, options, on_trouble=note, subscribe=subscribe)
         if options.follow:
             _hold_back_retry_lines_while_unreachable(kinesis, reader)
@@ -399,7 +408,7 @@ async def _tail(
                 )
 
 
-async def _efo_subscriptions(kinesis: Any, stream: str, args: Any, stack: contextlib.AsyncExitStack) -> Any:
+async def efo_subscriptions(kinesis: Any, stream: str, args: Any, stack: contextlib.AsyncExitStack) -> Any:
     """--efo: check the endpoint speaks HTTP/2, then find the consumer named with --consumer, or register
     a temporary one (priced, confirmed, logged write-ahead) that `stack` deregisters on the way out,
     Ctrl-C included. Returns `subscribe(shard, position)` for the reader."""

@@ -117,7 +117,13 @@ class SubscriptionCursor:
             except ResourceInUse:
                 await self._close()
                 now = self._clock()
-                in_use_since = now if in_use_since is None else in_use_since
+                if in_use_since is None:
+                    in_use_since = now
+                    self._say(
+                        f"{self.shard_id}: another subscription with this consumer holds the shard (another reader, "
+                        f"or one that took it over); subscribing again each second for up to "
+                        f"{RESOURCE_IN_USE_PATIENCE:.0f} s, after the last record read"
+                    )
                 if now - in_use_since >= RESOURCE_IN_USE_PATIENCE:
                     raise ResourceInUse(
                         f"another subscription holds {self.shard_id} with this consumer and did not let go "
@@ -135,6 +141,10 @@ class SubscriptionCursor:
                 continue
             self._failures = 0
             return self._page(event)
+
+    def _say(self, message: str) -> None:
+        if self._note is not None:
+            self._note(message)
 
     async def aclose(self) -> None:
         await self._close()

@@ -457,6 +457,7 @@ class TailReader:
                 closed=not shard.is_open,
                 sleep=self._sleep,
                 clock=self._clock,
+                on_note=lambda message: self._say(f"tail: {message}"),
             )
         else:
             iterator = self._iterators.pop(shard_id, None) or await self._patiently(

@@ -103,13 +103,16 @@ async def registered(backend, stream: str, name: str = "reader") -> str:
     raise AssertionError("the consumer never became ACTIVE")
 
 
-async def read_with_efo(backend, stream: str, consumer_arn: str, *, timeout: float = 90.0) -> list:
+async def read_with_efo(
+    backend, stream: str, consumer_arn: str, *, timeout: float = 90.0, notes: list | None = None
+) -> list:
     transport = backend.subscriptions()
     reader = TailReader(
         backend,
         stream,
         TailOptions(start=parse_start("trim-horizon")),
         subscribe=lambda shard_id, position: transport.subscribe(consumer_arn, shard_id, position),
+        on_trouble=None if notes is None else notes.append,
     )
     records = []
 
@@ -183,12 +186,14 @@ async def test_a_second_reader_with_the_same_consumer_waits_out_resource_in_use(
     await fill(backend, stream, 0, 500)
     consumer = await registered(backend, stream)
 
+    notes: list[str] = []
     first, second = await asyncio.gather(
-        read_with_efo(backend, stream, consumer), read_with_efo(backend, stream, consumer)
+        read_with_efo(backend, stream, consumer, notes=notes), read_with_efo(backend, stream, consumer, notes=notes)
     )
 
     check_exactly_once_in_order(first, 500)
     check_exactly_once_in_order(second, 500)
+    assert any("another subscription with this consumer holds the shard" in note for note in notes), notes
 
 
 # ---- the command ---------------------------------------------------------------------------------
@@ -314,3 +319,25 @@ async def test_the_embedded_server_without_subscribe_to_shard_is_one_line():
     lines = err.strip().splitlines()
     assert lines[-1].startswith("kconsole: error: this endpoint does not serve SubscribeToShard over HTTP/2")
     assert "Traceback" not in err
+
+
+@pytest.mark.kinesis_mock
+async def test_copy_efo_copies_every_record_and_deregisters_its_consumer(mock_backend, kinesis_mock):
+    backend, streams = mock_backend
+    source, destination = await streams(2), await streams(1)
+    await fill(backend, source, 0, 600)
+
+    code, out, err = await kconsole(
+        "copy", source, destination, "--from", "trim-horizon", "--efo", "--yes", "--json",
+        "--endpoint-url", kinesis_mock.endpoint_url,
+    )  # fmt: skip
+
+    assert code == 0, err
+    copied = []
+    for shard in await backend.all_shards(destination):
+        iterator = await backend.get_shard_iterator(destination, shard.shard_id, "TRIM_HORIZON")
+        copied.extend(json.loads(record["Data"])["n"] for record in (await backend.get_records(iterator))["Records"])
+    assert sorted(copied) == list(range(600))
+    assert "deregistered the temporary consumer" in err
+    arn = (await backend.describe_stream_summary(source)).arn
+    assert [c for c in await backend.list_stream_consumers(arn) if c.get("ConsumerStatus") != "DELETING"] == []
