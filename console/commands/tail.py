@@ -416,7 +416,6 @@ async def efo_subscriptions(kinesis: Any, stream: str, args: Any, stack: context
     from types import SimpleNamespace
 
     from console.commands._confirm import confirm_by_stream_name
-    from console.commands.consumers import _logged_registration
     from console.read.efo import consumer_problem, temporary_consumer_name, temporary_consumer_preview
 
     transport = kinesis.subscriptions()
@@ -440,9 +439,9 @@ async def efo_subscriptions(kinesis: Any, stream: str, args: Any, stack: context
             consequence=f"register the temporary consumer {name}",
             preview=temporary_consumer_preview(name, stream, shards),
         )
-        registered = await _logged_registration(kinesis, registration, "register", summary.arn)  # type: ignore[arg-type]
+        registered = await _temporary_consumer(kinesis, stream, name, "register")
         stack.push_async_callback(_deregister_temporary, kinesis, registration, summary.arn)
-        consumer_arn = registered["arn"] or (await kinesis.describe_stream_consumer(summary.arn, name))["ConsumerARN"]
+        consumer_arn = (registered or await kinesis.describe_stream_consumer(summary.arn, name))["ConsumerARN"]
         note(f"tail: registered the temporary consumer {name}; it is deregistered when tail ends")
         await _until_active(kinesis, summary.arn, name)
     return lambda shard_id, position: transport.subscribe(consumer_arn, shard_id, position)
@@ -460,10 +459,20 @@ async def _until_active(kinesis: Any, stream_arn: str, name: str, timeout: float
 
 
 async def _deregister_temporary(kinesis: Any, registration: Any, stream_arn: str) -> None:
-    from console.commands.consumers import _logged_registration
-
-    await _logged_registration(kinesis, registration, "deregister", stream_arn)
+    await _temporary_consumer(kinesis, registration.stream, registration.name, "deregister")
     note(f"tail: deregistered the temporary consumer {registration.name}")
+
+
+async def _temporary_consumer(kinesis: Any, stream: str, name: str, action: str) -> dict | None:
+    """Register or deregister the temporary consumer as `consumers register/deregister` does: prepared and
+    run by console.lifecycle.actions, through the action log. Returns the registration's reply, if any."""
+    from console.lifecycle import actions
+    from console.reshard.actionlog import ActionLog
+
+    prepare = actions.prepare_register_consumer if action == "register" else actions.prepare_deregister_consumer
+    plan = await prepare(kinesis, stream, name)
+    made = await actions.run(kinesis, plan, action_log=ActionLog.default())
+    return made[0].answer or None
 
 
 def _decode_errors(reader: TailReader) -> str:
