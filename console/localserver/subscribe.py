@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import re
@@ -454,6 +455,7 @@ def _encoded(headers: dict[str, Any], payload: bytes) -> bytes:
     return EventStreamEncoder().encode_message(headers, payload)
 
 
+@functools.cache
 def _initial_response() -> bytes:
     """moto's initial-response for SubscribeToShard's output (AWS sends one before the first event)."""
     from moto.core.eventstream import EventStream, EventStreamEncoder
