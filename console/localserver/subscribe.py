@@ -165,7 +165,7 @@ class _Connection(asyncio.Protocol):
             return
         for event in events:
             if isinstance(event, h2.events.RequestReceived):
-                self.requests[event.stream_id] = (dict(event.headers or []), bytearray())
+                self.requests[event.stream_id] = ({_text(n): _text(v) for n, v in event.headers or []}, bytearray())
             elif isinstance(event, h2.events.DataReceived):
                 if event.stream_id in self.requests:
                     self.requests[event.stream_id][1].extend(event.data)
@@ -174,16 +174,19 @@ class _Connection(asyncio.Protocol):
                 headers, body = self.requests.pop(event.stream_id)
                 task = asyncio.get_running_loop().create_task(self._answer(event.stream_id, headers, bytes(body)))
                 self.tasks[event.stream_id] = task
-                task.add_done_callback(lambda _, stream_id=event.stream_id: self.tasks.pop(stream_id, None))
+                task.add_done_callback(functools.partial(self._forget, event.stream_id))
             elif isinstance(event, h2.events.StreamReset):
-                task = self.tasks.get(event.stream_id)
-                if task is not None:
-                    task.cancel()
+                running = self.tasks.get(event.stream_id)
+                if running is not None:
+                    running.cancel()
             elif isinstance(event, (h2.events.WindowUpdated, h2.events.RemoteSettingsChanged)):
                 self.window_opened.set()
             elif isinstance(event, h2.events.ConnectionTerminated):
                 self._close()
         self.flush()
+
+    def _forget(self, stream_id: int, _task: asyncio.Task) -> None:
+        self.tasks.pop(stream_id, None)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -385,6 +388,10 @@ class _Subscription:
         if shard is None:
             raise not_found(f"Shard {self.shard_id} in stream {stream.stream_name} no longer exists")
         return stream, shard
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 def _params(body: bytes) -> dict[str, Any]:
