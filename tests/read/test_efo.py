@@ -161,7 +161,12 @@ async def test_efo_reads_every_record_once_across_a_split(mock_backend):
 
 @pytest.mark.kinesis_mock
 async def test_connections_cut_mid_event_are_resubscribed_after_the_last_event(kinesis_mock):
-    upstream = int(kinesis_mock.endpoint_url.rsplit(":", 1)[1])
+    await check_cut_subscriptions_are_picked_up(kinesis_mock.endpoint_url)
+
+
+async def check_cut_subscriptions_are_picked_up(endpoint_url: str) -> None:
+    """Four subscriptions cut mid-event by a CuttingProxy in front of `endpoint_url`: every record once."""
+    upstream = int(endpoint_url.rsplit(":", 1)[1])
     async with CuttingProxy(upstream, after=40_000, cuts=4) as proxy:
         config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url)
         async with open_backend(config) as backend:
@@ -379,6 +384,10 @@ async def test_efo_on_the_embedded_server_reads_every_record_once_across_a_split
     by_shard = check_exactly_once_in_order(records, batches * written)
     assert len(by_shard) == 3, "the parent and its two children"
     assert len(opened) > len(set(opened)), f"subscriptions ended and were resubscribed: {opened}"
+
+
+async def test_connections_to_the_embedded_server_cut_mid_event_are_resubscribed(short_lived_local):
+    await check_cut_subscriptions_are_picked_up(short_lived_local.endpoint_url)
 
 
 async def test_tail_efo_against_the_embedded_server_reads_a_split_stream(local_backend, short_lived_local):
