@@ -416,7 +416,9 @@ async def efo_subscriptions(kinesis: Any, stream: str, args: Any, stack: context
     from types import SimpleNamespace
 
     from console.commands._confirm import confirm_by_stream_name
+    from console.lifecycle import actions
     from console.read.efo import consumer_problem, temporary_consumer_name, temporary_consumer_preview
+    from console.reshard.actionlog import ActionLog
 
     transport = kinesis.subscriptions()
     await transport.check()  # one line for an endpoint without HTTP/2, before anything is registered
@@ -432,16 +434,21 @@ async def efo_subscriptions(kinesis: Any, stream: str, args: Any, stack: context
     else:
         name = temporary_consumer_name(socket.gethostname(), os.getpid(), datetime.now(UTC))
         shards = sum(1 for shard in await kinesis.all_shards(stream) if shard.is_open)
-        registration = SimpleNamespace(name=name, stream=stream, yes=args.yes)
+        plan = await actions.prepare_register_consumer(kinesis, stream, name)
+        preview = temporary_consumer_preview(name, stream, shards)
+        if args.yes:
+            note(preview)  # what it costs is said whether or not it is asked
         confirm_by_stream_name(
-            registration,  # type: ignore[arg-type]
+            SimpleNamespace(stream=stream, yes=args.yes),  # type: ignore[arg-type]
             change=f"register a temporary consumer on {stream}",
             consequence=f"register the temporary consumer {name}",
-            preview=temporary_consumer_preview(name, stream, shards),
+            preview=f"{preview}\n{plan.render()}",
         )
-        registered = await _temporary_consumer(kinesis, stream, name, "register")
-        stack.push_async_callback(_deregister_temporary, kinesis, registration, summary.arn)
-        consumer_arn = (registered or await kinesis.describe_stream_consumer(summary.arn, name))["ConsumerARN"]
+        made = await actions.run(kinesis, plan, action_log=ActionLog.default(), progress=_change_progress)
+        stack.push_async_callback(_deregister_temporary, kinesis, stream, name)
+        consumer_arn = (made[0].answer or {}).get("ConsumerARN") or (
+            await kinesis.describe_stream_consumer(summary.arn, name)
+        )["ConsumerARN"]
         note(f"tail: registered the temporary consumer {name}; it is deregistered when tail ends")
         await _until_active(kinesis, summary.arn, name)
     return lambda shard_id, position: transport.subscribe(consumer_arn, shard_id, position)
@@ -458,21 +465,19 @@ async def _until_active(kinesis: Any, stream_arn: str, name: str, timeout: float
         await asyncio.sleep(0.5)
 
 
-async def _deregister_temporary(kinesis: Any, registration: Any, stream_arn: str) -> None:
-    await _temporary_consumer(kinesis, registration.stream, registration.name, "deregister")
-    note(f"tail: deregistered the temporary consumer {registration.name}")
-
-
-async def _temporary_consumer(kinesis: Any, stream: str, name: str, action: str) -> dict | None:
-    """Register or deregister the temporary consumer as `consumers register/deregister` does: prepared and
-    run by console.lifecycle.actions, through the action log. Returns the registration's reply, if any."""
+async def _deregister_temporary(kinesis: Any, stream: str, name: str) -> None:
+    """The temporary consumer deregistered, prepared and run as `consumers deregister` does it."""
     from console.lifecycle import actions
     from console.reshard.actionlog import ActionLog
 
-    prepare = actions.prepare_register_consumer if action == "register" else actions.prepare_deregister_consumer
-    plan = await prepare(kinesis, stream, name)
-    made = await actions.run(kinesis, plan, action_log=ActionLog.default())
-    return made[0].answer or None
+    plan = await actions.prepare_deregister_consumer(kinesis, stream, name)
+    await actions.run(kinesis, plan, action_log=ActionLog.default(), progress=_change_progress)
+    note(f"tail: deregistered the temporary consumer {name}")
+
+
+def _change_progress(text: str) -> None:
+    if not text.startswith("calling"):
+        note(f"kconsole: {text}")
 
 
 def _decode_errors(reader: TailReader) -> str:

@@ -234,6 +234,8 @@ async def test_tail_efo_registers_logs_and_deregisters_a_temporary_consumer(mock
     assert code == 0, err
     numbers = sorted(json.loads(line)["content"]["n"] for line in out.splitlines())
     assert numbers == list(range(1000))
+    assert "AWS charges $0.015 per consumer-shard hour (2 shards: $0.030 for each hour" in err
+    assert "$0.013 per GB it reads (us-east-1 list prices" in err
     name = err.split("registered the temporary consumer ", 1)[1].split(";", 1)[0]
     assert is_temporary_consumer(name)
     assert f"deregistered the temporary consumer {name}" in err
