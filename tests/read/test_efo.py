@@ -1,5 +1,6 @@
 """Enhanced fan-out reads (SubscribeToShard over HTTP/2) against kinesis-mock, which serves them on its
-plain port by HTTP/2 prior knowledge, and against the embedded moto server, which does not serve them.
+plain port by HTTP/2 prior knowledge, and against the embedded moto server, which serves them the same
+way on its one port (console/localserver/subscribe.py).
 
 Faults are made at the transport: `CuttingProxy` relays TCP both ways and cuts each of its first
 connections after a number of bytes from the server, mid-event, so the reader must resubscribe after
@@ -160,7 +161,12 @@ async def test_efo_reads_every_record_once_across_a_split(mock_backend):
 
 @pytest.mark.kinesis_mock
 async def test_connections_cut_mid_event_are_resubscribed_after_the_last_event(kinesis_mock):
-    upstream = int(kinesis_mock.endpoint_url.rsplit(":", 1)[1])
+    await check_cut_subscriptions_are_picked_up(kinesis_mock.endpoint_url)
+
+
+async def check_cut_subscriptions_are_picked_up(endpoint_url: str) -> None:
+    """Four subscriptions cut mid-event by a CuttingProxy in front of `endpoint_url`: every record once."""
+    upstream = int(endpoint_url.rsplit(":", 1)[1])
     async with CuttingProxy(upstream, after=40_000, cuts=4) as proxy:
         config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url)
         async with open_backend(config) as backend:
@@ -314,12 +320,104 @@ def test_temporary_names_are_recognisably_kconsoles_own():
     assert not is_temporary_consumer("kconsole-reader")
 
 
-async def test_the_embedded_server_without_subscribe_to_shard_is_one_line():
-    code, out, err = await kconsole("tail", unique_stream_name(), "--efo", "--yes", "--local")
+# ---- against the embedded server (console/localserver/subscribe.py) ---------------------------------
 
-    assert code == 1
-    lines = err.strip().splitlines()
-    assert lines[-1].startswith("kconsole: error: this endpoint does not serve SubscribeToShard over HTTP/2")
+SUBSCRIPTION_SECONDS = 1.0  # the embedded server's subscription lifetime here: resubscriptions every second
+
+
+@pytest.fixture(scope="module")
+def short_lived_local():
+    """An embedded server (as `kconsole local serve` runs it) whose subscriptions end after a second."""
+    from console.localserver.subscribe import SUBSCRIPTION_SECONDS_VARIABLE
+    from console.localserver.supervision import LocalKinesisServer
+
+    server = LocalKinesisServer()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(SUBSCRIPTION_SECONDS_VARIABLE, str(SUBSCRIPTION_SECONDS))
+        server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def local_backend(short_lived_local):
+    config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=short_lived_local.endpoint_url)
+    async with open_backend(config) as backend:
+        factory = StreamFactory(backend)
+        yield backend, factory
+        await factory.cleanup()
+
+
+async def test_efo_on_the_embedded_server_reads_every_record_once_across_a_split_and_resubscriptions(local_backend):
+    backend, streams = local_backend
+    stream = await streams(1)
+    consumer = await registered(backend, stream)
+    transport = backend.subscriptions()
+    opened: list[str] = []
+
+    def subscribe(shard_id: str, position: dict):
+        opened.append(shard_id)
+        return transport.subscribe(consumer, shard_id, position)
+
+    options = TailOptions(start=parse_start("trim-horizon"), follow=True)
+    reader = TailReader(backend, stream, options, subscribe=subscribe)
+    records: list = []
+    batches, written = 12, 150
+
+    async def drain() -> None:
+        async with contextlib.aclosing(reader.batches()) as pages:
+            async for batch in pages:
+                records.extend(batch.records)
+                if len(records) >= batches * written:
+                    return
+
+    async def write() -> None:
+        for step in range(batches):
+            await fill(backend, stream, step * written, written)
+            if step == batches // 2:
+                parent = (await backend.all_shards(stream))[0]
+                await backend.split_shard(stream, parent.shard_id, 1 << 127)
+            await asyncio.sleep(0.25)  # three seconds of writing: subscriptions end and are taken up again
+
+    await asyncio.wait_for(asyncio.gather(drain(), write()), 60)
+
+    by_shard = check_exactly_once_in_order(records, batches * written)
+    assert len(by_shard) == 3, "the parent and its two children"
+    assert len(opened) > len(set(opened)), f"subscriptions ended and were resubscribed: {opened}"
+
+
+async def test_connections_to_the_embedded_server_cut_mid_event_are_resubscribed(short_lived_local):
+    await check_cut_subscriptions_are_picked_up(short_lived_local.endpoint_url)
+
+
+async def test_tail_efo_against_the_embedded_server_reads_a_split_stream(local_backend, short_lived_local):
+    backend, streams = local_backend
+    stream = await streams(1)
+    await fill(backend, stream, 0, RECORDS // 2)
+    parent = (await backend.all_shards(stream))[0]
+    await backend.split_shard(stream, parent.shard_id, 1 << 127)
+    await backend.wait_for_active(stream)
+    await fill(backend, stream, RECORDS // 2, RECORDS // 2)
+
+    code, out, err = await kconsole(
+        "tail", stream, "--efo", "--yes", "--json", "--from", "trim-horizon",
+        "--endpoint-url", short_lived_local.endpoint_url,
+    )  # fmt: skip
+
+    assert code == 0, err
+    numbers = [json.loads(line)["content"]["n"] for line in out.splitlines()]
+    assert sorted(numbers) == list(range(RECORDS))
+    assert numbers[: RECORDS // 2] == list(range(RECORDS // 2)), "the parent, in order, before its children"
+
+
+async def test_tail_local_efo_reads_the_embedded_servers_stream():
+    stream = unique_stream_name()
+    code, out, err = await kconsole("tail", stream, "--local", "--efo", "--yes", "--from", "trim-horizon")
+
+    assert code == 0, err
+    assert "registered the temporary consumer" in err and "deregistered the temporary consumer" in err
     assert "Traceback" not in err
 
 
