@@ -474,6 +474,15 @@ class KinesisBackend(CallPath):
     async def put_table_items(self, table: str, items: list[dict]) -> None:
         await self._dynamodb.put_items(table, items)
 
+    async def get_item(self, table: str, key: dict) -> dict | None:
+        return await self._dynamodb.get_item(table, key)
+
+    async def update_item_if(self, table: str, key: dict, **change: Any) -> None:
+        await self._dynamodb.update_item_if(table, key, **change)
+
+    async def put_item_if_absent(self, table: str, item: dict, key_attribute: str) -> None:
+        await self._dynamodb.put_item_if_absent(table, item, key_attribute)
+
     async def shard_metrics(
         self,
         stream: str,
