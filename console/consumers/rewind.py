@@ -449,8 +449,8 @@ async def prepare_rewind(
             return LATEST if shard.is_open else SHARD_END
         if target.kind == "sequences":
             sequence = target.sequences[shard_id]
-            first = await _record_at(backend, stream, shard_id, sequence)
-            return await reader.last_before(sequence, _arrival(first, now), oldest)
+            named = await _record_at(backend, stream, shard_id, sequence)
+            return await reader.last_before(sequence, _arrival(named, now), oldest)
         assert target.moment is not None
         first = await reader.first_from(AT_TIMESTAMP, timestamp=target.moment)
         if first is None and not shard.is_open:
@@ -770,6 +770,7 @@ class LeaseOutcome:
 class RunResult:
     action_id: str
     outcomes: tuple[LeaseOutcome, ...]
+    done: str = "checkpoint(s) changed"  # what an applied outcome did, in the last line
 
     @property
     def complete(self) -> bool:
@@ -778,7 +779,7 @@ class RunResult:
     def lines(self) -> list[str]:
         lines = [f"{o.shard_id}: {o.outcome} ({o.evidence})" for o in self.outcomes]
         applied = sum(o.outcome == "applied" for o in self.outcomes)
-        lines.append(f"{applied} of {len(self.outcomes)} checkpoint(s) changed; action {self.action_id}")
+        lines.append(f"{applied} of {len(self.outcomes)} {self.done}; action {self.action_id}")
         if applied and self.outcomes and not self.complete:
             lines.append(f"the leases above marked applied did change; undo them with --undo {self.action_id}")
         return lines
@@ -1005,7 +1006,7 @@ async def _run_clone(
             outcomes.append(LeaseOutcome(move.lease_key, move.shard_id, "not applied", error.message))
             continue
         outcomes.append(LeaseOutcome(move.lease_key, move.shard_id, "applied", change.evidence or "written"))
-    return RunResult(action_id, tuple(outcomes))
+    return RunResult(action_id, tuple(outcomes), done=f"lease(s) written to {target}")
 
 
 def _iso(moment: datetime) -> str:
