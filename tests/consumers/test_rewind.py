@@ -451,3 +451,38 @@ async def test_export_and_import_restore_positions(capsys, local_kinesis, kinesi
         *url,
     )
     assert code == 2 and "not a positions file" in one_clean_line(err)
+
+
+async def test_across_a_split_the_cleaned_up_parent_is_recreated_and_the_children_start_over(
+    kinesis, make_stream, ddb, tmp_path
+):
+    stream = await make_stream(shards=1)
+    parent = (await kinesis.all_shards(stream))[0]
+    for text in (b"p1", b"p2"):
+        await kinesis.put_record(stream, text, "k", explicit_hash_key=parent.starting_hash_key)
+    await kinesis.split_shard(stream, parent.shard_id, (parent.starting_hash_key + parent.ending_hash_key) // 2)
+    await kinesis.wait_for_active(stream)
+    children = [s for s in await kinesis.all_shards(stream) if s.parents]
+    for child in children:
+        await kinesis.put_record(stream, b"c", "k", explicit_hash_key=child.starting_hash_key)
+    tips = {}
+    for child in children:
+        iterator = await kinesis.get_shard_iterator(stream, child.shard_id, "TRIM_HORIZON")
+        tips[child.shard_id] = (await kinesis.get_records(iterator))["Records"][-1]["SequenceNumber"]
+    table = await create_lease_table(ddb)  # the parent's lease was cleaned up after it ended
+    await put_items(
+        ddb,
+        table,
+        [kcl_lease(c.shard_id, owner=None, checkpoint=tips[c.shard_id], parents=c.parents) for c in children],
+    )
+    now = datetime.now(UTC)
+    plan = await rewind.prepare_rewind(kinesis, stream, table, rewind.parse_target(["trim-horizon"], now), now=now)
+    moves = {m.shard_id: m for m in plan.moves}
+    assert moves[parent.shard_id].create is not None and moves[parent.shard_id].records == 2
+    assert all(moves[c.shard_id].new == "TRIM_HORIZON" and moves[c.shard_id].records == 1 for c in children)
+    result = await rewind.run(kinesis, plan, action_log=ActionLog(tmp_path / "log.jsonl"), watch_seconds=0)
+    assert result.complete
+    recreated = (await checkpoints(ddb, table))[parent.shard_id]
+    assert recreated["checkpoint"] == {"S": "TRIM_HORIZON"} and "leaseOwner" not in recreated
+    assert sorted(recreated["childShardIds"]["SS"]) == sorted(c.shard_id for c in children)
+    assert recreated["startingHashKey"] == {"S": str(parent.starting_hash_key)}
