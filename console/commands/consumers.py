@@ -49,7 +49,8 @@ def register(subparsers, common) -> None:
         description="List a stream's enhanced fan-out consumers and, with a KCL lease table, every lease: "
         "owner, checkpoint, records and time behind, state (owned, unowned, stalled, finished), "
         "and the open shards with no lease. `consumers register|deregister STREAM --name NAME` "
-        "changes the EFO registrations (asks first).",
+        "changes the EFO registrations (asks first). `consumers rewind|skip|clone|checkpoints` move a KCL "
+        "application's checkpoints: planned first, refused while the application runs, logged, undoable.",
     )
     parser.add_argument(
         "words",
