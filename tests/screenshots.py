@@ -41,6 +41,7 @@ VIEWS = (
     "producer",
     "stream-actions",
     "fleet",
+    "readers",
 )
 HEAT_SECONDS = 135  # of paced traffic before the Heat view is taken (the script's longest wait)
 
@@ -132,6 +133,13 @@ async def add_fleet(kinesis) -> None:
     await kinesis.put_metric_data("AWS/Kinesis", data)
 
 
+async def make_demo_readers(endpoint_url: str, stream: str) -> None:
+    command = [sys.executable, "-m", "console.cli", "demo", "readers", stream, "--endpoint-url", endpoint_url]
+    process = await asyncio.create_subprocess_exec(*command, "--region", "us-east-1", stdout=asyncio.subprocess.DEVNULL)
+    if await process.wait() != 0:
+        raise RuntimeError(f"kconsole demo readers {stream} failed")
+
+
 async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
     from console.ui.app import KConsoleApp
     from console.ui.screens.prompt import PromptScreen
@@ -191,6 +199,11 @@ async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
             if hot is not None:
                 panel.select_shard(hot.shard_id)  # the shard worth looking at, as the operator would pick it
             await pilot.pause(1.5)
+        elif view == "readers":
+            await pilot.press("9")
+            panel = app.query_one("#readers-panel")
+            await wait_until(pilot, lambda: panel.report is not None and len(panel.report.readers) >= 5, timeout=60)
+            await pilot.press("down")
         elif view == "producer":
             await pilot.press("5")
             app.query_one("#producer-keys").value = "50"
@@ -204,7 +217,7 @@ async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
             await wait_until(pilot, lambda: panel.report is not None, timeout=60)
         await pilot.pause(0.3)
         path = out / f"{view}.svg"
-        path.write_text(app.export_screenshot(title=f"kconsole — {view}"), encoding="utf-8")
+        save(path, app.export_screenshot(title=f"kconsole — {view}").encode("utf-8"))
         return path
 
 
@@ -219,6 +232,8 @@ async def main(out: Path, views: tuple[str, ...] = VIEWS) -> None:
         await publish_demo_metrics(kinesis, DEMO_STREAM)
         await add_fleet(kinesis)
         for view in views:
+            if view == "readers":  # one reader of each kind, as `kconsole demo readers` makes them
+                await make_demo_readers(kinesis.local_server.endpoint_url, DEMO_STREAM)
             path = await capture(kinesis, DEMO_STREAM, view, out)
             print(f"wrote {path}", file=sys.stderr)
 
@@ -360,7 +375,7 @@ async def capture_web(out: Path, chromium: str, timeout: float = 90.0) -> Path:
         path = out / "web.png"
         import base64
 
-        path.write_bytes(base64.b64decode(shot["data"]))
+        save(path, base64.b64decode(shot["data"]))
         return path
     finally:
         # The browser first (its tab's console ends with the connection), then the server, as Ctrl-C.
@@ -373,6 +388,14 @@ async def capture_web(out: Path, chromium: str, timeout: float = 90.0) -> Path:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def save(path: Path, data: bytes) -> None:
+    """A screenshot file as every file kconsole writes: whole or not at all, and a name that is not a
+    regular file (a FIFO, a device, a directory) is never replaced (console.read.export)."""
+    from console.read.export import write_atomically
+
+    write_atomically(path, data, "screenshot")
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ def test_deferred_tls_internals():
     assert "set_default_verify_paths" not in vars(ssl.SSLContext)
     assert isinstance(connector._SSL_CONTEXT_VERIFIED, ssl.SSLContext)
     assert isinstance(connector._SSL_CONTEXT_UNVERIFIED, ssl.SSLContext)
+    # Once import_aiohttp ran in this process, the method is its wrapper, which reports aiohttp's own.
     assert parameters(connector.TCPConnector._get_ssl_context) == ["self", "req"]
 
 

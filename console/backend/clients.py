@@ -31,7 +31,16 @@ for _library in ("botocore", "aiobotocore"):
 
 
 # The services the backend opens clients for, by their endpoint prefix in botocore's endpoints.json.
-ENDPOINT_PREFIXES = {"kinesis": "kinesis", "cloudwatch": "monitoring", "dynamodb": "dynamodb", "sts": "sts"}
+ENDPOINT_PREFIXES = {
+    "kinesis": "kinesis",
+    "cloudwatch": "monitoring",
+    "dynamodb": "dynamodb",
+    "sts": "sts",
+    "lambda": "lambda",
+    "firehose": "firehose",
+    "pipes": "pipes",
+    "kinesisanalyticsv2": "kinesisanalytics",
+}
 
 
 def lean_endpoint_resolver(session: Any) -> Any:
@@ -242,7 +251,7 @@ UNCHECKED_SERVICES = frozenset({"cloudwatch"})
 
 
 class SideClients:
-    """The backend's clients for CloudWatch, DynamoDB and STS, each opened on first use and closed
+    """The backend's clients for CloudWatch, DynamoDB, STS and the readers' services, each opened on first use and closed
     with the backend."""
 
     def __init__(

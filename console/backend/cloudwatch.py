@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -110,6 +110,27 @@ class CloudWatchBackend:
                 by_metric[metric].sort()
         return found
 
+    async def metric_series(
+        self,
+        queries: Sequence[tuple[str, str, str, dict[str, str]]],
+        start: datetime,
+        end: datetime,
+        period: int = 60,
+    ) -> list[list[tuple[datetime, float]]]:
+        """The points of each (namespace, metric, statistic, dimensions) query, in order, whatever the
+        namespace (the readers' AWS/Lambda, AWS/Firehose...): 500 queries to a GetMetricData call, so
+        the lag of a thousand readers is two or three calls."""
+        found: list[list[tuple[datetime, float]]] = [[] for _ in queries]
+        for offset in range(0, len(queries), QUERIES_PER_CALL):
+            batch = queries[offset : offset + QUERIES_PER_CALL]
+            requests = [
+                metric_query(index, namespace, metric, stat, period, dimensions)
+                for index, (namespace, metric, stat, dimensions) in enumerate(batch)
+            ]
+            for index, series in (await self._metric_data(requests, start, end)).items():
+                found[offset + index] = sorted(series)
+        return found
+
     async def _metric_data(self, queries: list[dict], start: datetime, end: datetime) -> dict[int, list]:
         """GetMetricData over every page: the points of query number i (its Id is f"m{i}")."""
         return (await self._metric_pages(queries, start, end))[0]
@@ -144,11 +165,15 @@ class StreamsMetrics:
 
 
 def _metric_query(index: int, metric: str, stat: str, period: int, **dimensions: str) -> dict:
+    return metric_query(index, "AWS/Kinesis", metric, stat, period, dimensions)
+
+
+def metric_query(index: int, namespace: str, metric: str, stat: str, period: int, dimensions: dict[str, str]) -> dict:
     return {
         "Id": f"m{index}",
         "MetricStat": {
             "Metric": {
-                "Namespace": "AWS/Kinesis",
+                "Namespace": namespace,
                 "MetricName": metric,
                 "Dimensions": [{"Name": name, "Value": value} for name, value in dimensions.items()],
             },

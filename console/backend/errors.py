@@ -123,7 +123,15 @@ def error_message(error: ClientError) -> str:
     return message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + "..."
 
 
-SERVICE_NAMES = {"dynamodb": "DynamoDB", "cloudwatch": "CloudWatch", "sts": "STS"}
+SERVICE_NAMES = {
+    "dynamodb": "DynamoDB",
+    "cloudwatch": "CloudWatch",
+    "sts": "STS",
+    "lambda": "Lambda",
+    "firehose": "Firehose",
+    "pipes": "EventBridge Pipes",
+    "kinesisanalyticsv2": "Managed Service for Apache Flink",
+}
 
 
 def translate(

@@ -12,7 +12,8 @@ module and class, all on one call path so retries are counted and reported in on
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,8 @@ from console.backend.calls import CallPath
 from console.backend.cloudwatch import CloudWatchBackend, StreamsMetrics
 from console.backend.config import BackendConfig
 from console.backend.dynamodb import DynamoDBBackend
-from console.backend.protocol import CLOUDWATCH, RETRY_EVENTS
+from console.backend.protocol import CLOUDWATCH, READERS, RETRY_EVENTS
+from console.backend.readers import ReadersBackend
 from console.backend.sts import STSBackend
 from console.errors import BackendError, BadInput, ConsoleError, ResourceInUse, StreamNotFound
 from console.topology.model import Shard, StreamSummary, put_records_entry
@@ -32,8 +34,9 @@ if TYPE_CHECKING:
 class KinesisBackend(CallPath):
     """One open connection to a Kinesis endpoint. Create through `open_backend`."""
 
-    # What the console may use beyond the streams (console.backend.protocol): CloudWatch, retry events.
-    capabilities = frozenset({CLOUDWATCH, RETRY_EVENTS})
+    # What the console may use beyond the streams (console.backend.protocol): CloudWatch, the other
+    # readers' services, retry events.
+    capabilities = frozenset({CLOUDWATCH, READERS, RETRY_EVENTS})
 
     @property
     def profile(self) -> str | None:
@@ -62,6 +65,7 @@ class KinesisBackend(CallPath):
         self._dynamodb = DynamoDBBackend(self, self._side_client)
         self._cloudwatch = CloudWatchBackend(self, self._side_client)
         self._sts = STSBackend(self, self._side_client)
+        self._readers = ReadersBackend(self, self._side_client)
 
     async def _call(self, operation: str, *, client: Any = None, **params: Any) -> dict:
         try:
@@ -305,7 +309,8 @@ class KinesisBackend(CallPath):
     # ---- today's settings: record size, warm throughput, distribution, account ------------------
 
     async def _today(self, operation: str, **params: Any) -> dict:
-        """An operation added in 2025-26: a server that predates it says so in one line."""
+        """An operation some servers lack (those added in 2025-26, ListStreamConsumers on older
+        Kinesis-compatible servers, UpdateShardCount on some): a server without it says so in one line."""
         try:
             return await self._call(operation, **params)
         except ConsoleError as error:
@@ -336,15 +341,27 @@ class KinesisBackend(CallPath):
 
     # ---- tags v2 and resource policies (streams, consumers, channels by ARN) --------------------
 
+    # A server that predates tagging by ARN (2024) tags a stream with the calls it always had:
+    # ListTagsForStream, AddTagsToStream and RemoveTagsFromStream, by the stream's name.
+
     async def resource_tags(self, arn: str) -> dict[str, str]:
-        tags = (await self._today("ListTagsForResource", ResourceARN=arn)).get("Tags", [])
+        try:
+            tags = (await self._today("ListTagsForResource", ResourceARN=arn)).get("Tags", [])
+        except BackendError as error:
+            return await self.stream_tags(_legacy_stream_of(arn, error))
         return {tag["Key"]: tag.get("Value", "") for tag in tags}
 
     async def tag_resource(self, arn: str, tags: dict[str, str]) -> None:
-        await self._today("TagResource", ResourceARN=arn, Tags=tags)
+        try:
+            await self._today("TagResource", ResourceARN=arn, Tags=tags)
+        except BackendError as error:
+            await self._call("AddTagsToStream", StreamName=_legacy_stream_of(arn, error), Tags=tags)
 
     async def untag_resource(self, arn: str, keys: list[str]) -> None:
-        await self._today("UntagResource", ResourceARN=arn, TagKeys=keys)
+        try:
+            await self._today("UntagResource", ResourceARN=arn, TagKeys=keys)
+        except BackendError as error:
+            await self._call("RemoveTagsFromStream", StreamName=_legacy_stream_of(arn, error), TagKeys=keys)
 
     async def resource_policy(self, arn: str) -> str | None:
         """The policy document, or None when there is none (some servers answer ResourceNotFound)."""
@@ -419,7 +436,7 @@ class KinesisBackend(CallPath):
         )
 
     async def update_shard_count(self, stream: str, target: int) -> dict:
-        return await self._call(
+        return await self._today(
             "UpdateShardCount", StreamName=stream, TargetShardCount=target, ScalingType="UNIFORM_SCALING"
         )
 
@@ -435,7 +452,7 @@ class KinesisBackend(CallPath):
         consumers: list[dict] = []
         params: dict[str, Any] = {"StreamARN": stream_arn}
         while True:
-            page = await self._call("ListStreamConsumers", **params)
+            page = await self._today("ListStreamConsumers", **params)
             consumers.extend(page.get("Consumers", []))
             if not page.get("NextToken"):
                 return consumers
@@ -453,6 +470,9 @@ class KinesisBackend(CallPath):
 
     async def enable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None:
         await self._call("EnableEnhancedMonitoring", StreamName=stream, ShardLevelMetrics=metrics)
+
+    async def disable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None:
+        await self._call("DisableEnhancedMonitoring", StreamName=stream, ShardLevelMetrics=metrics)
 
     # ---- the other services, through their own classes ---------------------------------------
 
@@ -510,6 +530,32 @@ class KinesisBackend(CallPath):
     async def caller_identity(self) -> str | None:
         return await self._sts.caller_identity()
 
+    # ---- the stream's other readers (Lambda, Firehose, Pipes, Flink) and their metrics -----------
+
+    async def event_source_mappings(self, source_arn: str | None = None) -> list[dict]:
+        return await self._readers.event_source_mappings(source_arn)
+
+    async def function_configuration(self, function: str) -> dict | None:
+        return await self._readers.function_configuration(function)
+
+    async def delivery_streams_from_kinesis(self) -> list[dict]:
+        return await self._readers.delivery_streams_from_kinesis()
+
+    async def pipes_from(self, source_prefix: str | None = None) -> list[dict]:
+        return await self._readers.pipes_from(source_prefix)
+
+    async def flink_applications(self) -> list[dict]:
+        return await self._readers.flink_applications()
+
+    async def metric_series(
+        self,
+        queries: Sequence[tuple[str, str, str, dict[str, str]]],
+        start: datetime,
+        end: datetime,
+        period: int = 60,
+    ) -> list[list[tuple[datetime, float]]]:
+        return await self._cloudwatch.metric_series(queries, start, end, period)
+
 
 # How servers that predate an operation answer it: kinesis-mock cannot route it ("Unable to determine
 # service/operation name", as AccessDenied), others name an unknown operation or action, moto has not
@@ -522,6 +568,17 @@ _UNSUPPORTED_MARKERS = (
     "not yet implemented",
     "is not implemented",
 )
+
+
+_STREAM_ARN = re.compile(r"^arn:[\w-]+:kinesis:[\w-]*:\d*:stream/(?P<name>[A-Za-z0-9_.-]+)$")
+
+
+def _legacy_stream_of(arn: str, error: BackendError) -> str:
+    """The stream a by-ARN call that the endpoint lacks can be made for by name; else the error stands."""
+    match = _STREAM_ARN.match(arn)
+    if error.code != "unsupported_operation" or match is None:
+        raise error
+    return match.group("name")
 
 
 def is_unsupported(error: ConsoleError) -> bool:

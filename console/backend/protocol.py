@@ -11,7 +11,7 @@ console asks `CLOUDWATCH in source.capabilities` rather than whether some method
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -19,6 +19,8 @@ from console.topology.model import Shard, StreamSummary
 
 # The stream's CloudWatch metrics (stream level, and shard level with enhanced monitoring).
 CLOUDWATCH = "cloudwatch"
+# The services that read a stream besides the KCL (ReaderSources: Lambda, Firehose, Pipes, Flink).
+READERS = "readers"
 # Every backend call may be retried; the console shows each retry in its header through `on_retry`.
 RETRY_EVENTS = "retry-events"
 
@@ -37,7 +39,38 @@ class StreamReads(Protocol):
     async def all_shards(self, stream: str, shard_filter: dict[str, Any] | None = None) -> list[Shard]: ...
 
 
-class ConsoleBackend(StreamReads, Protocol):
+class ReaderSources(Protocol):
+    """The services that read a stream besides its KCL applications and EFO consumers, and the
+    CloudWatch metrics of their lag (console.consumers.readers asks these; every call only reads).
+    A service the endpoint does not serve, a missing permission or lasting throttling raises one
+    ConsoleError, which costs that service's readers one line."""
+
+    # Lambda event source mappings of a stream's (or an EFO consumer's) ARN; None: every mapping there.
+    async def event_source_mappings(self, source_arn: str | None = None) -> list[dict[str, Any]]: ...
+
+    # GetFunction's Configuration; None when the function is gone.
+    async def function_configuration(self, function: str) -> dict[str, Any] | None: ...
+
+    # Every Firehose delivery stream with a Kinesis stream as its source, described.
+    async def delivery_streams_from_kinesis(self) -> list[dict[str, Any]]: ...
+
+    # Every EventBridge pipe whose source ARN starts with the prefix, described.
+    async def pipes_from(self, source_prefix: str | None = None) -> list[dict[str, Any]]: ...
+
+    # Every Managed Service for Apache Flink application, described.
+    async def flink_applications(self) -> list[dict[str, Any]]: ...
+
+    # The points of each (namespace, metric, statistic, dimensions) query, in the queries' order.
+    async def metric_series(
+        self,
+        queries: Sequence[tuple[str, str, str, dict[str, str]]],
+        start: datetime,
+        end: datetime,
+        period: int = 60,
+    ) -> list[MetricPoints]: ...
+
+
+class ConsoleBackend(StreamReads, ReaderSources, Protocol):
     """Every call the console makes on a backend (see the module's docstring)."""
 
     # Which optional parts this source offers (CLOUDWATCH, RETRY_EVENTS).

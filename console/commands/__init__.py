@@ -37,6 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tail": ("console.commands.tail", "print the records in a stream, decoded (JSON, gzip, KPL aggregates)"),
     "copy": ("console.commands.copy", "copy a window of records from one stream to another, in order per key"),
     "consumers": ("console.commands.consumers", "EFO consumers and KCL leases: owner, lag and state per shard"),
+    "readers": (
+        "console.commands.readers",
+        "every reader of a stream, worst first: Lambda, Firehose, Pipes, Flink, EFO, KCL",
+    ),
     "recommend": ("console.commands.consumers", "shard count and plan that keep peak utilisation under a target"),
     "local": ("console.commands.local", "the embedded local Kinesis (moto, patched)"),
     "demo": (

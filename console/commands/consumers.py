@@ -241,7 +241,7 @@ async def _find_tables(args: argparse.Namespace) -> tuple[list[str], list]:
 
     async with _open(args) as backend:
         shards = await backend.all_shards(args.stream)
-        tables = await find_lease_tables(backend, args.stream, [shard.shard_id for shard in shards])
+        tables = await find_lease_tables(backend, args.stream, shards)
         names = await backend.table_names() if tables else []
         return tables, [await kcl_tables_of(backend, table, names) for table in tables]
 
@@ -301,9 +301,12 @@ def render_workers(view: Any) -> list[str]:
 
 def render_report(report: ConsumerReport, workers: Any = None, *, show_workers: bool = True) -> str:
     lines = [
-        f"stream {report.stream}: {len(report.efo_consumers)} EFO consumer(s)"
+        f"stream {report.stream}: "
+        + ("EFO consumers unknown" if report.efo_unknown else f"{len(report.efo_consumers)} EFO consumer(s)")
         + (f", {len(report.rows)} lease(s) in {report.lease_table}" if report.lease_table else "")
     ]
+    if report.efo_unknown:
+        lines.append(f"EFO consumers unknown: {report.efo_unknown}")
     if report.efo_consumers:
         lines.append(
             render_table(

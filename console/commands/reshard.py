@@ -55,6 +55,7 @@ from console.topology.model import Shard
 
 if TYPE_CHECKING:  # the executor and the consumer barrier load only when a stream is planned against
     from console.consumers.barrier import BarrierReport
+    from console.consumers.readers import ReshardReaders
     from console.reshard.execute import ExecutionResult, Executor, PlanBuilder
 
 ACTIONS = ("split", "merge", "scale", "even")
@@ -340,7 +341,7 @@ def _executor(kinesis, args: argparse.Namespace, *, quiet: bool = False) -> Exec
 def run_plan(args: argparse.Namespace) -> int:
     inputs = read_inputs(args)
     build = plan_builder(args, inputs)
-    barrier = None
+    barrier, readers = None, None
     if args.stream is None:
         if args.shards is None:
             raise BadInput(
@@ -350,18 +351,27 @@ def run_plan(args: argparse.Namespace) -> int:
     else:
         if args.shards is not None and not getattr(args, "local", False):
             raise BadInput("give either STREAM or --shards N, not both", code="usage")
-        plan, barrier = run_async(_plan_from_stream(args, inputs, build))
-    document = plan.to_json() | ({"consumers": barrier.to_json()} if barrier else {})
-    emit(args, document, lambda: render_plan(plan) + ("\n" + "\n".join(barrier.lines()) if barrier else ""))
+        plan, barrier, readers = run_async(_plan_from_stream(args, inputs, build))
+    document = (
+        plan.to_json()
+        | ({"consumers": barrier.to_json()} if barrier else {})
+        | ({"readers": readers.to_json()} if readers else {})
+    )
+    emit(args, document, lambda: render_plan(plan) + _extra_lines(barrier, readers))
     if plan.breaches:
         note(f"kconsole: plan breaches {len(plan.breaches)} limit(s); `kconsole reshard` would refuse it")
         return 1
     return 0
 
 
+def _extra_lines(barrier: BarrierReport | None, readers: ReshardReaders | None) -> str:
+    lines = (barrier.lines() if barrier else []) + (readers.lines() if readers else [])
+    return "".join("\n" + line for line in lines)
+
+
 async def _plan_from_stream(
     args: argparse.Namespace, inputs: PlanInputs, build: PlanBuilder
-) -> tuple[ReshardPlan, BarrierReport | None]:
+) -> tuple[ReshardPlan, BarrierReport | None, ReshardReaders | None]:
     from console.backend import BackendConfig, open_backend
 
     async with open_backend(BackendConfig.from_args(args)) as kinesis:
@@ -370,7 +380,27 @@ async def _plan_from_stream(
         inputs, build, _notice = await _respect_distribution(kinesis, args, summary, inputs, build)
         build = await _with_recent_median(kinesis, args, inputs, shards, build)
         plan = build(shards, context)
-        return plan, await _barrier(kinesis, args, summary, shards, plan)
+        barrier = await _barrier(kinesis, args, summary, shards, plan)
+        return plan, barrier, await _readers(kinesis, args, plan)
+
+
+async def _readers(kinesis, args: argparse.Namespace, plan: ReshardPlan) -> ReshardReaders | None:
+    """The stream's readers the plan affects (every reader found; the lease table given, else the
+    stream's lease tables found); None for a plan that changes nothing."""
+    if plan.is_noop or not plan.ok:
+        return None
+    from console.consumers.barrier import changed_shards
+    from console.consumers.readers import readers_for_reshard
+
+    lease_table = getattr(args, "lease_table", None)
+    return await readers_for_reshard(
+        kinesis,
+        args.stream,
+        closes=changed_shards(plan.before, (s.shard_id for s in plan.after if s.unchanged and s.shard_id)),
+        shards_before=len(plan.before),
+        shards_after=len(plan.after),
+        lease_tables=[lease_table] if lease_table else None,
+    )
 
 
 async def _barrier(
@@ -447,10 +477,11 @@ def run_reshard(args: argparse.Namespace) -> int:
     refuse_if_read_only(args, f"{args.action} {args.stream}")
     inputs = read_inputs(args)
     build = plan_builder(args, inputs)
-    result = run_async(_reshard(args, inputs, build))
-    if result is None:
+    done = run_async(_reshard(args, inputs, build))
+    if done is None:
         return 0
-    emit(args, result.to_json(), lambda: render_result(result))
+    result, readers = done
+    emit(args, result.to_json() | ({"readers": readers.to_json()} if readers else {}), lambda: render_result(result))
     if result.changed_by_others:
         note(
             f"kconsole: {args.stream} was changed by someone else meanwhile: "
@@ -467,7 +498,9 @@ def run_reshard(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _reshard(args: argparse.Namespace, inputs: PlanInputs, build: PlanBuilder) -> ExecutionResult | None:
+async def _reshard(
+    args: argparse.Namespace, inputs: PlanInputs, build: PlanBuilder
+) -> tuple[ExecutionResult, ReshardReaders | None] | None:
     from console.backend import BackendConfig, open_backend
 
     async with open_backend(BackendConfig.from_args(args)) as kinesis:
@@ -491,7 +524,8 @@ async def _reshard(args: argparse.Namespace, inputs: PlanInputs, build: PlanBuil
                 "(pass --force to reshard anyway)",
                 code="consumers_behind",
             )
-        preview = render_plan(plan) + ("\n" + "\n".join(barrier.lines()) if barrier else "") + "\n"
+        readers = await _readers(kinesis, args, plan)
+        preview = render_plan(plan) + _extra_lines(barrier, readers) + "\n"
         confirm_by_stream_name(
             args,
             change=f"{args.action} {args.stream}",
@@ -499,7 +533,7 @@ async def _reshard(args: argparse.Namespace, inputs: PlanInputs, build: PlanBuil
             advice="review with `kconsole plan` and ",
             preview=preview,
         )
-        return await executor.execute(build, expected=plan, wait=args.wait)
+        return await executor.execute(build, expected=plan, wait=args.wait), readers
 
 
 def render_result(result: ExecutionResult) -> str:

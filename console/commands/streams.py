@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from console.commands import command_help
@@ -103,7 +104,9 @@ def streams_command(args: Any) -> int:
     emit(
         args,
         [by_name[row.name].to_json() | row.to_json() for row in ordered],
-        lambda: format_fleet([(by_name[row.name], row) for row in ordered], label, fleet.problem),
+        lambda: format_fleet(
+            [(by_name[row.name], row) for row in ordered], label, fleet.problem, fleet.readers_unavailable
+        ),
     )
     return 0
 
@@ -161,14 +164,31 @@ async def listed_fleet(
     rows. The metrics need only the names, so they are read while the streams are described: the two
     wait on the endpoint together, not one after the other."""
     listed = sorted(await kinesis.list_stream_summaries(page_size=page_size), key=lambda s: s.name)
-    metrics = asyncio.ensure_future(read_fleet_metrics(kinesis, [summary.name for summary in listed]))
+    names = [summary.name for summary in listed]
+    metrics = asyncio.ensure_future(read_fleet_metrics(kinesis, names))
+    readers = asyncio.ensure_future(worst_readers(kinesis, names))
     try:
         summaries = await described(kinesis, listed, describe=describe, shown=shown)
-    except BaseException:  # the describe's own error is the one to tell; the read stops with it
-        metrics.cancel()
-        await asyncio.gather(metrics, return_exceptions=True)
+    except BaseException:  # the describe's own error is the one to tell; the reads stop with it
+        for read in (metrics, readers):
+            read.cancel()
+        await asyncio.gather(metrics, readers, return_exceptions=True)
         raise
-    return summaries, fleet_from([StreamFacts.from_stream(s) for s in summaries], await metrics)
+    found = await readers
+    fleet = fleet_from([StreamFacts.from_stream(s) for s in summaries], await metrics, found.worst if found else None)
+    fleet.readers_unavailable = found.unavailable if found else ()
+    return summaries, fleet
+
+
+async def worst_readers(kinesis: Any, names: list[str]) -> Any:
+    """Each stream's furthest-behind Lambda or Firehose reader (console.consumers.readers: a few calls
+    for the whole region, not per stream); None from a backend without the readers' services."""
+    from console.backend.protocol import READERS
+    from console.consumers.readers import fleet_reader_lag
+
+    if READERS not in getattr(kinesis, "capabilities", ()) or not names:
+        return None
+    return await fleet_reader_lag(kinesis, names)
 
 
 async def _watch_fleet(args: Any, *, rounds: int | None = None, interval: float = FLEET_REFRESH_S) -> int:
@@ -191,7 +211,12 @@ async def _watch_fleet(args: Any, *, rounds: int | None = None, interval: float 
             table = (
                 f"{kinesis.label} at {stamp}, sorted by {args.sort}; refreshes every {interval:g} s, "
                 "Ctrl-C stops\n"
-                + format_fleet([(by_name[row.name], row) for row in ordered], kinesis.label, fleet.problem)
+                + format_fleet(
+                    [(by_name[row.name], row) for row in ordered],
+                    kinesis.label,
+                    fleet.problem,
+                    fleet.readers_unavailable,
+                )
             )
             if sys.stdout.isatty() and getattr(args, "output", None) is None and not getattr(args, "json", False):
                 sys.stdout.write("\x1b[H\x1b[2J")  # a fresh screen each refresh, like watch(1)
@@ -204,8 +229,14 @@ async def _watch_fleet(args: Any, *, rounds: int | None = None, interval: float 
     return 0
 
 
-def format_fleet(pairs: list[tuple[StreamSummary, FleetRow]], label: str, problem: str | None) -> str:
-    """The streams table with rates, iterator age, throttles and the trouble column."""
+def format_fleet(
+    pairs: list[tuple[StreamSummary, FleetRow]],
+    label: str,
+    problem: str | None,
+    readers_unavailable: Sequence[str] = (),
+) -> str:
+    """The streams table with rates, iterator age, throttles and the trouble column; the readers'
+    services that could not be listed in a line (unless CloudWatch itself, which their lag needs, failed)."""
     if not pairs:
         return f"no streams on {label}"
     header = (
@@ -246,7 +277,11 @@ def format_fleet(pairs: list[tuple[StreamSummary, FleetRow]], label: str, proble
             )
         )
     text = render_table(header, body, right_aligned={3, 6, 7, 9, 10, 12})
-    return f"{text}\nno metrics: {problem}" if problem else text
+    if problem:
+        return f"{text}\nno metrics: {problem}"
+    if readers_unavailable:
+        return f"{text}\nreaders not checked: {'; '.join(readers_unavailable)}"
+    return text
 
 
 # -- kconsole shards -------------------------------------------------------------------------------

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from console.topology.model import Shard
+
 LEASE_KEY = "leaseKey"
 LEASE_OWNER = "leaseOwner"
 LEASE_COUNTER = "leaseCounter"
@@ -183,13 +185,74 @@ def leases_for_stream(items: Iterable[Mapping[str, Any]], stream: str) -> list[L
     return sorted((lease for lease in leases if lease.stream_name in (None, stream)), key=lambda lease: lease.shard_id)
 
 
-def table_matches_stream(items: Iterable[Mapping[str, Any]], stream: str, shard_ids: Iterable[str]) -> bool:
-    """A sample of a table's items looks like KCL leases of this stream (used to find lease tables)."""
-    known = set(shard_ids)
+STARTING_HASH_KEY = "startingHashKey"
+ENDING_HASH_KEY = "endingHashKey"
+
+
+def table_matches_stream(
+    items: Iterable[Mapping[str, Any]], stream: str, shards: Iterable[Shard], *, whole_table: bool = False
+) -> bool:
+    """A sample of a table's items holds KCL leases of this stream (used to find lease tables).
+
+    A multi-stream lease names its stream. A single-stream lease names only a shard id, and shard ids
+    repeat across streams (every stream has shardId-000000000000), so a table of single-stream leases
+    is this stream's only when every one of its leases agrees with this stream's shards: its shard is
+    one of this stream's (a finished lease may outlive its shard, trimmed past retention), and its
+    parents, its hash key range (KCL 2.x+) and a checkpoint that is a sequence number (sequence
+    numbers are the stream's own) all fit that shard. When `items` is the whole table, it must also
+    cover the stream: the KCL holds a lease on every open shard or on one of its ancestors. Two
+    streams with the same shards and no checkpointed sequence number yet still cannot be told apart."""
+    known = {shard.shard_id: shard for shard in shards}
+    mine = False
+    leased: set[str] = set()
     for item in items:
         if not looks_like_lease_item(item):
             continue
         lease = parse_lease(item)
-        if lease.stream_name == stream or (lease.stream_name is None and lease.shard_id in known):
+        if lease.stream_name is not None:
+            mine = mine or lease.stream_name == stream
+            continue
+        shard = known.get(lease.shard_id)
+        if shard is None:
+            if lease.finished:
+                continue
+            return False
+        if not _lease_agrees_with(lease, item, shard):
+            return False
+        leased.add(lease.shard_id)
+    if mine or not leased:
+        return mine
+    return not whole_table or all(_leased_line(shard, known, leased) for shard in known.values() if shard.is_open)
+
+
+def _leased_line(shard: Shard, known: Mapping[str, Shard], leased: set[str]) -> bool:
+    """The shard or one of its ancestors holds a lease."""
+    todo, seen = [shard.shard_id], set()
+    while todo:
+        shard_id = todo.pop()
+        if shard_id in leased:
             return True
+        if shard_id in seen or shard_id not in known:
+            continue
+        seen.add(shard_id)
+        todo.extend(known[shard_id].parents)
     return False
+
+
+def _lease_agrees_with(lease: Lease, item: Mapping[str, Any], shard: Shard) -> bool:
+    if lease.parent_shard_ids and set(lease.parent_shard_ids) != set(shard.parents):
+        return False
+    starting, ending = attribute(item.get(STARTING_HASH_KEY)), attribute(item.get(ENDING_HASH_KEY))
+    if starting is not None and ending is not None:
+        try:
+            if (int(starting), int(ending)) != (shard.starting_hash_key, shard.ending_hash_key):
+                return False
+        except (TypeError, ValueError):
+            return False
+    checkpoint = lease.checkpoint
+    if checkpoint is not None and _SEQUENCE_NUMBER.match(checkpoint):
+        if shard.starting_sequence_number is not None and int(checkpoint) < int(shard.starting_sequence_number):
+            return False
+        if shard.ending_sequence_number is not None and int(checkpoint) > int(shard.ending_sequence_number):
+            return False
+    return True

@@ -4,6 +4,7 @@ I/O goes through the injected backend (its Kinesis and DynamoDB methods)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -18,7 +19,7 @@ from console.consumers.leases import (
     table_matches_stream,
 )
 from console.consumers.report import ConsumerReport, EfoConsumer, StallTracker, build_report
-from console.errors import BadInput
+from console.errors import BadInput, ConsoleError
 from console.topology.model import Shard
 
 SAMPLE_ITEMS = 25  # items read from each table when looking for lease tables
@@ -70,8 +71,9 @@ async def lease_pages(
         )
 
 
-async def find_lease_tables(backend: Any, stream: str, shard_ids: Sequence[str]) -> list[str]:
-    """Tables keyed on leaseKey whose items look like KCL leases of this stream."""
+async def find_lease_tables(backend: Any, stream: str, shards: Sequence[Shard]) -> list[str]:
+    """Tables keyed on leaseKey whose leases are this stream's (leases.table_matches_stream): not
+    any lease table that happens to hold a shard id the stream also has."""
     names = await backend.table_names()
     limit = asyncio.Semaphore(8)
 
@@ -80,7 +82,8 @@ async def find_lease_tables(backend: Any, stream: str, shard_ids: Sequence[str])
             if not is_lease_key_schema(await backend.describe_table(name)):
                 return None
             sample = await backend.scan_table(name, limit=SAMPLE_ITEMS)
-            return name if table_matches_stream(sample, stream, shard_ids) else None
+            whole = len(sample) < SAMPLE_ITEMS
+            return name if table_matches_stream(sample, stream, shards, whole_table=whole) else None
 
     found = await asyncio.gather(*(check(name) for name in names))
     return [name for name in found if name]
@@ -95,15 +98,25 @@ async def consumer_report(
     tracker: StallTracker | None = None,
     shards: Sequence[Shard] | None = None,
     stream_arn: str | None = None,
+    efo: Sequence[EfoConsumer] | None = None,
     **lag_options: Any,
 ) -> ConsumerReport:
-    """Everything the consumers view shows, in one pass: EFO consumers and, with a lease table, every
-    lease with its lag and state and the open shards without a lease."""
+    """Everything the consumers view shows, in one pass: EFO consumers (listed unless `efo` gives
+    them) and, with a lease table, every lease with its lag and state and the open shards without a
+    lease."""
     if stream_arn is None:
         stream_arn = (await backend.describe_stream_summary(stream)).arn
     if shards is None:
         shards = await backend.all_shards(stream)
-    efo = await efo_consumers(backend, stream_arn)
+    efo_unknown = None
+    if efo is None:
+        try:
+            efo = await efo_consumers(backend, stream_arn)
+        except ConsoleError as error:
+            if error.code != "unsupported_operation":
+                raise
+            efo = []
+            efo_unknown = error.message  # the endpoint lacks ListStreamConsumers: one line, the rest stands
     known = {shard.shard_id for shard in shards}
     leases: list[Lease] = []
     lags: dict[str, ShardLag] = {}
@@ -132,4 +145,5 @@ async def consumer_report(
         finally:
             for batch in batches:
                 batch.cancel()
-    return build_report(stream, lease_table, leases, shards, lags, efo, scan_cap=cap, tracker=tracker)
+    report = build_report(stream, lease_table, leases, shards, lags, efo, scan_cap=cap, tracker=tracker)
+    return dataclasses.replace(report, efo_unknown=efo_unknown) if efo_unknown else report

@@ -1,8 +1,9 @@
 """The fleet: one row per stream of the region — its rates over the last 30 minutes, utilisation,
 iterator age and throttles from CloudWatch's free stream-level metrics — sorted by trouble.
 
-Trouble, in order: throttling (writes or reads refused), then iterator age (consumers behind), then
-utilisation (near the write limit). A row with any reason is in trouble and says why.
+Trouble, in order: throttling (writes or reads refused), then iterator age or a reader behind (the
+worst Lambda or Firehose reader's own lag, console.consumers.readers.fleet_reader_lag, given by the
+caller), then utilisation (near the write limit). A row with any reason is in trouble and says why.
 Capacity: provisioned streams write 1 MiB/s and 1,000 records/s per open shard; on-demand streams
 have the same per-shard limits over the shards they have now, or their warm throughput where set.
 I/O goes through the injected backend's `fleet_metrics` (GetMetricData, 500 queries a call).
@@ -84,6 +85,7 @@ class FleetRow:
     capacity_basis: str | None  # "shards", "warm"
     trouble: tuple[str, ...]
     metrics_problem: str | None = None
+    worst_reader: tuple[str, int] | None = None  # ("lambda orders-fn", millis behind): its furthest-behind reader
     # What the row was built from, so new facts (a shard count arriving late) rebuild it.
     series: Mapping[str, Series] | None = field(default=None, repr=False, compare=False)
     window_start: datetime | None = field(default=None, repr=False, compare=False)
@@ -93,12 +95,17 @@ class FleetRow:
         return self.facts.name
 
     def with_facts(self, facts: StreamFacts) -> FleetRow:
-        return build_row(facts, self.series, self.window_start, problem=self.metrics_problem)
+        return build_row(facts, self.series, self.window_start, problem=self.metrics_problem, reader=self.worst_reader)
+
+    @property
+    def behind_ms(self) -> float:
+        """How far behind its furthest-behind reader is: the iterator age, or a reader's own lag."""
+        return max(self.max_iterator_age_ms or 0.0, float(self.worst_reader[1]) if self.worst_reader else 0.0)
 
     def trouble_key(self) -> tuple:
         """Sorts the worst first: throttled, then behind, then busy; then by name."""
         throttles = (self.write_throttled or 0) + (self.read_throttled or 0)
-        age = self.max_iterator_age_ms or 0.0
+        age = self.behind_ms
         busy = self.utilisation or 0.0
         return (
             -(throttles > 0),
@@ -120,6 +127,9 @@ class FleetRow:
             "utilisation": None if self.utilisation is None else round(self.utilisation, 4),
             "trouble": list(self.trouble),
             "metrics_problem": self.metrics_problem,
+            "worst_reader": None
+            if self.worst_reader is None
+            else {"reader": self.worst_reader[0], "millis_behind": self.worst_reader[1]},
         }
 
 
@@ -147,11 +157,12 @@ def build_row(
     start: datetime | None = None,
     *,
     problem: str | None = None,
+    reader: tuple[str, int] | None = None,
 ) -> FleetRow:
     """One stream's row from its series ({metric: [(minute, value)]} from `start`, the window's first
-    minute; None: no metrics (yet))."""
+    minute; None: no metrics (yet)) and its worst reader (label, millis behind) where known."""
     if series is None or start is None or problem:
-        return FleetRow(facts, None, None, (), None, None, None, None, None, (), problem)
+        return FleetRow(facts, None, None, (), None, None, None, None, None, (), problem, reader)
     records, nbytes = series.get("IncomingRecords") or (), series.get("IncomingBytes") or ()
     ages = series.get("GetRecords.IteratorAgeMilliseconds") or ()
     writes = series.get("WriteProvisionedThroughputExceeded") or ()
@@ -172,6 +183,8 @@ def build_row(
         reasons.append(f"read throttled: {read_throttled:,} in {WINDOW_MINUTES} min")
     if age is not None and age >= AGE_TROUBLE_MS:
         reasons.append(f"iterator age {format_age(age)}")
+    if reader is not None and reader[1] >= AGE_TROUBLE_MS:
+        reasons.append(f"reader {reader[0]} {format_age(reader[1])} behind")
     if used is not None and used >= UTILISATION_TROUBLE:
         reasons.append(
             f"{used:.0%} of {'warm throughput' if limits is not None and limits[2] == 'warm' else 'write capacity'}"
@@ -189,6 +202,7 @@ def build_row(
         limits[2] if limits else None,
         tuple(reasons),
         None,
+        reader,
         series,
         start,
     )
@@ -274,7 +288,7 @@ def sort_rows(rows: Sequence[FleetRow], by: str = "trouble") -> list[FleetRow]:
     if by == "incoming":
         return sorted(rows, key=lambda r: (-(r.bytes_per_s or 0.0), r.name))
     if by == "age":
-        return sorted(rows, key=lambda r: (-(r.max_iterator_age_ms or 0.0), r.name))
+        return sorted(rows, key=lambda r: (-r.behind_ms, r.name))
     return sorted(rows, key=FleetRow.trouble_key)
 
 
@@ -285,6 +299,7 @@ class Fleet:
     rows: list[FleetRow] = field(default_factory=list)
     metric_calls: int = 0
     problem: str | None = None  # one line when CloudWatch could not be read at all
+    readers_unavailable: tuple[str, ...] = ()  # one line per readers' service that could not be listed
 
 
 @dataclass(frozen=True)
@@ -307,20 +322,41 @@ async def read_fleet_metrics(backend: Any, names: Sequence[str], *, now: datetim
     return FleetMetrics(start, found)
 
 
-def fleet_from(streams: Sequence[StreamFacts], metrics: FleetMetrics) -> Fleet:
-    """Every stream's row from a read of the metrics (streams it did not cover have no series)."""
+def fleet_from(
+    streams: Sequence[StreamFacts], metrics: FleetMetrics, readers: Mapping[str, tuple[str, int]] | None = None
+) -> Fleet:
+    """Every stream's row from a read of the metrics (streams it did not cover have no series) and
+    each stream's worst reader ({stream: (label, millis behind)}, where known)."""
     start, found = metrics.start, metrics.found
+    readers = readers or {}
     if found is None:
         return Fleet(
-            [build_row(facts, None, start, problem=metrics.problem) for facts in streams], problem=metrics.problem
+            [
+                build_row(facts, None, start, problem=metrics.problem, reader=readers.get(facts.name))
+                for facts in streams
+            ],
+            problem=metrics.problem,
         )
     rows = [
-        build_row(facts, found.series.get(facts.name), start, problem=found.problems.get(facts.name))
+        build_row(
+            facts,
+            found.series.get(facts.name),
+            start,
+            problem=found.problems.get(facts.name),
+            reader=readers.get(facts.name),
+        )
         for facts in streams
     ]
     return Fleet(rows, metric_calls=found.calls)
 
 
-async def fleet_rows(backend: Any, streams: Sequence[StreamFacts], *, now: datetime | None = None) -> Fleet:
+async def fleet_rows(
+    backend: Any,
+    streams: Sequence[StreamFacts],
+    *,
+    now: datetime | None = None,
+    readers: Mapping[str, tuple[str, int]] | None = None,
+) -> Fleet:
     """Every stream's row from one batched read of the last 30 minutes' stream-level metrics."""
-    return fleet_from(streams, await read_fleet_metrics(backend, [facts.name for facts in streams], now=now))
+    metrics = await read_fleet_metrics(backend, [facts.name for facts in streams], now=now)
+    return fleet_from(streams, metrics, readers)

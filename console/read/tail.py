@@ -28,6 +28,7 @@ retries decide, as for any command.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,6 +62,10 @@ MAX_QUEUED_BYTES = 64 * MIB
 # most, from its last record; what is wrong is said at once and then once a minute, not once a retry.
 MAX_RETRY_BACKOFF = 30.0
 TROUBLE_REPORT_INTERVAL = 60.0
+# More shards failing than the last report named (an outage reaches every shard within moments) is said
+# again at once, at most this often, so the report names every shard that cannot be read.
+TROUBLE_GROWTH_INTERVAL = 1.0
+SHARDS_NAMED = 10
 # Errors no retry can mend: the stream or the credentials are gone.
 _PERMANENT = (StreamNotFound, AccessDenied, NoCredentials, BadInput)
 
@@ -216,6 +221,8 @@ class TailReader:
         self.unreachable: dict[str, str] = {}
         self._on_trouble = on_trouble
         self._trouble_said_at = float("-inf")
+        self._trouble_said_count = 0
+        self._trouble_report: asyncio.TimerHandle | None = None  # a report of more shards, due shortly
         self._end = options.end.moment
         self._widened: set[str] = set()  # shards added when a key read met an aggregate
         # Children are followed only where the key can land, unless the user named the shards to read.
@@ -402,24 +409,45 @@ class TailReader:
             if shard_id in self.unreachable:
                 del self.unreachable[shard_id]
                 if not self.unreachable:
+                    self._trouble_said_count = 0
                     self._say(f"tail: reading again ({shard_id} answered); no record was skipped or repeated")
             return result
 
     def _trouble(self, shard_id: str, error: BaseException) -> None:
         first = not self.unreachable
+        newly = shard_id not in self.unreachable
         self.unreachable[shard_id] = str(error) or type(error).__name__
         progress = self.progress.get(shard_id)
         if progress is not None:
             progress.state = "retrying"
-        now = self._clock()
-        if first or now - self._trouble_said_at >= TROUBLE_REPORT_INTERVAL:
-            self._trouble_said_at = now
-            count = len(self.unreachable)
-            self._say(
-                f"tail: {count} shard{'s' if count != 1 else ''} cannot be read ({self.unreachable[shard_id]}); "
-                f"retrying from the last record read, backing off to {MAX_RETRY_BACKOFF:.0f} s between tries, "
-                "until stopped"
+            progress.millis_behind = None  # records may be waiting: how many is not known now
+        if newly:  # a lag-only update: the lag a view shows for this shard becomes unknown
+            with contextlib.suppress(asyncio.QueueFull):
+                self._queue.put_nowait(TailBatch(shard_id, [], None))
+        since = self._clock() - self._trouble_said_at
+        if first or since >= TROUBLE_REPORT_INTERVAL:
+            self._report_trouble(self.unreachable[shard_id])
+        elif len(self.unreachable) > self._trouble_said_count and self._trouble_report is None:
+            self._trouble_report = asyncio.get_running_loop().call_later(
+                max(0.0, TROUBLE_GROWTH_INTERVAL - since), self._report_trouble, self.unreachable[shard_id]
             )
+
+    def _report_trouble(self, reason: str) -> None:
+        """One line naming every shard that cannot be read now."""
+        if self._trouble_report is not None:
+            self._trouble_report.cancel()
+            self._trouble_report = None
+        count = len(self.unreachable)
+        if not count:
+            return
+        self._trouble_said_at, self._trouble_said_count = self._clock(), count
+        names = sorted(self.unreachable)
+        shown = ", ".join(names[:SHARDS_NAMED]) + (f" (+{count - SHARDS_NAMED})" if count > SHARDS_NAMED else "")
+        self._say(
+            f"tail: {count} shard{'s' if count != 1 else ''} cannot be read: {shown} ({reason}); lag unknown; "
+            f"retrying from the last record read, backing off to {MAX_RETRY_BACKOFF:.0f} s between tries, "
+            "until stopped"
+        )
 
     def _say(self, message: str) -> None:
         if self._on_trouble is not None:

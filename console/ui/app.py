@@ -4,8 +4,9 @@ producer, tail, heat, consumers).
 The app keeps what is stream-wide: the layout, the keys, the selected shard, which stream is open,
 and the shard poll (console.ui.shard_poll), whose results (and the stream's CloudWatch metrics that
 follow them) its StreamDisplay writes into the stream-wide widgets. `stream`, `read_only` and `view`
-are reactives the panels follow (data_bind). The tabs after Lineage are built on first visit
-(console.ui.hidden_tabs). Each panel runs its own work in its own workers (the producer run, the
+and what each poll says (the selected shard, the AUTO notice, the CloudWatch reading) are reactives
+the panels follow (data_bind). The tabs come from one list (console.ui.tabs); those after Lineage are
+built on first visit (console.ui.lazy_tabs). Each panel runs its own work in its own workers (the producer run, the
 tail reader, the heat sampler, the lease poll) and posts typed messages for what other widgets
 need; the app routes them (heat and lag to the shard table and the ribbon). Split, merge, rescale
 and the stream actions start from console.ui.changes; `:`, ctrl+c, j / k and R from
@@ -28,22 +29,22 @@ from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.reactive import reactive, var
-from textual.widgets import TabbedContent, TabPane, Tabs
+from textual.widgets import TabbedContent, Tabs
 from textual.worker import Worker, WorkerState
 
 from console.backend.protocol import RETRY_EVENTS, ConsoleBackend
 from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, disabled_key_notice, read_only_notice
 from console.ui.focus import FocusModel
-from console.ui.hidden_tabs import hidden_tabs
 from console.ui.lazy_tabs import LazyPane
 from console.ui.palette import ConsoleCommands
 from console.ui.panels.lineage import LineageTree
 from console.ui.panels.shards import ShardsPanel
 from console.ui.screens.command_line import CommandLineScreen, K9sHabits
 from console.ui.shard_poll import ShardPoll
-from console.ui.source import ConnectionInfo, StreamView
+from console.ui.source import CloudWatchReading, ConnectionInfo, StreamView
 from console.ui.startup import freeze_startup_garbage, warm_up
 from console.ui.stream_display import EmbeddedServerRestarted, StreamDisplay
+from console.ui.tabs import TABS, tab_panes
 from console.ui.toasts import ToastsBehindDialogs
 from console.ui.widgets.footer import CoalescingFooter
 from console.ui.widgets.header import ConsoleHeader
@@ -82,6 +83,12 @@ class KConsoleApp(App[None]):
     stream: reactive[str | None] = reactive(None, init=False)
     read_only: reactive[bool] = reactive(False, init=False)
     view: var[StreamView | None] = var(None, init=False, always_update=True)
+    # The shard selected on the table, the ribbon or the lineage tree (select_shard).
+    selected_shard_id: reactive[str | None] = reactive(None, init=False)
+    # Set by the StreamDisplay from each poll and the once-a-minute CloudWatch fetch: the key-space
+    # tabs' AUTO notice (None: the stream routes by key), and the stream's CloudWatch metrics.
+    auto_notice: reactive[str | None] = reactive(None, init=False)
+    cloudwatch: var[CloudWatchReading | None] = var(None, init=False)
 
     def __init__(
         self,
@@ -111,7 +118,6 @@ class KConsoleApp(App[None]):
         self._last_stream = last_stream
         self.key_format = key_format  # how hash keys are written (console.ui.format.KEY_FORMATS)
         self.connection = ConnectionInfo.of(source)
-        self.selected_shard_id: str | None = None
         # The shard poll and the Consumers tab's lease poll hold this while they call the backend:
         # they never overlap, and one due while the other runs simply waits its turn.
         self.poll_lock = asyncio.Lock()
@@ -139,21 +145,13 @@ class KConsoleApp(App[None]):
     def compose(self) -> ComposeResult:
         yield ConsoleHeader(clock=self.clock, id="header")
         yield KeySpaceRibbon(id="ribbon")
-        with TabbedContent(id="tabs", initial="shards"):
-            with TabPane("Shards", id="shards"):
-                yield ShardsPanel(key_format=self.key_format, id="shards-body").data_bind(KConsoleApp.stream)
-            with TabPane("Lineage", id="lineage"):
-                yield LineageTree(id="lineage-tree").data_bind(KConsoleApp.stream, KConsoleApp.view)
+        with TabbedContent(id="tabs", initial=TABS[0].id):
             # Hidden tabs are built when first shown: none of their cost before the first shard row.
-            yield from hidden_tabs(self)
+            yield from tab_panes(self)
         yield CoalescingFooter(compact=True)  # compact: more keys fit on an 80-column terminal
 
     def lazy_pane(self, tab: str) -> LazyPane:
         return self.query_one(f"#{tab}", LazyPane)
-
-    def tell(self, tab: str, kind: str, call: Callable[[Any], object]) -> None:
-        """Tell a hidden tab's panel something now, or when it is built (console.ui.lazy_tabs)."""
-        self.lazy_pane(tab).tell(kind, call)
 
     def on_mount(self) -> None:
         warm_up()
@@ -202,7 +200,7 @@ class KConsoleApp(App[None]):
     def lineage_tree(self) -> LineageTree:
         return self.query_one(LineageTree)
 
-    # The hidden tabs' panels, once their tab was shown (NoMatches before: see `tell`).
+    # The hidden tabs' panels, once their tab was shown (NoMatches before).
 
     @property
     def placement(self) -> PlacementPanel:

@@ -1,6 +1,7 @@
 """The console's keys in one table: the command palette, the help screen and read-only gating all
 read it, so a new action appears everywhere at once. Console-wide actions are catalogued here
-(ACTIONS); each tab's own keys are read from its widgets' BINDINGS (PANEL_KEYS).
+(ACTIONS), the tab keys among them from the tabs' list (console.ui.tabs); each tab's own keys are read
+from its widgets' BINDINGS (PANEL_KEYS).
 
 This module imports nothing from the app, so the app, the help screen and the palette can all import
 it; and no panel until their keys are read (the help screen, the palette): the console's start-up
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 
 from textual.binding import Binding
 from textual.widget import Widget
+
+from console.ui.tabs import TAB_KEYS, TABS
 
 
 @dataclass(frozen=True)
@@ -77,21 +80,7 @@ ACTIONS: tuple[ConsoleAction, ...] = (
         "Open another stream",
         "The fleet: every stream with its rates and trouble, worst first; enter opens one.",
     ),
-    ConsoleAction("show_tab('shards')", "1", "Show shards", "The shard table."),
-    ConsoleAction("show_tab('lineage')", "2", "Show lineage", "Closed parents and their children."),
-    ConsoleAction("show_tab('placement')", "3", "Show placement", "Which shard each partition key lands on."),
-    ConsoleAction(
-        "show_tab('keytree')",
-        "4",
-        "Show key-tree balance",
-        "Balance of the explicit hash keys in use (the balanced key tree).",
-    ),
-    ConsoleAction("show_tab('producer')", "5", "Show producer", "Publish ordered test records and verify them."),
-    ConsoleAction("show_tab('tail')", "6", "Show tail", "Read the records in the stream."),
-    ConsoleAction("show_tab('heat')", "7", "Show heat", "Throughput per shard and hot keys."),
-    ConsoleAction(
-        "show_tab('consumers')", "8", "Show consumers", "EFO consumers and KCL leases: owner, lag and state per shard."
-    ),
+    *(ConsoleAction(tab.action, tab.key, tab.action_title, tab.help) for tab in TABS),
     ConsoleAction(
         "command_line",
         ":",
@@ -122,14 +111,13 @@ APP_BINDINGS: list[Binding] = [
     # box that a tab switch focused, until the user enters it).
     *(
         Binding(
-            a.key,
-            a.action,
-            "Tabs" if a.key == "1" else a.title,
-            show=a.key == "1",
-            key_display="1-8" if a.key == "1" else None,
+            tab.key,
+            tab.action,
+            "Tabs" if tab is TABS[0] else tab.action_title,
+            show=tab is TABS[0],
+            key_display=TAB_KEYS if tab is TABS[0] else None,
         )
-        for a in ACTIONS
-        if a.action.startswith("show_tab")
+        for tab in TABS
     ),
     Binding("slash", "filter", "Filter", key_display="/", id="app.filter"),
     Binding("s", "split", "Split", id="reshard.split"),
@@ -180,19 +168,7 @@ class PanelKeys:
         return found
 
 
-PANEL_KEYS: tuple[PanelKeys, ...] = (
-    PanelKeys("Shards", "shards", (("console.ui.widgets.shard_table:ShardTable", "#shard-table"),)),
-    PanelKeys("Lineage", "lineage", (("console.ui.panels.lineage:LineageTree", "#lineage-tree"),)),
-    PanelKeys("Placement", "placement", (("console.ui.panels.placement:PlacementPanel", "#placement-panel"),)),
-    PanelKeys("Key tree", "keytree", (("console.ui.panels.keytree:KeyTreePanel", "#keytree-panel"),)),
-    PanelKeys("Producer", "producer", (("console.ui.panels.producer:ProducerPanel", "#producer-panel"),)),
-    PanelKeys(
-        "Tail",
-        "tail",
-        (("console.ui.panels.tail:TailView", "#tail-view"), ("console.ui.panels.tail:RecordRing", "#tail-ring")),
-    ),
-    PanelKeys("Heat", "heat", (("console.ui.panels.heat:HeatPanel", "#heat-panel"),)),
-)
+PANEL_KEYS: tuple[PanelKeys, ...] = tuple(PanelKeys(tab.title, tab.id, tab.key_widgets) for tab in TABS)
 # Panel actions that change the stream (their panels grey them out when read-only): (widget class name, action).
 PANEL_MUTATING = {("ProducerPanel", "start")}
 _MOVES = {"cursor", "page", "jump", "first", "follow", "select"}  # arrows & co: listed once, not per widget

@@ -14,13 +14,14 @@ from __future__ import annotations
 import os
 import select
 import threading
-from typing import Any
+
+from textual.app import App
 
 GRACE_SECONDS = 3.0
 _HANG_UP = select.POLLHUP | select.POLLERR | select.POLLNVAL
 
 
-def exit_when_server_leaves(app: Any, stdin_fd: int = 0) -> threading.Thread:
+def exit_when_server_leaves(app: App[object], stdin_fd: int = 0) -> threading.Thread:
     """Start a daemon thread that quits `app` once `stdin_fd` hangs up. Polls with no read events, so
     the web driver's own reader keeps every byte it is sent."""
     poller = select.poll()

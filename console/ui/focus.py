@@ -1,8 +1,8 @@
 """Where the keys go: the console's focus model.
 
-- The tab keys (1-8) always switch tabs, except while the user is typing in a text box.
+- The tab keys (the digits) always switch tabs, except while the user is typing in a text box.
 - Opening a tab focuses its primary list, or its first field. A field focused that way is only
-  *offered*: 1-8 still switch tabs, and the field takes keys once the user enters it (enter, a
+  *offered*: the tab keys still switch tabs, and the field takes keys once the user enters it (enter, a
   click, or typing any other character into it; reaching it with tab / shift+tab counts too).
 - Escape leaves a text box for the tab strip, so every single-key binding works again.
 - When a dialog closes, a text box that had the keys before it is only offered again.
@@ -15,26 +15,17 @@ from __future__ import annotations
 
 from textual import events
 from textual.app import App
+from textual.dom import NoScreen
 from textual.errors import NoWidget
 from textual.widget import Widget
 from textual.widgets import Input, TabbedContent, Tabs, TextArea
 
-from console.ui.bindings import ACTIONS
+from console.ui.tabs import TABS
 
 TEXT_FIELDS = (Input, TextArea)
-TAB_ACTIONS = {action.key: action.action for action in ACTIONS if action.action.startswith("show_tab")}
-
+TAB_ACTIONS = {tab.key: tab.action for tab in TABS}
 # Each tab's first focus: its primary list, or its first field.
-FIRST_FOCUS = {
-    "shards": "#shard-table",
-    "lineage": "#lineage-tree",
-    "placement": "#placement-input",
-    "keytree": "#keytree-input",
-    "producer": "#producer-keys",
-    "tail": "#tail-ring",
-    "heat": "#heat-panel",
-    "consumers": "#consumers-table",
-}
+FIRST_FOCUS = {tab.id: tab.first_focus for tab in TABS if tab.first_focus}
 
 
 class FocusModel:
@@ -91,7 +82,11 @@ class FocusModel:
         """A widget took the focus. Focus that the tab switch did not give (tab / shift+tab, a click)
         means the user chose it. Focus inside a dialog over the console is neither: when the dialog
         closes, Textual gives the focus back to where it was, and an offered field stays only offered."""
-        if widget.screen is not self.app.screen_stack[0]:
+        try:
+            screen = widget.screen
+        except NoScreen:  # removed (its dialog closed) before its focus event was handled
+            return
+        if screen is not self.app.screen_stack[0]:
             return
         if widget is not self._offered_field:
             self.enter_field()

@@ -13,7 +13,7 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -282,6 +282,30 @@ class PrefetchingSource:
         self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime, period: int = 60
     ) -> Any:
         return await self._source.streams_metrics(streams, metrics, start, end, period)
+
+    async def event_source_mappings(self, source_arn: str | None = None) -> list[dict]:
+        return await self._source.event_source_mappings(source_arn)
+
+    async def function_configuration(self, function: str) -> dict | None:
+        return await self._source.function_configuration(function)
+
+    async def delivery_streams_from_kinesis(self) -> list[dict]:
+        return await self._source.delivery_streams_from_kinesis()
+
+    async def pipes_from(self, source_prefix: str | None = None) -> list[dict]:
+        return await self._source.pipes_from(source_prefix)
+
+    async def flink_applications(self) -> list[dict]:
+        return await self._source.flink_applications()
+
+    async def metric_series(
+        self,
+        queries: Sequence[tuple[str, str, str, dict[str, str]]],
+        start: datetime,
+        end: datetime,
+        period: int = 60,
+    ) -> list[MetricPoints]:
+        return await self._source.metric_series(queries, start, end, period)
 
 
 def _supervise_local_server(

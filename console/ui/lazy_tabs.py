@@ -2,9 +2,9 @@
 
 A hidden tab costs nothing until it is opened: its panel's module is not imported, and its widgets
 are neither composed nor styled. At start-up those were most of the console's time to its first
-shard row (tests/benchmarks/bench_console.py). What the app tells a panel that is not built yet waits
-in its pane, the latest call of each kind, and is replayed in order once the panel is mounted; what
-the app asks of it (`panel`) is None until then.
+shard row (tests/benchmarks/bench_console.py). A panel follows the app's reactives (data_bind), so
+it is built showing what the polls said while it was hidden; what the app asks of it (`panel`) is
+None until then.
 """
 
 from __future__ import annotations
@@ -27,20 +27,11 @@ class LazyPane(TabPane, Generic[PanelT]):
     def __init__(self, title: str, build: Callable[[], PanelT], *, id: str) -> None:
         super().__init__(title, id=id)
         self._build = build
-        self.panel: PanelT | None = None  # mounted, with everything told so far
+        self.panel: PanelT | None = None  # once mounted
         self._mounting: tuple[PanelT, AwaitMount] | None = None
-        self._waiting: dict[str, Callable[[PanelT], object]] = {}
-
-    def tell(self, kind: str, call: Callable[[PanelT], object]) -> None:
-        """Run `call` on the panel now, or once it is built (only the latest call of each `kind`)."""
-        if self.panel is not None:
-            call(self.panel)
-            return
-        self._waiting.pop(kind, None)  # the latest of a kind goes last, after what it may depend on
-        self._waiting[kind] = call
 
     async def built(self) -> PanelT:
-        """The panel: built, mounted and told what waited, now if it was not yet."""
+        """The panel: built and mounted, now if it was not yet."""
         if self.panel is not None:
             return self.panel
         if self._mounting is None:
@@ -48,9 +39,5 @@ class LazyPane(TabPane, Generic[PanelT]):
             self._mounting = (panel, self.mount(panel))
         panel, mounting = self._mounting
         await mounting
-        if self.panel is None:  # a second caller may have finished it while this one waited
-            for call in self._waiting.values():
-                call(panel)
-            self._waiting.clear()
-            self.panel = panel
+        self.panel = panel
         return panel

@@ -6,7 +6,8 @@ its answer, `notify` shows a toast, `post` sends a message to the app). A short 
 split point, the merge neighbour or the target count; the plan is built from a fresh listing
 (console.reshard.plan); the preview screen shows it (console/ui/screens/reshard.py), with the
 reshard barrier when a lease table is open in the Consumers tab (consumers still reading the shards
-the plan changes hold it back until the operator presses f, as --force does on the CLI); the operator
+the plan changes hold it back until the operator presses f, as --force does on the CLI) and the
+stream's readers the plan affects (console.consumers.readers, the lines `kconsole plan` prints); the operator
 types the stream name; then console.reshard.execute's Executor runs it, re-checking the plan
 against the stream just before calling. A preview that is older than the console's last poll (the
 operator took their time) is re-checked against a fresh listing when they proceed: if the stream
@@ -25,7 +26,7 @@ from typing import Any
 from textual.message import Message
 from textual.screen import Screen
 
-from console.backend.protocol import ConsoleBackend
+from console.backend.protocol import READERS, ConsoleBackend
 from console.bounds import scale_target
 from console.errors import BadInput, ConsoleError
 from console.keyspace.hashkeys import parse_typed_hash_key
@@ -40,6 +41,27 @@ from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 from console.ui.screens.reshard import ReshardPreviewScreen
 
 OPERATIONS = ("split", "merge", "scale")
+
+
+async def reader_lines(source: ConsoleBackend, stream: str, plan: Any) -> list[str]:
+    """The preview's lines on the stream's readers the plan affects (console.consumers.readers, as
+    `kconsole plan` prints them); none from a source without the readers' services."""
+    if READERS not in source.capabilities or plan.is_noop:
+        return []
+    from console.consumers.barrier import changed_shards
+    from console.consumers.readers import readers_for_reshard
+
+    try:
+        readers = await readers_for_reshard(
+            source,
+            stream,
+            closes=changed_shards(plan.before, (s.shard_id for s in plan.after if s.unchanged and s.shard_id)),
+            shards_before=len(plan.before),
+            shards_after=len(plan.after),
+        )
+    except ConsoleError as error:
+        return [f"readers not checked: {error.message}"]
+    return readers.lines()
 
 
 class ReshardActivity(Message):
@@ -223,6 +245,7 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         consumers, held_back = (
             await request.barrier(stream, shards, plan) if request.barrier is not None else (None, None)
         )
+        consumers = [*(consumers or []), *await reader_lines(request.source, stream, plan)] or None
         if not await ask(
             ReshardPreviewScreen(
                 plan,

@@ -10,18 +10,60 @@ poll. What it finds is written by the app's StreamDisplay.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Coroutine
 from functools import partial
-from typing import Any
+from typing import Protocol
 
+from textual.css.query import DOMQuery
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
+from console.backend.protocol import ConsoleBackend
 from console.ui.source import ListingSchedule, StreamView, fetch_stream
+from console.ui.stream_display import StreamDisplay
 from console.ui.widgets.header import ConsoleHeader
 
 
+class PolledConsole(Protocol):
+    """What the poll reads of the console app (console.ui.app.KConsoleApp is one), where it writes
+    what it found (`stream_display`), and the Textual calls it makes on it."""
+
+    source: ConsoleBackend
+    interval: float
+    poll_timeout: float
+    poll_lock: asyncio.Lock
+    stream_display: StreamDisplay
+
+    @property
+    def stream(self) -> str | None: ...
+
+    @property
+    def view(self) -> StreamView | None: ...
+
+    @property
+    def header(self) -> ConsoleHeader: ...
+
+    @property
+    def is_running(self) -> bool: ...
+
+    def query(self, selector: type[Widget]) -> DOMQuery[Widget]: ...
+
+    def set_timer(self, delay: float, callback: Callable[[], object]) -> Timer: ...
+
+    def run_worker(
+        self,
+        work: Callable[[], Coroutine[None, None, None]],
+        *,
+        group: str,
+        exclusive: bool,
+        exit_on_error: bool,
+        description: str,
+    ) -> Worker[None]: ...
+
+
 class ShardPoll:
-    def __init__(self, app: Any) -> None:  # the KConsoleApp: its stream, view, source and display
+    def __init__(self, app: PolledConsole) -> None:
         self.app = app
         self.count = 0  # polls that ended
         self._worker: Worker[None] | None = None
@@ -56,7 +98,8 @@ class ShardPoll:
     def stop(self) -> None:
         """Another stream opens: the poll in flight is cancelled and none is armed."""
         self._disarm()
-        self.app.workers.cancel_group(self.app, "poll")
+        if self._worker is not None:
+            self._worker.cancel()
 
     def ended(self, event: Worker.StateChanged) -> None:
         """A poll that ended (succeeded or failed, not cancelled) arms the next."""

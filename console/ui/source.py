@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.backend.protocol import ConsoleBackend, StreamReads
 from console.errors import ConsoleError
@@ -17,6 +17,9 @@ from console.keyspace.hashkeys import HashRangeIndex
 from console.topology.lineage import Lineage
 from console.topology.model import Shard, StreamSummary
 from console.ui.format import summarise_shares
+
+if TYPE_CHECKING:
+    from console.heat.capacity import MetricSeries
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,15 @@ class StreamView:
     @property
     def tiling_problem(self) -> str | None:
         return self.lineage.problem if self.lineage is not None else None
+
+
+@dataclass(frozen=True)
+class CloudWatchReading:
+    """The open stream's stream-level CloudWatch metrics from the app's once-a-minute fetch, or why
+    there are none (`problem`)."""
+
+    metrics: MetricSeries | None
+    problem: str | None = None
 
 
 BIG_STREAM = 500  # shards; above this, pure-Python work on the whole listing runs in a thread

@@ -13,17 +13,25 @@ CloudWatch loop follows.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol, TypeVar
 
 from textual.message import Message
+from textual.widget import Widget
+from textual.worker import Worker
 
-from console.backend.protocol import CLOUDWATCH
+from console.backend.protocol import CLOUDWATCH, ConsoleBackend
 from console.errors import ConsoleError
 from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
 from console.topology.model import StreamSummary, auto_notice
 from console.ui.panels.shards import ShardsPanel
-from console.ui.source import BIG_STREAM, StreamView, describe_failure, with_lineage
+from console.ui.source import BIG_STREAM, CloudWatchReading, StreamView, describe_failure, with_lineage
 from console.ui.startup import settle_heap
+from console.ui.widgets.header import ConsoleHeader
+from console.ui.widgets.ribbon import KeySpaceRibbon
+from console.ui.widgets.shard_table import ShardTable
+
+QueryType = TypeVar("QueryType", bound=Widget)
 
 
 class StreamRefreshed(Message):
@@ -48,19 +56,71 @@ CAPACITY_INTERVAL = 60.0  # seconds between fetches of the stream's CloudWatch m
 NO_CLOUDWATCH = "no CloudWatch metrics: this source has no CloudWatch"
 
 
+class DisplayedConsole(Protocol):
+    """What a poll's result is written into (console.ui.app.KConsoleApp is one): the app's reactives,
+    its stream-wide widgets and selection, and the Textual calls made on it."""
+
+    view: StreamView | None
+    auto_notice: str | None
+    cloudwatch: CloudWatchReading | None
+
+    @property
+    def stream(self) -> str | None: ...
+
+    @property
+    def source(self) -> ConsoleBackend: ...
+
+    @property
+    def selected_shard_id(self) -> str | None: ...
+
+    @property
+    def clock(self) -> Callable[[], float]: ...
+
+    @property
+    def poll_timeout(self) -> float: ...
+
+    @property
+    def header(self) -> ConsoleHeader: ...
+
+    @property
+    def table(self) -> ShardTable: ...
+
+    @property
+    def ribbon(self) -> KeySpaceRibbon: ...
+
+    @property
+    def is_running(self) -> bool: ...
+
+    def select_shard(self, shard_id: str, origin: str | None = None) -> None: ...
+
+    def query_one(self, selector: type[QueryType]) -> QueryType: ...
+
+    def notify(self, message: str, **options: Any) -> None: ...
+
+    def post_message(self, message: Message) -> bool: ...
+
+    def run_worker(
+        self, work: Coroutine[None, None, None], *, group: str, exclusive: bool, exit_on_error: bool
+    ) -> Worker[None]: ...
+
+
 class StreamDisplay:
-    def __init__(self, app: Any) -> None:  # the KConsoleApp: its widgets, selection and poll state
+    def __init__(self, app: DisplayedConsole) -> None:
         self.app = app
         self._last_tiling_problem: str | None = None
         self._auto_since: tuple[str, str | None] | None = None  # (stream, since when) of the last AUTO notice
         self._capacity_stream: str | None = None  # the stream the CloudWatch loop follows
+        self._capacity_worker: Worker[None] | None = None
 
     def cleared(self, stream: str | None) -> None:
         """Another stream is open: nothing of the previous one stays on screen as if it were this
         one, found or not (the panels that show it clear themselves: they follow the app's `stream`)."""
         app = self.app
-        app.workers.cancel_group(app, "capacity")
+        if self._capacity_worker is not None:
+            self._capacity_worker.cancel()
+            self._capacity_worker = None
         self._capacity_stream = None
+        app.cloudwatch = None  # the Heat and Consumers tabs say it is being fetched
         app.ribbon.set_shards([])
         app.ribbon.set_heat({})
         app.header.update_state(stream=stream, summary=None, refreshed_at=None, error=None, capacity=None)
@@ -97,13 +157,8 @@ class StreamDisplay:
         app = self.app
         app.view = view
         app.header.update_state(summary=view.summary, refreshed_at=app.clock(), error=None, notice=None)
-        summary = view.summary
-        # The hidden tabs are told now, or when first shown (console.ui.lazy_tabs).
-        app.tell("heat", "summary", lambda heat: heat.show_summary(summary))
-        notice = self.auto_notice(summary)
-        app.tell("placement", "auto_notice", lambda placement: placement.set_auto_notice(notice))
-        app.tell("keytree", "auto_notice", lambda keytree: keytree.set_auto_notice(notice))
-        self.follow_capacity(summary.name)
+        app.auto_notice = self.auto_notice(view.summary)  # the key-space tabs follow it
+        self.follow_capacity(view.summary.name)
 
     def auto_notice(self, summary: StreamSummary) -> str | None:
         """The AUTO notice for the key-space tabs; since when, from the action log, read once per switch."""
@@ -165,7 +220,7 @@ class StreamDisplay:
         app.header.update_state(error=reason)
         app.post_message(PollFailed(reason))
 
-    def retry(self, event: Any) -> None:
+    def retry(self, event: Any) -> None:  # a console.backend retry event
         """A backend call is being retried (throttled, a dropped connection): say so until a poll succeeds."""
         if self.app.is_running:
             self.app.header.update_state(notice=event.describe())
@@ -175,9 +230,11 @@ class StreamDisplay:
         if stream != self._capacity_stream:
             self._capacity_stream = stream
             if CLOUDWATCH in self.app.source.capabilities:
-                self.app.run_worker(self._poll_capacity(stream), group="capacity", exclusive=True, exit_on_error=False)
+                self._capacity_worker = self.app.run_worker(
+                    self._poll_capacity(stream), group="capacity", exclusive=True, exit_on_error=False
+                )
             else:  # an in-memory source (tests, screenshots)
-                self.app.tell("heat", "capacity", lambda heat: heat.show_capacity(None, NO_CLOUDWATCH))
+                self.app.cloudwatch = CloudWatchReading(None, NO_CLOUDWATCH)
 
     async def _poll_capacity(self, stream: str) -> None:
         """The stream's CloudWatch metrics: free at stream level, fetched once a minute (CloudWatch's
@@ -187,17 +244,11 @@ class StreamDisplay:
             try:
                 metrics = await stream_metrics(app.source, stream)
             except ConsoleError as error:
-                reason = unavailable_reason(error)
-                self._show_capacity(None, reason)
+                app.cloudwatch = CloudWatchReading(None, unavailable_reason(error))
                 app.header.update_state(capacity=None)
             else:
                 if stream != app.stream:
                     return
-                self._show_capacity(metrics)
+                app.cloudwatch = CloudWatchReading(metrics)
                 app.header.update_state(capacity=CapacitySummary.of(metrics))
             await asyncio.sleep(CAPACITY_INTERVAL)
-
-    def _show_capacity(self, metrics: Any, problem: str | None = None) -> None:
-        """The stream's CloudWatch metrics (None: `problem` says why) in the Heat and Consumers tabs."""
-        self.app.tell("heat", "capacity", lambda heat: heat.show_capacity(metrics, problem))
-        self.app.tell("consumers", "metrics", lambda consumers: consumers.show_metrics(metrics, problem))

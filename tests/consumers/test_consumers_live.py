@@ -156,9 +156,9 @@ async def test_find_lease_tables_by_their_items(kinesis, make_stream, ddb):
     stream = await make_stream(shards=2)
     shards = await kinesis.all_shards(stream)
     mine, theirs = await create_lease_table(ddb), await create_lease_table(ddb)
-    await put_items(ddb, mine, [kcl_lease(shards[0].shard_id)])
+    await put_items(ddb, mine, [kcl_lease(shard.shard_id) for shard in shards])  # a lease on every open shard
     await put_items(ddb, theirs, [kcl_lease("shardId-000000000042")])
-    found = await find_lease_tables(kinesis, stream, [s.shard_id for s in shards])
+    found = await find_lease_tables(kinesis, stream, shards)
     assert mine in found and theirs not in found
 
 

@@ -3,6 +3,8 @@ on hand-made shards (no I/O here: the live tests are in test_consumers_live.py).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,7 +19,7 @@ from console.consumers.leases import (
 )
 from console.consumers.recommend import ShardLoad, recommend
 from console.consumers.report import FINISHED, OWNED, STALLED, UNOWNED, StallTracker, build_report, lease_state
-from console.keyspace.hashkeys import even_split, shard_id_for_index
+from console.keyspace.hashkeys import HASH_SPACE, even_split, shard_id_for_index
 from console.topology.model import Shard
 from tests.consumers.kcl_tables import kcl_lease
 
@@ -108,10 +110,38 @@ def test_lease_table_recognition():
     assert not is_lease_key_schema(
         {"KeySchema": [{"AttributeName": "leaseKey", "KeyType": "HASH"}, {"AttributeName": "x", "KeyType": "RANGE"}]}
     )
-    ids = [s.shard_id for s in shards_of(2)]
-    assert table_matches_stream([kcl_lease(ids[0])], "s", ids)
-    assert not table_matches_stream([kcl_lease("shardId-000000000077")], "s", ids)
-    assert not table_matches_stream([{"leaseKey": {"S": ids[0]}}], "s", ids)  # keyed alike, not a lease
+    shards = shards_of(2)
+    ids = [s.shard_id for s in shards]
+    assert table_matches_stream([kcl_lease(ids[0])], "s", shards)
+    assert not table_matches_stream([kcl_lease("shardId-000000000077")], "s", shards)
+    assert not table_matches_stream([{"leaseKey": {"S": ids[0]}}], "s", shards)  # keyed alike, not a lease
+    # a lease on a shard the stream lacks makes the table another stream's, however many others fit
+    assert not table_matches_stream([kcl_lease(ids[0]), kcl_lease("shardId-000000000077")], "s", shards)
+    # the whole table must cover every open shard (itself or an ancestor)
+    assert not table_matches_stream([kcl_lease(ids[0])], "s", shards, whole_table=True)
+    assert table_matches_stream([kcl_lease(i) for i in ids], "s", shards, whole_table=True)
+    # a checkpoint below the shard's first sequence number is another stream's
+    numbered = [replace(shard, starting_sequence_number="1000") for shard in shards]
+    assert table_matches_stream([kcl_lease(ids[0], checkpoint="1500")], "s", numbered)
+    assert not table_matches_stream([kcl_lease(ids[0], checkpoint="999")], "s", numbered)
+    # multi-stream leases name their stream
+    assert table_matches_stream([kcl_lease(ids[0], lease_key=f"1:s:1:{ids[0]}")], "s", shards)
+    assert not table_matches_stream([kcl_lease(ids[0], lease_key=f"1:t:1:{ids[0]}")], "s", shards)
+
+
+def test_a_lease_of_another_streams_shard_of_the_same_id_does_not_match():
+    """Every stream has shardId-000000000000: another stream's lease of it differs in range, parents or
+    checkpoint, and one such lease is enough to tell the table is not this stream's."""
+    shards = [replace(shard, starting_sequence_number="5000") for shard in shards_of(2)]
+    first = shards[0]
+    own_range = (first.starting_hash_key, first.ending_hash_key)
+    assert table_matches_stream([kcl_lease(first.shard_id, hash_range=own_range, checkpoint="6000")], "s", shards)
+    quarter = (0, HASH_SPACE // 4 - 1)  # shard 0 of a 4-shard stream
+    assert not table_matches_stream([kcl_lease(first.shard_id, hash_range=quarter)], "s", shards)
+    assert not table_matches_stream([kcl_lease(first.shard_id, checkpoint="4999")], "s", shards)  # before it began
+    assert not table_matches_stream([kcl_lease(first.shard_id, parents=("shardId-000000000009",))], "s", shards)
+    mixed = [kcl_lease(first.shard_id, hash_range=own_range), kcl_lease(shards[1].shard_id, hash_range=quarter)]
+    assert not table_matches_stream(mixed, "s", shards)
 
 
 def test_states():

@@ -94,3 +94,41 @@ async def test_a_thousand_streams_show_their_first_rows_in_under_two_seconds(kin
         first_rows = time.monotonic() - started
         assert first_rows < 2.0, f"first rows took {first_rows:.2f} s"
         assert app.screen.query_one("#picker-list", DataTable).row_count >= 1000
+
+
+async def test_a_stream_whose_reader_is_behind_is_in_trouble_with_the_readers_name(kinesis, make_stream, local_kinesis):
+    from tests.consumers.reader_resources import ReaderFactory
+
+    behind = await make_stream(shards=1)
+    async with ReaderFactory(local_kinesis.endpoint_url) as made:
+        function = await made.function()
+        await made.mapping((await kinesis.describe_stream_summary(behind)).arn, function)
+        await made.metric("AWS/Lambda", "IteratorAge", {"FunctionName": function}, 900_000, minutes_ago(2))
+    app = RecordingApp(kinesis, stream=None, interval=60)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, StreamPickerScreen)
+                and "in trouble" in str(app.screen.query_one("#picker-status").render())
+            ),
+            what="fleet rows with metrics",
+        )
+        table = app.screen.query_one("#picker-list", DataTable)
+        trouble_cell = table.get_cell(behind, table.ordered_columns[1].key)
+        assert f"reader lambda {function} 15 min behind" in trouble_cell.plain and "red" in str(trouble_cell.style)
+
+
+async def test_q_in_the_fleet_picker_quits_as_everywhere_else(kinesis, make_stream, local_kinesis):
+    await make_stream(shards=1)
+    app = RecordingApp(kinesis, stream=None, interval=60)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, StreamPickerScreen) and app.screen.streams, what="fleet rows"
+        )
+        await pilot.press("slash", "q")  # in the filter box q is a letter
+        await pilot.pause()
+        assert app.is_running and app.screen.query_one("#picker-filter").value == "q"
+        await pilot.press("escape", "q")
+        await pilot.pause()
+        assert app.return_code is not None or not app.is_running, "q left the console running"

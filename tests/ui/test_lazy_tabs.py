@@ -3,6 +3,7 @@ imported or composed before the first shard row, and a tab built late shows what
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
@@ -59,18 +60,12 @@ class TwoTabs(App):
             yield LazyPane("Second", lambda: Static("", id="second-body"), id="second")
 
 
-async def test_a_lazy_pane_replays_the_latest_call_of_each_kind_in_order():
+async def test_a_lazy_pane_builds_its_panel_once():
     app = TwoTabs()
     async with app.run_test() as pilot:
         pane = app.query_one(LazyPane)
-        told = []
-        pane.tell("text", lambda body: told.append("old text"))
-        pane.tell("style", lambda body: told.append("style"))
-        pane.tell("text", lambda body: told.append("new text"))
-        assert pane.panel is None and not app.query("#second-body") and not told
-        body = await pane.built()
-        assert told == ["style", "new text"]  # the older call of a kind is dropped, the latest goes last
-        assert body is app.query_one("#second-body") and await pane.built() is body
-        pane.tell("text", lambda body: told.append("now"))
-        assert told[-1] == "now"  # once built, at once
+        assert pane.panel is None and not app.query("#second-body")
+        first, second = await asyncio.gather(pane.built(), pane.built())  # two callers at once: one panel
+        assert first is second is app.query_one("#second-body") is pane.panel
+        assert await pane.built() is first and len(app.query("#second-body")) == 1
         await pilot.pause()

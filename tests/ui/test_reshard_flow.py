@@ -115,3 +115,35 @@ async def test_a_preview_older_than_the_last_poll_is_rechecked_before_it_proceed
     open_after = [s for s in await kinesis.all_shards(stream) if s.is_open]
     assert len(open_after) == 3  # only the other operator's split; our rescale was never called
     assert not [e for e in ActionLog.default().entries() if e.get("kind") == "intent"]
+
+
+async def test_the_preview_names_the_readers_the_plan_affects(
+    kinesis, make_stream, local_kinesis, tmp_path, monkeypatch
+):
+    """A Lambda mapping on the stream: the console's preview shows the lines `kconsole plan` prints."""
+    from console.ui.reshard_flow import ReshardDialogs, ReshardRequest, run_reshard
+    from console.ui.screens.reshard import ReshardPreviewScreen
+    from tests.consumers.reader_resources import ReaderFactory
+
+    monkeypatch.setenv("KCONSOLE_DATA_DIR", str(tmp_path))
+    stream = await make_stream(shards=2)
+    arn = (await kinesis.describe_stream_summary(stream)).arn
+    async with ReaderFactory(local_kinesis.endpoint_url) as made:
+        function = await made.function()
+        await made.mapping(arn, function, ParallelizationFactor=5)
+    shards = tuple(await kinesis.all_shards(stream))
+    previews = []
+
+    async def answer(screen):
+        if screen == "prompt":
+            return "4"
+        previews.append(screen)
+        return False  # cancel: nothing is called
+
+    monkeypatch.setattr("console.ui.reshard_flow.PromptScreen", lambda *args: "prompt")
+    request = ReshardRequest("scale", stream, shards, 2, None, kinesis)
+    await run_reshard(request, ReshardDialogs(answer, lambda text, **_: None, lambda _message: None))
+    [preview] = previews
+    assert isinstance(preview, ReshardPreviewScreen)
+    assert f"reader lambda {function}: concurrency 10 → 20 (parallelization factor 5 × shards)" in preview.consumers
+    assert len([s for s in await kinesis.all_shards(stream) if s.is_open]) == 2

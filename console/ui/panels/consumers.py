@@ -28,11 +28,11 @@ from textual.widgets import DataTable, Input, Static
 from console.backend.protocol import ConsoleBackend
 from console.consumers.report import ConsumerReport, LeaseRow, StallTracker, format_millis
 from console.errors import ConsoleError
-from console.heat.capacity import MetricSeries
 from console.read.printable import printable
 from console.topology.model import Shard
-from console.ui.source import StreamView
+from console.ui.source import CloudWatchReading, StreamView
 from console.ui.widgets.metric_lines import stream_capacity_text
+from console.ui.widgets.table_rows import plain, replace_rows
 
 LEASE_COLUMNS = ("Shard", "State", "Owner", "Checkpoint", "Behind", "Time", "Problem")
 EFO_COLUMNS = ("EFO consumer", "Status", "Created")
@@ -42,8 +42,8 @@ WORKER_COLUMNS = ("Worker", "Leases", "Open", "KB/s", "CPU", "Metrics age", "Lea
 SHORT_PANEL_ROWS = 24
 
 
-def plain(value: object) -> Text:
-    return Text(printable(str(value)))
+def metrics_text(reading: CloudWatchReading | None) -> Text:
+    return Text("") if reading is None else stream_capacity_text(reading.metrics, reading.problem)
 
 
 def lease_cells(row: LeaseRow, cap: int) -> tuple[Text, ...]:
@@ -92,6 +92,8 @@ class ConsumersPanel(Vertical):
     stream: reactive[str | None] = reactive(None, init=False)
     # The app's last shard poll, so the lease poll need not list the shards again.
     view: var[StreamView | None] = var(None, init=False, always_update=True)  # the app's (data_bind)
+    # The app's once-a-minute fetch of the stream-level CloudWatch metrics (the Heat tab shows them too).
+    cloudwatch: var[CloudWatchReading | None] = var(None, init=False)  # the app's (data_bind)
 
     class WatchRequested(Message):
         """The operator asked to poll this lease table (None: EFO consumers only)."""
@@ -130,7 +132,7 @@ class ConsumersPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Input(placeholder="KCL lease table (enter reads it; empty: EFO consumers only)", id="consumers-table")
         yield Static("", id="consumers-status")
-        yield Static("", id="consumers-metrics")
+        yield Static(metrics_text(self.cloudwatch), id="consumers-metrics")
         yield DataTable(id="consumers-efo", cursor_type="row", zebra_stripes=False)
         yield DataTable(id="consumers-leases", cursor_type="row")
         yield Static("", id="consumers-workers-status")
@@ -242,7 +244,7 @@ class ConsumersPanel(Vertical):
             )
             return
         self.query_one("#consumers-workers-status", Static).update(Text(printable(workers_line(view))))
-        _replace_rows(
+        replace_rows(
             self.query_one("#consumers-workers", DataTable),
             WORKER_COLUMNS,
             {row.worker_id: worker_cells(row) for row in view.rows},
@@ -275,22 +277,26 @@ class ConsumersPanel(Vertical):
     def show_error(self, message: str) -> None:
         self.query_one("#consumers-status", Static).update(Text(printable(message), style="bold red"))
 
-    def show_metrics(self, metrics: MetricSeries | None, problem: str | None = None) -> None:
-        """The stream-level CloudWatch metrics (the app polls them once a minute for the Heat tab too)."""
-        self.query_one("#consumers-metrics", Static).update(stream_capacity_text(metrics, problem))
+    def watch_cloudwatch(self, reading: CloudWatchReading | None) -> None:
+        if self.is_mounted:
+            self.query_one("#consumers-metrics", Static).update(metrics_text(reading))
 
     def show_report(self, report: ConsumerReport) -> None:
-        _replace_rows(
+        replace_rows(
             self.query_one("#consumers-efo", DataTable),
             EFO_COLUMNS,
             {c.arn or c.name: (plain(c.name), plain(c.status), plain(c.created[:19])) for c in report.efo_consumers},
         )
-        _replace_rows(
+        replace_rows(
             self.query_one("#consumers-leases", DataTable),
             LEASE_COLUMNS,
             {row.lease.lease_key: lease_cells(row, report.scan_cap) for row in report.rows},
         )
-        parts = [f"{len(report.efo_consumers)} EFO consumer(s)"]
+        parts = [
+            f"EFO consumers unknown ({report.efo_unknown})"
+            if report.efo_unknown
+            else f"{len(report.efo_consumers)} EFO consumer(s)"
+        ]
         if report.lease_table:
             parts.append(f"{len(report.rows)} lease(s) in {report.lease_table}")
             stalled = sum(1 for row in report.rows if row.state == "stalled")
@@ -307,18 +313,3 @@ class ConsumersPanel(Vertical):
             if report.problems:
                 parts.append(f"{len(report.problems)} marked !")
         self.show_status(" · ".join(parts))
-
-
-def _replace_rows(table: DataTable, columns: tuple[str, ...], rows: dict[str, tuple[Text, ...]]) -> None:
-    """Rows keyed by `rows`' keys: changed cells updated in place, gone rows removed, new rows added."""
-    present = {key.value for key in table.rows}
-    for row_key in list(table.rows):
-        if row_key.value not in rows:
-            table.remove_row(row_key)
-    for key, cells in rows.items():
-        if key in present:
-            for column, cell in zip(columns, cells):
-                if table.get_cell(key, column) != cell:
-                    table.update_cell(key, column, cell, update_width=True)
-        else:
-            table.add_row(*cells, key=key)

@@ -12,8 +12,9 @@ in another (only that shard: a 10,000-shard stream costs no more than one; fetch
 settles, and again each minute). Hiding the panel, or another stream being opened, cancels both.
 What the shard table and the ribbon need leaves as messages the app routes: `HeatChanged` (the live
 figures per shard) and `HeatStopped` (no sampler runs: the figures are stale). The stream-level
-CloudWatch metrics come from the app's once-a-minute poll (`show_capacity()`), and each shard poll's
-summary (`show_summary()`) says which shard-level metrics enhanced monitoring has on.
+CloudWatch metrics come from the app's once-a-minute fetch (its `cloudwatch`, followed here), and each
+shard poll's summary (the app's `view`, followed too) says which shard-level metrics enhanced
+monitoring has on.
 
 Keys: up/down (or k/j) select a shard, h toggles hottest-first order, e turns on CloudWatch
 enhanced monitoring (the app asks for the stream name first; greyed out when read-only).
@@ -31,7 +32,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.reactive import reactive
+from textual.reactive import reactive, var
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -46,6 +47,7 @@ from console.heat.snapshot import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatS
 from console.read.printable import printable
 from console.topology.model import NO_KEY, StreamSummary
 from console.ui.screens.confirm import ConfirmByNameScreen
+from console.ui.source import CloudWatchReading, StreamView
 from console.ui.widgets.heat_map import MAP_SECONDS, HeatMap, HeatRow, legend
 from console.ui.widgets.metric_lines import capacity_text, stream_capacity_text
 from console.ui.widgets.shard_table import ShardHeat
@@ -53,6 +55,12 @@ from console.ui.widgets.shard_table import ShardHeat
 SHARD_CAPACITY_SECONDS = 60.0  # a selected shard's metrics are fetched again after this long (CloudWatch's resolution)
 SETTLE_SECONDS = 0.3  # after a selection change: arrow keys held down fetch once, for where they stop
 MONITORING_OFF = "per-shard CloudWatch metrics need enhanced monitoring on the stream (e turns it on)"
+
+
+def cloudwatch_text(reading: CloudWatchReading | None) -> Text:
+    if reading is None:
+        return Text("fetching the stream's CloudWatch metrics…", style="dim")
+    return stream_capacity_text(reading.metrics, reading.problem)
 
 
 def top_keys_text(shard: ShardHeatSnapshot | None, stream: str, *, auto: bool = False) -> Text:
@@ -125,8 +133,11 @@ class HeatPanel(Widget, can_focus=True):
         Binding("e", "app.enable_monitoring", "Enhanced monitoring", id="heat.monitoring"),
     ]
 
-    # Followed from the app (data_bind): the stream sampled.
+    # Followed from the app (data_bind): the stream sampled, its last poll (the summary says which
+    # shard-level metrics enhanced monitoring has on) and its stream-level CloudWatch metrics.
     stream: reactive[str | None] = reactive(None, init=False)
+    view: var[StreamView | None] = var(None, init=False, always_update=True)
+    cloudwatch: var[CloudWatchReading | None] = var(None, init=False)
 
     class Shown(Message):
         """The panel became visible (it starts sampling)."""
@@ -198,7 +209,7 @@ class HeatPanel(Widget, can_focus=True):
             yield Static("heat: waiting for the sampler...", id="heat-total")
             yield Static(id="heat-legend")
             yield HeatMap(id="heat-map")
-            yield Static(Text("fetching the stream's CloudWatch metrics…", style="dim"), id="heat-capacity")
+            yield Static(cloudwatch_text(self.cloudwatch), id="heat-capacity")
             yield Static(id="heat-keys")
             yield Static(id="heat-shard-capacity")
 
@@ -349,6 +360,10 @@ class HeatPanel(Widget, can_focus=True):
 
     # ---- fed by its workers and the app's polls -----------------------------------------------
 
+    def watch_view(self, view: StreamView | None) -> None:
+        if view is not None and view.summary.name == self.stream:
+            self.show_summary(view.summary)
+
     def show_summary(self, summary: StreamSummary) -> None:
         """A shard poll's summary: which shard-level metrics enhanced monitoring has on."""
         self._auto_distribution = summary.auto_distribution
@@ -372,9 +387,10 @@ class HeatPanel(Widget, can_focus=True):
             self._select(hottest.shard_id if hottest else (snapshot.shards[0].shard_id if snapshot.shards else None))
         self._render_snapshot()
 
-    def show_capacity(self, metrics: MetricSeries | None, problem: str | None = None) -> None:
-        """The stream-level CloudWatch metrics (None: `problem` says why there are none)."""
-        self.query_one("#heat-capacity", Static).update(stream_capacity_text(metrics, problem))
+    def watch_cloudwatch(self, reading: CloudWatchReading | None) -> None:
+        """The stream-level CloudWatch metrics (no metrics: the reading's problem says why)."""
+        if self.is_mounted:
+            self.query_one("#heat-capacity", Static).update(cloudwatch_text(reading))
 
     def show_shard_capacity(self, shard_id: str | None, metrics: MetricSeries | None, note: str | None = None) -> None:
         """The selected shard's shard-level CloudWatch metrics, or a line saying why there are none

@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.reactive import reactive
 from textual.widgets import Input, Static, TextArea
 
 from console.bounds import read_text_lines
@@ -70,6 +71,7 @@ def balance_table(report: BalanceReport) -> Table:
 
 class KeyTreePanel(Vertical):
     BINDINGS = [Binding("ctrl+l", "load_file", "Load keys file", id="keytree.load")]
+    auto_notice: reactive[str | None] = reactive(None, init=False)  # the app's (data_bind), from each poll
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -100,10 +102,13 @@ class KeyTreePanel(Vertical):
                 yield Static(id="keytree-next")
 
     def on_mount(self) -> None:
+        self.watch_auto_notice(self.auto_notice)
         self.recompute()
 
-    def set_auto_notice(self, notice: str | None) -> None:
+    def watch_auto_notice(self, notice: str | None) -> None:
         """An AUTO stream ignores explicit hash keys: the notice says so above the tree (None hides it)."""
+        if not self.is_mounted:
+            return
         box = self.query_one("#keytree-auto", Static)
         box.update(Text(notice or "", style="bold yellow"))
         box.display = notice is not None

@@ -117,6 +117,9 @@ class PlacementPanel(Vertical):
     BINDINGS = [Binding("ctrl+t", "toggle_mode", "Key mode", id="placement.mode")]
     stream: reactive[str | None] = reactive(None, init=False)  # the app's (data_bind)
     view: var[StreamView | None] = var(None, init=False, always_update=True)  # the app's (data_bind)
+    # The app's (data_bind), from each poll: an AUTO stream's notice (Kinesis ignores the keys, so it
+    # stands where the shard column was); None: the stream routes by key.
+    auto_notice: reactive[str | None] = reactive(None, init=False)
 
     class MarkersChanged(Message):
         def __init__(self, hash_keys: list[int]) -> None:
@@ -129,8 +132,6 @@ class PlacementPanel(Vertical):
         self.explicit = False
         self.index: HashRangeIndex | None = None
         self.placements: list[Placement] = []
-        # An AUTO stream: Kinesis ignores the keys, so the notice stands where the shard column was.
-        self.auto_notice: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(self._mode_text(), id="placement-mode")
@@ -173,10 +174,9 @@ class PlacementPanel(Vertical):
         self.query_one("#placement-input", TextArea).load_text(text)
         self._recompute()
 
-    def set_auto_notice(self, notice: str | None) -> None:
-        """The stream's record distribution, from each poll: AUTO shows `notice`; back to keys, shards."""
-        if notice != self.auto_notice:
-            self.auto_notice = notice
+    def watch_auto_notice(self, old: str | None, new: str | None) -> None:
+        """AUTO shows the notice; back to keys, shards."""
+        if new != old and self.is_mounted:
             self._recompute()
 
     def watch_stream(self, old: str | None, new: str | None) -> None:

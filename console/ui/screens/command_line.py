@@ -1,8 +1,8 @@
 """k9s habits: `:` command mode, a read-only toggle, and the chosen theme remembered.
 
-`:` opens a one-line prompt at the bottom; `:shards`, `:lineage`, `:heat`, `:consumers` ... switch
-views, `:stream NAME` opens a stream, `:streams` picks one, `:ro` / `:rw` toggle read-only, `:q`
-quits. The app holds one `K9sHabits`, which runs what these keys (and ctrl+c, j / k, R) do.
+`:` opens a one-line prompt at the bottom; each tab's id and aliases (console.ui.tabs: `:shards`,
+`:heat`, `:consumers` ...) switch to it, `:stream NAME` opens a stream, `:streams` picks one, `:ro` /
+`:rw` toggle read-only, `:q` quits. The app holds one `K9sHabits`, which runs what these keys (and ctrl+c, j / k, R) do.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from textual.widgets import Input, Static, TextArea
 
 from console.ui.bindings import READ_ONLY_DISABLES
 from console.ui.screens.confirm import ConfirmByNameScreen
+from console.ui.tabs import TABS
 
 CTRL_C_AGAIN_SECONDS = 3.0
 
@@ -42,19 +43,8 @@ class ConsoleCommand:
     action: str | None = None
 
 
-def _tab(tab: str, title: str, *aliases: str) -> ConsoleCommand:
-    return ConsoleCommand((tab, *aliases), tab, f"show {title}", f"show_tab('{tab}')")
-
-
 COMMANDS: tuple[ConsoleCommand, ...] = (
-    _tab("shards", "the shard table", "sh"),
-    _tab("lineage", "the lineage tree", "li"),
-    _tab("placement", "where partition keys land", "pl"),
-    _tab("keytree", "key-tree balance", "kt"),
-    _tab("producer", "the ordered producer", "pr"),
-    _tab("tail", "the records in the stream"),
-    _tab("heat", "throughput per shard and hot keys", "he"),
-    _tab("consumers", "the stream's registered consumers", "co"),
+    *(ConsoleCommand((tab.id, *tab.aliases), tab.id, f"show {tab.summary}", tab.action) for tab in TABS),
     ConsoleCommand(("stream",), "stream NAME", "open stream NAME"),
     ConsoleCommand(
         ("streams", "st"), "streams", "the fleet: every stream, worst first; enter opens one", "pick_stream"

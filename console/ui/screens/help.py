@@ -17,6 +17,7 @@ from textual.widgets import Static
 
 from console.ui.bindings import ACTIONS, PANEL_KEYS, panel_bindings
 from console.ui.screens.command_line import COMMANDS
+from console.ui.tabs import TAB_KEYS
 
 PANELS_TEXT = (
     "Header: stream, status, capacity mode, open shards, retention; backend, region, profile and the age of"
@@ -55,7 +56,7 @@ def bindings_table(read_only: bool) -> Group:
         ]
         + [
             ("ctrl+p", "Command palette (search every action)", ""),
-            ("enter", "Type into the text box a tab opened on (until then 1-8 still switch tabs)", ""),
+            ("enter", f"Type into the text box a tab opened on (until then {TAB_KEYS} still switch tabs)", ""),
             ("esc", "Leave a text box (so the keys above work again)", ""),
             (
                 "↑↓ j k",

@@ -22,14 +22,16 @@ from textual.coordinate import Coordinate
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
-from console.backend.protocol import CLOUDWATCH, ConsoleBackend
+from console.backend.protocol import CLOUDWATCH, READERS, ConsoleBackend
 from console.heat.fleet import (
     FLEET_REFRESH_S,
     SORTS,
+    Fleet,
     FleetRow,
     StreamFacts,
     build_row,
-    fleet_rows,
+    fleet_from,
+    read_fleet_metrics,
     row_text,
     sort_rows,
 )
@@ -77,6 +79,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
     AUTO_FOCUS = "#picker-list"
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="picker.cancel"),
+        Binding("q", "app.quit", "Quit", id="picker.quit"),  # as everywhere else in the console
         Binding("r", "reload", "Refresh", id="picker.reload"),
         Binding("slash", "filter", "Filter", id="picker.filter"),
         Binding("s", "next_sort", "Sort", id="picker.sort"),
@@ -117,7 +120,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
             table: DataTable = DataTable(id="picker-list", cursor_type="row", zebra_stripes=True)
             table.add_columns(*COLUMNS)
             yield table
-            yield Static("enter opens · / filters · s sorts · r refreshes · escape cancels", id="picker-help")
+            yield Static("enter opens · / filters · s sorts · r refreshes · escape cancels · q quits", id="picker-help")
 
     def on_mount(self) -> None:
         self.action_reload()
@@ -184,7 +187,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
         self._refreshing = True
         status = self.query_one("#picker-status", Static)
         try:
-            fleet = await fleet_rows(self._source, list(self._facts.values()))
+            fleet = await self._fleet_with_readers()
         except Exception as error:  # noqa: BLE001 - a source without CloudWatch: the rows stand
             status.update(f"{len(self._facts)} streams; no metrics: {describe_failure(error, self._timeout)}")
             return
@@ -197,6 +200,31 @@ class StreamPickerScreen(ModalScreen[str | None]):
             f"{len(fleet.rows)} streams, {troubled} in trouble"
             + (f"; no metrics: {fleet.problem}" if fleet.problem else "")
         )
+
+    async def _fleet_with_readers(self) -> Fleet:
+        """The rows, with each stream's worst reader read beside the metrics when the source offers
+        the readers' services (a few calls for the whole region: console.consumers.readers); a
+        readers' service that cannot be listed only leaves the rows without their readers."""
+        from console.consumers.readers import fleet_reader_lag
+
+        facts = list(self._facts.values())
+        names = [f.name for f in facts]
+        readers = (
+            asyncio.ensure_future(fleet_reader_lag(self._source, names))
+            if READERS in self._source.capabilities
+            else None
+        )
+        try:
+            metrics = await read_fleet_metrics(self._source, names)
+        except BaseException:
+            if readers is not None:
+                readers.cancel()
+                await asyncio.gather(readers, return_exceptions=True)
+            raise
+        found = await readers if readers is not None else None
+        fleet = fleet_from(facts, metrics, found.worst if found else None)
+        fleet.readers_unavailable = found.unavailable if found else ()
+        return fleet
 
     def _recompute(self) -> None:
         """Rows rebuilt on new counts keep their metrics (utilisation needs the shard count)."""
