@@ -19,7 +19,6 @@ import math
 import os
 import re
 import stat
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -188,6 +187,9 @@ async def _change(args: argparse.Namespace, action: str, positions: dict | None)
 
 
 def _export(args: argparse.Namespace) -> int:
+    from console.read.export import output_path_kind
+
+    output_path_kind(args.file, "FILE", streams=False, hint="give a file name for the positions")
     document = run_async(_positions_document(args))
     _write_file(Path(args.file), json.dumps(document, indent=2) + "\n")
     emit(
@@ -222,28 +224,14 @@ async def _positions_document(args: argparse.Namespace) -> dict:
 
 
 def _write_file(path: Path, text: str) -> None:
-    """Through a temporary file beside it and a rename: an existing path that is not a regular file
-    (a FIFO, a device, a folder) is never replaced."""
+    """The whole file replaced at once (console.read.export's rule: what is not a regular file is
+    never replaced)."""
+    from console.read.export import write_atomically
+
     try:
-        existing = os.stat(path)
-    except FileNotFoundError:
-        existing = None
+        write_atomically(path, text.encode("utf-8"), "FILE")
     except OSError as error:
-        raise BadInput(f"cannot write {path}: {error.strerror}", code="bad_file") from None
-    if existing is not None and not stat.S_ISREG(existing.st_mode):
-        raise BadInput(f"{path} exists and is not a regular file: not replaced", code="bad_file")
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
-    except OSError as error:
-        raise BadInput(f"cannot write {path}: {error.strerror}", code="bad_file") from None
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temporary, path)
-    except OSError as error:
-        Path(temporary).unlink(missing_ok=True)
-        raise BadInput(f"cannot write {path}: {error.strerror}", code="bad_file") from None
+        raise BadInput(f"cannot write {path}: {error.strerror or error}", code="bad_file") from None
 
 
 def _read_positions(path: Path) -> dict[str, tuple[str, int]]:

@@ -436,7 +436,7 @@ async def test_export_and_import_restore_positions(capsys, local_kinesis, kinesi
     code, out, err = await kconsole(
         capsys, "consumers", "checkpoints", "export", stream, tmp_path, "--lease-table", table, *url
     )
-    assert code == 2 and "not a regular file" in one_clean_line(err)
+    assert code == 2 and "never replaces" in one_clean_line(err)
     (tmp_path / "junk.json").write_text("[1, 2]")
     code, out, err = await kconsole(
         capsys,
