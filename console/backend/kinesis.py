@@ -547,6 +547,15 @@ class KinesisBackend(CallPath):
     async def flink_applications(self) -> list[dict]:
         return await self._readers.flink_applications()
 
+    async def event_source_mapping(self, uuid: str) -> dict:
+        return await self._readers.event_source_mapping(uuid)
+
+    async def set_event_source_mapping_enabled(self, uuid: str, enabled: bool) -> dict:
+        return await self._readers.set_event_source_mapping_enabled(uuid, enabled)
+
+    async def create_event_source_mapping(self, request: dict[str, Any]) -> dict:
+        return await self._readers.create_event_source_mapping(request)
+
     async def metric_series(
         self,
         queries: Sequence[tuple[str, str, str, dict[str, str]]],
