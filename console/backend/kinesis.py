@@ -24,6 +24,7 @@ from console.backend.dynamodb import DynamoDBBackend
 from console.backend.protocol import CLOUDWATCH, READERS, RETRY_EVENTS
 from console.backend.readers import ReadersBackend
 from console.backend.sts import STSBackend
+from console.backend.subscribe import SubscribeTransport
 from console.errors import BackendError, BadInput, ConsoleError, ResourceInUse, StreamNotFound
 from console.topology.model import Shard, StreamSummary, put_records_entry
 
@@ -62,6 +63,11 @@ class KinesisBackend(CallPath):
         self._open_checked_puts_client = checked_puts_client
         self._checked_puts_client: asyncio.Future[Any] | None = None
         self.local_server: LocalKinesisServer | None = None  # the embedded server for kind "local"
+        # () -> the credentials this backend's calls are signed with (set by open_backend), for the
+        # SubscribeToShard requests made outside botocore's HTTP/1.1 client.
+        self.signing_credentials: Callable[[], Awaitable[Any]] | None = None
+        self.timestamp_parser: Callable[[Any], Any] | None = None  # the client's, for the events' timestamps
+        self._subscriptions: SubscribeTransport | None = None
         self._dynamodb = DynamoDBBackend(self, self._side_client)
         self._cloudwatch = CloudWatchBackend(self, self._side_client)
         self._sts = STSBackend(self, self._side_client)
@@ -468,6 +474,26 @@ class KinesisBackend(CallPath):
     async def deregister_stream_consumer(self, stream_arn: str, name: str) -> None:
         await self._call("DeregisterStreamConsumer", StreamARN=stream_arn, ConsumerName=name)
 
+    def subscriptions(self) -> SubscribeTransport:
+        """SubscribeToShard over HTTP/2 on this backend's endpoint (console.backend.subscribe)."""
+        if self._subscriptions is None:
+            import os
+
+            if self.signing_credentials is None:
+                raise BackendError("SubscribeToShard needs a backend opened by open_backend")
+            endpoint = self.endpoint_url or self._client.meta.endpoint_url
+            self._subscriptions = SubscribeTransport(
+                endpoint_url=endpoint,
+                region=self.region,
+                credentials=self.signing_credentials,
+                service_model=self._client.meta.service_model,
+                where=self.label,
+                connect_timeout=self.config.connect_timeout,
+                verify=os.environ.get("AWS_CA_BUNDLE") or True,
+                timestamp_parser=self.timestamp_parser,
+            )
+        return self._subscriptions
+
     async def enable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None:
         await self._call("EnableEnhancedMonitoring", StreamName=stream, ShardLevelMetrics=metrics)
 
@@ -607,6 +633,7 @@ def _streams_text(names: list[str] | None) -> str:
 
 if TYPE_CHECKING:
     from console.backend.protocol import ConsoleBackend
+    from console.backend.subscribe import SubscribeTransport
 
     def _serves_the_console(backend: KinesisBackend) -> ConsoleBackend:
         return backend  # mypy checks here that KinesisBackend has every call the console makes

@@ -19,6 +19,7 @@ from typing import Any
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, run_async
 from console.commands._stream_args import validate_stream_name
+from console.commands.tail import add_efo_arguments, check_efo_args, efo_subscriptions
 from console.errors import BadInput
 from console.produce.testrecords import is_keyless
 from console.read.positions import EndPosition, check_retention, resolve_window
@@ -77,6 +78,7 @@ def register(subparsers, common) -> None:
     parser.add_argument("--dst-region", metavar="REGION", help="DST's region (default: SRC's)")
     parser.add_argument("--dst-profile", metavar="PROFILE", help="DST's AWS profile (default: SRC's)")
     parser.add_argument("--yes", "-y", action="store_true", help="do not ask before writing")
+    add_efo_arguments(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -86,6 +88,7 @@ def handle(args: Any) -> int:
 
     validate_stream_name(args.source)
     validate_stream_name(args.destination)
+    check_efo_args(args, args.source)
     if args.output == "table":
         raise BadInput("copy reports one document: use --output json or text", code="usage")
     now = datetime.now(UTC)
@@ -236,7 +239,8 @@ async def _copy(
             else f"{args.destination} places records by key (USER_PARTITION_KEY) and takes none without a key; "
             f"`kconsole stream distribution {args.destination} auto` lets it take them; nothing more was sent"
         )
-        reader = TailReader(source, args.source, options)
+        subscribe = await efo_subscriptions(source, args.source, args, stack) if args.efo else None
+        reader = TailReader(source, args.source, options, subscribe=subscribe)
         await reader.position()
         note(
             f"copy {args.source} -> {args.destination} from {options.start.describe()} to {options.end.describe()}: "

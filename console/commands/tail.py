@@ -113,7 +113,25 @@ def register(subparsers, common) -> None:
     parser.add_argument("--grep", metavar="TEXT", help="only records whose decoded content or key contains TEXT")
     parser.add_argument("--follow", "-f", action="store_true", help="keep reading new records until Ctrl-C")
     parser.add_argument("--limit", type=_positive_int, metavar="N", help="stop after N records")
+    add_efo_arguments(parser)
+    parser.add_argument("--yes", action="store_true", help="with --efo: register the temporary consumer without asking")
     parser.set_defaults(handler=run, export_formats=EXPORT_FORMATS)
+
+
+def add_efo_arguments(parser: Any) -> None:
+    """--efo and --consumer, as tail and copy read with them."""
+    parser.add_argument(
+        "--efo",
+        action="store_true",
+        help="read with enhanced fan-out (SubscribeToShard over HTTP/2): a 2 MiB/s per shard of its own, "
+        "not shared with the stream's GetRecords readers; without --consumer a temporary consumer is "
+        "registered (priced and confirmed first) and deregistered at the end",
+    )
+    parser.add_argument(
+        "--consumer",
+        metavar="NAME",
+        help="with --efo: read as this registered consumer (its name or ARN) instead of a temporary one",
+    )
 
 
 def _positive_int(text: str) -> int:
@@ -124,6 +142,25 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise BadInput(f"--limit must be a whole number of at least 1; got {text!r}")
     return value
+
+
+def _check_efo_args(args: Any) -> None:
+    if getattr(args, "yes", False) and not (getattr(args, "efo", False) and getattr(args, "consumer", None) is None):
+        raise BadInput("--yes confirms the temporary consumer of --efo (without --consumer)", code="usage")
+    check_efo_args(args, args.stream)
+
+
+def check_efo_args(args: Any, stream: str) -> None:
+    """--consumer belongs to --efo; registering a temporary consumer is a change (refused read-only)."""
+    efo, consumer = getattr(args, "efo", False), getattr(args, "consumer", None)
+    if consumer is not None and not efo:
+        raise BadInput("--consumer names the enhanced fan-out consumer of --efo: give --efo too", code="usage")
+    if consumer is not None and not consumer:
+        raise BadInput("--consumer needs a consumer name or ARN", code="usage")
+    if efo and consumer is None:
+        from console.commands._confirm import refuse_if_read_only
+
+        refuse_if_read_only(args, f"register a temporary enhanced fan-out consumer on {stream}")
 
 
 def options_from_args(args: Any, now: datetime | None = None) -> TailOptions:
@@ -166,6 +203,7 @@ def run(args: Any) -> int:
     if getattr(args, "output", None) == "table":
         raise BadInput("tail streams its records, which a table cannot do: use --output text or json", code="usage")
     options = options_from_args(args)
+    _check_efo_args(args)
     export = Export.from_args(args)
     if getattr(args, "local", False):
         local_shard_count(args)
@@ -302,13 +340,14 @@ async def _tail(
     from console.backend import open_backend
     from console.commands._stream_args import ensure_local_stream
 
-    async with open_backend(config) as kinesis:
+    async with open_backend(config) as kinesis, contextlib.AsyncExitStack() as efo:
         if config.kind == "local":  # the embedded server starts empty: create the stream, as `shards` does
             await ensure_local_stream(kinesis, stream, args)
         if options.start.timestamp is not None or options.end.moment is not None:
             summary = await kinesis.describe_stream_summary(stream)
             check_retention(options.start, summary.retention_hours, datetime.now(UTC), stream, options.end)
-        reader = TailReader(kinesis, stream, options, on_trouble=note)
+        subscribe = await efo_subscriptions(kinesis, stream, args, efo) if getattr(args, "efo", False) else None
+        reader = TailReader(kinesis, stream, options, on_trouble=note, subscribe=subscribe)
         if options.follow:
             _hold_back_retry_lines_while_unreachable(kinesis, reader)
         reader_box.append(reader)
@@ -365,6 +404,78 @@ async def _tail(
                     f"tail: --placement-only read only the shard {options.partition_key!r} hashes to; without it "
                     "every shard is read"
                 )
+
+
+async def efo_subscriptions(kinesis: Any, stream: str, args: Any, stack: contextlib.AsyncExitStack) -> Any:
+    """--efo: check the endpoint speaks HTTP/2, then find the consumer named with --consumer, or register
+    a temporary one (priced, confirmed, logged write-ahead) that `stack` deregisters on the way out,
+    Ctrl-C included. Returns `subscribe(shard, position)` for the reader."""
+    import socket
+    from types import SimpleNamespace
+
+    from console.commands._confirm import confirm_by_stream_name
+    from console.lifecycle import actions
+    from console.read.efo import consumer_problem, temporary_consumer_name, temporary_consumer_preview
+    from console.reshard.actionlog import ActionLog
+
+    transport = kinesis.subscriptions()
+    await transport.check()  # one line for an endpoint without HTTP/2, before anything is registered
+    summary = await kinesis.describe_stream_summary(stream)
+    if args.consumer is not None:
+        name = args.consumer
+        consumers = await kinesis.list_stream_consumers(summary.arn)
+        found = next((c for c in consumers if name in (c.get("ConsumerName"), c.get("ConsumerARN"))), None)
+        problem = consumer_problem(found, name, stream, summary.arn, [c.get("ConsumerName", "") for c in consumers])
+        if problem is not None:
+            raise BadInput(problem, code="consumer")
+        consumer_arn = found["ConsumerARN"]  # type: ignore[index]
+    else:
+        name = temporary_consumer_name(socket.gethostname(), os.getpid(), datetime.now(UTC))
+        shards = sum(1 for shard in await kinesis.all_shards(stream) if shard.is_open)
+        plan = await actions.prepare_register_consumer(kinesis, stream, name)
+        preview = temporary_consumer_preview(name, stream, shards)
+        if args.yes:
+            note(preview)  # what it costs is said whether or not it is asked
+        confirm_by_stream_name(
+            SimpleNamespace(stream=stream, yes=args.yes),  # type: ignore[arg-type]
+            change=f"register a temporary consumer on {stream}",
+            consequence=f"register the temporary consumer {name}",
+            preview=f"{preview}\n{plan.render()}",
+        )
+        made = await actions.run(kinesis, plan, action_log=ActionLog.default(), progress=_change_progress)
+        stack.push_async_callback(_deregister_temporary, kinesis, stream, name)
+        consumer_arn = (made[0].answer or {}).get("ConsumerARN") or (
+            await kinesis.describe_stream_consumer(summary.arn, name)
+        )["ConsumerARN"]
+        note(f"tail: registered the temporary consumer {name}; it is deregistered when tail ends")
+        await _until_active(kinesis, summary.arn, name)
+    return lambda shard_id, position: transport.subscribe(consumer_arn, shard_id, position)
+
+
+async def _until_active(kinesis: Any, stream_arn: str, name: str, timeout: float = 120.0) -> None:
+    """A consumer is read with once ACTIVE (AWS takes seconds to make one)."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while (await kinesis.describe_stream_consumer(stream_arn, name)).get("ConsumerStatus") != "ACTIVE":
+        if time.monotonic() > deadline:
+            raise BadInput(f"consumer {name} did not become ACTIVE in {timeout:.0f} s", code="consumer")
+        await asyncio.sleep(0.5)
+
+
+async def _deregister_temporary(kinesis: Any, stream: str, name: str) -> None:
+    """The temporary consumer deregistered, prepared and run as `consumers deregister` does it."""
+    from console.lifecycle import actions
+    from console.reshard.actionlog import ActionLog
+
+    plan = await actions.prepare_deregister_consumer(kinesis, stream, name)
+    await actions.run(kinesis, plan, action_log=ActionLog.default(), progress=_change_progress)
+    note(f"tail: deregistered the temporary consumer {name}")
+
+
+def _change_progress(text: str) -> None:
+    if not text.startswith("calling"):
+        note(f"kconsole: {text}")
 
 
 def _decode_errors(reader: TailReader) -> str:

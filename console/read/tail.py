@@ -38,6 +38,7 @@ from typing import Any, Protocol
 from console.errors import AccessDenied, BackendError, BadInput, NoCredentials, StreamNotFound, Throttled
 from console.read.cursor import ShardCursor
 from console.read.decoding import KIND_ERROR, MIB, DecodedRecord, InflateBudget, decode_api_record
+from console.read.efo import Subscribe, SubscriptionCursor, starting_position
 from console.read.keyscope import carries_aggregate, key_hash_to_follow, shards_for_key, widening_note
 from console.read.positions import (  # noqa: F401 - re-exported: where a read starts belongs with reading
     AFTER_SEQUENCE_NUMBER,
@@ -189,8 +190,12 @@ class TailReader:
         batch_limit: int = GET_RECORDS_LIMIT,
         on_trouble: Callable[[str], Any] | None = None,
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        subscribe: Subscribe | None = None,
     ) -> None:
         self.backend = backend
+        # With enhanced fan-out: (shard, starting position) -> a subscription's events (console.read.efo);
+        # every shard is then read by SubscribeToShard instead of GetRecords.
+        self._subscribe = subscribe
         self.batch_limit = batch_limit  # records per GetRecords call
         self.refresh_interval = refresh_interval  # with follow: how often an idle shard re-checks the map
         self.stream = stream
@@ -262,6 +267,9 @@ class TailReader:
             if self._parents_done(shard_id) and shard_id not in self._finished
         ]
         self._positioned_at = self._wall()
+        if self._subscribe is not None:
+            self._positioned = True  # a subscription starts where the shard's iterator would have
+            return
         iterators = await asyncio.gather(*(self._first_iterator(shard) for shard in ready))
         self._iterators.update(zip((shard.shard_id for shard in ready), iterators))
         self._positioned = True
@@ -358,37 +366,33 @@ class TailReader:
     # --- one shard --------------------------------------------------------------------------------
 
     async def _first_iterator(self, shard: Shard, *, again: bool = False) -> str:
-        """An iterator at the start position; `again` when the first one expired before any record was
-        read: a LATEST start then resumes where the read began, so records put meanwhile are not skipped."""
+        """An iterator at the shard's first position (`_first_position`)."""
+        iterator_type, sequence_number, timestamp = self._first_position(shard, again=again)
+        return await self.backend.get_shard_iterator(
+            self.stream, shard.shard_id, iterator_type, sequence_number=sequence_number, timestamp=timestamp
+        )
+
+    def _first_position(self, shard: Shard, *, again: bool = False) -> tuple[str, str | None, datetime | None]:
+        """Where a shard's read starts: (iterator type, sequence number, timestamp). `again` when the first
+        iterator expired before any record was read: a LATEST start then resumes where the read began, so
+        records put meanwhile are not skipped (as a subscription's LATEST start always does)."""
         start = self.options.start
         resume = self.options.resume_after.get(shard.shard_id)
         if resume is not None:
-            return await self.backend.get_shard_iterator(
-                self.stream, shard.shard_id, AFTER_SEQUENCE_NUMBER, sequence_number=resume
-            )
+            return AFTER_SEQUENCE_NUMBER, resume, None
         if shard.shard_id in self._widened and start.iterator_type == LATEST and self._positioned_at is not None:
-            return await self.backend.get_shard_iterator(
-                self.stream, shard.shard_id, AT_TIMESTAMP, timestamp=self._positioned_at
-            )
+            return AT_TIMESTAMP, None, self._positioned_at
         if shard.shard_id in self._widened and start.sequence_number is not None:
             # The sequence number was the first shard's: another shard is read from its start.
-            return await self.backend.get_shard_iterator(self.stream, shard.shard_id, TRIM_HORIZON)
+            return TRIM_HORIZON, None, None
         if shard.shard_id in self._widened:
-            return await self.backend.get_shard_iterator(
-                self.stream, shard.shard_id, start.iterator_type, timestamp=start.timestamp
-            )
+            return start.iterator_type, None, start.timestamp
         if shard.shard_id not in self._initial:
             # A child found while reading holds only records newer than its parents: read it all.
-            return await self.backend.get_shard_iterator(self.stream, shard.shard_id, TRIM_HORIZON)
-        if again and start.iterator_type == LATEST and self._positioned_at is not None:
-            start = StartPosition(AT_TIMESTAMP, timestamp=self._positioned_at)
-        return await self.backend.get_shard_iterator(
-            self.stream,
-            shard.shard_id,
-            start.iterator_type,
-            sequence_number=start.sequence_number,
-            timestamp=start.timestamp,
-        )
+            return TRIM_HORIZON, None, None
+        if (again or self._subscribe is not None) and start.iterator_type == LATEST and self._positioned_at is not None:
+            return AT_TIMESTAMP, None, self._positioned_at
+        return start.iterator_type, start.sequence_number, start.timestamp
 
     async def _patiently(self, shard_id: str, call: Callable[[], Awaitable[Any]]) -> Any:
         """`await call()`; with follow, a failure that a retry can mend (no answer, a server error) is
@@ -471,22 +475,44 @@ class TailReader:
         shard_id = shard.shard_id
         progress = self.progress[shard_id]
         progress.state = "reading"
-        iterator = self._iterators.pop(shard_id, None) or await self._patiently(
-            shard_id, lambda: self._first_iterator(shard)
-        )
-        cursor = ShardCursor(
-            stream=self.stream,
-            shard_id=shard_id,
-            iterator=iterator,
-            get_shard_iterator=self.backend.get_shard_iterator,
-            get_records=self.backend.get_records,
-            restart=lambda: self._first_iterator(shard, again=True),
-            limit=self.batch_limit,
-            min_interval=MIN_POLL_INTERVAL,
-            sleep=self._sleep,
-            clock=self._clock,
-            closed=not shard.is_open,
-        )
+        cursor: ShardCursor | SubscriptionCursor
+        if self._subscribe is not None:
+            iterator_type, sequence_number, timestamp = self._first_position(shard)
+            cursor = SubscriptionCursor(
+                shard_id=shard_id,
+                start=starting_position(iterator_type, sequence_number=sequence_number, timestamp=timestamp),
+                subscribe=self._subscribe,
+                closed=not shard.is_open,
+                sleep=self._sleep,
+                clock=self._clock,
+                on_note=lambda message: self._say(f"tail: {message}"),
+            )
+        else:
+            iterator = self._iterators.pop(shard_id, None) or await self._patiently(
+                shard_id, lambda: self._first_iterator(shard)
+            )
+            cursor = ShardCursor(
+                stream=self.stream,
+                shard_id=shard_id,
+                iterator=iterator,
+                get_shard_iterator=self.backend.get_shard_iterator,
+                get_records=self.backend.get_records,
+                restart=lambda: self._first_iterator(shard, again=True),
+                limit=self.batch_limit,
+                min_interval=MIN_POLL_INTERVAL,
+                sleep=self._sleep,
+                clock=self._clock,
+                closed=not shard.is_open,
+            )
+        try:
+            await self._read_pages(shard, cursor)
+        finally:
+            if isinstance(cursor, SubscriptionCursor):
+                await cursor.aclose()
+
+    async def _read_pages(self, shard: Shard, cursor: ShardCursor | SubscriptionCursor) -> None:
+        shard_id = shard.shard_id
+        progress = self.progress[shard_id]
         backoff = 0.0
         reported_lag: int | None = -1  # never a real value, so the first answer is always reported
         while True:
