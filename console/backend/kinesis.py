@@ -520,6 +520,15 @@ class KinesisBackend(CallPath):
     async def put_table_items(self, table: str, items: list[dict]) -> None:
         await self._dynamodb.put_items(table, items)
 
+    async def get_item(self, table: str, key: dict) -> dict | None:
+        return await self._dynamodb.get_item(table, key)
+
+    async def update_item_if(self, table: str, key: dict, **change: Any) -> None:
+        await self._dynamodb.update_item_if(table, key, **change)
+
+    async def put_item_if_absent(self, table: str, item: dict, key_attribute: str) -> None:
+        await self._dynamodb.put_item_if_absent(table, item, key_attribute)
+
     async def shard_metrics(
         self,
         stream: str,
@@ -563,6 +572,15 @@ class KinesisBackend(CallPath):
 
     async def flink_applications(self) -> list[dict]:
         return await self._readers.flink_applications()
+
+    async def event_source_mapping(self, uuid: str) -> dict:
+        return await self._readers.event_source_mapping(uuid)
+
+    async def set_event_source_mapping_enabled(self, uuid: str, enabled: bool) -> dict:
+        return await self._readers.set_event_source_mapping_enabled(uuid, enabled)
+
+    async def create_event_source_mapping(self, request: dict[str, Any]) -> dict:
+        return await self._readers.create_event_source_mapping(request)
 
     async def metric_series(
         self,

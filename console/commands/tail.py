@@ -15,7 +15,8 @@ from console.commands import command_help
 from console.commands._output import emit_record, note, run_async
 from console.errors import BadInput
 from console.keyspace.hashkeys import validate_partition_key
-from console.read.decoding import KIND_ERROR, DecodedRecord, iso_time
+from console.read.decoding import DecodedRecord
+from console.read.decoding import text_line as format_line
 from console.read.export import (
     EXPORT_FORMATS,
     CsvEncoder,
@@ -27,7 +28,6 @@ from console.read.export import (
     record_file_name,
 )
 from console.read.positions import check_retention, resolve_window
-from console.read.printable import printable
 from console.read.tail import TailOptions, TailReader
 from console.read.where import RecordFilter
 from console.words import counted
@@ -35,8 +35,6 @@ from console.words import counted
 PROGRESS_INTERVAL = 1.0  # seconds between export progress lines on stderr
 SHARDS_IN_PROGRESS = 4  # shard positions named in a progress line
 GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the youngest generation (Python's default: 700)
-
-TEXT_HEX_BYTES = 64  # binary content shown per record in text mode (--json carries it all)
 
 
 def register(subparsers, common) -> None:
@@ -510,17 +508,3 @@ def _quiet_garbage_collector() -> None:
 
     gc.freeze()
     gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
-
-
-def format_line(record: DecodedRecord) -> str:
-    """One line per record: arrival, shard, sequence[/sub], key [ehk], kind, size, content. What came from the
-    stream (key, content, a decode error's reason) is escaped: a producer's escape sequences never reach the
-    terminal, and a record never takes more than its line."""
-    arrival = iso_time(record.arrival) or "-"
-    key = record.key_text + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
-    content = record.content_text(max_hex_bytes=TEXT_HEX_BYTES)
-    if record.kind == KIND_ERROR:
-        content = f"{record.error}: {content}"
-    return printable(
-        f"{arrival} {record.shard_id} {record.position} {key} {record.kind_label} {record.size}B {content}"
-    )

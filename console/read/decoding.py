@@ -32,7 +32,7 @@ from typing import Any
 from aws_kinesis_agg import DIGEST_SIZE, MAGIC, deaggregator, messages_pb2  # noqa: F401
 from google.protobuf.message import DecodeError
 
-from console.read.printable import printable_json
+from console.read.printable import printable, printable_json
 from console.topology.model import NO_KEY
 
 KIND_JSON = "json"
@@ -596,3 +596,20 @@ def _deaggregate(
             )
         )
     return decoded
+
+
+TEXT_HEX_BYTES = 64  # binary content shown per record in text mode (--json carries it all)
+
+
+def text_line(record: DecodedRecord) -> str:
+    """One line per record: arrival, shard, sequence[/sub], key [ehk], kind, size, content. What came from the
+    stream (key, content, a decode error's reason) is escaped: a producer's escape sequences never reach the
+    terminal, and a record never takes more than its line."""
+    arrival = iso_time(record.arrival) or "-"
+    key = record.key_text + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
+    content = record.content_text(max_hex_bytes=TEXT_HEX_BYTES)
+    if record.kind == KIND_ERROR:
+        content = f"{record.error}: {content}"
+    return printable(
+        f"{arrival} {record.shard_id} {record.position} {key} {record.kind_label} {record.size}B {content}"
+    )
