@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console.commands import command_help
+from console.commands._mask_args import add_mask_arguments, masker_from_args
 from console.commands._output import emit_record, note, run_async
 from console.errors import BadInput
 from console.keyspace.hashkeys import validate_partition_key
@@ -115,6 +116,7 @@ def register(subparsers, common) -> None:
     parser.add_argument("--grep", metavar="TEXT", help="only records whose decoded content or key contains TEXT")
     parser.add_argument("--follow", "-f", action="store_true", help="keep reading new records until Ctrl-C")
     parser.add_argument("--limit", type=_positive_int, metavar="N", help="stop after N records")
+    add_mask_arguments(parser)
     parser.set_defaults(handler=run, export_formats=EXPORT_FORMATS)
 
 
@@ -157,6 +159,7 @@ def options_from_args(args: Any, now: datetime | None = None) -> TailOptions:
         follow=args.follow,
         limit=args.limit,
         placement_only=args.placement_only,
+        mask=masker_from_args(args),
     )
 
 
@@ -408,6 +411,8 @@ def format_line(record: DecodedRecord) -> str:
     arrival = iso_time(record.arrival) or "-"
     key = record.key_text + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
     content = record.content_text(max_hex_bytes=TEXT_HEX_BYTES)
+    if record.schema is not None:
+        content = f"[{record.schema}] {content}"
     if record.kind == KIND_ERROR:
         content = f"{record.error}: {content}"
     return printable(
