@@ -20,8 +20,8 @@ from console.backend.calls import CallPath
 from console.backend.cloudwatch import CloudWatchBackend, StreamsMetrics
 from console.backend.config import BackendConfig
 from console.backend.dynamodb import DynamoDBBackend
-from console.backend.protocol import CLOUDWATCH, READERS, RETRY_EVENTS
 from console.backend.glue import GlueBackend
+from console.backend.protocol import CLOUDWATCH, READERS, RETRY_EVENTS
 from console.backend.readers import ReadersBackend
 from console.backend.sts import STSBackend
 from console.errors import BackendError, BadInput, ConsoleError, ResourceInUse, StreamNotFound

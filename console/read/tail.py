@@ -37,7 +37,6 @@ from typing import Any, Protocol
 from console.errors import AccessDenied, BackendError, BadInput, NoCredentials, StreamNotFound, Throttled
 from console.read.cursor import ShardCursor
 from console.read.decoding import KIND_ERROR, MIB, DecodedRecord, InflateBudget, decode_api_record
-from console.read.schemas import SchemaCatalog
 from console.read.keyscope import carries_aggregate, key_hash_to_follow, shards_for_key, widening_note
 from console.read.positions import (  # noqa: F401 - re-exported: where a read starts belongs with reading
     AFTER_SEQUENCE_NUMBER,
@@ -49,6 +48,7 @@ from console.read.positions import (  # noqa: F401 - re-exported: where a read s
     StartPosition,
     parse_start,
 )
+from console.read.schemas import SchemaCatalog
 from console.topology.model import Shard
 
 MIN_POLL_INTERVAL = 0.2  # GetRecords allows 5 calls per second per shard
