@@ -493,7 +493,7 @@ class TailReader:
                 cursor.closed = True  # closed since it was listed: read it to its end, then its children
             ended = cursor.at_end(page) and not past_end
             caught_up = past_end or (not ended and cursor.done(page, follow=self.options.follow))
-            if raw_records and not self.options.wire:
+            if raw_records:  # a copy's --where decodes the wire records with them too
                 await self.schemas.prefetch(raw["Data"] for raw in raw_records)
             async with self._decoding:
                 while self._queued_bytes >= MAX_QUEUED_BYTES:

@@ -232,3 +232,25 @@ def test_an_avro_record_decodes_to_what_was_written():
     [record] = decode_record(data, shard_id="s", sequence_number="1", partition_key="k", schemas=CATALOG)
 
     assert record.value == payment(7) and record.schema == "r/a v1"
+
+
+async def test_copy_where_filters_on_a_decoded_field_and_copies_the_bytes(kinesis, make_stream, local_kinesis):
+    stream, _, _ = await schema_stream(kinesis, make_stream, count=6)
+    target = await make_stream(shards=1)
+
+    code, out, err = await kconsole(
+        "copy",
+        stream,
+        target,
+        "--from",
+        "trim-horizon",
+        "--where",
+        "data.tier == 'gold'",
+        "--yes",
+        endpoint=local_kinesis.endpoint_url,
+    )
+
+    assert code == 0, err
+    code, out, err = await kconsole("tail", target, "--json", endpoint=local_kinesis.endpoint_url)
+    assert code == 0, err
+    assert [json.loads(line)["content"] for line in out.splitlines()] == [payment(0), payment(3)]
