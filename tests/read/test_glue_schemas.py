@@ -254,3 +254,23 @@ async def test_copy_where_filters_on_a_decoded_field_and_copies_the_bytes(kinesi
     code, out, err = await kconsole("tail", target, "--json", endpoint=local_kinesis.endpoint_url)
     assert code == 0, err
     assert [json.loads(line)["content"] for line in out.splitlines()] == [payment(0), payment(3)]
+
+
+async def test_summarize_reports_each_field_path_as_an_independent_count(kinesis, make_stream, local_kinesis):
+    stream, _, _ = await schema_stream(kinesis, make_stream, count=10)
+    await kinesis.put_record(stream, b'{"id": "x", "extra": [1, 2]}', "odd")
+
+    code, out, err = await kconsole("tail", stream, "--summarize", "--json", endpoint=local_kinesis.endpoint_url)
+
+    assert code == 0, err
+    report = json.loads(out)
+    documents = [payment(number) for number in range(10)] + [{"id": "x", "extra": [1, 2]}]
+    assert report["records"] == 11
+    assert report["fields"]["user.email"]["present"] == 10 and report["fields"]["user.email"]["distinct"] == 10
+    assert report["fields"]["id"]["types"] == {"number": 10, "string": 1}
+    assert report["fields"]["tier"]["top"][0] == {
+        "value": "basic",
+        "count": sum(1 for document in documents if document.get("tier") == "basic"),
+    }
+    assert report["fields"]["id"]["numbers"]["min"] == 0 and report["fields"]["id"]["numbers"]["max"] == 9
+    assert sum(report["schemas"].values()) == 10
