@@ -171,6 +171,8 @@ class KConsoleApp(App[None]):
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
         if self.read_only:
             self.notify(read_only_notice(True), timeout=5)
+        if self.mask_rules:
+            self.notify(f"the Tail tab masks {', '.join(self.mask_rules)}", title="masking on", timeout=5, markup=False)
         self.table.focus()
         if self.stream:
             if self._on_stream_opened:
