@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from console.backend.calls import CallPath
+from console.errors import ConsoleError
 
 
 class GlueBackend:
@@ -27,7 +28,7 @@ class GlueBackend:
         """Create the registry unless it is there."""
         try:
             await self._call("GetRegistry", RegistryId={"RegistryName": registry})
-        except Exception:  # noqa: BLE001 - not found (or not readable): creating it says what is wrong
+        except ConsoleError:  # not found (or not readable): creating it says what is wrong
             await self._call("CreateRegistry", RegistryName=registry)
 
     async def register_schema(self, registry: str, name: str, data_format: str, definition: str) -> dict:
@@ -43,7 +44,7 @@ class GlueBackend:
                 SchemaDefinition=definition,
             )
             return {"SchemaVersionId": answer["SchemaVersionId"], "VersionNumber": 1}
-        except Exception:  # noqa: BLE001 - the schema is there already: register the definition as a version
+        except ConsoleError:  # the schema is there already: register the definition as a version
             return await self._call(
                 "RegisterSchemaVersion",
                 SchemaId={"RegistryName": registry, "SchemaName": name},

@@ -24,6 +24,8 @@ from datetime import date, datetime, time
 from decimal import Decimal
 from typing import Any
 
+from console.errors import EndpointUnreachable, Throttled
+
 HEADER_VERSION = 3
 COMPRESSION_NONE = 0
 COMPRESSION_ZLIB = 5
@@ -129,7 +131,9 @@ class SchemaCatalog:
                 continue
             try:
                 answer = await self._lookup(version_id)
-            except Exception as problem:  # noqa: BLE001 - permission, deleted, unreachable: the record is shown raw
+            except (Throttled, EndpointUnreachable, OSError, TimeoutError):
+                continue  # for now: this batch's records are shown raw, the next batch asks again
+            except Exception as problem:  # noqa: BLE001 - permission, deleted, not served: the record is shown raw
                 self._remember(version_id, f"schema version {version_id} not fetched: {problem}")
                 continue
             self._remember(version_id, RegisteredSchema.from_answer(version_id, answer))
@@ -147,7 +151,7 @@ def decode_payload(data: bytes, catalog: SchemaCatalog) -> tuple[Any, Registered
         raise SchemaDecodeError("no Glue Schema Registry header")
     found = catalog.get(version_id)
     if found is None:
-        raise SchemaDecodeError(f"schema version {version_id} not fetched")
+        raise SchemaDecodeError(f"schema version {version_id} not fetched yet (the registry did not answer)")
     if isinstance(found, str):
         raise SchemaDecodeError(found)
     if found.problem is not None:
