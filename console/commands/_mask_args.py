@@ -18,7 +18,7 @@ def add_mask_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="RULE",
-        help="mask a field path (user.email, cards.*.number), re:REGEX, @cards or @emails in what is "
+        help="mask a field path (user.email, cards.*.number), re:REGEX, @cards, @emails or @keys in what is "
         "shown or written (repeatable; added to the config's mask rules)",
     )
     parser.add_argument(

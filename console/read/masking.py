@@ -4,7 +4,7 @@ put card numbers or e-mail addresses on the screen.
 A rule is a field path into the record's decoded content (`user.email`, `cards.*.number`; `*` is any
 key, and a list is stepped through element by element), `re:REGEX` (every match in every string of the
 content, and in text records), or a preset: `@cards` (13 to 19 digits, optionally grouped by spaces
-or dashes), `@emails`. A masked value becomes `<masked N #HASH>`: its length and a short salted hash,
+or dashes), `@emails`, `@keys` (the partition key itself: keys can be personal data too). A masked value becomes `<masked N #HASH>`: its length and a short salted hash,
 so equal values stay recognisable within a session while the value itself is not shown. Masking never
 fails open: a value a rule cannot be applied to is masked whole.
 """
@@ -26,6 +26,9 @@ PRESETS = {
 }
 
 
+KEYS_PRESET = "@keys"
+
+
 class MaskRuleError(ValueError):
     """A mask rule that does not parse; the message says which and why."""
 
@@ -35,6 +38,7 @@ class MaskRules:
     paths: tuple[tuple[str, ...], ...]
     patterns: tuple[re.Pattern[str], ...]
     texts: tuple[str, ...]  # the rules as given, for the header and --json
+    keys: bool = False  # @keys: partition keys are masked too
 
 
 def parse_rules(texts: Iterable[str]) -> MaskRules:
@@ -42,14 +46,17 @@ def parse_rules(texts: Iterable[str]) -> MaskRules:
     paths: list[tuple[str, ...]] = []
     patterns: list[re.Pattern[str]] = []
     given: list[str] = []
+    keys = False
     for text in texts:
         rule = text.strip()
         if not rule:
             continue
         given.append(rule)
-        if rule.startswith("@"):
+        if rule == KEYS_PRESET:
+            keys = True
+        elif rule.startswith("@"):
             if rule not in PRESETS:
-                raise MaskRuleError(f"mask preset {rule!r} is not one of {', '.join(PRESETS)}")
+                raise MaskRuleError(f"mask preset {rule!r} is not one of {', '.join((*PRESETS, KEYS_PRESET))}")
             patterns.append(re.compile(PRESETS[rule]))
         elif rule.startswith("re:"):
             try:
@@ -63,7 +70,7 @@ def parse_rules(texts: Iterable[str]) -> MaskRules:
             if any(not step for step in steps):
                 raise MaskRuleError(f"mask rule {rule!r} is not a field path (e.g. user.email, cards.*.number)")
             paths.append(steps)
-    return MaskRules(tuple(paths), tuple(patterns), tuple(given))
+    return MaskRules(tuple(paths), tuple(patterns), tuple(given), keys)
 
 
 class Masker:
@@ -78,6 +85,8 @@ class Masker:
         return f"<masked {len(text)} #{digest}>"
 
     def __call__(self, record: DecodedRecord) -> DecodedRecord:
+        if self.rules.keys and record.partition_key is not None:
+            record = replace(record, partition_key=self.token(record.partition_key))
         if not self.rules.paths and not self.rules.patterns:
             return record
         if record.kind == KIND_JSON:
@@ -134,4 +143,4 @@ class Masker:
 def masker(rules: Iterable[str]) -> Masker | None:
     """A Masker for these rules, or None when there are none; MaskRuleError for a rule that does not parse."""
     parsed = parse_rules(rules)
-    return Masker(parsed) if parsed.paths or parsed.patterns else None
+    return Masker(parsed) if parsed.paths or parsed.patterns or parsed.keys else None

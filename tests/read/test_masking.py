@@ -64,3 +64,10 @@ def test_the_settings_file_keeps_its_rules_and_an_unusable_mask_masks_everything
     path.write_text("mask = [unterminated\n")
     config, warning = load_config(path)
     assert config.mask == MASK_EVERYTHING and "masked" in (warning or "")
+
+
+def test_keys_preset_masks_the_partition_key_alone():
+    mask = masker(["@keys"])
+    masked = mask(record(b'{"n": 1}'))
+
+    assert masked.partition_key.startswith("<masked 1 #") and masked.value == {"n": 1}
