@@ -21,6 +21,7 @@ from console.backend.calls import CallPath
 from console.backend.cloudwatch import CloudWatchBackend, StreamsMetrics
 from console.backend.config import BackendConfig
 from console.backend.dynamodb import DynamoDBBackend
+from console.backend.glue import GlueBackend
 from console.backend.protocol import CLOUDWATCH, READERS, RETRY_EVENTS
 from console.backend.readers import ReadersBackend
 from console.backend.sts import STSBackend
@@ -72,6 +73,7 @@ class KinesisBackend(CallPath):
         self._cloudwatch = CloudWatchBackend(self, self._side_client)
         self._sts = STSBackend(self, self._side_client)
         self._readers = ReadersBackend(self, self._side_client)
+        self.glue = GlueBackend(self, self._side_client)
 
     async def _call(self, operation: str, *, client: Any = None, **params: Any) -> dict:
         try:
@@ -569,6 +571,10 @@ class KinesisBackend(CallPath):
 
     async def pipes_from(self, source_prefix: str | None = None) -> list[dict]:
         return await self._readers.pipes_from(source_prefix)
+
+    async def schema_version(self, version_id: str) -> dict:
+        """A Glue Schema Registry version by its id (GetSchemaVersion)."""
+        return await self.glue.schema_version(version_id)
 
     async def flink_applications(self) -> list[dict]:
         return await self._readers.flink_applications()

@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console.commands import command_help
-from console.commands._output import emit_record, note, run_async
+from console.commands._mask_args import add_mask_arguments, masker_from_args
+from console.commands._output import emit, emit_record, note, run_async
 from console.errors import BadInput
 from console.keyspace.hashkeys import validate_partition_key
 from console.read.decoding import DecodedRecord
@@ -28,6 +29,8 @@ from console.read.export import (
     record_file_name,
 )
 from console.read.positions import check_retention, resolve_window
+from console.read.printable import printable
+from console.read.profile import WindowProfile
 from console.read.tail import TailOptions, TailReader
 from console.read.where import RecordFilter
 from console.words import counted
@@ -115,6 +118,13 @@ def register(subparsers, common) -> None:
     parser.add_argument("--limit", type=_positive_int, metavar="N", help="stop after N records")
     add_efo_arguments(parser)
     parser.add_argument("--yes", action="store_true", help="with --efo: register the temporary consumer without asking")
+    add_mask_arguments(parser)
+    parser.add_argument(
+        "--summarize",
+        action="store_true",
+        help="instead of the records, what the window holds: per field path its presence, types, distinct and "
+        "top values, numbers' percentiles; per schema version, the count",
+    )
     parser.set_defaults(handler=run, export_formats=EXPORT_FORMATS)
 
 
@@ -192,6 +202,7 @@ def options_from_args(args: Any, now: datetime | None = None) -> TailOptions:
         follow=args.follow,
         limit=args.limit,
         placement_only=args.placement_only,
+        mask=masker_from_args(args),
     )
 
 
@@ -204,6 +215,8 @@ def run(args: Any) -> int:
         raise BadInput("tail streams its records, which a table cannot do: use --output text or json", code="usage")
     options = options_from_args(args)
     _check_efo_args(args)
+    if getattr(args, "summarize", False) and (options.follow or getattr(args, "out", None)):
+        raise BadInput("--summarize reports a window once it is read: not with --follow or --out", code="usage")
     export = Export.from_args(args)
     if getattr(args, "local", False):
         local_shard_count(args)
@@ -362,10 +375,15 @@ async def _tail(
             )
         write = sys.stdout.write
         plain_json = args.output == "json" and getattr(args, "query", None) is None
+        profile = WindowProfile() if getattr(args, "summarize", False) else None
         async with contextlib.aclosing(reader.batches()) as batches:
             async for batch in batches:
                 while reader.notes:
                     note(reader.notes.pop(0))
+                if profile is not None:
+                    for record in batch.records:
+                        profile.add(record)
+                    continue
                 if export is not None:
                     if batch.records:
                         export.write_batch(batch.records)
@@ -386,6 +404,9 @@ async def _tail(
                 sys.stdout.flush()
         if export is not None:
             export.progress(reader, force=True)
+            return
+        if profile is not None:
+            emit(args, profile.to_json(), lambda: "\n".join(printable(line) for line in profile.lines()))
             return
         if args.output is None:
             lags = ", ".join(

@@ -42,6 +42,7 @@ from typing import Any
 from console.errors import BadInput
 from console.produce.testrecords import ledger_key
 from console.read.decoding import KIND_ERROR, DecodedRecord, decode_api_record
+from console.read.schemas import SchemaCatalog
 from console.read.tail import TailReader
 
 CHUNK_RECORDS = 50_000
@@ -66,13 +67,19 @@ class CopyRecord:
 
 
 def records_to_copy(
-    raw: dict[str, Any], shard_id: str, *, where: Callable[[DecodedRecord], bool] | None, deaggregate: bool
+    raw: dict[str, Any],
+    shard_id: str,
+    *,
+    where: Callable[[DecodedRecord], bool] | None,
+    deaggregate: bool,
+    schemas: SchemaCatalog | None = None,
 ) -> tuple[list[CopyRecord], bool]:
-    """The records one wire record becomes, and whether the filter let it through."""
+    """The records one wire record becomes, and whether the filter let it through (`schemas`: the Glue
+    Schema Registry versions the filter decodes with; the bytes copied are the record's own)."""
     sequence = raw["SequenceNumber"]
     data = raw["Data"]
     aggregate = deaggregate and data[:4] == AGGREGATE_MAGIC
-    decoded = decode_api_record(raw, shard_id) if where is not None or aggregate else None
+    decoded = decode_api_record(raw, shard_id, schemas=schemas) if where is not None or aggregate else None
     if where is not None and not any(where(record) for record in decoded):  # type: ignore[union-attr]
         return [], False
     if aggregate and decoded and decoded[0].kind != KIND_ERROR:
@@ -366,7 +373,9 @@ async def copy_window(
                 return stop_cleanly()
             for raw in batch.wire or ():
                 progress.read += 1
-                records, passed = records_to_copy(raw, batch.shard_id, where=where, deaggregate=deaggregate)
+                records, passed = records_to_copy(
+                    raw, batch.shard_id, where=where, deaggregate=deaggregate, schemas=reader.schemas
+                )
                 if not passed:
                     progress.filtered_out += 1
                 fresh = [record for record in records if not checkpoint.already_copied(record)]

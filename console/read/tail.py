@@ -50,6 +50,7 @@ from console.read.positions import (  # noqa: F401 - re-exported: where a read s
     StartPosition,
     parse_start,
 )
+from console.read.schemas import SchemaCatalog
 from console.topology.model import Shard
 
 MIN_POLL_INTERVAL = 0.2  # GetRecords allows 5 calls per second per shard
@@ -103,6 +104,8 @@ class TailOptions:
     # With partition_key: read only the shard the key hashes to (the stream holds no KPL aggregates;
     # the first aggregate seen widens the read to every shard anyway).
     placement_only: bool = False
+    # Applied to every record shown, after --key/--grep/--where saw the real values (console.read.masking.Masker).
+    mask: Callable[[DecodedRecord], DecodedRecord] | None = None
 
 
 @dataclass(slots=True)
@@ -235,6 +238,8 @@ class TailReader:
             None if options.shard_ids else key_hash_to_follow(options.partition_key, options.placement_only)
         )
         self.notes: list[str] = []  # one-line notes for the user, e.g. a key read widened to every shard
+        # Glue Schema Registry versions, fetched through the backend's GetSchemaVersion where it has one.
+        self.schemas = SchemaCatalog(getattr(backend, "schema_version", None))
 
     # --- public -----------------------------------------------------------------------------------
 
@@ -542,6 +547,8 @@ class TailReader:
                 cursor.closed = True  # closed since it was listed: read it to its end, then its children
             ended = cursor.at_end(page) and not past_end
             caught_up = past_end or (not ended and cursor.done(page, follow=self.options.follow))
+            if raw_records:  # a copy's --where decodes the wire records with them too
+                await self.schemas.prefetch(raw["Data"] for raw in raw_records)
             async with self._decoding:
                 while self._queued_bytes >= MAX_QUEUED_BYTES:
                     self._room.clear()
@@ -597,11 +604,12 @@ class TailReader:
         decoded: list[DecodedRecord] = []
         budget = InflateBudget()  # what this page's records may inflate together
         for raw in raw_records:
-            decoded.extend(decode_api_record(raw, shard_id, budget))
+            decoded.extend(decode_api_record(raw, shard_id, budget, self.schemas))
         self.decode_errors += sum(1 for record in decoded if record.kind == KIND_ERROR)
-        if key is None and grep is None and where is None:
-            return decoded
-        return [record for record in decoded if record_matches(record, key, grep, where)]
+        if key is not None or grep is not None or where is not None:
+            decoded = [record for record in decoded if record_matches(record, key, grep, where)]
+        mask = self.options.mask
+        return decoded if mask is None else [mask(record) for record in decoded]
 
     # --- locating a sequence number ---------------------------------------------------------------
 

@@ -378,11 +378,14 @@ class TailView(Vertical):
         flush_interval: float = FLUSH_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
         save_dir: Path | None = None,
+        mask: Callable[[DecodedRecord], DecodedRecord] | None = None,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
         self.source = source
         self.set_reactive(TailView.stream, stream)
+        # The config's masking, applied to what is read (so what is held, shown and exported is masked).
+        self.mask = mask
         self.capacity = capacity
         self.flush_interval = flush_interval
         self.save_dir = save_dir
@@ -399,7 +402,7 @@ class TailView(Vertical):
         self._last_message = IDLE_HINT
         self._shown_status: str | None = None  # what the status lines show now (see _render_status)
         self._shown_lag: str | None = None
-        self.options = TailOptions(follow=True)
+        self.options = TailOptions(follow=True, mask=mask)
         self.held = RecordWindow(capacity)  # every record received (the ring shows those the Where box passes)
         self.where: RecordFilter | None = None
 
@@ -635,7 +638,7 @@ class TailView(Vertical):
         if end.moment is not None and start.timestamp is not None and end.moment < start.timestamp:
             raise BadInput(f"To {end.describe()} is before From {start.describe()}")
         # A To (even latest) makes a window: read it, then stop; without one the view keeps following.
-        return TailOptions(start=start, partition_key=key, grep=grep, follow=not to_text, end=end)
+        return TailOptions(start=start, partition_key=key, grep=grep, follow=not to_text, end=end, mask=self.mask)
 
     def apply_where(self, text: str) -> None:
         """Filter what is held (and what comes) with a JMESPath expression; empty shows everything."""
