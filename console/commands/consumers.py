@@ -22,6 +22,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from console.commands import command_help
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._lease_args import open_backend_for as _open
 from console.commands._lease_args import validate_scan_cap, validate_table_name
@@ -45,7 +46,7 @@ def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
         "consumers",
         parents=common,
-        help="EFO consumers and KCL leases: owner, lag and state per shard",
+        help=command_help("consumers"),
         description="List a stream's enhanced fan-out consumers and, with a KCL lease table, every lease: "
         "owner, checkpoint, records and time behind, state (owned, unowned, stalled, finished), "
         "and the open shards with no lease. `consumers register|deregister STREAM --name NAME` "
@@ -114,7 +115,7 @@ def register(subparsers, common) -> None:
     rec = subparsers.add_parser(
         "recommend",
         parents=common,
-        help="shard count and plan that keep peak utilisation under a target",
+        help=command_help("recommend"),
         description="From each open shard's observed peak (CloudWatch shard-level metrics when enhanced "
         "monitoring is on, else the window's records) against 1 MiB/s and 1,000 records/s written "
         "and 2 MiB/s read, the shard count and the `kconsole plan` lines that bring peak "

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from console.commands import command_help
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, run_async
 from console.commands._stream_args import validate_stream_name
@@ -39,7 +40,7 @@ def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
         "copy",
         parents=common,
-        help="copy a window of records from one stream to another, in order per key",
+        help=command_help("copy"),
         description="Read a window of SRC (--from, --to; or --last) and write it to DST through the ordered "
         "producer: per source shard in sequence order, each record's own partition key and bytes "
         "(a KPL aggregate stays byte-identical unless --deaggregate), one record in flight per key. "

@@ -20,6 +20,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from console.bounds import open_named_file
+from console.commands import command_help
 from console.commands._aggregate_args import (
     add_aggregate_options,
     aggregate_bytes,
@@ -52,7 +53,7 @@ def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
         "put",
         parents=common,
-        help="send JSON lines (file or stdin) as records, in order per key",
+        help=command_help("put"),
         description='Send records from JSON lines: {"key": ..., "data": ...} per line, or any JSON document '
         "with --key-field naming its partition key. Every line is checked first; bad lines are "
         "reported with their numbers and nothing is sent unless --skip-bad. Records of a key keep "

@@ -12,6 +12,7 @@ import contextlib
 import re
 from datetime import UTC, datetime
 
+from console.commands import command_help
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import ensure_local_stream, local_shard_count, validate_stream_name
@@ -25,7 +26,7 @@ def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
         "readers",
         parents=common,
-        help="every reader of a stream, worst first: Lambda, Firehose, Pipes, Flink, EFO, KCL",
+        help=command_help("readers"),
         description="One row per reader of the stream, the furthest behind first: Lambda event source "
         "mappings (on the stream and on its EFO consumers), Firehose delivery streams, EventBridge "
         "Pipes, Managed Flink applications whose runtime properties name the stream (a heuristic), "

@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from console.bounds import argtype, record_size_kib, validate_stream_name, warm_throughput_mibps
+from console.commands import command_help
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import ensure_local_stream
@@ -81,7 +82,7 @@ def register(subparsers, common) -> None:
     stream = subparsers.add_parser(
         "stream",
         parents=common,
-        help="create, describe, change or delete a stream",
+        help=command_help("stream"),
         description="A stream's life: create it, change its retention, capacity mode or encryption, "
         "describe it, delete it. Every change shows its plan first and asks for the stream name "
         "on a TTY (--yes without one); --read-only refuses them.",
