@@ -16,7 +16,7 @@ AWS's numbers (Amazon Kinesis Data Streams API reference and "Quotas and limits"
 - Record size (UpdateMaxRecordSize): MaxRecordSizeInKiB from 1,024 to 10,240; a stream that does not
   say takes 1 MiB. PutRecords: at most 500 records and 10 MiB a request. Every bound on one record
   (put lines, produce --payload-bytes, the producer's batching) comes from the stream's own limit
-  (`record_bytes_limit`), checked by console.produce before anything is sent.
+  (the stream summary's `max_record_bytes`), checked by console.produce before anything is sent.
 - Warm throughput (UpdateStreamWarmThroughput): 0 to 10,240 MiB/s (10 GiB/s) on an on-demand stream.
 """
 
@@ -104,12 +104,6 @@ def record_size_kib(value: object, what: str = "--kib") -> int:
 def warm_throughput_mibps(value: object, what: str = "--mibps") -> int:
     """UpdateStreamWarmThroughput's WarmThroughputMiBps: 0 to 10,240 (10 GiB/s)."""
     return whole_number(value, what=what, low=0, high=MAX_WARM_THROUGHPUT_MIBPS)
-
-
-def record_bytes_limit(max_record_size_kib: int | None) -> int:
-    """The most one record (data plus partition key) may hold on a stream with this setting."""
-    kib = MIN_RECORD_SIZE_KIB if max_record_size_kib is None else max_record_size_kib
-    return min(max(kib, MIN_RECORD_SIZE_KIB), MAX_RECORD_SIZE_KIB) * 1024
 
 
 def read_bounded(path: str, limit: int, *, what: str, code: str) -> bytes:

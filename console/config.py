@@ -24,6 +24,12 @@ class Config:
     theme: str = "textual-dark"
     read_only: bool = False
     key_format: str = "decimal"  # how hash keys are written in the console: "decimal" or "hex"
+    # Mask rules applied to records shown or exported (console.read.masking): field paths, re:REGEX, @presets.
+    mask: tuple[str, ...] = ()
+
+
+# A mask that is set but unusable masks every string: masking fails closed, like read_only.
+MASK_EVERYTHING = ("re:(?s).+",)
 
 
 # Each key's check: the value to use, or None when the value is unusable.
@@ -37,17 +43,25 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value and value.isprintable() and len(value) <= 200 else None
 
 
+def _mask(value: object) -> tuple[str, ...] | None:
+    if isinstance(value, list) and len(value) <= 100 and all(isinstance(rule, str) and rule for rule in value):
+        return tuple(value)
+    return None
+
+
 _CHECKS = {
     "interval": (_interval, "a number of seconds from 0.2 to 3600"),
     "last_stream": (_text, "a stream name"),
     "theme": (_text, "a theme name"),
     "read_only": (lambda value: value if isinstance(value, bool) else None, "true or false"),
     "key_format": (lambda value: value if value in ("decimal", "hex") else None, '"decimal" or "hex"'),
+    "mask": (_mask, 'a list of mask rules (e.g. ["user.email", "@cards"])'),
 }
 # Safety settings fail closed: present but unusable, they take the safe value, never the default.
-FAIL_CLOSED = {"read_only": True}
+FAIL_CLOSED: dict[str, Any] = {"read_only": True, "mask": MASK_EVERYTHING}
 # `read_only = ...` in a file that does not parse as TOML: still a read_only that is present.
 _READ_ONLY_LINE = re.compile(r"^\s*read_only\s*=\s*(\S*)", re.MULTILINE)
+_MASK_LINE = re.compile(r"^\s*mask\s*=", re.MULTILINE)
 
 
 def _shown(value: object) -> str:
@@ -105,7 +119,10 @@ def load_config(path: Path | None = None) -> tuple[Config, str | None]:
     except tomllib.TOMLDecodeError as error:
         read_only = any(value != "false" for value in _READ_ONLY_LINE.findall(text))
         safety = ", read-only (read_only is set but unreadable)" if read_only else ""
-        return Config(read_only=read_only), f"ignoring config {path}: {error}; using defaults{safety}"
+        mask = MASK_EVERYTHING if _MASK_LINE.search(text) else ()
+        if mask:
+            safety += ", every string masked (mask is set but unreadable)"
+        return Config(read_only=read_only, mask=mask), f"ignoring config {path}: {error}; using defaults{safety}"
     values: dict[str, Any] = {}
     problems: list[str] = []
     for key, value in raw.items():
@@ -130,6 +147,8 @@ def _toml(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, str):
         return json.dumps(value)  # a TOML basic string: JSON's escapes are TOML's
+    if isinstance(value, tuple):
+        return f"[{', '.join(_toml(item) for item in value)}]"
     return repr(value)
 
 
@@ -144,4 +163,6 @@ def save_config(config: Config, path: Path | None = None) -> None:
     ]
     if config.last_stream:
         lines.append(f"last_stream = {_toml(config.last_stream)}")
+    if config.mask:
+        lines.append(f"mask = {_toml(config.mask)}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

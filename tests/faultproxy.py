@@ -21,6 +21,8 @@ way a network does, one request at a time:
                    out of every `refuse_period`: new connections are refused (nothing was sent)
     invalid        the proxy answers for the server, refusing the request as an InvalidArgumentException
                    (a server refusing one record; nothing is forwarded)
+    unknown        the proxy answers for the server as one that lacks the operation does, with an
+                   UnknownOperationException (nothing is forwarded)
     outage()       the listener closes and every open connection is reset for some seconds, like a
                    server restart
 
@@ -60,6 +62,7 @@ MUTATING_OPERATIONS = frozenset(
         "RegisterStreamConsumer",
         "DeregisterStreamConsumer",
         "EnableEnhancedMonitoring",
+        "DisableEnhancedMonitoring",
         "TagResource",
         "UntagResource",
         "PutResourcePolicy",
@@ -84,6 +87,7 @@ class Faults:
     late: float = 0.0
     late_seconds: float = 0.0
     invalid: float = 0.0
+    unknown: float = 0.0
     hold_reply: float = 0.0
     fail_after: float = 0.0
     hold_seconds: float = 0.0
@@ -93,6 +97,11 @@ class Faults:
     operations: frozenset[str] | None = None  # None: every operation
     skip: int = 0
     limit: int | None = None
+
+    @classmethod
+    def lacking(cls, *operations: str) -> Faults:
+        """A server that does not know these operations at all."""
+        return cls(unknown=1.0, operations=frozenset(operations))
 
     @classmethod
     def drop_reply(cls, *operations: str, times: int = 1, **more) -> Faults:
@@ -252,6 +261,7 @@ class FaultProxy:
             ("stall", faults.stall),
             ("late", faults.late),
             ("invalid", faults.invalid),
+            ("unknown", faults.unknown),
             ("hold_reply", faults.hold_reply),
             ("fail_after", faults.fail_after),
         )
@@ -264,8 +274,12 @@ class FaultProxy:
         self.stats[name] += 1
         self.stats[f"{name}:{request.operation}"] += 1
         self.stats["faults"] += name != "pass"
-        if name == "invalid":
-            body = b'{"__type":"InvalidArgumentException","message":"refused by the fault proxy"}'
+        if name in ("invalid", "unknown"):
+            body = (
+                b'{"__type":"InvalidArgumentException","message":"refused by the fault proxy"}'
+                if name == "invalid"
+                else b'{"__type":"UnknownOperationException","message":"unknown operation"}'
+            )
             writer.write(
                 b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.1\r\n"
                 b"Content-Length: %d\r\n\r\n%s" % (len(body), body)

@@ -217,7 +217,7 @@ async def capture(kinesis, stream: str, view: str, out: Path) -> Path:
             await wait_until(pilot, lambda: panel.report is not None, timeout=60)
         await pilot.pause(0.3)
         path = out / f"{view}.svg"
-        path.write_text(app.export_screenshot(title=f"kconsole — {view}"), encoding="utf-8")
+        save(path, app.export_screenshot(title=f"kconsole — {view}").encode("utf-8"))
         return path
 
 
@@ -375,7 +375,7 @@ async def capture_web(out: Path, chromium: str, timeout: float = 90.0) -> Path:
         path = out / "web.png"
         import base64
 
-        path.write_bytes(base64.b64decode(shot["data"]))
+        save(path, base64.b64decode(shot["data"]))
         return path
     finally:
         # The browser first (its tab's console ends with the connection), then the server, as Ctrl-C.
@@ -388,6 +388,14 @@ async def capture_web(out: Path, chromium: str, timeout: float = 90.0) -> Path:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def save(path: Path, data: bytes) -> None:
+    """A screenshot file as every file kconsole writes: whole or not at all, and a name that is not a
+    regular file (a FIFO, a device, a directory) is never replaced (console.read.export)."""
+    from console.read.export import write_atomically
+
+    write_atomically(path, data, "screenshot")
 
 
 if __name__ == "__main__":

@@ -177,6 +177,7 @@ CHANGING_CALLS = frozenset(
         "start_encryption",
         "stop_encryption",
         "enable_enhanced_monitoring",
+        "disable_enhanced_monitoring",
         "update_max_record_size",
         "update_warm_throughput",
         "update_record_distribution",

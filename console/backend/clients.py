@@ -374,4 +374,21 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
             checked_puts_client=checked_puts_client,
         )
         backend.local_server = local_server
+
+        async def signing_credentials() -> Any:
+            """What SubscribeToShard's requests are signed with: the client's own credentials."""
+            if credentials:
+                from botocore.credentials import Credentials
+
+                return Credentials(*credentials)
+            found = await session.get_credentials()
+            if found is None:
+                from botocore.exceptions import NoCredentialsError
+
+                missing = NoCredentialsError()
+                raise translate(missing, operation="SubscribeToShard", where=config.label, endpoint_url=None) or missing
+            return await found.get_frozen_credentials()
+
+        backend.signing_credentials = signing_credentials
+        backend.timestamp_parser = parse_timestamp
         yield backend

@@ -121,6 +121,25 @@ def validate_region(region: str, *, kind: str) -> str:
     return region
 
 
+def check_embedded_region(region: str) -> None:
+    """The embedded server (moto) serves the regions botocore knows for Kinesis, in every partition; any
+    other would be a server error on every call, retried for seconds: refused here in one line."""
+    import botocore.session
+
+    session = botocore.session.get_session()
+    known = {
+        name
+        for partition in session.get_available_partitions()
+        for name in session.get_available_regions("kinesis", partition_name=partition)
+    }
+    if region not in known:
+        raise BadInput(
+            f"the embedded server has no region {region!r}: it serves AWS's Kinesis regions "
+            f"(e.g. {DEFAULT_LOCAL_REGION}, eu-west-1)",
+            code="bad_region",
+        )
+
+
 # user:password@ before the host, with or without a scheme.
 _USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*://)?)[^/?#\s]*@")
 
@@ -240,6 +259,8 @@ class BackendConfig:
                 )
             region = DEFAULT_LOCAL_REGION
         validate_region(region, kind=kind)
+        if kind == "local" and region != DEFAULT_LOCAL_REGION:
+            check_embedded_region(region)
         retry_mode, max_attempts = _retry_settings(settings)
         return cls(
             kind=kind,

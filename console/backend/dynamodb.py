@@ -87,3 +87,66 @@ class DynamoDBBackend:
             while batch:
                 answer = await self._call("BatchWriteItem", RequestItems={table: batch})
                 batch = answer.get("UnprocessedItems", {}).get(table, [])
+
+    async def get_item(self, table: str, key: dict) -> dict | None:
+        """One item by its key, read consistently (None: no such item)."""
+        answer = await self._call("GetItem", TableName=table, Key=key, ConsistentRead=True)
+        return answer.get("Item")
+
+    async def update_item_if(
+        self,
+        table: str,
+        key: dict,
+        *,
+        set_values: dict[str, dict],
+        remove: list[str],
+        add_numbers: dict[str, int],
+        expected: dict[str, dict | None],
+    ) -> None:
+        """One conditional UpdateItem: set `set_values`, remove `remove`, add `add_numbers`, only while
+        every attribute in `expected` still holds its value (None: while it is absent). A condition
+        that no longer holds raises BackendError code "condition_failed"; nothing is written then."""
+        names: dict[str, str] = {}
+        values: dict[str, dict] = {}
+
+        def name(attribute: str) -> str:
+            placeholder = f"#a{len(names)}"
+            names[placeholder] = attribute
+            return placeholder
+
+        def value(given: dict) -> str:
+            placeholder = f":v{len(values)}"
+            values[placeholder] = given
+            return placeholder
+
+        parts = []
+        if set_values:
+            parts.append("SET " + ", ".join(f"{name(a)} = {value(v)}" for a, v in set_values.items()))
+        if remove:
+            parts.append("REMOVE " + ", ".join(name(a) for a in remove))
+        if add_numbers:
+            parts.append("ADD " + ", ".join(f"{name(a)} {value({'N': str(n)})}" for a, n in add_numbers.items()))
+        conditions = [
+            f"attribute_not_exists({name(a)})" if v is None else f"{name(a)} = {value(v)}" for a, v in expected.items()
+        ]
+        params: dict[str, Any] = {
+            "TableName": table,
+            "Key": key,
+            "UpdateExpression": " ".join(parts),
+            "ExpressionAttributeNames": names,
+        }
+        if conditions:
+            params["ConditionExpression"] = " AND ".join(conditions)
+        if values:
+            params["ExpressionAttributeValues"] = values
+        await self._call("UpdateItem", **params)
+
+    async def put_item_if_absent(self, table: str, item: dict, key_attribute: str) -> None:
+        """PutItem only when no item has this key yet (BackendError "condition_failed" otherwise)."""
+        await self._call(
+            "PutItem",
+            TableName=table,
+            Item=item,
+            ConditionExpression="attribute_not_exists(#k)",
+            ExpressionAttributeNames={"#k": key_attribute},
+        )

@@ -206,6 +206,10 @@ def translate(
         return StreamNotFound(message or f"not found on {where}")
     if code in ("InvalidArgumentException", "ValidationException", "SerializationException"):
         return BadInput(f"{where} refused {operation}: {message}", code="invalid_argument")
+    if code == "ConditionalCheckFailedException":  # a DynamoDB write whose condition no longer holds
+        return BackendError(
+            f"{operation} on {where}: the item changed since it was read ({message})", code="condition_failed"
+        )
     if code == "ExpiredIteratorException":
         return BackendError(f"shard iterator expired: {message}", code="expired_iterator")
     return BackendError(f"{operation} failed on {where}: {code}: {message}")

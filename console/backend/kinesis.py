@@ -12,6 +12,7 @@ module and class, all on one call path so retries are counted and reported in on
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -20,9 +21,11 @@ from console.backend.calls import CallPath
 from console.backend.cloudwatch import CloudWatchBackend, StreamsMetrics
 from console.backend.config import BackendConfig
 from console.backend.dynamodb import DynamoDBBackend
+from console.backend.glue import GlueBackend
 from console.backend.protocol import CLOUDWATCH, READERS, RETRY_EVENTS
 from console.backend.readers import ReadersBackend
 from console.backend.sts import STSBackend
+from console.backend.subscribe import SubscribeTransport
 from console.errors import BackendError, BadInput, ConsoleError, ResourceInUse, StreamNotFound
 from console.topology.model import Shard, StreamSummary, put_records_entry
 
@@ -61,10 +64,16 @@ class KinesisBackend(CallPath):
         self._open_checked_puts_client = checked_puts_client
         self._checked_puts_client: asyncio.Future[Any] | None = None
         self.local_server: LocalKinesisServer | None = None  # the embedded server for kind "local"
+        # () -> the credentials this backend's calls are signed with (set by open_backend), for the
+        # SubscribeToShard requests made outside botocore's HTTP/1.1 client.
+        self.signing_credentials: Callable[[], Awaitable[Any]] | None = None
+        self.timestamp_parser: Callable[[Any], Any] | None = None  # the client's, for the events' timestamps
+        self._subscriptions: SubscribeTransport | None = None
         self._dynamodb = DynamoDBBackend(self, self._side_client)
         self._cloudwatch = CloudWatchBackend(self, self._side_client)
         self._sts = STSBackend(self, self._side_client)
         self._readers = ReadersBackend(self, self._side_client)
+        self.glue = GlueBackend(self, self._side_client)
 
     async def _call(self, operation: str, *, client: Any = None, **params: Any) -> dict:
         try:
@@ -308,7 +317,8 @@ class KinesisBackend(CallPath):
     # ---- today's settings: record size, warm throughput, distribution, account ------------------
 
     async def _today(self, operation: str, **params: Any) -> dict:
-        """An operation added in 2025-26: a server that predates it says so in one line."""
+        """An operation some servers lack (those added in 2025-26, ListStreamConsumers on older
+        Kinesis-compatible servers, UpdateShardCount on some): a server without it says so in one line."""
         try:
             return await self._call(operation, **params)
         except ConsoleError as error:
@@ -339,15 +349,27 @@ class KinesisBackend(CallPath):
 
     # ---- tags v2 and resource policies (streams, consumers, channels by ARN) --------------------
 
+    # A server that predates tagging by ARN (2024) tags a stream with the calls it always had:
+    # ListTagsForStream, AddTagsToStream and RemoveTagsFromStream, by the stream's name.
+
     async def resource_tags(self, arn: str) -> dict[str, str]:
-        tags = (await self._today("ListTagsForResource", ResourceARN=arn)).get("Tags", [])
+        try:
+            tags = (await self._today("ListTagsForResource", ResourceARN=arn)).get("Tags", [])
+        except BackendError as error:
+            return await self.stream_tags(_legacy_stream_of(arn, error))
         return {tag["Key"]: tag.get("Value", "") for tag in tags}
 
     async def tag_resource(self, arn: str, tags: dict[str, str]) -> None:
-        await self._today("TagResource", ResourceARN=arn, Tags=tags)
+        try:
+            await self._today("TagResource", ResourceARN=arn, Tags=tags)
+        except BackendError as error:
+            await self._call("AddTagsToStream", StreamName=_legacy_stream_of(arn, error), Tags=tags)
 
     async def untag_resource(self, arn: str, keys: list[str]) -> None:
-        await self._today("UntagResource", ResourceARN=arn, TagKeys=keys)
+        try:
+            await self._today("UntagResource", ResourceARN=arn, TagKeys=keys)
+        except BackendError as error:
+            await self._call("RemoveTagsFromStream", StreamName=_legacy_stream_of(arn, error), TagKeys=keys)
 
     async def resource_policy(self, arn: str) -> str | None:
         """The policy document, or None when there is none (some servers answer ResourceNotFound)."""
@@ -422,7 +444,7 @@ class KinesisBackend(CallPath):
         )
 
     async def update_shard_count(self, stream: str, target: int) -> dict:
-        return await self._call(
+        return await self._today(
             "UpdateShardCount", StreamName=stream, TargetShardCount=target, ScalingType="UNIFORM_SCALING"
         )
 
@@ -438,7 +460,7 @@ class KinesisBackend(CallPath):
         consumers: list[dict] = []
         params: dict[str, Any] = {"StreamARN": stream_arn}
         while True:
-            page = await self._call("ListStreamConsumers", **params)
+            page = await self._today("ListStreamConsumers", **params)
             consumers.extend(page.get("Consumers", []))
             if not page.get("NextToken"):
                 return consumers
@@ -454,8 +476,31 @@ class KinesisBackend(CallPath):
     async def deregister_stream_consumer(self, stream_arn: str, name: str) -> None:
         await self._call("DeregisterStreamConsumer", StreamARN=stream_arn, ConsumerName=name)
 
+    def subscriptions(self) -> SubscribeTransport:
+        """SubscribeToShard over HTTP/2 on this backend's endpoint (console.backend.subscribe)."""
+        if self._subscriptions is None:
+            import os
+
+            if self.signing_credentials is None:
+                raise BackendError("SubscribeToShard needs a backend opened by open_backend")
+            endpoint = self.endpoint_url or self._client.meta.endpoint_url
+            self._subscriptions = SubscribeTransport(
+                endpoint_url=endpoint,
+                region=self.region,
+                credentials=self.signing_credentials,
+                service_model=self._client.meta.service_model,
+                where=self.label,
+                connect_timeout=self.config.connect_timeout,
+                verify=os.environ.get("AWS_CA_BUNDLE") or True,
+                timestamp_parser=self.timestamp_parser,
+            )
+        return self._subscriptions
+
     async def enable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None:
         await self._call("EnableEnhancedMonitoring", StreamName=stream, ShardLevelMetrics=metrics)
+
+    async def disable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None:
+        await self._call("DisableEnhancedMonitoring", StreamName=stream, ShardLevelMetrics=metrics)
 
     # ---- the other services, through their own classes ---------------------------------------
 
@@ -476,6 +521,15 @@ class KinesisBackend(CallPath):
 
     async def put_table_items(self, table: str, items: list[dict]) -> None:
         await self._dynamodb.put_items(table, items)
+
+    async def get_item(self, table: str, key: dict) -> dict | None:
+        return await self._dynamodb.get_item(table, key)
+
+    async def update_item_if(self, table: str, key: dict, **change: Any) -> None:
+        await self._dynamodb.update_item_if(table, key, **change)
+
+    async def put_item_if_absent(self, table: str, item: dict, key_attribute: str) -> None:
+        await self._dynamodb.put_item_if_absent(table, item, key_attribute)
 
     async def shard_metrics(
         self,
@@ -518,8 +572,21 @@ class KinesisBackend(CallPath):
     async def pipes_from(self, source_prefix: str | None = None) -> list[dict]:
         return await self._readers.pipes_from(source_prefix)
 
+    async def schema_version(self, version_id: str) -> dict:
+        """A Glue Schema Registry version by its id (GetSchemaVersion)."""
+        return await self.glue.schema_version(version_id)
+
     async def flink_applications(self) -> list[dict]:
         return await self._readers.flink_applications()
+
+    async def event_source_mapping(self, uuid: str) -> dict:
+        return await self._readers.event_source_mapping(uuid)
+
+    async def set_event_source_mapping_enabled(self, uuid: str, enabled: bool) -> dict:
+        return await self._readers.set_event_source_mapping_enabled(uuid, enabled)
+
+    async def create_event_source_mapping(self, request: dict[str, Any]) -> dict:
+        return await self._readers.create_event_source_mapping(request)
 
     async def metric_series(
         self,
@@ -544,6 +611,17 @@ _UNSUPPORTED_MARKERS = (
 )
 
 
+_STREAM_ARN = re.compile(r"^arn:[\w-]+:kinesis:[\w-]*:\d*:stream/(?P<name>[A-Za-z0-9_.-]+)$")
+
+
+def _legacy_stream_of(arn: str, error: BackendError) -> str:
+    """The stream a by-ARN call that the endpoint lacks can be made for by name; else the error stands."""
+    match = _STREAM_ARN.match(arn)
+    if error.code != "unsupported_operation" or match is None:
+        raise error
+    return match.group("name")
+
+
 def is_unsupported(error: ConsoleError) -> bool:
     return error.code in ("access_denied", "backend_error", "not_kinesis", "invalid_argument") and any(
         marker.lower() in error.message.lower() for marker in _UNSUPPORTED_MARKERS
@@ -561,6 +639,7 @@ def _streams_text(names: list[str] | None) -> str:
 
 if TYPE_CHECKING:
     from console.backend.protocol import ConsoleBackend
+    from console.backend.subscribe import SubscribeTransport
 
     def _serves_the_console(backend: KinesisBackend) -> ConsoleBackend:
         return backend  # mypy checks here that KinesisBackend has every call the console makes

@@ -2,7 +2,7 @@
 delivery streams, EventBridge Pipes and Managed Service for Apache Flink applications (their lag
 is read from CloudWatch: CloudWatchBackend.metric_series).
 
-Every call only reads. Answers come back as the services give them (AWS-shaped dicts); a service an
+Every call but the three mapping changes at the end only reads. Answers come back as the services give them (AWS-shaped dicts); a service an
 endpoint does not serve, a missing permission or throttling that outlasts the retries is one
 ConsoleError, which the caller turns into one line in place of that service's readers.
 """
@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from console.backend.calls import CallPath
-from console.errors import StreamNotFound
+from console.errors import BadInput, StreamNotFound
 
 DESCRIBE_CONCURRENCY = 8  # Describe* calls in flight at once (each service's own rate limits are low)
 MAPPINGS_PAGE = 100  # ListEventSourceMappings' MaxItems (AWS's most)
@@ -116,3 +116,21 @@ class ReadersBackend:
             return answer
 
         return [found for found in await asyncio.gather(*(one(name) for name in names)) if found is not None]
+
+    # ---- changing a mapping (console.consumers.mappings prepares and runs these) -----------------
+
+    async def event_source_mapping(self, uuid: str) -> dict:
+        """GetEventSourceMapping; BadInput when there is no such mapping."""
+        try:
+            answer = await self._call("lambda", "GetEventSourceMapping", UUID=uuid)
+        except StreamNotFound:
+            raise BadInput(f"no Lambda event source mapping {uuid} on {self._calls.label}", code="not_found") from None
+        return {k: v for k, v in answer.items() if k != "ResponseMetadata"}
+
+    async def set_event_source_mapping_enabled(self, uuid: str, enabled: bool) -> dict:
+        answer = await self._call("lambda", "UpdateEventSourceMapping", UUID=uuid, Enabled=enabled)
+        return {k: v for k, v in answer.items() if k != "ResponseMetadata"}
+
+    async def create_event_source_mapping(self, request: dict[str, Any]) -> dict:
+        answer = await self._call("lambda", "CreateEventSourceMapping", **request)
+        return {k: v for k, v in answer.items() if k != "ResponseMetadata"}

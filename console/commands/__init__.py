@@ -45,7 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "local": ("console.commands.local", "the embedded local Kinesis (moto, patched)"),
     "demo": (
         "console.commands.demo",
-        "example data on the embedded server: a KCL lease table, or one reader of each kind, for a stream",
+        "example data on the embedded server: a KCL lease table, one reader of each kind, or schema-encoded records",
     ),
     "completion": ("console.commands.completion", "print a shell completion script (bash, zsh or fish)"),
     "mcp": (

@@ -18,6 +18,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from console.commands import command_help
+
 SHELLS = ("bash", "zsh", "fish")
 CACHE_SECONDS = 60.0
 LOOKUP_SECONDS = 2.0  # the whole listing, connection included; a slow backend completes nothing
@@ -26,7 +28,7 @@ LOOKUP_SECONDS = 2.0  # the whole listing, connection included; a slow backend c
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
         "completion",
-        help="print the shell completion script (bash, zsh or fish)",
+        help=command_help("completion"),
         description='Print the completion script for your shell. bash and zsh: eval "$(kconsole completion '
         'bash)" in ~/.bashrc (or zsh in ~/.zshrc); fish: kconsole completion fish | source in '
         "~/.config/fish/config.fish. Stream names complete from the backend the command line "

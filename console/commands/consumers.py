@@ -4,6 +4,11 @@ kconsole consumers STREAM [--lease-table TABLE | --find-lease-tables] [--scan-ca
 kconsole consumers STREAM --lease-table TABLE --workers [--all-streams] [--json]   (KCL workers, leader)
 kconsole consumers register STREAM --name NAME [--yes]      (EFO; a change: confirmation, --read-only)
 kconsole consumers deregister STREAM --name NAME [--yes]
+kconsole consumers rewind STREAM --lease-table T --to WHEN [--shard ID...] [--watch S] [--plan] [--yes]
+kconsole consumers rewind --undo ACTION-ID [--watch S] [--yes]
+kconsole consumers skip STREAM --lease-table T --shard ID --sequence SEQ [--yes]
+kconsole consumers clone STREAM --lease-table T --to-table NEW [--yes]
+kconsole consumers checkpoints export|import STREAM FILE --lease-table T [--yes]
 kconsole recommend STREAM [--window 1h] [--target 70] [--shared-readers N] [--source auto|cloudwatch|sample]
 """
 
@@ -11,23 +16,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import math
 import re
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from console.commands import command_help
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
+from console.commands._lease_args import open_backend_for as _open
+from console.commands._lease_args import validate_scan_cap, validate_table_name
 from console.commands._output import emit, note, render_table, run_async
-from console.commands._stream_args import ensure_local_stream, local_shard_count, validate_stream_name
-from console.consumers.lag import DEFAULT_SCAN_CAP, MAX_SCAN_CAP
+from console.commands._stream_args import local_shard_count, validate_stream_name
+from console.consumers.lag import DEFAULT_SCAN_CAP
 from console.consumers.recommend import DEFAULT_WINDOW_CAP, Recommendation, ShardLoad, recommend, window_peaks
 from console.consumers.report import ConsumerReport, StallTracker, format_millis
 from console.errors import BadInput
 
 ACTIONS = ("register", "deregister")
-_TABLE_NAME = re.compile(r"^[a-zA-Z0-9_.-]{3,255}$")  # DynamoDB's table-name rule
+CHECKPOINT_ACTIONS = ("rewind", "skip", "clone", "checkpoints")
 _CONSUMER_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,128}$")  # Kinesis's consumer-name rule
 MAX_WATCH_SECONDS = 300.0
 MIN_WINDOW, MAX_WINDOW = 60, 14 * 24 * 3600  # CloudWatch keeps 1-minute data points for 15 days
@@ -39,17 +46,20 @@ def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
         "consumers",
         parents=common,
-        help="EFO consumers and KCL leases: owner, lag and state per shard",
+        help=command_help("consumers"),
         description="List a stream's enhanced fan-out consumers and, with a KCL lease table, every lease: "
         "owner, checkpoint, records and time behind, state (owned, unowned, stalled, finished), "
         "and the open shards with no lease. `consumers register|deregister STREAM --name NAME` "
-        "changes the EFO registrations (asks first).",
+        "changes the EFO registrations (asks first). `consumers rewind|skip|clone|checkpoints` move a KCL "
+        "application's checkpoints: planned first, refused while the application runs, logged, undoable.",
     )
     parser.add_argument(
         "words",
         nargs="+",
-        metavar="[register|deregister] STREAM",
-        help="the stream; `register STREAM` or `deregister STREAM` with --name changes its EFO consumers",
+        metavar="[register|deregister|rewind|skip|clone|checkpoints export|import] STREAM",
+        help="the stream; `register STREAM` or `deregister STREAM` with --name changes its EFO consumers; "
+        "`rewind`, `skip`, `clone` and `checkpoints export|import STREAM FILE` move a KCL application's "
+        "checkpoints (see --to, --shard, --sequence, --to-table, --undo)",
     )
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--lease-table", metavar="TABLE", help="the KCL application's DynamoDB lease table")
@@ -69,7 +79,22 @@ def register(subparsers, common) -> None:
         default=None,
         metavar="S",
         help="read the lease table twice, S seconds apart, to find stalled leases (a counter "
-        "that does not move while records wait)",
+        "that does not move while records wait); rewind, skip, undo and import: how long to watch for a "
+        "running application before writing (default 10, the KCL's failoverTimeMillis)",
+    )
+    parser.add_argument(
+        "--to",
+        action="append",
+        metavar="WHEN",
+        help="rewind: trim-horizon, latest, an ISO-8601 time, -DURATION (e.g. -1h), or shardId-…=SEQ "
+        "(repeatable; SEQ is the record read next)",
+    )
+    parser.add_argument("--shard", action="append", metavar="ID", help="rewind: only these shards; skip: the shard")
+    parser.add_argument("--sequence", metavar="SEQ", help="skip: the record to move past (its sequence number)")
+    parser.add_argument("--to-table", metavar="NEW", help="clone: the new application's lease table")
+    parser.add_argument("--undo", metavar="ACTION-ID", help="rewind: put back the checkpoints an earlier change moved")
+    parser.add_argument(
+        "--plan", action="store_true", help="rewind, skip, clone, import: show the plan and change nothing"
     )
     parser.add_argument(
         "--workers",
@@ -90,7 +115,7 @@ def register(subparsers, common) -> None:
     rec = subparsers.add_parser(
         "recommend",
         parents=common,
-        help="shard count and plan that keep peak utilisation under a target",
+        help=command_help("recommend"),
         description="From each open shard's observed peak (CloudWatch shard-level metrics when enhanced "
         "monitoring is on, else the window's records) against 1 MiB/s and 1,000 records/s written "
         "and 2 MiB/s read, the shard count and the `kconsole plan` lines that bring peak "
@@ -129,20 +154,6 @@ def register(subparsers, common) -> None:
 # ---- arguments -----------------------------------------------------------------------------------
 
 
-def validate_table_name(name: str) -> str:
-    if not _TABLE_NAME.match(name or ""):
-        raise BadInput(
-            f"not a valid DynamoDB table name: {name!r} (3 to 255 of a-z A-Z 0-9 _ . -)", code="bad_table_name"
-        )
-    return name
-
-
-def validate_scan_cap(cap: int, most: int = MAX_SCAN_CAP) -> int:
-    if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= most:
-        raise BadInput(f"--scan-cap must be a whole number from 1 to {most:,}; got {cap!r}", code="usage")
-    return cap
-
-
 def parse_duration(text: str) -> float:
     match = _DURATION.match((text or "").strip().lower())
     seconds = float(match.group(1)) * _UNIT[match.group(2)] if match else None
@@ -153,6 +164,8 @@ def parse_duration(text: str) -> float:
 
 def _consumers_target(args: argparse.Namespace) -> tuple[str | None, str]:
     words = args.words
+    if words[0] in CHECKPOINT_ACTIONS:
+        return words[0], ""
     if words[0] in ACTIONS:
         if len(words) != 2:
             raise BadInput(f"usage: kconsole consumers {words[0]} STREAM --name NAME", code="usage")
@@ -169,8 +182,17 @@ def _consumers_target(args: argparse.Namespace) -> tuple[str | None, str]:
 
 def run_consumers(args: argparse.Namespace) -> int:
     action, args.stream = _consumers_target(args)
+    if action in CHECKPOINT_ACTIONS:
+        from console.commands.checkpoints import run_checkpoints
+
+        return run_checkpoints(args, action)
     if action:
         return run_registration(args, action)
+    for option in ("to", "shard", "sequence", "to_table", "undo"):
+        if getattr(args, option) is not None:
+            raise BadInput(f"--{option.replace('_', '-')} only applies to consumers rewind|skip|clone", code="usage")
+    if args.plan:
+        raise BadInput("--plan only applies to consumers rewind|skip|clone|checkpoints import", code="usage")
     if args.name is not None or args.yes:
         raise BadInput("--name and --yes only apply to consumers register|deregister", code="usage")
     validate_scan_cap(args.scan_cap)
@@ -212,18 +234,6 @@ def run_consumers(args: argparse.Namespace) -> int:
         )
     emit(args, document, lambda: render_report(report, workers, show_workers=args.workers))
     return 0
-
-
-@contextlib.asynccontextmanager
-async def _open(args: argparse.Namespace):
-    """The backend; on the embedded server (empty each run) the stream is created first."""
-    from console.backend import BackendConfig, open_backend
-
-    config = BackendConfig.from_args(args)
-    async with open_backend(config) as backend:
-        if config.kind == "local":
-            await ensure_local_stream(backend, args.stream, args)
-        yield backend
 
 
 async def _find_tables(args: argparse.Namespace) -> tuple[list[str], list]:
@@ -292,9 +302,12 @@ def render_workers(view: Any) -> list[str]:
 
 def render_report(report: ConsumerReport, workers: Any = None, *, show_workers: bool = True) -> str:
     lines = [
-        f"stream {report.stream}: {len(report.efo_consumers)} EFO consumer(s)"
+        f"stream {report.stream}: "
+        + ("EFO consumers unknown" if report.efo_unknown else f"{len(report.efo_consumers)} EFO consumer(s)")
         + (f", {len(report.rows)} lease(s) in {report.lease_table}" if report.lease_table else "")
     ]
+    if report.efo_unknown:
+        lines.append(f"EFO consumers unknown: {report.efo_unknown}")
     if report.efo_consumers:
         lines.append(
             render_table(

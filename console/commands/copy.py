@@ -16,9 +16,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from console.commands import command_help
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, run_async
 from console.commands._stream_args import validate_stream_name
+from console.commands.tail import add_efo_arguments, check_efo_args, efo_subscriptions
 from console.errors import BadInput
 from console.produce.testrecords import is_keyless
 from console.read.positions import EndPosition, check_retention, resolve_window
@@ -38,7 +40,7 @@ def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
         "copy",
         parents=common,
-        help="copy a window of records from one stream to another, in order per key",
+        help=command_help("copy"),
         description="Read a window of SRC (--from, --to; or --last) and write it to DST through the ordered "
         "producer: per source shard in sequence order, each record's own partition key and bytes "
         "(a KPL aggregate stays byte-identical unless --deaggregate), one record in flight per key. "
@@ -77,6 +79,7 @@ def register(subparsers, common) -> None:
     parser.add_argument("--dst-region", metavar="REGION", help="DST's region (default: SRC's)")
     parser.add_argument("--dst-profile", metavar="PROFILE", help="DST's AWS profile (default: SRC's)")
     parser.add_argument("--yes", "-y", action="store_true", help="do not ask before writing")
+    add_efo_arguments(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -86,6 +89,7 @@ def handle(args: Any) -> int:
 
     validate_stream_name(args.source)
     validate_stream_name(args.destination)
+    check_efo_args(args, args.source)
     if args.output == "table":
         raise BadInput("copy reports one document: use --output json or text", code="usage")
     now = datetime.now(UTC)
@@ -123,12 +127,14 @@ def handle(args: Any) -> int:
         start_text, end_text = checkpoint.identity["from"], checkpoint.identity["to"]
         start, end = resolve_window(start_text, end_text, None, follow=False, now=max(now, _moment(end_text, now)))
         path = Path(args.resume)
+        checkpoint_option = "--resume"
     else:
         end_text = args.end if args.last is not None else (args.end or "now")
         start, end = resolve_window(args.start, end_text, args.last, follow=False, now=now)
         identity.update({"from": start.describe(), "to": end.describe()})
         checkpoint = CopyCheckpoint(identity)
         path = Path(args.checkpoint) if args.checkpoint else _default_checkpoint(args.source, args.destination, now)
+        checkpoint_option = "--checkpoint"
     if same_place and (end.moment is None or end.moment > now - SELF_COPY_MARGIN):
         raise BadInput(
             f"copying {args.source} into itself up to {end.describe()} would read its own copies (a loop): "
@@ -137,12 +143,18 @@ def handle(args: Any) -> int:
             code="usage",
         )
     refuse_if_read_only(args, f"copy records into {args.destination}")
-    _check_writable(path)
+    _check_writable(path, checkpoint_option)
     if checkpoint.complete:
         note(f"copy: the checkpoint {path} says this copy is complete; nothing to do")
         emit(
             args,
-            {"source": args.source, "destination": args.destination, "complete": True, "copied": 0},
+            {
+                "source": args.source,
+                "destination": args.destination,
+                "complete": True,
+                "copied": 0,
+                "possible_duplicates": checkpoint.possible_duplicates,
+            },
             "nothing left to copy",
         )
         return 0
@@ -164,7 +176,18 @@ def handle(args: Any) -> int:
     )
     try:
         progress, seconds, interrupted = run_async(
-            _copy(args, source_config, destination_config, separate, options, checkpoint, path, where, now)
+            _copy(
+                args,
+                source_config,
+                destination_config,
+                separate,
+                options,
+                checkpoint,
+                path,
+                where,
+                now,
+                checkpoint_option,
+            )
         )
     except KeyboardInterrupt:
         note(resume_note)
@@ -187,6 +210,7 @@ async def _copy(
     path: Path,
     where,
     now: datetime,
+    checkpoint_option: str,
 ):
     import time
 
@@ -216,7 +240,8 @@ async def _copy(
             else f"{args.destination} places records by key (USER_PARTITION_KEY) and takes none without a key; "
             f"`kconsole stream distribution {args.destination} auto` lets it take them; nothing more was sent"
         )
-        reader = TailReader(source, args.source, options)
+        subscribe = await efo_subscriptions(source, args.source, args, stack) if args.efo else None
+        reader = TailReader(source, args.source, options, subscribe=subscribe)
         await reader.position()
         note(
             f"copy {args.source} -> {args.destination} from {options.start.describe()} to {options.end.describe()}: "
@@ -236,7 +261,7 @@ async def _copy(
             checkpoint,
             where=where,
             deaggregate=args.deaggregate,
-            save=lambda state: _save_checkpoint(path, state.to_json()),
+            save=lambda state: _save_checkpoint(path, state.to_json(), checkpoint_option),
             keyless_refused=keyless_refused,
             on_chunk=lambda p: note(
                 f"copy: {p.read:,} read, {p.acknowledged:,} acknowledged by {args.destination}"
@@ -384,8 +409,12 @@ def _read_checkpoint(path: str) -> Any:
         raise BadInput(f"--resume {path} is not a kconsole copy checkpoint (not JSON)", code="bad_file") from None
 
 
-def _check_writable(path: Path) -> None:
-    """The checkpoint's folder must take a file before anything is read or written."""
+def _check_writable(path: Path, option: str) -> None:
+    """The checkpoint must be a regular file (or a new name) whose folder takes a file, before anything is
+    read or written: it is replaced whole as the copy goes, and read back by --resume."""
+    from console.read.export import output_path_kind
+
+    output_path_kind(path, option, streams=False, hint="give a file name for the checkpoint")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         probe = path.with_name(f".{path.name}.{os.getpid()}.probe")
@@ -395,13 +424,10 @@ def _check_writable(path: Path) -> None:
         raise BadInput(f"cannot write the checkpoint {path}: {error.strerror or error}", code="bad_file") from None
 
 
-def _save_checkpoint(path: Path, document: dict) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.part")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(document, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+def _save_checkpoint(path: Path, document: dict, option: str) -> None:
+    from console.read.export import write_atomically
+
+    write_atomically(path, json.dumps(document).encode("utf-8"), option)
 
 
 def _summary(args, start, end, progress, seconds: float, path: Path, checkpoint) -> dict:

@@ -3,6 +3,7 @@
     kconsole heat orders --seconds 10 --top 3 [--hottest] [--json]
     kconsole heat orders --source cloudwatch [--seconds 900]      (needs enhanced monitoring)
     kconsole heat orders --enable-enhanced-monitoring [--yes]     (a change: confirmation, --read-only)
+    kconsole heat orders --disable-enhanced-monitoring [--yes]    (and back off, to stop the per-shard billing)
 
 Per open shard: records/s, bytes/s, the peak second, utilisation of the shard limits (1,000
 records/s, 1 MiB/s) and the top partition keys with their share of the shard. Then what to do:
@@ -90,6 +91,11 @@ def register(subparsers, common) -> None:
         help=f"turn on the shard-level metrics ({', '.join(SHARD_LEVEL_METRICS)}); "
         "CloudWatch bills them per shard. Changes the stream: asks for confirmation",
     )
+    parser.add_argument(
+        "--disable-enhanced-monitoring",
+        action="store_true",
+        help="turn every shard-level metric off again (their billing stops). Changes the stream: asks for confirmation",
+    )
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
     parser.add_argument(
         "--shards",
@@ -120,8 +126,10 @@ def _validate(args: argparse.Namespace) -> None:
 def run_heat(args: argparse.Namespace) -> int:
     _validate(args)
     config = BackendConfig.from_args(args)
-    if args.enable_enhanced_monitoring:
-        return run_enable_monitoring(args, config)
+    if args.enable_enhanced_monitoring and args.disable_enhanced_monitoring:
+        raise BadInput("--enable-enhanced-monitoring or --disable-enhanced-monitoring, not both", code="usage")
+    if args.enable_enhanced_monitoring or args.disable_enhanced_monitoring:
+        return run_enable_monitoring(args, config, on=args.enable_enhanced_monitoring)
     if args.source == "cloudwatch":
         return run_cloudwatch(args, config)
     snapshot = run_async(_sample(config, args))
@@ -379,20 +387,28 @@ def render_cloudwatch(stream: str, seconds: float, shards: list[ShardMetricsHeat
     return "\n".join(lines)
 
 
-def run_enable_monitoring(args: argparse.Namespace, config: BackendConfig) -> int:
-    """Prepared and run by console.lifecycle.actions, as the console's Heat tab does."""
+def run_enable_monitoring(args: argparse.Namespace, config: BackendConfig, *, on: bool = True) -> int:
+    """Shard-level enhanced monitoring on (kconsole's metrics) or off (every metric, as ALL names them):
+    prepared and run by console.lifecycle.actions, as the console's Heat tab does."""
     from console.lifecycle import actions
     from console.reshard.actionlog import ActionLog
 
-    refuse_if_read_only(args, f"enable enhanced monitoring on {args.stream}")
-    action = f"enable shard-level enhanced monitoring ({', '.join(SHARD_LEVEL_METRICS)}; billed per shard)"
+    verb = "enable" if on else "disable"
+    refuse_if_read_only(args, f"{verb} enhanced monitoring on {args.stream}")
+    if on:
+        action = f"enable shard-level enhanced monitoring ({', '.join(SHARD_LEVEL_METRICS)}; billed per shard)"
+    else:
+        action = "disable every shard-level enhanced monitoring metric (their CloudWatch billing stops)"
     confirm_by_stream_name(args, change=f"{action} on {args.stream}", consequence=action)
 
-    async def enable() -> tuple[str, ...]:
+    async def change_monitoring() -> tuple[str, ...]:
         async with open_backend(config) as kinesis:
             if config.kind == "local":
                 await ensure_local_stream(kinesis, args.stream, args)
-            plan = await actions.prepare_enhanced_monitoring(kinesis, args.stream, SHARD_LEVEL_METRICS)
+            if on:
+                plan = await actions.prepare_enhanced_monitoring(kinesis, args.stream, SHARD_LEVEL_METRICS)
+            else:
+                plan = await actions.prepare_disable_monitoring(kinesis, args.stream)
             await actions.run(
                 kinesis,
                 plan,
@@ -401,7 +417,7 @@ def run_enable_monitoring(args: argparse.Namespace, config: BackendConfig) -> in
             )
             return (await kinesis.describe_stream_summary(args.stream)).enhanced_metrics
 
-    enabled = run_async(enable())
+    enabled = run_async(change_monitoring())
     emit(
         args,
         {"stream": args.stream, "enhanced_metrics": sorted(enabled)},

@@ -20,6 +20,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from console.bounds import open_named_file
+from console.commands import command_help
 from console.commands._aggregate_args import (
     add_aggregate_options,
     aggregate_bytes,
@@ -52,7 +53,7 @@ def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
         "put",
         parents=common,
-        help="send JSON lines (file or stdin) as records, in order per key",
+        help=command_help("put"),
         description='Send records from JSON lines: {"key": ..., "data": ...} per line, or any JSON document '
         "with --key-field naming its partition key. Every line is checked first; bad lines are "
         "reported with their numbers and nothing is sent unless --skip-bad. Records of a key keep "
@@ -148,7 +149,7 @@ def read_input(args: Any) -> ParsedLines:
         if not _regular(handle):
             handle = _NewlineWithin(handle, "stdin" if path == "-" else path)
         try:
-            return parse_json_lines(bounded_lines(handle), **options)
+            return parse_json_lines(bounded_lines(handle, read_past_overlong=args.skip_bad), **options)
         except OSError as error:
             raise BadInput(f"cannot read {path}: {error.strerror or error}", code="bad_file") from None
 
@@ -317,7 +318,10 @@ def summary_document(parsed: ParsedLines, result: ProduceResult, report: Verific
             {"kind": p.kind, "line": line_of.get((p.key, p.seq)), "key": _shown_key(p.key), "detail": p.detail}
             for p in report.problems[:MAX_PROBLEMS_SHOWN]
         ]
-    document["ok"] = not failed and not result.abandoned and (report is None or report.ok)
+    elif result.verification_error is not None:  # asked for, and the read-back itself failed: not a pass
+        document["verification"] = {"ok": False, "error": result.verification_error, "problems": []}
+    verified = report.ok if report is not None else result.verification_error is None
+    document["ok"] = not failed and not result.abandoned and verified
     return document
 
 
@@ -343,7 +347,9 @@ def summary_text(document: dict) -> str:
     for failure in document["failed"][:10]:
         lines.append(f"  failed: line {failure['line']} (key {_key_text(failure['key'])}): {failure['error']}")
     verification = document.get("verification")
-    if verification is not None and verification.get("checks") == "delivery":
+    if verification is not None and verification.get("error"):
+        lines.append(verification["error"])
+    elif verification is not None and verification.get("checks") == "delivery":
         lines.append(
             f"delivery {'OK' if verification['ok'] else 'FAILED'}: read back {verification['read_back']} "
             f"of {document['acknowledged']}, lost {verification['lost']}, duplicated "

@@ -1,25 +1,32 @@
 """`kconsole readers STREAM`: every reader of a stream, worst first (it only reads).
 
 kconsole readers STREAM [--lease-table TABLE ...] [--scan-cap N] [--json]
+kconsole readers disable|enable STREAM --mapping UUID [--yes]       (a Lambda mapping; a change)
+kconsole readers replay STREAM --mapping UUID --from WHEN [--print] [--yes]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import re
+from datetime import UTC, datetime
 
-from console.commands._output import emit, render_table, run_async
+from console.commands import command_help
+from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
+from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import ensure_local_stream, local_shard_count, validate_stream_name
 from console.commands.consumers import validate_scan_cap, validate_table_name
 from console.consumers.lag import DEFAULT_SCAN_CAP
 from console.consumers.readers import METRIC_WINDOW_MINUTES, Reader, ReadersReport
+from console.errors import BadInput
 
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
         "readers",
         parents=common,
-        help="every reader of a stream, worst first: Lambda, Firehose, Pipes, Flink, EFO, KCL",
+        help=command_help("readers"),
         description="One row per reader of the stream, the furthest behind first: Lambda event source "
         "mappings (on the stream and on its EFO consumers), Firehose delivery streams, EventBridge "
         "Pipes, Managed Flink applications whose runtime properties name the stream (a heuristic), "
@@ -29,7 +36,24 @@ def register(subparsers, common) -> None:
         "it. A service the endpoint lacks, or a missing permission, is one line instead of its rows. "
         "Only reads.",
     )
-    parser.add_argument("stream", metavar="STREAM")
+    parser.add_argument(
+        "words",
+        nargs="+",
+        metavar="[disable|enable|replay] STREAM",
+        help="the stream; `disable|enable STREAM --mapping UUID` pauses or resumes a Lambda mapping, "
+        "`replay STREAM --mapping UUID --from WHEN` starts a new one from WHEN and disables the old",
+    )
+    parser.add_argument("--mapping", metavar="UUID", help="disable|enable|replay: the Lambda event source mapping")
+    parser.add_argument(
+        "--from",
+        dest="start",
+        metavar="WHEN",
+        help="replay: trim-horizon, latest, an ISO-8601 time or a duration back (--from=-1h)",
+    )
+    parser.add_argument(
+        "--print", action="store_true", help="replay, disable, enable: print the `aws lambda` commands instead"
+    )
+    parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
     parser.add_argument(
         "--lease-table",
         action="append",
@@ -47,8 +71,23 @@ def register(subparsers, common) -> None:
     parser.set_defaults(handler=run_readers)
 
 
+MAPPING_ACTIONS = ("disable", "enable", "replay")
+
+
 def run_readers(args: argparse.Namespace) -> int:
-    validate_stream_name(args.stream)
+    words = args.words
+    if words[0] in MAPPING_ACTIONS:
+        if len(words) != 2:
+            raise BadInput(f"usage: kconsole readers {words[0]} STREAM --mapping UUID", code="usage")
+        args.stream = validate_stream_name(words[1])
+        return run_mapping_change(args, words[0])
+    if len(words) != 1:
+        raise BadInput(
+            f"readers takes one STREAM (or disable|enable|replay STREAM); got {' '.join(words)!r}", code="usage"
+        )
+    if args.mapping or args.start or args.print or args.yes:
+        raise BadInput("--mapping, --from, --print and --yes apply to readers disable|enable|replay", code="usage")
+    args.stream = validate_stream_name(words[0])
     validate_scan_cap(args.scan_cap)
     for table in args.lease_table or ():
         validate_table_name(table)
@@ -115,3 +154,66 @@ def render_readers(report: ReadersReport) -> str:
         lines.append("Pipes publish no iterator age: their lag is unknown")
     lines.extend(f"unavailable: {line}" for line in report.unavailable)
     return "\n".join(lines)
+
+
+# ---- disable / enable / replay a Lambda mapping ---------------------------------------------------
+
+_UUID = re.compile(r"^[0-9a-fA-F-]{8,64}$")
+
+
+def run_mapping_change(args: argparse.Namespace, action: str) -> int:
+    if not args.mapping or not _UUID.match(args.mapping):
+        raise BadInput(f"readers {action} needs --mapping UUID (as `kconsole readers STREAM` shows it)", code="usage")
+    if (action == "replay") != (args.start is not None):
+        raise BadInput("--from WHEN applies to readers replay, and replay needs it", code="usage")
+    if not args.print:
+        refuse_if_read_only(args, f"{action} Lambda mapping {args.mapping} on {args.stream}")
+    plan, made = run_async(_mapping_change(args, action))
+    if args.print:
+        emit(args, plan.to_json(), "\n".join(plan.aws_commands()) or f"# {plan.summary}")
+        return 0
+    document = plan.to_json() | {
+        "made": [
+            {"operation": m.call.operation, "outcome": m.change.outcome, "reply_lost": m.change.reply_lost}
+            | ({"new_mapping": m.answer.get("UUID")} if m.answer and m.call.operation.startswith("Create") else {})
+            for m in made
+        ]
+    }
+    done = [f"{m.call.describe()}: {m.change.outcome}" for m in made]
+    emit(args, document, "\n".join(plan.lines() + done))
+    return 0
+
+
+async def _mapping_change(args: argparse.Namespace, action: str) -> tuple:
+    from console.consumers import mappings
+    from console.consumers.rewind import parse_target
+    from console.lifecycle.actions import actor
+    from console.reshard.actionlog import ActionLog
+
+    async with _open(args) as backend:
+        if action == "replay":
+            target = parse_target([args.start], datetime.now(UTC))
+            if target.kind == "sequences":
+                raise BadInput(
+                    "--from takes trim-horizon, latest or a time: Lambda starts a mapping at no sequence number"
+                )
+            position = {"trim-horizon": "TRIM_HORIZON", "latest": "LATEST"}.get(target.kind, "AT_TIMESTAMP")
+            plan = await mappings.prepare_replay(backend, args.stream, args.mapping, position, target.moment)
+        else:
+            plan = await mappings.prepare_toggle(backend, args.stream, args.mapping, enable=action == "enable")
+        if args.print or not plan.calls:
+            return plan, []
+        confirm_by_stream_name(
+            args,
+            change=f"{action} Lambda mapping {args.mapping}",
+            consequence=plan.summary,
+            preview="\n".join(plan.lines()),
+        )
+        made = await mappings.run(
+            backend,
+            plan,
+            action_log=ActionLog.default(),
+            who=await actor(backend),
+            progress=lambda t: note(f"kconsole: {t}"),
+        )
+        return plan, made

@@ -12,11 +12,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console.commands import command_help
-from console.commands._output import emit_record, note, run_async
+from console.commands._mask_args import add_mask_arguments, masker_from_args
+from console.commands._output import emit, emit_record, note, run_async
 from console.document_sink import output_stream
 from console.errors import BadInput
 from console.keyspace.hashkeys import validate_partition_key
-from console.read.decoding import KIND_ERROR, DecodedRecord, iso_time
+from console.read.decoding import DecodedRecord
+from console.read.decoding import text_line as format_line
 from console.read.export import (
     EXPORT_FORMATS,
     CsvEncoder,
@@ -29,6 +31,7 @@ from console.read.export import (
 )
 from console.read.positions import check_retention, resolve_window
 from console.read.printable import printable
+from console.read.profile import WindowProfile
 from console.read.tail import TailOptions, TailReader
 from console.read.where import RecordFilter
 from console.words import counted
@@ -36,8 +39,6 @@ from console.words import counted
 PROGRESS_INTERVAL = 1.0  # seconds between export progress lines on stderr
 SHARDS_IN_PROGRESS = 4  # shard positions named in a progress line
 GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the youngest generation (Python's default: 700)
-
-TEXT_HEX_BYTES = 64  # binary content shown per record in text mode (--json carries it all)
 
 
 def register(subparsers, common) -> None:
@@ -116,7 +117,32 @@ def register(subparsers, common) -> None:
     parser.add_argument("--grep", metavar="TEXT", help="only records whose decoded content or key contains TEXT")
     parser.add_argument("--follow", "-f", action="store_true", help="keep reading new records until Ctrl-C")
     parser.add_argument("--limit", type=_positive_int, metavar="N", help="stop after N records")
+    add_efo_arguments(parser)
+    parser.add_argument("--yes", action="store_true", help="with --efo: register the temporary consumer without asking")
+    add_mask_arguments(parser)
+    parser.add_argument(
+        "--summarize",
+        action="store_true",
+        help="instead of the records, what the window holds: per field path its presence, types, distinct and "
+        "top values, numbers' percentiles; per schema version, the count",
+    )
     parser.set_defaults(handler=run, export_formats=EXPORT_FORMATS)
+
+
+def add_efo_arguments(parser: Any) -> None:
+    """--efo and --consumer, as tail and copy read with them."""
+    parser.add_argument(
+        "--efo",
+        action="store_true",
+        help="read with enhanced fan-out (SubscribeToShard over HTTP/2): a 2 MiB/s per shard of its own, "
+        "not shared with the stream's GetRecords readers; without --consumer a temporary consumer is "
+        "registered (priced and confirmed first) and deregistered at the end",
+    )
+    parser.add_argument(
+        "--consumer",
+        metavar="NAME",
+        help="with --efo: read as this registered consumer (its name or ARN) instead of a temporary one",
+    )
 
 
 def _positive_int(text: str) -> int:
@@ -127,6 +153,25 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise BadInput(f"--limit must be a whole number of at least 1; got {text!r}")
     return value
+
+
+def _check_efo_args(args: Any) -> None:
+    if getattr(args, "yes", False) and not (getattr(args, "efo", False) and getattr(args, "consumer", None) is None):
+        raise BadInput("--yes confirms the temporary consumer of --efo (without --consumer)", code="usage")
+    check_efo_args(args, args.stream)
+
+
+def check_efo_args(args: Any, stream: str) -> None:
+    """--consumer belongs to --efo; registering a temporary consumer is a change (refused read-only)."""
+    efo, consumer = getattr(args, "efo", False), getattr(args, "consumer", None)
+    if consumer is not None and not efo:
+        raise BadInput("--consumer names the enhanced fan-out consumer of --efo: give --efo too", code="usage")
+    if consumer is not None and not consumer:
+        raise BadInput("--consumer needs a consumer name or ARN", code="usage")
+    if efo and consumer is None:
+        from console.commands._confirm import refuse_if_read_only
+
+        refuse_if_read_only(args, f"register a temporary enhanced fan-out consumer on {stream}")
 
 
 def options_from_args(args: Any, now: datetime | None = None) -> TailOptions:
@@ -158,6 +203,7 @@ def options_from_args(args: Any, now: datetime | None = None) -> TailOptions:
         follow=args.follow,
         limit=args.limit,
         placement_only=args.placement_only,
+        mask=masker_from_args(args),
     )
 
 
@@ -169,6 +215,9 @@ def run(args: Any) -> int:
     if getattr(args, "output", None) == "table":
         raise BadInput("tail streams its records, which a table cannot do: use --output text or json", code="usage")
     options = options_from_args(args)
+    _check_efo_args(args)
+    if getattr(args, "summarize", False) and (options.follow or getattr(args, "out", None)):
+        raise BadInput("--summarize reports a window once it is read: not with --follow or --out", code="usage")
     export = Export.from_args(args)
     if getattr(args, "local", False):
         local_shard_count(args)
@@ -305,13 +354,14 @@ async def _tail(
     from console.backend import open_backend
     from console.commands._stream_args import ensure_local_stream
 
-    async with open_backend(config) as kinesis:
+    async with open_backend(config) as kinesis, contextlib.AsyncExitStack() as efo:
         if config.kind == "local":  # the embedded server starts empty: create the stream, as `shards` does
             await ensure_local_stream(kinesis, stream, args)
         if options.start.timestamp is not None or options.end.moment is not None:
             summary = await kinesis.describe_stream_summary(stream)
             check_retention(options.start, summary.retention_hours, datetime.now(UTC), stream, options.end)
-        reader = TailReader(kinesis, stream, options, on_trouble=note)
+        subscribe = await efo_subscriptions(kinesis, stream, args, efo) if getattr(args, "efo", False) else None
+        reader = TailReader(kinesis, stream, options, on_trouble=note, subscribe=subscribe)
         if options.follow:
             _hold_back_retry_lines_while_unreachable(kinesis, reader)
         reader_box.append(reader)
@@ -326,10 +376,15 @@ async def _tail(
             )
         write = output_stream().write
         plain_json = args.output == "json" and getattr(args, "query", None) is None
+        profile = WindowProfile() if getattr(args, "summarize", False) else None
         async with contextlib.aclosing(reader.batches()) as batches:
             async for batch in batches:
                 while reader.notes:
                     note(reader.notes.pop(0))
+                if profile is not None:
+                    for record in batch.records:
+                        profile.add(record)
+                    continue
                 if export is not None:
                     if batch.records:
                         export.write_batch(batch.records)
@@ -351,6 +406,9 @@ async def _tail(
         if export is not None:
             export.progress(reader, force=True)
             return
+        if profile is not None:
+            emit(args, profile.to_json(), lambda: "\n".join(printable(line) for line in profile.lines()))
+            return
         if args.output is None:
             lags = ", ".join(
                 f"{p.shard_id} {p.records} rec"
@@ -368,6 +426,78 @@ async def _tail(
                     f"tail: --placement-only read only the shard {options.partition_key!r} hashes to; without it "
                     "every shard is read"
                 )
+
+
+async def efo_subscriptions(kinesis: Any, stream: str, args: Any, stack: contextlib.AsyncExitStack) -> Any:
+    """--efo: check the endpoint speaks HTTP/2, then find the consumer named with --consumer, or register
+    a temporary one (priced, confirmed, logged write-ahead) that `stack` deregisters on the way out,
+    Ctrl-C included. Returns `subscribe(shard, position)` for the reader."""
+    import socket
+    from types import SimpleNamespace
+
+    from console.commands._confirm import confirm_by_stream_name
+    from console.lifecycle import actions
+    from console.read.efo import consumer_problem, temporary_consumer_name, temporary_consumer_preview
+    from console.reshard.actionlog import ActionLog
+
+    transport = kinesis.subscriptions()
+    await transport.check()  # one line for an endpoint without HTTP/2, before anything is registered
+    summary = await kinesis.describe_stream_summary(stream)
+    if args.consumer is not None:
+        name = args.consumer
+        consumers = await kinesis.list_stream_consumers(summary.arn)
+        found = next((c for c in consumers if name in (c.get("ConsumerName"), c.get("ConsumerARN"))), None)
+        problem = consumer_problem(found, name, stream, summary.arn, [c.get("ConsumerName", "") for c in consumers])
+        if problem is not None:
+            raise BadInput(problem, code="consumer")
+        consumer_arn = found["ConsumerARN"]  # type: ignore[index]
+    else:
+        name = temporary_consumer_name(socket.gethostname(), os.getpid(), datetime.now(UTC))
+        shards = sum(1 for shard in await kinesis.all_shards(stream) if shard.is_open)
+        plan = await actions.prepare_register_consumer(kinesis, stream, name)
+        preview = temporary_consumer_preview(name, stream, shards)
+        if args.yes:
+            note(preview)  # what it costs is said whether or not it is asked
+        confirm_by_stream_name(
+            SimpleNamespace(stream=stream, yes=args.yes),  # type: ignore[arg-type]
+            change=f"register a temporary consumer on {stream}",
+            consequence=f"register the temporary consumer {name}",
+            preview=f"{preview}\n{plan.render()}",
+        )
+        made = await actions.run(kinesis, plan, action_log=ActionLog.default(), progress=_change_progress)
+        stack.push_async_callback(_deregister_temporary, kinesis, stream, name)
+        consumer_arn = (made[0].answer or {}).get("ConsumerARN") or (
+            await kinesis.describe_stream_consumer(summary.arn, name)
+        )["ConsumerARN"]
+        note(f"tail: registered the temporary consumer {name}; it is deregistered when tail ends")
+        await _until_active(kinesis, summary.arn, name)
+    return lambda shard_id, position: transport.subscribe(consumer_arn, shard_id, position)
+
+
+async def _until_active(kinesis: Any, stream_arn: str, name: str, timeout: float = 120.0) -> None:
+    """A consumer is read with once ACTIVE (AWS takes seconds to make one)."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while (await kinesis.describe_stream_consumer(stream_arn, name)).get("ConsumerStatus") != "ACTIVE":
+        if time.monotonic() > deadline:
+            raise BadInput(f"consumer {name} did not become ACTIVE in {timeout:.0f} s", code="consumer")
+        await asyncio.sleep(0.5)
+
+
+async def _deregister_temporary(kinesis: Any, stream: str, name: str) -> None:
+    """The temporary consumer deregistered, prepared and run as `consumers deregister` does it."""
+    from console.lifecycle import actions
+    from console.reshard.actionlog import ActionLog
+
+    plan = await actions.prepare_deregister_consumer(kinesis, stream, name)
+    await actions.run(kinesis, plan, action_log=ActionLog.default(), progress=_change_progress)
+    note(f"tail: deregistered the temporary consumer {name}")
+
+
+def _change_progress(text: str) -> None:
+    if not text.startswith("calling"):
+        note(f"kconsole: {text}")
 
 
 def _decode_errors(reader: TailReader) -> str:
@@ -400,17 +530,3 @@ def _quiet_garbage_collector() -> None:
 
     gc.freeze()
     gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
-
-
-def format_line(record: DecodedRecord) -> str:
-    """One line per record: arrival, shard, sequence[/sub], key [ehk], kind, size, content. What came from the
-    stream (key, content, a decode error's reason) is escaped: a producer's escape sequences never reach the
-    terminal, and a record never takes more than its line."""
-    arrival = iso_time(record.arrival) or "-"
-    key = record.key_text + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
-    content = record.content_text(max_hex_bytes=TEXT_HEX_BYTES)
-    if record.kind == KIND_ERROR:
-        content = f"{record.error}: {content}"
-    return printable(
-        f"{arrival} {record.shard_id} {record.position} {key} {record.kind_label} {record.size}B {content}"
-    )

@@ -13,6 +13,7 @@ import socket
 import sys
 from typing import Any
 
+from console.commands import command_help
 from console.errors import BadInput
 
 DEFAULT_PORT = 8000
@@ -37,7 +38,7 @@ def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
         "web",
         parents=common,
-        help="serve the live console to a browser tab (textual-serve, 127.0.0.1)",
+        help=command_help("web"),
         description=f"Serve the live console on http://{HOST}:PORT with textual-serve: each browser tab gets "
         "its own console, opened with the options given here (kconsole web --local, kconsole "
         "web --stream orders --read-only). Ctrl-C stops it.",

@@ -8,7 +8,9 @@ Names and types are the KCL's own (amazon-kinesis-client, 3.x / 3.5):
   seconds), "sts" (M of metric -> L of N: the last values, -1 when a read failed), "opr" (M of
   metric -> L of N: the operating range, its first value the maximum), "sup"/"slu" (support code and
   its heartbeat). Metric names are `WorkerMetricType`'s short names: "C" CPU, "M" memory, "NI"/"NO"
-  network in/out. `LeaseTableWorkerMetricStats` stores the same item in the lease table with the
+  network in/out. The value the KCL balances leases by is `getMetricStat`: an exponential moving
+  average (`emaAlpha` 0.2, the first value as it is) over the "sts" list, skipping the -1 of failed
+  reads. `LeaseTableWorkerMetricStats` stores the same item in the lease table with the
   worker id under "leaseKey" instead of "wid".
 - `MigrationAwareLAMDataManager`: a worker's metrics expire after
   DEFAULT_NO_OF_SKIP_STAT_FOR_DEAD_WORKER_THRESHOLD (2) x workerMetricsReporterFreqInMillis
@@ -101,7 +103,7 @@ def entity_of(item: Mapping[str, Any]) -> str | None:
 class WorkerMetrics:
     worker_id: str
     last_update: float | None  # epoch seconds
-    cpu: float | None  # percent, the latest value KCL reported (None: not reported or failing)
+    cpu: float | None  # percent, the KCL's own smoothed value of its readings (None: none reported or all failed)
     cpu_limit: float | None  # the operating range's maximum
     problem: str | None = None  # why some of it could not be read (the row is marked, not dropped)
 
@@ -124,7 +126,7 @@ def parse_worker_metrics(item: Mapping[str, Any], *, in_lease_table: bool) -> Wo
     values = stats.get(CPU)
     if values is not None:
         if isinstance(values, list) and all(isinstance(v, (int, float)) for v in values):
-            cpu = float(values[-1]) if values and values[-1] != -1 else None
+            cpu = kcl_metric_value(values)
         else:
             problems.append(f"{METRIC_STATS}.{CPU} is not a list of numbers")
     limit = ranges.get(CPU)
@@ -132,6 +134,20 @@ def parse_worker_metrics(item: Mapping[str, Any], *, in_lease_table: bool) -> Wo
     return WorkerMetrics(
         worker_id, float(last_update) if last_update is not None else None, cpu, cpu_limit, "; ".join(problems) or None
     )
+
+
+KCL_EMA_ALPHA = 0.2  # WorkerMetricStats.emaAlpha
+
+
+def kcl_metric_value(readings: list[float]) -> float | None:
+    """What the KCL makes of a metric's readings (WorkerMetricStats.getMetricStat): their exponential
+    moving average, failed readings (-1) skipped; None when no reading succeeded."""
+    average = None
+    for reading in readings:
+        if reading == -1:
+            continue
+        average = float(reading) if average is None else KCL_EMA_ALPHA * reading + (1 - KCL_EMA_ALPHA) * average
+    return average
 
 
 def _read(item: Mapping[str, Any], name: str, kinds: type | tuple[type, ...], problems: list[str]) -> Any:

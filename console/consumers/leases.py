@@ -185,6 +185,10 @@ def leases_for_stream(items: Iterable[Mapping[str, Any]], stream: str) -> list[L
     return sorted((lease for lease in leases if lease.stream_name in (None, stream)), key=lambda lease: lease.shard_id)
 
 
+STARTING_HASH_KEY = "startingHashKey"
+ENDING_HASH_KEY = "endingHashKey"
+
+
 def table_matches_stream(
     items: Iterable[Mapping[str, Any]], stream: str, shards: Iterable[Shard], *, whole_table: bool = False
 ) -> bool:
@@ -192,12 +196,12 @@ def table_matches_stream(
 
     A multi-stream lease names its stream. A single-stream lease names only a shard id, and shard ids
     repeat across streams (every stream has shardId-000000000000), so a table of single-stream leases
-    is this stream's only when every one of its leases fits: its shard is one of this stream's (a
-    finished lease may outlive its shard, trimmed past retention), and a checkpoint that is a
-    sequence number lies within that shard's range (sequence numbers are the stream's own). When
-    `items` is the whole table, it must also cover the stream: the KCL holds a lease on every open
-    shard or on one of its ancestors. Two streams with the same shards and no checkpointed sequence
-    number yet still cannot be told apart."""
+    is this stream's only when every one of its leases agrees with this stream's shards: its shard is
+    one of this stream's (a finished lease may outlive its shard, trimmed past retention), and its
+    parents, its hash key range (KCL 2.x+) and a checkpoint that is a sequence number (sequence
+    numbers are the stream's own) all fit that shard. When `items` is the whole table, it must also
+    cover the stream: the KCL holds a lease on every open shard or on one of its ancestors. Two
+    streams with the same shards and no checkpointed sequence number yet still cannot be told apart."""
     known = {shard.shard_id: shard for shard in shards}
     mine = False
     leased: set[str] = set()
@@ -213,7 +217,7 @@ def table_matches_stream(
             if lease.finished:
                 continue
             return False
-        if not _within(lease.checkpoint, shard):
+        if not _lease_agrees_with(lease, item, shard):
             return False
         leased.add(lease.shard_id)
     if mine or not leased:
@@ -235,11 +239,20 @@ def _leased_line(shard: Shard, known: Mapping[str, Shard], leased: set[str]) -> 
     return False
 
 
-def _within(checkpoint: str | None, shard: Shard) -> bool:
-    """A sequence-number checkpoint lies in the shard's sequence range (a sentinel always fits)."""
-    if checkpoint is None or not _SEQUENCE_NUMBER.match(checkpoint):
-        return True
-    number = int(checkpoint)
-    if shard.starting_sequence_number and number < int(shard.starting_sequence_number):
+def _lease_agrees_with(lease: Lease, item: Mapping[str, Any], shard: Shard) -> bool:
+    if lease.parent_shard_ids and set(lease.parent_shard_ids) != set(shard.parents):
         return False
-    return not (shard.ending_sequence_number and number > int(shard.ending_sequence_number))
+    starting, ending = attribute(item.get(STARTING_HASH_KEY)), attribute(item.get(ENDING_HASH_KEY))
+    if starting is not None and ending is not None:
+        try:
+            if (int(starting), int(ending)) != (shard.starting_hash_key, shard.ending_hash_key):
+                return False
+        except (TypeError, ValueError):
+            return False
+    checkpoint = lease.checkpoint
+    if checkpoint is not None and _SEQUENCE_NUMBER.match(checkpoint):
+        if shard.starting_sequence_number is not None and int(checkpoint) < int(shard.starting_sequence_number):
+            return False
+        if shard.ending_sequence_number is not None and int(checkpoint) > int(shard.ending_sequence_number):
+            return False
+    return True

@@ -4,6 +4,7 @@ I/O goes through the injected backend (its Kinesis and DynamoDB methods)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -18,7 +19,7 @@ from console.consumers.leases import (
     table_matches_stream,
 )
 from console.consumers.report import ConsumerReport, EfoConsumer, StallTracker, build_report
-from console.errors import BadInput
+from console.errors import BadInput, ConsoleError
 from console.topology.model import Shard
 
 SAMPLE_ITEMS = 25  # items read from each table when looking for lease tables
@@ -107,8 +108,15 @@ async def consumer_report(
         stream_arn = (await backend.describe_stream_summary(stream)).arn
     if shards is None:
         shards = await backend.all_shards(stream)
+    efo_unknown = None
     if efo is None:
-        efo = await efo_consumers(backend, stream_arn)
+        try:
+            efo = await efo_consumers(backend, stream_arn)
+        except ConsoleError as error:
+            if error.code != "unsupported_operation":
+                raise
+            efo = []
+            efo_unknown = error.message  # the endpoint lacks ListStreamConsumers: one line, the rest stands
     known = {shard.shard_id for shard in shards}
     leases: list[Lease] = []
     lags: dict[str, ShardLag] = {}
@@ -137,4 +145,5 @@ async def consumer_report(
         finally:
             for batch in batches:
                 batch.cancel()
-    return build_report(stream, lease_table, leases, shards, lags, efo, scan_cap=cap, tracker=tracker)
+    report = build_report(stream, lease_table, leases, shards, lags, efo, scan_cap=cap, tracker=tracker)
+    return dataclasses.replace(report, efo_unknown=efo_unknown) if efo_unknown else report

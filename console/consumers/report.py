@@ -127,6 +127,7 @@ class ConsumerReport:
     unleased_shards: tuple[str, ...]
     scan_cap: int
     waiting_on_parents: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # unleased child -> parents
+    efo_unknown: str | None = None  # why the EFO consumers could not be listed (the endpoint lacks the call)
 
     @property
     def problems(self) -> list[dict]:
@@ -148,7 +149,8 @@ class ConsumerReport:
     def to_json(self) -> dict:
         return {
             "stream": self.stream,
-            "efo_consumers": [consumer.to_json() for consumer in self.efo_consumers],
+            "efo_consumers": None if self.efo_unknown else [consumer.to_json() for consumer in self.efo_consumers],
+            "efo_consumers_unknown": self.efo_unknown,
             "leases": [row.to_json() for row in self.rows],
             "unleased_shards": list(self.unleased_shards),
             "lease_table": self.lease_table,

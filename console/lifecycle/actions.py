@@ -280,6 +280,21 @@ async def prepare_enhanced_monitoring(kinesis: Any, stream: str, metrics: Sequen
     )
 
 
+async def prepare_disable_monitoring(kinesis: Any, stream: str) -> LifecyclePlan:
+    """Every shard-level metric off (ALL, as AWS names them together): their CloudWatch billing stops."""
+    summary = await kinesis.describe_stream_summary(stream)
+    if not summary.enhanced_metrics:
+        return LifecyclePlan("monitoring", stream, "enhanced monitoring is already off")
+    return LifecyclePlan(
+        "monitoring",
+        stream,
+        "disable every shard-level enhanced monitoring metric",
+        (Call("DisableEnhancedMonitoring", {"StreamName": stream, "ShardLevelMetrics": ["ALL"]}),),
+        ("their CloudWatch billing stops", "the Heat tab falls back to its own readings for hot shards"),
+        _not_active(summary),
+    )
+
+
 def _not_active(summary: Any) -> str | None:
     if summary.status != "ACTIVE":
         return f"the stream is {summary.status}; AWS accepts this change only while it is ACTIVE (try again shortly)"
@@ -367,7 +382,7 @@ def _logged(call: Call) -> dict:
         return {"target": params["RecordDistributionStrategy"]}
     if "StreamConsumer" in call.operation:
         return {"consumer": params["ConsumerName"], "stream_arn": params["StreamARN"]}
-    if call.operation == "EnableEnhancedMonitoring":
+    if call.operation.endswith("EnhancedMonitoring"):
         return {"metrics": list(params["ShardLevelMetrics"])}
     return {}
 
@@ -419,6 +434,7 @@ OPERATIONS: dict[str, Callable[[Any, str, dict], Awaitable[Any]]] = {
     "RegisterStreamConsumer": lambda k, s, p: k.register_stream_consumer(p["StreamARN"], p["ConsumerName"]),
     "DeregisterStreamConsumer": lambda k, s, p: k.deregister_stream_consumer(p["StreamARN"], p["ConsumerName"]),
     "EnableEnhancedMonitoring": lambda k, s, p: k.enable_enhanced_monitoring(s, list(p["ShardLevelMetrics"])),
+    "DisableEnhancedMonitoring": lambda k, s, p: k.disable_enhanced_monitoring(s, list(p["ShardLevelMetrics"])),
 }
 # Calls whose read-back compares with the stream as it was before them.
 _READ_BEFORE = frozenset(
@@ -508,6 +524,9 @@ async def _read_back(kinesis: Any, stream: str, operation: str, params: dict, be
         enabled = set(summary.enhanced_metrics)
         shown = ", ".join(sorted(enabled)) or "none"
         return set(params["ShardLevelMetrics"]) <= enabled, f"enhanced metrics now: {shown}"
+    if operation == "DisableEnhancedMonitoring":
+        shown = ", ".join(sorted(summary.enhanced_metrics)) or "none"
+        return not summary.enhanced_metrics, f"enhanced metrics now: {shown}"
     if operation in _SUMMARY_FIELDS:
         field, member = _SUMMARY_FIELDS[operation]
         value = getattr(summary, field)

@@ -307,18 +307,7 @@ def patch_responses(KinesisResponse: Any, models: Any) -> None:
         at_closed_end = not shard.is_open and (not shard.records or last_sequence >= next(reversed(shard.records)))
         if at_closed_end:
             # AWS: no NextShardIterator once a closed shard is read to its end, and the children to go on with.
-            result["ChildShards"] = [
-                {
-                    "ShardId": child.shard_id,
-                    "ParentShards": [p for p in (child.parent, child.adjacent_parent) if p],
-                    "HashKeyRange": {
-                        "StartingHashKey": str(child.starting_hash),
-                        "EndingHashKey": str(child.ending_hash),
-                    },
-                }
-                for child in stream.shards.values()
-                if shard.shard_id in (child.parent, child.adjacent_parent)
-            ]
+            result["ChildShards"] = child_shards(stream, shard)
         else:
             result["NextShardIterator"] = compose_shard_iterator(stream_name, shard, last_sequence)
         return ActionResult(result)
@@ -353,6 +342,19 @@ def patch_responses(KinesisResponse: Any, models: Any) -> None:
     KinesisResponse.call_action = call_action
     KinesisResponse.get_records = get_records
     KinesisResponse.list_shards = list_shards
+
+
+def child_shards(stream: Any, shard: Any) -> list[dict[str, Any]]:
+    """A closed shard's children as GetRecords and SubscribeToShard name them at the shard's end."""
+    return [
+        {
+            "ShardId": child.shard_id,
+            "ParentShards": [p for p in (child.parent, child.adjacent_parent) if p],
+            "HashKeyRange": {"StartingHashKey": str(child.starting_hash), "EndingHashKey": str(child.ending_hash)},
+        }
+        for child in stream.shards.values()
+        if shard.shard_id in (child.parent, child.adjacent_parent)
+    ]
 
 
 def _encode_token(state: dict) -> str:

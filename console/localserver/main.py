@@ -15,6 +15,7 @@ import argparse
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -68,7 +69,12 @@ def build_server(host: str = "127.0.0.1", port: int = 0, *, patched: bool = True
         recv_bytes=RECV_BYTES,
         ident="amazon.com",
     )
-    server.channel_class = _plain_http_channel()
+    http2 = None
+    if patched:
+        from console.localserver.subscribe import hand_over
+
+        http2 = hand_over  # SubscribeToShard over HTTP/2 on the same port (console.localserver.subscribe)
+    server.channel_class = _plain_http_channel(http2)
     return server
 
 
@@ -79,34 +85,54 @@ NOT_TLS_ANSWER = (
 )
 
 
-def _plain_http_channel() -> type:
-    """waitress's connection, answering an https:// client at once. waitress would wait for an HTTP
-    request line that never comes and the client would report a timeout; a plain answer makes its TLS
-    handshake fail at once, which kconsole reports as "use an http:// URL"."""
+def _plain_http_channel(http2: Callable[[socket.socket, bytes], None] | None = None) -> type:
+    """waitress's connection, answering an https:// client at once, and handing a connection that opens
+    with the HTTP/2 preface to `http2` (the patched server's SubscribeToShard). waitress would wait for
+    an HTTP request line that never comes from a TLS client, and the client would report a timeout; a
+    plain answer makes its TLS handshake fail at once, which kconsole reports as "use an http:// URL"."""
     from waitress.channel import HTTPChannel
+
+    from console.localserver.subscribe import PREFACE
 
     class PlainHTTPChannel(HTTPChannel):
         first_bytes_seen = False
+        opening = b""  # the first bytes, while they may still be the HTTP/2 preface
 
         def received(self, data: bytes) -> bool:
             if not self.first_bytes_seen and data:
-                self.first_bytes_seen = True
-                if data[:1] == TLS_HANDSHAKE:
+                if data[:1] == TLS_HANDSHAKE and not self.opening:
+                    self.first_bytes_seen = True
                     with self.outbuf_lock:  # as waitress queues its own "100 Continue"
                         self.outbufs[-1].append(NOT_TLS_ANSWER)
                         self.current_outbuf_count += len(NOT_TLS_ANSWER)
                         self.total_outbufs_len += len(NOT_TLS_ANSWER)
                         self.close_when_flushed = True
                     return False
+                if http2 is not None:
+                    data = self.opening + data
+                    if len(data) < len(PREFACE) and PREFACE.startswith(data):
+                        self.opening = data  # the preface may come in pieces
+                        return True
+                    if data.startswith(PREFACE):
+                        self.first_bytes_seen = True
+                        self._hand_over(data)
+                        return True
+                self.first_bytes_seen = True
             return super().received(data)
+
+        def _hand_over(self, data: bytes) -> None:
+            """Out of waitress's loop and its channel count, the socket's descriptor detached from this
+            channel so that nothing waitress does later closes it, and given to `http2`."""
+            assert http2 is not None
+            self.del_channel()
+            self.connected = False
+            http2(socket.socket(fileno=self.socket.detach()), data)
 
     return PlainHTTPChannel
 
 
 def _check_port_free(host: str, port: int) -> None:
     """Raise OSError(EADDRINUSE) at once, before the server is set up, for one clear line."""
-    import socket
-
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as waitress binds
         probe.bind((host, port))

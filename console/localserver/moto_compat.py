@@ -13,13 +13,17 @@
   cloudwatch_index  GetMetricData from an index; tests/backend/test_moto_compat_cloudwatch.py
   readers           the services that read a stream: Lambda event source mappings inert and taking an
                     EFO consumer's ARN, Managed Flink's application states; tests/backend/test_moto_readers.py
+  subscribe         SubscribeToShard, which moto lacks, over HTTP/2 on the server's own port (main hands
+                    it the connections that open with the HTTP/2 preface; no patch, it reads moto's
+                    stream models); tests/backend/test_moto_compat_subscribe.py
   records           (no patch of its own) how fixes, today and the short path store a record
 
 Each test runs against a patched and an unpatched server, asserting the defect (or the missing
 operation) is present only in the unpatched one, so an upstream change is noticed. Every server,
 patched or not, also lists moto's modules once (cache_module_listing), a speed-up and no fix.
-Beyond moto, the server extends one library: main answers a TLS hello at once through a subclass of
-waitress's HTTPChannel (tests/backend/test_backend.py sends one).
+Beyond moto, the server extends one library: main's subclass of waitress's HTTPChannel answers a TLS
+hello at once (tests/backend/test_backend.py sends one) and, when patched, hands an HTTP/2 connection
+to subscribe.
 
 Everything here runs under one lock per process (records.lock): moto's models are not thread-safe
 and the server is threaded.
@@ -42,6 +46,7 @@ MOTO_MODULES = (
     "console.localserver.cloudwatch_index",
     "console.localserver.records",
     "console.localserver.readers",
+    "console.localserver.subscribe",
 )
 
 _applied = False

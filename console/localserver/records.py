@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,6 +20,9 @@ from console.localserver.validation import invalid
 
 _lock = threading.RLock()
 _store_heap: Any = None  # the embedded server's StoreHeap (keep_heap_as_a_store); None in other processes
+# Called after records are stored, outside the lock (console.localserver.subscribe sets it, to push
+# them to its SubscribeToShard subscriptions at once rather than at their next poll).
+on_stored: Callable[[], None] | None = None
 
 # AWS sequence numbers are 56-digit decimal strings that grow within a shard and never repeat in a
 # stream; one process-wide counter from an AWS-sized base gives both properties.
@@ -51,6 +55,8 @@ def keep_heap_as_a_store() -> None:
 def heap_stored(records: int) -> None:
     if _store_heap is not None:
         _store_heap.stored(records)
+    if on_stored is not None:
+        on_stored()
 
 
 def heap_released() -> None:

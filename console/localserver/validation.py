@@ -100,6 +100,17 @@ def validated(response: Any, operation: str) -> dict[str, Any]:
     return params
 
 
+def check_member(operation: str, member: str, value: Any) -> None:
+    """One member of a request checked as `validated` checks a whole request (for a request whose other
+    members AWS checks its own way)."""
+    shape = _service_model().operation_model(operation).input_shape
+    if value is None:
+        if member in shape.required_members:
+            raise _validation_error(None, _member_path("", member), "not be null")
+        return
+    _check(shape.members[member], value, _member_path("", member))
+
+
 def invalid(message: str) -> Exception:
     from moto.kinesis.exceptions import InvalidArgumentError
 

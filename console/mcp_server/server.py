@@ -33,6 +33,8 @@ MAX_KEYS = 100_000  # predict: keys a call may ask about (a million-key file is 
 MAX_KEY_CHARS = 256  # a partition key is at most 256 characters
 MAX_TAIL_RECORDS = 10_000
 MAX_HEAT_SECONDS = 60
+MAX_MASK_RULES = 50
+MAX_MASK_RULE_CHARS = 1024
 MAX_PROBLEMS_SHOWN = 5  # a bad call's first few rejected fields
 ACTION_LOG_ENTRIES = 200  # the action-log resource: its newest entries
 
@@ -245,8 +247,9 @@ def build_server(args: argparse.Namespace, subcommands: argparse._SubParsersActi
         return document(await runner.call(["readers", stream]))
 
     @server.tool(
-        description="Read up to `limit` records, decoded, from the start (trim_horizon) or `last` window "
-        "(90s, 15m, 2h). Costs: GetRecords on every shard, sharing each shard's 5 reads/s with production readers."
+        description="Read up to `limit` records, decoded and masked (the config's mask rules, plus `mask`: "
+        "field paths such as user.email, re:REGEX, @cards, @emails, @keys), from the start (trim_horizon) or "
+        "`last` window (90s, 15m, 2h). Costs: GetRecords on every shard, sharing each shard's 5 reads/s with production readers."
     )
     async def tail(
         stream: StreamName,
@@ -254,8 +257,12 @@ def build_server(args: argparse.Namespace, subcommands: argparse._SubParsersActi
         last: Annotated[str, Field(max_length=16, pattern=r"^\d+[smhd]$")] | None = None,
         shard: ShardId | None = None,
         key: Annotated[str, Field(max_length=MAX_KEY_CHARS)] | None = None,
+        mask: Annotated[list[Annotated[str, Field(max_length=MAX_MASK_RULE_CHARS)]], Field(max_length=MAX_MASK_RULES)]
+        | None = None,
     ) -> str:
         argv = ["tail", stream, "--limit", str(limit)]
+        for rule in mask or ():  # added to the config's mask rules, which always apply
+            argv += ["--mask", rule]
         argv += ["--last", last] if last else []
         argv += ["--shard", shard] if shard else []
         argv += ["--key", key] if key else []

@@ -17,14 +17,24 @@ Resuming: the `CopyCheckpoint` says, per source shard, up to which sequence numb
 acknowledged by the destination, which records beyond it were too, and which shards were copied to
 their end. A resumed copy reads each shard after that point and skips what was acknowledged, so
 nothing the destination acknowledged is sent again. An `Interruption` (the first Ctrl-C) lets the
-requests in flight get their answers before the copy stops, so they are not among those. (A put whose
-answer was lost is not known to be acknowledged and is sent again: the report counts such possible
-duplicates.)
+requests in flight get their answers before the copy stops, so they are not among those.
+
+The checkpoint follows the acknowledgements while a chunk is written: it is saved (by the caller's
+`save`, atomically) once CHECKPOINT_RECORDS more records were acknowledged or CHECKPOINT_SECONDS passed
+with any, so a copy killed outright (kill -9) sends again at most what was acknowledged in its last
+second. Before a chunk is sent, the checkpoint also records, per shard, the last sequence number
+handed to the producer (`sent_through`): a resumed copy counts each record at or before it that it
+sends again as a possible duplicate (the killed run may have delivered it), and the count is carried
+in the checkpoint from run to run, so the reported possible duplicates are never fewer than the
+copies the destination really holds twice. (A put whose answer was lost is sent again too, and
+counted the same way.)
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,9 +42,13 @@ from typing import Any
 from console.errors import BadInput
 from console.produce.testrecords import ledger_key
 from console.read.decoding import KIND_ERROR, DecodedRecord, decode_api_record
+from console.read.schemas import SchemaCatalog
 from console.read.tail import TailReader
 
 CHUNK_RECORDS = 50_000
+CHECKPOINT_RECORDS = 1_000  # acknowledged records between two saves of the checkpoint, at most
+CHECKPOINT_SECONDS = 1.0  # and at most this long between saves while anything new was acknowledged
+CHECKPOINT_POLL_SECONDS = 0.05
 CHUNK_BYTES = 64 * 1024 * 1024
 CHECKPOINT_VERSION = 1
 AGGREGATE_MAGIC = b"\xf3\x89\x9a\xc2"
@@ -53,13 +67,19 @@ class CopyRecord:
 
 
 def records_to_copy(
-    raw: dict[str, Any], shard_id: str, *, where: Callable[[DecodedRecord], bool] | None, deaggregate: bool
+    raw: dict[str, Any],
+    shard_id: str,
+    *,
+    where: Callable[[DecodedRecord], bool] | None,
+    deaggregate: bool,
+    schemas: SchemaCatalog | None = None,
 ) -> tuple[list[CopyRecord], bool]:
-    """The records one wire record becomes, and whether the filter let it through."""
+    """The records one wire record becomes, and whether the filter let it through (`schemas`: the Glue
+    Schema Registry versions the filter decodes with; the bytes copied are the record's own)."""
     sequence = raw["SequenceNumber"]
     data = raw["Data"]
     aggregate = deaggregate and data[:4] == AGGREGATE_MAGIC
-    decoded = decode_api_record(raw, shard_id) if where is not None or aggregate else None
+    decoded = decode_api_record(raw, shard_id, schemas=schemas) if where is not None or aggregate else None
     if where is not None and not any(where(record) for record in decoded):  # type: ignore[union-attr]
         return [], False
     if aggregate and decoded and decoded[0].kind != KIND_ERROR:
@@ -85,6 +105,7 @@ class ShardCheckpoint:
     # Read but not yet settled, in sequence order: (sequence number, units still unacknowledged).
     pending: list[tuple[str, set[str]]] = field(default_factory=list)
     read_to_end: bool = False
+    sent_through: str | None = None  # the last sequence number handed to the producer (module docstring)
 
 
 class CopyCheckpoint:
@@ -94,6 +115,7 @@ class CopyCheckpoint:
         self.identity = identity
         self.shards: dict[str, ShardCheckpoint] = {}
         self.copied = 0
+        self.possible_duplicates = 0  # over every run of this copy, interrupted ones included
         self.complete = False
 
     @classmethod
@@ -121,8 +143,10 @@ class CopyCheckpoint:
                     done_through=None if state.get("done_through") is None else str(state["done_through"]),
                     acknowledged={str(unit) for unit in state.get("acknowledged", [])},
                     finished=bool(state.get("finished", False)),
+                    sent_through=None if state.get("sent_through") is None else str(int(state["sent_through"])),
                 )
             checkpoint.copied = int(document.get("copied", 0))
+            checkpoint.possible_duplicates = int(document.get("possible_duplicates", 0))
         except (AttributeError, TypeError, ValueError):
             raise BadInput(f"--resume {path} is not a kconsole copy checkpoint (a shard entry is malformed)") from None
         checkpoint.complete = bool(document.get("complete", False))
@@ -134,11 +158,13 @@ class CopyCheckpoint:
             "copy": self.identity,
             "complete": self.complete,
             "copied": self.copied,
+            "possible_duplicates": self.possible_duplicates,
             "shards": {
                 shard_id: {
                     "done_through": state.done_through,
                     "finished": state.finished,
                     "acknowledged": sorted(state.acknowledged),
+                    "sent_through": state.sent_through,
                 }
                 for shard_id, state in sorted(self.shards.items())
             },
@@ -161,6 +187,20 @@ class CopyCheckpoint:
     def already_copied(self, record: CopyRecord) -> bool:
         state = self.shards.get(record.shard_id)
         return state is not None and record.unit in state.acknowledged
+
+    def possibly_sent(self, record: CopyRecord) -> bool:
+        """Whether an earlier run may have delivered this record (handed it to the producer, no answer kept)."""
+        state = self.shards.get(record.shard_id)
+        sequence = record.unit.partition("/")[0]
+        return state is not None and state.sent_through is not None and int(sequence) <= int(state.sent_through)
+
+    def sending(self, records: list[CopyRecord]) -> None:
+        """The chunk about to be handed to the producer: each shard's `sent_through` moves past it."""
+        for record in records:
+            state = self.shards[record.shard_id]
+            sequence = record.unit.partition("/")[0]
+            if state.sent_through is None or int(sequence) > int(state.sent_through):
+                state.sent_through = sequence
 
     # -- bookkeeping while copying --------------------------------------------------------------
 
@@ -217,6 +257,7 @@ class ChunkRun:
     result: Any = None
     stop_reason: str | None = None
     on_stop: Callable[[str], None] | None = None
+    checkpointed: set[int] = field(default_factory=set)  # indexes of records already in the checkpoint
 
     def stop(self, reason: str) -> None:
         self.stop_reason = reason
@@ -261,14 +302,36 @@ async def copy_window(
     """`keyless_refused`: why the destination cannot take a record without a key (it places records by
     key), or None when it can. The copy then stops at the first such record, before it is sent or
     marked read, so a resume after the destination is switched to AUTO starts there."""
-    progress = CopyProgress()
+    progress = CopyProgress(possible_duplicates=checkpoint.possible_duplicates)
     stopping = interruption or Interruption()
+
+    def saved(run: ChunkRun | None = None) -> None:
+        """The checkpoint as it stands (with what `run` has had acknowledged so far), saved."""
+        in_flight = 0
+        if run is not None and run.result is not None:
+            _checkpoint_acknowledged(checkpoint, run)
+            in_flight = run.result.possible_duplicates
+        checkpoint.possible_duplicates = progress.possible_duplicates + in_flight
+        checkpoint.settle()
+        save(checkpoint)
 
     def stop_cleanly() -> CopyProgress:
         progress.stopped = stopping.reason
-        checkpoint.settle()
-        save(checkpoint)
+        saved()
         return progress
+
+    async def follow_acknowledgements(run: ChunkRun) -> None:
+        """Save the checkpoint while `run` is written, as its acknowledgements come (module docstring)."""
+        last_count, last_saved = 0, time.monotonic()
+        while True:
+            await asyncio.sleep(CHECKPOINT_POLL_SECONDS)
+            count = len(run.result.acks) if run.result is not None else 0
+            now = time.monotonic()
+            if count - last_count >= CHECKPOINT_RECORDS or (
+                count > last_count and now - last_saved >= CHECKPOINT_SECONDS
+            ):
+                saved(run)
+                last_count, last_saved = count, now
 
     chunk: list[CopyRecord] = []
     size = 0
@@ -276,28 +339,31 @@ async def copy_window(
     async def flush() -> bool:
         nonlocal chunk, size
         if not chunk:
-            checkpoint.settle()
-            save(checkpoint)
+            saved()
             return True
         if stopping.reason is not None:
             stop_cleanly()
             return False
         run, chunk, size = ChunkRun(chunk), [], 0
         progress.chunks += 1
+        checkpoint.sending(run.records)
+        saved()  # before anything of the chunk is sent: a resumed copy knows what may have landed
         stopping.writing = run
+        follower = asyncio.ensure_future(follow_acknowledgements(run))
         try:
             report = await write(run)
         except BaseException:  # interrupted or failed: keep what the destination acknowledged meanwhile
             if run.result is not None:
-                _account(progress, checkpoint, run.records, run.result, None)
-                checkpoint.settle()
-                save(checkpoint)
+                _account(progress, checkpoint, run.records, run.result, None, run.checkpointed)
+                saved()
             raise
         finally:
             stopping.writing = None
-        _account(progress, checkpoint, run.records, run.result, report)
-        checkpoint.settle()
-        save(checkpoint)
+            follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await follower
+        _account(progress, checkpoint, run.records, run.result, report, run.checkpointed)
+        saved()
         on_chunk(progress)
         return progress.stopped is None and not progress.failed
 
@@ -307,10 +373,13 @@ async def copy_window(
                 return stop_cleanly()
             for raw in batch.wire or ():
                 progress.read += 1
-                records, passed = records_to_copy(raw, batch.shard_id, where=where, deaggregate=deaggregate)
+                records, passed = records_to_copy(
+                    raw, batch.shard_id, where=where, deaggregate=deaggregate, schemas=reader.schemas
+                )
                 if not passed:
                     progress.filtered_out += 1
                 fresh = [record for record in records if not checkpoint.already_copied(record)]
+                progress.possible_duplicates += sum(1 for record in fresh if checkpoint.possibly_sent(record))
                 if keyless_refused and any(record.key is None for record in fresh):
                     if await flush():  # what came before it is sent and checkpointed
                         progress.stopped = (
@@ -332,24 +401,44 @@ async def copy_window(
         return stop_cleanly()
     if await flush():
         checkpoint.complete = True
-        save(checkpoint)
+        saved()
     return progress
 
 
-def _account(
-    progress: CopyProgress, checkpoint: CopyCheckpoint, records: list[CopyRecord], result: Any, report: Any
-) -> None:
-    """Which of the chunk's records the destination acknowledged (the producer keys acks by key and the
-    record's place among its key's records), and the run's figures."""
+def _acknowledged_indexes(records: list[CopyRecord], result: Any) -> list[int]:
+    """Which of a chunk's records the destination acknowledged (the producer keys acks by key and the
+    record's place among its key's records)."""
     position: dict[str, int] = {}
     acked = []
-    for record in records:
+    for index, record in enumerate(records):
         name = ledger_key(record)
-        index = position.get(name, 0)
-        position[name] = index + 1
-        if (name, index) in result.acks:
-            acked.append(record)
-    checkpoint.acknowledged(acked)
+        place = position.get(name, 0)
+        position[name] = place + 1
+        if (name, place) in result.acks:
+            acked.append(index)
+    return acked
+
+
+def _checkpoint_acknowledged(checkpoint: CopyCheckpoint, run: ChunkRun) -> None:
+    """What the destination acknowledged of `run` so far, into the checkpoint (each record once)."""
+    new = [index for index in _acknowledged_indexes(run.records, run.result) if index not in run.checkpointed]
+    checkpoint.acknowledged([run.records[index] for index in new])
+    run.checkpointed.update(new)
+
+
+def _account(
+    progress: CopyProgress,
+    checkpoint: CopyCheckpoint,
+    records: list[CopyRecord],
+    result: Any,
+    report: Any,
+    checkpointed: set[int] | None = None,
+) -> None:
+    """The chunk's acknowledged records into the checkpoint (those not in it already), and its figures."""
+    acked = _acknowledged_indexes(records, result)
+    done = checkpointed if checkpointed is not None else set()
+    checkpoint.acknowledged([records[index] for index in acked if index not in done])
+    done.update(acked)
     progress.acknowledged += len(acked)
     progress.retries += result.retries
     progress.possible_duplicates += result.possible_duplicates

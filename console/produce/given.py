@@ -34,13 +34,19 @@ _READ_CHUNK = 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class OverlongLine:
-    """Stands for a line too long to hold any record; only its length was kept."""
+    """Stands for a line too long to hold any record; only its length was kept. `whole` False: reading
+    stopped inside it (the input is refused anyway), so `length` is only how much of it was read."""
 
     length: int
+    whole: bool = True
 
 
-def bounded_lines(handle: Any, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | OverlongLine]:
-    """The lines of a binary file, never holding more than `limit` bytes of one line in memory."""
+def bounded_lines(
+    handle: Any, limit: int = MAX_LINE_BYTES, *, read_past_overlong: bool = True
+) -> Iterator[bytes | OverlongLine]:
+    """The lines of a binary file, never holding more than `limit` bytes of one line in memory. Without
+    `read_past_overlong` (a bad line refuses the whole input) reading ends at the first overlong line, as
+    soon as it passes `limit`: a huge file without newlines is not read to its end to be refused."""
     while True:
         line = handle.readline(limit + 1)
         if not line:
@@ -48,6 +54,9 @@ def bounded_lines(handle: Any, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | 
         if len(line) <= limit or line.endswith(b"\n"):
             yield line
             continue
+        if not read_past_overlong:
+            yield OverlongLine(len(line), whole=False)
+            return
         length = len(line)
         while not line.endswith(b"\n"):
             line = handle.readline(_READ_CHUNK)
@@ -233,8 +242,9 @@ def parse_json_lines(
             parsed.problems.append(
                 LineProblem(
                     number,
-                    f"line is {raw.length:,} bytes: too long to hold a record "
-                    f"of at most {LARGEST_RECORD_BYTES:,} bytes (10 MiB)",
+                    (f"line is {raw.length:,} bytes" if raw.whole else f"line is over {raw.length - 1:,} bytes")
+                    + f": too long to hold a record of at most {LARGEST_RECORD_BYTES:,} bytes (10 MiB)"
+                    + ("" if raw.whole else "; the input was not read further"),
                 )
             )
             continue

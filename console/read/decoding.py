@@ -32,7 +32,8 @@ from typing import Any
 from aws_kinesis_agg import DIGEST_SIZE, MAGIC, deaggregator, messages_pb2  # noqa: F401
 from google.protobuf.message import DecodeError
 
-from console.read.printable import printable_json
+from console.read.printable import printable, printable_json
+from console.read.schemas import HEADER_VERSION, SchemaCatalog, SchemaDecodeError, decode_payload, schema_version_id
 from console.topology.model import NO_KEY
 
 KIND_JSON = "json"
@@ -42,6 +43,8 @@ KIND_ERROR = "decode-error"
 
 ENCODING_KPL = "kpl"
 ENCODING_GZIP = "gzip"
+ENCODING_GLUE = "glue"  # the Glue Schema Registry serializer's header
+ENCODING_ZLIB = "zlib"
 
 GZIP_MAGIC = b"\x1f\x8b"
 # First bytes of the KPL and gzip magics: one integer compare routes most records.
@@ -89,6 +92,7 @@ class DecodedRecord:
     error: str | None = None
     inflated_size: int | None = None  # bytes a gzip payload inflated to
     data: bytes | None = None  # the payload exactly as stored (an aggregate's inner record: its own bytes)
+    schema: str | None = None  # REGISTRY/NAME vN of a Glue Schema Registry record
 
     @property
     def key_text(self) -> str:
@@ -138,7 +142,12 @@ class DecodedRecord:
         Done once per record and cheaply: a JSON payload whose text is already printable (most are)
         is the content as it came, not parsed-then-printed again; everything else is encoded."""
         content = None
-        if self.kind == KIND_JSON and ENCODING_GZIP not in self.encoding and self.data is not None:
+        if (
+            self.kind == KIND_JSON
+            and self.schema is None
+            and ENCODING_GZIP not in self.encoding
+            and self.data is not None
+        ):
             text = self.data.decode("utf-8").strip(" ")  # it parsed as JSON, so it is UTF-8
             if text.isprintable():  # no control character, not even whitespace between tokens
                 content = text
@@ -167,6 +176,7 @@ class DecodedRecord:
                 _ENCODINGS.get(self.encoding) or _ENCODER.encode(list(self.encoding)),
                 ', "content": ',
                 content,
+                "" if self.schema is None else ', "schema": ' + _string(self.schema),
                 "}" if self.error is None else ', "error": ' + _string(self.error) + "}",
             )
         )
@@ -187,6 +197,8 @@ class DecodedRecord:
             "encoding": list(self.encoding),
             "content": self.content_json(),
         }
+        if self.schema is not None:
+            doc["schema"] = self.schema
         if self.error is not None:
             doc["error"] = self.error
         return doc
@@ -396,9 +408,11 @@ def decode_record(
     partition_key: str | None,
     arrival: datetime | None = None,
     budget: InflateBudget | None = None,
+    schemas: SchemaCatalog | None = None,
 ) -> list[DecodedRecord]:
     """Decode one Kinesis record into the user records it holds (several for a KPL aggregate). Give the
-    records of one batch the same `budget` to bound what they inflate together."""
+    records of one batch the same `budget` to bound what they inflate together, and `schemas` (holding the
+    versions the batch names) to decode Glue Schema Registry records."""
     # Most records are JSON: its first byte is checked first and parsed without further calls.
     first = data[0] if data else 0
     if first in _JSON_OPENERS:
@@ -429,6 +443,8 @@ def decode_record(
         return _deaggregate(data, shard_id, sequence_number, partition_key, arrival, budget)
     elif first == _GZIP_FIRST:
         kind, value, encoding, error, inflated = classify(data, budget)
+    elif first == HEADER_VERSION and schemas is not None and schema_version_id(data) is not None:
+        return [_schema_record(data, schemas, shard_id, sequence_number, partition_key, arrival)]
     elif first in _WHITESPACE:  # JSON may still follow the whitespace
         kind, value, encoding, error, inflated = _classify_plain(data)
     else:
@@ -452,7 +468,51 @@ def decode_record(
     ]
 
 
-def decode_api_record(raw: dict, shard_id: str, budget: InflateBudget | None = None) -> list[DecodedRecord]:
+def _schema_record(
+    data: bytes,
+    schemas: SchemaCatalog,
+    shard_id: str,
+    sequence_number: str,
+    partition_key: str | None,
+    arrival: datetime | None,
+) -> DecodedRecord:
+    """A Glue Schema Registry record decoded with its schema, or shown raw with the reason it is not."""
+    try:
+        value, schema, compressed = decode_payload(data, schemas)
+    except SchemaDecodeError as problem:
+        return DecodedRecord(
+            shard_id,
+            sequence_number,
+            partition_key,
+            arrival,
+            len(data),
+            KIND_ERROR,
+            data,
+            (ENCODING_GLUE,),
+            error=str(problem),
+            data=data,
+        )
+    return DecodedRecord(
+        shard_id,
+        sequence_number,
+        partition_key,
+        arrival,
+        len(data),
+        KIND_JSON,
+        value,
+        _GLUE_ZLIB if compressed else _GLUE_ONLY,
+        data=data,
+        schema=schema.label,
+    )
+
+
+_GLUE_ONLY = (ENCODING_GLUE,)
+_GLUE_ZLIB = (ENCODING_GLUE, ENCODING_ZLIB)
+
+
+def decode_api_record(
+    raw: dict, shard_id: str, budget: InflateBudget | None = None, schemas: SchemaCatalog | None = None
+) -> list[DecodedRecord]:
     """Decode one element of GetRecords' `Records` (botocore has already base64-decoded `Data`)."""
     return decode_record(
         raw["Data"],
@@ -461,6 +521,7 @@ def decode_api_record(raw: dict, shard_id: str, budget: InflateBudget | None = N
         partition_key=raw.get("PartitionKey"),
         arrival=raw.get("ApproximateArrivalTimestamp"),
         budget=budget,
+        schemas=schemas,
     )
 
 
@@ -596,3 +657,22 @@ def _deaggregate(
             )
         )
     return decoded
+
+
+TEXT_HEX_BYTES = 64  # binary content shown per record in text mode (--json carries it all)
+
+
+def text_line(record: DecodedRecord) -> str:
+    """One line per record: arrival, shard, sequence[/sub], key [ehk], kind, size, content. What came from the
+    stream (key, content, a decode error's reason) is escaped: a producer's escape sequences never reach the
+    terminal, and a record never takes more than its line."""
+    arrival = iso_time(record.arrival) or "-"
+    key = record.key_text + (f" ehk={record.explicit_hash_key}" if record.explicit_hash_key else "")
+    content = record.content_text(max_hex_bytes=TEXT_HEX_BYTES)
+    if record.schema is not None:
+        content = f"[{record.schema}] {content}"
+    if record.kind == KIND_ERROR:
+        content = f"{record.error}: {content}"
+    return printable(
+        f"{arrival} {record.shard_id} {record.position} {key} {record.kind_label} {record.size}B {content}"
+    )

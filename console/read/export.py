@@ -3,7 +3,10 @@
 - `jsonl`: one `DecodedRecord.json_line()` a line, the same lines as `tail --json`.
 - `csv`: a header, then one row a record; `--fields` picks columns by name, and `data.a.b` reaches into
   a JSON payload (a nested value is written as compact JSON, a missing one as an empty cell). The
-  `data` column itself is the content as `tail` shows it (compact JSON, the text, or hex).
+  `data` column itself is the content as `tail` shows it (compact JSON, the text, or hex). Every cell
+  is safe to open: control characters are spelled as escapes (`printable`), and a cell a spreadsheet
+  would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or a carriage return) gets a leading
+  `'`, as OWASP's CSV-injection guidance says.
 - `raw`: each record's payload exactly as it was stored (a gzip payload still compressed; for a KPL
   aggregate, each user record's own bytes), either length-prefixed in one file (a 4-byte big-endian
   length, then the bytes) or one file a record in a directory.
@@ -12,21 +15,32 @@
 name beside it and renamed into place only when the export finished, so an interrupted export never
 leaves a half file under the final name. It is created before anything is read: an unwritable
 place is bad input before any work.
+
+Every file kconsole writes where a user said (`tail --out`, the Tail tab's export, `copy --checkpoint`)
+obeys one rule, `output_path_kind`: a name that exists and is not a regular file is never replaced. A
+FIFO or a character device (`/dev/stdout`, a terminal, `/dev/null`) is written to as a stream where
+a stream makes sense, and anything else (a directory, a socket, a block device) is bad input before
+anything is read. `write_atomically` is the one way a whole small file (a checkpoint) is replaced.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import errno
 import io
 import json
 import os
 import shutil
+import stat
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from console.errors import BadInput
 from console.read.decoding import DecodedRecord
+from console.read.printable import printable
 from console.read.where import fields_of
 
 EXPORT_FORMATS = ("jsonl", "csv", "raw")
@@ -76,11 +90,22 @@ class CsvEncoder:
         return self._row([_cell(record, view, path) for path in self.fields])
 
     def _row(self, cells: list[str]) -> bytes:
-        self._writer.writerow(cells)
+        self._writer.writerow([spreadsheet_safe(cell) for cell in cells])
         text = self._buffer.getvalue()
         self._buffer.seek(0)
         self._buffer.truncate()
         return text.encode("utf-8", "surrogateescape")
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(cell: str) -> str:
+    """A CSV cell that a spreadsheet shows as text and a terminal as itself: a leading `'` before a
+    formula's first character (OWASP), and control characters written as visible escapes."""
+    if cell.startswith(FORMULA_STARTS):
+        cell = "'" + cell
+    return printable(cell)
 
 
 def _cell(record: DecodedRecord, view: dict, path: tuple[str, ...]) -> str:
@@ -132,34 +157,128 @@ def record_file_name(index: int, record: DecodedRecord) -> str:
     return f"{index:09d}-{record.shard_id}-{record.sequence_number}{sub}.bin"
 
 
+OUTPUT_NEW, OUTPUT_FILE, OUTPUT_STREAM = "new", "file", "stream"
+FIFO_READER_WAIT = 0.5  # seconds a named FIFO may take to get a reader
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def output_path_kind(path: str | Path, option: str, *, streams: bool = True, hint: str = "give a file name") -> str:
+    """What writing to `path` means: OUTPUT_NEW (nothing there), OUTPUT_FILE (a regular file, replaced whole)
+    or OUTPUT_STREAM (a FIFO or character device, written to in place, when `streams`). Anything else
+    that exists is BadInput naming `option`: kconsole never replaces what is not a regular file."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return OUTPUT_NEW
+    except OSError as error:
+        raise BadInput(f"cannot write {option} {path}: {error.strerror or error}", code="bad_file") from None
+    if stat.S_ISREG(mode):
+        return OUTPUT_FILE
+    if streams and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
+        return OUTPUT_STREAM
+    kind = _kind_of(mode)
+    raise BadInput(f"{option} {path} is {kind}, which kconsole never replaces; {hint}", code="bad_file")
+
+
+def open_output_stream(path: str | Path, option: str) -> Any:
+    """A FIFO or character device opened for writing in place, never truncated or replaced. A FIFO
+    nobody reads gets a moment for a reader (the caller may start one just after), then is BadInput."""
+    deadline = time.monotonic() + FIFO_READER_WAIT
+    while True:
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY)
+            break
+        except OSError as error:
+            if error.errno == errno.ENXIO and time.monotonic() < deadline:  # a FIFO with no reader yet
+                time.sleep(0.05)
+                continue
+            reason = "a FIFO nobody reads" if error.errno == errno.ENXIO else (error.strerror or str(error))
+            raise BadInput(f"cannot write {option} {path}: {reason}", code="bad_file") from None
+    if not (stat.S_ISFIFO(os.fstat(descriptor).st_mode) or stat.S_ISCHR(os.fstat(descriptor).st_mode)):
+        os.close(descriptor)  # replaced by something else since it was looked at
+        raise BadInput(f"{option} {path} changed while it was opened; give it again", code="bad_file")
+    os.set_blocking(descriptor, True)
+    return open(descriptor, "wb", buffering=1024 * 1024)
+
+
+def _replace(temporary: Path, path: Path, option: str) -> None:
+    """`temporary` renamed over `path`, unless `path` became something other than a regular file meanwhile."""
+    try:
+        output_path_kind(path, option, streams=False)
+    except BadInput:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
+    os.replace(temporary, path)
+
+
+def write_atomically(path: str | Path, data: bytes, option: str) -> None:
+    """`data` as the whole of `path`: written beside it, synced, and renamed over it, so a reader (or a
+    process killed at any moment) finds the old content or the new, never part of one."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.part")
+    try:
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
+    _replace(temporary, path, option)
+
+
 class ExportTarget:
     """The file (or, for raw one-file-a-record, the directory) a user named, written under a temporary
-    name until `commit()`. `discard()` removes what was written; the final name is never touched then."""
+    name until `commit()`. `discard()` removes what was written; the final name is never touched then.
+    A FIFO or character device is written to in place as the records come (module docstring)."""
 
-    def __init__(self, path: str, *, directory: bool = False) -> None:
+    def __init__(self, path: str, *, directory: bool = False, option: str = "--out") -> None:
         self.path = Path(path)
         self.directory = directory
+        self.option = option
         self.temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
         self.records = 0
         self.bytes = 0
         self._handle: Any = None
         if directory and self.path.exists():
             raise BadInput(
-                f"--out {path}: it already exists; raw one-file-a-record export makes a new directory", code="bad_file"
-            )
-        if not directory and self.path.is_dir():
-            raise BadInput(
-                f"--out {path} is a directory; give a file name (or a new directory with a trailing / "
-                "for raw one-file-a-record)",
+                f"{option} {path}: it already exists; raw one-file-a-record export makes a new directory",
                 code="bad_file",
             )
+        self.streaming = (
+            not directory
+            and output_path_kind(
+                path,
+                option,
+                hint="give a file name (or a new directory with a trailing / for raw one-file-a-record)",
+            )
+            == OUTPUT_STREAM
+        )
+        if self.streaming:
+            self._handle = open_output_stream(path, option)
+            return
         try:
             if directory:
                 self.temporary.mkdir()
             else:
                 self._handle = open(self.temporary, "wb", buffering=1024 * 1024)
         except OSError as error:
-            raise BadInput(f"cannot write --out {path}: {error.strerror or error}", code="bad_file") from None
+            raise BadInput(f"cannot write {option} {path}: {error.strerror or error}", code="bad_file") from None
 
     def write(self, chunk: bytes, records: int = 0) -> None:
         self._handle.write(chunk)
@@ -172,15 +291,21 @@ class ExportTarget:
         self.records += 1
 
     def commit(self) -> None:
+        if self.streaming:
+            self._handle.close()  # flushes; a device or FIFO has nothing to sync or rename
+            return
         if self._handle is not None:
             self._handle.flush()
             os.fsync(self._handle.fileno())
             self._handle.close()
-        os.replace(self.temporary, self.path)
+        _replace(self.temporary, self.path, self.option)
 
     def discard(self) -> None:
         if self._handle is not None:
-            self._handle.close()
+            with contextlib.suppress(OSError):  # a FIFO whose reader went away
+                self._handle.close()
+        if self.streaming:
+            return
         if self.directory:
             shutil.rmtree(self.temporary, ignore_errors=True)
         else:

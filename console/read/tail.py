@@ -28,6 +28,7 @@ retries decide, as for any command.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from typing import Any, Protocol
 from console.errors import AccessDenied, BackendError, BadInput, NoCredentials, StreamNotFound, Throttled
 from console.read.cursor import ShardCursor
 from console.read.decoding import KIND_ERROR, MIB, DecodedRecord, InflateBudget, decode_api_record
+from console.read.efo import Subscribe, SubscriptionCursor, starting_position
 from console.read.keyscope import carries_aggregate, key_hash_to_follow, shards_for_key, widening_note
 from console.read.positions import (  # noqa: F401 - re-exported: where a read starts belongs with reading
     AFTER_SEQUENCE_NUMBER,
@@ -48,6 +50,7 @@ from console.read.positions import (  # noqa: F401 - re-exported: where a read s
     StartPosition,
     parse_start,
 )
+from console.read.schemas import SchemaCatalog
 from console.topology.model import Shard
 
 MIN_POLL_INTERVAL = 0.2  # GetRecords allows 5 calls per second per shard
@@ -61,6 +64,10 @@ MAX_QUEUED_BYTES = 64 * MIB
 # most, from its last record; what is wrong is said at once and then once a minute, not once a retry.
 MAX_RETRY_BACKOFF = 30.0
 TROUBLE_REPORT_INTERVAL = 60.0
+# More shards failing than the last report named (an outage reaches every shard within moments) is said
+# again at once, at most this often, so the report names every shard that cannot be read.
+TROUBLE_GROWTH_INTERVAL = 1.0
+SHARDS_NAMED = 10
 # Errors no retry can mend: the stream or the credentials are gone.
 _PERMANENT = (StreamNotFound, AccessDenied, NoCredentials, BadInput)
 
@@ -97,6 +104,8 @@ class TailOptions:
     # With partition_key: read only the shard the key hashes to (the stream holds no KPL aggregates;
     # the first aggregate seen widens the read to every shard anyway).
     placement_only: bool = False
+    # Applied to every record shown, after --key/--grep/--where saw the real values (console.read.masking.Masker).
+    mask: Callable[[DecodedRecord], DecodedRecord] | None = None
 
 
 @dataclass(slots=True)
@@ -184,8 +193,12 @@ class TailReader:
         batch_limit: int = GET_RECORDS_LIMIT,
         on_trouble: Callable[[str], Any] | None = None,
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        subscribe: Subscribe | None = None,
     ) -> None:
         self.backend = backend
+        # With enhanced fan-out: (shard, starting position) -> a subscription's events (console.read.efo);
+        # every shard is then read by SubscribeToShard instead of GetRecords.
+        self._subscribe = subscribe
         self.batch_limit = batch_limit  # records per GetRecords call
         self.refresh_interval = refresh_interval  # with follow: how often an idle shard re-checks the map
         self.stream = stream
@@ -216,6 +229,8 @@ class TailReader:
         self.unreachable: dict[str, str] = {}
         self._on_trouble = on_trouble
         self._trouble_said_at = float("-inf")
+        self._trouble_said_count = 0
+        self._trouble_report: asyncio.TimerHandle | None = None  # a report of more shards, due shortly
         self._end = options.end.moment
         self._widened: set[str] = set()  # shards added when a key read met an aggregate
         # Children are followed only where the key can land, unless the user named the shards to read.
@@ -223,6 +238,8 @@ class TailReader:
             None if options.shard_ids else key_hash_to_follow(options.partition_key, options.placement_only)
         )
         self.notes: list[str] = []  # one-line notes for the user, e.g. a key read widened to every shard
+        # Glue Schema Registry versions, fetched through the backend's GetSchemaVersion where it has one.
+        self.schemas = SchemaCatalog(getattr(backend, "schema_version", None))
 
     # --- public -----------------------------------------------------------------------------------
 
@@ -255,6 +272,9 @@ class TailReader:
             if self._parents_done(shard_id) and shard_id not in self._finished
         ]
         self._positioned_at = self._wall()
+        if self._subscribe is not None:
+            self._positioned = True  # a subscription starts where the shard's iterator would have
+            return
         iterators = await asyncio.gather(*(self._first_iterator(shard) for shard in ready))
         self._iterators.update(zip((shard.shard_id for shard in ready), iterators))
         self._positioned = True
@@ -351,37 +371,33 @@ class TailReader:
     # --- one shard --------------------------------------------------------------------------------
 
     async def _first_iterator(self, shard: Shard, *, again: bool = False) -> str:
-        """An iterator at the start position; `again` when the first one expired before any record was
-        read: a LATEST start then resumes where the read began, so records put meanwhile are not skipped."""
+        """An iterator at the shard's first position (`_first_position`)."""
+        iterator_type, sequence_number, timestamp = self._first_position(shard, again=again)
+        return await self.backend.get_shard_iterator(
+            self.stream, shard.shard_id, iterator_type, sequence_number=sequence_number, timestamp=timestamp
+        )
+
+    def _first_position(self, shard: Shard, *, again: bool = False) -> tuple[str, str | None, datetime | None]:
+        """Where a shard's read starts: (iterator type, sequence number, timestamp). `again` when the first
+        iterator expired before any record was read: a LATEST start then resumes where the read began, so
+        records put meanwhile are not skipped (as a subscription's LATEST start always does)."""
         start = self.options.start
         resume = self.options.resume_after.get(shard.shard_id)
         if resume is not None:
-            return await self.backend.get_shard_iterator(
-                self.stream, shard.shard_id, AFTER_SEQUENCE_NUMBER, sequence_number=resume
-            )
+            return AFTER_SEQUENCE_NUMBER, resume, None
         if shard.shard_id in self._widened and start.iterator_type == LATEST and self._positioned_at is not None:
-            return await self.backend.get_shard_iterator(
-                self.stream, shard.shard_id, AT_TIMESTAMP, timestamp=self._positioned_at
-            )
+            return AT_TIMESTAMP, None, self._positioned_at
         if shard.shard_id in self._widened and start.sequence_number is not None:
             # The sequence number was the first shard's: another shard is read from its start.
-            return await self.backend.get_shard_iterator(self.stream, shard.shard_id, TRIM_HORIZON)
+            return TRIM_HORIZON, None, None
         if shard.shard_id in self._widened:
-            return await self.backend.get_shard_iterator(
-                self.stream, shard.shard_id, start.iterator_type, timestamp=start.timestamp
-            )
+            return start.iterator_type, None, start.timestamp
         if shard.shard_id not in self._initial:
             # A child found while reading holds only records newer than its parents: read it all.
-            return await self.backend.get_shard_iterator(self.stream, shard.shard_id, TRIM_HORIZON)
-        if again and start.iterator_type == LATEST and self._positioned_at is not None:
-            start = StartPosition(AT_TIMESTAMP, timestamp=self._positioned_at)
-        return await self.backend.get_shard_iterator(
-            self.stream,
-            shard.shard_id,
-            start.iterator_type,
-            sequence_number=start.sequence_number,
-            timestamp=start.timestamp,
-        )
+            return TRIM_HORIZON, None, None
+        if (again or self._subscribe is not None) and start.iterator_type == LATEST and self._positioned_at is not None:
+            return AT_TIMESTAMP, None, self._positioned_at
+        return start.iterator_type, start.sequence_number, start.timestamp
 
     async def _patiently(self, shard_id: str, call: Callable[[], Awaitable[Any]]) -> Any:
         """`await call()`; with follow, a failure that a retry can mend (no answer, a server error) is
@@ -402,24 +418,45 @@ class TailReader:
             if shard_id in self.unreachable:
                 del self.unreachable[shard_id]
                 if not self.unreachable:
+                    self._trouble_said_count = 0
                     self._say(f"tail: reading again ({shard_id} answered); no record was skipped or repeated")
             return result
 
     def _trouble(self, shard_id: str, error: BaseException) -> None:
         first = not self.unreachable
+        newly = shard_id not in self.unreachable
         self.unreachable[shard_id] = str(error) or type(error).__name__
         progress = self.progress.get(shard_id)
         if progress is not None:
             progress.state = "retrying"
-        now = self._clock()
-        if first or now - self._trouble_said_at >= TROUBLE_REPORT_INTERVAL:
-            self._trouble_said_at = now
-            count = len(self.unreachable)
-            self._say(
-                f"tail: {count} shard{'s' if count != 1 else ''} cannot be read ({self.unreachable[shard_id]}); "
-                f"retrying from the last record read, backing off to {MAX_RETRY_BACKOFF:.0f} s between tries, "
-                "until stopped"
+            progress.millis_behind = None  # records may be waiting: how many is not known now
+        if newly:  # a lag-only update: the lag a view shows for this shard becomes unknown
+            with contextlib.suppress(asyncio.QueueFull):
+                self._queue.put_nowait(TailBatch(shard_id, [], None))
+        since = self._clock() - self._trouble_said_at
+        if first or since >= TROUBLE_REPORT_INTERVAL:
+            self._report_trouble(self.unreachable[shard_id])
+        elif len(self.unreachable) > self._trouble_said_count and self._trouble_report is None:
+            self._trouble_report = asyncio.get_running_loop().call_later(
+                max(0.0, TROUBLE_GROWTH_INTERVAL - since), self._report_trouble, self.unreachable[shard_id]
             )
+
+    def _report_trouble(self, reason: str) -> None:
+        """One line naming every shard that cannot be read now."""
+        if self._trouble_report is not None:
+            self._trouble_report.cancel()
+            self._trouble_report = None
+        count = len(self.unreachable)
+        if not count:
+            return
+        self._trouble_said_at, self._trouble_said_count = self._clock(), count
+        names = sorted(self.unreachable)
+        shown = ", ".join(names[:SHARDS_NAMED]) + (f" (+{count - SHARDS_NAMED})" if count > SHARDS_NAMED else "")
+        self._say(
+            f"tail: {count} shard{'s' if count != 1 else ''} cannot be read: {shown} ({reason}); lag unknown; "
+            f"retrying from the last record read, backing off to {MAX_RETRY_BACKOFF:.0f} s between tries, "
+            "until stopped"
+        )
 
     def _say(self, message: str) -> None:
         if self._on_trouble is not None:
@@ -443,22 +480,44 @@ class TailReader:
         shard_id = shard.shard_id
         progress = self.progress[shard_id]
         progress.state = "reading"
-        iterator = self._iterators.pop(shard_id, None) or await self._patiently(
-            shard_id, lambda: self._first_iterator(shard)
-        )
-        cursor = ShardCursor(
-            stream=self.stream,
-            shard_id=shard_id,
-            iterator=iterator,
-            get_shard_iterator=self.backend.get_shard_iterator,
-            get_records=self.backend.get_records,
-            restart=lambda: self._first_iterator(shard, again=True),
-            limit=self.batch_limit,
-            min_interval=MIN_POLL_INTERVAL,
-            sleep=self._sleep,
-            clock=self._clock,
-            closed=not shard.is_open,
-        )
+        cursor: ShardCursor | SubscriptionCursor
+        if self._subscribe is not None:
+            iterator_type, sequence_number, timestamp = self._first_position(shard)
+            cursor = SubscriptionCursor(
+                shard_id=shard_id,
+                start=starting_position(iterator_type, sequence_number=sequence_number, timestamp=timestamp),
+                subscribe=self._subscribe,
+                closed=not shard.is_open,
+                sleep=self._sleep,
+                clock=self._clock,
+                on_note=lambda message: self._say(f"tail: {message}"),
+            )
+        else:
+            iterator = self._iterators.pop(shard_id, None) or await self._patiently(
+                shard_id, lambda: self._first_iterator(shard)
+            )
+            cursor = ShardCursor(
+                stream=self.stream,
+                shard_id=shard_id,
+                iterator=iterator,
+                get_shard_iterator=self.backend.get_shard_iterator,
+                get_records=self.backend.get_records,
+                restart=lambda: self._first_iterator(shard, again=True),
+                limit=self.batch_limit,
+                min_interval=MIN_POLL_INTERVAL,
+                sleep=self._sleep,
+                clock=self._clock,
+                closed=not shard.is_open,
+            )
+        try:
+            await self._read_pages(shard, cursor)
+        finally:
+            if isinstance(cursor, SubscriptionCursor):
+                await cursor.aclose()
+
+    async def _read_pages(self, shard: Shard, cursor: ShardCursor | SubscriptionCursor) -> None:
+        shard_id = shard.shard_id
+        progress = self.progress[shard_id]
         backoff = 0.0
         reported_lag: int | None = -1  # never a real value, so the first answer is always reported
         while True:
@@ -488,6 +547,8 @@ class TailReader:
                 cursor.closed = True  # closed since it was listed: read it to its end, then its children
             ended = cursor.at_end(page) and not past_end
             caught_up = past_end or (not ended and cursor.done(page, follow=self.options.follow))
+            if raw_records:  # a copy's --where decodes the wire records with them too
+                await self.schemas.prefetch(raw["Data"] for raw in raw_records)
             async with self._decoding:
                 while self._queued_bytes >= MAX_QUEUED_BYTES:
                     self._room.clear()
@@ -543,11 +604,12 @@ class TailReader:
         decoded: list[DecodedRecord] = []
         budget = InflateBudget()  # what this page's records may inflate together
         for raw in raw_records:
-            decoded.extend(decode_api_record(raw, shard_id, budget))
+            decoded.extend(decode_api_record(raw, shard_id, budget, self.schemas))
         self.decode_errors += sum(1 for record in decoded if record.kind == KIND_ERROR)
-        if key is None and grep is None and where is None:
-            return decoded
-        return [record for record in decoded if record_matches(record, key, grep, where)]
+        if key is not None or grep is not None or where is not None:
+            decoded = [record for record in decoded if record_matches(record, key, grep, where)]
+        mask = self.options.mask
+        return decoded if mask is None else [mask(record) for record in decoded]
 
     # --- locating a sequence number ---------------------------------------------------------------
 

@@ -131,9 +131,14 @@ def unexplained_shards(known: Sequence[Shard], now: Sequence[Shard], plan: Resha
     known_ids = {s.shard_id for s in known}
     new = [s for s in now if s.shard_id not in known_ids]
     if any(operation.kind == "update_shard_count" for operation in plan.operations):
-        # The server picks UpdateShardCount's ranges and steps (not always AWS's equal shares), so the
-        # plan's ranges cannot judge it: a count other than the target gives another change away, and
-        # so does a lineage deeper than one rescale makes (a split, then a merge of the children).
+        # The server picks UpdateShardCount's steps, however many generations deep: open ranges equal
+        # to the plan's, made in no more shards than the plan's steps make, are the plan's doing (more
+        # shards: another change landed in between, and this one was applied on top of it). The server
+        # may pick other ranges too (not always AWS's equal shares); then a count other than the target
+        # gives another change away, and so does a lineage deeper than a rescale makes.
+        ranges = [(s.starting_hash_key, s.ending_hash_key) for s in open_in_order(now)]
+        if ranges == [s.range for s in plan.after] and len(new) <= 2 * plan.split_steps + plan.merge_steps:
+            return []
         if sum(s.is_open for s in now) != len(plan.after):
             return [s.shard_id for s in new if s.is_open]
         depth = generations(known, new)
@@ -357,6 +362,20 @@ class Executor:
                 if change.unlogged:
                     self.progress(f"{api}: {change.unlogged}")
                 return resolved
+            except BadInput as error:
+                # Refused as invalid: a shard it names may have been closed by another change meanwhile
+                # (a split racing a merge). That is the stream's state, not the user's input: exit 1.
+                if error.code != "invalid_argument":
+                    raise
+                now = open_in_order(await self.kinesis.all_shards(self.stream))
+                changes = describe_changes(open_in_order(shards), now)
+                if not changes:
+                    raise
+                raise PlanRejected(
+                    f"{api} refused ({error.message}): {self.stream} was changed by someone else meanwhile "
+                    f"({'; '.join(changes[:5])}); review the new plan and run again",
+                    code="changed_meanwhile",
+                ) from None
             except ResourceInUse as error:
                 if attempt == self.retries:
                     raise ResourceInUse(

@@ -92,6 +92,9 @@ class StreamSummary:
     channel_count: int = 0
     stream_id: str = ""
     created: str | None = None  # ISO 8601, when known
+    # Settings the server's answer left out (one that predates them): the fields above then hold AWS's
+    # defaults, which the limits go by, but what is shown of them is "unknown".
+    left_out: tuple[str, ...] = ()
 
     @property
     def auto_distribution(self) -> bool:
@@ -109,6 +112,13 @@ class StreamSummary:
         metrics = tuple(m for group in raw.get("EnhancedMonitoring", []) for m in group.get("ShardLevelMetrics", []))
         warm = raw.get("WarmThroughput") or {}
         created: Any = raw.get("StreamCreationTimestamp")
+        mode = (raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED")
+        answered = {
+            "record_distribution": "RecordDistributionStrategy" in raw,
+            "max_record_size_kib": "MaxRecordSizeInKiB" in raw,
+            # AWS gives warm throughput for on-demand streams only: a provisioned stream has none.
+            "warm_throughput": "WarmThroughput" in raw or mode != "ON_DEMAND",
+        }
         return cls(
             name=raw["StreamName"],
             status=raw["StreamStatus"],
@@ -126,7 +136,12 @@ class StreamSummary:
             channel_count=int(raw.get("ChannelCount") or 0),
             stream_id=raw.get("StreamId") or "",
             created=created.isoformat() if hasattr(created, "isoformat") else created,
+            left_out=tuple(name for name, given in answered.items() if not given),
         )
+
+    def shown(self, name: str, value: Any) -> Any:
+        """`value` of the setting `name`, or None (unknown) where the server left it out."""
+        return None if name in self.left_out else value
 
     @classmethod
     def from_listing(cls, raw: dict[str, Any]) -> StreamSummary:
@@ -171,12 +186,15 @@ class StreamSummary:
             "encryption": self.encryption,
             "arn": self.arn,
             "stream_id": self.stream_id or None,
-            "record_distribution": self.record_distribution,
-            "max_record_size_kib": self.max_record_size_kib,
-            "warm_throughput": {
-                "target_mibps": self.warm_throughput_target_mibps,
-                "current_mibps": self.warm_throughput_current_mibps,
-            },
+            "record_distribution": self.shown("record_distribution", self.record_distribution),
+            "max_record_size_kib": self.shown("max_record_size_kib", self.max_record_size_kib),
+            "warm_throughput": self.shown(
+                "warm_throughput",
+                {
+                    "target_mibps": self.warm_throughput_target_mibps,
+                    "current_mibps": self.warm_throughput_current_mibps,
+                },
+            ),
             "consumer_count": self.consumer_count,
             "channel_count": self.channel_count,
         }

@@ -104,6 +104,7 @@ class KConsoleApp(App[None]):
         on_stream_opened: Callable[[str], None] | None = None,
         last_stream: str | None = None,
         key_format: str = "decimal",
+        mask_rules: tuple[str, ...] = (),
     ) -> None:
         super().__init__()
         self.source = source
@@ -117,6 +118,7 @@ class KConsoleApp(App[None]):
         self._on_stream_opened = on_stream_opened
         self._last_stream = last_stream
         self.key_format = key_format  # how hash keys are written (console.ui.format.KEY_FORMATS)
+        self.mask_rules = mask_rules  # the config's mask: the Tail tab shows records masked (console.read.masking)
         self.connection = ConnectionInfo.of(source)
         # The shard poll and the Consumers tab's lease poll hold this while they call the backend:
         # they never overlap, and one due while the other runs simply waits its turn.
@@ -169,6 +171,8 @@ class KConsoleApp(App[None]):
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
         if self.read_only:
             self.notify(read_only_notice(True), timeout=5)
+        if self.mask_rules:
+            self.notify(f"the Tail tab masks {', '.join(self.mask_rules)}", title="masking on", timeout=5, markup=False)
         self.table.focus()
         if self.stream:
             if self._on_stream_opened:

@@ -433,6 +433,7 @@ def launch_console(args) -> int:
                     on_stream_opened=lambda stream: remember(last_stream=stream),
                     last_stream=config.last_stream,
                     key_format=config.key_format,
+                    mask_rules=config.mask,
                 )
                 app.on_theme_changed = lambda theme: remember(theme=theme)
                 if served_to_a_browser():

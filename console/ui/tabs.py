@@ -114,9 +114,16 @@ def _producer(host: TabHost) -> Widget:
 
 
 def _tail(host: TabHost) -> Widget:
+    from console.config import MASK_EVERYTHING
+    from console.read.masking import MaskRuleError, masker
     from console.ui.panels.tail import TailView
 
-    return TailView(host.source, stream=host.stream, id="tail-view").data_bind(_reactives(host).stream)
+    rules = getattr(host, "mask_rules", ())
+    try:
+        mask = masker(rules)
+    except MaskRuleError:  # masking never fails open: a rule that does not parse masks every string
+        mask = masker(MASK_EVERYTHING)
+    return TailView(host.source, stream=host.stream, mask=mask, id="tail-view").data_bind(_reactives(host).stream)
 
 
 def _heat(host: TabHost) -> Widget:

@@ -134,6 +134,12 @@ async def test_enable_enhanced_monitoring_with_yes(kinesis, make_stream, local_k
     assert code == 0, err
     assert set(json.loads(out)["enhanced_metrics"]) >= {"IncomingBytes", "IncomingRecords"}
     assert set((await kinesis.describe_stream_summary(stream)).enhanced_metrics) >= {"IncomingBytes", "IncomingRecords"}
+    code, out, err = await kconsole(
+        "heat", stream, "--disable-enhanced-monitoring", "--yes", "--json", "--endpoint-url", local_kinesis.endpoint_url
+    )
+    assert code == 0, err
+    assert json.loads(out)["enhanced_metrics"] == [], "turned off again, as it was turned on"
+    assert (await kinesis.describe_stream_summary(stream)).enhanced_metrics == ()
 
 
 async def test_cloudwatch_source_reports_every_shard(kinesis, make_stream, local_kinesis):

@@ -181,3 +181,28 @@ async def test_put_with_local_creates_the_stream_first():
     code, out, err = await kconsole("--local", "--shards", "2", "put", "fresh", "--verify", stdin=lines_of(KEY_ORDER))
     assert code == 0, err
     assert "created stream 'fresh' with 2 shards" in err and "verification OK: read back 6" in out
+
+
+async def test_put_verify_never_reports_a_read_back_that_failed_as_passed(endpoint, tmp_path):
+    """The puts go through; every GetShardIterator of the read-back is refused: the run is not ok, exit 1."""
+    from urllib.parse import urlsplit
+
+    from tests.faultproxy import FaultProxy, Faults
+
+    stream = f"put-unverified-{tmp_path.name[-6:]}"
+    await make(endpoint, stream, shards=1)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(lines_of(KEY_ORDER))
+    refuse_reads = Faults(invalid=1.0, operations=frozenset({"GetShardIterator"}))
+    async with FaultProxy(urlsplit(endpoint).port, refuse_reads) as proxy:
+        code, out, err = await kconsole(
+            "put", stream, "--file", str(path), "--verify", "--json", "--endpoint-url", proxy.endpoint_url
+        )
+        text_code, text_out, _ = await kconsole(
+            "put", stream, "--file", str(path), "--verify", "--endpoint-url", proxy.endpoint_url
+        )
+    document = json.loads(out)
+    assert document["acknowledged"] == 6, err
+    assert code == 1 and document["ok"] is False, out
+    assert document["verification"]["ok"] is False and "verification failed" in document["verification"]["error"]
+    assert text_code == 1 and "verification failed" in text_out and "verification OK" not in text_out

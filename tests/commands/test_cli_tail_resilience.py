@@ -30,6 +30,7 @@ async def put(kinesis, stream: str, numbers: range) -> None:
 
 async def test_follow_goes_on_after_an_outage_without_gaps_or_repeats(kinesis, make_stream, local_kinesis):
     stream = await make_stream(shards=2)
+    shards = [shard.shard_id for shard in await kinesis.all_shards(stream)]
     await put(kinesis, stream, range(0, 4))
     async with FaultProxy(urlsplit(local_kinesis.endpoint_url).port) as proxy:
         async with kconsole_child(
@@ -39,7 +40,7 @@ async def test_follow_goes_on_after_an_outage_without_gaps_or_repeats(kinesis, m
             await read_numbers(process, set(range(4)), seen, 30)
             proxy.down()
             await put(kinesis, stream, range(4, 8))  # written while the reader cannot reach the server
-            await asyncio.sleep(12)  # long past the backend's own retries of one call
+            await asyncio.sleep(18)  # long past the backend's own retries of one call, for every shard
             assert process.returncode is None, "tail --follow gave up"
             await proxy.up()
             await read_numbers(process, set(range(8)), seen, 60)
@@ -49,6 +50,9 @@ async def test_follow_goes_on_after_an_outage_without_gaps_or_repeats(kinesis, m
     assert sorted(seen) == list(range(10)), "every record once, none repeated"
     said = err.decode()
     assert "cannot be read" in said and "retrying" in said
+    every = [line for line in said.splitlines() if "2 shards cannot be read" in line]
+    assert every and all(shard in every[0] for shard in shards), "the report names every shard that cannot be read"
+    assert "lag unknown" in every[0]
     assert "backing off to 30 s" in said, "the pause grows to its cap: the line says the cap, not the first pause"
     assert said.count("cannot be read") <= 2, "one line a minute, not one a retry"
     assert "reading again" in said

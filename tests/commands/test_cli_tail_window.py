@@ -200,3 +200,59 @@ async def test_an_export_that_fails_leaves_nothing_under_the_final_name(kinesis,
     assert code == 1, err
     assert not target.exists()
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_csv_and_jsonl_exports_are_safe_to_open(kinesis, make_stream, local_kinesis, tmp_path):
+    """A spreadsheet runs a cell starting with = + - @ (or a tab, a CR) as a formula, and a terminal obeys
+    the escapes a producer wrote: the text formats neutralise both; raw keeps the bytes."""
+    stream = await make_stream(shards=1)
+    clipboard = "\x1b]52;c;ZWNobyBwd25lZA==\x07"  # OSC 52: writes the terminal's clipboard
+    records = [
+        ('=HYPERLINK("http://x")', b"plain"),
+        ("+1", b"=1+1"),
+        ("-2", b"@SUM(A1)"),
+        ("@key", b"\tcell"),
+        ("tab-key", b"\rcell"),
+        ("escapes\x1b[2J", json.dumps({"note": clipboard + "\x1b[2J"}).encode()),
+    ]
+    for key, data in records:
+        await kinesis.put_record(stream, data, key)
+
+    table = tmp_path / "out.csv"
+    code, _, err = await kconsole(
+        "tail",
+        stream,
+        "--output",
+        "csv",
+        "--fields",
+        "key,data,data.note",
+        "--out",
+        str(table),
+        endpoint=local_kinesis.endpoint_url,
+    )
+    assert code == 0, err
+    written = table.read_bytes()
+    assert b"\x1b" not in written and b"\x07" not in written and b"\r" not in written
+    rows = list(csv.reader(io.StringIO(written.decode())))[1:]
+    for row in rows:
+        for cell in row:
+            assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), row
+    assert ['\'=HYPERLINK("http://x")', "plain", ""] in rows and ["'+1", "'=1+1", ""] in rows
+    assert ["'-2", "'@SUM(A1)", ""] in rows and ["'@key", "'\\tcell", ""] in rows
+    assert ["tab-key", "'\\rcell", ""] in rows
+    escapes = '{"note":"\\u001b]52;c;ZWNobyBwd25lZA==\\u0007\\u001b[2J"}'
+    assert ["escapes\\x1b[2J", escapes, "\\x1b]52;c;ZWNobyBwd25lZA==\\x07\\x1b[2J"] in rows
+
+    lines = tmp_path / "out.jsonl"
+    code, _, err = await kconsole("tail", stream, "--out", str(lines), endpoint=local_kinesis.endpoint_url)
+    assert code == 0, err
+    assert b"\x1b" not in lines.read_bytes() and b"\x07" not in lines.read_bytes()
+    texts = {json.loads(line)["partition_key"]: json.loads(line)["content"] for line in lines.read_text().splitlines()}
+    assert texts["escapes\x1b[2J"] == {"note": clipboard + "\x1b[2J"}, "the same value, escaped"
+
+    raw = tmp_path / "out.bin"
+    code, _, err = await kconsole(
+        "tail", stream, "--output", "raw", "--out", str(raw), endpoint=local_kinesis.endpoint_url
+    )
+    assert code == 0, err
+    assert json.dumps({"note": clipboard + "\x1b[2J"}).encode() in raw.read_bytes(), "raw keeps the bytes"

@@ -87,3 +87,17 @@ def test_local_read_only_creates_no_stream(argv, capsys):
         assert code == 1 and json.loads(out)["error"]["code"] == "stream_not_found"
         assert "read-only mode (--read-only) creates no stream" in err
     assert "created stream" not in err
+
+
+def test_a_region_the_embedded_server_lacks_is_one_line_at_once(capsys):
+    """The embedded server answers every call in a region it does not serve with HTTP 500, which is retried
+    for seconds: such a region is refused before the server is started; one it serves works."""
+    import time
+
+    started = time.monotonic()
+    code, out, err = run(["streams", "--local", "--region", "mars-north-9"], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "the embedded server has no region 'mars-north-9'" in err
+    assert time.monotonic() - started < 2
+    code, out, err = run(["streams", "--local", "--region", "eu-west-1", "--json"], capsys)
+    assert code == 0 and json.loads(out) == [], err

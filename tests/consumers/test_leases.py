@@ -19,7 +19,7 @@ from console.consumers.leases import (
 )
 from console.consumers.recommend import ShardLoad, recommend
 from console.consumers.report import FINISHED, OWNED, STALLED, UNOWNED, StallTracker, build_report, lease_state
-from console.keyspace.hashkeys import even_split, shard_id_for_index
+from console.keyspace.hashkeys import HASH_SPACE, even_split, shard_id_for_index
 from console.topology.model import Shard
 from tests.consumers.kcl_tables import kcl_lease
 
@@ -127,6 +127,21 @@ def test_lease_table_recognition():
     # multi-stream leases name their stream
     assert table_matches_stream([kcl_lease(ids[0], lease_key=f"1:s:1:{ids[0]}")], "s", shards)
     assert not table_matches_stream([kcl_lease(ids[0], lease_key=f"1:t:1:{ids[0]}")], "s", shards)
+
+
+def test_a_lease_of_another_streams_shard_of_the_same_id_does_not_match():
+    """Every stream has shardId-000000000000: another stream's lease of it differs in range, parents or
+    checkpoint, and one such lease is enough to tell the table is not this stream's."""
+    shards = [replace(shard, starting_sequence_number="5000") for shard in shards_of(2)]
+    first = shards[0]
+    own_range = (first.starting_hash_key, first.ending_hash_key)
+    assert table_matches_stream([kcl_lease(first.shard_id, hash_range=own_range, checkpoint="6000")], "s", shards)
+    quarter = (0, HASH_SPACE // 4 - 1)  # shard 0 of a 4-shard stream
+    assert not table_matches_stream([kcl_lease(first.shard_id, hash_range=quarter)], "s", shards)
+    assert not table_matches_stream([kcl_lease(first.shard_id, checkpoint="4999")], "s", shards)  # before it began
+    assert not table_matches_stream([kcl_lease(first.shard_id, parents=("shardId-000000000009",))], "s", shards)
+    mixed = [kcl_lease(first.shard_id, hash_range=own_range), kcl_lease(shards[1].shard_id, hash_range=quarter)]
+    assert not table_matches_stream(mixed, "s", shards)
 
 
 def test_states():

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from console.consumers.kcl3 import (
     KCL_2X,
     SINGLE_TABLE,
@@ -75,7 +77,8 @@ async def test_three_tables_workers_leader_migration_and_flags(capsys, local_kin
         ddb,
         metrics_table,
         [
-            worker_metrics("w-busy", last_update=now - 5, cpu=(70.0, 95.0), cpu_max=80),
+            # The last reading failed (-1): the KCL skips it and smooths the rest, 95 then 97 -> 95.4.
+            worker_metrics("w-busy", last_update=now - 5, cpu=(95.0, 97.0, -1.0), cpu_max=80),
             worker_metrics("w-idle", last_update=now - 600),  # a stopped worker: metrics long expired
         ],
     )
@@ -99,7 +102,8 @@ async def test_three_tables_workers_leader_migration_and_flags(capsys, local_kin
         "leader",
         "flags",
     }
-    assert (busy["leases"], busy["open_leases"], busy["throughput_kbps"], busy["cpu"]) == (2, 2, 1700.0, 95.0)
+    assert (busy["leases"], busy["open_leases"], busy["throughput_kbps"]) == (2, 2, 1700.0)
+    assert busy["cpu"] == pytest.approx(95.4)
     assert busy["leader"] is True and not idle["leader"] and 4 <= busy["metrics_age_s"] <= 30
     assert THROUGHPUT_OVER in busy["flags"] and CPU_OVER in busy["flags"] and HAND_OFF in busy["flags"]
     assert (closed["leases"], closed["open_leases"]) == (1, 0) and ONLY_CLOSED in closed["flags"]
@@ -370,3 +374,50 @@ async def test_a_server_without_dynamodb_says_so_in_one_line(capsys, kinesis_moc
         capsys, "consumers", "workers-no-dynamodb", "--lease-table", "app", "--json", *where
     )
     assert code == 1 and "does not serve DynamoDB" in json.loads(out)["error"]["message"]
+
+
+def test_cpu_is_the_kcls_own_moving_average_of_its_readings():
+    """WorkerMetricStats.getMetricStat: an exponential moving average (alpha 0.2) skipping failed (-1) reads."""
+    from console.consumers.kcl3 import kcl_metric_value
+
+    assert kcl_metric_value([50.0]) == 50.0
+    assert kcl_metric_value([70.0, 95.0]) == pytest.approx(75.0)  # not the last reading, 95
+    assert kcl_metric_value([95.0, 97.0, -1.0]) == pytest.approx(95.4)  # not unknown for the failed last one
+    assert kcl_metric_value([-1.0, 40.0, -1.0, 60.0]) == pytest.approx(44.0)
+    assert kcl_metric_value([-1.0, -1.0]) is None and kcl_metric_value([]) is None
+
+
+async def test_find_lease_tables_passes_over_another_streams_table_with_the_same_shard_ids(
+    capsys, local_kinesis, kinesis, make_stream, ddb
+):
+    """Both streams have shardId-000000000000 and -01; the other stream's table, of a 4-shard stream written
+    before this one existed, is not this stream's however alike its shard ids."""
+    other = await make_stream(shards=4)
+    await kinesis.put_record(other, b"x", "k")
+    other_shards = sorted(await kinesis.all_shards(other), key=lambda s: s.shard_id)
+    iterator = await kinesis.get_shard_iterator(other, other_shards[0].shard_id, "TRIM_HORIZON")
+    other_records = (await kinesis.get_records(iterator))["Records"]
+    stream = await make_stream(shards=2)
+    shards = sorted(await kinesis.all_shards(stream), key=lambda s: s.shard_id)
+    mine, theirs = await create_lease_table(ddb), await create_lease_table(ddb)
+    await put_items(
+        ddb, mine, [kcl_lease(s.shard_id, hash_range=(s.starting_hash_key, s.ending_hash_key)) for s in shards]
+    )
+    await put_items(
+        ddb,
+        theirs,
+        [
+            kcl_lease(
+                s.shard_id,
+                hash_range=(s.starting_hash_key, s.ending_hash_key),
+                checkpoint=other_records[0]["SequenceNumber"] if other_records and s is other_shards[0] else "LATEST",
+            )
+            for s in other_shards[:2]
+        ],
+    )
+    code, out, err = await kconsole(
+        capsys, "consumers", stream, "--find-lease-tables", "--json", *endpoint(local_kinesis)
+    )
+    assert code == 0, err
+    found = json.loads(out)["lease_tables"]
+    assert mine in found and theirs not in found, found

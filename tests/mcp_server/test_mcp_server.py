@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -49,6 +50,11 @@ async def cli_json(*argv: str):
     return json.loads(out)
 
 
+def unsalted(content) -> str:
+    """A masked record's content without the masks' hashes, which each process salts anew."""
+    return re.sub(r"#[0-9a-f]+>", "#>", json.dumps(content, sort_keys=True))
+
+
 async def answer(session: ClientSession, tool: str, arguments: dict):
     result = await session.call_tool(tool, arguments)
     assert not result.is_error, result.content[0].text
@@ -63,7 +69,10 @@ async def refusal(session: ClientSession, tool: str, arguments: dict) -> str:
 
 async def test_tools_answer_as_the_cli_and_a_split_is_refused_read_only(local_kinesis, make_stream, kinesis):
     stream = await make_stream(shards=2)
-    await kinesis.put_records(stream, [{"Data": f'{{"n": {n}}}'.encode(), "PartitionKey": f"k{n}"} for n in range(120)])
+    records = [
+        {"Data": f'{{"n": {n}, "email": "user{n}@example.com"}}'.encode(), "PartitionKey": f"k{n}"} for n in range(120)
+    ]
+    await kinesis.put_records(stream, records)
     endpoint = ["--endpoint-url", local_kinesis.endpoint_url]
     keys = [f"user-{n}" for n in range(1000)]
     async with mcp_session(*endpoint) as session:
@@ -77,9 +86,14 @@ async def test_tools_answer_as_the_cli_and_a_split_is_refused_read_only(local_ki
             "stream", "describe", stream, *endpoint
         )
         assert await answer(session, "readers", {"stream": stream}) == await cli_json("readers", stream, *endpoint)
-        tailed = await answer(session, "tail", {"stream": stream, "limit": 100})
+        tailed = await answer(session, "tail", {"stream": stream, "limit": 100, "mask": ["email"]})
         assert len(tailed["records"]) == 100
         assert {record["content"]["n"] for record in tailed["records"]} <= set(range(120))
+        assert not any("@example.com" in json.dumps(record) for record in tailed["records"])
+        async with kconsole_child("tail", stream, *endpoint, "--json", "--limit", "1000", "--mask", "email") as process:
+            out, _ = await process.communicate()
+        masked_by_cli = {unsalted(json.loads(line)["content"]) for line in out.decode().splitlines()}
+        assert {unsalted(record["content"]) for record in tailed["records"]} <= masked_by_cli
         everything = await answer(session, "tail", {"stream": stream, "limit": 1000})
         async with kconsole_child("tail", stream, *endpoint, "--json", "--limit", "1000") as process:
             out, _ = await process.communicate()

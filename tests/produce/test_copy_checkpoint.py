@@ -32,10 +32,15 @@ def test_done_through_moves_only_past_a_run_of_acknowledged_records():
     checkpoint.shards["s0"].acknowledged |= {"1", "2", "4"}
     checkpoint.settle()
     state = checkpoint.to_json()["shards"]["s0"]
-    assert state == {"done_through": "2", "finished": False, "acknowledged": ["4"]}
+    assert state == {"done_through": "2", "finished": False, "acknowledged": ["4"], "sent_through": None}
     checkpoint.shards["s0"].acknowledged.add("3")
     checkpoint.settle()
-    assert checkpoint.to_json()["shards"]["s0"] == {"done_through": "5", "finished": True, "acknowledged": []}
+    assert checkpoint.to_json()["shards"]["s0"] == {
+        "done_through": "5",
+        "finished": True,
+        "acknowledged": [],
+        "sent_through": None,
+    }
 
 
 def test_a_checkpoint_round_trips_and_refuses_another_copys():

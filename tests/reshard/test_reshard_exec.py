@@ -394,3 +394,48 @@ async def test_kinesis_mock_non_uniform_rescale_is_reported_not_hidden(mock_back
         assert bool(result.differences) == (observed != even_split(6))
     finally:
         await mock_backend.delete_stream(stream)
+
+
+@pytest.mark.parametrize("start, target", [(4, 6), (6, 4), (6, 3)])
+async def test_a_rescale_that_ends_as_planned_is_done_however_deep_its_lineage(
+    kinesis, make_stream, action_log, start, target
+):
+    """The embedded server rescales 4 -> 6, 6 -> 4 and 6 -> 3 through three generations of shards; the
+    result equals the plan, so it is the plan's doing, not someone else's."""
+    stream = await make_stream(shards=start)
+    plan, result = await run(kinesis, stream, lambda s, c: plan_scale(s, target, context=c), action_log)
+    observed = open_in_order(await kinesis.all_shards(stream))
+    assert [(s.starting_hash_key, s.ending_hash_key) for s in observed] == [s.range for s in plan.after]
+    assert result.changed_by_others == (), result.changed_by_others
+    assert results(action_log)[0]["result"] == "done"
+
+
+class MergedFirst:
+    """Another operator's merge of shards 0 and 1 lands on the real server just before our split is sent."""
+
+    def __init__(self, real, stream) -> None:
+        self.real, self.stream = real, stream
+        self.label, self.region = real.label, real.region
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    async def split_shard(self, *args):
+        await self.real.merge_shards(self.stream, "shardId-000000000000", "shardId-000000000001")
+        for _ in range(100):
+            if (await self.real.describe_stream_summary(self.stream)).status == "ACTIVE":
+                break
+            await asyncio.sleep(0.05)
+        return await self.real.split_shard(*args)
+
+
+async def test_the_loser_of_a_split_against_merge_race_is_refused_not_bad_input(kinesis, make_stream, action_log):
+    """The server refuses the split of a shard the merge closed (invalid then, by the stream's state):
+    exit 1, naming the change, never exit 2, which is for the user's own bad input."""
+    stream = await make_stream(shards=2)
+    executor = Executor(MergedFirst(kinesis, stream), stream, action_log=action_log, poll_interval=0.05, timeout=20)
+    with pytest.raises(ConsoleError) as raised:
+        await run(kinesis, stream, split_first, action_log, executor=executor)
+    assert isinstance(raised.value, PlanRejected) and raised.value.exit_code == 1, raised.value
+    assert "changed by someone else meanwhile" in raised.value.message
+    assert "shardId-000000000000 is no longer open" in raised.value.message

@@ -117,3 +117,18 @@ async def test_a_stream_whose_reader_is_behind_is_in_trouble_with_the_readers_na
         table = app.screen.query_one("#picker-list", DataTable)
         trouble_cell = table.get_cell(behind, table.ordered_columns[1].key)
         assert f"reader lambda {function} 15 min behind" in trouble_cell.plain and "red" in str(trouble_cell.style)
+
+
+async def test_q_in_the_fleet_picker_quits_as_everywhere_else(kinesis, make_stream, local_kinesis):
+    await make_stream(shards=1)
+    app = RecordingApp(kinesis, stream=None, interval=60)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, StreamPickerScreen) and app.screen.streams, what="fleet rows"
+        )
+        await pilot.press("slash", "q")  # in the filter box q is a letter
+        await pilot.pause()
+        assert app.is_running and app.screen.query_one("#picker-filter").value == "q"
+        await pilot.press("escape", "q")
+        await pilot.pause()
+        assert app.return_code is not None or not app.is_running, "q left the console running"

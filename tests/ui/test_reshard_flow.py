@@ -66,7 +66,7 @@ async def test_the_prompt_shows_the_rule_and_stays_open_for_the_end_key():
 def test_the_legend_names_a_shard_still_to_be_created_once():
     from console.reshard.plan import plan_scale
     from console.ui.screens.reshard import legend
-    from console.ui.static_source import even_shards
+    from tests.ui.static_source import even_shards
 
     plan = plan_scale(even_shards(2), 4)
     text = str(legend([chr(ord("A") + i) for i in range(len(plan.after))], plan.after, new=True))

@@ -10,7 +10,7 @@ from console.config import load_config
 from console.keyspace.hashkeys import HASH_SPACE
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.stream_picker import StreamPickerScreen
-from console.ui.static_source import StaticSource, even_shards, split_shard
+from tests.ui.static_source import StaticSource, even_shards, split_shard
 from tests.ui.test_ui_console import RecordingApp, wait_until
 
 pytestmark = pytest.mark.timeout(60)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from console.ui.app import KConsoleApp
 from console.ui.panels.lineage import LineageTree
-from console.ui.static_source import StaticSource, even_shards
+from tests.ui.static_source import StaticSource, even_shards
 
 
 def make_app(count: int) -> KConsoleApp:

@@ -110,7 +110,7 @@ async def test_producer_run_is_verified_through_the_console(kinesis, make_stream
 
 async def test_read_only_refuses_the_producer_and_enhanced_monitoring():
     # Refused before any I/O: an in-memory source is enough.
-    from console.ui.static_source import StaticSource, even_shards
+    from tests.ui.static_source import StaticSource, even_shards
 
     app = RecordingApp(StaticSource("orders", even_shards(2)), stream="orders", interval=3600, read_only=True)
     async with app.run_test(size=(120, 40)) as pilot:

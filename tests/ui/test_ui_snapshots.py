@@ -11,8 +11,8 @@ import pytest
 from console.errors import EndpointUnreachable
 from console.keyspace.hashkeys import HASH_SPACE
 from console.ui.app import KConsoleApp
-from console.ui.static_source import StaticSource, even_shards, split_shard
 from console.ui.widgets.shard_table import ShardHeat
+from tests.ui.static_source import StaticSource, even_shards, split_shard
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -292,7 +292,11 @@ class ConsumersPanel(Vertical):
             LEASE_COLUMNS,
             {row.lease.lease_key: lease_cells(row, report.scan_cap) for row in report.rows},
         )
-        parts = [f"{len(report.efo_consumers)} EFO consumer(s)"]
+        parts = [
+            f"EFO consumers unknown ({report.efo_unknown})"
+            if report.efo_unknown
+            else f"{len(report.efo_consumers)} EFO consumer(s)"
+        ]
         if report.lease_table:
             parts.append(f"{len(report.rows)} lease(s) in {report.lease_table}")
             stalled = sum(1 for row in report.rows if row.state == "stalled")

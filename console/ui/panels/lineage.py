@@ -158,9 +158,6 @@ class LineageTree(CursorNavigation, can_focus=True):
         self._scroll_cursor_into_view()
         self.refresh()
 
-    def shard_ids_in_tree(self) -> set[str]:
-        return set(self._line_of)
-
     def line_text(self, shard_id: str) -> str:
         index = self._line_of.get(shard_id)
         return self._text(self.lines[index]).plain if index is not None else ""

@@ -369,12 +369,6 @@ class TailView(Vertical):
             super().__init__()
             self.paused = paused
 
-    class Saved(Message):
-        def __init__(self, path: Path, count: int) -> None:
-            super().__init__()
-            self.path = path
-            self.count = count
-
     def __init__(
         self,
         source: ConsoleBackend | None = None,
@@ -384,11 +378,14 @@ class TailView(Vertical):
         flush_interval: float = FLUSH_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
         save_dir: Path | None = None,
+        mask: Callable[[DecodedRecord], DecodedRecord] | None = None,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
         self.source = source
         self.set_reactive(TailView.stream, stream)
+        # The config's masking, applied to what is read (so what is held, shown and exported is masked).
+        self.mask = mask
         self.capacity = capacity
         self.flush_interval = flush_interval
         self.save_dir = save_dir
@@ -405,7 +402,7 @@ class TailView(Vertical):
         self._last_message = IDLE_HINT
         self._shown_status: str | None = None  # what the status lines show now (see _render_status)
         self._shown_lag: str | None = None
-        self.options = TailOptions(follow=True)
+        self.options = TailOptions(follow=True, mask=mask)
         self.held = RecordWindow(capacity)  # every record received (the ring shows those the Where box passes)
         self.where: RecordFilter | None = None
 
@@ -549,20 +546,6 @@ class TailView(Vertical):
 
     # --- saving -------------------------------------------------------------------------------------
 
-    def save(self, path: Path | None = None) -> Path:
-        """Write the records shown (the ring, oldest first) as JSON lines; returns the file."""
-        if path is None:
-            folder = self.save_dir or (data_dir() / "tails")
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-            path = folder / f"{self.stream or 'tail'}-{stamp}.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        records = list(self.ring.records)
-        with path.open("w", encoding="utf-8") as out:
-            for record in records:
-                out.write(record.json_line() + "\n")
-        self.post_message(self.Saved(path, len(records)))
-        return path
-
     def action_save(self) -> None:
         from console.ui.screens.export import ExportScreen
 
@@ -585,7 +568,6 @@ class TailView(Vertical):
             if scope == "held":
                 count = self.export_held(output, Path(path))
                 self.notify(f"exported {count} records to {path}")
-                self.post_message(self.Saved(Path(path), count))
             else:
                 self._export_window(output, Path(path), self.read_options())
         except ConsoleError as error:
@@ -634,7 +616,6 @@ class TailView(Vertical):
             raise
         target.commit()
         self.notify(f"exported {target.records} records to {path}")
-        self.post_message(self.Saved(path, target.records))
 
     # --- reading ------------------------------------------------------------------------------------
 
@@ -657,7 +638,7 @@ class TailView(Vertical):
         if end.moment is not None and start.timestamp is not None and end.moment < start.timestamp:
             raise BadInput(f"To {end.describe()} is before From {start.describe()}")
         # A To (even latest) makes a window: read it, then stop; without one the view keeps following.
-        return TailOptions(start=start, partition_key=key, grep=grep, follow=not to_text, end=end)
+        return TailOptions(start=start, partition_key=key, grep=grep, follow=not to_text, end=end, mask=self.mask)
 
     def apply_where(self, text: str) -> None:
         """Filter what is held (and what comes) with a JMESPath expression; empty shows everything."""

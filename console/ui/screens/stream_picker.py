@@ -79,6 +79,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
     AUTO_FOCUS = "#picker-list"
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="picker.cancel"),
+        Binding("q", "app.quit", "Quit", id="picker.quit"),  # as everywhere else in the console
         Binding("r", "reload", "Refresh", id="picker.reload"),
         Binding("slash", "filter", "Filter", id="picker.filter"),
         Binding("s", "next_sort", "Sort", id="picker.sort"),
@@ -119,7 +120,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
             table: DataTable = DataTable(id="picker-list", cursor_type="row", zebra_stripes=True)
             table.add_columns(*COLUMNS)
             yield table
-            yield Static("enter opens · / filters · s sorts · r refreshes · escape cancels", id="picker-help")
+            yield Static("enter opens · / filters · s sorts · r refreshes · escape cancels · q quits", id="picker-help")
 
     def on_mount(self) -> None:
         self.action_reload()

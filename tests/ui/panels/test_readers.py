@@ -14,10 +14,10 @@ from textual.widgets import DataTable, Static
 from console.backend.protocol import READERS
 from console.consumers.readers import Reader, ReadersReport, ShardPosition
 from console.ui.panels.readers import NO_READER_SERVICES, WHOLE_ONLY, ReadersPanel, detail_text
-from console.ui.static_source import StaticSource, even_shards
 from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items
 from tests.consumers.reader_resources import ReaderFactory
 from tests.ui.panels.test_panel_work import PanelHarness
+from tests.ui.static_source import StaticSource, even_shards
 from tests.ui.test_ui_console import RecordingApp, wait_until
 
 pytestmark = pytest.mark.timeout(120)

@@ -185,3 +185,22 @@ async def test_option_row_sets_start_key_and_grep_and_rejects_a_bad_timestamp():
         await pilot.pause(0.05)
         assert app.requests[-2] == "stop" and app.requests[-1].start.iterator_type == "TRIM_HORIZON"
         assert app.requests[-1].partition_key == "user-7"
+
+
+async def test_a_masked_tail_tab_reads_with_its_mask_and_shows_no_address():
+    from console.read.masking import masker
+
+    app = TailApp(mask=masker(["@emails"]))
+    async with app.run_test(size=(120, 30)) as pilot:
+        view = app.query_one(TailView)
+        view.start_reading()
+        await pilot.pause(0.1)
+        [options] = [request for request in app.requests if request != "stop"]
+        assert options.mask is not None
+        read = records_for(
+            "shardId-000000000000", 0, 3, payload=lambda i: json.dumps({"to": f"u{i}@example.com"}).encode()
+        )
+        view.add_batch(TailBatch("shardId-000000000000", [options.mask(record) for record in read], 0))
+        await pilot.pause(0.3)
+        shown = "\n".join(screen_lines(view.ring))
+        assert "k2" in shown and "<masked 14 #" in shown and "@example.com" not in shown

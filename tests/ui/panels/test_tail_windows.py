@@ -122,6 +122,11 @@ async def test_the_tab_goes_on_by_itself_after_the_network_heals(kinesis, make_s
                     timeout=40,
                     what="the retry line",
                 )
+                await wait_until(
+                    pilot,
+                    lambda: "?" in str(view.query_one("#tail-lag").render()).splitlines()[0],
+                    what="lag unknown for the shard that cannot be read, not its last 0 ms",
+                )
                 assert view.running
                 await proxy.up()
                 await wait_until(pilot, lambda: len(view.ring.records) >= 8, timeout=60, what="the records after")
