@@ -283,7 +283,12 @@ class ReadersPanel(Vertical):
         if failing:
             parts.append(f"{failing} failing")
         parts.append(f"time behind: CloudWatch, last {report.window_minutes} min")
-        self.show_status(" · ".join(parts) if count else f"no readers of {report.stream} found")
+        self.show_status(
+            " · ".join(parts)
+            if count
+            else f"no readers of {report.stream} found (looked for Lambda mappings, Firehose, "
+            "Pipes, Flink apps, EFO consumers and KCL lease tables)"
+        )
         unavailable = self.query_one("#readers-unavailable", Static)
         unavailable.update(Text("\n".join(printable(line) for line in report.unavailable)))
         unavailable.display = bool(report.unavailable)
