@@ -13,6 +13,7 @@ from typing import Any
 
 from console.commands import command_help
 from console.commands._output import emit_record, note, run_async
+from console.commands._read_share import add_read_share_argument, read_share_for
 from console.errors import BadInput
 from console.keyspace.hashkeys import validate_partition_key
 from console.read.decoding import KIND_ERROR, DecodedRecord, iso_time
@@ -116,6 +117,7 @@ def register(subparsers, common) -> None:
     parser.add_argument("--follow", "-f", action="store_true", help="keep reading new records until Ctrl-C")
     parser.add_argument("--limit", type=_positive_int, metavar="N", help="stop after N records")
     add_efo_arguments(parser)
+    add_read_share_argument(parser)
     parser.add_argument("--yes", action="store_true", help="with --efo: register the temporary consumer without asking")
     parser.set_defaults(handler=run, export_formats=EXPORT_FORMATS)
 
@@ -349,7 +351,9 @@ async def _tail(
             summary = await kinesis.describe_stream_summary(stream)
             check_retention(options.start, summary.retention_hours, datetime.now(UTC), stream, options.end)
         subscribe = await efo_subscriptions(kinesis, stream, args, efo) if getattr(args, "efo", False) else None
-        reader = TailReader(kinesis, stream, options, on_trouble=note, subscribe=subscribe)
+        reader = TailReader(
+            kinesis, stream, options, on_trouble=note, subscribe=subscribe, read_share=read_share_for(args, config)
+        )
         if options.follow:
             _hold_back_retry_lines_while_unreachable(kinesis, reader)
         reader_box.append(reader)
@@ -364,10 +368,15 @@ async def _tail(
             )
         write = sys.stdout.write
         plain_json = args.output == "json" and getattr(args, "query", None) is None
+        backing_off = False
         async with contextlib.aclosing(reader.batches()) as batches:
             async for batch in batches:
                 while reader.notes:
                     note(reader.notes.pop(0))
+                if reader.read_share.backing_off != backing_off:
+                    backing_off = reader.read_share.backing_off
+                    if backing_off:
+                        note(f"tail: {reader.read_share.summary()}")
                 if export is not None:
                     if batch.records:
                         export.write_batch(batch.records)
@@ -396,6 +405,8 @@ async def _tail(
                 for p in reader.progress.values()
             )
             note(f"tail: {counted(reader.shown, 'record')}{_decode_errors(reader)} ({lags})")
+        if subscribe is None:
+            note(f"tail: {reader.read_share.summary()}")
             if (
                 reader.shown == 0
                 and options.partition_key is not None
