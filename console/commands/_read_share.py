@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
-from urllib.parse import urlsplit
 
-from console.read.share import DEFAULT_READ_SHARE, ReadShare, parse_read_share
+from console.read.share import DEFAULT_READ_SHARE, ReadShare, parse_read_share, share_for_endpoint
 
 
 def add_read_share_argument(parser: Any) -> None:
@@ -21,23 +19,6 @@ def add_read_share_argument(parser: Any) -> None:
 
 
 def read_share_for(args: Any, config: Any) -> ReadShare:
-    """The share given, else the default; unbounded on the embedded server or a loopback endpoint, where
-    no production reader shares the budget."""
+    """The share given, else the default (unbounded on the embedded server or a loopback endpoint)."""
     given = getattr(args, "read_share", None)
-    if given is not None:
-        return ReadShare(given)
-    return ReadShare(None if is_loopback(config) else DEFAULT_READ_SHARE)
-
-
-def is_loopback(config: Any) -> bool:
-    if config.kind == "local":
-        return True
-    if not config.endpoint_url:
-        return False
-    host = urlsplit(config.endpoint_url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return ReadShare(share_for_endpoint(given, local=config.kind == "local", endpoint_url=config.endpoint_url))

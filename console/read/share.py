@@ -17,10 +17,12 @@ leave budget to): nothing is paced, and calls and bytes are still counted. No I/
 
 from __future__ import annotations
 
+import ipaddress
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from console.errors import BadInput
 
@@ -44,6 +46,24 @@ def parse_read_share(text: str) -> float:
     if not 0 < value <= 1:
         raise BadInput(f"--read-share must be above 0 and at most 1; got {text}", code="usage")
     return value
+
+
+def share_for_endpoint(given: float | None, *, local: bool, endpoint_url: str | None) -> float | None:
+    """The share given, else the default; unbounded (None) on the embedded server or a loopback endpoint,
+    where no production reader shares the budget."""
+    if given is not None:
+        return given
+    return None if local or is_loopback(endpoint_url) else DEFAULT_READ_SHARE
+
+
+def is_loopback(endpoint_url: str | None) -> bool:
+    host = (urlsplit(endpoint_url).hostname or "") if endpoint_url else ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True, slots=True)

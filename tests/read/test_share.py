@@ -6,7 +6,7 @@ import pytest
 
 from console.errors import BadInput, Throttled
 from console.read.cursor import ShardCursor
-from console.read.share import MIB, ReadShare, parse_read_share
+from console.read.share import MIB, ReadShare, parse_read_share, share_for_endpoint
 
 
 class FakeClock:
@@ -140,3 +140,12 @@ def test_the_cursor_reads_within_the_share_and_backs_off_on_a_throttle():
     assert gaps == [1.0, 2.0, 2.0]  # one a second, then half that after the throttle
     assert share.throttles == 1
     assert share.rates("shard-0").calls_per_second == pytest.approx(0.4)
+
+
+def test_the_default_share_is_unbounded_only_where_no_production_reader_can_be():
+    assert share_for_endpoint(None, local=False, endpoint_url=None) == 0.2  # AWS
+    assert share_for_endpoint(None, local=False, endpoint_url="https://kinesis.example.com") == 0.2
+    assert share_for_endpoint(None, local=True, endpoint_url=None) is None
+    assert share_for_endpoint(None, local=False, endpoint_url="http://127.0.0.1:4567") is None
+    assert share_for_endpoint(None, local=False, endpoint_url="http://localhost:4567") is None
+    assert share_for_endpoint(0.5, local=True, endpoint_url=None) == 0.5
