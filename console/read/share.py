@@ -104,7 +104,6 @@ class ReadShare:
         self.factor = 1.0  # 1 = the whole share; halved on each throttle
         self.throttles = 0  # kconsole's own calls throttled
         self._calm_since = clock()
-        self._stream_throttled: float | None = None  # the last ReadProvisionedThroughputExceeded seen
 
     # ---- the budget ----------------------------------------------------------------------------------
 
@@ -150,9 +149,9 @@ class ReadShare:
         self._back_off()
 
     def stream_throttled(self, count: float) -> None:
-        """The stream's ReadProvisionedThroughputExceeded, as last read: backs off when it rises."""
-        previous, self._stream_throttled = self._stream_throttled, count
-        if count > 0 and (previous is None or count > previous):
+        """A new reading of the stream's ReadProvisionedThroughputExceeded (its latest minute): any read
+        refused while kconsole polls backs off, the production readers' as much as kconsole's own."""
+        if count > 0:
             self._back_off()
 
     def rates(self, shard_id: str) -> ShareRates:

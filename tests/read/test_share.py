@@ -72,16 +72,16 @@ def test_a_throttle_halves_the_pace_and_it_recovers_slowly():
     assert not share.backing_off
 
 
-def test_the_streams_read_throttles_back_off_when_they_rise():
+def test_the_streams_read_throttles_back_off_while_there_are_any():
     clock = FakeClock()
     share = ReadShare(0.2, clock=clock)
     share.stream_throttled(0)
     assert not share.backing_off
     share.stream_throttled(3)
     assert share.calls_per_second == pytest.approx(0.5)
-    share.stream_throttled(3)  # the same count again: no new throttles
-    assert share.calls_per_second == pytest.approx(0.5)
-    share.stream_throttled(7)
+    share.stream_throttled(3)  # the next minute still has throttled reads
+    assert share.calls_per_second == pytest.approx(0.25)
+    share.stream_throttled(0)
     assert share.calls_per_second == pytest.approx(0.25)
 
 

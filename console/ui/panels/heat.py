@@ -400,6 +400,9 @@ class HeatPanel(Widget, can_focus=True):
         """The stream-level CloudWatch metrics (no metrics: the reading's problem says why)."""
         if self.is_mounted:
             self.query_one("#heat-capacity", Static).update(cloudwatch_text(reading))
+        if self._sampler is not None and reading is not None and reading.metrics is not None:
+            # Readers refused while kconsole samples: it gives them back some of the shards' budget.
+            self._sampler.read_share.stream_throttled(reading.metrics.latest("ReadProvisionedThroughputExceeded"))
 
     def show_shard_capacity(self, shard_id: str | None, metrics: MetricSeries | None, note: str | None = None) -> None:
         """The selected shard's shard-level CloudWatch metrics, or a line saying why there are none
