@@ -164,7 +164,7 @@ async def _sample(config: BackendConfig, args: argparse.Namespace) -> tuple[Stre
         try:
             note(
                 f"sampling {args.stream} for {args.seconds:g} s from LATEST "
-                f"({len(sampler.heat.shards) if sampler.heat else 0} open shards, {args.reads_per_second:g} reads/s each)..."
+                f"({len(sampler.heat.shards) if sampler.heat else 0} open shards, {_reads_each(args, sampler.read_share)})..."
             )
             await asyncio.sleep(args.seconds)
         except BaseException:
@@ -172,6 +172,14 @@ async def _sample(config: BackendConfig, args: argparse.Namespace) -> tuple[Stre
             raise
         await sampler.stop()
         return sampler.snapshot(top=args.top), sampler.read_share
+
+
+def _reads_each(args: argparse.Namespace, read_share: ReadShare) -> str:
+    """The reads a second each shard gets: --reads-per-second, or fewer within kconsole's read share."""
+    bound = read_share.calls_per_second
+    if bound is None or bound >= args.reads_per_second:
+        return f"{args.reads_per_second:g} reads/s each"
+    return f"{bound:g} reads/s each, within --read-share {read_share.share:g}"
 
 
 # ---- what to do about it -----------------------------------------------------------------------
