@@ -23,6 +23,8 @@ way a network does, one request at a time:
                    (a server refusing one record; nothing is forwarded)
     unknown        the proxy answers for the server as one that lacks the operation does, with an
                    UnknownOperationException (nothing is forwarded)
+    throttle       the proxy answers for the server as a shard over its limits does, with a
+                   ProvisionedThroughputExceededException (nothing is forwarded)
     outage()       the listener closes and every open connection is reset for some seconds, like a
                    server restart
 
@@ -88,6 +90,7 @@ class Faults:
     late_seconds: float = 0.0
     invalid: float = 0.0
     unknown: float = 0.0
+    throttle: float = 0.0
     hold_reply: float = 0.0
     fail_after: float = 0.0
     hold_seconds: float = 0.0
@@ -262,6 +265,7 @@ class FaultProxy:
             ("late", faults.late),
             ("invalid", faults.invalid),
             ("unknown", faults.unknown),
+            ("throttle", faults.throttle),
             ("hold_reply", faults.hold_reply),
             ("fail_after", faults.fail_after),
         )
@@ -274,12 +278,12 @@ class FaultProxy:
         self.stats[name] += 1
         self.stats[f"{name}:{request.operation}"] += 1
         self.stats["faults"] += name != "pass"
-        if name in ("invalid", "unknown"):
-            body = (
-                b'{"__type":"InvalidArgumentException","message":"refused by the fault proxy"}'
-                if name == "invalid"
-                else b'{"__type":"UnknownOperationException","message":"unknown operation"}'
-            )
+        if name in ("invalid", "unknown", "throttle"):
+            body = {
+                "invalid": b'{"__type":"InvalidArgumentException","message":"refused by the fault proxy"}',
+                "unknown": b'{"__type":"UnknownOperationException","message":"unknown operation"}',
+                "throttle": b'{"__type":"ProvisionedThroughputExceededException","message":"Rate exceeded for shard"}',
+            }[name]
             writer.write(
                 b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.1\r\n"
                 b"Content-Length: %d\r\n\r\n%s" % (len(body), body)

@@ -19,6 +19,7 @@ from typing import Any
 from console.commands import command_help
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, run_async
+from console.commands._read_share import add_read_share_argument, read_share_for
 from console.commands._stream_args import validate_stream_name
 from console.commands.tail import add_efo_arguments, check_efo_args, efo_subscriptions
 from console.errors import BadInput
@@ -80,6 +81,7 @@ def register(subparsers, common) -> None:
     parser.add_argument("--dst-profile", metavar="PROFILE", help="DST's AWS profile (default: SRC's)")
     parser.add_argument("--yes", "-y", action="store_true", help="do not ask before writing")
     add_efo_arguments(parser)
+    add_read_share_argument(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -241,7 +243,9 @@ async def _copy(
             f"`kconsole stream distribution {args.destination} auto` lets it take them; nothing more was sent"
         )
         subscribe = await efo_subscriptions(source, args.source, args, stack) if args.efo else None
-        reader = TailReader(source, args.source, options, subscribe=subscribe)
+        reader = TailReader(
+            source, args.source, options, subscribe=subscribe, read_share=read_share_for(args, source_config)
+        )
         await reader.position()
         note(
             f"copy {args.source} -> {args.destination} from {options.start.describe()} to {options.end.describe()}: "
@@ -269,6 +273,8 @@ async def _copy(
             ),
             interruption=interruption,
         )
+        if subscribe is None:
+            note(f"copy: {reader.read_share.summary()}")
     return progress, time.monotonic() - started, interruption.reason is not None
 
 

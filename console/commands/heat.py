@@ -27,6 +27,7 @@ from console.commands import command_help
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._distribution import distribution_since
 from console.commands._output import emit, note, render_table, run_async
+from console.commands._read_share import add_read_share_argument, read_share_for
 from console.commands._stream_args import ensure_local_stream
 from console.errors import BadInput
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
@@ -43,6 +44,7 @@ from console.keyspace.hashkeys import HashRangeIndex
 from console.lifecycle.rules import parse_shard_count
 from console.read.decoding import NO_KEY
 from console.read.printable import printable
+from console.read.share import ReadShare
 from console.topology.model import auto_notice
 
 MAX_SECONDS = 3600
@@ -104,6 +106,7 @@ def register(subparsers, common) -> None:
         metavar="N",
         help="with --local: shard count if the stream has to be created (default 4)",
     )
+    add_read_share_argument(parser)
     parser.set_defaults(handler=run_heat)
 
 
@@ -132,9 +135,12 @@ def run_heat(args: argparse.Namespace) -> int:
         return run_enable_monitoring(args, config, on=args.enable_enhanced_monitoring)
     if args.source == "cloudwatch":
         return run_cloudwatch(args, config)
-    snapshot = run_async(_sample(config, args))
+    snapshot, read_share = run_async(_sample(config, args))
     advice = advise(snapshot)
     document = snapshot.to_json()
+    document["kconsole_reads"] = read_share.as_dict()
+    if args.output is None:
+        note(f"heat: {read_share.summary()}")
     if args.hottest:
         document["shards"] = [shard.to_json(snapshot.stream) for shard in snapshot.hottest_first()]
     document.update(advice_json(snapshot, advice))
@@ -142,12 +148,14 @@ def run_heat(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _sample(config: BackendConfig, args: argparse.Namespace) -> StreamHeatSnapshot:
+async def _sample(config: BackendConfig, args: argparse.Namespace) -> tuple[StreamHeatSnapshot, ReadShare]:
     async with open_backend(config) as kinesis:
         if config.kind == "local":  # the embedded server starts empty: create the stream, as everywhere
             await ensure_local_stream(kinesis, args.stream, args)
         summary = await kinesis.describe_stream_summary(args.stream)
-        sampler = HeatSampler(kinesis, args.stream, reads_per_second=args.reads_per_second)
+        sampler = HeatSampler(
+            kinesis, args.stream, reads_per_second=args.reads_per_second, read_share=read_share_for(args, config)
+        )
         await sampler.start()
         if sampler.heat is not None:  # start() made it
             sampler.heat.auto_distribution = summary.auto_distribution
@@ -156,14 +164,22 @@ async def _sample(config: BackendConfig, args: argparse.Namespace) -> StreamHeat
         try:
             note(
                 f"sampling {args.stream} for {args.seconds:g} s from LATEST "
-                f"({len(sampler.heat.shards) if sampler.heat else 0} open shards, {args.reads_per_second:g} reads/s each)..."
+                f"({len(sampler.heat.shards) if sampler.heat else 0} open shards, {_reads_each(args, sampler.read_share)})..."
             )
             await asyncio.sleep(args.seconds)
         except BaseException:
             await sampler.stop(drain=False)
             raise
         await sampler.stop()
-        return sampler.snapshot(top=args.top)
+        return sampler.snapshot(top=args.top), sampler.read_share
+
+
+def _reads_each(args: argparse.Namespace, read_share: ReadShare) -> str:
+    """The reads a second each shard gets: --reads-per-second, or fewer within kconsole's read share."""
+    bound = read_share.calls_per_second
+    if bound is None or bound >= args.reads_per_second:
+        return f"{args.reads_per_second:g} reads/s each"
+    return f"{bound:g} reads/s each, within --read-share {read_share.share:g}"
 
 
 # ---- what to do about it -----------------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import Any
 from console.commands import command_help
 from console.commands._mask_args import add_mask_arguments, masker_from_args
 from console.commands._output import emit, emit_record, note, run_async
+from console.commands._read_share import add_read_share_argument, read_share_for
 from console.document_sink import output_stream
 from console.errors import BadInput
 from console.keyspace.hashkeys import validate_partition_key
@@ -118,6 +119,7 @@ def register(subparsers, common) -> None:
     parser.add_argument("--follow", "-f", action="store_true", help="keep reading new records until Ctrl-C")
     parser.add_argument("--limit", type=_positive_int, metavar="N", help="stop after N records")
     add_efo_arguments(parser)
+    add_read_share_argument(parser)
     parser.add_argument("--yes", action="store_true", help="with --efo: register the temporary consumer without asking")
     add_mask_arguments(parser)
     parser.add_argument(
@@ -361,7 +363,9 @@ async def _tail(
             summary = await kinesis.describe_stream_summary(stream)
             check_retention(options.start, summary.retention_hours, datetime.now(UTC), stream, options.end)
         subscribe = await efo_subscriptions(kinesis, stream, args, efo) if getattr(args, "efo", False) else None
-        reader = TailReader(kinesis, stream, options, on_trouble=note, subscribe=subscribe)
+        reader = TailReader(
+            kinesis, stream, options, on_trouble=note, subscribe=subscribe, read_share=read_share_for(args, config)
+        )
         if options.follow:
             _hold_back_retry_lines_while_unreachable(kinesis, reader)
         reader_box.append(reader)
@@ -377,10 +381,15 @@ async def _tail(
         write = output_stream().write
         plain_json = args.output == "json" and getattr(args, "query", None) is None
         profile = WindowProfile() if getattr(args, "summarize", False) else None
+        backing_off = False
         async with contextlib.aclosing(reader.batches()) as batches:
             async for batch in batches:
                 while reader.notes:
                     note(reader.notes.pop(0))
+                if reader.read_share.backing_off != backing_off:
+                    backing_off = reader.read_share.backing_off
+                    if backing_off:
+                        note(f"tail: {reader.read_share.summary()}")
                 if profile is not None:
                     for record in batch.records:
                         profile.add(record)
@@ -416,6 +425,8 @@ async def _tail(
                 for p in reader.progress.values()
             )
             note(f"tail: {counted(reader.shown, 'record')}{_decode_errors(reader)} ({lags})")
+        if subscribe is None:
+            note(f"tail: {reader.read_share.summary()}")
             if (
                 reader.shown == 0
                 and options.partition_key is not None

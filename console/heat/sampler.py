@@ -36,6 +36,7 @@ from console.heat.rates import HISTORY_SECONDS, StreamHeat, observations_from_re
 from console.heat.rotation import SamplingRotation
 from console.heat.snapshot import StreamHeatSnapshot, utilisation
 from console.read.cursor import ShardCursor
+from console.read.share import ReadShare
 from console.topology.model import Shard
 
 MAX_READS_PER_SECOND = 5.0  # GetRecords transactions per second per shard (AWS limit)
@@ -66,6 +67,7 @@ class HeatSampler:
         clock: Callable[[], float] = time.time,
         resume: StreamHeat | None = None,
         shards_per_second: int | None = None,
+        read_share: ReadShare | None = None,
     ) -> None:
         if not 0 < reads_per_second <= MAX_READS_PER_SECOND:
             raise BadInput(
@@ -74,6 +76,8 @@ class HeatSampler:
             )
         self.backend = backend
         self.stream = stream
+        # kconsole's own share of each shard's GetRecords budget: its calls counted and paced there.
+        self.read_share = read_share if read_share is not None else ReadShare(None)
         self.interval = 1.0 / reads_per_second
         self.records_per_read = records_per_read
         self.top_capacity = top_capacity
@@ -374,6 +378,7 @@ class HeatSampler:
             min_interval=1.0 / MAX_READS_PER_SECOND,
             sleep=asyncio.sleep,
             clock=time.monotonic,
+            share=self.read_share,
         )
 
     async def _since_last_read(self, shard_id: str) -> str:

@@ -4,7 +4,9 @@ A `ShardCursor` holds a shard iterator and moves it along page by page. It does 
 every consumer of a shard and nothing else:
 
 - paces calls so the shard sees at most one GetRecords per `min_interval` seconds (AWS allows 5 a
-  second per shard, shared by every consumer), with an injectable sleep and clock;
+  second per shard, shared by every consumer), and, given a `ReadShare`, within kconsole's share of
+  the shard's budget (every call and its bytes counted there, a throttle reported there), with an
+  injectable sleep and clock;
 - remembers the last sequence number read, and when the iterator expires (5 minutes unused; the
   backend raises BackendError code "expired_iterator") gets a new one AFTER_SEQUENCE_NUMBER it, or
   at the start position when nothing was read yet, and reads again;
@@ -30,7 +32,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from console.errors import BackendError
+from console.errors import BackendError, Throttled
+from console.read.share import ReadShare
 
 AFTER_SEQUENCE_NUMBER = "AFTER_SEQUENCE_NUMBER"
 EXPIRED_ITERATOR = "expired_iterator"
@@ -72,6 +75,7 @@ class ShardCursor:
         closed: bool = False,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
+        share: ReadShare | None = None,
     ) -> None:
         self.stream = stream
         self.shard_id = shard_id
@@ -88,6 +92,7 @@ class ShardCursor:
         self._sleep = sleep
         self._clock = clock
         self._next_call = float("-inf")
+        self._share = share
 
     def defer(self, seconds: float) -> None:
         """Make the next read wait until `seconds` from now (e.g. a slower poll when caught up)."""
@@ -99,18 +104,26 @@ class ShardCursor:
             raise RuntimeError(f"shard {self.shard_id} was read to its end")
         while True:
             wait = self._next_call - self._clock()
+            if self._share is not None:
+                wait = max(wait, self._share.wait(self.shard_id))
             if wait > 0:
                 await self._sleep(wait)
             self.last_call_at = self._clock()
             self._next_call = self.last_call_at + self.min_interval
             try:
                 answer = await self._get_records(self.iterator, limit=self.limit)
+            except Throttled:
+                if self._share is not None:
+                    self._share.throttled(self.shard_id)
+                raise
             except BackendError as error:
                 if error.code != EXPIRED_ITERATOR:
                     raise
                 self.iterator = await self._reposition()
                 continue
             records = answer.get("Records") or []
+            if self._share is not None:
+                self._share.record(self.shard_id, sum(len(record.get("Data") or b"") for record in records))
             if records:
                 self.last_sequence = records[-1]["SequenceNumber"]
             self.iterator = answer.get("NextShardIterator")

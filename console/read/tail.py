@@ -51,6 +51,7 @@ from console.read.positions import (  # noqa: F401 - re-exported: where a read s
     parse_start,
 )
 from console.read.schemas import SchemaCatalog
+from console.read.share import ReadShare
 from console.topology.model import Shard
 
 MIN_POLL_INTERVAL = 0.2  # GetRecords allows 5 calls per second per shard
@@ -194,8 +195,11 @@ class TailReader:
         on_trouble: Callable[[str], Any] | None = None,
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         subscribe: Subscribe | None = None,
+        read_share: ReadShare | None = None,
     ) -> None:
         self.backend = backend
+        # kconsole's own share of each shard's GetRecords budget: its calls counted and paced there.
+        self.read_share = read_share if read_share is not None else ReadShare(None, clock=clock)
         # With enhanced fan-out: (shard, starting position) -> a subscription's events (console.read.efo);
         # every shard is then read by SubscribeToShard instead of GetRecords.
         self._subscribe = subscribe
@@ -508,6 +512,7 @@ class TailReader:
                 sleep=self._sleep,
                 clock=self._clock,
                 closed=not shard.is_open,
+                share=self.read_share,
             )
         try:
             await self._read_pages(shard, cursor)

@@ -105,6 +105,7 @@ class KConsoleApp(App[None]):
         last_stream: str | None = None,
         key_format: str = "decimal",
         mask_rules: tuple[str, ...] = (),
+        read_share: float | None = None,
     ) -> None:
         super().__init__()
         self.source = source
@@ -119,6 +120,8 @@ class KConsoleApp(App[None]):
         self._last_stream = last_stream
         self.key_format = key_format  # how hash keys are written (console.ui.format.KEY_FORMATS)
         self.mask_rules = mask_rules  # the config's mask: the Tail tab shows records masked (console.read.masking)
+        # The most of each shard's GetRecords budget the Tail and Heat views take (None: unbounded).
+        self.read_share = read_share
         self.connection = ConnectionInfo.of(source)
         # The shard poll and the Consumers tab's lease poll hold this while they call the backend:
         # they never overlap, and one due while the other runs simply waits its turn.

@@ -371,6 +371,7 @@ def load_console() -> Any:
 def launch_console(args) -> int:
     from console.backend import BackendConfig, open_backend
     from console.config import load_config, save_config
+    from console.read.share import share_for_endpoint
 
     if getattr(args, "json", False):
         raise BadInput("the live console has no --json output; use a subcommand (kconsole --help)", code="usage")
@@ -434,6 +435,11 @@ def launch_console(args) -> int:
                     last_stream=config.last_stream,
                     key_format=config.key_format,
                     mask_rules=config.mask,
+                    read_share=share_for_endpoint(
+                        getattr(args, "read_share", None),
+                        local=backend_config.kind == "local",
+                        endpoint_url=backend_config.endpoint_url,
+                    ),
                 )
                 app.on_theme_changed = lambda theme: remember(theme=theme)
                 if served_to_a_browser():

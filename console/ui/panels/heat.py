@@ -45,6 +45,7 @@ from console.heat.rotation import DEFAULT_SHARDS_PER_SECOND
 from console.heat.sampler import HeatSampler
 from console.heat.snapshot import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
 from console.read.printable import printable
+from console.read.share import BACKING_OFF_NOTE, ReadShare
 from console.topology.model import NO_KEY, StreamSummary
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.source import CloudWatchReading, StreamView
@@ -185,6 +186,7 @@ class HeatPanel(Widget, can_focus=True):
         # More open shards than this: they are read in turn (taken when the sampler starts).
         self.shards_per_second = shards_per_second
         self.coverage = ""  # what a second of sampling covers (the header's second line when rotating)
+        self.read_cost = ""  # what kconsole's own reads take of each shard's budget (the header's last line)
         self.rotating = False
         self._sampler: HeatSampler | None = None
         self._ordered: list[ShardHeatSnapshot] | None = None  # ordered_shards of this snapshot and order
@@ -251,7 +253,13 @@ class HeatPanel(Widget, can_focus=True):
     async def _sample(self, source: ConsoleBackend, stream: str) -> None:
         # Back on the tab, the last window carries on: its minutes of history stay, and what arrived
         # while the tab was hidden is read and counted (HeatSampler's resume).
-        sampler = HeatSampler(source, stream, resume=self._history, shards_per_second=self.shards_per_second)
+        sampler = HeatSampler(
+            source,
+            stream,
+            resume=self._history,
+            shards_per_second=self.shards_per_second,
+            read_share=ReadShare(getattr(self.app, "read_share", None)),
+        )
         sampler.selected = self.selected_shard
         sampler.rank_by_cloudwatch = self._cloudwatch_ranks()
         self._sampler = sampler
@@ -262,6 +270,7 @@ class HeatPanel(Widget, can_focus=True):
                     if sampler.heat is not None and sampler.heat.auto_distribution != self._auto_distribution:
                         sampler.heat.auto_distribution = self._auto_distribution  # the next snapshot follows
                     self.coverage = sampler.coverage_text()
+                    self.read_cost = sampler.read_share.summary()
                     self.update_snapshot(snapshot)
                     self.post_message(self.HeatChanged(stream, self.live_figures(snapshot)))
         except ConsoleError as error:
@@ -391,6 +400,9 @@ class HeatPanel(Widget, can_focus=True):
         """The stream-level CloudWatch metrics (no metrics: the reading's problem says why)."""
         if self.is_mounted:
             self.query_one("#heat-capacity", Static).update(cloudwatch_text(reading))
+        if self._sampler is not None and reading is not None and reading.metrics is not None:
+            # Readers refused while kconsole samples: it gives them back some of the shards' budget.
+            self._sampler.read_share.stream_throttled(reading.metrics.latest("ReadProvisionedThroughputExceeded"))
 
     def show_shard_capacity(self, shard_id: str | None, metrics: MetricSeries | None, note: str | None = None) -> None:
         """The selected shard's shard-level CloudWatch metrics, or a line saying why there are none
@@ -490,6 +502,8 @@ class HeatPanel(Widget, can_focus=True):
         total.append(f"  ({order}; h toggles, ↑↓ select)", style="dim")
         if self.rotating and self.coverage:
             total.append(f"\n{self.coverage}", style="dim")
+        if self.read_cost:
+            total.append(f"\n{self.read_cost}", style="yellow" if BACKING_OFF_NOTE in self.read_cost else "dim")
         self._show_text("#heat-total", total)
         heat_map = self.query_one(HeatMap)
         heat_map.show(

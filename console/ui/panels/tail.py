@@ -58,6 +58,7 @@ from console.read.export import (
 )
 from console.read.positions import EndPosition, parse_end
 from console.read.printable import printable
+from console.read.share import ReadShare
 from console.read.tail import TailBatch, TailOptions, TailReader, parse_start
 from console.read.where import RecordFilter
 from console.read.window import RecordWindow
@@ -395,6 +396,7 @@ class TailView(Vertical):
         self.reading_wanted = False
         self._flush_timer: Timer | None = None
         self.lag: dict[str, int | None] = {}
+        self.read_share: ReadShare | None = None  # the running reader's own share of each shard's budget
         self.received = 0  # records handed to the view, ever
         self._clock = clock
         self._pending = RecordWindow(capacity)  # never more than the ring can show
@@ -533,6 +535,8 @@ class TailView(Vertical):
             self.query_one("#tail-status", Static).update(Text(status))
         # Under the figures: per-shard lag, then what the keys do now (or why reading stopped).
         lag = self.lag_text()
+        if self.read_share is not None:  # what kconsole's own reads take of each shard's budget
+            lag = f"{lag}\n{self.read_share.summary()}" if lag else self.read_share.summary()
         lag_line = f"{lag}\n{self._last_message}" if lag else self._last_message
         if lag_line != self._shown_lag:
             self._shown_lag = lag_line
@@ -710,7 +714,14 @@ class TailView(Vertical):
         worker = get_current_worker()
         self.set_running(True)
         try:
-            reader = TailReader(source, stream, options, on_trouble=self._reader_trouble)
+            reader = TailReader(
+                source,
+                stream,
+                options,
+                on_trouble=self._reader_trouble,
+                read_share=ReadShare(getattr(self.app, "read_share", None)),
+            )
+            self.read_share = reader.read_share
             async for batch in reader.batches():
                 if worker.is_cancelled:  # the cancel has not landed yet
                     return
