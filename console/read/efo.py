@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
@@ -223,14 +223,37 @@ PRICING_URL = "https://aws.amazon.com/kinesis/data-streams/pricing/"
 def temporary_consumer_name(host: str, pid: int, moment: datetime) -> str:
     """`kconsole-<host>-<pid>-<UTC time>`: recognisably kconsole's own, and whose (a consumer name is 1
     to 128 of a-z A-Z 0-9 _ . -)."""
-    safe_host = "".join(c if c.isalnum() or c in "_.-" else "-" for c in host)[:60] or "host"
-    return f"{TEMPORARY_PREFIX}{safe_host}-{pid}-{moment.strftime('%Y%m%dT%H%M%SZ')}"
+    return f"{TEMPORARY_PREFIX}{_name_safe_host(host)}-{pid}-{moment.strftime('%Y%m%dT%H%M%SZ')}"
+
+
+def _name_safe_host(host: str) -> str:
+    return "".join(c if c.isalnum() or c in "_.-" else "-" for c in host)[:60] or "host"
 
 
 def is_temporary_consumer(name: str) -> bool:
     """Whether a consumer name is one `temporary_consumer_name` made."""
+    return temporary_consumer_owner(name) is not None
+
+
+def temporary_consumer_owner(name: str) -> tuple[str, int] | None:
+    """The host (as the name spells it) and pid of the kconsole that registered a temporary consumer,
+    or None for a name `temporary_consumer_name` did not make."""
     parts = name.removeprefix(TEMPORARY_PREFIX).rsplit("-", 2)
-    return name.startswith(TEMPORARY_PREFIX) and len(parts) == 3 and parts[1].isdigit() and parts[2].endswith("Z")
+    if not name.startswith(TEMPORARY_PREFIX) or len(parts) != 3 or not parts[1].isdigit():
+        return None
+    return (parts[0], int(parts[1])) if parts[2].endswith("Z") else None
+
+
+def left_over_consumers(names: Iterable[str], host: str, is_running: Callable[[int], bool]) -> list[str]:
+    """Temporary consumers this host registered whose kconsole is no longer running (a kill -9 skips the
+    deregistration at exit). Another host's are left alone: whether its kconsole runs cannot be known here."""
+    here = _name_safe_host(host)
+    left = []
+    for name in names:
+        owner = temporary_consumer_owner(name)
+        if owner is not None and owner[0] == here and not is_running(owner[1]):
+            left.append(name)
+    return sorted(left)
 
 
 def temporary_consumer_preview(name: str, stream: str, shards: int) -> str:

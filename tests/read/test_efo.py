@@ -18,7 +18,12 @@ from datetime import UTC, datetime
 import pytest
 
 from console.backend import BackendConfig, open_backend
-from console.read.efo import consumer_problem, is_temporary_consumer, temporary_consumer_name
+from console.read.efo import (
+    consumer_problem,
+    is_temporary_consumer,
+    left_over_consumers,
+    temporary_consumer_name,
+)
 from console.read.tail import TailOptions, TailReader, parse_start
 from tests.conftest import StreamFactory, unique_stream_name
 
@@ -320,6 +325,17 @@ def test_temporary_names_are_recognisably_kconsoles_own():
     assert not is_temporary_consumer("kconsole-reader")
 
 
+def test_left_over_consumers_are_this_hosts_whose_kconsole_no_longer_runs():
+    moment = datetime(2026, 11, 28, 5, 0, tzinfo=UTC)
+    dead = temporary_consumer_name("build host", 111, moment)
+    running = temporary_consumer_name("build host", 222, moment)
+    elsewhere = temporary_consumer_name("other-host", 111, moment)
+
+    found = left_over_consumers([running, "analytics", elsewhere, dead], "build host", lambda pid: pid == 222)
+
+    assert found == [dead]
+
+
 # ---- against the embedded server (console/localserver/subscribe.py) ---------------------------------
 
 SUBSCRIPTION_SECONDS = 1.0  # the embedded server's subscription lifetime here: resubscriptions every second
@@ -441,3 +457,47 @@ async def test_copy_efo_copies_every_record_and_deregisters_its_consumer(mock_ba
     assert "deregistered the temporary consumer" in err
     arn = (await backend.describe_stream_summary(source)).arn
     assert [c for c in await backend.list_stream_consumers(arn) if c.get("ConsumerStatus") != "DELETING"] == []
+
+
+async def test_tail_efo_removes_this_hosts_left_over_temporary_consumers(local_backend, short_lived_local):
+    import os
+    import socket
+
+    backend, streams = local_backend
+    stream = await streams(1)
+    await fill(backend, stream, 0, 10)
+    finished = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+    await finished.wait()  # its pid is one no process has now: a kconsole killed with -9
+    moment = datetime.now(UTC)
+    killed = temporary_consumer_name(socket.gethostname(), finished.pid, moment)
+    running = temporary_consumer_name(socket.gethostname(), os.getpid(), moment)
+    elsewhere = temporary_consumer_name("another-host", finished.pid, moment)
+    for name in (killed, running, elsewhere):
+        await registered(backend, stream, name)
+    url = ("--endpoint-url", short_lived_local.endpoint_url)
+
+    code, out, err = await kconsole("consumers", stream, *url)
+    assert code == 0, err
+    assert f"{killed} (kconsole's own, temporary)" in out
+
+    code, out, err = await kconsole("tail", stream, "--efo", "--json", "--from", "trim-horizon", *url)
+    assert code == 1 and "without confirmation" in err, "the removal asks as the registration does"
+    code, out, err = await kconsole("tail", stream, "--efo", "--yes", "--json", "--from", "trim-horizon", *url)
+
+    assert code == 0, err
+    assert len(out.splitlines()) == 10
+    assert f"{killed}; they are deregistered first" in err
+    assert f"deregistered the left-over temporary consumer {killed}" in err
+    arn = (await backend.describe_stream_summary(stream)).arn
+    left = {c["ConsumerName"] for c in await backend.list_stream_consumers(arn) if c["ConsumerStatus"] != "DELETING"}
+    assert left == {running, elsewhere}, "another host's and a running kconsole's are left alone"
+    assert logged_operations(stream)[:2] == [
+        ("intent", "DeregisterStreamConsumer"),
+        ("outcome", "DeregisterStreamConsumer"),
+    ]
+    code, out, err = await kconsole("consumers", stream, "--json", *url)
+    listed = [c for c in json.loads(out)["efo_consumers"] if c["status"] != "DELETING"]
+    assert {c["name"]: c["kconsole_temporary"] for c in listed} == {
+        running: True,
+        elsewhere: True,
+    }
