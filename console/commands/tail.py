@@ -408,7 +408,9 @@ async def _tail(
                 )
 
 
-async def efo_subscriptions(kinesis: Any, stream: str, args: Any, stack: contextlib.AsyncExitStack) -> Any:
+async def efo_subscriptions(
+    kinesis: Any, stream: str, args: Any, stack: contextlib.AsyncExitStack, *, command: str = "tail"
+) -> Any:
     """--efo: check the endpoint speaks HTTP/2, then find the consumer named with --consumer, or register
     a temporary one (priced, confirmed, logged write-ahead) that `stack` deregisters on the way out,
     Ctrl-C included. Returns `subscribe(shard, position)` for the reader."""
@@ -466,13 +468,13 @@ async def efo_subscriptions(kinesis: Any, stream: str, args: Any, stack: context
         )
         for old, removal in zip(left_over, removals, strict=True):
             await actions.run(kinesis, removal, action_log=ActionLog.default(), progress=_change_progress)
-            note(f"tail: deregistered the left-over temporary consumer {old}")
+            note(f"{command}: deregistered the left-over temporary consumer {old}")
         made = await actions.run(kinesis, plan, action_log=ActionLog.default(), progress=_change_progress)
-        stack.push_async_callback(_deregister_temporary, kinesis, stream, name)
+        stack.push_async_callback(_deregister_temporary, kinesis, stream, name, command)
         consumer_arn = (made[0].answer or {}).get("ConsumerARN") or (
             await kinesis.describe_stream_consumer(summary.arn, name)
         )["ConsumerARN"]
-        note(f"tail: registered the temporary consumer {name}; it is deregistered when tail ends")
+        note(f"{command}: registered the temporary consumer {name}; it is deregistered when {command} ends")
         await _until_active(kinesis, summary.arn, name)
     return lambda shard_id, position: transport.subscribe(consumer_arn, shard_id, position)
 
@@ -499,14 +501,14 @@ async def _until_active(kinesis: Any, stream_arn: str, name: str, timeout: float
         await asyncio.sleep(0.5)
 
 
-async def _deregister_temporary(kinesis: Any, stream: str, name: str) -> None:
+async def _deregister_temporary(kinesis: Any, stream: str, name: str, command: str) -> None:
     """The temporary consumer deregistered, prepared and run as `consumers deregister` does it."""
     from console.lifecycle import actions
     from console.reshard.actionlog import ActionLog
 
     plan = await actions.prepare_deregister_consumer(kinesis, stream, name)
     await actions.run(kinesis, plan, action_log=ActionLog.default(), progress=_change_progress)
-    note(f"tail: deregistered the temporary consumer {name}")
+    note(f"{command}: deregistered the temporary consumer {name}")
 
 
 def _change_progress(text: str) -> None:

@@ -501,3 +501,59 @@ async def test_tail_efo_removes_this_hosts_left_over_temporary_consumers(local_b
         running: True,
         elsewhere: True,
     }
+
+
+async def test_heat_efo_counts_match_a_getrecords_reading_of_the_same_window(local_backend, short_lived_local):
+    from collections import Counter
+
+    backend, streams = local_backend
+    stream = await streams(2)
+    argv = (
+        "heat",
+        stream,
+        "--efo",
+        "--yes",
+        "--json",
+        "--seconds",
+        "4",
+        "--endpoint-url",
+        short_lived_local.endpoint_url,
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "console.cli", *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    assert process.stderr is not None
+    seen = []
+    while not any(line.startswith(b"sampling") for line in seen):
+        seen.append(await asyncio.wait_for(process.stderr.readline(), 60))
+        assert seen[-1], b"".join(seen)
+    keys = {"alpha": 9, "beta": 6, "gamma": 3}  # records each batch, three batches a second apart
+    for batch in range(3):
+        entries = [
+            {"Data": json.dumps({"batch": batch}).encode(), "PartitionKey": key}
+            for key, count in keys.items()
+            for _ in range(count)
+        ]
+        assert not (await backend.put_records(stream, entries)).get("FailedRecordCount")
+        await asyncio.sleep(1.0)
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    assert b"deregistered the temporary consumer" in err
+
+    independent: dict[str, Counter] = {}
+    for shard in await backend.all_shards(stream):
+        iterator = await backend.get_shard_iterator(stream, shard.shard_id, "TRIM_HORIZON")
+        page = await backend.get_records(iterator)
+        independent[shard.shard_id] = Counter(record["PartitionKey"] for record in page["Records"])
+    sampled = {shard["shard_id"]: shard for shard in json.loads(out)["shards"]}
+    assert sum(sum(counts.values()) for counts in independent.values()) == 3 * sum(keys.values())
+    for shard_id, counts in independent.items():
+        assert sampled[shard_id]["records"] == sum(counts.values()), shard_id
+        assert {row["key"]: row["records"] for row in sampled[shard_id]["top_keys"]} == dict(counts), shard_id
+
+
+async def test_heat_efo_refuses_the_cloudwatch_source_and_a_consumer_without_efo():
+    code, out, err = await kconsole("heat", "orders", "--efo", "--source", "cloudwatch", "--local")
+    assert code == 2 and "--efo samples the records" in err and "Traceback" not in err
+    code, out, err = await kconsole("heat", "orders", "--consumer", "reader", "--local")
+    assert code == 2 and "give --efo too" in err and "Traceback" not in err
