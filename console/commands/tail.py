@@ -420,8 +420,8 @@ async def efo_subscriptions(
     from console.commands._confirm import confirm_by_stream_name
     from console.lifecycle import actions
     from console.read.efo import (
-        consumer_problem,
         left_over_consumers,
+        named_consumer_arn,
         temporary_consumer_name,
         temporary_consumer_preview,
     )
@@ -431,13 +431,7 @@ async def efo_subscriptions(
     await transport.check()  # one line for an endpoint without HTTP/2, before anything is registered
     summary = await kinesis.describe_stream_summary(stream)
     if args.consumer is not None:
-        name = args.consumer
-        consumers = await kinesis.list_stream_consumers(summary.arn)
-        found = next((c for c in consumers if name in (c.get("ConsumerName"), c.get("ConsumerARN"))), None)
-        problem = consumer_problem(found, name, stream, summary.arn, [c.get("ConsumerName", "") for c in consumers])
-        if problem is not None:
-            raise BadInput(problem, code="consumer")
-        consumer_arn = found["ConsumerARN"]  # type: ignore[index]
+        consumer_arn = await named_consumer_arn(kinesis, stream, args.consumer)
     else:
         host = socket.gethostname()
         name = temporary_consumer_name(host, os.getpid(), datetime.now(UTC))

@@ -32,7 +32,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
-from console.errors import AccessDenied, BackendError, NoCredentials, ResourceInUse, StreamNotFound
+from console.errors import AccessDenied, BackendError, BadInput, NoCredentials, ResourceInUse, StreamNotFound
 from console.read.cursor import CLOSED_SHARD_PATIENCE, ShardPage
 from console.read.positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP
 
@@ -287,3 +287,15 @@ def consumer_problem(
             "with once AWS has made it (seconds after registering)"
         )
     return None
+
+
+async def named_consumer_arn(kinesis: Any, stream: str, name: str) -> str:
+    """The ARN of the registered consumer `name` (its name or ARN) to read `stream` with; one line of
+    BadInput when it cannot be read with (see `consumer_problem`)."""
+    summary = await kinesis.describe_stream_summary(stream)
+    consumers = await kinesis.list_stream_consumers(summary.arn)
+    found = next((c for c in consumers if name in (c.get("ConsumerName"), c.get("ConsumerARN"))), None)
+    problem = consumer_problem(found, name, stream, summary.arn, [c.get("ConsumerName", "") for c in consumers])
+    if problem is not None or found is None:
+        raise BadInput(problem or f"no consumer {name!r} on {stream}", code="consumer")
+    return found["ConsumerARN"]

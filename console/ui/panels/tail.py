@@ -48,6 +48,7 @@ from console.backend.protocol import ConsoleBackend
 from console.errors import BadInput, ConsoleError
 from console.keyspace.hashkeys import validate_partition_key
 from console.read.decoding import KIND_ERROR, KIND_JSON, KIND_TEXT, DecodedRecord
+from console.read.efo import Subscribe, named_consumer_arn
 from console.read.export import (
     EXPORT_FORMATS,
     CsvEncoder,
@@ -70,6 +71,10 @@ RATE_WINDOW = 3.0  # seconds of history behind the records/s figure
 HEX_DUMP_WIDTH = 32  # bytes per line when a binary record is expanded
 MAX_EXPANDED_LINES = 500  # a huge record expands to its first lines, not to a million rows
 
+GET_RECORDS, EFO = "getrecords", "efo"
+# GetRecords shares each shard's 5 calls and 2 MiB a second with every polling reader; an enhanced fan-out
+# consumer has 2 MiB/s per shard of its own, pushed over HTTP/2 (console/read/efo.py).
+SOURCE_CHOICES = [("GetRecords", GET_RECORDS), ("EFO", EFO)]
 START_CHOICES = [("latest", "latest"), ("trim-horizon", "trim-horizon"), ("at time / seq", "at")]
 IDLE_HINT = "t starts (options above, f edits them), h reads from the oldest"
 
@@ -349,6 +354,7 @@ class TailView(Vertical):
         Binding("h", "from_horizon", "From oldest", id="tail.horizon"),
         Binding("f", "edit_options", "From/key/grep", id="tail.options"),
         Binding("w", "save", "Export", id="tail.save"),
+        Binding("e", "toggle_source", "GetRecords/EFO", id="tail.source"),
     ]
 
     # Followed from the app (data_bind): the stream the reader reads.
@@ -439,12 +445,22 @@ class TailView(Vertical):
                 compact=True,
                 tooltip="filters the records held at once (key, shard_id, seq, arrival, size, kind, data)",
             )
+            yield Label("Read with")
+            yield Select(SOURCE_CHOICES, value=GET_RECORDS, allow_blank=False, id="tail-source", compact=True)
+            yield Input(
+                placeholder="consumer name or ARN",
+                id="tail-consumer",
+                compact=True,
+                tooltip="EFO: the registered consumer to read as (its own 2 MiB/s per shard, shared with no "
+                "GetRecords reader); `kconsole consumers register` registers one",
+            )
         yield Static("", id="tail-status")
         yield Static("", id="tail-lag")
         yield RecordRing(self.capacity, id="tail-ring")
 
     def on_mount(self) -> None:
         self._show_at_box()
+        self.query_one("#tail-consumer", Input).display = False
         self._rate_marks.append((self._clock(), self.received))
         # The flush timer runs only while a reader runs or records wait: idle, a 100 ms timer would be
         # most of the console's CPU.
@@ -707,7 +723,8 @@ class TailView(Vertical):
         worker = get_current_worker()
         self.set_running(True)
         try:
-            reader = TailReader(source, stream, options, on_trouble=self._reader_trouble)
+            subscribe = await self._subscriptions(source, stream) if self.reads_with_efo else None
+            reader = TailReader(source, stream, options, on_trouble=self._reader_trouble, subscribe=subscribe)
             async for batch in reader.batches():
                 if worker.is_cancelled:  # the cancel has not landed yet
                     return
@@ -720,6 +737,26 @@ class TailView(Vertical):
             message = f"tail stopped: internal error: {type(error).__name__}: {printable(str(error))}"
         if not worker.is_cancelled:
             self.set_running(False, message)
+
+    @property
+    def reads_with_efo(self) -> bool:
+        return self.query_one("#tail-source", Select).value == EFO
+
+    async def _subscriptions(self, source: ConsoleBackend, stream: str) -> Subscribe:
+        """SubscribeToShard as the consumer named in the box (checked first: one line on the tab)."""
+        name = self.query_one("#tail-consumer", Input).value.strip()
+        if not name:
+            raise BadInput("EFO reads as a registered consumer: type its name (or read with GetRecords)")
+        transport = getattr(source, "subscriptions", lambda: None)()
+        if transport is None:
+            raise BadInput("this source cannot read with enhanced fan-out: read with GetRecords")
+        await transport.check()  # an endpoint without HTTP/2 is one line before anything is read
+        consumer_arn = await named_consumer_arn(source, stream, name)
+        return lambda shard_id, position: transport.subscribe(consumer_arn, shard_id, position)
+
+    def action_toggle_source(self) -> None:
+        source = self.query_one("#tail-source", Select)
+        source.value = GET_RECORDS if source.value == EFO else EFO
 
     def _reader_trouble(self, message: str) -> None:
         # The reader cannot reach a shard and retries on its own (or reads again): said in the status lines.
@@ -749,7 +786,7 @@ class TailView(Vertical):
             self.apply_where(event.value)
             self.ring.focus()
             return
-        if event.input.id in ("tail-at", "tail-to", "tail-key", "tail-grep"):
+        if event.input.id in ("tail-at", "tail-to", "tail-key", "tail-grep", "tail-consumer"):
             event.stop()
             self.start_reading()
 
@@ -757,6 +794,11 @@ class TailView(Vertical):
         if event.select.id == "tail-from":
             event.stop()
             self._show_at_box()
+        elif event.select.id == "tail-source":
+            event.stop()
+            self.query_one("#tail-consumer", Input).display = event.value == EFO
+            if self.running and (event.value != EFO or self.query_one("#tail-consumer", Input).value.strip()):
+                self.start_reading()  # the options shown, read the other way
 
     def _show_at_box(self) -> None:
         self.query_one("#tail-at", Input).display = self.query_one("#tail-from", Select).value == "at"

@@ -164,3 +164,37 @@ async def test_export_makes_its_default_folder_and_says_why_a_window_export_cann
         await pilot.click("#export")
         await wait_until(pilot, lambda: any("could not export" in note for note in notes), what="the reason")
         assert not (tmp_path / "no").exists()
+
+
+async def test_the_source_switch_reads_as_a_registered_efo_consumer(kinesis, make_stream):
+    stream = await make_stream(shards=2)
+    arn = (await kinesis.describe_stream_summary(stream)).arn
+    await kinesis.register_stream_consumer(arn, "tab-reader")
+    for number in range(8):
+        await kinesis.put_record(stream, json.dumps({"n": number}).encode(), f"key-{number}")
+    app = ViewApp(kinesis, stream)
+    async with app.run_test(size=(160, 24)) as pilot:
+        view = app.query_one(TailView)
+        consumer = view.query_one("#tail-consumer")
+        assert not consumer.display, "the consumer box shows only for EFO"
+        await pilot.press("e")
+        await pilot.pause(0.1)
+        assert view.reads_with_efo and consumer.display
+        view.query_one("#tail-from").value = "trim-horizon"
+        view.start_reading()
+        await wait_until(pilot, lambda: "tail stopped" in str(view.query_one("#tail-lag").render()), what="a refusal")
+        assert "type its name" in str(view.query_one("#tail-lag").render())
+
+        consumer.value = "not-registered"
+        view.start_reading()
+        await wait_until(pilot, lambda: "not-registered" in str(view.query_one("#tail-lag").render()), what="one line")
+        assert "registered: tab-reader" in str(view.query_one("#tail-lag").render())
+
+        consumer.value = "tab-reader"
+        view.start_reading()
+        await wait_until(pilot, lambda: len(view.ring.records) == 8, timeout=30, what="every record, pushed")
+        assert sorted(numbers(view)) == list(range(8))
+        view.post_message(TailView.StopRequested())
+        await pilot.press("e")
+        await pilot.pause(0.1)
+        assert not view.reads_with_efo and not consumer.display
