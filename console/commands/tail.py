@@ -424,6 +424,7 @@ async def efo_subscriptions(
         named_consumer_arn,
         temporary_consumer_name,
         temporary_consumer_preview,
+        until_active,
     )
     from console.reshard.actionlog import ActionLog
 
@@ -469,7 +470,7 @@ async def efo_subscriptions(
             await kinesis.describe_stream_consumer(summary.arn, name)
         )["ConsumerARN"]
         note(f"{command}: registered the temporary consumer {name}; it is deregistered when {command} ends")
-        await _until_active(kinesis, summary.arn, name)
+        await until_active(kinesis, summary.arn, name)
     return lambda shard_id, position: transport.subscribe(consumer_arn, shard_id, position)
 
 
@@ -482,17 +483,6 @@ def _is_running(pid: int) -> bool:
     except PermissionError:
         return True  # another user's process: running
     return True
-
-
-async def _until_active(kinesis: Any, stream_arn: str, name: str, timeout: float = 120.0) -> None:
-    """A consumer is read with once ACTIVE (AWS takes seconds to make one)."""
-    import asyncio
-
-    deadline = time.monotonic() + timeout
-    while (await kinesis.describe_stream_consumer(stream_arn, name)).get("ConsumerStatus") != "ACTIVE":
-        if time.monotonic() > deadline:
-            raise BadInput(f"consumer {name} did not become ACTIVE in {timeout:.0f} s", code="consumer")
-        await asyncio.sleep(0.5)
 
 
 async def _deregister_temporary(kinesis: Any, stream: str, name: str, command: str) -> None:

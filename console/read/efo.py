@@ -299,3 +299,12 @@ async def named_consumer_arn(kinesis: Any, stream: str, name: str) -> str:
     if problem is not None or found is None:
         raise BadInput(problem or f"no consumer {name!r} on {stream}", code="consumer")
     return found["ConsumerARN"]
+
+
+async def until_active(kinesis: Any, stream_arn: str, name: str, timeout: float = 120.0) -> None:
+    """A consumer is read with once ACTIVE (AWS takes seconds to make one)."""
+    deadline = time.monotonic() + timeout
+    while (await kinesis.describe_stream_consumer(stream_arn, name)).get("ConsumerStatus") != "ACTIVE":
+        if time.monotonic() > deadline:
+            raise BadInput(f"consumer {name} did not become ACTIVE in {timeout:.0f} s", code="consumer")
+        await asyncio.sleep(0.5)
