@@ -312,7 +312,15 @@ def render_report(report: ConsumerReport, workers: Any = None, *, show_workers: 
         lines.append(
             render_table(
                 ("EFO CONSUMER", "STATUS", "CREATED", "ARN"),
-                [(c.name, c.status, c.created, c.arn) for c in report.efo_consumers],
+                [
+                    (
+                        f"{c.name} (kconsole's own, temporary)" if c.kconsole_temporary else c.name,
+                        c.status,
+                        c.created,
+                        c.arn,
+                    )
+                    for c in report.efo_consumers
+                ],
             )
         )
     if report.lease_table is None:

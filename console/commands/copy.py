@@ -242,7 +242,7 @@ async def _copy(
             else f"{args.destination} places records by key (USER_PARTITION_KEY) and takes none without a key; "
             f"`kconsole stream distribution {args.destination} auto` lets it take them; nothing more was sent"
         )
-        subscribe = await efo_subscriptions(source, args.source, args, stack) if args.efo else None
+        subscribe = await efo_subscriptions(source, args.source, args, stack, command="copy") if args.efo else None
         reader = TailReader(
             source, args.source, options, subscribe=subscribe, read_share=read_share_for(args, source_config)
         )

@@ -2,6 +2,7 @@
 
     kconsole heat orders --seconds 10 --top 3 [--hottest] [--json]
     kconsole heat orders --source cloudwatch [--seconds 900]      (needs enhanced monitoring)
+    kconsole heat orders --efo [--consumer NAME] [--yes]          (counted from enhanced fan-out's pushed events)
     kconsole heat orders --enable-enhanced-monitoring [--yes]     (a change: confirmation, --read-only)
     kconsole heat orders --disable-enhanced-monitoring [--yes]    (and back off, to stop the per-shard billing)
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import math
 
 from console.backend import BackendConfig, open_backend
@@ -29,6 +31,7 @@ from console.commands._distribution import distribution_since
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._read_share import add_read_share_argument, read_share_for
 from console.commands._stream_args import ensure_local_stream
+from console.commands.tail import add_efo_arguments, check_efo_args, efo_subscriptions
 from console.errors import BadInput
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
 from console.heat.hotkey import HotKeyWhatIf, hot_key_what_if
@@ -98,6 +101,7 @@ def register(subparsers, common) -> None:
         action="store_true",
         help="turn every shard-level metric off again (their billing stops). Changes the stream: asks for confirmation",
     )
+    add_efo_arguments(parser)
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
     parser.add_argument(
         "--shards",
@@ -124,6 +128,9 @@ def _validate(args: argparse.Namespace) -> None:
             f"--reads-per-second must be above 0 and at most {MAX_READS_PER_SECOND:g} "
             f"(the GetRecords limit per shard); got {args.reads_per_second:g}"
         )
+    if args.efo and cloudwatch:
+        raise BadInput("--efo samples the records: it does not go with --source cloudwatch", code="usage")
+    check_efo_args(args, args.stream)
 
 
 def run_heat(args: argparse.Namespace) -> int:
@@ -149,12 +156,17 @@ def run_heat(args: argparse.Namespace) -> int:
 
 
 async def _sample(config: BackendConfig, args: argparse.Namespace) -> tuple[StreamHeatSnapshot, ReadShare]:
-    async with open_backend(config) as kinesis:
+    async with open_backend(config) as kinesis, contextlib.AsyncExitStack() as efo:
         if config.kind == "local":  # the embedded server starts empty: create the stream, as everywhere
             await ensure_local_stream(kinesis, args.stream, args)
         summary = await kinesis.describe_stream_summary(args.stream)
+        subscribe = await efo_subscriptions(kinesis, args.stream, args, efo, command="heat") if args.efo else None
         sampler = HeatSampler(
-            kinesis, args.stream, reads_per_second=args.reads_per_second, read_share=read_share_for(args, config)
+            kinesis,
+            args.stream,
+            reads_per_second=args.reads_per_second,
+            read_share=read_share_for(args, config),
+            subscribe=subscribe,
         )
         await sampler.start()
         if sampler.heat is not None:  # start() made it
@@ -164,7 +176,12 @@ async def _sample(config: BackendConfig, args: argparse.Namespace) -> tuple[Stre
         try:
             note(
                 f"sampling {args.stream} for {args.seconds:g} s from LATEST "
-                f"({len(sampler.heat.shards) if sampler.heat else 0} open shards, {_reads_each(args, sampler.read_share)})..."
+                f"({len(sampler.heat.shards) if sampler.heat else 0} open shards, "
+                + (
+                    "counted from enhanced fan-out's pushed events)..."
+                    if args.efo
+                    else f"{_reads_each(args, sampler.read_share)})..."
+                )
             )
             await asyncio.sleep(args.seconds)
         except BaseException:

@@ -439,7 +439,9 @@ async def _tail(
                 )
 
 
-async def efo_subscriptions(kinesis: Any, stream: str, args: Any, stack: contextlib.AsyncExitStack) -> Any:
+async def efo_subscriptions(
+    kinesis: Any, stream: str, args: Any, stack: contextlib.AsyncExitStack, *, command: str = "tail"
+) -> Any:
     """--efo: check the endpoint speaks HTTP/2, then find the consumer named with --consumer, or register
     a temporary one (priced, confirmed, logged write-ahead) that `stack` deregisters on the way out,
     Ctrl-C included. Returns `subscribe(shard, position)` for the reader."""
@@ -448,62 +450,80 @@ async def efo_subscriptions(kinesis: Any, stream: str, args: Any, stack: context
 
     from console.commands._confirm import confirm_by_stream_name
     from console.lifecycle import actions
-    from console.read.efo import consumer_problem, temporary_consumer_name, temporary_consumer_preview
+    from console.read.efo import (
+        left_over_consumers,
+        named_consumer_arn,
+        temporary_consumer_name,
+        temporary_consumer_preview,
+        until_active,
+    )
     from console.reshard.actionlog import ActionLog
 
     transport = kinesis.subscriptions()
     await transport.check()  # one line for an endpoint without HTTP/2, before anything is registered
     summary = await kinesis.describe_stream_summary(stream)
     if args.consumer is not None:
-        name = args.consumer
-        consumers = await kinesis.list_stream_consumers(summary.arn)
-        found = next((c for c in consumers if name in (c.get("ConsumerName"), c.get("ConsumerARN"))), None)
-        problem = consumer_problem(found, name, stream, summary.arn, [c.get("ConsumerName", "") for c in consumers])
-        if problem is not None:
-            raise BadInput(problem, code="consumer")
-        consumer_arn = found["ConsumerARN"]  # type: ignore[index]
+        consumer_arn = await named_consumer_arn(kinesis, stream, args.consumer)
     else:
-        name = temporary_consumer_name(socket.gethostname(), os.getpid(), datetime.now(UTC))
+        host = socket.gethostname()
+        name = temporary_consumer_name(host, os.getpid(), datetime.now(UTC))
+        consumers = await kinesis.list_stream_consumers(summary.arn)
+        left_over = left_over_consumers(
+            (c.get("ConsumerName", "") for c in consumers if c.get("ConsumerStatus") != "DELETING"), host, _is_running
+        )
+        removals = [await actions.prepare_deregister_consumer(kinesis, stream, old) for old in left_over]
         shards = sum(1 for shard in await kinesis.all_shards(stream) if shard.is_open)
         plan = await actions.prepare_register_consumer(kinesis, stream, name)
         preview = temporary_consumer_preview(name, stream, shards)
+        if left_over:
+            preview = (
+                f"Left over from a kconsole of this host that is no longer running (killed before its exit "
+                f"could deregister them), {counted(len(left_over), 'temporary consumer')} still registered and "
+                f"billed: {', '.join(left_over)}; they are deregistered first.\n"
+                + "".join(f"{removal.render()}\n" for removal in removals)
+                + preview
+            )
         if args.yes:
             note(preview)  # what it costs is said whether or not it is asked
         confirm_by_stream_name(
             SimpleNamespace(stream=stream, yes=args.yes),  # type: ignore[arg-type]
             change=f"register a temporary consumer on {stream}",
-            consequence=f"register the temporary consumer {name}",
+            consequence=(f"deregister {counted(len(left_over), 'left-over consumer')} and " if left_over else "")
+            + f"register the temporary consumer {name}",
             preview=f"{preview}\n{plan.render()}",
         )
+        for old, removal in zip(left_over, removals, strict=True):
+            await actions.run(kinesis, removal, action_log=ActionLog.default(), progress=_change_progress)
+            note(f"{command}: deregistered the left-over temporary consumer {old}")
         made = await actions.run(kinesis, plan, action_log=ActionLog.default(), progress=_change_progress)
-        stack.push_async_callback(_deregister_temporary, kinesis, stream, name)
+        stack.push_async_callback(_deregister_temporary, kinesis, stream, name, command)
         consumer_arn = (made[0].answer or {}).get("ConsumerARN") or (
             await kinesis.describe_stream_consumer(summary.arn, name)
         )["ConsumerARN"]
-        note(f"tail: registered the temporary consumer {name}; it is deregistered when tail ends")
-        await _until_active(kinesis, summary.arn, name)
+        note(f"{command}: registered the temporary consumer {name}; it is deregistered when {command} ends")
+        await until_active(kinesis, summary.arn, name)
     return lambda shard_id, position: transport.subscribe(consumer_arn, shard_id, position)
 
 
-async def _until_active(kinesis: Any, stream_arn: str, name: str, timeout: float = 120.0) -> None:
-    """A consumer is read with once ACTIVE (AWS takes seconds to make one)."""
-    import asyncio
+def _is_running(pid: int) -> bool:
+    """Whether a process `pid` runs on this host (signal 0 checks without sending anything)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process: running
+    return True
 
-    deadline = time.monotonic() + timeout
-    while (await kinesis.describe_stream_consumer(stream_arn, name)).get("ConsumerStatus") != "ACTIVE":
-        if time.monotonic() > deadline:
-            raise BadInput(f"consumer {name} did not become ACTIVE in {timeout:.0f} s", code="consumer")
-        await asyncio.sleep(0.5)
 
-
-async def _deregister_temporary(kinesis: Any, stream: str, name: str) -> None:
+async def _deregister_temporary(kinesis: Any, stream: str, name: str, command: str) -> None:
     """The temporary consumer deregistered, prepared and run as `consumers deregister` does it."""
     from console.lifecycle import actions
     from console.reshard.actionlog import ActionLog
 
     plan = await actions.prepare_deregister_consumer(kinesis, stream, name)
     await actions.run(kinesis, plan, action_log=ActionLog.default(), progress=_change_progress)
-    note(f"tail: deregistered the temporary consumer {name}")
+    note(f"{command}: deregistered the temporary consumer {name}")
 
 
 def _change_progress(text: str) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from console.consumers.lag import ShardLag
 from console.consumers.leases import Lease
+from console.read.efo import is_temporary_consumer
 from console.topology.model import Shard
 
 OWNED, UNOWNED, STALLED, FINISHED = "owned", "unowned", "stalled", "finished"
@@ -38,8 +39,19 @@ class EfoConsumer:
             created=created.isoformat() if isinstance(created, datetime) else str(created or ""),
         )
 
+    @property
+    def kconsole_temporary(self) -> bool:
+        """Registered by `tail/copy --efo` for the length of one run: left over only if that run was killed."""
+        return is_temporary_consumer(self.name)
+
     def to_json(self) -> dict:
-        return {"name": self.name, "status": self.status, "arn": self.arn, "created": self.created}
+        return {
+            "name": self.name,
+            "status": self.status,
+            "arn": self.arn,
+            "created": self.created,
+            "kconsole_temporary": self.kconsole_temporary,
+        }
 
 
 class StallTracker:

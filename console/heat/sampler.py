@@ -36,6 +36,7 @@ from console.heat.rates import HISTORY_SECONDS, StreamHeat, observations_from_re
 from console.heat.rotation import SamplingRotation
 from console.heat.snapshot import StreamHeatSnapshot, utilisation
 from console.read.cursor import ShardCursor
+from console.read.efo import Subscribe, SubscriptionCursor, starting_position
 from console.read.share import ReadShare
 from console.topology.model import Shard
 
@@ -68,6 +69,7 @@ class HeatSampler:
         resume: StreamHeat | None = None,
         shards_per_second: int | None = None,
         read_share: ReadShare | None = None,
+        subscribe: Subscribe | None = None,
     ) -> None:
         if not 0 < reads_per_second <= MAX_READS_PER_SECOND:
             raise BadInput(
@@ -78,6 +80,9 @@ class HeatSampler:
         self.stream = stream
         # kconsole's own share of each shard's GetRecords budget: its calls counted and paced there.
         self.read_share = read_share if read_share is not None else ReadShare(None)
+        # Counted from enhanced fan-out's pushed events (SubscribeToShard) instead of GetRecords: every
+        # shard is subscribed to at once (no rotation), and nothing of the shards' shared 5 reads/s is taken.
+        self.subscribe = subscribe
         self.interval = 1.0 / reads_per_second
         self.records_per_read = records_per_read
         self.top_capacity = top_capacity
@@ -86,7 +91,12 @@ class HeatSampler:
         # A closed window of this stream to carry on: its history is kept, and the records that arrived
         # since it closed are read (at most HISTORY_SECONDS of them) and counted in their own seconds.
         self._resume = (
-            resume if resume is not None and resume.stream == stream and resume.window_end is not None else None
+            resume
+            if resume is not None
+            and subscribe is None  # a subscription starts at LATEST: a fresh window
+            and resume.stream == stream
+            and resume.window_end is not None
+            else None
         )
         self.heat: StreamHeat | None = None
         self.reads = 0
@@ -121,7 +131,8 @@ class HeatSampler:
             raise RuntimeError("sampler already started")
         listed = await self.backend.all_shards(self.stream)
         shards = [shard for shard in listed if shard.is_open]
-        if self.shards_per_second is not None and len(shards) > self.shards_per_second:
+        rotating = self.shards_per_second is not None and len(shards) > self.shards_per_second
+        if rotating and self.subscribe is None:
             self._start_rotation(shards)
             return
         if self._resume is not None:
@@ -139,9 +150,7 @@ class HeatSampler:
             self.heat = heat
         else:
             window_start = self.clock()
-            iterators = await asyncio.gather(
-                *(self.backend.get_shard_iterator(self.stream, shard.shard_id, "LATEST") for shard in shards)
-            )
+            iterators = await asyncio.gather(*(self._first_position(shard.shard_id, "LATEST") for shard in shards))
             self.heat = StreamHeat(self.stream, shards, window_start=window_start, top_capacity=self.top_capacity)
         for shard, iterator in zip(shards, iterators):
             self._tasks[shard.shard_id] = asyncio.create_task(
@@ -243,6 +252,14 @@ class HeatSampler:
         # Never more than MAX_READS_PER_SECOND, even for the last read right after a wake-up; the
         # slower `interval` between ordinary reads is kept here, as a pause the window's close cuts short.
         cursor = self._cursor(shard_id, iterator, restart=lambda: self._at_latest(shard_id))
+        try:
+            await self._read_pages(shard_id, cursor)
+        finally:
+            if isinstance(cursor, SubscriptionCursor):
+                await cursor.aclose()
+
+    async def _read_pages(self, shard_id: str, cursor: ShardCursor | SubscriptionCursor) -> None:
+        assert self.heat is not None
         while True:
             if self._closing.is_set():
                 await self._last_call.wait()
@@ -266,7 +283,8 @@ class HeatSampler:
                 return
             if last_read:
                 return
-            await self._pause(self.interval - (time.monotonic() - cursor.last_call_at))
+            if isinstance(cursor, ShardCursor):  # events are pushed: nothing to pace
+                await self._pause(self.interval - (time.monotonic() - cursor.last_call_at))
 
     def _count(self, shard_id: str, records: list[dict]) -> None:
         if records:
@@ -361,12 +379,27 @@ class HeatSampler:
             iterator = await self.backend.get_shard_iterator(self.stream, shard_id, position)
         else:
             iterator = await self._since_last_read(shard_id)
-        cursor = self._cursors[shard_id] = self._cursor(
+        cursor = self._cursors[shard_id] = self._poll_cursor(
             shard_id, iterator, restart=lambda: self._since_last_read(shard_id)
         )
         return cursor
 
-    def _cursor(self, shard_id: str, iterator: str, *, restart: Callable[[], Awaitable[str]]) -> ShardCursor:
+    async def _first_position(self, shard_id: str, iterator_type: str) -> str:
+        """An iterator of `iterator_type`, or with enhanced fan-out the type itself (a subscription starts there)."""
+        if self.subscribe is not None:
+            return iterator_type
+        return await self.backend.get_shard_iterator(self.stream, shard_id, iterator_type)
+
+    def _cursor(
+        self, shard_id: str, iterator: str, *, restart: Callable[[], Awaitable[str]]
+    ) -> ShardCursor | SubscriptionCursor:
+        if self.subscribe is not None:
+            return SubscriptionCursor(
+                shard_id=shard_id, start=starting_position(iterator), subscribe=self.subscribe, sleep=asyncio.sleep
+            )
+        return self._poll_cursor(shard_id, iterator, restart=restart)
+
+    def _poll_cursor(self, shard_id: str, iterator: str, *, restart: Callable[[], Awaitable[str]]) -> ShardCursor:
         return ShardCursor(
             stream=self.stream,
             shard_id=shard_id,
@@ -415,7 +448,7 @@ class HeatSampler:
             if child.shard_id in self._followed or child.shard_id in self._tasks or self._closing.is_set():
                 continue
             self._followed.add(child.shard_id)  # before the await: the other parent of a merge may race us
-            iterator = await self.backend.get_shard_iterator(self.stream, child.shard_id, "TRIM_HORIZON")
+            iterator = await self._first_position(child.shard_id, "TRIM_HORIZON")
             if self._closing.is_set():
                 return
             self.heat.add_shard(child, since=self.clock())

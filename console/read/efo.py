@@ -27,12 +27,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
-from console.errors import AccessDenied, BackendError, NoCredentials, ResourceInUse, StreamNotFound
+from console.errors import AccessDenied, BackendError, BadInput, NoCredentials, ResourceInUse, StreamNotFound
 from console.read.cursor import CLOSED_SHARD_PATIENCE, ShardPage
 from console.read.positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP
 
@@ -223,14 +223,37 @@ PRICING_URL = "https://aws.amazon.com/kinesis/data-streams/pricing/"
 def temporary_consumer_name(host: str, pid: int, moment: datetime) -> str:
     """`kconsole-<host>-<pid>-<UTC time>`: recognisably kconsole's own, and whose (a consumer name is 1
     to 128 of a-z A-Z 0-9 _ . -)."""
-    safe_host = "".join(c if c.isalnum() or c in "_.-" else "-" for c in host)[:60] or "host"
-    return f"{TEMPORARY_PREFIX}{safe_host}-{pid}-{moment.strftime('%Y%m%dT%H%M%SZ')}"
+    return f"{TEMPORARY_PREFIX}{_name_safe_host(host)}-{pid}-{moment.strftime('%Y%m%dT%H%M%SZ')}"
+
+
+def _name_safe_host(host: str) -> str:
+    return "".join(c if c.isalnum() or c in "_.-" else "-" for c in host)[:60] or "host"
 
 
 def is_temporary_consumer(name: str) -> bool:
     """Whether a consumer name is one `temporary_consumer_name` made."""
+    return temporary_consumer_owner(name) is not None
+
+
+def temporary_consumer_owner(name: str) -> tuple[str, int] | None:
+    """The host (as the name spells it) and pid of the kconsole that registered a temporary consumer,
+    or None for a name `temporary_consumer_name` did not make."""
     parts = name.removeprefix(TEMPORARY_PREFIX).rsplit("-", 2)
-    return name.startswith(TEMPORARY_PREFIX) and len(parts) == 3 and parts[1].isdigit() and parts[2].endswith("Z")
+    if not name.startswith(TEMPORARY_PREFIX) or len(parts) != 3 or not parts[1].isdigit():
+        return None
+    return (parts[0], int(parts[1])) if parts[2].endswith("Z") else None
+
+
+def left_over_consumers(names: Iterable[str], host: str, is_running: Callable[[int], bool]) -> list[str]:
+    """Temporary consumers this host registered whose kconsole is no longer running (a kill -9 skips the
+    deregistration at exit). Another host's are left alone: whether its kconsole runs cannot be known here."""
+    here = _name_safe_host(host)
+    left = []
+    for name in names:
+        owner = temporary_consumer_owner(name)
+        if owner is not None and owner[0] == here and not is_running(owner[1]):
+            left.append(name)
+    return sorted(left)
 
 
 def temporary_consumer_preview(name: str, stream: str, shards: int) -> str:
@@ -264,3 +287,24 @@ def consumer_problem(
             "with once AWS has made it (seconds after registering)"
         )
     return None
+
+
+async def named_consumer_arn(kinesis: Any, stream: str, name: str) -> str:
+    """The ARN of the registered consumer `name` (its name or ARN) to read `stream` with; one line of
+    BadInput when it cannot be read with (see `consumer_problem`)."""
+    summary = await kinesis.describe_stream_summary(stream)
+    consumers = await kinesis.list_stream_consumers(summary.arn)
+    found = next((c for c in consumers if name in (c.get("ConsumerName"), c.get("ConsumerARN"))), None)
+    problem = consumer_problem(found, name, stream, summary.arn, [c.get("ConsumerName", "") for c in consumers])
+    if problem is not None or found is None:
+        raise BadInput(problem or f"no consumer {name!r} on {stream}", code="consumer")
+    return found["ConsumerARN"]
+
+
+async def until_active(kinesis: Any, stream_arn: str, name: str, timeout: float = 120.0) -> None:
+    """A consumer is read with once ACTIVE (AWS takes seconds to make one)."""
+    deadline = time.monotonic() + timeout
+    while (await kinesis.describe_stream_consumer(stream_arn, name)).get("ConsumerStatus") != "ACTIVE":
+        if time.monotonic() > deadline:
+            raise BadInput(f"consumer {name} did not become ACTIVE in {timeout:.0f} s", code="consumer")
+        await asyncio.sleep(0.5)

@@ -18,7 +18,12 @@ from datetime import UTC, datetime
 import pytest
 
 from console.backend import BackendConfig, open_backend
-from console.read.efo import consumer_problem, is_temporary_consumer, temporary_consumer_name
+from console.read.efo import (
+    consumer_problem,
+    is_temporary_consumer,
+    left_over_consumers,
+    temporary_consumer_name,
+)
 from console.read.tail import TailOptions, TailReader, parse_start
 from tests.conftest import StreamFactory, unique_stream_name
 
@@ -320,6 +325,17 @@ def test_temporary_names_are_recognisably_kconsoles_own():
     assert not is_temporary_consumer("kconsole-reader")
 
 
+def test_left_over_consumers_are_this_hosts_whose_kconsole_no_longer_runs():
+    moment = datetime(2026, 11, 28, 5, 0, tzinfo=UTC)
+    dead = temporary_consumer_name("build host", 111, moment)
+    running = temporary_consumer_name("build host", 222, moment)
+    elsewhere = temporary_consumer_name("other-host", 111, moment)
+
+    found = left_over_consumers([running, "analytics", elsewhere, dead], "build host", lambda pid: pid == 222)
+
+    assert found == [dead]
+
+
 # ---- against the embedded server (console/localserver/subscribe.py) ---------------------------------
 
 SUBSCRIPTION_SECONDS = 1.0  # the embedded server's subscription lifetime here: resubscriptions every second
@@ -441,3 +457,103 @@ async def test_copy_efo_copies_every_record_and_deregisters_its_consumer(mock_ba
     assert "deregistered the temporary consumer" in err
     arn = (await backend.describe_stream_summary(source)).arn
     assert [c for c in await backend.list_stream_consumers(arn) if c.get("ConsumerStatus") != "DELETING"] == []
+
+
+async def test_tail_efo_removes_this_hosts_left_over_temporary_consumers(local_backend, short_lived_local):
+    import os
+    import socket
+
+    backend, streams = local_backend
+    stream = await streams(1)
+    await fill(backend, stream, 0, 10)
+    finished = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+    await finished.wait()  # its pid is one no process has now: a kconsole killed with -9
+    moment = datetime.now(UTC)
+    killed = temporary_consumer_name(socket.gethostname(), finished.pid, moment)
+    running = temporary_consumer_name(socket.gethostname(), os.getpid(), moment)
+    elsewhere = temporary_consumer_name("another-host", finished.pid, moment)
+    for name in (killed, running, elsewhere):
+        await registered(backend, stream, name)
+    url = ("--endpoint-url", short_lived_local.endpoint_url)
+
+    code, out, err = await kconsole("consumers", stream, *url)
+    assert code == 0, err
+    assert f"{killed} (kconsole's own, temporary)" in out
+
+    code, out, err = await kconsole("tail", stream, "--efo", "--json", "--from", "trim-horizon", *url)
+    assert code == 1 and "without confirmation" in err, "the removal asks as the registration does"
+    code, out, err = await kconsole("tail", stream, "--efo", "--yes", "--json", "--from", "trim-horizon", *url)
+
+    assert code == 0, err
+    assert len(out.splitlines()) == 10
+    assert f"{killed}; they are deregistered first" in err
+    assert f"deregistered the left-over temporary consumer {killed}" in err
+    arn = (await backend.describe_stream_summary(stream)).arn
+    left = {c["ConsumerName"] for c in await backend.list_stream_consumers(arn) if c["ConsumerStatus"] != "DELETING"}
+    assert left == {running, elsewhere}, "another host's and a running kconsole's are left alone"
+    assert logged_operations(stream)[:2] == [
+        ("intent", "DeregisterStreamConsumer"),
+        ("outcome", "DeregisterStreamConsumer"),
+    ]
+    code, out, err = await kconsole("consumers", stream, "--json", *url)
+    listed = [c for c in json.loads(out)["efo_consumers"] if c["status"] != "DELETING"]
+    assert {c["name"]: c["kconsole_temporary"] for c in listed} == {
+        running: True,
+        elsewhere: True,
+    }
+
+
+async def test_heat_efo_counts_match_a_getrecords_reading_of_the_same_window(local_backend, short_lived_local):
+    from collections import Counter
+
+    backend, streams = local_backend
+    stream = await streams(2)
+    argv = (
+        "heat",
+        stream,
+        "--efo",
+        "--yes",
+        "--json",
+        "--seconds",
+        "4",
+        "--endpoint-url",
+        short_lived_local.endpoint_url,
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "console.cli", *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    assert process.stderr is not None
+    seen = []
+    while not any(line.startswith(b"sampling") for line in seen):
+        seen.append(await asyncio.wait_for(process.stderr.readline(), 60))
+        assert seen[-1], b"".join(seen)
+    keys = {"alpha": 9, "beta": 6, "gamma": 3}  # records each batch, three batches a second apart
+    for batch in range(3):
+        entries = [
+            {"Data": json.dumps({"batch": batch}).encode(), "PartitionKey": key}
+            for key, count in keys.items()
+            for _ in range(count)
+        ]
+        assert not (await backend.put_records(stream, entries)).get("FailedRecordCount")
+        await asyncio.sleep(1.0)
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    assert b"deregistered the temporary consumer" in err
+
+    independent: dict[str, Counter] = {}
+    for shard in await backend.all_shards(stream):
+        iterator = await backend.get_shard_iterator(stream, shard.shard_id, "TRIM_HORIZON")
+        page = await backend.get_records(iterator)
+        independent[shard.shard_id] = Counter(record["PartitionKey"] for record in page["Records"])
+    sampled = {shard["shard_id"]: shard for shard in json.loads(out)["shards"]}
+    assert sum(sum(counts.values()) for counts in independent.values()) == 3 * sum(keys.values())
+    for shard_id, counts in independent.items():
+        assert sampled[shard_id]["records"] == sum(counts.values()), shard_id
+        assert {row["key"]: row["records"] for row in sampled[shard_id]["top_keys"]} == dict(counts), shard_id
+
+
+async def test_heat_efo_refuses_the_cloudwatch_source_and_a_consumer_without_efo():
+    code, out, err = await kconsole("heat", "orders", "--efo", "--source", "cloudwatch", "--local")
+    assert code == 2 and "--efo samples the records" in err and "Traceback" not in err
+    code, out, err = await kconsole("heat", "orders", "--consumer", "reader", "--local")
+    assert code == 2 and "give --efo too" in err and "Traceback" not in err

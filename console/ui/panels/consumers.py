@@ -285,7 +285,14 @@ class ConsumersPanel(Vertical):
         replace_rows(
             self.query_one("#consumers-efo", DataTable),
             EFO_COLUMNS,
-            {c.arn or c.name: (plain(c.name), plain(c.status), plain(c.created[:19])) for c in report.efo_consumers},
+            {
+                c.arn or c.name: (
+                    plain(f"{c.name} (kconsole's own, temporary)" if c.kconsole_temporary else c.name),
+                    plain(c.status),
+                    plain(c.created[:19]),
+                )
+                for c in report.efo_consumers
+            },
         )
         replace_rows(
             self.query_one("#consumers-leases", DataTable),

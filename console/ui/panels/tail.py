@@ -23,13 +23,16 @@ acts on itself; they bubble on, so the app (or a test) sees what the operator as
 
 from __future__ import annotations
 
+import asyncio
 import bisect
+import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from rich.text import Text
 from textual import work
@@ -48,6 +51,13 @@ from console.backend.protocol import ConsoleBackend
 from console.errors import BadInput, ConsoleError
 from console.keyspace.hashkeys import validate_partition_key
 from console.read.decoding import KIND_ERROR, KIND_JSON, KIND_TEXT, DecodedRecord
+from console.read.efo import (
+    Subscribe,
+    named_consumer_arn,
+    temporary_consumer_name,
+    temporary_consumer_preview,
+    until_active,
+)
 from console.read.export import (
     EXPORT_FORMATS,
     CsvEncoder,
@@ -71,6 +81,10 @@ RATE_WINDOW = 3.0  # seconds of history behind the records/s figure
 HEX_DUMP_WIDTH = 32  # bytes per line when a binary record is expanded
 MAX_EXPANDED_LINES = 500  # a huge record expands to its first lines, not to a million rows
 
+GET_RECORDS, EFO = "getrecords", "efo"
+# GetRecords shares each shard's 5 calls and 2 MiB a second with every polling reader; an enhanced fan-out
+# consumer has 2 MiB/s per shard of its own, pushed over HTTP/2 (console/read/efo.py).
+SOURCE_CHOICES = [("GetRecords", GET_RECORDS), ("EFO", EFO)]
 START_CHOICES = [("latest", "latest"), ("trim-horizon", "trim-horizon"), ("at time / seq", "at")]
 IDLE_HINT = "t starts (options above, f edits them), h reads from the oldest"
 
@@ -350,6 +364,7 @@ class TailView(Vertical):
         Binding("h", "from_horizon", "From oldest", id="tail.horizon"),
         Binding("f", "edit_options", "From/key/grep", id="tail.options"),
         Binding("w", "save", "Export", id="tail.save"),
+        Binding("e", "toggle_source", "GetRecords/EFO", id="tail.source"),
     ]
 
     # Followed from the app (data_bind): the stream the reader reads.
@@ -407,6 +422,10 @@ class TailView(Vertical):
         self.options = TailOptions(follow=True, mask=mask)
         self.held = RecordWindow(capacity)  # every record received (the ring shows those the Where box passes)
         self.where: RecordFilter | None = None
+        # The temporary EFO consumer this tab registered (source, stream, name) and its deregistration once
+        # begun: the reading's end or the app's exit, whichever comes first, starts it; both wait for it.
+        self._temporary: tuple[ConsoleBackend, str, str] | None = None
+        self._releasing: asyncio.Task | None = None
 
     def compose(self):
         # Where to start and what to show: the same options as `kconsole tail --from --key --grep`.
@@ -444,12 +463,22 @@ class TailView(Vertical):
                 compact=True,
                 tooltip="filters the records held at once (key, shard_id, seq, arrival, size, kind, data)",
             )
+            yield Label("Read with")
+            yield Select(SOURCE_CHOICES, value=GET_RECORDS, allow_blank=False, id="tail-source", compact=True)
+            yield Input(
+                placeholder="consumer name or ARN",
+                id="tail-consumer",
+                compact=True,
+                tooltip="EFO: the registered consumer to read as (its own 2 MiB/s per shard, shared with no "
+                "GetRecords reader); `kconsole consumers register` registers one",
+            )
         yield Static("", id="tail-status")
         yield Static("", id="tail-lag")
         yield RecordRing(self.capacity, id="tail-ring")
 
     def on_mount(self) -> None:
         self._show_at_box()
+        self.query_one("#tail-consumer", Input).display = False
         self._rate_marks.append((self._clock(), self.received))
         # The flush timer runs only while a reader runs or records wait: idle, a 100 ms timer would be
         # most of the console's CPU.
@@ -714,11 +743,19 @@ class TailView(Vertical):
         worker = get_current_worker()
         self.set_running(True)
         try:
+            await self._read_with(source, stream, options, worker)
+        finally:
+            await self._release_temporary()
+
+    async def _read_with(self, source: ConsoleBackend, stream: str, options: TailOptions, worker) -> None:
+        try:
+            subscribe = await self._subscriptions(source, stream) if self.reads_with_efo else None
             reader = TailReader(
                 source,
                 stream,
                 options,
                 on_trouble=self._reader_trouble,
+                subscribe=subscribe,
                 read_share=ReadShare(getattr(self.app, "read_share", None)),
             )
             self.read_share = reader.read_share
@@ -734,6 +771,84 @@ class TailView(Vertical):
             message = f"tail stopped: internal error: {type(error).__name__}: {printable(str(error))}"
         if not worker.is_cancelled:
             self.set_running(False, message)
+
+    @property
+    def reads_with_efo(self) -> bool:
+        return self.query_one("#tail-source", Select).value == EFO
+
+    async def _subscriptions(self, source: ConsoleBackend, stream: str) -> Subscribe:
+        """SubscribeToShard as the consumer named in the box (checked first: one line on the tab), or,
+        with the box empty, as a temporary consumer registered once the operator confirmed its price;
+        deregistered when the reading ends or the app exits."""
+        transport = getattr(source, "subscriptions", lambda: None)()
+        if transport is None:
+            raise BadInput("this source cannot read with enhanced fan-out: read with GetRecords")
+        await transport.check()  # an endpoint without HTTP/2 is one line before anything is read
+        name = self.query_one("#tail-consumer", Input).value.strip()
+        if name:
+            consumer_arn = await named_consumer_arn(source, stream, name)
+        else:
+            consumer_arn = await self._register_temporary(source, stream)
+        return lambda shard_id, position: transport.subscribe(consumer_arn, shard_id, position)
+
+    async def _register_temporary(self, source: ConsoleBackend, stream: str) -> str:
+        """Prepared and run by console.lifecycle.actions as `kconsole tail --efo` does, after the price."""
+        import os
+        import socket
+
+        from console.lifecycle import actions
+        from console.reshard.actionlog import ActionLog
+        from console.ui.screens.confirm import ConfirmByNameScreen
+
+        name = temporary_consumer_name(socket.gethostname(), os.getpid(), datetime.now(UTC))
+        shards = sum(1 for shard in await source.all_shards(stream) if shard.is_open)
+        plan = await actions.prepare_register_consumer(source, stream, name)
+        preview = f"{temporary_consumer_preview(name, stream, shards)}\n{plan.render()}"
+        if not await self.app.push_screen_wait(ConfirmByNameScreen(stream, preview)):
+            raise BadInput("EFO: cancelled, no consumer was registered (or type a registered consumer's name)")
+        self._temporary = (source, stream, name)  # from here on it is deregistered, whatever happens
+        await actions.run(source, plan, action_log=ActionLog.default(), progress=self._change_progress)
+        kinesis: Any = source  # the consumer calls are the full backend's, not the views' protocol
+        stream_arn = (await kinesis.describe_stream_summary(stream)).arn
+        await until_active(kinesis, stream_arn, name)
+        self.notify(f"registered the temporary consumer {name}; deregistered when the tab stops reading", title="tail")
+        return (await kinesis.describe_stream_consumer(stream_arn, name))["ConsumerARN"]
+
+    async def _release_temporary(self) -> None:
+        """Deregister the temporary consumer, once: shielded, so the cancel that stops a reading (or the
+        app's exit) does not cut the call short; the view's unmount waits for it."""
+        if self._temporary is not None:
+            source, stream, name = self._temporary
+            self._temporary = None
+            self._releasing = asyncio.create_task(self._deregister_temporary(source, stream, name))
+        if self._releasing is not None and not self._releasing.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(self._releasing)
+
+    async def on_unmount(self) -> None:
+        await self._release_temporary()
+        if self._releasing is not None:
+            await self._releasing
+
+    async def _deregister_temporary(self, source: ConsoleBackend, stream: str, name: str) -> None:
+        from console.lifecycle import actions
+        from console.reshard.actionlog import ActionLog
+
+        try:
+            plan = await actions.prepare_deregister_consumer(source, stream, name)
+            await actions.run(source, plan, action_log=ActionLog.default(), progress=self._change_progress)
+        except ConsoleError as error:
+            self.notify(f"could not deregister the temporary consumer {name}: {error.message}", severity="error")
+            return
+        self.notify(f"deregistered the temporary consumer {name}", title="tail")
+
+    def _change_progress(self, text: str) -> None:
+        if not text.startswith("calling"):
+            self.notify(text, title="tail", timeout=5)
+
+    def action_toggle_source(self) -> None:
+        source = self.query_one("#tail-source", Select)
+        source.value = GET_RECORDS if source.value == EFO else EFO
 
     def _reader_trouble(self, message: str) -> None:
         # The reader cannot reach a shard and retries on its own (or reads again): said in the status lines.
@@ -763,7 +878,7 @@ class TailView(Vertical):
             self.apply_where(event.value)
             self.ring.focus()
             return
-        if event.input.id in ("tail-at", "tail-to", "tail-key", "tail-grep"):
+        if event.input.id in ("tail-at", "tail-to", "tail-key", "tail-grep", "tail-consumer"):
             event.stop()
             self.start_reading()
 
@@ -771,6 +886,11 @@ class TailView(Vertical):
         if event.select.id == "tail-from":
             event.stop()
             self._show_at_box()
+        elif event.select.id == "tail-source":
+            event.stop()
+            self.query_one("#tail-consumer", Input).display = event.value == EFO
+            if self.running and (event.value != EFO or self.query_one("#tail-consumer", Input).value.strip()):
+                self.start_reading()  # the options shown, read the other way
 
     def _show_at_box(self) -> None:
         self.query_one("#tail-at", Input).display = self.query_one("#tail-from", Select).value == "at"

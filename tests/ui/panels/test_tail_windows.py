@@ -12,7 +12,9 @@ from urllib.parse import urlsplit
 from textual.app import App
 
 from console.backend import BackendConfig, open_backend
+from console.read.efo import is_temporary_consumer
 from console.ui.panels.tail import RecordRing, TailView
+from console.ui.screens.confirm import ConfirmByNameScreen
 from tests.faultproxy import FaultProxy
 from tests.ui.panels.test_tail import records_for
 from tests.ui.test_ui_console import wait_until
@@ -164,3 +166,92 @@ async def test_export_makes_its_default_folder_and_says_why_a_window_export_cann
         await pilot.click("#export")
         await wait_until(pilot, lambda: any("could not export" in note for note in notes), what="the reason")
         assert not (tmp_path / "no").exists()
+
+
+async def test_the_source_switch_reads_as_a_registered_efo_consumer(kinesis, make_stream):
+    stream = await make_stream(shards=2)
+    arn = (await kinesis.describe_stream_summary(stream)).arn
+    await kinesis.register_stream_consumer(arn, "tab-reader")
+    for number in range(8):
+        await kinesis.put_record(stream, json.dumps({"n": number}).encode(), f"key-{number}")
+    app = ViewApp(kinesis, stream)
+    async with app.run_test(size=(160, 24)) as pilot:
+        view = app.query_one(TailView)
+        consumer = view.query_one("#tail-consumer")
+        assert not consumer.display, "the consumer box shows only for EFO"
+        await pilot.press("e")
+        await pilot.pause(0.1)
+        assert view.reads_with_efo and consumer.display
+        view.query_one("#tail-from").value = "trim-horizon"
+        view.start_reading()
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="the price, to confirm")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: "cancelled" in str(view.query_one("#tail-lag").render()), what="cancelled")
+        assert "no consumer was registered" in str(view.query_one("#tail-lag").render())
+        assert [c["ConsumerName"] for c in await kinesis.list_stream_consumers(arn)] == ["tab-reader"]
+
+        consumer.value = "not-registered"
+        view.start_reading()
+        await wait_until(pilot, lambda: "not-registered" in str(view.query_one("#tail-lag").render()), what="one line")
+        assert "registered: tab-reader" in str(view.query_one("#tail-lag").render())
+
+        consumer.value = "tab-reader"
+        view.start_reading()
+        await wait_until(pilot, lambda: len(view.ring.records) == 8, timeout=30, what="every record, pushed")
+        assert sorted(numbers(view)) == list(range(8))
+        view.post_message(TailView.StopRequested())
+        await pilot.press("e")
+        await pilot.pause(0.1)
+        assert not view.reads_with_efo and not consumer.display
+
+
+async def test_the_tab_reads_with_a_temporary_consumer_after_its_price_and_deregisters_it_on_stop(kinesis, make_stream):
+    stream = await make_stream(shards=2)
+    arn = (await kinesis.describe_stream_summary(stream)).arn
+    for number in range(5):
+        await kinesis.put_record(stream, json.dumps({"n": number}).encode(), f"key-{number}")
+    app = ViewApp(kinesis, stream)
+    async with app.run_test(size=(160, 40)) as pilot:
+        view = app.query_one(TailView)
+        await pilot.press("e")
+        view.query_one("#tail-from").value = "trim-horizon"
+        view.start_reading()
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="the price, to confirm")
+        assert "$0.015 per consumer-shard hour (2 shards" in str(app.screen.query_one("#confirm-action").render())
+        app.screen.query_one("#confirm-input").value = stream
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(view.ring.records) == 5, timeout=30, what="every record, pushed")
+        [registered] = [c["ConsumerName"] for c in await kinesis.list_stream_consumers(arn)]
+        assert is_temporary_consumer(registered)
+
+        await pilot.press("t")
+
+        async def consumers_left() -> list:
+            return [c for c in await kinesis.list_stream_consumers(arn) if c["ConsumerStatus"] != "DELETING"]
+
+        for _ in range(100):
+            if not await consumers_left():
+                break
+            await pilot.pause(0.1)
+        assert await consumers_left() == [], "deregistered when the tab stopped reading"
+
+
+async def test_the_temporary_consumer_is_deregistered_when_the_app_exits_mid_reading(kinesis, make_stream):
+    stream = await make_stream(shards=1)
+    arn = (await kinesis.describe_stream_summary(stream)).arn
+    app = ViewApp(kinesis, stream)
+    async with app.run_test(size=(160, 40)) as pilot:
+        view = app.query_one(TailView)
+        await pilot.press("e")
+        view.start_reading()
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="the price, to confirm")
+        app.screen.query_one("#confirm-input").value = stream
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: any("registered the temporary" in n.message for n in app._notifications),
+            what="registered",
+        )
+        assert len(await kinesis.list_stream_consumers(arn)) == 1
+    left = [c for c in await kinesis.list_stream_consumers(arn) if c["ConsumerStatus"] != "DELETING"]
+    assert left == [], "deregistered as the app exited"
