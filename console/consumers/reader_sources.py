@@ -35,6 +35,8 @@ from console.errors import ConsoleError
 
 T = TypeVar("T")
 _LIST_SEPARATORS = re.compile(r"[,;\s]+")
+
+
 # ---- gathering ------------------------------------------------------------------------------------
 
 
