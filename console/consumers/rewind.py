@@ -19,15 +19,16 @@ being overwritten. The write bumps the counter (a worker still holding the lease
 an eviction) and removes the owner, so the restarted application takes the lease. Every write goes
 through the action log with the lease's old checkpoint beside the new one: `prepare_undo` reads it
 back. A lost reply is settled by reading the item back. No I/O of its own: it calls the backend given.
+
+The plan's model is in rewind_plan, finding positions by reading in rewind_find, the conditional
+writes in rewind_run; this module prepares each kind of move.
 """
 
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from console.consumers.leases import (
@@ -42,371 +43,38 @@ from console.consumers.leases import (
     LEASE_OWNER,
     OWNER_SWITCHES,
     PARENT_SHARD_IDS,
-    PENDING_CHECKPOINT,
     SHARD_END,
     TRIM_HORIZON,
     Lease,
-    is_lease_item,
-    leases_for_stream,
-    looks_like_lease_item,
 )
-from console.consumers.workers import check_lease_table
-from console.errors import BadInput, ConsoleError, PlanRejected
-from console.read.cursor import AFTER_SEQUENCE_NUMBER, ShardCursor
+from console.consumers.rewind_find import (
+    ShardReader,
+    arrival,
+    check_retention,
+    position_of,
+    read_table,
+    record_at,
+    with_record_counts,
+)
+from console.consumers.rewind_plan import PENDING_ATTRIBUTES, CheckpointPlan, Move, Target, parse_target
+from console.consumers.rewind_run import DEFAULT_WATCH_SECONDS, run
+from console.errors import BadInput
 from console.read.decoding import decode_api_record, text_line
-from console.read.positions import CLOCK_SKEW, parse_duration, parse_time
-from console.words import counted
 
-DEFAULT_WATCH_SECONDS = 10.0  # the KCL's failoverTimeMillis default
-MAX_SCANNED = 1_000_000  # records read at most to find one shard's point before a time
-MAX_EMPTY_PAGES = 20
-PAGE = 10_000
-LOOK_BACK = (60.0, 3600.0, 86400.0, 7 * 86400.0)  # seconds before the point to start looking for its predecessor
-PENDING_ATTRIBUTES = (PENDING_CHECKPOINT, "pendingCheckpointSubSequenceNumber", "pendingCheckpointState")
-LOGGED = "consumers checkpoints"
-
-AGAIN, SKIPPED, SAME = "again", "skipped", "same"
-
-
-# ---- where to ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Target:
-    """trim-horizon, latest, a moment, or a sequence number per shard (the record read next)."""
-
-    kind: str  # "trim-horizon" | "latest" | "time" | "sequences"
-    moment: datetime | None = None
-    sequences: Mapping[str, str] = field(default_factory=dict)
-
-    def describe(self) -> str:
-        if self.kind == "time" and self.moment is not None:
-            return self.moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        if self.kind == "sequences":
-            return ", ".join(f"{shard}={seq}" for shard, seq in self.sequences.items())
-        return self.kind
-
-
-def parse_target(values: Sequence[str], now: datetime) -> Target:
-    """--to: trim-horizon | latest | an ISO-8601 time | -DURATION (e.g. -1h) | shardId-…=SEQ (repeatable)."""
-    values = [value.strip() for value in values if value and value.strip()]
-    if not values:
-        raise BadInput("--to needs trim-horizon, latest, a time (ISO 8601 or -1h) or shardId-…=SEQ", code="usage")
-    if any("=" in value for value in values):
-        sequences: dict[str, str] = {}
-        for value in values:
-            shard, _, sequence = value.partition("=")
-            if not shard.startswith("shardId-") or not sequence.isdigit() or len(sequence) > 128:
-                raise BadInput(f"--to {value[:80]!r}: per shard, give shardId-…=SEQUENCE_NUMBER (digits)")
-            sequences[shard] = sequence
-        return Target("sequences", sequences=sequences)
-    if len(values) > 1:
-        raise BadInput("--to takes one point (or several shardId-…=SEQ)", code="usage")
-    raw = values[0]
-    lowered = raw.lower().replace("_", "-")
-    if lowered in ("trim-horizon", "latest"):
-        return Target(lowered)
-    if raw.startswith("-"):
-        moment = now - parse_duration(raw[1:], "--to")
-    else:
-        try:
-            moment = parse_time(raw, "--to")
-        except BadInput:
-            raise BadInput(
-                f"--to must be trim-horizon, latest, an ISO-8601 time, -DURATION (e.g. -1h) or "
-                f"shardId-…=SEQ; got {raw[:80]!r}"
-            ) from None
-    if moment > now + CLOCK_SKEW:
-        raise BadInput(f"--to {_iso(moment)} is in the future (now is {_iso(now)})")
-    return Target("time", moment=moment)
-
-
-# ---- the plan ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Move:
-    """One lease's checkpoint, as read and as planned, and the records between the two."""
-
-    lease_key: str
-    shard_id: str
-    old: str | None
-    new: str
-    owner: str | None
-    counter: int | None
-    old_subsequence: int = 0
-    new_subsequence: int = 0
-    records: int | None = 0  # read again or skipped; None: more than the scan cap (or not countable)
-    direction: str = SAME
-    create: dict | None = None  # the whole lease item to write (a parent lease already cleaned up)
-    note: str = ""
-
-    @property
-    def changes(self) -> bool:
-        return self.create is not None or (self.old, self.old_subsequence) != (self.new, self.new_subsequence)
-
-    def records_text(self, cap: int) -> str:
-        if self.direction == SAME:
-            return "-"
-        amount = f"more than {cap:,}" if self.records is None else f"{self.records:,}"
-        return f"{amount} {'read again' if self.direction == AGAIN else 'skipped'}"
-
-    def to_json(self) -> dict:
-        return {
-            "lease_key": self.lease_key,
-            "shard_id": self.shard_id,
-            "owner": self.owner,
-            "lease_counter": self.counter,
-            "checkpoint": self.old,
-            "new_checkpoint": self.new,
-            "new_subsequence": self.new_subsequence,
-            "records": self.records,
-            "direction": self.direction,
-            "recreated": self.create is not None,
-            "note": self.note or None,
-        }
-
-
-@dataclass(frozen=True)
-class CheckpointPlan:
-    """What a rewind, skip, undo, import or clone changes; `lines()` is the preview."""
-
-    action: str  # rewind | skip | undo | import | clone
-    stream: str
-    table: str
-    target: str
-    moves: tuple[Move, ...]
-    scan_cap: int
-    refusal: str | None = None
-    record: dict | None = None  # skip: the record skipped, decoded
-    record_line: str | None = None
-    to_table: str | None = None  # clone: the new application's table
-    clone_items: tuple[dict, ...] = ()
-    undo_of: str | None = None
-
-    @property
-    def changed(self) -> tuple[Move, ...]:
-        return tuple(move for move in self.moves if move.changes)
-
-    @property
-    def summary(self) -> str:
-        if self.action == "clone":
-            return f"create lease table {self.to_table} with {counted(len(self.clone_items), 'lease')} of {self.stream}"
-        return f"move {counted(len(self.changed), 'checkpoint')} in {self.table} ({self.action} to {self.target})"
-
-    def lines(self) -> list[str]:
-        """The preview: one row per lease, the records each move reads again or skips, the refusal."""
-        head = f"{self.action} {self.stream} in {self.table} to {self.target}" + (
-            f" (undoing {self.undo_of})" if self.undo_of else ""
-        )
-        if self.action == "clone":
-            head = f"clone {self.table} to new lease table {self.to_table}: {len(self.clone_items)} lease(s), unowned"
-        rows = [
-            (
-                move.shard_id,
-                move.owner or "-",
-                move.old or "-",
-                move.new + (" (recreated)" if move.create is not None else ""),
-                move.records_text(self.scan_cap),
-                move.note,
-            )
-            for move in self.moves
-        ]
-        lines = [head]
-        if self.record_line:
-            lines.append(f"record skipped: {self.record_line}")
-        lines.append(_table(("SHARD", "OWNER", "CHECKPOINT", "NEW CHECKPOINT", "RECORDS", ""), rows))
-        again = [m.records for m in self.changed if m.direction == AGAIN]
-        skipped = [m.records for m in self.changed if m.direction == SKIPPED]
-        if again:
-            lines.append(f"read again: {_total(again, self.scan_cap)} record(s)")
-        if skipped:
-            lines.append(f"skipped: {_total(skipped, self.scan_cap)} record(s)")
-        if self.action != "clone":
-            lines.append(
-                "the application must be stopped: leases whose counter moves while watched refuse the change; "
-                "changed leases are left unowned"
-            )
-        if self.refusal:
-            lines.append(f"refused: {self.refusal}")
-        elif not self.changed and self.action != "clone":
-            lines.append("nothing to change: every checkpoint is already there")
-        return lines
-
-    def to_json(self) -> dict:
-        document: dict[str, Any] = {
-            "action": self.action,
-            "stream": self.stream,
-            "lease_table": self.table,
-            "target": self.target,
-            "scan_cap": self.scan_cap,
-            "leases": [move.to_json() for move in self.moves],
-            "refusal": self.refusal,
-        }
-        if self.record is not None:
-            document["record"] = self.record
-        if self.to_table is not None:
-            document["to_table"] = self.to_table
-        if self.undo_of is not None:
-            document["undo_of"] = self.undo_of
-        return document
-
-
-def _total(amounts: list[int | None], cap: int) -> str:
-    known = sum(a for a in amounts if a is not None)
-    return f"more than {known + cap:,}" if any(a is None for a in amounts) else f"{known:,}"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    from console.read.printable import printable  # lease owners and checkpoints come from the table
-
-    cells = [list(header)] + [[printable(str(cell)) for cell in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells)
-
-
-# ---- reading the table and the shards ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LeaseTable:
-    leases: dict[str, Lease]  # by lease key, this stream's
-    items: dict[str, dict]  # the raw items, by lease key
-    counters: dict[str, int | None]  # every lease in the table (any stream), for the running-app check
-
-
-async def read_table(backend: Any, table: str, stream: str) -> LeaseTable:
-    """The stream's leases; BadInput when the table is not a KCL lease table or holds none of them."""
-    await check_lease_table(backend, table)
-    items = await backend.scan_table(table)
-    if items and not any(looks_like_lease_item(item) for item in items):
-        raise BadInput(
-            f"table {table!r} is not a KCL lease table: none of its {len(items)} items has leaseKey, "
-            "leaseCounter and checkpoint",
-            code="not_a_lease_table",
-        )
-    leases = leases_for_stream(items, stream)
-    if not leases:
-        raise BadInput(f"table {table!r} holds no lease of stream {stream}", code="not_a_lease_table")
-    raw = {str(item[LEASE_KEY]["S"]): item for item in items if is_lease_item(item) and "S" in item[LEASE_KEY]}
-    counters = {key: _counter(item) for key, item in raw.items()}
-    return LeaseTable({lease.lease_key: lease for lease in leases}, raw, counters)
-
-
-def _counter(item: Mapping[str, Any]) -> int | None:
-    value = (item.get(LEASE_COUNTER) or {}).get("N")
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-END = 10**130  # past every sequence number (they have at most 128 digits)
-
-
-def _position(checkpoint: str | None) -> int:
-    """Where a checkpoint sits in its shard, for comparing two of them (exactly: sequence numbers
-    are larger than a float can hold)."""
-    if checkpoint in (None, TRIM_HORIZON):
-        return -1
-    if checkpoint in (SHARD_END, LATEST, AT_TIMESTAMP):
-        return END
-    return int(checkpoint)
-
-
-class _Reader:
-    """Reads one shard forward from a start, a page at a time (through ShardCursor: expired iterators
-    are renewed), paced lightly: a stopped application's shards are the only readers."""
-
-    def __init__(self, backend: Any, stream: str, shard_id: str) -> None:
-        self.backend, self.stream, self.shard_id = backend, stream, shard_id
-
-    async def pages(self, iterator_type: str, **where: Any):
-        async def start() -> str:
-            return await self.backend.get_shard_iterator(self.stream, self.shard_id, iterator_type, **where)
-
-        cursor = ShardCursor(
-            stream=self.stream,
-            shard_id=self.shard_id,
-            iterator=await start(),
-            get_shard_iterator=self.backend.get_shard_iterator,
-            get_records=self.backend.get_records,
-            restart=start,
-            limit=PAGE,
-        )
-        empty = 0
-        while True:
-            page = await cursor.read()
-            yield page.records
-            empty = 0 if page.records else empty + 1
-            if page.ended or cursor.at_tip(page) or empty >= MAX_EMPTY_PAGES:
-                return
-
-    async def first_from(self, iterator_type: str, **where: Any) -> dict | None:
-        async for records in self.pages(iterator_type, **where):
-            if records:
-                return records[0]
-        return None
-
-    async def count(self, after: str, through: str | None, cap: int) -> int | None:
-        """Records after `after` (a sequence number or TRIM_HORIZON) up to and including `through`
-        (None: to the tip or the shard's end); None when more than `cap`."""
-        if after == TRIM_HORIZON:
-            pages = self.pages(TRIM_HORIZON)
-        else:
-            pages = self.pages(AFTER_SEQUENCE_NUMBER, sequence_number=after)
-        bound = None if through is None else int(through)
-        total = 0
-        async for records in pages:
-            for record in records:
-                if bound is not None and int(record["SequenceNumber"]) > bound:
-                    return total
-                total += 1
-                if total > cap:
-                    return None
-        return total
-
-    async def last_before(self, bound: str | None, moment: datetime, oldest: datetime) -> str:
-        """The last record before sequence number `bound` (None: the shard's last record), looking back
-        from `moment` in widening steps; TRIM_HORIZON when retention holds none."""
-        limit = None if bound is None else int(bound)
-        for back in (*LOOK_BACK, None):
-            start = None if back is None else moment - timedelta(seconds=back)
-            horizon = start is None or start <= oldest
-            pages = self.pages(TRIM_HORIZON) if horizon else self.pages(AT_TIMESTAMP, timestamp=start)
-            last, scanned = None, 0
-            async for records in pages:
-                done = False
-                for record in records:
-                    if limit is not None and int(record["SequenceNumber"]) >= limit:
-                        done = True
-                        break
-                    last = record["SequenceNumber"]
-                scanned += len(records)
-                if done:
-                    break
-                if scanned > MAX_SCANNED:
-                    raise ConsoleError(
-                        f"{self.shard_id}: more than {MAX_SCANNED:,} records before the point; "
-                        "give the sequence number with --to SHARD=SEQ instead"
-                    )
-            if last is not None:
-                return str(last)
-            if horizon:
-                return TRIM_HORIZON
-        return TRIM_HORIZON  # pragma: no cover - the last step starts at the horizon
-
-
-async def _check_retention(backend: Any, stream: str, target: Target, now: datetime) -> datetime:
-    summary = await backend.describe_stream_summary(stream)
-    oldest = now - timedelta(hours=summary.retention_hours)
-    if target.moment is not None and target.moment < oldest - CLOCK_SKEW:
-        raise BadInput(
-            f"--to {_iso(target.moment)} is beyond {stream}'s retention of {summary.retention_hours} h "
-            f"(its oldest records arrived after {_iso(oldest)})"
-        )
-    return oldest
-
+# The command line reaches the whole move through this module: the plan's parts and the runner too.
+__all__ = [
+    "DEFAULT_WATCH_SECONDS",
+    "CheckpointPlan",
+    "Target",
+    "logged_positions",
+    "parse_target",
+    "prepare_clone",
+    "prepare_positions",
+    "prepare_rewind",
+    "prepare_skip",
+    "read_table",
+    "run",
+]
 
 # ---- prepare -------------------------------------------------------------------------------------
 
@@ -424,7 +92,7 @@ async def prepare_rewind(
     """Each lease's new checkpoint for `target`, found by reading, with the records it reads again or
     skips; across a reshard, children of a parent put back go to TRIM_HORIZON, and a parent lease
     already cleaned up is recreated (or the plan is refused, saying why)."""
-    oldest = await _check_retention(backend, stream, target, now)
+    oldest = await check_retention(backend, stream, target, now)
     lease_table = await read_table(backend, table, stream)
     stream_shards = {shard.shard_id: shard for shard in await backend.all_shards(stream)}
     by_shard = {lease.shard_id: lease for lease in lease_table.leases.values()}
@@ -442,15 +110,15 @@ async def prepare_rewind(
 
     async def point_of(shard_id: str) -> str:
         shard = stream_shards[shard_id]
-        reader = _Reader(backend, stream, shard_id)
+        reader = ShardReader(backend, stream, shard_id)
         if target.kind == "trim-horizon":
             return TRIM_HORIZON
         if target.kind == "latest":
             return LATEST if shard.is_open else SHARD_END
         if target.kind == "sequences":
             sequence = target.sequences[shard_id]
-            named = await _record_at(backend, stream, shard_id, sequence)
-            return await reader.last_before(sequence, _arrival(named, now), oldest)
+            named = await record_at(backend, stream, shard_id, sequence)
+            return await reader.last_before(sequence, arrival(named, now), oldest)
         assert target.moment is not None
         first = await reader.first_from(AT_TIMESTAMP, timestamp=target.moment)
         if first is None and not shard.is_open:
@@ -511,7 +179,7 @@ async def prepare_rewind(
                 note=notes.get(shard_id, ""),
             )
         )
-    moves = await _counted(backend, stream, moves, scan_cap)
+    moves = await with_record_counts(backend, stream, moves, scan_cap)
     return CheckpointPlan("rewind", stream, table, target.describe(), tuple(moves), scan_cap, refusal=refusal)
 
 
@@ -567,49 +235,6 @@ def _recreated_item(shard: Any, by_shard: Mapping[str, Lease], checkpoint: str) 
     return item, "its lease was cleaned up: recreated"
 
 
-async def _counted(backend: Any, stream: str, moves: Sequence[Move], cap: int) -> list[Move]:
-    """Each move with the records between its two checkpoints (read again, or skipped)."""
-
-    async def count(move: Move) -> Move:
-        if not move.changes or move.old == move.new:
-            return replace(move, direction=SAME, records=0)
-        if move.old == AT_TIMESTAMP:
-            return replace(move, direction=AGAIN, records=None, note=move.note or "old checkpoint AT_TIMESTAMP")
-        reader = _Reader(backend, stream, move.shard_id)
-        # A recreated lease had ended (SHARD_END) before it was cleaned up.
-        old = SHARD_END if move.create is not None else (TRIM_HORIZON if move.old is None else move.old)
-        low, high = sorted((old, move.new), key=_position)
-        direction = AGAIN if _position(move.new) < _position(old) else SKIPPED
-        if _position(low) == END:
-            return replace(move, direction=SAME, records=0)
-        through = None if _position(high) == END else high
-        try:
-            records = await reader.count(low if _position(low) >= 0 else TRIM_HORIZON, through, cap)
-        except ConsoleError as error:
-            return replace(move, direction=direction, records=None, note=f"cannot count: {error.message}")
-        return replace(move, direction=direction, records=records)
-
-    return list(await asyncio.gather(*(count(move) for move in moves)))
-
-
-async def _record_at(backend: Any, stream: str, shard_id: str, sequence: str) -> dict:
-    """The record with this sequence number in this shard, or BadInput (another shard's, or gone)."""
-    try:
-        record = await _Reader(backend, stream, shard_id).first_from("AT_SEQUENCE_NUMBER", sequence_number=sequence)
-    except BadInput as error:
-        raise BadInput(f"{sequence} is not a sequence number of {shard_id}: {error.message}") from None
-    if record is None or record["SequenceNumber"] != sequence:
-        raise BadInput(f"{sequence} is not a sequence number of {shard_id} (another shard's, or beyond retention)")
-    return record
-
-
-def _arrival(record: Mapping[str, Any], fallback: datetime) -> datetime:
-    arrival = record.get("ApproximateArrivalTimestamp")
-    if isinstance(arrival, datetime):
-        return arrival if arrival.tzinfo else arrival.replace(tzinfo=UTC)
-    return fallback
-
-
 async def prepare_skip(
     backend: Any, stream: str, table: str, shard_id: str, sequence: str, *, scan_cap: int = 10_000
 ) -> CheckpointPlan:
@@ -621,12 +246,12 @@ async def prepare_skip(
     lease = next((lease for lease in lease_table.leases.values() if lease.shard_id == shard_id), None)
     if lease is None:
         raise BadInput(f"{table} has no lease of {shard_id} ({stream})", code="not_found")
-    record = await _record_at(backend, stream, shard_id, sequence)
+    record = await record_at(backend, stream, shard_id, sequence)
     decoded = decode_api_record(record, shard_id)
     refusal = None
     if lease.problem:
         refusal = f"{shard_id}'s lease cannot be moved: {lease.problem}"
-    elif _position(lease.checkpoint) >= int(sequence):
+    elif position_of(lease.checkpoint) >= int(sequence):
         refusal = f"{shard_id} is already past {sequence} (checkpoint {lease.checkpoint}): nothing to skip"
     move = Move(
         lease.lease_key,
@@ -637,7 +262,7 @@ async def prepare_skip(
         lease.counter,
         old_subsequence=lease.checkpoint_subsequence,
     )
-    moves = await _counted(backend, stream, [move], scan_cap) if refusal is None else [move]
+    moves = await with_record_counts(backend, stream, [move], scan_cap) if refusal is None else [move]
     return CheckpointPlan(
         "skip",
         stream,
@@ -720,7 +345,7 @@ async def prepare_positions(
                 new_subsequence=subsequence,
             )
         )
-    moves = await _counted(backend, stream, moves, scan_cap)
+    moves = await with_record_counts(backend, stream, moves, scan_cap)
     target = f"the checkpoints before {undo_of}" if undo_of else "the saved checkpoints"
     return CheckpointPlan(action, stream, table, target, tuple(moves), scan_cap, undo_of=undo_of)
 
@@ -745,269 +370,3 @@ def logged_positions(entries: Iterable[dict], action_id: str) -> tuple[str, str,
     if not positions:
         raise BadInput(f"{action_id} changed no checkpoint (every write was refused): nothing to undo")
     return stream, table, positions
-
-
-# ---- run -----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LeaseOutcome:
-    lease_key: str
-    shard_id: str
-    outcome: str  # applied | not applied | unknown | not attempted
-    evidence: str
-
-    def to_json(self) -> dict:
-        return {
-            "lease_key": self.lease_key,
-            "shard_id": self.shard_id,
-            "outcome": self.outcome,
-            "evidence": self.evidence,
-        }
-
-
-@dataclass(frozen=True)
-class RunResult:
-    action_id: str
-    outcomes: tuple[LeaseOutcome, ...]
-    done: str = "checkpoint(s) changed"  # what an applied outcome did, in the last line
-
-    @property
-    def complete(self) -> bool:
-        return all(o.outcome == "applied" for o in self.outcomes)
-
-    def lines(self) -> list[str]:
-        lines = [f"{o.shard_id}: {o.outcome} ({o.evidence})" for o in self.outcomes]
-        applied = sum(o.outcome == "applied" for o in self.outcomes)
-        lines.append(f"{applied} of {len(self.outcomes)} {self.done}; action {self.action_id}")
-        if applied and self.outcomes and not self.complete:
-            lines.append(f"the leases above marked applied did change; undo them with --undo {self.action_id}")
-        return lines
-
-    def to_json(self) -> dict:
-        return {"action_id": self.action_id, "complete": self.complete, "leases": [o.to_json() for o in self.outcomes]}
-
-
-async def watch_counters(
-    backend: Any, table: str, stream: str, seconds: float, *, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
-) -> LeaseTable:
-    """The table read twice, `seconds` apart; PlanRejected when any lease's counter moved (a worker renews it)."""
-    first = await read_table(backend, table, stream)
-    if seconds > 0:
-        await sleep(seconds)
-    second = await read_table(backend, table, stream)
-    moved = sorted(key for key, counter in second.counters.items() if first.counters.get(key) != counter)
-    if moved:
-        raise PlanRejected(
-            f"the application is running: stop it first (leaseCounter moved on {', '.join(moved[:5])}"
-            f"{' and more' if len(moved) > 5 else ''} within {seconds:g} s); nothing was written"
-        )
-    return second
-
-
-async def run(
-    backend: Any,
-    plan: CheckpointPlan,
-    *,
-    action_log: Any,
-    watch_seconds: float = DEFAULT_WATCH_SECONDS,
-    progress: Callable[[str], None] = lambda _text: None,
-    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-    who: str | None = None,
-) -> RunResult:
-    """Watch for a running application, then write each changed lease conditionally, through the
-    action log (old checkpoint beside the new), stopping at the first lease a worker changed."""
-    if plan.refusal:
-        raise PlanRejected(f"{plan.action} {plan.stream} refused, nothing was written: {plan.refusal}")
-    if plan.action == "clone":
-        return await _run_clone(backend, plan, action_log=action_log, progress=progress, who=who)
-    changed = plan.changed
-    if not changed:
-        return RunResult("", ())
-    progress(f"watching {plan.table} for {watch_seconds:g} s: a running application renews its leases")
-    current = await watch_counters(backend, plan.table, plan.stream, watch_seconds, sleep=sleep)
-    for move in changed:
-        lease = current.leases.get(move.lease_key)
-        if move.create is None and (lease is None or lease.checkpoint != move.old):
-            raise PlanRejected(
-                f"{move.shard_id}'s checkpoint changed since the plan ({move.old} -> "
-                f"{lease.checkpoint if lease else 'no lease'}): plan again; nothing was written"
-            )
-        if move.create is not None and move.lease_key in current.items:
-            raise PlanRejected(f"{move.shard_id} has a lease again since the plan: plan again; nothing was written")
-    action_id = uuid.uuid4().hex[:12]
-    outcomes: list[LeaseOutcome] = []
-    for index, move in enumerate(changed):
-        item = current.items.get(move.lease_key)
-        try:
-            change = await _write(backend, plan, move, item, action_id=action_id, action_log=action_log, who=who)
-        except ConsoleError as error:
-            outcome = "unknown" if error.code == "outcome_unknown" else "not applied"
-            why = (
-                "a worker changed the lease since it was read (the application is running)"
-                if error.code == "condition_failed"
-                else error.message
-            )
-            outcomes.append(LeaseOutcome(move.lease_key, move.shard_id, outcome, why))
-            outcomes.extend(
-                LeaseOutcome(m.lease_key, m.shard_id, "not attempted", "stopped at the lease before")
-                for m in changed[index + 1 :]
-            )
-            break
-        evidence = change.evidence or "written"
-        if change.reply_lost:
-            progress(f"{move.shard_id}: the reply was lost; reading the lease back shows the change")
-        outcomes.append(LeaseOutcome(move.lease_key, move.shard_id, "applied", evidence))
-    return RunResult(action_id, tuple(outcomes))
-
-
-async def _write(
-    backend: Any,
-    plan: CheckpointPlan,
-    move: Move,
-    item: dict | None,
-    *,
-    action_id: str,
-    action_log: Any,
-    who: str | None,
-) -> Any:
-    key = {LEASE_KEY: {"S": move.lease_key}}
-    logged = {
-        "action": f"consumers {plan.action}",
-        "action_id": action_id,
-        "lease_table": plan.table,
-        "lease_key": move.lease_key,
-        "shard_id": move.shard_id,
-        "old_checkpoint": move.old,
-        "old_subsequence": move.old_subsequence,
-        "new_checkpoint": move.new,
-        "new_subsequence": move.new_subsequence,
-        "target": plan.target,
-        **({"undo_of": plan.undo_of} if plan.undo_of else {}),
-    }
-    if move.create is not None:
-        created = move.create
-
-        async def put() -> None:
-            await backend.put_item_if_absent(plan.table, created, LEASE_KEY)
-
-        async def created_back() -> tuple[bool | None, str]:
-            found = await backend.get_item(plan.table, key)
-            if found is None:
-                return False, "the lease is not there"
-            return (found.get(CHECKPOINT) == created[CHECKPOINT]), f"the lease reads {found.get(CHECKPOINT)}"
-
-        return await action_log.call(
-            "PutItem",
-            {**logged, "recreated": True},
-            put,
-            stream=plan.stream,
-            backend=backend.label,
-            who=who,
-            settle=created_back,
-            check=f"kconsole consumers {plan.stream} --lease-table {plan.table}",
-        )
-    assert item is not None
-    counter = item.get(LEASE_COUNTER)
-    owner = item.get(LEASE_OWNER)
-    expected_counter = int(counter["N"]) if counter else None
-
-    async def update() -> None:
-        await backend.update_item_if(
-            plan.table,
-            key,
-            set_values={
-                CHECKPOINT: {"S": move.new},
-                CHECKPOINT_SUBSEQUENCE: {"N": str(move.new_subsequence)},
-                OWNER_SWITCHES: {"N": "0"},
-            },
-            remove=[LEASE_OWNER, CHECKPOINT_OWNER, *PENDING_ATTRIBUTES],
-            add_numbers={LEASE_COUNTER: 1},
-            expected={LEASE_COUNTER: counter, LEASE_OWNER: owner},
-        )
-
-    async def read_back() -> tuple[bool | None, str]:
-        found = await backend.get_item(plan.table, key)
-        if found is None:
-            return None, "the lease is gone"
-        now_at = (found.get(CHECKPOINT) or {}).get("S")
-        now_counter = _counter(found)
-        if now_at == move.new and expected_counter is not None and now_counter == expected_counter + 1:
-            return True, f"the lease reads {now_at}, counter {now_counter}"
-        if now_counter == expected_counter and now_at == move.old:
-            return False, f"the lease still reads {now_at}"
-        return None, f"the lease reads {now_at}, counter {now_counter}: someone else changed it"
-
-    async def again() -> Callable[[], Awaitable[None]]:
-        return update  # conditional on the same counter: it cannot overwrite a worker's write
-
-    return await action_log.call(
-        "UpdateItem",
-        logged,
-        update,
-        stream=plan.stream,
-        backend=backend.label,
-        who=who,
-        settle=read_back,
-        check=f"kconsole consumers {plan.stream} --lease-table {plan.table}",
-        again=again,
-    )
-
-
-async def _run_clone(
-    backend: Any, plan: CheckpointPlan, *, action_log: Any, progress: Callable[[str], None], who: str | None
-) -> RunResult:
-    """Create the table as the KCL does, then put each lease, each through the action log."""
-    assert plan.to_table is not None
-    target = plan.to_table
-    action_id = uuid.uuid4().hex[:12]
-    logged = {"action": "consumers clone", "action_id": action_id, "lease_table": plan.table, "to_table": target}
-
-    async def table_there() -> tuple[bool | None, str]:
-        exists = target in await backend.table_names()
-        return exists, f"table {target} {'exists' if exists else 'does not exist'}"
-
-    progress(f"creating lease table {target}")
-    await action_log.call(
-        "CreateTable",
-        logged,
-        lambda: backend.create_lease_table(target),
-        stream=plan.stream,
-        backend=backend.label,
-        who=who,
-        settle=table_there,
-        check=f"kconsole consumers {plan.stream} --lease-table {target}",
-    )
-    outcomes = []
-    for move, item in zip(plan.moves, plan.clone_items):
-        key = {LEASE_KEY: item[LEASE_KEY]}
-
-        async def put(item: dict = item) -> None:
-            await backend.put_item_if_absent(target, item, LEASE_KEY)
-
-        async def there(key: dict = key, item: dict = item) -> tuple[bool | None, str]:
-            found = await backend.get_item(target, key)
-            if found is None:
-                return False, "the lease is not there"
-            return found.get(CHECKPOINT) == item.get(CHECKPOINT), f"the lease reads {found.get(CHECKPOINT)}"
-
-        try:
-            change = await action_log.call(
-                "PutItem",
-                {**logged, "lease_key": move.lease_key, "new_checkpoint": move.new},
-                put,
-                stream=plan.stream,
-                backend=backend.label,
-                who=who,
-                settle=there,
-                check=f"kconsole consumers {plan.stream} --lease-table {target}",
-            )
-        except ConsoleError as error:
-            outcomes.append(LeaseOutcome(move.lease_key, move.shard_id, "not applied", error.message))
-            continue
-        outcomes.append(LeaseOutcome(move.lease_key, move.shard_id, "applied", change.evidence or "written"))
-    return RunResult(action_id, tuple(outcomes), done=f"lease(s) written to {target}")
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -13,7 +13,9 @@ from aiobotocore.awsrequest import AioAWSResponse
 
 from console.backend import BackendConfig, open_backend
 from console.consumers.look import find_lease_tables
-from console.consumers.readers import ReadersReport, fleet_reader_lag, readers_report, reshard_impact
+from console.consumers.reader_impact import fleet_reader_lag, reshard_impact
+from console.consumers.reader_model import ReadersReport
+from console.consumers.readers import readers_report
 from tests.commands.test_cli_reshard import kconsole, one_clean_line
 from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items
 from tests.consumers.reader_resources import ReaderFactory
@@ -412,7 +414,7 @@ async def test_the_stream_list_puts_a_stream_whose_reader_is_behind_in_trouble(
 
 
 def test_a_flink_application_names_the_stream_only_as_a_whole_word():
-    from console.consumers.readers import flink_names_stream
+    from console.consumers.reader_sources import flink_names_stream
 
     arn = "arn:aws:kinesis:us-east-1:123456789012:stream/orders"
 

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from console.backend import BackendConfig, open_backend
-from console.consumers import rewind
+from console.consumers import rewind, rewind_plan, rewind_run
 from console.reshard.actionlog import ActionLog
 from tests.commands.test_cli_reshard import kconsole, one_clean_line
 from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items
@@ -335,11 +335,11 @@ async def test_a_lease_renewed_during_the_write_is_reported_and_the_log_says_whi
         at_tip[shard] = (await kinesis.get_records(iterator))["Records"][-1]["SequenceNumber"]
     await put_items(ddb, table, [kcl_lease(s, owner="worker-1", checkpoint=at_tip[s]) for s in shards])
     now = datetime.now(UTC)
-    plan = await rewind.prepare_rewind(kinesis, stream, table, rewind.parse_target(["trim-horizon"], now), now=now)
+    plan = await rewind.prepare_rewind(kinesis, stream, table, rewind_plan.parse_target(["trim-horizon"], now), now=now)
     assert [m.records for m in plan.changed] == [1, 1, 1]
     log = ActionLog(tmp_path / "actions.jsonl")
     racing = RenewsDuringTheWrite(kinesis, ddb, table, shards[1])
-    result = await rewind.run(racing, plan, action_log=log, watch_seconds=0)
+    result = await rewind_run.run(racing, plan, action_log=log, watch_seconds=0)
     assert [(o.shard_id, o.outcome) for o in result.outcomes] == [
         (shards[0], "applied"),
         (shards[1], "not applied"),
@@ -375,9 +375,9 @@ async def test_a_lost_update_item_reply_is_settled_by_reading_the_lease_back(
         async with open_backend(config) as backend:
             now = datetime.now(UTC)
             plan = await rewind.prepare_rewind(
-                backend, stream, table, rewind.parse_target(["trim-horizon"], now), now=now
+                backend, stream, table, rewind_plan.parse_target(["trim-horizon"], now), now=now
             )
-            result = await rewind.run(backend, plan, action_log=log, watch_seconds=0)
+            result = await rewind_run.run(backend, plan, action_log=log, watch_seconds=0)
         assert proxy.stats["reset_after:UpdateItem"] == 1
     assert result.complete and "the reply was lost" in result.outcomes[0].evidence
     item = (await checkpoints(ddb, table))[shard.shard_id]
@@ -476,11 +476,11 @@ async def test_across_a_split_the_cleaned_up_parent_is_recreated_and_the_childre
         [kcl_lease(c.shard_id, owner=None, checkpoint=tips[c.shard_id], parents=c.parents) for c in children],
     )
     now = datetime.now(UTC)
-    plan = await rewind.prepare_rewind(kinesis, stream, table, rewind.parse_target(["trim-horizon"], now), now=now)
+    plan = await rewind.prepare_rewind(kinesis, stream, table, rewind_plan.parse_target(["trim-horizon"], now), now=now)
     moves = {m.shard_id: m for m in plan.moves}
     assert moves[parent.shard_id].create is not None and moves[parent.shard_id].records == 2
     assert all(moves[c.shard_id].new == "TRIM_HORIZON" and moves[c.shard_id].records == 1 for c in children)
-    result = await rewind.run(kinesis, plan, action_log=ActionLog(tmp_path / "log.jsonl"), watch_seconds=0)
+    result = await rewind_run.run(kinesis, plan, action_log=ActionLog(tmp_path / "log.jsonl"), watch_seconds=0)
     assert result.complete
     recreated = (await checkpoints(ddb, table))[parent.shard_id]
     assert recreated["checkpoint"] == {"S": "TRIM_HORIZON"} and "leaseOwner" not in recreated

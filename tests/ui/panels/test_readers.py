@@ -12,7 +12,7 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from console.backend.protocol import READERS
-from console.consumers.readers import Reader, ReadersReport, ShardPosition
+from console.consumers.reader_model import Reader, ReadersReport, ShardPosition
 from console.ui.panels.readers import NO_READER_SERVICES, WHOLE_ONLY, ReadersPanel, detail_text
 from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items
 from tests.consumers.reader_resources import ReaderFactory
