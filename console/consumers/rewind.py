@@ -17,7 +17,7 @@ failoverTimeMillis is 10 s) and refuses when any moved; each write is a conditio
 lease's counter and owner as read, so a worker that starts meanwhile makes the write fail instead of
 being overwritten. The write bumps the counter (a worker still holding the lease loses it, as after
 an eviction) and removes the owner, so the restarted application takes the lease. Every write goes
-through the action log with the lease's old checkpoint beside the new one: `prepare_undo` reads it
+through the action log with the lease's old checkpoint beside the new one: `logged_positions` reads it
 back. A lost reply is settled by reading the item back. No I/O of its own: it calls the backend given.
 
 The plan's model is in rewind_plan, finding positions by reading in rewind_find, the conditional

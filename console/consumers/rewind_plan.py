@@ -17,7 +17,6 @@ from console.read.positions import CLOCK_SKEW, parse_duration, parse_time
 from console.words import counted
 
 PENDING_ATTRIBUTES = (PENDING_CHECKPOINT, "pendingCheckpointSubSequenceNumber", "pendingCheckpointState")
-LOGGED = "consumers checkpoints"
 
 AGAIN, SKIPPED, SAME = "again", "skipped", "same"
 
