@@ -275,6 +275,13 @@ CASES = {
         None,
         lambda c, s: int(bool(summary(c, s)["EnhancedMonitoring"][0].get("ShardLevelMetrics"))),
     ),
+    "monitoring off": (
+        "DisableEnhancedMonitoring",
+        1,
+        lambda s: ["heat", s, "--disable-enhanced-monitoring"],
+        lambda c, s: c.enable_enhanced_monitoring(StreamName=s, ShardLevelMetrics=["IncomingBytes"]),
+        lambda c, s: int(not summary(c, s)["EnhancedMonitoring"][0].get("ShardLevelMetrics")),
+    ),
     "tag": (
         "TagResource",
         1,
