@@ -122,7 +122,8 @@ async def test_read_only_refuses_the_producer_and_enhanced_monitoring():
         assert not [w for w in app.workers if w.group == "producer"]
         assert app.screen.active_bindings["ctrl+s"].enabled is False  # greyed in the footer
         await pilot.press("7")  # enhanced monitoring is a change too: greyed, and the key does nothing
-        await pilot.pause(0.1)
+        # The Heat tab is built on its first visit, which on a loaded machine takes more than a frame.
+        await wait_until(pilot, lambda: "e" in app.screen.active_bindings, what="the Heat tab's keys")
         assert app.screen.active_bindings["e"].enabled is False
         await pilot.press("e")
         await pilot.pause(0.1)
