@@ -18,7 +18,7 @@ from textual.app import App
 from textual.dom import NoScreen
 from textual.errors import NoWidget
 from textual.widget import Widget
-from textual.widgets import Input, TabbedContent, Tabs, TextArea
+from textual.widgets import Input, TabbedContent, TabPane, Tabs, TextArea
 
 from console.ui.tabs import TABS
 
@@ -87,6 +87,11 @@ class FocusModel:
         except NoScreen:  # removed (its dialog closed) before its focus event was handled
             return
         if screen is not self.app.screen_stack[0]:
+            return
+        pane = next((node for node in widget.ancestors if isinstance(node, TabPane)), None)
+        if pane is not None and pane.id != self.app.query_one(TabbedContent).active:
+            # Textual moving the focus off a tab being hidden, onto its next widget, a moment after the
+            # switch: not the user's choice, and the field the new tab offers stays only offered.
             return
         if widget is not self._offered_field:
             self.enter_field()

@@ -18,7 +18,19 @@ from textual.widgets import TabPane
 PanelT = TypeVar("PanelT", bound=Widget)
 
 
-class LazyPane(TabPane, Generic[PanelT]):
+class ConsolePane(TabPane):
+    """A tab of the console. Textual's TabbedContent makes a pane active when a widget in it takes the
+    focus (TabPane.Focused); focus arrives a moment after it is given, and when a tab is hidden Textual
+    moves the focus off it a moment later too. On a busy loop both land after the user has pressed the
+    next tab's key: that late message switched the tab back, the focus the console gives a tab it
+    opens switched it back again, and two tabs took turns for good. The console switches tabs itself
+    (the tab keys, a click on the tab strip), so the message ends here."""
+
+    def on_tab_pane_focused(self, event: TabPane.Focused) -> None:
+        event.stop()
+
+
+class LazyPane(ConsolePane, Generic[PanelT]):
     """A tab whose panel `build()` makes is mounted by `built()`, the first time the tab is shown.
 
     `built()` is called from the app (its actions and handlers): a panel bound to the app's reactives

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from textual.widgets import TabPane
 
 from console.backend.protocol import ConsoleBackend
-from console.ui.lazy_tabs import LazyPane
+from console.ui.lazy_tabs import ConsolePane, LazyPane
 
 if TYPE_CHECKING:
     from textual.widget import Widget
@@ -69,7 +69,7 @@ class Tab:
 
     def pane(self, host: TabHost) -> TabPane:
         if self.with_the_app:
-            return TabPane(self.title, self.build(host), id=self.id)
+            return ConsolePane(self.title, self.build(host), id=self.id)
         return LazyPane(self.title, partial(self.build, host), id=self.id)
 
 

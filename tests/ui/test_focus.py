@@ -80,3 +80,26 @@ async def test_toasts_never_cover_a_dialog():
         await pilot.press("escape")
         await pilot.pause(0.1)
         assert [n.message for n in app._notifications] == ["merge running"]
+
+
+async def test_a_late_focus_on_a_tab_already_left_neither_switches_back_nor_takes_the_keys():
+    """On a busy loop Textual's focus messages land after the user has moved on: the pane a widget took
+    the focus in asks to be the active tab, and Textual moves the focus off a hidden tab onto its next
+    widget. Neither is the user's doing: the tab stays, and the new tab's field is still only offered."""
+    from textual.widgets import TabbedContent, TabPane
+
+    app = static_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        for key, widget_id in (("3", "placement-input"), ("4", "keytree-input")):
+            await pilot.press(key)
+            await wait_until(pilot, lambda: app.focused is not None and app.focused.id == widget_id, what=widget_id)
+        placement = app.query_one("TabPane#placement", TabPane)
+        placement.post_message(TabPane.Focused(placement))  # as a widget there taking the focus late posts it
+        app.screen.set_focus(app.query_one("#placement-results"))  # Textual's focus off the hidden tab
+        app.screen.set_focus(app.query_one("#keytree-input"))
+        await pilot.pause(0.2)
+        assert app.query_one(TabbedContent).active == "keytree"
+        await pilot.press("5")
+        await wait_until(pilot, lambda: app.query_one(TabbedContent).active == "producer", what="the producer tab")
+        assert app.query_one("#keytree-input").text == ""
