@@ -292,7 +292,8 @@ class KConsoleApp(App[None]):
             await event.pane.built()
             if self.query_one(TabbedContent).active != event.pane.id:
                 return
-        if event.pane.id:
+        focused = self.focused
+        if event.pane.id and (focused is None or event.pane not in focused.ancestors):  # a click on the tab strip
             self.focus_model.focus_tab(event.pane.id)
 
     # ---- focus and toasts (console.ui.focus, console.ui.toasts) --------------------------------
@@ -385,10 +386,10 @@ class KConsoleApp(App[None]):
         pane = self.query_one(f"TabPane#{tab}")
         if isinstance(pane, LazyPane):
             await pane.built()  # before it shows: never an empty tab, and its first focus is there
-        tabs = self.query_one(TabbedContent)
-        if tabs.active == tab:
-            self.focus_model.focus_tab(tab)
-        tabs.active = tab
+        self.query_one(TabbedContent).active = tab
+        # Focused here, not when TabActivated arrives: the key after the tab key (enter, to enter its
+        # field) must find the focus on the tab it opened.
+        self.focus_model.focus_tab(tab)
 
     async def action_sort(self) -> None:
         await self.action_show_tab("shards")

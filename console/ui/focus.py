@@ -18,8 +18,9 @@ from textual.app import App
 from textual.dom import NoScreen
 from textual.errors import NoWidget
 from textual.widget import Widget
-from textual.widgets import Input, TabbedContent, TabPane, Tabs, TextArea
+from textual.widgets import Input, TabbedContent, Tabs, TextArea
 
+from console.ui.lazy_tabs import ConsolePane
 from console.ui.tabs import TABS
 
 TEXT_FIELDS = (Input, TextArea)
@@ -61,7 +62,9 @@ class FocusModel:
         found = pane.query(FIRST_FOCUS[tab]) if tab in FIRST_FOCUS else None
         target = found.first() if found else next((w for w in pane.query("*") if w.focusable), self.tab_strip)
         self._offered_field = target if isinstance(target, TEXT_FIELDS) else None
-        target.focus()
+        # At once, not a moment later as Widget.focus() gives it: a key pressed right after the tab key
+        # (enter, to enter the field) must find the focus on the tab it opened.
+        target.screen.set_focus(target)
         self.app.refresh_bindings()
 
     def enter_field(self) -> None:
@@ -88,7 +91,7 @@ class FocusModel:
             return
         if screen is not self.app.screen_stack[0]:
             return
-        pane = next((node for node in widget.ancestors if isinstance(node, TabPane)), None)
+        pane = next((node for node in widget.ancestors if isinstance(node, ConsolePane)), None)
         if pane is not None and pane.id != self.app.query_one(TabbedContent).active:
             # Textual moving the focus off a tab being hidden, onto its next widget, a moment after the
             # switch: not the user's choice, and the field the new tab offers stays only offered.

@@ -398,14 +398,16 @@ async def test_heat_on_an_auto_stream_counts_keyless_records_and_suggests_no_key
             "heat",
             stream,
             "--seconds",
-            "4",
+            "5",
             "--json",
             "--endpoint-url",
             endpoint,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        await asyncio.sleep(2.0)  # the sampler starts from LATEST
+        said = []  # the sampler reads from LATEST: the records are put once it says it samples
+        while not said or (said[-1] and b"sampling" not in said[-1]):
+            said.append(await asyncio.wait_for(process.stderr.readline(), 60))
         for _ in range(3):
             await kinesis.put_records(
                 stream,
@@ -413,7 +415,8 @@ async def test_heat_on_an_auto_stream_counts_keyless_records_and_suggests_no_key
                 + [{"Data": b"keyed", "PartitionKey": "hot"} for _ in range(20)],
             )
             await asyncio.sleep(0.3)
-        out, err = await asyncio.wait_for(process.communicate(), 60)
+        out, rest = await asyncio.wait_for(process.communicate(), 60)
+        err = b"".join(said) + rest
     assert process.returncode == 0, err.decode()
     document = json.loads(out)
     assert document["record_distribution"] == "AUTO" and document["keyless_records"] == 120

@@ -261,9 +261,25 @@ async def test_split_and_merge_mid_run_verify_clean(kinesis, make_stream, mode):
             rate=total / 3.0,
             max_batch_records=100,
         )
-        producer = producer_for(kinesis, stream, settings, shard_map=shard_map)
+        # Each reshard is made while the run waits at a gate: on a busy machine a split or a merge can take
+        # longer than the rest of the run, which would then end before the reshard it is meant to cross.
+        gate = asyncio.Event()
+        gate.set()
+
+        async def put_records(*args, **kwargs):
+            await gate.wait()
+            return await kinesis.put_records(*args, **kwargs)
+
+        async def put_record(*args, **kwargs):
+            await gate.wait()
+            return await kinesis.put_record(*args, **kwargs)
+
+        producer = OrderedProducer(
+            stream, settings, put_records=put_records, put_record=put_record, shard_map=shard_map
+        )
         task = asyncio.create_task(producer.run())
         await wait_for_acks(producer, total // 4, task)
+        gate.clear()
         first, second = sorted(await kinesis.all_shards(stream), key=lambda s: s.starting_hash_key)
         # Split among the run's own keys, so each child is written to (at a fixed point, 16 random
         # keys leave a quarter of the key space empty one run in a hundred).
@@ -274,12 +290,15 @@ async def test_split_and_merge_mid_run_verify_clean(kinesis, make_stream, mode):
         )
         await kinesis.split_shard(stream, first.shard_id, inside[len(inside) // 2])
         await kinesis.wait_for_active(stream)
+        gate.set()
         await wait_for_acks(producer, total // 2, task)
         children = [s for s in await kinesis.all_shards(stream) if s.parent_shard_id == first.shard_id]
         await wait_for_records_in(producer, {child.shard_id for child in children}, task)
+        gate.clear()
         upper_child = next(s for s in children if s.ending_hash_key == first.ending_hash_key)
         await kinesis.merge_shards(stream, upper_child.shard_id, second.shard_id)
         await kinesis.wait_for_active(stream)
+        gate.set()
         result = await task
     report = await Verifier.for_backend(kinesis).verify(result)
     assert report.ok, report.to_json()["problems"][:5]
