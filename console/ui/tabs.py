@@ -146,7 +146,7 @@ def _readers(host: TabHost) -> Widget:
 
     bound = _reactives(host)
     panel = ReadersPanel(host.source, poll_lock=host.poll_lock, interval=host.interval, id="readers-panel")
-    return panel.data_bind(bound.stream, shard=bound.selected_shard_id)
+    return panel.data_bind(bound.stream, bound.read_only, shard=bound.selected_shard_id)
 
 
 TABS: tuple[Tab, ...] = (
@@ -250,6 +250,7 @@ TABS: tuple[Tab, ...] = (
         _readers,
         aliases=("re",),
         first_focus="#readers-table",
+        key_widgets=(("console.ui.panels.readers:ReadersPanel", "#readers-panel"),),
     ),
 )
 
