@@ -170,7 +170,7 @@ class RewindScreen(ModalScreen["RunResult | None"]):
                 yield Button("Cancel", id="rewind-cancel")
                 yield Button("Rewind", id="rewind-apply", variant="error", disabled=True)
             yield Static(
-                Text("enter on where: preview · type the table name, enter: rewind · esc: close"),
+                Text("enter: preview · type the table name, enter: rewind · esc: close"),
                 id="rewind-keys",
             )
 
@@ -347,8 +347,11 @@ class RewindScreen(ModalScreen["RunResult | None"]):
         """A failure the workers do not expect (they expect ConsoleError) is a defect: said, not lost."""
         if event.state == WorkerState.ERROR and event.worker.group.startswith("rewind-"):
             error = event.worker.error
-            self.applying = self.writing = False
             self.show_status(f"{event.worker.description}: internal error: {type(error).__name__}: {error}", error=True)
+            if event.worker.group == "rewind-run":  # the action log says what the write in flight did
+                self.applying = self.writing = False
+                self.query_one("#rewind-progress", ProgressBar).remove_class("-shown")
+                self._refresh_apply()
 
     # ---- what it shows --------------------------------------------------------------------------
 
