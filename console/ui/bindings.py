@@ -174,6 +174,7 @@ PANEL_KEYS: tuple[PanelKeys, ...] = tuple(PanelKeys(tab.title, tab.id, tab.key_w
 # Panel actions that change the stream (their panels grey them out when read-only): (widget class name, action).
 PANEL_MUTATING = {
     ("ProducerPanel", "start"),
+    ("ConsumersPanel", "rewind"),
     ("ReadersPanel", "rewind"),
     ("ReadersPanel", "disable_mapping"),
     ("ReadersPanel", "enable_mapping"),

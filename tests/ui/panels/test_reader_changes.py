@@ -228,3 +228,40 @@ async def test_read_only_greys_the_reader_changes_and_refuses_them_with_a_messag
         await pilot.pause()
         assert panel.check_action("rewind", ()) is True
     assert not ActionLog.default().entries()
+
+
+async def test_w_on_the_consumers_tab_opens_the_rewind_of_the_lease_table_read_there_and_esc_cancels_it(
+    local_kinesis, kinesis, ddb, make_stream
+):
+    from console.ui.panels.consumers import ConsumersPanel
+
+    stream, table, _worker = await kcl_application(kinesis, ddb, make_stream, records=4)
+    before = await checkpoints(ddb, table)
+    app = RecordingApp(PrefetchingSource(kinesis, stream), stream=stream, interval=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.view is not None, what="first poll")
+        await pilot.press("8")
+        panel = app.query_one(ConsumersPanel)
+        assert panel.check_action("rewind", ()) is None  # no lease table read yet: greyed out
+        box = panel.query_one("#consumers-table", Input)
+        box.focus()
+        await pilot.press(*"w")  # typed into the lease table box, a letter like any other
+        assert box.value == "w" and not isinstance(app.screen, RewindScreen)
+        box.value = table
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: panel.lease_table == table, what="the lease table read")
+        assert panel.check_action("rewind", ()) is True
+        await pilot.press("w")
+        await wait_until(pilot, lambda: isinstance(app.screen, RewindScreen), what="the rewind dialog")
+        screen = app.screen
+        assert isinstance(screen, RewindScreen) and screen.table == table
+        # Esc while the plan is read and the counters watched: the dialog closes, its work stops.
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, RewindScreen), what="the dialog closed")
+        await wait_until(
+            pilot,
+            lambda: all(w.is_finished for w in app.workers if w.node is screen),
+            what="the dialog's workers to stop",
+        )
+    assert await checkpoints(ddb, table) == before
+    assert not ActionLog.default().entries()
