@@ -336,6 +336,7 @@ class RewindScreen(ModalScreen["RunResult | None"]):
         self.result = result
         progress.remove_class("-shown")
         self.query_one("#rewind-plan", Static).update(shown_lines(plan.lines() + result.lines()))
+        self.query_one("#rewind-plan-box", ScrollableContainer).scroll_end(animate=False)
         last = result.lines()[-1] if result.outcomes else "nothing to change"
         self.show_status(last, error=not result.complete)
         self.query_one("#rewind-cancel", Button).label = "Close"
@@ -366,6 +367,8 @@ class RewindScreen(ModalScreen["RunResult | None"]):
                 "rewind: checkpoints are being written; the outcome follows in a moment", severity="warning"
             )
             return
+        if self.applying and self.result is None:  # still watching the counters: nothing written yet
+            self.app.notify(f"rewind {self.table}: cancelled before any write; nothing was written", timeout=5)
         for group in ("rewind-plan", "rewind-watch", "rewind-run"):
             self.workers.cancel_group(self, group)
         self.dismiss(self.result)

@@ -230,7 +230,7 @@ async def test_read_only_greys_the_reader_changes_and_refuses_them_with_a_messag
     assert not ActionLog.default().entries()
 
 
-async def test_w_on_the_consumers_tab_opens_the_rewind_of_the_lease_table_read_there_and_esc_cancels_it(
+async def test_w_on_the_consumers_tab_opens_the_rewind_of_the_lease_table_read_there_and_esc_cancels_its_work(
     local_kinesis, kinesis, ddb, make_stream
 ):
     from console.ui.panels.consumers import ConsumersPanel
@@ -263,5 +263,20 @@ async def test_w_on_the_consumers_tab_opens_the_rewind_of_the_lease_table_read_t
             lambda: all(w.is_finished for w in app.workers if w.node is screen),
             what="the dialog's workers to stop",
         )
+        # Esc while the run watches the counters before writing: cancelled, nothing written.
+        await pilot.press("w")
+        await wait_until(pilot, lambda: isinstance(app.screen, RewindScreen), what="the rewind dialog again")
+        screen = app.screen
+        assert isinstance(screen, RewindScreen)
+        await wait_until(pilot, lambda: screen.plan is not None and screen.running is False, what="plan and watch")
+        name = screen.query_one("#rewind-name", Input)
+        name.value = table
+        name.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.applying, what="the run")
+        assert screen.query_one("#rewind-progress").has_class("-shown")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, RewindScreen), what="the dialog closed")
+        assert any(f"rewind {table}: cancelled before any write; nothing was written" in n for n in app.notes)
     assert await checkpoints(ddb, table) == before
     assert not ActionLog.default().entries()
