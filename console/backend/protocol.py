@@ -2,8 +2,9 @@
 
 `ConsoleBackend` lists every call the console makes on the backend, itself or through the domain
 work it runs there (the producer, the tail, the heat sampler, the lease poll, resharding, the
-stream actions and the readers' changes). The backend implements it, and so does the wrapper that starts the first poll's
-calls before the UI is up; the in-memory source of the screenshots offers its `StreamReads`.
+stream actions and the readers' changes). The backend implements it, and so does the wrapper that
+starts the first poll's calls before the UI is up; the in-memory source of the screenshots offers
+its `StreamReads`.
 
 What not every source offers is said, not probed: `capabilities` holds the names below, so the
 console asks `CLOUDWATCH in source.capabilities` rather than whether some method happens to exist.
