@@ -525,8 +525,19 @@ class KinesisBackend(CallPath):
     async def get_item(self, table: str, key: dict) -> dict | None:
         return await self._dynamodb.get_item(table, key)
 
-    async def update_item_if(self, table: str, key: dict, **change: Any) -> None:
-        await self._dynamodb.update_item_if(table, key, **change)
+    async def update_item_if(
+        self,
+        table: str,
+        key: dict,
+        *,
+        set_values: dict[str, dict],
+        remove: list[str],
+        add_numbers: dict[str, int],
+        expected: dict[str, dict | None],
+    ) -> None:
+        await self._dynamodb.update_item_if(
+            table, key, set_values=set_values, remove=remove, add_numbers=add_numbers, expected=expected
+        )
 
     async def put_item_if_absent(self, table: str, item: dict, key_attribute: str) -> None:
         await self._dynamodb.put_item_if_absent(table, item, key_attribute)

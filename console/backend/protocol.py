@@ -1,9 +1,10 @@
 """The one seam between the console (console/ui) and the backend: what the console asks of it.
 
 `ConsoleBackend` lists every call the console makes on the backend, itself or through the domain
-work it runs there (the producer, the tail, the heat sampler, the lease poll, resharding and the
-stream actions). The backend implements it, and so does the wrapper that starts the first poll's
-calls before the UI is up; the in-memory source of the screenshots offers its `StreamReads`.
+work it runs there (the producer, the tail, the heat sampler, the lease poll, resharding, the
+stream actions and the readers' changes). The backend implements it, and so does the wrapper that
+starts the first poll's calls before the UI is up; the in-memory source of the screenshots offers
+its `StreamReads`.
 
 What not every source offers is said, not probed: `capabilities` holds the names below, so the
 console asks `CLOUDWATCH in source.capabilities` rather than whether some method happens to exist.
@@ -70,8 +71,50 @@ class ReaderSources(Protocol):
     ) -> list[MetricPoints]: ...
 
 
-class ConsoleBackend(StreamReads, ReaderSources, Protocol):
-    """Every call the console makes on a backend (see the module's docstring)."""
+class LeaseTableWrites(Protocol):
+    """What moving a KCL application's checkpoints asks of a backend (console.consumers.rewind): reads
+    of the lease table, a consistent read of one item, and the conditional writes."""
+
+    async def describe_table(self, table: str) -> dict[str, Any]: ...
+
+    async def scan_table(self, table: str, *, limit: int | None = None) -> list[dict[str, Any]]: ...
+
+    async def get_item(self, table: str, key: dict[str, Any]) -> dict[str, Any] | None: ...
+
+    async def update_item_if(
+        self,
+        table: str,
+        key: dict[str, Any],
+        *,
+        set_values: dict[str, dict[str, Any]],
+        remove: list[str],
+        add_numbers: dict[str, int],
+        expected: dict[str, dict[str, Any] | None],
+    ) -> None: ...
+
+    async def put_item_if_absent(self, table: str, item: dict[str, Any], key_attribute: str) -> None: ...
+
+    async def create_lease_table(self, table: str) -> None: ...
+
+
+class MappingWrites(Protocol):
+    """What pausing, resuming and replaying a Lambda event source mapping asks of a backend
+    (console.consumers.mappings)."""
+
+    async def describe_stream_summary(self, stream: str) -> StreamSummary: ...
+
+    async def event_source_mappings(self, source_arn: str | None = None) -> list[dict[str, Any]]: ...
+
+    async def event_source_mapping(self, uuid: str) -> dict[str, Any]: ...
+
+    async def set_event_source_mapping_enabled(self, uuid: str, enabled: bool) -> dict[str, Any]: ...
+
+    async def create_event_source_mapping(self, request: dict[str, Any]) -> dict[str, Any]: ...
+
+
+class ConsoleBackend(StreamReads, ReaderSources, LeaseTableWrites, MappingWrites, Protocol):
+    """Every call the console makes on a backend (see the module's docstring), the Readers tab's
+    changes (a KCL application's checkpoints, a Lambda mapping's state) among them."""
 
     # Which optional parts this source offers (CLOUDWATCH, RETRY_EVENTS).
     capabilities: frozenset[str]
@@ -214,44 +257,3 @@ class ConsoleBackend(StreamReads, ReaderSources, Protocol):
     async def streams_metrics(
         self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime, period: int = 60
     ) -> Any: ...
-
-
-class LeaseTableWrites(Protocol):
-    """What moving a KCL application's checkpoints asks of a backend (console.consumers.rewind): reads
-    of the lease table, a consistent read of one item, and the conditional writes."""
-
-    async def describe_table(self, table: str) -> dict[str, Any]: ...
-
-    async def scan_table(self, table: str, *, limit: int | None = None) -> list[dict[str, Any]]: ...
-
-    async def get_item(self, table: str, key: dict[str, Any]) -> dict[str, Any] | None: ...
-
-    async def update_item_if(
-        self,
-        table: str,
-        key: dict[str, Any],
-        *,
-        set_values: dict[str, dict[str, Any]],
-        remove: list[str],
-        add_numbers: dict[str, int],
-        expected: dict[str, dict[str, Any] | None],
-    ) -> None: ...
-
-    async def put_item_if_absent(self, table: str, item: dict[str, Any], key_attribute: str) -> None: ...
-
-    async def create_lease_table(self, table: str) -> None: ...
-
-
-class MappingWrites(Protocol):
-    """What pausing, resuming and replaying a Lambda event source mapping asks of a backend
-    (console.consumers.mappings)."""
-
-    async def describe_stream_summary(self, stream: str) -> StreamSummary: ...
-
-    async def event_source_mappings(self, source_arn: str | None = None) -> list[dict[str, Any]]: ...
-
-    async def event_source_mapping(self, uuid: str) -> dict[str, Any]: ...
-
-    async def set_event_source_mapping_enabled(self, uuid: str, enabled: bool) -> dict[str, Any]: ...
-
-    async def create_event_source_mapping(self, request: dict[str, Any]) -> dict[str, Any]: ...

@@ -99,7 +99,9 @@ ACTIONS: tuple[ConsoleAction, ...] = (
 
 MUTATING_ACTIONS = frozenset(a.action for a in ACTIONS if a.mutating)
 # What read-only mode disables, in the words every notice uses.
-READ_ONLY_DISABLES = "split, merge, scale, the stream actions (S), the producer and enhanced monitoring"
+READ_ONLY_DISABLES = (
+    "split, merge, scale, the stream actions (S), the producer, enhanced monitoring and the readers' changes (w, d, e)"
+)
 
 # The console's own keys (KConsoleApp.BINDINGS); the tabs' keys are their widgets' BINDINGS.
 APP_BINDINGS: list[Binding] = [
@@ -170,7 +172,13 @@ class PanelKeys:
 
 PANEL_KEYS: tuple[PanelKeys, ...] = tuple(PanelKeys(tab.title, tab.id, tab.key_widgets) for tab in TABS)
 # Panel actions that change the stream (their panels grey them out when read-only): (widget class name, action).
-PANEL_MUTATING = {("ProducerPanel", "start")}
+PANEL_MUTATING = {
+    ("ProducerPanel", "start"),
+    ("ConsumersPanel", "rewind"),
+    ("ReadersPanel", "rewind"),
+    ("ReadersPanel", "disable_mapping"),
+    ("ReadersPanel", "enable_mapping"),
+}
 _MOVES = {"cursor", "page", "jump", "first", "follow", "select"}  # arrows & co: listed once, not per widget
 _KEY_NAMES = {"question_mark": "?", "slash": "/", "escape": "esc"}
 

@@ -307,6 +307,38 @@ class PrefetchingSource:
     ) -> list[MetricPoints]:
         return await self._source.metric_series(queries, start, end, period)
 
+    async def get_item(self, table: str, key: dict[str, Any]) -> dict[str, Any] | None:
+        return await self._source.get_item(table, key)
+
+    async def update_item_if(
+        self,
+        table: str,
+        key: dict[str, Any],
+        *,
+        set_values: dict[str, dict[str, Any]],
+        remove: list[str],
+        add_numbers: dict[str, int],
+        expected: dict[str, dict[str, Any] | None],
+    ) -> None:
+        await self._source.update_item_if(
+            table, key, set_values=set_values, remove=remove, add_numbers=add_numbers, expected=expected
+        )
+
+    async def put_item_if_absent(self, table: str, item: dict[str, Any], key_attribute: str) -> None:
+        await self._source.put_item_if_absent(table, item, key_attribute)
+
+    async def create_lease_table(self, table: str) -> None:
+        await self._source.create_lease_table(table)
+
+    async def event_source_mapping(self, uuid: str) -> dict[str, Any]:
+        return await self._source.event_source_mapping(uuid)
+
+    async def set_event_source_mapping_enabled(self, uuid: str, enabled: bool) -> dict[str, Any]:
+        return await self._source.set_event_source_mapping_enabled(uuid, enabled)
+
+    async def create_event_source_mapping(self, request: dict[str, Any]) -> dict[str, Any]:
+        return await self._source.create_event_source_mapping(request)
+
 
 def _supervise_local_server(
     kinesis, stream: str | None, shards: int, *, demo: bool, split: bool, read_only: bool, shown: dict[str, Any]

@@ -138,7 +138,7 @@ def _consumers(host: TabHost) -> Widget:
 
     bound = _reactives(host)
     panel = ConsumersPanel(host.source, poll_lock=host.poll_lock, interval=host.interval, id="consumers-panel")
-    return panel.data_bind(bound.stream, bound.view, bound.cloudwatch)
+    return panel.data_bind(bound.stream, bound.view, bound.cloudwatch, bound.read_only)
 
 
 def _readers(host: TabHost) -> Widget:
@@ -146,7 +146,7 @@ def _readers(host: TabHost) -> Widget:
 
     bound = _reactives(host)
     panel = ReadersPanel(host.source, poll_lock=host.poll_lock, interval=host.interval, id="readers-panel")
-    return panel.data_bind(bound.stream, shard=bound.selected_shard_id)
+    return panel.data_bind(bound.stream, bound.read_only, shard=bound.selected_shard_id)
 
 
 TABS: tuple[Tab, ...] = (
@@ -240,6 +240,7 @@ TABS: tuple[Tab, ...] = (
         _consumers,
         aliases=("co",),
         first_focus="#consumers-table",
+        key_widgets=(("console.ui.panels.consumers:ConsumersPanel", "#consumers-panel"),),
     ),
     Tab(
         "readers",
@@ -250,6 +251,7 @@ TABS: tuple[Tab, ...] = (
         _readers,
         aliases=("re",),
         first_focus="#readers-table",
+        key_widgets=(("console.ui.panels.readers:ReadersPanel", "#readers-panel"),),
     ),
 )
 

@@ -218,3 +218,49 @@ async def test_enhanced_monitoring_from_heat_and_from_the_heat_tab_logs_the_same
     assert cli_log == ui_log
     for name in (twins.cli, twins.ui):
         assert (await kinesis.describe_stream_summary(name)).enhanced_metrics
+
+
+async def test_a_lambda_mapping_disabled_and_enabled_from_readers_and_from_the_readers_tab_logs_the_same(
+    kinesis, make_stream, local_kinesis, capsys
+):
+    from console.ui.panels.readers import ReadersPanel
+    from tests.consumers.reader_resources import ReaderFactory
+    from tests.ui.panels.test_reader_changes import select_reader
+
+    endpoint = local_kinesis.endpoint_url
+    twins = Twins(kinesis, make_stream)
+    await twins.make()
+    mappings = {}
+    async with ReaderFactory(endpoint) as readers:
+        function = await readers.function()
+        for name in (twins.cli, twins.ui):
+            mappings[name] = (await readers.mapping(twins.arns[name], function))["UUID"]
+    for action in ("disable", "enable"):
+        code, out, err = await kconsole(
+            capsys, endpoint, "readers", action, twins.cli, "--mapping", mappings[twins.cli], "--yes"
+        )
+        assert code == 0, err
+    app = RecordingApp(kinesis, stream=twins.ui, interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.view is not None, what="first poll")
+        await pilot.press("9")
+        await select_reader(pilot, app.query_one(ReadersPanel), "lambda", function)
+        for key, action in (("d", "disable"), ("e", "enable")):
+            await pilot.press(key)
+            await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="typed confirmation")
+            await pilot.press(*twins.ui, "enter")
+            await wait_until(
+                pilot,
+                lambda action=action: any(f"{action} mapping {mappings[twins.ui]}: applied" in n for n in app.notes),
+                what=f"{action} done",
+            )
+
+    def logged(stream: str) -> list[dict]:
+        return json.loads(json.dumps(twins.log(stream)).replace(mappings[stream], "<mapping>"))
+
+    cli_log, ui_log = logged(twins.cli), logged(twins.ui)
+    assert [(e["kind"], e["operation"]) for e in cli_log] == [
+        ("intent", "UpdateEventSourceMapping"),
+        ("outcome", "UpdateEventSourceMapping"),
+    ] * 2
+    assert cli_log == ui_log

@@ -9,6 +9,9 @@ table, lag per leased shard) every poll interval, shown in the panel's own table
 the app's shard poll never run at once: both hold the one `poll_lock` the app hands the panel. What
 the shard table needs leaves as a message: `LagChanged` (its Lag column). Rows are updated in place.
 Every text from the lease table or the stream is shown escaped and as plain text (no markup).
+
+`w` with a lease table read here opens the rewind dialog on it (console.ui.screens.rewind), as `w` on
+the KCL application in the Readers tab does; greyed out in read-only mode and without a lease table.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 from rich.text import Text
 from textual import events, work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive, var
@@ -88,8 +92,11 @@ class ConsumersPanel(Vertical):
     ConsumersPanel.-short #consumers-metrics { display: none; }
     """
 
-    # Followed from the app (data_bind): the stream whose consumers are shown.
+    BINDINGS = [Binding("w", "rewind", "Rewind", id="consumers.rewind")]
+
+    # Followed from the app (data_bind): the stream whose consumers are shown, and whether changes are allowed.
     stream: reactive[str | None] = reactive(None, init=False)
+    read_only: reactive[bool] = reactive(False, init=False)
     # The app's last shard poll, so the lease poll need not list the shards again.
     view: var[StreamView | None] = var(None, init=False, always_update=True)  # the app's (data_bind)
     # The app's once-a-minute fetch of the stream-level CloudWatch metrics (the Heat tab shows them too).
@@ -128,6 +135,7 @@ class ConsumersPanel(Vertical):
         self._shards: Sequence[Shard] | None = None
         self._stream_arn: str | None = None
         self._meter: Any = None  # measures shards' throughput for leases without their own, once a minute
+        self.watch_seconds: float | None = None  # the rewind's watch before writing (None: the domain's default)
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="KCL lease table (enter reads it; empty: EFO consumers only)", id="consumers-table")
@@ -166,7 +174,43 @@ class ConsumersPanel(Vertical):
             self.show_error("no stream open: press p to pick one")
             return
         self.lease_table = message.table
+        self.refresh_bindings()
         self._watch(self.source, self.stream, message.table)
+
+    # ---- rewinding the application whose lease table is read here --------------------------------
+
+    def rewind_refusal(self) -> str | None:
+        """Why `w` does nothing now (None: it opens the rewind dialog)."""
+        if self.read_only:
+            return "rewind: disabled in read-only mode (R or :rw leaves it, after you type the stream name)"
+        if not self.stream or self.source is None:
+            return "no stream open: press p to pick one"
+        if not self.lease_table:
+            return "w rewinds a KCL application: type its lease table above and press enter first"
+        return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "rewind":
+            return None if self.rewind_refusal() else True  # greyed out in the footer
+        return True
+
+    def watch_read_only(self) -> None:
+        self.refresh_bindings()
+
+    def on_key(self, event: events.Key) -> None:
+        """A greyed-out w says why rather than stay silent (typed into the lease table box, it is a letter)."""
+        if event.key == "w" and not isinstance(self.app.focused, Input) and (problem := self.rewind_refusal()):
+            event.stop()
+            self.app.notify(problem, severity="warning", timeout=4)
+
+    def action_rewind(self) -> None:
+        if (problem := self.rewind_refusal()) is not None:
+            self.app.notify(problem, severity="warning", timeout=4)
+            return
+        from console.ui.screens.rewind import RewindScreen
+
+        assert self.stream is not None and self.lease_table is not None
+        self.app.push_screen(RewindScreen(self.source, self.stream, self.lease_table, watch_seconds=self.watch_seconds))
 
     def watch_stream(self) -> None:
         self.workers.cancel_group(self, "consumers")
@@ -174,6 +218,7 @@ class ConsumersPanel(Vertical):
             self.query_one("#consumers-workers", DataTable).clear()
             self.query_one("#consumers-workers-status", Static).update("")
         self.lease_table = None
+        self.refresh_bindings()
         self._shards = self._stream_arn = None
         self._meter = None
         self.post_message(self.LagChanged(self.stream, {}))

@@ -5,6 +5,12 @@ position on each shard where the leases tell (KCL), or that its lag is known onl
 line with every reader's position on the shard selected in the console (the table, the ribbon, the
 lineage tree).
 
+Its keys put a reader right: `w` on a KCL application opens the rewind dialog
+(console.ui.screens.rewind), `d` / `e` disable or enable a Lambda event source mapping, each
+prepared and run by the domain (console.consumers.rewind, console.consumers.mappings: the command
+line's plans), confirmed by a typed name and logged in the action log. Each key is greyed out where
+it does not apply (another kind of reader) and in read-only mode, and says why when pressed.
+
 The panel polls while it is shown: a worker of its own reads one `readers_report` every `interval`
 seconds, holding the `poll_lock` the app hands it (never alongside a shard poll or a lease poll).
 A service the endpoint lacks or a permission missing is one line in place of its rows. Every name
@@ -20,15 +26,18 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual import events, work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 from textual.worker import Worker, WorkerState
 
 from console.backend.protocol import READERS, ConsoleBackend
+from console.consumers.reader_model import KCL, LAMBDA
 from console.consumers.report import format_millis
 from console.errors import ConsoleError
 from console.read.printable import printable
+from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.widgets.table_rows import plain, replace_rows
 
 if TYPE_CHECKING:
@@ -43,6 +52,15 @@ NO_READER_SERVICES = (
     "this source offers none of the readers' services (Lambda, Firehose, Pipes, Flink); "
     "the Consumers tab (8) reads EFO consumers and KCL leases"
 )
+
+
+# What each key changes, and the kind of reader it applies to.
+READER_CHANGES = {"rewind": KCL, "disable_mapping": LAMBDA, "enable_mapping": LAMBDA}
+NOT_THIS_KIND = {
+    KCL: "w rewinds a KCL application: select a kcl row",
+    LAMBDA: "d / e disable or enable a Lambda mapping: select a lambda row",
+}
+READ_ONLY_REFUSAL = "{what}: disabled in read-only mode (R or :rw leaves it, after you type the stream name)"
 
 
 def reader_key(reader: Reader) -> str:
@@ -107,6 +125,16 @@ def setting_text(value: object) -> str | None:
     return str(value)
 
 
+def mapping_uuid(reader: Reader) -> str | None:
+    """A Lambda reader's event source mapping UUID: the end of its ARN (or the ARN field itself
+    when the server gives only the UUID)."""
+    return (reader.arn or "").rpartition(":")[2] or None
+
+
+def lease_table_of(reader: Reader) -> str:
+    return str(reader.settings.get("lease_table") or reader.name)
+
+
 def detail_text(reader: Reader | None) -> Text:
     """The selected reader: what it is, its state, errors and settings, and where it is per shard."""
     if reader is None:
@@ -153,10 +181,17 @@ class ReadersPanel(Vertical):
     ReadersPanel.-short #readers-shard { max-height: 2; }
     """
 
-    # Followed from the app (data_bind): the stream whose readers are shown, and the shard selected
-    # in the console (the app's selected_shard_id).
+    BINDINGS = [
+        Binding("w", "rewind", "Rewind", id="readers.rewind"),
+        Binding("d", "disable_mapping", "Disable mapping", id="readers.disable"),
+        Binding("e", "enable_mapping", "Enable mapping", id="readers.enable"),
+    ]
+
+    # Followed from the app (data_bind): the stream whose readers are shown, the shard selected
+    # in the console (the app's selected_shard_id), and whether changes are allowed.
     stream: reactive[str | None] = reactive(None, init=False)
     shard: reactive[str | None] = reactive(None, init=False)
+    read_only: reactive[bool] = reactive(False, init=False)
 
     def __init__(
         self,
@@ -173,6 +208,7 @@ class ReadersPanel(Vertical):
         self.report: ReadersReport | None = None  # the last one read of `stream`
         self._readers: dict[str, Reader] = {}  # by row key
         self._shown = False
+        self.watch_seconds: float | None = None  # the rewind's watch before writing (None: the domain's default)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="readers-status")
@@ -301,6 +337,7 @@ class ReadersPanel(Vertical):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         self._show_detail()
+        self.refresh_bindings()  # w, d and e follow the kind of reader on the cursor
 
     def _show_detail(self) -> None:
         self.query_one("#readers-detail", Static).update(detail_text(self.selected_reader))
@@ -312,3 +349,94 @@ class ReadersPanel(Vertical):
         if not table.row_count:
             return None
         return self._readers.get(str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value))
+
+    # ---- putting a reader right ---------------------------------------------------------------
+
+    def refusal(self, action: str) -> str | None:
+        """Why the key of `action` does nothing now (None: it acts)."""
+        what = {"rewind": "rewind", "disable_mapping": "disable mapping", "enable_mapping": "enable mapping"}[action]
+        if self.read_only:
+            return READ_ONLY_REFUSAL.format(what=what)
+        if not self.stream or self.source is None:
+            return "no stream open: press p to pick one"
+        reader = self.selected_reader
+        kind = READER_CHANGES[action]
+        if reader is None or reader.kind != kind:
+            return NOT_THIS_KIND[kind]
+        return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A change is greyed out (None) in read-only mode and where the row is another kind of reader."""
+        if action in READER_CHANGES:
+            return None if self.refusal(action) else True
+        return True
+
+    def watch_read_only(self) -> None:
+        self.refresh_bindings()
+
+    def on_key(self, event: events.Key) -> None:
+        """A greyed-out key says why rather than stay silent."""
+        action = next((b.action for b in self.BINDINGS if isinstance(b, Binding) and b.key == event.key), None)
+        if action is not None and (problem := self.refusal(action)):
+            event.stop()
+            self.app.notify(problem, severity="warning", timeout=4)
+
+    def action_rewind(self) -> None:
+        if (problem := self.refusal("rewind")) is not None:
+            self.app.notify(problem, severity="warning", timeout=4)
+            return
+        from console.ui.screens.rewind import RewindScreen
+
+        reader, stream = self.selected_reader, self.stream
+        assert reader is not None and stream is not None
+        self.app.push_screen(
+            RewindScreen(self.source, stream, lease_table_of(reader), watch_seconds=self.watch_seconds),
+            lambda _result: self._start(),
+        )
+
+    def action_disable_mapping(self) -> None:
+        self._toggle_mapping(enable=False)
+
+    def action_enable_mapping(self) -> None:
+        self._toggle_mapping(enable=True)
+
+    def _toggle_mapping(self, *, enable: bool) -> None:
+        action = "enable_mapping" if enable else "disable_mapping"
+        if (problem := self.refusal(action)) is not None:
+            self.app.notify(problem, severity="warning", timeout=4)
+            return
+        reader = self.selected_reader
+        uuid = mapping_uuid(reader) if reader is not None else None
+        if not uuid or not self.stream:
+            self.app.notify("this Lambda reader names no mapping", severity="warning")
+            return
+        self._change_mapping(self.stream, uuid, enable)
+
+    @work(exclusive=True, group="reader-change", exit_on_error=False, description="change a Lambda mapping")
+    async def _change_mapping(self, stream: str, uuid: str, enable: bool) -> None:
+        from console.consumers import mappings
+        from console.lifecycle.actions import actor
+        from console.reshard.actionlog import ActionLog
+
+        verb = "enable" if enable else "disable"
+        assert self.source is not None
+        try:
+            plan = await mappings.prepare_toggle(self.source, stream, uuid, enable=enable)
+        except ConsoleError as error:
+            self.app.notify(f"{verb} mapping: {error.message}", severity="error", timeout=10)
+            return
+        if not plan.calls:
+            self.app.notify(printable(plan.summary), timeout=5)
+            return
+        confirmed = await self.app.push_screen_wait(ConfirmByNameScreen(stream, "\n".join(plan.lines())))
+        if not confirmed or self.read_only or stream != self.stream:
+            self.app.notify(f"{verb} mapping {uuid}: cancelled, nothing was called", timeout=4)
+            return
+        try:
+            made = await mappings.run(self.source, plan, action_log=ActionLog.default(), who=await actor(self.source))
+        except ConsoleError as error:
+            self.app.notify(f"{verb} mapping {uuid} failed: {error.message}", severity="error", timeout=15)
+        else:
+            done = "; ".join(f"{m.call.describe()}: {m.change.outcome}" for m in made)
+            self.app.notify(printable(done), title=f"{verb} mapping", timeout=8)
+        self._start()  # read the readers again: the mapping's state shows at once
