@@ -108,7 +108,7 @@ def spreadsheet_safe(cell: str) -> str:
     return printable(cell)
 
 
-def _cell(record: DecodedRecord, view: dict, path: tuple[str, ...]) -> str:
+def _cell(record: DecodedRecord, view: dict[str, Any], path: tuple[str, ...]) -> str:
     head = path[0]
     if head == "data" and len(path) == 1:
         return record.content_text()

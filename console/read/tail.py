@@ -40,7 +40,7 @@ from console.read.cursor import ShardCursor
 from console.read.decoding import KIND_ERROR, MIB, DecodedRecord, InflateBudget, decode_api_record
 from console.read.efo import Subscribe, SubscriptionCursor, starting_position
 from console.read.keyscope import carries_aggregate, key_hash_to_follow, shards_for_key, widening_note
-from console.read.positions import (  # noqa: F401 - re-exported: where a read starts belongs with reading
+from console.read.positions import (
     AFTER_SEQUENCE_NUMBER,
     AT_SEQUENCE_NUMBER,
     AT_TIMESTAMP,
@@ -48,8 +48,8 @@ from console.read.positions import (  # noqa: F401 - re-exported: where a read s
     TRIM_HORIZON,
     EndPosition,
     StartPosition,
-    parse_start,
 )
+from console.read.positions import parse_start as parse_start  # re-exported: where a read starts belongs with reading
 from console.read.schemas import SchemaCatalog
 from console.read.share import ReadShare
 from console.topology.model import Shard
@@ -74,7 +74,7 @@ _PERMANENT = (StreamNotFound, AccessDenied, NoCredentials, BadInput)
 
 
 class ReadBackend(Protocol):
-    async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]: ...
+    async def all_shards(self, stream: str, shard_filter: dict[str, Any] | None = None) -> list[Shard]: ...
     async def get_shard_iterator(
         self,
         stream: str,
@@ -84,7 +84,7 @@ class ReadBackend(Protocol):
         sequence_number: str | None = None,
         timestamp: datetime | None = None,
     ) -> str: ...
-    async def get_records(self, shard_iterator: str, limit: int = 10000) -> dict: ...
+    async def get_records(self, shard_iterator: str, limit: int = 10000) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ class TailBatch:
     ended: bool = False  # the shard is closed and fully read
     caught_up: bool = False  # without --follow: this shard is done
     weight: int = 0  # bytes the records hold (DecodedRecord.weight)
-    wire: list[dict] | None = None  # with TailOptions.wire: GetRecords' records, in sequence order
+    wire: list[dict[str, Any]] | None = None  # with TailOptions.wire: GetRecords' records, in sequence order
 
 
 @dataclass(slots=True)
@@ -146,7 +146,7 @@ def record_matches(
     return where is None or where(record)
 
 
-def records_until(raw_records: list[dict], moment: datetime) -> int:
+def records_until(raw_records: list[dict[str, Any]], moment: datetime) -> int:
     """How many of a page's records (in sequence order) arrived at or before `moment`."""
     for index, raw in enumerate(raw_records):
         arrival = raw.get("ApproximateArrivalTimestamp")
@@ -222,7 +222,7 @@ class TailReader:
         self._planned: set[str] = set()  # shards we read or will read once their parents end
         self._initial: frozenset[str] = frozenset()  # planned at the start (read from the start position)
         self._finished: set[str] = set()
-        self._tasks: dict[str, asyncio.Task] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
         self._map_listed_at = 0.0
         self._iterators: dict[str, str] = {}  # first iterators got by position()
         self._positioned = False
@@ -604,7 +604,7 @@ class TailReader:
         shard = self._shards.get(shard_id)
         return shard is not None and not shard.is_open
 
-    def _decode(self, raw_records: list[dict], shard_id: str) -> list[DecodedRecord]:
+    def _decode(self, raw_records: list[dict[str, Any]], shard_id: str) -> list[DecodedRecord]:
         key, grep, where = self.options.partition_key, self.options.grep, self.options.where
         decoded: list[DecodedRecord] = []
         budget = InflateBudget()  # what this page's records may inflate together

@@ -27,7 +27,8 @@ from console.acting import acting_for
 from console.errors import BackendError, BadInput, ConsoleError, LimitExceeded, PlanRejected, ResourceInUse
 from console.keyspace.hashkeys import MAX_HASH_KEY, md5_hash_key
 from console.read.decoding import DecodedRecord
-from console.read.tail import AT_TIMESTAMP, GET_RECORDS_LIMIT, StartPosition, TailOptions, TailReader
+from console.read.positions import AT_TIMESTAMP, StartPosition
+from console.read.tail import GET_RECORDS_LIMIT, TailOptions, TailReader
 from console.reshard.actionlog import ActionLog, Reading, Settle, logged_call
 from console.reshard.limits import StreamContext
 from console.reshard.plan import KeySample, MedianSplit, Operation, ReshardPlan, median_split
