@@ -425,7 +425,7 @@ async def _respect_distribution(
     kinesis, args: argparse.Namespace, summary, inputs: PlanInputs, build: PlanBuilder
 ) -> tuple[PlanInputs, PlanBuilder, str | None]:
     """On an AUTO stream keys do not place records: a split at their median is refused (nothing is
-    read or called) and the preview drops the keys that move; the notice says why."""
+    read or called); the plan itself counts no key's move (console.reshard.plan); the notice says why."""
     if not getattr(summary, "auto_distribution", False):
         return inputs, build, None
     from console.commands._distribution import distribution_since
@@ -440,9 +440,6 @@ async def _respect_distribution(
             "split at --at midpoint or --at HASH_KEY",
             code="auto_distribution",
         )
-    if inputs.sample is not None:
-        inputs = replace(inputs, sample=None)
-        build = plan_builder(args, inputs)
     note(f"kconsole: {notice}")
     return inputs, build, notice
 

@@ -186,6 +186,7 @@ class Executor:
             recent_scale_calls=calls,
             account_open_shards=open_count,
             account_shard_limit=limit,
+            auto_distribution=summary.auto_distribution,
         )
 
     async def _account_limits(self) -> tuple[int | None, int | None]:
