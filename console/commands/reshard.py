@@ -453,7 +453,7 @@ async def _with_recent_median(
     target = next((s for s in shards if s.shard_id == args.shard), None)
     if target is None or not target.is_open:
         return build  # the plan names the unknown or closed shard; nothing to sample
-    from console.reshard.execute import median_split_of_recent
+    from console.reshard.recent import median_split_of_recent
 
     median = await median_split_of_recent(
         kinesis, args.stream, target, seconds=inputs.sample_seconds, limit=inputs.sample_limit
