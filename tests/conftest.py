@@ -42,6 +42,57 @@ os.environ.setdefault("KCONSOLE_DATA_DIR", str(_PRIVATE_HOME / "data"))
 os.environ.setdefault("KCONSOLE_CONFIG", str(_PRIVATE_HOME / "config.toml"))
 
 
+# What makes a test a unit test: none of the fixtures below (each a running server) in its fixture
+# closure, and not in a folder or module that drives the CLI, the Textual app, a child process or the
+# whole tree (those start what they need themselves). Such a test is marked `unit`; `pytest --unit`
+# runs only those, without even importing the other modules (README.md, Testing).
+SERVER_FIXTURES = {"local_kinesis", "kinesis_mock"}
+NOT_UNIT_FOLDERS = {"commands", "ui", "backend", "mcp_server", "benchmarks", "kinesis-mock"}
+NOT_UNIT_MODULES = {
+    "test_readme.py",
+    "test_readme_operations.py",
+    "test_lint.py",
+    "test_packaging.py",
+    "test_cli_fuzz.py",
+    "test_config.py",
+    "test_patches.py",
+    "test_screenshot_files.py",
+}
+TESTS = Path(__file__).parent
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--unit", action="store_true", help="run only the unit tests (marked `unit`): no server, CLI or app"
+    )
+
+
+def _driven(path: Path) -> bool:
+    """In a folder or module whose tests drive the CLI, the app, a child process or the whole tree."""
+    try:
+        place = path.relative_to(TESTS).parts
+    except ValueError:
+        return False
+    return bool(place) and (place[0] in NOT_UNIT_FOLDERS or place[-1] in NOT_UNIT_MODULES)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    return True if config.getoption("--unit") and _driven(collection_path) else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    kept, dropped = [], []
+    for item in items:
+        if not _driven(item.path) and not SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.unit)
+            kept.append(item)
+        else:
+            dropped.append(item)
+    if config.getoption("--unit") and dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 @contextlib.asynccontextmanager
 async def kconsole_child(*argv: str):
     """kconsole as a shell runs it, with piped output; killed on the way out if it is still running."""
