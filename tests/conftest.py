@@ -106,8 +106,9 @@ def _is_unit(item: pytest.Item) -> bool:
         if name in ("local_kinesis", "kinesis_mock"):
             return False
         for definition in item._fixtureinfo.name2fixturedefs.get(name, ()):
-            if Path(inspect.getfile(definition.func)).is_relative_to(TESTS):
-                functions.append(definition.func)
+            with contextlib.suppress(TypeError):  # a fixture from a plugin or pytest itself: not ours
+                if Path(inspect.getfile(definition.func)).is_relative_to(TESTS):
+                    functions.append(definition.func)
     return not any(_reaches_a_server(function) for function in functions)
 
 
