@@ -25,7 +25,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from types import TracebackType
+from typing import Any, BinaryIO, NoReturn, Protocol, TypeVar
 
 from console.errors import BadInput
 
@@ -156,7 +157,20 @@ def _named(what: str, path: str) -> str:
     return f"{what} {shown!r}" if what else shown
 
 
-def open_named_file(path: str, *, what: str, code: str = "bad_input"):
+class NamedFile(Protocol):
+    """What open_named_file hands back: a binary file opened for reading, or one with a byte put back."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+    def readline(self, size: int = -1, /) -> bytes: ...
+    def fileno(self) -> int: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> NamedFile: ...
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None, /
+    ) -> None: ...
+
+
+def open_named_file(path: str, *, what: str, code: str = "bad_input") -> NamedFile:
     """`path` opened for reading as a binary stream ('-' is stdin), without blocking on a FIFO that
     has no writer; a directory or an unopenable path is BadInput naming it."""
     import os
@@ -211,7 +225,7 @@ def _first_byte_of_fifo(descriptor: int, path: str, what: str, code: str) -> byt
 class _Prefixed:
     """A binary file with one byte already read from it put back in front (readline, as files do)."""
 
-    def __init__(self, first: bytes, handle) -> None:
+    def __init__(self, first: bytes, handle: BinaryIO) -> None:
         self._first, self._handle = first, handle
 
     def read(self, size: int = -1) -> bytes:
@@ -236,10 +250,10 @@ class _Prefixed:
     def close(self) -> None:
         self._handle.close()
 
-    def __enter__(self):
+    def __enter__(self) -> _Prefixed:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 

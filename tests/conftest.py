@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import http.client
+import inspect
 import os
 import shutil
 import signal
@@ -20,6 +22,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +43,90 @@ os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 _PRIVATE_HOME = Path(tempfile.mkdtemp(prefix="kconsole-tests-"))
 os.environ.setdefault("KCONSOLE_DATA_DIR", str(_PRIVATE_HOME / "data"))
 os.environ.setdefault("KCONSOLE_CONFIG", str(_PRIVATE_HOME / "config.toml"))
+
+
+# What makes a test a unit test: no server, CLI run, Textual app or child process behind it. A test
+# is not one when it lives in a folder or module that drives those (they start what they need
+# themselves), carries the kinesis_mock mark, or when its own code or any fixture it uses reaches
+# for one (SERVER_SIGNS). Unit tests are marked `unit`; `pytest --unit` runs only those, without even
+# importing the other modules (README.md, Testing).
+NOT_UNIT_FOLDERS = {"commands", "ui", "backend", "mcp_server", "benchmarks", "kinesis-mock"}
+NOT_UNIT_MODULES = {
+    "test_readme.py",
+    "test_readme_operations.py",
+    "test_lint.py",
+    "test_packaging.py",
+    "test_cli_fuzz.py",
+    "test_config.py",
+    "test_patches.py",
+    "test_screenshot_files.py",
+}
+SERVER_SIGNS = (
+    "local_kinesis",
+    "kinesis_mock",
+    "LocalKinesisServer",
+    "getfixturevalue(",
+    "run_test(",
+    "subprocess",
+    "kconsole_child",
+    '"--local"',
+)
+TESTS = Path(__file__).parent
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--unit", action="store_true", help="run only the unit tests (marked `unit`): no server, CLI or app"
+    )
+
+
+def _driven(path: Path) -> bool:
+    """In a folder or module whose tests drive the CLI, the app, a child process or the whole tree."""
+    try:
+        place = path.relative_to(TESTS).parts
+    except ValueError:
+        return False
+    return bool(place) and (place[0] in NOT_UNIT_FOLDERS or place[-1] in NOT_UNIT_MODULES)
+
+
+@functools.cache
+def _reaches_a_server(function: Callable[..., object]) -> bool:
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        return True  # cannot tell: not a unit test
+    return any(sign in source for sign in SERVER_SIGNS)
+
+
+def _is_unit(item: pytest.Item) -> bool:
+    if _driven(item.path) or item.get_closest_marker("kinesis_mock") or not isinstance(item, pytest.Function):
+        return False
+    functions = [item.function]
+    for name in item.fixturenames:
+        if name in ("local_kinesis", "kinesis_mock"):
+            return False
+        for definition in item._fixtureinfo.name2fixturedefs.get(name, ()):
+            with contextlib.suppress(TypeError):  # a fixture from a plugin or pytest itself: not ours
+                if Path(inspect.getfile(definition.func)).is_relative_to(TESTS):
+                    functions.append(definition.func)
+    return not any(_reaches_a_server(function) for function in functions)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    return True if config.getoption("--unit") and _driven(collection_path) else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    kept, dropped = [], []
+    for item in items:
+        if _is_unit(item):
+            item.add_marker(pytest.mark.unit)
+            kept.append(item)
+        else:
+            dropped.append(item)
+    if config.getoption("--unit") and dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @contextlib.asynccontextmanager

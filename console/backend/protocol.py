@@ -101,6 +101,10 @@ class MappingWrites(Protocol):
     """What pausing, resuming and replaying a Lambda event source mapping asks of a backend
     (console.consumers.mappings)."""
 
+    # Where the calls go, for the action log.
+    @property
+    def label(self) -> str: ...
+
     async def describe_stream_summary(self, stream: str) -> StreamSummary: ...
 
     async def event_source_mappings(self, source_arn: str | None = None) -> list[dict[str, Any]]: ...

@@ -45,10 +45,9 @@ from console.heat.snapshot import (
 )
 from console.keyspace.hashkeys import HashRangeIndex
 from console.lifecycle.rules import parse_shard_count
-from console.read.decoding import NO_KEY
 from console.read.printable import printable
 from console.read.share import ReadShare
-from console.topology.model import auto_notice
+from console.topology.model import NO_KEY, auto_notice
 
 MAX_SECONDS = 3600
 MAX_CLOUDWATCH_SECONDS = 14 * 24 * 3600  # 1-minute datapoints are kept for 15 days

@@ -26,7 +26,7 @@ from console.commands._confirm import confirm_by_stream_name, refuse_if_read_onl
 from console.commands._output import emit, note, run_async
 from console.errors import BadInput, ConsoleError
 from console.produce.aggregate import aggregation_line
-from console.produce.report import ProduceResult, ProducerProgress
+from console.produce.report import ProduceResult, ProducerProgress, verifying_line
 from console.produce.settings import ProducerSettings
 from console.produce.testrecords import LARGEST_RECORD_BYTES
 from console.produce.verify import ReadSettings, run_and_verify
@@ -213,7 +213,7 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
             settings,
             verify=args.verify,
             on_progress=_ProgressLines(),
-            on_verifying=lambda wait: note(_verifying_line(settings.run_id, wait)),
+            on_verifying=lambda wait: note(verifying_line(settings.run_id, wait)),
             read_settings=ReadSettings(min_call_interval=interval),
             max_aggregate_bytes=max_aggregate_bytes,
         )
@@ -251,12 +251,6 @@ def settle_heap() -> None:
     gc.freeze()
 
 
-def _verifying_line(run_id: str, wait: float) -> str:
-    if wait <= 0:
-        return f"reading run {run_id} back"
-    return f"waiting {wait:.0f} s for puts whose answer was lost (they may still land), then reading run {run_id} back"
-
-
 class _ProgressLines:
     """Progress on stderr, at most a line a second (and the last one)."""
 
@@ -269,14 +263,7 @@ class _ProgressLines:
         if not progress.done and now < self._next:
             return
         self._next = now + PROGRESS_EVERY
-        extra = "".join(f", {trouble}" for trouble in progress.troubles())
-        failing = f"; failing: {progress.failing_now}" if progress.failing_now else ""
-        print(
-            f"{self._label}: {progress.acknowledged}/{progress.total} acknowledged ({progress.fraction:.0%}), "
-            f"{progress.records_per_second:.0f} records/s, {counted(len(progress.shards), 'shard')}{extra}{failing}",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(f"{self._label}: {progress.line()}", file=sys.stderr, flush=True)
 
 
 def summary_document(result: ProduceResult, report: VerificationReport | None) -> dict:
@@ -357,12 +344,8 @@ def summary_text(result: ProduceResult, report: VerificationReport | None) -> st
             f"{report.late_duplicates} late duplicates arrived after later records of their key "
             "(order is judged by each record's first copy)"
         )
-    if report.first_out_of_order:
-        first = report.first_out_of_order
-        lines.append(
-            f"first out of order: key {first['key']} seq {first['seq']} at position {first['position']} "
-            f"after seq {first['after_seq']}"
-        )
+    if report.first_out_of_order_line:
+        lines.append(report.first_out_of_order_line)
     for problem in report.problems[:10]:
         if problem.kind != "duplicated":
             lines.append(f"  {problem.kind}: {problem.key} #{problem.seq}: {problem.detail}")

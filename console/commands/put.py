@@ -146,10 +146,9 @@ def read_input(args: Any) -> ParsedLines:
         handle = open_named_file(path, what="", code="bad_file")
         if path != "-":
             stack.enter_context(handle)
-        if not _regular(handle):
-            handle = _NewlineWithin(handle, "stdin" if path == "-" else path)
+        lines = handle if _regular(handle) else _NewlineWithin(handle, "stdin" if path == "-" else path)
         try:
-            return parse_json_lines(bounded_lines(handle, read_past_overlong=args.skip_bad), **options)
+            return parse_json_lines(bounded_lines(lines, read_past_overlong=args.skip_bad), **options)
         except OSError as error:
             raise BadInput(f"cannot read {path}: {error.strerror or error}", code="bad_file") from None
 

@@ -425,7 +425,7 @@ async def _respect_distribution(
     kinesis, args: argparse.Namespace, summary, inputs: PlanInputs, build: PlanBuilder
 ) -> tuple[PlanInputs, PlanBuilder, str | None]:
     """On an AUTO stream keys do not place records: a split at their median is refused (nothing is
-    read or called) and the preview drops the keys that move; the notice says why."""
+    read or called); the plan itself counts no key's move (console.reshard.plan); the notice says why."""
     if not getattr(summary, "auto_distribution", False):
         return inputs, build, None
     from console.commands._distribution import distribution_since
@@ -440,9 +440,6 @@ async def _respect_distribution(
             "split at --at midpoint or --at HASH_KEY",
             code="auto_distribution",
         )
-    if inputs.sample is not None:
-        inputs = replace(inputs, sample=None)
-        build = plan_builder(args, inputs)
     note(f"kconsole: {notice}")
     return inputs, build, notice
 
@@ -456,7 +453,7 @@ async def _with_recent_median(
     target = next((s for s in shards if s.shard_id == args.shard), None)
     if target is None or not target.is_open:
         return build  # the plan names the unknown or closed shard; nothing to sample
-    from console.reshard.execute import median_split_of_recent
+    from console.reshard.recent import median_split_of_recent
 
     median = await median_split_of_recent(
         kinesis, args.stream, target, seconds=inputs.sample_seconds, limit=inputs.sample_limit

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from console.consumers.report import ConsumerReport, LeaseRow
 from console.topology.model import Shard
@@ -49,7 +50,7 @@ class BarrierShard:
         age = f", {self.millis_behind / 1000:.1f} s behind" if self.millis_behind else ""
         return f"{self.shard_id}: {records}{age} ({self.state}, owner {self.owner or '-'})"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "shard_id": self.shard_id,
             "owner": self.owner,
@@ -107,7 +108,7 @@ class BarrierReport:
             out.append("  No lag in the shards this change closes: nothing would wait behind the barrier.")
         return out
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "lease_table": self.lease_table,
             "blocking": self.blocking,

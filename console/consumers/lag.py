@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from console.backend.protocol import ConsoleBackend
 from console.consumers.leases import AT_TIMESTAMP, LATEST, TRIM_HORIZON, Lease
 from console.errors import ConsoleError
 from console.read.cursor import AFTER_SEQUENCE_NUMBER, ShardCursor
@@ -43,7 +44,7 @@ class ShardLag:
 
 
 async def measure_lag(
-    backend: Any,
+    backend: ConsoleBackend,
     stream: str,
     leases: Iterable[Lease],
     *,
@@ -72,7 +73,7 @@ async def measure_lag(
 
 
 async def _shard_lag(
-    backend: Any, stream: str, lease: Lease, *, cap: int, min_interval: float, now: datetime
+    backend: ConsoleBackend, stream: str, lease: Lease, *, cap: int, min_interval: float, now: datetime
 ) -> ShardLag:
     if lease.problem:
         return ShardLag(lease.shard_id, None, None, problem=lease.problem)

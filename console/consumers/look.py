@@ -124,7 +124,7 @@ async def consumer_report(
         # Each page of the table is measured while the next one is read: the scan and the reads
         # overlap instead of adding up.
         limit = asyncio.Semaphore(lag_options.pop("concurrency", DEFAULT_CONCURRENCY))
-        batches: list[asyncio.Task] = []
+        batches: list[asyncio.Task[dict[str, ShardLag]]] = []
         try:
             async for page in lease_pages(backend, lease_table, stream, page_size=LEASE_PAGE):
                 leases.extend(page)

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from console.backend.protocol import MappingWrites
 from console.errors import BadInput
 
 # The settings a replay copies from the old mapping (CreateEventSourceMapping's own members).
@@ -45,7 +46,7 @@ OFF = ("Disabled", "Disabling")
 @dataclass(frozen=True)
 class MappingCall:
     operation: str  # UpdateEventSourceMapping | CreateEventSourceMapping
-    parameters: dict
+    parameters: dict[str, Any]
 
     def describe(self) -> str:
         if self.operation == "UpdateEventSourceMapping":
@@ -92,7 +93,7 @@ class MappingPlan:
     def aws_commands(self) -> list[str]:
         return [call.aws_command() for call in self.calls]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "action": self.action,
             "stream": self.stream,
@@ -106,7 +107,7 @@ class MappingPlan:
         }
 
 
-async def _mapping_of_stream(backend: Any, stream: str, uuid: str) -> dict:
+async def _mapping_of_stream(backend: MappingWrites, stream: str, uuid: str) -> dict[str, Any]:
     """The mapping, which must read this stream (directly or through one of its EFO consumers)."""
     summary = await backend.describe_stream_summary(stream)
     mapping = await backend.event_source_mapping(uuid)
@@ -116,7 +117,7 @@ async def _mapping_of_stream(backend: Any, stream: str, uuid: str) -> dict:
     return mapping
 
 
-async def prepare_toggle(backend: Any, stream: str, uuid: str, *, enable: bool) -> MappingPlan:
+async def prepare_toggle(backend: MappingWrites, stream: str, uuid: str, *, enable: bool) -> MappingPlan:
     mapping = await _mapping_of_stream(backend, stream, uuid)
     state = str(mapping.get("State") or "?")
     already = state in (ON if enable else OFF)
@@ -130,7 +131,7 @@ async def prepare_toggle(backend: Any, stream: str, uuid: str, *, enable: bool) 
 
 
 async def prepare_replay(
-    backend: Any, stream: str, uuid: str, starting_position: str, moment: datetime | None
+    backend: MappingWrites, stream: str, uuid: str, starting_position: str, moment: datetime | None
 ) -> MappingPlan:
     """A new mapping of the same function with the old one's settings, from TRIM_HORIZON, LATEST or
     AT_TIMESTAMP `moment`; then the old one disabled."""
@@ -162,7 +163,7 @@ async def prepare_replay(
     )
 
 
-def _function(mapping: dict) -> str:
+def _function(mapping: dict[str, Any]) -> str:
     return str(mapping.get("FunctionArn") or "?").rpartition(":function:")[2] or "?"
 
 
@@ -170,11 +171,11 @@ def _function(mapping: dict) -> str:
 class Made:
     call: MappingCall
     change: Any
-    answer: dict | None
+    answer: dict[str, Any] | None
 
 
 async def run(
-    backend: Any,
+    backend: MappingWrites,
     plan: MappingPlan,
     *,
     action_log: Any,
@@ -188,9 +189,9 @@ async def run(
             if call.operation == "CreateEventSourceMapping"
             else set()
         )
-        answered: list[dict] = []
+        answered: list[dict[str, Any]] = []
 
-        async def make(call: MappingCall = call, answered: list[dict] = answered) -> None:
+        async def make(call: MappingCall = call, answered: list[dict[str, Any]] = answered) -> None:
             if call.operation == "UpdateEventSourceMapping":
                 answered.append(
                     await backend.set_event_source_mapping_enabled(call.parameters["UUID"], call.parameters["Enabled"])
@@ -198,7 +199,7 @@ async def run(
             else:
                 answered.append(await backend.create_event_source_mapping(call.parameters))
 
-        async def settle(call: MappingCall = call, before: set = before) -> tuple[bool | None, str]:
+        async def settle(call: MappingCall = call, before: set[str | None] = before) -> tuple[bool | None, str]:
             if call.operation == "UpdateEventSourceMapping":
                 state = (await backend.event_source_mapping(call.parameters["UUID"])).get("State")
                 wanted = ON if call.parameters["Enabled"] else OFF
@@ -207,7 +208,7 @@ async def run(
             new = [m for m in now if m.get("UUID") not in before]
             return bool(new), (f"mapping {new[0].get('UUID')} exists" if new else "no new mapping")
 
-        async def again(make: Callable = make) -> Callable:
+        async def again(make: Callable[[], Awaitable[None]] = make) -> Callable[[], Awaitable[None]]:
             return make
 
         progress(f"calling {call.describe()}")

@@ -34,7 +34,7 @@ class ReaderImpact:
     reader: str  # "lambda orders-fn"
     lines: tuple[str, ...]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"reader": self.reader, "lines": list(self.lines)}
 
 
@@ -113,7 +113,7 @@ class ReshardReaders:
             lines.append("readers not checked: " + "; ".join(self.unavailable))
         return lines
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"affected": [impact.to_json() for impact in self.impacts], "unavailable": list(self.unavailable)}
 
 

@@ -5,6 +5,7 @@ console.consumers.readers."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from console.consumers.report import format_millis
 
@@ -44,7 +45,7 @@ class ShardPosition:
     records_behind: int | None
     checkpoint: str | None  # sequence number / TRIM_HORIZON / SHARD_END / None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "shard_id": self.shard_id,
             "millis_behind": self.millis_behind,
@@ -85,7 +86,7 @@ class Reader:
         records = f", {self.records_behind:,} records" if self.records_behind is not None else ""
         return f"{format_millis(self.millis_behind)}{records}"
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[bool, bool, int, int, int, str]:
         """Worst first: failed readers, then the furthest behind, then those whose lag is unknown."""
         return (
             not self.failing,
@@ -96,7 +97,7 @@ class Reader:
             self.name,
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
             "name": self.name,
@@ -134,7 +135,7 @@ class ReadersReport:
         behind = [reader for reader in self.readers if reader.millis_behind is not None]
         return max(behind, key=lambda reader: reader.millis_behind or 0) if behind else None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "stream": self.stream,
             "readers": [reader.to_json() for reader in self.readers],

@@ -45,11 +45,13 @@ class Found:
     """What each source gave, before the metrics are read."""
 
     efo: list[EfoConsumer] = field(default_factory=list)
-    mappings: list[tuple[dict, str | None]] = field(default_factory=list)  # (mapping, EFO consumer name)
+    mappings: list[tuple[dict[str, Any], str | None]] = field(default_factory=list)  # (mapping, EFO consumer name)
     missing_functions: set[str] = field(default_factory=set)
-    delivery_streams: list[dict] = field(default_factory=list)
-    pipes: list[dict] = field(default_factory=list)
-    flink: list[tuple[dict, str]] = field(default_factory=list)  # (application, the property naming the stream)
+    delivery_streams: list[dict[str, Any]] = field(default_factory=list)
+    pipes: list[dict[str, Any]] = field(default_factory=list)
+    flink: list[tuple[dict[str, Any], str]] = field(
+        default_factory=list
+    )  # (application, the property naming the stream)
     kcl: list[ConsumerReport] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)  # source -> its one line
 
@@ -68,7 +70,7 @@ async def lambda_mappings(backend: Any, stream_arn: str, found: Found) -> None:
     and which of their functions are gone."""
     sources: list[tuple[str, str | None]] = [(stream_arn, None)] + [(c.arn, c.name) for c in found.efo if c.arn]
 
-    async def listed() -> list[tuple[dict, str | None]]:
+    async def listed() -> list[tuple[dict[str, Any], str | None]]:
         pages = await asyncio.gather(*(backend.event_source_mappings(arn) for arn, _ in sources))
         return [(mapping, via) for (_, via), mappings in zip(sources, pages) for mapping in mappings]
 
@@ -150,6 +152,8 @@ def flink_properties(application: Mapping[str, Any]) -> list[tuple[str, dict[str
 # ---- metrics --------------------------------------------------------------------------------------
 
 MetricQuery = tuple[str, str, str, dict[str, str]]
+# A query as a dictionary key: its dimensions as sorted pairs.
+MetricQueryKey = tuple[str, str, str, tuple[tuple[str, str], ...]]
 
 
 def lambda_queries(function: str) -> list[MetricQuery]:
@@ -184,7 +188,7 @@ class Metrics:
 
     def __init__(self) -> None:
         self.queries: list[MetricQuery] = []
-        self._index: dict[tuple, int] = {}
+        self._index: dict[MetricQueryKey, int] = {}
         self.series: list[list[tuple[datetime, float]]] = []
         self.problem: str | None = None
 
@@ -219,7 +223,7 @@ class Metrics:
         return int(sum(value for _, value in points)) if points else None
 
 
-def _query_key(query: MetricQuery) -> tuple:
+def _query_key(query: MetricQuery) -> MetricQueryKey:
     namespace, metric, stat, dimensions = query
     return namespace, metric, stat, tuple(sorted(dimensions.items()))
 

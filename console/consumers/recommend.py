@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from console.backend.protocol import ConsoleBackend
 from console.errors import ConsoleError
 from console.read.cursor import ShardCursor
 from console.topology.model import Shard
@@ -52,9 +53,9 @@ class Recommendation:
     peak_utilisation: float
     commands: tuple[str, ...]
     reasons: tuple[str, ...]
-    shards: tuple[dict, ...]
+    shards: tuple[dict[str, Any], ...]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "stream": self.stream,
             "target": self.target,
@@ -163,7 +164,7 @@ class WindowPeak:
 
 
 async def window_peaks(
-    backend: Any,
+    backend: ConsoleBackend,
     stream: str,
     shards: Sequence[Shard],
     start: datetime,
@@ -186,7 +187,7 @@ async def window_peaks(
 
 
 async def _shard_peak(
-    backend: Any, stream: str, shard_id: str, start: datetime, cap: int, min_interval: float
+    backend: ConsoleBackend, stream: str, shard_id: str, start: datetime, cap: int, min_interval: float
 ) -> WindowPeak:
     async def at_start() -> str:
         return await backend.get_shard_iterator(stream, shard_id, AT_TIMESTAMP, timestamp=start)

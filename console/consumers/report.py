@@ -44,7 +44,7 @@ class EfoConsumer:
         """Registered by `tail/copy --efo` for the length of one run: left over only if that run was killed."""
         return is_temporary_consumer(self.name)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "status": self.status,
@@ -119,7 +119,7 @@ class LeaseRow:
             return f"{self.records_behind:,}"
         return f">{cap:,}" if self.lag is not None and self.lag.over_cap else "?"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "shard_id": self.shard_id,
             "owner": self.lease.owner,
@@ -142,7 +142,7 @@ class ConsumerReport:
     efo_unknown: str | None = None  # why the EFO consumers could not be listed (the endpoint lacks the call)
 
     @property
-    def problems(self) -> list[dict]:
+    def problems(self) -> list[dict[str, Any]]:
         return [
             {"shard_id": row.shard_id, "lease_key": row.lease.lease_key, "problem": row.problem}
             for row in self.rows
@@ -158,7 +158,7 @@ class ConsumerReport:
                 worst[row.shard_id] = millis
         return worst
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "stream": self.stream,
             "efo_consumers": None if self.efo_unknown else [consumer.to_json() for consumer in self.efo_consumers],

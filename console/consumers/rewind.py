@@ -205,7 +205,7 @@ def _parents_first(shards: Mapping[str, Any]) -> list[str]:
     return order
 
 
-def _recreated_item(shard: Any, by_shard: Mapping[str, Lease], checkpoint: str) -> tuple[dict | None, str]:
+def _recreated_item(shard: Any, by_shard: Mapping[str, Lease], checkpoint: str) -> tuple[dict[str, Any] | None, str]:
     """The lease item the KCL wrote for a parent shard, rebuilt from the shard map and a child's lease
     (a multi-stream key keeps the child's stream prefix)."""
     child = next((lease for lease in by_shard.values() if shard.shard_id in lease.parent_shard_ids), None)
@@ -219,7 +219,7 @@ def _recreated_item(shard: Any, by_shard: Mapping[str, Lease], checkpoint: str) 
             f"{shard.shard_id}'s lease was cleaned up and this is a multi-stream table; restart the "
             f"application from {checkpoint} instead"
         )
-    item: dict[str, dict] = {
+    item: dict[str, dict[str, Any]] = {
         LEASE_KEY: {"S": shard.shard_id},
         LEASE_COUNTER: {"N": "0"},
         OWNER_SWITCHES: {"N": "0"},
@@ -350,7 +350,7 @@ async def prepare_positions(
     return CheckpointPlan(action, stream, table, target, tuple(moves), scan_cap, undo_of=undo_of)
 
 
-def logged_positions(entries: Iterable[dict], action_id: str) -> tuple[str, str, dict[str, tuple[str, int]]]:
+def logged_positions(entries: Iterable[dict[str, Any]], action_id: str) -> tuple[str, str, dict[str, tuple[str, int]]]:
     """(stream, table, {lease key: (old checkpoint, subsequence)}) of the writes of action `action_id`
     that happened or may have (applied or unknown), from the action log's entries."""
     entries = list(entries)

@@ -5,11 +5,12 @@ between a lease's old and new checkpoints. Only reads, through the backend given
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from console.backend.protocol import ConsoleBackend
 from console.consumers.leases import (
     AT_TIMESTAMP,
     LATEST,
@@ -40,11 +41,11 @@ LOOK_BACK = (60.0, 3600.0, 86400.0, 7 * 86400.0)  # seconds before the point to 
 @dataclass(frozen=True)
 class LeaseTable:
     leases: dict[str, Lease]  # by lease key, this stream's
-    items: dict[str, dict]  # the raw items, by lease key
+    items: dict[str, dict[str, Any]]  # the raw items, by lease key
     counters: dict[str, int | None]  # every lease in the table (any stream), for the running-app check
 
 
-async def read_table(backend: Any, table: str, stream: str) -> LeaseTable:
+async def read_table(backend: ConsoleBackend, table: str, stream: str) -> LeaseTable:
     """The stream's leases; BadInput when the table is not a KCL lease table or holds none of them."""
     await check_lease_table(backend, table)
     items = await backend.scan_table(table)
@@ -87,10 +88,10 @@ class ShardReader:
     """Reads one shard forward from a start, a page at a time (through ShardCursor: expired iterators
     are renewed), paced lightly: a stopped application's shards are the only readers."""
 
-    def __init__(self, backend: Any, stream: str, shard_id: str) -> None:
+    def __init__(self, backend: ConsoleBackend, stream: str, shard_id: str) -> None:
         self.backend, self.stream, self.shard_id = backend, stream, shard_id
 
-    async def pages(self, iterator_type: str, **where: Any):
+    async def pages(self, iterator_type: str, **where: Any) -> AsyncIterator[list[dict[str, Any]]]:
         async def start() -> str:
             return await self.backend.get_shard_iterator(self.stream, self.shard_id, iterator_type, **where)
 
@@ -111,7 +112,7 @@ class ShardReader:
             if page.ended or cursor.at_tip(page) or empty >= MAX_EMPTY_PAGES:
                 return
 
-    async def first_from(self, iterator_type: str, **where: Any) -> dict | None:
+    async def first_from(self, iterator_type: str, **where: Any) -> dict[str, Any] | None:
         async for records in self.pages(iterator_type, **where):
             if records:
                 return records[0]
@@ -166,7 +167,7 @@ class ShardReader:
         return TRIM_HORIZON  # pragma: no cover - the last step starts at the horizon
 
 
-async def check_retention(backend: Any, stream: str, target: Target, now: datetime) -> datetime:
+async def check_retention(backend: ConsoleBackend, stream: str, target: Target, now: datetime) -> datetime:
     summary = await backend.describe_stream_summary(stream)
     oldest = now - timedelta(hours=summary.retention_hours)
     if target.moment is not None and target.moment < oldest - CLOCK_SKEW:
@@ -177,7 +178,7 @@ async def check_retention(backend: Any, stream: str, target: Target, now: dateti
     return oldest
 
 
-async def with_record_counts(backend: Any, stream: str, moves: Sequence[Move], cap: int) -> list[Move]:
+async def with_record_counts(backend: ConsoleBackend, stream: str, moves: Sequence[Move], cap: int) -> list[Move]:
     """Each move with the records between its two checkpoints (read again, or skipped)."""
 
     async def count(move: Move) -> Move:
@@ -202,7 +203,7 @@ async def with_record_counts(backend: Any, stream: str, moves: Sequence[Move], c
     return list(await asyncio.gather(*(count(move) for move in moves)))
 
 
-async def record_at(backend: Any, stream: str, shard_id: str, sequence: str) -> dict:
+async def record_at(backend: ConsoleBackend, stream: str, shard_id: str, sequence: str) -> dict[str, Any]:
     """The record with this sequence number in this shard, or BadInput (another shard's, or gone)."""
     try:
         record = await ShardReader(backend, stream, shard_id).first_from("AT_SEQUENCE_NUMBER", sequence_number=sequence)

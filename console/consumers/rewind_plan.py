@@ -91,7 +91,7 @@ class Move:
     new_subsequence: int = 0
     records: int | None = 0  # read again or skipped; None: more than the scan cap (or not countable)
     direction: str = SAME
-    create: dict | None = None  # the whole lease item to write (a parent lease already cleaned up)
+    create: dict[str, Any] | None = None  # the whole lease item to write (a parent lease already cleaned up)
     note: str = ""
 
     @property
@@ -104,7 +104,7 @@ class Move:
         amount = f"more than {cap:,}" if self.records is None else f"{self.records:,}"
         return f"{amount} {'read again' if self.direction == AGAIN else 'skipped'}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "lease_key": self.lease_key,
             "shard_id": self.shard_id,
@@ -131,10 +131,10 @@ class CheckpointPlan:
     moves: tuple[Move, ...]
     scan_cap: int
     refusal: str | None = None
-    record: dict | None = None  # skip: the record skipped, decoded
+    record: dict[str, Any] | None = None  # skip: the record skipped, decoded
     record_line: str | None = None
     to_table: str | None = None  # clone: the new application's table
-    clone_items: tuple[dict, ...] = ()
+    clone_items: tuple[dict[str, Any], ...] = ()
     undo_of: str | None = None
 
     @property
@@ -186,7 +186,7 @@ class CheckpointPlan:
             lines.append("nothing to change: every checkpoint is already there")
         return lines
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         document: dict[str, Any] = {
             "action": self.action,
             "stream": self.stream,

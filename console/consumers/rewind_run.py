@@ -36,7 +36,7 @@ class LeaseOutcome:
     outcome: str  # applied | not applied | unknown | not attempted
     evidence: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "lease_key": self.lease_key,
             "shard_id": self.shard_id,
@@ -63,7 +63,7 @@ class RunResult:
             lines.append(f"the leases above marked applied did change; undo them with --undo {self.action_id}")
         return lines
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"action_id": self.action_id, "complete": self.complete, "leases": [o.to_json() for o in self.outcomes]}
 
 
@@ -144,7 +144,7 @@ async def _write(
     backend: Any,
     plan: CheckpointPlan,
     move: Move,
-    item: dict | None,
+    item: dict[str, Any] | None,
     *,
     action_id: str,
     action_log: Any,
@@ -261,10 +261,10 @@ async def _run_clone(
     for move, item in zip(plan.moves, plan.clone_items):
         key = {LEASE_KEY: item[LEASE_KEY]}
 
-        async def put(item: dict = item) -> None:
+        async def put(item: dict[str, Any] = item) -> None:
             await backend.put_item_if_absent(target, item, LEASE_KEY)
 
-        async def there(key: dict = key, item: dict = item) -> tuple[bool | None, str]:
+        async def there(key: dict[str, Any] = key, item: dict[str, Any] = item) -> tuple[bool | None, str]:
             found = await backend.get_item(target, key)
             if found is None:
                 return False, "the lease is not there"

@@ -27,7 +27,7 @@ from console.topology.model import Shard
 WORKERS = ("worker-a", "worker-b")
 
 
-def lease_items(shards: Sequence[Shard], checkpoints: Mapping[str, str] | None = None) -> list[dict]:
+def lease_items(shards: Sequence[Shard], checkpoints: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """`checkpoints` ({shard id: sequence number}) places open shards' checkpoints inside them, with
     the records after it behind; an open shard without one is at TRIM_HORIZON."""
     checkpoints = checkpoints or {}

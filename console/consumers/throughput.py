@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from console.backend.protocol import MetricPoints
 from console.errors import ConsoleError
 
 KB = 1024
@@ -97,7 +98,7 @@ async def measure_shards(
     notes: list[str] = []
     end = now.replace(second=0, microsecond=0)
     start = end - timedelta(minutes=METRIC_MINUTES)
-    series: dict[str, dict[str, list]] = {}
+    series: dict[str, dict[str, MetricPoints]] = {}
     try:
         series = await backend.shard_metrics(stream, ids, {METRIC: "Sum"}, start, end, 60)
     except ConsoleError as error:

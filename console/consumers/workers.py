@@ -86,7 +86,7 @@ class WorkerRow:
             flags,
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "worker_id": self.worker_id,
             "leases": self.leases,
@@ -124,7 +124,7 @@ class WorkersView:
             for lease in sorted(self.other_leases, key=lambda lease: (lease.stream_name or "", lease.shard_id))
         ]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "layout": self.layout,
             "migration_state": self.migration_state,
@@ -412,7 +412,7 @@ class KclTables:
     coordinator_table: str | None
     layout: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "lease_table": self.lease_table,
             "worker_metrics_table": self.worker_metrics_table,

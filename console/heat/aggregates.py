@@ -11,8 +11,11 @@ than an aggregate may hold) is counted as a decode error; the rest of the page i
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
-from console.read.decoding import MAGIC, MalformedAggregate, parse_aggregate
+from aws_kinesis_agg import MAGIC
+
+from console.read.decoding import MalformedAggregate, parse_aggregate
 
 # (arrival epoch seconds, outer partition key (None when keyless), Kinesis record size as the limit counts it,
 #  [(inner partition key, inner size)] or None for a malformed aggregate)
@@ -34,9 +37,9 @@ def user_records(data: bytes) -> list[tuple[str, int]]:
         raise MalformedAggregate(f"a user record names a partition key past the {len(keys)}-entry table") from None
 
 
-def split_page(records: Iterable[Mapping]) -> tuple[list[Mapping], list[Aggregate]]:
+def split_page(records: Iterable[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], list[Aggregate]]:
     """GetRecords' `Records` as (plain records, aggregates opened to their user records)."""
-    plain: list[Mapping] = []
+    plain: list[Mapping[str, Any]] = []
     aggregates: list[Aggregate] = []
     for record in records:
         data = record["Data"]

@@ -55,7 +55,7 @@ class MetricSeries:
     def has_data(self) -> bool:
         return any(any(values) for values in self.series.values())
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"period_seconds": PERIOD, "series": {name: list(values) for name, values in self.series.items()}}
 
 

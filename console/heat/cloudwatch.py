@@ -50,7 +50,7 @@ class ShardMetricsHeat:
     def peak_utilisation(self) -> float:
         return utilisation(self.peak_records_per_s, self.peak_bytes_per_s)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "shard_id": self.shard_id,
             "records_per_s": round(self.records_per_s, 3),
@@ -130,5 +130,5 @@ async def shard_utilisation(
     }
 
 
-def limits_json() -> dict:
+def limits_json() -> dict[str, Any]:
     return {"records_per_s": SHARD_RECORDS_LIMIT, "bytes_per_s": SHARD_BYTES_LIMIT}

@@ -102,7 +102,7 @@ class FleetRow:
         """How far behind its furthest-behind reader is: the iterator age, or a reader's own lag."""
         return max(self.max_iterator_age_ms or 0.0, float(self.worst_reader[1]) if self.worst_reader else 0.0)
 
-    def trouble_key(self) -> tuple:
+    def trouble_key(self) -> tuple[int, int, int, int, float, float, str]:
         """Sorts the worst first: throttled, then behind, then busy; then by name."""
         throttles = (self.write_throttled or 0) + (self.read_throttled or 0)
         age = self.behind_ms
@@ -117,7 +117,7 @@ class FleetRow:
             self.name,
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "incoming_records_per_s": _rounded(self.records_per_s),
             "incoming_bytes_per_s": _rounded(self.bytes_per_s),

@@ -4,6 +4,7 @@ sharded keys land on (the placement itself is console.keyspace.writesharding's).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from console.heat.snapshot import SHARD_BYTES_LIMIT, SHARD_RECORDS_LIMIT
 from console.keyspace.hashkeys import HashRangeIndex
@@ -27,7 +28,7 @@ class HotKeyWhatIf:
             hits[shard_id] = hits.get(shard_id, 0) + 1
         return hits
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "key": self.key,
             "records_per_s": round(self.records_per_s, 3),

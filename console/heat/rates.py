@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from console.heat.aggregates import Aggregate
 from console.heat.heavyhitters import SpaceSaving
@@ -41,7 +42,7 @@ MEDIAN_ATOMS = 32  # heaviest keys placed exactly (not smeared over a bin) when 
 Observation = tuple[float, str | None, int]
 
 
-def observations_from_records(records: Iterable[Mapping]) -> list[Observation]:
+def observations_from_records(records: Iterable[Mapping[str, Any]]) -> list[Observation]:
     """GetRecords' `Records` as observations. Size = data blob + UTF-8 partition key, as the
     1 MiB/s write limit counts it."""
     rows = []
@@ -98,7 +99,7 @@ class ShardHeat:
         return self._summary("_by_inner")
 
     def _summary(self, slot: str) -> SpaceSaving:
-        summary = getattr(self, slot)
+        summary: SpaceSaving | None = getattr(self, slot)
         if summary is None:
             summary = SpaceSaving(self._top_capacity)
             setattr(self, slot, summary)
@@ -420,6 +421,12 @@ class ShardHeat:
         )
 
 
+# What a shard's snapshot was made of: (start, end, version, open, keys place, top, series seconds, sampled at).
+SnapshotInputs = tuple[float, float, int, bool, bool, int, int, float | None]
+# What a whole snapshot was asked for: (top, series seconds, keys place, window start, window end).
+SnapshotShape = tuple[int, int, bool, float, float | None]
+
+
 class StreamHeat:
     """Heat of every sampled shard of one stream over a window of arrival time [start, end)."""
 
@@ -444,10 +451,10 @@ class StreamHeat:
         self.sampled_at: dict[str, float] = {}
         # The last snapshot of each shard and what it was made of: reused while nothing changed, so a
         # view of 10,000 shards recomputes only the few read since its last snapshot.
-        self._snapshots: dict[str, tuple[tuple, ShardHeatSnapshot]] = {}
+        self._snapshots: dict[str, tuple[SnapshotInputs, ShardHeatSnapshot]] = {}
         # Reading in turn (`as_sampled`), a shard's snapshot changes only when it is read: the last
         # snapshot's shards, and which shards were read, observed or closed since (None: all).
-        self._last: tuple[tuple, list[ShardHeatSnapshot], dict[str, int]] | None = None
+        self._last: tuple[SnapshotShape, list[ShardHeatSnapshot], dict[str, int]] | None = None
         self._changed: set[str] | None = None
         self._top_capacity, self._history_seconds = top_capacity, history_seconds
         ordered = sorted(shards, key=lambda shard: shard.starting_hash_key)
@@ -517,7 +524,7 @@ class StreamHeat:
         keep their snapshot (only the ones read meanwhile are worked out again)."""
         end = self.window_end if self.window_end is not None else now
         keys_place = not self.auto_distribution
-        shape = (top, series_seconds, keys_place, self.window_start, self.window_end)
+        shape: SnapshotShape = (top, series_seconds, keys_place, self.window_start, self.window_end)
         last, changed = self._last, self._changed
         if as_sampled and last is not None and last[0] == shape and changed is not None:
             # Each shard ends at its last read, not at `now`: only the shards touched since can differ.
@@ -544,7 +551,7 @@ class StreamHeat:
         if as_sampled:
             shard_end = min(shard_end, sampled if sampled is not None else start)
         is_open = shard_id not in self.closed
-        key = (start, shard_end, heat.version, is_open, keys_place, top, series_seconds, sampled)
+        key: SnapshotInputs = (start, shard_end, heat.version, is_open, keys_place, top, series_seconds, sampled)
         cached = self._snapshots.get(shard_id)
         if cached is not None and cached[0] == key:
             return cached[1]

@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from console.backend.protocol import ConsoleBackend
 from console.errors import BadInput, ConsoleError, Throttled
 from console.heat.aggregates import split_page
 from console.heat.cloudwatch import shard_utilisation
@@ -58,7 +59,7 @@ class HeatSampler:
 
     def __init__(
         self,
-        backend: Any,
+        backend: ConsoleBackend,
         stream: str,
         *,
         reads_per_second: float = DEFAULT_READS_PER_SECOND,
@@ -103,7 +104,7 @@ class HeatSampler:
         self.throttled_reads = 0
         self.closed_shards: list[str] = []  # shards that closed (resharded) while sampling
         self._followed: set[str] = set()  # children already handed over to (a merge has two parents)
-        self._tasks: dict[str, asyncio.Task] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
         self._closing = asyncio.Event()  # the window is closed: stop sleeping between reads
         self._last_call = asyncio.Event()  # make the last read now
         self._failure: BaseException | None = None
@@ -238,7 +239,7 @@ class HeatSampler:
         await self.start()
         return self
 
-    async def __aexit__(self, *exc_info) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.stop(drain=exc_info[0] is None)
 
     async def _read_shard(self, shard_id: str, iterator: str) -> None:
@@ -286,7 +287,7 @@ class HeatSampler:
             if isinstance(cursor, ShardCursor):  # events are pushed: nothing to pace
                 await self._pause(self.interval - (time.monotonic() - cursor.last_call_at))
 
-    def _count(self, shard_id: str, records: list[dict]) -> None:
+    def _count(self, shard_id: str, records: list[dict[str, Any]]) -> None:
         if records:
             assert self.heat is not None
             plain, aggregates = split_page(records)  # KPL aggregates opened to their user records
@@ -423,7 +424,7 @@ class HeatSampler:
             self.stream, shard_id, "AT_TIMESTAMP", timestamp=datetime.fromtimestamp(since, UTC)
         )
 
-    async def _follow_children(self, parent_id: str, child_shards: list[dict] | None) -> None:
+    async def _follow_children(self, parent_id: str, child_shards: list[dict[str, Any]] | None) -> None:
         """Start readers on the open children of a closed shard (GetRecords names them in ChildShards;
         without that, ListShards does)."""
         assert self.heat is not None

@@ -5,6 +5,7 @@ CLI and the heat panel."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 SHARD_RECORDS_LIMIT = 1000  # records/s a shard accepts
 SHARD_BYTES_LIMIT = 1024 * 1024  # bytes/s a shard accepts (data blob + partition key)
@@ -25,7 +26,7 @@ class TopKey:
     bytes: int  # upper bound from the by-bytes summary
     aggregated: bool = False  # (some of) its records came out of KPL aggregates
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "key": self.key,
             "records": self.records,
@@ -59,7 +60,7 @@ class SplitSuggestion:
     def command(self, stream: str) -> str:
         return f"kconsole plan split {stream} --shard {self.shard_id} --at {self.at}"
 
-    def to_json(self, stream: str | None = None) -> dict:
+    def to_json(self, stream: str | None = None) -> dict[str, Any]:
         doc = {
             "shard_id": self.shard_id,
             "at": str(self.at),
@@ -115,7 +116,7 @@ class ShardHeatSnapshot:
         """Utilisation over the last RECENT_SECONDS: what a live view should colour by."""
         return utilisation(self.recent_records_per_s, self.recent_bytes_per_s)
 
-    def to_json(self, stream: str | None = None) -> dict:
+    def to_json(self, stream: str | None = None) -> dict[str, Any]:
         return {
             "shard_id": self.shard_id,
             "state": "open" if self.is_open else "closed",
@@ -194,7 +195,7 @@ class StreamHeatSnapshot:
         ranked = [shard for shard in self.hottest_first() if shard.is_open]
         return ranked[0] if ranked and ranked[0].records else None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "stream": self.stream,
             "window_seconds": round(self.window_end - self.window_start, 3),

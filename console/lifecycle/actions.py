@@ -74,12 +74,12 @@ async def actor(kinesis: Any) -> str | None:
     return identity
 
 
-async def read_commitment(kinesis: Any) -> dict:
+async def read_commitment(kinesis: Any) -> dict[str, Any]:
     """The account's On-demand Advantage (minimum throughput billing commitment), as plain JSON."""
     return describe_commitment(await kinesis.account_settings())
 
 
-def mode_switches(entries: Iterable[dict], stream: str, backend: str) -> list[float]:
+def mode_switches(entries: Iterable[dict[str, Any]], stream: str, backend: str) -> list[float]:
     """Epoch times of the capacity-mode switches the action log saw on `stream` at `backend`: intents
     whose outcome was applied or is unknown, and the entries older versions wrote."""
     entries = list(entries)
@@ -119,7 +119,7 @@ async def stream_channels(kinesis: Any, summary: Any) -> list[str]:
     return [c.get("ChannelName", "?") for c in found if c.get("ChannelStatus") != "DELETING"]
 
 
-async def stream_consumers(kinesis: Any, summary: Any) -> list[dict]:
+async def stream_consumers(kinesis: Any, summary: Any) -> list[dict[str, Any]]:
     return await kinesis.list_stream_consumers(summary.arn) if summary.arn else []
 
 
@@ -152,7 +152,7 @@ async def prepare_delete(kinesis: Any, stream: str, *, enforce_consumer_deletion
     return replace(plan, facts={**plan.facts, "consumers_unknown": unknown}) if unknown else plan
 
 
-async def _consumers_or_why_not(kinesis: Any, summary: Any) -> tuple[list[dict] | None, str | None]:
+async def _consumers_or_why_not(kinesis: Any, summary: Any) -> tuple[list[dict[str, Any]] | None, str | None]:
     try:
         return await stream_consumers(kinesis, summary), None
     except ConsoleError as error:
@@ -217,7 +217,7 @@ async def prepare_account(kinesis: Any, turn_on: bool) -> LifecyclePlan:
     return plan_account(await read_commitment(kinesis), turn_on)
 
 
-async def prepare_channel_create(kinesis: Any, request: dict) -> LifecyclePlan:
+async def prepare_channel_create(kinesis: Any, request: dict[str, Any]) -> LifecyclePlan:
     return await channel_plans.plan_create_on(kinesis, request)
 
 
@@ -374,7 +374,7 @@ def logged_action(plan: LifecyclePlan, call: Call) -> str:
     return f"stream {plan.action}"
 
 
-def _logged(call: Call) -> dict:
+def _logged(call: Call) -> dict[str, Any]:
     """What the log keeps beside the call: a distribution's target (the AUTO notice reads it back),
     a consumer's name."""
     params = call.parameters
@@ -404,11 +404,11 @@ def _shows(plan: LifecyclePlan) -> str:
 # ---- the calls ------------------------------------------------------------------------------------
 
 
-def _mode_of(params: dict) -> str | None:
+def _mode_of(params: dict[str, Any]) -> str | None:
     return (params.get("StreamModeDetails") or {}).get("StreamMode")
 
 
-OPERATIONS: dict[str, Callable[[Any, str, dict], Awaitable[Any]]] = {
+OPERATIONS: dict[str, Callable[[Any, str, dict[str, Any]], Awaitable[Any]]] = {
     "CreateStream": lambda k, s, p: k.create_stream(s, p.get("ShardCount"), on_demand=_mode_of(p) == "ON_DEMAND"),
     "DeleteStream": lambda k, s, p: k.delete_stream(s, enforce_consumer_deletion=p["EnforceConsumerDeletion"]),
     "IncreaseStreamRetentionPeriod": lambda k, s, p: k.increase_retention(s, p["RetentionPeriodHours"]),
@@ -473,7 +473,7 @@ def _settler(kinesis: Any, plan: LifecyclePlan, call: Call, before: Any) -> Call
     return guarded
 
 
-async def _read_back(kinesis: Any, stream: str, operation: str, params: dict, before: Any) -> Reading:
+async def _read_back(kinesis: Any, stream: str, operation: str, params: dict[str, Any], before: Any) -> Reading:
     if operation in ("CreateStream", "DeleteStream"):
         try:
             summary = await kinesis.describe_stream_summary(stream)

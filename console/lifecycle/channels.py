@@ -16,7 +16,7 @@ from console.topology.model import StreamSummary
 MAX_CONFIG_BYTES = 1024 * 1024  # a CreateChannel request is a few KiB; a bigger file is not one
 
 
-def read_channel_config(path: str) -> dict:
+def read_channel_config(path: str) -> dict[str, Any]:
     """The request, read within a bound and checked against the model before anything connects."""
     from console.backend.request_model import validate_request
 
@@ -33,7 +33,7 @@ def read_channel_config(path: str) -> dict:
     return request
 
 
-def channel_json(raw: dict) -> dict:
+def channel_json(raw: dict[str, Any]) -> dict[str, Any]:
     streams = raw.get("Streams") or raw.get("StreamConfigurationList") or []
     destination = raw.get("ChannelDestinationType") or (
         "S3"
@@ -64,12 +64,12 @@ def channel_json(raw: dict) -> dict:
     return document
 
 
-def request_streams(request: dict) -> list[str]:
+def request_streams(request: dict[str, Any]) -> list[str]:
     """The names of the streams a CreateChannel request reads from."""
     return [s["StreamARN"].rsplit("/", 1)[-1] for s in request["StreamConfigurationList"]]
 
 
-def plan_create(request: dict, exists: bool, streams: Sequence[StreamSummary] = ()) -> LifecyclePlan:
+def plan_create(request: dict[str, Any], exists: bool, streams: Sequence[StreamSummary] = ()) -> LifecyclePlan:
     """`streams`: the request's streams as described now; CreateChannel takes on-demand streams only."""
     provisioned = [summary.name for summary in streams if summary.mode != "ON_DEMAND"]
     if provisioned:
@@ -96,7 +96,7 @@ def plan_create(request: dict, exists: bool, streams: Sequence[StreamSummary] = 
     )
 
 
-async def plan_create_on(kinesis: Any, request: dict) -> LifecyclePlan:
+async def plan_create_on(kinesis: Any, request: dict[str, Any]) -> LifecyclePlan:
     """plan_create with what it checks read from the endpoint first: the request's streams as they are
     now, and whether a channel of its name exists (the `channels` command and the console both ask)."""
     streams = [await kinesis.describe_stream_summary(name) for name in request_streams(request)]
@@ -104,7 +104,7 @@ async def plan_create_on(kinesis: Any, request: dict) -> LifecyclePlan:
     return plan_create(request, exists, streams)
 
 
-def plan_delete(name: str, arn: str, description: dict) -> LifecyclePlan:
+def plan_delete(name: str, arn: str, description: dict[str, Any]) -> LifecyclePlan:
     streams = ", ".join(s.rsplit("/", 1)[-1] for s in channel_json(description)["streams"]) or "its stream"
     return LifecyclePlan(
         "delete",

@@ -27,7 +27,7 @@ class Call:
     """One API call the change makes, in order."""
 
     operation: str
-    parameters: dict = field(default_factory=dict)
+    parameters: dict[str, Any] = field(default_factory=dict)
 
     def describe(self) -> str:
         args = ", ".join(f"{name}={value}" for name, value in self.parameters.items())
@@ -64,7 +64,7 @@ class LifecyclePlan:
             lines.append("Nothing to do.")
         return "\n".join(lines)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "action": self.action,
             "stream": self.stream,

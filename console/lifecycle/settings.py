@@ -34,7 +34,7 @@ def _active(summary: StreamSummary) -> str | None:
     return None
 
 
-def _target(summary: StreamSummary) -> dict:
+def _target(summary: StreamSummary) -> dict[str, Any]:
     """Today's operations name a stream by its ARN (UpdateStreamWarmThroughput also takes a name)."""
     return {"StreamARN": summary.arn}
 
@@ -43,7 +43,7 @@ def _target(summary: StreamSummary) -> dict:
 DISTRIBUTION_ACTION = "stream distribution"
 
 
-def switched_to_auto_at(entries: Iterable[dict], stream: str, backend: str) -> str | None:
+def switched_to_auto_at(entries: Iterable[dict[str, Any]], stream: str, backend: str) -> str | None:
     """When (UTC, to the minute) this tool last switched `stream` at `backend` to AUTO, if that switch
     is the latest applied one it made; None when the log does not know (switched by another tool, say).
     Reads write-ahead entries (an intent whose outcome is applied) and the one-line entries of before."""
@@ -309,7 +309,7 @@ def plan_policy_delete(summary: StreamSummary, current: str | None) -> Lifecycle
 
 def same_json(first: str, second: str) -> bool:
     try:
-        return json.loads(first) == json.loads(second)
+        return bool(json.loads(first) == json.loads(second))
     except ValueError:
         return False
 
@@ -327,7 +327,7 @@ def policy_or_none(text: str | None) -> str | None:
 # ---- account ------------------------------------------------------------------------------------
 
 
-def describe_commitment(raw: dict) -> dict:
+def describe_commitment(raw: dict[str, Any]) -> dict[str, Any]:
     """DescribeAccountSettings' MinimumThroughputBillingCommitment, as plain JSON."""
 
     def when(value: Any) -> str | None:
@@ -335,7 +335,7 @@ def describe_commitment(raw: dict) -> dict:
             return value.astimezone(UTC).isoformat()
         if isinstance(value, (int, float)):
             return datetime.fromtimestamp(value, UTC).isoformat()
-        return value
+        return None if value is None else str(value)
 
     return {
         "status": raw.get("Status") or "DISABLED",
@@ -345,7 +345,7 @@ def describe_commitment(raw: dict) -> dict:
     }
 
 
-def plan_account(commitment: dict, turn_on: bool) -> LifecyclePlan:
+def plan_account(commitment: dict[str, Any], turn_on: bool) -> LifecyclePlan:
     status = commitment["status"]
     if turn_on and status == "ENABLED" or not turn_on and status in ("DISABLED", "ENABLED_UNTIL_EARLIEST_ALLOWED_END"):
         return LifecyclePlan("account", "account", f"On-demand Advantage is already {status}")

@@ -29,11 +29,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from aws_kinesis_agg import MAGIC
+
 from console.errors import BadInput
 from console.produce.ledger import PendingRecord, Requeue
 from console.produce.producer import REFILL_SECONDS, THROTTLE_ERROR, Handoff, OrderedProducer
 from console.produce.settings import ProducerSettings
-from console.read.decoding import MAGIC
 from console.topology.model import put_records_entry
 
 DIGEST_BYTES = 16

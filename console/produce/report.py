@@ -9,6 +9,7 @@ from typing import Any
 
 from console.produce.pacing import ShardPacer
 from console.produce.settings import ProducerSettings
+from console.words import counted
 
 
 @dataclass(slots=True)
@@ -77,6 +78,23 @@ class ProducerProgress:
     def failing_now(self) -> str | None:
         """What keeps failing while the run goes on (None once it is done, or when calls succeed)."""
         return self.failing if self.failing and not self.done else None
+
+    def line(self) -> str:
+        """`1200/5000 acknowledged (24%), 840 records/s, 4 shards, throttled 2`: the command line's
+        progress line and the console's Producer tab status both say this."""
+        extra = "".join(f", {trouble}" for trouble in self.troubles())
+        failing = f"; failing: {self.failing_now}" if self.failing_now else ""
+        return (
+            f"{self.acknowledged}/{self.total} acknowledged ({self.fraction:.0%}), "
+            f"{self.records_per_second:.0f} records/s, {counted(len(self.shards), 'shard')}{extra}{failing}"
+        )
+
+
+def verifying_line(run_id: str, wait: float) -> str:
+    """What a run does before it is read back: wait for puts whose answer was lost, then read."""
+    if wait <= 0:
+        return f"reading run {run_id} back"
+    return f"waiting {wait:.0f} s for puts whose answer was lost (they may still land), then reading run {run_id} back"
 
 
 @dataclass

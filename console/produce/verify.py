@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from aws_kinesis_agg import MAGIC
+
 from console.errors import BackendError, ConsoleError, Throttled
 from console.produce.report import ProduceResult
 from console.produce.testrecords import decode
@@ -41,7 +43,7 @@ from console.produce.verify_analysis import (
     analyse,
 )
 from console.read.cursor import ShardCursor
-from console.read.decoding import MAGIC, MalformedAggregate, user_records
+from console.read.decoding import MalformedAggregate, user_records
 from console.topology.model import Shard
 
 

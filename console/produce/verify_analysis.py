@@ -16,6 +16,7 @@ from typing import Any
 
 from console.keyspace.hashkeys import hash_key_for
 from console.produce.report import ProduceResult
+from console.read.printable import printable
 from console.topology.lineage import Lineage
 from console.topology.model import Shard
 
@@ -112,6 +113,18 @@ class VerificationReport:
         return (
             "AUTO record distribution: delivery checked (nothing lost, duplicates within what retries "
             "allow); order is not a property of an AUTO stream, and keys place nothing"
+        )
+
+    @property
+    def first_out_of_order_line(self) -> str | None:
+        """The first record read out of its key's order, in words (both faces show this line); its key
+        made printable, as `kconsole put` keys come from the user's file."""
+        first = self.first_out_of_order
+        if first is None:
+            return None
+        return (
+            f"first out of order: key {printable(str(first['key']))}, seq {first['seq']} at position "
+            f"{first['position']} after seq {first['after_seq']}"
         )
 
     @property

@@ -46,11 +46,11 @@ CLOSED_SHARD_PATIENCE = 10
 class ShardPage:
     """One GetRecords answer."""
 
-    records: list[dict]
+    records: list[dict[str, Any]]
     next_iterator: str | None
     millis_behind: int | None
-    child_shards: list[dict] | None
-    answer: dict
+    child_shards: list[dict[str, Any]] | None
+    answer: dict[str, Any]
 
     @property
     def ended(self) -> bool:
@@ -68,7 +68,7 @@ class ShardCursor:
         shard_id: str,
         iterator: str,
         get_shard_iterator: Callable[..., Awaitable[str]],
-        get_records: Callable[..., Awaitable[dict]],
+        get_records: Callable[..., Awaitable[dict[str, Any]]],
         restart: Callable[[], Awaitable[str]],
         limit: int = 10_000,
         min_interval: float = 0.0,

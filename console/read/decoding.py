@@ -129,7 +129,7 @@ class DecodedRecord:
                 return json.dumps(self.value, indent=2, ensure_ascii=False)
             return _COMPACT.encode(self.value)
         if self.kind == KIND_TEXT:
-            return self.value
+            return str(self.value)
         raw = bytes(self.value)
         if max_hex_bytes is not None and len(raw) > max_hex_bytes:
             return f"{raw[:max_hex_bytes].hex()}… ({len(raw)} bytes)"
@@ -184,7 +184,7 @@ class DecodedRecord:
             return line
         return printable_json(line)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         doc = {
             "shard_id": self.shard_id,
             "sequence_number": self.sequence_number,
@@ -361,7 +361,7 @@ def _gunzip(data: bytes, budget: InflateBudget | None = None) -> bytes | bytearr
     return inflated
 
 
-def _inflate_rest(inflater, inflated: bytearray, limit: int, size: int) -> None:
+def _inflate_rest(inflater: zlib._Decompress, inflated: bytearray, limit: int, size: int) -> None:
     """Go on inflating into `inflated`: this member, then any members after it."""
     while True:
         over = len(inflated) > limit
@@ -511,7 +511,7 @@ _GLUE_ZLIB = (ENCODING_GLUE, ENCODING_ZLIB)
 
 
 def decode_api_record(
-    raw: dict, shard_id: str, budget: InflateBudget | None = None, schemas: SchemaCatalog | None = None
+    raw: dict[str, Any], shard_id: str, budget: InflateBudget | None = None, schemas: SchemaCatalog | None = None
 ) -> list[DecodedRecord]:
     """Decode one element of GetRecords' `Records` (botocore has already base64-decoded `Data`)."""
     return decode_record(

@@ -46,10 +46,12 @@ UNSUPPORTED = "unsupported"  # the error code of an endpoint without SubscribeTo
 # What no new subscription can mend: the consumer or stream is gone, the credentials are refused.
 _PERMANENT = (StreamNotFound, AccessDenied, NoCredentials)
 
-Subscribe = Callable[[str, dict], AbstractAsyncContextManager[AsyncIterator[dict]]]
+Subscribe = Callable[[str, dict[str, Any]], AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]]
 
 
-def starting_position(iterator_type: str, *, sequence_number: str | None = None, timestamp: Any = None) -> dict:
+def starting_position(
+    iterator_type: str, *, sequence_number: str | None = None, timestamp: Any = None
+) -> dict[str, Any]:
     """SubscribeToShard's StartingPosition for a GetShardIterator-style position."""
     position: dict[str, Any] = {"Type": iterator_type}
     if iterator_type in (AT_SEQUENCE_NUMBER, AFTER_SEQUENCE_NUMBER):
@@ -66,7 +68,7 @@ class SubscriptionCursor:
         self,
         *,
         shard_id: str,
-        start: dict,
+        start: dict[str, Any],
         subscribe: Subscribe,
         closed: bool = False,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
@@ -88,7 +90,7 @@ class SubscriptionCursor:
         self._note = on_note
         self._last_subscribe = float("-inf")
         self._stack: contextlib.AsyncExitStack | None = None
-        self._events: AsyncIterator[dict] | None = None
+        self._events: AsyncIterator[dict[str, Any]] | None = None
         self._failures = 0
         self._ended = False
 
@@ -96,7 +98,7 @@ class SubscriptionCursor:
         """Events are pushed: there is no poll to put off."""
 
     @property
-    def position(self) -> dict:
+    def position(self) -> dict[str, Any]:
         if self.continuation is not None:
             return starting_position(AFTER_SEQUENCE_NUMBER, sequence_number=self.continuation)
         return self._start
@@ -189,7 +191,7 @@ class SubscriptionCursor:
                 code="subscription_failed",
             )
 
-    def _page(self, event: dict) -> ShardPage:
+    def _page(self, event: dict[str, Any]) -> ShardPage:
         records = event.get("Records") or []
         continuation = event.get("ContinuationSequenceNumber")
         children = event.get("ChildShards") or None
@@ -270,7 +272,7 @@ def temporary_consumer_preview(name: str, stream: str, shards: int) -> str:
 
 
 def consumer_problem(
-    consumer: dict | None, name: str, stream: str, stream_arn: str, registered: list[str]
+    consumer: dict[str, Any] | None, name: str, stream: str, stream_arn: str, registered: list[str]
 ) -> str | None:
     """Why an existing consumer cannot be read with (one line), or None when it can: it is not on this
     stream, or not ACTIVE yet."""
@@ -298,7 +300,7 @@ async def named_consumer_arn(kinesis: Any, stream: str, name: str) -> str:
     problem = consumer_problem(found, name, stream, summary.arn, [c.get("ConsumerName", "") for c in consumers])
     if problem is not None or found is None:
         raise BadInput(problem or f"no consumer {name!r} on {stream}", code="consumer")
-    return found["ConsumerARN"]
+    return str(found["ConsumerARN"])
 
 
 async def until_active(kinesis: Any, stream_arn: str, name: str, timeout: float = 120.0) -> None:

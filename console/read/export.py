@@ -43,7 +43,11 @@ from console.read.decoding import DecodedRecord
 from console.read.printable import printable
 from console.read.where import fields_of
 
-EXPORT_FORMATS = ("jsonl", "csv", "raw")
+# Each export format (as --output takes it), what a chooser calls it, and its files' extension: the CLI
+# and the console's export dialog offer these, in this order.
+EXPORT_FORMAT_NAMES = {"jsonl": "JSON lines", "csv": "CSV", "raw": "raw bytes, length-prefixed"}
+EXPORT_EXTENSIONS = {"jsonl": ".jsonl", "csv": ".csv", "raw": ".bin"}
+EXPORT_FORMATS = tuple(EXPORT_FORMAT_NAMES)
 CSV_COLUMNS = ("arrival", "shard_id", "seq", "sub_seq", "key", "ehk", "size", "kind", "encoding", "data")
 DEFAULT_CSV_FIELDS = ("arrival", "shard_id", "seq", "sub_seq", "key", "kind", "size", "data")
 MAX_FIELDS = 100
@@ -108,7 +112,7 @@ def spreadsheet_safe(cell: str) -> str:
     return printable(cell)
 
 
-def _cell(record: DecodedRecord, view: dict, path: tuple[str, ...]) -> str:
+def _cell(record: DecodedRecord, view: dict[str, Any], path: tuple[str, ...]) -> str:
     head = path[0]
     if head == "data" and len(path) == 1:
         return record.content_text()

@@ -10,9 +10,11 @@ proves otherwise, and the read widens to every shard (`widening_note` says so in
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from aws_kinesis_agg import MAGIC
 
 from console.keyspace.hashkeys import md5_hash_key, validate_partition_key
-from console.read.decoding import MAGIC
 from console.topology.model import Shard
 
 
@@ -32,7 +34,7 @@ def shards_for_key(shards: Sequence[Shard], partition_key: str | None, placement
     return [shard for shard in shards if shard.contains(hash_key)]
 
 
-def carries_aggregate(records: Iterable[Mapping]) -> bool:
+def carries_aggregate(records: Iterable[Mapping[str, Any]]) -> bool:
     """Whether a GetRecords page holds a KPL aggregate (its data opens with the KPL magic)."""
     return any(record["Data"][:4] == MAGIC for record in records)
 

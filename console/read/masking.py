@@ -74,7 +74,7 @@ def parse_rules(texts: Iterable[str]) -> MaskRules:
 
 
 class Masker:
-    """Masks records with a set of rules; callable on a DecodedRecord (console.read.tail.TailOptions.mask)."""
+    """Masks records with a set of rules; callable on a DecodedRecord (console.read.tail_options.TailOptions.mask)."""
 
     def __init__(self, rules: MaskRules, salt: bytes | None = None) -> None:
         self.rules = rules

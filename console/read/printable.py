@@ -18,6 +18,8 @@ are never parsed as markup, so `[bold]` and `[/]` in a key draw as themselves.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _JSON_WHITESPACE = frozenset("\n\r\t")
 _CACHE_LIMIT = 4096  # code points remembered per table; an adversary cycling through all of them costs no memory
@@ -45,10 +47,10 @@ def _json_escape(character: str) -> str:
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
-class _Table(dict):
+class _Table(dict[int, str]):
     """A `str.translate` table built lazily: printable characters map to themselves."""
 
-    def __init__(self, escape) -> None:
+    def __init__(self, escape: Callable[[str], str]) -> None:
         super().__init__()
         self._escape = escape
 

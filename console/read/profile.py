@@ -63,7 +63,7 @@ class Numbers:
         ordered = sorted(self.samples)
         return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "min": self.low,
             "max": self.high,
@@ -77,8 +77,8 @@ class Numbers:
 @dataclass
 class FieldProfile:
     present: int = 0  # records in which the path holds a value (null included)
-    types: Counter = field(default_factory=Counter)
-    values: Counter = field(default_factory=Counter)  # scalar values as text, up to MAX_DISTINCT of them
+    types: Counter[str] = field(default_factory=Counter)
+    values: Counter[str] = field(default_factory=Counter)  # scalar values as text, up to MAX_DISTINCT of them
     saturated: bool = False  # more distinct values were met than are kept
     numbers: Numbers = field(default_factory=Numbers)
 
@@ -97,7 +97,7 @@ class FieldProfile:
         else:
             self.saturated = True
 
-    def to_json(self, records: int) -> dict:
+    def to_json(self, records: int) -> dict[str, Any]:
         doc: dict[str, Any] = {
             "present": self.present,
             "present_share": round(self.present / records, 4) if records else 0.0,
@@ -118,8 +118,8 @@ class WindowProfile:
         self.records = 0
         self.fields: dict[str, FieldProfile] = {}
         self.sizes = Numbers()
-        self.kinds: Counter = Counter()
-        self.schemas: Counter = Counter()
+        self.kinds: Counter[str] = Counter()
+        self.schemas: Counter[str] = Counter()
 
     def add(self, record: DecodedRecord) -> None:
         self.records += 1
@@ -153,7 +153,7 @@ class WindowProfile:
         seen.add(path)
         profile.add(value)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "records": self.records,
             "kinds": dict(self.kinds.most_common()),

@@ -68,7 +68,7 @@ class RegisteredSchema:
         return f"{self.name} v{self.version}" if self.version is not None else self.name
 
     @classmethod
-    def from_answer(cls, version_id: str, answer: dict) -> RegisteredSchema:
+    def from_answer(cls, version_id: str, answer: dict[str, Any]) -> RegisteredSchema:
         arn = str(answer.get("SchemaArn") or "")
         # arn:aws:glue:REGION:ACCOUNT:schema/REGISTRY/NAME
         name = arn.split(":schema/", 1)[1] if ":schema/" in arn else arn or version_id
@@ -103,7 +103,7 @@ def _parse(data_format: str, definition: str) -> tuple[Any, str | None]:
 class SchemaCatalog:
     """The schema versions met this session (bounded, least recently used dropped), fetched through `lookup`."""
 
-    def __init__(self, lookup: Callable[[str], Awaitable[dict]] | None, size: int = CATALOG_SIZE) -> None:
+    def __init__(self, lookup: Callable[[str], Awaitable[dict[str, Any]]] | None, size: int = CATALOG_SIZE) -> None:
         self._lookup = lookup
         self._size = size
         self._known: OrderedDict[str, RegisteredSchema | str] = OrderedDict()

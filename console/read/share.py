@@ -22,6 +22,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from console.errors import BadInput
@@ -183,7 +184,7 @@ class ReadShare:
             line += f"; {BACKING_OFF_NOTE}"
         return line
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         rates = self.busiest()
         return {
             "read_share": self.share,

@@ -15,7 +15,8 @@ open shards are polled until cancelled.
 
 A window (`TailOptions.end`, console.read.positions) stops each shard before its first record that
 arrived after the end; that shard's children are not read, since they hold only later records.
-`TailOptions.where` filters on the decoded record's fields (console.read.where).
+`TailOptions.where` filters on the decoded record's fields (console.read.where). The options, the
+batches and which shards a read starts from are in console.read.tail_options.
 
 GetRecords limits: each shard is polled at most 5 times a second; a throttle (after the backend's
 own retries) backs off exponentially; an expired iterator is re-got after the last sequence number.
@@ -30,28 +31,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from console.errors import AccessDenied, BackendError, BadInput, NoCredentials, StreamNotFound, Throttled
 from console.read.cursor import ShardCursor
 from console.read.decoding import KIND_ERROR, MIB, DecodedRecord, InflateBudget, decode_api_record
 from console.read.efo import Subscribe, SubscriptionCursor, starting_position
-from console.read.keyscope import carries_aggregate, key_hash_to_follow, shards_for_key, widening_note
-from console.read.positions import (  # noqa: F401 - re-exported: where a read starts belongs with reading
+from console.read.keyscope import carries_aggregate, key_hash_to_follow, widening_note
+from console.read.positions import (
     AFTER_SEQUENCE_NUMBER,
     AT_SEQUENCE_NUMBER,
     AT_TIMESTAMP,
     LATEST,
     TRIM_HORIZON,
-    EndPosition,
-    StartPosition,
-    parse_start,
 )
+from console.read.positions import parse_start as parse_start  # re-exported: where a read starts belongs with reading
 from console.read.schemas import SchemaCatalog
 from console.read.share import ReadShare
+from console.read.tail_options import ReadBackend, ShardProgress, record_matches, records_until, select_shards
+from console.read.tail_options import TailBatch as TailBatch  # re-exported, as TailOptions: a tail's own terms
+from console.read.tail_options import TailOptions as TailOptions
 from console.topology.model import Shard
 
 MIN_POLL_INTERVAL = 0.2  # GetRecords allows 5 calls per second per shard
@@ -71,112 +72,6 @@ TROUBLE_GROWTH_INTERVAL = 1.0
 SHARDS_NAMED = 10
 # Errors no retry can mend: the stream or the credentials are gone.
 _PERMANENT = (StreamNotFound, AccessDenied, NoCredentials, BadInput)
-
-
-class ReadBackend(Protocol):
-    async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]: ...
-    async def get_shard_iterator(
-        self,
-        stream: str,
-        shard_id: str,
-        iterator_type: str,
-        *,
-        sequence_number: str | None = None,
-        timestamp: datetime | None = None,
-    ) -> str: ...
-    async def get_records(self, shard_iterator: str, limit: int = 10000) -> dict: ...
-
-
-@dataclass(frozen=True)
-class TailOptions:
-    start: StartPosition = field(default_factory=lambda: StartPosition(LATEST))
-    shard_ids: tuple[str, ...] = ()
-    partition_key: str | None = None
-    grep: str | None = None
-    follow: bool = False
-    limit: int | None = None  # stop after this many user records are shown
-    end: EndPosition = field(default_factory=EndPosition)
-    where: Callable[[DecodedRecord], bool] | None = None  # a field filter (console.read.where.RecordFilter)
-    # Hand over the wire records as they came (TailBatch.wire), undecoded and unfiltered: a copy's reading.
-    wire: bool = False
-    # Picking up an interrupted read: shards already read to their end, and where to go on in others.
-    finished_shards: frozenset[str] = frozenset()
-    resume_after: Mapping[str, str] = field(default_factory=dict)
-    # With partition_key: read only the shard the key hashes to (the stream holds no KPL aggregates;
-    # the first aggregate seen widens the read to every shard anyway).
-    placement_only: bool = False
-    # Applied to every record shown, after --key/--grep/--where saw the real values (console.read.masking.Masker).
-    mask: Callable[[DecodedRecord], DecodedRecord] | None = None
-
-
-@dataclass(slots=True)
-class TailBatch:
-    """Records from one GetRecords answer of one shard (possibly none: a lag or state update)."""
-
-    shard_id: str
-    records: list[DecodedRecord]
-    millis_behind: int | None
-    ended: bool = False  # the shard is closed and fully read
-    caught_up: bool = False  # without --follow: this shard is done
-    weight: int = 0  # bytes the records hold (DecodedRecord.weight)
-    wire: list[dict] | None = None  # with TailOptions.wire: GetRecords' records, in sequence order
-
-
-@dataclass(slots=True)
-class ShardProgress:
-    shard_id: str
-    millis_behind: int | None = None
-    records: int = 0
-    state: str = "waiting"  # waiting | reading | caught-up | ended | throttled | retrying
-    last_sequence: str | None = None  # of the last wire record read (the window's end cuts before it)
-
-
-def record_matches(
-    record: DecodedRecord,
-    partition_key: str | None,
-    grep: str | None,
-    where: Callable[[DecodedRecord], bool] | None = None,
-) -> bool:
-    if partition_key is not None and record.partition_key != partition_key:
-        return False
-    if grep is not None:
-        haystack = record.content_text() if record.error is None else f"{record.error} {record.content_text()}"
-        if grep not in haystack and grep not in (record.partition_key or ""):
-            return False
-    return where is None or where(record)
-
-
-def records_until(raw_records: list[dict], moment: datetime) -> int:
-    """How many of a page's records (in sequence order) arrived at or before `moment`."""
-    for index, raw in enumerate(raw_records):
-        arrival = raw.get("ApproximateArrivalTimestamp")
-        if arrival is not None and _aware(arrival) > moment:
-            return index
-    return len(raw_records)
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-def select_shards(shards: Sequence[Shard], options: TailOptions) -> list[Shard]:
-    """The shards that can hold what was asked for, checked against the stream; BadInput otherwise."""
-    known = {shard.shard_id: shard for shard in shards}
-    chosen = list(shards)
-    if options.shard_ids:
-        unknown = [shard_id for shard_id in options.shard_ids if shard_id not in known]
-        if unknown:
-            ordered = sorted(known)
-            names = ", ".join(ordered[:12]) + (f" (+{len(ordered) - 12} more)" if len(ordered) > 12 else "")
-            raise BadInput(f"unknown shard {unknown[0]} (this stream's shards: {names})")
-        chosen = [known[shard_id] for shard_id in dict.fromkeys(options.shard_ids)]
-    if not options.shard_ids:
-        # Shards named with --shard are read whole and filtered instead.
-        chosen = shards_for_key(chosen, options.partition_key, options.placement_only)
-    if not options.start.reads_history and not options.shard_ids:
-        # From LATEST only open shards will get records; their children are picked up as they appear.
-        chosen = [shard for shard in chosen if shard.is_open]
-    return chosen
 
 
 class TailReader:
@@ -222,7 +117,7 @@ class TailReader:
         self._planned: set[str] = set()  # shards we read or will read once their parents end
         self._initial: frozenset[str] = frozenset()  # planned at the start (read from the start position)
         self._finished: set[str] = set()
-        self._tasks: dict[str, asyncio.Task] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
         self._map_listed_at = 0.0
         self._iterators: dict[str, str] = {}  # first iterators got by position()
         self._positioned = False
@@ -604,7 +499,7 @@ class TailReader:
         shard = self._shards.get(shard_id)
         return shard is not None and not shard.is_open
 
-    def _decode(self, raw_records: list[dict], shard_id: str) -> list[DecodedRecord]:
+    def _decode(self, raw_records: list[dict[str, Any]], shard_id: str) -> list[DecodedRecord]:
         key, grep, where = self.options.partition_key, self.options.grep, self.options.where
         decoded: list[DecodedRecord] = []
         budget = InflateBudget()  # what this page's records may inflate together

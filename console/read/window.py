@@ -15,7 +15,7 @@ from console.read.decoding import MIB, DecodedRecord
 DEFAULT_MAX_BYTES = 64 * MIB
 
 
-class RecordWindow(deque):
+class RecordWindow(deque[DecodedRecord]):
     def __init__(self, maxlen: int, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         super().__init__(maxlen=maxlen)
         self.max_bytes = max_bytes

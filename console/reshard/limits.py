@@ -60,6 +60,8 @@ class StreamContext:
     recent_scale_calls: int = 0  # UpdateShardCount calls on this stream in the last 24 h (action log)
     account_open_shards: int | None = None  # DescribeLimits' OpenShardCount, when known
     account_shard_limit: int | None = None  # DescribeLimits' ShardLimit, when known
+    # AUTO record distribution: the service places records, so a plan counts no key's move.
+    auto_distribution: bool = False
 
 
 @dataclass(frozen=True)

@@ -176,8 +176,11 @@ def _plan(
     operations: Sequence[Operation],
     breaches: Sequence[Breach],
     sample: KeySample | None,
+    context: StreamContext | None,
     **extra: Any,
 ) -> ReshardPlan:
+    if context is not None and context.auto_distribution:
+        sample = None  # AUTO distribution: the service places records, so no key moves anywhere
     return ReshardPlan(
         action=action,
         summary=summary,
@@ -224,6 +227,7 @@ def plan_split(
             (),
             breaches,
             sample,
+            context,
             peak_open_shards=len(before),
             median=median,
         )
@@ -243,6 +247,7 @@ def plan_split(
         [operation],
         breaches,
         sample,
+        context,
         split_steps=1,
         peak_open_shards=len(before) + 1,
         median=median,
@@ -280,7 +285,9 @@ def plan_merge(
             )
         )
     if any(b.limit in ("shard_not_open", "merge_not_adjacent") for b in breaches):
-        return _plan("merge", summary, before, _unchanged(before), (), breaches, sample, peak_open_shards=len(before))
+        return _plan(
+            "merge", summary, before, _unchanged(before), (), breaches, sample, context, peak_open_shards=len(before)
+        )
     child = PlannedShard(
         _IdAllocator(shards).take(),
         lower.starting_hash_key,
@@ -311,6 +318,7 @@ def plan_merge(
         [operation],
         breaches,
         sample,
+        context,
         merge_steps=1,
         peak_open_shards=len(before),
         notes=notes,
@@ -485,6 +493,7 @@ def plan_scale(
         operations,
         breaches,
         sample,
+        context,
         split_steps=walk.splits,
         merge_steps=walk.merges,
         short_lived_shards=walk.short_lived,
@@ -535,6 +544,7 @@ def plan_even(
         walk.operations,
         breaches,
         sample,
+        context,
         split_steps=walk.splits,
         merge_steps=walk.merges,
         short_lived_shards=walk.short_lived,

@@ -89,6 +89,14 @@ async def test_auto_distribution_round_trip_and_what_every_key_space_view_says(l
     shard = "shardId-000000000000"
     code, out, err = await run(endpoint, "plan", "split", stream, "--shard", shard, "--at-median-of-recent")
     assert code == 1 and "--at-median-of-recent refused" in err and "AUTO record distribution" in err
+    keys = tmp_path / "keys.txt"
+    keys.write_text("".join(f"user-{n}\n" for n in range(50)))
+    code, out, err = await run(
+        endpoint, "plan", "split", stream, "--shard", shard, "--at", "midpoint", "--sample-keys", str(keys), "--json"
+    )
+    plan = json.loads(out)  # on-demand: the split breaches a limit (exit 1), and the plan is still shown
+    assert code == 1 and plan["operations"], err
+    assert plan["key_movement"] is None  # keys place nothing on an AUTO stream
 
     lines = b"".join(json.dumps({"data": {"n": n}}).encode() + b"\n" for n in range(500))
     code, out, err = await run(endpoint, "put", stream, "--verify", "--json", stdin=lines)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from console.errors import BadInput, EndpointUnreachable
 from console.keyspace.hashkeys import md5_hash_key
 from console.produce.aggregate import AggregateBuilder, AggregatingProducer, check_max_aggregate_bytes
-from console.produce.producer import ProducerSettings
+from console.produce.settings import ProducerSettings
 from console.produce.testrecords import decode
 from console.produce.verify import Verifier
 from console.read.decoding import user_records

@@ -89,6 +89,24 @@ def test_analysis_finds_each_kind_of_failure():
     assert report.latency_ms["max"] == pytest.approx(13.0, abs=0.1)
 
 
+def test_the_first_record_out_of_order_reads_the_same_in_both_faces_and_its_key_stays_text():
+    """`kconsole produce`/`put` print the report's line, the Producer tab shows it: a key from a
+    user's file with a control sequence in it reaches neither terminal as one."""
+    from dataclasses import replace
+
+    from console.commands.produce import summary_text
+
+    lineage = ShardLineage(reshard_history())
+    o = lineage.order
+    acks = {("a", s): Ack("shardId-0", str(10 + s), "shardId-0", 100.0, 100.02) for s in range(2)}
+    copies = [copy("a", 1, "shardId-0", 11, o["shardId-0"]), copy("a", 0, "shardId-0", 12, o["shardId-0"])]
+    report = analyse(fake_run(acks), lineage, copies, [], read_seconds=0.5)
+    assert report.first_out_of_order_line == "first out of order: key a, seq 0 at position 1 after seq 1"
+    hostile = replace(report, first_out_of_order={**report.first_out_of_order, "key": "\x1b[2Jgone"})
+    assert "\x1b" not in hostile.first_out_of_order_line and "gone" in hostile.first_out_of_order_line
+    assert hostile.first_out_of_order_line in summary_text(fake_run(acks), hostile).splitlines()
+
+
 def test_order_is_judged_by_first_copies_and_late_duplicates_are_counted_apart():
     """A put of unknown outcome resent, then the first attempt landing late, after later records:
     key a reads 0 1 2 3 1 2. Not out of order (every first copy is in order); two late duplicates."""

@@ -7,7 +7,7 @@ import json
 
 from console.commands.tail import format_line
 from console.read.decoding import decode_api_record
-from console.read.tail import record_matches
+from console.read.tail_options import record_matches
 
 
 def test_a_keyless_record_is_null_in_json_and_a_dash_in_text():

@@ -16,7 +16,7 @@ from console.read.positions import (
     parse_duration,
     resolve_window,
 )
-from console.read.tail import records_until
+from console.read.tail_options import records_until
 
 NOW = datetime(2026, 11, 22, 20, 0, tzinfo=UTC)
 

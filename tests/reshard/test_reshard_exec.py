@@ -14,7 +14,7 @@ import pytest
 from console.errors import ConsoleError, LimitExceeded, PlanRejected, ResourceInUse
 from console.keyspace.hashkeys import HASH_SPACE, even_split, md5_hash_key
 from console.reshard.actionlog import ActionLog
-from console.reshard.execute import Executor, median_split_of_recent, open_in_order, sample_recent_keys
+from console.reshard.execute import Executor, open_in_order
 from console.reshard.limits import StreamContext
 from console.reshard.plan import (
     KeySample,
@@ -26,6 +26,7 @@ from console.reshard.plan import (
     plan_split,
     render_plan,
 )
+from console.reshard.recent import median_split_of_recent, sample_recent_keys
 from tests.reshard.helpers_reshard import keys_hashing_into
 
 

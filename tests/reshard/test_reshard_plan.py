@@ -421,3 +421,27 @@ def test_make_even_to_another_count_keeps_the_near_boundaries_it_can():
     shards = stream_of(kinesis_mock_split(4))  # 4 -> 8: the 3 old boundaries stay, 4 new ones are split in
     plan = plan_even(shards, 8)
     assert (plan.split_steps, plan.merge_steps) == (4, 0)
+
+
+@pytest.mark.parametrize("build", ["split", "merge", "scale", "even"])
+def test_an_auto_stream_plan_counts_no_key_moves_whatever_face_built_it(build):
+    """AUTO distribution: the service places records, so no key moves with a reshard. The rule lives
+    in the plan (both the CLI and the console build plans from the executor's context), so a sample
+    of keys that would move on a keyed stream moves nowhere on an AUTO one."""
+    shards = even_shards(4)
+    sample = sample_from(list(range(0, MAX_HASH_KEY, MAX_HASH_KEY // 64)))
+    builders = {
+        "split": lambda context: plan_split(
+            shards, shards[0].shard_id, midpoint(shards[0]), context=context, sample=sample
+        ),
+        "merge": lambda context: plan_merge(
+            shards, shards[0].shard_id, shards[1].shard_id, context=context, sample=sample
+        ),
+        "scale": lambda context: plan_scale(shards, 8, context=context, sample=sample),
+        "even": lambda context: plan_even(shards, 3, context=context, sample=sample),
+    }
+    keyed = builders[build](StreamContext())
+    assert keyed.key_movement is not None and keyed.key_movement.moved > 0
+    auto = builders[build](StreamContext(auto_distribution=True))
+    assert auto.key_movement is None
+    assert auto.operations == keyed.operations

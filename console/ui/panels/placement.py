@@ -157,10 +157,10 @@ class PlacementPanel(Vertical):
         return f"Keys are {mode}, one per line · ctrl+t switches · enter to type, esc leaves the box"
 
     def key_sample(self) -> KeySample | None:
-        """The keys typed here that parse, as a sample a reshard plan counts moves of (None: none, or an
-        AUTO stream, where keys move nowhere: the service places records)."""
+        """The keys typed here that parse, as a sample a reshard plan counts moves of (None: none; on an
+        AUTO stream the plan itself counts none, console.reshard.plan)."""
         placed = [(p.key, p.hash_key) for p in self.placements if p.hash_key is not None]
-        if not placed or self.auto_notice is not None:
+        if not placed:
             return None
         return KeySample([key for key, _ in placed], [hash_key for _, hash_key in placed])
 

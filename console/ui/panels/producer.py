@@ -26,7 +26,7 @@ from textual.widgets import Button, Checkbox, DataTable, Input, Label, ProgressB
 from console.backend.protocol import ConsoleBackend
 from console.errors import ConsoleError
 from console.produce.aggregate import DEFAULT_MAX_AGGREGATE_BYTES, aggregation_line
-from console.produce.report import ProduceResult, ProducerProgress
+from console.produce.report import ProduceResult, ProducerProgress, verifying_line
 from console.produce.settings import ProducerSettings
 from console.produce.verify import run_and_verify
 from console.produce.verify_analysis import VerificationReport
@@ -295,7 +295,7 @@ class ProducerPanel(Vertical):
                 settings,
                 verify=verify,
                 on_progress=self.show_progress,
-                on_verifying=self.show_verifying,
+                on_verifying=lambda wait: self.show_verifying(settings.run_id, wait),
                 max_aggregate_bytes=DEFAULT_MAX_AGGREGATE_BYTES if aggregate else None,
             )
         except ConsoleError as error:
@@ -338,16 +338,8 @@ class ProducerPanel(Vertical):
 
     def show_progress(self, progress: ProducerProgress) -> None:
         self.query_one("#producer-progress", ProgressBar).update(total=progress.total, progress=progress.acknowledged)
-        extras = progress.troubles()
-        failing = f" · failing: {progress.failing_now}" if progress.failing_now else ""
         if self.running:  # a stopped run reports once more as it ends: its status stays what stopped it
-            self._status(
-                f"{progress.acknowledged}/{progress.total} acknowledged, "
-                f"{format_rate(progress.records_per_second, ' rec/s')}, {progress.elapsed:.1f} s"
-                + (" · " + ", ".join(extras) if extras else "")
-                + failing,
-                error=bool(failing),
-            )
+            self._status(f"{progress.line()} · {progress.elapsed:.1f} s", error=bool(progress.failing_now))
         table = self.query_one("#producer-shards", DataTable)
         table.clear()
         for shard_id, shard in progress.shards.items():
@@ -362,14 +354,8 @@ class ProducerPanel(Vertical):
         if progress.done and self.running:
             self._set_running(False)
 
-    def show_verifying(self, wait: float = 0.0) -> None:
-        if wait > 0:
-            self._status(
-                f"waiting {wait:.0f} s for puts whose answer was lost (they may still land), "
-                "then reading the run back ..."
-            )
-        else:
-            self._status("reading the run back to verify it ...")
+    def show_verifying(self, run_id: str, wait: float = 0.0) -> None:
+        self._status(f"{verifying_line(run_id, wait)} ...")
 
     def show_report(self, report: VerificationReport) -> None:
         self.report = report
@@ -386,12 +372,8 @@ class ProducerPanel(Vertical):
             f"latency p50 {lat['p50']} ms · p99 {lat['p99']} ms · max {lat['max']} ms · "
             f"{counted(len(report.shards), 'shard')} read in {report.read_seconds:.2f} s",
         ]
-        if report.first_out_of_order:
-            first = report.first_out_of_order
-            lines.append(
-                f"first out of order: key {printable(first['key'])}, seq {first['seq']} at position "
-                f"{first['position']} after seq {first['after_seq']}"
-            )
+        if report.first_out_of_order_line:
+            lines.append(report.first_out_of_order_line)
         self.query_one("#producer-report", Static).update(Text.assemble(verdict, "\n".join(lines)))
         self._status("done" if report.ok else "done: select a failure to see its key's records")
         problems = self.query_one("#producer-problems", DataTable)

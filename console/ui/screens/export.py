@@ -16,8 +16,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Select, Static
 
-FORMATS = [("JSON lines", "jsonl"), ("CSV", "csv"), ("raw bytes, length-prefixed", "raw")]
-EXTENSIONS = {"jsonl": ".jsonl", "csv": ".csv", "raw": ".bin"}
+from console.read.export import EXPORT_EXTENSIONS, EXPORT_FORMAT_NAMES
+
+FORMATS = [(name, output) for output, name in EXPORT_FORMAT_NAMES.items()]
 
 
 class ExportScreen(ModalScreen["tuple[str, str, str] | None"]):
@@ -50,7 +51,7 @@ class ExportScreen(ModalScreen["tuple[str, str, str] | None"]):
                 allow_blank=False,
                 id="export-scope",
             )
-            yield Input(str(self.stem) + EXTENSIONS["jsonl"], id="export-path")
+            yield Input(str(self.stem) + EXPORT_EXTENSIONS["jsonl"], id="export-path")
             with Horizontal(id="export-buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Export", id="export", variant="primary")
@@ -62,8 +63,8 @@ class ExportScreen(ModalScreen["tuple[str, str, str] | None"]):
         if event.select.id == "export-format":
             path = self.query_one("#export-path", Input)
             current = Path(path.value)
-            if current.suffix in EXTENSIONS.values():
-                path.value = str(current.with_suffix(EXTENSIONS[str(event.value)]))
+            if current.suffix in EXPORT_EXTENSIONS.values():
+                path.value = str(current.with_suffix(EXPORT_EXTENSIONS[str(event.value)]))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

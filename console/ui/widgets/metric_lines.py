@@ -11,7 +11,7 @@ from rich.text import Text
 from console.consumers.report import format_millis
 from console.heat.capacity import RECENT_MINUTES, CapacitySummary, MetricSeries
 from console.ui.format import format_rate
-from console.ui.widgets.shard_table import sparkline
+from console.ui.widgets.shard_columns import sparkline
 
 SPARK_MINUTES = 30
 LABEL_WIDTH = 15

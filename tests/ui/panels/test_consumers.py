@@ -14,7 +14,7 @@ from console.reshard.plan import midpoint
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.prompt import PromptScreen
 from console.ui.screens.reshard import ReshardPreviewScreen
-from console.ui.widgets.shard_table import LAG_COLUMN
+from console.ui.widgets.shard_columns import LAG_COLUMN
 from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items
 from tests.heat.test_capacity import put_metric
 from tests.ui.test_ui_console import RecordingApp, wait_until

@@ -10,7 +10,7 @@ import pytest
 from console.config import load_config
 from console.keyspace.hashkeys import MAX_HASH_KEY
 from console.ui.format import format_hash_key
-from console.ui.widgets.shard_table import COLUMNS, columns_for, fit_columns
+from console.ui.widgets.shard_columns import COLUMNS, columns_for, fit_columns
 from tests.ui.test_ui_console import wait_until
 from tests.ui.test_ui_interaction import static_app
 
