@@ -87,8 +87,10 @@ class ProtoSchema:
         message = self.message_class(descriptor)()
         try:
             message.ParseFromString(body[start:])
-        except (DecodeError, RuntimeError) as problem:
-            raise ProtoPayloadError(f"{descriptor.full_name} does not parse ({problem})") from None
+        except (DecodeError, RuntimeError):
+            raise ProtoPayloadError(
+                f"{descriptor.full_name}: its bytes do not parse (wire format corrupt or truncated)"
+            ) from None
         if not message.IsInitialized():
             missing = ", ".join(message.FindInitializationErrors()[:5])
             raise ProtoPayloadError(f"{descriptor.full_name} lacks required fields ({missing})")
@@ -236,7 +238,7 @@ def _field(node: Any, proto: descriptor_pb2.FieldDescriptorProto, syntax: str) -
     if cardinality == "OPTIONAL" and syntax == "proto3":
         proto.proto3_optional = True
     if node.type in _SCALARS:
-        proto.type = _SCALARS[node.type]  # type: ignore[assignment]
+        proto.type = _SCALARS[node.type]
     else:
         proto.type_name = node.type  # message or enum: the pool resolves which, and where
     for option in node.options:
@@ -258,7 +260,7 @@ def _map(node: Any, proto: descriptor_pb2.DescriptorProto) -> None:
     for name, number, type_name in (("key", 1, node.key_type), ("value", 2, node.value_type)):
         field = entry.field.add(name=name, number=number, label=FieldDescriptor.LABEL_OPTIONAL)
         if type_name in _SCALARS:
-            field.type = _SCALARS[type_name]  # type: ignore[assignment]
+            field.type = _SCALARS[type_name]
         else:
             field.type_name = type_name
     proto.field.add(name=node.name, number=node.number, label=FieldDescriptor.LABEL_REPEATED, type_name=entry_name)
