@@ -107,7 +107,8 @@ class ProtoSchema:
             json_format.ParseDict(_bytes_as_base64(document, descriptor), message)
             body = message.SerializeToString()
         except (json_format.ParseError, EncodeError, ValueError, TypeError) as problem:
-            raise ProtoPayloadError(str(problem).replace("\n", " ")) from None
+            reason = str(problem).split("  Available Fields", 1)[0]  # the list of every field name
+            raise ProtoPayloadError(reason.replace("\n", " ").rstrip(".")) from None
         return _varint(self.by_index.index(descriptor)) + body
 
 

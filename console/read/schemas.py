@@ -120,6 +120,10 @@ class SchemaCatalog:
             self._known.move_to_end(version_id)
         return found
 
+    def add(self, schema: RegisteredSchema) -> None:
+        """Hold a version fetched by other means (the one `put --schema` encodes with)."""
+        self._remember(schema.version_id, schema)
+
     def _remember(self, version_id: str, found: RegisteredSchema | str) -> None:
         self._known[version_id] = found
         while len(self._known) > self._size:

@@ -16,11 +16,6 @@ from tests.read.test_glue_schemas import kconsole, serializer_bytes
 PROTO_SCHEMA = """syntax = "proto3";
 package shop;
 
-// Audit sorts before Payment: the serializer's message index of Payment is 1, not 0.
-message Audit {
-  string note = 1;
-}
-
 message Payment {
   int32 id = 1;
   User user = 2;
@@ -35,6 +30,12 @@ message Payment {
   message Address {
     string city = 1;
   }
+}
+
+// Audit sorts before Payment: the serializer's message index of Payment is 1, not 0 (and Payment,
+// declared first, is what `put --schema` encodes).
+message Audit {
+  string note = 1;
 }
 """
 CITIES = ("Oslo", "Lima", "Pune", "Kyiv")
