@@ -5,12 +5,17 @@ index packed by hand), the .proto text registered in the embedded server's Glue,
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import json
 import uuid
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from console.read.decoding import KIND_ERROR, KIND_JSON, decode_record
+from console.read.schemas import SchemaCatalog
 from tests.read.test_glue_schemas import kconsole, serializer_bytes
 
 PROTO_SCHEMA = """syntax = "proto3";
@@ -221,3 +226,46 @@ async def test_bad_protobuf_input_is_shown_raw_with_one_reason_each(kinesis, mak
     assert code == 0, err
     assert "tail: 6 records, 5 decode-errors" in err
     assert sum("payload does not match the Protobuf schema" in line for line in out.splitlines()) == 3
+
+
+PROTO_ID = str(uuid.uuid4())
+
+
+def proto_catalog() -> SchemaCatalog:
+    answer = {
+        "SchemaArn": "arn:aws:glue:r:1:schema/r/p",
+        "VersionNumber": 3,
+        "DataFormat": "PROTOBUF",
+        "SchemaDefinition": PROTO_SCHEMA,
+    }
+
+    async def lookup(version_id: str) -> dict:
+        return answer
+
+    catalog = SchemaCatalog(lookup)
+    asyncio.run(catalog.prefetch([serializer_bytes(PROTO_ID, b"")]))
+    return catalog
+
+
+PROTO_CATALOG = proto_catalog()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(index=st.binary(max_size=3), body=st.binary(max_size=200), compressed=st.booleans())
+def test_any_bytes_after_a_protobuf_header_decode_or_say_why(index, body, compressed):
+    data = serializer_bytes(PROTO_ID, index + body, compressed=compressed)
+
+    [record] = decode_record(data, shard_id="s", sequence_number="1", partition_key="k", schemas=PROTO_CATALOG)
+
+    assert record.kind in (KIND_JSON, KIND_ERROR)
+    if record.kind == KIND_ERROR:
+        assert record.error and "\n" not in record.error and record.value == data
+    json.loads(record.json_line())
+
+
+def test_a_protobuf_record_decodes_to_what_the_runtime_wrote():
+    data = serializer_bytes(PROTO_ID, protobuf_body(payment(6)))
+
+    [record] = decode_record(data, shard_id="s", sequence_number="1", partition_key="k", schemas=PROTO_CATALOG)
+
+    assert record.value == payment(6) and record.schema == "r/p v3"
