@@ -274,14 +274,11 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
         )
 
 
-async def _encode_with_schema(kinesis: Any, schema_name: str, parsed: ParsedLines) -> None:
-    """Each record's data encoded with the registered schema; a line that does not fit moves to the problems."""
-    import dataclasses
-    import json
-
+async def schema_encoder(kinesis: Any, schema_name: str) -> Any:
+    """The registered schema REGISTRY/NAME[:VERSION] read through the backend, ready to encode with;
+    BadInput (one line) when it cannot be read or is not one kconsole encodes with."""
     from console.errors import ConsoleError
-    from console.produce.given import LineProblem
-    from console.produce.schema_encoding import DocumentProblem, SchemaEncoder, parse_schema_name
+    from console.produce.schema_encoding import SchemaEncoder, parse_schema_name
 
     registry, name, version = parse_schema_name(schema_name)
     try:
@@ -292,6 +289,18 @@ async def _encode_with_schema(kinesis: Any, schema_name: str, parsed: ParsedLine
         raise BadInput(f"schema {schema_name} not read: {error.message}", code="bad_schema") from None
     encoder = SchemaEncoder.from_answer(answer)
     note(f"encoding with {encoder.label} ({encoder.schema.data_format})")
+    return encoder
+
+
+async def _encode_with_schema(kinesis: Any, schema_name: str, parsed: ParsedLines) -> None:
+    """Each record's data encoded with the registered schema; a line that does not fit moves to the problems."""
+    import dataclasses
+    import json
+
+    from console.produce.given import LineProblem
+    from console.produce.schema_encoding import DocumentProblem
+
+    encoder = await schema_encoder(kinesis, schema_name)
     kept = []
     for record in parsed.records:
         try:

@@ -96,7 +96,7 @@ class ProtoSchema:
             raise ProtoPayloadError(f"{descriptor.full_name} lacks required fields ({missing})")
         return _document(message, 0), descriptor.full_name
 
-    def encode(self, document: Any) -> bytes:
+    def encode(self, document: Any, *, ignore_unknown_fields: bool = False) -> bytes:
         """A JSON document as the serializer writes the first message type: index varint, then the
         message; ProtoPayloadError naming the field when the document does not fit."""
         descriptor = self.first
@@ -104,7 +104,9 @@ class ProtoSchema:
             raise ProtoPayloadError(f"expected a JSON object for {descriptor.full_name}; got {type(document).__name__}")
         message = self.message_class(descriptor)()
         try:
-            json_format.ParseDict(_bytes_as_base64(document, descriptor), message)
+            json_format.ParseDict(
+                _bytes_as_base64(document, descriptor), message, ignore_unknown_fields=ignore_unknown_fields
+            )
             body = message.SerializeToString()
         except (json_format.ParseError, EncodeError, ValueError, TypeError) as problem:
             reason = str(problem).split("  Available Fields", 1)[0]  # the list of every field name
@@ -332,14 +334,16 @@ def _document(message: Message, depth: int) -> dict:
 
 
 def _value(field: FieldDescriptor, value: Any, depth: int) -> Any:
-    from console.read.schemas import json_able
-
     if field.type == FieldDescriptor.TYPE_MESSAGE:
         return _document(value, depth + 1)
     if field.type == FieldDescriptor.TYPE_ENUM:
         named = field.enum_type.values_by_number.get(value)
         return named.name if named is not None else value
-    return json_able(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, float) and value != value:
+        return None  # NaN has no JSON spelling
+    return value
 
 
 def _bytes_as_base64(document: Any, descriptor: Descriptor) -> Any:

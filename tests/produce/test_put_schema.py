@@ -1,4 +1,4 @@
-"""`put --schema REGISTRY/NAME[:VERSION]`: JSON lines encoded with a schema registered in the embedded
+"""`put --schema REGISTRY/NAME[:VERSION]` and `produce --schema`: JSON lines and test records encoded with a schema registered in the embedded
 server's Glue, verified by reading back, and the bytes read back decoded here independently (fastavro,
 the protobuf runtime with hand-built descriptors, json) after checking the serializer's header by hand."""
 
@@ -12,9 +12,10 @@ import sys
 import uuid
 
 import fastavro
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from tests.read.test_glue_protobuf import PAYMENT_INDEX, PROTO_SCHEMA, Payment, payment, register_proto
-from tests.read.test_glue_schemas import AVRO_SCHEMA, JSON_SCHEMA
+from tests.read.test_glue_schemas import AVRO_SCHEMA, JSON_SCHEMA, kconsole
 from tests.read.test_glue_schemas import payment as avro_payment
 
 
@@ -137,4 +138,102 @@ async def test_a_line_that_does_not_fit_names_its_line_and_field_and_nothing_is_
     assert "line 2:" in avro[2] and "field Payment.user.User.email: expected string; got 5" in avro[2]
     assert "absent" in missing[2] and "not read" in missing[2]
     assert "--schema takes REGISTRY/NAME" in malformed[2]
+    assert await stored(kinesis, stream) == []
+
+
+TEST_RECORD_PROTO = """syntax = "proto3";
+package loadtest;
+
+message Probe {
+  string run = 1;
+  string key = 2;
+  int64 seq = 3;
+  double ts = 4;
+}
+"""
+TEST_RECORD_AVRO = {
+    "type": "record",
+    "name": "Probe",
+    "fields": [
+        {"name": "run", "type": "string"},
+        {"name": "key", "type": "string"},
+        {"name": "seq", "type": "long"},
+        {"name": "ts", "type": "double"},
+    ],
+}
+
+
+async def produce(*argv: str, endpoint: str) -> tuple[int, str, str]:
+    return await kconsole("produce", *argv, "--yes", endpoint=endpoint, timeout=180)
+
+
+async def test_produce_schema_verify_round_trips_the_test_records(kinesis, make_stream, local_kinesis):
+    endpoint = local_kinesis.endpoint_url
+    registry = await registry_with_schemas(kinesis)
+    proto_id = (await kinesis.glue.register_schema(registry, "probe-proto", "PROTOBUF", TEST_RECORD_PROTO))[
+        "SchemaVersionId"
+    ]
+    avro_id = (await kinesis.glue.register_schema(registry, "probe-avro", "AVRO", json.dumps(TEST_RECORD_AVRO)))[
+        "SchemaVersionId"
+    ]
+    file = descriptor_pb2.FileDescriptorProto(name="probe.proto", package="loadtest", syntax="proto3")
+    probe = file.message_type.add(name="Probe")
+    for number, (name, kind) in enumerate(
+        (("run", "TYPE_STRING"), ("key", "TYPE_STRING"), ("seq", "TYPE_INT64"), ("ts", "TYPE_DOUBLE")), 1
+    ):
+        probe.field.add(name=name, number=number, type=getattr(descriptor_pb2.FieldDescriptorProto, kind), label=1)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    Probe = message_factory.GetMessageClass(pool.FindMessageTypeByName("loadtest.Probe"))
+    for schema, version_id in ((f"{registry}/probe-proto", proto_id), (f"{registry}/probe-avro:1", avro_id)):
+        stream = await make_stream(shards=1)
+
+        code, out, err = await produce(
+            stream,
+            "--keys",
+            "20",
+            "--records-per-key",
+            "10",
+            "--schema",
+            schema,
+            "--verify",
+            "--json",
+            endpoint=endpoint,
+        )
+
+        assert code == 0, err
+        summary = json.loads(out)
+        assert summary["verified"] is True and summary["read_back"] == 200 and summary["lost"] == 0
+        assert summary["out_of_order"] == 0
+        seen = []
+        for data in await stored(kinesis, stream):
+            named, body = split_header(data)
+            assert named == version_id
+            if "proto" in schema:
+                assert body[:1] == b"\x00"  # the file's only message
+                message = Probe.FromString(body[1:])
+                seen.append((message.run, message.key, message.seq))
+            else:
+                value = fastavro.schemaless_reader(io.BytesIO(body), fastavro.parse_schema(TEST_RECORD_AVRO), None)
+                seen.append((value["run"], value["key"], value["seq"]))
+        assert len({run for run, _, _ in seen}) == 1
+        per_key: dict[str, list[int]] = {}
+        for _, key, seq in seen:
+            per_key.setdefault(key, []).append(seq)
+        assert len(per_key) == 20 and all(seqs == list(range(10)) for seqs in per_key.values())
+
+
+async def test_produce_refuses_a_schema_that_cannot_carry_the_test_records(kinesis, make_stream, local_kinesis):
+    endpoint = local_kinesis.endpoint_url
+    proto_id = await register_proto(kinesis, PROTO_SCHEMA)  # Payment: no run, key, seq or ts
+    proto_name = (await kinesis.glue.schema_version(proto_id))["SchemaArn"].split(":schema/", 1)[1]
+    stream = await make_stream(shards=1)
+
+    code, out, err = await produce(
+        stream, "--keys", "2", "--records-per-key", "2", "--schema", proto_name, "--verify", endpoint=endpoint
+    )
+
+    assert code == 2, err
+    assert "cannot carry kconsole's test records" in err or "does not keep the test records'" in err
+    assert "Traceback" not in err
     assert await stored(kinesis, stream) == []
