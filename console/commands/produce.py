@@ -205,7 +205,7 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
         if args.schema is not None:
             from dataclasses import replace
 
-            from console.commands.put import schema_encoder
+            from console.commands._schema_args import schema_encoder
             from console.produce.schema_encoding import TestRecordCodec
 
             codec = TestRecordCodec.checked(await schema_encoder(kinesis, args.schema))

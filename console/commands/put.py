@@ -274,29 +274,12 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
         )
 
 
-async def schema_encoder(kinesis: Any, schema_name: str) -> Any:
-    """The registered schema REGISTRY/NAME[:VERSION] read through the backend, ready to encode with;
-    BadInput (one line) when it cannot be read or is not one kconsole encodes with."""
-    from console.errors import ConsoleError
-    from console.produce.schema_encoding import SchemaEncoder, parse_schema_name
-
-    registry, name, version = parse_schema_name(schema_name)
-    try:
-        answer = await kinesis.glue.schema_version_named(registry, name, version)
-    except ConsoleError as error:
-        if isinstance(error, BadInput):
-            raise
-        raise BadInput(f"schema {schema_name} not read: {error.message}", code="bad_schema") from None
-    encoder = SchemaEncoder.from_answer(answer)
-    note(f"encoding with {encoder.label} ({encoder.schema.data_format})")
-    return encoder
-
-
 async def _encode_with_schema(kinesis: Any, schema_name: str, parsed: ParsedLines) -> None:
     """Each record's data encoded with the registered schema; a line that does not fit moves to the problems."""
     import dataclasses
     import json
 
+    from console.commands._schema_args import schema_encoder
     from console.produce.given import LineProblem
     from console.produce.schema_encoding import DocumentProblem
 
