@@ -15,7 +15,7 @@ import fastavro
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from tests.read.test_glue_protobuf import PAYMENT_INDEX, PROTO_SCHEMA, Payment, payment, register_proto
-from tests.read.test_glue_schemas import AVRO_SCHEMA, JSON_SCHEMA, kconsole
+from tests.read.test_glue_schemas import AVRO_SCHEMA, JSON_SCHEMA, fresh_glue_registries, kconsole  # noqa: F401 - the fixture
 from tests.read.test_glue_schemas import payment as avro_payment
 
 

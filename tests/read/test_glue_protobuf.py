@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from console.read.decoding import KIND_ERROR, KIND_JSON, decode_record
 from console.read.schemas import SchemaCatalog
-from tests.read.test_glue_schemas import kconsole, serializer_bytes
+from tests.read.test_glue_schemas import fresh_glue_registries, kconsole, serializer_bytes  # noqa: F401 - the fixture
 
 PROTO_SCHEMA = """syntax = "proto3";
 package shop;
