@@ -24,6 +24,14 @@ class GlueBackend:
         """GetSchemaVersion by its id: the definition, data format, version number and the schema's ARN."""
         return await self._call("GetSchemaVersion", SchemaVersionId=version_id)
 
+    async def schema_version_named(self, registry: str, name: str, version: int | None = None) -> dict:
+        """GetSchemaVersion of REGISTRY/NAME: its version `version`, or the latest."""
+        return await self._call(
+            "GetSchemaVersion",
+            SchemaId={"RegistryName": registry, "SchemaName": name},
+            SchemaVersionNumber={"VersionNumber": version} if version is not None else {"LatestVersion": True},
+        )
+
     async def ensure_registry(self, registry: str) -> None:
         """Create the registry unless it is there."""
         try:

@@ -61,11 +61,13 @@ def register(subparsers, common) -> None:
     schemas = actions.add_parser(
         "schemas",
         parents=common,
-        help="register an Avro and a JSON schema in Glue's Schema Registry and put records encoded with them",
-        description="Register an Avro schema (kconsole-demo/orders-avro) and a JSON schema "
-        "(kconsole-demo/orders-json) in the Glue Schema Registry, and put records on STREAM encoded as the "
-        "AWS Glue Schema Registry serializer encodes them (its header naming the schema version, every "
-        "third record zlib-compressed): `kconsole tail STREAM` shows them decoded. The orders carry "
+        help="register an Avro, a JSON and a Protobuf schema in Glue's Schema Registry and put records "
+        "encoded with them",
+        description="Register an Avro schema (kconsole-demo/orders-avro), a JSON schema "
+        "(kconsole-demo/orders-json) and a Protobuf schema (kconsole-demo/orders-proto) in the Glue Schema "
+        "Registry, and put records on STREAM encoded as the AWS Glue Schema Registry serializer encodes them "
+        "(its header naming the schema version, every fourth record zlib-compressed): `kconsole tail STREAM` "
+        "shows them decoded. The orders carry "
         "made-up e-mail addresses and card numbers, for trying --mask.",
     )
     schemas.add_argument("stream", metavar="STREAM", help="stream the records go to")
@@ -270,6 +272,21 @@ ORDER_JSON_SCHEMA = {
     },
     "required": ["order_id"],
 }
+ORDER_PROTO_SCHEMA = """syntax = "proto3";
+package kconsole.demo;
+
+message Order {
+  string order_id = 1;
+  int64 amount_cents = 2;
+  Customer customer = 3;
+  string card = 4;
+
+  message Customer {
+    string name = 1;
+    string email = 2;
+  }
+}
+"""
 DEMO_NAMES = ("Ada", "Grace", "Edsger", "Barbara", "Ken")
 
 
@@ -310,28 +327,41 @@ async def _put_schema_records(args: Any, config: Any, stream: str, count: int) -
     import fastavro
 
     from console.backend import open_backend
+    from console.read.protobuf_schemas import build
     from console.read.schemas import encode_header
+
+    definitions = (
+        ("orders-avro", "AVRO", json.dumps(ORDER_AVRO_SCHEMA)),
+        ("orders-json", "JSON", json.dumps(ORDER_JSON_SCHEMA)),
+        ("orders-proto", "PROTOBUF", ORDER_PROTO_SCHEMA),
+    )
+    avro, proto = fastavro.parse_schema(ORDER_AVRO_SCHEMA), build(ORDER_PROTO_SCHEMA)
+
+    def body(data_format: str, order: dict) -> bytes:
+        if data_format == "AVRO":
+            buffer = io.BytesIO()
+            fastavro.schemaless_writer(buffer, avro, order)
+            return buffer.getvalue()
+        if data_format == "PROTOBUF":
+            return proto.encode(order)  # the message index, then the message
+        return json.dumps(order).encode()
 
     async with open_backend(config) as kinesis:
         if config.kind == "local":
             await ensure_local_stream(kinesis, stream, args)
         await kinesis.glue.ensure_registry(DEMO_REGISTRY)
-        avro = await kinesis.glue.register_schema(DEMO_REGISTRY, "orders-avro", "AVRO", json.dumps(ORDER_AVRO_SCHEMA))
-        json_schema = await kinesis.glue.register_schema(
-            DEMO_REGISTRY, "orders-json", "JSON", json.dumps(ORDER_JSON_SCHEMA)
-        )
-        parsed = fastavro.parse_schema(ORDER_AVRO_SCHEMA)
+        versions = [
+            await kinesis.glue.register_schema(DEMO_REGISTRY, name, data_format, definition)
+            for name, data_format, definition in definitions
+        ]
         records = []
-        for number in range(count * 2):
+        for number in range(count * len(definitions)):
             order = demo_order(number)
-            if number % 2 == 0:
-                buffer = io.BytesIO()
-                fastavro.schemaless_writer(buffer, parsed, order)
-                body, version_id = buffer.getvalue(), avro["SchemaVersionId"]
-            else:
-                body, version_id = json.dumps(order).encode(), json_schema["SchemaVersionId"]
-            compressed = number % 3 == 2
-            payload = encode_header(version_id, compressed=compressed) + (zlib.compress(body) if compressed else body)
+            (_, data_format, _), version = definitions[number % 3], versions[number % 3]
+            encoded, compressed = body(data_format, order), number % 4 == 3
+            payload = encode_header(version["SchemaVersionId"], compressed=compressed) + (
+                zlib.compress(encoded) if compressed else encoded
+            )
             records.append({"Data": payload, "PartitionKey": order["order_id"]})
         for start in range(0, len(records), 500):
             await kinesis.put_records(stream, records[start : start + 500])
@@ -339,17 +369,12 @@ async def _put_schema_records(args: Any, config: Any, stream: str, count: int) -
         "stream": stream,
         "schemas": [
             {
-                "name": f"{DEMO_REGISTRY}/orders-avro",
-                "format": "AVRO",
-                "version": avro.get("VersionNumber"),
-                "version_id": avro["SchemaVersionId"],
-            },
-            {
-                "name": f"{DEMO_REGISTRY}/orders-json",
-                "format": "JSON",
-                "version": json_schema.get("VersionNumber"),
-                "version_id": json_schema["SchemaVersionId"],
-            },
+                "name": f"{DEMO_REGISTRY}/{name}",
+                "format": data_format,
+                "version": version.get("VersionNumber"),
+                "version_id": version["SchemaVersionId"],
+            }
+            for (name, data_format, _), version in zip(definitions, versions, strict=True)
         ],
         "records_put": len(records),
     }

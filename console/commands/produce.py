@@ -109,6 +109,12 @@ def register(subparsers, common) -> None:
     )
     pace.add_argument("--no-pace", dest="pace", action="store_false", help="do not pace (default with --local)")
     parser.add_argument("--verify", action="store_true", help="read the run back and check it")
+    parser.add_argument(
+        "--schema",
+        metavar="REGISTRY/NAME[:VERSION]",
+        help="encode the test records with this Glue Schema Registry schema (Avro, JSON Schema or Protobuf, "
+        "with fields run, key, seq and ts) as the AWS serializer does; --verify decodes them to check them",
+    )
     add_aggregate_options(parser)
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
     parser.add_argument(
@@ -168,6 +174,10 @@ def handle(args: Any) -> int:
         )
     settings = settings_from_args(args)  # bad numbers fail here, before any connection
     aggregate_bytes(args)
+    if args.schema is not None:
+        from console.produce.schema_encoding import parse_schema_name
+
+        parse_schema_name(args.schema)
     refuse_if_read_only(args, f"write test records to {args.stream}")
     result, report = run_async(_produce(args, settings))
     document = summary_document(result, report)
@@ -191,6 +201,15 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
         # bound the run before anything is sent.
         summary = await kinesis.describe_stream_summary(args.stream)
         settings = fit_to_stream(settings, summary)
+        identify = None
+        if args.schema is not None:
+            from dataclasses import replace
+
+            from console.commands._schema_args import schema_encoder
+            from console.produce.schema_encoding import TestRecordCodec
+
+            codec = TestRecordCodec.checked(await schema_encoder(kinesis, args.schema))
+            settings, identify = replace(settings, encode=codec.encode), codec.identify
         max_aggregate_bytes = aggregate_bytes(args)
         check_aggregate_fits_stream(max_aggregate_bytes, summary)
         confirm_by_stream_name(
@@ -216,6 +235,7 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
             on_verifying=lambda wait: note(verifying_line(settings.run_id, wait)),
             read_settings=ReadSettings(min_call_interval=interval),
             max_aggregate_bytes=max_aggregate_bytes,
+            identify=identify,
         )
     return result, report
 

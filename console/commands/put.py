@@ -1,6 +1,7 @@
 """`kconsole put STREAM [--file F | -]`: send your own JSON lines through the ordered producer.
 
     printf '%s\n' '{"key": "order-1", "data": {"total": 12}}' | kconsole put orders --verify
+    kconsole put orders --file orders.jsonl --schema payments/order:2 --verify   # Glue Schema Registry
     kconsole put orders --file events.jsonl --key-field user.id [--explicit-hash-key-field ehk] [--skip-bad]
     kconsole put clicks --file events.jsonl --no-key --verify       # an AUTO stream: Kinesis spreads them
 
@@ -79,6 +80,13 @@ def register(subparsers, common) -> None:
         help="send each line (a JSON document) as a record without a partition key: an AUTO "
         "stream only (a line without its key field is keyless too)",
     )
+    parser.add_argument(
+        "--schema",
+        metavar="REGISTRY/NAME[:VERSION]",
+        help="encode each record's data with this Glue Schema Registry schema (Avro, JSON Schema or Protobuf; "
+        "the latest version unless :VERSION) as the AWS serializer does; a line that does not fit is a bad "
+        "line naming its field",
+    )
     parser.add_argument("--skip-bad", action="store_true", help="report bad lines but send the good ones")
     parser.add_argument("--verify", action="store_true", help="read every record back: lost, reordered, misplaced")
     add_aggregate_options(parser)
@@ -101,6 +109,10 @@ def handle(args: Any) -> int:
             code="usage",
         )
     aggregate_bytes(args)
+    if args.schema is not None:
+        from console.produce.schema_encoding import parse_schema_name
+
+        parse_schema_name(args.schema)
     refuse_if_read_only(args, f"put records to {args.stream}")
     parsed = read_input(args)
     _refuse_or_skip(args, parsed.problems, parsed)  # wrong whatever the stream: before any connection
@@ -217,6 +229,8 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
                 code="usage",
             )
         known = set(parsed.problems)
+        if args.schema is not None:
+            await _encode_with_schema(kinesis, args.schema, parsed)
         check_against_stream(
             parsed,
             stream=args.stream,
@@ -257,6 +271,31 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
             records=parsed.records,
             max_aggregate_bytes=max_aggregate_bytes,
         )
+
+
+async def _encode_with_schema(kinesis: Any, schema_name: str, parsed: ParsedLines) -> None:
+    """Each record's data encoded with the registered schema; a line that does not fit moves to the problems."""
+    import dataclasses
+    import json
+
+    from console.commands._schema_args import schema_encoder
+    from console.produce.given import LineProblem
+    from console.produce.schema_encoding import DocumentProblem
+
+    encoder = await schema_encoder(kinesis, schema_name)
+    kept = []
+    for record in parsed.records:
+        try:
+            document = json.loads(record.data)
+        except ValueError:
+            parsed.problems.append(LineProblem(record.line, f"data is not a JSON document for {encoder.label}"))
+            continue
+        try:
+            kept.append(dataclasses.replace(record, data=encoder.encode(document)))
+        except DocumentProblem as problem:
+            parsed.problems.append(LineProblem(record.line, f"{encoder.label}: {problem}"))
+    parsed.records = kept
+    parsed.problems.sort(key=lambda problem: problem.line)
 
 
 def summary_document(parsed: ParsedLines, result: ProduceResult, report: VerificationReport | None) -> dict:

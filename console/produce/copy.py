@@ -41,7 +41,8 @@ from typing import Any
 
 from console.errors import BadInput
 from console.produce.testrecords import ledger_key
-from console.read.decoding import KIND_ERROR, DecodedRecord, decode_api_record
+from console.read.decoding import DecodedRecord, decode_api_record
+from console.read.payloads import KIND_ERROR
 from console.read.schemas import SchemaCatalog
 from console.read.tail import TailReader
 

@@ -96,6 +96,8 @@ class RecordLedger:
             data = key.payloads[key.next_seq]
         else:
             data = encode_record(self.settings.run_id, key.name, key.next_seq, sent_at, self.settings.payload_bytes)
+            if self.settings.encode is not None:
+                data = self.settings.encode(data)
         record = PendingRecord(key, key.next_seq, data, sent_at, first_try, size=len(data) + key.name_bytes)
         key.next_seq += 1
         key.pending.append(record)

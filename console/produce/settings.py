@@ -4,6 +4,7 @@ PutRecords request limits it is held to."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -44,6 +45,8 @@ class ProducerSettings:
     # The stream's MaxRecordSizeInKiB in bytes (1 MiB unless raised, at most 10 MiB).
     max_record_bytes: int = MAX_RECORD_BYTES
     send_keys: bool = True  # False: records go without PartitionKey (an AUTO stream spreads them)
+    # Each test record's JSON body re-encoded before it is sent (`produce --schema`: a registered schema).
+    encode: Callable[[bytes], bytes] | None = None
 
     def validated(self) -> ProducerSettings:
         """Check the numbers (BadInput, one line, for the CLI and the panel) and fill in a run id."""

@@ -85,6 +85,14 @@ def decode(data: bytes, run_id: str | None = None) -> TestRecord | None:
         return None
     try:
         doc = json.loads(data)
+    except ValueError:
+        return None
+    return from_document(doc, run_id)
+
+
+def from_document(doc: Any, run_id: str | None = None) -> TestRecord | None:
+    """The test record a decoded document holds (its run, key, seq and ts fields), or None."""
+    try:
         record = TestRecord(str(doc["run"]), str(doc["key"]), int(doc["seq"]), float(doc["ts"]))
     except (ValueError, KeyError, TypeError):
         return None

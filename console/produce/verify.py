@@ -302,11 +302,13 @@ async def run_and_verify(
     progress_interval: float = 0.25,
     records: Any = None,
     max_aggregate_bytes: int | None = None,
+    identify: Callable[[ProduceResult, dict[str, Any]], Any] | None = None,
 ) -> tuple[ProduceResult, VerificationReport | None]:
     """One whole run on an open backend (a KinesisBackend): shard map, ordered producer, read-back.
     What the CLI and the console's producer panel (in its own worker) both do. With `records`
     (console.produce.given.GivenRecord), those are sent instead of generated test records. With
-    `max_aggregate_bytes`, they travel in KPL aggregates of at most that size (AggregatingProducer)."""
+    `max_aggregate_bytes`, they travel in KPL aggregates of at most that size (AggregatingProducer).
+    `identify` tells which record one read back is (`produce --schema` decodes it with its schema first)."""
     from console.produce.producer import OrderedProducer
     from console.topology.shardmap import ShardMap
 
@@ -354,7 +356,6 @@ async def run_and_verify(
     if not read_settings.in_flight_window:
         timeout = getattr(kinesis, "request_timeout", None) or 0.0
         read_settings = dataclasses.replace(read_settings, in_flight_window=IN_FLIGHT_TIMEOUTS * timeout)
-    identify = None
     if records is not None:
         from console.produce.given import GivenRecordMatcher
 

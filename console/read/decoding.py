@@ -5,10 +5,8 @@ opening `{`, `[` or `"`), so plain JSON costs one JSON parse plus a few byte com
 that claims a format but is broken (an aggregate whose MD5 trailer does not match, a truncated
 gzip stream) becomes a `decode-error` record carrying the reason, never an exception.
 
-Hostile payloads stay bounded: gzip inflates at most MAX_INFLATED_BYTES per record and, given an
-`InflateBudget`, MAX_BATCH_INFLATED_BYTES per batch (a page of bombs is refused record by record, not
-held), and JSON nested deeper than MAX_JSON_DEPTH is a decode error rather than a RecursionError
-(here, or later when the value is printed from a deeper stack).
+Payload classification (gzip, JSON, text, hex and their bounds) is console.read.payloads'; Glue
+Schema Registry records are decoded by console.read.schemas.
 
 KPL aggregates are parsed with aws-kinesis-agg's own protobuf schema and framing constants. We do
 not route them through its `iter_deaggregate_records` because that function passes a malformed
@@ -21,8 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -32,41 +28,38 @@ from typing import Any
 from aws_kinesis_agg import DIGEST_SIZE, MAGIC, deaggregator, messages_pb2  # noqa: F401
 from google.protobuf.message import DecodeError
 
+from console.read.payloads import (
+    ENCODING_GZIP,
+    GZIP_MAGIC,
+    JSON_OPENER_BYTES,
+    JSON_OPENERS,
+    KIND_ERROR,
+    KIND_JSON,
+    KIND_TEXT,
+    NOT_JSON,
+    TOO_DEEP,
+    WHITESPACE,
+    InflateBudget,
+    classify,
+    classify_not_json,
+    classify_plain,
+    json_or_not,
+    too_deep,
+)
+from console.read.payloads import (
+    MIB as MIB,
+)
 from console.read.printable import printable, printable_json
 from console.read.schemas import HEADER_VERSION, SchemaCatalog, SchemaDecodeError, decode_payload, schema_version_id
 from console.topology.model import NO_KEY
 
-KIND_JSON = "json"
-KIND_TEXT = "text"
-KIND_HEX = "hex"
-KIND_ERROR = "decode-error"
-
 ENCODING_KPL = "kpl"
-ENCODING_GZIP = "gzip"
 ENCODING_GLUE = "glue"  # the Glue Schema Registry serializer's header
 ENCODING_ZLIB = "zlib"
 
-GZIP_MAGIC = b"\x1f\x8b"
 # First bytes of the KPL and gzip magics: one integer compare routes most records.
 _MAGIC_FIRST = MAGIC[0]
 _GZIP_FIRST = GZIP_MAGIC[0]
-MIB = 1024 * 1024
-# A 1 MiB record can inflate to gigabytes; beyond this we say so instead of exhausting memory.
-MAX_INFLATED_BYTES = 64 * MIB
-# What the records of one GetRecords page may inflate in all: twelve records of 63 MiB are one record's worth.
-MAX_BATCH_INFLATED_BYTES = 64 * MIB
-# JSON deeper than this is not parsed: json's scanner and printer recurse once per level, and a value that
-# parses near the interpreter's recursion limit would fail later, when printed from a deeper stack.
-MAX_JSON_DEPTH = 256
-INFLATE_STEP = 4 * MIB  # gzip output per step while inflating a large payload
-
-# JSON's openers and whitespace, as first-byte integers (data[0]) and as one-byte slices (data[:1]).
-_JSON_OPENERS = frozenset(b'{["')
-_JSON_OPENER_BYTES = frozenset((b"{", b"[", b'"'))
-_WHITESPACE = b" \t\r\n"
-_WHITESPACE_BYTES = frozenset((b" ", b"\t", b"\r", b"\n"))
-# C0 controls other than tab, newline and carriage return (and DEL) mean "not text".
-_CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 @dataclass(slots=True)
@@ -228,176 +221,8 @@ _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 _ENCODINGS = {(): "[]", ("gzip",): '["gzip"]', ("kpl",): '["kpl"]', ("kpl", "gzip"): '["kpl", "gzip"]'}
 
 
-# (kind, value, encoding, error, inflated size): what a payload holds, before it meets its record's
-# metadata. A plain tuple because this runs once per record and a dataclass costs more than the JSON parse.
-Content = tuple[str, Any, tuple[str, ...], "str | None", "int | None"]
-_GZIP_ONLY = (ENCODING_GZIP,)
 _KPL_ONLY = (ENCODING_KPL,)
 _KPL_GZIP = (ENCODING_KPL, ENCODING_GZIP)
-
-
-@dataclass(slots=True)
-class InflateBudget:
-    """What the records of one batch may still inflate, in bytes (gzip)."""
-
-    left: int = MAX_BATCH_INFLATED_BYTES
-
-
-class _OverBudget(ValueError):
-    pass
-
-
-def classify(data: bytes, budget: InflateBudget | None = None) -> Content:
-    """Decide what a (non-aggregate) payload is: gzip (then look inside), JSON, text, or hex."""
-    if data[:2] == GZIP_MAGIC:
-        try:
-            inflated = _gunzip(data, budget)
-        except _OverBudget as problem:
-            return KIND_ERROR, data, _GZIP_ONLY, f"not inflated: {problem}", None
-        except ValueError as problem:
-            return KIND_ERROR, data, _GZIP_ONLY, f"corrupt gzip: {problem}", None
-        kind, value, _, error, _ = _classify_plain(inflated)
-        return kind, value, _GZIP_ONLY, error, len(inflated)
-    return _classify_plain(data)
-
-
-def _classify_plain(data: bytes | bytearray) -> Content:
-    # One byte decides whether JSON is worth trying; json.loads raising on every text record would
-    # cost more than the rest of the decoding.
-    body = data
-    if bytes(body[:1]) in _WHITESPACE_BYTES:  # bytes(): an inflated payload may be a bytearray
-        body = body.lstrip(_WHITESPACE)  # as json.loads skips it; the value is the same
-    if bytes(body[:1]) in _JSON_OPENER_BYTES:
-        value = _json_or_not(body)
-        if value is _TOO_DEEP:
-            return _too_deep(data)
-        if value is not _NOT_JSON:
-            return KIND_JSON, value, (), None, None
-    return _classify_not_json(data)
-
-
-def _too_deep(data: bytes | bytearray) -> Content:
-    return KIND_ERROR, data, (), f"JSON nested deeper than {MAX_JSON_DEPTH} levels; not parsed", None
-
-
-def _classify_not_json(data: bytes | bytearray) -> Content:
-    """Text if it is UTF-8 without control bytes, otherwise hex (for payloads JSON did not take)."""
-    if _CONTROL_BYTES.search(data) is None:
-        try:
-            return KIND_TEXT, data.decode("utf-8"), (), None, None
-        except UnicodeDecodeError:
-            pass
-    return KIND_HEX, data, (), None, None
-
-
-# The decoder's scanner (the C one): what JSONDecoder.raw_decode calls, minus its Python frame.
-# It returns (value, end) and raises StopIteration when no value starts at the index.
-_scan_json = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # typeshed does not list the scanner
-_JSON_SPACE = " \t\n\r"
-_NOT_JSON = object()
-_TOO_DEEP = object()
-# JSON's nesting brackets, and its strings (skipped whole: brackets inside them do not nest).
-_JSON_NESTING = re.compile(rb'[\[{]|[\]}]|"(?:[^"\\]++|\\.)*+"')
-_OPENERS = frozenset(b"[{")
-
-
-def _json_or_not(data: bytes | bytearray) -> Any:
-    """The parsed value of a payload that opens with `{`, `[` or `"`, or _NOT_JSON.
-
-    json.loads minus its wrappers: JSON on the wire is UTF-8 (RFC 8259), so decode it directly
-    rather than sniff the encoding, and call the decoder's scanner (json.loads spends about a
-    third of its time in the layers around it for a typical 300-byte event). A sentinel rather
-    than an exception for "not JSON" because text records starting with `[` are common in logs.
-    _TOO_DEEP when it nests deeper than MAX_JSON_DEPTH (checked only when it could)."""
-    if len(data) > 2 * MAX_JSON_DEPTH and _nests_too_deep(data):  # a value d deep takes 2d bytes
-        return _TOO_DEEP
-    try:
-        text = data.decode("utf-8")
-        value, end = _scan_json(text, 0)
-    except (ValueError, StopIteration):  # UnicodeDecodeError, JSONDecodeError, nothing to scan
-        return _NOT_JSON
-    except RecursionError:  # nested deeper than the stack allows here, however shallow MAX_JSON_DEPTH says
-        return _TOO_DEEP
-    if end != len(text) and text[end:].strip(_JSON_SPACE):
-        return _NOT_JSON  # extra data after the value
-    return value
-
-
-def _nests_too_deep(data: bytes | bytearray) -> bool:
-    """Whether JSON text nests deeper than MAX_JSON_DEPTH: free below that many brackets, and otherwise
-    one step per bracket, stopping at the first level too deep."""
-    if data.count(b"[") + data.count(b"{") <= MAX_JSON_DEPTH:
-        return False
-    depth = 0
-    for match in _JSON_NESTING.finditer(data):
-        bracket = match.group()[0]
-        if bracket in _OPENERS:
-            depth += 1
-            if depth > MAX_JSON_DEPTH:
-                return True
-        elif bracket != 0x22:  # a closer; strings are skipped
-            depth -= 1
-    return False
-
-
-def _gunzip(data: bytes, budget: InflateBudget | None = None) -> bytes | bytearray:
-    """Inflate every gzip member, bounded per record and by the batch's budget; raise ValueError with a
-    readable reason (_OverBudget when the batch's budget is what ran out). Large payloads inflate step by
-    step into one growing buffer, so a bomb costs its cap, not twice it."""
-    limit = MAX_INFLATED_BYTES if budget is None else min(MAX_INFLATED_BYTES, budget.left)
-    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    try:
-        first = inflater.decompress(data, INFLATE_STEP)
-    except zlib.error as problem:
-        raise ValueError(_zlib_reason(problem)) from None
-    if inflater.eof and len(first) <= limit and not inflater.unused_data[:2] == GZIP_MAGIC:
-        inflated: bytes | bytearray = first  # the usual case: one small member
-    else:
-        inflated = bytearray(first)
-        del first
-        _inflate_rest(inflater, inflated, limit, len(data))
-    if budget is not None:
-        budget.left -= len(inflated)
-    return inflated
-
-
-def _inflate_rest(inflater: zlib._Decompress, inflated: bytearray, limit: int, size: int) -> None:
-    """Go on inflating into `inflated`: this member, then any members after it."""
-    while True:
-        over = len(inflated) > limit
-        while not inflater.eof and not over:
-            try:
-                piece = inflater.decompress(inflater.unconsumed_tail, INFLATE_STEP)
-            except zlib.error as problem:
-                raise ValueError(_zlib_reason(problem)) from None
-            if not piece and not inflater.unconsumed_tail:
-                break  # nothing more to read: the stream stops short
-            over = len(inflated) + len(piece) > limit
-            if not over:
-                inflated += piece
-        if over:
-            if limit < MAX_INFLATED_BYTES:
-                raise _OverBudget(
-                    f"this batch's other records inflated {(MAX_BATCH_INFLATED_BYTES - limit) / MIB:.0f} "
-                    f"MiB, the most one batch holds is {MAX_BATCH_INFLATED_BYTES // MIB} MiB"
-                )
-            raise ValueError(f"inflates past {MAX_INFLATED_BYTES // MIB} MiB; not shown")
-        if not inflater.eof:
-            raise ValueError(f"truncated stream ({size} bytes in, {len(inflated)} inflated before the end)")
-        following = inflater.unused_data
-        if following[:2] != GZIP_MAGIC:
-            return  # the last member (trailing padding after it is tolerated, as gzip(1) does)
-        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        try:
-            inflated += inflater.decompress(following, INFLATE_STEP)
-        except zlib.error as problem:
-            raise ValueError(_zlib_reason(problem)) from None
-
-
-def _zlib_reason(problem: zlib.error) -> str:
-    text = str(problem)
-    # "Error -3 while decompressing data: incorrect header check" -> "incorrect header check"
-    return text.split(": ", 1)[1] if ": " in text else text
 
 
 def decode_record(
@@ -415,11 +240,11 @@ def decode_record(
     versions the batch names) to decode Glue Schema Registry records."""
     # Most records are JSON: its first byte is checked first and parsed without further calls.
     first = data[0] if data else 0
-    if first in _JSON_OPENERS:
-        value = _json_or_not(data)
-        if value is _TOO_DEEP:
-            kind, value, encoding, error, inflated = _too_deep(data)
-        elif value is not _NOT_JSON:
+    if first in JSON_OPENERS:
+        value = json_or_not(data)
+        if value is TOO_DEEP:
+            kind, value, encoding, error, inflated = too_deep(data)
+        elif value is not NOT_JSON:
             return [
                 DecodedRecord(
                     shard_id,
@@ -438,17 +263,17 @@ def decode_record(
                 )
             ]
         else:
-            kind, value, encoding, error, inflated = _classify_not_json(data)
+            kind, value, encoding, error, inflated = classify_not_json(data)
     elif first == _MAGIC_FIRST and data[:4] == MAGIC:
         return _deaggregate(data, shard_id, sequence_number, partition_key, arrival, budget)
     elif first == _GZIP_FIRST:
         kind, value, encoding, error, inflated = classify(data, budget)
     elif first == HEADER_VERSION and schemas is not None and schema_version_id(data) is not None:
         return [_schema_record(data, schemas, shard_id, sequence_number, partition_key, arrival)]
-    elif first in _WHITESPACE:  # JSON may still follow the whitespace
-        kind, value, encoding, error, inflated = _classify_plain(data)
+    elif first in WHITESPACE:  # JSON may still follow the whitespace
+        kind, value, encoding, error, inflated = classify_plain(data)
     else:
-        kind, value, encoding, error, inflated = _classify_not_json(data)
+        kind, value, encoding, error, inflated = classify_not_json(data)
     return [
         DecodedRecord(
             shard_id,
@@ -632,10 +457,10 @@ def _deaggregate(
             explicit_hash_key = hash_keys[hash_key_index]
         payload = inner.data
         # Same JSON-first shortcut as decode_record: inner records of an aggregate are mostly JSON.
-        value = _json_or_not(payload) if payload[:1] in _JSON_OPENER_BYTES else _NOT_JSON
-        if value is _TOO_DEEP:
-            kind, value, encoding, error, inflated = _too_deep(payload)
-        elif value is not _NOT_JSON:
+        value = json_or_not(payload) if payload[:1] in JSON_OPENER_BYTES else NOT_JSON
+        if value is TOO_DEEP:
+            kind, value, encoding, error, inflated = too_deep(payload)
+        elif value is not NOT_JSON:
             kind, encoding, error, inflated = KIND_JSON, (), None, None
         else:
             kind, value, encoding, error, inflated = classify(payload, budget)

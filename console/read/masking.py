@@ -18,7 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from console.read.decoding import KIND_JSON, KIND_TEXT, DecodedRecord
+from console.read.decoding import DecodedRecord
+from console.read.payloads import KIND_JSON, KIND_TEXT
 
 PRESETS = {
     "@cards": r"\b\d(?:[ -]?\d){12,18}\b",

@@ -13,7 +13,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.read.decoding import KIND_JSON, DecodedRecord
+from console.read.decoding import DecodedRecord
+from console.read.payloads import KIND_JSON
 
 MAX_DISTINCT = 1000
 MAX_SAMPLES = 10_000

@@ -4,7 +4,7 @@ each names, and the payload decoded with the format's own library.
 The serializer's layout (aws-glue-schema-registry, `AWSSchemaRegistryConstants` and
 `SerializationDataEncoder`): one header version byte (3), one compression byte (0: none, 5: zlib),
 the schema version id as a 16-byte UUID (most significant half first), then the payload — Avro
-binary, JSON text, or a Protobuf message.
+binary, JSON text, or a Protobuf message after its message index (console.read.protobuf_schemas).
 
 The domain does no I/O: `SchemaCatalog` is handed the lookup (the backend's GetSchemaVersion) and
 fetches the versions a batch names before the batch is decoded; decoding itself only reads the
@@ -96,7 +96,12 @@ def _parse(data_format: str, definition: str) -> tuple[Any, str | None]:
     if data_format == FORMAT_JSON:
         return None, None
     if data_format == FORMAT_PROTOBUF:
-        return None, "Protobuf payloads are not decoded: the registered .proto text needs a compiler to build from"
+        from console.read.protobuf_schemas import ProtoSchemaError, build
+
+        try:
+            return build(definition), None
+        except ProtoSchemaError as problem:
+            return None, str(problem)
     return None, f"data format {data_format or '(none)'} is not one kconsole decodes"
 
 
@@ -114,6 +119,10 @@ class SchemaCatalog:
         if found is not None:
             self._known.move_to_end(version_id)
         return found
+
+    def add(self, schema: RegisteredSchema) -> None:
+        """Hold a version fetched by other means (the one `put --schema` encodes with)."""
+        self._remember(schema.version_id, schema)
 
     def _remember(self, version_id: str, found: RegisteredSchema | str) -> None:
         self._known[version_id] = found
@@ -168,6 +177,8 @@ def decode_payload(data: bytes, catalog: SchemaCatalog) -> tuple[Any, Registered
             raise SchemaDecodeError(f"{found.label}: zlib body truncated or inflating past 64 MiB")
     if found.data_format == FORMAT_AVRO:
         return _avro(body, found), found, compressed
+    if found.data_format == FORMAT_PROTOBUF:
+        return _protobuf(body, found), found, compressed
     try:
         return json.loads(body.decode("utf-8")), found, compressed
     except (ValueError, RecursionError) as problem:
@@ -186,6 +197,16 @@ def _avro(body: bytes, schema: RegisteredSchema) -> Any:
     if left:
         raise SchemaDecodeError(f"{schema.label}: payload does not match the Avro schema ({left} bytes left over)")
     return json_able(value)
+
+
+def _protobuf(body: bytes, schema: RegisteredSchema) -> Any:
+    from console.read.protobuf_schemas import ProtoPayloadError
+
+    try:
+        value, _ = schema.parsed.decode(body)
+    except ProtoPayloadError as problem:
+        raise SchemaDecodeError(f"{schema.label}: payload does not match the Protobuf schema ({problem})") from None
+    return value
 
 
 def json_able(value: Any) -> Any:

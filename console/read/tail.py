@@ -37,9 +37,10 @@ from typing import Any
 
 from console.errors import AccessDenied, BackendError, BadInput, NoCredentials, StreamNotFound, Throttled
 from console.read.cursor import ShardCursor
-from console.read.decoding import KIND_ERROR, MIB, DecodedRecord, InflateBudget, decode_api_record
+from console.read.decoding import MIB, DecodedRecord, decode_api_record
 from console.read.efo import Subscribe, SubscriptionCursor, starting_position
 from console.read.keyscope import carries_aggregate, key_hash_to_follow, widening_note
+from console.read.payloads import KIND_ERROR, InflateBudget
 from console.read.positions import (
     AFTER_SEQUENCE_NUMBER,
     AT_SEQUENCE_NUMBER,

@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from console.errors import BadInput
-from console.read.decoding import KIND_JSON, KIND_TEXT, DecodedRecord, iso_time
+from console.read.decoding import DecodedRecord, iso_time
+from console.read.payloads import KIND_JSON, KIND_TEXT
 
 # Long enough for any filter a person types; a pasted file is not an expression.
 MAX_EXPRESSION_CHARS = 4096

@@ -14,7 +14,7 @@ from aws_kinesis_agg.aggregator import AggRecord
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from console.read import decoding
+from console.read import payloads
 from console.read.decoding import decode_record
 
 
@@ -111,7 +111,7 @@ def test_corrupt_gzip_is_a_decode_error_with_the_reason(data, reason):
 
 
 def test_gzip_bomb_is_refused_not_inflated(monkeypatch):
-    monkeypatch.setattr(decoding, "MAX_INFLATED_BYTES", 1024 * 1024)
+    monkeypatch.setattr(payloads, "MAX_INFLATED_BYTES", 1024 * 1024)
     record = one(gzip.compress(b"\x00" * (3 * 1024 * 1024), mtime=0))
     assert record.kind == "decode-error" and "inflates past 1 MiB" in record.error
 

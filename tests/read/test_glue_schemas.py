@@ -13,7 +13,9 @@ import sys
 import uuid
 import zlib
 
+import botocore.session
 import fastavro
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +33,26 @@ AVRO_SCHEMA = {
     ],
 }
 JSON_SCHEMA = {"type": "object", "properties": {"id": {"type": "integer"}, "tier": {"type": "string"}}}
+
+
+@pytest.fixture(autouse=True)
+def fresh_glue_registries(request):
+    """A Glue account holds at most 10 registries (moto enforces AWS's quota) and the server lives for the
+    whole session: the registries earlier tests of this worker made (`reg-...`) go before each test."""
+    if "local_kinesis" not in request.fixturenames:
+        yield
+        return
+    glue = botocore.session.get_session().create_client(
+        "glue",
+        region_name="us-east-1",
+        endpoint_url=request.getfixturevalue("local_kinesis").endpoint_url,
+        aws_access_key_id="tests",
+        aws_secret_access_key="tests",
+    )
+    for registry in glue.list_registries()["Registries"]:
+        if registry["RegistryName"].startswith("reg-"):
+            glue.delete_registry(RegistryId={"RegistryName": registry["RegistryName"]})
+    yield
 
 
 def serializer_bytes(version_id: str, body: bytes, *, compressed: bool = False) -> bytes:

@@ -18,15 +18,8 @@ from aws_kinesis_agg.aggregator import AggRecord
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from console.read.decoding import (
-    KIND_ERROR,
-    MAX_BATCH_INFLATED_BYTES,
-    MAX_INFLATED_BYTES,
-    MAX_JSON_DEPTH,
-    MIB,
-    InflateBudget,
-    decode_record,
-)
+from console.read.decoding import KIND_ERROR, MIB, InflateBudget, decode_record
+from console.read.payloads import MAX_BATCH_INFLATED_BYTES, MAX_INFLATED_BYTES, MAX_JSON_DEPTH
 from console.read.tail import TailOptions, TailReader, parse_start
 from tests.read.test_tail import read_all
 

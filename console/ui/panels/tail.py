@@ -50,7 +50,7 @@ from textual.worker import get_current_worker
 from console.backend.protocol import ConsoleBackend
 from console.errors import BadInput, ConsoleError
 from console.keyspace.hashkeys import validate_partition_key
-from console.read.decoding import KIND_ERROR, KIND_JSON, KIND_TEXT, DecodedRecord
+from console.read.decoding import DecodedRecord
 from console.read.efo import (
     Subscribe,
     named_consumer_arn,
@@ -66,6 +66,7 @@ from console.read.export import (
     encode_length_prefixed,
     parse_fields,
 )
+from console.read.payloads import KIND_ERROR, KIND_JSON, KIND_TEXT
 from console.read.positions import EndPosition, parse_end
 from console.read.printable import printable
 from console.read.share import ReadShare
