@@ -68,7 +68,7 @@ class DisplayedConsole(Protocol):
     def stream(self) -> str | None: ...
 
     @property
-    def source(self) -> ConsoleBackend: ...
+    def backend(self) -> ConsoleBackend: ...
 
     @property
     def selected_shard_id(self) -> str | None: ...
@@ -169,7 +169,7 @@ class StreamDisplay:
             from console.lifecycle.settings import switched_to_auto_at
             from console.reshard.actionlog import ActionLog
 
-            since = switched_to_auto_at(ActionLog.default().entries(), summary.name, self.app.source.label)
+            since = switched_to_auto_at(ActionLog.default().entries(), summary.name, self.app.backend.label)
             self._auto_since = (summary.name, since)
         return auto_notice(summary.name, self._auto_since[1])
 
@@ -229,7 +229,7 @@ class StreamDisplay:
         """Start the CloudWatch loop for `stream` the first time a poll shows it."""
         if stream != self._capacity_stream:
             self._capacity_stream = stream
-            if CLOUDWATCH in self.app.source.capabilities:
+            if CLOUDWATCH in self.app.backend.capabilities:
                 self._capacity_worker = self.app.run_worker(
                     self._poll_capacity(stream), group="capacity", exclusive=True, exit_on_error=False
                 )
@@ -242,7 +242,7 @@ class StreamDisplay:
         app = self.app
         while stream == app.stream:
             try:
-                metrics = await stream_metrics(app.source, stream)
+                metrics = await stream_metrics(app.backend, stream)
             except ConsoleError as error:
                 app.cloudwatch = CloudWatchReading(None, unavailable_reason(error))
                 app.header.update_state(capacity=None)

@@ -64,7 +64,7 @@ async def test_new_rows_arrive_in_place_without_losing_the_selection():
         await wait_until(pilot, lambda: app.refreshed)
         app.table.select("shardId-000000000003")
         await pilot.pause()
-        app.source.shards = split_shard(app.source.shards, "shardId-000000000000", HASH_SPACE // 16)
+        app.backend.shards = split_shard(app.backend.shards, "shardId-000000000000", HASH_SPACE // 16)
         polls = len(app.refreshed)
         await pilot.press("r")
         await wait_until(pilot, lambda: len(app.refreshed) > polls)

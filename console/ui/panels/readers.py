@@ -160,14 +160,14 @@ class ReadersPanel(Vertical):
 
     def __init__(
         self,
-        source: ConsoleBackend | None = None,
+        backend: ConsoleBackend | None = None,
         *,
         poll_lock: asyncio.Lock | None = None,
         interval: float = 5.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.source = source
+        self.backend = backend
         self.poll_lock = poll_lock or asyncio.Lock()  # shared with the app's shard poll
         self.interval = interval
         self.report: ReadersReport | None = None  # the last one read of `stream`
@@ -220,25 +220,25 @@ class ReadersPanel(Vertical):
     def _start(self) -> None:
         if not self._shown or not self.is_mounted:
             return
-        if not self.stream or self.source is None:
+        if not self.stream or self.backend is None:
             self.show_error("no stream open: press p to pick one")
             return
-        if READERS not in self.source.capabilities:  # an in-memory source (tests, screenshots)
+        if READERS not in self.backend.capabilities:  # an in-memory source (tests, screenshots)
             self.show_status(NO_READER_SERVICES)
             return
         if self.report is None:
             self.show_status(f"reading the readers of {self.stream}…")
-        self._poll(self.source, self.stream)
+        self._poll(self.backend, self.stream)
 
     @work(exclusive=True, group="readers", exit_on_error=False, description="read the stream's readers")
-    async def _poll(self, source: ConsoleBackend, stream: str) -> None:
+    async def _poll(self, backend: ConsoleBackend, stream: str) -> None:
         from console.consumers.readers import readers_report  # loaded when first used, not at start-up
 
         while True:
             problem = None
             async with self.poll_lock:  # never alongside a shard poll or a lease poll
                 try:
-                    report = await readers_report(source, stream)
+                    report = await readers_report(backend, stream)
                 except ConsoleError as error:
                     problem = error.message
             if stream != self.stream:

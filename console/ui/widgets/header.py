@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from rich.style import Style
 from rich.text import Text
@@ -68,7 +69,7 @@ class ConsoleHeader(Widget):
     def on_mount(self) -> None:
         self.set_interval(1.0, self.refresh)
 
-    def update_state(self, **changes) -> None:
+    def update_state(self, **changes: Any) -> None:
         self.state = replace(self.state, **changes)
         failing = self.state.error is not None
         if failing != self.has_class("-failing"):  # a class change re-applies styles: only when it flips
