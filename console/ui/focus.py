@@ -13,18 +13,14 @@ Textual routes it to the box), the focus changes, and escape.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from textual import events
+from textual.app import App
 from textual.dom import NoScreen
 from textual.errors import NoWidget
 from textual.widget import Widget
 from textual.widgets import Input, TabbedContent, Tabs, TextArea
 
 from console.ui.tabs import TABS
-
-if TYPE_CHECKING:
-    from console.ui.app import KConsoleApp
 
 TEXT_FIELDS = (Input, TextArea)
 TAB_ACTIONS = {tab.key: tab.action for tab in TABS}
@@ -35,7 +31,7 @@ FIRST_FOCUS = {tab.id: tab.first_focus for tab in TABS if tab.first_focus}
 class FocusModel:
     """Where the keys go in `app`: `focus_tab(tab)`, `typing`, `tab_strip`, and the enter / escape keys."""
 
-    def __init__(self, app: KConsoleApp) -> None:
+    def __init__(self, app: App[None]) -> None:
         self.app = app
         self._offered_field: Widget | None = None  # a text box focused by opening its tab, not yet entered
 

@@ -15,7 +15,8 @@ import json
 import os
 import sys
 from dataclasses import replace
-from typing import Any, Protocol
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
 
 from console.backend.protocol import ConsoleBackend
 from console.bounds import validate_stream_name
@@ -23,6 +24,9 @@ from console.errors import BadInput
 from console.lifecycle.rules import DEFAULT_SHARDS
 from console.ui.source import StreamView, fetch_stream
 from console.words import counted
+
+if TYPE_CHECKING:
+    from console.ui.app import KConsoleApp
 
 DEMO_STREAM = "kconsole-demo"
 DEMO_RECORDS = 60
@@ -43,22 +47,22 @@ def resolve_interval(cli_value: float | None, config_value: float) -> float:
 
 
 async def prepare_demo_stream(
-    kinesis: DemoBackend, name: str = DEMO_STREAM, shards: int = 4, *, split: bool = True
+    backend: DemoBackend, name: str = DEMO_STREAM, shards: int = 4, *, split: bool = True
 ) -> bool:
     """Create the demo stream unless it exists: `shards` even shards, the first one split in two
     (with `split`), and a few JSON records spread over it. Returns True if it was created now."""
-    if not await kinesis.ensure_stream(name, shards):
+    if not await backend.ensure_stream(name, shards):
         return False
     if split and shards >= 2:
-        first = (await kinesis.all_shards(name))[0]
+        first = (await backend.all_shards(name))[0]
         midpoint = first.starting_hash_key + (first.ending_hash_key - first.starting_hash_key + 1) // 2
-        await kinesis.split_shard(name, first.shard_id, midpoint)
-        await kinesis.wait_for_active(name)
+        await backend.split_shard(name, first.shard_id, midpoint)
+        await backend.wait_for_active(name)
     records = [
         {"Data": json.dumps({"user": f"user-{n}", "n": n}).encode(), "PartitionKey": f"user-{n}"}
         for n in range(DEMO_RECORDS)
     ]
-    await kinesis.put_records(name, records)
+    await backend.put_records(name, records)
     return True
 
 
@@ -73,18 +77,18 @@ def drop_unasked(first_view: asyncio.Future[StreamView] | None) -> None:
 
 
 def _supervise_local_server(
-    kinesis: DemoBackend,
+    backend: DemoBackend,
     stream: str | None,
     shards: int,
     *,
     demo: bool,
     split: bool,
     read_only: bool,
-    shown: dict[str, Any],
+    shown: dict[str, KConsoleApp],
 ) -> asyncio.Task[None] | None:
     """For the embedded server: its death said in the header at once, then a restart on the same
     port with the stream recreated (said: its records are gone)."""
-    server = getattr(kinesis, "local_server", None)
+    server = getattr(backend, "local_server", None)
     if server is None:
         return None
 
@@ -101,9 +105,9 @@ def _supervise_local_server(
             return
         try:
             if demo:
-                await prepare_demo_stream(kinesis, stream, shards, split=split)
+                await prepare_demo_stream(backend, stream, shards, split=split)
             else:
-                await kinesis.ensure_stream(stream, shards)
+                await backend.ensure_stream(stream, shards)
         except Exception as error:  # noqa: BLE001 - said in the header; the polls say the rest
             say(
                 f"embedded server restarted; recreating {stream} failed: {error}", short="server restarted, stream lost"
@@ -129,7 +133,7 @@ def served_to_a_browser() -> bool:
     return os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver")
 
 
-def load_console() -> Any:
+def load_console() -> ModuleType:
     """The console's module, and the heap of start-up out of the collector's way: run in a thread
     while the backend opens, so the collection over everything imported happens while the launch
     waits on the server, not after the app has started (the app collects again, then only what it
@@ -174,21 +178,21 @@ def launch_console(args: argparse.Namespace) -> int:
         app_module = asyncio.ensure_future(asyncio.to_thread(load_console))
         if backend_config.kind == "local":
             print("kconsole: starting the embedded local Kinesis…", file=sys.stderr)
-        async with open_backend(backend_config) as kinesis:
+        async with open_backend(backend_config) as backend:
             stream = args.stream
             created = None
             if backend_config.kind == "local" and not stream and not read_only:  # read-only creates nothing
                 # The demo splits a shard to show lineage, unless the user asked for a shard count:
                 # then the stream has exactly that many open shards.
-                await prepare_demo_stream(kinesis, shards=shards, split=args.shards is None)
+                await prepare_demo_stream(backend, shards=shards, split=args.shards is None)
                 stream = DEMO_STREAM
-            elif backend_config.kind == "local" and not read_only and await kinesis.ensure_stream(stream, shards):
+            elif backend_config.kind == "local" and not read_only and await backend.ensure_stream(stream, shards):
                 created = f"created stream {stream!r} with {counted(shards, 'shard')} on the embedded local Kinesis"
             # The first poll's calls go out now: the server answers them while Textual starts.
-            first_view = asyncio.ensure_future(fetch_stream(kinesis, stream)) if stream else None
-            shown: dict[str, Any] = {}  # the app, once it exists, for the server supervisor to speak through
+            first_view = asyncio.ensure_future(fetch_stream(backend, stream)) if stream else None
+            shown: dict[str, KConsoleApp] = {}  # the app, once it exists, for the server supervisor to speak through
             supervisor = _supervise_local_server(
-                kinesis,
+                backend,
                 stream,
                 shards,
                 demo=stream == DEMO_STREAM and not args.stream,
@@ -198,7 +202,7 @@ def launch_console(args: argparse.Namespace) -> int:
             )
             try:
                 app = (await app_module).KConsoleApp(
-                    kinesis,
+                    backend,
                     stream=stream,
                     first_view=first_view,
                     interval=interval,
@@ -229,7 +233,7 @@ def launch_console(args: argparse.Namespace) -> int:
                 if supervisor is not None:
                     supervisor.cancel()
                 drop_unasked(first_view)
-                kinesis.on_retry = None  # a call still retrying as the console closes says nothing on the shell
+                backend.on_retry = None  # a call still retrying as the console closes says nothing on the shell
 
     asyncio.run(run())
     return 0

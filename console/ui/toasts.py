@@ -8,18 +8,16 @@ raised while a dialog is open waits until the console is back on top.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from textual.app import App
 from textual.screen import ModalScreen
-
-if TYPE_CHECKING:
-    from console.ui.app import KConsoleApp
 
 
 class ToastsBehindDialogs:
     """Held by the app: its `notify`, `push_screen` and `pop_screen` ask this first."""
 
-    def __init__(self, app: KConsoleApp) -> None:
+    def __init__(self, app: App[None]) -> None:
         self.app = app
         self._held: list[tuple[str, dict[str, Any]]] = []
 
