@@ -164,7 +164,7 @@ class KConsoleApp(App[None]):
         warm_up()
         self.habits.use_theme(self._theme_name)
         self.header.update_state(
-            backend=self.connection.backend,
+            connected_to=self.connection.connected_to,
             region=self.connection.region,
             profile=self.connection.profile,
             stream=self.stream,

@@ -26,13 +26,13 @@ if TYPE_CHECKING:
 class ConnectionInfo:
     """Header text for where we are connected."""
 
-    backend: str
+    connected_to: str  # the backend's label
     region: str | None
     profile: str | None
 
     @classmethod
     def of(cls, backend: ConsoleBackend) -> ConnectionInfo:
-        return cls(backend=_safe_label(backend), region=backend.region, profile=backend.profile)
+        return cls(connected_to=_safe_label(backend), region=backend.region, profile=backend.profile)
 
 
 def _safe_label(backend: Any) -> str:

@@ -109,7 +109,7 @@ def _producer(host: TabHost) -> Widget:
 
     bound = _reactives(host)
     # Pacing starts off on the embedded local Kinesis (it has no shard limits to respect).
-    local = host.connection.backend.startswith("local")
+    local = host.connection.connected_to.startswith("local")
     return ProducerPanel(host.backend, local=local, id="producer-panel").data_bind(bound.stream, bound.read_only)
 
 

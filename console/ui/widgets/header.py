@@ -33,7 +33,7 @@ GAP = "  "  # fields are separated by space, not punctuation: easier to scan
 
 @dataclass(frozen=True)
 class HeaderState:
-    backend: str = ""
+    connected_to: str = ""  # the backend's label
     region: str | None = None
     profile: str | None = None
     stream: str | None = None
@@ -95,10 +95,10 @@ class ConsoleHeader(Widget):
         if state.error is None and state.notice is not None:
             stream_line.append(f"{GAP}{state.notice}", style=self._part("busy"))
 
-        where = Text(f" {state.backend or 'not connected'}", style=dim)
-        if state.region and state.region not in state.backend:
+        where = Text(f" {state.connected_to or 'not connected'}", style=dim)
+        if state.region and state.region not in state.connected_to:
             where.append(f" · {state.region}")
-        if state.profile and state.profile not in state.backend:
+        if state.profile and state.profile not in state.connected_to:
             where.append(f" · profile {state.profile}")
         if state.server:
             where.append(f" · {state.server}", style=self._part("busy"))
