@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.worker import Worker
 
-from console.backend.protocol import CLOUDWATCH, ConsoleBackend
+from console.backend.protocol import CLOUDWATCH, BackendConnection, MetricsBackend
 from console.errors import ConsoleError
 from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
 from console.topology.model import StreamSummary, auto_notice
@@ -56,6 +56,11 @@ CAPACITY_INTERVAL = 60.0  # seconds between fetches of the stream's CloudWatch m
 NO_CLOUDWATCH = "no CloudWatch metrics: this source has no CloudWatch"
 
 
+class DisplayedBackend(BackendConnection, MetricsBackend, Protocol):
+    """What the display asks of the backend: its label (for the action log's AUTO switch), whether
+    it has CloudWatch, and the stream's metrics."""
+
+
 class DisplayedConsole(Protocol):
     """What a poll's result is written into (console.ui.app.KConsoleApp is one): the app's reactives,
     its stream-wide widgets and selection, and the Textual calls made on it."""
@@ -68,7 +73,7 @@ class DisplayedConsole(Protocol):
     def stream(self) -> str | None: ...
 
     @property
-    def backend(self) -> ConsoleBackend: ...
+    def backend(self) -> DisplayedBackend: ...
 
     @property
     def selected_shard_id(self) -> str | None: ...
