@@ -7,6 +7,7 @@ under TYPE_CHECKING), so a lazy import cannot hide a dependency that points the 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -204,7 +205,7 @@ NOT_A_CHANGE = {("console.ui.launch", "prepare_demo_stream")}
 def changing_calls(path: Path, name: str) -> list[str]:
     """Where a face module names one of CHANGING_CALLS on anything (called, or handed on as a callable):
     `module:line name`. A method forwarding the call of its own name (a wrapper that is itself a
-    backend, console.ui.launch.PrefetchingSource) is the backend's seam, not a change, and a command's
+    backend) is the backend's seam, not a change, and a command's
     parsed options (`args.enable_enhanced_monitoring`, the flag) are no call."""
     tree = ast.parse(path.read_text(), str(path))
     found: list[str] = []
@@ -287,17 +288,108 @@ def test_ui_reaches_the_backend_only_through_the_protocol(module):
     assert "KinesisBackend" not in path.read_text(), f"{module} names KinesisBackend; it should name ConsoleBackend"
 
 
+def protocols_named(module: str) -> set[str]:
+    """The protocols of the seam a UI module imports (ConsoleBackend, or a role)."""
+    tree = ast.parse(MODULES[module].read_text())
+    return {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == PROTOCOL
+        for alias in node.names
+        if alias.name == "ConsoleBackend" or alias.name.endswith(("Backend", "Reads", "Sources"))
+    }
+
+
 def test_the_ui_names_the_protocol():
-    naming = [m for m in UI_MODULES if "ConsoleBackend" in MODULES[m].read_text()]
-    # The app takes it, and every panel that runs work on the backend holds one.
-    assert {
-        "console.ui.app",
-        "console.ui.launch",
-        "console.ui.panels.producer",
-        "console.ui.panels.tail",
-        "console.ui.panels.heat",
-        "console.ui.panels.consumers",
-    } <= set(naming)
+    # The app takes the whole of it; every panel that runs work on the backend holds one, by its role.
+    assert "ConsoleBackend" in protocols_named("console.ui.app")
+    for panel in ("producer", "tail", "heat", "consumers", "readers"):
+        assert protocols_named(f"console.ui.panels.{panel}"), f"the {panel} panel names no protocol of the seam"
+
+
+def test_one_name_for_the_backend_in_the_ui():
+    """The object the console reaches the backend through is `backend` everywhere in console/ui: an
+    attribute, a parameter or a field of that type named otherwise (`source`, `kinesis`) is a breach."""
+    breaches = []
+    for module in UI_MODULES:
+        for node in ast.walk(ast.parse(MODULES[module].read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("source", "kinesis"):
+                breaches.append(f"{module}:{node.lineno} .{node.attr}")
+            if isinstance(node, ast.arg) and node.arg in ("source", "kinesis"):
+                breaches.append(f"{module}:{node.lineno} {node.arg}")
+    assert not breaches, breaches
+
+
+# AWS's wire shapes (DescribeStreamSummary's StreamDescriptionSummary, ListShards' Shards, ...) stay in
+# the backend and the domain: the UI works on the project's models. A UI module indexes no AWS field
+# (a subscript or a .get/.pop/.setdefault/`in` with a PascalCase string: "KeyId", "Shards") and calls no
+# accessor that builds a model from a wire dict (from_api, from_listing, put_records_entry).
+AWS_FIELD = re.compile(r"^[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)*$")
+WIRE_ACCESSORS = {"from_api", "from_listing", "put_records_entry"}
+
+
+def wire_reads(path: Path, name: str) -> list[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    found: list[str] = []
+
+    def field(node: ast.AST | None) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and AWS_FIELD.match(node.value):
+            return node.value
+        return None
+
+    for node in ast.walk(tree):
+        key = None
+        if isinstance(node, ast.Subscript):
+            key = field(node.slice)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("get", "pop", "setdefault")
+            and node.args
+        ):
+            key = field(node.args[0])
+        elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+            key = field(node.left)
+        if key is not None:
+            found.append(f"{name}:{node.lineno} {key!r}")
+        accessor = (
+            node.attr
+            if isinstance(node, ast.Attribute)
+            else node.id
+            if isinstance(node, ast.Name)
+            else node.name
+            if isinstance(node, ast.alias)
+            else None
+        )
+        if accessor in WIRE_ACCESSORS:
+            found.append(f"{name}:{getattr(node, 'lineno', 0)} {accessor}")
+    return sorted(found, key=lambda where: int(where.split(":")[1].split()[0]))
+
+
+@pytest.mark.parametrize("module", UI_MODULES)
+def test_the_ui_reads_no_aws_wire_shapes(module):
+    found = wire_reads(MODULES[module], module)
+    assert not found, f"{module} reads AWS's wire shapes; ask the backend for a model: {found}"
+
+
+def test_the_wire_check_sees_each_kind_of_read(tmp_path):
+    fake = tmp_path / "probe.py"
+    fake.write_text(
+        "from console.topology.model import Shard, put_records_entry\n"
+        "async def key(backend, stream):\n"
+        "    details = await backend.describe_stream_details(stream)\n"
+        "    shards = [Shard.from_api(raw) for raw in details.get('Shards', [])]\n"
+        "    if 'KeyId' in details:\n"
+        "        return details['KeyId'], shards\n"
+        "    return {'id': 1}['id'], Text('x', style='bold')\n"
+    )
+    assert wire_reads(fake, "console.ui.probe") == [
+        "console.ui.probe:1 put_records_entry",
+        "console.ui.probe:4 from_api",
+        "console.ui.probe:4 'Shards'",
+        "console.ui.probe:5 'KeyId'",
+        "console.ui.probe:6 'KeyId'",
+    ]
 
 
 def test_the_seam_check_sees_a_ui_module_reaching_past_the_protocol(tmp_path):
@@ -375,24 +467,19 @@ def protocol_breaches(cls: type) -> list[str]:
     return breaches
 
 
-@pytest.mark.parametrize(
-    "implementation", ["console.backend.kinesis:KinesisBackend", "console.ui.launch:PrefetchingSource"]
-)
-def test_the_backend_and_the_prefetching_wrapper_implement_the_protocol(implementation):
-    """Every call the protocol lists exists on both, taking the same parameters, and the wrapper
-    forwards each one by name (no __getattr__ catching the rest)."""
-    import importlib
+def test_the_backend_implements_the_protocol():
+    """Every call the protocol lists exists on the backend, taking the same parameters."""
+    from console.backend.kinesis import KinesisBackend
 
-    module_name, class_name = implementation.split(":")
-    assert protocol_breaches(getattr(importlib.import_module(module_name), class_name)) == []
+    assert protocol_breaches(KinesisBackend) == []
 
 
-def test_the_protocol_check_sees_a_wrapper_that_falls_short():
-    from console.ui.launch import PrefetchingSource
+def test_the_protocol_check_sees_a_backend_that_falls_short():
+    from console.backend.kinesis import KinesisBackend
 
-    class Forwarding(PrefetchingSource):
+    class Forwarding(KinesisBackend):
         def __getattr__(self, name):
-            return getattr(self._source, name)
+            return getattr(self._client, name)
 
         async def get_records(self, shard_iterator, limit=100):  # another default
             return {}

@@ -8,9 +8,11 @@
 `open_backend` starts the embedded local Kinesis (console.localserver, through launcher) when the
 config says `local`, and stops it on exit.
 
-By job: config (which backend, from arguments and the AWS environment), calls (the retry and error
-path every call takes), kinesis, dynamodb, cloudwatch and sts (one class per service), clients
-(client construction and `open_backend`), launcher (the one door to the embedded server).
+By job: protocol (what the console asks of a backend, by role), config (which backend, from
+arguments and the AWS environment), calls (the retry and error path every call takes), kinesis (the
+backend object, with kinesis_calls its call path, kinesis_settings the stream's settings and
+side_services the other services' calls), dynamodb, cloudwatch and sts (one class per service),
+clients (client construction and `open_backend`), launcher (the one door to the embedded server).
 
 The names load on first use (PEP 562): a module that needs one part of this package (config, for
 the CLI's options) does not load the rest, and aiobotocore with it.

@@ -146,13 +146,13 @@ class CallPath:
             return "local " + self.endpoint_url.split("://", 1)[-1]
         return self.config.label
 
-    async def call(self, client: Any, operation: str, *, service: str = "kinesis", **params: Any) -> dict:
+    async def call(self, client: Any, operation: str, *, service: str = "kinesis", **params: Any) -> dict[str, Any]:
         """`operation` (AWS's name, "ListShards") on `client`, the response without ResponseMetadata."""
         method = getattr(client, snake_case(operation))
         attempt = 0
         while True:
             try:
-                response = await method(**params)
+                response: dict[str, Any] = await method(**params)
                 self._reached = True
                 response.pop("ResponseMetadata", None)
                 return response

@@ -153,16 +153,16 @@ class PlainPutRecordsSerializer:
     def __init__(self, serializer: Any) -> None:
         self.botocore_serializer = serializer
 
-    def serialize_to_request(self, parameters: dict, operation_model: Any) -> dict:
+    def serialize_to_request(self, parameters: dict[str, Any], operation_model: Any) -> dict[str, Any]:
         records = parameters.get("Records")
         if operation_model.name != "PutRecords" or type(records) is not list:
-            return self.botocore_serializer.serialize_to_request(parameters, operation_model)
+            return self._botocore(parameters, operation_model)
         encode = binascii.b2a_base64
         entries = []
         for record in records:
             data, key = record.get("Data"), record.get("PartitionKey")
             if len(record) != 2 or type(data) is not bytes or type(key) is not str:
-                return self.botocore_serializer.serialize_to_request(parameters, operation_model)
+                return self._botocore(parameters, operation_model)
             text = encode(data, newline=False).decode("ascii")
             # In the entry's own order, as botocore writes it.
             entries.append(
@@ -170,10 +170,14 @@ class PlainPutRecordsSerializer:
                 if next(iter(record)) == "Data"
                 else {"PartitionKey": key, "Data": text}
             )
-        serialized = self.botocore_serializer.serialize_to_request({**parameters, "Records": []}, operation_model)
+        serialized = self._botocore({**parameters, "Records": []}, operation_model)
         body = json.loads(serialized["body"])
         body["Records"] = entries
         serialized["body"] = json.dumps(body).encode("utf-8")
+        return serialized
+
+    def _botocore(self, parameters: dict[str, Any], operation_model: Any) -> dict[str, Any]:
+        serialized: dict[str, Any] = self.botocore_serializer.serialize_to_request(parameters, operation_model)
         return serialized
 
 
@@ -292,10 +296,11 @@ def parse_timestamp(value: Any) -> datetime:
         return datetime.fromtimestamp(value, UTC)
     from botocore.utils import parse_timestamp as botocore_parse_timestamp
 
-    return botocore_parse_timestamp(value)
+    parsed: datetime = botocore_parse_timestamp(value)
+    return parsed
 
 
-async def _settled(future: asyncio.Future) -> None:
+async def _settled(future: asyncio.Future[Any]) -> None:
     """Wait for `future` to end, however it ends (its outcome is someone else's to report)."""
     await asyncio.gather(future, return_exceptions=True)
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from console.backend.calls import CallPath
+from console.backend.protocol import StreamsMetrics
 from console.errors import ConsoleError
 
 QUERIES_PER_CALL = 500  # GetMetricData's limit on MetricDataQueries
@@ -21,7 +21,7 @@ class CloudWatchBackend:
         self._calls = calls
         self._client = client
 
-    async def put_metric_data(self, namespace: str, points: list[dict]) -> None:
+    async def put_metric_data(self, namespace: str, points: list[dict[str, Any]]) -> None:
         """Publish points (PutMetricData's MetricData entries) under `namespace`, as a service would:
         example data on the embedded server, in calls of at most 1,000 points."""
         client = await self._client("cloudwatch")
@@ -47,7 +47,9 @@ class CloudWatchBackend:
         ({metric name: statistic}; they need enhanced monitoring on AWS). One GetMetricData query per
         shard and metric, sent in pages of 500 (its limit): 10,000 shards x 4 metrics is 80 calls."""
         pairs = [(shard_id, metric) for shard_id in shard_ids for metric in metrics]
-        result: dict[str, dict[str, list]] = {shard_id: {metric: [] for metric in metrics} for shard_id in shard_ids}
+        result: dict[str, dict[str, list[Any]]] = {
+            shard_id: {metric: [] for metric in metrics} for shard_id in shard_ids
+        }
         for offset in range(0, len(pairs), QUERIES_PER_CALL):
             batch = pairs[offset : offset + QUERIES_PER_CALL]
             queries = [
@@ -131,13 +133,13 @@ class CloudWatchBackend:
                 found[offset + index] = sorted(series)
         return found
 
-    async def _metric_data(self, queries: list[dict], start: datetime, end: datetime) -> dict[int, list]:
+    async def _metric_data(self, queries: list[dict[str, Any]], start: datetime, end: datetime) -> dict[int, list[Any]]:
         """GetMetricData over every page: the points of query number i (its Id is f"m{i}")."""
         return (await self._metric_pages(queries, start, end))[0]
 
     async def _metric_pages(
-        self, queries: list[dict], start: datetime, end: datetime, statuses: dict[int, str] | None = None
-    ) -> tuple[dict[int, list], int]:
+        self, queries: list[dict[str, Any]], start: datetime, end: datetime, statuses: dict[int, str] | None = None
+    ) -> tuple[dict[int, list[Any]], int]:
         """(points per query number, calls made); queries CloudWatch did not answer go into `statuses`."""
         cloudwatch = await self._client("cloudwatch")
         found: dict[int, list[tuple[datetime, float]]] = {}
@@ -157,18 +159,13 @@ class CloudWatchBackend:
             params["NextToken"] = page["NextToken"]
 
 
-@dataclass
-class StreamsMetrics:
-    series: dict[str, dict[str, list[tuple[datetime, float]]]]
-    problems: dict[str, str]  # stream -> why its metrics are missing
-    calls: int  # GetMetricData calls made, pages included
-
-
-def _metric_query(index: int, metric: str, stat: str, period: int, **dimensions: str) -> dict:
+def _metric_query(index: int, metric: str, stat: str, period: int, **dimensions: str) -> dict[str, Any]:
     return metric_query(index, "AWS/Kinesis", metric, stat, period, dimensions)
 
 
-def metric_query(index: int, namespace: str, metric: str, stat: str, period: int, dimensions: dict[str, str]) -> dict:
+def metric_query(
+    index: int, namespace: str, metric: str, stat: str, period: int, dimensions: dict[str, str]
+) -> dict[str, Any]:
     return {
         "Id": f"m{index}",
         "MetricStat": {
@@ -185,7 +182,7 @@ def metric_query(index: int, namespace: str, metric: str, stat: str, period: int
 
 def minute_points(
     metric: str, unit: str, dimensions: dict[str, str], newest_first: list[float], minute: datetime
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """PutMetricData entries, one a minute back from the minute before `minute` (a whole minute)."""
     return [
         {

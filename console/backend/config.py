@@ -70,7 +70,8 @@ class _AwsSettings:
         for variable in ("AWS_REGION", "AWS_DEFAULT_REGION"):
             if os.environ.get(variable):
                 return os.environ[variable]
-        return self.get("region")
+        region: str | None = self.get("region")
+        return region
 
     def configured_endpoint(self) -> tuple[str, str] | None:
         """(URL, where it was set) in botocore's order: AWS_ENDPOINT_URL_KINESIS, AWS_ENDPOINT_URL, the
@@ -93,11 +94,12 @@ class _AwsSettings:
             return scoped["endpoint_url"], where
         return None
 
-    def scoped_config(self) -> dict:
+    def scoped_config(self) -> dict[str, Any]:
         from botocore.exceptions import ProfileNotFound
 
         try:
-            return self._session.get_scoped_config()
+            scoped: dict[str, Any] = self._session.get_scoped_config()
+            return scoped
         except ProfileNotFound:
             raise BadInput(
                 f"AWS profile not found: {profile_name(self.profile)!r} (see ~/.aws/config)", code="bad_profile"

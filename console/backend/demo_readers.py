@@ -127,7 +127,7 @@ class ReaderDemo:
         self.backend = backend
         self.names = names
 
-    async def _call(self, service: str, operation: str, **params: Any) -> dict:
+    async def _call(self, service: str, operation: str, **params: Any) -> dict[str, Any]:
         client = await self.backend._side_client(service)
         return await self.backend.call(client, operation, service=service, **params)
 
@@ -191,7 +191,8 @@ class ReaderDemo:
             made.readers.append(DemoReader(kind, name, problem=error.message))
             return None
         made.readers.append(DemoReader(kind, name, arn))
-        return arn
+        made_arn: str | None = arn
+        return made_arn
 
     async def _put_records(self) -> tuple[int, dict[str, str]]:
         """RECORDS records over many keys; returns how many, and for each shard the sequence number a
@@ -322,7 +323,7 @@ class ReaderDemo:
         """The metrics each made reader's service publishes, one point a minute for METRIC_MINUTES."""
         made_kinds = {reader.kind for reader in made.readers if reader.problem is None}
         names = self.names
-        series: dict[str, list[dict]] = {}
+        series: dict[str, list[dict[str, Any]]] = {}
 
         def add(namespace: str, metric: str, unit: str, dimensions: dict[str, str], values: list[float]) -> None:
             series.setdefault(namespace, []).extend(

@@ -17,7 +17,7 @@ class DynamoDBBackend:
         self._calls = calls
         self._client = client
 
-    async def _call(self, operation: str, **params: Any) -> dict:
+    async def _call(self, operation: str, **params: Any) -> dict[str, Any]:
         client = await self._client("dynamodb")
         try:
             return await self._calls.call(client, operation, service="dynamodb", **params)
@@ -36,20 +36,21 @@ class DynamoDBBackend:
                 return names
             params = {"ExclusiveStartTableName": page["LastEvaluatedTableName"]}
 
-    async def describe_table(self, table: str) -> dict:
-        return (await self._call("DescribeTable", TableName=table))["Table"]
+    async def describe_table(self, table: str) -> dict[str, Any]:
+        description: dict[str, Any] = (await self._call("DescribeTable", TableName=table))["Table"]
+        return description
 
-    async def scan_table(self, table: str, *, limit: int | None = None) -> list[dict]:
+    async def scan_table(self, table: str, *, limit: int | None = None) -> list[dict[str, Any]]:
         """The table's items as DynamoDB returns them ({"S": ...}, {"N": ...}, {"SS": [...]}); with
         `limit`, at most that many (a sample to recognise the table by)."""
-        items: list[dict] = []
+        items: list[dict[str, Any]] = []
         async for page in self.scan_pages(table, page_size=limit):
             items.extend(page)
             if limit is not None and len(items) >= limit:
                 return items[:limit]
         return items
 
-    async def scan_pages(self, table: str, *, page_size: int | None = None) -> AsyncIterator[list[dict]]:
+    async def scan_pages(self, table: str, *, page_size: int | None = None) -> AsyncIterator[list[dict[str, Any]]]:
         """The table's items a page at a time (DynamoDB's 1 MB pages, or `page_size` items), so a
         caller can work on one page while the next is read."""
         params: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
@@ -79,7 +80,7 @@ class DynamoDBBackend:
                 raise ConsoleError(f"DynamoDB table {table!r} was not ACTIVE after {timeout:g} s")
             await asyncio.sleep(0.5)
 
-    async def put_items(self, table: str, items: list[dict]) -> None:
+    async def put_items(self, table: str, items: list[dict[str, Any]]) -> None:
         """Write items 25 at a time (BatchWriteItem's limit), resending what DynamoDB left unprocessed
         (a put of the same whole item is idempotent)."""
         for offset in range(0, len(items), 25):
@@ -88,7 +89,7 @@ class DynamoDBBackend:
                 answer = await self._call("BatchWriteItem", RequestItems={table: batch})
                 batch = answer.get("UnprocessedItems", {}).get(table, [])
 
-    async def get_item(self, table: str, key: dict) -> dict | None:
+    async def get_item(self, table: str, key: dict[str, Any]) -> dict[str, Any] | None:
         """One item by its key, read consistently (None: no such item)."""
         answer = await self._call("GetItem", TableName=table, Key=key, ConsistentRead=True)
         return answer.get("Item")
@@ -96,25 +97,25 @@ class DynamoDBBackend:
     async def update_item_if(
         self,
         table: str,
-        key: dict,
+        key: dict[str, Any],
         *,
-        set_values: dict[str, dict],
+        set_values: dict[str, dict[str, Any]],
         remove: list[str],
         add_numbers: dict[str, int],
-        expected: dict[str, dict | None],
+        expected: dict[str, dict[str, Any] | None],
     ) -> None:
         """One conditional UpdateItem: set `set_values`, remove `remove`, add `add_numbers`, only while
         every attribute in `expected` still holds its value (None: while it is absent). A condition
         that no longer holds raises BackendError code "condition_failed"; nothing is written then."""
         names: dict[str, str] = {}
-        values: dict[str, dict] = {}
+        values: dict[str, dict[str, Any]] = {}
 
         def name(attribute: str) -> str:
             placeholder = f"#a{len(names)}"
             names[placeholder] = attribute
             return placeholder
 
-        def value(given: dict) -> str:
+        def value(given: dict[str, Any]) -> str:
             placeholder = f":v{len(values)}"
             values[placeholder] = given
             return placeholder
@@ -141,7 +142,7 @@ class DynamoDBBackend:
             params["ExpressionAttributeValues"] = values
         await self._call("UpdateItem", **params)
 
-    async def put_item_if_absent(self, table: str, item: dict, key_attribute: str) -> None:
+    async def put_item_if_absent(self, table: str, item: dict[str, Any], key_attribute: str) -> None:
         """PutItem only when no item has this key yet (BackendError "condition_failed" otherwise)."""
         await self._call(
             "PutItem",

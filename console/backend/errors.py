@@ -110,7 +110,8 @@ def connection_failure(error: BaseException) -> str | None:
 
 def error_code(error: BaseException) -> str | None:
     if isinstance(error, ClientError):
-        return error.response.get("Error", {}).get("Code")
+        code: str | None = error.response.get("Error", {}).get("Code")
+        return code
     return None
 
 

@@ -17,14 +17,14 @@ class GlueBackend:
         self._calls = calls
         self._client = client
 
-    async def _call(self, operation: str, **params: Any) -> dict:
+    async def _call(self, operation: str, **params: Any) -> dict[str, Any]:
         return await self._calls.call(await self._client("glue"), operation, service="glue", **params)
 
-    async def schema_version(self, version_id: str) -> dict:
+    async def schema_version(self, version_id: str) -> dict[str, Any]:
         """GetSchemaVersion by its id: the definition, data format, version number and the schema's ARN."""
         return await self._call("GetSchemaVersion", SchemaVersionId=version_id)
 
-    async def schema_version_named(self, registry: str, name: str, version: int | None = None) -> dict:
+    async def schema_version_named(self, registry: str, name: str, version: int | None = None) -> dict[str, Any]:
         """GetSchemaVersion of REGISTRY/NAME: its version `version`, or the latest."""
         return await self._call(
             "GetSchemaVersion",
@@ -39,7 +39,7 @@ class GlueBackend:
         except ConsoleError:  # not found (or not readable): creating it says what is wrong
             await self._call("CreateRegistry", RegistryName=registry)
 
-    async def register_schema(self, registry: str, name: str, data_format: str, definition: str) -> dict:
+    async def register_schema(self, registry: str, name: str, data_format: str, definition: str) -> dict[str, Any]:
         """The version id of `definition` under REGISTRY/NAME: the schema is created, or the definition
         registered as its next version (or found as an existing one)."""
         try:

@@ -28,13 +28,13 @@ class ReadersBackend:
         self._calls = calls
         self._client = client
 
-    async def _call(self, service: str, operation: str, **params: Any) -> dict:
+    async def _call(self, service: str, operation: str, **params: Any) -> dict[str, Any]:
         return await self._calls.call(await self._client(service), operation, service=service, **params)
 
-    async def event_source_mappings(self, source_arn: str | None = None) -> list[dict]:
+    async def event_source_mappings(self, source_arn: str | None = None) -> list[dict[str, Any]]:
         """Every Lambda event source mapping reading `source_arn` (a stream's or an EFO consumer's
         ARN), or every mapping in the region when None, over every page."""
-        found: list[dict] = []
+        found: list[dict[str, Any]] = []
         params: dict[str, Any] = {"MaxItems": MAPPINGS_PAGE}
         if source_arn is not None:
             params["EventSourceArn"] = source_arn
@@ -45,14 +45,14 @@ class ReadersBackend:
                 return found
             params["Marker"] = page["NextMarker"]
 
-    async def function_configuration(self, function: str) -> dict | None:
+    async def function_configuration(self, function: str) -> dict[str, Any] | None:
         """GetFunction's Configuration; None when the function is not there (deleted under its mapping)."""
         try:
             return (await self._call("lambda", "GetFunction", FunctionName=function)).get("Configuration") or {}
         except StreamNotFound:  # ResourceNotFoundException, whatever the service
             return None
 
-    async def delivery_streams_from_kinesis(self) -> list[dict]:
+    async def delivery_streams_from_kinesis(self) -> list[dict[str, Any]]:
         """DescribeDeliveryStream's DeliveryStreamDescription of every delivery stream whose source is
         a Kinesis stream (ListDeliveryStreams with DeliveryStreamType KinesisStreamAsSource)."""
         names: list[str] = []
@@ -68,9 +68,9 @@ class ReadersBackend:
             names, lambda name: self._call("firehose", "DescribeDeliveryStream", DeliveryStreamName=name)
         )
 
-    async def pipes_from(self, source_prefix: str | None = None) -> list[dict]:
+    async def pipes_from(self, source_prefix: str | None = None) -> list[dict[str, Any]]:
         """DescribePipe of every pipe whose source starts with `source_prefix` (every pipe when None)."""
-        listed: list[dict] = []
+        listed: list[dict[str, Any]] = []
         params: dict[str, Any] = {}
         if source_prefix is not None:
             params["SourcePrefix"] = source_prefix
@@ -85,7 +85,7 @@ class ReadersBackend:
             lambda name: self._call("pipes", "DescribePipe", Name=name),
         )
 
-    async def flink_applications(self) -> list[dict]:
+    async def flink_applications(self) -> list[dict[str, Any]]:
         """DescribeApplication's ApplicationDetail of every Managed Service for Apache Flink application."""
         names: list[str] = []
         params: dict[str, Any] = {}
@@ -99,11 +99,13 @@ class ReadersBackend:
             names, lambda name: self._call("kinesisanalyticsv2", "DescribeApplication", ApplicationName=name)
         )
 
-    async def _described(self, names: Sequence[str], describe: Callable[[str], Awaitable[dict]]) -> list[dict]:
+    async def _described(
+        self, names: Sequence[str], describe: Callable[[str], Awaitable[dict[str, Any]]]
+    ) -> list[dict[str, Any]]:
         """Each name described, a few at once; one deleted between the listing and its describe is left out."""
         limit = asyncio.Semaphore(DESCRIBE_CONCURRENCY)
 
-        async def one(name: str) -> dict | None:
+        async def one(name: str) -> dict[str, Any] | None:
             async with limit:
                 try:
                     answer = await describe(name)
@@ -112,14 +114,15 @@ class ReadersBackend:
             # Each service wraps its description in its own member; Pipes answers it bare.
             for member in ("DeliveryStreamDescription", "ApplicationDetail"):
                 if member in answer:
-                    return answer[member]
+                    described: dict[str, Any] = answer[member]
+                    return described
             return answer
 
         return [found for found in await asyncio.gather(*(one(name) for name in names)) if found is not None]
 
     # ---- changing a mapping (console.consumers.mappings prepares and runs these) -----------------
 
-    async def event_source_mapping(self, uuid: str) -> dict:
+    async def event_source_mapping(self, uuid: str) -> dict[str, Any]:
         """GetEventSourceMapping; BadInput when there is no such mapping."""
         try:
             answer = await self._call("lambda", "GetEventSourceMapping", UUID=uuid)
@@ -127,10 +130,10 @@ class ReadersBackend:
             raise BadInput(f"no Lambda event source mapping {uuid} on {self._calls.label}", code="not_found") from None
         return {k: v for k, v in answer.items() if k != "ResponseMetadata"}
 
-    async def set_event_source_mapping_enabled(self, uuid: str, enabled: bool) -> dict:
+    async def set_event_source_mapping_enabled(self, uuid: str, enabled: bool) -> dict[str, Any]:
         answer = await self._call("lambda", "UpdateEventSourceMapping", UUID=uuid, Enabled=enabled)
         return {k: v for k, v in answer.items() if k != "ResponseMetadata"}
 
-    async def create_event_source_mapping(self, request: dict[str, Any]) -> dict:
+    async def create_event_source_mapping(self, request: dict[str, Any]) -> dict[str, Any]:
         answer = await self._call("lambda", "CreateEventSourceMapping", **request)
         return {k: v for k, v in answer.items() if k != "ResponseMetadata"}

@@ -12,7 +12,7 @@ from console.errors import BadInput
 MAX_PROBLEMS_SHOWN = 3
 
 
-def validate_request(operation: str, params: dict, *, where: str = "the request") -> None:
+def validate_request(operation: str, params: dict[str, Any], *, where: str = "the request") -> None:
     import botocore.session
     from botocore.validate import ParamValidator
 

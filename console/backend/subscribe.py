@@ -108,8 +108,8 @@ class SubscribeTransport:
 
     @contextlib.asynccontextmanager
     async def subscribe(
-        self, consumer_arn: str, shard_id: str, starting_position: dict
-    ) -> AsyncIterator[AsyncIterator[dict]]:
+        self, consumer_arn: str, shard_id: str, starting_position: dict[str, Any]
+    ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
         body = json.dumps(
             {"ConsumerARN": consumer_arn, "ShardId": shard_id, "StartingPosition": starting_position}
         ).encode()
@@ -197,7 +197,7 @@ class SubscribeTransport:
 
     # --- the answer ----------------------------------------------------------------------------------
 
-    async def _events(self, connection: _Connection, stream_id: int) -> AsyncIterator[dict]:
+    async def _events(self, connection: _Connection, stream_id: int) -> AsyncIterator[dict[str, Any]]:
         import h2.events
         from botocore.eventstream import EventStreamBuffer
 
@@ -207,7 +207,9 @@ class SubscribeTransport:
         while True:
             for event in await connection.receive():
                 if isinstance(event, h2.events.ResponseReceived) and event.stream_id == stream_id:
-                    status = int(next((value for name, value in event.headers or [] if name == ":status"), "0"))
+                    status = int(
+                        next((value for name, value in event.headers or [] if name in (b":status", ":status")), "0")
+                    )
                 elif isinstance(event, h2.events.DataReceived) and event.stream_id == stream_id:
                     connection.h2.acknowledge_received_data(event.flow_controlled_length, stream_id)
                     if status != 200:
@@ -228,7 +230,7 @@ class SubscribeTransport:
                     raise EndpointUnreachable(f"{self.where} closed the subscription's connection")
             await connection.flush()
 
-    def _parse(self, message: Any) -> dict | None:
+    def _parse(self, message: Any) -> dict[str, Any] | None:
         """A SubscribeToShardEvent's payload, shaped by botocore; None for the initial response (AWS sends
         one first, kinesis-mock none). An exception event raises as the call's error would."""
         from botocore.exceptions import ClientError
@@ -241,7 +243,8 @@ class SubscribeTransport:
         parsed = parser.parse(response, self._operation.output_shape.members["EventStream"])
         if response["status_code"] != 200:
             raise self._translated(ClientError(parsed, "SubscribeToShard"))
-        return parsed.get("SubscribeToShardEvent")
+        event: dict[str, Any] | None = parsed.get("SubscribeToShardEvent")
+        return event
 
     def _error_answer(self, status: int | None, body: bytes) -> ConsoleError:
         from botocore.exceptions import ClientError
@@ -277,7 +280,7 @@ class _Connection:
                     f"{self.owner.where} closed the subscription's connection ({error})"
                 ) from None
 
-    async def receive(self) -> list:
+    async def receive(self) -> list[Any]:
         import h2.exceptions
 
         try:
@@ -291,7 +294,8 @@ class _Connection:
         if not data:
             raise EndpointUnreachable(f"{self.owner.where} closed the subscription's connection")
         try:
-            return self.h2.receive_data(data)
+            events: list[Any] = self.h2.receive_data(data)
+            return events
         except h2.exceptions.ProtocolError:
             # An HTTP/1.1 server answers the HTTP/2 preface with an HTTP/1.1 status line.
             raise BackendError(f"{UNSUPPORTED} ({self.owner.where})", code="unsupported") from None

@@ -92,6 +92,7 @@ class StreamSummary:
     channel_count: int = 0
     stream_id: str = ""
     created: str | None = None  # ISO 8601, when known
+    key_id: str | None = None  # the KMS key of an encrypted stream
     # Settings the server's answer left out (one that predates them): the fields above then hold AWS's
     # defaults, which the limits go by, but what is shown of them is "unknown".
     left_out: tuple[str, ...] = ()
@@ -136,6 +137,7 @@ class StreamSummary:
             channel_count=int(raw.get("ChannelCount") or 0),
             stream_id=raw.get("StreamId") or "",
             created=created.isoformat() if hasattr(created, "isoformat") else created,
+            key_id=raw.get("KeyId") or None,
             left_out=tuple(name for name, given in answered.items() if not given),
         )
 
@@ -198,6 +200,19 @@ class StreamSummary:
             "consumer_count": self.consumer_count,
             "channel_count": self.channel_count,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelSummary:
+    """One channel reading from a stream, as ListChannels names it."""
+
+    name: str
+    arn: str
+    status: str
+
+    @classmethod
+    def from_api(cls, raw: dict[str, Any]) -> ChannelSummary:
+        return cls(name=raw.get("ChannelName") or "?", arn=raw["ChannelARN"], status=raw.get("ChannelStatus") or "?")
 
 
 def put_records_entry(

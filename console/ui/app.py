@@ -13,15 +13,16 @@ and the stream actions start from console.ui.changes; `:`, ctrl+c, j / k and R f
 console.ui.screens.command_line. The shard poll and the lease poll share one lock, so they never
 overlap.
 
-The backend is injected (`source`: a console.backend.protocol.ConsoleBackend), so tests drive this
-app against the embedded local Kinesis and the benchmark against a 10k-shard fake.
+The backend is injected (`backend`: a console.backend.protocol.ConsoleBackend), so tests drive this
+app against the embedded local Kinesis and the benchmark against a 10k-shard fake. The launcher may
+hand it the first poll's answer too (`first_view`), asked for while Textual started.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -49,7 +50,8 @@ from console.ui.toasts import ToastsBehindDialogs
 from console.ui.widgets.footer import CoalescingFooter
 from console.ui.widgets.header import ConsoleHeader
 from console.ui.widgets.ribbon import KeySpaceRibbon
-from console.ui.widgets.shard_table import ShardHeat, ShardTable
+from console.ui.widgets.shard_columns import ShardHeat
+from console.ui.widgets.shard_table import ShardTable
 
 if TYPE_CHECKING:  # loaded on first use: the hidden tabs' panels when first shown, the reshard flow
     from console.ui.changes import StreamChanges
@@ -92,9 +94,10 @@ class KConsoleApp(App[None]):
 
     def __init__(
         self,
-        source: ConsoleBackend,
+        backend: ConsoleBackend,
         *,
         stream: str | None = None,
+        first_view: Awaitable[StreamView] | None = None,
         interval: float = 5.0,
         read_only: bool = False,
         config_warning: str | None = None,
@@ -108,7 +111,7 @@ class KConsoleApp(App[None]):
         read_share: float | None = None,
     ) -> None:
         super().__init__()
-        self.source = source
+        self.backend = backend
         self.set_reactive(KConsoleApp.stream, stream)
         self.set_reactive(KConsoleApp.read_only, read_only)
         self.interval = interval
@@ -122,11 +125,11 @@ class KConsoleApp(App[None]):
         self.mask_rules = mask_rules  # the config's mask: the Tail tab shows records masked (console.read.masking)
         # The most of each shard's GetRecords budget the Tail and Heat views take (None: unbounded).
         self.read_share = read_share
-        self.connection = ConnectionInfo.of(source)
+        self.connection = ConnectionInfo.of(backend)
         # The shard poll and the Consumers tab's lease poll hold this while they call the backend:
         # they never overlap, and one due while the other runs simply waits its turn.
         self.poll_lock = asyncio.Lock()
-        self.shard_poll = ShardPoll(self)
+        self.shard_poll = ShardPoll(self, first_view=(stream, first_view) if stream and first_view else None)
         self.focus_model = FocusModel(self)
         self.toasts = ToastsBehindDialogs(self)
         self._changes: StreamChanges | None = None  # split, merge, rescale, the stream actions
@@ -142,7 +145,7 @@ class KConsoleApp(App[None]):
         if self._changes is None:
             from console.ui.changes import StreamChanges
 
-            self._changes = StreamChanges(self, self.source)
+            self._changes = StreamChanges(self, self.backend)
         return self._changes
 
     # ---- layout --------------------------------------------------------------------------------
@@ -155,21 +158,21 @@ class KConsoleApp(App[None]):
             yield from tab_panes(self)
         yield CoalescingFooter(compact=True)  # compact: more keys fit on an 80-column terminal
 
-    def lazy_pane(self, tab: str) -> LazyPane:
+    def lazy_pane(self, tab: str) -> LazyPane[Any]:
         return self.query_one(f"#{tab}", LazyPane)
 
     def on_mount(self) -> None:
         warm_up()
         self.habits.use_theme(self._theme_name)
         self.header.update_state(
-            backend=self.connection.backend,
+            connected_to=self.connection.connected_to,
             region=self.connection.region,
             profile=self.connection.profile,
             stream=self.stream,
             read_only=self.read_only,
         )
-        if RETRY_EVENTS in self.source.capabilities:  # retries go in the header, not on a stderr under the screen
-            self.source.on_retry = self.stream_display.retry
+        if RETRY_EVENTS in self.backend.capabilities:  # retries go in the header, not on a stderr under the screen
+            self.backend.on_retry = self.stream_display.retry
         if self._config_warning:
             self.notify(self._config_warning, title="config", severity="warning", timeout=10)
         if self.read_only:
@@ -401,7 +404,9 @@ class KConsoleApp(App[None]):
     def action_pick_stream(self) -> None:
         from console.ui.screens.stream_picker import StreamPickerScreen
 
-        self.push_screen(StreamPickerScreen(self.source, current=self.stream or self._last_stream), self._stream_picked)
+        self.push_screen(
+            StreamPickerScreen(self.backend, current=self.stream or self._last_stream), self._stream_picked
+        )
 
     def _stream_picked(self, name: str | None) -> None:
         if name and name != self.stream:

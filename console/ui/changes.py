@@ -83,9 +83,9 @@ class ChangingConsole(Protocol):
 class StreamChanges:
     """Held by the app: starts each change in a worker of the app, its dialogs pushed there."""
 
-    def __init__(self, console: ChangingConsole, source: ConsoleBackend) -> None:
+    def __init__(self, console: ChangingConsole, backend: ConsoleBackend) -> None:
         self.console = console
-        self.source = source
+        self.backend = backend
 
     def _dialogs(self) -> ReshardDialogs:
         console = self.console
@@ -127,7 +127,7 @@ class StreamChanges:
             view.shards,
             open_count if open_count is not None else sum(shard.is_open for shard in view.shards),
             console.query_one(ShardTable).shard(selected) if selected else None,
-            self.source,
+            self.backend,
             suggestion.at if suggestion is not None else None,
             key_format=console.key_format,
             sample=placement.key_sample() if placement is not None else None,
@@ -156,7 +156,7 @@ class StreamChanges:
 
         def chosen(action: str | None) -> None:
             if action:
-                request = StreamActionRequest(action, view.summary, self.source)
+                request = StreamActionRequest(action, view.summary, self.backend)
                 console.run_worker(
                     partial(self._stream_action, request),
                     group="stream-actions",

@@ -32,7 +32,7 @@ FIRST_FOCUS = {tab.id: tab.first_focus for tab in TABS if tab.first_focus}
 class FocusModel:
     """Where the keys go in `app`: `focus_tab(tab)`, `typing`, `tab_strip`, and the enter / escape keys."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App[None]) -> None:
         self.app = app
         self._offered_field: Widget | None = None  # a text box focused by opening its tab, not yet entered
 

@@ -19,7 +19,7 @@ header's activity line) and `ReshardProgressed` (the stream changed: poll it now
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,8 +32,8 @@ from console.errors import BadInput, ConsoleError
 from console.keyspace.hashkeys import parse_typed_hash_key
 from console.reshard.actionlog import ActionLog
 from console.reshard.execute import Executor, describe_changes
-from console.reshard.limits import check_scale_step, check_split_key
-from console.reshard.model import KeySample
+from console.reshard.limits import StreamContext, check_scale_step, check_split_key
+from console.reshard.model import KeySample, ReshardPlan
 from console.reshard.plan import midpoint, plan_merge, plan_scale, plan_split
 from console.topology.model import Shard
 from console.ui.screens.confirm import ConfirmByNameScreen
@@ -43,17 +43,17 @@ from console.ui.screens.reshard import ReshardPreviewScreen
 OPERATIONS = ("split", "merge", "scale")
 
 
-async def reader_lines(source: ConsoleBackend, stream: str, plan: Any) -> list[str]:
+async def reader_lines(backend: ConsoleBackend, stream: str, plan: Any) -> list[str]:
     """The preview's lines on the stream's readers the plan affects (console.consumers.readers, as
     `kconsole plan` prints them); none from a source without the readers' services."""
-    if READERS not in source.capabilities or plan.is_noop:
+    if READERS not in backend.capabilities or plan.is_noop:
         return []
     from console.consumers.barrier import changed_shards
     from console.consumers.readers import readers_for_reshard
 
     try:
         readers = await readers_for_reshard(
-            source,
+            backend,
             stream,
             closes=changed_shards(plan.before, (s.shard_id for s in plan.after if s.unchanged and s.shard_id)),
             shards_before=len(plan.before),
@@ -83,7 +83,7 @@ class ReshardRequest:
     shards: tuple[Shard, ...]  # as last polled (the plan itself is built from a fresh listing)
     open_shard_count: int
     selected: Shard | None
-    source: ConsoleBackend  # the backend the console polls
+    backend: ConsoleBackend  # the backend the console polls
     suggested_split: int | None = None  # the heat panel's median of observed traffic
     # With a lease table open (Consumers tab): the barrier lines for the preview and, when consumers
     # are still behind in the shards the plan changes, why the change is held back (else None).
@@ -98,7 +98,7 @@ class ReshardRequest:
 
 @dataclass(frozen=True)
 class ReshardDialogs:
-    ask: Callable[[Screen], Awaitable[Any]]  # push a dialog, wait for its answer
+    ask: Callable[[Screen[Any]], Awaitable[Any]]  # push a dialog, wait for its answer
     notify: Callable[..., None]
     post: Callable[[Message], object]
 
@@ -182,7 +182,7 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         else:
             basis = "explicit hash key"
 
-        def build(shards, context):
+        def build(shards: Sequence[Shard], context: StreamContext | None) -> ReshardPlan:
             return plan_split(shards, to_split.shard_id, key, basis=basis, context=context, sample=request.sample)
     elif operation == "merge":
         to_merge = request.selected
@@ -207,7 +207,7 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
             key=lambda sid: next(s.starting_hash_key for s in request.shards if s.shard_id == sid),
         )
 
-        def build(shards, context):
+        def build(shards: Sequence[Shard], context: StreamContext | None) -> ReshardPlan:
             return plan_merge(shards, lower, upper, context=context, sample=request.sample)
     else:
         current = request.open_shard_count
@@ -223,7 +223,7 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
             return
         target = int(answer)
 
-        def build(shards, context):
+        def build(shards: Sequence[Shard], context: StreamContext | None) -> ReshardPlan:
             return plan_scale(shards, target, context=context, sample=request.sample)
 
     def progress(text: str) -> None:
@@ -233,7 +233,7 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         post(ReshardActivity(f"{operation}: {text}"))
         post(ReshardProgressed())
 
-    executor = Executor(request.source, stream, action_log=ActionLog.default(), progress=progress)
+    executor = Executor(request.backend, stream, action_log=ActionLog.default(), progress=progress)
     try:
         _summary, shards, context = await executor.snapshot()
         plan = build(shards, context)
@@ -245,7 +245,7 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         consumers, held_back = (
             await request.barrier(stream, shards, plan) if request.barrier is not None else (None, None)
         )
-        consumers = [*(consumers or []), *await reader_lines(request.source, stream, plan)] or None
+        consumers = [*(consumers or []), *await reader_lines(request.backend, stream, plan)] or None
         if not await ask(
             ReshardPreviewScreen(
                 plan,

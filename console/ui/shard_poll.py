@@ -5,12 +5,16 @@ ends (not after one cancelled: another stream was opened). A timed poll lists th
 the ListingSchedule says so; a poll asked for (a key, a change that landed) lists them all. The poll
 holds the app's `poll_lock` while it calls the backend, so it never overlaps the Consumers tab's lease
 poll. What it finds is written by the app's StreamDisplay.
+
+The launcher asks for the first poll's answer before the UI starts (the server works on it while
+Textual loads): handed in as `first_view`, it is the first poll's result when that poll is of the
+same stream, and dropped otherwise.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from typing import Protocol
 
@@ -19,7 +23,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
-from console.backend.protocol import ConsoleBackend
+from console.backend.protocol import StreamReads
 from console.ui.source import ListingSchedule, StreamView, fetch_stream
 from console.ui.stream_display import StreamDisplay
 from console.ui.widgets.header import ConsoleHeader
@@ -29,11 +33,13 @@ class PolledConsole(Protocol):
     """What the poll reads of the console app (console.ui.app.KConsoleApp is one), where it writes
     what it found (`stream_display`), and the Textual calls it makes on it."""
 
-    source: ConsoleBackend
     interval: float
     poll_timeout: float
     poll_lock: asyncio.Lock
     stream_display: StreamDisplay
+
+    @property
+    def backend(self) -> StreamReads: ...
 
     @property
     def stream(self) -> str | None: ...
@@ -63,8 +69,9 @@ class PolledConsole(Protocol):
 
 
 class ShardPoll:
-    def __init__(self, app: PolledConsole) -> None:
+    def __init__(self, app: PolledConsole, *, first_view: tuple[str, Awaitable[StreamView]] | None = None) -> None:
         self.app = app
+        self._first_view = first_view  # (stream, its view asked for before the UI started)
         self.count = 0  # polls that ended
         self._worker: Worker[None] | None = None
         self._timer: Timer | None = None
@@ -98,6 +105,7 @@ class ShardPoll:
     def stop(self) -> None:
         """Another stream opens: the poll in flight is cancelled and none is armed."""
         self._disarm()
+        self._first_view = None
         if self._worker is not None:
             self._worker.cancel()
 
@@ -122,8 +130,14 @@ class ShardPoll:
     async def _poll(self, stream: str, previous: StreamView | None) -> None:
         app = self.app
         try:
+            first, self._first_view = self._first_view, None
             async with app.poll_lock:  # a lease poll in flight finishes first
-                view = await asyncio.wait_for(fetch_stream(app.source, stream, previous), app.poll_timeout)
+                asked = (
+                    first[1]
+                    if first is not None and first[0] == stream
+                    else fetch_stream(app.backend, stream, previous)
+                )
+                view = await asyncio.wait_for(asked, app.poll_timeout)
             relisted = previous is None or view.shards is not previous.shards
             if relisted and stream == app.stream:
                 self._listing.listed_all()

@@ -26,23 +26,23 @@ if TYPE_CHECKING:
 class ConnectionInfo:
     """Header text for where we are connected."""
 
-    backend: str
+    connected_to: str  # the backend's label
     region: str | None
     profile: str | None
 
     @classmethod
-    def of(cls, source: ConsoleBackend) -> ConnectionInfo:
-        return cls(backend=_safe_label(source), region=source.region, profile=source.profile)
+    def of(cls, backend: ConsoleBackend) -> ConnectionInfo:
+        return cls(connected_to=_safe_label(backend), region=backend.region, profile=backend.profile)
 
 
-def _safe_label(source: Any) -> str:
+def _safe_label(backend: Any) -> str:
     try:
-        return str(source.label)
+        return str(backend.label)
     except Exception:  # a stub or fake without a label must not stop the console
-        return type(source).__name__
+        return type(backend).__name__
 
 
-class ShardListing(tuple):
+class ShardListing(tuple[Shard, ...]):
     """The shards of one poll (a plain tuple to every reader), plus what the shard table's diff needs
     of them: ids, ending sequence numbers and an id map. Built once, in a thread for big streams,
     so the UI loop does not walk 10k shards three more times per poll."""
@@ -127,17 +127,17 @@ def listing_is_current(previous: StreamView, summary: StreamSummary) -> bool:
     )
 
 
-async def fetch_stream(source: StreamReads, stream: str, previous: StreamView | None = None) -> StreamView:
+async def fetch_stream(backend: StreamReads, stream: str, previous: StreamView | None = None) -> StreamView:
     """Summary and every shard; the lineage is left to `with_lineage`. Given the `previous` view of
     the same stream, only the summary is asked for, and the previous shards (with their lineage) are
     kept unless the summary says they changed."""
     if previous is not None:
-        summary = await source.describe_stream_summary(stream)
+        summary = await backend.describe_stream_summary(stream)
         if listing_is_current(previous, summary):
             return replace(previous, summary=summary)
-        shards = await source.all_shards(stream)
+        shards = await backend.all_shards(stream)
     else:
-        summary, shards = await asyncio.gather(source.describe_stream_summary(stream), source.all_shards(stream))
+        summary, shards = await asyncio.gather(backend.describe_stream_summary(stream), backend.all_shards(stream))
     if len(shards) > BIG_STREAM:
         listing = await asyncio.to_thread(ShardListing, shards)
     else:

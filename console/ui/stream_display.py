@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.worker import Worker
 
-from console.backend.protocol import CLOUDWATCH, ConsoleBackend
+from console.backend.protocol import CLOUDWATCH, BackendConnection, MetricsBackend
 from console.errors import ConsoleError
 from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
 from console.topology.model import StreamSummary, auto_notice
@@ -56,6 +56,11 @@ CAPACITY_INTERVAL = 60.0  # seconds between fetches of the stream's CloudWatch m
 NO_CLOUDWATCH = "no CloudWatch metrics: this source has no CloudWatch"
 
 
+class DisplayedBackend(BackendConnection, MetricsBackend, Protocol):
+    """What the display asks of the backend: its label (for the action log's AUTO switch), whether
+    it has CloudWatch, and the stream's metrics."""
+
+
 class DisplayedConsole(Protocol):
     """What a poll's result is written into (console.ui.app.KConsoleApp is one): the app's reactives,
     its stream-wide widgets and selection, and the Textual calls made on it."""
@@ -68,7 +73,7 @@ class DisplayedConsole(Protocol):
     def stream(self) -> str | None: ...
 
     @property
-    def source(self) -> ConsoleBackend: ...
+    def backend(self) -> DisplayedBackend: ...
 
     @property
     def selected_shard_id(self) -> str | None: ...
@@ -169,7 +174,7 @@ class StreamDisplay:
             from console.lifecycle.settings import switched_to_auto_at
             from console.reshard.actionlog import ActionLog
 
-            since = switched_to_auto_at(ActionLog.default().entries(), summary.name, self.app.source.label)
+            since = switched_to_auto_at(ActionLog.default().entries(), summary.name, self.app.backend.label)
             self._auto_since = (summary.name, since)
         return auto_notice(summary.name, self._auto_since[1])
 
@@ -229,7 +234,7 @@ class StreamDisplay:
         """Start the CloudWatch loop for `stream` the first time a poll shows it."""
         if stream != self._capacity_stream:
             self._capacity_stream = stream
-            if CLOUDWATCH in self.app.source.capabilities:
+            if CLOUDWATCH in self.app.backend.capabilities:
                 self._capacity_worker = self.app.run_worker(
                     self._poll_capacity(stream), group="capacity", exclusive=True, exit_on_error=False
                 )
@@ -242,7 +247,7 @@ class StreamDisplay:
         app = self.app
         while stream == app.stream:
             try:
-                metrics = await stream_metrics(app.source, stream)
+                metrics = await stream_metrics(app.backend, stream)
             except ConsoleError as error:
                 app.cloudwatch = CloudWatchReading(None, unavailable_reason(error))
                 app.header.update_state(capacity=None)

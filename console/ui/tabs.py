@@ -34,7 +34,7 @@ class TabHost(Protocol):
     """What the tabs' panels are made with (console.ui.app.KConsoleApp is one). Its class holds the
     reactives the panels bind to."""
 
-    source: ConsoleBackend
+    backend: ConsoleBackend
     connection: ConnectionInfo
     key_format: str
     interval: float
@@ -109,8 +109,8 @@ def _producer(host: TabHost) -> Widget:
 
     bound = _reactives(host)
     # Pacing starts off on the embedded local Kinesis (it has no shard limits to respect).
-    local = host.connection.backend.startswith("local")
-    return ProducerPanel(host.source, local=local, id="producer-panel").data_bind(bound.stream, bound.read_only)
+    local = host.connection.connected_to.startswith("local")
+    return ProducerPanel(host.backend, local=local, id="producer-panel").data_bind(bound.stream, bound.read_only)
 
 
 def _tail(host: TabHost) -> Widget:
@@ -123,21 +123,21 @@ def _tail(host: TabHost) -> Widget:
         mask = masker(rules)
     except MaskRuleError:  # masking never fails open: a rule that does not parse masks every string
         mask = masker(MASK_EVERYTHING)
-    return TailView(host.source, stream=host.stream, mask=mask, id="tail-view").data_bind(_reactives(host).stream)
+    return TailView(host.backend, stream=host.stream, mask=mask, id="tail-view").data_bind(_reactives(host).stream)
 
 
 def _heat(host: TabHost) -> Widget:
     from console.ui.panels.heat import HeatPanel
 
     bound = _reactives(host)
-    return HeatPanel(host.source, id="heat-panel").data_bind(bound.stream, bound.view, bound.cloudwatch)
+    return HeatPanel(host.backend, id="heat-panel").data_bind(bound.stream, bound.view, bound.cloudwatch)
 
 
 def _consumers(host: TabHost) -> Widget:
     from console.ui.panels.consumers import ConsumersPanel
 
     bound = _reactives(host)
-    panel = ConsumersPanel(host.source, poll_lock=host.poll_lock, interval=host.interval, id="consumers-panel")
+    panel = ConsumersPanel(host.backend, poll_lock=host.poll_lock, interval=host.interval, id="consumers-panel")
     return panel.data_bind(bound.stream, bound.view, bound.cloudwatch, bound.read_only)
 
 
@@ -145,7 +145,7 @@ def _readers(host: TabHost) -> Widget:
     from console.ui.panels.readers import ReadersPanel
 
     bound = _reactives(host)
-    panel = ReadersPanel(host.source, poll_lock=host.poll_lock, interval=host.interval, id="readers-panel")
+    panel = ReadersPanel(host.backend, poll_lock=host.poll_lock, interval=host.interval, id="readers-panel")
     return panel.data_bind(bound.stream, bound.read_only, shard=bound.selected_shard_id)
 
 

@@ -17,7 +17,7 @@ from textual.screen import ModalScreen
 class ToastsBehindDialogs:
     """Held by the app: its `notify`, `push_screen` and `pop_screen` ask this first."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App[None]) -> None:
         self.app = app
         self._held: list[tuple[str, dict[str, Any]]] = []
 

@@ -107,7 +107,7 @@ async def console_plan(app, pilot, action: str, answer: str | tuple[str, ...] | 
     await wait_until(pilot, lambda: isinstance(app.screen, ConfirmByNameScreen), what="typed confirmation")
     await pilot.press(*app.stream, "enter")
     await wait_until(pilot, lambda: len([n for n in app.notes if f"{action} done" in n]) > done, what="done")
-    await app.source.wait_for_active(app.stream)
+    await app.backend.wait_for_active(app.stream)
     return plan
 
 

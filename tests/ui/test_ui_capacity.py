@@ -124,7 +124,7 @@ async def test_header_summary_only_where_it_fits():
     async with app.run_test(size=(80, 4)) as pilot:
         header = app.query_one(ConsoleHeader)
         header.update_state(
-            backend="local 127.0.0.1:38719",
+            connected_to="local 127.0.0.1:38719",
             region="us-east-1",
             stream="orders",
             summary=StreamSummary("orders", "ACTIVE", "PROVISIONED", 4, 24, "NONE"),
@@ -133,7 +133,7 @@ async def test_header_summary_only_where_it_fits():
         )
         await pilot.pause()
         assert "lag 3.2 s  throttled 12  refreshed 10s ago" in str(header.render())
-        header.update_state(backend="aws", region="eu-west-1", profile="ops-admin", read_only=True)
+        header.update_state(connected_to="aws", region="eu-west-1", profile="ops-admin", read_only=True)
         await pilot.pause()
         text = str(header.render())
         assert "throttled" not in text and "profile ops-admin" in text and "READ-ONLY" in text  # nothing cut for it

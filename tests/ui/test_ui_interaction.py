@@ -64,7 +64,7 @@ async def test_new_rows_arrive_in_place_without_losing_the_selection():
         await wait_until(pilot, lambda: app.refreshed)
         app.table.select("shardId-000000000003")
         await pilot.pause()
-        app.source.shards = split_shard(app.source.shards, "shardId-000000000000", HASH_SPACE // 16)
+        app.backend.shards = split_shard(app.backend.shards, "shardId-000000000000", HASH_SPACE // 16)
         polls = len(app.refreshed)
         await pilot.press("r")
         await wait_until(pilot, lambda: len(app.refreshed) > polls)
@@ -236,7 +236,7 @@ async def test_header_shows_every_field_at_80_columns_and_the_reason_when_failin
     async with app.run_test(size=(80, 4)) as pilot:
         header = app.query_one(ConsoleHeader)
         header.update_state(
-            backend="aws",
+            connected_to="aws",
             region="eu-west-1",
             profile="ops-admin",
             stream="orders-eu-production",
@@ -295,7 +295,7 @@ async def test_header_at_80_columns_keeps_every_badge_of_an_auto_stream_with_lar
         app = HeaderApp()
         async with app.run_test(size=(width, 4)) as pilot:
             header = app.query_one(ConsoleHeader)
-            header.update_state(backend="local", stream="orders", summary=summary, refreshed_at=990.0)
+            header.update_state(connected_to="local", stream="orders", summary=summary, refreshed_at=990.0)
             await pilot.pause()
             first = str(header.render()).splitlines()[0]
             assert len(first.rstrip()) <= width and "…" not in first, first

@@ -3,6 +3,7 @@ feeds them (embedded local Kinesis)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -79,11 +80,12 @@ async def test_heat_feeds_table_hands_a_split_point_and_enables_monitoring(kines
 
 @pytest.mark.parametrize("prefetching", [False, True], ids=["backend", "as-launched"])
 async def test_producer_run_is_verified_through_the_console(kinesis, make_stream, prefetching):
-    from console.ui.launch import PrefetchingSource
+    from console.ui.source import fetch_stream
 
     name = await make_stream(shards=3)
-    # As launched, the console's source is the prefetching wrapper: every call the run makes goes through it.
-    app = RecordingApp(PrefetchingSource(kinesis, name) if prefetching else kinesis, stream=name, interval=60)
+    # As launched, the first poll's answer is asked for before the app starts, and handed to it.
+    first_view = asyncio.ensure_future(fetch_stream(kinesis, name)) if prefetching else None
+    app = RecordingApp(kinesis, stream=name, interval=60, first_view=first_view)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.refreshed)
         await pilot.press("5")

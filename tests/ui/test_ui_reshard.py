@@ -3,6 +3,8 @@ against the embedded local Kinesis."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from console.reshard.plan import midpoint
@@ -22,11 +24,12 @@ def private_data_dir(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("prefetching", [False, True], ids=["backend", "as-launched"])
 async def test_split_from_the_console_runs_after_preview_and_typed_name(kinesis, make_stream, tmp_path, prefetching):
-    from console.ui.launch import PrefetchingSource
+    from console.ui.source import fetch_stream
 
     name = await make_stream(shards=2)
-    # As launched, the console's source is the prefetching wrapper: the split and its log go through it.
-    app = RecordingApp(PrefetchingSource(kinesis, name) if prefetching else kinesis, stream=name, interval=60)
+    # As launched, the first poll's answer is asked for before the app starts, and handed to it.
+    first_view = asyncio.ensure_future(fetch_stream(kinesis, name)) if prefetching else None
+    app = RecordingApp(kinesis, stream=name, interval=60, first_view=first_view)
     async with app.run_test(size=(110, 36)) as pilot:
         await wait_until(pilot, lambda: app.refreshed, what="first poll")
         target = app.table.shard(app.selected_shard_id)

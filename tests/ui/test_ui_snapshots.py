@@ -11,7 +11,7 @@ import pytest
 from console.errors import EndpointUnreachable
 from console.keyspace.hashkeys import HASH_SPACE
 from console.ui.app import KConsoleApp
-from console.ui.widgets.shard_table import ShardHeat
+from console.ui.widgets.shard_columns import ShardHeat
 from tests.ui.static_source import StaticSource, even_shards, split_shard
 
 pytestmark = pytest.mark.timeout(60)
@@ -89,7 +89,7 @@ def test_help_screen(snap_compare):
 def test_header_red_when_backend_down(snap_compare):
     async def run_before(pilot):
         await loaded(pilot)
-        pilot.app.source.failure = EndpointUnreachable("cannot reach http://127.0.0.1:4567 (connection refused)")
+        pilot.app.backend.failure = EndpointUnreachable("cannot reach http://127.0.0.1:4567 (connection refused)")
         pilot.app.action_refresh()
         while not pilot.app.header.failing:
             await pilot.pause(0.02)

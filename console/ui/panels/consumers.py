@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from rich.text import Text
 from textual import events, work
@@ -29,7 +29,7 @@ from textual.message import Message
 from textual.reactive import reactive, var
 from textual.widgets import DataTable, Input, Static
 
-from console.backend.protocol import ConsoleBackend
+from console.backend.protocol import ConsoleBackend, ConsumersBackend, MetricsBackend, RecordsBackend
 from console.consumers.report import ConsumerReport, LeaseRow, StallTracker, format_millis
 from console.errors import ConsoleError
 from console.read.printable import printable
@@ -81,6 +81,12 @@ def workers_line(view: Any) -> str:
     return "Workers: " + " · ".join(view.summary_lines())
 
 
+class LeasePollBackend(ConsumersBackend, MetricsBackend, RecordsBackend, Protocol):
+    """What the lease poll asks of the backend: the EFO registrations and lease tables
+    (console.consumers.look), and each shard's throughput from CloudWatch or, without its shard-level
+    metrics, from the records (console.consumers.throughput)."""
+
+
 class ConsumersPanel(Vertical):
     DEFAULT_CSS = """
     ConsumersPanel #consumers-efo { height: auto; max-height: 8; }
@@ -120,14 +126,14 @@ class ConsumersPanel(Vertical):
 
     def __init__(
         self,
-        source: ConsoleBackend | None = None,
+        backend: ConsoleBackend | None = None,  # the lease poll, and the rewind dialog it opens
         *,
         poll_lock: asyncio.Lock | None = None,
         interval: float = 5.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.source = source
+        self.backend = backend
         self.poll_lock = poll_lock or asyncio.Lock()  # shared with the app's shard poll
         self.interval = interval
         self.lease_table: str | None = None  # the lease table polled (the reshard preview reads it too)
@@ -170,12 +176,12 @@ class ConsumersPanel(Vertical):
     # ---- its work -------------------------------------------------------------------------------
 
     def on_consumers_panel_watch_requested(self, message: WatchRequested) -> None:
-        if not self.stream or self.source is None:
+        if not self.stream or self.backend is None:
             self.show_error("no stream open: press p to pick one")
             return
         self.lease_table = message.table
         self.refresh_bindings()
-        self._watch(self.source, self.stream, message.table)
+        self._watch(self.backend, self.stream, message.table)
 
     # ---- rewinding the application whose lease table is read here --------------------------------
 
@@ -183,7 +189,7 @@ class ConsumersPanel(Vertical):
         """Why `w` does nothing now (None: it opens the rewind dialog)."""
         if self.read_only:
             return "rewind: disabled in read-only mode (R or :rw leaves it, after you type the stream name)"
-        if not self.stream or self.source is None:
+        if not self.stream or self.backend is None:
             return "no stream open: press p to pick one"
         if not self.lease_table:
             return "w rewinds a KCL application: type its lease table above and press enter first"
@@ -209,8 +215,10 @@ class ConsumersPanel(Vertical):
             return
         from console.ui.screens.rewind import RewindScreen
 
-        assert self.stream is not None and self.lease_table is not None
-        self.app.push_screen(RewindScreen(self.source, self.stream, self.lease_table, watch_seconds=self.watch_seconds))
+        assert self.stream is not None and self.lease_table is not None and self.backend is not None
+        self.app.push_screen(
+            RewindScreen(self.backend, self.stream, self.lease_table, watch_seconds=self.watch_seconds)
+        )
 
     def watch_stream(self) -> None:
         self.workers.cancel_group(self, "consumers")
@@ -228,23 +236,23 @@ class ConsumersPanel(Vertical):
             self._shards, self._stream_arn = view.shards, view.summary.arn or None
 
     @work(exclusive=True, group="consumers", exit_on_error=False)
-    async def _watch(self, source: ConsoleBackend, stream: str, lease_table: str | None) -> None:
+    async def _watch(self, backend: LeasePollBackend, stream: str, lease_table: str | None) -> None:
         tracker = StallTracker()
         self.post_message(self.LagChanged(stream, {}))
         while True:
             async with self.poll_lock:  # never alongside a shard poll
-                await self._show_consumers(source, stream, lease_table, tracker)
+                await self._show_consumers(backend, stream, lease_table, tracker)
             await asyncio.sleep(self.interval)
 
     async def _show_consumers(
-        self, source: ConsoleBackend, stream: str, lease_table: str | None, tracker: StallTracker
+        self, backend: LeasePollBackend, stream: str, lease_table: str | None, tracker: StallTracker
     ) -> None:
         from console.consumers.look import consumer_report  # loaded when first used, not at start-up
 
         shards = list(self._shards) if self._shards is not None else None
         try:
             report = await consumer_report(
-                source,
+                backend,
                 stream,
                 lease_table=lease_table,
                 tracker=tracker,
@@ -262,21 +270,21 @@ class ConsumersPanel(Vertical):
                 )
             )
         if lease_table:
-            await self._show_workers(source, stream, lease_table, shards)
+            await self._show_workers(backend, stream, lease_table, shards)
 
     async def _show_workers(
-        self, source: ConsoleBackend, stream: str, lease_table: str, shards: Sequence[Shard] | None
+        self, backend: LeasePollBackend, stream: str, lease_table: str, shards: Sequence[Shard] | None
     ) -> None:
         import time
 
         from console.consumers.throughput import ShardThroughputMeter
         from console.consumers.workers import read_workers
 
-        if self._meter is None or self._meter.stream != stream or self._meter.backend is not source:
-            self._meter = ShardThroughputMeter(source, stream, clock=time.monotonic)
+        if self._meter is None or self._meter.stream != stream or self._meter.backend is not backend:
+            self._meter = ShardThroughputMeter(backend, stream, clock=time.monotonic)
         try:
             view = await read_workers(
-                source,
+                backend,
                 lease_table,
                 stream,
                 now=time.time(),
@@ -303,10 +311,10 @@ class ConsumersPanel(Vertical):
         from console.consumers.look import consumer_report
 
         table = self.lease_table
-        if not table or self.source is None:
+        if not table or self.backend is None:
             return [], None
         try:
-            report = await consumer_report(self.source, stream, lease_table=table, shards=shards)
+            report = await consumer_report(self.backend, stream, lease_table=table, shards=shards)
         except ConsoleError as error:
             return (
                 [f"Consumers: cannot read lease table {table}: {error.message}"],

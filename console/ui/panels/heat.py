@@ -51,7 +51,7 @@ from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.source import CloudWatchReading, StreamView
 from console.ui.widgets.heat_map import MAP_SECONDS, HeatMap, HeatRow, legend
 from console.ui.widgets.metric_lines import capacity_text, stream_capacity_text
-from console.ui.widgets.shard_table import ShardHeat
+from console.ui.widgets.shard_columns import ShardHeat
 
 SHARD_CAPACITY_SECONDS = 60.0  # a selected shard's metrics are fetched again after this long (CloudWatch's resolution)
 SETTLE_SECONDS = 0.3  # after a selection change: arrow keys held down fetch once, for where they stop
@@ -173,13 +173,13 @@ class HeatPanel(Widget, can_focus=True):
 
     def __init__(
         self,
-        source: ConsoleBackend | None = None,
+        backend: ConsoleBackend | None = None,
         *,
         id: str | None = None,
         shards_per_second: int = DEFAULT_SHARDS_PER_SECOND,
     ) -> None:
         super().__init__(id=id)
-        self.source = source
+        self.backend = backend
         self.snapshot: StreamHeatSnapshot | None = None
         self.hottest_first = False
         self.selected_shard: str | None = None
@@ -238,11 +238,11 @@ class HeatPanel(Widget, can_focus=True):
             self._start_work()
 
     def _start_work(self) -> None:
-        if self.stream is None or self.source is None:
+        if self.stream is None or self.backend is None:
             return
-        self._sample(self.source, self.stream)
-        if CLOUDWATCH in self.source.capabilities:
-            self._watch_shard_capacity(self.source, self.stream)
+        self._sample(self.backend, self.stream)
+        if CLOUDWATCH in self.backend.capabilities:
+            self._watch_shard_capacity(self.backend, self.stream)
 
     def _stop_work(self) -> None:
         # The sampler's readers stop with the worker (HeatSampler.__aexit__ awaits them all).
@@ -250,11 +250,11 @@ class HeatPanel(Widget, can_focus=True):
         self.workers.cancel_group(self, "heat-cloudwatch")
 
     @work(exclusive=True, group="heat", exit_on_error=False)
-    async def _sample(self, source: ConsoleBackend, stream: str) -> None:
+    async def _sample(self, backend: ConsoleBackend, stream: str) -> None:
         # Back on the tab, the last window carries on: its minutes of history stay, and what arrived
         # while the tab was hidden is read and counted (HeatSampler's resume).
         sampler = HeatSampler(
-            source,
+            backend,
             stream,
             resume=self._history,
             shards_per_second=self.shards_per_second,
@@ -285,13 +285,13 @@ class HeatPanel(Widget, can_focus=True):
                 self._history = sampler.heat
 
     @work(exclusive=True, group="heat-cloudwatch", exit_on_error=False)
-    async def _watch_shard_capacity(self, source: ConsoleBackend, stream: str) -> None:
+    async def _watch_shard_capacity(self, backend: ConsoleBackend, stream: str) -> None:
         """The selected shard's CloudWatch metrics: fetched when the selection (or enhanced
         monitoring) changes and settles, and again each minute. One loop: fetches never overlap."""
         while True:
             self._wake.clear()  # before fetching: a wake during the fetch starts the next round at once
             if self._show_selected_shard_capacity():
-                await self._fetch_selected_shard_capacity(source, stream)
+                await self._fetch_selected_shard_capacity(backend, stream)
             try:
                 await asyncio.wait_for(self._wake.wait(), SHARD_CAPACITY_SECONDS)
             except TimeoutError:
@@ -314,12 +314,12 @@ class HeatPanel(Widget, can_focus=True):
         self.show_shard_capacity(shard_id, None, f"fetching CloudWatch metrics of {shard_id}…")
         return True
 
-    async def _fetch_selected_shard_capacity(self, source: ConsoleBackend, stream: str) -> None:
+    async def _fetch_selected_shard_capacity(self, backend: ConsoleBackend, stream: str) -> None:
         shard_id = self.selected_shard
         if shard_id is None:
             return
         try:
-            found = await shard_metrics(source, stream, [shard_id], self._shard_metrics_on)
+            found = await shard_metrics(backend, stream, [shard_id], self._shard_metrics_on)
         except ConsoleError as error:
             self.show_shard_capacity(shard_id, None, unavailable_reason(error))
             return
@@ -330,37 +330,37 @@ class HeatPanel(Widget, can_focus=True):
     def enable_monitoring(self) -> None:
         """Turn on shard-level enhanced monitoring, once the operator typed the stream name (it is a
         change to the stream, billed per shard)."""
-        stream, source = self.stream, self.source
-        if not stream or source is None:
+        stream, backend = self.stream, self.backend
+        if not stream or backend is None:
             self.notify("no stream open: press p to pick one", severity="warning")
             return
         what = f"enable shard-level enhanced monitoring ({', '.join(SHARD_LEVEL_METRICS)}; billed per shard)"
 
         def confirmed(ok: bool | None) -> None:
             if ok and stream == self.stream:
-                self._enable_monitoring(source, stream, SHARD_LEVEL_METRICS)
+                self._enable_monitoring(backend, stream, SHARD_LEVEL_METRICS)
             else:
                 self.notify("enhanced monitoring: cancelled, nothing was called", timeout=4)
 
         self.app.push_screen(ConfirmByNameScreen(stream, what), confirmed)
 
     @work(exclusive=True, group="heat-monitoring", exit_on_error=False)
-    async def _enable_monitoring(self, source: ConsoleBackend, stream: str, metrics: tuple[str, ...]) -> None:
+    async def _enable_monitoring(self, backend: ConsoleBackend, stream: str, metrics: tuple[str, ...]) -> None:
         """Prepared and run by console.lifecycle.actions, as `kconsole heat --enable-enhanced-monitoring`."""
         from console.lifecycle import actions
         from console.reshard.actionlog import ActionLog
 
         try:
-            plan = await actions.prepare_enhanced_monitoring(source, stream, metrics)
+            plan = await actions.prepare_enhanced_monitoring(backend, stream, metrics)
             await actions.run(
-                source,
+                backend,
                 plan,
                 action_log=ActionLog.default(),
                 progress=lambda text: (
                     None if text.startswith("calling") else self.notify(text, title="heat", timeout=5)
                 ),
             )
-            enabled = (await source.describe_stream_summary(stream)).enhanced_metrics
+            enabled = (await backend.describe_stream_summary(stream)).enhanced_metrics
         except ConsoleError as error:
             self.notify(f"enhanced monitoring: {error.message}", severity="error", timeout=10)
             return
@@ -385,7 +385,7 @@ class HeatPanel(Widget, can_focus=True):
 
     def _cloudwatch_ranks(self) -> bool:
         """CloudWatch can rank the shards a rotating sampler reads first: it has every shard's load."""
-        has = self.source is not None and CLOUDWATCH in self.source.capabilities
+        has = self.backend is not None and CLOUDWATCH in self.backend.capabilities
         return has and {"IncomingRecords", "IncomingBytes"} <= self._shard_metrics_on.keys()
 
     def update_snapshot(self, snapshot: StreamHeatSnapshot) -> None:
@@ -427,7 +427,7 @@ class HeatPanel(Widget, can_focus=True):
             if self._sampler is not None:
                 self._sampler.selected = shard_id  # read every second from now on
             self.post_message(self.SelectionChanged(shard_id))
-            if self.source is not None and self._show_selected_shard_capacity():
+            if self.backend is not None and self._show_selected_shard_capacity():
                 self._wake.set()
 
     @property

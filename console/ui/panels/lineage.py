@@ -9,6 +9,7 @@ parent and appears as a reference line under the other one. Enter or space folds
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.segment import Segment
 from rich.style import Style
@@ -23,6 +24,9 @@ from console.topology.lineage import OPEN, Lineage, LineageNode
 from console.ui.format import format_share, short_shard_id
 from console.ui.source import StreamView
 from console.ui.widgets.cursor import CURSOR_BINDINGS, CursorNavigation
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +239,7 @@ class LineageTree(CursorNavigation, can_focus=True):
 
     # ---- rendering -----------------------------------------------------------------------------
 
-    def _text(self, line: TreeLine):
+    def _text(self, line: TreeLine) -> Text:
         from rich.text import Text
 
         assert self.lineage is not None  # a line is drawn only from a lineage

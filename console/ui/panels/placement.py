@@ -8,6 +8,7 @@ how they spread over the open shards.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rich.segment import Segment
 from rich.text import Text
@@ -143,7 +144,7 @@ class PlacementPanel(Vertical):
     def on_mount(self) -> None:
         self._add_columns(self.query_one("#placement-results", DataTable))
 
-    def _add_columns(self, table: DataTable) -> None:
+    def _add_columns(self, table: DataTable[Any]) -> None:
         # Fixed widths, the shard (the answer) before the 39-digit hash, and a line's problem in a
         # column of its own, last: an error text never widens a column and pushes Shard off-screen.
         table.add_column("Key", key="key", width=KEY_COLUMN_WIDTH)

@@ -12,7 +12,8 @@ records of its key, as read and as acknowledged.
 
 from __future__ import annotations
 
-from typing import Literal, cast
+from collections.abc import Callable
+from typing import Any, Literal, Protocol, cast
 
 from rich.text import Text
 from textual import work
@@ -23,7 +24,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Button, Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
 
-from console.backend.protocol import ConsoleBackend
+from console.backend.protocol import RecordsBackend, ShardsBackend
 from console.errors import ConsoleError
 from console.produce.aggregate import DEFAULT_MAX_AGGREGATE_BYTES, aggregation_line
 from console.produce.report import ProduceResult, ProducerProgress, verifying_line
@@ -42,6 +43,11 @@ AGGREGATE = "aggregate"  # the Mode choice that aggregates (batch mode underneat
 # ProducerSettings.mode and .explicit_hash_keys, as the panel's selects offer them.
 ProducerMode = Literal["batch", "sequential"]
 HashKeySource = Literal["none", "keytree"]
+
+
+class ProducerBackend(RecordsBackend, ShardsBackend, Protocol):
+    """What a run asks of the backend (console.produce.verify): the shard map's pages, the writes and
+    the read-back."""
 
 
 class ProducerPanel(Vertical):
@@ -118,9 +124,9 @@ class ProducerPanel(Vertical):
             self.result = result
             self.report = report
 
-    def __init__(self, source: ConsoleBackend | None = None, *, local: bool = False, **kwargs) -> None:
+    def __init__(self, backend: ProducerBackend | None = None, *, local: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.source = source
+        self.backend = backend
         self._local = local  # pacing defaults off for the embedded local Kinesis
         self.report: VerificationReport | None = None
         self.running = False
@@ -195,7 +201,7 @@ class ProducerPanel(Vertical):
     def read_settings(self) -> tuple[ProducerSettings, bool]:
         """The form as validated settings; raises ConsoleError (BadInput) naming the bad field."""
 
-        def number(widget_id: str, name: str, kind=int):
+        def number(widget_id: str, name: str, kind: Callable[[str], Any] = int) -> Any:
             text = self.query_one(widget_id, Input).value.strip()
             try:
                 return kind(text)
@@ -258,7 +264,7 @@ class ProducerPanel(Vertical):
             self.show_error(READ_ONLY_REFUSAL)
             return
         stream = self.stream
-        if not stream or self.source is None:
+        if not stream or self.backend is None:
             self.show_error(NO_STREAM)
             return
         settings, verify, aggregate = message.settings, message.verify, message.aggregate
@@ -286,11 +292,11 @@ class ProducerPanel(Vertical):
 
     @work(exclusive=True, group="producer", exit_on_error=False)
     async def _run(self, settings: ProducerSettings, verify: bool, stream: str, aggregate: bool = False) -> None:
-        assert self.source is not None
+        assert self.backend is not None
         self.show_started(settings)
         try:
             result, report = await run_and_verify(
-                self.source,
+                self.backend,
                 stream,
                 settings,
                 verify=verify,

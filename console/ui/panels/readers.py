@@ -195,14 +195,14 @@ class ReadersPanel(Vertical):
 
     def __init__(
         self,
-        source: ConsoleBackend | None = None,
+        backend: ConsoleBackend | None = None,
         *,
         poll_lock: asyncio.Lock | None = None,
         interval: float = 5.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.source = source
+        self.backend = backend
         self.poll_lock = poll_lock or asyncio.Lock()  # shared with the app's shard poll
         self.interval = interval
         self.report: ReadersReport | None = None  # the last one read of `stream`
@@ -256,25 +256,25 @@ class ReadersPanel(Vertical):
     def _start(self) -> None:
         if not self._shown or not self.is_mounted:
             return
-        if not self.stream or self.source is None:
+        if not self.stream or self.backend is None:
             self.show_error("no stream open: press p to pick one")
             return
-        if READERS not in self.source.capabilities:  # an in-memory source (tests, screenshots)
+        if READERS not in self.backend.capabilities:  # an in-memory source (tests, screenshots)
             self.show_status(NO_READER_SERVICES)
             return
         if self.report is None:
             self.show_status(f"reading the readers of {self.stream}…")
-        self._poll(self.source, self.stream)
+        self._poll(self.backend, self.stream)
 
     @work(exclusive=True, group="readers", exit_on_error=False, description="read the stream's readers")
-    async def _poll(self, source: ConsoleBackend, stream: str) -> None:
+    async def _poll(self, backend: ConsoleBackend, stream: str) -> None:
         from console.consumers.readers import readers_report  # loaded when first used, not at start-up
 
         while True:
             problem = None
             async with self.poll_lock:  # never alongside a shard poll or a lease poll
                 try:
-                    report = await readers_report(source, stream)
+                    report = await readers_report(backend, stream)
                 except ConsoleError as error:
                     problem = error.message
             if stream != self.stream:
@@ -357,7 +357,7 @@ class ReadersPanel(Vertical):
         what = {"rewind": "rewind", "disable_mapping": "disable mapping", "enable_mapping": "enable mapping"}[action]
         if self.read_only:
             return READ_ONLY_REFUSAL.format(what=what)
-        if not self.stream or self.source is None:
+        if not self.stream or self.backend is None:
             return "no stream open: press p to pick one"
         reader = self.selected_reader
         kind = READER_CHANGES[action]
@@ -388,9 +388,9 @@ class ReadersPanel(Vertical):
         from console.ui.screens.rewind import RewindScreen
 
         reader, stream = self.selected_reader, self.stream
-        assert reader is not None and stream is not None
+        assert reader is not None and stream is not None and self.backend is not None
         self.app.push_screen(
-            RewindScreen(self.source, stream, lease_table_of(reader), watch_seconds=self.watch_seconds),
+            RewindScreen(self.backend, stream, lease_table_of(reader), watch_seconds=self.watch_seconds),
             lambda _result: self._start(),
         )
 
@@ -419,9 +419,9 @@ class ReadersPanel(Vertical):
         from console.reshard.actionlog import ActionLog
 
         verb = "enable" if enable else "disable"
-        assert self.source is not None
+        assert self.backend is not None
         try:
-            plan = await mappings.prepare_toggle(self.source, stream, uuid, enable=enable)
+            plan = await mappings.prepare_toggle(self.backend, stream, uuid, enable=enable)
         except ConsoleError as error:
             self.app.notify(f"{verb} mapping: {error.message}", severity="error", timeout=10)
             return
@@ -433,7 +433,7 @@ class ReadersPanel(Vertical):
             self.app.notify(f"{verb} mapping {uuid}: cancelled, nothing was called", timeout=4)
             return
         try:
-            made = await mappings.run(self.source, plan, action_log=ActionLog.default(), who=await actor(self.source))
+            made = await mappings.run(self.backend, plan, action_log=ActionLog.default(), who=await actor(self.backend))
         except ConsoleError as error:
             self.app.notify(f"{verb} mapping {uuid} failed: {error.message}", severity="error", timeout=15)
         else:

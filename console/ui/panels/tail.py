@@ -32,7 +32,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from textual import work
@@ -388,7 +387,7 @@ class TailView(Vertical):
 
     def __init__(
         self,
-        source: ConsoleBackend | None = None,
+        backend: ConsoleBackend | None = None,
         *,
         stream: str | None = None,
         capacity: int = DEFAULT_CAPACITY,
@@ -399,7 +398,7 @@ class TailView(Vertical):
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
-        self.source = source
+        self.backend = backend
         self.set_reactive(TailView.stream, stream)
         # The config's masking, applied to what is read (so what is held, shown and exported is masked).
         self.mask = mask
@@ -626,7 +625,7 @@ class TailView(Vertical):
         """The whole From/To window (To empty: until now), read again and filtered, to `path`."""
         end = options.end if options.end.moment is not None else EndPosition(datetime.now(UTC))
         options = replace(options, follow=False, end=end, where=self.where)
-        if self.source is None or not self.stream:
+        if self.backend is None or not self.stream:
             self.notify("no stream open", severity="error")
             return
         try:
@@ -637,7 +636,7 @@ class TailView(Vertical):
         header = output == "csv"
         try:
             self.notify(f"exporting {self.stream} from {options.start.describe()} to {end.describe()} to {path}")
-            async for batch in TailReader(self.source, self.stream, options).batches():
+            async for batch in TailReader(self.backend, self.stream, options).batches():
                 _write_export(target, output, batch.records, header=header)
                 header = False
             if header:
@@ -710,11 +709,11 @@ class TailView(Vertical):
         self.ring.focus()
 
     def on_tail_view_start_requested(self, message: StartRequested) -> None:
-        if not self.stream or self.source is None:
+        if not self.stream or self.backend is None:
             self.set_running(False, "no stream open: press p to pick one")
         else:
             self.reading_wanted = True
-            self._read(self.source, self.stream, message.options)
+            self._read(self.backend, self.stream, message.options)
 
     def on_tail_view_stop_requested(self, _message: StopRequested) -> None:
         self.reading_wanted = False
@@ -738,21 +737,21 @@ class TailView(Vertical):
             self.set_running(False, "stopped: another stream was opened")
 
     @work(exclusive=True, group="tail", exit_on_error=False)
-    async def _read(self, source: ConsoleBackend, stream: str, options: TailOptions) -> None:
+    async def _read(self, backend: ConsoleBackend, stream: str, options: TailOptions) -> None:
         # Whoever cancels this worker (a restart, t, another stream) says why it stopped; only a
         # reader that ends on its own says so here.
         worker = get_current_worker()
         self.set_running(True)
         try:
-            await self._read_with(source, stream, options, worker)
+            await self._read_with(backend, stream, options, worker)
         finally:
             await self._release_temporary()
 
-    async def _read_with(self, source: ConsoleBackend, stream: str, options: TailOptions, worker) -> None:
+    async def _read_with(self, backend: ConsoleBackend, stream: str, options: TailOptions, worker) -> None:
         try:
-            subscribe = await self._subscriptions(source, stream) if self.reads_with_efo else None
+            subscribe = await self._subscriptions(backend, stream) if self.reads_with_efo else None
             reader = TailReader(
-                source,
+                backend,
                 stream,
                 options,
                 on_trouble=self._reader_trouble,
@@ -777,22 +776,22 @@ class TailView(Vertical):
     def reads_with_efo(self) -> bool:
         return self.query_one("#tail-source", Select).value == EFO
 
-    async def _subscriptions(self, source: ConsoleBackend, stream: str) -> Subscribe:
+    async def _subscriptions(self, backend: ConsoleBackend, stream: str) -> Subscribe:
         """SubscribeToShard as the consumer named in the box (checked first: one line on the tab), or,
         with the box empty, as a temporary consumer registered once the operator confirmed its price;
         deregistered when the reading ends or the app exits."""
-        transport = getattr(source, "subscriptions", lambda: None)()
+        transport = getattr(backend, "subscriptions", lambda: None)()
         if transport is None:
             raise BadInput("this source cannot read with enhanced fan-out: read with GetRecords")
         await transport.check()  # an endpoint without HTTP/2 is one line before anything is read
         name = self.query_one("#tail-consumer", Input).value.strip()
         if name:
-            consumer_arn = await named_consumer_arn(source, stream, name)
+            consumer_arn = await named_consumer_arn(backend, stream, name)
         else:
-            consumer_arn = await self._register_temporary(source, stream)
+            consumer_arn = await self._register_temporary(backend, stream)
         return lambda shard_id, position: transport.subscribe(consumer_arn, shard_id, position)
 
-    async def _register_temporary(self, source: ConsoleBackend, stream: str) -> str:
+    async def _register_temporary(self, backend: ConsoleBackend, stream: str) -> str:
         """Prepared and run by console.lifecycle.actions as `kconsole tail --efo` does, after the price."""
         import os
         import socket
@@ -802,26 +801,24 @@ class TailView(Vertical):
         from console.ui.screens.confirm import ConfirmByNameScreen
 
         name = temporary_consumer_name(socket.gethostname(), os.getpid(), datetime.now(UTC))
-        shards = sum(1 for shard in await source.all_shards(stream) if shard.is_open)
-        plan = await actions.prepare_register_consumer(source, stream, name)
+        shards = sum(1 for shard in await backend.all_shards(stream) if shard.is_open)
+        plan = await actions.prepare_register_consumer(backend, stream, name)
         preview = f"{temporary_consumer_preview(name, stream, shards)}\n{plan.render()}"
         if not await self.app.push_screen_wait(ConfirmByNameScreen(stream, preview)):
             raise BadInput("EFO: cancelled, no consumer was registered (or type a registered consumer's name)")
-        self._temporary = (source, stream, name)  # from here on it is deregistered, whatever happens
-        await actions.run(source, plan, action_log=ActionLog.default(), progress=self._change_progress)
-        kinesis: Any = source  # the consumer calls are the full backend's, not the views' protocol
-        stream_arn = (await kinesis.describe_stream_summary(stream)).arn
-        await until_active(kinesis, stream_arn, name)
+        self._temporary = (backend, stream, name)  # from here on it is deregistered, whatever happens
+        await actions.run(backend, plan, action_log=ActionLog.default(), progress=self._change_progress)
+        await until_active(backend, (await backend.describe_stream_summary(stream)).arn, name)
         self.notify(f"registered the temporary consumer {name}; deregistered when the tab stops reading", title="tail")
-        return (await kinesis.describe_stream_consumer(stream_arn, name))["ConsumerARN"]
+        return await named_consumer_arn(backend, stream, name)
 
     async def _release_temporary(self) -> None:
         """Deregister the temporary consumer, once: shielded, so the cancel that stops a reading (or the
         app's exit) does not cut the call short; the view's unmount waits for it."""
         if self._temporary is not None:
-            source, stream, name = self._temporary
+            backend, stream, name = self._temporary
             self._temporary = None
-            self._releasing = asyncio.create_task(self._deregister_temporary(source, stream, name))
+            self._releasing = asyncio.create_task(self._deregister_temporary(backend, stream, name))
         if self._releasing is not None and not self._releasing.done():
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(self._releasing)
@@ -831,13 +828,13 @@ class TailView(Vertical):
         if self._releasing is not None:
             await self._releasing
 
-    async def _deregister_temporary(self, source: ConsoleBackend, stream: str, name: str) -> None:
+    async def _deregister_temporary(self, backend: ConsoleBackend, stream: str, name: str) -> None:
         from console.lifecycle import actions
         from console.reshard.actionlog import ActionLog
 
         try:
-            plan = await actions.prepare_deregister_consumer(source, stream, name)
-            await actions.run(source, plan, action_log=ActionLog.default(), progress=self._change_progress)
+            plan = await actions.prepare_deregister_consumer(backend, stream, name)
+            await actions.run(backend, plan, action_log=ActionLog.default(), progress=self._change_progress)
         except ConsoleError as error:
             self.notify(f"could not deregister the temporary consumer {name}: {error.message}", severity="error")
             return

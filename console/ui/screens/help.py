@@ -6,6 +6,8 @@ BINDINGS for its own), so the list cannot drift from what the keys do.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -36,7 +38,7 @@ KEY_WIDTH = 12
 def bindings_table(read_only: bool) -> Group:
     """One titled two-column list per place: everywhere, then each tab."""
     disabled = Text("disabled: read-only", style="dim")
-    parts: list = []
+    parts: list[Any] = []
 
     def section(title: str, rows: list[tuple[str, str, Text | str]]) -> None:
         table = Table(box=None, padding=(0, 1), show_header=False, expand=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import shlex
 import textwrap
+from collections.abc import Iterable
 
 from rich.text import Text
 from textual import events
@@ -29,8 +30,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from console.read.printable import printable
+from console.reshard.model import PlannedShard
 from console.reshard.plan import ReshardPlan, ribbon_labels, ribbons
 from console.reshard.render import plan_details
+from console.topology.model import Shard
 from console.ui.format import format_hash_key, short_shard_id
 
 RIBBON_WIDTH = 64  # at most; a narrow terminal gets a shorter bar (ribbon_width)
@@ -38,7 +41,7 @@ LEGEND_ENTRIES = 24  # per bar; a bigger stream's legend ends in "…"
 MAX_ROWS = 20
 
 
-def legend(labels: list[str], shards, *, new: bool = False) -> Text:
+def legend(labels: list[str], shards: Iterable[Shard | PlannedShard], *, new: bool = False) -> Text:
     """'0 #4  1 #5  …': which shard each character of a bar stands for (new ones marked)."""
     text = Text()
     seen: set[str] = set()

@@ -6,7 +6,7 @@ move), and the lease table's name typed to confirm. The change is then run by th
 logged before each conditional write, a lost reply settled by reading the lease back) and its outcome
 per lease shown here; the action log has it (`kconsole log`).
 
-    result = await app.push_screen_wait(RewindScreen(source, "orders", "orders-app"))  # RunResult | None
+    result = await app.push_screen_wait(RewindScreen(backend, "orders", "orders-app"))  # RunResult | None
 
 The screen owns its workers: the plan, the watch and the run. Esc closes it and cancels them, except
 while checkpoints are being written: the outcome of a write in flight is waited for.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -33,6 +33,7 @@ from console.errors import ConsoleError, PlanRejected
 from console.read.printable import printable
 
 if TYPE_CHECKING:
+    from console.backend.protocol import ConsoleBackend
     from console.consumers.rewind_plan import CheckpointPlan
     from console.consumers.rewind_run import RunResult
 
@@ -125,7 +126,7 @@ class RewindScreen(ModalScreen["RunResult | None"]):
 
     def __init__(
         self,
-        source: Any,
+        backend: ConsoleBackend,
         stream: str,
         table: str,
         *,
@@ -134,7 +135,7 @@ class RewindScreen(ModalScreen["RunResult | None"]):
         live_seconds: float = LIVE_WATCH_SECONDS,
     ) -> None:
         super().__init__()
-        self.source = source
+        self.backend = backend
         self.stream = stream
         self.table = table
         self.initial_target = target
@@ -198,7 +199,7 @@ class RewindScreen(ModalScreen["RunResult | None"]):
         now = datetime.now(UTC)
         try:
             target = rewind.parse_target(target_text.split(), now)  # the words --to takes
-            plan = await rewind.prepare_rewind(self.source, self.stream, self.table, target, now=now, shards=shards)
+            plan = await rewind.prepare_rewind(self.backend, self.stream, self.table, target, now=now, shards=shards)
         except ConsoleError as error:
             self.query_one("#rewind-plan", Static).update("")
             self.show_status(error.message, error=True)
@@ -235,7 +236,7 @@ class RewindScreen(ModalScreen["RunResult | None"]):
         line = self.query_one("#rewind-running", Static)
         while True:
             try:
-                await watch_counters(self.source, self.table, self.stream, self.live_seconds)
+                await watch_counters(self.backend, self.table, self.stream, self.live_seconds)
             except PlanRejected as error:
                 self.running = True
                 line.update(Text(printable(error.message.removesuffix("; nothing was written"))))
@@ -316,13 +317,13 @@ class RewindScreen(ModalScreen["RunResult | None"]):
 
         try:
             result = await rewind.run(
-                self.source,
+                self.backend,
                 plan,
                 action_log=ActionLog.default(),
                 watch_seconds=self.watch_seconds,
                 progress=self.show_status,
                 sleep=watched,
-                who=await actor(self.source),
+                who=await actor(self.backend),
             )
         except ConsoleError as error:
             self.show_status(error.message, error=True)

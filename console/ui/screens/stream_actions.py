@@ -11,8 +11,8 @@ only what it needs (a `StreamActionRequest` and the dialog callables) and report
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from rich.text import Text
 from textual import events
@@ -24,7 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
 
-from console.backend.protocol import ConsoleBackend
+from console.backend.protocol import ConsoleBackend, StreamSettingsBackend
 from console.bounds import record_size_kib, warm_throughput_mibps
 from console.errors import BadInput, ConsoleError
 from console.lifecycle import actions
@@ -178,14 +178,14 @@ class LifecyclePreviewScreen(ModalScreen[bool]):
 class StreamActionRequest:
     action: str  # an id of ACTIONS
     summary: StreamSummary  # as last polled, for the dialogs' "now ..."; the plan is prepared afresh
-    source: ConsoleBackend  # the backend the console polls
+    backend: ConsoleBackend  # the backend the console polls
 
 
 class StreamDeleted(Message):
     """The open stream was deleted: the app offers another."""
 
 
-def _problem(check, text: str) -> str | None:
+def _problem(check: Callable[[str], object], text: str) -> str | None:
     try:
         check(text)
     except BadInput as error:
@@ -197,7 +197,7 @@ async def run_action(request: StreamActionRequest, dialogs: ReshardDialogs) -> N
     """Ask what the action needs, have console.lifecycle.actions prepare the plan, preview it, take the
     typed name, then have it run; progress goes back to the app as messages (the header's activity
     line, a poll, or the stream being gone)."""
-    action, kinesis = request.action, request.source
+    action, backend = request.action, request.backend
     stream = request.summary.name
     try:
         plan = await _prepare(request, dialogs)
@@ -215,7 +215,7 @@ async def run_action(request: StreamActionRequest, dialogs: ReshardDialogs) -> N
     dialogs.post(ReshardActivity(f"{action}: {plan.summary}"))
     try:
         await actions.run(
-            kinesis,
+            backend,
             plan,
             action_log=ActionLog.default(),
             progress=lambda text: None if text.startswith("calling") else dialogs.notify(text, title=action, timeout=5),
@@ -235,8 +235,8 @@ async def run_action(request: StreamActionRequest, dialogs: ReshardDialogs) -> N
 
 async def _prepare(request: StreamActionRequest, dialogs: ReshardDialogs) -> LifecyclePlan | None:
     """Ask what the action needs, then prepare it; None when the operator cancels."""
-    action, kinesis = request.action, request.source
-    summary = await kinesis.describe_stream_summary(request.summary.name)
+    action, backend = request.action, request.backend
+    summary = await backend.describe_stream_summary(request.summary.name)
     stream = summary.name
     if action == "retention":
         answer = await dialogs.ask(
@@ -248,7 +248,7 @@ async def _prepare(request: StreamActionRequest, dialogs: ReshardDialogs) -> Lif
             )
         )
         return (
-            None if answer is None else await actions.prepare_retention(kinesis, stream, check_retention_hours(answer))
+            None if answer is None else await actions.prepare_retention(backend, stream, check_retention_hours(answer))
         )
     if action == "mode":
         other = "ON_DEMAND" if summary.mode == "PROVISIONED" else "PROVISIONED"
@@ -261,10 +261,10 @@ async def _prepare(request: StreamActionRequest, dialogs: ReshardDialogs) -> Lif
         if choice is None:
             return None
         return await actions.prepare_mode(
-            kinesis, stream, choice, shards=None, action_log=ActionLog.default(), now=time.time()
+            backend, stream, choice, shards=None, action_log=ActionLog.default(), now=time.time()
         )
     if action == "encryption":
-        key_now = (await kinesis.describe_stream_details(stream)).get("KeyId")
+        key_now = summary.key_id
         answer = await dialogs.ask(
             PromptScreen(
                 f"Encryption of {stream} (now {summary.encryption}" + (f", key {key_now})" if key_now else ")"),
@@ -276,13 +276,13 @@ async def _prepare(request: StreamActionRequest, dialogs: ReshardDialogs) -> Lif
         if answer is None:
             return None
         key = None if answer.lower() == "off" else check_kms_key(answer)
-        return await actions.prepare_encryption(kinesis, stream, key)
+        return await actions.prepare_encryption(backend, stream, key)
     if action in ("distribution", "max-record-size", "warm-throughput"):
-        return await _prepare_setting(action, kinesis, summary, dialogs)
+        return await _prepare_setting(action, backend, summary, dialogs)
     if action in ("tag", "policy", "channels", "account"):
-        return await _prepare_resource(action, kinesis, summary, dialogs)
+        return await _prepare_resource(action, backend, summary, dialogs)
     # delete: the rules are the command line's (consumers need consent, active channels refuse it)
-    plan = await actions.prepare_delete(kinesis, stream, enforce_consumer_deletion=False)
+    plan = await actions.prepare_delete(backend, stream, enforce_consumer_deletion=False)
     consumers = plan.facts.get("consumers") or []
     if consumers:
         choice = await dialogs.ask(
@@ -293,12 +293,12 @@ async def _prepare(request: StreamActionRequest, dialogs: ReshardDialogs) -> Lif
         )
         if choice != "yes":
             return None
-        plan = await actions.prepare_delete(kinesis, stream, enforce_consumer_deletion=True)
+        plan = await actions.prepare_delete(backend, stream, enforce_consumer_deletion=True)
     return plan
 
 
 async def _prepare_setting(
-    action: str, kinesis: Any, summary: StreamSummary, dialogs: ReshardDialogs
+    action: str, backend: StreamSettingsBackend, summary: StreamSummary, dialogs: ReshardDialogs
 ) -> LifecyclePlan | None:
     """Today's settings: record distribution, record size, warm throughput."""
     stream = summary.name
@@ -318,7 +318,7 @@ async def _prepare_setting(
                 ],
             )
         )
-        return None if choice is None else await actions.prepare_distribution(kinesis, stream, choice)
+        return None if choice is None else await actions.prepare_distribution(backend, stream, choice)
     if action == "max-record-size":
         answer = await dialogs.ask(
             PromptScreen(
@@ -329,7 +329,7 @@ async def _prepare_setting(
             )
         )
         return (
-            None if answer is None else await actions.prepare_max_record_size(kinesis, stream, record_size_kib(answer))
+            None if answer is None else await actions.prepare_max_record_size(backend, stream, record_size_kib(answer))
         )
     answer = await dialogs.ask(
         PromptScreen(
@@ -342,7 +342,7 @@ async def _prepare_setting(
     return (
         None
         if answer is None
-        else await actions.prepare_warm_throughput(kinesis, stream, warm_throughput_mibps(answer))
+        else await actions.prepare_warm_throughput(backend, stream, warm_throughput_mibps(answer))
     )
 
 
@@ -359,12 +359,12 @@ def tag_edits(text: str) -> tuple[dict[str, str], list[str]]:
 
 
 async def _prepare_resource(
-    action: str, kinesis: Any, summary: StreamSummary, dialogs: ReshardDialogs
+    action: str, backend: StreamSettingsBackend, summary: StreamSummary, dialogs: ReshardDialogs
 ) -> LifecyclePlan | None:
     """Tags, the resource policy, channels and the account's On-demand Advantage."""
     stream = summary.name
     if action == "tag":
-        existing = await kinesis.resource_tags(summary.arn)
+        existing = await backend.resource_tags(summary.arn)
         shown = " ".join(f"{key}={value}" for key, value in sorted(existing.items())) or "none"
         answer = await dialogs.ask(
             PromptScreen(
@@ -378,10 +378,10 @@ async def _prepare_resource(
             return None
         sets, removes = tag_edits(answer)
         if sets:
-            return await actions.prepare_tag(kinesis, stream, sets)
-        return await actions.prepare_untag(kinesis, stream, removes)
+            return await actions.prepare_tag(backend, stream, sets)
+        return await actions.prepare_untag(backend, stream, removes)
     if action == "policy":
-        current = policy_or_none(await kinesis.resource_policy(summary.arn))
+        current = policy_or_none(await backend.resource_policy(summary.arn))
         choice = await dialogs.ask(
             ChoiceScreen(
                 f"Resource policy of {stream} ({'set' if current else 'none'})",
@@ -389,7 +389,7 @@ async def _prepare_resource(
             )
         )
         if choice == "delete":
-            return await actions.prepare_policy(kinesis, stream, None)
+            return await actions.prepare_policy(backend, stream, None)
         if choice != "put":
             return None
         path = await dialogs.ask(
@@ -400,21 +400,21 @@ async def _prepare_resource(
                 lambda text: _problem(read_policy, text),
             )
         )
-        return None if path is None else await actions.prepare_policy(kinesis, stream, read_policy(path))
+        return None if path is None else await actions.prepare_policy(backend, stream, read_policy(path))
     if action == "channels":
-        channels = await kinesis.list_channels(stream_arn=summary.arn)
+        channels = await backend.stream_channels(summary.arn)
         choice = await dialogs.ask(
             ChoiceScreen(
                 f"Channels of {stream} ({len(channels)})",
                 [("create", "create one from a CreateChannel request (JSON file)")]
-                + [(c["ChannelARN"], f"delete {c.get('ChannelName')} ({c.get('ChannelStatus')})") for c in channels],
+                + [(c.arn, f"delete {c.name} ({c.status})") for c in channels],
             )
         )
         if choice is None:
             return None
         if choice != "create":
-            name = next(c.get("ChannelName", "?") for c in channels if c["ChannelARN"] == choice)
-            return await actions.prepare_channel_delete(kinesis, name)
+            name = next(c.name for c in channels if c.arn == choice)
+            return await actions.prepare_channel_delete(backend, name)
         path = await dialogs.ask(
             PromptScreen(
                 "Channel request file",
@@ -423,12 +423,12 @@ async def _prepare_resource(
                 lambda text: _problem(read_channel_config, text),
             )
         )
-        return None if path is None else await actions.prepare_channel_create(kinesis, read_channel_config(path))
-    commitment = await actions.read_commitment(kinesis)
+        return None if path is None else await actions.prepare_channel_create(backend, read_channel_config(path))
+    commitment = await actions.read_commitment(backend)
     choice = await dialogs.ask(
         ChoiceScreen(
             f"On-demand Advantage of the account (now {commitment['status']})",
             [("on", "turn it on: a minimum throughput commitment"), ("off", "turn it off at its earliest end")],
         )
     )
-    return None if choice is None else await actions.prepare_account(kinesis, choice == "on")
+    return None if choice is None else await actions.prepare_account(backend, choice == "on")

@@ -92,14 +92,14 @@ class StreamPickerScreen(ModalScreen[str | None]):
 
     def __init__(
         self,
-        source: ConsoleBackend,
+        backend: ConsoleBackend,
         *,
         current: str | None = None,
         timeout: float = 15.0,
         refresh_every: float = FLEET_REFRESH_S,
     ) -> None:
         super().__init__()
-        self._source = source
+        self._backend = backend
         self._current = current
         self._timeout = timeout
         self._refresh_every = refresh_every
@@ -117,7 +117,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
             yield Static("Streams, worst first", id="picker-title")
             yield Static("loading streams…", id="picker-status")
             yield Input(placeholder="filter by name (enter keeps it, escape clears)", id="picker-filter")
-            table: DataTable = DataTable(id="picker-list", cursor_type="row", zebra_stripes=True)
+            table: DataTable[Any] = DataTable(id="picker-list", cursor_type="row", zebra_stripes=True)
             table.add_columns(*COLUMNS)
             yield table
             yield Static("enter opens · / filters · s sorts · r refreshes · escape cancels · q quits", id="picker-help")
@@ -152,14 +152,14 @@ class StreamPickerScreen(ModalScreen[str | None]):
         await self._counts()
 
     async def _list(self) -> list[StreamFacts]:
-        return [StreamFacts.from_stream(s) for s in await self._source.list_stream_summaries(page_size=1000)]
+        return [StreamFacts.from_stream(s) for s in await self._backend.list_stream_summaries(page_size=1000)]
 
     async def _counts(self) -> None:
         """Shard and consumer counts (ListStreams' summaries have neither): one summary per stream."""
         if all(f.open_shards is not None for f in self._facts.values()):
             return
         try:
-            described = await asyncio.wait_for(self._source.list_streams(), max(self._timeout, 60.0))
+            described = await asyncio.wait_for(self._backend.list_streams(), max(self._timeout, 60.0))
         except Exception:  # noqa: BLE001 - counts stay "-"; the rows and metrics stand
             return
         for summary in described:
@@ -179,7 +179,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
     async def _metrics_once(self) -> None:
         if self._refreshing:
             return
-        if CLOUDWATCH not in self._source.capabilities:
+        if CLOUDWATCH not in self._backend.capabilities:
             self.query_one("#picker-status", Static).update(
                 f"{len(self._facts)} streams; no metrics: this backend has no CloudWatch"
             )
@@ -210,12 +210,12 @@ class StreamPickerScreen(ModalScreen[str | None]):
         facts = list(self._facts.values())
         names = [f.name for f in facts]
         readers = (
-            asyncio.ensure_future(fleet_reader_lag(self._source, names))
-            if READERS in self._source.capabilities
+            asyncio.ensure_future(fleet_reader_lag(self._backend, names))
+            if READERS in self._backend.capabilities
             else None
         )
         try:
-            metrics = await read_fleet_metrics(self._source, names)
+            metrics = await read_fleet_metrics(self._backend, names)
         except BaseException:
             if readers is not None:
                 readers.cancel()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from textual.app import ComposeResult
+from textual.screen import Screen
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
@@ -19,9 +21,9 @@ class CoalescingFooter(Footer):
     """
 
     _rebuild_pending = False
-    _shown_keys: tuple | None = None
+    _shown_keys: tuple[Any, ...] | None = None
 
-    def bindings_changed(self, screen) -> None:
+    def bindings_changed(self, screen: Screen[Any]) -> None:
         self._bindings_ready = True
         if not screen.app.app_focus:
             return
@@ -29,7 +31,7 @@ class CoalescingFooter(Footer):
             self._rebuild_pending = True
             self.call_after_refresh(self._rebuild)
 
-    def _keys_to_show(self) -> tuple:
+    def _keys_to_show(self) -> tuple[Any, ...]:
         """What `Footer.compose` reads: every active binding, whether it is enabled, its tooltip
         and how its key is displayed."""
         return tuple(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from rich.style import Style
 from rich.text import Text
@@ -32,7 +33,7 @@ GAP = "  "  # fields are separated by space, not punctuation: easier to scan
 
 @dataclass(frozen=True)
 class HeaderState:
-    backend: str = ""
+    connected_to: str = ""  # the backend's label
     region: str | None = None
     profile: str | None = None
     stream: str | None = None
@@ -68,7 +69,7 @@ class ConsoleHeader(Widget):
     def on_mount(self) -> None:
         self.set_interval(1.0, self.refresh)
 
-    def update_state(self, **changes) -> None:
+    def update_state(self, **changes: Any) -> None:
         self.state = replace(self.state, **changes)
         failing = self.state.error is not None
         if failing != self.has_class("-failing"):  # a class change re-applies styles: only when it flips
@@ -94,10 +95,10 @@ class ConsoleHeader(Widget):
         if state.error is None and state.notice is not None:
             stream_line.append(f"{GAP}{state.notice}", style=self._part("busy"))
 
-        where = Text(f" {state.backend or 'not connected'}", style=dim)
-        if state.region and state.region not in state.backend:
+        where = Text(f" {state.connected_to or 'not connected'}", style=dim)
+        if state.region and state.region not in state.connected_to:
             where.append(f" · {state.region}")
-        if state.profile and state.profile not in state.backend:
+        if state.profile and state.profile not in state.connected_to:
             where.append(f" · profile {state.profile}")
         if state.server:
             where.append(f" · {state.server}", style=self._part("busy"))

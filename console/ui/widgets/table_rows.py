@@ -14,7 +14,7 @@ def plain(value: object) -> Text:
     return Text(printable(str(value)))
 
 
-def replace_rows(table: DataTable, columns: tuple[str, ...], rows: dict[str, tuple[Text, ...]]) -> None:
+def replace_rows(table: DataTable[Text], columns: tuple[str, ...], rows: dict[str, tuple[Text, ...]]) -> None:
     """Rows keyed by `rows`' keys: changed cells updated in place, gone rows removed, new rows added
     (the cursor stays on its row while the others change around it)."""
     present = {key.value for key in table.rows}

@@ -15,7 +15,6 @@ import pytest
 from textual.widgets import Button, DataTable, Input
 
 from console.reshard.actionlog import ActionLog
-from console.ui.launch import PrefetchingSource
 from console.ui.panels.readers import ReadersPanel
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.rewind import RewindScreen
@@ -94,7 +93,7 @@ async def test_the_rewind_dialog_plans_as_the_command_line_refuses_a_running_app
     assert cli_plan.pop("planned_only") is True and cli_plan.pop("result") is None
 
     # The source the console is launched with (the backend, its first poll's calls asked for early).
-    app = RecordingApp(PrefetchingSource(kinesis, stream), stream=stream, interval=3600)
+    app = RecordingApp(kinesis, stream=stream, interval=3600)
     async with app.run_test(size=size) as pilot:
         await wait_until(pilot, lambda: app.view is not None, what="first poll")
         await pilot.press("9")
@@ -174,7 +173,7 @@ async def test_d_and_e_disable_and_enable_a_lambda_mapping_each_logged(local_kin
             return str((await lam.get_event_source_mapping(UUID=uuid))["State"])
 
     assert await state() == "Enabled"
-    app = RecordingApp(PrefetchingSource(kinesis, stream), stream=stream, interval=3600)
+    app = RecordingApp(kinesis, stream=stream, interval=3600)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: app.view is not None, what="first poll")
         await pilot.press("9")
@@ -237,7 +236,7 @@ async def test_w_on_the_consumers_tab_opens_the_rewind_of_the_lease_table_read_t
 
     stream, table, _worker = await kcl_application(kinesis, ddb, make_stream, records=4)
     before = await checkpoints(ddb, table)
-    app = RecordingApp(PrefetchingSource(kinesis, stream), stream=stream, interval=3600)
+    app = RecordingApp(kinesis, stream=stream, interval=3600)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: app.view is not None, what="first poll")
         await pilot.press("8")

@@ -3,6 +3,8 @@ its 24-hour rule, delete with the typed name, and every entry greyed out when re
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from textual.widgets import Button, OptionList
 
@@ -225,16 +227,18 @@ async def choose(pilot, app, action: str) -> None:
     await pilot.press(*["down"] * index, "enter")
 
 
-async def test_tags_and_a_policy_from_the_menu_through_the_prefetching_wrapper(kinesis, make_stream, tmp_path):
-    """The console as launched with --stream: its backend is the prefetching wrapper, which must forward
-    every call the menu's changes make and read back."""
+async def test_tags_and_a_policy_from_the_menu_as_launched(kinesis, make_stream, tmp_path):
+    """The console as launched with --stream: its first poll's answer asked for before it started; the
+    menu's changes and their read-backs go to the backend."""
     import json
 
-    from console.ui.launch import PrefetchingSource
+    from console.ui.source import fetch_stream
 
     name = await make_stream(shards=1)
     arn = (await kinesis.describe_stream_summary(name)).arn
-    app = RecordingApp(PrefetchingSource(kinesis, name), stream=name, interval=3600)
+    app = RecordingApp(
+        kinesis, stream=name, interval=3600, first_view=asyncio.ensure_future(fetch_stream(kinesis, name))
+    )
     async with app.run_test(size=(120, 40)) as pilot:
         await open_menu(pilot, app)
         await choose(pilot, app, "tag")
