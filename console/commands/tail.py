@@ -131,12 +131,13 @@ def register(subparsers, common) -> None:
     parser.set_defaults(handler=run, export_formats=EXPORT_FORMATS)
 
 
-def add_efo_arguments(parser: Any) -> None:
-    """--efo and --consumer, as tail and copy read with them."""
+def add_efo_arguments(parser: Any, reads: str = "read") -> None:
+    """--efo and --consumer, as tail and copy read with them (`reads`: what --efo reads, e.g.
+    "with --verify: read the run back")."""
     parser.add_argument(
         "--efo",
         action="store_true",
-        help="read with enhanced fan-out (SubscribeToShard over HTTP/2): a 2 MiB/s per shard of its own, "
+        help=f"{reads} with enhanced fan-out (SubscribeToShard over HTTP/2): a 2 MiB/s per shard of its own, "
         "not shared with the stream's GetRecords readers; without --consumer a temporary consumer is "
         "registered (priced and confirmed first) and deregistered at the end",
     )
@@ -474,7 +475,7 @@ async def efo_subscriptions(
         removals = [await actions.prepare_deregister_consumer(kinesis, stream, old) for old in left_over]
         shards = sum(1 for shard in await kinesis.all_shards(stream) if shard.is_open)
         plan = await actions.prepare_register_consumer(kinesis, stream, name)
-        preview = temporary_consumer_preview(name, stream, shards)
+        preview = temporary_consumer_preview(name, stream, shards, command)
         if left_over:
             preview = (
                 f"Left over from a kconsole of this host that is no longer running (killed before its exit "
