@@ -23,8 +23,6 @@ enhanced monitoring (the app asks for the stream name first; greyed out when rea
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from typing import overload
 
 from rich.text import Text
 from textual import events, on, work
@@ -46,70 +44,17 @@ from console.heat.sampler import HeatSampler
 from console.heat.snapshot import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
 from console.read.printable import printable
 from console.read.share import BACKING_OFF_NOTE, ReadShare
-from console.topology.model import NO_KEY, StreamSummary
+from console.topology.model import StreamSummary
+from console.ui.panels.heat_text import HeatRows, cloudwatch_text, shard_figures, top_keys_text
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.source import CloudWatchReading, StreamView
 from console.ui.widgets.heat_map import MAP_SECONDS, HeatMap, HeatRow, legend
-from console.ui.widgets.metric_lines import capacity_text, stream_capacity_text
+from console.ui.widgets.metric_lines import capacity_text
 from console.ui.widgets.shard_table import ShardHeat
 
 SHARD_CAPACITY_SECONDS = 60.0  # a selected shard's metrics are fetched again after this long (CloudWatch's resolution)
 SETTLE_SECONDS = 0.3  # after a selection change: arrow keys held down fetch once, for where they stop
 MONITORING_OFF = "per-shard CloudWatch metrics need enhanced monitoring on the stream (e turns it on)"
-
-
-def cloudwatch_text(reading: CloudWatchReading | None) -> Text:
-    if reading is None:
-        return Text("fetching the stream's CloudWatch metrics…", style="dim")
-    return stream_capacity_text(reading.metrics, reading.problem)
-
-
-def top_keys_text(shard: ShardHeatSnapshot | None, stream: str, *, auto: bool = False) -> Text:
-    if shard is None:
-        return Text("no shard selected", style="dim")
-    text = Text(
-        f"{shard.shard_id}: peak {shard.peak_records_per_s} rec/s, peak utilisation {shard.peak_utilisation:.0%}\n",
-        style="bold",
-    )
-    if shard.aggregates or shard.decode_errors:
-        # REC/S counts Kinesis records (what the limit counts); user records came out of KPL aggregates.
-        text.append(
-            f"KPL aggregates: {shard.user_records_per_s:,.1f} user rec/s in {shard.records_per_s:,.1f} "
-            f"Kinesis rec/s" + (f", {shard.decode_errors} decode-error" if shard.decode_errors else "") + "\n",
-            style="dim",
-        )
-    repeated = [row for row in shard.top_keys if row.guaranteed_records > 1]  # a key seen once is not heat
-    if auto:
-        text.append("AUTO distribution: Kinesis spread these records; keys as sent:\n", style="yellow")
-    if shard.keyless_records:
-        text.append(f"  {NO_KEY}  {shard.keyless_records} records without a key\n")
-    if not shard.records:
-        text.append("no records sampled yet\n", style="dim")
-    elif not repeated:
-        text.append("no key repeats: the traffic is spread\n", style="dim")
-    for row in repeated:
-        inside = "  (aggregated)" if row.aggregated else ""
-        text.append(f"  {printable(row.key)}  {row.records} records  {row.share:.0%}{inside}\n")
-    if shard.split is not None and shard.records:
-        basis = "where its aggregates land" if shard.split.by_aggregates else "median"
-        text.append(
-            f"split at {basis} (children ~{shard.split.lower_share:.0%} / "
-            f"{1 - shard.split.lower_share:.0%}): {shard.split.command(stream)}\n",
-            style="cyan",
-        )
-        if shard.split.dominant_key and shard.split.dominant_aggregated:
-            text.append(
-                f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%} inside "
-                "aggregates: a split moves whole aggregates, not the key\n",
-                style="yellow",
-            )
-        elif shard.split.dominant_key:
-            text.append(
-                f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%}: "
-                "write-shard it (`kconsole heat` shows the what-if)\n",
-                style="yellow",
-            )
-    return text
 
 
 class HeatPanel(Widget, can_focus=True):
@@ -589,32 +534,3 @@ class HeatPanel(Widget, can_focus=True):
         self.hottest_first = not self.hottest_first
         self._ordered = None
         self._render_snapshot()
-
-
-class HeatRows(Sequence[HeatRow]):
-    """The heat map's rows, made when drawn: a map of 10,000 shards draws the few dozen that fit."""
-
-    def __init__(self, shards: list[ShardHeatSnapshot], row: Callable[[ShardHeatSnapshot], HeatRow]) -> None:
-        self._shards, self._row = shards, row
-
-    def __len__(self) -> int:
-        return len(self._shards)
-
-    @overload
-    def __getitem__(self, index: int) -> HeatRow: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[HeatRow]: ...
-
-    def __getitem__(self, index: int | slice) -> HeatRow | list[HeatRow]:
-        if isinstance(index, slice):
-            return [self._row(shard) for shard in self._shards[index]]
-        return self._row(self._shards[index])
-
-
-def shard_figures(shard: ShardHeatSnapshot) -> ShardHeat:
-    """What the shard table and the ribbon show of a shard's reading: the last few seconds (recent_*),
-    not the window's average, which would flatten a burst that started a moment ago."""
-    return ShardHeat(
-        shard.recent_records_per_s, shard.recent_bytes_per_s, shard.recent_utilisation, tuple(shard.series[-4:])
-    )
