@@ -30,7 +30,7 @@ async def test_the_heat_header_shows_kconsoles_own_share(kinesis, make_stream):
         line = next(line for line in header().splitlines() if "kconsole reads" in line)
         assert "calls/s" in line and "MiB/s a shard" in line and "of the shared budget" in line
         assert "(read share 0.4)" in line
-        assert "backing off" not in line
+        assert "throttled" not in line
 
 
 async def test_the_tail_tab_backs_off_when_throttled_and_offers_efo(kinesis, make_stream, local_kinesis):
@@ -54,4 +54,4 @@ async def test_the_tail_tab_backs_off_when_throttled_and_offers_efo(kinesis, mak
                 said = str(view.query_one("#tail-lag").render())
     assert proxy.stats["throttle:GetRecords"] == 1
     assert "kconsole reads" in said and "(read share 0.2)" in said
-    assert "backing off: readers are throttled (try --efo)" in said
+    assert "throttled: kconsole reads less; e reads with EFO, without sharing" in said
