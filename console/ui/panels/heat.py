@@ -16,8 +16,11 @@ CloudWatch metrics come from the app's once-a-minute fetch (its `cloudwatch`, fo
 shard poll's summary (the app's `view`, followed too) says which shard-level metrics enhanced
 monitoring has on.
 
-Keys: up/down (or k/j) select a shard, h toggles hottest-first order, e turns on CloudWatch
-enhanced monitoring (the app asks for the stream name first; greyed out when read-only).
+It samples with GetRecords within kconsole's read share (the header's last line says what it takes),
+or, switched with f, from enhanced fan-out's pushed events as a temporary consumer (console.ui.efo_consumer).
+
+Keys: up/down (or k/j) select a shard, h toggles hottest-first order, f switches GetRecords/EFO, e turns
+on CloudWatch enhanced monitoring (the app asks for the stream name first; greyed out when read-only).
 """
 
 from __future__ import annotations
@@ -41,11 +44,13 @@ from console.heat.cloudwatch import SHARD_LEVEL_METRICS
 from console.heat.rates import StreamHeat
 from console.heat.rotation import DEFAULT_SHARDS_PER_SECOND
 from console.heat.sampler import HeatSampler
-from console.heat.snapshot import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
+from console.heat.snapshot import ShardHeatSnapshot, StreamHeatSnapshot
+from console.read.efo import Subscribe
 from console.read.printable import printable
-from console.read.share import BACKING_OFF_NOTE, ReadShare
+from console.read.share import EFO_READ_COST, ReadShare
 from console.topology.model import StreamSummary
-from console.ui.panels.heat_text import HeatRows, cloudwatch_text, shard_figures, top_keys_text
+from console.ui.efo_consumer import EfoConsumer
+from console.ui.panels.heat_text import HeatRows, cloudwatch_text, shard_figures, top_keys_text, total_text
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.source import CloudWatchReading, StreamView
 from console.ui.widgets.heat_map import MAP_SECONDS, HeatMap, HeatRow, legend
@@ -54,6 +59,7 @@ from console.ui.widgets.shard_table import ShardHeat
 
 SHARD_CAPACITY_SECONDS = 60.0  # a selected shard's metrics are fetched again after this long (CloudWatch's resolution)
 SETTLE_SECONDS = 0.3  # after a selection change: arrow keys held down fetch once, for where they stop
+EFO_OFFER = "f samples with EFO, without sharing"  # a throttled sampler's offer
 MONITORING_OFF = "per-shard CloudWatch metrics need enhanced monitoring on the stream (e turns it on)"
 
 
@@ -72,6 +78,7 @@ class HeatPanel(Widget, can_focus=True):
         Binding("up,k", "select(-1)", "Previous shard", show=False),
         Binding("down,j", "select(1)", "Next shard", show=False),
         Binding("h", "toggle_order", "Hottest first", id="heat.order"),
+        Binding("f", "toggle_source", "GetRecords/EFO", id="heat.source"),
         # On a short terminal the selected shard's keys sit below the map: the keyboard scrolls to them too.
         Binding("pagedown", "scroll_view(1)", "Scroll down", show=False),
         Binding("pageup", "scroll_view(-1)", "Scroll up", show=False),
@@ -133,15 +140,16 @@ class HeatPanel(Widget, can_focus=True):
         self.coverage = ""  # what a second of sampling covers (the header's second line when rotating)
         self.read_cost = ""  # what kconsole's own reads take of each shard's budget (the header's last line)
         self.rotating = False
+        self.reads_with_efo = False  # f: sample from enhanced fan-out's pushed events
+        self.efo = EfoConsumer(self, "heat")
         self._sampler: HeatSampler | None = None
         self._ordered: list[ShardHeatSnapshot] | None = None  # ordered_shards of this snapshot and order
         self._positions: dict[str, int] = {}  # shard id -> its place in _ordered
         # Per shard, the snapshot a row (or the live figures) was made from: made again only when it changes.
         self._rows: dict[str, tuple[ShardHeatSnapshot, HeatRow]] = {}
         self._figures: dict[str, tuple[ShardHeatSnapshot, ShardHeat]] = {}
-        self._texts: dict[
-            str, tuple[Text, int, int]
-        ] = {}  # per Static: what it shows, at what width, in how many lines
+        # Per Static: what it shows, at what width, in how many lines.
+        self._texts: dict[str, tuple[Text, int, int]] = {}
         self._shown = False
         self._history: StreamHeat | None = None  # the last sampler's window, carried on when shown again
         self._shard_metrics_on: dict[str, str] = {}  # enhanced monitoring's shard-level metrics and statistics
@@ -194,8 +202,35 @@ class HeatPanel(Widget, can_focus=True):
         self.workers.cancel_group(self, "heat")
         self.workers.cancel_group(self, "heat-cloudwatch")
 
+    async def on_unmount(self) -> None:
+        await self.efo.closed()
+
+    def action_toggle_source(self) -> None:
+        self.reads_with_efo = not self.reads_with_efo
+        self.notify(f"heat: sampling with {'enhanced fan-out' if self.reads_with_efo else 'GetRecords'}", timeout=4)
+        if self._shown and self.stream is not None and self.source is not None:
+            self._sample(self.source, self.stream)  # exclusive: the running sampler stops first
+
+    async def _subscriptions(self, source: ConsoleBackend, stream: str) -> Subscribe | None:
+        """With EFO: a temporary consumer's subscriptions, once the price is confirmed. Cancelled or
+        refused (an endpoint without HTTP/2), it samples with GetRecords again and says why."""
+        if not self.reads_with_efo:
+            return None
+        try:
+            return await self.efo.subscriptions(source, stream, "")
+        except ConsoleError as error:
+            self.reads_with_efo = False
+            self.notify(f"heat: {error.message}; sampling with GetRecords", severity="warning", timeout=8)
+            return None
+
     @work(exclusive=True, group="heat", exit_on_error=False)
     async def _sample(self, source: ConsoleBackend, stream: str) -> None:
+        try:
+            await self._sample_with(source, stream, await self._subscriptions(source, stream))
+        finally:
+            await self.efo.release()
+
+    async def _sample_with(self, source: ConsoleBackend, stream: str, subscribe: Subscribe | None) -> None:
         # Back on the tab, the last window carries on: its minutes of history stay, and what arrived
         # while the tab was hidden is read and counted (HeatSampler's resume).
         sampler = HeatSampler(
@@ -204,6 +239,7 @@ class HeatPanel(Widget, can_focus=True):
             resume=self._history,
             shards_per_second=self.shards_per_second,
             read_share=ReadShare(getattr(self.app, "read_share", None)),
+            subscribe=subscribe,
         )
         sampler.selected = self.selected_shard
         sampler.rank_by_cloudwatch = self._cloudwatch_ranks()
@@ -215,7 +251,7 @@ class HeatPanel(Widget, can_focus=True):
                     if sampler.heat is not None and sampler.heat.auto_distribution != self._auto_distribution:
                         sampler.heat.auto_distribution = self._auto_distribution  # the next snapshot follows
                     self.coverage = sampler.coverage_text()
-                    self.read_cost = sampler.read_share.summary()
+                    self.read_cost = EFO_READ_COST if subscribe else sampler.read_share.summary(EFO_OFFER)
                     self.update_snapshot(snapshot)
                     self.post_message(self.HeatChanged(stream, self.live_figures(snapshot)))
         except ConsoleError as error:
@@ -423,32 +459,13 @@ class HeatPanel(Widget, can_focus=True):
         snapshot = self.snapshot
         if snapshot is None or not self.is_mounted:
             return
-        recent = sum(shard.recent_records_per_s for shard in snapshot.shards)
-        recent_bytes = sum(shard.recent_bytes_per_s for shard in snapshot.shards)
-        order = "hottest first" if self.hottest_first else "key-space order"
-        if snapshot.shards and not any(shard.series for shard in snapshot.shards):
-            total = Text(f"{snapshot.stream}: sampling started; the first second is being read …", style="italic")
-        elif not any(shard.records for shard in snapshot.shards):
-            seconds = snapshot.window_end - snapshot.window_start
-            if self.rotating:  # only what was read is known
-                read = sum(1 for shard in snapshot.shards if shard.sampled_at is not None)
-                idle = f"idle in the {read:,} of {len(snapshot.shards):,} shards read in {seconds:.0f} s so far"
-            else:
-                idle = f"idle, no records written in the {seconds:.0f} s sampled so far"
-            total = Text(f"{snapshot.stream}: {idle}", style="italic")
-        else:
-            # Reading in turn, each shard counts as of its last read (its age in the map).
-            last = "each shard's last" if self.rotating else "last"
-            total = Text(
-                f"{snapshot.stream}: {recent:,.1f} rec/s  {recent_bytes / 1024:,.1f} KiB/s "
-                f"({last} {RECENT_SECONDS} s; {snapshot.records_per_s:,.1f} rec/s over "
-                f"{snapshot.window_end - snapshot.window_start:.0f} s)"
-            )
-        total.append(f"  ({order}; h toggles, ↑↓ select)", style="dim")
-        if self.rotating and self.coverage:
-            total.append(f"\n{self.coverage}", style="dim")
-        if self.read_cost:
-            total.append(f"\n{self.read_cost}", style="yellow" if BACKING_OFF_NOTE in self.read_cost else "dim")
+        total = total_text(
+            snapshot,
+            rotating=self.rotating,
+            hottest_first=self.hottest_first,
+            coverage=self.coverage,
+            read_cost=self.read_cost,
+        )
         self._show_text("#heat-total", total)
         heat_map = self.query_one(HeatMap)
         heat_map.show(

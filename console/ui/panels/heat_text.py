@@ -9,8 +9,9 @@ from typing import overload
 
 from rich.text import Text
 
-from console.heat.snapshot import ShardHeatSnapshot
+from console.heat.snapshot import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
 from console.read.printable import printable
+from console.read.share import BACKING_OFF_NOTE
 from console.topology.model import NO_KEY
 from console.ui.source import CloudWatchReading
 from console.ui.widgets.heat_map import HeatRow
@@ -99,3 +100,37 @@ def shard_figures(shard: ShardHeatSnapshot) -> ShardHeat:
     return ShardHeat(
         shard.recent_records_per_s, shard.recent_bytes_per_s, shard.recent_utilisation, tuple(shard.series[-4:])
     )
+
+
+def total_text(
+    snapshot: StreamHeatSnapshot, *, rotating: bool, hottest_first: bool, coverage: str, read_cost: str
+) -> Text:
+    """The header: the stream's rate now and over the window (or why there is none yet), the order, what a
+    second of a rotating sampler covers, and what kconsole's own reading takes of the shards' budget."""
+    recent = sum(shard.recent_records_per_s for shard in snapshot.shards)
+    recent_bytes = sum(shard.recent_bytes_per_s for shard in snapshot.shards)
+    order = "hottest first" if hottest_first else "key-space order"
+    if snapshot.shards and not any(shard.series for shard in snapshot.shards):
+        total = Text(f"{snapshot.stream}: sampling started; the first second is being read …", style="italic")
+    elif not any(shard.records for shard in snapshot.shards):
+        seconds = snapshot.window_end - snapshot.window_start
+        if rotating:  # only what was read is known
+            read = sum(1 for shard in snapshot.shards if shard.sampled_at is not None)
+            idle = f"idle in the {read:,} of {len(snapshot.shards):,} shards read in {seconds:.0f} s so far"
+        else:
+            idle = f"idle, no records written in the {seconds:.0f} s sampled so far"
+        total = Text(f"{snapshot.stream}: {idle}", style="italic")
+    else:
+        # Reading in turn, each shard counts as of its last read (its age in the map).
+        last = "each shard's last" if rotating else "last"
+        total = Text(
+            f"{snapshot.stream}: {recent:,.1f} rec/s  {recent_bytes / 1024:,.1f} KiB/s "
+            f"({last} {RECENT_SECONDS} s; {snapshot.records_per_s:,.1f} rec/s over "
+            f"{snapshot.window_end - snapshot.window_start:.0f} s)"
+        )
+    total.append(f"  ({order}; h toggles, ↑↓ select)", style="dim")
+    if rotating and coverage:
+        total.append(f"\n{coverage}", style="dim")
+    if read_cost:
+        total.append(f"\n{read_cost}", style="yellow" if BACKING_OFF_NOTE in read_cost else "dim")
+    return total
