@@ -119,3 +119,16 @@ async def test_tail_follow_on_quiet_readers_does_not_back_off(kinesis, make_stre
         _, err = await interrupt(process)
     assert out, "the record written after the stream's throttles were read"
     assert BACKING_OFF not in err.decode()
+
+
+async def test_the_fleet_says_it_reads_no_records_and_reads_none(kinesis, make_stream, local_kinesis):
+    from console.heat.fleet import FLEET_READ_COST
+
+    stream = await make_stream(shards=2)
+    await kinesis.put_record(stream, b'{"n": 0}', "k")
+    async with FaultProxy(urlsplit(local_kinesis.endpoint_url).port) as proxy:
+        code, out, err = await kconsole("streams", endpoint=proxy.endpoint_url)
+    assert code == 0, err
+    assert stream in out and FLEET_READ_COST in out.splitlines()
+    assert proxy.stats["pass:DescribeStreamSummary"] >= 1, "the proxy saw the fleet's calls"
+    assert not [operation for operation in proxy.stats if "GetRecords" in operation or "GetShardIterator" in operation]
