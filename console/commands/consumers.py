@@ -251,6 +251,7 @@ async def _report(args: argparse.Namespace) -> tuple[ConsumerReport, Any]:
     from console.consumers.look import consumer_report
     from console.consumers.throughput import ShardThroughputMeter
     from console.consumers.workers import check_lease_table, read_workers
+    from console.read.share import ReadShare, share_for_endpoint
 
     async with _open(args) as backend:
         if args.lease_table is not None:
@@ -267,6 +268,9 @@ async def _report(args: argparse.Namespace) -> tuple[ConsumerReport, Any]:
                 backend, args.stream, lease_table=args.lease_table, cap=args.scan_cap, tracker=tracker, shards=shards
             )
         workers = None
+        # Shards without metrics are sampled with GetRecords, within kconsole's share of their budget.
+        share = share_for_endpoint(None, local=getattr(args, "local", False), endpoint_url=args.endpoint_url)
+        meter = ShardThroughputMeter(backend, args.stream, clock=time.monotonic, read_share=ReadShare(share))
         if args.lease_table is not None:  # also for the one line naming other streams' leases
             workers = await read_workers(
                 backend,
@@ -275,7 +279,7 @@ async def _report(args: argparse.Namespace) -> tuple[ConsumerReport, Any]:
                 open_shard_ids=[s.shard_id for s in shards if s.is_open],
                 now=time.time(),
                 all_streams=args.all_streams,
-                meter=ShardThroughputMeter(backend, args.stream, clock=time.monotonic) if args.workers else None,
+                meter=meter if args.workers else None,
             )
         return report, workers
 

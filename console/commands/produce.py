@@ -11,6 +11,7 @@ stderr has one line saying why.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import sys
 import time
@@ -24,6 +25,7 @@ from console.commands._aggregate_args import (
 )
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._output import emit, note, run_async
+from console.commands.tail import add_efo_arguments, check_efo_args, efo_subscriptions
 from console.errors import BadInput, ConsoleError
 from console.produce.aggregate import aggregation_line
 from console.produce.report import ProduceResult, ProducerProgress, verifying_line
@@ -115,6 +117,7 @@ def register(subparsers, common) -> None:
         help="encode the test records with this Glue Schema Registry schema (Avro, JSON Schema or Protobuf, "
         "with fields run, key, seq and ts) as the AWS serializer does; --verify decodes them to check them",
     )
+    add_efo_arguments(parser, reads="with --verify: read the run back")
     add_aggregate_options(parser)
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
     parser.add_argument(
@@ -142,6 +145,13 @@ def _positive(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise BadInput(f"expected a positive number; got {text!r}")
     return value
+
+
+def check_verify_efo_args(args: Any) -> None:
+    """--efo reads the run back: it needs --verify (and --consumer needs --efo, as tail's)."""
+    if getattr(args, "efo", False) and not args.verify:
+        raise BadInput("--efo reads the run back through enhanced fan-out: give --verify too", code="usage")
+    check_efo_args(args, args.stream)
 
 
 def settings_from_args(args: Any) -> ProducerSettings:
@@ -173,6 +183,7 @@ def handle(args: Any) -> int:
             code="usage",
         )
     settings = settings_from_args(args)  # bad numbers fail here, before any connection
+    check_verify_efo_args(args)
     aggregate_bytes(args)
     if args.schema is not None:
         from console.produce.schema_encoding import parse_schema_name
@@ -194,7 +205,7 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
     from console.commands._stream_args import ensure_local_stream
 
     config = BackendConfig.from_args(args)
-    async with open_backend(config) as kinesis:
+    async with open_backend(config) as kinesis, contextlib.AsyncExitStack() as efo:
         if config.kind == "local":
             await ensure_local_stream(kinesis, args.stream, args)
         # A missing stream fails here, naming the ones there are; its record size and distribution
@@ -220,6 +231,8 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
                 f"{settings.records_per_key})"
             ),
         )
+        # The consumer is registered (and ACTIVE) before anything is sent: a refusal costs no records.
+        subscribe = await efo_subscriptions(kinesis, args.stream, args, efo, command="produce") if args.efo else None
         note(
             f"producing {counted(settings.total, 'record')} ({counted(settings.keys, 'key')} x {settings.records_per_key}) "
             f"to {args.stream!r}, run {settings.run_id}, {settings.mode} mode"
@@ -236,6 +249,7 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
             read_settings=ReadSettings(min_call_interval=interval),
             max_aggregate_bytes=max_aggregate_bytes,
             identify=identify,
+            subscribe=subscribe,
         )
     return result, report
 

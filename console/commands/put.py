@@ -15,6 +15,7 @@ checks delivery: order is not a property of such a stream).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections import defaultdict
 from contextlib import ExitStack
@@ -30,6 +31,8 @@ from console.commands._aggregate_args import (
 from console.commands._confirm import refuse_if_read_only
 from console.commands._output import emit, note, run_async
 from console.commands._stream_args import validate_stream_name
+from console.commands.produce import check_verify_efo_args
+from console.commands.tail import add_efo_arguments, efo_subscriptions
 from console.errors import BadInput
 from console.produce.aggregate import aggregation_line
 from console.produce.given import (
@@ -89,6 +92,8 @@ def register(subparsers, common) -> None:
     )
     parser.add_argument("--skip-bad", action="store_true", help="report bad lines but send the good ones")
     parser.add_argument("--verify", action="store_true", help="read every record back: lost, reordered, misplaced")
+    add_efo_arguments(parser, reads="with --verify: read the records back")
+    parser.add_argument("--yes", action="store_true", help="with --efo: register the temporary consumer without asking")
     add_aggregate_options(parser)
     parser.set_defaults(handler=handle)
 
@@ -108,6 +113,9 @@ def handle(args: Any) -> int:
             "a KPL aggregate carries a partition key for each record: --aggregate needs keys, drop --no-key",
             code="usage",
         )
+    if args.yes and not (args.efo and args.consumer is None):
+        raise BadInput("--yes confirms the temporary consumer of --efo (without --consumer)", code="usage")
+    check_verify_efo_args(args)
     aggregate_bytes(args)
     if args.schema is not None:
         from console.produce.schema_encoding import parse_schema_name
@@ -215,7 +223,7 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
     from console.produce.verify import run_and_verify
 
     config = BackendConfig.from_args(args)
-    async with open_backend(config) as kinesis:
+    async with open_backend(config) as kinesis, contextlib.AsyncExitStack() as efo:
         if config.kind == "local":
             await ensure_local_stream(kinesis, args.stream, args)
         # A missing stream fails here, naming the ones there are; its limits judge the lines.
@@ -255,6 +263,8 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
             + (f"{keyless} without a key, " if keyless else "")
             + f"{counted(len(per_key) - keyless, 'key')})"
         )
+        # The consumer is registered (and ACTIVE) before anything is sent: a refusal costs no records.
+        subscribe = await efo_subscriptions(kinesis, args.stream, args, efo, command="put") if args.efo else None
         interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0
         settle_heap()
         return await run_and_verify(
@@ -270,6 +280,7 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
             read_settings=ReadSettings(min_call_interval=interval),
             records=parsed.records,
             max_aggregate_bytes=max_aggregate_bytes,
+            subscribe=subscribe,
         )
 
 

@@ -17,6 +17,7 @@ from console.commands import command_help
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import ensure_local_stream, local_shard_count, validate_stream_name
 from console.heat.fleet import (
+    FLEET_READ_COST,
     FLEET_REFRESH_S,
     SORTS,
     Fleet,
@@ -276,7 +277,7 @@ def format_fleet(
                 ("! " if row.trouble else "") + cells.trouble,
             )
         )
-    text = render_table(header, body, right_aligned={3, 6, 7, 9, 10, 12})
+    text = f"{render_table(header, body, right_aligned={3, 6, 7, 9, 10, 12})}\n{FLEET_READ_COST}"
     if problem:
         return f"{text}\nno metrics: {problem}"
     if readers_unavailable:

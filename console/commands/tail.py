@@ -3,11 +3,13 @@ export a window of it (`--from/--to` or `--last`, filtered with `--where`) as JS
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import os
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,6 +41,7 @@ from console.words import counted
 
 PROGRESS_INTERVAL = 1.0  # seconds between export progress lines on stderr
 SHARDS_IN_PROGRESS = 4  # shard positions named in a progress line
+STREAM_THROTTLES_EVERY = 60.0  # seconds between readings of the stream's read throttles (CloudWatch's period)
 GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the youngest generation (Python's default: 700)
 
 
@@ -131,12 +134,13 @@ def register(subparsers, common) -> None:
     parser.set_defaults(handler=run, export_formats=EXPORT_FORMATS)
 
 
-def add_efo_arguments(parser: Any) -> None:
-    """--efo and --consumer, as tail and copy read with them."""
+def add_efo_arguments(parser: Any, reads: str = "read") -> None:
+    """--efo and --consumer, as tail and copy read with them (`reads`: what --efo reads, e.g.
+    "with --verify: read the run back")."""
     parser.add_argument(
         "--efo",
         action="store_true",
-        help="read with enhanced fan-out (SubscribeToShard over HTTP/2): a 2 MiB/s per shard of its own, "
+        help=f"{reads} with enhanced fan-out (SubscribeToShard over HTTP/2): a 2 MiB/s per shard of its own, "
         "not shared with the stream's GetRecords readers; without --consumer a temporary consumer is "
         "registered (priced and confirmed first) and deregistered at the end",
     )
@@ -356,13 +360,13 @@ async def _tail(
     from console.backend import open_backend
     from console.commands._stream_args import ensure_local_stream
 
-    async with open_backend(config) as kinesis, contextlib.AsyncExitStack() as efo:
+    async with open_backend(config) as kinesis, contextlib.AsyncExitStack() as until_done:
         if config.kind == "local":  # the embedded server starts empty: create the stream, as `shards` does
             await ensure_local_stream(kinesis, stream, args)
         if options.start.timestamp is not None or options.end.moment is not None:
             summary = await kinesis.describe_stream_summary(stream)
             check_retention(options.start, summary.retention_hours, datetime.now(UTC), stream, options.end)
-        subscribe = await efo_subscriptions(kinesis, stream, args, efo) if getattr(args, "efo", False) else None
+        subscribe = await efo_subscriptions(kinesis, stream, args, until_done) if getattr(args, "efo", False) else None
         reader = TailReader(
             kinesis, stream, options, on_trouble=note, subscribe=subscribe, read_share=read_share_for(args, config)
         )
@@ -382,14 +386,22 @@ async def _tail(
         plain_json = args.output == "json" and getattr(args, "query", None) is None
         profile = WindowProfile() if getattr(args, "summarize", False) else None
         backing_off = False
+
+        def say_if_backing_off() -> None:  # once each time it starts: throttled, it reads less and offers EFO
+            nonlocal backing_off
+            if reader.read_share.backing_off != backing_off:
+                backing_off = reader.read_share.backing_off
+                if backing_off:
+                    note(f"tail: {reader.read_share.summary()}")
+
+        if options.follow and subscribe is None and reader.read_share.share is not None:
+            watch = _follow_stream_throttles(kinesis, stream, reader, say_if_backing_off)
+            until_done.push_async_callback(_stopped, asyncio.create_task(watch))
         async with contextlib.aclosing(reader.batches()) as batches:
             async for batch in batches:
                 while reader.notes:
                     note(reader.notes.pop(0))
-                if reader.read_share.backing_off != backing_off:
-                    backing_off = reader.read_share.backing_off
-                    if backing_off:
-                        note(f"tail: {reader.read_share.summary()}")
+                say_if_backing_off()
                 if profile is not None:
                     for record in batch.records:
                         profile.add(record)
@@ -474,7 +486,7 @@ async def efo_subscriptions(
         removals = [await actions.prepare_deregister_consumer(kinesis, stream, old) for old in left_over]
         shards = sum(1 for shard in await kinesis.all_shards(stream) if shard.is_open)
         plan = await actions.prepare_register_consumer(kinesis, stream, name)
-        preview = temporary_consumer_preview(name, stream, shards)
+        preview = temporary_consumer_preview(name, stream, shards, command)
         if left_over:
             preview = (
                 f"Left over from a kconsole of this host that is no longer running (killed before its exit "
@@ -503,6 +515,34 @@ async def efo_subscriptions(
         note(f"{command}: registered the temporary consumer {name}; it is deregistered when {command} ends")
         await until_active(kinesis, summary.arn, name)
     return lambda shard_id, position: transport.subscribe(consumer_arn, shard_id, position)
+
+
+async def _follow_stream_throttles(
+    kinesis: Any, stream: str, reader: TailReader, say_if_backing_off: Callable[[], None]
+) -> None:
+    """With --follow, the stream's ReadProvisionedThroughputExceeded once a minute (CloudWatch's
+    resolution): readers refused while kconsole polls make it read less (ReadShare.stream_throttled)."""
+    from console.errors import ConsoleError
+    from console.heat.capacity import RECENT_MINUTES, stream_metrics, unavailable_reason
+
+    while True:
+        try:
+            metrics = await stream_metrics(kinesis, stream, minutes=RECENT_MINUTES)
+        except ConsoleError as error:
+            note(
+                f"tail: the stream's read throttles are not followed ({unavailable_reason(error)}); "
+                "kconsole backs off on its own throttles only"
+            )
+            return
+        reader.read_share.stream_throttled(metrics.latest("ReadProvisionedThroughputExceeded"))
+        say_if_backing_off()  # the shards may be quiet: no page would say it
+        await asyncio.sleep(STREAM_THROTTLES_EVERY)
+
+
+async def _stopped(task: asyncio.Task) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 def _is_running(pid: int) -> bool:

@@ -10,7 +10,9 @@ Two sources, the better first:
 - **sampled records**: where CloudWatch has nothing, each shard's last minute of records is read
   (GetRecords from AT_TIMESTAMP, a few pages at most, a few shards at once — as Heat reads shards)
   and their bytes (data and partition key, as IncomingBytes counts them) counted by arrival time. A
-  read that stops at the page bound gives a lower bound, marked as such.
+  read that stops at the page bound gives a lower bound, marked as such. These reads take from the
+  shards' shared GetRecords budget like any poll: they go through kconsole's `ReadShare` (paced within
+  it, counted, backed off when throttled), and the sources line says what they took.
 
 IncomingBytes, not OutgoingBytes: the outgoing bytes are every consumer's reads of the shard added up,
 while a worker keeping up with its shard reads what came in. KB is 1,024 bytes, as KCL 3.x's
@@ -28,7 +30,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from console.backend.protocol import MetricPoints
-from console.errors import ConsoleError
+from console.errors import ConsoleError, Throttled
+from console.read.share import ReadShare
 
 KB = 1024
 METRIC = "IncomingBytes"
@@ -58,6 +61,7 @@ class ShardThroughput:
 
     rates: dict[str, ShardRate] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    read_cost: str | None = None  # what sampling took of the shards' shared budget (None: nothing sampled)
 
     def sources_line(self) -> str | None:
         """One line naming where the measured values come from (None: nothing was measured)."""
@@ -75,6 +79,8 @@ class ShardThroughput:
                 f"from sampled records (last {SAMPLE_SECONDS} s read back) for {_shards(by_source[SAMPLED])}"
                 + (f", {partial} of them a lower bound (≥)" if partial else "")
             )
+        if self.read_cost:
+            parts.append(self.read_cost)
         return "KB/s measured " + "; ".join(parts) if parts else None
 
 
@@ -87,10 +93,17 @@ def monitors_incoming_bytes(enhanced_metrics: Iterable[str]) -> bool:
 
 
 async def measure_shards(
-    backend: Any, stream: str, shard_ids: Iterable[str], *, now: datetime | None = None
+    backend: Any,
+    stream: str,
+    shard_ids: Iterable[str],
+    *,
+    now: datetime | None = None,
+    read_share: ReadShare | None = None,
 ) -> ShardThroughput:
     """Each shard's incoming KB/s: from CloudWatch where it has points (or where enhanced monitoring
-    says no points means nothing came in), else from reading the shard's last minute."""
+    says no points means nothing came in), else from reading the shard's last minute within `read_share`
+    (unbounded, and still counted, when None)."""
+    share = read_share if read_share is not None else ReadShare(None)
     ids = list(dict.fromkeys(shard_ids))
     if not ids:
         return ShardThroughput()
@@ -127,23 +140,34 @@ async def measure_shards(
     async def sample(shard_id: str) -> None:
         async with limit:
             try:
-                rates[shard_id] = await _sample_shard(backend, stream, shard_id, now)
+                rates[shard_id] = await _sample_shard(backend, stream, shard_id, now, share)
             except ConsoleError:
                 failed.append(shard_id)
 
     await asyncio.gather(*(sample(shard_id) for shard_id in to_sample))
     if failed:
         notes.append(f"{len(failed)} shard(s) could not be read back to measure: {', '.join(sorted(failed)[:5])}")
-    return ShardThroughput({shard_id: rates[shard_id] for shard_id in ids if shard_id in rates}, tuple(notes))
+    return ShardThroughput(
+        {shard_id: rates[shard_id] for shard_id in ids if shard_id in rates},
+        tuple(notes),
+        share.summary() if to_sample else None,
+    )
 
 
-async def _sample_shard(backend: Any, stream: str, shard_id: str, now: datetime) -> ShardRate:
-    """Bytes that arrived in the last SAMPLE_SECONDS before `now`, read from AT_TIMESTAMP."""
+async def _sample_shard(backend: Any, stream: str, shard_id: str, now: datetime, share: ReadShare) -> ShardRate:
+    """Bytes that arrived in the last SAMPLE_SECONDS before `now`, read from AT_TIMESTAMP, each call
+    within kconsole's share of the shard and counted there."""
     since = now - timedelta(seconds=SAMPLE_SECONDS)
     iterator = await backend.get_shard_iterator(stream, shard_id, "AT_TIMESTAMP", timestamp=since)
     total = 0
     for _ in range(SAMPLE_PAGES):
-        page = await backend.get_records(iterator, SAMPLE_RECORDS_PER_PAGE)
+        await asyncio.sleep(share.wait(shard_id))
+        try:
+            page = await backend.get_records(iterator, SAMPLE_RECORDS_PER_PAGE)
+        except Throttled:
+            share.throttled(shard_id)
+            raise
+        share.record(shard_id, sum(len(record.get("Data") or b"") for record in page.get("Records", [])))
         records = page.get("Records", [])
         past_now = False
         for record in records:
@@ -164,8 +188,17 @@ class ShardThroughputMeter:
     """Measures a stream's shards and keeps each answer MEASURE_EVERY_S, so a poll every few seconds
     reads CloudWatch (or the shards) once a minute, not every time."""
 
-    def __init__(self, backend: Any, stream: str, *, clock: Callable[[], float], max_age_s: float = MEASURE_EVERY_S):
+    def __init__(
+        self,
+        backend: Any,
+        stream: str,
+        *,
+        clock: Callable[[], float],
+        max_age_s: float = MEASURE_EVERY_S,
+        read_share: ReadShare | None = None,
+    ):
         self.backend, self.stream, self.clock, self.max_age_s = backend, stream, clock, max_age_s
+        self.read_share = read_share if read_share is not None else ReadShare(None, clock=clock)
         self._last: tuple[float, frozenset[str], ShardThroughput] | None = None
 
     async def measure(self, shard_ids: Iterable[str]) -> ShardThroughput:
@@ -174,6 +207,6 @@ class ShardThroughputMeter:
             at, ids, measured = self._last
             if ids == wanted and self.clock() - at < self.max_age_s:
                 return measured
-        measured = await measure_shards(self.backend, self.stream, sorted(wanted))
+        measured = await measure_shards(self.backend, self.stream, sorted(wanted), read_share=self.read_share)
         self._last = (self.clock(), wanted, measured)
         return measured

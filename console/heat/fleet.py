@@ -39,6 +39,8 @@ UTILISATION_TROUBLE = 0.8
 SORTS = ("trouble", "name", "incoming", "age")
 FLEET_REFRESH_S = 60.0  # CloudWatch's finest period for these metrics: refreshing faster reads the same points
 SPARKS = "▁▂▃▄▅▆▇█"
+# The fleet's own read cost: it reads CloudWatch and the streams' summaries, never a record.
+FLEET_READ_COST = "kconsole reads 0 GetRecords calls/s and 0 MiB/s of any shard here (CloudWatch and summaries only)"
 MIB = 1024 * 1024
 
 Series = Sequence[tuple[datetime, float]]

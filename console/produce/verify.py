@@ -16,6 +16,10 @@ later, after the records that followed it. So when the run had any, reading star
 in-flight window (the request timeout plus a margin: `ReadSettings.in_flight_window`) has passed
 since the latest of them was sent; a copy that lands later than that cannot be counted.
 
+With `subscribe` (console.read.efo's, a consumer's SubscribeToShard bound) each shard is read through
+enhanced fan-out instead, from the same starting positions and to the same ends, taking nothing of the
+shards' shared GetRecords budget.
+
 The reading is here; the pure comparison and the report live in console.produce.verify_analysis.
 """
 
@@ -44,6 +48,7 @@ from console.produce.verify_analysis import (
 )
 from console.read.cursor import ShardCursor
 from console.read.decoding import MalformedAggregate, user_records
+from console.read.efo import Subscribe, SubscriptionCursor, starting_position
 from console.topology.model import Shard
 
 
@@ -78,8 +83,10 @@ class Verifier:
         identify: Callable[[ProduceResult, dict[str, Any]], Any] | None = None,
         wall_clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        subscribe: Subscribe | None = None,
     ) -> None:
         self._all_shards = all_shards
+        self._subscribe = subscribe
         # Which of the run's records a read record is (something with key, seq and sent_at), or None:
         # by default the test-record header; given records are matched by their key and bytes.
         self._identify = identify or (lambda run, raw: decode(raw["Data"], run.run_id))
@@ -96,6 +103,7 @@ class Verifier:
         kinesis: Any,
         settings: ReadSettings | None = None,
         identify: Callable[[ProduceResult, dict[str, Any]], Any] | None = None,
+        subscribe: Subscribe | None = None,
     ) -> Verifier:
         return cls(
             all_shards=kinesis.all_shards,
@@ -103,6 +111,7 @@ class Verifier:
             get_records=kinesis.get_records,
             settings=settings,
             identify=identify,
+            subscribe=subscribe,
         )
 
     def in_flight_wait(self, run: ProduceResult) -> float:
@@ -196,8 +205,27 @@ class Verifier:
         copies: list[ReadCopy],
     ) -> ShardRead:
         shard = lineage.shards[shard_id]
-        order = lineage.order[shard_id]
+        cursor = await self._cursor(run, shard_id, start, closed=not shard.is_open)
+        try:
+            total, mine = await self._take(run, shard_id, lineage.order[shard_id], cursor, copies)
+        finally:
+            if isinstance(cursor, SubscriptionCursor):
+                await cursor.aclose()
+        return ShardRead(shard_id, start[0], total, mine, closed=not shard.is_open)
+
+    async def _cursor(
+        self, run: ProduceResult, shard_id: str, start: tuple[str, str | None], *, closed: bool
+    ) -> ShardCursor | SubscriptionCursor:
         iterator_type, sequence_number = start
+        if self._subscribe is not None:
+            return SubscriptionCursor(
+                shard_id=shard_id,
+                start=starting_position(iterator_type, sequence_number=sequence_number),
+                subscribe=self._subscribe,
+                closed=closed,
+                sleep=self._sleep,
+                clock=self._clock,
+            )
 
         async def at_start() -> str:
             iterator: str = await self._call(
@@ -206,7 +234,7 @@ class Verifier:
             return iterator
 
         # Throttling is retried inside each call (self._call), so the cursor never sees Throttled.
-        cursor = ShardCursor(
+        return ShardCursor(
             stream=run.stream,
             shard_id=shard_id,
             iterator=await at_start(),
@@ -217,8 +245,18 @@ class Verifier:
             min_interval=self.settings.min_call_interval,
             sleep=asyncio.sleep,
             clock=self._clock,
-            closed=not shard.is_open,
+            closed=closed,
         )
+
+    async def _take(
+        self,
+        run: ProduceResult,
+        shard_id: str,
+        order: int,
+        cursor: ShardCursor | SubscriptionCursor,
+        copies: list[ReadCopy],
+    ) -> tuple[int, int]:
+        """Every page of the shard to its end (or an open shard's tip): (records read, records of the run)."""
         total = mine = 0
         while True:
             page = await cursor.read()
@@ -250,8 +288,7 @@ class Verifier:
                         )
                     )
             if cursor.done(page, follow=False):  # an open shard's tip, or a closed shard's end
-                break
-        return ShardRead(shard_id, iterator_type, total, mine, closed=not shard.is_open)
+                return total, mine
 
     async def _call(self, function: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
         """Retry throttling (shared read limits) and a briefly unreachable endpoint with backoff, on top
@@ -303,12 +340,14 @@ async def run_and_verify(
     records: Any = None,
     max_aggregate_bytes: int | None = None,
     identify: Callable[[ProduceResult, dict[str, Any]], Any] | None = None,
+    subscribe: Subscribe | None = None,
 ) -> tuple[ProduceResult, VerificationReport | None]:
     """One whole run on an open backend (a KinesisBackend): shard map, ordered producer, read-back.
     What the CLI and the console's producer panel (in its own worker) both do. With `records`
     (console.produce.given.GivenRecord), those are sent instead of generated test records. With
     `max_aggregate_bytes`, they travel in KPL aggregates of at most that size (AggregatingProducer).
-    `identify` tells which record one read back is (`produce --schema` decodes it with its schema first)."""
+    `identify` tells which record one read back is (`produce --schema` decodes it with its schema first).
+    With `subscribe`, the run is read back through enhanced fan-out (a consumer's SubscribeToShard)."""
     from console.produce.producer import OrderedProducer
     from console.topology.shardmap import ShardMap
 
@@ -360,7 +399,7 @@ async def run_and_verify(
         from console.produce.given import GivenRecordMatcher
 
         identify = GivenRecordMatcher(records)
-    verifier = Verifier.for_backend(kinesis, read_settings, identify)
+    verifier = Verifier.for_backend(kinesis, read_settings, identify, subscribe)
     if on_verifying is not None:
         on_verifying(verifier.in_flight_wait(result))
     try:

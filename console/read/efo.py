@@ -258,12 +258,12 @@ def left_over_consumers(names: Iterable[str], host: str, is_running: Callable[[i
     return sorted(left)
 
 
-def temporary_consumer_preview(name: str, stream: str, shards: int) -> str:
+def temporary_consumer_preview(name: str, stream: str, shards: int, command: str = "tail") -> str:
     """What registering a temporary consumer does and what AWS charges for it, before it is done."""
     hourly = shards * CONSUMER_SHARD_HOUR_USD
     return (
         f"Register a temporary enhanced fan-out consumer {name} on {stream} to read it without sharing the "
-        f"shards' 2 MiB/s with other readers; it is deregistered when tail ends (Ctrl-C included). AWS "
+        f"shards' 2 MiB/s with other readers; it is deregistered when {command} ends (Ctrl-C included). AWS "
         f"charges ${CONSUMER_SHARD_HOUR_USD:.3f} per consumer-shard hour ({shards} shard"
         f"{'s' if shards != 1 else ''}: ${hourly:.3f} for each hour or part of one) and "
         f"${EFO_RETRIEVAL_PER_GB_USD:.3f} per GB it reads (us-east-1 list prices for a provisioned stream as "

@@ -9,7 +9,8 @@ second and 0.4 MiB a second per shard, which leaves the production readers 80% (
 When a call of kconsole's is throttled, or the stream's ReadProvisionedThroughputExceeded rises while
 it polls, the readers are short of budget: the pace halves (down to MIN_FACTOR of the share), and
 recovers by RECOVERY_STEP every RECOVERY_SECONDS without a throttle. `backing_off` says so, for the
-CLI and the console to offer enhanced fan-out (which has its own 2 MiB/s per consumer).
+CLI and the console to offer enhanced fan-out (which has its own 2 MiB/s per consumer): the summary's
+`offer` names the way to it there (--efo, or a tab's key).
 
 `share=None` is unbounded (the embedded server and loopback endpoints have no production readers to
 leave budget to): nothing is paced, and calls and bytes are still counted. No I/O: the clock is injected.
@@ -35,7 +36,9 @@ WINDOW_SECONDS = 10.0  # the sliding window kconsole's own rates are measured ov
 MIN_FACTOR = 1 / 16  # backing off never below a sixteenth of the share
 RECOVERY_SECONDS = 10.0
 RECOVERY_STEP = 1.25
-BACKING_OFF_NOTE = "backing off: readers are throttled (try --efo)"
+BACKING_OFF_NOTE = "throttled: kconsole reads less"
+EFO_OFFER = "--efo reads without sharing"  # what the CLI offers; a tab names its own key
+EFO_READ_COST = "kconsole reads with enhanced fan-out: nothing of the shards' shared 5 GetRecords/s and 2 MiB/s"
 
 
 def parse_read_share(text: str) -> float:
@@ -169,8 +172,9 @@ class ReadShare:
         found = [self.rates(shard_id) for shard_id in list(self._shards)]
         return max(found, key=lambda rates: rates.fraction, default=ShareRates(0.0, 0.0))
 
-    def summary(self) -> str:
-        """One line: kconsole's own read rate a shard against the shared budget, and any back-off."""
+    def summary(self, offer: str = EFO_OFFER) -> str:
+        """One line: kconsole's own read rate a shard against the shared budget, and any back-off with
+        `offer` (how to read without sharing)."""
         rates = self.busiest()
         line = (
             f"kconsole reads {rates.calls_per_second:.1f} calls/s, {rates.mib_per_second:.1f} MiB/s a shard: "
@@ -181,7 +185,7 @@ class ReadShare:
         else:
             line += f" (read share {self.share:g})"
         if self.backing_off:
-            line += f"; {BACKING_OFF_NOTE}"
+            line += f"; {BACKING_OFF_NOTE}; {offer}"
         return line
 
     def as_dict(self) -> dict[str, Any]:

@@ -123,7 +123,10 @@ def _tail(host: TabHost) -> Widget:
         mask = masker(rules)
     except MaskRuleError:  # masking never fails open: a rule that does not parse masks every string
         mask = masker(MASK_EVERYTHING)
-    return TailView(host.backend, stream=host.stream, mask=mask, id="tail-view").data_bind(_reactives(host).stream)
+    bound = _reactives(host)
+    return TailView(host.backend, stream=host.stream, mask=mask, id="tail-view").data_bind(
+        bound.stream, bound.cloudwatch
+    )
 
 
 def _heat(host: TabHost) -> Widget:

@@ -105,7 +105,10 @@ async def test_kcl_2x_worker_throughput_from_sampled_records_without_metrics(loc
     assert abs(rows["x"].throughput_kbps - expected) < 1e-9 and rows["x"].throughput_source == SAMPLED
     assert (rows["y"].throughput_kbps, rows["y"].throughput_source) == (0.0, SAMPLED)
     assert not rows["x"].throughput_lower_bound
-    assert view.throughput_line == "KB/s measured from sampled records (last 60 s read back) for 2 shards"
+    assert view.throughput_line == (
+        "KB/s measured from sampled records (last 60 s read back) for 2 shards; kconsole reads 0.1 calls/s, "
+        "0.0 MiB/s a shard: 2% of the shared budget (read share unbounded)"
+    ), "one GetRecords a shard, counted in kconsole's read share"
     # The measurement is kept a minute: a second poll reads neither CloudWatch nor the shards again.
     await kinesis.put_record(stream, payload, "late", explicit_hash_key=shards[0].starting_hash_key)
     again = await read_workers(kinesis, table, stream, open_shard_ids=ids, now=time.time(), meter=meter)
@@ -188,3 +191,33 @@ def test_measured_rates_fill_only_leases_without_their_own_and_closed_shards_cou
     )
     assert (b.throughput_kbps, b.throughput_source, b.cells()[3]) == (5.5, f"{LEASE}+{SHARD_METRICS}", "5.5")
     assert "for 1 shard" in view.throughput_line and "1 of them a lower bound" in view.throughput_line
+
+
+async def test_sampling_goes_through_the_read_share_paced_and_backing_off_when_throttled(
+    monkeypatch, kinesis, make_stream, local_kinesis
+):
+    from urllib.parse import urlsplit
+
+    from console.backend import BackendConfig, open_backend
+    from console.consumers import throughput
+    from console.read.share import ReadShare
+    from tests.faultproxy import FaultProxy, Faults
+
+    stream = await make_stream(shards=2)
+    shards = [s.shard_id for s in await kinesis.all_shards(stream)]
+    await kinesis.put_records(stream, [{"Data": b"z" * 100, "PartitionKey": f"p{i}"} for i in range(40)])
+    monkeypatch.setattr(throughput, "SAMPLE_RECORDS_PER_PAGE", 5)  # several pages a shard
+    faults = Faults(throttle=1.0, operations=frozenset({"GetRecords"}), limit=1)
+    async with FaultProxy(urlsplit(local_kinesis.endpoint_url).port, faults) as proxy:
+        config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url, max_attempts=1)
+        async with open_backend(config) as through_proxy:
+            share = ReadShare(0.4)  # two calls a second a shard
+            began = time.monotonic()
+            measured = await measure_shards(through_proxy, stream, shards, read_share=share)
+            took = time.monotonic() - began
+    assert proxy.stats["throttle:GetRecords"] == 1
+    assert share.throttles == 1 and share.backing_off
+    assert len(measured.rates) == 1 and "1 shard(s) could not be read back" in " ".join(measured.notes)
+    assert proxy.stats["pass:GetRecords"] >= 2, "the other shard read a few pages"
+    assert took >= 0.45, "the pages of a shard were paced within the share"
+    assert "throttled: kconsole reads less" in (measured.sources_line() or "")

@@ -21,6 +21,7 @@ from console.heat.cloudwatch import minute_window
 from console.heat.fleet import (
     AGE_TROUBLE_MS,
     FLEET_METRICS,
+    FLEET_READ_COST,
     StreamFacts,
     build_row,
     fleet_rows,
@@ -114,7 +115,9 @@ async def test_streams_json_rows_sorted_by_trouble_with_reasons(capsys, local_ki
         capsys, "streams", "--sort", "name", "--endpoint-url", local_kinesis.endpoint_url, "--region", "us-east-1"
     )
     assert code == 0 and "TROUBLE" in out and "! write throttled: 40 in 30 min" in out
-    names = [line.split()[0] for line in out.splitlines()[2:]]
+    *table, read_cost = out.splitlines()
+    assert read_cost == FLEET_READ_COST, "under the table, what the fleet's own reading costs"
+    names = [line.split()[0] for line in table[2:]]
     assert names == sorted(names)
 
 

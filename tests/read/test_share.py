@@ -62,7 +62,7 @@ def test_a_throttle_halves_the_pace_and_it_recovers_slowly():
     assert share.wait("s-0") == pytest.approx(2.0)
     share.throttled("s-0")
     assert share.calls_per_second == pytest.approx(0.25)
-    assert "backing off: readers are throttled (try --efo)" in share.summary()
+    assert "throttled: kconsole reads less; --efo reads without sharing" in share.summary()
     clock.now += 9.0
     assert share.calls_per_second == pytest.approx(0.25)  # not yet
     clock.now += 1.0

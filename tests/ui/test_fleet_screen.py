@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable
 
+from console.heat.fleet import FLEET_READ_COST
 from console.ui.screens.stream_picker import StreamPickerScreen
 from tests.heat.test_fleet import create_streams, minutes_ago, put_points
 from tests.ui.test_ui_interaction import RecordingApp, wait_until
@@ -37,6 +38,7 @@ async def test_fleet_screen_puts_trouble_first_filters_and_opens(kinesis, make_s
         await wait_until(pilot, loaded, what="fleet rows with metrics")
         screen = app.screen
         assert screen.streams[0].name == throttled
+        assert FLEET_READ_COST in str(screen.query_one("#picker-status").render()), "what its own reading costs"
         table = screen.query_one("#picker-list", DataTable)
         trouble_cell = table.get_cell(throttled, table.ordered_columns[1].key)
         assert "write throttled: 12" in trouble_cell.plain and "red" in str(trouble_cell.style)

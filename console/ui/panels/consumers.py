@@ -279,9 +279,11 @@ class ConsumersPanel(Vertical):
 
         from console.consumers.throughput import ShardThroughputMeter
         from console.consumers.workers import read_workers
+        from console.read.share import ReadShare
 
         if self._meter is None or self._meter.stream != stream or self._meter.backend is not backend:
-            self._meter = ShardThroughputMeter(backend, stream, clock=time.monotonic)
+            share = ReadShare(getattr(self.app, "read_share", None))  # its samples count against the shards' budget
+            self._meter = ShardThroughputMeter(backend, stream, clock=time.monotonic, read_share=share)
         try:
             view = await read_workers(
                 backend,

@@ -16,15 +16,16 @@ CloudWatch metrics come from the app's once-a-minute fetch (its `cloudwatch`, fo
 shard poll's summary (the app's `view`, followed too) says which shard-level metrics enhanced
 monitoring has on.
 
-Keys: up/down (or k/j) select a shard, h toggles hottest-first order, e turns on CloudWatch
-enhanced monitoring (the app asks for the stream name first; greyed out when read-only).
+It samples with GetRecords within kconsole's read share (the header's last line says what it takes),
+or, switched with f, from enhanced fan-out's pushed events as a temporary consumer (console.ui.efo_consumer).
+
+Keys: up/down (or k/j) select a shard, h toggles hottest-first order, f switches GetRecords/EFO, e turns
+on CloudWatch enhanced monitoring (the app asks for the stream name first; greyed out when read-only).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from typing import overload
 
 from rich.text import Text
 from textual import events, on, work
@@ -43,73 +44,23 @@ from console.heat.cloudwatch import SHARD_LEVEL_METRICS
 from console.heat.rates import StreamHeat
 from console.heat.rotation import DEFAULT_SHARDS_PER_SECOND
 from console.heat.sampler import HeatSampler
-from console.heat.snapshot import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
+from console.heat.snapshot import ShardHeatSnapshot, StreamHeatSnapshot
+from console.read.efo import Subscribe
 from console.read.printable import printable
-from console.read.share import BACKING_OFF_NOTE, ReadShare
-from console.topology.model import NO_KEY, StreamSummary
+from console.read.share import EFO_READ_COST, ReadShare
+from console.topology.model import StreamSummary
+from console.ui.efo_consumer import EfoConsumer
+from console.ui.panels.heat_text import HeatRows, cloudwatch_text, shard_figures, top_keys_text, total_text
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.source import CloudWatchReading, StreamView
 from console.ui.widgets.heat_map import MAP_SECONDS, HeatMap, HeatRow, legend
-from console.ui.widgets.metric_lines import capacity_text, stream_capacity_text
+from console.ui.widgets.metric_lines import capacity_text
 from console.ui.widgets.shard_columns import ShardHeat
 
 SHARD_CAPACITY_SECONDS = 60.0  # a selected shard's metrics are fetched again after this long (CloudWatch's resolution)
 SETTLE_SECONDS = 0.3  # after a selection change: arrow keys held down fetch once, for where they stop
+EFO_OFFER = "f samples with EFO, without sharing"  # a throttled sampler's offer
 MONITORING_OFF = "per-shard CloudWatch metrics need enhanced monitoring on the stream (e turns it on)"
-
-
-def cloudwatch_text(reading: CloudWatchReading | None) -> Text:
-    if reading is None:
-        return Text("fetching the stream's CloudWatch metrics…", style="dim")
-    return stream_capacity_text(reading.metrics, reading.problem)
-
-
-def top_keys_text(shard: ShardHeatSnapshot | None, stream: str, *, auto: bool = False) -> Text:
-    if shard is None:
-        return Text("no shard selected", style="dim")
-    text = Text(
-        f"{shard.shard_id}: peak {shard.peak_records_per_s} rec/s, peak utilisation {shard.peak_utilisation:.0%}\n",
-        style="bold",
-    )
-    if shard.aggregates or shard.decode_errors:
-        # REC/S counts Kinesis records (what the limit counts); user records came out of KPL aggregates.
-        text.append(
-            f"KPL aggregates: {shard.user_records_per_s:,.1f} user rec/s in {shard.records_per_s:,.1f} "
-            f"Kinesis rec/s" + (f", {shard.decode_errors} decode-error" if shard.decode_errors else "") + "\n",
-            style="dim",
-        )
-    repeated = [row for row in shard.top_keys if row.guaranteed_records > 1]  # a key seen once is not heat
-    if auto:
-        text.append("AUTO distribution: Kinesis spread these records; keys as sent:\n", style="yellow")
-    if shard.keyless_records:
-        text.append(f"  {NO_KEY}  {shard.keyless_records} records without a key\n")
-    if not shard.records:
-        text.append("no records sampled yet\n", style="dim")
-    elif not repeated:
-        text.append("no key repeats: the traffic is spread\n", style="dim")
-    for row in repeated:
-        inside = "  (aggregated)" if row.aggregated else ""
-        text.append(f"  {printable(row.key)}  {row.records} records  {row.share:.0%}{inside}\n")
-    if shard.split is not None and shard.records:
-        basis = "where its aggregates land" if shard.split.by_aggregates else "median"
-        text.append(
-            f"split at {basis} (children ~{shard.split.lower_share:.0%} / "
-            f"{1 - shard.split.lower_share:.0%}): {shard.split.command(stream)}\n",
-            style="cyan",
-        )
-        if shard.split.dominant_key and shard.split.dominant_aggregated:
-            text.append(
-                f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%} inside "
-                "aggregates: a split moves whole aggregates, not the key\n",
-                style="yellow",
-            )
-        elif shard.split.dominant_key:
-            text.append(
-                f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%}: "
-                "write-shard it (`kconsole heat` shows the what-if)\n",
-                style="yellow",
-            )
-    return text
 
 
 class HeatPanel(Widget, can_focus=True):
@@ -127,6 +78,7 @@ class HeatPanel(Widget, can_focus=True):
         Binding("up,k", "select(-1)", "Previous shard", show=False),
         Binding("down,j", "select(1)", "Next shard", show=False),
         Binding("h", "toggle_order", "Hottest first", id="heat.order"),
+        Binding("f", "toggle_source", "GetRecords/EFO", id="heat.source"),
         # On a short terminal the selected shard's keys sit below the map: the keyboard scrolls to them too.
         Binding("pagedown", "scroll_view(1)", "Scroll down", show=False),
         Binding("pageup", "scroll_view(-1)", "Scroll up", show=False),
@@ -188,15 +140,16 @@ class HeatPanel(Widget, can_focus=True):
         self.coverage = ""  # what a second of sampling covers (the header's second line when rotating)
         self.read_cost = ""  # what kconsole's own reads take of each shard's budget (the header's last line)
         self.rotating = False
+        self.reads_with_efo = False  # f: sample from enhanced fan-out's pushed events
+        self.efo = EfoConsumer(self, "heat")
         self._sampler: HeatSampler | None = None
         self._ordered: list[ShardHeatSnapshot] | None = None  # ordered_shards of this snapshot and order
         self._positions: dict[str, int] = {}  # shard id -> its place in _ordered
         # Per shard, the snapshot a row (or the live figures) was made from: made again only when it changes.
         self._rows: dict[str, tuple[ShardHeatSnapshot, HeatRow]] = {}
         self._figures: dict[str, tuple[ShardHeatSnapshot, ShardHeat]] = {}
-        self._texts: dict[
-            str, tuple[Text, int, int]
-        ] = {}  # per Static: what it shows, at what width, in how many lines
+        # Per Static: what it shows, at what width, in how many lines.
+        self._texts: dict[str, tuple[Text, int, int]] = {}
         self._shown = False
         self._history: StreamHeat | None = None  # the last sampler's window, carried on when shown again
         self._shard_metrics_on: dict[str, str] = {}  # enhanced monitoring's shard-level metrics and statistics
@@ -249,8 +202,35 @@ class HeatPanel(Widget, can_focus=True):
         self.workers.cancel_group(self, "heat")
         self.workers.cancel_group(self, "heat-cloudwatch")
 
+    async def on_unmount(self) -> None:
+        await self.efo.closed()
+
+    def action_toggle_source(self) -> None:
+        self.reads_with_efo = not self.reads_with_efo
+        self.notify(f"heat: sampling with {'enhanced fan-out' if self.reads_with_efo else 'GetRecords'}", timeout=4)
+        if self._shown and self.stream is not None and self.backend is not None:
+            self._sample(self.backend, self.stream)  # exclusive: the running sampler stops first
+
+    async def _subscriptions(self, backend: ConsoleBackend, stream: str) -> Subscribe | None:
+        """With EFO: a temporary consumer's subscriptions, once the price is confirmed. Cancelled or
+        refused (an endpoint without HTTP/2), it samples with GetRecords again and says why."""
+        if not self.reads_with_efo:
+            return None
+        try:
+            return await self.efo.subscriptions(backend, stream, "")
+        except ConsoleError as error:
+            self.reads_with_efo = False
+            self.notify(f"heat: {error.message}; sampling with GetRecords", severity="warning", timeout=8)
+            return None
+
     @work(exclusive=True, group="heat", exit_on_error=False)
     async def _sample(self, backend: ConsoleBackend, stream: str) -> None:
+        try:
+            await self._sample_with(backend, stream, await self._subscriptions(backend, stream))
+        finally:
+            await self.efo.release()
+
+    async def _sample_with(self, backend: ConsoleBackend, stream: str, subscribe: Subscribe | None) -> None:
         # Back on the tab, the last window carries on: its minutes of history stay, and what arrived
         # while the tab was hidden is read and counted (HeatSampler's resume).
         sampler = HeatSampler(
@@ -259,6 +239,7 @@ class HeatPanel(Widget, can_focus=True):
             resume=self._history,
             shards_per_second=self.shards_per_second,
             read_share=ReadShare(getattr(self.app, "read_share", None)),
+            subscribe=subscribe,
         )
         sampler.selected = self.selected_shard
         sampler.rank_by_cloudwatch = self._cloudwatch_ranks()
@@ -270,7 +251,7 @@ class HeatPanel(Widget, can_focus=True):
                     if sampler.heat is not None and sampler.heat.auto_distribution != self._auto_distribution:
                         sampler.heat.auto_distribution = self._auto_distribution  # the next snapshot follows
                     self.coverage = sampler.coverage_text()
-                    self.read_cost = sampler.read_share.summary()
+                    self.read_cost = EFO_READ_COST if subscribe else sampler.read_share.summary(EFO_OFFER)
                     self.update_snapshot(snapshot)
                     self.post_message(self.HeatChanged(stream, self.live_figures(snapshot)))
         except ConsoleError as error:
@@ -478,32 +459,13 @@ class HeatPanel(Widget, can_focus=True):
         snapshot = self.snapshot
         if snapshot is None or not self.is_mounted:
             return
-        recent = sum(shard.recent_records_per_s for shard in snapshot.shards)
-        recent_bytes = sum(shard.recent_bytes_per_s for shard in snapshot.shards)
-        order = "hottest first" if self.hottest_first else "key-space order"
-        if snapshot.shards and not any(shard.series for shard in snapshot.shards):
-            total = Text(f"{snapshot.stream}: sampling started; the first second is being read …", style="italic")
-        elif not any(shard.records for shard in snapshot.shards):
-            seconds = snapshot.window_end - snapshot.window_start
-            if self.rotating:  # only what was read is known
-                read = sum(1 for shard in snapshot.shards if shard.sampled_at is not None)
-                idle = f"idle in the {read:,} of {len(snapshot.shards):,} shards read in {seconds:.0f} s so far"
-            else:
-                idle = f"idle, no records written in the {seconds:.0f} s sampled so far"
-            total = Text(f"{snapshot.stream}: {idle}", style="italic")
-        else:
-            # Reading in turn, each shard counts as of its last read (its age in the map).
-            last = "each shard's last" if self.rotating else "last"
-            total = Text(
-                f"{snapshot.stream}: {recent:,.1f} rec/s  {recent_bytes / 1024:,.1f} KiB/s "
-                f"({last} {RECENT_SECONDS} s; {snapshot.records_per_s:,.1f} rec/s over "
-                f"{snapshot.window_end - snapshot.window_start:.0f} s)"
-            )
-        total.append(f"  ({order}; h toggles, ↑↓ select)", style="dim")
-        if self.rotating and self.coverage:
-            total.append(f"\n{self.coverage}", style="dim")
-        if self.read_cost:
-            total.append(f"\n{self.read_cost}", style="yellow" if BACKING_OFF_NOTE in self.read_cost else "dim")
+        total = total_text(
+            snapshot,
+            rotating=self.rotating,
+            hottest_first=self.hottest_first,
+            coverage=self.coverage,
+            read_cost=self.read_cost,
+        )
         self._show_text("#heat-total", total)
         heat_map = self.query_one(HeatMap)
         heat_map.show(
@@ -589,32 +551,3 @@ class HeatPanel(Widget, can_focus=True):
         self.hottest_first = not self.hottest_first
         self._ordered = None
         self._render_snapshot()
-
-
-class HeatRows(Sequence[HeatRow]):
-    """The heat map's rows, made when drawn: a map of 10,000 shards draws the few dozen that fit."""
-
-    def __init__(self, shards: list[ShardHeatSnapshot], row: Callable[[ShardHeatSnapshot], HeatRow]) -> None:
-        self._shards, self._row = shards, row
-
-    def __len__(self) -> int:
-        return len(self._shards)
-
-    @overload
-    def __getitem__(self, index: int) -> HeatRow: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[HeatRow]: ...
-
-    def __getitem__(self, index: int | slice) -> HeatRow | list[HeatRow]:
-        if isinstance(index, slice):
-            return [self._row(shard) for shard in self._shards[index]]
-        return self._row(self._shards[index])
-
-
-def shard_figures(shard: ShardHeatSnapshot) -> ShardHeat:
-    """What the shard table and the ribbon show of a shard's reading: the last few seconds (recent_*),
-    not the window's average, which would flatten a burst that started a moment ago."""
-    return ShardHeat(
-        shard.recent_records_per_s, shard.recent_bytes_per_s, shard.recent_utilisation, tuple(shard.series[-4:])
-    )

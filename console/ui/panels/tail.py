@@ -23,9 +23,7 @@ acts on itself; they bubble on, so the app (or a test) sees what the operator as
 
 from __future__ import annotations
 
-import asyncio
 import bisect
-import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -39,7 +37,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.message import Message
-from textual.reactive import reactive
+from textual.reactive import reactive, var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
@@ -50,13 +48,6 @@ from console.backend.protocol import ConsoleBackend
 from console.errors import BadInput, ConsoleError
 from console.keyspace.hashkeys import validate_partition_key
 from console.read.decoding import DecodedRecord
-from console.read.efo import (
-    Subscribe,
-    named_consumer_arn,
-    temporary_consumer_name,
-    temporary_consumer_preview,
-    until_active,
-)
 from console.read.export import (
     EXPORT_FORMATS,
     CsvEncoder,
@@ -68,11 +59,13 @@ from console.read.export import (
 from console.read.payloads import KIND_ERROR, KIND_JSON, KIND_TEXT
 from console.read.positions import EndPosition, parse_end
 from console.read.printable import printable
-from console.read.share import ReadShare
+from console.read.share import EFO_READ_COST, ReadShare
 from console.read.tail import TailBatch, TailOptions, TailReader, parse_start
 from console.read.where import RecordFilter
 from console.read.window import RecordWindow
+from console.ui.efo_consumer import EfoConsumer
 from console.ui.format import format_rate, short_shard_id
+from console.ui.source import CloudWatchReading
 from console.userdirs import data_dir
 
 DEFAULT_CAPACITY = 2000
@@ -85,6 +78,7 @@ GET_RECORDS, EFO = "getrecords", "efo"
 # GetRecords shares each shard's 5 calls and 2 MiB a second with every polling reader; an enhanced fan-out
 # consumer has 2 MiB/s per shard of its own, pushed over HTTP/2 (console/read/efo.py).
 SOURCE_CHOICES = [("GetRecords", GET_RECORDS), ("EFO", EFO)]
+EFO_OFFER = "e reads with EFO, without sharing"  # a throttled reading's offer
 START_CHOICES = [("latest", "latest"), ("trim-horizon", "trim-horizon"), ("at time / seq", "at")]
 IDLE_HINT = "t starts (options above, f edits them), h reads from the oldest"
 
@@ -367,8 +361,10 @@ class TailView(Vertical):
         Binding("e", "toggle_source", "GetRecords/EFO", id="tail.source"),
     ]
 
-    # Followed from the app (data_bind): the stream the reader reads.
+    # Followed from the app (data_bind): the stream the reader reads, and its CloudWatch metrics (readers
+    # throttled while the tab polls: it backs off).
     stream: reactive[str | None] = reactive(None, init=False)
+    cloudwatch: var[CloudWatchReading | None] = var(None, init=False)
 
     class StartRequested(Message):
         """The operator asked to read with these options (the view starts its reader)."""
@@ -412,6 +408,7 @@ class TailView(Vertical):
         self._flush_timer: Timer | None = None
         self.lag: dict[str, int | None] = {}
         self.read_share: ReadShare | None = None  # the running reader's own share of each shard's budget
+        self.efo_reading = False  # the running reader subscribes (its reads take nothing of that budget)
         self.received = 0  # records handed to the view, ever
         self._clock = clock
         self._pending = RecordWindow(capacity)  # never more than the ring can show
@@ -422,10 +419,8 @@ class TailView(Vertical):
         self.options = TailOptions(follow=True, mask=mask)
         self.held = RecordWindow(capacity)  # every record received (the ring shows those the Where box passes)
         self.where: RecordFilter | None = None
-        # The temporary EFO consumer this tab registered (source, stream, name) and its deregistration once
-        # begun: the reading's end or the app's exit, whichever comes first, starts it; both wait for it.
-        self._temporary: tuple[ConsoleBackend, str, str] | None = None
-        self._releasing: asyncio.Task | None = None
+        # The EFO consumer it reads as, and a temporary one's deregistration at the reading's end or the app's exit.
+        self.efo = EfoConsumer(self, "tail")
 
     def compose(self):
         # Where to start and what to show: the same options as `kconsole tail --from --key --grep`.
@@ -565,7 +560,8 @@ class TailView(Vertical):
         # Under the figures: per-shard lag, then what the keys do now (or why reading stopped).
         lag = self.lag_text()
         if self.read_share is not None:  # what kconsole's own reads take of each shard's budget
-            lag = f"{lag}\n{self.read_share.summary()}" if lag else self.read_share.summary()
+            cost = EFO_READ_COST if self.efo_reading else self.read_share.summary(EFO_OFFER)
+            lag = f"{lag}\n{cost}" if lag else cost
         lag_line = f"{lag}\n{self._last_message}" if lag else self._last_message
         if lag_line != self._shown_lag:
             self._shown_lag = lag_line
@@ -730,6 +726,12 @@ class TailView(Vertical):
         self.set_running(False, "the embedded server restarted: reading the recreated stream from its start")
         self.action_from_horizon()
 
+    def watch_cloudwatch(self, reading: CloudWatchReading | None) -> None:
+        """The stream's ReadProvisionedThroughputExceeded rose while the tab polls: it gives the stream's
+        readers back some of the shards' budget (and says so, offering EFO)."""
+        if self.read_share is not None and reading is not None and reading.metrics is not None:
+            self.read_share.stream_throttled(reading.metrics.latest("ReadProvisionedThroughputExceeded"))
+
     def watch_stream(self) -> None:
         self.reading_wanted = False
         if self.running:  # a reader reads the stream it was started on
@@ -745,11 +747,12 @@ class TailView(Vertical):
         try:
             await self._read_with(backend, stream, options, worker)
         finally:
-            await self._release_temporary()
+            await self.efo.release()
 
     async def _read_with(self, backend: ConsoleBackend, stream: str, options: TailOptions, worker) -> None:
         try:
-            subscribe = await self._subscriptions(backend, stream) if self.reads_with_efo else None
+            consumer = self.query_one("#tail-consumer", Input).value.strip()
+            subscribe = await self.efo.subscriptions(backend, stream, consumer) if self.reads_with_efo else None
             reader = TailReader(
                 backend,
                 stream,
@@ -758,7 +761,7 @@ class TailView(Vertical):
                 subscribe=subscribe,
                 read_share=ReadShare(getattr(self.app, "read_share", None)),
             )
-            self.read_share = reader.read_share
+            self.read_share, self.efo_reading = reader.read_share, subscribe is not None
             async for batch in reader.batches():
                 if worker.is_cancelled:  # the cancel has not landed yet
                     return
@@ -776,73 +779,8 @@ class TailView(Vertical):
     def reads_with_efo(self) -> bool:
         return self.query_one("#tail-source", Select).value == EFO
 
-    async def _subscriptions(self, backend: ConsoleBackend, stream: str) -> Subscribe:
-        """SubscribeToShard as the consumer named in the box (checked first: one line on the tab), or,
-        with the box empty, as a temporary consumer registered once the operator confirmed its price;
-        deregistered when the reading ends or the app exits."""
-        transport = getattr(backend, "subscriptions", lambda: None)()
-        if transport is None:
-            raise BadInput("this source cannot read with enhanced fan-out: read with GetRecords")
-        await transport.check()  # an endpoint without HTTP/2 is one line before anything is read
-        name = self.query_one("#tail-consumer", Input).value.strip()
-        if name:
-            consumer_arn = await named_consumer_arn(backend, stream, name)
-        else:
-            consumer_arn = await self._register_temporary(backend, stream)
-        return lambda shard_id, position: transport.subscribe(consumer_arn, shard_id, position)
-
-    async def _register_temporary(self, backend: ConsoleBackend, stream: str) -> str:
-        """Prepared and run by console.lifecycle.actions as `kconsole tail --efo` does, after the price."""
-        import os
-        import socket
-
-        from console.lifecycle import actions
-        from console.reshard.actionlog import ActionLog
-        from console.ui.screens.confirm import ConfirmByNameScreen
-
-        name = temporary_consumer_name(socket.gethostname(), os.getpid(), datetime.now(UTC))
-        shards = sum(1 for shard in await backend.all_shards(stream) if shard.is_open)
-        plan = await actions.prepare_register_consumer(backend, stream, name)
-        preview = f"{temporary_consumer_preview(name, stream, shards)}\n{plan.render()}"
-        if not await self.app.push_screen_wait(ConfirmByNameScreen(stream, preview)):
-            raise BadInput("EFO: cancelled, no consumer was registered (or type a registered consumer's name)")
-        self._temporary = (backend, stream, name)  # from here on it is deregistered, whatever happens
-        await actions.run(backend, plan, action_log=ActionLog.default(), progress=self._change_progress)
-        await until_active(backend, (await backend.describe_stream_summary(stream)).arn, name)
-        self.notify(f"registered the temporary consumer {name}; deregistered when the tab stops reading", title="tail")
-        return await named_consumer_arn(backend, stream, name)
-
-    async def _release_temporary(self) -> None:
-        """Deregister the temporary consumer, once: shielded, so the cancel that stops a reading (or the
-        app's exit) does not cut the call short; the view's unmount waits for it."""
-        if self._temporary is not None:
-            backend, stream, name = self._temporary
-            self._temporary = None
-            self._releasing = asyncio.create_task(self._deregister_temporary(backend, stream, name))
-        if self._releasing is not None and not self._releasing.done():
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(self._releasing)
-
     async def on_unmount(self) -> None:
-        await self._release_temporary()
-        if self._releasing is not None:
-            await self._releasing
-
-    async def _deregister_temporary(self, backend: ConsoleBackend, stream: str, name: str) -> None:
-        from console.lifecycle import actions
-        from console.reshard.actionlog import ActionLog
-
-        try:
-            plan = await actions.prepare_deregister_consumer(backend, stream, name)
-            await actions.run(backend, plan, action_log=ActionLog.default(), progress=self._change_progress)
-        except ConsoleError as error:
-            self.notify(f"could not deregister the temporary consumer {name}: {error.message}", severity="error")
-            return
-        self.notify(f"deregistered the temporary consumer {name}", title="tail")
-
-    def _change_progress(self, text: str) -> None:
-        if not text.startswith("calling"):
-            self.notify(text, title="tail", timeout=5)
+        await self.efo.closed()
 
     def action_toggle_source(self) -> None:
         source = self.query_one("#tail-source", Select)

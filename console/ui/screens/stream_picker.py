@@ -24,6 +24,7 @@ from textual.widgets import DataTable, Input, Static
 
 from console.backend.protocol import CLOUDWATCH, READERS, ConsoleBackend
 from console.heat.fleet import (
+    FLEET_READ_COST,
     FLEET_REFRESH_S,
     SORTS,
     Fleet,
@@ -199,6 +200,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
         status.update(
             f"{len(fleet.rows)} streams, {troubled} in trouble"
             + (f"; no metrics: {fleet.problem}" if fleet.problem else "")
+            + f"\n{FLEET_READ_COST}"
         )
 
     async def _fleet_with_readers(self) -> Fleet:
