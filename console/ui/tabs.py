@@ -217,7 +217,7 @@ TABS: tuple[Tab, ...] = (
         first_focus="#tail-ring",
         key_widgets=(
             ("console.ui.panels.tail:TailView", "#tail-view"),
-            ("console.ui.panels.tail:RecordRing", "#tail-ring"),
+            ("console.ui.panels.tail_ring:RecordRing", "#tail-ring"),
         ),
     ),
     Tab(
