@@ -2,11 +2,13 @@
 put card numbers or e-mail addresses on the screen.
 
 A rule is a field path into the record's decoded content (`user.email`, `cards.*.number`; `*` is any
-key, and a list is stepped through element by element), `re:REGEX` (every match in every string of the
-content, and in text records), or a preset: `@cards` (13 to 19 digits, optionally grouped by spaces
-or dashes), `@emails`, `@keys` (the partition key itself: keys can be personal data too). A masked value becomes `<masked N #HASH>`: its length and a short salted hash,
-so equal values stay recognisable within a session while the value itself is not shown. Masking never
-fails open: a value a rule cannot be applied to is masked whole.
+key, and a list is stepped through element by element; a leading `data.` names the content, as in
+`--where`, so `data.user.email` masks `user.email`, and a field of the content named `data` as well),
+`re:REGEX` (every match in every string of the content, and in text records), or a preset: `@cards`
+(13 to 19 digits, optionally grouped by spaces or dashes), `@emails`, `@keys` (the partition key itself:
+keys can be personal data too). A masked value becomes `<masked N #HASH>`: its length and a short
+salted hash, so equal values stay recognisable within a session while the value itself is not shown.
+Masking never fails open: a value a rule cannot be applied to is masked whole.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ PRESETS = {
 
 
 KEYS_PRESET = "@keys"
+CONTENT_ROOT = "data"  # what --where and --fields call the decoded content
 
 
 class MaskRuleError(ValueError):
@@ -70,6 +73,8 @@ def parse_rules(texts: Iterable[str]) -> MaskRules:
             if any(not step for step in steps):
                 raise MaskRuleError(f"mask rule {rule!r} is not a field path (e.g. user.email, cards.*.number)")
             paths.append(steps)
+            if steps[0] == CONTENT_ROOT and len(steps) > 1:
+                paths.append(steps[1:])  # `data.` names the content, as in --where (both are masked)
     return MaskRules(tuple(paths), tuple(patterns), tuple(given), keys)
 
 

@@ -71,3 +71,12 @@ def test_keys_preset_masks_the_partition_key_alone():
     masked = mask(record(b'{"n": 1}'))
 
     assert masked.partition_key.startswith("<masked 1 #") and masked.value == {"n": 1}
+
+
+def test_a_leading_data_names_the_content_as_in_where_and_a_field_named_data_is_masked_too():
+    mask = masker(["data.user.email"])
+    document = {"user": {"email": "ada@example.org"}, "data": {"user": {"email": "bob@example.org"}}, "n": 1}
+    masked = json.loads(mask(record(json.dumps(document).encode())).json_line())["content"]
+
+    assert "example.org" not in json.dumps(masked) and masked["n"] == 1
+    assert masked["user"]["email"].startswith("<masked 15 #") and masked["data"]["user"]["email"].startswith("<masked")

@@ -33,7 +33,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
 from textual.timer import Timer
-from textual.widgets import Button, Input, Select, Static
+from textual.widgets import Button, DataTable, Input, Select, Static
 from textual.worker import get_current_worker
 
 from console.backend.protocol import ConsoleBackend
@@ -55,6 +55,7 @@ from console.ui.panels.tail_options import (
     option_rows,
     options_from_rows,
 )
+from console.ui.panels.tail_profile import ProfileView
 from console.ui.panels.tail_ring import DEFAULT_CAPACITY, RecordRing
 from console.userdirs import data_dir
 
@@ -93,6 +94,7 @@ class TailView(Vertical):
         Binding("f", "edit_options", "From/key/grep", id="tail.options"),
         Binding("w", "save", "Export", id="tail.save"),
         Binding("e", "toggle_source", "GetRecords/EFO", id="tail.source"),
+        Binding("P", "toggle_profile", "Profile", key_display="P", id="tail.profile"),
     ]
 
     # Followed from the app (data_bind): the stream the reader reads.
@@ -145,6 +147,7 @@ class TailView(Vertical):
         self.options = TailOptions(follow=True, mask=mask)
         self.held = RecordWindow(capacity)  # every record received (the ring shows those the Where box passes)
         self.where: RecordFilter | None = None
+        self._profile_stale = False  # records came since the profile (P) was made
         # Reading with EFO, and the temporary consumer this tab may register (console.ui.panels.tail_efo).
         self.efo = EfoSubscriptions(self)
 
@@ -154,10 +157,12 @@ class TailView(Vertical):
         yield Static("", id="tail-status")
         yield Static("", id="tail-lag")
         yield RecordRing(self.capacity, id="tail-ring")
+        yield ProfileView(clock=self._clock, id="tail-profile")
 
     def on_mount(self) -> None:
         self._show_at_box()
         self.query_one("#tail-consumer", Input).display = False
+        self.query_one(ProfileView).display = False
         self._rate_marks.append((self._clock(), self.received))
         # The flush timer runs only while a reader runs or records wait: idle, a 100 ms timer would be
         # most of the console's CPU.
@@ -193,7 +198,7 @@ class TailView(Vertical):
                 self._flush_timer.pause()
                 self.flush()  # what the reader queued last is shown
         if message is None:
-            message = "t stops, space pauses, enter expands, w saves" if running else IDLE_HINT
+            message = "t stops, space pauses, enter expands, w saves, P profiles" if running else IDLE_HINT
         self._last_message = message
         if not running:
             self.lag.clear()
@@ -210,6 +215,9 @@ class TailView(Vertical):
             self.held.extend(self._pending)
             ring.extend(self._pending if self.where is None else filter(self.where, self._pending))
             self._pending.clear()
+            self._profile_stale = True
+        if self._profile_stale and self.profiling and (self.profile_view.due() or not self.running):
+            self.show_profile()
         self._render_status()
         if not self.running and not self._pending and self._flush_timer is not None:
             self._flush_timer.pause()
@@ -315,6 +323,8 @@ class TailView(Vertical):
         ring = self.ring
         ring.clear()
         ring.extend(self.held if self.where is None else filter(self.where, self.held))
+        if self.profiling:
+            self.show_profile()
         shown = (
             f"{len(ring.records):,} of {len(self.held):,} held records pass {text.strip()!r}"
             if self.where
@@ -336,9 +346,11 @@ class TailView(Vertical):
             self._pending.clear()  # records of the previous reading must not land after the clear
             self.held.clear()
             self.ring.clear()
+            if self.profiling:
+                self.show_profile()
         self.options = options
         self.post_message(self.StartRequested(options))
-        self.ring.focus()
+        self._focus_records()
 
     def on_tail_view_start_requested(self, message: StartRequested) -> None:
         if not self.stream or self.source is None:
@@ -351,6 +363,34 @@ class TailView(Vertical):
         self.reading_wanted = False
         self.workers.cancel_group(self, "tail")
         self.set_running(False)
+
+    # --- the profile (P) ----------------------------------------------------------------------------
+
+    @property
+    def profile_view(self) -> ProfileView:
+        return self.query_one(ProfileView)
+
+    @property
+    def profiling(self) -> bool:
+        """The profile is shown in place of the records."""
+        return bool(self.profile_view.display)
+
+    def action_toggle_profile(self) -> None:
+        """The profile of the records shown, in place of them; P again goes back to the records."""
+        profiling = not self.profiling
+        self.profile_view.display = profiling
+        self.ring.display = not profiling
+        if profiling:
+            self.show_profile()
+        self._focus_records()
+        self.set_running(self.running, "P: back to the records" if profiling else None)
+
+    def show_profile(self) -> None:
+        self._profile_stale = False
+        self.profile_view.show(self.ring.records)
+
+    def _focus_records(self) -> None:
+        (self.profile_view.query_one(DataTable) if self.profiling else self.ring).focus()
 
     def read_recreated_stream(self) -> None:
         """The embedded server came back empty with the stream recreated: a reading that was going on, or
@@ -442,7 +482,7 @@ class TailView(Vertical):
         if event.input.id == "tail-where":
             event.stop()
             self.apply_where(event.value)
-            self.ring.focus()
+            self._focus_records()
             return
         if event.input.id in ("tail-at", "tail-to", "tail-key", "tail-grep", "tail-consumer"):
             event.stop()
@@ -466,7 +506,7 @@ class TailView(Vertical):
         if event.key == "escape" and (
             self.query_one("#tail-options").has_focus_within or self.query_one("#tail-filters").has_focus_within
         ):
-            self.ring.focus()
+            self._focus_records()
             event.stop()
 
     def describe_options(self) -> str:
