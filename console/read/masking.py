@@ -14,6 +14,7 @@ Masking never fails open: a value a rule cannot be applied to is masked whole.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import secrets
 from collections.abc import Iterable
@@ -85,6 +86,11 @@ class Masker:
         self.rules = rules
         self._salt = salt if salt is not None else secrets.token_bytes(16)
 
+    @classmethod
+    def of_keys(cls) -> Masker:
+        """A masker of partition keys alone (the @keys rule): `token` masks a key shown on its own."""
+        return cls(MaskRules((), (), (KEYS_PRESET,), keys=True))
+
     def token(self, text: str) -> str:
         digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), key=self._salt, digest_size=3).hexdigest()
         return f"<masked {len(text)} #{digest}>"
@@ -108,6 +114,20 @@ class Masker:
         if any(pattern.search(text) for pattern in self.rules.patterns):
             return replace(record, kind=KIND_TEXT, value=self.token(text), data=None)
         return record
+
+    def copied(self, record: DecodedRecord) -> tuple[str | None, bytes]:
+        """The partition key and bytes a masked copy of `record` carries (`kconsole copy --mask`): the masked
+        content as compact JSON or as text; a payload the field paths cannot look into (binary, or one that
+        did not decode) is masked whole when there are field paths, since what they name cannot be found
+        in it."""
+        masked = self(record)
+        if masked.kind == KIND_JSON:
+            return masked.partition_key, json.dumps(masked.value, ensure_ascii=False, separators=(",", ":")).encode()
+        if masked.kind == KIND_TEXT:
+            return masked.partition_key, masked.value.encode("utf-8", "surrogatepass")
+        if self.rules.paths:
+            return masked.partition_key, self.token(bytes(record.value).decode("latin-1")).encode()
+        return masked.partition_key, bytes(masked.value)
 
     def _whole(self, value: Any) -> str:
         return self.token(value if isinstance(value, str) else repr(value))

@@ -97,8 +97,9 @@ class TailView(Vertical):
         Binding("P", "toggle_profile", "Profile", key_display="P", id="tail.profile"),
     ]
 
-    # Followed from the app (data_bind): the stream the reader reads.
+    # Followed from the app (data_bind): the stream the reader reads, and whether the mask is applied.
     stream: reactive[str | None] = reactive(None, init=False)
+    masking: reactive[bool] = reactive(True, init=False)
 
     class StartRequested(Message):
         """The operator asked to read with these options (the view starts its reader)."""
@@ -120,13 +121,16 @@ class TailView(Vertical):
         clock: Callable[[], float] = time.monotonic,
         save_dir: Path | None = None,
         mask: Callable[[DecodedRecord], DecodedRecord] | None = None,
+        masking: bool = True,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
         self.source = source
         self.set_reactive(TailView.stream, stream)
-        # The config's masking, applied to what is read (so what is held, shown and exported is masked).
-        self.mask = mask
+        # The config's masking, applied to what is read (so what is held, shown and exported is masked)
+        # while the app's `masking` is on.
+        self.mask_rules = mask
+        self.set_reactive(TailView.masking, masking)
         self.capacity = capacity
         self.flush_interval = flush_interval
         self.save_dir = save_dir
@@ -144,7 +148,7 @@ class TailView(Vertical):
         self._last_message = IDLE_HINT
         self._shown_status: str | None = None  # what the status lines show now (see _render_status)
         self._shown_lag: str | None = None
-        self.options = TailOptions(follow=True, mask=mask)
+        self.options = TailOptions(follow=True, mask=self.mask)
         self.held = RecordWindow(capacity)  # every record received (the ring shows those the Where box passes)
         self.where: RecordFilter | None = None
         self._profile_stale = False  # records came since the profile (P) was made
@@ -391,6 +395,27 @@ class TailView(Vertical):
 
     def _focus_records(self) -> None:
         (self.profile_view.query_one(DataTable) if self.profiling else self.ring).focus()
+
+    @property
+    def mask(self) -> Callable[[DecodedRecord], DecodedRecord] | None:
+        return self.mask_rules if self.masking else None
+
+    def watch_masking(self, masking: bool) -> None:
+        """Off: readings started from now on show records as they are. On again: what was read unmasked
+        is dropped, and a reading going on starts again, masked."""
+        if self.mask_rules is None:
+            return
+        if not masking:
+            self.set_running(self.running, "masking off: t (twice while reading) reads again, unmasked")
+            return
+        self._pending.clear()
+        self.held.clear()
+        self.ring.clear()
+        if self.profiling:
+            self.show_profile()
+        if self.running:
+            self.start_reading()
+        self.set_running(self.running, "masking on: the records read unmasked were cleared")
 
     def read_recreated_stream(self) -> None:
         """The embedded server came back empty with the stream recreated: a reading that was going on, or
