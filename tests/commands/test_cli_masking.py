@@ -185,3 +185,23 @@ async def test_no_mask_is_said_and_written_to_the_action_log_before_anything_is_
 
     code, _, err = await kconsole("tail", stream, "--no-mask", "--mask", "x", *endpoint)
     assert code == 2 and "contradict" in err
+
+
+async def test_the_web_page_runs_each_tab_masked_and_says_so(make_stream, local_kinesis):
+    from console.cli import build_parser
+    from console.commands.web import console_command
+    from tests.commands.test_cli_web import _console_output_until, _wait_for_page
+    from tests.conftest import free_port, interrupt, kconsole_child
+
+    args = build_parser().parse_args(["web", "--mask", "data.email", "--mask-keys", "--stream", "orders"])
+    assert console_command(args).endswith("--stream orders --mask-keys --mask data.email")
+    assert build_parser().parse_args(console_command(args).split()[3:]).console_mask_rules == ["data.email"]
+
+    stream = await make_stream(shards=1, prefix="webmask")
+    port = free_port()
+    argv = ("web", "--port", str(port), "--stream", stream, "--mask", "data.email")
+    async with kconsole_child(*argv, "--endpoint-url", local_kinesis.endpoint_url) as process:
+        await _wait_for_page(f"http://127.0.0.1:{port}/", process)
+        seen = await _console_output_until(f"http://127.0.0.1:{port}/ws?width=160&height=36", b" MASKED ")
+        await interrupt(process)
+    assert b" MASKED " in seen and stream.encode() in seen, seen[-2000:]
