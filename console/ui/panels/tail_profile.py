@@ -31,7 +31,7 @@ def _number(value: float | None) -> str:
 
 def profile_rows(profile: WindowProfile) -> list[tuple[str, ...]]:
     """One row per field path, in COLUMNS' order, from the profile's JSON (what --summarize --json says)."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for path, field in profile.to_json()["fields"].items():
         numbers = field.get("numbers") or {}
         distinct = f"{'≥' if field['distinct_at_least'] else ''}{field['distinct']}" if field["distinct"] else ""
