@@ -13,7 +13,9 @@ JMESPath filter (`kconsole tail --where`) and re-filters the records held at onc
 Keys (when the record list has focus): the ring's own (move, expand, pause), w exports (JSON lines, CSV
 or raw; what is held, or the whole From/To window read again: console.ui.panels.tail_export), t starts
 (with the options shown) or stops reading, h starts reading from the oldest record (trim horizon),
-f moves to the options (escape comes back).
+f moves to the options (escape comes back), e switches GetRecords / EFO (console.ui.panels.tail_efo),
+P shows the profile of the records shown in their place (console.ui.panels.tail_profile).
+The app's mask (console.read.masking) is applied by the reader while the app's `masking` is on.
 Starting and stopping are `StartRequested(options)` / `StopRequested()` messages the view posts and
 acts on itself; they bubble on, so the app (or a test) sees what the operator asked for.
 """
