@@ -130,6 +130,24 @@ def build_parser() -> ArgumentParser:
         metavar="N",
         help="with --local: shard count (1 to 10,000) for a stream that has to be created (default 4)",
     )
+    parser.add_argument(
+        "--mask",
+        dest="console_mask_rules",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="mask a field path, re:REGEX, @cards, @emails or @keys in what the console shows (repeatable; "
+        "added to the config's mask rules)",
+    )
+    parser.add_argument(
+        "--mask-keys", dest="console_mask_keys", action="store_true", help="mask partition keys in the console too"
+    )
+    parser.add_argument(
+        "--no-mask",
+        dest="console_no_mask",
+        action="store_true",
+        help="start the console with masking off (said in its header, written to the action log)",
+    )
     add_common_options(parser, suppress=False)
     common = ArgumentParser(add_help=False)
     add_common_options(common, suppress=True)

@@ -1,9 +1,9 @@
 """User settings in a TOML file under platformdirs' user config dir (console.userdirs finds it).
 
 A bad file never stops the console or a command: each setting is checked on its own, an unusable
-one is replaced by its default and named in a one-line warning, and a safety setting (`read_only`)
-that is present but unusable fails closed. The file is read within a bound (1 MiB, a regular file):
-anything else is one warning line, and read-only stays on.
+one is replaced by its default and named in a one-line warning, and a safety setting (`read_only`,
+`mask`, `mask_keys`) that is present but unusable fails closed. The file is read within a bound (1 MiB,
+a regular file): anything else is one warning line, and read-only stays on.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ class Config:
     key_format: str = "decimal"  # how hash keys are written in the console: "decimal" or "hex"
     # Mask rules applied to records shown or exported (console.read.masking): field paths, re:REGEX, @presets.
     mask: tuple[str, ...] = ()
+    # Partition keys masked wherever they are shown (tail, the Heat tab's and `heat`'s hot keys): the `@keys` rule.
+    mask_keys: bool = False
 
 
 # A mask that is set but unusable masks every string: masking fails closed, like read_only.
@@ -56,12 +58,14 @@ _CHECKS = {
     "read_only": (lambda value: value if isinstance(value, bool) else None, "true or false"),
     "key_format": (lambda value: value if value in ("decimal", "hex") else None, '"decimal" or "hex"'),
     "mask": (_mask, 'a list of mask rules (e.g. ["user.email", "@cards"])'),
+    "mask_keys": (lambda value: value if isinstance(value, bool) else None, "true or false"),
 }
 # Safety settings fail closed: present but unusable, they take the safe value, never the default.
-FAIL_CLOSED: dict[str, Any] = {"read_only": True, "mask": MASK_EVERYTHING}
+FAIL_CLOSED: dict[str, Any] = {"read_only": True, "mask": MASK_EVERYTHING, "mask_keys": True}
 # `read_only = ...` in a file that does not parse as TOML: still a read_only that is present.
 _READ_ONLY_LINE = re.compile(r"^\s*read_only\s*=\s*(\S*)", re.MULTILINE)
 _MASK_LINE = re.compile(r"^\s*mask\s*=", re.MULTILINE)
+_MASK_KEYS_LINE = re.compile(r"^\s*mask_keys\s*=\s*(\S*)", re.MULTILINE)
 
 
 def _shown(value: object) -> str:
@@ -122,7 +126,13 @@ def load_config(path: Path | None = None) -> tuple[Config, str | None]:
         mask = MASK_EVERYTHING if _MASK_LINE.search(text) else ()
         if mask:
             safety += ", every string masked (mask is set but unreadable)"
-        return Config(read_only=read_only, mask=mask), f"ignoring config {path}: {error}; using defaults{safety}"
+        mask_keys = any(value != "false" for value in _MASK_KEYS_LINE.findall(text))
+        if mask_keys:
+            safety += ", partition keys masked (mask_keys is set but unreadable)"
+        return (
+            Config(read_only=read_only, mask=mask, mask_keys=mask_keys),
+            f"ignoring config {path}: {error}; using defaults{safety}",
+        )
     values: dict[str, Any] = {}
     problems: list[str] = []
     for key, value in raw.items():
@@ -165,4 +175,6 @@ def save_config(config: Config, path: Path | None = None) -> None:
         lines.append(f"last_stream = {_toml(config.last_stream)}")
     if config.mask:
         lines.append(f"mask = {_toml(config.mask)}")
+    if config.mask_keys:
+        lines.append(f"mask_keys = {_toml(config.mask_keys)}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

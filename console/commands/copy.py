@@ -18,6 +18,7 @@ from typing import Any
 
 from console.commands import command_help
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
+from console.commands._mask_args import add_copy_mask_arguments, copy_masker
 from console.commands._output import emit, note, run_async
 from console.commands._read_share import add_read_share_argument, read_share_for
 from console.commands._stream_args import validate_stream_name
@@ -80,6 +81,7 @@ def register(subparsers, common) -> None:
     parser.add_argument("--dst-region", metavar="REGION", help="DST's region (default: SRC's)")
     parser.add_argument("--dst-profile", metavar="PROFILE", help="DST's AWS profile (default: SRC's)")
     parser.add_argument("--yes", "-y", action="store_true", help="do not ask before writing")
+    add_copy_mask_arguments(parser)
     add_efo_arguments(parser)
     add_read_share_argument(parser)
     parser.set_defaults(handler=handle)
@@ -111,6 +113,9 @@ def handle(args: Any) -> int:
         if args.where is None and isinstance(stored["copy"].get("where"), str):
             args.where = stored["copy"]["where"]
         args.deaggregate = args.deaggregate or stored["copy"].get("deaggregate") is True
+    kept = stored["copy"].get("mask") if isinstance(stored, dict) and isinstance(stored.get("copy"), dict) else None
+    # A resumed masked copy masks as it began, whatever is given (a mask is never dropped halfway).
+    mask = copy_masker(args, [str(rule) for rule in kept] if isinstance(kept, list) else None)
     where = RecordFilter(args.where) if args.where is not None else None
     source_config = BackendConfig.from_args(args)
     separate = any(getattr(args, option) is not None for option in DESTINATION_OPTIONS)
@@ -123,6 +128,7 @@ def handle(args: Any) -> int:
         "destination_at": _place(destination_config),
         "where": args.where,
         "deaggregate": args.deaggregate,
+        "mask": list(mask.rules.texts) if mask is not None else None,
     }
     if args.resume is not None:
         checkpoint = CopyCheckpoint.from_json(stored, identity, args.resume)
@@ -189,6 +195,7 @@ def handle(args: Any) -> int:
                 where,
                 now,
                 checkpoint_option,
+                mask,
             )
         )
     except KeyboardInterrupt:
@@ -213,6 +220,7 @@ async def _copy(
     where,
     now: datetime,
     checkpoint_option: str,
+    mask,
 ):
     import time
 
@@ -265,6 +273,7 @@ async def _copy(
             checkpoint,
             where=where,
             deaggregate=args.deaggregate,
+            mask=mask,
             save=lambda state: _save_checkpoint(path, state.to_json(), checkpoint_option),
             keyless_refused=keyless_refused,
             on_chunk=lambda p: note(
@@ -444,6 +453,7 @@ def _summary(args, start, end, progress, seconds: float, path: Path, checkpoint)
         "to": end.describe(),
         "where": args.where,
         "deaggregate": args.deaggregate,
+        "mask": checkpoint.identity.get("mask"),
         "read": progress.read,
         "filtered_out": progress.filtered_out,
         "already_copied": progress.skipped,

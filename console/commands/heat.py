@@ -23,11 +23,13 @@ import argparse
 import asyncio
 import contextlib
 import math
+from collections.abc import Callable
 
 from console.backend import BackendConfig, open_backend
 from console.commands import command_help
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._distribution import distribution_since
+from console.commands._mask_args import add_mask_arguments, key_mask_from_args
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._read_share import add_read_share_argument, read_share_for
 from console.commands._stream_args import ensure_local_stream
@@ -110,6 +112,7 @@ def register(subparsers, common) -> None:
         help="with --local: shard count if the stream has to be created (default 4)",
     )
     add_read_share_argument(parser)
+    add_mask_arguments(parser, records=False)
     parser.set_defaults(handler=run_heat)
 
 
@@ -141,8 +144,11 @@ def run_heat(args: argparse.Namespace) -> int:
         return run_enable_monitoring(args, config, on=args.enable_enhanced_monitoring)
     if args.source == "cloudwatch":
         return run_cloudwatch(args, config)
+    key_mask = key_mask_from_args(args)
     snapshot, read_share = run_async(_sample(config, args))
     advice = advise(snapshot)
+    if key_mask is not None:  # the advice is worked out on the real keys, then shown masked
+        snapshot, advice = snapshot.with_keys(key_mask), masked_advice(advice, key_mask)
     document = snapshot.to_json()
     document["kconsole_reads"] = read_share.as_dict()
     if args.output is None:
@@ -223,6 +229,15 @@ def advise(snapshot: StreamHeatSnapshot) -> dict:
                 continue
             hot_keys.append((shard, what_if))
     return {"hottest": snapshot.hottest, "hot_keys": hot_keys}
+
+
+def masked_advice(advice: dict, rename: Callable[[str], str]) -> dict:
+    """The advice with every partition key in it shown through `rename`."""
+    hottest = advice["hottest"]
+    return {
+        "hottest": hottest.with_keys(rename) if hottest else None,
+        "hot_keys": [(shard.with_keys(rename), what_if.with_keys(rename)) for shard, what_if in advice["hot_keys"]],
+    }
 
 
 def advice_json(snapshot: StreamHeatSnapshot, advice: dict) -> dict:

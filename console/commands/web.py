@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from console.commands import command_help
+from console.commands._mask_args import add_mask_arguments
 from console.errors import BadInput
 
 DEFAULT_PORT = 8000
@@ -31,6 +32,8 @@ _FORWARDED = (
     ("read_only", "--read-only", False),
     ("cli_read_timeout", "--cli-read-timeout", True),
     ("cli_connect_timeout", "--cli-connect-timeout", True),
+    ("mask_keys", "--mask-keys", False),
+    ("no_mask", "--no-mask", False),
 )
 
 
@@ -45,6 +48,7 @@ def register(subparsers, common) -> None:
     )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port on {HOST} (default {DEFAULT_PORT})")
     parser.add_argument("--stream", default=argparse.SUPPRESS, help="stream each tab opens")
+    add_mask_arguments(parser)
     parser.set_defaults(handler=serve_web)
 
 
@@ -57,6 +61,8 @@ def console_command(args: Any) -> str:
             argv += [option, str(value)]
         elif not takes_value and value:
             argv.append(option)
+    for rule in getattr(args, "mask_rules", None) or ():  # each tab's console masks as asked here
+        argv += ["--mask", rule]
     return shlex.join(argv)
 
 
@@ -71,6 +77,15 @@ def serve_web(args: Any) -> int:
         from console.backend.launcher import require_local_extra
 
         require_local_extra()  # say it here, not in every browser tab
+    if args.no_mask and (args.mask_rules or args.mask_keys):
+        raise BadInput("--mask or --mask-keys and --no-mask contradict each other: give one", code="usage")
+    if args.mask_rules:
+        from console.read.masking import MaskRuleError, parse_rules
+
+        try:
+            parse_rules(args.mask_rules)  # a bad rule is one line here, not an error page in every tab
+        except MaskRuleError as problem:
+            raise BadInput(str(problem)) from None
     _check_port_free(args.port)
     from textual_serve.server import Server
 

@@ -3,7 +3,8 @@ sharded keys land on (the placement itself is console.keyspace.writesharding's).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from console.heat.snapshot import SHARD_BYTES_LIMIT, SHARD_RECORDS_LIMIT
@@ -27,6 +28,10 @@ class HotKeyWhatIf:
         for _, shard_id in self.landing:
             hits[shard_id] = hits.get(shard_id, 0) + 1
         return hits
+
+    def with_keys(self, rename: Callable[[str], str]) -> HotKeyWhatIf:
+        """The same what-if with the key and the sharded keys shown through `rename` (masking)."""
+        return replace(self, key=rename(self.key), landing=tuple((rename(key), shard) for key, shard in self.landing))
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -4,7 +4,8 @@ CLI and the heat panel."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 SHARD_RECORDS_LIMIT = 1000  # records/s a shard accepts
@@ -36,6 +37,9 @@ class TopKey:
             "aggregated": self.aggregated,
         }
 
+    def with_key(self, rename: Callable[[str], str]) -> TopKey:
+        return replace(self, key=rename(self.key))
+
 
 @dataclass(frozen=True, slots=True)
 class SplitSuggestion:
@@ -51,6 +55,9 @@ class SplitSuggestion:
     # since an aggregate moves whole; the keys inside it do not place it.
     by_aggregates: bool = False
     dominant_aggregated: bool = False  # the dominant key is a user key inside aggregates
+
+    def with_keys(self, rename: Callable[[str], str]) -> SplitSuggestion:
+        return replace(self, dominant_key=None if self.dominant_key is None else rename(self.dominant_key))
 
     @property
     def placement(self) -> str:
@@ -111,6 +118,15 @@ class ShardHeatSnapshot:
     # of shards per second reads each in turn: its figures end here, and are as old as this is.
     sampled_at: float | None = None
 
+    def with_keys(self, rename: Callable[[str], str]) -> ShardHeatSnapshot:
+        """The same figures with every partition key shown through `rename` (masking)."""
+        return replace(
+            self,
+            top_keys=tuple(row.with_key(rename) for row in self.top_keys),
+            top_keys_by_bytes=tuple(row.with_key(rename) for row in self.top_keys_by_bytes),
+            split=self.split.with_keys(rename) if self.split else None,
+        )
+
     @property
     def recent_utilisation(self) -> float:
         """Utilisation over the last RECENT_SECONDS: what a live view should colour by."""
@@ -154,6 +170,10 @@ class StreamHeatSnapshot:
     # AUTO: the service spread the records, not their keys: top keys are only the keys as sent,
     # and no split is suggested by them.
     auto_distribution: bool = False
+
+    def with_keys(self, rename: Callable[[str], str]) -> StreamHeatSnapshot:
+        """The same figures with every partition key shown through `rename` (masking)."""
+        return replace(self, shards=tuple(shard.with_keys(rename) for shard in self.shards))
 
     @property
     def records_per_s(self) -> float:

@@ -5,7 +5,9 @@ as `console.read.tail.TailReader` reads them with `TailOptions.wire`. What is wr
 own bytes under its own partition key — a KPL aggregate stays one aggregate, byte for byte, unless
 `deaggregate`, which writes each user record with its partition key and explicit hash key. (GetRecords
 does not return a plain record's ExplicitHashKey, so a plain record is placed by its partition key.)
-A `where` filter keeps a wire record when any of its user records passes.
+A `where` filter keeps a wire record when any of its user records passes. With a `mask`
+(console.read.masking.Masker), what is written is each record's masked content (Masker.copied), an
+aggregate de-aggregated so each user record is masked.
 
 How: the records are gathered in chunks (CHUNK_RECORDS, CHUNK_BYTES) and each chunk goes through one
 run of the OrderedProducer — one record in flight per key, so a retry never reorders a key — and,
@@ -42,6 +44,7 @@ from typing import Any
 from console.errors import BadInput
 from console.produce.testrecords import ledger_key
 from console.read.decoding import DecodedRecord, decode_api_record
+from console.read.masking import Masker
 from console.read.payloads import KIND_ERROR
 from console.read.schemas import SchemaCatalog
 from console.read.tail import TailReader
@@ -74,27 +77,37 @@ def records_to_copy(
     where: Callable[[DecodedRecord], bool] | None,
     deaggregate: bool,
     schemas: SchemaCatalog | None = None,
+    mask: Masker | None = None,
 ) -> tuple[list[CopyRecord], bool]:
     """The records one wire record becomes, and whether the filter let it through (`schemas`: the Glue
-    Schema Registry versions the filter decodes with; the bytes copied are the record's own)."""
+    Schema Registry versions the filter and the mask decode with; the bytes copied are the record's own,
+    or with `mask` its masked content: an aggregate is then de-aggregated, each user record masked)."""
     sequence = raw["SequenceNumber"]
     data = raw["Data"]
-    aggregate = deaggregate and data[:4] == AGGREGATE_MAGIC
-    decoded = decode_api_record(raw, shard_id, schemas=schemas) if where is not None or aggregate else None
+    aggregate = (deaggregate or mask is not None) and data[:4] == AGGREGATE_MAGIC
+    wanted = where is not None or aggregate or mask is not None
+    decoded = decode_api_record(raw, shard_id, schemas=schemas) if wanted else None
     if where is not None and not any(where(record) for record in decoded):  # type: ignore[union-attr]
         return [], False
     if aggregate and decoded and decoded[0].kind != KIND_ERROR:
-        return [
-            CopyRecord(
-                record.partition_key or "",
-                bytes(record.data or b""),  # an aggregate's records all have keys
-                int(record.explicit_hash_key) if record.explicit_hash_key else None,
-                shard_id,
-                f"{sequence}/{record.sub_sequence_number}",
+        copies = []
+        for record in decoded:
+            if where is not None and not where(record):
+                continue
+            key, payload = mask.copied(record) if mask is not None else (record.partition_key, record.data)
+            copies.append(
+                CopyRecord(
+                    key or "",  # an aggregate's records all have keys
+                    bytes(payload or b""),
+                    int(record.explicit_hash_key) if record.explicit_hash_key else None,
+                    shard_id,
+                    f"{sequence}/{record.sub_sequence_number}",
+                )
             )
-            for record in decoded
-            if where is None or where(record)
-        ], True
+        return copies, True
+    if mask is not None and decoded:
+        key, payload = mask.copied(decoded[0])
+        return [CopyRecord(key, payload, None, shard_id, sequence)], True
     return [CopyRecord(raw.get("PartitionKey"), bytes(data), None, shard_id, sequence)], True
 
 
@@ -293,6 +306,7 @@ async def copy_window(
     *,
     where: Callable[[DecodedRecord], bool] | None = None,
     deaggregate: bool = False,
+    mask: Masker | None = None,
     save: Callable[[CopyCheckpoint], None] = lambda checkpoint: None,
     on_chunk: Callable[[CopyProgress], None] = lambda progress: None,
     chunk_records: int = CHUNK_RECORDS,
@@ -375,7 +389,7 @@ async def copy_window(
             for raw in batch.wire or ():
                 progress.read += 1
                 records, passed = records_to_copy(
-                    raw, batch.shard_id, where=where, deaggregate=deaggregate, schemas=reader.schemas
+                    raw, batch.shard_id, where=where, deaggregate=deaggregate, schemas=reader.schemas, mask=mask
                 )
                 if not passed:
                     progress.filtered_out += 1

@@ -2,16 +2,19 @@
 put card numbers or e-mail addresses on the screen.
 
 A rule is a field path into the record's decoded content (`user.email`, `cards.*.number`; `*` is any
-key, and a list is stepped through element by element), `re:REGEX` (every match in every string of the
-content, and in text records), or a preset: `@cards` (13 to 19 digits, optionally grouped by spaces
-or dashes), `@emails`, `@keys` (the partition key itself: keys can be personal data too). A masked value becomes `<masked N #HASH>`: its length and a short salted hash,
-so equal values stay recognisable within a session while the value itself is not shown. Masking never
-fails open: a value a rule cannot be applied to is masked whole.
+key, and a list is stepped through element by element; a leading `data.` names the content, as in
+`--where`, so `data.user.email` masks `user.email`, and a field of the content named `data` as well),
+`re:REGEX` (every match in every string of the content, and in text records), or a preset: `@cards`
+(13 to 19 digits, optionally grouped by spaces or dashes), `@emails`, `@keys` (the partition key itself:
+keys can be personal data too). A masked value becomes `<masked N #HASH>`: its length and a short
+salted hash, so equal values stay recognisable within a session while the value itself is not shown.
+Masking never fails open: a value a rule cannot be applied to is masked whole.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import secrets
 from collections.abc import Iterable
@@ -28,6 +31,7 @@ PRESETS = {
 
 
 KEYS_PRESET = "@keys"
+CONTENT_ROOT = "data"  # what --where and --fields call the decoded content
 
 
 class MaskRuleError(ValueError):
@@ -71,6 +75,8 @@ def parse_rules(texts: Iterable[str]) -> MaskRules:
             if any(not step for step in steps):
                 raise MaskRuleError(f"mask rule {rule!r} is not a field path (e.g. user.email, cards.*.number)")
             paths.append(steps)
+            if steps[0] == CONTENT_ROOT and len(steps) > 1:
+                paths.append(steps[1:])  # `data.` names the content, as in --where (both are masked)
     return MaskRules(tuple(paths), tuple(patterns), tuple(given), keys)
 
 
@@ -80,6 +86,11 @@ class Masker:
     def __init__(self, rules: MaskRules, salt: bytes | None = None) -> None:
         self.rules = rules
         self._salt = salt if salt is not None else secrets.token_bytes(16)
+
+    @classmethod
+    def of_keys(cls) -> Masker:
+        """A masker of partition keys alone (the @keys rule): `token` masks a key shown on its own."""
+        return cls(MaskRules((), (), (KEYS_PRESET,), keys=True))
 
     def token(self, text: str) -> str:
         digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), key=self._salt, digest_size=3).hexdigest()
@@ -104,6 +115,20 @@ class Masker:
         if any(pattern.search(text) for pattern in self.rules.patterns):
             return replace(record, kind=KIND_TEXT, value=self.token(text), data=None)
         return record
+
+    def copied(self, record: DecodedRecord) -> tuple[str | None, bytes]:
+        """The partition key and bytes a masked copy of `record` carries (`kconsole copy --mask`): the masked
+        content as compact JSON or as text; a payload the field paths cannot look into (binary, or one that
+        did not decode) is masked whole when there are field paths, since what they name cannot be found
+        in it."""
+        masked = self(record)
+        if masked.kind == KIND_JSON:
+            return masked.partition_key, json.dumps(masked.value, ensure_ascii=False, separators=(",", ":")).encode()
+        if masked.kind == KIND_TEXT:
+            return masked.partition_key, masked.value.encode("utf-8", "surrogatepass")
+        if self.rules.paths:
+            return masked.partition_key, self.token(bytes(record.value).decode("latin-1")).encode()
+        return masked.partition_key, bytes(masked.value)
 
     def _whole(self, value: Any) -> str:
         return self.token(value if isinstance(value, str) else repr(value))

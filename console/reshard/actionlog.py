@@ -125,6 +125,25 @@ class ActionLog:
             os.close(descriptor)  # closing releases the lock
         return record
 
+    def masking_off(self, *, stream: str | None, rules: tuple[str, ...], where: str) -> None:
+        """Note that the configured masking was turned off (`where`: the command or the console), before
+        anything is shown unmasked; ActionLogUnwritable when it cannot be written (masking then stays on)."""
+        entry = {
+            "kind": "masking_off",
+            "stream": stream,
+            "rules": list(rules),
+            "where": where,
+            "user": _local_user(),
+            "pid": os.getpid(),
+        }
+        try:
+            self.append(entry)
+        except OSError as error:
+            raise ActionLogUnwritable(
+                f"cannot write the action log {self.path} ({error.strerror or error}); masking stays on: turning "
+                "it off is logged first (set KCONSOLE_DATA_DIR to a writable folder)"
+            ) from None
+
     def entries(self) -> list[dict[str, Any]]:
         """All readable entries, oldest first. A foreign or torn line is skipped, never fatal; an entry
         written straight after a torn one (by a version that did not close torn lines) is still found."""

@@ -34,7 +34,13 @@ from textual.widgets import TabbedContent, Tabs
 from textual.worker import Worker, WorkerState
 
 from console.backend.protocol import RETRY_EVENTS, ConsoleBackend
-from console.ui.bindings import APP_BINDINGS, MUTATING_ACTIONS, disabled_key_notice, read_only_notice
+from console.ui.bindings import (
+    APP_BINDINGS,
+    MUTATING_ACTIONS,
+    disabled_key_notice,
+    masking_notice,
+    read_only_notice,
+)
 from console.ui.focus import FocusModel
 from console.ui.lazy_tabs import LazyPane
 from console.ui.palette import ConsoleCommands
@@ -84,6 +90,8 @@ class KConsoleApp(App[None]):
     # never compared: a new poll is always news, and comparing 10k shards would cost more than it saves.
     stream: reactive[str | None] = reactive(None, init=False)
     read_only: reactive[bool] = reactive(False, init=False)
+    # The mask rules (mask_rules) are applied: off only after the operator typed the stream name (`:unmask`).
+    masking: reactive[bool] = reactive(True, init=False)
     view: var[StreamView | None] = var(None, init=False, always_update=True)
     # The shard selected on the table, the ribbon or the lineage tree (select_shard).
     selected_shard_id: reactive[str | None] = reactive(None, init=False)
@@ -108,12 +116,14 @@ class KConsoleApp(App[None]):
         last_stream: str | None = None,
         key_format: str = "decimal",
         mask_rules: tuple[str, ...] = (),
+        masking: bool = True,
         read_share: float | None = None,
     ) -> None:
         super().__init__()
         self.backend = backend
         self.set_reactive(KConsoleApp.stream, stream)
         self.set_reactive(KConsoleApp.read_only, read_only)
+        self.set_reactive(KConsoleApp.masking, masking)
         self.interval = interval
         self.poll_timeout = poll_timeout or max(5.0, min(30.0, interval * 3))
         self._config_warning = config_warning
@@ -122,7 +132,9 @@ class KConsoleApp(App[None]):
         self._on_stream_opened = on_stream_opened
         self._last_stream = last_stream
         self.key_format = key_format  # how hash keys are written (console.ui.format.KEY_FORMATS)
-        self.mask_rules = mask_rules  # the config's mask: the Tail tab shows records masked (console.read.masking)
+        # The config's and the command line's mask rules (console.read.masking): the Tail tab shows records
+        # masked, and with @keys (mask_keys) the Heat tab its hot keys.
+        self.mask_rules = mask_rules
         # The most of each shard's GetRecords budget the Tail and Heat views take (None: unbounded).
         self.read_share = read_share
         self.connection = ConnectionInfo.of(backend)
@@ -170,6 +182,7 @@ class KConsoleApp(App[None]):
             profile=self.connection.profile,
             stream=self.stream,
             read_only=self.read_only,
+            masking=self.masking_badge,
         )
         if RETRY_EVENTS in self.backend.capabilities:  # retries go in the header, not on a stderr under the screen
             self.backend.on_retry = self.stream_display.retry
@@ -178,7 +191,7 @@ class KConsoleApp(App[None]):
         if self.read_only:
             self.notify(read_only_notice(True), timeout=5)
         if self.mask_rules:
-            self.notify(f"the Tail tab masks {', '.join(self.mask_rules)}", title="masking on", timeout=5, markup=False)
+            self.notify(masking_notice(self.mask_rules, self.masking), title="masking", timeout=5, markup=False)
         self.table.focus()
         if self.stream:
             if self._on_stream_opened:
@@ -367,6 +380,17 @@ class KConsoleApp(App[None]):
         self.header.update_state(read_only=read_only)
         self.refresh_bindings()  # the mutating keys grey out in the footer, or come back
         self.notify(read_only_notice(read_only), timeout=4)
+
+    @property
+    def masking_badge(self) -> str | None:
+        """The header's masking badge: MASKED, UNMASKED (rules turned off), or none without rules."""
+        if not self.mask_rules:
+            return None
+        return "MASKED" if self.masking else "UNMASKED"
+
+    def watch_masking(self, masking: bool) -> None:
+        self.header.update_state(masking=self.masking_badge)
+        self.notify(masking_notice(self.mask_rules, masking), title="masking", timeout=5, markup=False)
 
     def watch_theme(self, old: str, new: str) -> None:
         if old != new and self.on_theme_changed is not None and self.is_running:

@@ -144,6 +144,13 @@ def read_only_notice(read_only: bool) -> str:
     return "read-write: changes are possible again (each still asks first)"
 
 
+def masking_notice(rules: tuple[str, ...], masking: bool) -> str:
+    """What the console says about its masking at the start and when it is turned off or on again."""
+    if masking:
+        return f"masking on: {', '.join(rules)} (:unmask turns it off, after you type the stream name)"
+    return "masking OFF: the Tail and Heat tabs show what they read as it is (:mask turns it on again)"
+
+
 def disabled_key_notice(key: str) -> str | None:
     """What pressing `key` says in read-only mode when it runs a mutating console action (the footer
     greys it out and the key does nothing: say why rather than stay silent); None for other keys."""

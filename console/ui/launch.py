@@ -144,6 +144,30 @@ def load_console() -> ModuleType:
     return module
 
 
+def console_masking(args: argparse.Namespace, config: Any, *, stream: str | None) -> tuple[tuple[str, ...], bool]:
+    """The console's mask rules (the config's `mask`, `--mask`, and `@keys` for mask_keys / --mask-keys) and
+    whether they apply: `--no-mask` starts the console with them off, said in its header and written to the
+    action log first. A bad --mask rule is bad input, before anything starts."""
+    from console.read.masking import KEYS_PRESET, MaskRuleError, parse_rules
+
+    given = list(getattr(args, "console_mask_rules", None) or [])
+    try:
+        parse_rules(given)
+    except MaskRuleError as problem:
+        raise BadInput(str(problem)) from None
+    keys = config.mask_keys or getattr(args, "console_mask_keys", False)
+    rules = tuple(dict.fromkeys([*config.mask, *given, *([KEYS_PRESET] if keys else [])]))
+    if not getattr(args, "console_no_mask", False):
+        return rules, True
+    if given or getattr(args, "console_mask_keys", False):
+        raise BadInput("--mask or --mask-keys and --no-mask contradict each other: give one", code="usage")
+    if rules:
+        from console.reshard.actionlog import ActionLog
+
+        ActionLog.default().masking_off(stream=stream, rules=rules, where="console --no-mask")
+    return rules, False
+
+
 def launch_console(args: argparse.Namespace) -> int:
     from console.backend import BackendConfig, open_backend
     from console.config import load_config, save_config
@@ -160,6 +184,7 @@ def launch_console(args: argparse.Namespace) -> int:
     backend_config = BackendConfig.from_args(args)
     if not sys.stdout.isatty() and not served_to_a_browser():
         raise BadInput("the live console needs a terminal; for scripts use the subcommands with --json", code="usage")
+    mask_rules, masking = console_masking(args, config, stream=args.stream)
 
     def remember(**changes: Any) -> None:
         """Save the last stream and the theme picked in the palette; never overwrite a file we could not read."""
@@ -212,7 +237,8 @@ def launch_console(args: argparse.Namespace) -> int:
                     on_stream_opened=lambda stream: remember(last_stream=stream),
                     last_stream=config.last_stream,
                     key_format=config.key_format,
-                    mask_rules=config.mask,
+                    mask_rules=mask_rules,
+                    masking=masking,
                     read_share=share_for_endpoint(
                         getattr(args, "read_share", None),
                         local=backend_config.kind == "local",

@@ -39,9 +39,13 @@ class TabHost(Protocol):
     key_format: str
     interval: float
     poll_lock: asyncio.Lock
+    mask_rules: tuple[str, ...]  # with @keys when partition keys are masked too (mask_keys)
 
     @property
     def stream(self) -> str | None: ...
+
+    @property
+    def masking(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -115,25 +119,27 @@ def _producer(host: TabHost) -> Widget:
 
 def _tail(host: TabHost) -> Widget:
     from console.config import MASK_EVERYTHING
-    from console.read.masking import MaskRuleError, masker
+    from console.read.masking import KEYS_PRESET, MaskRuleError, masker
     from console.ui.panels.tail import TailView
 
-    rules = getattr(host, "mask_rules", ())
+    rules = host.mask_rules
     try:
         mask = masker(rules)
     except MaskRuleError:  # masking never fails open: a rule that does not parse masks every string
-        mask = masker(MASK_EVERYTHING)
+        mask = masker(MASK_EVERYTHING + ((KEYS_PRESET,) if KEYS_PRESET in rules else ()))
     bound = _reactives(host)
-    return TailView(host.backend, stream=host.stream, mask=mask, id="tail-view").data_bind(
-        bound.stream, bound.cloudwatch
-    )
+    view = TailView(host.backend, stream=host.stream, mask=mask, masking=host.masking, id="tail-view")
+    return view.data_bind(bound.stream, bound.cloudwatch, bound.masking)
 
 
 def _heat(host: TabHost) -> Widget:
+    from console.read.masking import KEYS_PRESET, Masker
     from console.ui.panels.heat import HeatPanel
 
     bound = _reactives(host)
-    return HeatPanel(host.backend, id="heat-panel").data_bind(bound.stream, bound.view, bound.cloudwatch)
+    key_mask = Masker.of_keys().token if KEYS_PRESET in host.mask_rules else None  # mask_keys, or @keys
+    panel = HeatPanel(host.backend, id="heat-panel", key_mask=key_mask, masking=host.masking)
+    return panel.data_bind(bound.stream, bound.view, bound.cloudwatch, bound.masking)
 
 
 def _consumers(host: TabHost) -> Widget:
@@ -220,7 +226,7 @@ TABS: tuple[Tab, ...] = (
         first_focus="#tail-ring",
         key_widgets=(
             ("console.ui.panels.tail:TailView", "#tail-view"),
-            ("console.ui.panels.tail:RecordRing", "#tail-ring"),
+            ("console.ui.panels.tail_ring:RecordRing", "#tail-ring"),
         ),
     ),
     Tab(

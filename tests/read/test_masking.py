@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from console.config import MASK_EVERYTHING, load_config, save_config
+from console.config import MASK_EVERYTHING, Config, load_config, save_config
 from console.read.decoding import decode_record
 from console.read.masking import MaskRuleError, masker
 
@@ -71,3 +71,30 @@ def test_keys_preset_masks_the_partition_key_alone():
     masked = mask(record(b'{"n": 1}'))
 
     assert masked.partition_key.startswith("<masked 1 #") and masked.value == {"n": 1}
+
+
+def test_a_leading_data_names_the_content_as_in_where_and_a_field_named_data_is_masked_too():
+    mask = masker(["data.user.email"])
+    document = {"user": {"email": "ada@example.org"}, "data": {"user": {"email": "bob@example.org"}}, "n": 1}
+    masked = json.loads(mask(record(json.dumps(document).encode())).json_line())["content"]
+
+    assert "example.org" not in json.dumps(masked) and masked["n"] == 1
+    assert masked["user"]["email"].startswith("<masked 15 #") and masked["data"]["user"]["email"].startswith("<masked")
+
+
+def test_mask_keys_is_kept_and_fails_closed_when_set_but_unusable(tmp_path):
+    path = tmp_path / "config.toml"
+    save_config(Config(mask_keys=True), path)
+    config, warning = load_config(path)
+    assert warning is None and config.mask_keys
+
+    path.write_text('mask_keys = "yes"\n')
+    config, warning = load_config(path)
+    assert config.mask_keys and "mask_keys" in (warning or "")
+
+    path.write_text("mask_keys = true\nbroken = [\n")
+    config, warning = load_config(path)
+    assert config.mask_keys and "partition keys masked" in (warning or "")
+
+    path.write_text("mask_keys = false\n")
+    assert not load_config(path)[0].mask_keys

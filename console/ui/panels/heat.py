@@ -26,6 +26,7 @@ on CloudWatch enhanced monitoring (the app asks for the stream name first; greye
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from rich.text import Text
 from textual import events, on, work
@@ -91,6 +92,7 @@ class HeatPanel(Widget, can_focus=True):
     stream: reactive[str | None] = reactive(None, init=False)
     view: var[StreamView | None] = var(None, init=False, always_update=True)
     cloudwatch: var[CloudWatchReading | None] = var(None, init=False)
+    masking: reactive[bool] = reactive(True, init=False)  # the app's: key_mask applies while on
 
     class Shown(Message):
         """The panel became visible (it starts sampling)."""
@@ -129,9 +131,13 @@ class HeatPanel(Widget, can_focus=True):
         *,
         id: str | None = None,
         shards_per_second: int = DEFAULT_SHARDS_PER_SECOND,
+        key_mask: Callable[[str], str] | None = None,
+        masking: bool = True,
     ) -> None:
         super().__init__(id=id)
         self.backend = backend
+        self.key_mask = key_mask  # how partition keys are shown when masked (mask_keys: keys can be personal data)
+        self.set_reactive(HeatPanel.masking, masking)
         self.snapshot: StreamHeatSnapshot | None = None
         self.hottest_first = False
         self.selected_shard: str | None = None
@@ -350,6 +356,10 @@ class HeatPanel(Widget, can_focus=True):
 
     # ---- fed by its workers and the app's polls -----------------------------------------------
 
+    def watch_masking(self, masking: bool) -> None:
+        if masking and self.snapshot is not None:  # the keys shown unmasked go at once, not at the next second
+            self.update_snapshot(self.snapshot)
+
     def watch_view(self, view: StreamView | None) -> None:
         if view is not None and view.summary.name == self.stream:
             self.show_summary(view.summary)
@@ -370,6 +380,8 @@ class HeatPanel(Widget, can_focus=True):
         return has and {"IncomingRecords", "IncomingBytes"} <= self._shard_metrics_on.keys()
 
     def update_snapshot(self, snapshot: StreamHeatSnapshot) -> None:
+        if self.key_mask is not None and self.masking:
+            snapshot = snapshot.with_keys(self.key_mask)
         self.snapshot = snapshot
         self._ordered = None
         if self.selected_shard not in self._ordered_positions():

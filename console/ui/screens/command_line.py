@@ -2,7 +2,8 @@
 
 `:` opens a one-line prompt at the bottom; each tab's id and aliases (console.ui.tabs: `:shards`,
 `:heat`, `:consumers` ...) switch to it, `:stream NAME` opens a stream, `:streams` picks one, `:ro` /
-`:rw` toggle read-only, `:q` quits. The app holds one `K9sHabits`, which runs what these keys (and ctrl+c, j / k, R) do.
+`:rw` toggle read-only, `:unmask` turns masking off (after the stream name is typed; logged) and `:mask`
+on again, `:q` quits. The app holds one `K9sHabits`, which runs what these keys (and ctrl+c, j / k, R) do.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     ),
     ConsoleCommand(("ro", "readonly", "read-only"), "ro", "enter read-only mode"),
     ConsoleCommand(("rw", "readwrite", "read-write"), "rw", "leave read-only mode (asks you to type a name)"),
+    ConsoleCommand(("unmask", "nomask"), "unmask", "show records and keys unmasked (asks you to type a name; logged)"),
+    ConsoleCommand(("mask",), "mask", "apply the mask rules again"),
     ConsoleCommand(("refresh", "r"), "refresh", "poll the stream now", "refresh"),
     ConsoleCommand(("help", "h", "?"), "help", "every key and command", "help"),
     ConsoleCommand(("q", "quit", "q!", "qa"), "q", "quit", "quit"),
@@ -162,6 +165,8 @@ class CommandedConsole(Protocol):
     def stream(self) -> str | None: ...
 
     read_only: bool  # the app's reactive: setting it greys the mutating keys and says so
+    masking: bool  # the app's reactive: the mask rules are applied
+    mask_rules: tuple[str, ...]
     theme: str
 
     @property
@@ -216,6 +221,10 @@ class K9sHabits:
             console.read_only = True
         elif command.words[0] == "rw":
             self.toggle_read_only() if console.read_only else console.notify("already read-write", timeout=3)
+        elif command.words[0] == "unmask":
+            self.turn_masking_off()
+        elif command.words[0] == "mask":
+            self.turn_masking_on()
         elif command.action and command.action.startswith("show_tab") and not console.query(f"TabPane#{command.usage}"):
             console.notify(f"no {command.usage} view in this build", severity="warning")
         elif command.action:
@@ -261,3 +270,47 @@ class K9sHabits:
             ),
             confirmed,
         )
+
+    def turn_masking_off(self) -> None:
+        """Masking off only after the operator types the stream name, and once it is written to the action
+        log (a log that cannot be written keeps masking on): what is shown may be personal data."""
+        console = self.console
+        if not console.mask_rules:
+            console.notify("no mask rules to turn off (mask = [...] in the config, or --mask)", timeout=4)
+            return
+        if not console.masking:
+            console.notify("masking is already off (:mask turns it on)", timeout=3)
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if not yes:
+                return
+            from console.errors import ConsoleError
+            from console.reshard.actionlog import ActionLog
+
+            try:
+                ActionLog.default().masking_off(
+                    stream=console.stream, rules=console.mask_rules, where="console :unmask"
+                )
+            except ConsoleError as error:
+                console.notify(error.message, title="masking stays on", severity="error", timeout=10)
+                return
+            console.masking = False
+
+        console.push_screen(
+            ConfirmByNameScreen(
+                console.stream or "unmask",
+                f"turn masking off: {', '.join(console.mask_rules)} no longer applied to what the Tail and Heat "
+                "tabs show (written to the action log)",
+            ),
+            confirmed,
+        )
+
+    def turn_masking_on(self) -> None:
+        console = self.console
+        if not console.mask_rules:
+            console.notify("no mask rules (mask = [...] in the config, or --mask)", timeout=4)
+        elif console.masking:
+            console.notify("masking is already on", timeout=3)
+        else:
+            console.masking = True

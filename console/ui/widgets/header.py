@@ -1,10 +1,10 @@
 """The two-line header: which stream and how healthy it is, where we are connected, how fresh the data is.
 
     orders  ACTIVE  PROVISIONED  4 open shards  retention 24h
-    local 127.0.0.1:4567 · us-east-1 · profile ops  lag 3.2 s  throttled 0  READ-ONLY  refreshed 3s ago
+    local 127.0.0.1:4567 · us-east-1 · profile ops  lag 3.2 s  throttled 0  MASKED  READ-ONLY  refreshed 3s ago
 
 It turns red with the reason when a poll fails and goes back to normal on the next good poll.
-The right-hand parts (a running reshard, read-only, the age) stay put; a long left part is cut
+The right-hand parts (a running reshard, masking, read-only, the age) stay put; a long left part is cut
 with an ellipsis first, so an 80-column terminal still shows every field. A stream line too wide
 for the terminal is worded compactly ("4 shards 24h", badges "AUTO", "4 MiB records") before anything
 is cut, so the badges that change how the stream behaves stay in view. The capacity summary
@@ -41,6 +41,7 @@ class HeaderState:
     refreshed_at: float | None = None  # clock() time of the last good poll
     error: str | None = None  # why the last poll failed; None when healthy
     read_only: bool = False
+    masking: str | None = None  # MASKED, UNMASKED (the mask rules turned off), None: no mask rules
     polling: bool = False
     activity: str | None = None  # a long-running action in progress (e.g. a reshard waiting for ACTIVE)
     notice: str | None = None  # the latest retried call ("connection dropped on ListShards; retry 2 in 0.4 s")
@@ -105,6 +106,12 @@ class ConsoleHeader(Widget):
         right = Text()
         if state.activity:
             right.append(f"{state.activity}{GAP}", style=self._part("busy"))
+        if state.masking:
+            masked = state.masking == "MASKED"  # turned off, it stands out: what is shown may be personal data
+            right.append(
+                f" {state.masking} ", style=self._part("badge") if masked else self._part("busy") + Style(reverse=True)
+            )
+            right.append(GAP)
         if state.read_only:
             right.append(" READ-ONLY ", style=self._part("badge") + Style(reverse=True))
             right.append(GAP)
