@@ -112,6 +112,9 @@ class PrefetchingSource:
     async def list_stream_summaries(self, *, page_size: int = 100) -> list[StreamSummary]:
         return await self._source.list_stream_summaries(page_size=page_size)
 
+    async def describe_streams(self, listed: list[StreamSummary], *, concurrency: int = 16) -> list[StreamSummary]:
+        return await self._source.describe_streams(listed, concurrency=concurrency)
+
     async def describe_stream_details(self, stream: str) -> dict:
         return await self._source.describe_stream_details(stream)
 
