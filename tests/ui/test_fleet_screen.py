@@ -219,3 +219,53 @@ async def test_two_hundred_streams_fill_every_column_while_keys_answer_at_once(l
     assert filled < 10.0, f"every column filled {filled:.1f} s after the first rows; not yet: {unfilled}"
     # The median: what every key costs; the worst only bounded, a loaded machine's scheduler adds to it.
     assert statistics.median(latencies) < 0.1 and max(latencies) < 1.0, f"↓ took {latencies}"
+
+
+@pytest.mark.timeout(240)
+async def test_refreshing_the_fleet_over_and_over_holds_its_memory_flat(local_kinesis):
+    """200 streams refreshed every 0.2 s: ten refreshes after the first few leave the memory the app
+    holds where it was, give or take one refresh's rows in flight (the DataTable the fleet had kept
+    each refresh's rendered cells: ~1 MiB more a refresh)."""
+    import gc
+    import tracemalloc
+
+    from textual.app import App
+
+    from console.backend import BackendConfig, open_backend
+    from tests.faultproxy import FaultProxy
+
+    region = "ap-northeast-2"
+    async with open_backend(
+        BackendConfig(kind="local", region=region, endpoint_url=local_kinesis.endpoint_url)
+    ) as backend:
+        names = await create_streams(backend, "fleet-keys-", 200)
+    await put_points(
+        local_kinesis.endpoint_url,
+        [(name, "IncomingBytes", 1000.0 * i, minutes_ago(2)) for i, name in enumerate(names)],
+        region=region,
+    )
+    async with FaultProxy(int(local_kinesis.endpoint_url.rsplit(":", 1)[1])) as proxy:
+        config = BackendConfig(kind="endpoint", region=region, endpoint_url=proxy.endpoint_url)
+        async with open_backend(config) as source:
+
+            class FleetApp(App):
+                def on_mount(self) -> None:
+                    self.push_screen(StreamPickerScreen(source, refresh_every=0.2))
+
+            def refreshes() -> int:  # 200 streams x 5 metrics: two GetMetricData calls a refresh
+                return proxy.stats["pass:GetMetricData"] // 2
+
+            app = FleetApp()
+            async with app.run_test(size=(160, 40)) as pilot:
+                await wait_until(pilot, lambda: refreshes() >= 3, timeout=60, what="three refreshes")
+                gc.collect()
+                tracemalloc.start()
+                try:
+                    held = tracemalloc.get_traced_memory()[0]
+                    start = refreshes()
+                    await wait_until(pilot, lambda: refreshes() >= start + 10, timeout=90, what="10 refreshes")
+                    gc.collect()
+                    grown = tracemalloc.get_traced_memory()[0] - held
+                finally:
+                    tracemalloc.stop()
+    assert grown < 2 * 1024 * 1024, f"10 refreshes left {grown / 1024:.0f} KiB more held"
