@@ -12,7 +12,11 @@ in CloudWatch. Measured in one run, on the console's own loop:
                     cursor moved and the screen painted
   key_s             ↓ once every column is filled: the same
   stall_s           the worst stall of a 10 ms timer on the UI loop while the fleet fills
+  idle_cpu_percent  CPU of the console's loop once filled, over IDLE_S seconds of no keys
   quit_s            `q` once every column is filled: key sent to the app ended
+  streams_cli_s     the baseline: `kconsole streams --endpoint-url URL` on the same server, the same
+                    ListStreams, DescribeStreamSummary per stream and CloudWatch read, in a process of
+                    its own (the server's own speed: on a loaded machine both take longer)
 
 Key latencies are the median and the worst of KEYS presses, spaced irregularly. Targets: every key
 (filling or filled) < 100 ms; all_columns_s < 10 s. Prints one JSON line last.
@@ -34,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import aws_environment, local_serve  # noqa: E402
+from _measure import aws_environment, kconsole_command, local_serve, run_process  # noqa: E402
 from bench_console import Heartbeat, render_now  # noqa: E402
 from textual import events  # noqa: E402
 
@@ -46,6 +50,7 @@ from console.ui.widgets.fleet_table import FleetTable  # noqa: E402
 STREAMS = 1000
 KEYS = 15
 FILL_KEYS_AFTER_S = 3.0
+IDLE_S = 5.0
 SIZE = (160, 45)
 TARGETS = {"key_s": 0.100, "all_columns_s": 10.0}
 SHARDS_COLUMN, EFO_COLUMN = COLUMNS.index("Shards"), COLUMNS.index("EFO")
@@ -147,6 +152,9 @@ async def bench(endpoint: str) -> dict:
             stall = heartbeat.worst
             heartbeat.timer.stop()
             filled = await key_latencies(app, KEYS)
+            cpu_began, wall_began = time.thread_time(), time.perf_counter()
+            await asyncio.sleep(IDLE_S)
+            idle_cpu = (time.thread_time() - cpu_began) / (time.perf_counter() - wall_began)
             quit_s = await press(app, "q", lambda: app.return_code is not None or not app.is_running, 120.0)
             await pilot.pause()
     return {
@@ -155,6 +163,7 @@ async def bench(endpoint: str) -> dict:
         "fill_key_s": filling,
         "key_s": filled,
         "stall_s": stall,
+        "idle_cpu": idle_cpu,
         "quit_s": quit_s,
     }
 
@@ -172,6 +181,8 @@ def main() -> dict:
     with local_serve() as endpoint:
         asyncio.run(prepare(endpoint))
         raw = asyncio.run(bench(endpoint))
+        argv = kconsole_command() + ["streams", "--endpoint-url", endpoint, "--region", "us-east-1", "--json"]
+        cli = run_process(argv, env=aws_environment()).wall
     keys = raw["fill_key_s"] + raw["key_s"]
     figures = {
         "benchmark": "fleet_1000",
@@ -182,7 +193,9 @@ def main() -> dict:
         "fill_key_s": summary(raw["fill_key_s"]),
         "key_s": summary(raw["key_s"]),
         "stall_s": round(raw["stall_s"], 4),
+        "idle_cpu_percent": round(100 * raw["idle_cpu"], 1),
         "quit_s": round(raw["quit_s"], 4),
+        "streams_cli_s": round(cli, 3),
         "targets": TARGETS,
     }
     figures["targets_met"] = (
