@@ -61,6 +61,9 @@ class StreamReads(Protocol):
 
     async def describe_stream_summary(self, stream: str) -> StreamSummary: ...
 
+    # `listed` filled in by DescribeStreamSummary, `concurrency` at once; a stream gone is left out.
+    async def describe_streams(self, listed: list[StreamSummary], *, concurrency: int = 16) -> list[StreamSummary]: ...
+
     async def all_shards(self, stream: str, shard_filter: dict[str, Any] | None = None) -> list[Shard]: ...
 
 

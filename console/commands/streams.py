@@ -17,8 +17,10 @@ from console.commands import command_help
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import ensure_local_stream, local_shard_count, validate_stream_name
 from console.heat.fleet import (
+    DESCRIBE_CONCURRENCY,
     FLEET_READ_COST,
     FLEET_REFRESH_S,
+    RATE_WINDOW,
     SORTS,
     Fleet,
     FleetRow,
@@ -112,7 +114,6 @@ def streams_command(args: Any) -> int:
     return 0
 
 
-DESCRIBE_CONCURRENCY = 16
 # What only DescribeStreamSummary tells (ListStreams' summaries give name, status, mode and ARN).
 DESCRIBED_FIELDS = (
     "open_shard_count",
@@ -247,8 +248,8 @@ def format_fleet(
         "OPEN SHARDS",
         "RETENTION",
         "ENCRYPTION",
-        "IN REC/S",
-        "IN KB/S",
+        f"IN REC/S ({RATE_WINDOW.upper()})",
+        f"IN KB/S ({RATE_WINDOW.upper()})",
         "LAST 30 MIN",
         "USED",
         "ITER AGE",

@@ -38,6 +38,11 @@ AGE_TROUBLE_MS = 60_000  # consumers a minute behind
 UTILISATION_TROUBLE = 0.8
 SORTS = ("trouble", "name", "incoming", "age")
 FLEET_REFRESH_S = 60.0  # CloudWatch's finest period for these metrics: refreshing faster reads the same points
+# DescribeStreamSummary calls at once when the fleet fills in shard and consumer counts (the CLI and
+# the console alike): a region of 1,000 streams is described in seconds, never 1,000 calls at once.
+DESCRIBE_CONCURRENCY = 16
+# The incoming rates are the mean over the window's last minutes, named with the figure.
+RATE_WINDOW = f"{RECENT_MINUTES} min"
 SPARKS = "▁▂▃▄▅▆▇█"
 # The fleet's own read cost: it reads CloudWatch and the streams' summaries, never a record.
 FLEET_READ_COST = "kconsole reads 0 GetRecords calls/s and 0 MiB/s of any shard here (CloudWatch and summaries only)"
@@ -122,6 +127,7 @@ class FleetRow:
     def to_json(self) -> dict[str, Any]:
         return {
             "incoming_records_per_s": _rounded(self.records_per_s),
+            "incoming_window_minutes": RECENT_MINUTES,
             "incoming_bytes_per_s": _rounded(self.bytes_per_s),
             "max_iterator_age_ms": self.max_iterator_age_ms,
             "write_throttled": self.write_throttled,
@@ -169,7 +175,7 @@ def build_row(
     ages = series.get("GetRecords.IteratorAgeMilliseconds") or ()
     writes = series.get("WriteProvisionedThroughputExceeded") or ()
     reads = series.get("ReadProvisionedThroughputExceeded") or ()
-    records_per_s, bytes_per_s = _recent_rate(records), _recent_rate(nbytes)
+    records_per_s, bytes_per_s = _recent_rate(records, start), _recent_rate(nbytes, start)
     recent_ages = sorted(ages)[-RECENT_MINUTES:]
     age = max((value for _, value in recent_ages), default=None)
     write_throttled = int(sum(v for _, v in writes)) if writes else None
@@ -220,12 +226,13 @@ def sparkline(values: Sequence[float]) -> str:
     return "".join(SPARKS[min(7, int(value / top * 7.999))] for value in values)
 
 
-def _recent_rate(points: Series) -> float | None:
-    """Per second over the latest minutes with data (None: CloudWatch has no point at all)."""
+def _recent_rate(points: Series, start: datetime) -> float | None:
+    """Per second over the window's last RECENT_MINUTES minutes, a minute without a point counting as
+    zero: CloudWatch writes no point for a minute nobody wrote in, so a stream written once a while
+    ago is idle now, not busy at its old rate. None: CloudWatch has no point in the whole window."""
     if not points:
         return None
-    recent = sorted(points)[-RECENT_MINUTES:]
-    return sum(value for _, value in recent) / (len(recent) * PERIOD)
+    return sum(per_minute(points, start, WINDOW_MINUTES)[-RECENT_MINUTES:]) / (RECENT_MINUTES * PERIOD)
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,8 @@ def minutes_ago(n: int) -> datetime:
 async def test_streams_json_rows_sorted_by_trouble_with_reasons(capsys, local_kinesis, make_stream):
     calm, throttled, behind, busy, silent = [await make_stream(shards=1) for _ in range(5)]
     points = [
-        (name, metric, 0.9 * MIB * 60 if (name, metric) == (busy, "IncomingBytes") else value, minutes_ago(m))
+        # busy: two minutes at 2.25 MiB/s are 0.9 MiB/s over the last five
+        (name, metric, 2.25 * MIB * 60 if (name, metric) == (busy, "IncomingBytes") else value, minutes_ago(m))
         for name in (calm, throttled, behind, busy)
         for m in (2, 3)
         for metric, value in (("IncomingRecords", 600.0), ("IncomingBytes", 60_000.0))
@@ -97,7 +98,9 @@ async def test_streams_json_rows_sorted_by_trouble_with_reasons(capsys, local_ki
     assert rows[throttled]["write_throttled"] == 40 and rows[throttled]["trouble"] == ["write throttled: 40 in 30 min"]
     assert rows[behind]["max_iterator_age_ms"] == 300_000.0 and rows[behind]["trouble"] == ["iterator age 5 min"]
     assert rows[busy]["trouble"] and "of write capacity" in rows[busy]["trouble"][0]
-    assert rows[calm]["incoming_records_per_s"] == 10.0 and rows[calm]["incoming_bytes_per_s"] == 1000.0
+    # 600 records in each of two of the last five minutes: 1,200 / 300 s.
+    assert rows[calm]["incoming_records_per_s"] == 4.0 and rows[calm]["incoming_bytes_per_s"] == 400.0
+    assert rows[calm]["incoming_window_minutes"] == 5
     assert rows[calm]["trouble"] == [] and rows[calm]["write_throttled"] == 0 and rows[calm]["read_throttled"] is None
     assert {
         key: rows[silent][key]
@@ -163,7 +166,7 @@ async def test_a_failed_getmetricdata_call_marks_only_its_own_streams(local_kine
     assert proxy.stats["pass:GetMetricData"] == 1 and proxy.stats["fail_after:GetMetricData"] >= 1
     rows = {row.name: row for row in fleet.rows}
     assert len(rows) == 150 and fleet.problem is None
-    assert rows[read].records_per_s == pytest.approx(10.0) and rows[read].metrics_problem is None
+    assert rows[read].records_per_s == pytest.approx(2.0) and rows[read].metrics_problem is None
     assert all(rows[f.name].metrics_problem is None for f in facts[:100])
     marked = [rows[f.name] for f in facts[100:]]
     assert all(row.metrics_problem and row.metrics_problem.startswith("CloudWatch: ") for row in marked)
@@ -188,7 +191,11 @@ def test_trouble_order_capacity_bases_and_marked_rows():
     at = start + timedelta(minutes=29)
 
     def row(name, *, shards=1, mode="PROVISIONED", warm=None, **values):
-        series = {metric: [(at, value)] for metric, value in values.items()}
+        """The rates the same each of the last 5 minutes; anything else once, in the last minute."""
+        series = {
+            metric: [(at - timedelta(minutes=back), value) for back in range(5 if metric.startswith("Incoming") else 1)]
+            for metric, value in values.items()
+        }
         return build_row(StreamFacts(name, "ACTIVE", mode, shards, warm_mibps=warm), series, start)
 
     throttled_read = row("r", ReadProvisionedThroughputExceeded=3)
@@ -231,7 +238,7 @@ async def test_a_thousand_streams_first_rows_in_under_two_seconds(local_kinesis)
             fleet = await fleet_rows(backend, listed)
             refreshed = time.monotonic() - started - first_rows
     rows = {row.name: row for row in fleet.rows}
-    assert set(names) <= set(rows) and rows[names[999]].records_per_s == pytest.approx(999 / 60)
+    assert set(names) <= set(rows) and rows[names[999]].records_per_s == pytest.approx(999 / 300)
     queries = len(listed) * len(FLEET_METRICS)
     assert proxy.stats["pass:GetMetricData"] <= 3 * -(-queries // 500)
     assert proxy.stats["pass:GetMetricData"] == -(-queries // 500)
@@ -261,7 +268,12 @@ def test_the_streams_table_and_the_fleet_screen_show_a_row_in_the_same_words():
     from console.ui.screens.stream_picker import COLUMNS, row_cells
 
     start, _ = minute_window(30)
-    at = start + timedelta(minutes=29)
+
+    def steady(metric: str, value: float) -> list[tuple[datetime, float]]:
+        """The rates the same each of the last 5 minutes; anything else once, in the last minute."""
+        minutes = range(25, 30) if metric.startswith("Incoming") else (29,)
+        return [(start + timedelta(minutes=minute), value) for minute in minutes]
+
     summaries = [
         StreamSummary("hot", "ACTIVE", "PROVISIONED", 2, 24, "NONE", consumer_count=3),
         StreamSummary(
@@ -284,7 +296,7 @@ def test_the_streams_table_and_the_fleet_screen_show_a_row_in_the_same_words():
     rows = [
         build_row(
             StreamFacts.from_stream(summary),
-            None if points is None else {metric: [(at, value)] for metric, value in points.items()},
+            None if points is None else {metric: steady(metric, value) for metric, value in points.items()},
             start,
             problem=None if points else "CloudWatch: Forbidden",
         )
@@ -300,3 +312,41 @@ def test_the_streams_table_and_the_fleet_screen_show_a_row_in_the_same_words():
             assert shown[column] in line, (column, shown[column], line)
     assert "ON_DEMAND AUTO warm 10 MiB/s" in table[2] and "? CloudWatch: Forbidden" in table[3]
     assert table[1].rstrip().endswith("! write throttled: 7 in 30 min; 85% of write capacity")
+
+
+def test_a_minute_without_a_point_is_a_minute_of_zero():
+    """CloudWatch writes no point for a minute nobody wrote in: a stream written once, 12 minutes ago,
+    is idle now (not busy at that minute's rate), the rate is over the last 5 minutes, says so in
+    --json, and `--sort incoming` ranks a stream writing now first."""
+    start, _ = minute_window(30)
+    capacity = StreamFacts("once", "ACTIVE", "PROVISIONED", 1)
+    burst = build_row(
+        capacity,
+        {
+            "IncomingRecords": [(start + timedelta(minutes=18), 8076.0)],
+            "IncomingBytes": [(start + timedelta(minutes=18), 4.2e6)],
+        },
+        start,
+    )
+    steady = build_row(
+        StreamFacts("steady", "ACTIVE", "PROVISIONED", 1),
+        {
+            "IncomingRecords": [(start + timedelta(minutes=m), 600.0) for m in range(20, 30)],
+            "IncomingBytes": [(start + timedelta(minutes=m), 60_000.0) for m in range(20, 30)],
+        },
+        start,
+    )
+    lately = build_row(
+        StreamFacts("lately", "ACTIVE", "PROVISIONED", 1),
+        {
+            "IncomingRecords": [(start + timedelta(minutes=28), 600.0)],
+            "IncomingBytes": [(start + timedelta(minutes=28), 600.0)],
+        },
+        start,
+    )
+    assert burst.records_per_s == 0.0 and burst.bytes_per_s == 0.0 and burst.utilisation == 0.0
+    assert burst.trouble == () and burst.bytes_sparkline[18] > 0
+    assert steady.records_per_s == pytest.approx(10.0) and steady.bytes_per_s == pytest.approx(1000.0)
+    assert lately.records_per_s == pytest.approx(2.0)
+    assert [row.name for row in sort_rows([burst, lately, steady], "incoming")] == ["steady", "lately", "once"]
+    assert burst.to_json()["incoming_window_minutes"] == 5

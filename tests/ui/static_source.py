@@ -102,6 +102,9 @@ class StaticSource:
     async def list_stream_summaries(self, *, page_size: int = 100) -> list[StreamSummary]:
         return await self.list_streams()
 
+    async def describe_streams(self, listed: list[StreamSummary], *, concurrency: int = 16) -> list[StreamSummary]:
+        return [await self.describe_stream_summary(summary.name) for summary in listed]
+
     def _check(self, stream: str) -> None:
         if self.failure is not None:
             raise self.failure

@@ -2,10 +2,15 @@
 every stream of the region with its rates, the last 30 minutes as a sparkline, utilisation, iterator
 age, throttles and EFO consumers, worst first; a row in trouble is red and says why.
 
-The screen runs its own work: the list (ListStreams' summaries, the first rows), then every stream's
-CloudWatch metrics in one batched read, then each stream's summary for shard and consumer counts;
+The screen runs its own work: the list (ListStreams' summaries, the first rows), then, together,
+every stream's CloudWatch metrics in one batched read and each stream's summary for shard and
+consumer counts (DESCRIBE_CONCURRENCY at once, as `kconsole streams` does, shown a batch at a time);
 the metrics are read again once a minute, a refresh starting only when the previous one has ended.
-Enter opens the highlighted stream; `/` filters by name; `s` changes the order; `r` refreshes now.
+Enter opens the highlighted stream; `/` filters by name; `s` changes the order; `r` refreshes now;
+j / k move as everywhere in the console.
+
+The table (console.ui.widgets.fleet_table) takes each batch of rows at once and draws only the lines
+on screen, so a refresh of 1,000 streams never holds the keys up.
 """
 
 from __future__ import annotations
@@ -13,19 +18,19 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.coordinate import Coordinate
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from console.backend.protocol import CLOUDWATCH, READERS, ConsoleBackend
 from console.heat.fleet import (
+    DESCRIBE_CONCURRENCY,
     FLEET_READ_COST,
     FLEET_REFRESH_S,
+    RATE_WINDOW,
     SORTS,
     Fleet,
     FleetRow,
@@ -38,13 +43,14 @@ from console.heat.fleet import (
 )
 from console.read.printable import printable
 from console.ui.source import describe_failure
+from console.ui.widgets.fleet_table import FleetLine, FleetTable
 
 # The reason first after the name: on a narrow terminal the table scrolls sideways, the trouble stays.
 COLUMNS = (
     "Stream",
     "Trouble",
-    "In rec/s",
-    "In KB/s",
+    f"In rec/s ({RATE_WINDOW})",
+    f"In KB/s ({RATE_WINDOW})",
     "Last 30 min",
     "Used",
     "Iter age",
@@ -56,13 +62,18 @@ COLUMNS = (
 )
 
 
-def row_cells(row: FleetRow) -> list[Any]:
+# Streams described a batch at a time: the Shards and EFO columns fill as the answers come.
+COUNTS_BATCH = 100
+# Rows built from a read of the metrics between two turns of the UI loop.
+ROWS_PER_STEP = 250
+
+
+def row_cells(row: FleetRow) -> tuple[str, ...]:
     """The row's text (console.heat.fleet.row_text, as `kconsole streams` shows it), in COLUMNS' order."""
     text = row_text(row)
-    style = "bold red" if row.trouble else ""
-    return [
-        Text(printable(row.name), style=style),
-        Text(printable(text.trouble), style=style),
+    return (
+        printable(row.name),
+        printable(text.trouble),
         text.records_per_s,
         text.kib_per_s,
         text.sparkline,
@@ -72,8 +83,13 @@ def row_cells(row: FleetRow) -> list[Any]:
         text.shards,
         text.consumers,
         text.mode,
-        row.facts.status,
-    ]
+        printable(row.facts.status),
+    )
+
+
+def fleet_line(row: FleetRow) -> FleetLine:
+    """The table's line for a row (a row in trouble is drawn in the error colour)."""
+    return FleetLine(row.name, row_cells(row), bool(row.trouble))
 
 
 class StreamPickerScreen(ModalScreen[str | None]):
@@ -84,8 +100,14 @@ class StreamPickerScreen(ModalScreen[str | None]):
         Binding("r", "reload", "Refresh", id="picker.reload"),
         Binding("slash", "filter", "Filter", id="picker.filter"),
         Binding("s", "next_sort", "Sort", id="picker.sort"),
+        # The console's own j / k (a modal screen hides the app's keys); in the filter box they are letters.
+        Binding("j", "app.vi_cursor('down')", "Down", show=False, id="picker.vi_down"),
+        Binding("k", "app.vi_cursor('up')", "Up", show=False, id="picker.vi_up"),
     ]
+    # Opaque: the dialog covers the whole terminal, so the console behind it is never drawn (a see-through
+    # modal would composite it into every frame of the table).
     DEFAULT_CSS = """
+    StreamPickerScreen { background: $surface; }
     StreamPickerScreen #picker-filter { display: none; }
     StreamPickerScreen #picker-filter.shown { display: block; }
     StreamPickerScreen #picker-list { height: 1fr; }
@@ -110,7 +132,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
         self._sort = "trouble"
         self._refreshing = False
         self._cursor_chosen = False  # the user moved the cursor (to a row it then follows)
-        self._placed_row = 0  # where the screen last put the cursor itself
+        self._lines: dict[str, tuple[FleetRow, FleetLine]] = {}  # each row's line, made again only for a new row
         self.streams: list[Any] = []  # the rows shown, in order (their facts: name, status, mode...)
 
     def compose(self) -> ComposeResult:
@@ -118,9 +140,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
             yield Static("Streams, worst first", id="picker-title")
             yield Static("loading streams…", id="picker-status")
             yield Input(placeholder="filter by name (enter keeps it, escape clears)", id="picker-filter")
-            table: DataTable[Any] = DataTable(id="picker-list", cursor_type="row", zebra_stripes=True)
-            table.add_columns(*COLUMNS)
-            yield table
+            yield FleetTable(COLUMNS, id="picker-list")
             yield Static("enter opens · / filters · s sorts · r refreshes · escape cancels · q quits", id="picker-help")
 
     def on_mount(self) -> None:
@@ -135,10 +155,11 @@ class StreamPickerScreen(ModalScreen[str | None]):
         status = self.query_one("#picker-status", Static)
         status.update("loading streams…")
         try:
-            facts = await asyncio.wait_for(self._list(), self._timeout)
+            listed = await asyncio.wait_for(self._backend.list_stream_summaries(page_size=1000), self._timeout)
         except Exception as error:  # shown, never raised: the user can retry with r
             status.update(f"cannot list streams: {describe_failure(error, self._timeout)}")
             return
+        facts = [StreamFacts.from_stream(summary) for summary in listed]
         self._facts = {f.name: f for f in facts}
         self._rows = {f.name: self._rows.get(f.name) or build_row(f, None) for f in facts}
         self._show()
@@ -149,25 +170,26 @@ class StreamPickerScreen(ModalScreen[str | None]):
             )
             return
         status.update(f"{len(facts)} stream{'s' if len(facts) != 1 else ''}; reading CloudWatch…")
-        await self._metrics_once()
-        await self._counts()
+        # The metrics need only the names: they are read while the streams are described.
+        await asyncio.gather(self._metrics_once(), self._counts(listed))
 
-    async def _list(self) -> list[StreamFacts]:
-        return [StreamFacts.from_stream(s) for s in await self._backend.list_stream_summaries(page_size=1000)]
-
-    async def _counts(self) -> None:
-        """Shard and consumer counts (ListStreams' summaries have neither): one summary per stream."""
-        if all(f.open_shards is not None for f in self._facts.values()):
-            return
-        try:
-            described = await asyncio.wait_for(self._backend.list_streams(), max(self._timeout, 60.0))
-        except Exception:  # noqa: BLE001 - counts stay "-"; the rows and metrics stand
-            return
-        for summary in described:
-            if summary.name in self._facts:
-                self._facts[summary.name] = StreamFacts.from_stream(summary)
-        self._recompute()
-        self._show()
+    async def _counts(self, listed: list[Any]) -> None:
+        """Shard and consumer counts (ListStreams' summaries have neither): one DescribeStreamSummary a
+        stream, DESCRIBE_CONCURRENCY at once, each batch of answers shown as it comes."""
+        missing = [summary for summary in listed if summary.open_shard_count is None]
+        for offset in range(0, len(missing), COUNTS_BATCH):
+            batch = missing[offset : offset + COUNTS_BATCH]
+            try:
+                described = await asyncio.wait_for(
+                    self._backend.describe_streams(batch, concurrency=DESCRIBE_CONCURRENCY), self._timeout
+                )
+            except Exception:  # noqa: BLE001 - the rest of the counts stay "-"; the rows and metrics stand
+                return
+            for summary in described:
+                if summary.name in self._facts:
+                    self._facts[summary.name] = StreamFacts.from_stream(summary)
+            self._recompute()
+            self._show()
 
     def _refresh_metrics(self) -> None:
         if not self._refreshing and self._facts:  # never overlapping: a slow read delays the next one
@@ -224,9 +246,15 @@ class StreamPickerScreen(ModalScreen[str | None]):
                 await asyncio.gather(readers, return_exceptions=True)
             raise
         found = await readers if readers is not None else None
-        fleet = fleet_from(facts, metrics, found.worst if found else None)
-        fleet.readers_unavailable = found.unavailable if found else ()
-        return fleet
+        worst = found.worst if found else None
+        # The rows a few hundred at a time, the keys served in between (1,000 rows are ~100 ms of work).
+        part = fleet_from([], metrics, worst)
+        rows: list[FleetRow] = []
+        for offset in range(0, len(facts), ROWS_PER_STEP):
+            part = fleet_from(facts[offset : offset + ROWS_PER_STEP], metrics, worst)
+            rows.extend(part.rows)
+            await asyncio.sleep(0)
+        return Fleet(rows, part.metric_calls, part.problem, found.unavailable if found else ())
 
     def _recompute(self) -> None:
         """Rows rebuilt on new counts keep their metrics (utilisation needs the shard count)."""
@@ -238,52 +266,31 @@ class StreamPickerScreen(ModalScreen[str | None]):
     # ---- the table -----------------------------------------------------------------------------
 
     def _show(self) -> None:
-        """Rows updated in place, added or removed as the list changes, then put in order."""
-        table = self.query_one("#picker-list", DataTable)
+        """The rows, filtered and in order, to the table in one batch. Until the user moves the cursor
+        it stays on the stream the console showed, else on the top row (the worst stream) as the rows
+        re-sort; a row the user chose is followed."""
+        table = self.query_one("#picker-list", FleetTable)
         wanted = [
             row for row in sort_rows(list(self._rows.values()), self._sort) if self._filter.lower() in row.name.lower()
         ]
-        keys = {row.name for row in wanted}
-        for row_key in list(table.rows):
-            if row_key.value not in keys:
-                table.remove_row(row_key)
-        present = {k.value for k in table.rows}
+        lines = {}
         for row in wanted:
-            cells = row_cells(row)
-            if row.name in present:
-                for column, value in zip(table.columns, cells):
-                    table.update_cell(row.name, column, value, update_width=True)
-            else:
-                table.add_row(*cells, key=row.name)
-        order = {row.name: index for index, row in enumerate(wanted)}
-        # Until the user moves the cursor it stays on the stream the console showed, else on the top
-        # row (the worst stream) as the rows re-sort; a row the user chose is followed.
-        highlighted = (self._highlighted() if self._cursor_chosen else None) or self._current
-        table.sort(key=lambda cells: order.get(cells[0].plain if isinstance(cells[0], Text) else str(cells[0]), 0))
+            made = self._lines.get(row.name)
+            lines[row.name] = made if made is not None and made[0] is row else (row, fleet_line(row))
+        self._lines = lines
+        follow = table.cursor_key if self._cursor_chosen else self._current
+        table.set_lines([line for _row, line in lines.values()], cursor_on=follow)
         self.streams = [row.facts for row in wanted]
-        if highlighted in order:
-            self._placed_row = order[highlighted]
-            table.move_cursor(row=self._placed_row)
         if not self.query_one("#picker-filter", Input).has_class("shown"):
             table.focus()
 
-    def _highlighted(self) -> str | None:
-        table = self.query_one("#picker-list", DataTable)
-        if not table.row_count:
-            return None
-        try:
-            return table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
-        except Exception:  # noqa: BLE001 - no row under the cursor yet
-            return None
-
     # ---- keys ----------------------------------------------------------------------------------
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.cursor_row != self._placed_row:
-            self._cursor_chosen = True
+    def on_fleet_table_highlighted(self, _event: FleetTable.Highlighted) -> None:
+        self._cursor_chosen = True
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.dismiss(event.row_key.value)
+    def on_fleet_table_selected(self, event: FleetTable.Selected) -> None:
+        self.dismiss(event.key)
 
     def action_filter(self) -> None:
         box = self.query_one("#picker-filter", Input)
@@ -295,7 +302,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
         self._show()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.query_one("#picker-list", DataTable).focus()
+        self.query_one("#picker-list", FleetTable).focus()
 
     def action_next_sort(self) -> None:
         self._sort = SORTS[(SORTS.index(self._sort) + 1) % len(SORTS)]
