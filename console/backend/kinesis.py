@@ -95,7 +95,7 @@ class KinesisBackend(CallPath):
     async def _stream_names_or_none(self) -> list[str] | None:
         try:
             return await self.stream_names()
-        except Exception:  # noqa: BLE001 - the listing is a courtesy; the not-found error stands alone
+        except Exception:  # the listing is a courtesy; the not-found error stands alone
             return None
 
     async def _side_client(self, service: str) -> Any:
@@ -310,7 +310,7 @@ class KinesisBackend(CallPath):
             self._checked_puts_client = asyncio.ensure_future(self._open_checked_puts_client())
         try:
             return await asyncio.shield(self._checked_puts_client)
-        except Exception:  # noqa: BLE001 - without it, the main client sends the puts as before
+        except Exception:  # without it, the main client sends the puts as before
             self._open_checked_puts_client = None
             return None
 

@@ -208,7 +208,7 @@ def text_lines(value: Any, prefix: tuple[str, ...] = ()) -> Iterator[str]:
             for item in value:
                 yield from text_lines(item, prefix)
     else:
-        yield "\t".join(prefix + (_text_cell(value),))
+        yield "\t".join((*prefix, _text_cell(value)))
 
 
 def _text_cell(value: Any) -> str:
@@ -262,10 +262,8 @@ def _rich_parts(value: Any, title: str | None) -> Iterator[Any]:
 
 
 def _is_nested_table(value: Any) -> bool:
-    return (
-        isinstance(value, list)
-        and any(isinstance(item, dict) for item in value)
-        or (isinstance(value, dict) and any(isinstance(item, (dict, list)) for item in value.values()))
+    return (isinstance(value, list) and any(isinstance(item, dict) for item in value)) or (
+        isinstance(value, dict) and any(isinstance(item, (dict, list)) for item in value.values())
     )
 
 

@@ -25,7 +25,7 @@ CACHE_SECONDS = 60.0
 LOOKUP_SECONDS = 2.0  # the whole listing, connection included; a slow backend completes nothing
 
 
-def register(subparsers, common) -> None:
+def register(subparsers, _common) -> None:
     parser = subparsers.add_parser(
         "completion",
         help=command_help("completion"),
@@ -69,7 +69,7 @@ def _attach(parser: argparse.ArgumentParser, completer: Any) -> None:
 def stream_names(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
     try:
         names = _cached_stream_names(parsed_args)
-    except Exception:  # noqa: BLE001 - a completion that cannot list streams offers none, silently
+    except Exception:  # a completion that cannot list streams offers none, silently
         return []
     return [name for name in names if name.startswith(prefix)]
 

@@ -296,10 +296,8 @@ def _on_first_interrupt(interruption: Any) -> Any:
         note("copy: stopping once the requests in flight are answered (Ctrl-C again stops at once)")
         interruption.request("interrupted (Ctrl-C)")
 
-    try:
+    with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
         loop.add_signal_handler(signal.SIGINT, first)
-    except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
-        pass
     return restore
 
 

@@ -75,7 +75,7 @@ def register(subparsers, common) -> None:
     schemas.set_defaults(handler=schemas_command)
 
 
-def _no_action(args: Any) -> int:
+def _no_action(_args: Any) -> int:
     raise BadInput("kconsole demo: choose an action: lease-table, readers, schemas", code="usage")
 
 

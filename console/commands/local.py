@@ -65,7 +65,7 @@ def register(subparsers, common) -> None:
     serve.set_defaults(handler=serve_command)
 
 
-def _no_action(args) -> int:
+def _no_action(_args) -> int:
     raise BadInput("kconsole local: choose an action: serve", code="usage")
 
 

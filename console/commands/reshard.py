@@ -262,11 +262,8 @@ def read_inputs(args: argparse.Namespace) -> PlanInputs:
         raise BadInput("--sample-seconds and --sample-limit only apply with --at-median-of-recent", code="usage")
     seconds = DEFAULT_SAMPLE_SECONDS if seconds is None else seconds
     limit = DEFAULT_SAMPLE_LIMIT if limit is None else limit
-    if recent:
-        if args.stream is None:
-            raise BadInput(
-                "--at-median-of-recent reads the stream's records: name a STREAM (not --shards N)", code="usage"
-            )
+    if recent and args.stream is None:
+        raise BadInput("--at-median-of-recent reads the stream's records: name a STREAM (not --shards N)", code="usage")
     if args.action == "split":
         median_of = read_keys(args.at_median_of) if args.at_median_of else None
         at = args.at.strip().lower() if args.at else "midpoint"

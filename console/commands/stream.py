@@ -213,7 +213,7 @@ def register(subparsers, common) -> None:
         )
 
 
-def _no_action(args) -> int:
+def _no_action(_args) -> int:
     raise BadInput(f"kconsole stream: choose an action: {', '.join(ACTIONS)}", code="usage")
 
 

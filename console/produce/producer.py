@@ -114,6 +114,8 @@ class OrderedProducer:
         self._map = shard_map
         # invalidate(seen_at) compares with the map's own clock (ShardMap.now()) when it has one.
         self._map_clock = map_clock or getattr(shard_map, "now", None) or clock
+        # The loop keeps only a weak reference to a task: an invalidation in flight is held here.
+        self._invalidating: set[asyncio.Future[object]] = set()
         self._progress_interval = progress_interval
         self._clock = clock
         self._wall = wall_clock
@@ -267,7 +269,7 @@ class OrderedProducer:
 
             try:
                 await self._send_batch(batch, requeue, handoff)
-            except BaseException as error:  # noqa: BLE001 - handed to the loop below, which re-raises
+            except BaseException as error:  # handed to the loop below, which re-raises
                 fatal.append(error)
             finally:
                 if not answered:
@@ -444,7 +446,7 @@ class OrderedProducer:
                 failures.append((record, f"{code}: {outcome.get('ErrorMessage', '')}".rstrip(": ")))
             else:
                 shard_id = outcome["ShardId"]
-                acknowledge(record, shard_id, outcome["SequenceNumber"], now, wall)
+                acknowledge(record, shard_id, outcome["SequenceNumber"], wall)
                 if not idle:
                     pacer.succeeded(shard_id, now)
         self._ledger.retry(failures, requeue)
@@ -478,7 +480,7 @@ class OrderedProducer:
             idle = pacer.idle
             for record, outcome in zip(batch, results):
                 shard_id = outcome["ShardId"]
-                record_ack(record, shard_id, outcome["SequenceNumber"], now, wall)
+                record_ack(record, shard_id, outcome["SequenceNumber"], wall)
                 if not idle:
                     pacer.succeeded(shard_id, now)
 
@@ -563,7 +565,9 @@ class OrderedProducer:
             return
         outcome = self._map.invalidate(self._map_clock(), predicted)
         if inspect.isawaitable(outcome):
-            asyncio.ensure_future(outcome)
+            invalidation = asyncio.ensure_future(outcome)
+            self._invalidating.add(invalidation)
+            invalidation.add_done_callback(self._invalidating.discard)
 
     # -- sequential mode ------------------------------------------------------------------------
 
@@ -634,7 +638,7 @@ class OrderedProducer:
                     continue
                 self._answered()
                 now, wall = self._clock(), self._wall()
-                self._ledger.acknowledge(record, response["ShardId"], response["SequenceNumber"], now, wall)
+                self._ledger.acknowledge(record, response["ShardId"], response["SequenceNumber"], wall)
                 self._pacer.succeeded(response["ShardId"], now)
                 break
 

@@ -90,7 +90,7 @@ class StaticSource:
         self._check(stream)
         return self.summary()
 
-    async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]:
+    async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]:  # noqa: ARG002 - the backend protocol's signature
         self._check(stream)
         self.calls += 1
         return list(self.shards)
@@ -99,7 +99,7 @@ class StaticSource:
         self._check(self.stream)
         return [self.summary()]
 
-    async def list_stream_summaries(self, *, page_size: int = 100) -> list[StreamSummary]:
+    async def list_stream_summaries(self, *, page_size: int = 100) -> list[StreamSummary]:  # noqa: ARG002 - the backend protocol's signature
         return await self.list_streams()
 
     def _check(self, stream: str) -> None:

@@ -79,7 +79,7 @@ async def test_the_cursor_starts_on_the_worst_stream_once_the_rows_re_sort(kines
 
 
 @pytest.mark.slow
-async def test_a_thousand_streams_show_their_first_rows_in_under_two_seconds(kinesis, local_kinesis):
+async def test_a_thousand_streams_show_their_first_rows_in_under_two_seconds(kinesis):
     import time
 
     await create_streams(kinesis, "fleet-ui-", 1000)
@@ -119,7 +119,7 @@ async def test_a_stream_whose_reader_is_behind_is_in_trouble_with_the_readers_na
         assert f"reader lambda {function} 15 min behind" in trouble_cell.plain and "red" in str(trouble_cell.style)
 
 
-async def test_q_in_the_fleet_picker_quits_as_everywhere_else(kinesis, make_stream, local_kinesis):
+async def test_q_in_the_fleet_picker_quits_as_everywhere_else(kinesis, make_stream):
     await make_stream(shards=1)
     app = RecordingApp(kinesis, stream=None, interval=60)
     async with app.run_test(size=(160, 40)) as pilot:

@@ -129,7 +129,7 @@ def expanded_lines(record: DecodedRecord) -> list[str]:
             for offset in range(0, len(raw), HEX_DUMP_WIDTH)
         ] or ["(empty)"]
     if len(body) > MAX_EXPANDED_LINES:
-        body = body[:MAX_EXPANDED_LINES] + [f"… {len(body) - MAX_EXPANDED_LINES} more lines (w saves it all)"]
+        body = [*body[:MAX_EXPANDED_LINES], f"… {len(body) - MAX_EXPANDED_LINES} more lines (w saves it all)"]
     lines.extend("    " + printable(line) for line in body)
     return lines
 
@@ -914,7 +914,7 @@ class TailView(Vertical):
             parts.append(f"grep {printable(repr(options.grep))}")
         return ", ".join(parts)
 
-    def on_tail_view_pause_changed(self, message: PauseChanged) -> None:
+    def on_tail_view_pause_changed(self, _message: PauseChanged) -> None:
         self._render_status()
 
 

@@ -160,7 +160,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
             return
         try:
             described = await asyncio.wait_for(self._source.list_streams(), max(self._timeout, 60.0))
-        except Exception:  # noqa: BLE001 - counts stay "-"; the rows and metrics stand
+        except Exception:  # counts stay "-"; the rows and metrics stand
             return
         for summary in described:
             if summary.name in self._facts:
@@ -188,7 +188,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
         status = self.query_one("#picker-status", Static)
         try:
             fleet = await self._fleet_with_readers()
-        except Exception as error:  # noqa: BLE001 - a source without CloudWatch: the rows stand
+        except Exception as error:  # a source without CloudWatch: the rows stand
             status.update(f"{len(self._facts)} streams; no metrics: {describe_failure(error, self._timeout)}")
             return
         finally:
@@ -271,7 +271,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
             return None
         try:
             return table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
-        except Exception:  # noqa: BLE001 - no row under the cursor yet
+        except Exception:  # no row under the cursor yet
             return None
 
     # ---- keys ----------------------------------------------------------------------------------
@@ -292,7 +292,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
         self._filter = event.value.strip()
         self._show()
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
+    def on_input_submitted(self, _event: Input.Submitted) -> None:
         self.query_one("#picker-list", DataTable).focus()
 
     def action_next_sort(self) -> None:

@@ -25,7 +25,7 @@ async def test_the_heat_header_shows_kconsoles_own_share(kinesis, make_stream):
         await wait_until(pilot, lambda: app.refreshed, timeout=30)
         await pilot.press("7")
         panel = await app.lazy_pane("heat").built()
-        header = lambda: str(panel.query_one("#heat-total", Static).render())  # noqa: E731
+        header = lambda: str(panel.query_one("#heat-total", Static).render())
         await wait_until(pilot, lambda: "kconsole reads" in header(), timeout=20, what="the share line")
         line = next(line for line in header().splitlines() if "kconsole reads" in line)
         assert "calls/s" in line and "MiB/s a shard" in line and "of the shared budget" in line
