@@ -192,7 +192,7 @@ def open_named_file(path: str, *, what: str, code: str = "bad_input") -> NamedFi
     except BaseException:
         os.close(descriptor)
         raise
-    handle = open(descriptor, "rb", closefd=True)
+    handle = open(descriptor, "rb", closefd=True)  # noqa: SIM115 - the caller reads it and closes it
     return _Prefixed(first, handle) if first else handle
 
 

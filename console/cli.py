@@ -10,7 +10,9 @@ stack and `kconsole --help` still lists every command (console/commands/__init__
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import itertools
 import os
 import sys
 from collections.abc import Sequence
@@ -156,7 +158,7 @@ def build_parser() -> ArgumentParser:
 
 
 def _wants_json(argv: Sequence[str]) -> bool:
-    pairs = zip(argv, argv[1:])
+    pairs = itertools.pairwise(argv)
     return "--json" in argv or "--output=json" in argv or ("--output", "json") in pairs
 
 
@@ -217,20 +219,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             return launch_console(args)
         return int(handler(args) or 0)
     except ConsoleError as error:
-        try:
+        with contextlib.suppress(BrokenPipeError):  # `kconsole ... | head` closed early: nothing left to tell
             emit_error(error, as_json=as_json)
-        except BrokenPipeError:  # `kconsole ... | head` closed early: nothing left to tell
-            pass
         return error.exit_code
     except KeyboardInterrupt:
-        try:
+        with contextlib.suppress(BrokenPipeError):
             emit_error(ConsoleError("interrupted", code="interrupted"), as_json=as_json)
-        except BrokenPipeError:
-            pass
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as error:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+    except Exception as error:  # the last line of defence: one line, never a traceback
         if os.environ.get("KCONSOLE_DEBUG"):
             raise
         emit_error(

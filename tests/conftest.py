@@ -190,10 +190,8 @@ class StreamFactory:
 
     async def cleanup(self) -> None:
         for name in self.created:
-            try:
+            with contextlib.suppress(Exception):  # a test may have deleted it already
                 await self.backend.delete_stream(name)
-            except Exception:  # noqa: BLE001 - a test may have deleted it already
-                pass
 
 
 @pytest.fixture
@@ -268,7 +266,7 @@ def kinesis_mock():
             )
         },
     )
-    log = tempfile.TemporaryFile()
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - the server's log, kept while it runs
     process = subprocess.Popen([node, str(KINESIS_MOCK_MAIN)], env=env, stdout=log, stderr=log, start_new_session=True)
     try:
         deadline = time.monotonic() + 60

@@ -386,7 +386,7 @@ def _headers(head: bytes) -> dict[str, str]:
 def _with_connection_close(answer: bytes) -> bytes:
     head, _, body = answer.partition(b"\r\n\r\n")
     lines = [line for line in head.split(b"\r\n") if not line.lower().startswith(b"connection:")]
-    return b"\r\n".join(lines + [b"Connection: close"]) + b"\r\n\r\n" + body
+    return b"\r\n".join([*lines, b"Connection: close"]) + b"\r\n\r\n" + body
 
 
 def _reset(writer: asyncio.StreamWriter) -> None:
@@ -402,4 +402,4 @@ def _close(writer: asyncio.StreamWriter) -> None:
         writer.close()
 
 
-__all__ = ["FaultProxy", "Faults", "MUTATING_OPERATIONS"]
+__all__ = ["MUTATING_OPERATIONS", "FaultProxy", "Faults"]

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import itertools
 import json
+from typing import ClassVar
 
 
 class _Answered:
     status_code = 200
-    headers: dict = {}
+    headers: ClassVar[dict] = {}
 
 
 class SplitPages:
@@ -85,7 +86,7 @@ class SplitPages:
         if self.empty_pages:  # the first empty page is this answer; the records follow the last one
             lag = 0 if shard in self.closed_shards else 1000
             tokens = [self._token() for _ in range(self.empty_pages)]
-            for token, following_token in zip(tokens, tokens[1:]):
+            for token, following_token in itertools.pairwise(tokens):
                 self.answers[token] = {"Records": [], "MillisBehindLatest": lag, "NextShardIterator": following_token}
             self.answers[tokens[-1]] = dict(parsed)
             parsed.clear()

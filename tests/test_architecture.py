@@ -481,7 +481,7 @@ def test_the_protocol_check_sees_a_backend_that_falls_short():
         def __getattr__(self, name):
             return getattr(self._client, name)
 
-        async def get_records(self, shard_iterator, limit=100):  # another default
+        async def get_records(self, shard_iterator, limit=100):  # another default  # noqa: ARG002 - the protocol's signature, with another default
             return {}
 
         scan_pages = None  # not a call at all
@@ -583,9 +583,12 @@ def own_private_names(paths: list[Path]) -> set[str]:
                         names.update(t.id for t in item.targets if isinstance(t, ast.Name))
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):
                 for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
-                        if target.value.id in ("self", "cls"):
-                            names.add(target.attr)
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id in ("self", "cls")
+                    ):
+                        names.add(target.attr)
     return {name for name in names if _private(name)}
 
 
@@ -701,9 +704,12 @@ def library_patches(module: str, source: str, own: set[str]) -> list[str]:
                 for item in node.body:
                     if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) or not _private(item.name):
                         continue
-                    if library_class is not None and hasattr(library_class, item.name):
-                        if f"{module}.{node.name}.{item.name}" not in TEXTUAL_HANDLER_OVERRIDES:
-                            note(item, f"{node.name}.{item.name} overrides {origin}.{item.name}")
+                    if (
+                        library_class is not None
+                        and hasattr(library_class, item.name)
+                        and f"{module}.{node.name}.{item.name}" not in TEXTUAL_HANDLER_OVERRIDES
+                    ):
+                        note(item, f"{node.name}.{item.name} overrides {origin}.{item.name}")
     return found
 
 

@@ -125,9 +125,11 @@ def value_tokens(directory: str) -> st.SearchStrategy[str]:
 
 def plausible(action: argparse.Action, directory: str) -> st.SearchStrategy[str]:
     """A value of the kind the option takes, so a vector gets past parsing and into the command."""
-    if action.type is not None and "Path" in repr(action.type) or "file" in action.dest:
+    if (action.type is not None and "Path" in repr(action.type)) or "file" in action.dest:
         return st.just(os.path.join(directory, "keys.txt"))
-    if action.type in (int, float) or action.type is not None and getattr(action.type, "__name__", "").startswith("-"):
+    if action.type in (int, float) or (
+        action.type is not None and getattr(action.type, "__name__", "").startswith("-")
+    ):
         return st.sampled_from(["1", "2", "4", "8", "16"])
     if action.dest in ("shard", "adjacent"):
         return st.sampled_from(["shardId-000000000000", "shardId-000000000001"])
@@ -291,7 +293,7 @@ def test_no_argument_vector_gives_a_traceback_long_run(offline, fuzz_directory):
     case()
 
 
-def test_the_fuzzer_can_fail(offline, fuzz_directory, monkeypatch):
+def test_the_fuzzer_can_fail(offline, monkeypatch):
     """A handler that raises what nobody planned for is caught by the check (as main's last line of
     defence turns it into "internal error")."""
     from console.commands import keyspace
@@ -308,6 +310,6 @@ def test_the_fuzzer_notices_a_case_that_reaches_for_another_host(offline, monkey
     from console.backend import config
 
     # A command that ignored --endpoint-url would look up AWS's own host name.
-    monkeypatch.setattr(config, "validate_endpoint_url", lambda url: "http://kinesis.us-east-1.amazonaws.com")
+    monkeypatch.setattr(config, "validate_endpoint_url", lambda _url: "http://kinesis.us-east-1.amazonaws.com")
     with pytest.raises(AssertionError, match="amazonaws"):
         check(["streams", "--region", "us-east-1"], offline)

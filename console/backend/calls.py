@@ -158,7 +158,7 @@ class CallPath:
                 return response
             except ConsoleError:
                 raise
-            except Exception as error:  # noqa: BLE001 - every botocore failure is translated below
+            except Exception as error:  # every botocore failure is translated below
                 code = error_code(error)
                 failure = connection_failure(error)
                 if failure is not None:

@@ -184,7 +184,7 @@ class KinesisBackend(StreamSettingsCalls, SideServiceCalls):
             self._checked_puts_client = asyncio.ensure_future(self._open_checked_puts_client())
         try:
             return await asyncio.shield(self._checked_puts_client)
-        except Exception:  # noqa: BLE001 - without it, the main client sends the puts as before
+        except Exception:  # without it, the main client sends the puts as before
             self._open_checked_puts_client = None
             return None
 

@@ -82,7 +82,7 @@ class KinesisCalls(CallPath):
     async def _stream_names_or_none(self) -> list[str] | None:
         try:
             return await self.stream_names()
-        except Exception:  # noqa: BLE001 - the listing is a courtesy; the not-found error stands alone
+        except Exception:
             return None
 
     async def list_stream_summaries(self, *, page_size: int = 100) -> list[StreamSummary]:

@@ -5,6 +5,14 @@ CLI can list them all in `kconsole --help` and import only the module of the com
 Order here is the order in `kconsole --help`; a module's commands sit together, in its own order.
 """
 
+import argparse
+from typing import TypeAlias
+
+# What `register` is handed: the subparsers to add its command to, and the parents that bring the
+# options every command takes (--json, --local, --endpoint-url...).
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Parents: TypeAlias = list[argparse.ArgumentParser]
+
 COMMANDS: dict[str, tuple[str, str]] = {
     "predict": ("console.commands.keyspace", "which shard each partition key (or explicit hash key) lands on"),
     "keytree": (

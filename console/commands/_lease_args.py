@@ -1,13 +1,9 @@
-"""What the consumers commands share: the lease table's name and scan cap checked, the backend opened
-(on the embedded server, the stream created first)."""
+"""What the consumers commands share: the lease table's name and scan cap checked."""
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import re
 
-from console.commands._stream_args import ensure_local_stream
 from console.consumers.lag import MAX_SCAN_CAP
 from console.errors import BadInput
 
@@ -26,15 +22,3 @@ def validate_scan_cap(cap: int, most: int = MAX_SCAN_CAP) -> int:
     if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= most:
         raise BadInput(f"--scan-cap must be a whole number from 1 to {most:,}; got {cap!r}", code="usage")
     return cap
-
-
-@contextlib.asynccontextmanager
-async def open_backend_for(args: argparse.Namespace):
-    """The backend; on the embedded server (empty each run) the stream is created first."""
-    from console.backend import BackendConfig, open_backend
-
-    config = BackendConfig.from_args(args)
-    async with open_backend(config) as backend:
-        if config.kind == "local":
-            await ensure_local_stream(backend, args.stream, args)
-        yield backend

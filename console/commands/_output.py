@@ -171,7 +171,7 @@ def render(document: Any, output: str) -> str:
     return render_rich_table(document)
 
 
-def emit_record(args: Any, record: dict, human_line: Callable[[], str]) -> str:
+def emit_record(args: Any, record: dict[str, Any], human_line: Callable[[], str]) -> str:
     """One record of a streaming command (tail) as one line in the chosen --output; "" when --query
     selects nothing from it. (A table cannot stream; the command refuses --output table first.)"""
     output = getattr(args, "output", None)
@@ -208,7 +208,7 @@ def text_lines(value: Any, prefix: tuple[str, ...] = ()) -> Iterator[str]:
             for item in value:
                 yield from text_lines(item, prefix)
     else:
-        yield "\t".join(prefix + (_text_cell(value),))
+        yield "\t".join((*prefix, _text_cell(value)))
 
 
 def _text_cell(value: Any) -> str:
@@ -262,10 +262,8 @@ def _rich_parts(value: Any, title: str | None) -> Iterator[Any]:
 
 
 def _is_nested_table(value: Any) -> bool:
-    return (
-        isinstance(value, list)
-        and any(isinstance(item, dict) for item in value)
-        or (isinstance(value, dict) and any(isinstance(item, (dict, list)) for item in value.values()))
+    return (isinstance(value, list) and any(isinstance(item, dict) for item in value)) or (
+        isinstance(value, dict) and any(isinstance(item, (dict, list)) for item in value.values())
     )
 
 
@@ -275,7 +273,7 @@ def _table_cell(value: Any) -> str:
     return printable("" if value is None else str(value))
 
 
-def emit_json_with_rows(document: dict, rows_key: str, encoded_rows: Iterable[str]) -> None:
+def emit_json_with_rows(document: dict[str, Any], rows_key: str, encoded_rows: Iterable[str]) -> None:
     """Print `document` as json.dumps would, its `rows_key` holding a long list whose items arrive
     already encoded, a chunk (comma-joined items) at a time. Large writes keep the cost down even when
     stdout is unbuffered (PYTHONUNBUFFERED), where json.dump's many small writes are one syscall each."""

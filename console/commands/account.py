@@ -10,15 +10,19 @@ earliest allowed end leaves it ENABLED_UNTIL_EARLIEST_ALLOWED_END.
 
 from __future__ import annotations
 
-from typing import Any
+import argparse
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from console.commands import command_help
+from console.commands import Parents, Subparsers, command_help
+from console.commands._backend import with_backend
 from console.commands._confirm import confirm_by_typing, refuse_if_read_only
+from console.commands._options import options_from
 from console.commands._output import emit, note, render_table, run_async
 from console.errors import PlanRejected
 
 
-def register(subparsers, common) -> None:
+def register(subparsers: Subparsers, common: Parents) -> None:
     parser = subparsers.add_parser(
         "account",
         parents=common,
@@ -37,30 +41,35 @@ def register(subparsers, common) -> None:
     parser.set_defaults(handler=run_account)
 
 
-def run_account(args: Any) -> int:
-    if args.on_demand_advantage is not None:
-        refuse_if_read_only(args, f"turn On-demand Advantage {args.on_demand_advantage}")
-    return run_async(_account(args))
+@dataclass(frozen=True)
+class AccountOptions:
+    on_demand_advantage: Literal["on", "off"] | None = None  # None: show the commitment, change nothing
 
 
-async def _account(args: Any) -> int:
-    from console.backend import BackendConfig, open_backend
+def run_account(args: argparse.Namespace) -> int:
+    options = options_from(AccountOptions, args)
+    if options.on_demand_advantage is not None:
+        refuse_if_read_only(args, f"turn On-demand Advantage {options.on_demand_advantage}")
+    return run_async(_account(args, options))
+
+
+async def _account(args: argparse.Namespace, options: AccountOptions) -> int:
     from console.lifecycle import actions
     from console.reshard.actionlog import ActionLog
 
-    async with open_backend(BackendConfig.from_args(args)) as kinesis:
+    async with with_backend(args) as kinesis:
         label = kinesis.label
-        if args.on_demand_advantage is None:
+        if options.on_demand_advantage is None:
             commitment = await actions.read_commitment(kinesis)
             document: dict[str, Any] = {"backend": label, "on_demand_advantage": commitment}
             emit(args, document, lambda: render_commitment(commitment, label))
             return 0
-        plan = await actions.prepare_account(kinesis, args.on_demand_advantage == "on")
+        plan = await actions.prepare_account(kinesis, options.on_demand_advantage == "on")
         executed = False
         if plan.refusal:
             raise PlanRejected(f"account change refused, nothing was called: {plan.refusal}")
         if not plan.is_noop:
-            word = args.on_demand_advantage
+            word = options.on_demand_advantage
             confirm_by_typing(
                 args,
                 word,
@@ -86,7 +95,7 @@ async def _account(args: Any) -> int:
     return 0
 
 
-def render_commitment(commitment: dict, label: str) -> str:
+def render_commitment(commitment: dict[str, Any], label: str) -> str:
     rows = [
         ("on-demand advantage", commitment["status"]),
         ("started", commitment["started_at"] or "-"),

@@ -14,11 +14,15 @@ A stream with active channels cannot be deleted (`kconsole stream delete` says s
 
 from __future__ import annotations
 
+import argparse
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
-from console.commands import command_help
+from console.commands import Parents, Subparsers, command_help
+from console.commands._backend import with_backend
 from console.commands._confirm import confirm_by_typing, refuse_if_read_only
+from console.commands._options import options_from
 from console.commands._output import emit, note, render_table, run_async
 from console.errors import BadInput, PlanRejected
 from console.lifecycle import actions
@@ -28,7 +32,7 @@ from console.lifecycle.plans import LifecyclePlan
 ACTIONS = ("describe", "create", "delete")
 
 
-def register(subparsers, common) -> None:
+def register(subparsers: Subparsers, common: Parents) -> None:
     parser = subparsers.add_parser(
         "channels",
         parents=common,
@@ -50,26 +54,34 @@ def register(subparsers, common) -> None:
     parser.set_defaults(handler=run_channels)
 
 
-def run_channels(args: Any) -> int:
-    words = list(args.words)
+@dataclass(frozen=True)
+class ChannelsOptions:
+    words: list[str] = field(default_factory=list)  # STREAM, or an action and its channel NAME
+    stream_name: str | None = None
+    config: str | None = None  # create's request file
+
+
+def run_channels(args: argparse.Namespace) -> int:
+    options = options_from(ChannelsOptions, args)
+    words = list(options.words)
     action = words[0] if words and words[0] in ACTIONS else None
     if action is None:
-        if len(words) > 1 or (words and args.stream_name):
+        if len(words) > 1 or (words and options.stream_name):
             raise BadInput(
                 "kconsole channels: give one STREAM, or describe NAME, create --config FILE, delete NAME", code="usage"
             )
-        stream = args.stream_name or (words[0] if words else None)
+        stream = options.stream_name or (words[0] if words else None)
         if stream is not None:
             from console.bounds import validate_stream_name
 
             validate_stream_name(stream)
         return run_async(_list(args, stream))
     if action == "create":
-        if len(words) != 1 or not args.config:
+        if len(words) != 1 or not options.config:
             raise BadInput(
                 "kconsole channels create takes --config FILE (the CreateChannel request as JSON)", code="usage"
             )
-        request = read_channel_config(args.config)
+        request = read_channel_config(options.config)
         refuse_if_read_only(args, f"create channel {request['ChannelName']}")
         return run_async(_create(args, request))
     if len(words) != 2:
@@ -104,14 +116,8 @@ def check_channel_name(name: str) -> str:
 # ---- reading -------------------------------------------------------------------------------------
 
 
-def _open(args: Any):
-    from console.backend import BackendConfig, open_backend
-
-    return open_backend(BackendConfig.from_args(args))
-
-
 async def _list(args: Any, stream: str | None) -> int:
-    async with _open(args) as kinesis:
+    async with with_backend(args) as kinesis:
         arn = (await kinesis.describe_stream_summary(stream)).arn if stream else None
         summaries = await kinesis.list_channels(stream_arn=arn)
         described = [await kinesis.describe_channel(c["ChannelARN"]) for c in summaries] if stream else []
@@ -123,7 +129,7 @@ async def _list(args: Any, stream: str | None) -> int:
 
 
 async def _describe(args: Any, name: str) -> int:
-    async with _open(args) as kinesis:
+    async with with_backend(args) as kinesis:
         description = await kinesis.describe_channel(await _arn_of(kinesis, name))
     document = channel_json(description)
     emit(args, document, lambda: render_table(("FIELD", "VALUE"), [(k, _text(v)) for k, v in document.items()]))
@@ -133,7 +139,8 @@ async def _describe(args: Any, name: str) -> int:
 async def _arn_of(kinesis: Any, name: str) -> str:
     for channel in await kinesis.list_channels():
         if channel.get("ChannelName") == name:
-            return channel["ChannelARN"]
+            arn: str = channel["ChannelARN"]
+            return arn
     raise BadInput(f"no channel named {name!r} on {kinesis.label}", code="not_found")
 
 
@@ -143,7 +150,7 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
-def render_channels(rows: list[dict], label: str, stream: str | None) -> str:
+def render_channels(rows: list[dict[str, Any]], label: str, stream: str | None) -> str:
     if not rows:
         return f"no channels {'reading from ' + stream + ' ' if stream else ''}on {label}"
     table = [
@@ -156,8 +163,8 @@ def render_channels(rows: list[dict], label: str, stream: str | None) -> str:
 # ---- changing ------------------------------------------------------------------------------------
 
 
-async def _create(args: Any, request: dict) -> int:
-    async with _open(args) as kinesis:
+async def _create(args: Any, request: dict[str, Any]) -> int:
+    async with with_backend(args) as kinesis:
         plan = await actions.prepare_channel_create(kinesis, request)
         made = await _change(args, kinesis, plan)
         document: dict[str, Any] = {
@@ -170,14 +177,14 @@ async def _create(args: Any, request: dict) -> int:
 
 
 async def _delete(args: Any, name: str) -> int:
-    async with _open(args) as kinesis:
+    async with with_backend(args) as kinesis:
         plan = await actions.prepare_channel_delete(kinesis, name)
         await _change(args, kinesis, plan)
     emit(args, {"executed": True, "plan": plan.to_json()}, plan.render() + f"\nDone: channel {name} deleted")
     return 0
 
 
-async def _change(args: Any, kinesis: Any, plan: LifecyclePlan) -> list:
+async def _change(args: Any, kinesis: Any, plan: LifecyclePlan) -> list[Any]:
     from console.reshard.actionlog import ActionLog
 
     if plan.refusal:

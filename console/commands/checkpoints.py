@@ -117,8 +117,8 @@ def _check_options(args: argparse.Namespace, action: str) -> None:
         validate_table_name(args.to_table)
 
 
-async def _change(args: argparse.Namespace, action: str, positions: dict | None) -> tuple[Any, Any]:
-    from console.commands._lease_args import open_backend_for as _open
+async def _change(args: argparse.Namespace, action: str, positions: dict[str, Any] | None) -> tuple[Any, Any]:
+    from console.commands._backend import with_backend
     from console.consumers import rewind
     from console.lifecycle.actions import actor
     from console.reshard.actionlog import ActionLog
@@ -129,7 +129,7 @@ async def _change(args: argparse.Namespace, action: str, positions: dict | None)
         if args.stream and args.stream != stream:
             raise BadInput(f"{args.undo} changed {stream}'s checkpoints, not {args.stream}'s", code="usage")
         args.stream, args.lease_table = stream, table
-    async with _open(args) as backend:
+    async with with_backend(args, stream=args.stream) as backend:
         if args.undo is not None:
             assert positions is not None
             plan = await rewind.prepare_positions(
@@ -200,11 +200,11 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _positions_document(args: argparse.Namespace) -> dict:
-    from console.commands._lease_args import open_backend_for as _open
+async def _positions_document(args: argparse.Namespace) -> dict[str, Any]:
+    from console.commands._backend import with_backend
     from console.consumers.rewind import read_table
 
-    async with _open(args) as backend:
+    async with with_backend(args, stream=args.stream) as backend:
         table = await read_table(backend, args.lease_table, args.stream)
     return {
         "format": FORMAT,

@@ -16,16 +16,19 @@ import json
 import os
 import time
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from console.commands import command_help
+from console.commands import Parents, Subparsers, command_help
+
+if TYPE_CHECKING:
+    from console.backend import BackendConfig
 
 SHELLS = ("bash", "zsh", "fish")
 CACHE_SECONDS = 60.0
 LOOKUP_SECONDS = 2.0  # the whole listing, connection included; a slow backend completes nothing
 
 
-def register(subparsers, common) -> None:
+def register(subparsers: Subparsers, _common: Parents) -> None:
     parser = subparsers.add_parser(
         "completion",
         help=command_help("completion"),
@@ -69,18 +72,18 @@ def _attach(parser: argparse.ArgumentParser, completer: Any) -> None:
 def stream_names(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
     try:
         names = _cached_stream_names(parsed_args)
-    except Exception:  # noqa: BLE001 - a completion that cannot list streams offers none, silently
+    except Exception:  # a completion that cannot list streams offers none, silently
         return []
     return [name for name in names if name.startswith(prefix)]
 
 
 def _cached_stream_names(parsed_args: argparse.Namespace) -> list[str]:
-    from console.backend import BackendConfig
+    from console.commands._backend import backend_config
     from console.userdirs import cache_dir
 
     if getattr(parsed_args, "local", False):
         return []  # starting the embedded server takes seconds, and it would start empty anyway
-    config = BackendConfig.from_args(parsed_args)
+    config = backend_config(parsed_args)
     key = hashlib.sha256(config.label.encode()).hexdigest()[:16]
     path = cache_dir() / f"streams-{key}.json"
     try:
@@ -89,7 +92,7 @@ def _cached_stream_names(parsed_args: argparse.Namespace) -> list[str]:
             return list(cached["names"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    names = _list_now(replace(config, connect_timeout=1.0, read_timeout=LOOKUP_SECONDS, max_attempts=1))
+    names = _list_now(parsed_args, replace(config, connect_timeout=1.0, read_timeout=LOOKUP_SECONDS, max_attempts=1))
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(f".{os.getpid()}.tmp")
     temporary.write_text(json.dumps({"label": config.label, "time": time.time(), "names": names}), encoding="utf-8")
@@ -97,13 +100,13 @@ def _cached_stream_names(parsed_args: argparse.Namespace) -> list[str]:
     return names
 
 
-def _list_now(config: Any) -> list[str]:
+def _list_now(parsed_args: argparse.Namespace, config: BackendConfig) -> list[str]:
     import asyncio
 
-    from console.backend import open_backend
+    from console.commands._backend import with_backend
 
     async def listing() -> list[str]:
-        async with open_backend(config) as kinesis:
+        async with with_backend(parsed_args, config=config) as kinesis:
             kinesis.on_retry = None
             return await kinesis.stream_names()
 

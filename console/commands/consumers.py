@@ -22,9 +22,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from console.commands import command_help
+from console.commands import Parents, Subparsers, command_help
+from console.commands._backend import with_backend
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
-from console.commands._lease_args import open_backend_for as _open
 from console.commands._lease_args import validate_scan_cap, validate_table_name
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import local_shard_count, validate_stream_name
@@ -42,7 +42,7 @@ _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd]?)$")
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def register(subparsers, common) -> None:
+def register(subparsers: Subparsers, common: Parents) -> None:
     parser = subparsers.add_parser(
         "consumers",
         parents=common,
@@ -236,11 +236,11 @@ def run_consumers(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _find_tables(args: argparse.Namespace) -> tuple[list[str], list]:
+async def _find_tables(args: argparse.Namespace) -> tuple[list[str], list[Any]]:
     from console.consumers.look import find_lease_tables
     from console.consumers.workers import kcl_tables_of
 
-    async with _open(args) as backend:
+    async with with_backend(args, stream=args.stream) as backend:
         shards = await backend.all_shards(args.stream)
         tables = await find_lease_tables(backend, args.stream, shards)
         names = await backend.table_names() if tables else []
@@ -253,7 +253,7 @@ async def _report(args: argparse.Namespace) -> tuple[ConsumerReport, Any]:
     from console.consumers.workers import check_lease_table, read_workers
     from console.read.share import ReadShare, share_for_endpoint
 
-    async with _open(args) as backend:
+    async with with_backend(args, stream=args.stream) as backend:
         if args.lease_table is not None:
             await check_lease_table(backend, args.lease_table)
         tracker = StallTracker()
@@ -385,13 +385,13 @@ def run_registration(args: argparse.Namespace, action: str) -> int:
     return 0
 
 
-async def _registration(args: argparse.Namespace, action: str) -> dict:
+async def _registration(args: argparse.Namespace, action: str) -> dict[str, Any]:
     """Prepared and run by console.lifecycle.actions: the plan says what changes, the stream name
     confirms it, the call goes through the action log (a lost reply settled by listing the consumers)."""
     from console.lifecycle import actions
     from console.reshard.actionlog import ActionLog
 
-    async with _open(args) as backend:
+    async with with_backend(args, stream=args.stream) as backend:
         prepare = actions.prepare_register_consumer if action == "register" else actions.prepare_deregister_consumer
         plan = await prepare(backend, args.stream, args.name)
         confirm_by_stream_name(
@@ -409,7 +409,7 @@ async def _registration(args: argparse.Namespace, action: str) -> dict:
         reply_lost = made[0].change.reply_lost
         if action == "deregister":
             return {"action": action, "name": args.name, "status": "DELETING", "arn": None, "reply_lost": reply_lost}
-        answer: dict = made[0].answer or next(
+        answer: dict[str, Any] = made[0].answer or next(
             (
                 c
                 for c in await backend.list_stream_consumers(plan.calls[0].parameters["StreamARN"])
@@ -447,7 +447,7 @@ async def _recommend(args: argparse.Namespace, window: float) -> tuple[Recommend
     from console.heat.cloudwatch import cloudwatch_heat
     from console.heat.snapshot import utilisation
 
-    async with _open(args) as backend:
+    async with with_backend(args, stream=args.stream) as backend:
         summary = await backend.describe_stream_summary(args.stream)
         shards = [shard for shard in await backend.all_shards(args.stream) if shard.is_open]
         metered = {"IncomingBytes", "IncomingRecords"} <= set(summary.enhanced_metrics)

@@ -12,11 +12,12 @@ import contextlib
 import json
 import os
 import stat
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from console.commands import command_help
+from console.commands import Parents, Subparsers, command_help
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._mask_args import add_copy_mask_arguments, copy_masker
 from console.commands._output import emit, note, run_async
@@ -30,6 +31,9 @@ from console.read.tail import TailOptions, TailReader
 from console.read.where import RecordFilter
 from console.topology.model import NO_KEY
 
+if TYPE_CHECKING:
+    from console.backend import BackendConfig
+
 MAX_CHECKPOINT_BYTES = 64 * 1024 * 1024  # a checkpoint holds at most a chunk's sequence numbers per shard
 DESTINATION_OPTIONS = ("dst_endpoint_url", "dst_region", "dst_profile")
 MAX_REQUESTS_IN_FLIGHT = 8  # as `kconsole produce`
@@ -38,7 +42,7 @@ MAX_REQUESTS_IN_FLIGHT = 8  # as `kconsole produce`
 SELF_COPY_MARGIN = timedelta(minutes=5)
 
 
-def register(subparsers, common) -> None:
+def register(subparsers: Subparsers, common: Parents) -> None:
     parser = subparsers.add_parser(
         "copy",
         parents=common,
@@ -88,7 +92,7 @@ def register(subparsers, common) -> None:
 
 
 def handle(args: Any) -> int:
-    from console.backend import BackendConfig
+    from console.commands._backend import backend_config
     from console.produce.copy import CopyCheckpoint
 
     validate_stream_name(args.source)
@@ -117,9 +121,9 @@ def handle(args: Any) -> int:
     # A resumed masked copy masks as it began, whatever is given (a mask is never dropped halfway).
     mask = copy_masker(args, [str(rule) for rule in kept] if isinstance(kept, list) else None)
     where = RecordFilter(args.where) if args.where is not None else None
-    source_config = BackendConfig.from_args(args)
+    source_config = backend_config(args)
     separate = any(getattr(args, option) is not None for option in DESTINATION_OPTIONS)
-    destination_config = BackendConfig.from_args(_destination_args(args)) if separate else source_config
+    destination_config = backend_config(_destination_args(args)) if separate else source_config
     same_place = _place(source_config) == _place(destination_config) and args.source == args.destination
     identity = {
         "source": args.source,
@@ -210,21 +214,21 @@ def handle(args: Any) -> int:
 
 
 async def _copy(
-    args,
-    source_config,
-    destination_config,
+    args: Any,
+    source_config: BackendConfig,
+    destination_config: BackendConfig,
     separate: bool,
     options: TailOptions,
-    checkpoint,
+    checkpoint: Any,
     path: Path,
-    where,
+    where: RecordFilter | None,
     now: datetime,
     checkpoint_option: str,
-    mask,
-):
+    mask: Any,
+) -> tuple[Any, float, bool]:
     import time
 
-    from console.backend import open_backend
+    from console.commands._backend import with_backend
     from console.commands._stream_args import ensure_local_stream
     from console.commands.produce import AWS_GET_RECORDS_INTERVAL, _ProgressLines
     from console.produce.copy import Interruption, copy_window
@@ -233,12 +237,16 @@ async def _copy(
     interruption = Interruption()
     async with contextlib.AsyncExitStack() as stack:
         stack.callback(_on_first_interrupt(interruption))
-        source = await stack.enter_async_context(open_backend(source_config))
-        destination = await stack.enter_async_context(open_backend(destination_config)) if separate else source
-        if source_config.kind == "local":  # the embedded server starts empty: both streams are made, as tail does
-            await ensure_local_stream(source, args.source, args)
-        if destination_config.kind == "local":
-            await ensure_local_stream(destination, args.destination, args)
+        # The embedded server starts empty: both streams are made, as tail does.
+        source = await stack.enter_async_context(with_backend(args, stream=args.source, config=source_config))
+        if not separate:
+            destination = source
+            if source_config.kind == "local":
+                await ensure_local_stream(source, args.destination, args)
+        else:
+            destination = await stack.enter_async_context(
+                with_backend(args, stream=args.destination, config=destination_config)
+            )
         summary = await source.describe_stream_summary(
             args.source
         )  # a missing SRC fails here, naming the ones there are
@@ -305,14 +313,14 @@ def _on_first_interrupt(interruption: Any) -> Any:
         note("copy: stopping once the requests in flight are answered (Ctrl-C again stops at once)")
         interruption.request("interrupted (Ctrl-C)")
 
-    try:
+    with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
         loop.add_signal_handler(signal.SIGINT, first)
-    except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
-        pass
     return restore
 
 
-def _chunk_writer(kinesis, stream: str, config, verify: bool, on_progress, aws_interval: float):
+def _chunk_writer(
+    kinesis: Any, stream: str, config: BackendConfig, verify: bool, on_progress: Any, aws_interval: float
+) -> Callable[[Any], Awaitable[Any]]:
     """One chunk through the ordered producer (and, with verify, read back), as `put` sends its records."""
     from collections import Counter
 
@@ -324,7 +332,7 @@ def _chunk_writer(kinesis, stream: str, config, verify: bool, on_progress, aws_i
     from console.produce.verify import IN_FLIGHT_TIMEOUTS, ReadSettings, Verifier
     from console.topology.shardmap import ShardMap
 
-    async def write(run) -> Any:
+    async def write(run: Any) -> Any:
         per_key = Counter(ledger_key(record) for record in run.records)
         # One record a key a request: enough requests in flight to carry every key once, and one more, keeps
         # each request full; more would only split the same keys into smaller requests.
@@ -439,13 +447,15 @@ def _check_writable(path: Path, option: str) -> None:
         raise BadInput(f"cannot write the checkpoint {path}: {error.strerror or error}", code="bad_file") from None
 
 
-def _save_checkpoint(path: Path, document: dict, option: str) -> None:
+def _save_checkpoint(path: Path, document: dict[str, Any], option: str) -> None:
     from console.read.export import write_atomically
 
     write_atomically(path, json.dumps(document).encode("utf-8"), option)
 
 
-def _summary(args, start, end, progress, seconds: float, path: Path, checkpoint) -> dict:
+def _summary(
+    args: Any, start: Any, end: Any, progress: Any, seconds: float, path: Path, checkpoint: Any
+) -> dict[str, Any]:
     document: dict[str, Any] = {
         "source": args.source,
         "destination": args.destination,
@@ -479,7 +489,7 @@ def _summary(args, start, end, progress, seconds: float, path: Path, checkpoint)
     return document
 
 
-def _summary_text(document: dict) -> str:
+def _summary_text(document: dict[str, Any]) -> str:
     lines = [
         f"copied {document['copied']:,} records from {document['source']} to {document['destination']} in "
         f"{document['seconds']:.2f} s ({document['read']:,} read, {document['filtered_out']:,} filtered out, "

@@ -10,19 +10,26 @@ never goes to a remote endpoint.
 
 from __future__ import annotations
 
-from typing import Any
+import argparse
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from console.commands import command_help
+from console.commands import Parents, Subparsers, command_help
+from console.commands._backend import backend_config, with_backend
 from console.commands._confirm import refuse_if_read_only
+from console.commands._options import options_from
 from console.commands._output import emit, run_async
-from console.commands._stream_args import ensure_local_stream, validate_stream_name
+from console.commands._stream_args import validate_stream_name
 from console.errors import BackendError, BadInput
+
+if TYPE_CHECKING:
+    from console.backend import BackendConfig
 
 TABLE_NAME_LIMIT = 255  # DynamoDB's table name length
 TABLE_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
 
-def register(subparsers, common) -> None:
+def register(subparsers: Subparsers, common: Parents) -> None:
     demo = subparsers.add_parser(
         "demo",
         parents=common,
@@ -77,7 +84,7 @@ def register(subparsers, common) -> None:
     schemas.set_defaults(handler=schemas_command)
 
 
-def _no_action(args: Any) -> int:
+def _no_action(_args: argparse.Namespace) -> int:
     raise BadInput("kconsole demo: choose an action: lease-table, readers, schemas", code="usage")
 
 
@@ -90,9 +97,17 @@ def validate_table_name(name: str) -> str:
     return name
 
 
-def lease_table_command(args: Any) -> int:
-    stream = validate_stream_name(args.stream)
-    table = validate_table_name(args.table or f"{stream}-app")
+@dataclass(frozen=True)
+class DemoOptions:
+    stream: str
+    table: str | None = None  # lease-table: default STREAM-app
+    count: int = 20  # schemas: records of each schema
+
+
+def lease_table_command(args: argparse.Namespace) -> int:
+    options = options_from(DemoOptions, args)
+    stream = validate_stream_name(options.stream)
+    table = validate_table_name(options.table or f"{stream}-app")
     config = _demo_config(args)
     refuse_if_read_only(args, f"write the demo lease table {table}")
     leases = run_async(_write_lease_table(args, config, stream, table))
@@ -107,12 +122,11 @@ def lease_table_command(args: Any) -> int:
     return 0
 
 
-def _demo_config(args: Any) -> Any:
+def _demo_config(args: Any) -> BackendConfig:
     """The backend configuration, refused unless it is the embedded server or a loopback endpoint."""
-    from console.backend import BackendConfig
     from console.backend.config import is_local_endpoint
 
-    config = BackendConfig.from_args(args)
+    config = backend_config(args)
     if not (config.kind == "local" or (config.kind == "endpoint" and is_local_endpoint(config.endpoint_url))):
         raise BadInput(
             "kconsole demo writes example data only to the embedded server (--local) or a loopback "
@@ -122,12 +136,8 @@ def _demo_config(args: Any) -> Any:
     return config
 
 
-async def _write_lease_table(args: Any, config: Any, stream: str, table: str) -> int:
-    from console.backend import open_backend
-
-    async with open_backend(config) as kinesis:
-        if config.kind == "local":
-            await ensure_local_stream(kinesis, stream, args)
+async def _write_lease_table(args: Any, config: BackendConfig, stream: str, table: str) -> int:
+    async with with_backend(args, stream=stream, config=config) as kinesis:
         await _refuse_existing_table(kinesis, table, "name another with --table")
         return await _lease_table(kinesis, stream, table)
 
@@ -146,10 +156,11 @@ async def _lease_table(kinesis: Any, stream: str, table: str, checkpoints: dict[
     return len(items)
 
 
-def readers_command(args: Any) -> int:
+def readers_command(args: argparse.Namespace) -> int:
     from console.backend.demo_readers import DemoNames
 
-    names = DemoNames.for_stream(validate_stream_name(args.stream))
+    options = options_from(DemoOptions, args)
+    names = DemoNames.for_stream(validate_stream_name(options.stream))
     config = _demo_config(args)
     refuse_if_read_only(args, f"make the demo readers of {names.stream}")
     made, leases = run_async(_make_readers(args, config, names))
@@ -185,7 +196,7 @@ READER_KINDS = {
 }
 
 
-def _readers_text(made: Any, readers: list[dict], leases: int | str, next_command: str) -> str:
+def _readers_text(made: Any, readers: list[dict[str, Any]], leases: int | str, next_command: str) -> str:
     from console.consumers.report import format_millis
 
     lines = [
@@ -209,15 +220,12 @@ def _readers_text(made: Any, readers: list[dict], leases: int | str, next_comman
     return "\n".join(lines)
 
 
-async def _make_readers(args: Any, config: Any, names: Any) -> tuple[Any, int | str]:
+async def _make_readers(args: Any, config: BackendConfig, names: Any) -> tuple[Any, int | str]:
     """The readers made, and the lease table's lease count (or why it could not be written: a
     server without DynamoDB)."""
-    from console.backend import open_backend
     from console.backend.demo_readers import ReaderDemo
 
-    async with open_backend(config) as kinesis:
-        if config.kind == "local":
-            await ensure_local_stream(kinesis, names.stream, args)
+    async with with_backend(args, stream=names.stream, config=config) as kinesis:
         stream_arn = (await kinesis.describe_stream_summary(names.stream)).arn
         demo = ReaderDemo(kinesis, names)
         existing = await demo.existing(stream_arn)
@@ -290,7 +298,7 @@ message Order {
 DEMO_NAMES = ("Ada", "Grace", "Edsger", "Barbara", "Ken")
 
 
-def demo_order(number: int) -> dict:
+def demo_order(number: int) -> dict[str, Any]:
     """A made-up order: the card number is a test number's shape, the e-mail an example.com address."""
     name = DEMO_NAMES[number % len(DEMO_NAMES)]
     return {
@@ -301,13 +309,14 @@ def demo_order(number: int) -> dict:
     }
 
 
-def schemas_command(args: Any) -> int:
-    stream = validate_stream_name(args.stream)
-    if not 1 <= args.count <= 500:
-        raise BadInput(f"--count must be from 1 to 500; got {args.count}", code="usage")
+def schemas_command(args: argparse.Namespace) -> int:
+    options = options_from(DemoOptions, args)
+    stream = validate_stream_name(options.stream)
+    if not 1 <= options.count <= 500:
+        raise BadInput(f"--count must be from 1 to 500; got {options.count}", code="usage")
     config = _demo_config(args)
     refuse_if_read_only(args, f"register the demo schemas and put records on {stream}")
-    made = run_async(_put_schema_records(args, config, stream, args.count))
+    made = run_async(_put_schema_records(args, config, stream, options.count))
     emit(
         args,
         made,
@@ -319,14 +328,13 @@ def schemas_command(args: Any) -> int:
     return 0
 
 
-async def _put_schema_records(args: Any, config: Any, stream: str, count: int) -> dict:
+async def _put_schema_records(args: Any, config: BackendConfig, stream: str, count: int) -> dict[str, Any]:
     import io
     import json
     import zlib
 
     import fastavro
 
-    from console.backend import open_backend
     from console.read.protobuf_schemas import build
     from console.read.schemas import encode_header
 
@@ -337,7 +345,7 @@ async def _put_schema_records(args: Any, config: Any, stream: str, count: int) -
     )
     avro, proto = fastavro.parse_schema(ORDER_AVRO_SCHEMA), build(ORDER_PROTO_SCHEMA)
 
-    def body(data_format: str, order: dict) -> bytes:
+    def body(data_format: str, order: dict[str, Any]) -> bytes:
         if data_format == "AVRO":
             buffer = io.BytesIO()
             fastavro.schemaless_writer(buffer, avro, order)
@@ -346,9 +354,7 @@ async def _put_schema_records(args: Any, config: Any, stream: str, count: int) -
             return proto.encode(order)  # the message index, then the message
         return json.dumps(order).encode()
 
-    async with open_backend(config) as kinesis:
-        if config.kind == "local":
-            await ensure_local_stream(kinesis, stream, args)
+    async with with_backend(args, stream=stream, config=config) as kinesis:
         await kinesis.glue.ensure_registry(DEMO_REGISTRY)
         versions = [
             await kinesis.glue.register_schema(DEMO_REGISTRY, name, data_format, definition)

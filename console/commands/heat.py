@@ -24,15 +24,16 @@ import asyncio
 import contextlib
 import math
 from collections.abc import Callable
+from typing import Any
 
-from console.backend import BackendConfig, open_backend
-from console.commands import command_help
+from console.backend import BackendConfig
+from console.commands import Parents, Subparsers, command_help
+from console.commands._backend import backend_config, with_backend
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._distribution import distribution_since
 from console.commands._mask_args import add_mask_arguments, key_mask_from_args
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._read_share import add_read_share_argument, read_share_for
-from console.commands._stream_args import ensure_local_stream
 from console.commands.tail import add_efo_arguments, check_efo_args, efo_subscriptions
 from console.errors import BadInput
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
@@ -58,7 +59,7 @@ DEFAULT_CLOUDWATCH_SECONDS = 900.0
 MAX_TOP = 100
 
 
-def register(subparsers, common) -> None:
+def register(subparsers: Subparsers, common: Parents) -> None:
     parser = subparsers.add_parser(
         "heat",
         parents=common,
@@ -137,7 +138,7 @@ def _validate(args: argparse.Namespace) -> None:
 
 def run_heat(args: argparse.Namespace) -> int:
     _validate(args)
-    config = BackendConfig.from_args(args)
+    config = backend_config(args)
     if args.enable_enhanced_monitoring and args.disable_enhanced_monitoring:
         raise BadInput("--enable-enhanced-monitoring or --disable-enhanced-monitoring, not both", code="usage")
     if args.enable_enhanced_monitoring or args.disable_enhanced_monitoring:
@@ -161,9 +162,7 @@ def run_heat(args: argparse.Namespace) -> int:
 
 
 async def _sample(config: BackendConfig, args: argparse.Namespace) -> tuple[StreamHeatSnapshot, ReadShare]:
-    async with open_backend(config) as kinesis, contextlib.AsyncExitStack() as efo:
-        if config.kind == "local":  # the embedded server starts empty: create the stream, as everywhere
-            await ensure_local_stream(kinesis, args.stream, args)
+    async with with_backend(args, stream=args.stream, config=config) as kinesis, contextlib.AsyncExitStack() as efo:
         summary = await kinesis.describe_stream_summary(args.stream)
         subscribe = await efo_subscriptions(kinesis, args.stream, args, efo, command="heat") if args.efo else None
         sampler = HeatSampler(
@@ -207,7 +206,7 @@ def _reads_each(args: argparse.Namespace, read_share: ReadShare) -> str:
 # ---- what to do about it -----------------------------------------------------------------------
 
 
-def advise(snapshot: StreamHeatSnapshot) -> dict:
+def advise(snapshot: StreamHeatSnapshot) -> dict[str, Any]:
     """The hottest shard's split point and a write-sharding what-if for each dominant key."""
     shards = [(s.shard_id, s.starting_hash_key, s.ending_hash_key) for s in snapshot.open_shards]
     index = HashRangeIndex.build(shards) if shards else None
@@ -231,7 +230,7 @@ def advise(snapshot: StreamHeatSnapshot) -> dict:
     return {"hottest": snapshot.hottest, "hot_keys": hot_keys}
 
 
-def masked_advice(advice: dict, rename: Callable[[str], str]) -> dict:
+def masked_advice(advice: dict[str, Any], rename: Callable[[str], str]) -> dict[str, Any]:
     """The advice with every partition key in it shown through `rename`."""
     hottest = advice["hottest"]
     return {
@@ -240,7 +239,7 @@ def masked_advice(advice: dict, rename: Callable[[str], str]) -> dict:
     }
 
 
-def advice_json(snapshot: StreamHeatSnapshot, advice: dict) -> dict:
+def advice_json(snapshot: StreamHeatSnapshot, advice: dict[str, Any]) -> dict[str, Any]:
     hottest = advice["hottest"]
     return {
         "split_suggestion": hottest.split.to_json(snapshot.stream) if hottest and hottest.split else None,
@@ -278,7 +277,7 @@ def _top_keys(shard: ShardHeatSnapshot) -> str:
     return shown or "-"
 
 
-def render(snapshot: StreamHeatSnapshot, advice: dict, *, hottest_first: bool = False) -> str:
+def render(snapshot: StreamHeatSnapshot, advice: dict[str, Any], *, hottest_first: bool = False) -> str:
     window = snapshot.window_end - snapshot.window_start
     lines = [auto_notice(snapshot.stream)] if snapshot.auto_distribution else []
     lines.append(
@@ -392,9 +391,7 @@ def run_cloudwatch(args: argparse.Namespace, config: BackendConfig) -> int:
 
 
 async def _cloudwatch(config: BackendConfig, args: argparse.Namespace) -> tuple[list[ShardMetricsHeat], set[str]]:
-    async with open_backend(config) as kinesis:
-        if config.kind == "local":
-            await ensure_local_stream(kinesis, args.stream, args)
+    async with with_backend(args, stream=args.stream, config=config) as kinesis:
         summary = await kinesis.describe_stream_summary(args.stream)
         enabled = set(summary.enhanced_metrics)
         if "ALL" in enabled:
@@ -449,9 +446,7 @@ def run_enable_monitoring(args: argparse.Namespace, config: BackendConfig, *, on
     confirm_by_stream_name(args, change=f"{action} on {args.stream}", consequence=action)
 
     async def change_monitoring() -> tuple[str, ...]:
-        async with open_backend(config) as kinesis:
-            if config.kind == "local":
-                await ensure_local_stream(kinesis, args.stream, args)
+        async with with_backend(args, stream=args.stream, config=config) as kinesis:
             if on:
                 plan = await actions.prepare_enhanced_monitoring(kinesis, args.stream, SHARD_LEVEL_METRICS)
             else:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.bounds import read_text_lines, shard_count, whole_number
-from console.commands import command_help
+from console.commands import Parents, Subparsers, command_help
 from console.commands._output import emit, emit_json_with_rows, plain_json, render_table, run_async
 from console.errors import BadInput, TilingError
 from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
@@ -24,12 +24,16 @@ from console.keyspace.hashkeys import (
     validate_partition_keys,
 )
 
+if TYPE_CHECKING:
+    from console.keyspace.keytree.balance import BalanceReport
+    from console.keyspace.writesharding import Spread
+
 DEFAULT_SHARDS = 4  # what `kconsole --local` creates, and AWS's 4-shard example
 MAX_TREE_KEYS = 1_000_000
 MAX_ROWS = 50  # text tables longer than this show their head and say how many were left out
 
 
-def register(subparsers, common) -> None:
+def register(subparsers: Subparsers, common: Parents) -> None:
     predict = subparsers.add_parser(
         "predict",
         parents=common,
@@ -120,7 +124,7 @@ class ShardSet:
     __slots__ = ("index", "source", "lineage", "auto_notice")
 
     def __init__(
-        self, index: HashRangeIndex, source: dict, lineage: Any = None, auto_notice: str | None = None
+        self, index: HashRangeIndex, source: dict[str, Any], lineage: Any = None, auto_notice: str | None = None
     ) -> None:
         self.index = index
         self.source = source  # {"shards": N} or {"stream": NAME, "backend": label}
@@ -166,17 +170,14 @@ def resolve_shard_set(args: Any) -> ShardSet:
 
 
 async def _load_stream_shards(args: Any, stream: str) -> ShardSet:
-    from console.backend import BackendConfig, open_backend
+    from console.commands._backend import with_backend
     from console.commands._distribution import distribution_since
-    from console.commands._stream_args import ensure_local_stream, validate_stream_name
+    from console.commands._stream_args import validate_stream_name
     from console.topology.lineage import Lineage
     from console.topology.model import auto_notice
 
     validate_stream_name(stream)
-    config = BackendConfig.from_args(args)
-    async with open_backend(config) as kinesis:
-        if config.kind == "local":  # the embedded server starts empty; as everywhere, --local creates the stream
-            await ensure_local_stream(kinesis, stream, args)
+    async with with_backend(args, stream=stream) as kinesis:
         summary = await kinesis.describe_stream_summary(stream)
         shards = await kinesis.all_shards(stream)
         label = kinesis.label
@@ -295,7 +296,7 @@ class Predictions:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def rows(self, stop: int) -> list[dict]:
+    def rows(self, stop: int) -> list[dict[str, Any]]:
         """The first `stop` rows, as --json prints them."""
         ids = self.index.shard_ids
         rows = [
@@ -398,7 +399,7 @@ def read_existing_keys(path: str, space: int) -> list[int]:
     return keys
 
 
-def format_keytree(keys: list[int], report, space: int, existing: int, duplicates: int = 0) -> str:
+def format_keytree(keys: list[int], report: BalanceReport, space: int, existing: int, duplicates: int = 0) -> str:
     space_text = "2**128" if space == HASH_SPACE else str(space)
     repeated = f" ({duplicates} repeated line{'s' if duplicates != 1 else ''} counted once)" if duplicates else ""
     lines = [
@@ -449,7 +450,7 @@ def spread_command(args: Any) -> int:
     return 0
 
 
-def format_spread(result, shard_set: ShardSet) -> str:
+def format_spread(result: Spread, shard_set: ShardSet) -> str:
     lines = [
         f"hot key {result.partition_key!r} split {result.suffix_count} ways against {shard_set.describe()}: "
         f"the sharded keys reach {result.shards_reached} of {len(shard_set.index)} shards",

@@ -13,9 +13,11 @@ import os
 import signal
 import sys
 import threading
+from dataclasses import dataclass, field
 
 from console.bounds import validate_stream_name
-from console.commands import command_help
+from console.commands import Parents, Subparsers, command_help
+from console.commands._options import options_from
 from console.commands._output import emit
 from console.errors import BadInput, ConsoleError
 from console.lifecycle.rules import DEFAULT_SHARDS, parse_shard_count
@@ -23,7 +25,7 @@ from console.lifecycle.rules import DEFAULT_SHARDS, parse_shard_count
 DEFAULT_PORT = 4567
 
 
-def register(subparsers, common) -> None:
+def register(subparsers: Subparsers, common: Parents) -> None:
     local = subparsers.add_parser(
         "local",
         parents=common,
@@ -65,14 +67,23 @@ def register(subparsers, common) -> None:
     serve.set_defaults(handler=serve_command)
 
 
-def _no_action(args) -> int:
+def _no_action(_args: argparse.Namespace) -> int:
     raise BadInput("kconsole local: choose an action: serve", code="usage")
 
 
-def serve_command(args) -> int:
+@dataclass(frozen=True)
+class ServeOptions:
+    port: int = DEFAULT_PORT
+    streams: list[str] = field(default_factory=list)  # serve's own --stream, repeatable
+    stream: str | None = None  # the top-level --stream
+    shards: int | None = None  # default DEFAULT_SHARDS
+
+
+def serve_command(args: argparse.Namespace) -> int:
     from console.backend.launcher import build_server, require_local_extra, serve
 
     require_local_extra()
+    options = options_from(ServeOptions, args)
 
     for option, given in (
         ("--local", getattr(args, "local", False)),
@@ -80,7 +91,7 @@ def serve_command(args) -> int:
     ):
         if given:  # this command is the server; silently ignoring a client option would mislead
             raise BadInput(f"kconsole local serve runs its own server; {option} does not apply", code="usage")
-    port = args.port
+    port = options.port
     if not 0 <= port <= 65535:
         raise BadInput(f"--port must be from 0 to 65535; got {port}")
     try:
@@ -92,8 +103,8 @@ def serve_command(args) -> int:
             ) from None
         raise BadInput(f"cannot listen on 127.0.0.1:{port}: {error.strerror or error}") from None
 
-    streams = list(dict.fromkeys(args.streams + ([args.stream] if getattr(args, "stream", None) else [])))
-    shards = getattr(args, "shards", None) or DEFAULT_SHARDS
+    streams = list(dict.fromkeys(options.streams + ([options.stream] if options.stream else [])))
+    shards = options.shards or DEFAULT_SHARDS
     failed: list[ConsoleError] = []
 
     def ready(url: str) -> None:

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any
 
-from console.commands import command_help
+from console.commands import Parents, Subparsers, command_help
 from console.commands._aggregate_args import (
     add_aggregate_options,
     aggregate_bytes,
@@ -40,7 +40,7 @@ AWS_GET_RECORDS_INTERVAL = 0.2
 PROGRESS_EVERY = 1.0  # seconds between progress lines on stderr
 
 
-def register(subparsers, common) -> None:
+def register(subparsers: Subparsers, common: Parents) -> None:
     parser = subparsers.add_parser(
         "produce",
         parents=common,
@@ -201,13 +201,10 @@ def handle(args: Any) -> int:
 
 
 async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult, VerificationReport | None]:
-    from console.backend import BackendConfig, open_backend
-    from console.commands._stream_args import ensure_local_stream
+    from console.commands._backend import backend_config, with_backend
 
-    config = BackendConfig.from_args(args)
-    async with open_backend(config) as kinesis, contextlib.AsyncExitStack() as efo:
-        if config.kind == "local":
-            await ensure_local_stream(kinesis, args.stream, args)
+    config = backend_config(args)
+    async with with_backend(args, stream=args.stream, config=config) as kinesis, contextlib.AsyncExitStack() as efo:
         # A missing stream fails here, naming the ones there are; its record size and distribution
         # bound the run before anything is sent.
         summary = await kinesis.describe_stream_summary(args.stream)
@@ -300,7 +297,7 @@ class _ProgressLines:
         print(f"{self._label}: {progress.line()}", file=sys.stderr, flush=True)
 
 
-def summary_document(result: ProduceResult, report: VerificationReport | None) -> dict:
+def summary_document(result: ProduceResult, report: VerificationReport | None) -> dict[str, Any]:
     document = result.to_json()
     if report is None:
         document.update(

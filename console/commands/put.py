@@ -22,7 +22,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from console.bounds import open_named_file
-from console.commands import command_help
+from console.commands import Parents, Subparsers, command_help
 from console.commands._aggregate_args import (
     add_aggregate_options,
     aggregate_bytes,
@@ -53,7 +53,7 @@ from console.words import counted
 MAX_LINES_SHOWN = 20  # per shard, in the text summary
 
 
-def register(subparsers, common) -> None:
+def register(subparsers: Subparsers, common: Parents) -> None:
     parser = subparsers.add_parser(
         "put",
         parents=common,
@@ -130,7 +130,7 @@ def handle(args: Any) -> int:
     return 0 if document["ok"] else 1
 
 
-def _refuse_or_skip(args: Any, problems: list, parsed: ParsedLines) -> None:
+def _refuse_or_skip(args: Any, problems: list[Any], parsed: ParsedLines) -> None:
     """Bad lines refuse the whole put (exit 2, nothing sent) unless --skip-bad, which names them."""
     if problems:
         shown = "; ".join(str(p) for p in problems[:3])
@@ -191,7 +191,7 @@ class _NewlineWithin:
         self._handle, self._shown, self._limit, self._run, self._first = handle, shown, limit, 0, True
 
     def readline(self, size: int = -1) -> bytes:
-        line = self._handle.readline(size)
+        line: bytes = self._handle.readline(size)
         self._run = 0 if line.endswith(b"\n") else self._run + len(line)
         if self._run > self._limit:
             raise BadInput(
@@ -213,8 +213,7 @@ class _NewlineWithin:
 
 
 async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, VerificationReport | None]:
-    from console.backend import BackendConfig, open_backend
-    from console.commands._stream_args import ensure_local_stream
+    from console.commands._backend import backend_config, with_backend
     from console.commands.produce import (
         AWS_GET_RECORDS_INTERVAL,
         _ProgressLines,
@@ -222,10 +221,8 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
     )
     from console.produce.verify import run_and_verify
 
-    config = BackendConfig.from_args(args)
-    async with open_backend(config) as kinesis, contextlib.AsyncExitStack() as efo:
-        if config.kind == "local":
-            await ensure_local_stream(kinesis, args.stream, args)
+    config = backend_config(args)
+    async with with_backend(args, stream=args.stream, config=config) as kinesis, contextlib.AsyncExitStack() as efo:
         # A missing stream fails here, naming the ones there are; its limits judge the lines.
         summary = await kinesis.describe_stream_summary(args.stream)
         max_aggregate_bytes = aggregate_bytes(args)
@@ -309,13 +306,13 @@ async def _encode_with_schema(kinesis: Any, schema_name: str, parsed: ParsedLine
     parsed.problems.sort(key=lambda problem: problem.line)
 
 
-def summary_document(parsed: ParsedLines, result: ProduceResult, report: VerificationReport | None) -> dict:
+def summary_document(parsed: ParsedLines, result: ProduceResult, report: VerificationReport | None) -> dict[str, Any]:
     line_of = parsed.line_of()
     landed = sorted(
         ((line_of[pair], _shown_key(pair[0]), ack.shard_id, ack.sequence_number) for pair, ack in result.acks.items()),
         key=lambda row: row[0],
     )
-    shards: dict[str, dict] = {}
+    shards: dict[str, dict[str, Any]] = {}
     for line, _key, shard_id, _seq in landed:
         entry = shards.setdefault(shard_id, {"records": 0, "lines": []})
         entry["records"] += 1
@@ -379,7 +376,7 @@ def _shown_key(name: str) -> str | None:
     return None if is_keyless(name) else name
 
 
-def summary_text(document: dict) -> str:
+def summary_text(document: dict[str, Any]) -> str:
     lines = [
         f"put {document['acknowledged']}/{document['records']} records to {document['stream']} in "
         f"{document['seconds']:.2f} s ({document['retries']} retries, {document['throttled']} throttled"

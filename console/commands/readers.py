@@ -8,21 +8,22 @@ kconsole readers replay STREAM --mapping UUID --from WHEN [--print] [--yes]
 from __future__ import annotations
 
 import argparse
-import contextlib
 import re
 from datetime import UTC, datetime
+from typing import Any
 
-from console.commands import command_help
+from console.commands import Parents, Subparsers, command_help
+from console.commands._backend import with_backend
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
+from console.commands._lease_args import validate_scan_cap, validate_table_name
 from console.commands._output import emit, note, render_table, run_async
-from console.commands._stream_args import ensure_local_stream, local_shard_count, validate_stream_name
-from console.commands.consumers import validate_scan_cap, validate_table_name
+from console.commands._stream_args import local_shard_count, validate_stream_name
 from console.consumers.lag import DEFAULT_SCAN_CAP
 from console.consumers.readers import METRIC_WINDOW_MINUTES, Reader, ReadersReport
 from console.errors import BadInput
 
 
-def register(subparsers, common) -> None:
+def register(subparsers: Subparsers, common: Parents) -> None:
     parser = subparsers.add_parser(
         "readers",
         parents=common,
@@ -98,21 +99,10 @@ def run_readers(args: argparse.Namespace) -> int:
     return 0
 
 
-@contextlib.asynccontextmanager
-async def _open(args: argparse.Namespace):
-    from console.backend import BackendConfig, open_backend
-
-    config = BackendConfig.from_args(args)
-    async with open_backend(config) as backend:
-        if config.kind == "local":
-            await ensure_local_stream(backend, args.stream, args)
-        yield backend
-
-
 async def _report(args: argparse.Namespace) -> ReadersReport:
     from console.consumers.readers import readers_report
 
-    async with _open(args) as backend:
+    async with with_backend(args, stream=args.stream) as backend:
         return await readers_report(backend, args.stream, lease_tables=args.lease_table, scan_cap=args.scan_cap)
 
 
@@ -184,13 +174,13 @@ def run_mapping_change(args: argparse.Namespace, action: str) -> int:
     return 0
 
 
-async def _mapping_change(args: argparse.Namespace, action: str) -> tuple:
+async def _mapping_change(args: argparse.Namespace, action: str) -> tuple[Any, ...]:
     from console.consumers import mappings
     from console.consumers.rewind import parse_target
     from console.lifecycle.actions import actor
     from console.reshard.actionlog import ActionLog
 
-    async with _open(args) as backend:
+    async with with_backend(args, stream=args.stream) as backend:
         if action == "replay":
             target = parse_target([args.start], datetime.now(UTC))
             if target.kind == "sequences":

@@ -17,7 +17,7 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from console.bounds import (
     UPDATE_SHARD_COUNT_MAX,
@@ -29,10 +29,11 @@ from console.bounds import (
     timeout,
     whole_number,
 )
-from console.commands import command_help
+from console.commands import Parents, Subparsers, command_help
+from console.commands._backend import with_backend
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
+from console.commands._options import options_from
 from console.commands._output import emit, note, run_async
-from console.commands._stream_args import ensure_local_stream
 from console.errors import BadInput, PlanRejected
 from console.keyspace.hashkeys import even_split, parse_hash_key, shard_id_for_index
 from console.lifecycle.rules import parse_shard_count
@@ -51,7 +52,7 @@ from console.reshard.plan import (
     render_plan,
 )
 from console.reshard.sample import DEFAULT_SAMPLE_LIMIT, DEFAULT_SAMPLE_SECONDS
-from console.topology.model import Shard
+from console.topology.model import Shard, StreamSummary
 
 if TYPE_CHECKING:  # the executor and the consumer barrier load only when a stream is planned against
     from console.consumers.barrier import BarrierReport
@@ -62,7 +63,7 @@ ACTIONS = ("split", "merge", "scale", "even")
 MAX_SAMPLE_LIMIT = 1_000_000  # records read for a median: 100 full GetRecords calls
 
 
-def register(subparsers, common) -> None:
+def register(subparsers: Subparsers, common: Parents) -> None:
     plan = subparsers.add_parser(
         "plan",
         parents=common,
@@ -216,6 +217,36 @@ def _add_action_arguments(parser: argparse.ArgumentParser, action: str, *, mutat
 # ---------------------------------------------------------------- inputs
 
 
+@dataclass(frozen=True)
+class ReshardOptions:
+    """What `kconsole plan|reshard ACTION` was asked; an option the action does not take keeps its default."""
+
+    action: str  # split, merge, scale or even
+    stream: str | None = None  # None: `plan --shards N` offline
+    shards: int | None = None
+    shard: str = ""  # split, merge
+    at: str | None = None  # split: a hash key, or midpoint
+    at_median_of: Path | None = None  # split: a keys file
+    at_median_of_recent: bool = False  # split
+    sample_seconds: float | None = None
+    sample_limit: int | None = None
+    adjacent: str = ""  # merge
+    to: int = 0  # scale, even
+    sample_keys: Path | None = None
+    account_shard_limit: int | None = None
+    lease_table: str | None = None
+    force: bool = False  # reshard
+    wait: bool = False  # reshard
+    timeout: float = 900.0  # reshard
+
+    @property
+    def named_stream(self) -> str:
+        """The stream, where the command works on one (only `plan --shards N` plans offline)."""
+        if self.stream is None:
+            raise BadInput("name a STREAM", code="usage")
+        return self.stream
+
+
 def read_keys(path: Path) -> KeySample:
     """Partition keys, one per line (blank lines skipped), read within console.bounds' caps; each
     must be 1-256 characters."""
@@ -248,57 +279,54 @@ class PlanInputs:
     sample_limit: int
 
 
-def read_inputs(args: argparse.Namespace) -> PlanInputs:
-    if getattr(args, "lease_table", None) is not None:
-        if args.stream is None:
+def read_inputs(options: ReshardOptions) -> PlanInputs:
+    if options.lease_table is not None:
+        if options.stream is None:
             raise BadInput("--lease-table reads the stream's consumers: name a STREAM (not --shards N)", code="usage")
-        from console.commands.consumers import validate_table_name
+        from console.commands._lease_args import validate_table_name
 
-        validate_table_name(args.lease_table)
-    sample = read_keys(args.sample_keys) if args.sample_keys else None
-    median_of, explicit, recent = None, None, bool(getattr(args, "at_median_of_recent", False))
-    seconds, limit = getattr(args, "sample_seconds", None), getattr(args, "sample_limit", None)
+        validate_table_name(options.lease_table)
+    sample = read_keys(options.sample_keys) if options.sample_keys else None
+    median_of, explicit, recent = None, None, bool(options.at_median_of_recent)
+    seconds, limit = options.sample_seconds, options.sample_limit
     if (seconds is not None or limit is not None) and not recent:
         raise BadInput("--sample-seconds and --sample-limit only apply with --at-median-of-recent", code="usage")
     seconds = DEFAULT_SAMPLE_SECONDS if seconds is None else seconds
     limit = DEFAULT_SAMPLE_LIMIT if limit is None else limit
-    if recent:
-        if args.stream is None:
-            raise BadInput(
-                "--at-median-of-recent reads the stream's records: name a STREAM (not --shards N)", code="usage"
-            )
-    if args.action == "split":
-        median_of = read_keys(args.at_median_of) if args.at_median_of else None
-        at = args.at.strip().lower() if args.at else "midpoint"
-        if at != "midpoint":
-            explicit = parse_hash_key(args.at, what="--at hash key")
+    if recent and options.stream is None:
+        raise BadInput("--at-median-of-recent reads the stream's records: name a STREAM (not --shards N)", code="usage")
+    if options.action == "split":
+        median_of = read_keys(options.at_median_of) if options.at_median_of else None
+        at = options.at.strip().lower() if options.at else "midpoint"
+        if options.at and at != "midpoint":
+            explicit = parse_hash_key(options.at, what="--at hash key")
     return PlanInputs(
-        Limits(account_shard_limit=args.account_shard_limit), sample, median_of, explicit, recent, seconds, limit
+        Limits(account_shard_limit=options.account_shard_limit), sample, median_of, explicit, recent, seconds, limit
     )
 
 
 def plan_builder(
-    args: argparse.Namespace, inputs: PlanInputs | None = None, recent_median: MedianSplit | None = None
+    options: ReshardOptions, inputs: PlanInputs | None = None, recent_median: MedianSplit | None = None
 ) -> PlanBuilder:
     """A function from (shards, context) to the plan, so execution can rebuild it from fresh state.
     With --at-median-of-recent, `recent_median` is the split read from the stream
     (`median_split_of_recent`); the builder reuses it rather than reading again."""
-    inputs = inputs or read_inputs(args)
+    inputs = inputs or read_inputs(options)
     limits, sample = inputs.limits, inputs.sample
-    if args.action == "split":
+    if options.action == "split":
 
         def build(shards: Sequence[Shard], context: StreamContext | None) -> ReshardPlan:
-            target = next((s for s in shards if s.shard_id == args.shard), None)
+            target = next((s for s in shards if s.shard_id == options.shard), None)
             median = None
             if target is None or inputs.explicit_key is not None:
                 key, basis = inputs.explicit_key or 0, "explicit hash key"  # plan_split names an unknown shard
             elif inputs.median_of is not None:
-                median = median_split(target, inputs.median_of, str(args.at_median_of))
+                median = median_split(target, inputs.median_of, str(options.at_median_of))
                 outside = median.sampled - median.inside
                 key, basis = (
                     median.key,
                     (
-                        f"median of {median.inside} keys in {args.at_median_of}"
+                        f"median of {median.inside} keys in {options.at_median_of}"
                         + (f"; {outside} more hash outside the shard" if outside else "")
                     ),
                 )
@@ -310,28 +338,28 @@ def plan_builder(
             else:  # midpoint, or a closed shard (which the plan rejects whatever the key)
                 key, basis = midpoint(target), "midpoint"
             return plan_split(
-                shards, args.shard, key, basis=basis, context=context, limits=limits, sample=sample, median=median
+                shards, options.shard, key, basis=basis, context=context, limits=limits, sample=sample, median=median
             )
 
         return build
-    if args.action == "merge":
+    if options.action == "merge":
         return lambda shards, context: plan_merge(
-            shards, args.shard, args.adjacent, context=context, limits=limits, sample=sample
+            shards, options.shard, options.adjacent, context=context, limits=limits, sample=sample
         )
-    if args.action == "scale":
-        return lambda shards, context: plan_scale(shards, args.to, context=context, limits=limits, sample=sample)
-    return lambda shards, context: plan_even(shards, args.to, context=context, limits=limits, sample=sample)
+    if options.action == "scale":
+        return lambda shards, context: plan_scale(shards, options.to, context=context, limits=limits, sample=sample)
+    return lambda shards, context: plan_even(shards, options.to, context=context, limits=limits, sample=sample)
 
 
-def _executor(kinesis, args: argparse.Namespace, *, quiet: bool = False) -> Executor:
+def _executor(kinesis: Any, options: ReshardOptions, *, quiet: bool = False) -> Executor:
     from console.reshard.execute import Executor
 
     return Executor(
         kinesis,
-        args.stream,
+        options.named_stream,
         action_log=ActionLog.default(),
         progress=(lambda _: None) if quiet else note,
-        timeout=getattr(args, "timeout", 900.0),
+        timeout=options.timeout,
     )
 
 
@@ -339,19 +367,20 @@ def _executor(kinesis, args: argparse.Namespace, *, quiet: bool = False) -> Exec
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    inputs = read_inputs(args)
-    build = plan_builder(args, inputs)
+    options = options_from(ReshardOptions, args)
+    inputs = read_inputs(options)
+    build = plan_builder(options, inputs)
     barrier, readers = None, None
-    if args.stream is None:
-        if args.shards is None:
+    if options.stream is None:
+        if options.shards is None:
             raise BadInput(
                 "name a STREAM, or give --shards N to plan against an even N-shard stream offline", code="usage"
             )
-        plan = build(offline_shards(args.shards), None)
+        plan = build(offline_shards(options.shards), None)
     else:
-        if args.shards is not None and not getattr(args, "local", False):
+        if options.shards is not None and not getattr(args, "local", False):
             raise BadInput("give either STREAM or --shards N, not both", code="usage")
-        plan, barrier, readers = run_async(_plan_from_stream(args, inputs, build))
+        plan, barrier, readers = run_async(_plan_from_stream(args, options, inputs, build))
     document = (
         plan.to_json()
         | ({"consumers": barrier.to_json()} if barrier else {})
@@ -370,21 +399,18 @@ def _extra_lines(barrier: BarrierReport | None, readers: ReshardReaders | None) 
 
 
 async def _plan_from_stream(
-    args: argparse.Namespace, inputs: PlanInputs, build: PlanBuilder
+    args: argparse.Namespace, options: ReshardOptions, inputs: PlanInputs, build: PlanBuilder
 ) -> tuple[ReshardPlan, BarrierReport | None, ReshardReaders | None]:
-    from console.backend import BackendConfig, open_backend
-
-    async with open_backend(BackendConfig.from_args(args)) as kinesis:
-        await _create_if_local(kinesis, args)
-        summary, shards, context = await _executor(kinesis, args, quiet=True).snapshot()
-        inputs, build, _notice = await _respect_distribution(kinesis, args, summary, inputs, build)
-        build = await _with_recent_median(kinesis, args, inputs, shards, build)
+    async with with_backend(args, stream=options.stream) as kinesis:
+        summary, shards, context = await _executor(kinesis, options, quiet=True).snapshot()
+        inputs, build, _notice = await _respect_distribution(kinesis, options, summary, inputs, build)
+        build = await _with_recent_median(kinesis, options, inputs, shards, build)
         plan = build(shards, context)
-        barrier = await _barrier(kinesis, args, summary, shards, plan)
-        return plan, barrier, await _readers(kinesis, args, plan)
+        barrier = await _barrier(kinesis, options, summary, shards, plan)
+        return plan, barrier, await _readers(kinesis, options, plan)
 
 
-async def _readers(kinesis, args: argparse.Namespace, plan: ReshardPlan) -> ReshardReaders | None:
+async def _readers(kinesis: Any, options: ReshardOptions, plan: ReshardPlan) -> ReshardReaders | None:
     """The stream's readers the plan affects (every reader found; the lease table given, else the
     stream's lease tables found); None for a plan that changes nothing."""
     if plan.is_noop or not plan.ok:
@@ -392,10 +418,10 @@ async def _readers(kinesis, args: argparse.Namespace, plan: ReshardPlan) -> Resh
     from console.consumers.barrier import changed_shards
     from console.consumers.readers import readers_for_reshard
 
-    lease_table = getattr(args, "lease_table", None)
+    lease_table = options.lease_table
     return await readers_for_reshard(
         kinesis,
-        args.stream,
+        options.named_stream,
         closes=changed_shards(plan.before, (s.shard_id for s in plan.after if s.unchanged and s.shard_id)),
         shards_before=len(plan.before),
         shards_after=len(plan.after),
@@ -404,16 +430,16 @@ async def _readers(kinesis, args: argparse.Namespace, plan: ReshardPlan) -> Resh
 
 
 async def _barrier(
-    kinesis, args: argparse.Namespace, summary, shards: Sequence[Shard], plan: ReshardPlan
+    kinesis: Any, options: ReshardOptions, summary: StreamSummary, shards: Sequence[Shard], plan: ReshardPlan
 ) -> BarrierReport | None:
     """With --lease-table: the consumers' lag in the shards the plan closes (read from the lease table)."""
-    if not getattr(args, "lease_table", None):
+    if not options.lease_table:
         return None
     from console.consumers.barrier import barrier_analysis, changed_shards
     from console.consumers.look import consumer_report
 
     report = await consumer_report(
-        kinesis, args.stream, lease_table=args.lease_table, shards=shards, stream_arn=summary.arn
+        kinesis, options.named_stream, lease_table=options.lease_table, shards=shards, stream_arn=summary.arn
     )
     changed = changed_shards(
         plan.before, (shard.shard_id for shard in plan.after if shard.unchanged and shard.shard_id)
@@ -422,7 +448,7 @@ async def _barrier(
 
 
 async def _respect_distribution(
-    kinesis, args: argparse.Namespace, summary, inputs: PlanInputs, build: PlanBuilder
+    kinesis: Any, options: ReshardOptions, summary: StreamSummary, inputs: PlanInputs, build: PlanBuilder
 ) -> tuple[PlanInputs, PlanBuilder, str | None]:
     """On an AUTO stream keys do not place records: a split at their median is refused (nothing is
     read or called); the plan itself counts no key's move (console.reshard.plan); the notice says why."""
@@ -431,11 +457,11 @@ async def _respect_distribution(
     from console.commands._distribution import distribution_since
     from console.topology.model import auto_notice
 
-    notice = auto_notice(args.stream, await distribution_since(kinesis, args.stream))
+    notice = auto_notice(options.named_stream, await distribution_since(kinesis, options.named_stream))
     if inputs.median_of is not None or inputs.recent:
         option = "--at-median-of-recent" if inputs.recent else "--at-median-of"
         raise PlanRejected(
-            f"{option} refused, nothing was read or called: {args.stream} uses AUTO record "
+            f"{option} refused, nothing was read or called: {options.stream} uses AUTO record "
             "distribution, so the median of partition keys says nothing about where records go; "
             "split at --at midpoint or --at HASH_KEY",
             code="auto_distribution",
@@ -445,45 +471,40 @@ async def _respect_distribution(
 
 
 async def _with_recent_median(
-    kinesis, args: argparse.Namespace, inputs: PlanInputs, shards: Sequence[Shard], build: PlanBuilder
+    kinesis: Any, options: ReshardOptions, inputs: PlanInputs, shards: Sequence[Shard], build: PlanBuilder
 ) -> PlanBuilder:
     """--at-median-of-recent: read the shard's recent records now; the plan splits at their median."""
     if not inputs.recent:
         return build
-    target = next((s for s in shards if s.shard_id == args.shard), None)
+    target = next((s for s in shards if s.shard_id == options.shard), None)
     if target is None or not target.is_open:
         return build  # the plan names the unknown or closed shard; nothing to sample
     from console.reshard.recent import median_split_of_recent
 
     median = await median_split_of_recent(
-        kinesis, args.stream, target, seconds=inputs.sample_seconds, limit=inputs.sample_limit
+        kinesis, options.named_stream, target, seconds=inputs.sample_seconds, limit=inputs.sample_limit
     )
-    return plan_builder(args, inputs, median)
-
-
-async def _create_if_local(kinesis, args: argparse.Namespace) -> None:
-    """The embedded server starts empty each run: as every command does, --local creates the stream."""
-    if kinesis.config.kind == "local":
-        await ensure_local_stream(kinesis, args.stream, args)
+    return plan_builder(options, inputs, median)
 
 
 # ---------------------------------------------------------------- reshard
 
 
 def run_reshard(args: argparse.Namespace) -> int:
-    refuse_if_read_only(args, f"{args.action} {args.stream}")
-    inputs = read_inputs(args)
-    build = plan_builder(args, inputs)
-    done = run_async(_reshard(args, inputs, build))
+    options = options_from(ReshardOptions, args)
+    refuse_if_read_only(args, f"{options.action} {options.stream}")
+    inputs = read_inputs(options)
+    build = plan_builder(options, inputs)
+    done = run_async(_reshard(args, options, inputs, build))
     if done is None:
         return 0
     result, readers = done
     emit(args, result.to_json() | ({"readers": readers.to_json()} if readers else {}), lambda: render_result(result))
     if result.changed_by_others:
         note(
-            f"kconsole: {args.stream} was changed by someone else meanwhile: "
+            f"kconsole: {options.stream} was changed by someone else meanwhile: "
             f"{', '.join(result.changed_by_others[:10])} not explained by the plan; check with "
-            f"`kconsole shards {args.stream}`"
+            f"`kconsole shards {options.stream}`"
         )
         return 1
     if result.differences:
@@ -496,41 +517,38 @@ def run_reshard(args: argparse.Namespace) -> int:
 
 
 async def _reshard(
-    args: argparse.Namespace, inputs: PlanInputs, build: PlanBuilder
+    args: argparse.Namespace, options: ReshardOptions, inputs: PlanInputs, build: PlanBuilder
 ) -> tuple[ExecutionResult, ReshardReaders | None] | None:
-    from console.backend import BackendConfig, open_backend
-
-    async with open_backend(BackendConfig.from_args(args)) as kinesis:
-        await _create_if_local(kinesis, args)
-        executor = _executor(kinesis, args)
+    async with with_backend(args, stream=options.stream) as kinesis:
+        executor = _executor(kinesis, options)
         summary, shards, context = await executor.snapshot()
-        inputs, build, _notice = await _respect_distribution(kinesis, args, summary, inputs, build)
-        build = await _with_recent_median(kinesis, args, inputs, shards, build)
+        inputs, build, _notice = await _respect_distribution(kinesis, options, summary, inputs, build)
+        build = await _with_recent_median(kinesis, options, inputs, shards, build)
         plan = build(shards, context)
-        if summary.status == "UPDATING" and args.wait:
+        if summary.status == "UPDATING" and options.wait:
             plan = build(shards, replace(context, status="ACTIVE"))  # execute() waits for ACTIVE first
         if plan.breaches:
             raise PlanRejected("plan rejected, nothing was called: " + "; ".join(str(b) for b in plan.breaches))
         if plan.is_noop:
             emit(args, {"executed": False, "calls": [], "plan": plan.to_json()}, render_plan(plan) + "\nNothing to do.")
             return None
-        barrier = await _barrier(kinesis, args, summary, shards, plan)
-        if barrier is not None and barrier.blocking and not args.force:
+        barrier = await _barrier(kinesis, options, summary, shards, plan)
+        if barrier is not None and barrier.blocking and not options.force:
             raise PlanRejected(
-                f"not resharding {args.stream}: {barrier.reason()}; nothing was called "
+                f"not resharding {options.stream}: {barrier.reason()}; nothing was called "
                 "(pass --force to reshard anyway)",
                 code="consumers_behind",
             )
-        readers = await _readers(kinesis, args, plan)
+        readers = await _readers(kinesis, options, plan)
         preview = render_plan(plan) + _extra_lines(barrier, readers) + "\n"
         confirm_by_stream_name(
             args,
-            change=f"{args.action} {args.stream}",
+            change=f"{options.action} {options.stream}",
             consequence=plan.summary,
             advice="review with `kconsole plan` and ",
             preview=preview,
         )
-        return await executor.execute(build, expected=plan, wait=args.wait), readers
+        return await executor.execute(build, expected=plan, wait=options.wait), readers
 
 
 def render_result(result: ExecutionResult) -> str:

@@ -25,15 +25,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from datetime import datetime
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from console.bounds import argtype, record_size_kib, validate_stream_name, warm_throughput_mibps
-from console.commands import command_help
+from console.commands import Parents, Subparsers, command_help
+from console.commands._backend import with_backend
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
-from console.commands._output import emit, note, render_table, run_async
-from console.commands._stream_args import ensure_local_stream
-from console.errors import BadInput, ConsoleError, PlanRejected
+from console.commands._options import options_from
+from console.commands._output import emit, note, run_async
+from console.commands.stream_describe import run_describe
+from console.errors import BadInput, PlanRejected
 from console.lifecycle import actions
 from console.lifecycle.plans import LifecyclePlan
 from console.lifecycle.rules import (
@@ -46,7 +49,13 @@ from console.lifecycle.rules import (
     parse_shard_count,
 )
 from console.lifecycle.settings import check_tag_key, parse_distribution, parse_tag, policy_or_none, read_policy
-from console.topology.model import StreamSummary
+
+if TYPE_CHECKING:
+    from console.reshard.actionlog import ActionLog
+
+Handler: TypeAlias = Callable[[argparse.Namespace], int]
+# A change prepared against the open backend (console.lifecycle.actions.prepare_*).
+Prepare: TypeAlias = Callable[[Any], Awaitable[LifecyclePlan]]
 
 DEFAULT_WAIT_SECONDS = 300.0
 _VERBS = {
@@ -78,7 +87,7 @@ ACTIONS = (
 )
 
 
-def register(subparsers, common) -> None:
+def register(subparsers: Subparsers, common: Parents) -> None:
     stream = subparsers.add_parser(
         "stream",
         parents=common,
@@ -90,7 +99,7 @@ def register(subparsers, common) -> None:
     stream.set_defaults(handler=_no_action)
     actions = stream.add_subparsers(dest="stream_action", metavar="ACTION", parser_class=type(stream))
 
-    def action(name: str, help_text: str, handler, *, changes: bool = True) -> argparse.ArgumentParser:
+    def action(name: str, help_text: str, handler: Handler, *, changes: bool = True) -> argparse.ArgumentParser:
         parser = actions.add_parser(name, parents=common, help=help_text, description=help_text)
         parser.add_argument("stream", metavar="NAME", type=_stream_name, help="the stream's name")
         if changes:
@@ -213,7 +222,7 @@ def register(subparsers, common) -> None:
         )
 
 
-def _no_action(args) -> int:
+def _no_action(_args: argparse.Namespace) -> int:
     raise BadInput(f"kconsole stream: choose an action: {', '.join(ACTIONS)}", code="usage")
 
 
@@ -221,8 +230,33 @@ def _stream_name(text: str) -> str:
     return validate_stream_name(text)
 
 
-def _retention(option: str):
+def _retention(option: str) -> Callable[[str], int]:
     return lambda text: check_retention_hours(text, option=option)
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    """What `kconsole stream ACTION NAME` was asked; an option the action does not take keeps its default."""
+
+    stream: str
+    wait: bool = False
+    on_demand: bool = False  # create
+    shards: int | None = None  # create (or the top-level --shards)
+    retention_hours: int | None = None  # create
+    enforce_consumer_deletion: bool = False  # delete
+    hours: int = 0  # retention
+    mode: str = ""  # mode: ON_DEMAND or PROVISIONED
+    target_shards: int | None = None  # mode --shards
+    kms_key: str | None = None  # encryption
+    off: bool = False  # encryption
+    kib: int = 0  # max-record-size
+    mibps: int = 0  # warm-throughput
+    strategy: str = ""  # distribution
+    tags: list[tuple[str, str]] = field(default_factory=list)  # tag
+    keys: list[str] = field(default_factory=list)  # untag
+    show: bool = False  # policy
+    put: str | None = None  # policy
+    delete: bool = False  # policy
 
 
 # ---- running a change --------------------------------------------------------------------------
@@ -230,13 +264,7 @@ def _retention(option: str):
 # the arguments, renders the plan, and asks for the stream name (or --yes).
 
 
-def _open(args: Any):
-    from console.backend import BackendConfig, open_backend
-
-    return open_backend(BackendConfig.from_args(args))
-
-
-def _history():
+def _history() -> ActionLog:
     from console.reshard.actionlog import ActionLog
 
     return ActionLog.default()
@@ -252,13 +280,6 @@ def _refuse_or_confirm(args: Any, plan: LifecyclePlan, *, consequence: str) -> b
         args, change=f"{_VERBS[plan.action]} {plan.stream}", consequence=consequence, preview=plan.render() + "\n"
     )
     return True
-
-
-async def _create_if_local(kinesis: Any, args: Any) -> None:
-    """The embedded server starts empty each run: as every command does, --local creates the stream
-    (not for create, which is the point, nor for delete, which would make a stream only to drop it)."""
-    if kinesis.config.kind == "local":
-        await ensure_local_stream(kinesis, args.stream, args)
 
 
 async def _run(kinesis: Any, plan: LifecyclePlan) -> None:
@@ -279,33 +300,35 @@ def _finish(args: Any, plan: LifecyclePlan, executed: bool, status: str | None, 
 
 
 async def _wait_active(kinesis: Any, stream: str, timeout: float = DEFAULT_WAIT_SECONDS) -> str:
-    return (await kinesis.wait_for_active(stream, timeout=timeout)).status
+    status: str = (await kinesis.wait_for_active(stream, timeout=timeout)).status
+    return status
 
 
 # ---- create ------------------------------------------------------------------------------------
 
 
-def run_create(args: Any) -> int:
-    on_demand = bool(args.on_demand)
-    shards = getattr(args, "shards", None)
+def run_create(args: argparse.Namespace) -> int:
+    options = options_from(StreamOptions, args)
+    on_demand = bool(options.on_demand)
+    shards = options.shards
     if on_demand and shards is not None:
         raise BadInput("give --shards N or --on-demand, not both", code="usage")
-    refuse_if_read_only(args, f"create stream {args.stream}")
-    return run_async(_create(args, None if on_demand else (shards or 4), on_demand))
+    refuse_if_read_only(args, f"create stream {options.stream}")
+    return run_async(_create(args, options, None if on_demand else (shards or 4)))
 
 
-async def _create(args: Any, shards: int | None, on_demand: bool) -> int:
-    async with _open(args) as kinesis:
+async def _create(args: argparse.Namespace, options: StreamOptions, shards: int | None) -> int:
+    async with with_backend(args) as kinesis:  # on --local no stream made first: making it is the point
         plan = await actions.prepare_create(
-            kinesis, args.stream, shards=shards, on_demand=on_demand, retention_hours=args.retention_hours
+            kinesis, options.stream, shards=shards, on_demand=options.on_demand, retention_hours=options.retention_hours
         )
         if plan.ok:
-            note(f"creating {args.stream!r}: {plan.summary} on {kinesis.label}")
+            note(f"creating {options.stream!r}: {plan.summary} on {kinesis.label}")
         await _run(kinesis, plan)
         status = (
-            await _wait_active(kinesis, args.stream)
-            if args.wait
-            else (await kinesis.describe_stream_summary(args.stream)).status
+            await _wait_active(kinesis, options.stream)
+            if options.wait
+            else (await kinesis.describe_stream_summary(options.stream)).status
         )
     return _finish(args, plan, True, status)
 
@@ -313,39 +336,26 @@ async def _create(args: Any, shards: int | None, on_demand: bool) -> int:
 # ---- delete ------------------------------------------------------------------------------------
 
 
-def run_delete(args: Any) -> int:
-    refuse_if_read_only(args, f"delete stream {args.stream}")
-    return run_async(_delete(args))
+def run_delete(args: argparse.Namespace) -> int:
+    options = options_from(StreamOptions, args)
+    refuse_if_read_only(args, f"delete stream {options.stream}")
+    return run_async(_delete(args, options))
 
 
-async def _delete(args: Any) -> int:
-    async with _open(args) as kinesis:
+async def _delete(args: argparse.Namespace, options: StreamOptions) -> int:
+    async with with_backend(args) as kinesis:  # on --local no stream made only to be dropped
         plan = await actions.prepare_delete(
-            kinesis, args.stream, enforce_consumer_deletion=args.enforce_consumer_deletion
+            kinesis, options.stream, enforce_consumer_deletion=options.enforce_consumer_deletion
         )
         if plan.facts.get("consumers_unknown"):
             note(f"kconsole: consumers unknown: {plan.facts['consumers_unknown']}")
         if not _refuse_or_confirm(args, plan, consequence="delete the stream and every record in it"):
-            return _finish(args, plan, False, (await kinesis.describe_stream_summary(args.stream)).status)
+            return _finish(args, plan, False, (await kinesis.describe_stream_summary(options.stream)).status)
         await _run(kinesis, plan)
         status = "DELETING"
-        if args.wait:
-            status = await _wait_gone(kinesis, args.stream)
+        if options.wait:
+            status = await _wait_gone(kinesis, options.stream)
     return _finish(args, plan, True, status)
-
-
-async def _consumers_or_none(kinesis: Any, stream_arn: str | None) -> list[dict] | None:
-    """The stream's EFO consumers; None, with one line on stderr, where the endpoint cannot list them."""
-    if not stream_arn:
-        return []
-    try:
-        consumers: list[dict] = await kinesis.list_stream_consumers(stream_arn)
-        return consumers
-    except ConsoleError as error:
-        if error.code != "unsupported_operation":
-            raise
-        note(f"kconsole: consumers unknown: {error.message}")
-        return None
 
 
 async def _wait_gone(kinesis: Any, stream: str, timeout: float = DEFAULT_WAIT_SECONDS) -> str:
@@ -362,42 +372,46 @@ async def _wait_gone(kinesis: Any, stream: str, timeout: float = DEFAULT_WAIT_SE
 # ---- retention, mode, encryption ---------------------------------------------------------------
 
 
-def run_retention(args: Any) -> int:
-    refuse_if_read_only(args, f"change the retention of {args.stream}")
-    return run_async(_change(args, lambda kinesis: actions.prepare_retention(kinesis, args.stream, args.hours)))
+def run_retention(args: argparse.Namespace) -> int:
+    options = options_from(StreamOptions, args)
+    refuse_if_read_only(args, f"change the retention of {options.stream}")
+    return run_async(
+        _change(args, options, lambda kinesis: actions.prepare_retention(kinesis, options.stream, options.hours))
+    )
 
 
-def run_mode(args: Any) -> int:
-    shards = args.target_shards
-    if args.mode == "ON_DEMAND" and shards is not None:
+def run_mode(args: argparse.Namespace) -> int:
+    options = options_from(StreamOptions, args)
+    shards = options.target_shards
+    if options.mode == "ON_DEMAND" and shards is not None:
         raise BadInput("--shards applies only to provisioned mode (AWS sizes an on-demand stream)", code="usage")
-    refuse_if_read_only(args, f"switch the capacity mode of {args.stream}")
+    refuse_if_read_only(args, f"switch the capacity mode of {options.stream}")
 
-    def prepare(kinesis):
+    def prepare(kinesis: Any) -> Awaitable[LifecyclePlan]:
         return actions.prepare_mode(
-            kinesis, args.stream, args.mode, shards=shards, action_log=_history(), now=time.time()
+            kinesis, options.stream, options.mode, shards=shards, action_log=_history(), now=time.time()
         )
 
-    return run_async(_change(args, prepare))
+    return run_async(_change(args, options, prepare))
 
 
-def run_encryption(args: Any) -> int:
-    refuse_if_read_only(args, f"change the encryption of {args.stream}")
-    key = None if args.off else args.kms_key
-    return run_async(_change(args, lambda kinesis: actions.prepare_encryption(kinesis, args.stream, key)))
+def run_encryption(args: argparse.Namespace) -> int:
+    options = options_from(StreamOptions, args)
+    refuse_if_read_only(args, f"change the encryption of {options.stream}")
+    key = None if options.off else options.kms_key
+    return run_async(_change(args, options, lambda kinesis: actions.prepare_encryption(kinesis, options.stream, key)))
 
 
-async def _change(args: Any, prepare) -> int:
-    async with _open(args) as kinesis:
-        await _create_if_local(kinesis, args)
+async def _change(args: argparse.Namespace, options: StreamOptions, prepare: Prepare) -> int:
+    async with with_backend(args, stream=options.stream) as kinesis:
         plan = await prepare(kinesis)
         if not _refuse_or_confirm(args, plan, consequence=plan.summary):
-            return _finish(args, plan, False, (await kinesis.describe_stream_summary(args.stream)).status)
+            return _finish(args, plan, False, (await kinesis.describe_stream_summary(options.stream)).status)
         await _run(kinesis, plan)
         status = (
-            await _wait_active(kinesis, args.stream)
-            if args.wait
-            else (await kinesis.describe_stream_summary(args.stream)).status
+            await _wait_active(kinesis, options.stream)
+            if options.wait
+            else (await kinesis.describe_stream_summary(options.stream)).status
         )
     return _finish(args, plan, True, status)
 
@@ -405,67 +419,81 @@ async def _change(args: Any, prepare) -> int:
 # ---- today's settings: record size, warm throughput, distribution, tags, policy ----------------
 
 
-def run_max_record_size(args: Any) -> int:
-    refuse_if_read_only(args, f"change the record size limit of {args.stream}")
-    return run_async(_setting(args, lambda kinesis: actions.prepare_max_record_size(kinesis, args.stream, args.kib)))
+def run_max_record_size(args: argparse.Namespace) -> int:
+    options = options_from(StreamOptions, args)
+    refuse_if_read_only(args, f"change the record size limit of {options.stream}")
+    return run_async(
+        _setting(args, options, lambda kinesis: actions.prepare_max_record_size(kinesis, options.stream, options.kib))
+    )
 
 
-def run_warm_throughput(args: Any) -> int:
-    refuse_if_read_only(args, f"change the warm throughput of {args.stream}")
-    return run_async(_setting(args, lambda kinesis: actions.prepare_warm_throughput(kinesis, args.stream, args.mibps)))
+def run_warm_throughput(args: argparse.Namespace) -> int:
+    options = options_from(StreamOptions, args)
+    refuse_if_read_only(args, f"change the warm throughput of {options.stream}")
+    return run_async(
+        _setting(args, options, lambda kinesis: actions.prepare_warm_throughput(kinesis, options.stream, options.mibps))
+    )
 
 
-def run_distribution(args: Any) -> int:
-    refuse_if_read_only(args, f"change the record distribution of {args.stream}")
-    return run_async(_setting(args, lambda kinesis: actions.prepare_distribution(kinesis, args.stream, args.strategy)))
+def run_distribution(args: argparse.Namespace) -> int:
+    options = options_from(StreamOptions, args)
+    refuse_if_read_only(args, f"change the record distribution of {options.stream}")
+    return run_async(
+        _setting(args, options, lambda kinesis: actions.prepare_distribution(kinesis, options.stream, options.strategy))
+    )
 
 
-def run_tag(args: Any) -> int:
-    tags = dict(args.tags)
-    refuse_if_read_only(args, f"tag {args.stream}")
-    return run_async(_setting(args, lambda kinesis: actions.prepare_tag(kinesis, args.stream, tags)))
+def run_tag(args: argparse.Namespace) -> int:
+    options = options_from(StreamOptions, args)
+    tags = dict(options.tags)
+    refuse_if_read_only(args, f"tag {options.stream}")
+    return run_async(_setting(args, options, lambda kinesis: actions.prepare_tag(kinesis, options.stream, tags)))
 
 
-def run_untag(args: Any) -> int:
-    refuse_if_read_only(args, f"untag {args.stream}")
-    return run_async(_setting(args, lambda kinesis: actions.prepare_untag(kinesis, args.stream, args.keys)))
+def run_untag(args: argparse.Namespace) -> int:
+    options = options_from(StreamOptions, args)
+    refuse_if_read_only(args, f"untag {options.stream}")
+    return run_async(
+        _setting(args, options, lambda kinesis: actions.prepare_untag(kinesis, options.stream, options.keys))
+    )
 
 
-def run_policy(args: Any) -> int:
-    if args.show or (args.put is None and not args.delete):
-        return run_async(_show_policy(args))
-    policy = read_policy(args.put) if args.put is not None else None  # checked before anything connects
-    refuse_if_read_only(args, f"change the resource policy of {args.stream}")
-    return run_async(_setting(args, lambda kinesis: actions.prepare_policy(kinesis, args.stream, policy)))
+def run_policy(args: argparse.Namespace) -> int:
+    options = options_from(StreamOptions, args)
+    if options.show or (options.put is None and not options.delete):
+        return run_async(_show_policy(args, options))
+    policy = read_policy(options.put) if options.put is not None else None  # checked before anything connects
+    refuse_if_read_only(args, f"change the resource policy of {options.stream}")
+    return run_async(_setting(args, options, lambda kinesis: actions.prepare_policy(kinesis, options.stream, policy)))
 
 
-async def _show_policy(args: Any) -> int:
-    async with _open(args) as kinesis:
-        await _create_if_local(kinesis, args)
-        summary = await kinesis.describe_stream_summary(args.stream)
+async def _show_policy(args: argparse.Namespace, options: StreamOptions) -> int:
+    async with with_backend(args, stream=options.stream) as kinesis:
+        summary = await kinesis.describe_stream_summary(options.stream)
         policy = policy_or_none(await kinesis.resource_policy(summary.arn))
     import json
 
-    document = {"stream": args.stream, "arn": summary.arn, "policy": json.loads(policy) if policy else None}
+    document = {"stream": options.stream, "arn": summary.arn, "policy": json.loads(policy) if policy else None}
     emit(
-        args, document, json.dumps(document["policy"], indent=2) if policy else f"{args.stream} has no resource policy"
+        args,
+        document,
+        json.dumps(document["policy"], indent=2) if policy else f"{options.stream} has no resource policy",
     )
     return 0
 
 
-async def _setting(args: Any, prepare) -> int:
+async def _setting(args: argparse.Namespace, options: StreamOptions, prepare: Prepare) -> int:
     """Plan against the stream as it is, confirm, make the call, read the stream back."""
-    async with _open(args) as kinesis:
-        await _create_if_local(kinesis, args)
+    async with with_backend(args, stream=options.stream) as kinesis:
         plan = await prepare(kinesis)
         if not _refuse_or_confirm(args, plan, consequence=plan.summary):
-            summary = await kinesis.describe_stream_summary(args.stream)
+            summary = await kinesis.describe_stream_summary(options.stream)
             return _finish(args, plan, False, summary.status, summary)
         await actions.run(kinesis, plan, action_log=_history(), progress=_progress_note)
         after = (
-            await kinesis.wait_for_active(args.stream, timeout=DEFAULT_WAIT_SECONDS)
-            if args.wait
-            else await kinesis.describe_stream_summary(args.stream)
+            await kinesis.wait_for_active(options.stream, timeout=DEFAULT_WAIT_SECONDS)
+            if options.wait
+            else await kinesis.describe_stream_summary(options.stream)
         )
     return _finish(args, plan, True, after.status, after)
 
@@ -473,134 +501,3 @@ async def _setting(args: Any, prepare) -> int:
 def _progress_note(text: str) -> None:
     if not text.startswith("calling"):
         note(f"kconsole: {text}")
-
-
-# ---- describe ----------------------------------------------------------------------------------
-
-
-def run_describe(args: Any) -> int:
-    document = run_async(_describe(args))
-    emit(args, document, lambda: render_description(document))
-    return 0
-
-
-async def _describe(args: Any) -> dict:
-    async with _open(args) as kinesis:
-        await _create_if_local(kinesis, args)
-        raw = await kinesis.describe_stream_details(args.stream)
-        tags, consumers = await asyncio.gather(
-            kinesis.stream_tags(args.stream),
-            _consumers_or_none(kinesis, raw.get("StreamARN")),
-        )
-        label = kinesis.label
-    metrics = sorted({m for group in raw.get("EnhancedMonitoring", []) for m in group.get("ShardLevelMetrics", [])})
-    summary = StreamSummary.from_api(raw)
-    document = {
-        _snake(key): _plain(value)
-        for key, value in raw.items()
-        if key
-        not in (
-            "EnhancedMonitoring",
-            "WarmThroughput",
-            "MaxRecordSizeInKiB",
-            "RecordDistributionStrategy",
-            "ChannelCount",
-        )
-    }
-    document.update(
-        {
-            "record_distribution": summary.shown("record_distribution", summary.record_distribution),
-            "max_record_size_kib": summary.shown("max_record_size_kib", summary.max_record_size_kib),
-            "warm_throughput": summary.shown(
-                "warm_throughput",
-                {
-                    "target_mibps": summary.warm_throughput_target_mibps,
-                    "current_mibps": summary.warm_throughput_current_mibps,
-                },
-            ),
-            "channel_count": summary.channel_count,
-            "stream_id": summary.stream_id or None,
-            "badges": summary.badges(),
-            "backend": label,
-            "stream_mode": (raw.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED"),
-            "enhanced_monitoring": metrics,
-            "tags": tags,
-            "consumer_count": raw.get("ConsumerCount", None if consumers is None else len(consumers)),
-            "consumers": None
-            if consumers is None
-            else [
-                {
-                    "name": c.get("ConsumerName"),
-                    "status": c.get("ConsumerStatus"),
-                    "arn": c.get("ConsumerARN"),
-                    "created": _plain(c.get("ConsumerCreationTimestamp")),
-                }
-                for c in consumers
-            ],
-        }
-    )
-    document.pop("stream_mode_details", None)
-    return document
-
-
-def _snake(name: str) -> str:
-    import re
-
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower().replace("a_r_n", "arn")
-
-
-def _plain(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, datetime) else value
-
-
-def render_description(document: dict) -> str:
-    first = (
-        "stream_name",
-        "stream_status",
-        "stream_mode",
-        "open_shard_count",
-        "retention_period_hours",
-        "encryption_type",
-        "key_id",
-        "record_distribution",
-        "max_record_size_kib",
-        "stream_creation_timestamp",
-        "stream_arn",
-        "stream_id",
-        "consumer_count",
-        "channel_count",
-        "backend",
-    )
-    left_out = ("record_distribution", "max_record_size_kib")  # None: the server did not say
-    rows = [
-        (key, "unknown" if key in left_out and document[key] is None else document[key])
-        for key in first
-        if key in document
-    ]
-    warm = document.get("warm_throughput")
-    rows.append(
-        (
-            "warm_throughput",
-            "unknown"
-            if warm is None
-            else "-"
-            if warm.get("target_mibps") is None
-            else f"{warm['target_mibps']} MiB/s target, {warm.get('current_mibps')} MiB/s now",
-        )
-    )
-    rows += [
-        (key, value)
-        for key, value in document.items()
-        if key not in first and key not in ("tags", "consumers", "enhanced_monitoring", "warm_throughput", "badges")
-    ]
-    rows.append(("enhanced_monitoring", ", ".join(document["enhanced_monitoring"]) or "off"))
-    rows.append(("tags", ", ".join(f"{k}={v}" for k, v in sorted(document["tags"].items())) or "none"))
-    text = render_table(("FIELD", "VALUE"), [(key, "-" if value is None else str(value)) for key, value in rows])
-    if document.get("badges"):
-        text = " · ".join(document["badges"]) + "\n" + text
-    if document["consumers"]:
-        text += "\n\n" + render_table(
-            ("CONSUMER", "STATUS", "CREATED"),
-            [(c["name"], c["status"], c["created"] or "-") for c in document["consumers"]],
-        )
-    return text

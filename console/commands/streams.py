@@ -11,11 +11,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
-from console.commands import command_help
+from console.commands import Parents, Subparsers, command_help
+from console.commands._backend import with_backend
+from console.commands._options import options_from
 from console.commands._output import emit, note, render_table, run_async
-from console.commands._stream_args import ensure_local_stream, local_shard_count, validate_stream_name
+from console.commands._stream_args import local_shard_count, validate_stream_name
 from console.heat.fleet import (
     DESCRIBE_CONCURRENCY,
     FLEET_READ_COST,
@@ -38,7 +41,7 @@ if TYPE_CHECKING:  # `shards` alone draws lineage: `streams` starts without it
     from console.topology.lineage import Lineage
 
 
-def register(subparsers, common) -> None:
+def register(subparsers: Subparsers, common: Parents) -> None:
     streams = subparsers.add_parser(
         "streams",
         parents=common,
@@ -95,14 +98,22 @@ def register(subparsers, common) -> None:
 # -- kconsole streams ------------------------------------------------------------------------------
 
 
-def streams_command(args: Any) -> int:
+@dataclass(frozen=True)
+class StreamsOptions:
+    watch: bool = False
+    sort: str = "trouble"  # one of SORTS
+    stream: str | None = None  # the top-level --stream: created first on --local
+
+
+def streams_command(args: argparse.Namespace) -> int:
+    options = options_from(StreamsOptions, args)
     if getattr(args, "local", False):
         local_shard_count(args)  # a bad --shards is exit 2 before the embedded server starts
-    if getattr(args, "watch", False):
-        return run_async(_watch_fleet(args))
-    summaries, label, fleet = run_async(_fetch_fleet(args))
+    if options.watch:
+        return run_async(_watch_fleet(args, options))
+    summaries, label, fleet = run_async(_fetch_fleet(args, options))
     rows = {row.name: row for row in fleet.rows}
-    ordered = [rows[row.name] for row in sort_rows(fleet.rows, getattr(args, "sort", "trouble"))]
+    ordered = [rows[row.name] for row in sort_rows(fleet.rows, options.sort)]
     by_name = {summary.name: summary for summary in summaries}
     emit(
         args,
@@ -144,15 +155,9 @@ async def described(
     return sorted(found, key=lambda s: s.name) + listed[len(head) :]
 
 
-async def _fetch_fleet(args: Any) -> tuple[list[StreamSummary], str, Fleet]:
+async def _fetch_fleet(args: argparse.Namespace, options: StreamsOptions) -> tuple[list[StreamSummary], str, Fleet]:
     """The streams and one read of their CloudWatch metrics, on one backend."""
-    from console.backend import BackendConfig, open_backend
-
-    config = BackendConfig.from_args(args)
-    async with open_backend(config) as kinesis:
-        wanted = getattr(args, "stream", None)
-        if config.kind == "local" and wanted:
-            await ensure_local_stream(kinesis, wanted, args)
+    async with with_backend(args, stream=options.stream) as kinesis:
         summaries, fleet = await listed_fleet(
             kinesis, describe=needs_describe(args), shown=getattr(args, "max_items", None)
         )
@@ -193,25 +198,24 @@ async def worst_readers(kinesis: Any, names: list[str]) -> Any:
     return await fleet_reader_lag(kinesis, names)
 
 
-async def _watch_fleet(args: Any, *, rounds: int | None = None, interval: float = FLEET_REFRESH_S) -> int:
+async def _watch_fleet(
+    args: argparse.Namespace, options: StreamsOptions, *, rounds: int | None = None, interval: float = FLEET_REFRESH_S
+) -> int:
     """Refresh every `interval` seconds; a refresh starts only after the previous one ended. Each
     refresh is the table (a fresh screen on a terminal) or, with --json, one JSON document a line."""
     import sys
     import time
 
-    from console.backend import BackendConfig, open_backend
-
-    config = BackendConfig.from_args(args)
-    async with open_backend(config) as kinesis:
+    async with with_backend(args) as kinesis:
         done = 0
         while rounds is None or done < rounds:
             started = time.monotonic()
             summaries, fleet = await listed_fleet(kinesis)
             by_name = {summary.name: summary for summary in summaries}
-            ordered = sort_rows(fleet.rows, args.sort)
+            ordered = sort_rows(fleet.rows, options.sort)
             stamp = time.strftime("%H:%M:%S")
             table = (
-                f"{kinesis.label} at {stamp}, sorted by {args.sort}; refreshes every {interval:g} s, "
+                f"{kinesis.label} at {stamp}, sorted by {options.sort}; refreshes every {interval:g} s, "
                 "Ctrl-C stops\n"
                 + format_fleet(
                     [(by_name[row.name], row) for row in ordered],
@@ -289,14 +293,22 @@ def format_fleet(
 # -- kconsole shards -------------------------------------------------------------------------------
 
 
-def shards_command(args: Any) -> int:
+@dataclass(frozen=True)
+class ShardsOptions:
+    stream: str
+    which: Literal["open", "all"] = "all"
+    tree: bool = False
+
+
+def shards_command(args: argparse.Namespace) -> int:
     from console.topology.lineage import OPEN, Lineage
 
-    stream = validate_stream_name(args.stream)
+    options = options_from(ShardsOptions, args)
+    stream = validate_stream_name(options.stream)
     if getattr(args, "local", False):
         local_shard_count(args)
     lineage, label = run_async(_fetch_lineage(args, stream))
-    if args.which == "open":
+    if options.which == "open":
         # Rebuilt from the open shards alone so the tree shows only them; links still name the parents.
         full = lineage
         lineage = Lineage.build(node.shard for node in full.nodes.values() if node.state == OPEN)
@@ -305,8 +317,8 @@ def shards_command(args: Any) -> int:
         rows = lineage.rows()
     if lineage.problem:
         note(f"kconsole: warning: stream {stream!r}: {lineage.problem}")
-    document: dict[str, Any] = {"stream": stream, "backend": label, "which": args.which, "problem": lineage.problem}
-    if args.tree:
+    document: dict[str, Any] = {"stream": stream, "backend": label, "which": options.which, "problem": lineage.problem}
+    if options.tree:
         document["tree"] = lineage.tree_json()
         emit(args, document, lambda: f"{_heading(stream, label, rows)}\n{lineage.render_tree()}")
     else:
@@ -316,26 +328,22 @@ def shards_command(args: Any) -> int:
 
 
 async def _fetch_lineage(args: Any, stream: str) -> tuple[Lineage, str]:
-    from console.backend import BackendConfig, open_backend
     from console.topology.lineage import Lineage
 
-    config = BackendConfig.from_args(args)
-    async with open_backend(config) as kinesis:
-        if config.kind == "local":
-            await ensure_local_stream(kinesis, stream, args)
+    async with with_backend(args, stream=stream) as kinesis:
         # Everything within retention, so closed parents and their links are shown; --open filters locally.
         shards = await kinesis.all_shards(stream)
         return Lineage.build(shards), kinesis.label
 
 
-def _heading(stream: str, label: str, rows: list[dict]) -> str:
+def _heading(stream: str, label: str, rows: list[dict[str, Any]]) -> str:
     from console.topology.lineage import OPEN
 
     open_count = sum(1 for row in rows if row["state"] == OPEN)
     return f"stream {stream} on {label}: {counted(len(rows), 'shard')} ({open_count} open)"
 
 
-def format_shards(rows: list[dict], problem: str | None) -> str:
+def format_shards(rows: list[dict[str, Any]], problem: str | None) -> str:
     header = (
         "SHARD ID",
         "STATE",

@@ -11,9 +11,10 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from console.commands import command_help
+from console.commands import Parents, Subparsers, command_help
+from console.commands._backend import backend_config, with_backend
 from console.commands._mask_args import add_mask_arguments, masker_from_args
 from console.commands._output import emit, emit_record, note, run_async
 from console.commands._read_share import add_read_share_argument, read_share_for
@@ -39,13 +40,16 @@ from console.read.tail import TailOptions, TailReader
 from console.read.where import RecordFilter
 from console.words import counted
 
+if TYPE_CHECKING:
+    from console.backend import BackendConfig
+
 PROGRESS_INTERVAL = 1.0  # seconds between export progress lines on stderr
 SHARDS_IN_PROGRESS = 4  # shard positions named in a progress line
 STREAM_THROTTLES_EVERY = 60.0  # seconds between readings of the stream's read throttles (CloudWatch's period)
 GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the youngest generation (Python's default: 700)
 
 
-def register(subparsers, common) -> None:
+def register(subparsers: Subparsers, common: Parents) -> None:
     parser = subparsers.add_parser(
         "tail",
         parents=common,
@@ -214,7 +218,6 @@ def options_from_args(args: Any, now: datetime | None = None) -> TailOptions:
 
 
 def run(args: Any) -> int:
-    from console.backend import BackendConfig
     from console.commands._stream_args import local_shard_count, validate_stream_name
 
     validate_stream_name(args.stream)  # a typo is bad input (exit 2), not a stream the server lacks
@@ -227,7 +230,7 @@ def run(args: Any) -> int:
     export = Export.from_args(args)
     if getattr(args, "local", False):
         local_shard_count(args)
-    config = BackendConfig.from_args(args)
+    config = backend_config(args)
     reader_box: list[TailReader] = []
     if export is not None:
         export.open()  # an unwritable --out is bad input before anything is read
@@ -355,14 +358,14 @@ class Export:
 
 
 async def _tail(
-    config, stream: str, options: TailOptions, reader_box: list, args: Any, export: Export | None = None
+    config: BackendConfig,
+    stream: str,
+    options: TailOptions,
+    reader_box: list[TailReader],
+    args: Any,
+    export: Export | None = None,
 ) -> None:
-    from console.backend import open_backend
-    from console.commands._stream_args import ensure_local_stream
-
-    async with open_backend(config) as kinesis, contextlib.AsyncExitStack() as until_done:
-        if config.kind == "local":  # the embedded server starts empty: create the stream, as `shards` does
-            await ensure_local_stream(kinesis, stream, args)
+    async with with_backend(args, stream=stream, config=config) as kinesis, contextlib.AsyncExitStack() as until_done:
         if options.start.timestamp is not None or options.end.moment is not None:
             summary = await kinesis.describe_stream_summary(stream)
             check_retention(options.start, summary.retention_hours, datetime.now(UTC), stream, options.end)
@@ -539,7 +542,7 @@ async def _follow_stream_throttles(
         await asyncio.sleep(STREAM_THROTTLES_EVERY)
 
 
-async def _stopped(task: asyncio.Task) -> None:
+async def _stopped(task: asyncio.Task[None]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task

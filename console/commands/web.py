@@ -11,10 +11,12 @@ import errno
 import shlex
 import socket
 import sys
+from dataclasses import dataclass
 from typing import Any
 
-from console.commands import command_help
+from console.commands import Parents, Subparsers, command_help
 from console.commands._mask_args import add_mask_arguments
+from console.commands._options import options_from
 from console.errors import BadInput
 
 DEFAULT_PORT = 8000
@@ -37,7 +39,7 @@ _FORWARDED = (
 )
 
 
-def register(subparsers, common) -> None:
+def register(subparsers: Subparsers, common: Parents) -> None:
     parser = subparsers.add_parser(
         "web",
         parents=common,
@@ -66,13 +68,19 @@ def console_command(args: Any) -> str:
     return shlex.join(argv)
 
 
-def serve_web(args: Any) -> int:
+@dataclass(frozen=True)
+class WebOptions:
+    port: int = DEFAULT_PORT
+
+
+def serve_web(args: argparse.Namespace) -> int:
+    options = options_from(WebOptions, args)
     if getattr(args, "output", None) or getattr(args, "max_items", None) is not None:
         raise BadInput(
             "kconsole web serves the live console, which has no --json, --output, --query or --max-items", code="usage"
         )
-    if not 1 <= args.port <= 65535:
-        raise BadInput(f"--port must be from 1 to 65535; got {args.port}", code="usage")
+    if not 1 <= options.port <= 65535:
+        raise BadInput(f"--port must be from 1 to 65535; got {options.port}", code="usage")
     if getattr(args, "local", False):
         from console.backend.launcher import require_local_extra
 
@@ -86,10 +94,10 @@ def serve_web(args: Any) -> int:
             parse_rules(args.mask_rules)  # a bad rule is one line here, not an error page in every tab
         except MaskRuleError as problem:
             raise BadInput(str(problem)) from None
-    _check_port_free(args.port)
+    _check_port_free(options.port)
     from textual_serve.server import Server
 
-    server = Server(console_command(args), host=HOST, port=args.port, title="kconsole")
+    server = Server(console_command(args), host=HOST, port=options.port, title="kconsole")
     server.serve()
     return 130  # textual-serve stops on Ctrl-C (or SIGTERM) only
 

@@ -88,7 +88,7 @@ def lease_state(lease: Lease, lag: ShardLag | None, previous_counter: int | None
         return FINISHED
     if lease.owner is None:
         return UNOWNED
-    behind = lag is not None and (lag.records_behind is None and lag.over_cap or (lag.records_behind or 0) > 0)
+    behind = lag is not None and ((lag.records_behind is None and lag.over_cap) or (lag.records_behind or 0) > 0)
     if behind and previous_counter is not None and lease.counter == previous_counter:
         return STALLED
     return OWNED

@@ -301,7 +301,7 @@ class ShardHeat:
             points = sorted(atoms.get(index, ()))
             density = max(0, count - sum(weight for _, weight in points)) / (high - low)
             position = low
-            for hash_key, weight in points + [(high, 0)]:
+            for hash_key, weight in [*points, (high, 0)]:
                 spread_mass = density * (hash_key - position)
                 if spread_mass and below <= half <= below + spread_mass:
                     return position + int((half - below) / density), half

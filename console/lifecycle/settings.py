@@ -347,7 +347,9 @@ def describe_commitment(raw: dict[str, Any]) -> dict[str, Any]:
 
 def plan_account(commitment: dict[str, Any], turn_on: bool) -> LifecyclePlan:
     status = commitment["status"]
-    if turn_on and status == "ENABLED" or not turn_on and status in ("DISABLED", "ENABLED_UNTIL_EARLIEST_ALLOWED_END"):
+    if (turn_on and status == "ENABLED") or (
+        not turn_on and status in ("DISABLED", "ENABLED_UNTIL_EARLIEST_ALLOWED_END")
+    ):
         return LifecyclePlan("account", "account", f"On-demand Advantage is already {status}")
     call = Call(
         "UpdateAccountSettings",

@@ -195,7 +195,7 @@ def warm_up() -> None:
         from moto.kinesis.models import kinesis_backends
 
         kinesis_backends[DEFAULT_ACCOUNT_ID]
-    except Exception:  # noqa: BLE001 - only a head start: the first request builds whatever is missing
+    except Exception:  # only a head start: the first request builds whatever is missing
         pass
 
 

@@ -44,7 +44,7 @@ def apply(lock: threading.RLock) -> None:
     from moto.kinesisanalyticsv2 import responses as flink_responses
 
     _patch_event_source_mappings(lambda_models)
-    _patch_flink(flink_models.Application, flink_models.KinesisAnalyticsV2Backend, flink_responses)
+    _patch_flink(flink_models.Application, flink_responses)
 
 
 # ---- Lambda event source mappings ----------------------------------------------------------------
@@ -109,7 +109,7 @@ def _kinesis_source_exists(account_id: str, region: str, arn: str) -> bool:
 READY, RUNNING = "READY", "RUNNING"
 
 
-def _patch_flink(Application: Any, Backend: Any, responses: Any) -> None:
+def _patch_flink(Application: Any, responses: Any) -> None:
     original_init = Application.__init__
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:

@@ -59,7 +59,7 @@ class ShortPath:
             payload = self._answer(environ, method, body)
         except StoredPartly as error:
             return _internal_failure(start_response, error)
-        except Exception:  # noqa: BLE001 - moto's own path makes the exact error response
+        except Exception:  # moto's own path makes the exact error response
             payload = None
         if payload is None:
             environ["wsgi.input"] = io.BytesIO(body)

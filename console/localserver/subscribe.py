@@ -188,7 +188,7 @@ class _Connection(asyncio.Protocol):
     def _forget(self, stream_id: int, _task: asyncio.Task) -> None:
         self.tasks.pop(stream_id, None)
 
-    def connection_lost(self, exc: Exception | None) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002 - asyncio.Protocol's signature
         self.closed = True
         for task in list(self.tasks.values()):
             task.cancel()

@@ -84,7 +84,7 @@ class LocalKinesisServer:
         ]
         if not self.patched:
             command.append("--unpatched")
-        self._log = tempfile.TemporaryFile()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - the server's log, kept while it runs
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self._process = subprocess.Popen(
             command,

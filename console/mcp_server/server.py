@@ -195,7 +195,7 @@ def build_server(args: argparse.Namespace, subcommands: argparse._SubParsersActi
         argv = ["predict"]
         argv += ["--stream", stream] if stream else []
         argv += ["--shards", str(shard_count)] if shard_count else []
-        return document(await runner.call(argv + ["--", *keys]))
+        return document(await runner.call([*argv, "--", *keys]))
 
     async def make_plan(action: str, stream: str, options: list[str]) -> str:
         planned = await runner.call(["plan", action, stream, *options])

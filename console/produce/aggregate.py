@@ -330,7 +330,10 @@ class AggregatingProducer(OrderedProducer):
         return [aggregate for aggregate in aggregates if aggregate.records], wait_hint
 
     async def _send_batch(  # type: ignore[override]
-        self, batch: list[PendingAggregate], requeue: Requeue, handoff: Handoff
+        self,
+        batch: list[PendingAggregate],
+        requeue: Requeue,
+        handoff: Handoff,  # noqa: ARG002 - the producer's _send_batch signature
     ) -> None:
         """Aggregates are acknowledged as their answer comes (no handoff): an aggregate that landed off
         its prediction sends its records again, re-aggregated."""

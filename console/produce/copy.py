@@ -307,8 +307,8 @@ async def copy_window(
     where: Callable[[DecodedRecord], bool] | None = None,
     deaggregate: bool = False,
     mask: Masker | None = None,
-    save: Callable[[CopyCheckpoint], None] = lambda checkpoint: None,
-    on_chunk: Callable[[CopyProgress], None] = lambda progress: None,
+    save: Callable[[CopyCheckpoint], None] = lambda _checkpoint: None,
+    on_chunk: Callable[[CopyProgress], None] = lambda _progress: None,
     chunk_records: int = CHUNK_RECORDS,
     chunk_bytes: int = CHUNK_BYTES,
     keyless_refused: str | None = None,
@@ -409,9 +409,8 @@ async def copy_window(
                 size += sum(len(record.data) + len(record.key or "") for record in fresh)
             if batch.ended or batch.caught_up:
                 checkpoint.shard_read_to_end(batch.shard_id)
-            if len(chunk) >= chunk_records or size >= chunk_bytes:
-                if not await flush():
-                    return progress
+            if (len(chunk) >= chunk_records or size >= chunk_bytes) and not await flush():
+                return progress
     if stopping.reason is not None:
         return stop_cleanly()
     if await flush():

@@ -5,6 +5,7 @@ themselves are sent by console.produce.producer."""
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -121,10 +122,10 @@ class RecordLedger:
         if key.in_flight > self.result.max_in_flight_per_key:
             self.result.max_in_flight_per_key = key.in_flight
 
-    def acknowledge(self, record: PendingRecord, shard_id: str, sequence_number: str, now: float, wall: float) -> None:
+    def acknowledge(self, record: PendingRecord, shard_id: str, sequence_number: str, wall: float) -> None:
         """The put answered: record where the record landed and check it against the prediction."""
         self.release(record)
-        self.record_ack(record, shard_id, sequence_number, now, wall)
+        self.record_ack(record, shard_id, sequence_number, wall)
 
     def release(self, record: PendingRecord) -> None:
         """The put answered for the record: it leaves its key, whose next record may go at once.
@@ -135,7 +136,7 @@ class RecordLedger:
         # Acks come back in key order: only one in flight (ordered) or FIFO per request (naive).
         _unpend(key.pending, record)
 
-    def record_ack(self, record: PendingRecord, shard_id: str, sequence_number: str, now: float, wall: float) -> None:
+    def record_ack(self, record: PendingRecord, shard_id: str, sequence_number: str, wall: float) -> None:
         """Where a released record landed, checked against the prediction."""
         key = record.key
         key.learned_shard = shard_id
@@ -260,7 +261,5 @@ def _unpend(pending: deque[PendingRecord], record: PendingRecord) -> None:
     if pending and pending[0] is record:
         pending.popleft()
         return
-    try:
+    with contextlib.suppress(ValueError):  # pragma: no cover - a record is acknowledged once
         pending.remove(record)
-    except ValueError:  # pragma: no cover - a record is acknowledged once
-        pass

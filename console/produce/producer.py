@@ -146,7 +146,7 @@ class OrderedProducer(ProducerState):
 
             try:
                 await self._send_batch(batch, requeue, handoff)
-            except BaseException as error:  # noqa: BLE001 - handed to the loop below, which re-raises
+            except BaseException as error:  # handed to the loop below, which re-raises
                 fatal.append(error)
             finally:
                 if not answered:
@@ -315,7 +315,7 @@ class OrderedProducer(ProducerState):
                 failures.append((record, f"{code}: {outcome.get('ErrorMessage', '')}".rstrip(": ")))
             else:
                 shard_id = outcome["ShardId"]
-                acknowledge(record, shard_id, outcome["SequenceNumber"], now, wall)
+                acknowledge(record, shard_id, outcome["SequenceNumber"], wall)
                 if not idle:
                     pacer.succeeded(shard_id, now)
         self._ledger.retry(failures, requeue)
@@ -349,7 +349,7 @@ class OrderedProducer(ProducerState):
             idle = pacer.idle
             for record, outcome in zip(batch, results):
                 shard_id = outcome["ShardId"]
-                record_ack(record, shard_id, outcome["SequenceNumber"], now, wall)
+                record_ack(record, shard_id, outcome["SequenceNumber"], wall)
                 if not idle:
                     pacer.succeeded(shard_id, now)
 
@@ -474,7 +474,7 @@ class OrderedProducer(ProducerState):
                     continue
                 self._answered()
                 now, wall = self._clock(), self._wall()
-                self._ledger.acknowledge(record, response["ShardId"], response["SequenceNumber"], now, wall)
+                self._ledger.acknowledge(record, response["ShardId"], response["SequenceNumber"], wall)
                 self._pacer.succeeded(response["ShardId"], now)
                 break
 

@@ -60,6 +60,7 @@ class ProducerState:
         self._map = shard_map
         # invalidate(seen_at) compares with the map's own clock (ShardMap.now()) when it has one.
         self._map_clock = map_clock or getattr(shard_map, "now", None) or clock
+        self._invalidating: set[asyncio.Future[object]] = set()  # see _invalidate
         self._progress_interval = progress_interval
         self._clock = clock
         self._wall = wall_clock
@@ -177,7 +178,10 @@ class ProducerState:
             return
         outcome = self._map.invalidate(self._map_clock(), predicted)
         if inspect.isawaitable(outcome):
-            asyncio.ensure_future(outcome)
+            # The loop keeps only a weak reference to a task: an invalidation in flight is held here.
+            invalidation = asyncio.ensure_future(outcome)
+            self._invalidating.add(invalidation)
+            invalidation.add_done_callback(self._invalidating.discard)
 
 
 def keytree_hash_keys(count: int) -> list[int]:

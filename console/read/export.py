@@ -280,7 +280,7 @@ class ExportTarget:
             if directory:
                 self.temporary.mkdir()
             else:
-                self._handle = open(self.temporary, "wb", buffering=1024 * 1024)
+                self._handle = open(self.temporary, "wb", buffering=1024 * 1024)  # noqa: SIM115 - closed by commit() or discard()
         except OSError as error:
             raise BadInput(f"cannot write {option} {path}: {error.strerror or error}", code="bad_file") from None
 
@@ -313,7 +313,5 @@ class ExportTarget:
         if self.directory:
             shutil.rmtree(self.temporary, ignore_errors=True)
         else:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 self.temporary.unlink()
-            except FileNotFoundError:
-                pass

@@ -161,7 +161,7 @@ def _gunzip(data: bytes, budget: InflateBudget | None = None) -> bytes | bytearr
         first = inflater.decompress(data, INFLATE_STEP)
     except zlib.error as problem:
         raise ValueError(_zlib_reason(problem)) from None
-    if inflater.eof and len(first) <= limit and not inflater.unused_data[:2] == GZIP_MAGIC:
+    if inflater.eof and len(first) <= limit and inflater.unused_data[:2] != GZIP_MAGIC:
         inflated: bytes | bytearray = first  # the usual case: one small member
     else:
         inflated = bytearray(first)

@@ -149,8 +149,14 @@ def _parse(definition: str) -> Any:
     class Refuse(ErrorListener):  # type: ignore[misc]  # antlr4 ships no types
         """ANTLR prints syntax errors to stderr and recovers; a schema with one is refused instead."""
 
-        def syntaxError(  # ANTLR's names
-            self, recognizer: Any, offendingSymbol: Any, line: int, column: int, msg: str, e: Any
+        def syntaxError(  # ANTLR's names and signature
+            self,
+            _recognizer: Any,
+            _offending_symbol: Any,
+            line: int,
+            column: int,
+            msg: str,
+            _error: Any,
         ) -> None:
             reason = msg.split(" expecting ", 1)[0][:120]  # the expected tokens make a paragraph
             raise ProtoSchemaError(f"Protobuf schema does not parse: line {line}:{column}: {reason}")

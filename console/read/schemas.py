@@ -91,7 +91,7 @@ def _parse(data_format: str, definition: str) -> tuple[Any, str | None]:
 
         try:
             return fastavro.parse_schema(json.loads(definition)), None
-        except Exception as problem:  # noqa: BLE001 - fastavro raises several types for a bad schema
+        except Exception as problem:  # fastavro raises several types for a bad schema
             return None, f"Avro schema does not parse: {problem}"
     if data_format == FORMAT_JSON:
         return None, None
@@ -142,7 +142,7 @@ class SchemaCatalog:
                 answer = await self._lookup(version_id)
             except (Throttled, EndpointUnreachable, OSError, TimeoutError):
                 continue  # for now: this batch's records are shown raw, the next batch asks again
-            except Exception as problem:  # noqa: BLE001 - permission, deleted, not served: the record is shown raw
+            except Exception as problem:  # permission, deleted, not served: the record is shown raw
                 self._remember(version_id, f"schema version {version_id} not fetched: {problem}")
                 continue
             self._remember(version_id, RegisteredSchema.from_answer(version_id, answer))
@@ -191,7 +191,7 @@ def _avro(body: bytes, schema: RegisteredSchema) -> Any:
     stream = io.BytesIO(body)
     try:
         value = fastavro.schemaless_reader(stream, schema.parsed, None)
-    except Exception as problem:  # noqa: BLE001 - a payload that does not match its schema fails in many ways
+    except Exception as problem:  # a payload that does not match its schema fails in many ways
         raise SchemaDecodeError(f"{schema.label}: payload does not match the Avro schema ({problem!r})") from None
     left = len(body) - stream.tell()
     if left:

@@ -18,6 +18,7 @@ re-exported here.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -65,13 +66,13 @@ __all__ = [
     "Operation",
     "PlannedShard",
     "ReshardPlan",
+    "even_tolerance",
     "key_movement",
     "median_hash_key",
     "median_split",
     "midpoint",
     "moved_fraction",
     "open_shards",
-    "even_tolerance",
     "plan_even",
     "plan_merge",
     "plan_scale",
@@ -260,7 +261,7 @@ def plan_merge(
     adjacent_shard_id: str,
     *,
     context: StreamContext | None = None,
-    limits: Limits = DEFAULT_LIMITS,
+    limits: Limits = DEFAULT_LIMITS,  # noqa: ARG001 - the planners' common signature; a merge adds no shard
     sample: KeySample | None = None,
 ) -> ReshardPlan:
     """Merge two adjacent open shards into one (MergeShards). The lower shard is passed first, so
@@ -352,7 +353,7 @@ def _walk_to(shards: Sequence[Shard], before: tuple[Shard, ...], target_ranges: 
     # runs, the shard just below it in this list (original or split off before) is its parent.
     starts = sorted(current | wanted)
     operations: list[Operation] = []
-    for below, key in zip(starts, starts[1:]):
+    for below, key in itertools.pairwise(starts):
         if key in current:
             continue
         parent = by_start[below]

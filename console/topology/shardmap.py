@@ -506,7 +506,7 @@ def backend_list_shards(kinesis: Any) -> ListShardsFn:
     async def list_shards(
         *,
         StreamName: str | None = None,
-        NextToken: str | None = None,  # noqa: N803 - ListShards' own names
+        NextToken: str | None = None,  # ListShards' own names
         ShardFilter: dict[str, Any] | None = None,
         MaxResults: int | None = None,
     ) -> dict[str, Any]:

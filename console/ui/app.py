@@ -347,11 +347,15 @@ class KConsoleApp(App[None]):
 
     def on_key(self, event: events.Key) -> None:
         self.focus_model.leave_text_box(event)
-        if self.read_only and self.screen is self.screen_stack[0] and not self.focus_model.typing:
-            if notice := disabled_key_notice(event.key):
-                self.notify(notice, severity="warning", timeout=4)
+        if (
+            self.read_only
+            and self.screen is self.screen_stack[0]
+            and not self.focus_model.typing
+            and (notice := disabled_key_notice(event.key))
+        ):
+            self.notify(notice, severity="warning", timeout=4)
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+    def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
         if action in MUTATING_ACTIONS and self.read_only:
             return None  # shown greyed out in the footer, and the key does nothing
         if action == "show_tab":

@@ -11,6 +11,7 @@ server, which watches its parent, follows.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import threading
@@ -32,10 +33,8 @@ def exit_when_server_leaves(app: App[object], stdin_fd: int = 0) -> threading.Th
             events = poller.poll(1000)
             if any(mask & _HANG_UP for _fd, mask in events):
                 break
-        try:
+        with contextlib.suppress(Exception):  # the app may already be closing; the grace period below still applies
             app.call_from_thread(app.exit)
-        except Exception:  # the app may already be closing; the grace period below still applies
-            pass
         threading.Event().wait(GRACE_SECONDS)
         os._exit(0)  # the app could not finish (its output pipe is gone as well): leave no orphan
 

@@ -108,7 +108,7 @@ def _supervise_local_server(
                 await prepare_demo_stream(backend, stream, shards, split=split)
             else:
                 await backend.ensure_stream(stream, shards)
-        except Exception as error:  # noqa: BLE001 - said in the header; the polls say the rest
+        except Exception as error:  # said in the header; the polls say the rest
             say(
                 f"embedded server restarted; recreating {stream} failed: {error}", short="server restarted, stream lost"
             )

@@ -182,7 +182,7 @@ class _FailingTransport:
     def __init__(self, code: str, message: str) -> None:
         self.error = ClientError({"Error": {"Code": code, "Message": message}}, "SplitShard")
 
-    async def split_shard(self, **params):
+    async def split_shard(self, **params):  # noqa: ARG002 - the backend's signature
         raise self.error
 
 
@@ -225,7 +225,7 @@ class _ThrottlingTransport:
         self.code = code
         self.calls = 0
 
-    async def list_streams(self, **params):
+    async def list_streams(self, **params):  # noqa: ARG002 - the backend's signature
         self.calls += 1
         if self.calls <= self.throttles:
             raise ClientError({"Error": {"Code": self.code, "Message": "Rate exceeded"}}, "ListStreams")
@@ -337,20 +337,22 @@ def test_cli_unknown_stream_lists_the_existing_ones(capsys, local_kinesis):
 def test_cli_unknown_stream_json_error(capsys, local_kinesis):
     import json
 
-    code, out, err = run_cli(capsys, "shards", "no-such-stream", "--json", "--endpoint-url", local_kinesis.endpoint_url)
+    code, out, _err = run_cli(
+        capsys, "shards", "no-such-stream", "--json", "--endpoint-url", local_kinesis.endpoint_url
+    )
     assert code == 1
     assert json.loads(out)["error"]["code"] == "stream_not_found"
 
 
 def test_cli_unreachable_endpoint(capsys):
-    code, out, err = run_cli(capsys, "streams", "--endpoint-url", "http://127.0.0.1:9")
+    code, _out, err = run_cli(capsys, "streams", "--endpoint-url", "http://127.0.0.1:9")
     assert code == 1
     assert_one_line_error(err, "cannot reach http://127.0.0.1:9/: connection failed")
 
 
 @pytest.mark.parametrize("region", ["bad region", "EU-WEST-1", "eu_west_1"])
 def test_cli_bad_region(capsys, region):
-    code, out, err = run_cli(capsys, "streams", "--region", region)
+    code, _out, err = run_cli(capsys, "streams", "--region", region)
     assert code == 2
     assert_one_line_error(err, f"not a valid AWS region: {region!r}")
 
@@ -367,14 +369,14 @@ def test_cli_bad_region(capsys, region):
     ],
 )
 def test_cli_malformed_endpoint_url_is_bad_input(capsys, url, text):
-    code, out, err = run_cli(capsys, "streams", "--endpoint-url", url)
+    code, _out, err = run_cli(capsys, "streams", "--endpoint-url", url)
     assert code == 2
     assert_one_line_error(err, text)
 
 
 def test_cli_https_to_a_plain_http_server(capsys, local_kinesis):
     tls_url = local_kinesis.endpoint_url.replace("http://", "https://")
-    code, out, err = run_cli(capsys, "streams", "--endpoint-url", tls_url)
+    code, _out, err = run_cli(capsys, "streams", "--endpoint-url", tls_url)
     assert code == 1
     assert_one_line_error(err, f"TLS handshake with {tls_url}/ failed")
     assert "use an http:// URL" in err
@@ -392,7 +394,7 @@ def test_cli_endpoint_that_is_not_kinesis(capsys):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), QuietHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        code, out, err = run_cli(capsys, "streams", "--endpoint-url", f"http://127.0.0.1:{server.server_port}")
+        code, _out, err = run_cli(capsys, "streams", "--endpoint-url", f"http://127.0.0.1:{server.server_port}")
     finally:
         server.shutdown()
         server.server_close()
@@ -410,7 +412,7 @@ def test_cli_endpoint_that_is_not_kinesis(capsys):
 )
 def test_cli_local_serve_refuses_client_options(capsys, argv, option):
     """`local serve` is the server: a client option would be silently ignored, so it is refused."""
-    code, out, err = run_cli(capsys, *argv, "--port", "99999")  # never binds, even if the check were gone
+    code, _out, err = run_cli(capsys, *argv, "--port", "99999")  # never binds, even if the check were gone
     assert code == 2
     assert_one_line_error(err, f"kconsole local serve runs its own server; {option} does not apply")
 
@@ -429,12 +431,12 @@ def test_cli_no_credentials(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    code, out, err = run_cli(capsys, "streams", "--region", "eu-west-1")
+    code, _out, err = run_cli(capsys, "streams", "--region", "eu-west-1")
     assert code == 1
     assert_one_line_error(err, "no AWS credentials found")
 
 
-def _aws_home(monkeypatch, tmp_path, config: str) -> dict:
+def _aws_home(tmp_path, config: str) -> dict:
     """An environment whose only AWS setting is `config` (as ~/.aws/config), for a kconsole subprocess."""
     (tmp_path / ".aws").mkdir()
     (tmp_path / ".aws" / "config").write_text(config)
@@ -464,14 +466,14 @@ def _aws_home(monkeypatch, tmp_path, config: str) -> dict:
         ),
     ],
 )
-def test_cli_credential_and_config_failures_are_one_line(monkeypatch, tmp_path, config, exit_code, text):
+def test_cli_credential_and_config_failures_are_one_line(tmp_path, config, exit_code, text):
     """A failing credential_process, an SSO profile never logged in, a broken ~/.aws/config: botocore
     raises (and logs a traceback as a warning first); the user sees one line."""
     result = subprocess.run(
         [sys.executable, "-m", "console.cli", "streams"],
         capture_output=True,
         text=True,
-        env=_aws_home(monkeypatch, tmp_path, config),
+        env=_aws_home(tmp_path, config),
         timeout=60,
     )
     assert result.returncode == exit_code and result.stdout == ""

@@ -67,7 +67,7 @@ async def test_a_silent_endpoint_is_one_line_after_one_read_timeout_naming_both_
 
     held: list[asyncio.StreamWriter] = []
 
-    async def accept_and_say_nothing(reader, writer):
+    async def accept_and_say_nothing(_reader, writer):
         held.append(writer)
 
     server = await asyncio.start_server(accept_and_say_nothing, "127.0.0.1", 0)

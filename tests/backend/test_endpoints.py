@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 
@@ -70,14 +71,16 @@ def test_a_profile_services_section_names_the_kinesis_endpoint(aws_env):
     )
 
 
-def test_dummy_credentials_only_for_endpoints_on_this_machine(aws_env, monkeypatch):
+@pytest.mark.usefixtures("aws_env")
+def test_dummy_credentials_only_for_endpoints_on_this_machine(monkeypatch):
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://localhost:9")
     assert BackendConfig.from_args(args()).local_endpoint
     monkeypatch.setenv("AWS_ENDPOINT_URL", "https://vpce-1.kinesis.eu-west-1.vpce.amazonaws.com")
     assert not BackendConfig.from_args(args()).local_endpoint
 
 
-async def test_a_remote_configured_endpoint_never_gets_dummy_credentials(aws_env, monkeypatch):
+@pytest.mark.usefixtures("aws_env")
+async def test_a_remote_configured_endpoint_never_gets_dummy_credentials(monkeypatch):
     # Signing fails before any connection, so nothing is sent to the (unresolvable) host.
     monkeypatch.setenv("AWS_ENDPOINT_URL_KINESIS", "https://kinesis.example.invalid")
     async with open_backend(BackendConfig.from_args(args())) as kinesis:
@@ -85,7 +88,8 @@ async def test_a_remote_configured_endpoint_never_gets_dummy_credentials(aws_env
             await kinesis.stream_names()
 
 
-def test_aws_profile_variable_is_named_when_missing(aws_env, monkeypatch):
+@pytest.mark.usefixtures("aws_env")
+def test_aws_profile_variable_is_named_when_missing(monkeypatch):
     monkeypatch.setenv("AWS_PROFILE", "nope")
     with pytest.raises(BadInput, match="AWS profile not found: 'nope'"):
         BackendConfig.from_args(args())
@@ -102,7 +106,8 @@ def test_aws_profile_variable_is_named_when_missing(aws_env, monkeypatch):
         ("AWS_ENDPOINT_URL", "kinesis.local:4567", "the endpoint URL from AWS_ENDPOINT_URL must be an http"),
     ],
 )
-def test_bad_aws_settings_are_one_line_bad_input(aws_env, monkeypatch, variable, value, message):
+@pytest.mark.usefixtures("aws_env")
+def test_bad_aws_settings_are_one_line_bad_input(monkeypatch, variable, value, message):
     monkeypatch.setenv(variable, value)
     with pytest.raises(BadInput, match=message.replace("(", r"\(").replace(")", r"\)")):
         BackendConfig.from_args(args(local=True) if variable != "AWS_ENDPOINT_URL" else args())
@@ -127,10 +132,10 @@ def test_settings_from_the_profile_and_the_options(aws_env):
 class _FailingKinesis(BaseHTTPRequestHandler):
     """Answers every Kinesis call with HTTP 500 InternalFailure (or not at all within `delay`)."""
 
-    calls: dict[str, int] = {}
+    calls: ClassVar[dict[str, int]] = {}
     delay = 0.0
 
-    def do_POST(self):  # noqa: N802 - http.server's naming
+    def do_POST(self):  # http.server's naming
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         operation = self.headers.get("X-Amz-Target", "").rsplit(".", 1)[-1]
         type(self).calls[operation] = type(self).calls.get(operation, 0) + 1
@@ -160,9 +165,8 @@ def failing_server():
 
 
 @pytest.mark.parametrize("mode", ["legacy", "standard", "adaptive"])
-async def test_max_attempts_is_honoured_but_a_put_is_never_resent_after_a_5xx(
-    aws_env, monkeypatch, failing_server, mode
-):
+@pytest.mark.usefixtures("aws_env")
+async def test_max_attempts_is_honoured_but_a_put_is_never_resent_after_a_5xx(monkeypatch, failing_server, mode):
     url, handler = failing_server
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "3")
     monkeypatch.setenv("AWS_RETRY_MODE", mode)
@@ -179,7 +183,8 @@ async def test_max_attempts_is_honoured_but_a_put_is_never_resent_after_a_5xx(
     assert handler.calls == {"ListStreams": 3, "PutRecords": 1, "PutRecord": 1}
 
 
-async def test_read_timeout_option_bounds_a_silent_server(aws_env, failing_server, monkeypatch):
+@pytest.mark.usefixtures("aws_env")
+async def test_read_timeout_option_bounds_a_silent_server(failing_server, monkeypatch):
     url, handler = failing_server
     handler.delay = 3.0
     # A read that timed out is retried (it changes nothing); one attempt shows the timeout alone.
@@ -191,7 +196,7 @@ async def test_read_timeout_option_bounds_a_silent_server(aws_env, failing_serve
     assert time.monotonic() - began < 2.5
 
 
-def test_the_header_and_errors_name_the_configured_endpoint(local_kinesis, tmp_path):
+def test_the_header_and_errors_name_the_configured_endpoint(local_kinesis):
     """As a shell user sees it: AWS_ENDPOINT_URL at a local server, no credentials anywhere."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(
@@ -223,7 +228,7 @@ def answer(call, *args, **kwargs):
     """What a call returns, or the type of what it raises."""
     try:
         return call(*args, **kwargs)
-    except Exception as error:  # noqa: BLE001 - compared, not handled
+    except Exception as error:  # compared, not handled
         return type(error)
 
 
@@ -251,7 +256,8 @@ def test_the_lean_endpoint_resolver_answers_as_botocores_for_every_service_the_b
     assert full.get_available_endpoints("s3") and not lean.get_available_endpoints("s3")  # the rest is gone
 
 
-async def test_clients_reach_the_same_aws_endpoints_with_the_lean_resolver(aws_env):
+@pytest.mark.usefixtures("aws_env")
+async def test_clients_reach_the_same_aws_endpoints_with_the_lean_resolver():
     from aiobotocore.session import AioSession
 
     from console.backend.clients import ENDPOINT_PREFIXES, lean_endpoint_resolver

@@ -116,7 +116,7 @@ async def test_concurrent_put_records_to_one_shard_keep_every_record(server):
         iterator = await kinesis.get_shard_iterator(name, "shardId-000000000000", "TRIM_HORIZON")
         stored = (await kinesis.get_records(iterator))["Records"]
         lost_somewhere |= len(sequence_numbers) < 2000 or len(stored) < 2000
-        if lost_somewhere or patched and len(stored) == 2000:
+        if lost_somewhere or (patched and len(stored) == 2000):
             break
     if not patched and not lost_somewhere:
         # A race that did not happen in ten rounds is not proof that moto fixed it: how often moto's

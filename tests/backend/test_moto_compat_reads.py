@@ -98,7 +98,7 @@ def test_indexed_get_records_returns_what_motos_scan_returns(local_kinesis, unpa
 
 def test_records_put_after_an_iterator_are_found(local_kinesis):
     """The index follows appends: a reader at the tip sees each new record once, in order."""
-    kinesis, name, numbers, _ = filled_stream(local_kinesis.endpoint_url)
+    kinesis, name, _numbers, _ = filled_stream(local_kinesis.endpoint_url)
     iterator = kinesis.get_shard_iterator(StreamName=name, ShardId=SHARD, ShardIteratorType="LATEST")["ShardIterator"]
     seen = []
     for n in range(5):
@@ -109,8 +109,8 @@ def test_records_put_after_an_iterator_are_found(local_kinesis):
     assert seen == [f"new-{n}".encode() for n in range(5)]
 
 
-def test_short_path_summary_shows_todays_members(apps, kinesis_model):  # noqa: F811 - fixtures
-    short, moto, _ = apps
+def test_short_path_summary_shows_todays_members(apps, kinesis_model):  # fixtures
+    _short, moto, _ = apps
     send(
         moto,
         "CreateStream",

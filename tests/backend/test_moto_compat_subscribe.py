@@ -210,10 +210,8 @@ async def test_starting_positions_as_get_shard_iterator_has_them(server):
     }
     read = {}
     for kind, (position, start) in positions.items():
-        try:
+        with contextlib.suppress(BackendError):  # unpatched: waitress drops the connection
             read[kind] = records_of(await events_until(server.backend, consumer, shard, position, records=20 - start))
-        except BackendError:  # unpatched: waitress drops the connection
-            pass
     expect_missing(not read, server.patched, "SubscribeToShard's starting positions")
     if server.patched:
         assert read == {kind: list(range(start, 20)) for kind, (_, start) in positions.items()}
@@ -264,7 +262,7 @@ async def test_a_closed_shards_last_event_names_its_children_and_ends_the_subscr
 
 
 async def test_a_subscription_ends_when_its_time_is_up(server):
-    stream, shard, consumer = await one_shard_with_consumer(server)
+    _stream, shard, consumer = await one_shard_with_consumer(server)
 
     began = time.monotonic()
     answer = await raw_subscription(
@@ -286,7 +284,7 @@ async def test_a_subscription_ends_when_its_time_is_up(server):
 
 async def test_a_second_subscription_within_5_s_is_refused_and_a_later_one_takes_over(five_minute_server):
     server = five_minute_server
-    stream, shard, consumer = await one_shard_with_consumer(server)
+    _stream, shard, consumer = await one_shard_with_consumer(server)
     latest = request(consumer, shard, {"Type": "LATEST"})
     began = time.monotonic()
     first = asyncio.create_task(raw_subscription(server.endpoint, latest, messages=100, timeout=TAKEOVER_SECONDS + 3))
@@ -306,12 +304,12 @@ async def test_a_second_subscription_within_5_s_is_refused_and_a_later_one_takes
     assert third.status == 200 and third.messages[1][0][":event-type"] == "SubscribeToShardEvent"
     taken = await first
     assert taken.ended
-    headers, payload = taken.messages[-1]
+    headers, _payload = taken.messages[-1]
     assert (headers[":message-type"], headers[":exception-type"]) == ("exception", "ResourceInUseException")
 
 
 async def test_unknown_consumers_and_shards_are_resource_not_found(server):
-    stream, shard, consumer = await one_shard_with_consumer(server)
+    _stream, shard, consumer = await one_shard_with_consumer(server)
     other, other_shard, _ = await one_shard_with_consumer(server, "elsewhere")
     await server.backend.split_shard(other, other_shard, 1 << 127)  # a shard id the first stream lacks
     await server.backend.wait_for_active(other)

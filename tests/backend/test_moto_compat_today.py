@@ -8,6 +8,7 @@ adds one, the unpatched run fails and the corresponding code can go.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -71,10 +72,8 @@ class Streams:
                     kinesis.delete_channel(ChannelARN=channel["ChannelARN"])
             except ClientError:
                 pass
-            try:
+            with contextlib.suppress(ClientError):
                 kinesis.delete_stream(StreamName=name, EnforceConsumerDeletion=True)
-            except ClientError:
-                pass
 
 
 @pytest.fixture(params=["patched", "unpatched"])
@@ -290,7 +289,7 @@ def test_put_records_takes_requests_up_to_ten_mib(server):
     code = error_code(lambda: kinesis.put_records(StreamARN=arn, Records=three))
     expect_missing(code is not None, patched, "PutRecords requests of 5 to 10 MiB")
     if patched:
-        four = three + [{"Data": b"y" * (2 * MiB), "PartitionKey": "k3"}]  # 11 MiB
+        four = [*three, {"Data": b"y" * (2 * MiB), "PartitionKey": "k3"}]  # 11 MiB
         assert error_code(lambda: kinesis.put_records(StreamARN=arn, Records=four)) == "InvalidArgumentException"
         assert len(read_shard(kinesis, arn, "shardId-000000000000")) == 3
 

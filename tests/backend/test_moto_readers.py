@@ -9,6 +9,7 @@ patch: their tests show both servers doing what the readers demo relies on.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
@@ -92,10 +93,8 @@ class Server:
     def cleanup(self) -> None:
         kinesis = self.client("kinesis")
         for name in self.streams:
-            try:
+            with contextlib.suppress(ClientError):
                 kinesis.delete_stream(StreamName=name, EnforceConsumerDeletion=True)
-            except ClientError:
-                pass
 
 
 @pytest.fixture(params=["patched", "unpatched"])

@@ -22,7 +22,7 @@ def parse(factory, operation: str, body: object) -> object:
     parser = factory.create_parser(MODEL.metadata["protocol"])
     try:
         return asyncio.run(parser.parse(response, MODEL.operation_model(operation).output_shape))
-    except Exception as error:  # noqa: BLE001 - compared, not handled
+    except Exception as error:  # compared, not handled
         return type(error)
 
 

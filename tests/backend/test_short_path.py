@@ -81,7 +81,7 @@ def same_answer(apps, model, operation: str, body: dict, *, short_path: bool = T
 
 
 def test_reads_answer_as_moto_does(apps, kinesis_model):
-    short, moto, _ = apps
+    _short, moto, _ = apps
     send(moto, "CreateStream", {"StreamName": "short-path", "ShardCount": 3})
     send(
         moto,
@@ -119,7 +119,7 @@ def test_reads_answer_as_moto_does(apps, kinesis_model):
 
 
 def test_closed_shard_end_and_children_as_moto_does(apps, kinesis_model):
-    short, moto, _ = apps
+    _short, moto, _ = apps
     send(moto, "CreateStream", {"StreamName": "short-path-split", "ShardCount": 1})
     send(moto, "PutRecord", {"StreamName": "short-path-split", "Data": "eA==", "PartitionKey": "a"})
     send(
@@ -161,7 +161,7 @@ def test_errors_and_timestamps_take_moto_path(apps, kinesis_model):
 
 
 def stored(apps, stream: str, shard: str = "shardId-000000000000") -> list[dict]:
-    short, moto, _ = apps
+    _short, moto, _ = apps
     _, _, body = send(
         moto, "GetShardIterator", {"StreamName": stream, "ShardId": shard, "ShardIteratorType": "TRIM_HORIZON"}
     )
@@ -203,7 +203,7 @@ def test_put_records_refused_whole_goes_to_moto_with_nothing_stored(apps):
     records = [{"Data": "eA==", "PartitionKey": f"k{n}"} for n in range(3)]
     before = len(handed_on)
     for bad in ({"Data": "eA==", "PartitionKey": "k", "ExplicitHashKey": str(2**128)}, {"Data": "eA=="}):
-        status, _, body = send(short, "PutRecords", {"StreamName": "short-path-refused", "Records": records + [bad]})
+        status, _, body = send(short, "PutRecords", {"StreamName": "short-path-refused", "Records": [*records, bad]})
         assert status == 400 and "InvalidArgument" in json.loads(body)["__type"]
     status, _, body = send(short, "PutRecords", {"StreamName": "no-such-stream", "Records": records})
     assert status == 400 and "ResourceNotFound" in json.loads(body)["__type"]

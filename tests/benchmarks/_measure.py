@@ -130,10 +130,8 @@ class Terminal:
             os.kill(self.pid, signal.SIGTERM)
         except OSError:
             pass
-        try:
+        with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            pass
         os.close(self.fd)
 
 
@@ -162,7 +160,7 @@ def compiled_like_an_install() -> None:
 def local_serve():
     """`kconsole local serve` on a free port, as a user starts it: its endpoint URL, stopped on exit."""
     server = subprocess.Popen(
-        kconsole_command() + ["local", "serve", "--port", "0", "--json"],
+        [*kconsole_command(), "local", "serve", "--port", "0", "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )

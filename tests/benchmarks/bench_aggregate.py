@@ -27,17 +27,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from aiobotocore.session import get_session  # noqa: E402
-from aws_kinesis_agg.aggregator import RecordAggregator  # noqa: E402
+from aiobotocore.session import get_session
+from aws_kinesis_agg.aggregator import RecordAggregator
 
-from console.backend import BackendConfig, open_backend  # noqa: E402
-from console.commands.produce import settle_heap  # noqa: E402
-from console.produce.aggregate import DEFAULT_MAX_AGGREGATE_BYTES, AggregatingProducer  # noqa: E402
-from console.produce.producer import OrderedProducer  # noqa: E402
-from console.produce.settings import MAX_BATCH_BYTES, ProducerSettings  # noqa: E402
-from console.produce.testrecords import encode_record, new_run_id, partition_key_for  # noqa: E402
-from console.produce.verify import Verifier  # noqa: E402
-from console.topology.shardmap import ShardMap  # noqa: E402
+from console.backend import BackendConfig, open_backend
+from console.commands.produce import settle_heap
+from console.produce.aggregate import DEFAULT_MAX_AGGREGATE_BYTES, AggregatingProducer
+from console.produce.producer import OrderedProducer
+from console.produce.settings import MAX_BATCH_BYTES, ProducerSettings
+from console.produce.testrecords import encode_record, new_run_id, partition_key_for
+from console.produce.verify import Verifier
+from console.topology.shardmap import ShardMap
 
 SHARDS = 4
 KEYS = 1000

@@ -164,7 +164,7 @@ async def settle(pilot) -> None:
     await paint(pilot.app)
 
 
-async def wait_for(pilot, predicate, timeout: float = 30.0) -> None:
+async def wait_for(predicate, timeout: float = 30.0) -> None:
     deadline = time.perf_counter() + timeout
     while not predicate():
         if time.perf_counter() > deadline:
@@ -178,19 +178,19 @@ async def bench_console() -> dict:
     kinesis = KinesisBackend(config, transport, region="us-east-1", endpoint_url="http://memory.invalid")
     app = BenchApp(kinesis, stream="bench", interval=3600)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.table.row_count == SHARDS)
+        await wait_for(lambda: app.table.row_count == SHARDS)
         await paint(app)
         # From asking the transport for the map to the table, ribbon and header showing all 10k shards
         # (the app's own start-up before that, the same for 4 shards, is reported as startup_s).
         first_render = time.perf_counter() - app.first_poll_at
-        await wait_for(pilot, lambda: app.refreshes >= 1)  # and the lineage is built
+        await wait_for(lambda: app.refreshes >= 1)  # and the lineage is built
         await asyncio.sleep(0.03)
         load_stall = app.heartbeat.worst
 
         transport.split_some(SPLITS)
         app.heartbeat.reset()
         app.action_refresh()
-        await wait_for(pilot, lambda: app.refreshes >= 2)
+        await wait_for(lambda: app.refreshes >= 2)
         await settle(pilot)
         await asyncio.sleep(0.03)
         refresh_stall = app.heartbeat.worst
@@ -243,13 +243,13 @@ async def bench_naive_datatable() -> dict:
         for i, (s, e) in enumerate(even_split(SHARDS))
     ]
     app = NaiveTable()
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE):
         table = app.query_one(DataTable)
         heartbeat = Heartbeat(app)
         columns = table.add_columns("Shard", "State", "Start", "End", "Share", "Parents")
         began = time.perf_counter()
         table.add_rows(rows)
-        await wait_for(pilot, lambda: not table._require_update_dimensions)  # measured on its idle pass
+        await wait_for(lambda: not table._require_update_dimensions)  # measured on its idle pass
         await paint(app)
         first_render = time.perf_counter() - began
         await asyncio.sleep(0.03)
@@ -324,7 +324,7 @@ def launch_figures() -> dict:
 
     row = b"shardId-000000000000"
     server = subprocess.Popen(
-        kconsole_command() + ["local", "serve", "--port", "0", "--json"],
+        [*kconsole_command(), "local", "serve", "--port", "0", "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
@@ -341,8 +341,8 @@ def launch_figures() -> dict:
             commands = {
                 "floor": [sys.executable, str(floor_script)],
                 "endpoint": kconsole_command() + endpoint_args,
-                "local": kconsole_command() + ["--local", "--stream", "big", "--shards", str(SHARDS)],
-                "local_demo": kconsole_command() + ["--local"],
+                "local": [*kconsole_command(), "--local", "--stream", "big", "--shards", str(SHARDS)],
+                "local_demo": [*kconsole_command(), "--local"],
             }
             for _ in range(LAUNCH_ROUNDS):
                 for name, argv in commands.items():

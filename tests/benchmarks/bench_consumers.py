@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from console.backend import BackendConfig, open_backend  # noqa: E402
-from console.consumers.lag import DEFAULT_SCAN_CAP  # noqa: E402
-from console.consumers.look import consumer_report, read_leases  # noqa: E402
-from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items  # noqa: E402
+from console.backend import BackendConfig, open_backend
+from console.consumers.lag import DEFAULT_SCAN_CAP
+from console.consumers.look import consumer_report, read_leases
+from tests.consumers.kcl_tables import create_lease_table, dynamodb, kcl_lease, put_items
 
 SHARDS = 1000
 RECORDS_PER_SHARD = 3

@@ -156,8 +156,8 @@ def main() -> None:
 
         def copy(n: int) -> float:
             return timed(
-                kconsole_command()
-                + [
+                [
+                    *kconsole_command(),
                     "copy",
                     SOURCE,
                     copies[n],
@@ -173,7 +173,7 @@ def main() -> None:
             )
 
         def plain(n: int) -> float:
-            return timed(me + ["--baseline", plains[n], "--endpoint", endpoint])
+            return timed([*me, "--baseline", plains[n], "--endpoint", endpoint])
 
         copy(0), plain(0)  # warm-up
         copy_times, plain_times = [], []

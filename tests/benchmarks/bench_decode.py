@@ -33,10 +33,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from aws_kinesis_agg.aggregator import AggRecord  # noqa: E402
-from aws_kinesis_agg.deaggregator import iter_deaggregate_records  # noqa: E402
+from aws_kinesis_agg.aggregator import AggRecord
+from aws_kinesis_agg.deaggregator import iter_deaggregate_records
 
-from console.read.decoding import decode_record  # noqa: E402
+from console.read.decoding import decode_record
 
 WIRE_RECORDS = 10_000
 KPL_AGGREGATES = 2_000

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -106,10 +107,8 @@ async def prepare(endpoint: str, records: int) -> None:
         arn = (await kinesis.describe_stream_summary(STREAM)).arn
         from console.errors import ResourceInUse
 
-        try:
+        with contextlib.suppress(ResourceInUse):  # a slow reply to the first call was retried: it is registered
             await kinesis.register_stream_consumer(arn, CONSUMER)
-        except ResourceInUse:
-            pass  # a slow reply to the first call was retried: it is registered
         while (await kinesis.describe_stream_consumer(arn, CONSUMER))["ConsumerStatus"] != "ACTIVE":
             await asyncio.sleep(0.1)
 

@@ -38,14 +38,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import aws_environment, kconsole_command, local_serve, run_process  # noqa: E402
-from bench_console import Heartbeat, render_now  # noqa: E402
-from textual import events  # noqa: E402
+from _measure import aws_environment, kconsole_command, local_serve, run_process
+from bench_console import Heartbeat, render_now
+from textual import events
 
-from console.backend import BackendConfig, open_backend  # noqa: E402
-from console.ui.app import KConsoleApp  # noqa: E402
-from console.ui.screens.stream_picker import COLUMNS, StreamPickerScreen  # noqa: E402
-from console.ui.widgets.fleet_table import FleetTable  # noqa: E402
+from console.backend import BackendConfig, open_backend
+from console.ui.app import KConsoleApp
+from console.ui.screens.stream_picker import COLUMNS, StreamPickerScreen
+from console.ui.widgets.fleet_table import FleetTable
 
 STREAMS = 1000
 KEYS = 15
@@ -181,7 +181,7 @@ def main() -> dict:
     with local_serve() as endpoint:
         asyncio.run(prepare(endpoint))
         raw = asyncio.run(bench(endpoint))
-        argv = kconsole_command() + ["streams", "--endpoint-url", endpoint, "--region", "us-east-1", "--json"]
+        argv = [*kconsole_command(), "streams", "--endpoint-url", endpoint, "--region", "us-east-1", "--json"]
         cli = run_process(argv, env=aws_environment()).wall
     keys = raw["fill_key_s"] + raw["key_s"]
     figures = {

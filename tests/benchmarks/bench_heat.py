@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from console.heat.heavyhitters import SpaceSaving  # noqa: E402
+from console.heat.heavyhitters import SpaceSaving
 
 RECORDS = 1_000_000
 UNIVERSE = 1_000_000

@@ -30,13 +30,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from aws_kinesis_agg import deaggregator  # noqa: E402
-from aws_kinesis_agg.aggregator import RecordAggregator  # noqa: E402
+from aws_kinesis_agg import deaggregator
+from aws_kinesis_agg.aggregator import RecordAggregator
 
-from console.heat.aggregates import split_page  # noqa: E402
-from console.heat.rates import ShardHeat, observations_from_records  # noqa: E402
-from console.keyspace.hashkeys import MAX_HASH_KEY  # noqa: E402
-from console.topology.model import Shard  # noqa: E402
+from console.heat.aggregates import split_page
+from console.heat.rates import ShardHeat, observations_from_records
+from console.keyspace.hashkeys import MAX_HASH_KEY
+from console.topology.model import Shard
 
 PAGES = 200
 AGGREGATES_PER_PAGE = 100

@@ -35,14 +35,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import aws_environment, local_serve  # noqa: E402
-from bench_console import Heartbeat, render_now, wait_for  # noqa: E402
-from textual import events  # noqa: E402
-from textual.widgets import TabbedContent  # noqa: E402
+from _measure import aws_environment, local_serve
+from bench_console import Heartbeat, render_now, wait_for
+from textual import events
+from textual.widgets import TabbedContent
 
-from console.backend import BackendConfig, open_backend  # noqa: E402
-from console.ui.app import KConsoleApp  # noqa: E402
-from console.ui.widgets.heat_map import HeatMap  # noqa: E402
+from console.backend import BackendConfig, open_backend
+from console.ui.app import KConsoleApp
+from console.ui.widgets.heat_map import HeatMap
 
 SHARDS = 10_000
 KEYS = 25
@@ -113,8 +113,8 @@ async def bench(endpoint: str) -> dict:
         writer.start()
         try:
             app = KConsoleApp(kinesis, stream="big", interval=3600)
-            async with app.run_test(size=SIZE) as pilot:
-                await wait_for(pilot, lambda: app.table.row_count == SHARDS, timeout=120)
+            async with app.run_test(size=SIZE):
+                await wait_for(lambda: app.table.row_count == SHARDS, timeout=120)
                 await asyncio.sleep(1.0)
                 app.table.focus()
                 render_now(app)

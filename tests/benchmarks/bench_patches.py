@@ -23,9 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import aws_environment, compiled_like_an_install, fastest, kconsole_command, local_serve, run_process  # noqa: E402
+from _measure import aws_environment, compiled_like_an_install, fastest, kconsole_command, local_serve, run_process
 
-from console import patches  # noqa: E402
+from console import patches
 
 ROUNDS = 9
 
@@ -42,8 +42,8 @@ def start_up(endpoint: str) -> dict[str, float]:
     """Milliseconds each start-up patch saves: best wall time without it minus best with it."""
     env = aws_environment()
     env.pop(patches.SWITCH, None)
-    predict = kconsole_command() + ["predict", "abc", "--shards", "4"]
-    streams = kconsole_command() + ["streams", "--endpoint-url", endpoint, "--region", "us-east-1"]
+    predict = [*kconsole_command(), "predict", "abc", "--shards", "4"]
+    streams = [*kconsole_command(), "streams", "--endpoint-url", endpoint, "--region", "us-east-1"]
     cases = {
         "predict": (predict, None),
         "predict_no_lazy_subparsers": (predict, "lazy_subparsers"),

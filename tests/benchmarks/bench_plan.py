@@ -25,12 +25,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import environment, fastest, kconsole_command, run_process  # noqa: E402
+from _measure import environment, fastest, kconsole_command, run_process
 
-from console.keyspace.hashkeys import MAX_HASH_KEY, even_split, shard_id_for_index  # noqa: E402
-from console.reshard.model import KeySample  # noqa: E402
-from console.reshard.plan import plan_even, plan_scale  # noqa: E402
-from console.topology.model import Shard  # noqa: E402
+from console.keyspace.hashkeys import MAX_HASH_KEY, even_split, shard_id_for_index
+from console.reshard.model import KeySample
+from console.reshard.plan import plan_even, plan_scale
+from console.topology.model import Shard
 
 KEYS = 1_000_000
 ROUNDS = 3
@@ -83,7 +83,8 @@ def main() -> None:
         keys_file.write_text("\n".join(keys) + "\n")
         script = work / "plain.py"
         script.write_text(PLAIN_SCRIPT)
-        command = kconsole_command() + [
+        command = [
+            *kconsole_command(),
             "plan",
             "scale",
             "--shards",

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import best_of, environment, fastest, kconsole_command, run_process  # noqa: E402
+from _measure import best_of, environment, fastest, kconsole_command, run_process
 
 KEYS = 1_000_000
 SHARDS = 1_000
@@ -51,7 +51,7 @@ def main() -> None:
         keys_file.write_text("".join(f"user-{rng.getrandbits(64):016x}\n" for _ in range(KEYS)))
         script = work / "plain.py"
         script.write_text(PLAIN_SCRIPT.format(shards=SHARDS))
-        command = kconsole_command() + ["predict", "--keys-file", str(keys_file), "--shards", str(SHARDS)]
+        command = [*kconsole_command(), "predict", "--keys-file", str(keys_file), "--shards", str(SHARDS)]
         outputs = {name: work / f"{name}.out" for name in ("plain", "json", "unbuffered", "text")}
 
         def to_file(name, argv, **env):
@@ -62,9 +62,9 @@ def main() -> None:
         plain_runs, json_runs = [], []
         for _ in range(ROUNDS):
             plain_runs.append(to_file("plain", [sys.executable, str(script), str(keys_file)]))
-            json_runs.append(to_file("json", command + ["--json"]))
+            json_runs.append(to_file("json", [*command, "--json"]))
         plain, json_run = fastest(plain_runs), fastest(json_runs)
-        unbuffered = best_of(ROUNDS, lambda: to_file("unbuffered", command + ["--json"], PYTHONUNBUFFERED="1"))
+        unbuffered = best_of(ROUNDS, lambda: to_file("unbuffered", [*command, "--json"], PYTHONUNBUFFERED="1"))
         text = best_of(ROUNDS, lambda: to_file("text", command))
 
         ours = json.loads(outputs["json"].read_text())["keys"]

@@ -34,14 +34,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from aiobotocore.session import get_session  # noqa: E402
+from aiobotocore.session import get_session
 
-from console.backend import BackendConfig, open_backend  # noqa: E402
-from console.commands.produce import settle_heap  # noqa: E402
-from console.produce.producer import OrderedProducer  # noqa: E402
-from console.produce.settings import ProducerSettings  # noqa: E402
-from console.produce.testrecords import TestRecord, encode_record, new_run_id, partition_key_for  # noqa: E402
-from console.produce.verify import Verifier  # noqa: E402
+from console.backend import BackendConfig, open_backend
+from console.commands.produce import settle_heap
+from console.produce.producer import OrderedProducer
+from console.produce.settings import ProducerSettings
+from console.produce.testrecords import TestRecord, encode_record, new_run_id, partition_key_for
+from console.produce.verify import Verifier
 
 KEYS = 1000
 KEY_COUNTS = (1000, 100)

@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import botocore.session  # noqa: E402
-from botocore.config import Config  # noqa: E402
+import botocore.session
+from botocore.config import Config
 
-from console.localserver.supervision import LocalKinesisServer  # noqa: E402
+from console.localserver.supervision import LocalKinesisServer
 
 SIZES = (1_000, 100_000)
 UNPATCHED_SIZES = (1_000, 10_000)

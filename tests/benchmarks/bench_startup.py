@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import (  # noqa: E402
+from _measure import (
     aws_environment,
     compiled_like_an_install,
     fastest,
@@ -84,10 +84,10 @@ def main() -> None:
             script.write_text(LIST_STREAMS)
             commands = {
                 "python_pass": [sys.executable, "-c", "pass"],
-                "help": kconsole_command() + ["--help"],
-                "predict": kconsole_command() + ["predict", "abc", "--shards", "4"],
+                "help": [*kconsole_command(), "--help"],
+                "predict": [*kconsole_command(), "predict", "abc", "--shards", "4"],
                 "botocore_list_streams": [sys.executable, str(script), endpoint],
-                "streams": kconsole_command() + ["streams", "--endpoint-url", endpoint, "--region", "us-east-1"],
+                "streams": [*kconsole_command(), "streams", "--endpoint-url", endpoint, "--region", "us-east-1"],
             }
             if aws is not None:
                 commands["aws_list_streams"] = [

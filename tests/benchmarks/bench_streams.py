@@ -24,8 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import aws_environment, compiled_like_an_install, kconsole_command, local_serve, run_process  # noqa: E402
-from bench_startup import aws_cli  # noqa: E402
+from _measure import aws_environment, compiled_like_an_install, kconsole_command, local_serve, run_process
+from bench_startup import aws_cli
 
 ROUNDS = 7
 COUNTS = (1, 100)
@@ -51,8 +51,8 @@ async def create_streams(endpoint: str, first: int, count: int) -> None:
 def measure(endpoint: str, aws: str | None, env: dict, count: int) -> dict:
     common = ["--endpoint-url", endpoint, "--region", "us-east-1"]
     commands = {
-        "kconsole": kconsole_command() + ["streams", *common],
-        "names": kconsole_command() + ["streams", *common, "--query", "[].name"],
+        "kconsole": [*kconsole_command(), "streams", *common],
+        "names": [*kconsole_command(), "streams", *common, "--query", "[].name"],
     }
     if aws is not None:
         commands["aws"] = [aws, "kinesis", "list-streams", *common]

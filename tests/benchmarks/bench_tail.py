@@ -198,11 +198,11 @@ def main() -> None:
         env_out = os.path.join(folder, "out")
         export = os.path.join(folder, "export.jsonl")
         sides = {
-            "tail_json": kconsole + ["tail", STREAM, "--from", "trim-horizon", "--json", *common],
-            "baseline_json": me + ["--baseline", "json", "--endpoint", endpoint],
-            "tail_text": kconsole + ["tail", STREAM, "--from", "trim-horizon", *common],
-            "baseline_text": me + ["--baseline", "text", "--endpoint", endpoint],
-            "export": kconsole + ["tail", STREAM, "--from", "trim-horizon", "--to", "now", "--out", export, *common],
+            "tail_json": [*kconsole, "tail", STREAM, "--from", "trim-horizon", "--json", *common],
+            "baseline_json": [*me, "--baseline", "json", "--endpoint", endpoint],
+            "tail_text": [*kconsole, "tail", STREAM, "--from", "trim-horizon", *common],
+            "baseline_text": [*me, "--baseline", "text", "--endpoint", endpoint],
+            "export": [*kconsole, "tail", STREAM, "--from", "trim-horizon", "--to", "now", "--out", export, *common],
         }
         times: dict[str, list[float]] = {name: [] for name in sides}
         names = list(sides)

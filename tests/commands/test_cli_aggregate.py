@@ -119,7 +119,7 @@ async def test_sizes_no_stream_allows_fail_before_any_connection():
         ("produce", "s", "--keys", "1", "--records-per-key", "1", "--aggregate", "--mode", "sequential"),
     ):
         began = time.monotonic()
-        code, out, err = await kconsole(*argv, "--endpoint-url", "http://127.0.0.1:9", stdin=b"")
+        code, _out, err = await kconsole(*argv, "--endpoint-url", "http://127.0.0.1:9", stdin=b"")
         assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (argv, err)
         assert time.monotonic() - began < 10
 

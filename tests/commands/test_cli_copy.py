@@ -8,6 +8,7 @@ import json
 import os
 import time
 from datetime import UTC, datetime, timedelta
+from typing import ClassVar
 
 from aws_kinesis_agg.aggregator import AggRecord
 
@@ -78,7 +79,7 @@ async def test_copy_deaggregates_and_filters_when_asked(kinesis, make_stream, lo
     await kinesis.put_record(source, aggregate, aggregate_key)
     await kinesis.put_record(source, b'{"tenant": "42", "plain": true}', "plain")
 
-    code, out, err = await kconsole(
+    code, _out, err = await kconsole(
         "copy",
         source,
         destination,
@@ -100,7 +101,7 @@ async def test_copy_deaggregates_and_filters_when_asked(kinesis, make_stream, lo
     }
 
 
-async def test_copy_refuses_what_it_must_in_one_line(tmp_path, kinesis, make_stream, local_kinesis):
+async def test_copy_refuses_what_it_must_in_one_line(tmp_path):
     an_hour_ago = iso(datetime.now(UTC) - timedelta(hours=1))
     foreign = tmp_path / "foreign.json"
     foreign.write_text(json.dumps({"version": 1, "copy": {"source": "other", "destination": "b"}, "shards": {}}))
@@ -124,7 +125,7 @@ async def test_copy_refuses_what_it_must_in_one_line(tmp_path, kinesis, make_str
     ]
     for extra, exit_code, expected in cases:
         started = time.monotonic()
-        code, out, err = await kconsole("copy", *extra, endpoint=NOWHERE)
+        code, _out, err = await kconsole("copy", *extra, endpoint=NOWHERE)
         assert code == exit_code, (extra, err)
         assert expected in err, (extra, err)
         assert len(err.strip().splitlines()) == 1, err
@@ -161,9 +162,9 @@ async def test_a_resumed_copy_sends_nothing_the_destination_acknowledged(kinesis
         await kinesis.put_record(destination, bytes(record["Data"]), record["PartitionKey"])
 
     class Result:
-        acks = {}
+        acks: ClassVar[dict] = {}
         retries = possible_duplicates = 0
-        failed = []
+        failed: ClassVar[list] = []
         stopped = None
 
     chosen = [

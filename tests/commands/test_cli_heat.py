@@ -81,7 +81,7 @@ async def test_heat_json_names_hot_shard_key_split_and_what_if(kinesis, make_str
     assert doc["split_suggestion"]["at"] in out
 
 
-async def test_heat_text_on_an_idle_stream(kinesis, make_stream, local_kinesis):
+async def test_heat_text_on_an_idle_stream(make_stream, local_kinesis):
     stream = await make_stream(shards=2)
     code, out, err = await kconsole(
         "heat", stream, "--seconds", "0.5", "--read-only", "--endpoint-url", local_kinesis.endpoint_url
@@ -142,7 +142,7 @@ async def test_enable_enhanced_monitoring_with_yes(kinesis, make_stream, local_k
     assert (await kinesis.describe_stream_summary(stream)).enhanced_metrics == ()
 
 
-async def test_cloudwatch_source_reports_every_shard(kinesis, make_stream, local_kinesis):
+async def test_cloudwatch_source_reports_every_shard(make_stream, local_kinesis):
     """The local server publishes no Kinesis metrics: every shard is reported, at zero, with a hint."""
     stream = await make_stream(shards=2)
     code, out, err = await kconsole(
@@ -163,7 +163,7 @@ async def test_cloudwatch_source_reports_every_shard(kinesis, make_stream, local
     assert "--enable-enhanced-monitoring" in err  # monitoring is off on this stream
 
 
-async def test_cloudwatch_source_as_a_table(kinesis, make_stream, local_kinesis):
+async def test_cloudwatch_source_as_a_table(make_stream, local_kinesis):
     stream = await make_stream(shards=2)
     code, out, err = await kconsole(
         "heat", stream, "--source", "cloudwatch", "--seconds", "60", "--endpoint-url", local_kinesis.endpoint_url

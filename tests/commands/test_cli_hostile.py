@@ -140,7 +140,7 @@ async def test_tail_of_a_page_of_records_inflating_to_63_mib_each_stays_within_a
             stderr=asyncio.subprocess.PIPE,
         )
         out, err = (part.decode() for part in await asyncio.wait_for(process.communicate(), 120))
-        returncode, peak_kib, last_line = (out.split(maxsplit=2) + ["", "", ""])[:3] if out else ("", "", err)
+        returncode, peak_kib, last_line = ([*out.split(maxsplit=2), "", "", ""])[:3] if out else ("", "", err)
         assert returncode == "0", (err, last_line)
         assert "13 records" in last_line or mode
         peak_mib = int(peak_kib) / 1024

@@ -260,7 +260,7 @@ def test_empty_and_binary_input_files_are_one_line_errors(capsys, tmp_path: Path
         assert_one_line_error(*run(capsys, *argv, "--json"), contains=contains, as_json=True)
 
 
-def test_keys_file_on_stdin_that_is_not_utf8(tmp_path: Path):
+def test_keys_file_on_stdin_that_is_not_utf8():
     result = subprocess.run(
         [sys.executable, "-m", "console.cli", "predict", "--keys-file", "-"],
         input=b"ok\n\xff\xfe\n",

@@ -54,7 +54,7 @@ async def test_without_update_shard_count_a_rescale_says_the_endpoint_lacks_it(e
     stream = f"lacking-{uuid.uuid4().hex[:8]}"
     await make(endpoint, stream, shards=1)
     async with FaultProxy(urlsplit(endpoint).port, Faults.lacking("UpdateShardCount")) as proxy:
-        code, out, err = await kconsole(
+        code, _out, err = await kconsole(
             "reshard", "scale", stream, "--to", "2", "--yes", "--endpoint-url", proxy.endpoint_url
         )
     assert code == 1, err

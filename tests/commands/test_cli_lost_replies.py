@@ -203,7 +203,7 @@ def _on_demand_with_commitment(c, s):
     c.update_account_settings(MinimumThroughputBillingCommitment={"Status": "ENABLED"})
 
 
-def _commitment_ending(c, s):
+def _commitment_ending(c, _s):
     # Off, or (when another test turned it on) ending at its earliest allowed end: either way "on" is a change.
     c.update_account_settings(MinimumThroughputBillingCommitment={"Status": "DISABLED"})
 
@@ -348,9 +348,9 @@ CASES = {
     "account": (
         "UpdateAccountSettings",
         1,
-        lambda s: ["account", "--on-demand-advantage", "on"],
+        lambda _s: ["account", "--on-demand-advantage", "on"],
         _commitment_ending,
-        lambda c, s: int(
+        lambda c, _s: int(
             c.describe_account_settings().get("MinimumThroughputBillingCommitment", {}).get("Status") == "ENABLED"
         ),
     ),
@@ -368,7 +368,7 @@ CASES = {
 LOGGED_AS = {
     "channel create": lambda s: f"ch-{s}",
     "channel delete": lambda s: f"ch-{s}",
-    "account": lambda s: "account",
+    "account": lambda _s: "account",
 }
 
 

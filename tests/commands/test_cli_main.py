@@ -19,7 +19,7 @@ def run(argv, capsys):
 
 
 def test_usage_error_names_the_subcommand_once(capsys):
-    code, out, err = run(["predict", "--shards", "2", "--no-such-flag", "k"], capsys)
+    code, _out, err = run(["predict", "--shards", "2", "--no-such-flag", "k"], capsys)
     assert code == 2
     assert err.count("kconsole") == 1 and err.strip().splitlines() == [err.strip()]
     assert "Traceback" not in err

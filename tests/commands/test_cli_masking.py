@@ -206,26 +206,28 @@ async def test_the_web_page_shows_the_tail_tab_masked(kinesis, make_stream, loca
         await _wait_for_page(f"http://127.0.0.1:{port}/", process)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 60
-        async with aiohttp.ClientSession() as session:
-            async with session.ws_connect(f"http://127.0.0.1:{port}/ws?width=160&height=40") as websocket:
-                tab_asked_at, horizon_asked = None, False
-                while b"order 11" not in seen and loop.time() < deadline:
-                    try:
-                        message = await asyncio.wait_for(websocket.receive(), 0.5)
-                    except TimeoutError:
-                        message = None
-                    if message is not None and message.type == aiohttp.WSMsgType.BINARY:
-                        seen += message.data
-                    elif message is not None and message.type != aiohttp.WSMsgType.TEXT:
-                        break
-                    if stream.encode() not in seen or horizon_asked:
-                        continue
-                    if b"Grep" in seen:  # the Tail tab is up: read it from the oldest record
-                        await websocket.send_json(["stdin", "h"])
-                        horizon_asked = True
-                    elif tab_asked_at is None or loop.time() - tab_asked_at > 3:
-                        await websocket.send_json(["stdin", "6"])  # the Tail tab
-                        tab_asked_at = loop.time()
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(f"http://127.0.0.1:{port}/ws?width=160&height=40") as websocket,
+        ):
+            tab_asked_at, horizon_asked = None, False
+            while b"order 11" not in seen and loop.time() < deadline:
+                try:
+                    message = await asyncio.wait_for(websocket.receive(), 0.5)
+                except TimeoutError:
+                    message = None
+                if message is not None and message.type == aiohttp.WSMsgType.BINARY:
+                    seen += message.data
+                elif message is not None and message.type != aiohttp.WSMsgType.TEXT:
+                    break
+                if stream.encode() not in seen or horizon_asked:
+                    continue
+                if b"Grep" in seen:  # the Tail tab is up: read it from the oldest record
+                    await websocket.send_json(["stdin", "h"])
+                    horizon_asked = True
+                elif tab_asked_at is None or loop.time() - tab_asked_at > 3:
+                    await websocket.send_json(["stdin", "6"])  # the Tail tab
+                    tab_asked_at = loop.time()
         await interrupt(process)
     text = seen.decode("utf-8", "replace")
     assert " MASKED " in text and "order 11" in text, text[-3000:]

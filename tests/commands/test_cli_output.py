@@ -119,7 +119,7 @@ async def test_tail_text_output_and_max_items(kinesis, make_stream, local_kinesi
     assert code == 2 and "use --output text or json" in err
 
 
-async def test_ctrl_c_exits_130_on_a_command_that_is_working(kinesis, make_stream, local_kinesis):
+async def test_ctrl_c_exits_130_on_a_command_that_is_working(make_stream, local_kinesis):
     stream = await make_stream(shards=2)
     async with kconsole_child(
         "heat", stream, "--seconds", "60", "--endpoint-url", local_kinesis.endpoint_url

@@ -59,14 +59,14 @@ async def test_tail_out_streams_into_a_fifo_and_a_device_and_never_replaces_them
     fifo = tmp_path / "records.fifo"
     os.mkfifo(fifo)
     reader, received = drain_fifo(fifo)
-    code, out, err = await kconsole("tail", stream, "--out", str(fifo), endpoint=local_kinesis.endpoint_url)
+    code, _, err = await kconsole("tail", stream, "--out", str(fifo), endpoint=local_kinesis.endpoint_url)
     reader.join(10)
     assert code == 0, err
     assert stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO was replaced"
     assert sorted(json.loads(line)["content"]["n"] for line in received[0].decode().splitlines()) == [0, 1, 2]
 
     device = a_character_device(tmp_path)
-    code, out, err = await kconsole("tail", stream, "--out", str(device), endpoint=local_kinesis.endpoint_url)
+    code, _out, err = await kconsole("tail", stream, "--out", str(device), endpoint=local_kinesis.endpoint_url)
     assert code == 0, err
     assert stat.S_ISCHR(os.stat(device).st_mode), "the device was replaced by a regular file"
     assert not list(tmp_path.glob(".*.part"))
@@ -92,7 +92,7 @@ async def test_an_output_that_is_not_a_regular_file_is_refused_before_anything_i
         for argv, expected in cases:
             started = time.monotonic()
             # Nothing listens at NOWHERE: a refusal that came after a read would be a connection error instead.
-            code, out, err = await kconsole(*argv, endpoint=NOWHERE)
+            code, _out, err = await kconsole(*argv, endpoint=NOWHERE)
             assert code == 2, (argv, err)
             assert expected in err and "never replaces" in err, (argv, err)
             assert len(err.strip().splitlines()) == 1, err
@@ -131,7 +131,7 @@ async def test_put_refuses_a_huge_file_without_newlines_without_reading_it_whole
     with open(huge, "wb") as handle:
         handle.truncate(4 * 1024**3)  # 4 GiB of zeros, no newline, taking no disk space
     started = time.monotonic()
-    code, out, err = await kconsole("put", "s", "--file", str(huge), endpoint=NOWHERE)
+    code, _out, err = await kconsole("put", "s", "--file", str(huge), endpoint=NOWHERE)
     assert code == 2, err
     assert "line 1" in err and "too long" in err and len(err.strip().splitlines()) == 1, err
     assert time.monotonic() - started < 5, "the file was read to its end before line 1 was refused"

@@ -50,14 +50,14 @@ async def test_tail_unthrottled_says_its_share_without_backing_off(kinesis, make
     assert BACKING_OFF not in err
 
 
-async def test_a_loopback_endpoint_is_unbounded_by_default(kinesis, make_stream, local_kinesis):
+async def test_a_loopback_endpoint_is_unbounded_by_default(make_stream, local_kinesis):
     stream = await make_stream(shards=1)
     code, _, err = await kconsole("tail", stream, endpoint=local_kinesis.endpoint_url)
     assert code == 0, err
     assert "(read share unbounded)" in err
 
 
-async def test_heat_json_carries_kconsoles_own_reads(kinesis, make_stream, local_kinesis):
+async def test_heat_json_carries_kconsoles_own_reads(make_stream, local_kinesis):
     stream = await make_stream(shards=1)
     code, out, err = await kconsole(
         "heat", stream, "--seconds", "1", "--read-share", "0.4", "--json", endpoint=local_kinesis.endpoint_url
@@ -88,7 +88,7 @@ async def put_read_throttles(endpoint_url: str, stream: str, count: float) -> No
         await put_metric(endpoint_url, stream, "ReadProvisionedThroughputExceeded", count, moment)
 
 
-async def test_tail_follow_backs_off_when_the_streams_readers_are_throttled(kinesis, make_stream, local_kinesis):
+async def test_tail_follow_backs_off_when_the_streams_readers_are_throttled(make_stream, local_kinesis):
     from tests.conftest import interrupt, kconsole_child
 
     stream = await make_stream(shards=1)

@@ -66,7 +66,7 @@ def endpoint(local_kinesis):
 
 
 async def test_offline_plan_needs_no_backend(capsys):
-    code, out, err = await kconsole(capsys, "plan", "scale", "--shards", "4", "--to", "8", "--json")
+    code, out, _err = await kconsole(capsys, "plan", "scale", "--shards", "4", "--to", "8", "--json")
     doc = json.loads(out)
     assert code == 0 and doc["ok"] and doc["breaches"] == []
     assert [(int(s["starting_hash_key"]), int(s["ending_hash_key"])) for s in doc["after"]] == even_split(8)
@@ -121,7 +121,7 @@ async def test_plan_usage_errors_exit_2(capsys, tmp_path):
         ("reshard", "split", "s", "--shard", "shardId-000000000001", "--at-median-of-recent", "--sample-limit", "0"),
     ]
     for argv in cases:
-        code, out, err = await kconsole(capsys, *argv)
+        code, _out, err = await kconsole(capsys, *argv)
         assert code == 2, (argv, err)
         one_clean_line(err)
 
@@ -207,7 +207,7 @@ async def test_reshard_split_with_yes_and_wait_matches_plan_and_logs(capsys, loc
     assert "who" in entry and entry["time"] and len(entry["after"]) == 5
 
 
-async def test_reshard_merge_text_output(capsys, local_kinesis, kinesis, make_stream, log):
+async def test_reshard_merge_text_output(capsys, local_kinesis, kinesis, make_stream):
     stream = await make_stream(shards=3)
     code, out, err = await kconsole(
         capsys,
@@ -229,7 +229,7 @@ async def test_reshard_merge_text_output(capsys, local_kinesis, kinesis, make_st
 
 async def refused(capsys, kinesis, stream, log, argv, *, code=1, match=""):
     before = await open_ranges(kinesis, stream)
-    got, out, err = await kconsole(capsys, *argv)
+    got, _out, err = await kconsole(capsys, *argv)
     assert got == code, err
     line = one_clean_line(err)
     assert match in line, line
@@ -386,13 +386,13 @@ def run_on_tty(argv, answer: str, env: dict) -> tuple[int, str]:
     os.close(slave)
     os.write(master, (answer + "\n").encode())
     try:
-        out, err = process.communicate(timeout=60)
+        _out, err = process.communicate(timeout=60)
     finally:
         os.close(master)
     return process.returncode, err.decode()
 
 
-async def test_tty_confirmation_requires_the_stream_name(local_kinesis, kinesis, make_stream, log, isolated):
+async def test_tty_confirmation_requires_the_stream_name(local_kinesis, kinesis, make_stream, log):
     stream = await make_stream(shards=2)
     env = dict(os.environ)
     argv = ["reshard", "scale", stream, "--to", "4", "--wait", *endpoint(local_kinesis)]

@@ -57,9 +57,7 @@ async def test_streams_lists_status_mode_shards_retention_encryption(local_kines
     ]
 
 
-async def test_streams_is_one_listing_page_through_and_one_describe_per_shown_stream(
-    local_kinesis, kinesis, make_stream
-):
+async def test_streams_is_one_listing_page_through_and_one_describe_per_shown_stream(kinesis, make_stream):
     """Counted on the wire (botocore's before-call event of the real client), over several pages."""
     from console.commands.streams import listed_fleet
 

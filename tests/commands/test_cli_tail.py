@@ -139,15 +139,15 @@ async def test_a_malformed_stream_name_is_bad_input_before_any_call():
 async def test_local_creates_the_stream_with_the_top_level_shard_count():
     """--local starts an empty server: tail creates the stream (as shards does) with `kconsole --shards N`,
     which tail's own --shard list must not clobber."""
-    code, out, err = await kconsole("--local", "--shards", "2", "tail", "fresh", timeout=90)
+    code, _, err = await kconsole("--local", "--shards", "2", "tail", "fresh", timeout=90)
     assert code == 0, err
     assert "created stream 'fresh' with 2 shards" in err
     assert "tail fresh from trim-horizon: shards shardId-000000000000, shardId-000000000001\n" in err
-    code, out, err = await kconsole("--local", "--shards", "0", "tail", "fresh")
+    code, _out, err = await kconsole("--local", "--shards", "0", "tail", "fresh")
     assert code == 2 and err == "kconsole: error: --shards must be a whole number from 1 to 10,000; got '0'\n"
 
 
-async def test_key_that_finds_nothing_says_where_it_looked(kinesis, make_stream, local_kinesis):
+async def test_key_that_finds_nothing_says_where_it_looked(make_stream, local_kinesis):
     stream = await make_stream(shards=2)
     code, out, err = await kconsole(
         "tail", stream, "--key", "nobody", "--placement-only", endpoint=local_kinesis.endpoint_url
@@ -168,13 +168,13 @@ async def test_text_lines_never_pass_control_characters_to_the_terminal(kinesis,
     assert "1 record (shardId-000000000000 1 rec 0 ms behind)" in err
 
 
-async def test_shard_option_before_the_stream_name_and_comma_separated(kinesis, make_stream, local_kinesis):
+async def test_shard_option_before_the_stream_name_and_comma_separated(make_stream, local_kinesis):
     """`--shard ID STREAM` must not swallow STREAM as a second shard ID."""
     stream = await make_stream(shards=3)
-    code, out, err = await kconsole(
+    code, _, err = await kconsole(
         "tail", "--shard", "shardId-000000000000,shardId-000000000002", stream, endpoint=local_kinesis.endpoint_url
     )
     assert code == 0, err
     assert f"tail {stream} from trim-horizon: shards shardId-000000000000, shardId-000000000002\n" in err
-    code, out, err = await kconsole("tail", stream, "--shard", ",", endpoint=local_kinesis.endpoint_url)
+    code, _out, err = await kconsole("tail", stream, "--shard", ",", endpoint=local_kinesis.endpoint_url)
     assert code == 2 and err == "kconsole: error: --shard needs a shard ID, e.g. --shard shardId-000000000000\n"

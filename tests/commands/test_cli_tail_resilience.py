@@ -32,21 +32,23 @@ async def test_follow_goes_on_after_an_outage_without_gaps_or_repeats(kinesis, m
     stream = await make_stream(shards=2)
     shards = [shard.shard_id for shard in await kinesis.all_shards(stream)]
     await put(kinesis, stream, range(0, 4))
-    async with FaultProxy(urlsplit(local_kinesis.endpoint_url).port) as proxy:
-        async with kconsole_child(
+    async with (
+        FaultProxy(urlsplit(local_kinesis.endpoint_url).port) as proxy,
+        kconsole_child(
             "tail", stream, "--follow", "--from", "trim-horizon", "--json", "--endpoint-url", proxy.endpoint_url
-        ) as process:
-            seen: list[int] = []
-            await read_numbers(process, set(range(4)), seen, 30)
-            proxy.down()
-            await put(kinesis, stream, range(4, 8))  # written while the reader cannot reach the server
-            await asyncio.sleep(18)  # long past the backend's own retries of one call, for every shard
-            assert process.returncode is None, "tail --follow gave up"
-            await proxy.up()
-            await read_numbers(process, set(range(8)), seen, 60)
-            await put(kinesis, stream, range(8, 10))
-            await read_numbers(process, set(range(10)), seen, 30)
-            _, err = await interrupt(process)
+        ) as process,
+    ):
+        seen: list[int] = []
+        await read_numbers(process, set(range(4)), seen, 30)
+        proxy.down()
+        await put(kinesis, stream, range(4, 8))  # written while the reader cannot reach the server
+        await asyncio.sleep(18)  # long past the backend's own retries of one call, for every shard
+        assert process.returncode is None, "tail --follow gave up"
+        await proxy.up()
+        await read_numbers(process, set(range(8)), seen, 60)
+        await put(kinesis, stream, range(8, 10))
+        await read_numbers(process, set(range(10)), seen, 30)
+        _, err = await interrupt(process)
     assert sorted(seen) == list(range(10)), "every record once, none repeated"
     said = err.decode()
     assert "cannot be read" in said and "retrying" in said
@@ -66,15 +68,17 @@ async def test_follow_goes_on_after_an_outage_without_gaps_or_repeats(kinesis, m
 async def test_follow_keeps_reading_through_half_the_replies_lost(kinesis, make_stream, local_kinesis):
     stream = await make_stream(shards=1)
     faults = Faults(reset_after=0.8, operations=frozenset({"GetRecords"}))
-    async with FaultProxy(urlsplit(local_kinesis.endpoint_url).port, faults, seed=3) as proxy:
-        async with kconsole_child(
+    async with (
+        FaultProxy(urlsplit(local_kinesis.endpoint_url).port, faults, seed=3) as proxy,
+        kconsole_child(
             "tail", stream, "--follow", "--from", "trim-horizon", "--json", "--endpoint-url", proxy.endpoint_url
-        ) as process:
-            seen: list[int] = []
-            for first in range(0, 30, 10):
-                await put(kinesis, stream, range(first, first + 10))
-                await read_numbers(process, set(range(first + 10)), seen, 90)
-            assert process.returncode is None
-            await interrupt(process)
+        ) as process,
+    ):
+        seen: list[int] = []
+        for first in range(0, 30, 10):
+            await put(kinesis, stream, range(first, first + 10))
+            await read_numbers(process, set(range(first + 10)), seen, 90)
+        assert process.returncode is None
+        await interrupt(process)
     assert seen == list(range(30)), "in order, every record once"
     assert proxy.stats, "the proxy did lose replies"

@@ -129,7 +129,7 @@ async def test_bad_windows_and_filters_are_one_line_before_any_read():
         assert time.monotonic() - started < 10
 
 
-async def test_a_window_beyond_the_streams_retention_is_refused(kinesis, make_stream, local_kinesis):
+async def test_a_window_beyond_the_streams_retention_is_refused(make_stream, local_kinesis):
     stream = await make_stream(shards=1)
     code, _, err = await kconsole(
         "tail", stream, "--from", iso(datetime.now(UTC) - timedelta(hours=30)), endpoint=local_kinesis.endpoint_url

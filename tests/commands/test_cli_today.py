@@ -478,7 +478,7 @@ async def test_a_lost_reply_is_settled_by_reading_the_setting_back(local_kinesis
         aws_secret_access_key="truth",
     )
     async with FaultProxy(urlsplit(local_kinesis.endpoint_url).port, Faults.drop_reply(operation)) as proxy:
-        code, out, err = await run(proxy.endpoint_url, *[part.format(s=stream) for part in argv], "--yes")
+        code, _out, err = await run(proxy.endpoint_url, *[part.format(s=stream) for part in argv], "--yes")
         sent = proxy.stats[f"reset_after:{operation}"] + proxy.stats[f"pass:{operation}"]
     assert code == 0, err
     assert "the reply was lost; the stream shows the change" in err and "Traceback" not in err

@@ -39,7 +39,7 @@ def run(argv, capsys):
     ],
 )
 def test_refused_at_parse_time(argv, words, capsys):
-    code, out, err = run([*argv, "--json"] if argv[0] != "--stream" else argv, capsys)
+    code, _out, err = run([*argv, "--json"] if argv[0] != "--stream" else argv, capsys)
     assert code == 2, err
     assert words in err and err.count("\n") == 1
 

@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import uuid
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -116,7 +117,7 @@ async def test_a_tab_that_left_leaves_no_process_once_the_server_stops(stop_sign
         while _processes_marked(mark) and loop.time() < deadline:
             await asyncio.sleep(0.1)
         left = _processes_marked(mark)
-        assert not left, [open(f"/proc/{pid}/cmdline", "rb").read() for pid in left]
+        assert not left, [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in left]
     finally:
         for pid in _processes_marked(mark):
             os.kill(pid, signal.SIGKILL)

@@ -19,7 +19,7 @@ def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("KCONSOLE_CONFIG", str(tmp_path / "config.toml"))
 
 
-async def test_disable_enable_and_replay_a_mapping_each_logged(capsys, local_kinesis, make_stream, tmp_path):
+async def test_disable_enable_and_replay_a_mapping_each_logged(capsys, local_kinesis, make_stream):
     url = ["--endpoint-url", local_kinesis.endpoint_url, "--region", "us-east-1"]
     stream = await make_stream(shards=2)
     code, out, err = await kconsole(capsys, "demo", "readers", stream, *url)

@@ -363,7 +363,7 @@ async def test_an_endpoint_serving_kinesis_alone_costs_one_line_per_service(caps
     assert all("\n" not in line and "Traceback" not in line for line in report["unavailable"])
 
 
-def test_an_empty_report_renders(capsys):
+def test_an_empty_report_renders():
     from console.commands.readers import render_readers
 
     assert render_readers(ReadersReport("s", (), ("Lambda: access denied",))) == (

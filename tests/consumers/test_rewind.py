@@ -288,15 +288,15 @@ async def test_bad_points_and_tables_are_one_line(capsys, local_kinesis, kinesis
         (["--to", "yesterday-ish"], "--to must be", 2),
         ([], "needs --to", 2),
     ):
-        code, out, err = await kconsole(
+        code, _, err = await kconsole(
             capsys, "consumers", "rewind", stream, "--lease-table", table, *argv, "--yes", *url
         )
         assert code == exit_code and expected in one_clean_line(err), (argv, err)
-    code, out, err = await kconsole(
+    code, _, err = await kconsole(
         capsys, "consumers", "rewind", stream, "--lease-table", not_leases, "--to", "trim-horizon", "--yes", *url
     )
     assert code == 2 and "not a KCL lease table" in one_clean_line(err)
-    code, out, err = await kconsole(capsys, "consumers", "rewind", "--undo", "abcdef123456", "--yes", *url)
+    code, _out, err = await kconsole(capsys, "consumers", "rewind", "--undo", "abcdef123456", "--yes", *url)
     assert code == 2 and "no checkpoint change" in one_clean_line(err)
 
 
@@ -398,11 +398,11 @@ async def test_export_and_import_restore_positions(capsys, local_kinesis, kinesi
     await put_items(ddb, table, [kcl_lease(s, owner=None, checkpoint=c) for s, c in tips.items()])
     url = endpoint(local_kinesis.endpoint_url)
     saved = tmp_path / "positions.json"
-    code, out, err = await kconsole(
+    code, _, err = await kconsole(
         capsys, "consumers", "checkpoints", "export", stream, saved, "--lease-table", table, *url
     )
     assert code == 0 and json.loads(saved.read_text())["leases"][0]["checkpoint"] in tips.values(), err
-    code, out, err = await kconsole(
+    code, _, err = await kconsole(
         capsys,
         "consumers",
         "rewind",
@@ -417,7 +417,7 @@ async def test_export_and_import_restore_positions(capsys, local_kinesis, kinesi
         *url,
     )
     assert code == 0, err
-    code, out, err = await kconsole(
+    code, _, err = await kconsole(
         capsys,
         "consumers",
         "checkpoints",
@@ -433,12 +433,12 @@ async def test_export_and_import_restore_positions(capsys, local_kinesis, kinesi
     )
     assert code == 0, err
     assert {k: i["checkpoint"]["S"] for k, i in (await checkpoints(ddb, table)).items()} == tips
-    code, out, err = await kconsole(
+    code, _, err = await kconsole(
         capsys, "consumers", "checkpoints", "export", stream, tmp_path, "--lease-table", table, *url
     )
     assert code == 2 and "never replaces" in one_clean_line(err)
     (tmp_path / "junk.json").write_text("[1, 2]")
-    code, out, err = await kconsole(
+    code, _out, err = await kconsole(
         capsys,
         "consumers",
         "checkpoints",

@@ -89,7 +89,7 @@ async def test_kcl_2x_worker_throughput_from_shard_metrics(capsys, local_kinesis
     assert f"{750.0 / window:.1f}" in out
 
 
-async def test_kcl_2x_worker_throughput_from_sampled_records_without_metrics(local_kinesis, kinesis, make_stream, ddb):
+async def test_kcl_2x_worker_throughput_from_sampled_records_without_metrics(kinesis, make_stream, ddb):
     stream = await make_stream(shards=2)
     shards = await kinesis.all_shards(stream)
     ids = [s.shard_id for s in shards]
@@ -117,9 +117,7 @@ async def test_kcl_2x_worker_throughput_from_sampled_records_without_metrics(loc
     assert fresh.rates[ids[0]].kbps > rows["x"].throughput_kbps
 
 
-async def test_kcl_3x_leases_keep_their_own_throughput_and_nothing_is_measured(
-    local_kinesis, kinesis, make_stream, ddb
-):
+async def test_kcl_3x_leases_keep_their_own_throughput_and_nothing_is_measured(kinesis, make_stream, ddb):
     stream = await make_stream(shards=2)
     ids = [s.shard_id for s in await kinesis.all_shards(stream)]
     table = await create_lease_table(ddb)

@@ -116,7 +116,7 @@ async def test_three_tables_workers_leader_migration_and_flags(capsys, local_kin
     assert "layout three-tables" in out and "migration state CLIENT_VERSION_3X" in out
 
 
-async def test_single_table_layout_of_kcl_3_5(local_kinesis, kinesis, make_stream, ddb):
+async def test_single_table_layout_of_kcl_3_5(kinesis, make_stream, ddb):
     stream = await make_stream(shards=2)
     ids = [s.shard_id for s in await kinesis.all_shards(stream)]
     table = await create_lease_table(ddb)

@@ -16,7 +16,7 @@ from aiobotocore.session import AioSession
 
 from console.backend import BackendConfig, open_backend
 from console.backend.config import DUMMY_CREDENTIALS
-from console.commands.streams import _watch_fleet
+from console.commands.streams import StreamsOptions, _watch_fleet
 from console.heat.cloudwatch import minute_window
 from console.heat.fleet import (
     AGE_TROUBLE_MS,
@@ -126,13 +126,13 @@ async def test_streams_json_rows_sorted_by_trouble_with_reasons(capsys, local_ki
 
 async def test_the_watch_refreshes_without_overlap_and_prints_each_round(capsys, local_kinesis, make_stream):
     stream = await make_stream(shards=1)
-    args = argparse.Namespace(endpoint_url=local_kinesis.endpoint_url, region="us-east-1", sort="age", local=False)
+    args = argparse.Namespace(endpoint_url=local_kinesis.endpoint_url, region="us-east-1", local=False)
     started = time.monotonic()
-    await _watch_fleet(args, rounds=2, interval=0.5)
+    await _watch_fleet(args, StreamsOptions(sort="age"), rounds=2, interval=0.5)
     text = capsys.readouterr().out
     assert text.count("sorted by age") == 2 and stream in text and time.monotonic() - started >= 0.5
     args.json = True
-    await _watch_fleet(args, rounds=2, interval=0.1)
+    await _watch_fleet(args, StreamsOptions(sort="age"), rounds=2, interval=0.1)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and all(stream in [row["name"] for row in json.loads(line)["streams"]] for line in lines)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 
 import pytest
 from hypothesis import given, settings
@@ -59,7 +60,7 @@ def linear_scan(ranges: list[tuple[str, int, int]], hash_key: int) -> str:
 def tilings(draw, max_shards: int = 40):
     """Random open-shard sets that tile the space: sorted distinct cut points, shuffled ids."""
     cuts = draw(st.lists(st.integers(1, MAX_HASH_KEY), max_size=max_shards - 1, unique=True))
-    starts = [0] + sorted(cuts)
+    starts = [0, *sorted(cuts)]
     ends = [s - 1 for s in starts[1:]] + [MAX_HASH_KEY]
     ids = draw(st.permutations([f"shardId-{i:012d}" for i in range(len(starts))]))
     return list(zip(ids, starts, ends))
@@ -92,7 +93,7 @@ def test_even_split_tiles_the_space(count):
     ranges = even_split(count)
     assert len(ranges) == count
     assert ranges[0][0] == 0 and ranges[-1][1] == MAX_HASH_KEY
-    assert all(prev_end + 1 == start for (_, prev_end), (start, _) in zip(ranges, ranges[1:]))
+    assert all(prev_end + 1 == start for (_, prev_end), (start, _) in itertools.pairwise(ranges))
     sizes = {end - start + 1 for start, end in ranges[:-1]}
     assert sizes <= {HASH_SPACE // count}
     assert ranges[-1][1] - ranges[-1][0] + 1 == HASH_SPACE // count + HASH_SPACE % count
@@ -116,11 +117,11 @@ def test_gaps_and_overlaps_are_rejected_and_named(ranges, victim, shift):
     victim %= len(ranges)
     shard_id, start, end = ranges[victim]
     if start + shift <= end:  # open a gap at the front of the victim
-        broken = ranges[:victim] + [(shard_id, start + shift, end)] + ranges[victim + 1 :]
+        broken = [*ranges[:victim], (shard_id, start + shift, end), *ranges[victim + 1 :]]
         with pytest.raises(TilingError, match=rf"gap in the key space: \[{start}, {start + shift - 1}\]"):
             HashRangeIndex.build(broken)
     if victim and start - shift >= ranges_start(ranges, victim - 1):
-        broken = ranges[:victim] + [(shard_id, start - shift, end)] + ranges[victim + 1 :]
+        broken = [*ranges[:victim], (shard_id, start - shift, end), *ranges[victim + 1 :]]
         with pytest.raises(TilingError, match="overlap in the key space"):
             HashRangeIndex.build(broken)
 
@@ -180,7 +181,7 @@ def test_bulk_prediction_table_equals_bisect(shard_count):
 
     rng = random.Random(shard_count)
     cuts = sorted({rng.randrange(1, MAX_HASH_KEY) for _ in range(shard_count - 1)})
-    ranges = [(f"s{i}", s, e) for i, (s, e) in enumerate(zip([0] + cuts, [c - 1 for c in cuts] + [MAX_HASH_KEY]))]
+    ranges = [(f"s{i}", s, e) for i, (s, e) in enumerate(zip([0, *cuts], [c - 1 for c in cuts] + [MAX_HASH_KEY]))]
     index = HashRangeIndex.build(ranges)
     keys = [f"k{rng.getrandbits(40)}" for _ in range(TABLE_WORTH_IT + 100)]
     for batch in (keys, keys[:50]):  # from the table, and bisected one by one

@@ -232,7 +232,7 @@ def test_balance_report_matches_brute_force(data, bits):
     if not keys:
         assert report.worst is None
         return
-    neg_diff, depth, value, left, right = brute_worst(keys, ceil)
+    _neg_diff, depth, value, left, right = brute_worst(keys, ceil)
     assert (report.worst.key, report.worst.depth, report.worst.left, report.worst.right) == (value, depth, left, right)
 
 

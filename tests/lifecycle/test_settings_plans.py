@@ -102,4 +102,4 @@ def test_account_plan_and_the_auto_since_line():
     ]
     assert switched_to_auto_at(log, "s", "b") == "2026-11-25 13:04 UTC"
     assert switched_to_auto_at(log, "s", "other backend") is None
-    assert switched_to_auto_at(log + [dict(log[0], target="USER_PARTITION_KEY")], "s", "b") is None
+    assert switched_to_auto_at([*log, dict(log[0], target="USER_PARTITION_KEY")], "s", "b") is None

@@ -19,12 +19,12 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import mcp.types as types  # noqa: E402
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
+import mcp.types as types
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
-from console.reshard.actionlog import ActionLog  # noqa: E402
-from tests.conftest import free_port, kconsole_child  # noqa: E402
+from console.reshard.actionlog import ActionLog
+from tests.conftest import free_port, kconsole_child
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = "kconsole-tests"
@@ -35,12 +35,12 @@ async def mcp_session(*argv: str):
     environment = dict(os.environ, PYTHONPATH=str(ROOT))
     params = StdioServerParameters(command=sys.executable, args=["-m", "console.cli", "mcp", *argv], env=environment)
     with open(os.devnull, "w") as quiet:
-        async with stdio_client(params, errlog=quiet) as (read, write):
-            async with ClientSession(
-                read, write, client_info=types.Implementation(name=CLIENT, version="1")
-            ) as session:
-                await session.initialize()
-                yield session
+        async with (
+            stdio_client(params, errlog=quiet) as (read, write),
+            ClientSession(read, write, client_info=types.Implementation(name=CLIENT, version="1")) as session,
+        ):
+            await session.initialize()
+            yield session
 
 
 async def cli_json(*argv: str):
@@ -98,7 +98,7 @@ async def test_tools_answer_as_the_cli_and_a_split_is_refused_read_only(local_ki
         async with kconsole_child("tail", stream, *endpoint, "--json", "--limit", "1000") as process:
             out, _ = await process.communicate()
         by_cli = [json.loads(line) for line in out.decode().splitlines()]
-        key = lambda record: (record["shard_id"], record["sequence_number"])  # noqa: E731 - shards interleave
+        key = lambda record: (record["shard_id"], record["sequence_number"])  # shards interleave
         assert sorted(everything["records"], key=key) == sorted(by_cli, key=key) and len(by_cli) == 120
 
         shard = (await kinesis.all_shards(stream))[0].shard_id
@@ -200,10 +200,12 @@ async def test_streamable_http_on_localhost_answers_as_stdio_does(local_kinesis,
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
             await asyncio.sleep(0.2)
-        async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                found = await answer(session, "predict", {"keys": ["a", "b"], "stream": stream})
+        async with (
+            streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            found = await answer(session, "predict", {"keys": ["a", "b"], "stream": stream})
         server.terminate()
         await server.wait()
     assert found == await cli_json("predict", *endpoint, "--stream", stream, "a", "b")

@@ -6,9 +6,9 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
+from mcp.server.mcpserver.exceptions import ToolError
 
-from console.mcp_server.plans import MAX_PLANS, PlanBook  # noqa: E402
+from console.mcp_server.plans import MAX_PLANS, PlanBook
 
 
 def test_a_plan_is_taken_once_under_its_streams_name():

@@ -153,7 +153,7 @@ def test_keyless_records_go_out_without_a_key_and_are_matched_by_their_bytes():
     )
     sent: list[dict] = []
 
-    async def put_records(stream, entries):
+    async def put_records(_stream, entries):
         sent.extend(entries)
         return {
             "Records": [

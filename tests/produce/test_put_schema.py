@@ -229,7 +229,7 @@ async def test_produce_refuses_a_schema_that_cannot_carry_the_test_records(kines
     proto_name = (await kinesis.glue.schema_version(proto_id))["SchemaArn"].split(":schema/", 1)[1]
     stream = await make_stream(shards=1)
 
-    code, out, err = await produce(
+    code, _out, err = await produce(
         stream, "--keys", "2", "--records-per-key", "2", "--schema", proto_name, "--verify", endpoint=endpoint
     )
 

@@ -24,7 +24,7 @@ class GetRecordsRefused:
     def __getattr__(self, name: str):
         if name in ("get_records", "get_shard_iterator"):
 
-            async def refused(*args, **kwargs):
+            async def refused(*_args, **_kwargs):
                 raise AssertionError(f"{name} called: the read-back polled instead of subscribing")
 
             return refused
@@ -62,7 +62,7 @@ async def test_the_read_back_subscribes_and_reads_a_split_parent_before_its_chil
 
     assert report.ok, report.to_json()
     assert (report.read_back, report.lost, report.duplicated, report.out_of_order) == (400, 0, 0, 0)
-    assert [read.shard_id for read in report.shards][0] == parent.shard_id, "the parent first"
+    assert next(read.shard_id for read in report.shards) == parent.shard_id, "the parent first"
     assert len(report.shards) == 3
 
 
@@ -146,7 +146,7 @@ async def test_put_verify_efo_on_the_embedded_server_with_a_temporary_consumer(k
 
 async def test_without_yes_nothing_is_registered_or_sent(kinesis, make_stream, local_kinesis):
     stream = await make_stream(1)
-    code, out, err = await kconsole_with_input(
+    code, _out, err = await kconsole_with_input(
         '{"key": "a", "data": 1}\n', "put", stream, "--verify", "--efo", "--endpoint-url", local_kinesis.endpoint_url
     )
 
@@ -158,14 +158,14 @@ async def test_without_yes_nothing_is_registered_or_sent(kinesis, make_stream, l
 
 
 async def test_efo_options_out_of_place_are_one_line():
-    code, out, err = await kconsole("produce", "orders", "--keys", "1", "--records-per-key", "1", "--efo", "--local")
+    code, _out, err = await kconsole("produce", "orders", "--keys", "1", "--records-per-key", "1", "--efo", "--local")
     assert (
         code == 2
         and err.strip() == "kconsole: error: --efo reads the run back through enhanced fan-out: give --verify too"
     )
-    code, out, err = await kconsole_with_input('{"key": "a", "data": 1}\n', "put", "orders", "--yes", "--local")
+    code, _out, err = await kconsole_with_input('{"key": "a", "data": 1}\n', "put", "orders", "--yes", "--local")
     assert code == 2 and "--yes confirms the temporary consumer of --efo" in err and "Traceback" not in err
-    code, out, err = await kconsole_with_input(
+    code, _out, err = await kconsole_with_input(
         '{"key": "a", "data": 1}\n', "put", "orders", "--verify", "--consumer", "c", "--local"
     )
     assert code == 2 and "give --efo too" in err and "Traceback" not in err

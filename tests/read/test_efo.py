@@ -279,7 +279,7 @@ async def test_a_consumer_of_another_stream_is_one_line(mock_backend, kinesis_mo
     stream, other = await streams(1), await streams(1)
     elsewhere = await registered(backend, other, "elsewhere")
 
-    code, out, err = await kconsole(
+    code, _out, err = await kconsole(
         "tail", stream, "--efo", "--consumer", elsewhere, "--endpoint-url", kinesis_mock.endpoint_url
     )
 
@@ -430,7 +430,7 @@ async def test_tail_efo_against_the_embedded_server_reads_a_split_stream(local_b
 
 async def test_tail_local_efo_reads_the_embedded_servers_stream():
     stream = unique_stream_name()
-    code, out, err = await kconsole("tail", stream, "--local", "--efo", "--yes", "--from", "trim-horizon")
+    code, _out, err = await kconsole("tail", stream, "--local", "--efo", "--yes", "--from", "trim-horizon")
 
     assert code == 0, err
     assert "registered the temporary consumer" in err and "deregistered the temporary consumer" in err
@@ -443,7 +443,7 @@ async def test_copy_efo_copies_every_record_and_deregisters_its_consumer(mock_ba
     source, destination = await streams(2), await streams(1)
     await fill(backend, source, 0, 600)
 
-    code, out, err = await kconsole(
+    code, _out, err = await kconsole(
         "copy", source, destination, "--from", "trim-horizon", "--efo", "--yes", "--json",
         "--endpoint-url", kinesis_mock.endpoint_url,
     )  # fmt: skip
@@ -553,7 +553,7 @@ async def test_heat_efo_counts_match_a_getrecords_reading_of_the_same_window(loc
 
 
 async def test_heat_efo_refuses_the_cloudwatch_source_and_a_consumer_without_efo():
-    code, out, err = await kconsole("heat", "orders", "--efo", "--source", "cloudwatch", "--local")
+    code, _, err = await kconsole("heat", "orders", "--efo", "--source", "cloudwatch", "--local")
     assert code == 2 and "--efo samples the records" in err and "Traceback" not in err
-    code, out, err = await kconsole("heat", "orders", "--consumer", "reader", "--local")
+    code, _out, err = await kconsole("heat", "orders", "--consumer", "reader", "--local")
     assert code == 2 and "give --efo too" in err and "Traceback" not in err

@@ -161,7 +161,7 @@ async def test_1000_protobuf_records_are_decoded_filtered_exported_and_copied(
         endpoint=endpoint,
     )
     assert code == 0, err
-    header, *rows = list(csv.reader(table.read_text().splitlines()))
+    _header, *rows = list(csv.reader(table.read_text().splitlines()))
     assert len(rows) == count
     assert sorted(rows) == sorted(
         [f"p{number}", payment(number)["user"]["address"]["city"], payment(number)["tier"]] for number in range(count)
@@ -239,7 +239,7 @@ def proto_catalog() -> SchemaCatalog:
         "SchemaDefinition": PROTO_SCHEMA,
     }
 
-    async def lookup(version_id: str) -> dict:
+    async def lookup(_version_id: str) -> dict:
         return answer
 
     catalog = SchemaCatalog(lookup)

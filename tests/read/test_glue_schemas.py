@@ -192,7 +192,7 @@ async def test_masking_hides_cards_and_emails_in_text_json_and_csv(kinesis, make
 
 
 async def test_a_mask_rule_that_does_not_parse_is_bad_input(local_kinesis):
-    code, out, err = await kconsole("tail", "anything", "--mask", "re:(", endpoint=local_kinesis.endpoint_url)
+    code, _out, err = await kconsole("tail", "anything", "--mask", "re:(", endpoint=local_kinesis.endpoint_url)
 
     assert code == 2
     assert "not a regular expression" in err and "Traceback" not in err

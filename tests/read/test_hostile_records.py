@@ -102,7 +102,7 @@ def test_deep_json_inside_a_kpl_aggregate_is_that_user_records_error():
     packer = AggRecord()
     packer.add_user_record("good", b'{"ok": 1}', None)
     packer.add_user_record("deep", b"[" * 5000 + b"]" * 5000, None)
-    key, _, blob = packer.get_contents()
+    _key, _, blob = packer.get_contents()
     good, deep = decode(blob)
     assert (good.kind, good.value) == ("json", {"ok": 1})
     assert deep.kind == KIND_ERROR and deep.kind_label == "kpl+decode-error" and "nested deeper" in deep.error

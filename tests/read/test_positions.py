@@ -75,7 +75,7 @@ def test_a_start_beyond_the_streams_retention_is_refused():
     with pytest.raises(BadInput, match="retention of 24 h"):
         check_retention(start, 24, NOW, "orders")
     start, end = resolve_window("trim-horizon", "2026-11-21T10:00:00Z", None, follow=False, now=NOW)
-    with pytest.raises(BadInput, match="--to .* retention"):
+    with pytest.raises(BadInput, match=r"--to .* retention"):
         check_retention(start, 24, NOW, "orders", end)
 
 

@@ -110,7 +110,7 @@ async def test_placement_only_without_key_is_refused():
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(process.communicate(), 30)
+    _out, err = await asyncio.wait_for(process.communicate(), 30)
     assert process.returncode == 2 and err.decode().count("\n") == 1 and "--placement-only" in err.decode()
 
 

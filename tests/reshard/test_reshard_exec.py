@@ -186,7 +186,7 @@ async def test_make_even_runs_every_step_and_ends_equal(kinesis, make_stream, ac
     quarter = HASH_SPACE // 4
     await kinesis.split_shard(stream, "shardId-000000000000", quarter)  # uneven: 1/4, 1/12, 1/3, 1/3
     build = lambda shards, context: plan_even(shards, context=context)
-    plan, result = await run(kinesis, stream, build, action_log)
+    plan, _result = await run(kinesis, stream, build, action_log)
     assert len(plan.operations) >= 3
     observed = await kinesis.all_shards(stream)
     assert open_triples(observed) == planned_triples(plan)
@@ -196,7 +196,7 @@ async def test_make_even_runs_every_step_and_ends_equal(kinesis, make_stream, ac
 
 async def test_rescale_doubling_matches_the_documented_even_ranges(kinesis, make_stream, action_log):
     stream = await make_stream(shards=4)
-    plan, result = await run(kinesis, stream, lambda s, c: plan_scale(s, 8, context=c), action_log)
+    plan, _result = await run(kinesis, stream, lambda s, c: plan_scale(s, 8, context=c), action_log)
     observed = open_in_order(await kinesis.all_shards(stream))
     assert [(s.starting_hash_key, s.ending_hash_key) for s in observed] == [s.range for s in plan.after]
     assert plan.short_lived_shards == 0 and plan.split_steps == 4
@@ -295,7 +295,7 @@ async def test_updating_stream_without_wait_is_explained_and_nothing_called(kine
     executor = Executor(faulty, stream, action_log=action_log, poll_interval=0.01)
     _, shards, context = await executor.snapshot()
     plan = split_first(shards, context)
-    with pytest.raises(ResourceInUse, match="UPDATING.*--wait"):
+    with pytest.raises(ResourceInUse, match=r"UPDATING.*--wait"):
         await executor.execute(split_first, expected=plan, wait=False)
     assert len(await kinesis.all_shards(stream)) == 2
 
@@ -334,7 +334,7 @@ async def test_update_shard_count_limit_exceeded_is_explained_not_retried(kinesi
     assert len(await kinesis.all_shards(stream)) == 2
 
 
-async def test_on_demand_context_is_rejected_before_any_call(kinesis, make_stream, action_log):
+async def test_on_demand_context_is_rejected_before_any_call(kinesis, make_stream):
     stream = await make_stream(shards=2)
     shards = await kinesis.all_shards(stream)
     plan = plan_scale(shards, 4, context=StreamContext(mode="ON_DEMAND"))

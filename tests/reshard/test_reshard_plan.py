@@ -228,7 +228,7 @@ def test_median_split_is_the_most_even_cut_even_with_hot_keys(weighted):
         assert hash_keys.count(int(split.uncut_key.removeprefix("key-"))) == split.uncut_count
 
 
-def test_median_split_key_sits_in_the_gap_and_is_shown_in_the_plan(tmp_path):
+def test_median_split_key_sits_in_the_gap_and_is_shown_in_the_plan():
     shards = even_shards(2)
     top = shards[1].starting_hash_key
     sample = KeySample(["a", "b", "c", "d", "elsewhere"], [top + 10, top + 20, top + 1000, top + 2000, 5])

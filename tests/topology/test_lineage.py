@@ -149,7 +149,7 @@ def test_long_chain_has_linear_depths_without_recursion_limits():
 
 def test_reference_line_keeps_its_place_among_real_children():
     # Malformed on purpose: shard 1 is both a merge parent of 4 and the split parent of 5.
-    shards = split_then_merge() + [shard(5, HALF, MAX_HASH_KEY, sid(1))]
+    shards = [*split_then_merge(), shard(5, HALF, MAX_HASH_KEY, sid(1))]
     lines = Lineage.build(shards).render_tree().splitlines()
     at = lines.index(next(line for line in lines if line.startswith(sid(1))))
     assert lines[at + 1] == f"├── {sid(4)} (merged; shown under {sid(3)})"

@@ -354,7 +354,7 @@ def tilings(draw):
     cuts = draw(
         st.lists(st.integers(min_value=1, max_value=MAX_HASH_KEY), min_size=count - 1, max_size=count - 1, unique=True)
     )
-    bounds = [0] + sorted(cuts) + [HASH_SPACE]
+    bounds = [0, *sorted(cuts), HASH_SPACE]
     order = draw(st.permutations(range(len(bounds) - 1)))  # listing order need not be key order
     return [Shard(shard_id_for_index(i), bounds[i], bounds[i + 1] - 1) for i in order]
 

@@ -90,7 +90,7 @@ class StaticSource:
         self._check(stream)
         return self.summary()
 
-    async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]:
+    async def all_shards(self, stream: str, shard_filter: dict | None = None) -> list[Shard]:  # noqa: ARG002 - the backend protocol's signature
         self._check(stream)
         self.calls += 1
         return list(self.shards)
@@ -99,10 +99,15 @@ class StaticSource:
         self._check(self.stream)
         return [self.summary()]
 
-    async def list_stream_summaries(self, *, page_size: int = 100) -> list[StreamSummary]:
+    async def list_stream_summaries(self, *, page_size: int = 100) -> list[StreamSummary]:  # noqa: ARG002 - the backend protocol's signature
         return await self.list_streams()
 
-    async def describe_streams(self, listed: list[StreamSummary], *, concurrency: int = 16) -> list[StreamSummary]:
+    async def describe_streams(  # the protocol's signature
+        self,
+        listed: list[StreamSummary],
+        *,
+        concurrency: int = 16,  # noqa: ARG002
+    ) -> list[StreamSummary]:
         return [await self.describe_stream_summary(summary.name) for summary in listed]
 
     def _check(self, stream: str) -> None:

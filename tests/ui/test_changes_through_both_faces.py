@@ -181,7 +181,7 @@ async def test_a_stream_with_a_channel_is_refused_deletion_in_both_faces_in_the_
     for name in (twins.cli, twins.ui):
         await kinesis.create_channel(channel_request(f"to-s3-{name}", twins.arns[name]))
     try:
-        code, out, err = await kconsole(capsys, endpoint, "stream", "delete", twins.cli, "--yes")
+        code, _out, err = await kconsole(capsys, endpoint, "stream", "delete", twins.cli, "--yes")
         assert code == 1 and "Traceback" not in err
         app = RecordingApp(kinesis, stream=twins.ui, interval=3600)
         async with app.run_test(size=(120, 40)) as pilot:
@@ -204,7 +204,7 @@ async def test_enhanced_monitoring_from_heat_and_from_the_heat_tab_logs_the_same
     endpoint = local_kinesis.endpoint_url
     twins = Twins(kinesis, make_stream)
     await twins.make()
-    code, out, err = await kconsole(capsys, endpoint, "heat", twins.cli, "--enable-enhanced-monitoring", "--yes")
+    code, _out, err = await kconsole(capsys, endpoint, "heat", twins.cli, "--enable-enhanced-monitoring", "--yes")
     assert code == 0, err
     app = RecordingApp(kinesis, stream=twins.ui, interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -236,7 +236,7 @@ async def test_a_lambda_mapping_disabled_and_enabled_from_readers_and_from_the_r
         for name in (twins.cli, twins.ui):
             mappings[name] = (await readers.mapping(twins.arns[name], function))["UUID"]
     for action in ("disable", "enable"):
-        code, out, err = await kconsole(
+        code, _out, err = await kconsole(
             capsys, endpoint, "readers", action, twins.cli, "--mapping", mappings[twins.cli], "--yes"
         )
         assert code == 0, err

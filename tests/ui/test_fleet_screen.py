@@ -57,7 +57,7 @@ async def test_fleet_screen_puts_trouble_first_filters_and_opens(kinesis, make_s
 def drawn(table: FleetTable, key: str):
     """The style the table draws a stream's line in (its first segment, the cursor's line or not)."""
     row = table.keys.index(key)
-    return list(table.render_line(row - round(table.scroll_y) + 1))[0].style
+    return next(iter(table.render_line(row - round(table.scroll_y) + 1))).style
 
 
 async def test_the_cursor_starts_on_the_worst_stream_once_the_rows_re_sort(kinesis, make_stream, local_kinesis):
@@ -87,7 +87,7 @@ async def test_the_cursor_starts_on_the_worst_stream_once_the_rows_re_sort(kines
 
 
 @pytest.mark.slow
-async def test_a_thousand_streams_show_their_first_rows_in_under_two_seconds(kinesis, local_kinesis):
+async def test_a_thousand_streams_show_their_first_rows_in_under_two_seconds(kinesis):
     import time
 
     await create_streams(kinesis, "fleet-ui-", 1000)
@@ -126,7 +126,7 @@ async def test_a_stream_whose_reader_is_behind_is_in_trouble_with_the_readers_na
         assert f"reader lambda {function} 15 min behind" in table.line(behind).cells[1] and table.line(behind).trouble
 
 
-async def test_q_in_the_fleet_picker_quits_as_everywhere_else(kinesis, make_stream, local_kinesis):
+async def test_q_in_the_fleet_picker_quits_as_everywhere_else(kinesis, make_stream):
     await make_stream(shards=1)
     app = RecordingApp(kinesis, stream=None, interval=60)
     async with app.run_test(size=(160, 40)) as pilot:
@@ -141,7 +141,7 @@ async def test_q_in_the_fleet_picker_quits_as_everywhere_else(kinesis, make_stre
         assert app.return_code is not None or not app.is_running, "q left the console running"
 
 
-async def test_j_and_k_move_in_the_fleet_and_are_letters_in_its_filter(kinesis, make_stream, local_kinesis):
+async def test_j_and_k_move_in_the_fleet_and_are_letters_in_its_filter(kinesis, make_stream):
     for _ in range(3):
         await make_stream(shards=1)
     app = RecordingApp(kinesis, stream=None, interval=60)

@@ -105,7 +105,7 @@ async def test_a_preview_older_than_the_last_poll_is_rechecked_before_it_proceed
     request = ReshardRequest(
         "scale", stream, shards, 2, None, kinesis, last_poll=lambda: polled[0], clock=lambda: now[0]
     )
-    monkeypatch.setattr("console.ui.reshard_flow.PromptScreen", lambda *args: "prompt")
+    monkeypatch.setattr("console.ui.reshard_flow.PromptScreen", lambda *_args: "prompt")
 
     async def answer(screen):
         return "4" if screen == "prompt" else await ask(screen)
@@ -140,9 +140,9 @@ async def test_the_preview_names_the_readers_the_plan_affects(
         previews.append(screen)
         return False  # cancel: nothing is called
 
-    monkeypatch.setattr("console.ui.reshard_flow.PromptScreen", lambda *args: "prompt")
+    monkeypatch.setattr("console.ui.reshard_flow.PromptScreen", lambda *_args: "prompt")
     request = ReshardRequest("scale", stream, shards, 2, None, kinesis)
-    await run_reshard(request, ReshardDialogs(answer, lambda text, **_: None, lambda _message: None))
+    await run_reshard(request, ReshardDialogs(answer, lambda _text, **_: None, lambda _message: None))
     [preview] = previews
     assert isinstance(preview, ReshardPreviewScreen)
     assert f"reader lambda {function}: concurrency 10 → 20 (parallelization factor 5 × shards)" in preview.consumers

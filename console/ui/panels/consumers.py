@@ -195,7 +195,7 @@ class ConsumersPanel(Vertical):
             return "w rewinds a KCL application: type its lease table above and press enter first"
         return None
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+    def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
         if action == "rewind":
             return None if self.rewind_refusal() else True  # greyed out in the footer
         return True

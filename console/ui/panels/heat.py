@@ -176,12 +176,12 @@ class HeatPanel(Widget, can_focus=True):
 
     # ---- its work ---------------------------------------------------------------------------
 
-    def on_show(self, event: events.Show) -> None:
+    def on_show(self, _event: events.Show) -> None:
         self._shown = True
         self.post_message(self.Shown())
         self._start_work()
 
-    def on_hide(self, event: events.Hide) -> None:
+    def on_hide(self, _event: events.Hide) -> None:
         self._shown = False
         self.post_message(self.Hidden())
         self._stop_work()

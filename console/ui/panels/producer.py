@@ -228,7 +228,7 @@ class ProducerPanel(Vertical):
         elif event.button.id == "producer-start":
             self.action_start()
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+    def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
         """Start writes records: greyed out (None) in read-only mode; each key only when it can act."""
         if action == "start":
             return None if self.read_only or self.running else True

@@ -365,7 +365,7 @@ class ReadersPanel(Vertical):
             return NOT_THIS_KIND[kind]
         return None
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+    def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
         """A change is greyed out (None) in read-only mode and where the row is another kind of reader."""
         if action in READER_CHANGES:
             return None if self.refusal(action) else True

@@ -553,5 +553,5 @@ class TailView(Vertical):
     def describe_options(self) -> str:
         return describe_options(self.options)
 
-    def on_record_ring_pause_changed(self, message: RecordRing.PauseChanged) -> None:
+    def on_record_ring_pause_changed(self, _message: RecordRing.PauseChanged) -> None:
         self._render_status()

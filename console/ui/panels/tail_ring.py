@@ -60,7 +60,7 @@ def expanded_lines(record: DecodedRecord) -> list[str]:
             for offset in range(0, len(raw), HEX_DUMP_WIDTH)
         ] or ["(empty)"]
     if len(body) > MAX_EXPANDED_LINES:
-        body = body[:MAX_EXPANDED_LINES] + [f"… {len(body) - MAX_EXPANDED_LINES} more lines (w saves it all)"]
+        body = [*body[:MAX_EXPANDED_LINES], f"… {len(body) - MAX_EXPANDED_LINES} more lines (w saves it all)"]
     lines.extend("    " + printable(line) for line in body)
     return lines
 

@@ -71,7 +71,7 @@ class ConfirmByNameScreen(ModalScreen[bool]):
     def _matches(self) -> bool:
         return self.query_one("#confirm-input", Input).value == self.stream_name
 
-    def on_input_changed(self, event: Input.Changed) -> None:
+    def on_input_changed(self, _event: Input.Changed) -> None:
         self.query_one("#confirm", Button).disabled = not self._matches()
         self.query_one("#confirm-error", Static).update("")
 

@@ -227,12 +227,10 @@ class ReshardPreviewScreen(ModalScreen[bool]):
     def can_force(self) -> bool:
         return self.plan.ok and not self.plan.is_noop and self.held_back is not None
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+    def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
         if action == "force" and not self.can_force:
             return False  # not in the footer: there is nothing to force
-        if action == "copy_calls" and not self.plan.operations:
-            return False
-        return True
+        return not (action == "copy_calls" and not self.plan.operations)
 
     def compose(self) -> ComposeResult:
         before, after = ribbons(self.plan, self.ribbon_width())

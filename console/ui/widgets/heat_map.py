@@ -173,7 +173,7 @@ class HeatMap(ScrollView, can_focus=False):
         for minutes in range(MAP_SECONDS // 60, 0, -1):
             column = columns - 1 - (minutes * 60) // per_cell
             mark = f"-{minutes}m"
-            if 0 <= column and column + len(mark) <= columns - 4:
+            if column >= 0 and column + len(mark) <= columns - 4:
                 axis[column : column + len(mark)] = mark
         axis[columns - 3 :] = "now"
         dim = Style(dim=True)

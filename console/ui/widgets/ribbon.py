@@ -126,7 +126,7 @@ class KeySpaceRibbon(Widget):
 
     # ---- geometry ------------------------------------------------------------------------------
 
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+    def get_content_height(self, _container: Size, _viewport: Size, _width: int) -> int:
         return 4
 
     def _column_layout(self, width: int) -> tuple[list[int], list[int]]:
@@ -214,14 +214,14 @@ class KeySpaceRibbon(Widget):
             text = "no open shards yet" if y == 1 else ""
             return Strip([Segment(text.ljust(width)[:width], base)])
         if y == 0:
-            return self._marker_line(width, base)
+            return self._marker_line(width)
         if y == 1:
             return self._bar_line(width, base)
         if y == 2:
-            return self._label_line(width, base)
-        return self._summary_line(width, base)
+            return self._label_line(width)
+        return self._summary_line(width)
 
-    def _marker_line(self, width: int, base: Style) -> Strip:
+    def _marker_line(self, width: int) -> Strip:
         cells = [" "] * width
         for hash_key in self._markers:
             column = min(width - 1, hash_key * width // HASH_SPACE)
@@ -244,7 +244,7 @@ class KeySpaceRibbon(Widget):
                 segments.append(Segment(char, cell_style))
         return Strip(Segment.simplify(segments))
 
-    def _label_line(self, width: int, base: Style) -> Strip:
+    def _label_line(self, width: int) -> Strip:
         cells = [" "] * width
         selected = self._selected_columns(width)
         # The selected shard's label first, so it always wins a crowded spot.
@@ -269,7 +269,7 @@ class KeySpaceRibbon(Widget):
         style = self._style("ribbon--label")
         return Strip([Segment("".join(cells), style)])
 
-    def _summary_line(self, width: int, base: Style) -> Strip:
+    def _summary_line(self, width: int) -> Strip:
         style = self._style("ribbon--summary")
         return Strip([Segment(self.summary_text()[:width].ljust(width), style)])
 

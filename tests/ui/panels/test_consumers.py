@@ -85,8 +85,8 @@ class OverlapProbe:
     """The real backend, noting when a shard poll (ListShards) and a lease poll (Scan, GetRecords)
     are in flight at the same time."""
 
-    SHARD_POLL = {"all_shards"}
-    LEASE_POLL = {"scan_table", "get_records", "get_shard_iterator", "describe_table"}
+    SHARD_POLL = frozenset({"all_shards"})
+    LEASE_POLL = frozenset({"scan_table", "get_records", "get_shard_iterator", "describe_table"})
 
     def __init__(self, backend) -> None:
         self._backend = backend
@@ -115,7 +115,7 @@ class OverlapProbe:
 
 
 async def test_lease_polls_never_overlap_shard_polls_and_metrics_show(kinesis, make_stream, local_kinesis):
-    name, shards, table = await leased_stream(kinesis, make_stream, local_kinesis.endpoint_url, shards=3, records=1)
+    name, _shards, table = await leased_stream(kinesis, make_stream, local_kinesis.endpoint_url, shards=3, records=1)
     await put_metric(local_kinesis.endpoint_url, name, "IncomingRecords", 600, datetime.now(UTC) - timedelta(minutes=2))
     probe = OverlapProbe(kinesis)
     app = RecordingApp(probe, stream=name, interval=0.2)
@@ -218,7 +218,7 @@ async def test_workers_section_shows_each_worker_the_leader_and_flags(kinesis, m
         worker_metrics,
     )
 
-    name, shards, table = await leased_stream(
+    name, _shards, table = await leased_stream(
         kinesis,
         make_stream,
         local_kinesis.endpoint_url,
@@ -255,7 +255,7 @@ async def test_workers_section_shows_each_worker_the_leader_and_flags(kinesis, m
 
 
 async def test_workers_section_measures_kcl_2x_throughput_and_names_its_source(kinesis, make_stream, local_kinesis):
-    name, shards, table = await leased_stream(
+    name, _shards, table = await leased_stream(
         kinesis,
         make_stream,
         local_kinesis.endpoint_url,
@@ -279,7 +279,7 @@ async def test_workers_section_measures_kcl_2x_throughput_and_names_its_source(k
 async def test_workers_section_keeps_its_rows_on_an_80x24_terminal(kinesis, make_stream, local_kinesis):
     """On a short terminal the stream's metric lines (the Heat tab has them too) give way, so the
     lease table and the Workers section each show rows, not just their headings."""
-    name, shards, table = await leased_stream(
+    name, _shards, table = await leased_stream(
         kinesis,
         make_stream,
         local_kinesis.endpoint_url,

@@ -94,10 +94,10 @@ async def test_heat_panel_tells_the_app_when_its_tab_is_left_and_revisited():
                 with TabPane("Heat", id="heat"):
                     yield HeatPanel(id="heat-panel")
 
-        def on_heat_panel_shown(self, message):
+        def on_heat_panel_shown(self, _message):
             seen.append("shown")
 
-        def on_heat_panel_hidden(self, message):
+        def on_heat_panel_hidden(self, _message):
             seen.append("hidden")
 
     app = TabsApp()

@@ -25,7 +25,7 @@ async def test_the_heat_header_shows_kconsoles_own_share(kinesis, make_stream):
         await wait_until(pilot, lambda: app.refreshed, timeout=30)
         await pilot.press("7")
         panel = await app.lazy_pane("heat").built()
-        header = lambda: str(panel.query_one("#heat-total", Static).render())  # noqa: E731
+        header = lambda: str(panel.query_one("#heat-total", Static).render())
         await wait_until(pilot, lambda: "kconsole reads" in header(), timeout=20, what="the share line")
         line = next(line for line in header().splitlines() if "kconsole reads" in line)
         assert "calls/s" in line and "MiB/s a shard" in line and "of the shared budget" in line
@@ -68,7 +68,7 @@ async def test_the_heat_tab_switches_to_efo_after_the_price_and_counts_pushed_ev
         await wait_until(pilot, lambda: app.refreshed, timeout=30)
         await pilot.press("7")
         panel = await app.lazy_pane("heat").built()
-        header = lambda: str(panel.query_one("#heat-total", Static).render())  # noqa: E731
+        header = lambda: str(panel.query_one("#heat-total", Static).render())
         await wait_until(pilot, lambda: "kconsole reads 1" in header() or "calls/s" in header(), timeout=30)
         panel.focus()
         await pilot.press("f")
@@ -84,7 +84,7 @@ async def test_the_heat_tab_switches_to_efo_after_the_price_and_counts_pushed_ev
         await pilot.pause(2.0)  # every shard subscribed from LATEST
         entries = [{"Data": b"{}", "PartitionKey": f"key-{n}"} for n in range(200)]
         assert not (await kinesis.put_records(name, entries)).get("FailedRecordCount")
-        counted = lambda: panel.snapshot is not None and sum(s.records for s in panel.snapshot.shards)  # noqa: E731
+        counted = lambda: panel.snapshot is not None and sum(s.records for s in panel.snapshot.shards)
         await wait_until(pilot, lambda: counted() == 200, timeout=30, what="the pushed records counted")
         assert "nothing of the shards' shared 5 GetRecords/s" in header()
 
@@ -114,7 +114,7 @@ async def test_the_tail_tab_reads_less_when_the_streams_readers_are_throttled(ki
         view = app.query_one(TailView)
         view.start_reading()
         await wait_until(pilot, lambda: view.read_share is not None, what="the reading")
-        said = lambda: str(view.query_one("#tail-lag").render())  # noqa: E731
+        said = lambda: str(view.query_one("#tail-lag").render())
         assert "throttled" not in said()
         view.cloudwatch = CloudWatchReading(await stream_metrics(kinesis, stream))  # the app's minute reading
         await wait_until(pilot, lambda: "throttled: kconsole reads less" in said(), what="the back-off line")

@@ -206,9 +206,7 @@ async def test_d_and_e_disable_and_enable_a_lambda_mapping_each_logged(local_kin
     assert all(outcomes()[e["id"]] == "applied" for e in made)
 
 
-async def test_read_only_greys_the_reader_changes_and_refuses_them_with_a_message(
-    local_kinesis, kinesis, ddb, make_stream
-):
+async def test_read_only_greys_the_reader_changes_and_refuses_them_with_a_message(kinesis, ddb, make_stream):
     stream, table, _worker = await kcl_application(kinesis, ddb, make_stream, records=4)
     app = RecordingApp(kinesis, stream=stream, interval=3600, read_only=True)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -230,7 +228,7 @@ async def test_read_only_greys_the_reader_changes_and_refuses_them_with_a_messag
 
 
 async def test_w_on_the_consumers_tab_opens_the_rewind_of_the_lease_table_read_there_and_esc_cancels_its_work(
-    local_kinesis, kinesis, ddb, make_stream
+    kinesis, ddb, make_stream
 ):
     from console.ui.panels.consumers import ConsumersPanel
 

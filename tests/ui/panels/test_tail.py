@@ -45,7 +45,7 @@ class TailApp(App[None]):
     def on_tail_view_start_requested(self, message: TailView.StartRequested) -> None:
         self.requests.append(message.options)
 
-    def on_tail_view_stop_requested(self, message: TailView.StopRequested) -> None:
+    def on_tail_view_stop_requested(self, _message: TailView.StopRequested) -> None:
         self.requests.append("stop")
 
 
@@ -120,7 +120,7 @@ async def test_w_saves_what_is_shown_as_json_lines(tmp_path):
     async with app.run_test(size=(100, 20)) as pilot:
         view = app.query_one(TailView)
         view.add_records(records_for("shardId-000000000000", 0, 25))
-        view.add_records(records_for("shardId-000000000000", 25, 1, payload=lambda i: b"\x00\xff"))
+        view.add_records(records_for("shardId-000000000000", 25, 1, payload=lambda _i: b"\x00\xff"))
         await pilot.pause(0.2)
         await pilot.press("w")
         await pilot.pause(0.1)

@@ -219,7 +219,7 @@ async def test_auto_distribution_from_the_menu_shows_in_the_header_and_placement
         await kinesis.delete_stream(name)
 
 
-async def choose(pilot, app, action: str) -> None:
+async def choose(pilot, action: str) -> None:
     """Pick `action` in the open menu by its id (the list's order may grow)."""
     from console.ui.screens.stream_actions import ACTIONS
 
@@ -241,7 +241,7 @@ async def test_tags_and_a_policy_from_the_menu_as_launched(kinesis, make_stream,
     )
     async with app.run_test(size=(120, 40)) as pilot:
         await open_menu(pilot, app)
-        await choose(pilot, app, "tag")
+        await choose(pilot, "tag")
         await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="tags prompt")
         await pilot.press(*"team=payments tier=1", "enter")
         await confirm(pilot, app, name)
@@ -249,7 +249,7 @@ async def test_tags_and_a_policy_from_the_menu_as_launched(kinesis, make_stream,
         assert await kinesis.resource_tags(arn) == {"team": "payments", "tier": "1"}
 
         await open_menu(pilot, app)
-        await choose(pilot, app, "tag")
+        await choose(pilot, "tag")
         await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="tags prompt")
         await pilot.press(*"-tier", "enter")
         await confirm(pilot, app, name)
@@ -272,7 +272,7 @@ async def test_tags_and_a_policy_from_the_menu_as_launched(kinesis, make_stream,
             )
         )
         await open_menu(pilot, app)
-        await choose(pilot, app, "policy")
+        await choose(pilot, "policy")
         await wait_until(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="policy choice")
         await pilot.press("enter")  # put
         await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="file prompt")
@@ -297,7 +297,7 @@ async def test_a_channel_created_and_deleted_from_the_menu(kinesis, make_stream,
     app = RecordingApp(kinesis, stream=name, interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_menu(pilot, app)
-        await choose(pilot, app, "channels")
+        await choose(pilot, "channels")
         await wait_until(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="channel choice")
         await pilot.press("enter")  # create
         await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), what="request prompt")
@@ -308,7 +308,7 @@ async def test_a_channel_created_and_deleted_from_the_menu(kinesis, make_stream,
         assert [c["ChannelName"] for c in await kinesis.list_channels(stream_arn=arn)] == [f"to-s3-{name}"]
 
         await open_menu(pilot, app)
-        await choose(pilot, app, "channels")
+        await choose(pilot, "channels")
         await wait_until(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="channel choice")
         await pilot.press("down", "enter")  # delete the one channel
         await confirm(pilot, app, name)
