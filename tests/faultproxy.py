@@ -72,6 +72,7 @@ MUTATING_OPERATIONS = frozenset(
         "UpdateMaxRecordSize",
         "UpdateStreamRecordDistributionStrategy",
         "CreateChannel",
+        "UpdateChannel",
         "DeleteChannel",
         "UpdateStreamWarmThroughput",
         "UpdateAccountSettings",

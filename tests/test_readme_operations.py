@@ -33,12 +33,16 @@ def test_every_operation_of_the_model_is_listed_once_with_its_use_or_reason():
 
 
 def test_an_operation_said_to_be_used_is_called_by_the_backend():
-    """console/backend/kinesis*.py make every Kinesis call (the house rule): what they name is what is used."""
-    modules = sorted((ROOT / "console" / "backend").glob("kinesis*.py"))
-    assert len(modules) >= 2, modules  # the backend (kinesis.py) and its call path and settings
+    """console/backend/kinesis*.py make every Kinesis call (the house rule), and subscribe.py the one over
+    HTTP/2 (its target, Kinesis_20131202.SubscribeToShard): what they name is what is used."""
+    modules = [
+        *sorted((ROOT / "console" / "backend").glob("kinesis*.py")),
+        ROOT / "console" / "backend" / "subscribe.py",
+    ]
+    assert len(modules) >= 3, modules  # the backend (kinesis.py), its call path and settings, and SubscribeToShard
     backend = "\n".join(module.read_text() for module in modules)
     for name, use in readme_operations().items():
-        called = re.search(rf'"{name}"', backend) is not None
+        called = re.search(rf'[".]{name}"', backend) is not None
         declined = use.startswith(("declined", "not yet"))
         assert called != declined, (
             f"{name}: the README says {use!r}, but the backend {'calls' if called else 'never calls'} it"

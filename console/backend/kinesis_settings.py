@@ -139,6 +139,11 @@ class StreamSettingsCalls(KinesisCalls):
     async def create_channel(self, request: dict[str, Any]) -> dict[str, Any]:
         return (await self._today("CreateChannel", **request)).get("ChannelDescription") or {}
 
+    async def update_channel(self, request: dict[str, Any]) -> dict[str, Any]:
+        """UpdateChannel: `request` names the channel (ChannelARN) and what changes."""
+        description: dict[str, Any] = (await self._today("UpdateChannel", **request)).get("ChannelDescription") or {}
+        return description
+
     async def delete_channel(self, channel_arn: str) -> None:
         await self._today("DeleteChannel", ChannelARN=channel_arn)
 

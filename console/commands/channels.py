@@ -4,10 +4,12 @@
     kconsole channels orders                     # the channels reading from stream orders, described
     kconsole channels describe to-s3
     kconsole channels create --config channel.json    # CreateChannel's request as JSON, checked first
+    kconsole channels update to-s3 --config change.json   # UpdateChannel's members: destination, logging
     kconsole channels delete to-s3
 
-`create` checks the request against CreateChannel in botocore's Kinesis model (members, types,
-lengths, patterns, enums) before any call; `create` and `delete` show their plan, ask for the
+`create` and `update` check the request against CreateChannel / UpdateChannel in botocore's Kinesis
+model (members, types, lengths, patterns, enums) before any call; `create`, `update` and `delete` show
+their plan, ask for the
 channel's name on a TTY (--yes without one), are refused under --read-only and go to the action log.
 A stream with active channels cannot be deleted (`kconsole stream delete` says so before calling).
 """
@@ -26,10 +28,10 @@ from console.commands._options import options_from
 from console.commands._output import emit, note, render_table, run_async
 from console.errors import BadInput, PlanRejected
 from console.lifecycle import actions
-from console.lifecycle.channels import channel_json, read_channel_config
+from console.lifecycle.channels import channel_json, read_channel_config, read_channel_update
 from console.lifecycle.plans import LifecyclePlan
 
-ACTIONS = ("describe", "create", "delete")
+ACTIONS = ("describe", "create", "update", "delete")
 
 
 def register(subparsers: Subparsers, common: Parents) -> None:
@@ -39,17 +41,22 @@ def register(subparsers: Subparsers, common: Parents) -> None:
         help=command_help("channels"),
         description="Without arguments, list every channel; with a STREAM, describe the channels reading from "
         "it. `describe NAME`, `create --config FILE` (CreateChannel's request as JSON, checked "
-        "against the Kinesis API model first) and `delete NAME` act on one channel; create and "
+        "against the Kinesis API model first), `update NAME --config FILE` (UpdateChannel's members but "
+        "the ARN: destination settings, logging) and `delete NAME` act on one channel; create, update and "
         "delete ask first (--yes without a TTY) and are refused under --read-only.",
     )
     parser.add_argument(
         "words",
         nargs="*",
-        metavar="STREAM | describe NAME | create | delete NAME",
+        metavar="STREAM | describe NAME | create | update NAME | delete NAME",
         help="what to do (a stream named like an action: --stream-name)",
     )
     parser.add_argument("--stream-name", metavar="STREAM", default=None, help="list the channels of this stream")
-    parser.add_argument("--config", metavar="FILE", help="with create: the CreateChannel request as JSON")
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="with create: the CreateChannel request as JSON; with update: UpdateChannel's, without the ARN",
+    )
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
     parser.set_defaults(handler=run_channels)
 
@@ -68,7 +75,9 @@ def run_channels(args: argparse.Namespace) -> int:
     if action is None:
         if len(words) > 1 or (words and options.stream_name):
             raise BadInput(
-                "kconsole channels: give one STREAM, or describe NAME, create --config FILE, delete NAME", code="usage"
+                "kconsole channels: give one STREAM, or describe NAME, create --config FILE, "
+                "update NAME --config FILE, delete NAME",
+                code="usage",
             )
         stream = options.stream_name or (words[0] if words else None)
         if stream is not None:
@@ -87,6 +96,14 @@ def run_channels(args: argparse.Namespace) -> int:
     if len(words) != 2:
         raise BadInput(f"kconsole channels {action} takes one channel NAME", code="usage")
     name = check_channel_name(words[1])
+    if action == "update":
+        if not options.config:
+            raise BadInput(
+                "kconsole channels update NAME takes --config FILE (UpdateChannel's request as JSON)", code="usage"
+            )
+        request = read_channel_update(options.config)
+        refuse_if_read_only(args, f"update channel {name}")
+        return run_async(_update(args, name, request))
     if action == "delete":
         refuse_if_read_only(args, f"delete channel {name}")
         return run_async(_delete(args, name))
@@ -130,18 +147,10 @@ async def _list(args: Any, stream: str | None) -> int:
 
 async def _describe(args: Any, name: str) -> int:
     async with with_backend(args) as kinesis:
-        description = await kinesis.describe_channel(await _arn_of(kinesis, name))
+        description = await kinesis.describe_channel(await actions.channel_arn(kinesis, name))
     document = channel_json(description)
     emit(args, document, lambda: render_table(("FIELD", "VALUE"), [(k, _text(v)) for k, v in document.items()]))
     return 0
-
-
-async def _arn_of(kinesis: Any, name: str) -> str:
-    for channel in await kinesis.list_channels():
-        if channel.get("ChannelName") == name:
-            arn: str = channel["ChannelARN"]
-            return arn
-    raise BadInput(f"no channel named {name!r} on {kinesis.label}", code="not_found")
 
 
 def _text(value: Any) -> str:
@@ -173,6 +182,22 @@ async def _create(args: Any, request: dict[str, Any]) -> int:
             "channel": channel_json(made[0].answer if made and made[0].answer else {}),
         }
     emit(args, document, lambda: plan.render() + f"\nDone: channel {plan.stream} is {document['channel']['status']}")
+    return 0
+
+
+async def _update(args: Any, name: str, request: dict[str, Any]) -> int:
+    async with with_backend(args) as kinesis:
+        plan = await actions.prepare_channel_update(kinesis, name, request)
+        if plan.is_noop:
+            emit(args, {"executed": False, "plan": plan.to_json()}, plan.render())
+            return 0
+        made = await _change(args, kinesis, plan)
+        document: dict[str, Any] = {
+            "executed": True,
+            "plan": plan.to_json(),
+            "channel": channel_json(made[0].answer if made and made[0].answer else {}),
+        }
+    emit(args, document, lambda: plan.render() + f"\nDone: channel {name} is {document['channel']['status']}")
     return 0
 
 

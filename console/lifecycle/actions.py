@@ -221,12 +221,21 @@ async def prepare_channel_create(kinesis: Any, request: dict[str, Any]) -> Lifec
     return await channel_plans.plan_create_on(kinesis, request)
 
 
-async def prepare_channel_delete(kinesis: Any, name: str) -> LifecyclePlan:
+async def prepare_channel_update(kinesis: Any, name: str, request: dict[str, Any]) -> LifecyclePlan:
+    arn = await channel_arn(kinesis, name)
+    return channel_plans.plan_update(name, arn, await kinesis.describe_channel(arn), request)
+
+
+async def channel_arn(kinesis: Any, name: str) -> str:
     for channel in await kinesis.list_channels():
         if channel.get("ChannelName") == name:
-            arn = channel["ChannelARN"]
-            return channel_plans.plan_delete(name, arn, await kinesis.describe_channel(arn))
+            return str(channel["ChannelARN"])
     raise BadInput(f"no channel named {name!r} on {kinesis.label}", code="not_found")
+
+
+async def prepare_channel_delete(kinesis: Any, name: str) -> LifecyclePlan:
+    arn = await channel_arn(kinesis, name)
+    return channel_plans.plan_delete(name, arn, await kinesis.describe_channel(arn))
 
 
 async def prepare_register_consumer(kinesis: Any, stream: str, name: str) -> LifecyclePlan:
@@ -431,6 +440,7 @@ OPERATIONS: dict[str, Callable[[Any, str, dict[str, Any]], Awaitable[Any]]] = {
     ),
     "CreateChannel": lambda k, s, p: k.create_channel(p),
     "DeleteChannel": lambda k, s, p: k.delete_channel(p["ChannelARN"]),
+    "UpdateChannel": lambda k, s, p: k.update_channel(p),
     "RegisterStreamConsumer": lambda k, s, p: k.register_stream_consumer(p["StreamARN"], p["ConsumerName"]),
     "DeregisterStreamConsumer": lambda k, s, p: k.deregister_stream_consumer(p["StreamARN"], p["ConsumerName"]),
     "EnableEnhancedMonitoring": lambda k, s, p: k.enable_enhanced_monitoring(s, list(p["ShardLevelMetrics"])),
@@ -499,6 +509,9 @@ async def _read_back(kinesis: Any, stream: str, operation: str, params: dict[str
         wanted = params["MinimumThroughputBillingCommitment"]["Status"]
         done = status == wanted or (wanted == "DISABLED" and status == "ENABLED_UNTIL_EARLIEST_ALLOWED_END")
         return done, f"the commitment is {status}"
+    if operation == "UpdateChannel":
+        request = {member: params[member] for member in channel_plans.UPDATABLE if member in params}
+        return channel_plans.update_shown(await kinesis.describe_channel(params["ChannelARN"]), request)
     if operation in ("CreateChannel", "DeleteChannel"):
         channels = await kinesis.list_channels()
         if operation == "CreateChannel":

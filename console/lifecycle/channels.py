@@ -1,6 +1,6 @@
-"""Channels (delivery of a stream's records to S3 or S3 Tables): the CreateChannel request read from a
-file and checked against the Kinesis API model, a channel as plain JSON, and the plans to create and
-delete one. The `channels` command and the console's Stream actions menu both use these."""
+"""Channels (delivery of a stream's records to S3 or S3 Tables): the CreateChannel and UpdateChannel
+requests read from a file and checked against the Kinesis API model, a channel as plain JSON, and the
+plans to create, update and delete one. The `channels` command and the console's Stream actions menu both use these."""
 
 from __future__ import annotations
 
@@ -16,10 +16,13 @@ from console.topology.model import StreamSummary
 MAX_CONFIG_BYTES = 1024 * 1024  # a CreateChannel request is a few KiB; a bigger file is not one
 
 
-def read_channel_config(path: str) -> dict[str, Any]:
-    """The request, read within a bound and checked against the model before anything connects."""
-    from console.backend.request_model import validate_request
+# What UpdateChannel changes: a channel's destination settings (of the destination type it has) and logging.
+UPDATABLE = ("S3DestinationConfiguration", "S3TablesDestinationConfiguration", "LoggingConfiguration")
+# Stands in for the channel's ARN while an update file is checked: the file names no channel, the command does.
+_SOME_CHANNEL_ARN = "arn:aws:kinesis:us-east-1:000000000000:channel/c"
 
+
+def _json_object(path: str, operation: str) -> dict[str, Any]:
     raw = read_bounded(path, MAX_CONFIG_BYTES, what="channel config", code="bad_request")
     try:
         request = json.loads(raw)
@@ -28,8 +31,36 @@ def read_channel_config(path: str) -> dict[str, Any]:
             f"channel config {path} is not JSON: {getattr(error, 'msg', error)}", code="bad_request"
         ) from None
     if not isinstance(request, dict):
-        raise BadInput(f"channel config {path} must be a JSON object (CreateChannel's request)", code="bad_request")
+        raise BadInput(f"channel config {path} must be a JSON object ({operation}'s request)", code="bad_request")
+    return request
+
+
+def read_channel_config(path: str) -> dict[str, Any]:
+    """The request, read within a bound and checked against the model before anything connects."""
+    from console.backend.request_model import validate_request
+
+    request = _json_object(path, "CreateChannel")
     validate_request("CreateChannel", request, where=f"channel config {path}")
+    return request
+
+
+def read_channel_update(path: str) -> dict[str, Any]:
+    """UpdateChannel's request without the channel (named on the command line): read within a bound,
+    checked against the model, and changing something, before anything connects."""
+    from console.backend.request_model import validate_request
+
+    request = _json_object(path, "UpdateChannel")
+    if "ChannelARN" in request:
+        raise BadInput(
+            f"channel config {path}: leave ChannelARN out, the channel is the NAME given to `channels update`",
+            code="bad_request",
+        )
+    validate_request("UpdateChannel", {"ChannelARN": _SOME_CHANNEL_ARN, **request}, where=f"channel config {path}")
+    if not any(member in request for member in UPDATABLE):
+        raise BadInput(
+            f"channel config {path} changes nothing: give {', '.join(UPDATABLE)} (UpdateChannel's members)",
+            code="bad_request",
+        )
     return request
 
 
@@ -102,6 +133,53 @@ async def plan_create_on(kinesis: Any, request: dict[str, Any]) -> LifecyclePlan
     streams = [await kinesis.describe_stream_summary(name) for name in request_streams(request)]
     exists = any(channel.get("ChannelName") == request["ChannelName"] for channel in await kinesis.list_channels())
     return plan_create(request, exists, streams)
+
+
+def plan_update(name: str, arn: str, description: dict[str, Any], request: dict[str, Any]) -> LifecyclePlan:
+    """The change of each member the request gives, against the channel as described now. AWS updates a
+    channel's own destination type only, and an ACTIVE channel only: anything else is refused here."""
+    for member in ("S3DestinationConfiguration", "S3TablesDestinationConfiguration"):
+        if member in request and member not in description:
+            raise BadInput(
+                f"channel {name} has no {member}: UpdateChannel changes the destination type a channel has; "
+                "nothing was called",
+                code="bad_request",
+            )
+    status = description.get("ChannelStatus")
+    refusal = None if status in (None, "ACTIVE") else f"channel {name} is {status}: it can be updated when ACTIVE"
+    changes = []
+    for member in UPDATABLE:
+        now = description.get(member) or {}
+        changes += [
+            f"{member}.{key}: {_compact(now.get(key))} -> {_compact(value)}"
+            for key, value in (request.get(member) or {}).items()
+            if now.get(key) != value
+        ]
+    if not changes:
+        return LifecyclePlan("update", name, f"channel {name} already has these settings")
+    return LifecyclePlan(
+        "update",
+        name,
+        f"update channel {name}",
+        (Call("UpdateChannel", {"ChannelARN": arn, **request}),),
+        (*changes, "delivery goes on while the channel is UPDATING"),
+        refusal=refusal,
+    )
+
+
+def update_shown(description: dict[str, Any], request: dict[str, Any]) -> tuple[bool, str]:
+    """Whether a channel as described now shows an UpdateChannel request applied (its outcome read back)."""
+    for member in UPDATABLE:
+        if member not in request:
+            continue
+        now = description.get(member) or {}
+        if any(now.get(key) != value for key, value in request[member].items()):
+            return False, f"{member} is still {_compact(now)}"
+    return True, f"the channel shows the change ({description.get('ChannelStatus')})"
+
+
+def _compact(value: Any) -> str:
+    return "none" if value is None else json.dumps(value, sort_keys=True, default=str)
 
 
 def plan_delete(name: str, arn: str, description: dict[str, Any]) -> LifecyclePlan:

@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import tempfile
+import time
 from urllib.parse import urlsplit
 
 import botocore.session
@@ -190,6 +191,24 @@ def _with_channel(c, s):
     c.create_channel(**channel_request(c, s))
 
 
+UPDATE_FILES: dict[str, str] = {}  # stream -> the UpdateChannel request written for its channel
+
+
+def _with_channel_and_update_file(c, s):
+    _with_channel(c, s)
+    path = os.path.join(tempfile.mkdtemp(prefix="kconsole-lost-"), "change.json")
+    with open(path, "w", encoding="utf-8") as request:
+        json.dump({"S3DestinationConfiguration": {"DataFreshnessInSeconds": 600}}, request)
+    UPDATE_FILES[s] = path
+    time.sleep(0.6)  # CREATING, then ACTIVE: a channel is updated when ACTIVE
+
+
+def freshness(c, s) -> int | None:
+    [channel] = channels_named(c, s)
+    described = c.describe_channel(ChannelARN=channel["ChannelARN"])["ChannelDescription"]
+    return described["S3DestinationConfiguration"].get("DataFreshnessInSeconds")
+
+
 def channels_named(c, s) -> list[dict]:
     return [
         ch
@@ -331,6 +350,13 @@ CASES = {
         _channel_file,
         lambda c, s: len(channels_named(c, s)),
     ),
+    "channel update": (
+        "UpdateChannel",
+        1,
+        lambda s: ["channels", "update", f"ch-{s}", "--config", UPDATE_FILES[s]],
+        _with_channel_and_update_file,
+        lambda c, s: int(freshness(c, s) == 600),
+    ),
     "channel delete": (
         "DeleteChannel",
         1,
@@ -368,6 +394,7 @@ CASES = {
 LOGGED_AS = {
     "channel create": lambda s: f"ch-{s}",
     "channel delete": lambda s: f"ch-{s}",
+    "channel update": lambda s: f"ch-{s}",
     "account": lambda _s: "account",
 }
 

@@ -5,6 +5,7 @@ resource policies, channels; every change refused under --read-only, bad input o
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -485,3 +486,65 @@ async def test_a_lost_reply_is_settled_by_reading_the_setting_back(local_kinesis
     assert sent == 1 and shown(truth, stream)
     [(logged_operation, _, outcome)] = changes()
     assert (logged_operation, outcome) == (operation, "applied")
+
+
+async def test_channels_update_plans_the_change_checks_it_and_reads_it_back(local_kinesis, tmp_path):
+    """UpdateChannel: its members checked against the API model before any call, the change planned
+    against the channel as described (only what differs), logged, and read back."""
+    endpoint = local_kinesis.endpoint_url
+    stream = f"upd-{tmp_path.name[-8:]}"
+    arn = await on_demand(endpoint, stream)
+    request = channel_request(f"upd-{tmp_path.name[-6:]}", arn)
+    name = request["ChannelName"]
+    (tmp_path / "channel.json").write_text(json.dumps(request))
+    code, _, err = await run(endpoint, "channels", "create", "--config", str(tmp_path / "channel.json"), "--yes")
+    assert code == 0, err
+
+    def change_file(file: str, change: dict) -> str:
+        (tmp_path / file).write_text(json.dumps(change))
+        return str(tmp_path / file)
+
+    fresher = change_file("fresher.json", {"S3DestinationConfiguration": {"DataFreshnessInSeconds": 600}})
+    bad_input = {
+        "typed.json": (
+            {"S3DestinationConfiguration": {"DataFreshnessInSeconds": "soon"}},
+            "does not match UpdateChannel",
+        ),
+        "empty.json": ({}, "changes nothing"),
+        "arn.json": ({"ChannelARN": "x", "LoggingConfiguration": {}}, "leave ChannelARN out"),
+        "tables.json": (
+            {"S3TablesDestinationConfiguration": {"DataFreshnessInSeconds": 600}},
+            "has no S3TablesDestinationConfiguration",
+        ),
+    }
+    for file, (change, said) in bad_input.items():
+        code, out, err = await run(
+            endpoint, "channels", "update", name, "--config", change_file(file, change), "--yes", "--json"
+        )
+        assert code == 2 and said in err and len(err.strip().splitlines()) == 1, (file, err)
+        assert json.loads(out)["error"]["code"] == "bad_request"
+    code, _, err = await run(endpoint, "channels", "update", name, "--config", fresher, "--yes", "--read-only")
+    assert code == 1 and f"refusing to update channel {name}" in err
+    assert [(operation, outcome) for operation, _plan, outcome in changes()] == [("CreateChannel", "applied")]
+
+    code, out, err = await run(endpoint, "channels", "update", name, "--config", fresher, "--yes", "--json")
+    assert code == 0, err
+    document = json.loads(out)
+    assert (
+        document["executed"]
+        and "S3DestinationConfiguration.DataFreshnessInSeconds: 300 -> 600" in document["plan"]["consequences"]
+    )
+    assert document["channel"]["S3DestinationConfiguration"]["DataFreshnessInSeconds"] == 600
+    assert [(operation, outcome) for operation, _plan, outcome in changes()] == [
+        ("CreateChannel", "applied"),
+        ("UpdateChannel", "applied"),
+    ]
+    code, out, err = await run(endpoint, "channels", "describe", name, "--json")
+    assert json.loads(out)["S3DestinationConfiguration"]["DataFreshnessInSeconds"] == 600, out
+    await asyncio.sleep(0.6)  # the embedded server's channel settles (UPDATING, then ACTIVE)
+    code, out, err = await run(endpoint, "channels", "update", name, "--config", fresher, "--yes", "--json")
+    assert code == 0 and json.loads(out) == {"executed": False, "plan": json.loads(out)["plan"]}
+    assert "already has these settings" in json.loads(out)["plan"]["summary"]
+    assert len(changes()) == 2
+    code, _, err = await run(endpoint, "channels", "update", "no-such-channel", "--config", fresher, "--yes")
+    assert code == 2 and "no channel named 'no-such-channel'" in err
