@@ -50,7 +50,9 @@ async def wait_until(pilot, predicate, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            raise RuntimeError("the console never reached the state to capture")
+            status = pilot.app.screen.query("#picker-status")
+            said = f"; the fleet says {str(status.first().render())!r}" if status else ""
+            raise RuntimeError(f"the console never reached the state to capture{said}")
         await pilot.pause(0.05)
 
 

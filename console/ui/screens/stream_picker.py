@@ -217,6 +217,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
         finally:
             self._refreshing = False
         self._rows.update({row.name: row for row in fleet.rows})
+        self._recompute()  # the metrics were asked with the facts of then: counts described since stay
         self._show()
         troubled = sum(1 for row in fleet.rows if row.trouble)
         status.update(
