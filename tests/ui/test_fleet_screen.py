@@ -149,6 +149,15 @@ async def test_j_and_k_move_in_the_fleet_and_are_letters_in_its_filter(kinesis, 
         await wait_until(
             pilot, lambda: isinstance(app.screen, StreamPickerScreen) and len(app.screen.streams) >= 3, what="rows"
         )
+        # Every row in (metrics read, counts described): rows re-sorting under the cursor would move it.
+        await wait_until(
+            pilot,
+            lambda: (
+                "in trouble" in str(app.screen.query_one("#picker-status").render())
+                and all(facts.open_shards is not None for facts in app.screen.streams)
+            ),
+            what="the fleet loaded",
+        )
         table = app.screen.query_one("#picker-list", FleetTable)
         table.move_cursor(0)
         await pilot.press("j", "j")
