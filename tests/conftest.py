@@ -116,22 +116,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True if config.getoption("--unit") and _driven(collection_path) else None
 
 
-# The longest tests, started first: the workers share out the rest meanwhile, and the run does not end
-# waiting on one of them begun late (the README's run alone is a few minutes).
-LONGEST_FIRST = (
-    "tests/test_readme.py::",
-    "tests/ui/test_tabs.py::test_every_tab_has",
-    "tests/test_cli_fuzz.py::",
-    "tests/ui/test_changes_through_both_faces.py::",
-    "tests/commands/test_cli_tail_resilience.py::",
-)
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
-        return next((i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)), len(LONGEST_FIRST))
-
-    items.sort(key=rank)  # stable: the rest keep their order
     kept, dropped = [], []
     for item in items:
         if _is_unit(item):
