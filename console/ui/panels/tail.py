@@ -27,16 +27,18 @@ from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from rich.text import Text
-from textual import work
+from textual import events, work
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive, var
 from textual.timer import Timer
 from textual.widgets import Button, DataTable, Input, Select, Static
-from textual.worker import get_current_worker
+from textual.worker import Worker, get_current_worker
 
 from console.backend.protocol import ConsoleBackend
 from console.errors import ConsoleError
@@ -130,7 +132,7 @@ class TailView(Vertical):
         save_dir: Path | None = None,
         mask: Callable[[DecodedRecord], DecodedRecord] | None = None,
         masking: bool = True,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.backend = backend
@@ -164,7 +166,7 @@ class TailView(Vertical):
         # The EFO consumer it reads as, and a temporary one's deregistration at the reading's end or the app's exit.
         self.efo = EfoConsumer(self, "tail")
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         # Where to start and what to show: the same options as `kconsole tail --from --key --grep`.
         yield from option_rows()
         yield Static("", id="tail-status")
@@ -292,7 +294,7 @@ class TailView(Vertical):
     def _export_folder(self) -> Path:
         return self.save_dir or (data_dir() / "tails")
 
-    def _export_chosen(self, choice) -> None:
+    def _export_chosen(self, choice: tuple[str, str, str] | None) -> None:
         if choice is None:
             return
         output, scope, path = choice
@@ -454,7 +456,9 @@ class TailView(Vertical):
         finally:
             await self.efo.release()
 
-    async def _read_with(self, backend: ConsoleBackend, stream: str, options: TailOptions, worker) -> None:
+    async def _read_with(
+        self, backend: ConsoleBackend, stream: str, options: TailOptions, worker: Worker[None]
+    ) -> None:
         try:
             consumer = self.query_one("#tail-consumer", Input).value.strip()
             subscribe = await self.efo.subscriptions(backend, stream, consumer) if self.reads_with_efo else None
@@ -542,7 +546,7 @@ class TailView(Vertical):
     def _show_at_box(self) -> None:
         self.query_one("#tail-at", Input).display = self.query_one("#tail-from", Select).value == "at"
 
-    def on_key(self, event) -> None:
+    def on_key(self, event: events.Key) -> None:
         # Escape from an option box goes back to the records, where t/h/w/f work (not to the tab strip).
         if event.key == "escape" and (
             self.query_one("#tail-options").has_focus_within or self.query_one("#tail-filters").has_focus_within
