@@ -36,7 +36,7 @@ import stat
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from console.errors import BadInput
 from console.read.decoding import DecodedRecord
@@ -315,3 +315,90 @@ class ExportTarget:
         else:
             with contextlib.suppress(FileNotFoundError):
                 self.temporary.unlink()
+
+
+class ExportWriter:
+    """Records written in one of `EXPORT_FORMATS`, the one way both `kconsole tail --out` (or its stdout)
+    and the Tail tab's export write them: JSON lines; CSV, its header first and every cell
+    `spreadsheet_safe`; raw, length-prefixed in one file, or one file a record when the target is a
+    directory. Into an `ExportTarget` (a temporary name until `commit()`), or, without one, into `stream`,
+    flushed after every batch so a pipe sees each page as it comes."""
+
+    def __init__(
+        self,
+        output: str,
+        *,
+        target: ExportTarget | None = None,
+        stream: BinaryIO | None = None,
+        fields: str | None = None,
+    ) -> None:
+        if (target is None) == (stream is None):
+            raise ValueError("an export writes to a target or to a stream, one of them")
+        self.output = output
+        self.target = target
+        self.stream = stream
+        self.csv = _csv_encoder(output, fields)
+        self.records = 0
+        self.bytes = 0
+        if self.csv is not None:
+            self._write(self.csv.header(), 0)
+
+    @classmethod
+    def to_path(cls, output: str, path: str, *, fields: str | None = None, option: str = "--out") -> ExportWriter:
+        """Writing to `path` (for raw, a name ending in / is a new directory of one file a record), checked
+        before anything is read: a path that exists and is not a regular file is never replaced."""
+        _csv_encoder(output, fields)  # a bad format or --fields is bad input before a file is made
+        directory = output == "raw" and path.endswith(("/", os.sep))
+        target = ExportTarget(path.rstrip("/" + os.sep) if directory else path, directory=directory, option=option)
+        try:
+            return cls(output, target=target, fields=fields)
+        except BaseException:
+            target.discard()
+            raise
+
+    def write_batch(self, records: Sequence[DecodedRecord]) -> None:
+        if self.target is not None and self.target.directory:
+            for record in records:
+                data = payload_of(record)
+                self.target.write_file(record_file_name(self.records, record), data)
+                self.records += 1
+                self.bytes += len(data)
+            return
+        if self.csv is not None:
+            chunk = b"".join(self.csv.encode(record) for record in records)
+        elif self.output == "jsonl":
+            chunk = b"".join(encode_jsonl(record) for record in records)
+        else:
+            chunk = b"".join(encode_length_prefixed(record) for record in records)
+        self._write(chunk, len(records))
+
+    def _write(self, chunk: bytes, records: int) -> None:
+        if self.target is not None:
+            self.target.write(chunk, records)
+        elif self.stream is not None:
+            self.stream.write(chunk)
+            self.stream.flush()
+        self.records += records
+        self.bytes += len(chunk)
+
+    def commit(self) -> None:
+        """Everything written in place under its final name (a stream: flushed)."""
+        if self.target is not None:
+            self.target.commit()
+        elif self.stream is not None:
+            self.stream.flush()
+
+    def discard(self) -> None:
+        """What was written removed; the final name never touched."""
+        if self.target is not None:
+            self.target.discard()
+
+
+def _csv_encoder(output: str, fields: str | None) -> CsvEncoder | None:
+    """The CSV encoder of `fields` for --output csv (None for the other formats); BadInput for a format
+    not in `EXPORT_FORMATS`, or --fields without csv."""
+    if output not in EXPORT_FORMATS:
+        raise BadInput(f"export formats are {', '.join(EXPORT_FORMATS)}; got {output!r}", code="usage")
+    if fields is not None and output != "csv":
+        raise BadInput("--fields picks the columns of --output csv", code="usage")
+    return CsvEncoder(parse_fields(fields)) if output == "csv" else None
