@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "patches": 0,
     "acting": 0,
     "document_sink": 0,
+    "processes": 0,
     "__init__": 0,
     "keyspace": 1,
     "bounds": 1,

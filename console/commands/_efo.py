@@ -14,6 +14,7 @@ from typing import Any
 
 from console.commands._output import note
 from console.errors import BadInput
+from console.processes import is_running
 from console.read.efo import Subscribe, named_consumer_arn
 
 
@@ -104,17 +105,6 @@ async def _release(kinesis: Any, stream: str, name: str, command: str) -> None:
 
     await temporary_consumer.release(kinesis, stream, name, action_log=ActionLog.default(), progress=_change_progress)
     note(f"{command}: deregistered the temporary consumer {name}")
-
-
-def is_running(pid: int) -> bool:
-    """Whether a process `pid` runs on this host (signal 0 checks without sending anything)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process: running
-    return True
 
 
 def _change_progress(text: str) -> None:

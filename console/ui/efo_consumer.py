@@ -3,7 +3,7 @@ one registered once they confirmed its price, and that temporary consumer's dere
 
 What the Tail and Heat tabs share (`kconsole tail/heat --efo` do the same for the CLI): the named
 consumer is checked first (one line on the tab), a temporary one is prepared and run by
-console.lifecycle.actions after a ConfirmByNameScreen states its price, and it is deregistered once,
+console.lifecycle.temporary_consumer after a ConfirmByNameScreen states its price, and it is deregistered once,
 when the reading ends or the app exits, whichever comes first (shielded, so the cancel that stops a
 reading does not cut the call short; the tab's unmount waits for it).
 """
@@ -20,13 +20,8 @@ from textual.widget import Widget
 
 from console.backend.protocol import ConsoleBackend
 from console.errors import BadInput, ConsoleError
-from console.read.efo import (
-    Subscribe,
-    named_consumer_arn,
-    temporary_consumer_name,
-    temporary_consumer_preview,
-    until_active,
-)
+from console.processes import is_running
+from console.read.efo import Subscribe, named_consumer_arn
 
 
 class EfoConsumer:
@@ -54,25 +49,42 @@ class EfoConsumer:
         return lambda shard_id, position: transport.subscribe(consumer_arn, shard_id, position)
 
     async def _register_temporary(self, backend: ConsoleBackend, stream: str) -> str:
-        """Prepared and run by console.lifecycle.actions as `kconsole tail --efo` does, after the price."""
-        from console.lifecycle import actions
+        """Prepared and run by console.lifecycle.temporary_consumer as `kconsole tail --efo` does it, once
+        the operator confirmed its price (and the deregistration of this host's left-overs, if any)."""
+        from console.lifecycle import temporary_consumer
         from console.reshard.actionlog import ActionLog
         from console.ui.screens.confirm import ConfirmByNameScreen
 
-        name = temporary_consumer_name(socket.gethostname(), os.getpid(), datetime.now(UTC))
-        shards = sum(1 for shard in await backend.all_shards(stream) if shard.is_open)
-        plan = await actions.prepare_register_consumer(backend, stream, name)
-        price = temporary_consumer_preview(name, stream, shards, "the tab's reading")
-        preview = f"{price}\n{plan.render()}"
-        if not await self.tab.app.push_screen_wait(ConfirmByNameScreen(stream, preview)):
-            raise BadInput("EFO: cancelled, no consumer was registered (or type a registered consumer's name)")
-        self._temporary = (backend, stream, name)  # from here on it is deregistered, whatever happens
-        await actions.run(backend, plan, action_log=ActionLog.default(), progress=self._change_progress)
-        await until_active(backend, (await backend.describe_stream_summary(stream)).arn, name)
-        self.tab.notify(
-            f"registered the temporary consumer {name}; deregistered when the tab stops reading", title=self.title
+        consumer = await temporary_consumer.prepare(
+            backend,
+            stream,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            now=datetime.now(UTC),
+            is_running=is_running,
+            reading="the tab's reading",
         )
-        return await named_consumer_arn(backend, stream, name)
+        if not await self.tab.app.push_screen_wait(ConfirmByNameScreen(stream, consumer.preview())):
+            raise BadInput("EFO: cancelled, no consumer was registered (or type a registered consumer's name)")
+
+        def registered() -> None:  # from here on it is deregistered, whatever happens
+            self._temporary = (backend, stream, consumer.name)
+
+        consumer_arn = await temporary_consumer.run(
+            backend,
+            consumer,
+            action_log=ActionLog.default(),
+            progress=self._change_progress,
+            removed=lambda old: self.tab.notify(
+                f"deregistered the left-over temporary consumer {old}", title=self.title
+            ),
+            registered=registered,
+        )
+        self.tab.notify(
+            f"registered the temporary consumer {consumer.name}; deregistered when the tab stops reading",
+            title=self.title,
+        )
+        return consumer_arn
 
     async def release(self) -> None:
         """Deregister the temporary consumer, once: shielded, so the cancel that stops a reading (or the
@@ -92,12 +104,13 @@ class EfoConsumer:
             await self._releasing
 
     async def _deregister(self, backend: ConsoleBackend, stream: str, name: str) -> None:
-        from console.lifecycle import actions
+        from console.lifecycle import temporary_consumer
         from console.reshard.actionlog import ActionLog
 
         try:
-            plan = await actions.prepare_deregister_consumer(backend, stream, name)
-            await actions.run(backend, plan, action_log=ActionLog.default(), progress=self._change_progress)
+            await temporary_consumer.release(
+                backend, stream, name, action_log=ActionLog.default(), progress=self._change_progress
+            )
         except ConsoleError as error:
             self.tab.notify(f"could not deregister the temporary consumer {name}: {error.message}", severity="error")
             return
