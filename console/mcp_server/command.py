@@ -20,7 +20,9 @@ class McpMissing(ConsoleError):
         )
 
 
-def register(subparsers, common) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], common: list[argparse.ArgumentParser]
+) -> None:
     parser = subparsers.add_parser(
         "mcp",
         parents=common,
@@ -58,7 +60,7 @@ def serve_mcp(args: Any) -> int:
         raise BadInput("--stream creates streams on the embedded server: give --local with it", code="usage")
     if args.allow_changes and args.read_only:
         raise BadInput("--allow-changes and --read-only disagree; give one", code="usage")
-    subcommands: argparse._SubParsersAction = args.subcommands
+    subcommands: argparse._SubParsersAction[argparse.ArgumentParser] = args.subcommands
     from console.mcp_server.server import build_server, embedded_endpoint
 
     with embedded_endpoint(args):

@@ -6,6 +6,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -18,7 +19,7 @@ class Plan:
     action: str
     stream: str
     options: list[str]
-    document: dict
+    document: dict[str, Any]
     made: float = field(default_factory=time.monotonic)
 
 
@@ -28,7 +29,7 @@ class PlanBook:
         self._plans: dict[str, Plan] = {}
         self._lock = threading.Lock()
 
-    def add(self, action: str, stream: str, options: list[str], document: dict) -> str:
+    def add(self, action: str, stream: str, options: list[str], document: dict[str, Any]) -> str:
         plan_id = secrets.token_hex(8)
         with self._lock:
             self._plans[plan_id] = Plan(action, stream, list(options), document)

@@ -81,7 +81,13 @@ async def _create_streams(url: str, region: str | None, streams: list[str]) -> N
 class CommandRunner:
     """Runs `kconsole ARGV --json` in this process and returns its JSON document."""
 
-    def __init__(self, base: argparse.Namespace, subcommands: argparse._SubParsersAction, *, read_only: bool):
+    def __init__(
+        self,
+        base: argparse.Namespace,
+        subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
+        *,
+        read_only: bool,
+    ):
         self.defaults = {key: value for key, value in vars(base).items() if key not in MCP_OPTIONS}
         self.defaults.update(read_only=read_only, json=True, output="json", query=None, max_items=None)
         self.subcommands = subcommands
@@ -150,7 +156,9 @@ def client_name(context: Context) -> str:
     return f"mcp:{name or 'unnamed client'}"
 
 
-def build_server(args: argparse.Namespace, subcommands: argparse._SubParsersAction) -> MCPServer:
+def build_server(
+    args: argparse.Namespace, subcommands: argparse._SubParsersAction[argparse.ArgumentParser]
+) -> MCPServer:
     allow_changes = bool(args.allow_changes)
     runner = CommandRunner(args, subcommands, read_only=not allow_changes)
     plans = PlanBook()
