@@ -24,3 +24,21 @@ def test_an_offline_plan_has_no_stream_to_work_on():
     assert (options.action, options.stream, options.shards, options.to) == ("scale", None, 4, 8)
     with pytest.raises(BadInput, match="name a STREAM"):
         _ = options.named_stream
+
+
+def test_tail_options_are_every_one_the_parser_gives_and_reach_the_reader():
+    from dataclasses import fields
+
+    from console.commands.tail import TailCommandOptions, read_options
+
+    args = build_parser().parse_args(
+        ["tail", "orders", "--shard", "shardId-1, shardId-2", "--shard", "shardId-1", "--key", "k", "--last", "5m"]
+    )
+    assert {field.name for field in fields(TailCommandOptions)} <= set(vars(args))  # no option left at a default
+    options = options_from(TailCommandOptions, args)
+    assert (options.stream, options.partition_key, options.last) == ("orders", "k", "5m")
+    reading = read_options(options, args)
+    assert reading.shard_ids == ("shardId-1", "shardId-2") and reading.partition_key == "k"
+    assert reading.end.moment is not None  # --last reads up to now
+    with pytest.raises(BadInput, match="--shard needs a shard ID"):
+        read_options(options_from(TailCommandOptions, build_parser().parse_args(["tail", "s", "--shard", ","])), args)
