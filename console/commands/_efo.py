@@ -53,8 +53,6 @@ async def efo_subscriptions(
     """--efo: check the endpoint speaks HTTP/2, then find the consumer named with --consumer, or register
     a temporary one (priced, confirmed, logged write-ahead) that `stack` deregisters on the way out,
     Ctrl-C included. Returns `subscribe(shard, position)` for the reader."""
-    from types import SimpleNamespace
-
     from console.commands._confirm import confirm_by_stream_name
     from console.lifecycle import temporary_consumer
     from console.reshard.actionlog import ActionLog
@@ -76,7 +74,7 @@ async def efo_subscriptions(
         if args.yes:
             note(consumer.what_it_costs())  # what it costs is said whether or not it is asked
         confirm_by_stream_name(
-            SimpleNamespace(stream=stream, yes=args.yes),  # type: ignore[arg-type]
+            argparse.Namespace(stream=stream, yes=args.yes),  # the stream read, whatever the command calls it
             change=f"register a temporary consumer on {stream}",
             consequence=consumer.consequence(),
             preview=consumer.preview(),
