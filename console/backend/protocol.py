@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from console.topology.model import ChannelSummary, Shard, StreamSummary
+from console.topology.model import ChannelSummary, EfoConsumer, Shard, StreamSummary
 
 # The stream's CloudWatch metrics (stream level, and shard level with enhanced monitoring).
 CLOUDWATCH = "cloudwatch"
@@ -195,7 +195,7 @@ class ConsumersBackend(Protocol):
 
     async def all_shards(self, stream: str, shard_filter: dict[str, Any] | None = None) -> list[Shard]: ...
 
-    async def list_stream_consumers(self, stream_arn: str) -> list[dict[str, Any]]: ...
+    async def list_stream_consumers(self, stream_arn: str) -> list[EfoConsumer]: ...
 
     async def describe_table(self, table: str) -> dict[str, Any]: ...
 

@@ -32,6 +32,8 @@ from console.consumers.lag import DEFAULT_SCAN_CAP
 from console.consumers.recommend import DEFAULT_WINDOW_CAP, Recommendation, ShardLoad, recommend, window_peaks
 from console.consumers.report import ConsumerReport, StallTracker, format_millis
 from console.errors import BadInput
+from console.read.efo import is_temporary_consumer
+from console.topology.model import EfoConsumer
 
 ACTIONS = ("register", "deregister")
 CHECKPOINT_ACTIONS = ("rewind", "skip", "clone", "checkpoints")
@@ -318,9 +320,9 @@ def render_report(report: ConsumerReport, workers: Any = None, *, show_workers: 
                 ("EFO CONSUMER", "STATUS", "CREATED", "ARN"),
                 [
                     (
-                        f"{c.name} (kconsole's own, temporary)" if c.kconsole_temporary else c.name,
+                        f"{c.name} (kconsole's own, temporary)" if is_temporary_consumer(c.name) else c.name,
                         c.status,
-                        c.created,
+                        c.created_iso,
                         c.arn,
                     )
                     for c in report.efo_consumers
@@ -409,19 +411,19 @@ async def _registration(args: argparse.Namespace, action: str) -> dict[str, Any]
         reply_lost = made[0].change.reply_lost
         if action == "deregister":
             return {"action": action, "name": args.name, "status": "DELETING", "arn": None, "reply_lost": reply_lost}
-        answer: dict[str, Any] = made[0].answer or next(
+        registered: EfoConsumer | None = made[0].answer or next(
             (
                 c
                 for c in await backend.list_stream_consumers(plan.calls[0].parameters["StreamARN"])
-                if c.get("ConsumerName") == args.name
+                if c.name == args.name
             ),
-            {},
+            None,
         )
     return {
         "action": action,
         "name": args.name,
-        "status": answer.get("ConsumerStatus", "CREATING"),
-        "arn": answer.get("ConsumerARN"),
+        "status": registered.status if registered else "CREATING",
+        "arn": registered.arn if registered else None,
         "reply_lost": reply_lost,
     }
 

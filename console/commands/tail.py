@@ -483,9 +483,7 @@ async def efo_subscriptions(
         host = socket.gethostname()
         name = temporary_consumer_name(host, os.getpid(), datetime.now(UTC))
         consumers = await kinesis.list_stream_consumers(summary.arn)
-        left_over = left_over_consumers(
-            (c.get("ConsumerName", "") for c in consumers if c.get("ConsumerStatus") != "DELETING"), host, _is_running
-        )
+        left_over = left_over_consumers((c.name for c in consumers if not c.deleting), host, _is_running)
         removals = [await actions.prepare_deregister_consumer(kinesis, stream, old) for old in left_over]
         shards = sum(1 for shard in await kinesis.all_shards(stream) if shard.is_open)
         plan = await actions.prepare_register_consumer(kinesis, stream, name)
@@ -512,9 +510,7 @@ async def efo_subscriptions(
             note(f"{command}: deregistered the left-over temporary consumer {old}")
         made = await actions.run(kinesis, plan, action_log=ActionLog.default(), progress=_change_progress)
         stack.push_async_callback(_deregister_temporary, kinesis, stream, name, command)
-        consumer_arn = (made[0].answer or {}).get("ConsumerARN") or (
-            await kinesis.describe_stream_consumer(summary.arn, name)
-        )["ConsumerARN"]
+        consumer_arn = (made[0].answer or await kinesis.describe_stream_consumer(summary.arn, name)).arn
         note(f"{command}: registered the temporary consumer {name}; it is deregistered when {command} ends")
         await until_active(kinesis, summary.arn, name)
     return lambda shard_id, position: transport.subscribe(consumer_arn, shard_id, position)
