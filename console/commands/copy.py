@@ -229,7 +229,6 @@ async def _copy(
     import time
 
     from console.commands._backend import with_backend
-    from console.commands._stream_args import ensure_local_stream
     from console.commands.produce import AWS_GET_RECORDS_INTERVAL, _ProgressLines
     from console.produce.copy import Interruption, copy_window
 
@@ -238,11 +237,13 @@ async def _copy(
     async with contextlib.AsyncExitStack() as stack:
         stack.callback(_on_first_interrupt(interruption))
         # The embedded server starts empty: both streams are made, as tail does.
-        source = await stack.enter_async_context(with_backend(args, stream=args.source, config=source_config))
+        source = await stack.enter_async_context(
+            with_backend(
+                args, stream=(args.source,) if separate else (args.source, args.destination), config=source_config
+            )
+        )
         if not separate:
             destination = source
-            if source_config.kind == "local":
-                await ensure_local_stream(source, args.destination, args)
         else:
             destination = await stack.enter_async_context(
                 with_backend(args, stream=args.destination, config=destination_config)
