@@ -206,7 +206,8 @@ def changing_calls(path: Path, name: str) -> list[str]:
     """Where a face module names one of CHANGING_CALLS on anything (called, or handed on as a callable):
     `module:line name`. A method forwarding the call of its own name (a wrapper that is itself a
     backend) is the backend's seam, not a change, and a command's
-    parsed options (`args.enable_enhanced_monitoring`, the flag) are no call."""
+    parsed options (`args.enable_enhanced_monitoring` or `options.enable_enhanced_monitoring`, the
+    flag) are no call."""
     tree = ast.parse(path.read_text(), str(path))
     found: list[str] = []
 
@@ -217,7 +218,7 @@ def changing_calls(path: Path, name: str) -> list[str]:
             isinstance(node, ast.Attribute)
             and node.attr in CHANGING_CALLS
             and node.attr != function
-            and not (isinstance(node.value, ast.Name) and node.value.id == "args")  # an option's value
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("args", "options"))  # an option's value
             and (name, function) not in NOT_A_CHANGE
         ):
             found.append(f"{name}:{node.lineno} {node.attr}")

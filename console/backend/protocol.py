@@ -322,6 +322,19 @@ class MappingWrites(Protocol):
     async def create_event_source_mapping(self, request: dict[str, Any]) -> dict[str, Any]: ...
 
 
+class SchemaVersions(Protocol):
+    """The Glue Schema Registry's versions, as `put --schema` and `produce --schema` read them."""
+
+    async def schema_version_named(self, registry: str, name: str, version: int | None = None) -> dict[str, Any]: ...
+
+
+class SchemaRegistryBackend(Protocol):
+    """A backend with the Glue Schema Registry beside Kinesis (the commands' --schema)."""
+
+    @property
+    def glue(self) -> SchemaVersions: ...
+
+
 class ConsoleBackend(
     BackendConnection,
     StreamReads,

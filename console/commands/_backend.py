@@ -30,16 +30,22 @@ def backend_config(args: argparse.Namespace) -> BackendConfig:
 
 @contextlib.asynccontextmanager
 async def with_backend(
-    args: argparse.Namespace, *, stream: str | Sequence[str] | None = None, config: BackendConfig | None = None
+    args: argparse.Namespace,
+    *,
+    stream: str | Sequence[str] | None = None,
+    config: BackendConfig | None = None,
+    shards: int | None = None,
 ) -> AsyncIterator[KinesisBackend]:
     """The open backend for `args` (or for `config`, when the command checked it first); with a
-    `stream` (or several), each is made first on the embedded server, as every command does with --local."""
+    `stream` (or several), each is made first on the embedded server, as every command does with
+    --local, with `shards` shards (default: --shards, else DEFAULT_LOCAL_SHARDS)."""
     from console.backend import LocalStream, open_backend
 
     config = config or backend_config(args)
     names = (stream,) if isinstance(stream, str) else tuple(stream or ())
     local = None
     if names and config.kind == "local":  # a bad --shards is exit 2 before the server starts
-        local = LocalStream(names, local_shard_count(args), read_only_source(args), on_created=note)
+        count = shards or local_shard_count(args)
+        local = LocalStream(names, count, read_only_source(args), on_created=note)
     async with open_backend(config, local_stream=local) as kinesis:
         yield kinesis
