@@ -592,6 +592,53 @@ def test_the_opening_check_sees_a_backend_opened_by_hand(tmp_path):
     ]
 
 
+# ---- the commands name the backend by its roles ------------------------------------------------
+
+# A command's function taking the backend (`kinesis` or `backend`) names the role protocols of
+# console.backend.protocol it uses, as the console's panels do: not Any, not the concrete class.
+BACKEND_PARAMETERS = {"kinesis", "backend"}
+# tail's module is being reworked on its own; its backend parameters follow there.
+UNTYPED_BACKEND_ALLOWED = {"console.commands.tail"}
+
+
+def untyped_backend_parameters(path: Path, name: str) -> list[str]:
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
+            if arg.arg not in BACKEND_PARAMETERS:
+                continue
+            annotation = ast.unparse(arg.annotation) if arg.annotation is not None else "none"
+            if annotation in ("none", "Any", "KinesisBackend", "'KinesisBackend'"):
+                found.append(f"{name}:{node.lineno} {node.name}({arg.arg}: {annotation})")
+    return found
+
+
+@pytest.mark.parametrize(
+    "module",
+    sorted(m for m in MODULES if top_package(m) == "commands" and m not in UNTYPED_BACKEND_ALLOWED),
+)
+def test_commands_name_the_backend_by_its_roles(module):
+    found = untyped_backend_parameters(MODULES[module], module)
+    assert not found, f"{module} takes the backend untyped; name its role (console.backend.protocol): {found}"
+
+
+def test_the_role_check_sees_an_untyped_backend(tmp_path):
+    fake = tmp_path / "probe.py"
+    fake.write_text(
+        "async def a(kinesis: Any, stream: str): ...\n"
+        "async def b(backend: KinesisBackend): ...\n"
+        "async def c(kinesis): ...\n"
+        "async def d(kinesis: StreamReads, source: Any): ...\n"
+    )
+    assert sorted(untyped_backend_parameters(fake, "console.commands.probe")) == [
+        "console.commands.probe:1 a(kinesis: Any)",
+        "console.commands.probe:2 b(backend: KinesisBackend)",
+        "console.commands.probe:3 c(kinesis: none)",
+    ]
+
+
 # ---- the embedded server: its own package, one door to it -------------------------------------
 
 LOCAL_SERVER = "console.localserver"

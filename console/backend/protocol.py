@@ -322,6 +322,43 @@ class MappingWrites(Protocol):
     async def create_event_source_mapping(self, request: dict[str, Any]) -> dict[str, Any]: ...
 
 
+class StreamChangesBackend(BackendConnection, StreamSettingsBackend, Protocol):
+    """What console.lifecycle.actions asks to prepare, make and settle a change of a stream, its
+    consumers or channels, or the account (the command line's stream, consumers, channels, account
+    and heat changes): the settings' calls, who is calling, and the calls that make and remove."""
+
+    async def caller_identity(self) -> str | None: ...
+
+    async def all_shards(self, stream: str, shard_filter: dict[str, Any] | None = None) -> list[Shard]: ...
+
+    async def list_stream_consumers(self, stream_arn: str) -> list[EfoConsumer]: ...
+
+    async def create_stream(self, stream: str, shard_count: int | None, *, on_demand: bool = False) -> None: ...
+
+    async def disable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None: ...
+
+    async def register_stream_consumer(self, stream_arn: str, name: str) -> EfoConsumer: ...
+
+    async def deregister_stream_consumer(self, stream_arn: str, name: str) -> None: ...
+
+
+class FleetBackend(BackendConnection, StreamReads, MetricsBackend, ReaderSources, Protocol):
+    """The fleet (`kconsole streams`): every stream listed and described, their CloudWatch metrics and
+    their furthest-behind readers."""
+
+
+class DemoTables(BackendConnection, Protocol):
+    """`kconsole demo`'s KCL lease table: made beside the stream, with a lease per shard."""
+
+    async def all_shards(self, stream: str, shard_filter: dict[str, Any] | None = None) -> list[Shard]: ...
+
+    async def table_names(self) -> list[str]: ...
+
+    async def create_lease_table(self, table: str) -> None: ...
+
+    async def put_table_items(self, table: str, items: list[dict[str, Any]]) -> None: ...
+
+
 class SchemaVersions(Protocol):
     """The Glue Schema Registry's versions, as `put --schema` and `produce --schema` read them."""
 

@@ -35,6 +35,7 @@ from console.topology.model import NO_KEY
 
 if TYPE_CHECKING:
     from console.backend import BackendConfig
+    from console.backend.protocol import RecordsBackend
 
 MAX_CHECKPOINT_BYTES = 64 * 1024 * 1024  # a checkpoint holds at most a chunk's sequence numbers per shard
 DESTINATION_OPTIONS = ("dst_endpoint_url", "dst_region", "dst_profile")
@@ -354,7 +355,7 @@ def _on_first_interrupt(interruption: Any) -> Any:
 
 
 def _chunk_writer(
-    kinesis: Any, stream: str, config: BackendConfig, verify: bool, on_progress: Any, aws_interval: float
+    kinesis: RecordsBackend, stream: str, config: BackendConfig, verify: bool, on_progress: Any, aws_interval: float
 ) -> Callable[[Any], Awaitable[Any]]:
     """One chunk through the ordered producer (and, with verify, read back), as `put` sends its records."""
     from collections import Counter
