@@ -171,7 +171,7 @@ class ConsumersOptions:
     """`kconsole consumers` (and its register|deregister|rewind|skip|clone|checkpoints actions)."""
 
     words: list[str]  # [ACTION] STREAM [FILE]
-    stream: str = ""  # from `words`, once read
+    stream_name: str = ""  # from `words`, once read (`stream` is the top-level --stream)
     lease_table: str | None = None
     find_lease_tables: bool = False
     scan_cap: int = DEFAULT_SCAN_CAP
@@ -208,7 +208,7 @@ def _consumers_target(options: ConsumersOptions) -> tuple[str | None, str]:
 def run_consumers(args: argparse.Namespace) -> int:
     options = options_from(ConsumersOptions, args)
     action, stream = _consumers_target(options)
-    options = replace(options, stream=stream)
+    options = replace(options, stream_name=stream)
     if action in CHECKPOINT_ACTIONS:
         from console.commands.checkpoints import run_checkpoints
 
@@ -243,10 +243,10 @@ def run_consumers(args: argparse.Namespace) -> int:
         tables, kcl = run_async(_find_tables(args, options))
         emit(
             args,
-            {"stream": options.stream, "lease_tables": tables, "kcl_tables": [k.to_json() for k in kcl]},
+            {"stream": options.stream_name, "lease_tables": tables, "kcl_tables": [k.to_json() for k in kcl]},
             "\n".join(k.describe() for k in kcl)
             if tables
-            else f"no DynamoDB table here holds KCL leases of {options.stream}",
+            else f"no DynamoDB table here holds KCL leases of {options.stream_name}",
         )
         return 0
     report, workers = run_async(_report(args, options))
@@ -268,9 +268,9 @@ async def _find_tables(args: argparse.Namespace, options: ConsumersOptions) -> t
     from console.consumers.look import find_lease_tables
     from console.consumers.workers import kcl_tables_of
 
-    async with with_backend(args, stream=options.stream) as backend:
-        shards = await backend.all_shards(options.stream)
-        tables = await find_lease_tables(backend, options.stream, shards)
+    async with with_backend(args, stream=options.stream_name) as backend:
+        shards = await backend.all_shards(options.stream_name)
+        tables = await find_lease_tables(backend, options.stream_name, shards)
         names = await backend.table_names() if tables else []
         return tables, [await kcl_tables_of(backend, table, names) for table in tables]
 
@@ -281,14 +281,14 @@ async def _report(args: argparse.Namespace, options: ConsumersOptions) -> tuple[
     from console.consumers.workers import check_lease_table, read_workers
     from console.read.share import ReadShare, share_for_endpoint
 
-    async with with_backend(args, stream=options.stream) as backend:
+    async with with_backend(args, stream=options.stream_name) as backend:
         if options.lease_table is not None:
             await check_lease_table(backend, options.lease_table)
         tracker = StallTracker()
-        shards = await backend.all_shards(options.stream)
+        shards = await backend.all_shards(options.stream_name)
         report = await consumer_report(
             backend,
-            options.stream,
+            options.stream_name,
             lease_table=options.lease_table,
             cap=options.scan_cap,
             tracker=tracker,
@@ -299,7 +299,7 @@ async def _report(args: argparse.Namespace, options: ConsumersOptions) -> tuple[
             await asyncio.sleep(options.watch)
             report = await consumer_report(
                 backend,
-                options.stream,
+                options.stream_name,
                 lease_table=options.lease_table,
                 cap=options.scan_cap,
                 tracker=tracker,
@@ -308,12 +308,12 @@ async def _report(args: argparse.Namespace, options: ConsumersOptions) -> tuple[
         workers = None
         # Shards without metrics are sampled with GetRecords, within kconsole's share of their budget.
         share = share_for_endpoint(None, local=getattr(args, "local", False), endpoint_url=args.endpoint_url)
-        meter = ShardThroughputMeter(backend, options.stream, clock=time.monotonic, read_share=ReadShare(share))
+        meter = ShardThroughputMeter(backend, options.stream_name, clock=time.monotonic, read_share=ReadShare(share))
         if options.lease_table is not None:  # also for the one line naming other streams' leases
             workers = await read_workers(
                 backend,
                 options.lease_table,
-                options.stream,
+                options.stream_name,
                 open_shard_ids=[s.shard_id for s in shards if s.is_open],
                 now=time.time(),
                 all_streams=options.all_streams,
@@ -413,13 +413,13 @@ def run_registration(args: argparse.Namespace, options: ConsumersOptions, action
         raise BadInput(
             f"consumers {action} needs --name NAME (1 to 128 of a-z A-Z 0-9 _ . -); got {name!r}", code="usage"
         )
-    refuse_if_read_only(args, f"{action} consumer {name} on {options.stream}")
-    document = run_async(_registration(args, options.stream, name, action))
+    refuse_if_read_only(args, f"{action} consumer {name} on {options.stream_name}")
+    document = run_async(_registration(args, options.stream_name, name, action))
     emit(
         args,
         document,
         f"{'registered' if action == 'register' else 'deregistering'} EFO consumer "
-        f"{name} on {options.stream}: {document['status']}",
+        f"{name} on {options.stream_name}: {document['status']}",
     )
     return 0
 
