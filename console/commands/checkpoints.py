@@ -30,7 +30,7 @@ from console.commands._stream_args import validate_stream_name
 from console.errors import BadInput
 
 if TYPE_CHECKING:
-    from console.commands.consumers import ConsumersOptions
+    from console.commands._consumers_options import ConsumersOptions
 
 MAX_WATCH_SECONDS = 300.0
 MAX_POSITIONS_BYTES = 16 * 1024 * 1024  # a positions file is read up to this size

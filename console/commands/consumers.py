@@ -26,6 +26,7 @@ from typing import Any
 from console.commands import Parents, Subparsers, command_help
 from console.commands._backend import with_backend
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
+from console.commands._consumers_options import ConsumersOptions
 from console.commands._lease_args import validate_scan_cap, validate_table_name
 from console.commands._options import options_from
 from console.commands._output import emit, note, render_table, run_async
@@ -164,27 +165,6 @@ def parse_duration(text: str) -> float:
     if seconds is None or not MIN_WINDOW <= seconds <= MAX_WINDOW:
         raise BadInput(f"--window must be a duration from 60s to 14d (e.g. 15m, 1h, 2d); got {text!r}", code="usage")
     return seconds
-
-
-@dataclass(frozen=True)
-class ConsumersOptions:
-    """`kconsole consumers` (and its register|deregister|rewind|skip|clone|checkpoints actions)."""
-
-    words: list[str]  # [ACTION] STREAM [FILE]
-    stream_name: str = ""  # from `words`, once read (`stream` is the top-level --stream)
-    lease_table: str | None = None
-    find_lease_tables: bool = False
-    scan_cap: int = DEFAULT_SCAN_CAP
-    watch: float | None = None
-    to: list[str] | None = None
-    shard: list[str] | None = None
-    sequence: str | None = None
-    to_table: str | None = None
-    undo: str | None = None
-    plan: bool = False
-    workers: bool = False
-    all_streams: bool = False
-    name: str | None = None
 
 
 def _consumers_target(options: ConsumersOptions) -> tuple[str | None, str]:

@@ -30,7 +30,7 @@ def test_an_offline_plan_has_no_stream_to_work_on():
 # parsed for it (a misspelt field would silently keep its default), but for the fields the command
 # derives itself.
 COMMAND_OPTIONS = [
-    ("console.commands.consumers:ConsumersOptions", ["consumers", "orders"], {"stream_name"}),
+    ("console.commands._consumers_options:ConsumersOptions", ["consumers", "orders"], {"stream_name"}),
     ("console.commands.consumers:RecommendOptions", ["recommend", "orders"], set()),
     ("console.commands.readers:ReadersOptions", ["readers", "orders"], set()),
     ("console.commands.keyspace:PredictOptions", ["predict", "k", "--shards", "4", "--stream", "s"], set()),
@@ -57,7 +57,7 @@ def test_every_option_field_is_what_argparse_parsed(where, argv, derived):
 
 
 def test_consumers_options_read_the_listing_and_the_action_options():
-    from console.commands.consumers import ConsumersOptions
+    from console.commands._consumers_options import ConsumersOptions
 
     args = build_parser().parse_args(["consumers", "rewind", "orders", "--lease-table", "app", "--to=-1h", "--plan"])
     options = options_from(ConsumersOptions, args)
