@@ -215,7 +215,8 @@ def changing_calls(path: Path, name: str) -> list[str]:
     """Where a face module names one of CHANGING_CALLS on anything (called, or handed on as a callable):
     `module:line name`. A method forwarding the call of its own name (a wrapper that is itself a
     backend) is the backend's seam, not a change, and a command's
-    parsed options (`args.enable_enhanced_monitoring`, the flag) are no call."""
+    parsed options (`args.enable_enhanced_monitoring` or `options.enable_enhanced_monitoring`, the
+    flag) are no call."""
     tree = ast.parse(path.read_text(), str(path))
     found: list[str] = []
 
@@ -226,7 +227,7 @@ def changing_calls(path: Path, name: str) -> list[str]:
             isinstance(node, ast.Attribute)
             and node.attr in CHANGING_CALLS
             and node.attr != function
-            and not (isinstance(node.value, ast.Name) and node.value.id == "args")  # an option's value
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("args", "options"))  # an option's value
             and (name, function) not in NOT_A_CHANGE
         ):
             found.append(f"{name}:{node.lineno} {node.attr}")
@@ -268,10 +269,16 @@ def test_the_check_sees_a_face_making_a_change(tmp_path):
 # ---- the UI's one seam to the backend -----------------------------------------------------------
 
 PROTOCOL = "console.backend.protocol"
-# The launcher puts the console together: it alone opens a backend (open_backend, from its config)
-# and hands the app what the protocol describes. Every other UI module sees only the protocol.
+# The launcher puts the console together: it alone opens a backend (open_backend, from its config,
+# with the stream to make on the embedded server) and hands the app what the protocol describes.
+# Every other UI module sees only the protocol.
 OPENS_THE_BACKEND = {
-    "console.ui.launch": {"console.backend", "console.backend.BackendConfig", "console.backend.open_backend"}
+    "console.ui.launch": {
+        "console.backend",
+        "console.backend.BackendConfig",
+        "console.backend.LocalStream",
+        "console.backend.open_backend",
+    }
 }
 UI_MODULES = sorted(m for m in MODULES if top_package(m) == "ui")
 
@@ -498,6 +505,146 @@ def test_the_protocol_check_sees_a_backend_that_falls_short():
     breaches = protocol_breaches(Forwarding)
     assert breaches[0] == "__getattr__" and "scan_pages" in breaches
     assert [b for b in breaches if b.startswith("get_records")] == ["get_records(self, shard_iterator, limit=100)"]
+
+
+# ---- EFO consumers cross the seam as a model ------------------------------------------------------
+
+# ListStreamConsumers, DescribeStreamConsumer and RegisterStreamConsumer answer with the project's
+# EfoConsumer (console.topology.model): outside the backend and the server only its `from_api` reads
+# their fields, and the domain's change plans read back the request parameters they wrote themselves.
+CONSUMER_WIRE_KEYS = {
+    "Consumers",
+    "Consumer",
+    "ConsumerDescription",
+    "ConsumerName",
+    "ConsumerARN",
+    "ConsumerStatus",
+    "ConsumerCreationTimestamp",
+}
+READS_CONSUMER_WIRE_KEYS = {"console.topology.model", "console.lifecycle.actions"}
+
+
+def consumer_wire_reads(path: Path, name: str) -> list[str]:
+    return [where for where in wire_reads(path, name) if where.split(" ", 1)[1].strip("'") in CONSUMER_WIRE_KEYS]
+
+
+@pytest.mark.parametrize(
+    "module",
+    sorted(
+        m for m in MODULES if top_package(m) not in ("backend", "localserver") and m not in READS_CONSUMER_WIRE_KEYS
+    ),
+)
+def test_efo_consumers_are_read_as_the_model(module):
+    found = consumer_wire_reads(MODULES[module], module)
+    assert not found, f"{module} reads the EFO consumer calls' wire fields; use EfoConsumer's: {found}"
+
+
+def test_the_consumer_check_sees_a_wire_read(tmp_path):
+    fake = tmp_path / "probe.py"
+    fake.write_text(
+        "async def arn(backend, stream_arn):\n"
+        "    [first] = await backend.list_stream_consumers(stream_arn)\n"
+        "    return first['ConsumerARN'], first.get('ConsumerStatus'), first['StreamARN']\n"
+    )
+    assert consumer_wire_reads(fake, "console.commands.probe") == [
+        "console.commands.probe:3 'ConsumerARN'",
+        "console.commands.probe:3 'ConsumerStatus'",
+    ]
+
+
+# ---- one way to open a backend --------------------------------------------------------------------
+
+# open_backend (console.backend.clients, which alone builds the KinesisBackend) starts the embedded
+# server on --local and makes the streams asked for there. The commands open it through
+# console.commands._backend.with_backend; the console's launch, `kconsole local serve` and the MCP
+# server (which serve the embedded server to others) call it themselves. No one else opens a backend.
+OPENS_A_BACKEND = {
+    "console.backend.clients",
+    "console.commands._backend",
+    "console.ui.launch",
+    "console.commands.local",
+    "console.mcp_server.server",
+}
+
+
+def backend_openings(path: Path, name: str) -> list[str]:
+    """Where a module names open_backend, or calls KinesisBackend(...) itself."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        named = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if named == "open_backend" or (
+            isinstance(node, ast.Call)
+            and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) == "KinesisBackend"
+        ):
+            found.append(f"{name}:{node.lineno} {named or 'KinesisBackend(...)'}")
+    return sorted(found, key=lambda where: int(where.split(":")[1].split()[0]))
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m not in OPENS_A_BACKEND))
+def test_one_way_to_open_a_backend(module):
+    found = backend_openings(MODULES[module], module)
+    assert not found, f"{module} opens a backend itself; use with_backend (console.commands._backend): {found}"
+
+
+def test_the_opening_check_sees_a_backend_opened_by_hand(tmp_path):
+    fake = tmp_path / "probe.py"
+    fake.write_text(
+        "from console.backend import BackendConfig, open_backend\n"
+        "from console.backend.kinesis import KinesisBackend\n"
+        "async def run(args, client):\n"
+        "    async with open_backend(BackendConfig.from_args(args)) as kinesis:\n"
+        "        return KinesisBackend(kinesis.config, client)\n"
+    )
+    assert backend_openings(fake, "console.commands.probe") == [
+        "console.commands.probe:4 open_backend",
+        "console.commands.probe:5 KinesisBackend(...)",
+    ]
+
+
+# ---- the commands name the backend by its roles ------------------------------------------------
+
+# A command's function taking the backend (`kinesis` or `backend`) names the role protocols of
+# console.backend.protocol it uses, as the console's panels do: not Any, not the concrete class.
+BACKEND_PARAMETERS = {"kinesis", "backend"}
+UNTYPED_BACKEND_ALLOWED: set[str] = set()
+
+
+def untyped_backend_parameters(path: Path, name: str) -> list[str]:
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
+            if arg.arg not in BACKEND_PARAMETERS:
+                continue
+            annotation = ast.unparse(arg.annotation) if arg.annotation is not None else "none"
+            if annotation in ("none", "Any", "KinesisBackend", "'KinesisBackend'"):
+                found.append(f"{name}:{node.lineno} {node.name}({arg.arg}: {annotation})")
+    return found
+
+
+@pytest.mark.parametrize(
+    "module",
+    sorted(m for m in MODULES if top_package(m) == "commands" and m not in UNTYPED_BACKEND_ALLOWED),
+)
+def test_commands_name_the_backend_by_its_roles(module):
+    found = untyped_backend_parameters(MODULES[module], module)
+    assert not found, f"{module} takes the backend untyped; name its role (console.backend.protocol): {found}"
+
+
+def test_the_role_check_sees_an_untyped_backend(tmp_path):
+    fake = tmp_path / "probe.py"
+    fake.write_text(
+        "async def a(kinesis: Any, stream: str): ...\n"
+        "async def b(backend: KinesisBackend): ...\n"
+        "async def c(kinesis): ...\n"
+        "async def d(kinesis: StreamReads, source: Any): ...\n"
+    )
+    assert sorted(untyped_backend_parameters(fake, "console.commands.probe")) == [
+        "console.commands.probe:1 a(kinesis: Any)",
+        "console.commands.probe:2 b(backend: KinesisBackend)",
+        "console.commands.probe:3 c(kinesis: none)",
+    ]
 
 
 # ---- the embedded server: its own package, one door to it -------------------------------------

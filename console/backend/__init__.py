@@ -26,14 +26,15 @@ from typing import TYPE_CHECKING, Any
 _HOMES = {
     "BackendConfig": "console.backend.config",
     "KinesisBackend": "console.backend.kinesis",
+    "LocalStream": "console.backend.clients",
     "RetryEvent": "console.backend.calls",
     "open_backend": "console.backend.clients",
 }
-__all__ = ["BackendConfig", "KinesisBackend", "RetryEvent", "open_backend"]
+__all__ = ["BackendConfig", "KinesisBackend", "LocalStream", "RetryEvent", "open_backend"]
 
 if TYPE_CHECKING:
     from console.backend.calls import RetryEvent
-    from console.backend.clients import open_backend
+    from console.backend.clients import LocalStream, open_backend
     from console.backend.config import BackendConfig
     from console.backend.kinesis import KinesisBackend
 

@@ -13,7 +13,8 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,8 @@ from console.backend.config import DEFAULT_LOCAL_REGION, DUMMY_CREDENTIALS, Back
 from console.backend.errors import translate
 from console.backend.heap import loading
 from console.backend.kinesis import KinesisBackend
+from console.errors import StreamNotFound
+from console.words import counted
 
 # botocore logs a failed credential refresh (an expired SSO token, say) as a WARNING with a traceback
 # before raising; with no logging configured, Python's last-resort handler would print it all on
@@ -305,10 +308,44 @@ async def _settled(future: asyncio.Future[Any]) -> None:
     await asyncio.gather(future, return_exceptions=True)
 
 
+@dataclass(frozen=True)
+class LocalStream:
+    """The streams a command or the console works on, made on the embedded server (which starts empty
+    every run) before the backend is handed over: `shards` open shards each, each made one said
+    through `on_created`. In read-only mode (`read_only` names where it was set) nothing is made: a
+    missing stream is not found."""
+
+    names: tuple[str, ...]
+    shards: int
+    read_only: str | None = None
+    on_created: Callable[[str], None] = lambda _said: None
+
+
+async def make_local_streams(backend: KinesisBackend, wanted: LocalStream) -> None:
+    async def make(name: str) -> None:
+        if wanted.read_only is not None:
+            try:
+                await backend.describe_stream_summary(name)
+            except StreamNotFound as error:
+                raise StreamNotFound(
+                    f"{error.message}; read-only mode ({wanted.read_only}) creates no stream, "
+                    "not even on the embedded local Kinesis"
+                ) from None
+        elif await backend.ensure_stream(name, wanted.shards):
+            wanted.on_created(
+                f"created stream {name!r} with {counted(wanted.shards, 'shard')} on the embedded local Kinesis"
+            )
+
+    await asyncio.gather(*(make(name) for name in wanted.names))
+
+
 @contextlib.asynccontextmanager
-async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
+async def open_backend(
+    config: BackendConfig, *, local_stream: LocalStream | None = None
+) -> AsyncIterator[KinesisBackend]:
     """An open backend; for kind "local" also the embedded server, started first and stopped last
-    (unless `config.endpoint_url` names one that is already running)."""
+    (unless `config.endpoint_url` names one that is already running), with `local_stream` made there
+    first. The one way the command line, the console and the MCP server open a backend."""
     async with contextlib.AsyncExitStack() as stack:
         endpoint_url = config.endpoint_url
         local_server = None
@@ -396,4 +433,6 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
 
         backend.signing_credentials = signing_credentials
         backend.timestamp_parser = parse_timestamp
+        if local_stream is not None and config.kind == "local":
+            await make_local_streams(backend, local_stream)
         yield backend

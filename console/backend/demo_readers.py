@@ -157,7 +157,7 @@ class ReaderDemo:
         return found
 
     async def _consumer_names(self, stream_arn: str) -> list[str]:
-        return [consumer["ConsumerName"] for consumer in await self.backend.list_stream_consumers(stream_arn)]
+        return [consumer.name for consumer in await self.backend.list_stream_consumers(stream_arn)]
 
     async def _names(self, service: str, operation: str, key: str, field_name: str | None, **params: Any) -> list[str]:
         try:
@@ -211,8 +211,7 @@ class ReaderDemo:
         return sum(len(sequences) for sequences in by_shard.values()), checkpoints
 
     async def _register_consumer(self, stream_arn: str) -> str:
-        consumer = await self.backend.register_stream_consumer(stream_arn, self.names.consumer)
-        return str(consumer["ConsumerARN"])
+        return (await self.backend.register_stream_consumer(stream_arn, self.names.consumer)).arn
 
     async def _role(self) -> str | BackendError:
         """The demo's IAM role (one for every demo on the server), made once."""

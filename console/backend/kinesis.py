@@ -22,7 +22,7 @@ from console.backend.protocol import CLOUDWATCH, READERS, RETRY_EVENTS
 from console.backend.side_services import SideServiceCalls
 from console.backend.subscribe import SubscribeTransport
 from console.errors import BackendError, BadInput, ResourceInUse, StreamNotFound
-from console.topology.model import Shard, StreamSummary, put_records_entry
+from console.topology.model import EfoConsumer, Shard, StreamSummary, put_records_entry
 
 
 class KinesisBackend(StreamSettingsCalls, SideServiceCalls):
@@ -233,28 +233,24 @@ class KinesisBackend(StreamSettingsCalls, SideServiceCalls):
 
     # ---- enhanced fan-out consumers ------------------------------------------------------------
 
-    async def list_stream_consumers(self, stream_arn: str) -> list[dict[str, Any]]:
-        """Every EFO consumer registered on the stream, AWS-shaped (ConsumerName, ConsumerARN,
-        ConsumerStatus, ConsumerCreationTimestamp)."""
-        consumers: list[dict[str, Any]] = []
+    async def list_stream_consumers(self, stream_arn: str) -> list[EfoConsumer]:
+        """Every EFO consumer registered on the stream, every page of ListStreamConsumers."""
+        consumers: list[EfoConsumer] = []
         params: dict[str, Any] = {"StreamARN": stream_arn}
         while True:
             page = await self._today("ListStreamConsumers", **params)
-            consumers.extend(page.get("Consumers", []))
+            consumers.extend(EfoConsumer.from_api(raw) for raw in page.get("Consumers", []))
             if not page.get("NextToken"):
                 return consumers
             params = {"StreamARN": stream_arn, "NextToken": page["NextToken"]}
 
-    async def describe_stream_consumer(self, stream_arn: str, name: str) -> dict[str, Any]:
+    async def describe_stream_consumer(self, stream_arn: str, name: str) -> EfoConsumer:
         answer = await self._call("DescribeStreamConsumer", StreamARN=stream_arn, ConsumerName=name)
-        description: dict[str, Any] = answer["ConsumerDescription"]
-        return description
+        return EfoConsumer.from_api(answer["ConsumerDescription"])
 
-    async def register_stream_consumer(self, stream_arn: str, name: str) -> dict[str, Any]:
-        consumer: dict[str, Any] = (
-            await self._call("RegisterStreamConsumer", StreamARN=stream_arn, ConsumerName=name)
-        )["Consumer"]
-        return consumer
+    async def register_stream_consumer(self, stream_arn: str, name: str) -> EfoConsumer:
+        answer = await self._call("RegisterStreamConsumer", StreamARN=stream_arn, ConsumerName=name)
+        return EfoConsumer.from_api(answer["Consumer"])
 
     async def deregister_stream_consumer(self, stream_arn: str, name: str) -> None:
         await self._call("DeregisterStreamConsumer", StreamARN=stream_arn, ConsumerName=name)

@@ -20,9 +20,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from console.topology.model import ChannelSummary, Shard, StreamSummary
+from console.topology.model import ChannelSummary, EfoConsumer, Shard, StreamSummary
+
+if TYPE_CHECKING:
+    from console.backend.subscribe import SubscribeTransport
 
 # The stream's CloudWatch metrics (stream level, and shard level with enhanced monitoring).
 CLOUDWATCH = "cloudwatch"
@@ -195,7 +198,7 @@ class ConsumersBackend(Protocol):
 
     async def all_shards(self, stream: str, shard_filter: dict[str, Any] | None = None) -> list[Shard]: ...
 
-    async def list_stream_consumers(self, stream_arn: str) -> list[dict[str, Any]]: ...
+    async def list_stream_consumers(self, stream_arn: str) -> list[EfoConsumer]: ...
 
     async def describe_table(self, table: str) -> dict[str, Any]: ...
 
@@ -320,6 +323,65 @@ class MappingWrites(Protocol):
     async def set_event_source_mapping_enabled(self, uuid: str, enabled: bool) -> dict[str, Any]: ...
 
     async def create_event_source_mapping(self, request: dict[str, Any]) -> dict[str, Any]: ...
+
+
+class StreamChangesBackend(BackendConnection, StreamSettingsBackend, Protocol):
+    """What console.lifecycle.actions asks to prepare, make and settle a change of a stream, its
+    consumers or channels, or the account (the command line's stream, consumers, channels, account
+    and heat changes): the settings' calls, who is calling, and the calls that make and remove."""
+
+    async def caller_identity(self) -> str | None: ...
+
+    async def all_shards(self, stream: str, shard_filter: dict[str, Any] | None = None) -> list[Shard]: ...
+
+    async def list_stream_consumers(self, stream_arn: str) -> list[EfoConsumer]: ...
+
+    async def create_stream(self, stream: str, shard_count: int | None, *, on_demand: bool = False) -> None: ...
+
+    async def disable_enhanced_monitoring(self, stream: str, metrics: list[str]) -> None: ...
+
+    async def register_stream_consumer(self, stream_arn: str, name: str) -> EfoConsumer: ...
+
+    async def deregister_stream_consumer(self, stream_arn: str, name: str) -> None: ...
+
+
+class EfoReadingBackend(StreamChangesBackend, Protocol):
+    """A reading with --efo (tail, put, produce, copy, heat): the endpoint's HTTP/2 subscriptions, and the
+    temporary consumer's registration, left-overs and release."""
+
+    async def describe_stream_consumer(self, stream_arn: str, name: str) -> EfoConsumer: ...
+
+    def subscriptions(self) -> SubscribeTransport: ...
+
+
+class FleetBackend(BackendConnection, StreamReads, MetricsBackend, ReaderSources, Protocol):
+    """The fleet (`kconsole streams`): every stream listed and described, their CloudWatch metrics and
+    their furthest-behind readers."""
+
+
+class DemoTables(BackendConnection, Protocol):
+    """`kconsole demo`'s KCL lease table: made beside the stream, with a lease per shard."""
+
+    async def all_shards(self, stream: str, shard_filter: dict[str, Any] | None = None) -> list[Shard]: ...
+
+    async def table_names(self) -> list[str]: ...
+
+    async def create_lease_table(self, table: str) -> None: ...
+
+    async def put_table_items(self, table: str, items: list[dict[str, Any]]) -> None: ...
+
+
+class SchemaVersions(Protocol):
+    """The Glue Schema Registry's versions, as `put --schema` and `produce --schema` read them."""
+
+    async def schema_version_named(self, registry: str, name: str, version: int | None = None) -> dict[str, Any]: ...
+
+
+class SchemaRegistryBackend(Protocol):
+    """A backend with the Glue Schema Registry beside Kinesis (the commands' --schema)."""
+
+    @property
+    def glue(self) -> SchemaVersions: ...
 
 
 class ConsoleBackend(

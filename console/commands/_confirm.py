@@ -30,17 +30,25 @@ def refuse_if_read_only(args: argparse.Namespace, change: str) -> None:
 
 
 def confirm_by_stream_name(
-    args: argparse.Namespace, *, change: str, consequence: str, advice: str = "", preview: str | None = None
+    args: argparse.Namespace,
+    *,
+    change: str,
+    consequence: str,
+    advice: str = "",
+    preview: str | None = None,
+    stream: str | None = None,
 ) -> None:
-    """Go ahead on --yes or when the operator types the stream name; otherwise refuse.
+    """Go ahead on --yes or when the operator types the stream name (`stream`, else the command's
+    STREAM argument); otherwise refuse.
 
     `change` names the change in the refusal ("split my-stream"), `consequence` ends the prompt's
     "This will ..." sentence, `advice` comes before "pass --yes" when there is no TTY, and
     `preview` (e.g. the plan) is shown on stderr before the prompt."""
+    stream = stream or args.stream
     # "switch clicks from provisioned to on-demand" names the stream already: no "... on clicks" after it.
-    named = consequence if args.stream in consequence.split() else f"{consequence} on {args.stream}"
+    named = consequence if stream in consequence.split() else f"{consequence} on {stream}"
     confirm_by_typing(
-        args, args.stream, what="the stream name", change=change, consequence=named, advice=advice, preview=preview
+        args, stream, what="the stream name", change=change, consequence=named, advice=advice, preview=preview
     )
 
 

@@ -3,12 +3,15 @@ follows the keys at all (AUTO ignores them) and, from the action log, since when
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from console.lifecycle.settings import switched_to_auto_at
 
+if TYPE_CHECKING:
+    from console.backend.protocol import BackendConnection
 
-async def distribution_since(kinesis: Any, stream: str) -> str | None:
+
+async def distribution_since(kinesis: BackendConnection, stream: str) -> str | None:
     from console.reshard.actionlog import ActionLog
 
     return switched_to_auto_at(ActionLog.default().entries(), stream, kinesis.label)

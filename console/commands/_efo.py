@@ -10,12 +10,15 @@ import contextlib
 import os
 import socket
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.commands._output import note
 from console.errors import BadInput
 from console.processes import is_running
 from console.read.efo import Subscribe, named_consumer_arn
+
+if TYPE_CHECKING:
+    from console.backend.protocol import EfoReadingBackend
 
 
 def add_efo_arguments(parser: Any, reads: str = "read") -> None:
@@ -48,7 +51,7 @@ def check_efo_args(args: argparse.Namespace, stream: str) -> None:
 
 
 async def efo_subscriptions(
-    kinesis: Any, stream: str, args: Any, stack: contextlib.AsyncExitStack, *, command: str = "tail"
+    kinesis: EfoReadingBackend, stream: str, args: Any, stack: contextlib.AsyncExitStack, *, command: str = "tail"
 ) -> Subscribe:
     """--efo: check the endpoint speaks HTTP/2, then find the consumer named with --consumer, or register
     a temporary one (priced, confirmed, logged write-ahead) that `stack` deregisters on the way out,
@@ -97,7 +100,7 @@ async def efo_subscriptions(
     return lambda shard_id, position: transport.subscribe(consumer_arn, shard_id, position)
 
 
-async def _release(kinesis: Any, stream: str, name: str, command: str) -> None:
+async def _release(kinesis: EfoReadingBackend, stream: str, name: str, command: str) -> None:
     from console.lifecycle import temporary_consumer
     from console.reshard.actionlog import ActionLog
 

@@ -15,6 +15,7 @@ from console.read.share import DEFAULT_READ_SHARE, ReadShare, parse_read_share, 
 
 if TYPE_CHECKING:
     from console.backend.config import BackendConfig
+    from console.backend.protocol import BackendConnection, MetricsBackend
     from console.read.tail import TailReader
 
 STREAM_THROTTLES_EVERY = 60.0  # seconds between readings of the stream's read throttles (CloudWatch's period)
@@ -53,7 +54,7 @@ class BackOffLines:
                 note(f"{self.command}: {self.read_share.summary()}")
 
 
-async def follow_stream_throttles(kinesis: Any, stream: str, back_off: BackOffLines) -> None:
+async def follow_stream_throttles(kinesis: MetricsBackend, stream: str, back_off: BackOffLines) -> None:
     """The stream's ReadProvisionedThroughputExceeded once a minute (CloudWatch's resolution): readers
     refused while kconsole polls make it read less (ReadShare.stream_throttled). Runs until cancelled."""
     from console.heat.capacity import RECENT_MINUTES, stream_metrics, unavailable_reason
@@ -72,7 +73,7 @@ async def follow_stream_throttles(kinesis: Any, stream: str, back_off: BackOffLi
         await asyncio.sleep(STREAM_THROTTLES_EVERY)
 
 
-def hold_back_retry_lines_while_unreachable(kinesis: Any, reader: TailReader) -> None:
+def hold_back_retry_lines_while_unreachable(kinesis: BackendConnection, reader: TailReader) -> None:
     """A following reader says which shards it cannot read at once and then once a minute; the call
     path's retry lines (up to one a second, for as long as the outage lasts) would say it again between,
     so they are held back while any shard is unreachable. Before that, and once it reads again, they show."""

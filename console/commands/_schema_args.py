@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from console.commands._output import note
 from console.errors import BadInput
 
 if TYPE_CHECKING:
+    from console.backend.protocol import SchemaRegistryBackend
     from console.produce.schema_encoding import SchemaEncoder
 
 
-async def schema_encoder(kinesis: Any, schema_name: str) -> SchemaEncoder:
+async def schema_encoder(kinesis: SchemaRegistryBackend, schema_name: str) -> SchemaEncoder:
     """The registered schema REGISTRY/NAME[:VERSION] read through the backend, ready to encode with;
     BadInput (one line) when it cannot be read or is not one kconsole encodes with."""
     from console.errors import ConsoleError

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.commands import Parents, Subparsers, command_help
 from console.commands._backend import with_backend
@@ -30,6 +30,9 @@ from console.errors import BadInput, PlanRejected
 from console.lifecycle import actions
 from console.lifecycle.channels import channel_json, read_channel_config, read_channel_update
 from console.lifecycle.plans import LifecyclePlan
+
+if TYPE_CHECKING:
+    from console.backend.protocol import StreamChangesBackend
 
 ACTIONS = ("describe", "create", "update", "delete")
 
@@ -209,7 +212,7 @@ async def _delete(args: Any, name: str) -> int:
     return 0
 
 
-async def _change(args: Any, kinesis: Any, plan: LifecyclePlan) -> list[Any]:
+async def _change(args: argparse.Namespace, kinesis: StreamChangesBackend, plan: LifecyclePlan) -> list[Any]:
     from console.reshard.actionlog import ActionLog
 
     if plan.refusal:

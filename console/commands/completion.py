@@ -15,10 +15,11 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from console.commands import Parents, Subparsers, command_help
+from console.commands._options import options_from
 
 if TYPE_CHECKING:
     from console.backend import BackendConfig
@@ -41,10 +42,15 @@ def register(subparsers: Subparsers, _common: Parents) -> None:
     parser.set_defaults(handler=print_script)
 
 
-def print_script(args: Any) -> int:
+@dataclass(frozen=True)
+class CompletionOptions:
+    shell: str  # one of SHELLS
+
+
+def print_script(args: argparse.Namespace) -> int:
     import argcomplete
 
-    print(argcomplete.shellcode(["kconsole"], shell=args.shell), end="")
+    print(argcomplete.shellcode(["kconsole"], shell=options_from(CompletionOptions, args).shell), end="")
     return 0
 
 

@@ -19,19 +19,24 @@ import asyncio
 import math
 import re
 import time
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from console.commands import Parents, Subparsers, command_help
 from console.commands._backend import with_backend
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
+from console.commands._consumers_options import ConsumersOptions
 from console.commands._lease_args import validate_scan_cap, validate_table_name
+from console.commands._options import options_from
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import local_shard_count, validate_stream_name
 from console.consumers.lag import DEFAULT_SCAN_CAP
 from console.consumers.recommend import DEFAULT_WINDOW_CAP, Recommendation, ShardLoad, recommend, window_peaks
 from console.consumers.report import ConsumerReport, StallTracker, format_millis
 from console.errors import BadInput
+from console.read.efo import is_temporary_consumer
+from console.topology.model import EfoConsumer
 
 ACTIONS = ("register", "deregister")
 CHECKPOINT_ACTIONS = ("rewind", "skip", "clone", "checkpoints")
@@ -162,8 +167,8 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
-def _consumers_target(args: argparse.Namespace) -> tuple[str | None, str]:
-    words = args.words
+def _consumers_target(options: ConsumersOptions) -> tuple[str | None, str]:
+    words = options.words
     if words[0] in CHECKPOINT_ACTIONS:
         return words[0], ""
     if words[0] in ACTIONS:
@@ -181,105 +186,118 @@ def _consumers_target(args: argparse.Namespace) -> tuple[str | None, str]:
 
 
 def run_consumers(args: argparse.Namespace) -> int:
-    action, args.stream = _consumers_target(args)
+    options = options_from(ConsumersOptions, args)
+    action, stream = _consumers_target(options)
+    options = replace(options, stream_name=stream)
     if action in CHECKPOINT_ACTIONS:
         from console.commands.checkpoints import run_checkpoints
 
-        return run_checkpoints(args, action)
+        return run_checkpoints(args, options, action)
     if action:
-        return run_registration(args, action)
+        return run_registration(args, options, action)
     for option in ("to", "shard", "sequence", "to_table", "undo"):
-        if getattr(args, option) is not None:
+        if getattr(options, option) is not None:
             raise BadInput(f"--{option.replace('_', '-')} only applies to consumers rewind|skip|clone", code="usage")
-    if args.plan:
+    if options.plan:
         raise BadInput("--plan only applies to consumers rewind|skip|clone|checkpoints import", code="usage")
-    if args.name is not None or args.yes:
+    if options.name is not None or args.yes:
         raise BadInput("--name and --yes only apply to consumers register|deregister", code="usage")
-    validate_scan_cap(args.scan_cap)
+    validate_scan_cap(options.scan_cap)
     if getattr(args, "local", False):
         local_shard_count(args)  # a bad --shards is exit 2 before the embedded server starts
-    if args.lease_table is not None:
-        validate_table_name(args.lease_table)
-    if args.watch is not None:
-        if args.lease_table is None:
+    if options.lease_table is not None:
+        validate_table_name(options.lease_table)
+    if options.watch is not None:
+        if options.lease_table is None:
             raise BadInput("--watch needs --lease-table (stalls are read from lease counters)", code="usage")
-        if not math.isfinite(args.watch) or not 0 < args.watch <= MAX_WATCH_SECONDS:
+        if not math.isfinite(options.watch) or not 0 < options.watch <= MAX_WATCH_SECONDS:
             raise BadInput(
-                f"--watch must be above 0 and at most {MAX_WATCH_SECONDS:g} seconds; got {args.watch:g}", code="usage"
+                f"--watch must be above 0 and at most {MAX_WATCH_SECONDS:g} seconds; got {options.watch:g}",
+                code="usage",
             )
-    if (args.workers or args.all_streams) and args.lease_table is None:
+    if (options.workers or options.all_streams) and options.lease_table is None:
         raise BadInput(
             "--workers and --all-streams need --lease-table TABLE (find it with --find-lease-tables)", code="usage"
         )
-    if args.find_lease_tables:
-        tables, kcl = run_async(_find_tables(args))
+    if options.find_lease_tables:
+        tables, kcl = run_async(_find_tables(args, options))
         emit(
             args,
-            {"stream": args.stream, "lease_tables": tables, "kcl_tables": [k.to_json() for k in kcl]},
+            {"stream": options.stream_name, "lease_tables": tables, "kcl_tables": [k.to_json() for k in kcl]},
             "\n".join(k.describe() for k in kcl)
             if tables
-            else f"no DynamoDB table here holds KCL leases of {args.stream}",
+            else f"no DynamoDB table here holds KCL leases of {options.stream_name}",
         )
         return 0
-    report, workers = run_async(_report(args))
+    report, workers = run_async(_report(args, options))
     document = report.to_json()
     if workers is not None:
         document |= (
             workers.to_json()
-            if args.workers
+            if options.workers
             else {
                 "other_streams": dict(workers.other_streams),
-                **({"other_stream_leases": workers.to_json()["other_stream_leases"]} if args.all_streams else {}),
+                **({"other_stream_leases": workers.to_json()["other_stream_leases"]} if options.all_streams else {}),
             }
         )
-    emit(args, document, lambda: render_report(report, workers, show_workers=args.workers))
+    emit(args, document, lambda: render_report(report, workers, show_workers=options.workers))
     return 0
 
 
-async def _find_tables(args: argparse.Namespace) -> tuple[list[str], list[Any]]:
+async def _find_tables(args: argparse.Namespace, options: ConsumersOptions) -> tuple[list[str], list[Any]]:
     from console.consumers.look import find_lease_tables
     from console.consumers.workers import kcl_tables_of
 
-    async with with_backend(args, stream=args.stream) as backend:
-        shards = await backend.all_shards(args.stream)
-        tables = await find_lease_tables(backend, args.stream, shards)
+    async with with_backend(args, stream=options.stream_name) as backend:
+        shards = await backend.all_shards(options.stream_name)
+        tables = await find_lease_tables(backend, options.stream_name, shards)
         names = await backend.table_names() if tables else []
         return tables, [await kcl_tables_of(backend, table, names) for table in tables]
 
 
-async def _report(args: argparse.Namespace) -> tuple[ConsumerReport, Any]:
+async def _report(args: argparse.Namespace, options: ConsumersOptions) -> tuple[ConsumerReport, Any]:
     from console.consumers.look import consumer_report
     from console.consumers.throughput import ShardThroughputMeter
     from console.consumers.workers import check_lease_table, read_workers
     from console.read.share import ReadShare, share_for_endpoint
 
-    async with with_backend(args, stream=args.stream) as backend:
-        if args.lease_table is not None:
-            await check_lease_table(backend, args.lease_table)
+    async with with_backend(args, stream=options.stream_name) as backend:
+        if options.lease_table is not None:
+            await check_lease_table(backend, options.lease_table)
         tracker = StallTracker()
-        shards = await backend.all_shards(args.stream)
+        shards = await backend.all_shards(options.stream_name)
         report = await consumer_report(
-            backend, args.stream, lease_table=args.lease_table, cap=args.scan_cap, tracker=tracker, shards=shards
+            backend,
+            options.stream_name,
+            lease_table=options.lease_table,
+            cap=options.scan_cap,
+            tracker=tracker,
+            shards=shards,
         )
-        if args.watch:
-            note(f"reading the lease table again in {args.watch:g} s to find stalled leases...")
-            await asyncio.sleep(args.watch)
+        if options.watch:
+            note(f"reading the lease table again in {options.watch:g} s to find stalled leases...")
+            await asyncio.sleep(options.watch)
             report = await consumer_report(
-                backend, args.stream, lease_table=args.lease_table, cap=args.scan_cap, tracker=tracker, shards=shards
+                backend,
+                options.stream_name,
+                lease_table=options.lease_table,
+                cap=options.scan_cap,
+                tracker=tracker,
+                shards=shards,
             )
         workers = None
         # Shards without metrics are sampled with GetRecords, within kconsole's share of their budget.
         share = share_for_endpoint(None, local=getattr(args, "local", False), endpoint_url=args.endpoint_url)
-        meter = ShardThroughputMeter(backend, args.stream, clock=time.monotonic, read_share=ReadShare(share))
-        if args.lease_table is not None:  # also for the one line naming other streams' leases
+        meter = ShardThroughputMeter(backend, options.stream_name, clock=time.monotonic, read_share=ReadShare(share))
+        if options.lease_table is not None:  # also for the one line naming other streams' leases
             workers = await read_workers(
                 backend,
-                args.lease_table,
-                args.stream,
+                options.lease_table,
+                options.stream_name,
                 open_shard_ids=[s.shard_id for s in shards if s.is_open],
                 now=time.time(),
-                all_streams=args.all_streams,
-                meter=meter if args.workers else None,
+                all_streams=options.all_streams,
+                meter=meter if options.workers else None,
             )
         return report, workers
 
@@ -318,9 +336,9 @@ def render_report(report: ConsumerReport, workers: Any = None, *, show_workers: 
                 ("EFO CONSUMER", "STATUS", "CREATED", "ARN"),
                 [
                     (
-                        f"{c.name} (kconsole's own, temporary)" if c.kconsole_temporary else c.name,
+                        f"{c.name} (kconsole's own, temporary)" if is_temporary_consumer(c.name) else c.name,
                         c.status,
-                        c.created,
+                        c.created_iso,
                         c.arn,
                     )
                     for c in report.efo_consumers
@@ -369,36 +387,38 @@ def render_report(report: ConsumerReport, workers: Any = None, *, show_workers: 
 # ---- register / deregister -----------------------------------------------------------------------
 
 
-def run_registration(args: argparse.Namespace, action: str) -> int:
-    if not args.name or not _CONSUMER_NAME.match(args.name):
+def run_registration(args: argparse.Namespace, options: ConsumersOptions, action: str) -> int:
+    name = options.name
+    if not name or not _CONSUMER_NAME.match(name):
         raise BadInput(
-            f"consumers {action} needs --name NAME (1 to 128 of a-z A-Z 0-9 _ . -); got {args.name!r}", code="usage"
+            f"consumers {action} needs --name NAME (1 to 128 of a-z A-Z 0-9 _ . -); got {name!r}", code="usage"
         )
-    refuse_if_read_only(args, f"{action} consumer {args.name} on {args.stream}")
-    document = run_async(_registration(args, action))
+    refuse_if_read_only(args, f"{action} consumer {name} on {options.stream_name}")
+    document = run_async(_registration(args, options.stream_name, name, action))
     emit(
         args,
         document,
         f"{'registered' if action == 'register' else 'deregistering'} EFO consumer "
-        f"{args.name} on {args.stream}: {document['status']}",
+        f"{name} on {options.stream_name}: {document['status']}",
     )
     return 0
 
 
-async def _registration(args: argparse.Namespace, action: str) -> dict[str, Any]:
+async def _registration(args: argparse.Namespace, stream: str, name: str, action: str) -> dict[str, Any]:
     """Prepared and run by console.lifecycle.actions: the plan says what changes, the stream name
     confirms it, the call goes through the action log (a lost reply settled by listing the consumers)."""
     from console.lifecycle import actions
     from console.reshard.actionlog import ActionLog
 
-    async with with_backend(args, stream=args.stream) as backend:
+    async with with_backend(args, stream=stream) as backend:
         prepare = actions.prepare_register_consumer if action == "register" else actions.prepare_deregister_consumer
-        plan = await prepare(backend, args.stream, args.name)
+        plan = await prepare(backend, stream, name)
         confirm_by_stream_name(
             args,
-            change=f"{action} consumer {args.name} on {args.stream}",
+            change=f"{action} consumer {name} on {stream}",
             consequence=plan.summary,
             preview=plan.render(),
+            stream=stream,
         )
         made = await actions.run(
             backend,
@@ -408,20 +428,16 @@ async def _registration(args: argparse.Namespace, action: str) -> dict[str, Any]
         )
         reply_lost = made[0].change.reply_lost
         if action == "deregister":
-            return {"action": action, "name": args.name, "status": "DELETING", "arn": None, "reply_lost": reply_lost}
-        answer: dict[str, Any] = made[0].answer or next(
-            (
-                c
-                for c in await backend.list_stream_consumers(plan.calls[0].parameters["StreamARN"])
-                if c.get("ConsumerName") == args.name
-            ),
-            {},
+            return {"action": action, "name": name, "status": "DELETING", "arn": None, "reply_lost": reply_lost}
+        registered: EfoConsumer | None = made[0].answer or next(
+            (c for c in await backend.list_stream_consumers(plan.calls[0].parameters["StreamARN"]) if c.name == name),
+            None,
         )
     return {
         "action": action,
-        "name": args.name,
-        "status": answer.get("ConsumerStatus", "CREATING"),
-        "arn": answer.get("ConsumerARN"),
+        "name": name,
+        "status": registered.status if registered else "CREATING",
+        "arn": registered.arn if registered else None,
         "reply_lost": reply_lost,
     }
 
@@ -429,31 +445,42 @@ async def _registration(args: argparse.Namespace, action: str) -> dict[str, Any]
 # ---- kconsole recommend --------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class RecommendOptions:
+    stream: str
+    window: str = "1h"
+    target: float = 70.0  # percent
+    shared_readers: int = 1
+    source: str = "auto"  # auto, cloudwatch or sample
+    scan_cap: int = DEFAULT_WINDOW_CAP
+
+
 def run_recommend(args: argparse.Namespace) -> int:
-    validate_stream_name(args.stream)
-    window = parse_duration(args.window)
-    if not math.isfinite(args.target) or not 1 <= args.target <= 100:
-        raise BadInput(f"--target must be a percentage from 1 to 100; got {args.target:g}", code="usage")
-    if not 0 <= args.shared_readers <= 20:
-        raise BadInput(f"--shared-readers must be from 0 to 20; got {args.shared_readers}", code="usage")
-    validate_scan_cap(args.scan_cap)
-    recommendation, source = run_async(_recommend(args, window))
+    options = options_from(RecommendOptions, args)
+    validate_stream_name(options.stream)
+    window = parse_duration(options.window)
+    if not math.isfinite(options.target) or not 1 <= options.target <= 100:
+        raise BadInput(f"--target must be a percentage from 1 to 100; got {options.target:g}", code="usage")
+    if not 0 <= options.shared_readers <= 20:
+        raise BadInput(f"--shared-readers must be from 0 to 20; got {options.shared_readers}", code="usage")
+    validate_scan_cap(options.scan_cap)
+    recommendation, source = run_async(_recommend(args, options, window))
     document = recommendation.to_json() | {"source": source, "window_seconds": window}
     emit(args, document, lambda: render_recommendation(recommendation, source))
     return 0
 
 
-async def _recommend(args: argparse.Namespace, window: float) -> tuple[Recommendation, str]:
+async def _recommend(args: argparse.Namespace, options: RecommendOptions, window: float) -> tuple[Recommendation, str]:
     from console.heat.cloudwatch import cloudwatch_heat
     from console.heat.snapshot import utilisation
 
-    async with with_backend(args, stream=args.stream) as backend:
-        summary = await backend.describe_stream_summary(args.stream)
-        shards = [shard for shard in await backend.all_shards(args.stream) if shard.is_open]
+    async with with_backend(args, stream=options.stream) as backend:
+        summary = await backend.describe_stream_summary(options.stream)
+        shards = [shard for shard in await backend.all_shards(options.stream) if shard.is_open]
         metered = {"IncomingBytes", "IncomingRecords"} <= set(summary.enhanced_metrics)
-        source = args.source if args.source != "auto" else ("cloudwatch" if metered else "sample")
+        source = options.source if options.source != "auto" else ("cloudwatch" if metered else "sample")
         if source == "cloudwatch":
-            heats = await cloudwatch_heat(backend, args.stream, [s.shard_id for s in shards], seconds=window)
+            heats = await cloudwatch_heat(backend, options.stream, [s.shard_id for s in shards], seconds=window)
             loads = {
                 h.shard_id: ShardLoad(h.shard_id, h.peak_utilisation, h.peak_bytes_per_s, h.peak_records_per_s)
                 for h in heats
@@ -461,8 +488,10 @@ async def _recommend(args: argparse.Namespace, window: float) -> tuple[Recommend
             label = "CloudWatch shard-level metrics (busiest minute's average)"
         else:
             start = datetime.now(UTC) - timedelta(seconds=window)
-            note(f"reading {len(shards)} shards' records of the last {args.window} (at most {args.scan_cap:,} each)...")
-            peaks = await window_peaks(backend, args.stream, shards, start, cap=args.scan_cap)
+            note(
+                f"reading {len(shards)} shards' records of the last {options.window} (at most {options.scan_cap:,} each)..."
+            )
+            peaks = await window_peaks(backend, options.stream, shards, start, cap=options.scan_cap)
             loads = {
                 p.shard_id: ShardLoad(
                     p.shard_id,
@@ -477,11 +506,11 @@ async def _recommend(args: argparse.Namespace, window: float) -> tuple[Recommend
                 f"; {len(capped)} shard(s) read only to the cap" if capped else ""
             )
         return recommend(
-            args.stream,
+            options.stream,
             shards,
             loads,
-            target=args.target / 100,
-            shared_readers=args.shared_readers,
+            target=options.target / 100,
+            shared_readers=options.shared_readers,
             on_demand=summary.mode == "ON_DEMAND",
         ), label
 

@@ -13,17 +13,19 @@ import json
 import os
 import stat
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from console.commands import Parents, Subparsers, command_help
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
+from console.commands._efo import add_efo_arguments, check_efo_args, efo_subscriptions
 from console.commands._mask_args import add_copy_mask_arguments, copy_masker
+from console.commands._options import options_from
 from console.commands._output import emit, note, run_async
 from console.commands._read_share import add_read_share_argument, read_share_for
 from console.commands._stream_args import validate_stream_name
-from console.commands.tail import add_efo_arguments, check_efo_args, efo_subscriptions
 from console.errors import BadInput
 from console.produce.testrecords import is_keyless
 from console.read.positions import EndPosition, check_retention, resolve_window
@@ -33,6 +35,7 @@ from console.topology.model import NO_KEY
 
 if TYPE_CHECKING:
     from console.backend import BackendConfig
+    from console.backend.protocol import RecordsBackend
 
 MAX_CHECKPOINT_BYTES = 64 * 1024 * 1024  # a checkpoint holds at most a chunk's sequence numbers per shard
 DESTINATION_OPTIONS = ("dst_endpoint_url", "dst_region", "dst_profile")
@@ -91,78 +94,104 @@ def register(subparsers: Subparsers, common: Parents) -> None:
     parser.set_defaults(handler=handle)
 
 
-def handle(args: Any) -> int:
+@dataclass(frozen=True)
+class CopyOptions:
+    source: str
+    destination: str
+    start: str | None = None  # --from
+    end: str | None = None  # --to
+    last: str | None = None
+    where: str | None = None
+    deaggregate: bool = False
+    verify: bool = False
+    checkpoint: str | None = None
+    resume: str | None = None
+    dst_endpoint_url: str | None = None
+    dst_region: str | None = None
+    dst_profile: str | None = None
+    efo: bool = False
+
+
+def handle(args: argparse.Namespace) -> int:
     from console.commands._backend import backend_config
     from console.produce.copy import CopyCheckpoint
 
-    validate_stream_name(args.source)
-    validate_stream_name(args.destination)
-    check_efo_args(args, args.source)
+    options = options_from(CopyOptions, args)
+    validate_stream_name(options.source)
+    validate_stream_name(options.destination)
+    check_efo_args(args, options.source)
     if args.output == "table":
         raise BadInput("copy reports one document: use --output json or text", code="usage")
     now = datetime.now(UTC)
-    if args.resume is not None and (args.start or args.end or args.last):
+    if options.resume is not None and (options.start or options.end or options.last):
         raise BadInput(
             "--resume goes on with the window in its checkpoint: leave out --from, --to and --last", code="usage"
         )
-    if args.resume is None and args.start is None and args.last is None:
+    if options.resume is None and options.start is None and options.last is None:
         raise BadInput(
             "copy needs a window: --from WHERE (and --to WHEN, default now), or --last DURATION", code="usage"
         )
-    if args.resume is not None and args.checkpoint is not None and args.checkpoint != args.resume:
+    if options.resume is not None and options.checkpoint is not None and options.checkpoint != options.resume:
         raise BadInput("--resume FILE keeps its checkpoint in FILE: leave out --checkpoint", code="usage")
-    stored = _read_checkpoint(args.resume) if args.resume is not None else None
+    stored = _read_checkpoint(options.resume) if options.resume is not None else None
     if isinstance(stored, dict) and isinstance(stored.get("copy"), dict):
         # A resumed copy filters as it began: --where and --deaggregate come from the checkpoint unless given.
-        if args.where is None and isinstance(stored["copy"].get("where"), str):
-            args.where = stored["copy"]["where"]
-        args.deaggregate = args.deaggregate or stored["copy"].get("deaggregate") is True
+        kept_where = stored["copy"].get("where")
+        options = replace(
+            options,
+            where=kept_where if options.where is None and isinstance(kept_where, str) else options.where,
+            deaggregate=options.deaggregate or stored["copy"].get("deaggregate") is True,
+        )
     kept = stored["copy"].get("mask") if isinstance(stored, dict) and isinstance(stored.get("copy"), dict) else None
     # A resumed masked copy masks as it began, whatever is given (a mask is never dropped halfway).
     mask = copy_masker(args, [str(rule) for rule in kept] if isinstance(kept, list) else None)
-    where = RecordFilter(args.where) if args.where is not None else None
+    where = RecordFilter(options.where) if options.where is not None else None
     source_config = backend_config(args)
-    separate = any(getattr(args, option) is not None for option in DESTINATION_OPTIONS)
-    destination_config = backend_config(_destination_args(args)) if separate else source_config
-    same_place = _place(source_config) == _place(destination_config) and args.source == args.destination
+    separate = any(getattr(options, option) is not None for option in DESTINATION_OPTIONS)
+    destination_config = backend_config(_destination_args(args, options)) if separate else source_config
+    same_place = _place(source_config) == _place(destination_config) and options.source == options.destination
     identity = {
-        "source": args.source,
+        "source": options.source,
         "source_at": _place(source_config),
-        "destination": args.destination,
+        "destination": options.destination,
         "destination_at": _place(destination_config),
-        "where": args.where,
-        "deaggregate": args.deaggregate,
+        "where": options.where,
+        "deaggregate": options.deaggregate,
         "mask": list(mask.rules.texts) if mask is not None else None,
     }
-    if args.resume is not None:
-        checkpoint = CopyCheckpoint.from_json(stored, identity, args.resume)
+    if options.resume is not None:
+        checkpoint = CopyCheckpoint.from_json(stored, identity, options.resume)
         start_text, end_text = checkpoint.identity["from"], checkpoint.identity["to"]
         start, end = resolve_window(start_text, end_text, None, follow=False, now=max(now, _moment(end_text, now)))
-        path = Path(args.resume)
+        path = Path(options.resume)
         checkpoint_option = "--resume"
     else:
-        end_text = args.end if args.last is not None else (args.end or "now")
-        start, end = resolve_window(args.start, end_text, args.last, follow=False, now=now)
+        end_text = options.end if options.last is not None else (options.end or "now")
+        start, end = resolve_window(options.start, end_text, options.last, follow=False, now=now)
         identity.update({"from": start.describe(), "to": end.describe()})
         checkpoint = CopyCheckpoint(identity)
-        path = Path(args.checkpoint) if args.checkpoint else _default_checkpoint(args.source, args.destination, now)
+        path = (
+            Path(options.checkpoint)
+            if options.checkpoint
+            else _default_checkpoint(options.source, options.destination, now)
+        )
         checkpoint_option = "--checkpoint"
     if same_place and (end.moment is None or end.moment > now - SELF_COPY_MARGIN):
         raise BadInput(
-            f"copying {args.source} into itself up to {end.describe()} would read its own copies (a loop): "
+            f"copying {options.source} into itself up to {end.describe()} would read its own copies (a loop): "
             f"end the window before {EndPosition(now - SELF_COPY_MARGIN).describe()}, or copy into "
             "another stream",
             code="usage",
         )
-    refuse_if_read_only(args, f"copy records into {args.destination}")
+    refuse_if_read_only(args, f"copy records into {options.destination}")
     _check_writable(path, checkpoint_option)
     if checkpoint.complete:
         note(f"copy: the checkpoint {path} says this copy is complete; nothing to do")
         emit(
             args,
             {
-                "source": args.source,
-                "destination": args.destination,
+                "source": options.source,
+                "destination": options.destination,
                 "complete": True,
                 "copied": 0,
                 "possible_duplicates": checkpoint.possible_duplicates,
@@ -171,11 +200,11 @@ def handle(args: Any) -> int:
         )
         return 0
     confirm_by_stream_name(
-        argparse.Namespace(yes=args.yes, stream=args.destination),
-        change=f"copy records into {args.destination}",
-        consequence=f"write the records of {args.source} from {start.describe()} to {end.describe()} as new records",
+        argparse.Namespace(yes=args.yes, stream=options.destination),
+        change=f"copy records into {options.destination}",
+        consequence=f"write the records of {options.source} from {start.describe()} to {end.describe()} as new records",
     )
-    options = TailOptions(
+    window = TailOptions(
         start=start,
         end=end,
         wire=True,
@@ -183,8 +212,8 @@ def handle(args: Any) -> int:
         resume_after=checkpoint.resume_after,
     )
     resume_note = (
-        f"copy: interrupted; what {args.destination} acknowledged is in {path}: go on with "
-        f"kconsole copy {args.source} {args.destination} --resume {path}"
+        f"copy: interrupted; what {options.destination} acknowledged is in {path}: go on with "
+        f"kconsole copy {options.source} {options.destination} --resume {path}"
     )
     try:
         progress, seconds, interrupted = run_async(
@@ -194,6 +223,7 @@ def handle(args: Any) -> int:
                 destination_config,
                 separate,
                 options,
+                window,
                 checkpoint,
                 path,
                 where,
@@ -208,17 +238,18 @@ def handle(args: Any) -> int:
     if interrupted:
         note(resume_note)
         return 130
-    document = _summary(args, start, end, progress, seconds, path, checkpoint)
+    document = _summary(options, start, end, progress, seconds, path, checkpoint)
     emit(args, document, lambda: _summary_text(document))
     return 0 if document["ok"] else 1
 
 
 async def _copy(
-    args: Any,
+    args: argparse.Namespace,
     source_config: BackendConfig,
     destination_config: BackendConfig,
     separate: bool,
-    options: TailOptions,
+    options: CopyOptions,
+    window: TailOptions,
     checkpoint: Any,
     path: Path,
     where: RecordFilter | None,
@@ -229,7 +260,6 @@ async def _copy(
     import time
 
     from console.commands._backend import with_backend
-    from console.commands._stream_args import ensure_local_stream
     from console.commands.produce import AWS_GET_RECORDS_INTERVAL, _ProgressLines
     from console.produce.copy import Interruption, copy_window
 
@@ -238,40 +268,46 @@ async def _copy(
     async with contextlib.AsyncExitStack() as stack:
         stack.callback(_on_first_interrupt(interruption))
         # The embedded server starts empty: both streams are made, as tail does.
-        source = await stack.enter_async_context(with_backend(args, stream=args.source, config=source_config))
+        source = await stack.enter_async_context(
+            with_backend(
+                args,
+                stream=(options.source,) if separate else (options.source, options.destination),
+                config=source_config,
+            )
+        )
         if not separate:
             destination = source
-            if source_config.kind == "local":
-                await ensure_local_stream(source, args.destination, args)
         else:
             destination = await stack.enter_async_context(
-                with_backend(args, stream=args.destination, config=destination_config)
+                with_backend(args, stream=options.destination, config=destination_config)
             )
         summary = await source.describe_stream_summary(
-            args.source
+            options.source
         )  # a missing SRC fails here, naming the ones there are
-        check_retention(options.start, summary.retention_hours, now, args.source, options.end)
-        target = await destination.describe_stream_summary(args.destination)
+        check_retention(window.start, summary.retention_hours, now, options.source, window.end)
+        target = await destination.describe_stream_summary(options.destination)
         keyless_refused = (
             None
             if target.auto_distribution
-            else f"{args.destination} places records by key (USER_PARTITION_KEY) and takes none without a key; "
-            f"`kconsole stream distribution {args.destination} auto` lets it take them; nothing more was sent"
+            else f"{options.destination} places records by key (USER_PARTITION_KEY) and takes none without a key; "
+            f"`kconsole stream distribution {options.destination} auto` lets it take them; nothing more was sent"
         )
-        subscribe = await efo_subscriptions(source, args.source, args, stack, command="copy") if args.efo else None
+        subscribe = (
+            await efo_subscriptions(source, options.source, args, stack, command="copy") if options.efo else None
+        )
         reader = TailReader(
-            source, args.source, options, subscribe=subscribe, read_share=read_share_for(args, source_config)
+            source, options.source, window, subscribe=subscribe, read_share=read_share_for(args, source_config)
         )
         await reader.position()
         note(
-            f"copy {args.source} -> {args.destination} from {options.start.describe()} to {options.end.describe()}: "
+            f"copy {options.source} -> {options.destination} from {window.start.describe()} to {window.end.describe()}: "
             f"shards {', '.join(sorted(reader.progress)) or 'none'}; checkpoint {path}"
         )
         write = _chunk_writer(
             destination,
-            args.destination,
+            options.destination,
             destination_config,
-            args.verify,
+            options.verify,
             _ProgressLines("copy"),
             AWS_GET_RECORDS_INTERVAL,
         )
@@ -280,12 +316,12 @@ async def _copy(
             write,
             checkpoint,
             where=where,
-            deaggregate=args.deaggregate,
+            deaggregate=options.deaggregate,
             mask=mask,
             save=lambda state: _save_checkpoint(path, state.to_json(), checkpoint_option),
             keyless_refused=keyless_refused,
             on_chunk=lambda p: note(
-                f"copy: {p.read:,} read, {p.acknowledged:,} acknowledged by {args.destination}"
+                f"copy: {p.read:,} read, {p.acknowledged:,} acknowledged by {options.destination}"
                 + (f", {p.skipped:,} already copied" if p.skipped else "")
             ),
             interruption=interruption,
@@ -319,7 +355,7 @@ def _on_first_interrupt(interruption: Any) -> Any:
 
 
 def _chunk_writer(
-    kinesis: Any, stream: str, config: BackendConfig, verify: bool, on_progress: Any, aws_interval: float
+    kinesis: RecordsBackend, stream: str, config: BackendConfig, verify: bool, on_progress: Any, aws_interval: float
 ) -> Callable[[Any], Awaitable[Any]]:
     """One chunk through the ordered producer (and, with verify, read back), as `put` sends its records."""
     from collections import Counter
@@ -378,14 +414,14 @@ def _chunk_writer(
     return write
 
 
-def _destination_args(args: Any) -> argparse.Namespace:
+def _destination_args(args: argparse.Namespace, options: CopyOptions) -> argparse.Namespace:
     values = dict(vars(args))
-    if args.dst_endpoint_url is not None:
-        values.update(endpoint_url=args.dst_endpoint_url, local=False)
-    if args.dst_region is not None:
-        values["region"] = args.dst_region
-    if args.dst_profile is not None:
-        values["profile"] = args.dst_profile
+    if options.dst_endpoint_url is not None:
+        values.update(endpoint_url=options.dst_endpoint_url, local=False)
+    if options.dst_region is not None:
+        values["region"] = options.dst_region
+    if options.dst_profile is not None:
+        values["profile"] = options.dst_profile
     return argparse.Namespace(**values)
 
 
@@ -454,15 +490,15 @@ def _save_checkpoint(path: Path, document: dict[str, Any], option: str) -> None:
 
 
 def _summary(
-    args: Any, start: Any, end: Any, progress: Any, seconds: float, path: Path, checkpoint: Any
+    options: CopyOptions, start: Any, end: Any, progress: Any, seconds: float, path: Path, checkpoint: Any
 ) -> dict[str, Any]:
     document: dict[str, Any] = {
-        "source": args.source,
-        "destination": args.destination,
+        "source": options.source,
+        "destination": options.destination,
         "from": start.describe(),
         "to": end.describe(),
-        "where": args.where,
-        "deaggregate": args.deaggregate,
+        "where": options.where,
+        "deaggregate": options.deaggregate,
         "mask": checkpoint.identity.get("mask"),
         "read": progress.read,
         "filtered_out": progress.filtered_out,
@@ -477,15 +513,15 @@ def _summary(
         "records_per_second": round(progress.acknowledged / seconds) if seconds > 0 else None,
         "checkpoint": str(path),
         "complete": checkpoint.complete,
-        "verified": args.verify,
+        "verified": options.verify,
     }
-    if args.verify:
+    if options.verify:
         document["verification"] = {
             **progress.verification,
             "ok": bool(progress.verified_ok),
             "error": progress.verification_error,
         }
-    document["ok"] = checkpoint.complete and not progress.failed and (not args.verify or bool(progress.verified_ok))
+    document["ok"] = checkpoint.complete and not progress.failed and (not options.verify or bool(progress.verified_ok))
     return document
 
 

@@ -24,6 +24,7 @@ from console.errors import BackendError, BadInput
 
 if TYPE_CHECKING:
     from console.backend import BackendConfig
+    from console.backend.protocol import DemoTables
 
 TABLE_NAME_LIMIT = 255  # DynamoDB's table name length
 TABLE_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
@@ -142,12 +143,12 @@ async def _write_lease_table(args: Any, config: BackendConfig, stream: str, tabl
         return await _lease_table(kinesis, stream, table)
 
 
-async def _refuse_existing_table(kinesis: Any, table: str, advice: str) -> None:
+async def _refuse_existing_table(kinesis: DemoTables, table: str, advice: str) -> None:
     if table in await kinesis.table_names():
         raise BadInput(f"DynamoDB table {table!r} already exists on {kinesis.label}; {advice}", code="table_exists")
 
 
-async def _lease_table(kinesis: Any, stream: str, table: str, checkpoints: dict[str, str] | None = None) -> int:
+async def _lease_table(kinesis: DemoTables, stream: str, table: str, checkpoints: dict[str, str] | None = None) -> int:
     from console.consumers.sample_leases import lease_items
 
     items = lease_items(await kinesis.all_shards(stream), checkpoints)

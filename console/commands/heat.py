@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from console.backend import BackendConfig
@@ -31,10 +32,11 @@ from console.commands import Parents, Subparsers, command_help
 from console.commands._backend import backend_config, with_backend
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._distribution import distribution_since
+from console.commands._efo import add_efo_arguments, check_efo_args, efo_subscriptions
 from console.commands._mask_args import add_mask_arguments, key_mask_from_args
+from console.commands._options import options_from
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._read_share import add_read_share_argument, read_share_for
-from console.commands.tail import add_efo_arguments, check_efo_args, efo_subscriptions
 from console.errors import BadInput
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
 from console.heat.hotkey import HotKeyWhatIf, hot_key_what_if
@@ -117,36 +119,57 @@ def register(subparsers: Subparsers, common: Parents) -> None:
     parser.set_defaults(handler=run_heat)
 
 
-def _validate(args: argparse.Namespace) -> None:
-    cloudwatch = args.source == "cloudwatch"
-    if args.seconds is None:
-        args.seconds = DEFAULT_CLOUDWATCH_SECONDS if cloudwatch else DEFAULT_SAMPLE_SECONDS
+@dataclass(frozen=True)
+class HeatOptions:
+    stream: str
+    seconds: float | None = None  # None: the --source's default, filled in by _validated
+    top: int = 5
+    hottest: bool = False
+    reads_per_second: float = DEFAULT_READS_PER_SECOND
+    source: str = "sample"  # or "cloudwatch"
+    enable_enhanced_monitoring: bool = False
+    disable_enhanced_monitoring: bool = False
+    efo: bool = False
+
+    @property
+    def window(self) -> float:
+        """--seconds, once _validated has filled in the default."""
+        assert self.seconds is not None
+        return self.seconds
+
+
+def _validated(args: argparse.Namespace) -> HeatOptions:
+    options = options_from(HeatOptions, args)
+    cloudwatch = options.source == "cloudwatch"
+    if options.seconds is None:
+        options = replace(options, seconds=DEFAULT_CLOUDWATCH_SECONDS if cloudwatch else DEFAULT_SAMPLE_SECONDS)
     most = MAX_CLOUDWATCH_SECONDS if cloudwatch else MAX_SECONDS
-    if not math.isfinite(args.seconds) or not 0 < args.seconds <= most:
-        raise BadInput(f"--seconds must be above 0 and at most {most}; got {args.seconds:g}")
-    if not 1 <= args.top <= MAX_TOP:
-        raise BadInput(f"--top must be from 1 to {MAX_TOP}; got {args.top}")
-    if not math.isfinite(args.reads_per_second) or not 0 < args.reads_per_second <= MAX_READS_PER_SECOND:
+    if not math.isfinite(options.window) or not 0 < options.window <= most:
+        raise BadInput(f"--seconds must be above 0 and at most {most}; got {options.window:g}")
+    if not 1 <= options.top <= MAX_TOP:
+        raise BadInput(f"--top must be from 1 to {MAX_TOP}; got {options.top}")
+    if not math.isfinite(options.reads_per_second) or not 0 < options.reads_per_second <= MAX_READS_PER_SECOND:
         raise BadInput(
             f"--reads-per-second must be above 0 and at most {MAX_READS_PER_SECOND:g} "
-            f"(the GetRecords limit per shard); got {args.reads_per_second:g}"
+            f"(the GetRecords limit per shard); got {options.reads_per_second:g}"
         )
-    if args.efo and cloudwatch:
+    if options.efo and cloudwatch:
         raise BadInput("--efo samples the records: it does not go with --source cloudwatch", code="usage")
-    check_efo_args(args, args.stream)
+    check_efo_args(args, options.stream)
+    return options
 
 
 def run_heat(args: argparse.Namespace) -> int:
-    _validate(args)
+    options = _validated(args)
     config = backend_config(args)
-    if args.enable_enhanced_monitoring and args.disable_enhanced_monitoring:
+    if options.enable_enhanced_monitoring and options.disable_enhanced_monitoring:
         raise BadInput("--enable-enhanced-monitoring or --disable-enhanced-monitoring, not both", code="usage")
-    if args.enable_enhanced_monitoring or args.disable_enhanced_monitoring:
-        return run_enable_monitoring(args, config, on=args.enable_enhanced_monitoring)
-    if args.source == "cloudwatch":
-        return run_cloudwatch(args, config)
+    if options.enable_enhanced_monitoring or options.disable_enhanced_monitoring:
+        return run_enable_monitoring(args, options, config, on=options.enable_enhanced_monitoring)
+    if options.source == "cloudwatch":
+        return run_cloudwatch(args, options, config)
     key_mask = key_mask_from_args(args)
-    snapshot, read_share = run_async(_sample(config, args))
+    snapshot, read_share = run_async(_sample(config, args, options))
     advice = advise(snapshot)
     if key_mask is not None:  # the advice is worked out on the real keys, then shown masked
         snapshot, advice = snapshot.with_keys(key_mask), masked_advice(advice, key_mask)
@@ -154,21 +177,23 @@ def run_heat(args: argparse.Namespace) -> int:
     document["kconsole_reads"] = read_share.as_dict()
     if args.output is None:
         note(f"heat: {read_share.summary()}")
-    if args.hottest:
+    if options.hottest:
         document["shards"] = [shard.to_json(snapshot.stream) for shard in snapshot.hottest_first()]
     document.update(advice_json(snapshot, advice))
-    emit(args, document, lambda: render(snapshot, advice, hottest_first=args.hottest))
+    emit(args, document, lambda: render(snapshot, advice, hottest_first=options.hottest))
     return 0
 
 
-async def _sample(config: BackendConfig, args: argparse.Namespace) -> tuple[StreamHeatSnapshot, ReadShare]:
-    async with with_backend(args, stream=args.stream, config=config) as kinesis, contextlib.AsyncExitStack() as efo:
-        summary = await kinesis.describe_stream_summary(args.stream)
-        subscribe = await efo_subscriptions(kinesis, args.stream, args, efo, command="heat") if args.efo else None
+async def _sample(
+    config: BackendConfig, args: argparse.Namespace, options: HeatOptions
+) -> tuple[StreamHeatSnapshot, ReadShare]:
+    async with with_backend(args, stream=options.stream, config=config) as kinesis, contextlib.AsyncExitStack() as efo:
+        summary = await kinesis.describe_stream_summary(options.stream)
+        subscribe = await efo_subscriptions(kinesis, options.stream, args, efo, command="heat") if options.efo else None
         sampler = HeatSampler(
             kinesis,
-            args.stream,
-            reads_per_second=args.reads_per_second,
+            options.stream,
+            reads_per_second=options.reads_per_second,
             read_share=read_share_for(args, config),
             subscribe=subscribe,
         )
@@ -176,30 +201,30 @@ async def _sample(config: BackendConfig, args: argparse.Namespace) -> tuple[Stre
         if sampler.heat is not None:  # start() made it
             sampler.heat.auto_distribution = summary.auto_distribution
         if summary.auto_distribution:
-            note(auto_notice(args.stream, await distribution_since(kinesis, args.stream)))
+            note(auto_notice(options.stream, await distribution_since(kinesis, options.stream)))
         try:
             note(
-                f"sampling {args.stream} for {args.seconds:g} s from LATEST "
+                f"sampling {options.stream} for {options.window:g} s from LATEST "
                 f"({len(sampler.heat.shards) if sampler.heat else 0} open shards, "
                 + (
                     "counted from enhanced fan-out's pushed events)..."
-                    if args.efo
-                    else f"{_reads_each(args, sampler.read_share)})..."
+                    if options.efo
+                    else f"{_reads_each(options, sampler.read_share)})..."
                 )
             )
-            await asyncio.sleep(args.seconds)
+            await asyncio.sleep(options.window)
         except BaseException:
             await sampler.stop(drain=False)
             raise
         await sampler.stop()
-        return sampler.snapshot(top=args.top), sampler.read_share
+        return sampler.snapshot(top=options.top), sampler.read_share
 
 
-def _reads_each(args: argparse.Namespace, read_share: ReadShare) -> str:
+def _reads_each(options: HeatOptions, read_share: ReadShare) -> str:
     """The reads a second each shard gets: --reads-per-second, or fewer within kconsole's read share."""
     bound = read_share.calls_per_second
-    if bound is None or bound >= args.reads_per_second:
-        return f"{args.reads_per_second:g} reads/s each"
+    if bound is None or bound >= options.reads_per_second:
+        return f"{options.reads_per_second:g} reads/s each"
     return f"{bound:g} reads/s each, within --read-share {read_share.share:g}"
 
 
@@ -370,15 +395,15 @@ def render(snapshot: StreamHeatSnapshot, advice: dict[str, Any], *, hottest_firs
 # ---- CloudWatch source and turning it on -------------------------------------------------------
 
 
-def run_cloudwatch(args: argparse.Namespace, config: BackendConfig) -> int:
-    shards, enabled = run_async(_cloudwatch(config, args))
-    if args.hottest:
+def run_cloudwatch(args: argparse.Namespace, options: HeatOptions, config: BackendConfig) -> int:
+    shards, enabled = run_async(_cloudwatch(config, args, options))
+    if options.hottest:
         shards = sorted(shards, key=lambda shard: (-shard.utilisation, shard.shard_id))
     hottest = max(shards, key=lambda shard: shard.utilisation, default=None)
     document = {
-        "stream": args.stream,
+        "stream": options.stream,
         "source": "cloudwatch",
-        "window_seconds": args.seconds,
+        "window_seconds": options.window,
         "enhanced_metrics": sorted(enabled),
         "limits": limits_json(),
         "records_per_s": round(sum(s.records_per_s for s in shards), 3),
@@ -386,24 +411,26 @@ def run_cloudwatch(args: argparse.Namespace, config: BackendConfig) -> int:
         "hottest_shard": hottest.shard_id if hottest and hottest.records_per_s else None,
         "shards": [shard.to_json() for shard in shards],
     }
-    emit(args, document, lambda: render_cloudwatch(args.stream, args.seconds, shards))
+    emit(args, document, lambda: render_cloudwatch(options.stream, options.window, shards))
     return 0
 
 
-async def _cloudwatch(config: BackendConfig, args: argparse.Namespace) -> tuple[list[ShardMetricsHeat], set[str]]:
-    async with with_backend(args, stream=args.stream, config=config) as kinesis:
-        summary = await kinesis.describe_stream_summary(args.stream)
+async def _cloudwatch(
+    config: BackendConfig, args: argparse.Namespace, options: HeatOptions
+) -> tuple[list[ShardMetricsHeat], set[str]]:
+    async with with_backend(args, stream=options.stream, config=config) as kinesis:
+        summary = await kinesis.describe_stream_summary(options.stream)
         enabled = set(summary.enhanced_metrics)
         if "ALL" in enabled:
             enabled = set(SHARD_LEVEL_METRICS)
         if not enabled & {"IncomingBytes", "IncomingRecords"}:
             note(
-                f"enhanced monitoring is off for {args.stream}, so CloudWatch has no shard-level data; "
-                f"turn it on with `kconsole heat {args.stream} --enable-enhanced-monitoring`, or sample live "
-                f"with `kconsole heat {args.stream}`"
+                f"enhanced monitoring is off for {options.stream}, so CloudWatch has no shard-level data; "
+                f"turn it on with `kconsole heat {options.stream} --enable-enhanced-monitoring`, or sample live "
+                f"with `kconsole heat {options.stream}`"
             )
-        shard_ids = [shard.shard_id for shard in await kinesis.all_shards(args.stream) if shard.is_open]
-        return await cloudwatch_heat(kinesis, args.stream, shard_ids, seconds=args.seconds), enabled
+        shard_ids = [shard.shard_id for shard in await kinesis.all_shards(options.stream) if shard.is_open]
+        return await cloudwatch_heat(kinesis, options.stream, shard_ids, seconds=options.window), enabled
 
 
 def render_cloudwatch(stream: str, seconds: float, shards: list[ShardMetricsHeat]) -> str:
@@ -431,38 +458,40 @@ def render_cloudwatch(stream: str, seconds: float, shards: list[ShardMetricsHeat
     return "\n".join(lines)
 
 
-def run_enable_monitoring(args: argparse.Namespace, config: BackendConfig, *, on: bool = True) -> int:
+def run_enable_monitoring(
+    args: argparse.Namespace, options: HeatOptions, config: BackendConfig, *, on: bool = True
+) -> int:
     """Shard-level enhanced monitoring on (kconsole's metrics) or off (every metric, as ALL names them):
     prepared and run by console.lifecycle.actions, as the console's Heat tab does."""
     from console.lifecycle import actions
     from console.reshard.actionlog import ActionLog
 
     verb = "enable" if on else "disable"
-    refuse_if_read_only(args, f"{verb} enhanced monitoring on {args.stream}")
+    refuse_if_read_only(args, f"{verb} enhanced monitoring on {options.stream}")
     if on:
         action = f"enable shard-level enhanced monitoring ({', '.join(SHARD_LEVEL_METRICS)}; billed per shard)"
     else:
         action = "disable every shard-level enhanced monitoring metric (their CloudWatch billing stops)"
-    confirm_by_stream_name(args, change=f"{action} on {args.stream}", consequence=action)
+    confirm_by_stream_name(args, change=f"{action} on {options.stream}", consequence=action, stream=options.stream)
 
     async def change_monitoring() -> tuple[str, ...]:
-        async with with_backend(args, stream=args.stream, config=config) as kinesis:
+        async with with_backend(args, stream=options.stream, config=config) as kinesis:
             if on:
-                plan = await actions.prepare_enhanced_monitoring(kinesis, args.stream, SHARD_LEVEL_METRICS)
+                plan = await actions.prepare_enhanced_monitoring(kinesis, options.stream, SHARD_LEVEL_METRICS)
             else:
-                plan = await actions.prepare_disable_monitoring(kinesis, args.stream)
+                plan = await actions.prepare_disable_monitoring(kinesis, options.stream)
             await actions.run(
                 kinesis,
                 plan,
                 action_log=ActionLog.default(),
                 progress=lambda text: None if text.startswith("calling") else note(f"kconsole: {text}"),
             )
-            return (await kinesis.describe_stream_summary(args.stream)).enhanced_metrics
+            return (await kinesis.describe_stream_summary(options.stream)).enhanced_metrics
 
     enabled = run_async(change_monitoring())
     emit(
         args,
-        {"stream": args.stream, "enhanced_metrics": sorted(enabled)},
-        f"enhanced monitoring on {args.stream}: {', '.join(sorted(enabled)) or 'none'}",
+        {"stream": options.stream, "enhanced_metrics": sorted(enabled)},
+        f"enhanced monitoring on {options.stream}: {', '.join(sorted(enabled)) or 'none'}",
     )
     return 0

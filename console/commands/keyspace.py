@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from console.bounds import read_text_lines, shard_count, whole_number
 from console.commands import Parents, Subparsers, command_help
+from console.commands._options import options_from
 from console.commands._output import emit, emit_json_with_rows, plain_json, render_table, run_async
 from console.errors import BadInput, TilingError
 from console.keyspace.distribution import Distribution, count_indices, format_distribution, summarize
@@ -152,24 +154,19 @@ def _decimal(text: str, max_digits: int) -> int | None:
     return int(text) if len(text.lstrip("0")) <= max_digits else -1
 
 
-def resolve_shard_set(args: Any) -> ShardSet:
-    from console.commands._stream_args import local_shard_count
-
-    shards = getattr(args, "shards", None)
-    stream = getattr(args, "stream", None)
-    if shards is not None and stream is not None:
-        if not getattr(args, "local", False):
-            raise BadInput("give --shards N or --stream NAME, not both", code="usage")
-        # With --local both make sense together: the stream is created on the empty server with N shards.
-        args.shards = parse_shard_count(shards)
-        local_shard_count(args)  # the bound on a stream to create, checked before the server starts
+def resolve_shard_set(args: argparse.Namespace, shards: object, stream: str | None) -> ShardSet:
+    """The even split of --shards N, or --stream NAME's open shards."""
+    count = None if shards is None else parse_shard_count(shards)
+    if count is not None and stream is not None and not getattr(args, "local", False):
+        raise BadInput("give --shards N or --stream NAME, not both", code="usage")
     if stream is not None:
-        return run_async(_load_stream_shards(args, stream))
-    count = DEFAULT_SHARDS if shards is None else parse_shard_count(shards)
+        # With --local both make sense together: the stream is created on the empty server with N shards.
+        return run_async(_load_stream_shards(args, stream, count))
+    count = DEFAULT_SHARDS if count is None else count
     return ShardSet(index=HashRangeIndex.even(count), source={"shards": count})
 
 
-async def _load_stream_shards(args: Any, stream: str) -> ShardSet:
+async def _load_stream_shards(args: argparse.Namespace, stream: str, count: int | None) -> ShardSet:
     from console.commands._backend import with_backend
     from console.commands._distribution import distribution_since
     from console.commands._stream_args import validate_stream_name
@@ -177,7 +174,7 @@ async def _load_stream_shards(args: Any, stream: str) -> ShardSet:
     from console.topology.model import auto_notice
 
     validate_stream_name(stream)
-    async with with_backend(args, stream=stream) as kinesis:
+    async with with_backend(args, stream=stream, shards=count) as kinesis:
         summary = await kinesis.describe_stream_summary(stream)
         shards = await kinesis.all_shards(stream)
         label = kinesis.label
@@ -190,7 +187,7 @@ async def _load_stream_shards(args: Any, stream: str) -> ShardSet:
     )
 
 
-def emit_auto_placement(args: Any, shard_set: ShardSet, keys: list[str | None]) -> int:
+def emit_auto_placement(args: argparse.Namespace, shard_set: ShardSet, keys: list[str | None]) -> int:
     """On an AUTO stream no key has a shard: say so, and give each key `"placement": "auto"`."""
     document = {
         "source": shard_set.source,
@@ -226,25 +223,41 @@ def shard_distribution(index: HashRangeIndex, shard_indices: Iterable[int]) -> D
 # -- kconsole predict ------------------------------------------------------------------------------------
 
 
-def predict_command(args: Any) -> int:
-    keys: list[str | None] = list(args.keys)
-    if args.keys_file:
-        from_file = [line for line in read_lines(args.keys_file, what="keys file") if line.strip()]
+@dataclass(frozen=True)
+class ShardSource:
+    """--shards N (an even split; unparsed: checked where it is used) or --stream NAME (its open shards)."""
+
+    shards: object = None
+    stream: str | None = None
+
+
+@dataclass(frozen=True)
+class PredictOptions(ShardSource):
+    keys: list[str] = field(default_factory=list)
+    keys_file: str | None = None
+    explicit_hash_key: str | None = None
+
+
+def predict_command(args: argparse.Namespace) -> int:
+    options = options_from(PredictOptions, args)
+    keys: list[str | None] = list(options.keys)
+    if options.keys_file:
+        from_file = [line for line in read_lines(options.keys_file, what="keys file") if line.strip()]
         if not from_file:
-            raise BadInput(f"keys file {args.keys_file!r} holds no keys (one per line; blank lines are skipped)")
+            raise BadInput(f"keys file {options.keys_file!r} holds no keys (one per line; blank lines are skipped)")
         keys += from_file
     explicit = None
-    if args.explicit_hash_key is not None:
-        if len(args.explicit_hash_key) > 60:  # parse_hash_key's int() would refuse a 4300-digit string
-            raise BadInput(f"--explicit-hash-key must be from 0 to 2**128-1; got {args.explicit_hash_key[:40]!r}...")
-        explicit = parse_hash_key(args.explicit_hash_key, what="--explicit-hash-key")
+    if options.explicit_hash_key is not None:
+        if len(options.explicit_hash_key) > 60:  # parse_hash_key's int() would refuse a 4300-digit string
+            raise BadInput(f"--explicit-hash-key must be from 0 to 2**128-1; got {options.explicit_hash_key[:40]!r}...")
+        explicit = parse_hash_key(options.explicit_hash_key, what="--explicit-hash-key")
         if not keys:
             keys = [None]  # the hash key alone still says where a record would land
     if not keys:
         raise BadInput("give at least one KEY (or --keys-file F, or --explicit-hash-key H)", code="usage")
     validate_partition_keys([key for key in keys if key is not None])
 
-    shard_set = resolve_shard_set(args)
+    shard_set = resolve_shard_set(args, options.shards, options.stream)
     if shard_set.auto_notice:
         return emit_auto_placement(args, shard_set, keys)
     index = shard_set.index
@@ -350,12 +363,20 @@ def format_predictions(predictions: Predictions, distribution: Distribution, sha
 # -- kconsole keytree ------------------------------------------------------------------------------------
 
 
-def keytree_command(args: Any) -> int:
+@dataclass(frozen=True)
+class KeytreeOptions:
+    count: str = "1"  # checked: whole_number
+    existing_file: str | None = None
+    space: str = str(HASH_SPACE)  # checked: _parse_space
+
+
+def keytree_command(args: argparse.Namespace) -> int:
     from console.keyspace.keytree.tree import KeyTree
 
-    space = _parse_space(args.space)
-    count = whole_number(args.count, what="--count", low=0, high=MAX_TREE_KEYS)
-    listed = read_existing_keys(args.existing_file, space) if args.existing_file else []
+    options = options_from(KeytreeOptions, args)
+    space = _parse_space(options.space)
+    count = whole_number(options.count, what="--count", low=0, high=MAX_TREE_KEYS)
+    listed = read_existing_keys(options.existing_file, space) if options.existing_file else []
     existing = len(set(listed))  # the tree holds a repeated key once; say so rather than count it twice
     tree = KeyTree.rehydrate(listed, ceil=space)
     keys = tree.next_keys(count)
@@ -430,21 +451,30 @@ def format_keytree(keys: list[int], report: BalanceReport, space: int, existing:
 # -- kconsole spread -------------------------------------------------------------------------------------
 
 
-def spread_command(args: Any) -> int:
+@dataclass(frozen=True)
+class SpreadOptions(ShardSource):
+    partition_key: str = ""
+    suffixes: str = ""  # checked: a power of two
+    sort_key: list[str] = field(default_factory=list)
+    sort_keys_file: str | None = None
+
+
+def spread_command(args: argparse.Namespace) -> int:
     from console.keyspace.writesharding import MAX_SUFFIXES, check_suffix_count, spread
 
-    suffixes = check_suffix_count(whole_number(args.suffixes, what="--suffixes", low=1, high=MAX_SUFFIXES))
-    sort_keys = list(args.sort_key)
-    if args.sort_keys_file:
-        sort_keys = [line for line in read_lines(args.sort_keys_file, what="sort-keys file") if line.strip()]
+    options = options_from(SpreadOptions, args)
+    suffixes = check_suffix_count(whole_number(options.suffixes, what="--suffixes", low=1, high=MAX_SUFFIXES))
+    sort_keys = list(options.sort_key)
+    if options.sort_keys_file:
+        sort_keys = [line for line in read_lines(options.sort_keys_file, what="sort-keys file") if line.strip()]
         if not sort_keys:
             raise BadInput(
-                f"sort-keys file {args.sort_keys_file!r} holds no sort keys (one per line; blank lines are skipped)"
+                f"sort-keys file {options.sort_keys_file!r} holds no sort keys (one per line; blank lines are skipped)"
             )
-    shard_set = resolve_shard_set(args)
+    shard_set = resolve_shard_set(args, options.shards, options.stream)
     if shard_set.auto_notice:
-        return emit_auto_placement(args, shard_set, [f"{args.partition_key}:{n}" for n in range(suffixes)])
-    result = spread(args.partition_key, suffixes, shard_set.index, sort_keys)
+        return emit_auto_placement(args, shard_set, [f"{options.partition_key}:{n}" for n in range(suffixes)])
+    result = spread(options.partition_key, suffixes, shard_set.index, sort_keys)
     document = {"source": shard_set.source, **result.to_json()}
     emit(args, document, lambda: format_spread(result, shard_set))
     return 0

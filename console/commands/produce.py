@@ -11,11 +11,13 @@ stderr has one line saying why.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import gc
 import sys
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from console.commands import Parents, Subparsers, command_help
 from console.commands._aggregate_args import (
@@ -24,8 +26,9 @@ from console.commands._aggregate_args import (
     check_aggregate_fits_stream,
 )
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
+from console.commands._efo import add_efo_arguments, check_efo_args, efo_subscriptions
+from console.commands._options import options_from
 from console.commands._output import emit, note, run_async
-from console.commands.tail import add_efo_arguments, check_efo_args, efo_subscriptions
 from console.errors import BadInput, ConsoleError
 from console.produce.aggregate import aggregation_line
 from console.produce.report import ProduceResult, ProducerProgress, verifying_line
@@ -33,6 +36,7 @@ from console.produce.settings import ProducerSettings
 from console.produce.testrecords import LARGEST_RECORD_BYTES
 from console.produce.verify import ReadSettings, run_and_verify
 from console.produce.verify_analysis import VerificationReport
+from console.topology.model import StreamSummary
 from console.words import counted
 
 # AWS allows 5 GetRecords calls per second per shard.
@@ -147,50 +151,71 @@ def _positive(text: str) -> float:
     return value
 
 
-def check_verify_efo_args(args: Any) -> None:
+def check_verify_efo_args(args: argparse.Namespace, stream: str, *, efo: bool, verify: bool) -> None:
     """--efo reads the run back: it needs --verify (and --consumer needs --efo, as tail's)."""
-    if getattr(args, "efo", False) and not args.verify:
+    if efo and not verify:
         raise BadInput("--efo reads the run back through enhanced fan-out: give --verify too", code="usage")
-    check_efo_args(args, args.stream)
+    check_efo_args(args, stream)
 
 
-def settings_from_args(args: Any) -> ProducerSettings:
-    pace = args.pace if args.pace is not None else not getattr(args, "local", False)
+@dataclass(frozen=True)
+class ProduceOptions:
+    stream: str
+    keys: int
+    records_per_key: int
+    payload_bytes: int = 128
+    no_key: bool = False
+    rate: float | None = None
+    mode: Literal["batch", "sequential"] = "batch"
+    concurrency: int = 8
+    batch_size: int = 500
+    explicit_hash_keys: Literal["none", "keytree"] = "none"
+    pace: bool | None = None  # None: pace unless --local
+    verify: bool = False
+    schema: str | None = None
+    give_up_after: float = 60.0
+    efo: bool = False
+    aggregate: bool = False
+
+
+def settings_from_args(args: argparse.Namespace, options: ProduceOptions) -> ProducerSettings:
+    pace = options.pace if options.pace is not None else not getattr(args, "local", False)
     return ProducerSettings(
-        keys=args.keys,
-        records_per_key=args.records_per_key,
-        payload_bytes=args.payload_bytes,
-        mode=args.mode,
-        rate=args.rate,
-        concurrency=args.concurrency,
-        max_batch_records=args.batch_size,
-        explicit_hash_keys=args.explicit_hash_keys,
+        keys=options.keys,
+        records_per_key=options.records_per_key,
+        payload_bytes=options.payload_bytes,
+        mode=options.mode,
+        rate=options.rate,
+        concurrency=options.concurrency,
+        max_batch_records=options.batch_size,
+        explicit_hash_keys=options.explicit_hash_keys,
         pacing=pace,
-        unanswered_give_up=args.give_up_after,
-        send_keys=not args.no_key,
+        unanswered_give_up=options.give_up_after,
+        send_keys=not options.no_key,
         max_record_bytes=LARGEST_RECORD_BYTES,
     ).validated()
 
 
-def handle(args: Any) -> int:
-    if args.no_key and args.explicit_hash_keys != "none":
+def handle(args: argparse.Namespace) -> int:
+    options = options_from(ProduceOptions, args)
+    if options.no_key and options.explicit_hash_keys != "none":
         raise BadInput(
             "--no-key sends no keys: explicit hash keys would be ignored too; drop --explicit-hash-keys", code="usage"
         )
-    if args.no_key and args.aggregate:
+    if options.no_key and options.aggregate:
         raise BadInput(
             "a KPL aggregate carries a partition key for each record: --aggregate needs keys, drop --no-key",
             code="usage",
         )
-    settings = settings_from_args(args)  # bad numbers fail here, before any connection
-    check_verify_efo_args(args)
+    settings = settings_from_args(args, options)  # bad numbers fail here, before any connection
+    check_verify_efo_args(args, options.stream, efo=options.efo, verify=options.verify)
     aggregate_bytes(args)
-    if args.schema is not None:
+    if options.schema is not None:
         from console.produce.schema_encoding import parse_schema_name
 
-        parse_schema_name(args.schema)
-    refuse_if_read_only(args, f"write test records to {args.stream}")
-    result, report = run_async(_produce(args, settings))
+        parse_schema_name(options.schema)
+    refuse_if_read_only(args, f"write test records to {options.stream}")
+    result, report = run_async(_produce(args, options, settings))
     document = summary_document(result, report)
     problem = result.stopped and ConsoleError(f"produce stopped: {result.stopped}", code="run_stopped")
     if problem:
@@ -200,47 +225,51 @@ def handle(args: Any) -> int:
     return 0 if document["ok"] else 1
 
 
-async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult, VerificationReport | None]:
+async def _produce(
+    args: argparse.Namespace, options: ProduceOptions, settings: ProducerSettings
+) -> tuple[ProduceResult, VerificationReport | None]:
     from console.commands._backend import backend_config, with_backend
 
     config = backend_config(args)
-    async with with_backend(args, stream=args.stream, config=config) as kinesis, contextlib.AsyncExitStack() as efo:
+    async with with_backend(args, stream=options.stream, config=config) as kinesis, contextlib.AsyncExitStack() as efo:
         # A missing stream fails here, naming the ones there are; its record size and distribution
         # bound the run before anything is sent.
-        summary = await kinesis.describe_stream_summary(args.stream)
+        summary = await kinesis.describe_stream_summary(options.stream)
         settings = fit_to_stream(settings, summary)
         identify = None
-        if args.schema is not None:
+        if options.schema is not None:
             from dataclasses import replace
 
             from console.commands._schema_args import schema_encoder
             from console.produce.schema_encoding import TestRecordCodec
 
-            codec = TestRecordCodec.checked(await schema_encoder(kinesis, args.schema))
+            codec = TestRecordCodec.checked(await schema_encoder(kinesis, options.schema))
             settings, identify = replace(settings, encode=codec.encode), codec.identify
         max_aggregate_bytes = aggregate_bytes(args)
         check_aggregate_fits_stream(max_aggregate_bytes, summary)
         confirm_by_stream_name(
             args,
-            change=f"write test records to {args.stream}",
+            change=f"write test records to {options.stream}",
             consequence=(
                 f"write {counted(settings.total, 'test record')} ({counted(settings.keys, 'key')} x "
                 f"{settings.records_per_key})"
             ),
         )
         # The consumer is registered (and ACTIVE) before anything is sent: a refusal costs no records.
-        subscribe = await efo_subscriptions(kinesis, args.stream, args, efo, command="produce") if args.efo else None
+        subscribe = (
+            await efo_subscriptions(kinesis, options.stream, args, efo, command="produce") if options.efo else None
+        )
         note(
             f"producing {counted(settings.total, 'record')} ({counted(settings.keys, 'key')} x {settings.records_per_key}) "
-            f"to {args.stream!r}, run {settings.run_id}, {settings.mode} mode"
+            f"to {options.stream!r}, run {settings.run_id}, {settings.mode} mode"
         )
         interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0
         settle_heap()
         result, report = await run_and_verify(
             kinesis,
-            args.stream,
+            options.stream,
             settings,
-            verify=args.verify,
+            verify=options.verify,
             on_progress=_ProgressLines(),
             on_verifying=lambda wait: note(verifying_line(settings.run_id, wait)),
             read_settings=ReadSettings(min_call_interval=interval),
@@ -251,7 +280,7 @@ async def _produce(args: Any, settings: ProducerSettings) -> tuple[ProduceResult
     return result, report
 
 
-def fit_to_stream(settings: ProducerSettings, summary: Any) -> ProducerSettings:
+def fit_to_stream(settings: ProducerSettings, summary: StreamSummary) -> ProducerSettings:
     """The run held to the stream: records no larger than its MaxRecordSizeInKiB, keyless only on AUTO."""
     from dataclasses import replace
 

@@ -15,11 +15,13 @@ checks delivery: order is not a property of such a stream).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import sys
 from collections import defaultdict
 from contextlib import ExitStack
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from console.bounds import open_named_file
 from console.commands import Parents, Subparsers, command_help
@@ -29,10 +31,11 @@ from console.commands._aggregate_args import (
     check_aggregate_fits_stream,
 )
 from console.commands._confirm import refuse_if_read_only
+from console.commands._efo import add_efo_arguments, efo_subscriptions
+from console.commands._options import options_from
 from console.commands._output import emit, note, run_async
 from console.commands._stream_args import validate_stream_name
 from console.commands.produce import check_verify_efo_args
-from console.commands.tail import add_efo_arguments, efo_subscriptions
 from console.errors import BadInput
 from console.produce.aggregate import aggregation_line
 from console.produce.given import (
@@ -49,6 +52,9 @@ from console.produce.testrecords import is_keyless, ledger_key
 from console.produce.verify import ReadSettings
 from console.produce.verify_analysis import VerificationReport
 from console.words import counted
+
+if TYPE_CHECKING:
+    from console.backend.protocol import SchemaRegistryBackend
 
 MAX_LINES_SHOWN = 20  # per shard, in the text summary
 
@@ -98,44 +104,63 @@ def register(subparsers: Subparsers, common: Parents) -> None:
     parser.set_defaults(handler=handle)
 
 
-def handle(args: Any) -> int:
-    validate_stream_name(args.stream)
-    for option in ("key_field", "explicit_hash_key_field"):
-        value = getattr(args, option)
+@dataclass(frozen=True)
+class PutOptions:
+    stream: str
+    source: str | None = None  # "-": stdin
+    file: str | None = None
+    key_field: str | None = None
+    explicit_hash_key_field: str | None = None
+    no_key: bool = False
+    schema: str | None = None
+    skip_bad: bool = False
+    verify: bool = False
+    efo: bool = False
+    consumer: str | None = None
+    aggregate: bool = False
+
+
+def handle(args: argparse.Namespace) -> int:
+    options = options_from(PutOptions, args)
+    validate_stream_name(options.stream)
+    for option, value in (
+        ("key_field", options.key_field),
+        ("explicit_hash_key_field", options.explicit_hash_key_field),
+    ):
         if value is not None and (not value.strip() or any(not part for part in value.split("."))):
             raise BadInput(f"--{option.replace('_', '-')} must name a field (a.b for a nested one); got {value!r}")
-    if args.no_key and (args.key_field or args.explicit_hash_key_field):
+    if options.no_key and (options.key_field or options.explicit_hash_key_field):
         raise BadInput(
             "--no-key sends records without keys: drop --key-field and --explicit-hash-key-field", code="usage"
         )
-    if args.no_key and args.aggregate:
+    if options.no_key and options.aggregate:
         raise BadInput(
             "a KPL aggregate carries a partition key for each record: --aggregate needs keys, drop --no-key",
             code="usage",
         )
-    if args.yes and not (args.efo and args.consumer is None):
+    if args.yes and not (options.efo and options.consumer is None):
         raise BadInput("--yes confirms the temporary consumer of --efo (without --consumer)", code="usage")
-    check_verify_efo_args(args)
+    check_verify_efo_args(args, options.stream, efo=options.efo, verify=options.verify)
     aggregate_bytes(args)
-    if args.schema is not None:
+    if options.schema is not None:
         from console.produce.schema_encoding import parse_schema_name
 
-        parse_schema_name(args.schema)
-    refuse_if_read_only(args, f"put records to {args.stream}")
-    parsed = read_input(args)
-    _refuse_or_skip(args, parsed.problems, parsed)  # wrong whatever the stream: before any connection
-    result, report = run_async(_put(args, parsed))
+        parse_schema_name(options.schema)
+    refuse_if_read_only(args, f"put records to {options.stream}")
+    parsed = read_input(options)
+    _refuse_or_skip(options, parsed.problems, parsed)  # wrong whatever the stream: before any connection
+    result, report = run_async(_put(args, options, parsed))
     document = summary_document(parsed, result, report)
     emit(args, document, lambda: summary_text(document))
     return 0 if document["ok"] else 1
 
 
-def _refuse_or_skip(args: Any, problems: list[Any], parsed: ParsedLines) -> None:
+def _refuse_or_skip(options: PutOptions, problems: list[Any], parsed: ParsedLines) -> None:
     """Bad lines refuse the whole put (exit 2, nothing sent) unless --skip-bad, which names them."""
     if problems:
         shown = "; ".join(str(p) for p in problems[:3])
         more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
-        if not args.skip_bad:
+        if not options.skip_bad:
             raise BadInput(
                 f"{len(problems)} bad line(s), nothing was sent: {shown}{more}; fix them or pass --skip-bad",
                 code="bad_lines",
@@ -148,27 +173,27 @@ def _refuse_or_skip(args: Any, problems: list[Any], parsed: ParsedLines) -> None
         raise BadInput("no records to put: the input has no good lines", code="no_records")
 
 
-def read_input(args: Any) -> ParsedLines:
+def read_input(options: PutOptions) -> ParsedLines:
     """Every line checked before any connection is made."""
-    if args.source not in (None, "-"):
-        raise BadInput(f"unexpected argument {args.source!r}: give --file F, or - for stdin", code="usage")
-    path = args.file if args.file is not None else args.source
+    if options.source not in (None, "-"):
+        raise BadInput(f"unexpected argument {options.source!r}: give --file F, or - for stdin", code="usage")
+    path = options.file if options.file is not None else options.source
     if path is None:
         if sys.stdin.isatty():
             raise BadInput("no input: give --file F, or pipe JSON lines on stdin (-)", code="usage")
         path = "-"
-    options = {
-        "key_field": args.key_field,
-        "explicit_hash_key_field": args.explicit_hash_key_field,
-        "no_key": args.no_key,
-    }
     with ExitStack() as stack:
         handle = open_named_file(path, what="", code="bad_file")
         if path != "-":
             stack.enter_context(handle)
         lines = handle if _regular(handle) else _NewlineWithin(handle, "stdin" if path == "-" else path)
         try:
-            return parse_json_lines(bounded_lines(lines, read_past_overlong=args.skip_bad), **options)
+            return parse_json_lines(
+                bounded_lines(lines, read_past_overlong=options.skip_bad),
+                key_field=options.key_field,
+                explicit_hash_key_field=options.explicit_hash_key_field,
+                no_key=options.no_key,
+            )
         except OSError as error:
             raise BadInput(f"cannot read {path}: {error.strerror or error}", code="bad_file") from None
 
@@ -212,7 +237,9 @@ class _NewlineWithin:
         return line
 
 
-async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, VerificationReport | None]:
+async def _put(
+    args: argparse.Namespace, options: PutOptions, parsed: ParsedLines
+) -> tuple[ProduceResult, VerificationReport | None]:
     from console.commands._backend import backend_config, with_backend
     from console.commands.produce import (
         AWS_GET_RECORDS_INTERVAL,
@@ -222,9 +249,9 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
     from console.produce.verify import run_and_verify
 
     config = backend_config(args)
-    async with with_backend(args, stream=args.stream, config=config) as kinesis, contextlib.AsyncExitStack() as efo:
+    async with with_backend(args, stream=options.stream, config=config) as kinesis, contextlib.AsyncExitStack() as efo:
         # A missing stream fails here, naming the ones there are; its limits judge the lines.
-        summary = await kinesis.describe_stream_summary(args.stream)
+        summary = await kinesis.describe_stream_summary(options.stream)
         max_aggregate_bytes = aggregate_bytes(args)
         check_aggregate_fits_stream(max_aggregate_bytes, summary)
         if max_aggregate_bytes is not None and parsed.keyless:
@@ -234,15 +261,15 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
                 code="usage",
             )
         known = set(parsed.problems)
-        if args.schema is not None:
-            await _encode_with_schema(kinesis, args.schema, parsed)
+        if options.schema is not None:
+            await _encode_with_schema(kinesis, options.schema, parsed)
         check_against_stream(
             parsed,
-            stream=args.stream,
+            stream=options.stream,
             max_record_bytes=summary.max_record_bytes,
             auto_distribution=summary.auto_distribution,
         )
-        _refuse_or_skip(args, [problem for problem in parsed.problems if problem not in known], parsed)
+        _refuse_or_skip(options, [problem for problem in parsed.problems if problem not in known], parsed)
         per_key: dict[str, int] = defaultdict(int)
         for record in parsed.records:
             per_key[ledger_key(record)] += 1
@@ -256,19 +283,19 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
         ).validated()
         keyless = parsed.keyless
         note(
-            f"putting {counted(len(parsed.records), 'record')} to {args.stream!r} ("
+            f"putting {counted(len(parsed.records), 'record')} to {options.stream!r} ("
             + (f"{keyless} without a key, " if keyless else "")
             + f"{counted(len(per_key) - keyless, 'key')})"
         )
         # The consumer is registered (and ACTIVE) before anything is sent: a refusal costs no records.
-        subscribe = await efo_subscriptions(kinesis, args.stream, args, efo, command="put") if args.efo else None
+        subscribe = await efo_subscriptions(kinesis, options.stream, args, efo, command="put") if options.efo else None
         interval = AWS_GET_RECORDS_INTERVAL if config.kind == "aws" else 0.0
         settle_heap()
         return await run_and_verify(
             kinesis,
-            args.stream,
+            options.stream,
             settings,
-            verify=args.verify,
+            verify=options.verify,
             on_progress=_ProgressLines("put"),
             on_verifying=lambda wait: note(
                 f"reading {counted(len(parsed.records), 'record')} back"
@@ -281,7 +308,7 @@ async def _put(args: Any, parsed: ParsedLines) -> tuple[ProduceResult, Verificat
         )
 
 
-async def _encode_with_schema(kinesis: Any, schema_name: str, parsed: ParsedLines) -> None:
+async def _encode_with_schema(kinesis: SchemaRegistryBackend, schema_name: str, parsed: ParsedLines) -> None:
     """Each record's data encoded with the registered schema; a line that does not fit moves to the problems."""
     import dataclasses
     import json

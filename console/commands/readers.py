@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from console.commands import Parents, Subparsers, command_help
 from console.commands._backend import with_backend
 from console.commands._confirm import confirm_by_stream_name, refuse_if_read_only
 from console.commands._lease_args import validate_scan_cap, validate_table_name
+from console.commands._options import options_from
 from console.commands._output import emit, note, render_table, run_async
 from console.commands._stream_args import local_shard_count, validate_stream_name
 from console.consumers.lag import DEFAULT_SCAN_CAP
 from console.consumers.readers import METRIC_WINDOW_MINUTES, Reader, ReadersReport
 from console.errors import BadInput
+
+if TYPE_CHECKING:
+    from console.consumers.mappings import Made, MappingPlan
 
 
 def register(subparsers: Subparsers, common: Parents) -> None:
@@ -75,35 +80,45 @@ def register(subparsers: Subparsers, common: Parents) -> None:
 MAPPING_ACTIONS = ("disable", "enable", "replay")
 
 
+@dataclass(frozen=True)
+class ReadersOptions:
+    words: list[str]  # STREAM, or disable|enable|replay STREAM
+    mapping: str | None = None  # disable|enable|replay: the Lambda mapping's UUID
+    start: str | None = None  # replay's --from
+    print: bool = False  # disable|enable|replay: the `aws lambda` commands instead
+    lease_table: list[str] | None = None
+    scan_cap: int = DEFAULT_SCAN_CAP
+
+
 def run_readers(args: argparse.Namespace) -> int:
-    words = args.words
+    options = options_from(ReadersOptions, args)
+    words = options.words
     if words[0] in MAPPING_ACTIONS:
         if len(words) != 2:
             raise BadInput(f"usage: kconsole readers {words[0]} STREAM --mapping UUID", code="usage")
-        args.stream = validate_stream_name(words[1])
-        return run_mapping_change(args, words[0])
+        return run_mapping_change(args, options, words[0], validate_stream_name(words[1]))
     if len(words) != 1:
         raise BadInput(
             f"readers takes one STREAM (or disable|enable|replay STREAM); got {' '.join(words)!r}", code="usage"
         )
-    if args.mapping or args.start or args.print or args.yes:
+    if options.mapping or options.start or options.print or args.yes:
         raise BadInput("--mapping, --from, --print and --yes apply to readers disable|enable|replay", code="usage")
-    args.stream = validate_stream_name(words[0])
-    validate_scan_cap(args.scan_cap)
-    for table in args.lease_table or ():
+    stream = validate_stream_name(words[0])
+    validate_scan_cap(options.scan_cap)
+    for table in options.lease_table or ():
         validate_table_name(table)
     if getattr(args, "local", False):
         local_shard_count(args)  # a bad --shards is exit 2 before the embedded server starts
-    report = run_async(_report(args))
+    report = run_async(_report(args, options, stream))
     emit(args, report.to_json(), lambda: render_readers(report))
     return 0
 
 
-async def _report(args: argparse.Namespace) -> ReadersReport:
+async def _report(args: argparse.Namespace, options: ReadersOptions, stream: str) -> ReadersReport:
     from console.consumers.readers import readers_report
 
-    async with with_backend(args, stream=args.stream) as backend:
-        return await readers_report(backend, args.stream, lease_tables=args.lease_table, scan_cap=args.scan_cap)
+    async with with_backend(args, stream=stream) as backend:
+        return await readers_report(backend, stream, lease_tables=options.lease_table, scan_cap=options.scan_cap)
 
 
 def settings_text(reader: Reader) -> str:
@@ -151,15 +166,16 @@ def render_readers(report: ReadersReport) -> str:
 _UUID = re.compile(r"^[0-9a-fA-F-]{8,64}$")
 
 
-def run_mapping_change(args: argparse.Namespace, action: str) -> int:
-    if not args.mapping or not _UUID.match(args.mapping):
+def run_mapping_change(args: argparse.Namespace, options: ReadersOptions, action: str, stream: str) -> int:
+    mapping = options.mapping
+    if not mapping or not _UUID.match(mapping):
         raise BadInput(f"readers {action} needs --mapping UUID (as `kconsole readers STREAM` shows it)", code="usage")
-    if (action == "replay") != (args.start is not None):
+    if (action == "replay") != (options.start is not None):
         raise BadInput("--from WHEN applies to readers replay, and replay needs it", code="usage")
-    if not args.print:
-        refuse_if_read_only(args, f"{action} Lambda mapping {args.mapping} on {args.stream}")
-    plan, made = run_async(_mapping_change(args, action))
-    if args.print:
+    if not options.print:
+        refuse_if_read_only(args, f"{action} Lambda mapping {mapping} on {stream}")
+    plan, made = run_async(_mapping_change(args, options, action, stream, mapping))
+    if options.print:
         emit(args, plan.to_json(), "\n".join(plan.aws_commands()) or f"# {plan.summary}")
         return 0
     document = plan.to_json() | {
@@ -174,30 +190,33 @@ def run_mapping_change(args: argparse.Namespace, action: str) -> int:
     return 0
 
 
-async def _mapping_change(args: argparse.Namespace, action: str) -> tuple[Any, ...]:
+async def _mapping_change(
+    args: argparse.Namespace, options: ReadersOptions, action: str, stream: str, mapping: str
+) -> tuple[MappingPlan, list[Made]]:
     from console.consumers import mappings
     from console.consumers.rewind import parse_target
     from console.lifecycle.actions import actor
     from console.reshard.actionlog import ActionLog
 
-    async with with_backend(args, stream=args.stream) as backend:
+    async with with_backend(args, stream=stream) as backend:
         if action == "replay":
-            target = parse_target([args.start], datetime.now(UTC))
+            target = parse_target([options.start or ""], datetime.now(UTC))
             if target.kind == "sequences":
                 raise BadInput(
                     "--from takes trim-horizon, latest or a time: Lambda starts a mapping at no sequence number"
                 )
             position = {"trim-horizon": "TRIM_HORIZON", "latest": "LATEST"}.get(target.kind, "AT_TIMESTAMP")
-            plan = await mappings.prepare_replay(backend, args.stream, args.mapping, position, target.moment)
+            plan = await mappings.prepare_replay(backend, stream, mapping, position, target.moment)
         else:
-            plan = await mappings.prepare_toggle(backend, args.stream, args.mapping, enable=action == "enable")
-        if args.print or not plan.calls:
+            plan = await mappings.prepare_toggle(backend, stream, mapping, enable=action == "enable")
+        if options.print or not plan.calls:
             return plan, []
         confirm_by_stream_name(
             args,
-            change=f"{action} Lambda mapping {args.mapping}",
+            change=f"{action} Lambda mapping {mapping}",
             consequence=plan.summary,
             preview="\n".join(plan.lines()),
+            stream=stream,
         )
         made = await mappings.run(
             backend,

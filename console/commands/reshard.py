@@ -17,7 +17,7 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from console.bounds import (
     UPDATE_SHARD_COUNT_MAX,
@@ -53,6 +53,9 @@ from console.reshard.plan import (
 )
 from console.reshard.sample import DEFAULT_SAMPLE_LIMIT, DEFAULT_SAMPLE_SECONDS
 from console.topology.model import Shard, StreamSummary
+
+if TYPE_CHECKING:
+    from console.backend.protocol import BackendConnection, ConsoleBackend, ConsumersBackend, RecordsBackend
 
 if TYPE_CHECKING:  # the executor and the consumer barrier load only when a stream is planned against
     from console.consumers.barrier import BarrierReport
@@ -351,7 +354,7 @@ def plan_builder(
     return lambda shards, context: plan_even(shards, options.to, context=context, limits=limits, sample=sample)
 
 
-def _executor(kinesis: Any, options: ReshardOptions, *, quiet: bool = False) -> Executor:
+def _executor(kinesis: ConsoleBackend, options: ReshardOptions, *, quiet: bool = False) -> Executor:
     from console.reshard.execute import Executor
 
     return Executor(
@@ -410,7 +413,7 @@ async def _plan_from_stream(
         return plan, barrier, await _readers(kinesis, options, plan)
 
 
-async def _readers(kinesis: Any, options: ReshardOptions, plan: ReshardPlan) -> ReshardReaders | None:
+async def _readers(kinesis: ConsoleBackend, options: ReshardOptions, plan: ReshardPlan) -> ReshardReaders | None:
     """The stream's readers the plan affects (every reader found; the lease table given, else the
     stream's lease tables found); None for a plan that changes nothing."""
     if plan.is_noop or not plan.ok:
@@ -430,7 +433,11 @@ async def _readers(kinesis: Any, options: ReshardOptions, plan: ReshardPlan) -> 
 
 
 async def _barrier(
-    kinesis: Any, options: ReshardOptions, summary: StreamSummary, shards: Sequence[Shard], plan: ReshardPlan
+    kinesis: ConsumersBackend,
+    options: ReshardOptions,
+    summary: StreamSummary,
+    shards: Sequence[Shard],
+    plan: ReshardPlan,
 ) -> BarrierReport | None:
     """With --lease-table: the consumers' lag in the shards the plan closes (read from the lease table)."""
     if not options.lease_table:
@@ -448,7 +455,7 @@ async def _barrier(
 
 
 async def _respect_distribution(
-    kinesis: Any, options: ReshardOptions, summary: StreamSummary, inputs: PlanInputs, build: PlanBuilder
+    kinesis: BackendConnection, options: ReshardOptions, summary: StreamSummary, inputs: PlanInputs, build: PlanBuilder
 ) -> tuple[PlanInputs, PlanBuilder, str | None]:
     """On an AUTO stream keys do not place records: a split at their median is refused (nothing is
     read or called); the plan itself counts no key's move (console.reshard.plan); the notice says why."""
@@ -471,7 +478,7 @@ async def _respect_distribution(
 
 
 async def _with_recent_median(
-    kinesis: Any, options: ReshardOptions, inputs: PlanInputs, shards: Sequence[Shard], build: PlanBuilder
+    kinesis: RecordsBackend, options: ReshardOptions, inputs: PlanInputs, shards: Sequence[Shard], build: PlanBuilder
 ) -> PlanBuilder:
     """--at-median-of-recent: read the shard's recent records now; the plan splits at their median."""
     if not inputs.recent:

@@ -51,11 +51,12 @@ from console.lifecycle.rules import (
 from console.lifecycle.settings import check_tag_key, parse_distribution, parse_tag, policy_or_none, read_policy
 
 if TYPE_CHECKING:
+    from console.backend.protocol import StreamChangesBackend, StreamReads, StreamSettingsBackend
     from console.reshard.actionlog import ActionLog
 
 Handler: TypeAlias = Callable[[argparse.Namespace], int]
 # A change prepared against the open backend (console.lifecycle.actions.prepare_*).
-Prepare: TypeAlias = Callable[[Any], Awaitable[LifecyclePlan]]
+Prepare: TypeAlias = "Callable[[StreamChangesBackend], Awaitable[LifecyclePlan]]"
 
 DEFAULT_WAIT_SECONDS = 300.0
 _VERBS = {
@@ -282,7 +283,7 @@ def _refuse_or_confirm(args: Any, plan: LifecyclePlan, *, consequence: str) -> b
     return True
 
 
-async def _run(kinesis: Any, plan: LifecyclePlan) -> None:
+async def _run(kinesis: StreamChangesBackend, plan: LifecyclePlan) -> None:
     """The plan's calls, each logged before it is made; a lost reply the stream settled is said."""
     await actions.run(kinesis, plan, action_log=_history(), progress=_progress_note)
 
@@ -299,7 +300,7 @@ def _finish(args: Any, plan: LifecyclePlan, executed: bool, status: str | None, 
     return 0
 
 
-async def _wait_active(kinesis: Any, stream: str, timeout: float = DEFAULT_WAIT_SECONDS) -> str:
+async def _wait_active(kinesis: StreamSettingsBackend, stream: str, timeout: float = DEFAULT_WAIT_SECONDS) -> str:
     status: str = (await kinesis.wait_for_active(stream, timeout=timeout)).status
     return status
 
@@ -358,7 +359,7 @@ async def _delete(args: argparse.Namespace, options: StreamOptions) -> int:
     return _finish(args, plan, True, status)
 
 
-async def _wait_gone(kinesis: Any, stream: str, timeout: float = DEFAULT_WAIT_SECONDS) -> str:
+async def _wait_gone(kinesis: StreamReads, stream: str, timeout: float = DEFAULT_WAIT_SECONDS) -> str:
     deadline = time.monotonic() + timeout
     delay = 0.05
     while time.monotonic() < deadline:
@@ -387,7 +388,7 @@ def run_mode(args: argparse.Namespace) -> int:
         raise BadInput("--shards applies only to provisioned mode (AWS sizes an on-demand stream)", code="usage")
     refuse_if_read_only(args, f"switch the capacity mode of {options.stream}")
 
-    def prepare(kinesis: Any) -> Awaitable[LifecyclePlan]:
+    def prepare(kinesis: StreamChangesBackend) -> Awaitable[LifecyclePlan]:
         return actions.prepare_mode(
             kinesis, options.stream, options.mode, shards=shards, action_log=_history(), now=time.time()
         )

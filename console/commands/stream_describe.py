@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from console.backend.protocol import ConsumersBackend
 from console.commands._backend import with_backend
 from console.commands._options import options_from
 from console.commands._output import emit, note, render_table, run_async
 from console.errors import ConsoleError
-from console.topology.model import StreamSummary
+from console.topology.model import EfoConsumer, StreamSummary
 
 
 @dataclass(frozen=True)
@@ -68,17 +69,7 @@ async def _describe(args: argparse.Namespace, options: DescribeOptions) -> dict[
             "enhanced_monitoring": metrics,
             "tags": tags,
             "consumer_count": raw.get("ConsumerCount", None if consumers is None else len(consumers)),
-            "consumers": None
-            if consumers is None
-            else [
-                {
-                    "name": c.get("ConsumerName"),
-                    "status": c.get("ConsumerStatus"),
-                    "arn": c.get("ConsumerARN"),
-                    "created": _plain(c.get("ConsumerCreationTimestamp")),
-                }
-                for c in consumers
-            ],
+            "consumers": None if consumers is None else [consumer.to_json() for consumer in consumers],
         }
     )
     document.pop("stream_mode_details", None)
@@ -148,13 +139,12 @@ def render_description(document: dict[str, Any]) -> str:
     return text
 
 
-async def _consumers_or_none(kinesis: Any, stream_arn: str | None) -> list[dict[str, Any]] | None:
+async def _consumers_or_none(kinesis: ConsumersBackend, stream_arn: str | None) -> list[EfoConsumer] | None:
     """The stream's EFO consumers; None, with one line on stderr, where the endpoint cannot list them."""
     if not stream_arn:
         return []
     try:
-        consumers: list[dict[str, Any]] = await kinesis.list_stream_consumers(stream_arn)
-        return consumers
+        return await kinesis.list_stream_consumers(stream_arn)
     except ConsoleError as error:
         if error.code != "unsupported_operation":
             raise

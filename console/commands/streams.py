@@ -37,6 +37,9 @@ from console.lifecycle.rules import parse_shard_count
 from console.topology.model import StreamSummary
 from console.words import counted
 
+if TYPE_CHECKING:
+    from console.backend.protocol import FleetBackend, StreamReads
+
 if TYPE_CHECKING:  # `shards` alone draws lineage: `streams` starts without it
     from console.topology.lineage import Lineage
 
@@ -145,7 +148,7 @@ def needs_describe(args: Any) -> bool:
 
 
 async def described(
-    kinesis: Any, listed: list[StreamSummary], *, describe: bool = True, shown: int | None = None
+    kinesis: StreamReads, listed: list[StreamSummary], *, describe: bool = True, shown: int | None = None
 ) -> list[StreamSummary]:
     """`listed` (sorted by name) with the first `shown` (all: None) described."""
     if not describe:
@@ -165,7 +168,7 @@ async def _fetch_fleet(args: argparse.Namespace, options: StreamsOptions) -> tup
 
 
 async def listed_fleet(
-    kinesis: Any, *, describe: bool = True, shown: int | None = None, page_size: int = 100
+    kinesis: FleetBackend, *, describe: bool = True, shown: int | None = None, page_size: int = 100
 ) -> tuple[list[StreamSummary], Fleet]:
     """One ListStreams page-through, sorted by name, the first `shown` (all: None) described; and their
     rows. The metrics need only the names, so they are read while the streams are described: the two
@@ -187,7 +190,7 @@ async def listed_fleet(
     return summaries, fleet
 
 
-async def worst_readers(kinesis: Any, names: list[str]) -> Any:
+async def worst_readers(kinesis: FleetBackend, names: list[str]) -> Any:
     """Each stream's furthest-behind Lambda or Firehose reader (console.consumers.readers: a few calls
     for the whole region, not per stream); None from a backend without the readers' services."""
     from console.backend.protocol import READERS

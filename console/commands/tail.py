@@ -14,11 +14,7 @@ from datetime import UTC, datetime
 
 from console.commands import Parents, Subparsers, command_help
 from console.commands._backend import backend_config, with_backend
-
-# put, copy, heat and produce read with --efo as tail does, and import its options from here.
-from console.commands._efo import add_efo_arguments as add_efo_arguments
-from console.commands._efo import check_efo_args as check_efo_args
-from console.commands._efo import efo_subscriptions as efo_subscriptions
+from console.commands._efo import add_efo_arguments, check_efo_args, efo_subscriptions
 from console.commands._mask_args import add_mask_arguments, masker_from_args
 from console.commands._options import options_from
 from console.commands._output import emit, emit_record, note, run_async

@@ -18,17 +18,16 @@ from console.consumers.leases import (
     parse_lease,
     table_matches_stream,
 )
-from console.consumers.report import ConsumerReport, EfoConsumer, StallTracker, build_report
+from console.consumers.report import ConsumerReport, StallTracker, build_report
 from console.errors import BadInput, ConsoleError
-from console.topology.model import Shard
+from console.topology.model import EfoConsumer, Shard
 
 SAMPLE_ITEMS = 25  # items read from each table when looking for lease tables
 LEASE_PAGE = 250  # lease items per Scan page when measuring lag: small enough to start reading early
 
 
 async def efo_consumers(backend: Any, stream_arn: str) -> list[EfoConsumer]:
-    raw = await backend.list_stream_consumers(stream_arn)
-    return sorted((EfoConsumer.from_api(item) for item in raw), key=lambda c: c.name)
+    return sorted(await backend.list_stream_consumers(stream_arn), key=lambda c: c.name)
 
 
 async def read_leases(backend: Any, table: str, stream: str) -> list[Lease]:

@@ -30,8 +30,9 @@ from console.consumers.reader_model import (
     Reader,
     ShardPosition,
 )
-from console.consumers.report import ConsumerReport, EfoConsumer
+from console.consumers.report import ConsumerReport
 from console.errors import ConsoleError
+from console.topology.model import EfoConsumer
 
 T = TypeVar("T")
 _LIST_SEPARATORS = re.compile(r"[,;\s]+")
@@ -469,7 +470,7 @@ def efo_reader(consumer: EfoConsumer, stream: str, readers: Sequence[Reader], me
         metrics.latest(behind),
         None,
         None,
-        {"used_by": users, "created": consumer.created},
+        {"used_by": users, "created": consumer.created_iso},
         None,
         False,
         None,

@@ -55,7 +55,6 @@ from console.consumers.reader_sources import (
     reads_stream_arn,
     with_metrics,
 )
-from console.consumers.report import EfoConsumer
 
 # The command line and the console reach every reader through this module: the models, the
 # reshard's effect on the readers and the fleet's worst reader too.
@@ -91,7 +90,7 @@ async def readers_report(
 
     async def efo_then_mappings() -> None:
         consumers = await guarded(found, "EFO consumers", backend.list_stream_consumers(stream_arn))
-        found.efo = sorted((EfoConsumer.from_api(raw) for raw in consumers or ()), key=lambda c: c.name)
+        found.efo = sorted(consumers or (), key=lambda c: c.name)
         await lambda_mappings(backend, stream_arn, found)
 
     async def firehose() -> None:

@@ -11,47 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from console.consumers.lag import ShardLag
 from console.consumers.leases import Lease
 from console.read.efo import is_temporary_consumer
-from console.topology.model import Shard
+from console.topology.model import EfoConsumer, Shard
 
 OWNED, UNOWNED, STALLED, FINISHED = "owned", "unowned", "stalled", "finished"
-
-
-@dataclass(frozen=True, slots=True)
-class EfoConsumer:
-    name: str
-    status: str
-    arn: str
-    created: str  # ISO 8601
-
-    @classmethod
-    def from_api(cls, raw: Mapping[str, Any]) -> EfoConsumer:
-        created = raw.get("ConsumerCreationTimestamp")
-        return cls(
-            name=raw.get("ConsumerName", ""),
-            status=raw.get("ConsumerStatus", ""),
-            arn=raw.get("ConsumerARN", ""),
-            created=created.isoformat() if isinstance(created, datetime) else str(created or ""),
-        )
-
-    @property
-    def kconsole_temporary(self) -> bool:
-        """Registered by `tail/copy --efo` for the length of one run: left over only if that run was killed."""
-        return is_temporary_consumer(self.name)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "status": self.status,
-            "arn": self.arn,
-            "created": self.created,
-            "kconsole_temporary": self.kconsole_temporary,
-        }
 
 
 class StallTracker:
@@ -161,7 +128,12 @@ class ConsumerReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "stream": self.stream,
-            "efo_consumers": None if self.efo_unknown else [consumer.to_json() for consumer in self.efo_consumers],
+            "efo_consumers": None
+            if self.efo_unknown
+            else [
+                consumer.to_json() | {"kconsole_temporary": is_temporary_consumer(consumer.name)}
+                for consumer in self.efo_consumers
+            ],
             "efo_consumers_unknown": self.efo_unknown,
             "leases": [row.to_json() for row in self.rows],
             "unleased_shards": list(self.unleased_shards),

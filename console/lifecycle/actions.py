@@ -51,6 +51,7 @@ from console.lifecycle.settings import (
     policy_or_none,
     same_json,
 )
+from console.topology.model import EfoConsumer
 
 WAIT_SECONDS = 300.0  # for ACTIVE between two calls of one plan
 SETTLE_WAIT_SECONDS = 60.0  # how long a read-back waits for the stream to leave UPDATING
@@ -119,7 +120,7 @@ async def stream_channels(kinesis: Any, summary: Any) -> list[str]:
     return [c.get("ChannelName", "?") for c in found if c.get("ChannelStatus") != "DELETING"]
 
 
-async def stream_consumers(kinesis: Any, summary: Any) -> list[dict[str, Any]]:
+async def stream_consumers(kinesis: Any, summary: Any) -> list[EfoConsumer]:
     return await kinesis.list_stream_consumers(summary.arn) if summary.arn else []
 
 
@@ -144,7 +145,7 @@ async def prepare_delete(kinesis: Any, stream: str, *, enforce_consumer_deletion
     listed, unknown = consumers
     plan = plan_delete(
         summary,
-        consumers=None if listed is None else [c.get("ConsumerName", "?") for c in listed],
+        consumers=None if listed is None else [c.name or "?" for c in listed],
         total_shards=len(shards),
         enforce_consumer_deletion=enforce_consumer_deletion,
         channels=channels,
@@ -152,7 +153,7 @@ async def prepare_delete(kinesis: Any, stream: str, *, enforce_consumer_deletion
     return replace(plan, facts={**plan.facts, "consumers_unknown": unknown}) if unknown else plan
 
 
-async def _consumers_or_why_not(kinesis: Any, summary: Any) -> tuple[list[dict[str, Any]] | None, str | None]:
+async def _consumers_or_why_not(kinesis: Any, summary: Any) -> tuple[list[EfoConsumer] | None, str | None]:
     try:
         return await stream_consumers(kinesis, summary), None
     except ConsoleError as error:
@@ -240,7 +241,7 @@ async def prepare_channel_delete(kinesis: Any, name: str) -> LifecyclePlan:
 
 async def prepare_register_consumer(kinesis: Any, stream: str, name: str) -> LifecyclePlan:
     summary = await kinesis.describe_stream_summary(stream)
-    names = {c.get("ConsumerName") for c in await stream_consumers(kinesis, summary)}
+    names = {c.name for c in await stream_consumers(kinesis, summary)}
     if name in names:
         raise BadInput(f"EFO consumer {name!r} is already registered on {stream}", code="exists")
     return LifecyclePlan(
@@ -257,7 +258,7 @@ async def prepare_register_consumer(kinesis: Any, stream: str, name: str) -> Lif
 
 async def prepare_deregister_consumer(kinesis: Any, stream: str, name: str) -> LifecyclePlan:
     summary = await kinesis.describe_stream_summary(stream)
-    names = {c.get("ConsumerName") for c in await stream_consumers(kinesis, summary)}
+    names = {c.name for c in await stream_consumers(kinesis, summary)}
     if name not in names:
         raise BadInput(
             f"no EFO consumer {name!r} on {stream}; registered: {', '.join(sorted(n for n in names if n)) or 'none'}",
@@ -523,8 +524,8 @@ async def _read_back(kinesis: Any, stream: str, operation: str, params: dict[str
         return gone, "the channel is gone" if gone else "the channel is still there"
     if operation in ("RegisterStreamConsumer", "DeregisterStreamConsumer"):
         name = params["ConsumerName"]
-        listed = {c.get("ConsumerName"): c for c in await kinesis.list_stream_consumers(params["StreamARN"])}
-        status = (listed.get(name) or {}).get("ConsumerStatus")
+        listed = {c.name: c.status for c in await kinesis.list_stream_consumers(params["StreamARN"])}
+        status = listed.get(name)
         if operation == "RegisterStreamConsumer":
             if status is None:
                 return False, f"{name} is not registered"

@@ -66,9 +66,7 @@ async def prepare(
     """The temporary consumer `reading` (e.g. "tail": what it lasts for) would register on `stream`."""
     summary = await backend.describe_stream_summary(stream)
     consumers = await backend.list_stream_consumers(summary.arn)
-    left_over = left_over_consumers(
-        (c.get("ConsumerName", "") for c in consumers if c.get("ConsumerStatus") != "DELETING"), host, is_running
-    )
+    left_over = left_over_consumers((c.name for c in consumers if not c.deleting), host, is_running)
     removals = [await actions.prepare_deregister_consumer(backend, stream, old) for old in left_over]
     name = temporary_consumer_name(host, pid, now)
     shards = sum(1 for shard in await backend.all_shards(stream) if shard.is_open)
@@ -99,9 +97,7 @@ async def run(
     made = await actions.run(backend, consumer.register, action_log=action_log, progress=progress)
     registered()
     summary = await backend.describe_stream_summary(consumer.stream)
-    arn = (made[0].answer or {}).get("ConsumerARN") or (
-        await backend.describe_stream_consumer(summary.arn, consumer.name)
-    )["ConsumerARN"]
+    arn = (made[0].answer or await backend.describe_stream_consumer(summary.arn, consumer.name)).arn
     await until_active(backend, summary.arn, consumer.name)
     return str(arn)
 

@@ -71,11 +71,11 @@ def embedded_endpoint(args: Any) -> Iterator[None]:
 
 
 async def _create_streams(url: str, region: str | None, streams: list[str]) -> None:
-    from console.backend import BackendConfig, open_backend
+    from console.backend import BackendConfig, LocalStream, open_backend
 
-    config = BackendConfig(kind="endpoint", region=region or "us-east-1", endpoint_url=url)
-    async with open_backend(config) as kinesis:
-        await asyncio.gather(*(kinesis.ensure_stream(name, LOCAL_STREAM_SHARDS) for name in streams))
+    config = BackendConfig(kind="local", region=region or "us-east-1", endpoint_url=url)
+    async with open_backend(config, local_stream=LocalStream(tuple(streams), LOCAL_STREAM_SHARDS)):
+        pass
 
 
 class CommandRunner:

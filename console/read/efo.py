@@ -35,6 +35,7 @@ from typing import Any
 from console.errors import AccessDenied, BackendError, BadInput, NoCredentials, ResourceInUse, StreamNotFound
 from console.read.cursor import CLOSED_SHARD_PATIENCE, ShardPage
 from console.read.positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP
+from console.topology.model import EfoConsumer
 
 MIN_SUBSCRIBE_INTERVAL = 1.0  # AWS: one SubscribeToShard a second per consumer and shard
 RESOURCE_IN_USE_PATIENCE = 30.0  # AWS takes a subscription over after 5 s; kinesis-mock waits for its end
@@ -272,7 +273,7 @@ def temporary_consumer_preview(name: str, stream: str, shards: int, command: str
 
 
 def consumer_problem(
-    consumer: dict[str, Any] | None, name: str, stream: str, stream_arn: str, registered: list[str]
+    consumer: EfoConsumer | None, name: str, stream: str, stream_arn: str, registered: list[str]
 ) -> str | None:
     """Why an existing consumer cannot be read with (one line), or None when it can: it is not on this
     stream, or not ACTIVE yet."""
@@ -282,10 +283,9 @@ def consumer_problem(
     if consumer is None:
         listed = ", ".join(sorted(registered)) or "none"
         return f"no enhanced fan-out consumer {name!r} on {stream} (registered: {listed})"
-    status = consumer.get("ConsumerStatus")
-    if status != "ACTIVE":
+    if not consumer.active:
         return (
-            f"consumer {consumer.get('ConsumerName', name)} on {stream} is {status}, not ACTIVE: it can be read "
+            f"consumer {consumer.name or name} on {stream} is {consumer.status}, not ACTIVE: it can be read "
             "with once AWS has made it (seconds after registering)"
         )
     return None
@@ -295,18 +295,18 @@ async def named_consumer_arn(kinesis: Any, stream: str, name: str) -> str:
     """The ARN of the registered consumer `name` (its name or ARN) to read `stream` with; one line of
     BadInput when it cannot be read with (see `consumer_problem`)."""
     summary = await kinesis.describe_stream_summary(stream)
-    consumers = await kinesis.list_stream_consumers(summary.arn)
-    found = next((c for c in consumers if name in (c.get("ConsumerName"), c.get("ConsumerARN"))), None)
-    problem = consumer_problem(found, name, stream, summary.arn, [c.get("ConsumerName", "") for c in consumers])
+    consumers: list[EfoConsumer] = await kinesis.list_stream_consumers(summary.arn)
+    found = next((c for c in consumers if name in (c.name, c.arn)), None)
+    problem = consumer_problem(found, name, stream, summary.arn, [c.name for c in consumers])
     if problem is not None or found is None:
         raise BadInput(problem or f"no consumer {name!r} on {stream}", code="consumer")
-    return str(found["ConsumerARN"])
+    return found.arn
 
 
 async def until_active(kinesis: Any, stream_arn: str, name: str, timeout: float = 120.0) -> None:
     """A consumer is read with once ACTIVE (AWS takes seconds to make one)."""
     deadline = time.monotonic() + timeout
-    while (await kinesis.describe_stream_consumer(stream_arn, name)).get("ConsumerStatus") != "ACTIVE":
+    while not (await kinesis.describe_stream_consumer(stream_arn, name)).active:
         if time.monotonic() > deadline:
             raise BadInput(f"consumer {name} did not become ACTIVE in {timeout:.0f} s", code="consumer")
         await asyncio.sleep(0.5)

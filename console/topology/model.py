@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from console.keyspace.hashkeys import share_of_space
@@ -213,6 +214,43 @@ class ChannelSummary:
     @classmethod
     def from_api(cls, raw: dict[str, Any]) -> ChannelSummary:
         return cls(name=raw.get("ChannelName") or "?", arn=raw["ChannelARN"], status=raw.get("ChannelStatus") or "?")
+
+
+@dataclass(frozen=True, slots=True)
+class EfoConsumer:
+    """One enhanced fan-out consumer registered on a stream, as ListStreamConsumers,
+    DescribeStreamConsumer and RegisterStreamConsumer name it."""
+
+    name: str
+    arn: str
+    status: str  # CREATING, ACTIVE or DELETING
+    created: datetime | None = None
+
+    @classmethod
+    def from_api(cls, raw: dict[str, Any]) -> EfoConsumer:
+        created = raw.get("ConsumerCreationTimestamp")
+        return cls(
+            name=raw.get("ConsumerName") or "",
+            arn=raw.get("ConsumerARN") or "",
+            status=raw.get("ConsumerStatus") or "",
+            created=created if isinstance(created, datetime) else None,
+        )
+
+    @property
+    def active(self) -> bool:
+        return self.status == "ACTIVE"
+
+    @property
+    def deleting(self) -> bool:
+        return self.status == "DELETING"
+
+    @property
+    def created_iso(self) -> str:
+        """When it was registered, ISO 8601; empty when the server did not say."""
+        return self.created.isoformat() if self.created else ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "arn": self.arn, "created": self.created_iso or None}
 
 
 def put_records_entry(

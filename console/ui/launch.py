@@ -23,7 +23,6 @@ from console.bounds import validate_stream_name
 from console.errors import BadInput
 from console.lifecycle.rules import DEFAULT_SHARDS
 from console.ui.source import StreamView, fetch_stream
-from console.words import counted
 
 if TYPE_CHECKING:
     from console.ui.app import KConsoleApp
@@ -169,7 +168,7 @@ def console_masking(args: argparse.Namespace, config: Any, *, stream: str | None
 
 
 def launch_console(args: argparse.Namespace) -> int:
-    from console.backend import BackendConfig, open_backend
+    from console.backend import BackendConfig, LocalStream, open_backend
     from console.config import load_config, save_config
     from console.read.share import share_for_endpoint
 
@@ -180,7 +179,10 @@ def launch_console(args: argparse.Namespace) -> int:
         validate_stream_name(args.stream)  # a name AWS would refuse is exit 2, not a console polling forever
     config, warning = load_config()
     interval = resolve_interval(getattr(args, "interval", None), config.interval)
-    read_only = bool(getattr(args, "read_only", False) or config.read_only)
+    read_only_source = (
+        "--read-only" if getattr(args, "read_only", False) else "read_only in the config" if config.read_only else None
+    )
+    read_only = read_only_source is not None
     backend_config = BackendConfig.from_args(args)
     if not sys.stdout.isatty() and not served_to_a_browser():
         raise BadInput("the live console needs a terminal; for scripts use the subcommands with --json", code="usage")
@@ -203,16 +205,16 @@ def launch_console(args: argparse.Namespace) -> int:
         app_module = asyncio.ensure_future(asyncio.to_thread(load_console))
         if backend_config.kind == "local":
             print("kconsole: starting the embedded local Kinesis…", file=sys.stderr)
-        async with open_backend(backend_config) as backend:
+        created: list[str] = []  # said once the console is up
+        # On the embedded server the named stream is made as for every command (read-only: only looked for).
+        local_stream = LocalStream((args.stream,), shards, read_only_source, created.append) if args.stream else None
+        async with open_backend(backend_config, local_stream=local_stream) as backend:
             stream = args.stream
-            created = None
             if backend_config.kind == "local" and not stream and not read_only:  # read-only creates nothing
                 # The demo splits a shard to show lineage, unless the user asked for a shard count:
                 # then the stream has exactly that many open shards.
                 await prepare_demo_stream(backend, shards=shards, split=args.shards is None)
                 stream = DEMO_STREAM
-            elif backend_config.kind == "local" and not read_only and await backend.ensure_stream(stream, shards):
-                created = f"created stream {stream!r} with {counted(shards, 'shard')} on the embedded local Kinesis"
             # The first poll's calls go out now: the server answers them while Textual starts.
             first_view = asyncio.ensure_future(fetch_stream(backend, stream)) if stream else None
             shown: dict[str, KConsoleApp] = {}  # the app, once it exists, for the server supervisor to speak through
@@ -250,8 +252,8 @@ def launch_console(args: argparse.Namespace) -> int:
                     from console.ui.browser_session import exit_when_server_leaves
 
                     exit_when_server_leaves(app)
-                if created:
-                    app.notify(created, title="first contact", timeout=8)  # shown once the console is up
+                for said in created:
+                    app.notify(said, title="first contact", timeout=8)
                 shown["app"] = app
                 await app.run_async()
             finally:

@@ -308,7 +308,7 @@ async def test_deregister_by_name_removes_only_that_consumer(server):
     for consumer in ("keep-me", "drop-me"):
         await kinesis.register_stream_consumer(arn, consumer)
     await kinesis.deregister_stream_consumer(arn, "drop-me")
-    left = sorted(c["ConsumerName"] for c in await kinesis.list_stream_consumers(arn))
+    left = sorted(c.name for c in await kinesis.list_stream_consumers(arn))
     expect_defect(left != ["keep-me"], patched, "deregistering by name keeps only the named consumer")
 
 

@@ -149,7 +149,7 @@ async def one_shard_with_consumer(server, name: str = "reader") -> tuple[str, st
     arn = (await server.backend.describe_stream_summary(stream)).arn
     consumer = await server.backend.register_stream_consumer(arn, name)
     shard = (await server.backend.all_shards(stream))[0].shard_id
-    return stream, shard, consumer["ConsumerARN"]
+    return stream, shard, consumer.arn
 
 
 def request(consumer: str, shard: str, position: dict) -> dict:

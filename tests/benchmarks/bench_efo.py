@@ -109,7 +109,7 @@ async def prepare(endpoint: str, records: int) -> None:
 
         with contextlib.suppress(ResourceInUse):  # a slow reply to the first call was retried: it is registered
             await kinesis.register_stream_consumer(arn, CONSUMER)
-        while (await kinesis.describe_stream_consumer(arn, CONSUMER))["ConsumerStatus"] != "ACTIVE":
+        while not (await kinesis.describe_stream_consumer(arn, CONSUMER)).active:
             await asyncio.sleep(0.1)
 
 

@@ -247,7 +247,7 @@ async def test_cli_register_and_deregister_ask_first_and_respect_read_only(capsy
     assert await kinesis.list_stream_consumers(arn) == []
     code, out, err = await kconsole(capsys, *base, "--yes", "--json")
     assert code == 0 and json.loads(out)["name"] == "analytics"
-    assert [c["ConsumerName"] for c in await kinesis.list_stream_consumers(arn)] == ["analytics"]
+    assert [c.name for c in await kinesis.list_stream_consumers(arn)] == ["analytics"]
     code, out, err = await kconsole(capsys, "consumers", stream, "--json", *endpoint(local_kinesis))
     assert [c["name"] for c in json.loads(out)["efo_consumers"]] == ["analytics"]
     code, out, err = await kconsole(
@@ -335,23 +335,23 @@ async def test_efo_consumers_register_list_describe_deregister(any_server):
     stream = await make_stream(shards=1)
     arn = (await kinesis.describe_stream_summary(stream)).arn
     registered = await kinesis.register_stream_consumer(arn, "reader-a")
-    assert registered["ConsumerName"] == "reader-a" and registered["ConsumerARN"]
+    assert registered.name == "reader-a" and registered.arn
     for _ in range(50):  # kinesis-mock activates after REGISTER_STREAM_CONSUMER_DURATION
         described = await kinesis.describe_stream_consumer(arn, "reader-a")
-        if described["ConsumerStatus"] == "ACTIVE":
+        if described.active:
             break
         await asyncio.sleep(0.05)
-    assert described["ConsumerStatus"] == "ACTIVE"
+    assert described.active
     [consumer] = await efo_consumers(kinesis, arn)
-    assert (consumer.name, consumer.status, consumer.arn) == ("reader-a", "ACTIVE", registered["ConsumerARN"])
-    assert consumer.created[:4].isdigit()
+    assert (consumer.name, consumer.status, consumer.arn) == ("reader-a", "ACTIVE", registered.arn)
+    assert consumer.created_iso[:4].isdigit()
     await kinesis.deregister_stream_consumer(arn, "reader-a")
     for _ in range(50):
         left = await kinesis.list_stream_consumers(arn)
-        if not left or left[0]["ConsumerStatus"] == "DELETING":
+        if not left or left[0].deleting:
             break
         await asyncio.sleep(0.05)
-    assert not left or left[0]["ConsumerStatus"] == "DELETING"
+    assert not left or left[0].deleting
 
 
 async def test_cli_watch_reads_twice_and_finds_the_stalled_lease(capsys, local_kinesis, kinesis, make_stream, ddb):

@@ -81,7 +81,7 @@ async def test_every_kind_of_reader_worst_first_with_its_lag_from_cloudwatch(kin
     far, near, through = await made.function(), await made.function(), await made.function()
     await made.mapping(arn, far, BatchSize=500, ParallelizationFactor=4, BisectBatchOnFunctionError=True)
     await made.mapping(arn, near)
-    await made.mapping(consumer["ConsumerARN"], through)
+    await made.mapping(consumer.arn, through)
     delivery = await made.delivery_stream(arn)
     pipe = await made.pipe(arn)
     flink = await made.flink({"input.stream": stream, "efo.consumername": "efo-flink"})
@@ -156,7 +156,7 @@ async def test_mappings_on_an_efo_consumer_are_found_through_its_arn(kinesis, ma
     arn = (await kinesis.describe_stream_summary(stream)).arn
     consumer = await kinesis.register_stream_consumer(arn, "fanout")
     function = await made.function()
-    await made.mapping(consumer["ConsumerARN"], function)
+    await made.mapping(consumer.arn, function)
     report = await readers_report(kinesis, stream, lease_tables=[])
     [mapped] = [r for r in report.readers if r.kind == "lambda"]
     assert mapped.name == function and mapped.via == "fanout"
@@ -294,7 +294,7 @@ async def test_the_fleet_sees_every_streams_worst_reader_in_a_few_calls(kinesis,
     slow, quick = await made.function(), await made.function()
     await made.mapping(arns[behind], slow)
     consumer = await kinesis.register_stream_consumer(arns[fine], "fleet-efo")
-    await made.mapping(consumer["ConsumerARN"], quick)
+    await made.mapping(consumer.arn, quick)
     delivery = await made.delivery_stream(arns[behind])
     at = minute_ago()
     await made.metric("AWS/Lambda", "IteratorAge", {"FunctionName": slow}, 300_000, at)

@@ -11,6 +11,7 @@ import pytest
 from console.backend import BackendConfig, open_backend
 from console.produce.settings import ProducerSettings
 from console.produce.verify import Verifier, run_and_verify
+from console.topology.model import EfoConsumer
 from tests.conftest import StreamFactory
 from tests.read.test_efo import kconsole, logged_operations, registered
 
@@ -31,8 +32,8 @@ class GetRecordsRefused:
         return getattr(self._backend, name)
 
 
-def live_consumers(consumers: list[dict]) -> list[str]:
-    return [c["ConsumerName"] for c in consumers if c.get("ConsumerStatus") != "DELETING"]
+def live_consumers(consumers: list[EfoConsumer]) -> list[str]:
+    return [c.name for c in consumers if not c.deleting]
 
 
 @pytest.fixture

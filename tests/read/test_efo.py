@@ -25,6 +25,7 @@ from console.read.efo import (
     temporary_consumer_name,
 )
 from console.read.tail import TailOptions, TailReader, parse_start
+from console.topology.model import EfoConsumer
 from tests.conftest import StreamFactory, unique_stream_name
 
 RECORDS = 3000
@@ -103,8 +104,8 @@ async def registered(backend, stream: str, name: str = "reader") -> str:
     arn = (await backend.describe_stream_summary(stream)).arn
     consumer = await backend.register_stream_consumer(arn, name)
     for _ in range(100):
-        if (await backend.describe_stream_consumer(arn, name))["ConsumerStatus"] == "ACTIVE":
-            return consumer["ConsumerARN"]
+        if (await backend.describe_stream_consumer(arn, name)).active:
+            return consumer.arn
         await asyncio.sleep(0.1)
     raise AssertionError("the consumer never became ACTIVE")
 
@@ -245,7 +246,7 @@ async def test_tail_efo_registers_logs_and_deregisters_a_temporary_consumer(mock
     assert is_temporary_consumer(name)
     assert f"deregistered the temporary consumer {name}" in err
     arn = (await backend.describe_stream_summary(stream)).arn
-    assert [c for c in await backend.list_stream_consumers(arn) if c.get("ConsumerStatus") != "DELETING"] == []
+    assert [c for c in await backend.list_stream_consumers(arn) if not c.deleting] == []
     assert logged_operations(stream) == [
         ("intent", "RegisterStreamConsumer"),
         ("outcome", "RegisterStreamConsumer"),
@@ -270,7 +271,7 @@ async def test_ctrl_c_deregisters_the_temporary_consumer(mock_backend, kinesis_m
         _, err = await interrupt(process)
     assert process.returncode == 130
     assert b"deregistered the temporary consumer" in err
-    assert [c for c in await backend.list_stream_consumers(arn) if c.get("ConsumerStatus") != "DELETING"] == []
+    assert [c for c in await backend.list_stream_consumers(arn) if not c.deleting] == []
 
 
 @pytest.mark.kinesis_mock
@@ -303,13 +304,13 @@ async def test_tail_efo_with_a_named_consumer_reads_and_leaves_it_registered(moc
     assert code == 0, err
     assert sorted(json.loads(line)["content"]["n"] for line in out.splitlines()) == list(range(200))
     arn = (await backend.describe_stream_summary(stream)).arn
-    assert [c["ConsumerName"] for c in await backend.list_stream_consumers(arn)] == ["mine"]
+    assert [c.name for c in await backend.list_stream_consumers(arn)] == ["mine"]
 
 
 def test_a_consumer_still_creating_is_refused_in_one_line():
     arn = "arn:aws:kinesis:us-east-1:000000000000:stream/orders"
     problem = consumer_problem(
-        {"ConsumerName": "new", "ConsumerStatus": "CREATING", "ConsumerARN": f"{arn}/consumer/new:1"},
+        EfoConsumer(name="new", arn=f"{arn}/consumer/new:1", status="CREATING"),
         "new",
         "orders",
         arn,
@@ -456,7 +457,7 @@ async def test_copy_efo_copies_every_record_and_deregisters_its_consumer(mock_ba
     assert sorted(copied) == list(range(600))
     assert "deregistered the temporary consumer" in err
     arn = (await backend.describe_stream_summary(source)).arn
-    assert [c for c in await backend.list_stream_consumers(arn) if c.get("ConsumerStatus") != "DELETING"] == []
+    assert [c for c in await backend.list_stream_consumers(arn) if not c.deleting] == []
 
 
 async def test_tail_efo_removes_this_hosts_left_over_temporary_consumers(local_backend, short_lived_local):
@@ -489,7 +490,7 @@ async def test_tail_efo_removes_this_hosts_left_over_temporary_consumers(local_b
     assert f"{killed}; they are deregistered first" in err
     assert f"deregistered the left-over temporary consumer {killed}" in err
     arn = (await backend.describe_stream_summary(stream)).arn
-    left = {c["ConsumerName"] for c in await backend.list_stream_consumers(arn) if c["ConsumerStatus"] != "DELETING"}
+    left = {c.name for c in await backend.list_stream_consumers(arn) if not c.deleting}
     assert left == {running, elsewhere}, "another host's and a running kconsole's are left alone"
     assert logged_operations(stream)[:2] == [
         ("intent", "DeregisterStreamConsumer"),

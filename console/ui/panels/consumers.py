@@ -32,6 +32,7 @@ from textual.widgets import DataTable, Input, Static
 from console.backend.protocol import ConsoleBackend, ConsumersBackend, MetricsBackend, RecordsBackend
 from console.consumers.report import ConsumerReport, LeaseRow, StallTracker, format_millis
 from console.errors import ConsoleError
+from console.read.efo import is_temporary_consumer
 from console.read.printable import printable
 from console.topology.model import Shard
 from console.ui.source import CloudWatchReading, StreamView
@@ -342,9 +343,9 @@ class ConsumersPanel(Vertical):
             EFO_COLUMNS,
             {
                 c.arn or c.name: (
-                    plain(f"{c.name} (kconsole's own, temporary)" if c.kconsole_temporary else c.name),
+                    plain(f"{c.name} (kconsole's own, temporary)" if is_temporary_consumer(c.name) else c.name),
                     plain(c.status),
-                    plain(c.created[:19]),
+                    plain(c.created_iso[:19]),
                 )
                 for c in report.efo_consumers
             },

@@ -79,7 +79,7 @@ async def test_the_heat_tab_switches_to_efo_after_the_price_and_counts_pushed_ev
         app.screen.query_one("#confirm-input").value = name
         await pilot.press("enter")
         await wait_until(pilot, lambda: "with enhanced fan-out" in header(), timeout=60, what="the EFO line")
-        [consumer] = [c["ConsumerName"] for c in await kinesis.list_stream_consumers(arn)]
+        [consumer] = [c.name for c in await kinesis.list_stream_consumers(arn)]
         assert is_temporary_consumer(consumer)
         await pilot.pause(2.0)  # every shard subscribed from LATEST
         entries = [{"Data": b"{}", "PartitionKey": f"key-{n}"} for n in range(200)]
@@ -91,7 +91,7 @@ async def test_the_heat_tab_switches_to_efo_after_the_price_and_counts_pushed_ev
         await pilot.press("f")  # back to GetRecords: the temporary consumer goes
 
         async def consumers_left() -> list:
-            return [c for c in await kinesis.list_stream_consumers(arn) if c["ConsumerStatus"] != "DELETING"]
+            return [c for c in await kinesis.list_stream_consumers(arn) if not c.deleting]
 
         for _ in range(100):
             if not await consumers_left():

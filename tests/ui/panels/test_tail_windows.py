@@ -188,7 +188,7 @@ async def test_the_source_switch_reads_as_a_registered_efo_consumer(kinesis, mak
         await pilot.press("escape")
         await wait_until(pilot, lambda: "cancelled" in str(view.query_one("#tail-lag").render()), what="cancelled")
         assert "no consumer was registered" in str(view.query_one("#tail-lag").render())
-        assert [c["ConsumerName"] for c in await kinesis.list_stream_consumers(arn)] == ["tab-reader"]
+        assert [c.name for c in await kinesis.list_stream_consumers(arn)] == ["tab-reader"]
 
         consumer.value = "not-registered"
         view.start_reading()
@@ -221,13 +221,13 @@ async def test_the_tab_reads_with_a_temporary_consumer_after_its_price_and_dereg
         app.screen.query_one("#confirm-input").value = stream
         await pilot.press("enter")
         await wait_until(pilot, lambda: len(view.ring.records) == 5, timeout=30, what="every record, pushed")
-        [registered] = [c["ConsumerName"] for c in await kinesis.list_stream_consumers(arn)]
+        [registered] = [c.name for c in await kinesis.list_stream_consumers(arn)]
         assert is_temporary_consumer(registered)
 
         await pilot.press("t")
 
         async def consumers_left() -> list:
-            return [c for c in await kinesis.list_stream_consumers(arn) if c["ConsumerStatus"] != "DELETING"]
+            return [c for c in await kinesis.list_stream_consumers(arn) if not c.deleting]
 
         for _ in range(100):
             if not await consumers_left():
@@ -253,5 +253,5 @@ async def test_the_temporary_consumer_is_deregistered_when_the_app_exits_mid_rea
             what="registered",
         )
         assert len(await kinesis.list_stream_consumers(arn)) == 1
-    left = [c for c in await kinesis.list_stream_consumers(arn) if c["ConsumerStatus"] != "DELETING"]
+    left = [c for c in await kinesis.list_stream_consumers(arn) if not c.deleting]
     assert left == [], "deregistered as the app exited"
