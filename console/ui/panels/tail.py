@@ -438,10 +438,25 @@ class TailView(Vertical):
         self.action_from_horizon()
 
     def watch_stream(self) -> None:
+        """A reader reads the stream it was started on: another stream opened stops it, and the records
+        held, their figures and the profile (the stream before's) leave the screen; the options stay."""
         self.reading_wanted = False
-        if self.running:  # a reader reads the stream it was started on
-            self.workers.cancel_group(self, "tail")
-            self.set_running(False, "stopped: another stream was opened")
+        stopped = self.running
+        self.workers.cancel_group(self, "tail")
+        self.running = False
+        self._pending.clear()
+        self.held.clear()
+        self.lag.clear()
+        self.read_share = None
+        self.received = 0
+        self._rate_marks.clear()
+        self._rate_marks.append((self._clock(), 0))
+        if not self.is_mounted:
+            return
+        self.ring.clear()
+        if self.profiling:
+            self.show_profile()
+        self.set_running(False, "stopped: another stream was opened" if stopped else None)
 
     @work(exclusive=True, group="tail", exit_on_error=False)
     async def _read(self, backend: ConsoleBackend, stream: str, options: TailOptions) -> None:
