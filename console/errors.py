@@ -1,7 +1,8 @@
 """Errors a user can meet. Every one is shown as a single line, never a traceback.
 
 `code` is the stable machine-readable name used in `--json` error documents;
-`exit_code` is what the CLI exits with (2 = bad usage or input, 1 = the operation failed or was refused).
+`exit_code` is what the CLI exits with (2 = bad usage or input, 1 = the operation failed or was refused,
+130 = cut short by Ctrl-C, as a shell reports SIGINT).
 """
 
 from __future__ import annotations
@@ -39,6 +40,13 @@ class ReadOnlyRefusal(ConsoleError):
 
     code = "read_only"
     exit_code = 1
+
+
+class Interrupted(ConsoleError):
+    """Ctrl-C where the command waits for the operator (a confirmation prompt): nothing was called."""
+
+    code = "interrupted"
+    exit_code = 130
 
 
 class PlanRejected(ConsoleError):

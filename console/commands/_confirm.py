@@ -5,9 +5,13 @@ says nothing was called."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 
-from console.errors import ConsoleError, ReadOnlyRefusal
+from console.errors import ConsoleError, Interrupted, ReadOnlyRefusal
 
 
 def read_only_source(args: argparse.Namespace) -> str | None:
@@ -70,8 +74,29 @@ def confirm_by_typing(
             f"refusing to {change} without confirmation: no TTY to ask on; {advice}pass --yes",
             code="needs_confirmation",
         )
-    if preview is not None:
-        print(preview, file=sys.stderr)
-    print(f"This will {consequence}. Type {what} to confirm: ", end="", file=sys.stderr, flush=True)
-    if sys.stdin.readline().strip() != expected:
+    try:
+        with _ctrl_c_interrupts():  # from before the prompt shows: a Ctrl-C as it appears counts too
+            if preview is not None:
+                print(preview, file=sys.stderr)
+            print(f"This will {consequence}. Type {what} to confirm: ", end="", file=sys.stderr, flush=True)
+            answer = sys.stdin.readline()
+    except KeyboardInterrupt:
+        print(file=sys.stderr)  # the error's line starts under the prompt, not after it
+        raise Interrupted("interrupted at the confirmation; nothing was called") from None
+    if answer.strip() != expected:
         raise ConsoleError(f"confirmation did not match {expected!r}; nothing was called", code="not_confirmed")
+
+
+@contextlib.contextmanager
+def _ctrl_c_interrupts() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt in the read at once. Under asyncio.run (most commands ask from
+    inside their event loop) SIGINT only cancels the main task, which a blocking read holds off until
+    Enter: for the prompt's time Python's own handler is back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

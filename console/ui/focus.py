@@ -4,7 +4,11 @@
 - Opening a tab focuses its primary list, or its first field. A field focused that way is only
   *offered*: the tab keys still switch tabs, and the field takes keys once the user enters it (enter, a
   click, or typing any other character into it; reaching it with tab / shift+tab counts too).
-- Escape leaves a text box for the tab strip, so every single-key binding works again.
+- Escape in a text box being typed in stops the typing: the box is only offered again, as when its
+  tab opened. The tab's own keys work (the Producer's ctrl+s), enter goes back in, and a letter goes
+  into the box, never to a console action (a typed name must not open a split preview through its s).
+- Escape from an offered box leaves it for the tab strip, so every single-key binding works again;
+  the tab's own keys work there too.
 - When a dialog closes, a text box that had the keys before it is only offered again.
 
 The app holds one FocusModel and hands it every event first (`App.on_event` sees a key before
@@ -14,6 +18,7 @@ Textual routes it to the box), the focus changes, and escape.
 from __future__ import annotations
 
 from textual import events
+from textual.actions import parse as parse_action
 from textual.app import App
 from textual.dom import NoScreen
 from textual.errors import NoWidget
@@ -122,12 +127,35 @@ class FocusModel:
                 return True
             elif event.is_printable:
                 self.enter_field()  # typing a letter into the offered box is entering it
+        elif isinstance(event, events.Key) and not event.is_forwarded and await self.tab_key(event):
+            return True
         return False
 
     def leave_text_box(self, event: events.Key) -> None:
-        """Escape in a text box: back to the tab strip, so the single-key bindings work again."""
+        """Escape in a text box being typed in: it is only offered (the keys after it are the tab's, or
+        enter it again); escape in an offered one: back to the tab strip, where the single keys work."""
         app = self.app
-        if event.key == "escape" and app.screen is app.screen_stack[0] and isinstance(app.focused, TEXT_FIELDS):
-            self._offered_field = None
-            self.tab_strip.focus()
+        focused = app.focused
+        if event.key == "escape" and app.screen is app.screen_stack[0] and isinstance(focused, TEXT_FIELDS):
+            if focused is self._offered_field:
+                self._offered_field = None
+                self.tab_strip.focus()
+            else:
+                self._offered_field = focused
+                app.refresh_bindings()
             event.stop()
+
+    async def tab_key(self, event: events.Key) -> bool:
+        """A key of the tab shown (its panel's BINDINGS, e.g. the Producer's ctrl+s) pressed on the tab
+        strip runs there as in the tab: True when it did."""
+        app = self.app
+        if app.focused is not self.tab_strip or app.screen is not app.screen_stack[0]:
+            return False
+        pane = app.query_one(TabbedContent).active_pane
+        for panel in pane.children if pane is not None else ():
+            for binding in panel._bindings.key_to_bindings.get(event.key, []):
+                _namespace, name, parameters = parse_action(binding.action)
+                if panel.check_action(name, parameters):  # greyed out (None) or off (False): not run
+                    await app.run_action(binding.action, panel)
+                    return True
+        return False

@@ -1,5 +1,5 @@
 """The focus model: tab keys always switch tabs, a tab's first field takes digits only once the user
-enters it, escape leaves a text box."""
+enters it, escape stops the typing (the field only offered), escape again leaves it."""
 
 from __future__ import annotations
 
@@ -42,7 +42,9 @@ async def test_enter_or_a_letter_or_a_click_enters_the_field_then_digits_go_in()
         await pilot.press("5", "enter", *"2000")
         assert app.query_one("#tabs").active == "producer"
         assert app.query_one("#producer-keys").value == "2000"  # the field's text was selected on entry
-        await pilot.press("escape")
+        await pilot.press("escape")  # the typing stops: the field is only offered, the digits switch again
+        assert app.focused.id == "producer-keys" and not app.focus_model.typing
+        await pilot.press("escape")  # and out to the tab strip
         assert isinstance(app.focused, Tabs)
         await pilot.press("3", *"user-17")
         assert app.query_one("#tabs").active == "placement"

@@ -222,10 +222,15 @@ class ConsumersPanel(Vertical):
         )
 
     def watch_stream(self) -> None:
+        """Another stream: the lease poll stops and nothing of the stream before stays on screen, the
+        lease table's name included (it names the previous stream's application)."""
         self.workers.cancel_group(self, "consumers")
         if self.is_mounted:
-            self.query_one("#consumers-workers", DataTable).clear()
+            for table in self.query(DataTable):
+                table.clear()
             self.query_one("#consumers-workers-status", Static).update("")
+            self.query_one("#consumers-table", Input).value = ""
+            self.show_status("")
         self.lease_table = None
         self.refresh_bindings()
         self._shards = self._stream_arn = None

@@ -38,6 +38,7 @@ from console.words import counted
 
 READ_ONLY_REFUSAL = "read-only: the producer writes records, so it is disabled (--read-only)"
 NO_STREAM = "no stream open: press p to pick one"
+FORM_HINT = "enter edits a field, tab moves to the next; ctrl+s or Start runs."
 
 AGGREGATE = "aggregate"  # the Mode choice that aggregates (batch mode underneath)
 # ProducerSettings.mode and .explicit_hash_keys, as the panel's selects offer them.
@@ -175,7 +176,7 @@ class ProducerPanel(Vertical):
             yield Static(classes="spacer")
             yield Button("Start", variant="primary", id="producer-start", compact=True)
             yield Button("Stop", variant="error", id="producer-stop", disabled=True, compact=True)
-        yield Static("enter edits a field, tab moves to the next; ctrl+s or Start runs.", id="producer-status")
+        yield Static(FORM_HINT, id="producer-status")
         yield ProgressBar(total=100, show_eta=False, id="producer-progress")
         yield DataTable(id="producer-shards", cursor_type="none", zebra_stripes=True)
         with VerticalScroll(id="producer-results"):
@@ -240,10 +241,25 @@ class ProducerPanel(Vertical):
         self.refresh_bindings()
 
     def watch_stream(self) -> None:
-        # A run writes to the stream it was started on; another stream opened stops it.
-        if self.running:
-            self.workers.cancel_group(self, "producer")
+        """A run writes to the stream it was started on: another stream opened stops it, and its
+        progress, shards and report (the stream before's) leave the screen; the form stays."""
+        stopped = self.running
+        self.workers.cancel_group(self, "producer")
+        self.running = False
+        self.report = None
+        if not self.is_mounted:
+            return
+        self._set_running(False)
+        self.query_one("#producer-progress", ProgressBar).update(total=100, progress=0)
+        self.query_one("#producer-shards", DataTable).clear()
+        for table_id in ("#producer-problems", "#producer-records"):
+            self.query_one(table_id, DataTable).clear()
+            self.query_one(table_id).add_class("-empty")
+        self.query_one("#producer-report", Static).update("")
+        if stopped:
             self.show_error("stopped: another stream was opened")
+        else:
+            self._status(FORM_HINT)
 
     def action_start(self) -> None:
         if self.running:

@@ -8,7 +8,8 @@ ten refreshes a second, not 50k. Only visible lines are rendered (console.ui.pan
 
 Two option rows above the records (console.ui.panels.tail_options) set where to start and stop, a
 partition-key and a grep filter, as `kconsole tail --from --to --key --grep`. The Where box takes a
-JMESPath filter (`kconsole tail --where`) and re-filters the records held at once, without reading again.
+JMESPath filter (`kconsole tail --where`) and re-filters the records held, without reading again: what
+the box shows is what filters, once the typing rests (enter and Start apply it at once).
 
 Keys (when the record list has focus): the ring's own (move, expand, pause), w exports (JSON lines, CSV
 or raw; what is held, or the whole From/To window read again: console.ui.panels.tail_export), t starts
@@ -66,6 +67,7 @@ from console.userdirs import data_dir
 
 FLUSH_INTERVAL = 0.1
 RATE_WINDOW = 3.0  # seconds of history behind the records/s figure
+WHERE_SETTLE = 0.3  # seconds the Where box rests before what it shows filters the records
 IDLE_HINT = "t starts (options above, f edits them), h reads from the oldest"
 
 EFO_OFFER = "e reads with EFO, without sharing"  # a throttled reading's offer
@@ -161,6 +163,8 @@ class TailView(Vertical):
         self.options = TailOptions(follow=True, mask=self.mask)
         self.held = RecordWindow(capacity)  # every record received (the ring shows those the Where box passes)
         self.where: RecordFilter | None = None
+        self._where_text = ""  # the Where box's text last applied (or refused): what it shows filters
+        self._where_timer: Timer | None = None  # applies the box once the typing rests
         self._profile_stale = False  # records came since the profile (P) was made
         self.efo_reading = False  # the running reader subscribes (its reads take nothing of that budget)
         # The EFO consumer it reads as, and a temporary one's deregistration at the reading's end or the app's exit.
@@ -330,11 +334,14 @@ class TailView(Vertical):
         return options_from_rows(self, self.mask)
 
     def apply_where(self, text: str) -> None:
-        """Filter what is held (and what comes) with a JMESPath expression; empty shows everything."""
+        """Filter what is held (and what comes) with a JMESPath expression; empty shows everything. A bad
+        one changes nothing, and the status lines say which filter still applies."""
+        self._where_text = text.strip()
         try:
             self.where = RecordFilter(text, "Where") if text.strip() else None
         except ConsoleError as error:
-            self.set_running(self.running, f"filter not applied: {error.message}")
+            still = f"; still {self.where.expression.strip()!r}" if self.where is not None else ""
+            self.set_running(self.running, f"filter not applied: {error.message}{still}")
             return
         ring = self.ring
         ring.clear()
@@ -351,7 +358,10 @@ class TailView(Vertical):
     def start_reading(self) -> None:
         """(Re)start with the options shown: the ring is cleared when reading from the past, so what is
         shown is exactly what the options select."""
+        self._apply_where_box()  # typed but not yet applied: read with what the box shows
         try:
+            if self._where_text and (self.where is None or self.where.expression.strip() != self._where_text):
+                RecordFilter(self._where_text, "Where")  # refused: its error names the box
             options = self.read_options()
         except ConsoleError as error:
             self.set_running(self.running, f"cannot start: {error.message}")
@@ -440,10 +450,25 @@ class TailView(Vertical):
         self.action_from_horizon()
 
     def watch_stream(self) -> None:
+        """A reader reads the stream it was started on: another stream opened stops it, and the records
+        held, their figures and the profile (the stream before's) leave the screen; the options stay."""
         self.reading_wanted = False
-        if self.running:  # a reader reads the stream it was started on
-            self.workers.cancel_group(self, "tail")
-            self.set_running(False, "stopped: another stream was opened")
+        stopped = self.running
+        self.workers.cancel_group(self, "tail")
+        self.running = False
+        self._pending.clear()
+        self.held.clear()
+        self.lag.clear()
+        self.read_share = None
+        self.received = 0
+        self._rate_marks.clear()
+        self._rate_marks.append((self._clock(), 0))
+        if not self.is_mounted:
+            return
+        self.ring.clear()
+        if self.profiling:
+            self.show_profile()
+        self.set_running(False, "stopped: another stream was opened" if stopped else None)
 
     @work(exclusive=True, group="tail", exit_on_error=False)
     async def _read(self, backend: ConsoleBackend, stream: str, options: TailOptions) -> None:
@@ -523,9 +548,28 @@ class TailView(Vertical):
             event.stop()
             self.start_reading()
 
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "tail-where":
+            event.stop()
+            self._stop_where_timer()
+            self._where_timer = self.set_timer(WHERE_SETTLE, self._apply_where_box)
+
+    def _stop_where_timer(self) -> None:
+        if self._where_timer is not None:
+            self._where_timer.stop()
+            self._where_timer = None
+
+    def _apply_where_box(self) -> None:
+        """What the Where box shows filters the records (nothing to do when it already does)."""
+        self._stop_where_timer()
+        text = self.query_one("#tail-where", Input).value
+        if text.strip() != self._where_text:
+            self.apply_where(text)
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "tail-where":
             event.stop()
+            self._stop_where_timer()
             self.apply_where(event.value)
             self._focus_records()
             return

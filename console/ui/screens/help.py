@@ -59,7 +59,12 @@ def bindings_table(read_only: bool) -> Group:
         + [
             ("ctrl+p", "Command palette (search every action)", ""),
             ("enter", f"Type into the text box a tab opened on (until then {TAB_KEYS} still switch tabs)", ""),
-            ("esc", "Leave a text box (so the keys above work again)", ""),
+            (
+                "esc",
+                f"Stop typing in a text box (the tab's keys and {TAB_KEYS} work, enter goes back in); "
+                "esc again leaves it, so the keys above work again",
+                "",
+            ),
             (
                 "↑↓ j k",
                 "Move in the table, tree, tail or heat list (pgup / pgdn: a page; home / end: first / last)",

@@ -186,7 +186,9 @@ async def test_a_split_behind_an_unfinished_parent_applies_only_after_the_force_
         assert "Parents not yet finished" in consumers and parent.shard_id in consumers
         held_back = str(preview.query_one("#preview-held-back", Static).render())
         assert "still wait for unfinished parents" in held_back and "Press f to apply anyway" in held_back
-        assert not preview.query("#proceed") and app.focused.id == "cancel"
+        assert not preview.query("#proceed")
+        # The preview focuses its button once mounted, a moment after it shows.
+        await wait_until(pilot, lambda: app.focused is not None and app.focused.id == "cancel", what="Cancel focused")
         preview.action_proceed()  # what Enter would have done with no consumers behind: nothing now
         assert app.screen is preview
         await pilot.press("enter")  # on Cancel
