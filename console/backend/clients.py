@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import os
+import socket
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
@@ -300,15 +301,25 @@ def parse_timestamp(value: Any) -> datetime:
     return parsed
 
 
+def _free_port() -> int:
+    """A port free on the loopback now, for a server whose URL must be known before it listens."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
 async def _settled(future: asyncio.Future[Any]) -> None:
     """Wait for `future` to end, however it ends (its outcome is someone else's to report)."""
     await asyncio.gather(future, return_exceptions=True)
 
 
 @contextlib.asynccontextmanager
-async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
+async def open_backend(config: BackendConfig, *, wait_for_server: bool = True) -> AsyncIterator[KinesisBackend]:
     """An open backend; for kind "local" also the embedded server, started first and stopped last
-    (unless `config.endpoint_url` names one that is already running)."""
+    (unless `config.endpoint_url` names one that is already running). With `wait_for_server` False
+    the backend is yielded while that server still boots (the console builds its screen meanwhile):
+    its port is chosen here, and every call waits until the server answers (`server_ready`)."""
     async with contextlib.AsyncExitStack() as stack:
         endpoint_url = config.endpoint_url
         local_server = None
@@ -317,7 +328,7 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
         if config.kind == "local" and not endpoint_url:
             from console.backend.launcher import LocalKinesisServer
 
-            local_server = LocalKinesisServer()
+            local_server = LocalKinesisServer(port=0 if wait_for_server else _free_port())
             stack.push_async_callback(asyncio.to_thread, local_server.stop)
             # The server boots in its own process (most of a --local start) while this one loads
             # aiobotocore and builds its session; the client is made once the server answers.
@@ -339,8 +350,10 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
                 session.register_component("response_parser_factory", parsers)
                 credentials = await credentials_for(session, config)
                 settings = client_config(config)
-                if server_started is not None:
+                if server_started is not None and wait_for_server:
                     endpoint_url = await server_started
+                elif server_started is not None:
+                    endpoint_url = f"http://{local_server.host}:{local_server.port}"  # type: ignore[union-attr]
                 client = await stack.enter_async_context(
                     create_client(session, "kinesis", region, endpoint_url, settings, credentials)
                 )
@@ -379,6 +392,8 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
             checked_puts_client=checked_puts_client,
         )
         backend.local_server = local_server
+        if server_started is not None and not wait_for_server:
+            backend.server_ready = server_started
 
         async def signing_credentials() -> Any:
             """What SubscribeToShard's requests are signed with: the client's own credentials."""

@@ -123,8 +123,28 @@ def _supervise_local_server(
 
             app.post_message(EmbeddedServerRestarted())
 
-    supervising: asyncio.Task[None] = asyncio.ensure_future(server.supervise(say, recreate))
+    async def once_started() -> None:
+        ready = getattr(backend, "server_ready", None)
+        if ready is not None:  # still booting alongside the UI: watch it once it answers
+            try:
+                await asyncio.shield(ready)
+            except Exception:
+                return  # a start that failed is the launch's to say
+        await server.supervise(say, recreate)
+
+    supervising: asyncio.Task[None] = asyncio.ensure_future(once_started())
     return supervising
+
+
+def _start_error(started: asyncio.Future[Any]) -> BaseException | None:
+    return None if not started.done() or started.cancelled() else started.exception()
+
+
+def _close_unless_started(app: KConsoleApp, started: asyncio.Future[Any]) -> None:
+    """The embedded server that never answered closes the console built meanwhile; the launch then
+    says why in one line, as when nothing had been built yet."""
+    if _start_error(started) is not None:
+        app.exit()
 
 
 def served_to_a_browser() -> bool:
@@ -198,24 +218,33 @@ def launch_console(args: argparse.Namespace) -> int:
                 pass
 
     async def run() -> None:
-        # Textual loads in a thread while the backend opens (and the embedded server starts), and the
-        # first poll's calls go out before the UI starts: the waits on the server overlap the start-up.
+        # Textual loads in a thread while the backend opens. The embedded server boots in its own
+        # process alongside the UI: the backend is handed over at once (its calls wait for the
+        # server), the screen is built meanwhile, and the stream is made and first polled once the
+        # server answers. On an endpoint the first poll's calls go out before the UI starts.
         app_module = asyncio.ensure_future(asyncio.to_thread(load_console))
-        if backend_config.kind == "local":
+        local = backend_config.kind == "local"
+        if local:
             print("kconsole: starting the embedded local Kinesis…", file=sys.stderr)
-        async with open_backend(backend_config) as backend:
+        async with open_backend(backend_config, wait_for_server=False) as backend:
             stream = args.stream
-            created = None
-            if backend_config.kind == "local" and not stream and not read_only:  # read-only creates nothing
-                # The demo splits a shard to show lineage, unless the user asked for a shard count:
-                # then the stream has exactly that many open shards.
-                await prepare_demo_stream(backend, shards=shards, split=args.shards is None)
-                stream = DEMO_STREAM
-            elif backend_config.kind == "local" and not read_only and await backend.ensure_stream(stream, shards):
-                created = f"created stream {stream!r} with {counted(shards, 'shard')} on the embedded local Kinesis"
-            # The first poll's calls go out now: the server answers them while Textual starts.
-            first_view = asyncio.ensure_future(fetch_stream(backend, stream)) if stream else None
             shown: dict[str, KConsoleApp] = {}  # the app, once it exists, for the server supervisor to speak through
+            if local and not stream and not read_only:  # read-only creates nothing
+                stream = DEMO_STREAM
+
+            async def stream_made_then_polled(stream: str) -> StreamView:
+                if local and not args.stream and not read_only:
+                    # The demo splits a shard to show lineage, unless the user asked for a shard count:
+                    # then the stream has exactly that many open shards.
+                    await prepare_demo_stream(backend, shards=shards, split=args.shards is None)
+                elif local and not read_only and await backend.ensure_stream(stream, shards):
+                    created = f"created stream {stream!r} with {counted(shards, 'shard')} on the embedded local Kinesis"
+                    app = shown.get("app")
+                    if app is not None:  # made while the console was built: it is there to say so
+                        app.notify(created, title="first contact", timeout=8)
+                return await fetch_stream(backend, stream)
+
+            first_view = asyncio.ensure_future(stream_made_then_polled(stream)) if stream else None
             supervisor = _supervise_local_server(
                 backend,
                 stream,
@@ -250,10 +279,13 @@ def launch_console(args: argparse.Namespace) -> int:
                     from console.ui.browser_session import exit_when_server_leaves
 
                     exit_when_server_leaves(app)
-                if created:
-                    app.notify(created, title="first contact", timeout=8)  # shown once the console is up
                 shown["app"] = app
+                server_ready: asyncio.Future[Any] | None = getattr(backend, "server_ready", None)
+                if server_ready is not None:
+                    server_ready.add_done_callback(lambda started: _close_unless_started(app, started))
                 await app.run_async()
+                if server_ready is not None and _start_error(server_ready) is not None:
+                    raise _start_error(server_ready)  # type: ignore[misc]  # the server never started: its one line
             finally:
                 shown.clear()  # nothing reaches the terminal once the console is gone
                 if supervisor is not None:
