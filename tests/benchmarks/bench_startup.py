@@ -20,6 +20,7 @@ Best of ROUNDS wall-clock runs per command, interleaved. Prints one JSON line of
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import subprocess
@@ -104,6 +105,9 @@ async def create_streams(endpoint: str) -> None:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    rounds = parser.parse_args().rounds
     compiled_like_an_install()
     env = aws_environment()
     aws = aws_cli()
@@ -146,7 +150,7 @@ def main() -> None:
         }
         runs: dict[str, list] = {name: [] for name in commands}
         launched: dict[str, list[float]] = {name: [] for name in launches}
-        for _ in range(ROUNDS):
+        for _ in range(rounds):
             for name, argv in commands.items():
                 runs[name].append(run_process(argv, env=env))
             for name, argv in launches.items():
