@@ -236,7 +236,11 @@ def main() -> None:
     finally:
         if process is not None:
             process.terminate()
-            process.wait(10)
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:  # a busy machine: it is stopped, not left behind
+                process.kill()
+                process.wait()
 
 
 if __name__ == "__main__":
