@@ -283,9 +283,10 @@ def launch_console(args: argparse.Namespace) -> int:
                 server_ready: asyncio.Future[Any] | None = getattr(backend, "server_ready", None)
                 if server_ready is not None:
                     server_ready.add_done_callback(lambda started: _close_unless_started(app, started))
-                await app.run_async()
-                if server_ready is not None and _start_error(server_ready) is not None:
-                    raise _start_error(server_ready)  # type: ignore[misc]  # the server never started: its one line
+                if server_ready is None or _start_error(server_ready) is None:  # else failed before the UI ran
+                    await app.run_async()
+                if server_ready is not None and (error := _start_error(server_ready)) is not None:
+                    raise error  # the embedded server never started: its one line, as before the UI existed
             finally:
                 shown.clear()  # nothing reaches the terminal once the console is gone
                 if supervisor is not None:
