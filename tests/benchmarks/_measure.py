@@ -201,9 +201,10 @@ def readme_ranges() -> list[ReadmeRange]:
 
 
 def figure_at(figures: dict, path: str):
+    """The figure at a dotted path; a number in the path is also a whole-number key (as JSON prints it)."""
     value = figures
     for part in path.split("."):
-        value = value[part]
+        value = value[part] if part in value or not part.isdigit() else value[int(part)]
     return value
 
 
