@@ -41,3 +41,19 @@ def test_each_range_is_ordered_and_checked_by_its_benchmark():
         source = (BENCHMARKS / entry.script).read_text()
         assert f'"benchmark": "{entry.benchmark}"' in source, entry
         assert "emit(" in source, f"{entry.script} prints its figures without checking the README's ranges"
+
+
+def test_a_run_says_which_figures_fall_outside_the_readme(capsys):
+    import json
+
+    from _measure import emit
+
+    startup = {entry.figure: entry for entry in readme_ranges() if entry.benchmark == "startup"}
+    inside, outside = startup["help_ratio"], startup["predict_ratio"]
+    emit({"benchmark": "startup", "help_ratio": float(inside.low), "predict_ratio": float(outside.high) + 1})
+    printed = capsys.readouterr()
+    line = json.loads(printed.out.strip().splitlines()[-1])
+    assert line["readme_ranges"]["help_ratio"] == {"readme": inside.text, "today": float(inside.low), "inside": True}
+    assert line["readme_ranges"]["predict_ratio"]["inside"] is False
+    assert line["inside_readme_ranges"] is False
+    assert f"outside the README's {outside.text}" in printed.err
