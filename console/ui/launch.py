@@ -229,6 +229,7 @@ def launch_console(args: argparse.Namespace) -> int:
         async with open_backend(backend_config, wait_for_server=False) as backend:
             stream = args.stream
             shown: dict[str, KConsoleApp] = {}  # the app, once it exists, for the server supervisor to speak through
+            said: list[str] = []  # the stream's creation, made before the app existed: said once it does
             if local and not stream and not read_only:  # read-only creates nothing
                 stream = DEMO_STREAM
 
@@ -238,10 +239,11 @@ def launch_console(args: argparse.Namespace) -> int:
                     # then the stream has exactly that many open shards.
                     await prepare_demo_stream(backend, shards=shards, split=args.shards is None)
                 elif local and not read_only and await backend.ensure_stream(stream, shards):
-                    created = f"created stream {stream!r} with {counted(shards, 'shard')} on the embedded local Kinesis"
-                    app = shown.get("app")
-                    if app is not None:  # made while the console was built: it is there to say so
-                        app.notify(created, title="first contact", timeout=8)
+                    said.append(
+                        f"created stream {stream!r} with {counted(shards, 'shard')} on the embedded local Kinesis"
+                    )
+                    if (app := shown.get("app")) is not None:  # made while the console was built: it says so
+                        app.notify(said.pop(), title="first contact", timeout=8)
                 return await fetch_stream(backend, stream)
 
             first_view = asyncio.ensure_future(stream_made_then_polled(stream)) if stream else None
@@ -280,6 +282,8 @@ def launch_console(args: argparse.Namespace) -> int:
 
                     exit_when_server_leaves(app)
                 shown["app"] = app
+                for text in said:
+                    app.notify(text, title="first contact", timeout=8)  # shown once the console is up
                 server_ready: asyncio.Future[Any] | None = getattr(backend, "server_ready", None)
                 if server_ready is not None:
                     server_ready.add_done_callback(lambda started: _close_unless_started(app, started))
