@@ -270,13 +270,14 @@ def test_the_check_sees_a_face_making_a_change(tmp_path):
 
 PROTOCOL = "console.backend.protocol"
 # The launcher puts the console together: it alone opens a backend (open_backend, from its config,
-# with the stream to make on the embedded server) and hands the app what the protocol describes.
+# with the stream to make on the embedded server, made once the server answers) and hands the app what the protocol describes.
 # Every other UI module sees only the protocol.
 OPENS_THE_BACKEND = {
     "console.ui.launch": {
         "console.backend",
         "console.backend.BackendConfig",
         "console.backend.LocalStream",
+        "console.backend.make_local_streams",
         "console.backend.open_backend",
     }
 }

@@ -28,13 +28,14 @@ _HOMES = {
     "KinesisBackend": "console.backend.kinesis",
     "LocalStream": "console.backend.clients",
     "RetryEvent": "console.backend.calls",
+    "make_local_streams": "console.backend.clients",
     "open_backend": "console.backend.clients",
 }
-__all__ = ["BackendConfig", "KinesisBackend", "LocalStream", "RetryEvent", "open_backend"]
+__all__ = ["BackendConfig", "KinesisBackend", "LocalStream", "RetryEvent", "make_local_streams", "open_backend"]
 
 if TYPE_CHECKING:
     from console.backend.calls import RetryEvent
-    from console.backend.clients import LocalStream, open_backend
+    from console.backend.clients import LocalStream, make_local_streams, open_backend
     from console.backend.config import BackendConfig
     from console.backend.kinesis import KinesisBackend
 

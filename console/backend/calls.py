@@ -133,6 +133,9 @@ class CallPath:
         self.on_retry: Callable[[RetryEvent], None] | None = StderrRetryLines()
         self.retries = 0  # total retried calls, for status lines
         self._reached = False  # any call answered yet
+        # An embedded server still starting (open_backend(..., wait_for_server=False)): every call
+        # waits for it, and fails with its start's error if it never answers.
+        self.server_ready: asyncio.Future[Any] | None = None
 
     @property
     def request_timeout(self) -> float:
@@ -148,6 +151,8 @@ class CallPath:
 
     async def call(self, client: Any, operation: str, *, service: str = "kinesis", **params: Any) -> dict[str, Any]:
         """`operation` (AWS's name, "ListShards") on `client`, the response without ResponseMetadata."""
+        if self.server_ready is not None:
+            await asyncio.shield(self.server_ready)  # one caller cancelled leaves the start to the others
         method = getattr(client, snake_case(operation))
         attempt = 0
         while True:

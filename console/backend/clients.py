@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import os
+import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -303,6 +304,14 @@ def parse_timestamp(value: Any) -> datetime:
     return parsed
 
 
+def _free_port() -> int:
+    """A port free on the loopback now, for a server whose URL must be known before it listens."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
 async def _settled(future: asyncio.Future[Any]) -> None:
     """Wait for `future` to end, however it ends (its outcome is someone else's to report)."""
     await asyncio.gather(future, return_exceptions=True)
@@ -341,11 +350,14 @@ async def make_local_streams(backend: KinesisBackend, wanted: LocalStream) -> No
 
 @contextlib.asynccontextmanager
 async def open_backend(
-    config: BackendConfig, *, local_stream: LocalStream | None = None
+    config: BackendConfig, *, local_stream: LocalStream | None = None, wait_for_server: bool = True
 ) -> AsyncIterator[KinesisBackend]:
     """An open backend; for kind "local" also the embedded server, started first and stopped last
     (unless `config.endpoint_url` names one that is already running), with `local_stream` made there
-    first. The one way the command line, the console and the MCP server open a backend."""
+    first. The one way the command line, the console and the MCP server open a backend. With
+    `wait_for_server` False the backend is yielded while that server still boots (the console builds
+    its screen meanwhile; it makes its stream with `make_local_streams` once the server answers): its
+    port is chosen here, and every call waits until the server answers (`server_ready`)."""
     async with contextlib.AsyncExitStack() as stack:
         endpoint_url = config.endpoint_url
         local_server = None
@@ -354,7 +366,7 @@ async def open_backend(
         if config.kind == "local" and not endpoint_url:
             from console.backend.launcher import LocalKinesisServer
 
-            local_server = LocalKinesisServer()
+            local_server = LocalKinesisServer(port=0 if wait_for_server else _free_port())
             stack.push_async_callback(asyncio.to_thread, local_server.stop)
             # The server boots in its own process (most of a --local start) while this one loads
             # aiobotocore and builds its session; the client is made once the server answers.
@@ -376,8 +388,10 @@ async def open_backend(
                 session.register_component("response_parser_factory", parsers)
                 credentials = await credentials_for(session, config)
                 settings = client_config(config)
-                if server_started is not None:
+                if server_started is not None and wait_for_server:
                     endpoint_url = await server_started
+                elif server_started is not None:
+                    endpoint_url = f"http://{local_server.host}:{local_server.port}"  # type: ignore[union-attr]
                 client = await stack.enter_async_context(
                     create_client(session, "kinesis", region, endpoint_url, settings, credentials)
                 )
@@ -416,6 +430,8 @@ async def open_backend(
             checked_puts_client=checked_puts_client,
         )
         backend.local_server = local_server
+        if server_started is not None and not wait_for_server:
+            backend.server_ready = server_started
 
         async def signing_credentials() -> Any:
             """What SubscribeToShard's requests are signed with: the client's own credentials."""

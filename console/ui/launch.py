@@ -122,8 +122,28 @@ def _supervise_local_server(
 
             app.post_message(EmbeddedServerRestarted())
 
-    supervising: asyncio.Task[None] = asyncio.ensure_future(server.supervise(say, recreate))
+    async def once_started() -> None:
+        ready = getattr(backend, "server_ready", None)
+        if ready is not None:  # still booting alongside the UI: watch it once it answers
+            try:
+                await asyncio.shield(ready)
+            except Exception:
+                return  # a start that failed is the launch's to say
+        await server.supervise(say, recreate)
+
+    supervising: asyncio.Task[None] = asyncio.ensure_future(once_started())
     return supervising
+
+
+def _start_error(started: asyncio.Future[Any]) -> BaseException | None:
+    return None if not started.done() or started.cancelled() else started.exception()
+
+
+def _close_unless_started(app: KConsoleApp, started: asyncio.Future[Any]) -> None:
+    """The embedded server that never answered closes the console built meanwhile; the launch then
+    says why in one line, as when nothing had been built yet."""
+    if _start_error(started) is not None:
+        app.exit()
 
 
 def served_to_a_browser() -> bool:
@@ -168,7 +188,7 @@ def console_masking(args: argparse.Namespace, config: Any, *, stream: str | None
 
 
 def launch_console(args: argparse.Namespace) -> int:
-    from console.backend import BackendConfig, LocalStream, open_backend
+    from console.backend import BackendConfig, LocalStream, make_local_streams, open_backend
     from console.config import load_config, save_config
     from console.read.share import share_for_endpoint
 
@@ -200,24 +220,37 @@ def launch_console(args: argparse.Namespace) -> int:
                 pass
 
     async def run() -> None:
-        # Textual loads in a thread while the backend opens (and the embedded server starts), and the
-        # first poll's calls go out before the UI starts: the waits on the server overlap the start-up.
+        # Textual loads in a thread while the backend opens. The embedded server boots in its own
+        # process alongside the UI: the backend is handed over at once (its calls wait for the
+        # server), the screen is built meanwhile, and the stream is made and first polled once the
+        # server answers. On an endpoint the first poll's calls go out before the UI starts.
         app_module = asyncio.ensure_future(asyncio.to_thread(load_console))
-        if backend_config.kind == "local":
+        local = backend_config.kind == "local"
+        if local:
             print("kconsole: starting the embedded local Kinesis…", file=sys.stderr)
-        created: list[str] = []  # said once the console is up
-        # On the embedded server the named stream is made as for every command (read-only: only looked for).
-        local_stream = LocalStream((args.stream,), shards, read_only_source, created.append) if args.stream else None
-        async with open_backend(backend_config, local_stream=local_stream) as backend:
+        async with open_backend(backend_config, wait_for_server=False) as backend:
             stream = args.stream
-            if backend_config.kind == "local" and not stream and not read_only:  # read-only creates nothing
-                # The demo splits a shard to show lineage, unless the user asked for a shard count:
-                # then the stream has exactly that many open shards.
-                await prepare_demo_stream(backend, shards=shards, split=args.shards is None)
-                stream = DEMO_STREAM
-            # The first poll's calls go out now: the server answers them while Textual starts.
-            first_view = asyncio.ensure_future(fetch_stream(backend, stream)) if stream else None
             shown: dict[str, KConsoleApp] = {}  # the app, once it exists, for the server supervisor to speak through
+            said: list[str] = []  # the stream's creation, made before the app existed: said once it does
+            if local and not stream and not read_only:  # read-only creates nothing
+                stream = DEMO_STREAM
+
+            async def stream_made_then_polled(stream: str) -> StreamView:
+                if local and not args.stream and not read_only:
+                    # The demo splits a shard to show lineage, unless the user asked for a shard count:
+                    # then the stream has exactly that many open shards.
+                    await prepare_demo_stream(backend, shards=shards, split=args.shards is None)
+                elif local:  # made as for every command (read-only: only looked for)
+
+                    def created(text: str) -> None:
+                        said.append(text)
+                        if (app := shown.get("app")) is not None:  # made while the console was built: it says so
+                            app.notify(said.pop(), title="first contact", timeout=8)
+
+                    await make_local_streams(backend, LocalStream((stream,), shards, read_only_source, created))
+                return await fetch_stream(backend, stream)
+
+            first_view = asyncio.ensure_future(stream_made_then_polled(stream)) if stream else None
             supervisor = _supervise_local_server(
                 backend,
                 stream,
@@ -252,10 +285,16 @@ def launch_console(args: argparse.Namespace) -> int:
                     from console.ui.browser_session import exit_when_server_leaves
 
                     exit_when_server_leaves(app)
-                for said in created:
-                    app.notify(said, title="first contact", timeout=8)
                 shown["app"] = app
-                await app.run_async()
+                for text in said:
+                    app.notify(text, title="first contact", timeout=8)  # shown once the console is up
+                server_ready: asyncio.Future[Any] | None = getattr(backend, "server_ready", None)
+                if server_ready is not None:
+                    server_ready.add_done_callback(lambda started: _close_unless_started(app, started))
+                if server_ready is None or _start_error(server_ready) is None:  # else failed before the UI ran
+                    await app.run_async()
+                if server_ready is not None and (error := _start_error(server_ready)) is not None:
+                    raise error  # the embedded server never started: its one line, as before the UI existed
             finally:
                 shown.clear()  # nothing reaches the terminal once the console is gone
                 if supervisor is not None:

@@ -22,7 +22,6 @@ from textual.worker import Worker
 
 from console.backend.protocol import CLOUDWATCH, BackendConnection, MetricsBackend
 from console.errors import ConsoleError
-from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
 from console.topology.model import StreamSummary, auto_notice
 from console.ui.panels.shards import ShardsPanel
 from console.ui.source import BIG_STREAM, CloudWatchReading, StreamView, describe_failure, with_lineage
@@ -244,6 +243,8 @@ class StreamDisplay:
     async def _poll_capacity(self, stream: str) -> None:
         """The stream's CloudWatch metrics: free at stream level, fetched once a minute (CloudWatch's
         resolution; more often would only cost more) for the header, the Heat and the Consumers tabs."""
+        from console.heat.capacity import CapacitySummary, stream_metrics, unavailable_reason
+
         app = self.app
         while stream == app.stream:
             try:

@@ -169,3 +169,59 @@ def local_serve():
     finally:
         server.terminate()
         server.wait()
+
+
+RANGES_FILE = Path(__file__).with_name("readme_ranges.toml")
+
+
+@dataclass(frozen=True)
+class ReadmeRange:
+    """One figure's range as the README's benchmark table prints it: the min to max of at least five runs."""
+
+    script: str  # the benchmark's file, the first cell of its README row
+    benchmark: str  # the "benchmark" field of its JSON line
+    figure: str  # a dotted path into the JSON line
+    low: str  # as printed, so "0.80" stays "0.80"
+    high: str
+    unit: str = "×"
+
+    @property
+    def text(self) -> str:
+        return f"{self.low}\N{EN DASH}{self.high}{self.unit}"
+
+    def holds(self, value: float) -> bool:
+        return float(self.low) <= value <= float(self.high)
+
+
+def readme_ranges() -> list[ReadmeRange]:
+    import tomllib
+
+    with RANGES_FILE.open("rb") as file:
+        return [ReadmeRange(**entry) for entry in tomllib.load(file)["range"]]
+
+
+def figure_at(figures: dict, path: str):
+    """The figure at a dotted path; a number in the path is also a whole-number key (as JSON prints it)."""
+    value = figures
+    for part in path.split("."):
+        value = value[part] if part in value or not part.isdigit() else value[int(part)]
+    return value
+
+
+def emit(figures: dict) -> None:
+    """Print the figures as the benchmark's one JSON line, with whether each figure the README prints a
+    range for falls inside it today (and a line on stderr for each that does not)."""
+    checked = {}
+    for entry in readme_ranges():
+        if entry.benchmark != figures.get("benchmark"):
+            continue
+        try:
+            today = figure_at(figures, entry.figure)
+        except (KeyError, TypeError):
+            continue  # a figure this run did not measure (a peer missing, a shorter configuration)
+        checked[entry.figure] = {"readme": entry.text, "today": today, "inside": entry.holds(today)}
+        if not entry.holds(today):
+            print(f"{entry.figure}: {today} is outside the README's {entry.text}", file=sys.stderr)
+    figures["readme_ranges"] = checked
+    figures["inside_readme_ranges"] = all(check["inside"] for check in checked.values())
+    print(json.dumps(figures))

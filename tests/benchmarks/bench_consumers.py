@@ -17,12 +17,14 @@ Target: (b) < 2 s. Prints one JSON line of figures last.
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measure import emit
 
 from console.backend import BackendConfig, open_backend
 from console.consumers.lag import DEFAULT_SCAN_CAP
@@ -119,4 +121,4 @@ async def main() -> dict:
 
 if __name__ == "__main__":
     figures = asyncio.run(main())
-    print(json.dumps(figures))
+    emit(figures)

@@ -28,6 +28,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measure import emit
 
 RECORDS = 100_000
 ROUNDS = 3
@@ -192,23 +195,21 @@ def main() -> None:
         landed = asyncio.run(count(endpoint, copies[-1]))
         assert landed == options.records, landed
     best_copy, best_plain = min(copy_times), min(plain_times)
-    print(
-        json.dumps(
-            {
-                "benchmark": "copy",
-                "path": "kconsole copy SRC DST --from trim-horizon --to now --yes, a whole process (ordered producer)",
-                "baseline": "a whole process: aiobotocore reads every shard concurrently, then 8 tasks x 500-record "
-                "PutRecords, no ordering",
-                "records": options.records,
-                "shards": SHARDS,
-                "keys": KEYS,
-                "copy_rps": round(options.records / best_copy),
-                "baseline_rps": round(options.records / best_plain),
-                "ratio": round(best_plain / best_copy, 3),
-                "round_ratios": [round(p / c, 3) for p, c in zip(plain_times, copy_times)],
-                "targets": {"ratio": 0.8},
-            }
-        )
+    emit(
+        {
+            "benchmark": "copy",
+            "path": "kconsole copy SRC DST --from trim-horizon --to now --yes, a whole process (ordered producer)",
+            "baseline": "a whole process: aiobotocore reads every shard concurrently, then 8 tasks x 500-record "
+            "PutRecords, no ordering",
+            "records": options.records,
+            "shards": SHARDS,
+            "keys": KEYS,
+            "copy_rps": round(options.records / best_copy),
+            "baseline_rps": round(options.records / best_plain),
+            "ratio": round(best_plain / best_copy, 3),
+            "round_ratios": [round(p / c, 3) for p, c in zip(plain_times, copy_times)],
+            "targets": {"ratio": 0.8},
+        }
     )
 
 

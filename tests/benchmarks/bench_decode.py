@@ -32,7 +32,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _measure import emit
 from aws_kinesis_agg.aggregator import AggRecord
 from aws_kinesis_agg.deaggregator import iter_deaggregate_records
 
@@ -190,25 +192,23 @@ def main() -> None:
         f"KPL: decoder {kpl_records / kpl_s:,.0f} user records/s, aws-kinesis-agg + json "
         f"{library_records / library_s:,.0f} user records/s"
     )
-    print(
-        json.dumps(
-            {
-                "benchmark": "tail_decode",
-                "path": "base64 (botocore) + decode_record per wire record, as kconsole tail runs it",
-                "baseline": "base64.b64decode + json.loads per wire record",
-                "wire_records": WIRE_RECORDS,
-                "user_records": user_records,
-                "baseline_rps": round(baseline_rps),
-                "decoder_rps": round(decoder_rps),
-                "ratio": round(decoder_rps / baseline_rps, 3),
-                "per_kind": per_kind,
-                "kpl_baseline": "aws-kinesis-agg iter_deaggregate_records + base64 + json.loads per user record",
-                "kpl_user_rps": round(kpl_records / kpl_s),
-                "kpl_library_user_rps": round(library_records / library_s),
-                "kpl_ratio": round(library_s / kpl_s, 3),
-                "targets": {"ratio": 0.8, "kpl_ratio": 1.5},
-            }
-        )
+    emit(
+        {
+            "benchmark": "tail_decode",
+            "path": "base64 (botocore) + decode_record per wire record, as kconsole tail runs it",
+            "baseline": "base64.b64decode + json.loads per wire record",
+            "wire_records": WIRE_RECORDS,
+            "user_records": user_records,
+            "baseline_rps": round(baseline_rps),
+            "decoder_rps": round(decoder_rps),
+            "ratio": round(decoder_rps / baseline_rps, 3),
+            "per_kind": per_kind,
+            "kpl_baseline": "aws-kinesis-agg iter_deaggregate_records + base64 + json.loads per user record",
+            "kpl_user_rps": round(kpl_records / kpl_s),
+            "kpl_library_user_rps": round(library_records / library_s),
+            "kpl_ratio": round(library_s / kpl_s, 3),
+            "targets": {"ratio": 0.8, "kpl_ratio": 1.5},
+        }
     )
 
 

@@ -27,7 +27,6 @@ Key latencies are the median and the worst of KEYS presses, spaced irregularly. 
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import statistics
 import sys
@@ -38,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import aws_environment, kconsole_command, local_serve, run_process
+from _measure import aws_environment, emit, kconsole_command, local_serve, run_process
 from bench_console import Heartbeat, render_now
 from textual import events
 
@@ -205,4 +204,4 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main()))
+    emit(main())

@@ -16,13 +16,16 @@ n = 20k; 1M next keys in under 10 s.
 from __future__ import annotations
 
 import gc
-import json
 import random
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measure import emit
+
 sys.setrecursionlimit(10_000)
 
 from console.keyspace.keytree.tree import KeyTree  # noqa: E402
@@ -96,7 +99,7 @@ def main() -> None:
         f"{one_by_one_s / ORACLE_EXISTING * 1e6:.1f} us one at a time ({oracle_per_key / ours_per_key:,.0f}x); 1M next keys: {million_empty_s:.2f} s from empty, "
         f"{million_after_s:.2f} s after 100k existing (CPU seconds)"
     )
-    print(json.dumps(figures))
+    emit(figures)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import aws_environment, compiled_like_an_install, fastest, kconsole_command, local_serve, run_process
+from _measure import (
+    aws_environment,
+    compiled_like_an_install,
+    emit,
+    fastest,
+    kconsole_command,
+    local_serve,
+    run_process,
+)
 
 from console import patches
 
@@ -171,16 +179,14 @@ def main() -> None:
         asyncio.run(create_streams(endpoint))
         figures = start_up(endpoint)
     figures.update(per_call())
-    print(
-        json.dumps(
-            {
-                "benchmark": "patches",
-                "path": "each patch of console/patches.py on and off (KCONSOLE_NO_PATCHES=name)",
-                "baseline": "the same work with the patch off",
-                **figures,
-                "targets": {"every patch worth at least (ms)": 10},
-            }
-        )
+    emit(
+        {
+            "benchmark": "patches",
+            "path": "each patch of console/patches.py on and off (KCONSOLE_NO_PATCHES=name)",
+            "baseline": "the same work with the patch off",
+            **figures,
+            "targets": {"every patch worth at least (ms)": 10},
+        }
     )
 
 

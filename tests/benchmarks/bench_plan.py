@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import environment, fastest, kconsole_command, run_process
+from _measure import emit, environment, fastest, kconsole_command, run_process
 
 from console.keyspace.hashkeys import MAX_HASH_KEY, even_split, shard_id_for_index
 from console.reshard.model import KeySample
@@ -140,7 +140,7 @@ def main() -> None:
         "target_seconds": TARGET_SECONDS,
         "within_target": cli.wall < TARGET_SECONDS,
     }
-    print(json.dumps(figures))
+    emit(figures)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import best_of, environment, fastest, kconsole_command, run_process
+from _measure import best_of, emit, environment, fastest, kconsole_command, run_process
 
 KEYS = 1_000_000
 SHARDS = 1_000
@@ -93,7 +93,7 @@ def main() -> None:
         f"kconsole predict --json: {json_run.wall:.2f} s; plain md5+bisect script: {plain.wall:.2f} s; "
         f"PYTHONUNBUFFERED=1: {unbuffered.wall:.2f} s; text mode: {text.wall:.2f} s"
     )
-    print(json.dumps(figures))
+    emit(figures)
 
 
 if __name__ == "__main__":

@@ -26,14 +26,15 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import sys
 import time
 from collections import deque
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _measure import emit
 from aiobotocore.session import get_session
 
 from console.backend import BackendConfig, open_backend
@@ -246,4 +247,4 @@ async def main() -> dict:
 
 if __name__ == "__main__":
     figures = asyncio.run(main())
-    print(json.dumps(figures))
+    emit(figures)

@@ -16,15 +16,16 @@ measured the same way at 1,000 and 10,000 records (its own PutRecords slows quad
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import botocore.session
+from _measure import emit
 from botocore.config import Config
 
 from console.localserver.supervision import LocalKinesisServer
@@ -111,7 +112,7 @@ def main() -> None:
         f"(best of {ROUNDS} interleaved rounds, each the median of {CALLS_PER_ROUND} calls)",
         "target_met": ours[large] / ours[small] <= 1.5,
     }
-    print(json.dumps(figures))
+    emit(figures)
 
 
 if __name__ == "__main__":

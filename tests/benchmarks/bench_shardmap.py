@@ -10,10 +10,15 @@ with a linear scan over the same shards as a secondary, weak baseline kept for s
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import statistics
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measure import emit
 
 from console.keyspace.hashkeys import HASH_SPACE, even_split, shard_id_for_index
 from console.topology.shardmap import ShardMap
@@ -107,4 +112,4 @@ if __name__ == "__main__":
         f"full refresh of {SHARDS} shards: {figures['refresh_cpu_s']} s CPU (target < 0.5 s); "
         f"predict {figures['predict_per_s']:,}/s vs linear {figures['linear_scan_per_s']:,}/s"
     )
-    print(json.dumps(figures))
+    emit(figures)

@@ -40,6 +40,9 @@ from datetime import UTC
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measure import emit
 
 SHARDS = 8
 RECORDS = 200_000
@@ -219,23 +222,21 @@ def main() -> None:
             )
     best = {name: min(values) for name, values in times.items()}
     rate = {name: round(options.records / seconds) for name, seconds in best.items()}
-    print(
-        json.dumps(
-            {
-                "benchmark": "tail",
-                "path": "kconsole tail S --from trim-horizon [--json | --to now --out F.jsonl] > file, a whole process",
-                "baseline": "a whole process: aiobotocore reading every shard concurrently, json.loads per record, ISO "
-                "arrival, one line per record (json.dumps ensure_ascii=True, or text)",
-                "records": options.records,
-                "shards": SHARDS,
-                "rps": rate,
-                "ratio_json": round(best["baseline_json"] / best["tail_json"], 3),
-                "ratio_text": round(best["baseline_text"] / best["tail_text"], 3),
-                "ratio_export": round(best["baseline_json"] / best["export"], 3),
-                "round_ratios_json": [round(b / t, 3) for b, t in zip(times["baseline_json"], times["tail_json"])],
-                "targets": {"ratio_json": 1.0, "ratio_text": 1.0, "ratio_export": 1.0},
-            }
-        )
+    emit(
+        {
+            "benchmark": "tail",
+            "path": "kconsole tail S --from trim-horizon [--json | --to now --out F.jsonl] > file, a whole process",
+            "baseline": "a whole process: aiobotocore reading every shard concurrently, json.loads per record, ISO "
+            "arrival, one line per record (json.dumps ensure_ascii=True, or text)",
+            "records": options.records,
+            "shards": SHARDS,
+            "rps": rate,
+            "ratio_json": round(best["baseline_json"] / best["tail_json"], 3),
+            "ratio_text": round(best["baseline_text"] / best["tail_text"], 3),
+            "ratio_export": round(best["baseline_json"] / best["export"], 3),
+            "round_ratios_json": [round(b / t, 3) for b, t in zip(times["baseline_json"], times["tail_json"])],
+            "targets": {"ratio_json": 1.0, "ratio_text": 1.0, "ratio_export": 1.0},
+        }
     )
 
 

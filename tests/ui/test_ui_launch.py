@@ -65,3 +65,11 @@ def test_a_bad_stream_name_never_opens_the_console(tmp_path):
         ["--stream", "bad name!", "--endpoint-url", "http://127.0.0.1:9"], tmp_path, until=("error",), seconds=20
     )
     assert "not a valid stream name: 'bad name!'" in text
+
+
+def test_local_console_is_built_while_the_server_boots_and_shows_the_new_stream(tmp_path):
+    # The embedded server starts alongside the UI; the stream is made once it answers, then polled.
+    text = screen_text(
+        ["--local", "--stream", "launched", "--shards", "2"], tmp_path, until=("shardId-000000000001",), seconds=60
+    )
+    assert "shardId-000000000000" in text and "shardId-000000000001" in text

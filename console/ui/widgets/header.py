@@ -17,16 +17,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from console.heat.capacity import CapacitySummary
 from console.topology.model import StreamSummary
 from console.ui.format import format_age
 from console.ui.widgets.metric_lines import summary_text
+
+if TYPE_CHECKING:
+    from console.heat.capacity import CapacitySummary
 
 GAP = "  "  # fields are separated by space, not punctuation: easier to scan
 

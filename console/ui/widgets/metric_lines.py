@@ -5,13 +5,22 @@ shard level) and the Consumers tab."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from console.consumers.report import format_millis
-from console.heat.capacity import RECENT_MINUTES, CapacitySummary, MetricSeries
 from console.ui.format import format_rate
 from console.ui.widgets.shard_columns import sparkline
+
+if TYPE_CHECKING:  # the metrics' modules load with the first metrics, not with the console's first screen
+    from console.heat.capacity import CapacitySummary, MetricSeries
+
+
+def format_millis(value: int) -> str:
+    from console.consumers.report import format_millis as formatted
+
+    return formatted(value)
+
 
 SPARK_MINUTES = 30
 LABEL_WIDTH = 15
@@ -55,6 +64,8 @@ def summary_text(summary: CapacitySummary, *, long: bool = False) -> str:
         age = format_millis(int(summary.iterator_age_ms))
         parts.append(f"iterator age {age}" if long else f"lag {age}")
     if summary.throttled is not None:
+        from console.heat.capacity import RECENT_MINUTES
+
         parts.append(
             f"{summary.throttled:,} throttled in {RECENT_MINUTES} min" if long else f"throttled {summary.throttled:,}"
         )
@@ -69,6 +80,8 @@ def capacity_text(metrics: MetricSeries | None, problem: str | None, *, title: s
         return Text(empty, style="dim")
     text = Text()
     text.append(title, style="bold")
+    from console.heat.capacity import CapacitySummary
+
     summary = CapacitySummary.of(metrics)
     if summary is not None:
         text.append(f"  {summary_text(summary, long=True)}", style="bold yellow" if summary.throttled else "")
