@@ -50,6 +50,17 @@ async def cli_json(*argv: str):
     return json.loads(out)
 
 
+def unmoving(document):
+    """A document with each millis_behind figure, which grows as time passes, only said to be there or not."""
+    if isinstance(document, dict):
+        return {
+            key: (value is not None) if key == "millis_behind" else unmoving(value) for key, value in document.items()
+        }
+    if isinstance(document, list):
+        return [unmoving(value) for value in document]
+    return document
+
+
 def unsalted(content) -> str:
     """A masked record's content without the masks' hashes, which each process salts anew."""
     return re.sub(r"#[0-9a-f]+>", "#>", json.dumps(content, sort_keys=True))
@@ -85,7 +96,11 @@ async def test_tools_answer_as_the_cli_and_a_split_is_refused_read_only(local_ki
         assert await answer(session, "describe", {"stream": stream}) == await cli_json(
             "stream", "describe", stream, *endpoint
         )
-        assert await answer(session, "readers", {"stream": stream}) == await cli_json("readers", stream, *endpoint)
+        # Other tests' KCL lease tables on this server name the same shard ids, so they are this stream's
+        # readers too; how far behind each is moves between the two reads.
+        assert unmoving(await answer(session, "readers", {"stream": stream})) == unmoving(
+            await cli_json("readers", stream, *endpoint)
+        )
         tailed = await answer(session, "tail", {"stream": stream, "limit": 100, "mask": ["email"]})
         assert len(tailed["records"]) == 100
         assert {record["content"]["n"] for record in tailed["records"]} <= set(range(120))
