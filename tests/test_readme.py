@@ -21,13 +21,8 @@ import json
 import os
 import re
 import shlex
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -75,33 +70,6 @@ def test_readme_has_no_optional_brackets_in_commands():
     assert bad == []
 
 
-def start_zygote(socket_path: Path, env: dict[str, str], cwd: Path, log: Path) -> subprocess.Popen:
-    """tests/cli_zygote.py on `socket_path`, once it accepts calls."""
-    with log.open("wb") as output:
-        zygote = subprocess.Popen(
-            [sys.executable, cli_zygote.__file__, str(socket_path)],
-            env=env,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=output,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with socket.socket(socket.AF_UNIX) as probe:
-                probe.connect(str(socket_path))
-            return zygote
-        except OSError as refused:
-            if zygote.poll() is not None or time.monotonic() > deadline:
-                zygote.kill()
-                raise AssertionError(
-                    f"the CLI zygote did not start: {log.read_text(errors='replace')[-1500:]}"
-                ) from refused
-            time.sleep(0.05)
-
-
 @pytest.mark.timeout(600)
 def test_every_readme_line_runs_as_written(tmp_path):
     port = free_port()
@@ -111,14 +79,8 @@ def test_every_readme_line_runs_as_written(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     env = {key: value for key, value in os.environ.items() if not key.startswith(("AWS_", "KCONSOLE_"))}
-    stand_in_dir = tmp_path / "bin"
-    stand_in_dir.mkdir()
-    socket_path = Path(tempfile.mkdtemp(prefix="kconsole-")) / "zygote"  # a Unix socket path: 107 bytes at most
-    stand_in = stand_in_dir / "kconsole"
-    stand_in.write_text(cli_zygote.stand_in(str(socket_path)), encoding="utf-8")
-    stand_in.chmod(0o755)
     env.update(
-        PATH=f"{stand_in_dir}{os.pathsep}{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+        PATH=f"{cli_zygote.stand_in_path().parent}{os.pathsep}{bin_dir}{os.pathsep}{env.get('PATH', '')}",
         HOME=str(home),
         XDG_CONFIG_HOME=str(home / ".config"),
         XDG_STATE_HOME=str(home / ".state"),
@@ -137,9 +99,7 @@ def test_every_readme_line_runs_as_written(tmp_path):
         cwd=work,
         text=True,
     )
-    zygote = None
     try:
-        zygote = start_zygote(socket_path, env, work, tmp_path / "zygote.log")
         announced = json.loads(server.stdout.readline() or "{}")
         assert announced.get("endpoint_url") == f"http://127.0.0.1:{port}", server.stderr.read()
         ran, results = [], []
@@ -167,10 +127,6 @@ def test_every_readme_line_runs_as_written(tmp_path):
         assert len(ran) >= 30  # the examples really ran, not a README the patterns skipped whole
         assert results == [], "\n\n".join(results)
     finally:
-        if zygote is not None:
-            os.killpg(zygote.pid, signal.SIGKILL)  # with any call still running in the background
-            zygote.wait()
-        shutil.rmtree(socket_path.parent, ignore_errors=True)
         server.terminate()
         try:
             server.wait(10)
