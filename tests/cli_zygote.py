@@ -90,7 +90,7 @@ def _start() -> tuple[subprocess.Popen, Path]:
     zygote = subprocess.Popen(
         [sys.executable, "-m", "tests.cli_zygote", str(socket_path)],
         cwd=ROOT,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,  # its end, when this process ends however it does, ends the zygote too
         stdout=log,
         stderr=log,
         start_new_session=True,
@@ -124,6 +124,8 @@ def _stop(zygote: subprocess.Popen, folder: Path) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(zygote.pid, signal.SIGKILL)
     zygote.wait()
+    if zygote.stdin is not None:
+        zygote.stdin.close()
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -186,12 +188,16 @@ def serve(socket_path: str) -> None:
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
+    selector.register(sys.stdin.fileno(), selectors.EVENT_READ)
     while True:
         for key, _ in selector.select():
             if key.fileobj is wake_read:
                 with contextlib.suppress(BlockingIOError):
                     while wake_read.recv(4096):
                         pass
+            elif key.fileobj == sys.stdin.fileno():
+                if not os.read(sys.stdin.fileno(), 4096):  # the test process is gone
+                    return
             elif key.fileobj is listener:
                 _fork_a_call(listener, selector, waiting, (wake_read, wake_write))
             elif not key.fileobj.recv(1):  # the stand-in is gone (killed): its child goes with it
