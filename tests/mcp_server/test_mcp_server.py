@@ -24,6 +24,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from console.reshard.actionlog import ActionLog
+from tests.cli_zygote import stand_in_path
 from tests.conftest import free_port, kconsole_child
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,8 +45,15 @@ async def mcp_session(*argv: str):
 
 
 async def cli_json(*argv: str):
-    async with kconsole_child(argv[0], "--json", *argv[1:]) as process:
-        out, err = await process.communicate()
+    process = await asyncio.create_subprocess_exec(
+        str(await asyncio.to_thread(stand_in_path)),
+        argv[0],
+        "--json",
+        *argv[1:],
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode in (0, 1), err.decode()
     return json.loads(out)
 
