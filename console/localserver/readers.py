@@ -16,6 +16,9 @@ server, asserting the defect is present only in the unpatched one. Measured defe
   flink status     a Managed Flink application is STARTING forever and cannot be started, stopped or
                    deleted; on AWS CreateApplication leaves it READY, StartApplication makes it RUNNING,
                    StopApplication READY again, and DeleteApplication removes it
+  state dump       once a Lambda function exists, /moto-api/data.json answers 500: the dump reads every
+                   public attribute of every model, and a function's docker_client imports docker and
+                   connects to its daemon; the dump skips only TypeError, AttributeError and ValueError
 
 Firehose (a KinesisStreamAsSource delivery stream) and EventBridge Pipes (a pipe with a stream as its
 source: CREATING, then RUNNING when next read) need nothing here.
@@ -42,8 +45,10 @@ def apply(lock: threading.RLock) -> None:
     from moto.awslambda import models as lambda_models
     from moto.kinesisanalyticsv2 import models as flink_models
     from moto.kinesisanalyticsv2 import responses as flink_responses
+    from moto.utilities import docker_utilities
 
     _patch_event_source_mappings(lambda_models)
+    _patch_docker_client(docker_utilities.DockerModel)
     _patch_flink(flink_models.Application, flink_responses)
 
 
@@ -83,6 +88,20 @@ def _patch_event_source_mappings(lambda_models: Any) -> None:
         return mappings
 
     LambdaBackend.list_event_source_mappings = list_event_source_mappings
+
+
+def _patch_docker_client(DockerModel: Any) -> None:
+    """Docker out of reach (no docker package, no daemon) is an absent docker_client, which the state
+    dump leaves out. Nothing here runs a function: the mappings are inert."""
+    connect = DockerModel.docker_client.fget
+
+    def docker_client(self: Any) -> Any:
+        try:
+            return connect(self)
+        except Exception as unreachable:  # ImportError, or docker's own DockerException
+            raise AttributeError(f"docker_client: Docker is out of reach ({unreachable})") from unreachable
+
+    DockerModel.docker_client = property(docker_client)
 
 
 def _service_of(arn: str) -> str:

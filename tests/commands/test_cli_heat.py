@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 
 import pytest
 
 from console.cli import main
 from console.keyspace.hashkeys import HashRangeIndex, md5_hash_key
+from tests.cli_zygote import stand_in_path
 
 HOT_KEY = "tenant-hot"
 
 
 async def kconsole(*argv: str, timeout: float = 60) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "console.cli", *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        str(await asyncio.to_thread(stand_in_path)),
+        *argv,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     stdout, stderr = await asyncio.wait_for(process.communicate(), timeout)
     return process.returncode, stdout.decode(), stderr.decode()

@@ -9,7 +9,8 @@ import json
 import os
 import re
 import struct
-import sys
+
+from tests.cli_zygote import stand_in_path
 
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@example\.com")
 
@@ -23,9 +24,7 @@ async def kconsole(*argv: str, config: str | None = None, timeout: float = 60) -
     if config is not None:
         env["KCONSOLE_CONFIG"] = config
     process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "console.cli",
+        str(await asyncio.to_thread(stand_in_path)),
         *argv,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

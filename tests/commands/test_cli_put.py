@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 
 import pytest
 
 from console.backend import BackendConfig, open_backend
 from console.keyspace.hashkeys import HASH_SPACE
+from tests.cli_zygote import stand_in_path
 
 KEY_ORDER = ["a", "b", "a", "c", "a", "b"]
 
@@ -25,9 +25,7 @@ def endpoint(request, local_kinesis):
 
 async def kconsole(*argv: str, stdin: bytes | None = None, timeout: float = 90.0) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "console.cli",
+        str(await asyncio.to_thread(stand_in_path)),
         *argv,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,

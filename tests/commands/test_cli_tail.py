@@ -10,11 +10,16 @@ import sys
 
 from aws_kinesis_agg.aggregator import AggRecord
 
+from tests.cli_zygote import stand_in_path
+
 
 async def kconsole(*argv: str, endpoint: str | None = None, timeout: float = 30.0) -> tuple[int, str, str]:
     args = [*argv, "--endpoint-url", endpoint] if endpoint else list(argv)
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "console.cli", *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        str(await asyncio.to_thread(stand_in_path)),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(process.communicate(), timeout)
     return process.returncode, out.decode(), err.decode()

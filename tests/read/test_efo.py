@@ -26,6 +26,7 @@ from console.read.efo import (
 )
 from console.read.tail import TailOptions, TailReader, parse_start
 from console.topology.model import EfoConsumer
+from tests.cli_zygote import stand_in_path
 from tests.conftest import StreamFactory, unique_stream_name
 
 RECORDS = 3000
@@ -213,7 +214,10 @@ async def test_a_second_reader_with_the_same_consumer_waits_out_resource_in_use(
 
 async def kconsole(*argv: str, timeout: float = 90.0) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "console.cli", *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        str(await asyncio.to_thread(stand_in_path)),
+        *argv,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     stdout, stderr = await asyncio.wait_for(process.communicate(), timeout)
     return process.returncode or 0, stdout.decode(), stderr.decode()

@@ -9,7 +9,6 @@ import csv
 import io
 import json
 import struct
-import sys
 import uuid
 import zlib
 
@@ -21,6 +20,7 @@ from hypothesis import strategies as st
 
 from console.read.decoding import KIND_ERROR, KIND_JSON, decode_record
 from console.read.schemas import SchemaCatalog
+from tests.cli_zygote import stand_in_path
 
 AVRO_SCHEMA = {
     "type": "record",
@@ -80,9 +80,7 @@ def payment(number: int) -> dict:
 
 async def kconsole(*argv: str, endpoint: str, timeout: float = 60.0) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "console.cli",
+        str(await asyncio.to_thread(stand_in_path)),
         *argv,
         "--endpoint-url",
         endpoint,
