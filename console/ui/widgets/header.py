@@ -155,11 +155,12 @@ class ConsoleHeader(Widget):
 
 
 def _spread(left: Text, right: Text, width: int) -> Text:
-    """`left` then `right` flush with the right edge; the left part is cut (with …) when both do not fit."""
-    room = max(0, width - right.cell_len)
+    """`left` then `right` flush with the right edge, at least a space between them; the left part is
+    cut (with …) when both do not fit."""
+    room = max(0, width - right.cell_len - (1 if right.cell_len else 0))
     if left.cell_len > room:
         left = left.copy()
-        left.truncate(max(0, room - 1), overflow="ellipsis")  # ends in "…"; one space before `right`
+        left.truncate(room, overflow="ellipsis")  # ends in "…"
     line = left.copy()
     line.append(" " * max(0, width - left.cell_len - right.cell_len))
     line.append_text(right)
