@@ -11,6 +11,7 @@ from console.commands._output import note
 from console.errors import BadInput, StreamNotFound
 from console.lifecycle.rules import DEFAULT_SHARDS as DEFAULT_LOCAL_SHARDS
 from console.lifecycle.rules import MAX_SHARDS as MAX_LOCAL_SHARDS
+from console.words import counted
 
 __all__ = [
     "DEFAULT_LOCAL_SHARDS",
@@ -45,4 +46,4 @@ async def ensure_local_stream(kinesis: Any, stream: str, args: Any) -> None:
             ) from None
         return
     if await kinesis.ensure_stream(stream, count):
-        note(f"created stream {stream!r} with {count} shards on the embedded local Kinesis")
+        note(f"created stream {stream!r} with {counted(count, 'shard')} on the embedded local Kinesis")

@@ -32,6 +32,7 @@ from console.consumers.lag import DEFAULT_SCAN_CAP
 from console.consumers.recommend import DEFAULT_WINDOW_CAP, Recommendation, ShardLoad, recommend, window_peaks
 from console.consumers.report import ConsumerReport, StallTracker, format_millis
 from console.errors import BadInput
+from console.words import counted
 
 ACTIONS = ("register", "deregister")
 CHECKPOINT_ACTIONS = ("rewind", "skip", "clone", "checkpoints")
@@ -488,9 +489,9 @@ async def _recommend(args: argparse.Namespace, window: float) -> tuple[Recommend
 
 def render_recommendation(rec: Recommendation, source: str) -> str:
     lines = [
-        f"stream {rec.stream}: {rec.current_shards} open shards, peak utilisation {rec.peak_utilisation:.0%} "
+        f"stream {rec.stream}: {counted(rec.current_shards, 'open shard')}, peak utilisation {rec.peak_utilisation:.0%} "
         f"(from {source}; target {rec.target:.0%}, {rec.shared_readers} shared reader(s))",
-        f"recommended: {rec.recommended_shards} shards",
+        f"recommended: {counted(rec.recommended_shards, 'shard')}",
     ]
     lines += [f"  {reason}" for reason in rec.reasons]
     lines += rec.commands

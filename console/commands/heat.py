@@ -51,6 +51,7 @@ from console.lifecycle.rules import parse_shard_count
 from console.read.printable import printable
 from console.read.share import ReadShare
 from console.topology.model import NO_KEY, auto_notice
+from console.words import counted
 
 MAX_SECONDS = 3600
 MAX_CLOUDWATCH_SECONDS = 14 * 24 * 3600  # 1-minute datapoints are kept for 15 days
@@ -180,7 +181,7 @@ async def _sample(config: BackendConfig, args: argparse.Namespace) -> tuple[Stre
         try:
             note(
                 f"sampling {args.stream} for {args.seconds:g} s from LATEST "
-                f"({len(sampler.heat.shards) if sampler.heat else 0} open shards, "
+                f"({counted(len(sampler.heat.shards) if sampler.heat else 0, 'open shard')}, "
                 + (
                     "counted from enhanced fan-out's pushed events)..."
                     if args.efo

@@ -330,12 +330,12 @@ def summary_text(result: ProduceResult, report: VerificationReport | None) -> st
     lines = [
         f"run {result.run_id} on {result.stream}: {result.acknowledged}/{result.sent} acknowledged in "
         f"{result.elapsed:.2f} s ({result.acknowledged / result.elapsed:.0f} records/s), "
-        f"{result.retries} retries, {result.throttled} throttled, {result.possible_duplicates} possible duplicates",
+        f"{counted(result.retries, 'retry', 'retries')}, {result.throttled} throttled, {counted(result.possible_duplicates, 'possible duplicate')}",
     ]
     if aggregated := aggregation_line(result.to_json().get("aggregation")):
         lines.append(aggregated)
     if result.mismatch_count:
-        lines.append(f"shard map mispredicted {result.mismatch_count} puts (reported to the map)")
+        lines.append(f"shard map mispredicted {counted(result.mismatch_count, 'put')} (reported to the map)")
     if result.stopped:
         lines.append(f"STOPPED EARLY: {result.stopped}")
     if result.failed or result.stopped:

@@ -53,6 +53,7 @@ from console.reshard.plan import (
 )
 from console.reshard.sample import DEFAULT_SAMPLE_LIMIT, DEFAULT_SAMPLE_SECONDS
 from console.topology.model import Shard, StreamSummary
+from console.words import counted
 
 if TYPE_CHECKING:  # the executor and the consumer barrier load only when a stream is planned against
     from console.consumers.barrier import BarrierReport
@@ -326,7 +327,7 @@ def plan_builder(
                 key, basis = (
                     median.key,
                     (
-                        f"median of {median.inside} keys in {options.at_median_of}"
+                        f"median of {counted(median.inside, 'key')} in {options.at_median_of}"
                         + (f"; {outside} more hash outside the shard" if outside else "")
                     ),
                 )
@@ -334,7 +335,10 @@ def plan_builder(
                 if recent_median is None or recent_median.shard_id != target.shard_id:
                     raise ValueError("--at-median-of-recent: sample the shard's records before planning")
                 median = recent_median
-                key, basis = median.key, f"median of {median.inside} records of the last {inputs.sample_seconds:g} s"
+                key, basis = (
+                    median.key,
+                    f"median of {counted(median.inside, 'record')} of the last {inputs.sample_seconds:g} s",
+                )
             else:  # midpoint, or a closed shard (which the plan rejects whatever the key)
                 key, basis = midpoint(target), "midpoint"
             return plan_split(
@@ -566,5 +570,5 @@ def render_result(result: ExecutionResult) -> str:
         lines.append("Observed open shards differ from the plan:")
         lines += [f"  - {d}" for d in result.differences[:20]]
     else:
-        lines.append(f"Done: {len(result.after)} open shards, exactly as planned.")
+        lines.append(f"Done: {counted(len(result.after), 'open shard')}, exactly as planned.")
     return "\n".join(lines)

@@ -339,16 +339,20 @@ class Export:
         written = self.target.bytes if self.target is not None else self.bytes
         positions = [(shard_id, position) for shard_id, position in sorted(reader.positions.items())]
         shown = ", ".join(f"{shard_id} at {position}" for shard_id, position in positions[:SHARDS_IN_PROGRESS])
-        more = f" (+{len(positions) - SHARDS_IN_PROGRESS} shards)" if len(positions) > SHARDS_IN_PROGRESS else ""
+        more = (
+            f" (+{counted(len(positions) - SHARDS_IN_PROGRESS, 'shard')})"
+            if len(positions) > SHARDS_IN_PROGRESS
+            else ""
+        )
         note(
-            f"export: {self.records:,} records{_decode_errors(reader)}, {written:,} bytes to {self.path}"
+            f"export: {counted(self.records, 'record')}{_decode_errors(reader)}, {written:,} bytes to {self.path}"
             + (f"; {shown}{more}" if shown else "")
         )
 
     def commit(self) -> None:
         if self.target is not None:
             self.target.commit()
-            note(f"tail: wrote {self.records:,} records ({self.target.bytes:,} bytes) to {self.path}")
+            note(f"tail: wrote {counted(self.records, 'record')} ({self.target.bytes:,} bytes) to {self.path}")
         else:
             sys.stdout.flush()
 

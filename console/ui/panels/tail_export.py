@@ -23,6 +23,7 @@ from console.read.export import (
 from console.read.positions import EndPosition
 from console.read.tail import TailOptions, TailReader
 from console.read.where import RecordFilter
+from console.words import counted
 
 
 def write_export(target: ExportTarget, output: str, records: list[DecodedRecord], *, header: bool = False) -> None:
@@ -83,4 +84,4 @@ async def export_window(
             return
         raise
     target.commit()
-    notify(f"exported {target.records} records to {path}")
+    notify(f"exported {counted(target.records, 'record')} to {path}")

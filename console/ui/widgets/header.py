@@ -27,6 +27,7 @@ from console.heat.capacity import CapacitySummary
 from console.topology.model import StreamSummary
 from console.ui.format import format_age
 from console.ui.widgets.metric_lines import summary_text
+from console.words import counted
 
 GAP = "  "  # fields are separated by space, not punctuation: easier to scan
 
@@ -143,9 +144,9 @@ class ConsoleHeader(Widget):
             # (the screenshots) would otherwise run the words together.
             line.append(summary.status + gap, style=self._part("ok" if healthy else "busy"))
             shards, retention = (
-                (f"{summary.open_shard_count} shards", f"{summary.retention_hours}h")
+                (f"{counted(summary.open_shard_count, 'shard')}", f"{summary.retention_hours}h")
                 if compact
-                else (f"{summary.open_shard_count} open shards", f"retention {summary.retention_hours}h")
+                else (f"{counted(summary.open_shard_count, 'open shard')}", f"retention {summary.retention_hours}h")
             )
             line.append(f"{summary.mode}{gap}{shards}{gap}{retention}")
             for badge in summary.badges(compact=compact):  # what changes how the stream behaves
