@@ -1,12 +1,16 @@
 import re
 from pathlib import Path
 
-from console.words import counted
+from console.words import counted, plain_number
 
 
 def test_one_is_singular_and_the_rest_plural():
     assert [counted(n, "key") for n in (0, 1, 2, 1000)] == ["0 keys", "1 key", "2 keys", "1,000 keys"]
     assert counted(1, "open shard") == "1 open shard" and counted(3, "index", "indices") == "3 indices"
+
+
+def test_numbers_are_written_without_exponents():
+    assert [plain_number(n) for n in (99999999999.0, 0.25, 3.0, 1e-3)] == ["99,999,999,999", "0.25", "3", "0.001"]
 
 
 COUNTED_NOUNS = (

@@ -27,6 +27,7 @@ from console.commands._confirm import confirm_by_stream_name, refuse_if_read_onl
 from console.commands._output import emit, note, run_async
 from console.commands._stream_args import validate_stream_name
 from console.errors import BadInput
+from console.words import plain_number
 
 MAX_WATCH_SECONDS = 300.0
 MAX_POSITIONS_BYTES = 16 * 1024 * 1024  # a positions file is read up to this size
@@ -47,7 +48,9 @@ def run_checkpoints(args: argparse.Namespace, action: str) -> int:
     validate_scan_cap(args.scan_cap)
     watch = DEFAULT_WATCH_SECONDS if args.watch is None else args.watch
     if not math.isfinite(watch) or not 0 <= watch <= MAX_WATCH_SECONDS:
-        raise BadInput(f"--watch must be from 0 to {MAX_WATCH_SECONDS:g} seconds; got {watch:g}", code="usage")
+        raise BadInput(
+            f"--watch must be from 0 to {MAX_WATCH_SECONDS:g} seconds; got {plain_number(watch)}", code="usage"
+        )
     args.watch_seconds = watch
     sub = None
     if action == "checkpoints":

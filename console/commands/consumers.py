@@ -32,7 +32,7 @@ from console.consumers.lag import DEFAULT_SCAN_CAP
 from console.consumers.recommend import DEFAULT_WINDOW_CAP, Recommendation, ShardLoad, recommend, window_peaks
 from console.consumers.report import ConsumerReport, StallTracker, format_millis
 from console.errors import BadInput
-from console.words import counted
+from console.words import counted, plain_number
 
 ACTIONS = ("register", "deregister")
 CHECKPOINT_ACTIONS = ("rewind", "skip", "clone", "checkpoints")
@@ -206,7 +206,8 @@ def run_consumers(args: argparse.Namespace) -> int:
             raise BadInput("--watch needs --lease-table (stalls are read from lease counters)", code="usage")
         if not math.isfinite(args.watch) or not 0 < args.watch <= MAX_WATCH_SECONDS:
             raise BadInput(
-                f"--watch must be above 0 and at most {MAX_WATCH_SECONDS:g} seconds; got {args.watch:g}", code="usage"
+                f"--watch must be above 0 and at most {MAX_WATCH_SECONDS:g} seconds; got {plain_number(args.watch)}",
+                code="usage",
             )
     if (args.workers or args.all_streams) and args.lease_table is None:
         raise BadInput(
@@ -434,7 +435,7 @@ def run_recommend(args: argparse.Namespace) -> int:
     validate_stream_name(args.stream)
     window = parse_duration(args.window)
     if not math.isfinite(args.target) or not 1 <= args.target <= 100:
-        raise BadInput(f"--target must be a percentage from 1 to 100; got {args.target:g}", code="usage")
+        raise BadInput(f"--target must be a percentage from 1 to 100; got {plain_number(args.target)}", code="usage")
     if not 0 <= args.shared_readers <= 20:
         raise BadInput(f"--shared-readers must be from 0 to 20; got {args.shared_readers}", code="usage")
     validate_scan_cap(args.scan_cap)

@@ -51,7 +51,7 @@ from console.lifecycle.rules import parse_shard_count
 from console.read.printable import printable
 from console.read.share import ReadShare
 from console.topology.model import NO_KEY, auto_notice
-from console.words import counted
+from console.words import counted, plain_number
 
 MAX_SECONDS = 3600
 MAX_CLOUDWATCH_SECONDS = 14 * 24 * 3600  # 1-minute datapoints are kept for 15 days
@@ -124,13 +124,13 @@ def _validate(args: argparse.Namespace) -> None:
         args.seconds = DEFAULT_CLOUDWATCH_SECONDS if cloudwatch else DEFAULT_SAMPLE_SECONDS
     most = MAX_CLOUDWATCH_SECONDS if cloudwatch else MAX_SECONDS
     if not math.isfinite(args.seconds) or not 0 < args.seconds <= most:
-        raise BadInput(f"--seconds must be above 0 and at most {most}; got {args.seconds:g}")
+        raise BadInput(f"--seconds must be above 0 and at most {most}; got {plain_number(args.seconds)}")
     if not 1 <= args.top <= MAX_TOP:
         raise BadInput(f"--top must be from 1 to {MAX_TOP}; got {args.top}")
     if not math.isfinite(args.reads_per_second) or not 0 < args.reads_per_second <= MAX_READS_PER_SECOND:
         raise BadInput(
             f"--reads-per-second must be above 0 and at most {MAX_READS_PER_SECOND:g} "
-            f"(the GetRecords limit per shard); got {args.reads_per_second:g}"
+            f"(the GetRecords limit per shard); got {plain_number(args.reads_per_second)}"
         )
     if args.efo and cloudwatch:
         raise BadInput("--efo samples the records: it does not go with --source cloudwatch", code="usage")

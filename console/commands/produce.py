@@ -15,6 +15,7 @@ import contextlib
 import gc
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from console.commands import Parents, Subparsers, command_help
@@ -51,11 +52,13 @@ def register(subparsers: Subparsers, common: Parents) -> None:
         "misplaced records.",
     )
     parser.add_argument("stream", metavar="STREAM", help="stream name (created with --local if missing)")
-    parser.add_argument("--keys", type=_whole, required=True, metavar="K", help="number of partition keys")
-    parser.add_argument("--records-per-key", type=_whole, required=True, metavar="R", help="records per key")
+    parser.add_argument("--keys", type=_whole("--keys"), required=True, metavar="K", help="number of partition keys")
+    parser.add_argument(
+        "--records-per-key", type=_whole("--records-per-key"), required=True, metavar="R", help="records per key"
+    )
     parser.add_argument(
         "--payload-bytes",
-        type=_whole,
+        type=_whole("--payload-bytes"),
         default=128,
         metavar="B",
         help="data size of each record (default 128; the JSON header is ~90 bytes); at most the "
@@ -69,7 +72,7 @@ def register(subparsers: Subparsers, common: Parents) -> None:
     )
     parser.add_argument(
         "--rate",
-        type=_positive,
+        type=_positive("--rate"),
         default=None,
         metavar="N",
         help="records per second for the whole run (default: as fast as the shards allow)",
@@ -83,14 +86,14 @@ def register(subparsers: Subparsers, common: Parents) -> None:
     )
     parser.add_argument(
         "--concurrency",
-        type=_whole,
+        type=_whole("--concurrency"),
         default=8,
         metavar="N",
         help="requests in flight (batch) or keys in progress (sequential); default 8",
     )
     parser.add_argument(
         "--batch-size",
-        type=_whole,
+        type=_whole("--batch-size"),
         default=500,
         metavar="N",
         help="records per PutRecords request, at most 500 (default)",
@@ -122,7 +125,7 @@ def register(subparsers: Subparsers, common: Parents) -> None:
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
     parser.add_argument(
         "--give-up-after",
-        type=_positive,
+        type=_positive("--give-up-after"),
         default=60.0,
         metavar="SECONDS",
         help="stop the run, with its partial report, when the endpoint has answered nothing for this long (default 60)",
@@ -130,21 +133,31 @@ def register(subparsers: Subparsers, common: Parents) -> None:
     parser.set_defaults(handler=handle)
 
 
-def _whole(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise BadInput(f"expected a whole number; got {text!r}") from None
+def _whole(option: str) -> Callable[[str], int]:
+    """An argparse `type=` for `option`: a whole number, or one line that names the option."""
+
+    def whole(text: str) -> int:
+        try:
+            return int(text)
+        except ValueError:
+            raise BadInput(f"{option} must be a whole number; got {text!r}") from None
+
+    return whole
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0 or value == float("inf"):
-        raise BadInput(f"expected a positive number; got {text!r}")
-    return value
+def _positive(option: str) -> Callable[[str], float]:
+    """An argparse `type=` for `option`: a finite number above 0, or one line that names the option."""
+
+    def positive(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not value > 0 or value == float("inf"):
+            raise BadInput(f"{option} must be a positive number; got {text!r}")
+        return value
+
+    return positive
 
 
 def check_verify_efo_args(args: Any) -> None:

@@ -105,6 +105,7 @@ async def test_heat_unknown_stream_is_one_line(local_kinesis):
     [
         (["--seconds", "0"], "--seconds must be above 0"),
         (["--seconds", "nan"], "--seconds must be above 0"),
+        (["--seconds", "99999999999"], "at most 3600; got 99,999,999,999"),  # as typed, never 1e+11
         (["--top", "0"], "--top must be from 1"),
         (["--reads-per-second", "9"], "at most 5"),
         (["--seconds", "ten"], "invalid float value"),
