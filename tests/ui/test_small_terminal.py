@@ -81,3 +81,25 @@ async def test_the_split_preview_leaves_the_plan_room(kinesis, make_stream):
         body = app.screen.query_one("#preview-body")
         assert body.content_region.height >= 10, "\n".join(screen_lines(app))
         assert any("Proceed" in line for line in screen_lines(app))
+
+
+async def test_placement_shows_keys_that_differ_only_at_the_end_apart():
+    """2**128 (out of range) and 2**128 - 1 (the last key) share their first 38 digits: each row shows
+    the key whole where it fits, and a longer key keeps its start and its end."""
+    long_a, long_b = "k" * 60 + "-first", "k" * 60 + "-other"
+    app = static_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("3")
+        await pilot.pause()
+        app.placement.action_toggle_mode()  # explicit hash keys
+        app.placement.query_one("#placement-input").load_text(f"{2**128}\n{2**128 - 1}\n")
+        await pilot.pause()
+        table = app.placement.query_one("#placement-results")
+        shown = [str(table.get_row_at(row)[0]) for row in range(table.row_count)]
+        assert shown == [str(2**128), str(2**128 - 1)]
+        app.placement.action_toggle_mode()  # partition keys
+        app.placement.query_one("#placement-input").load_text(f"{long_a}\n{long_b}\n")
+        await pilot.pause()
+        shown = [str(table.get_row_at(row)[0]) for row in range(table.row_count)]
+        assert shown[0] != shown[1] and shown[0].endswith("-first") and shown[0].startswith("kkk"), shown
