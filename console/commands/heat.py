@@ -37,7 +37,7 @@ from console.commands._read_share import add_read_share_argument, read_share_for
 from console.commands.tail import add_efo_arguments, check_efo_args, efo_subscriptions
 from console.errors import BadInput
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
-from console.heat.hotkey import TARGET_UTILISATION, HotKeyWhatIf, hot_key_what_if
+from console.heat.hotkey import HotKeyWhatIf, hot_key_what_if, needs_write_sharding
 from console.heat.rates import DOMINANT_SHARE
 from console.heat.sampler import DEFAULT_READS_PER_SECOND, MAX_READS_PER_SECOND, HeatSampler
 from console.heat.snapshot import (
@@ -209,9 +209,7 @@ def _reads_each(args: argparse.Namespace, read_share: ReadShare) -> str:
 
 def advise(snapshot: StreamHeatSnapshot) -> dict[str, Any]:
     """The hottest shard's split point and a write-sharding what-if for each dominant key that is
-    hot: in its shard's busiest second it alone took at least TARGET_UTILISATION of the shard's
-    limit (what each sharded key is left). A key of a quiet shard needs no sharding, however
-    dominant."""
+    hot (needs_write_sharding): a key of a quiet shard needs no sharding, however dominant."""
     shards = [(s.shard_id, s.starting_hash_key, s.ending_hash_key) for s in snapshot.open_shards]
     index = HashRangeIndex.build(shards) if shards else None
     hot_keys: list[tuple[ShardHeatSnapshot, HotKeyWhatIf]] = []
@@ -221,7 +219,7 @@ def advise(snapshot: StreamHeatSnapshot) -> dict[str, Any]:
         if not shard.top_keys or index is None or not shard.is_open:
             continue
         top = shard.top_keys[0]
-        if top.share >= DOMINANT_SHARE and shard.peak_utilisation * top.share >= TARGET_UTILISATION:
+        if top.share >= DOMINANT_SHARE and needs_write_sharding(shard.peak_utilisation, top.share):
             # Against the shard's limits a key counts the Kinesis records it takes: its user records, or
             # for a key inside aggregates, its share of the aggregates (they carry it).
             key_rate = shard.records_per_s * top.share

@@ -9,6 +9,7 @@ from typing import overload
 
 from rich.text import Text
 
+from console.heat.hotkey import needs_write_sharding
 from console.heat.snapshot import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
 from console.read.printable import printable
 from console.read.share import BACKING_OFF_NOTE
@@ -66,9 +67,13 @@ def top_keys_text(shard: ShardHeatSnapshot | None, stream: str, *, auto: bool = 
                 style="yellow",
             )
         elif shard.split.dominant_key:
+            advice = (
+                "write-shard it (`kconsole heat` shows the what-if)"
+                if needs_write_sharding(shard.peak_utilisation, shard.split.dominant_share)
+                else "a split cannot divide one key; too little of the shard's limit to write-shard"
+            )
             text.append(
-                f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%}: "
-                "write-shard it (`kconsole heat` shows the what-if)\n",
+                f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%}: {advice}\n",
                 style="yellow",
             )
     return text
