@@ -502,8 +502,14 @@ def run_reshard(args: argparse.Namespace) -> int:
     done = run_async(_reshard(args, options, inputs, build))
     if done is None:
         return 0
-    result, readers = done
-    emit(args, result.to_json() | ({"readers": readers.to_json()} if readers else {}), lambda: render_result(result))
+    result, readers, plan = done
+    # With --yes no prompt showed the plan: the text says what was planned before what was called.
+    shown_plan = render_plan(plan) + "\n" if args.yes else ""
+    emit(
+        args,
+        result.to_json() | ({"readers": readers.to_json()} if readers else {}),
+        lambda: shown_plan + render_result(result),
+    )
     if result.changed_by_others:
         note(
             f"kconsole: {options.stream} was changed by someone else meanwhile: "
@@ -522,7 +528,7 @@ def run_reshard(args: argparse.Namespace) -> int:
 
 async def _reshard(
     args: argparse.Namespace, options: ReshardOptions, inputs: PlanInputs, build: PlanBuilder
-) -> tuple[ExecutionResult, ReshardReaders | None] | None:
+) -> tuple[ExecutionResult, ReshardReaders | None, ReshardPlan] | None:
     async with with_backend(args, stream=options.stream) as kinesis:
         executor = _executor(kinesis, options)
         summary, shards, context = await executor.snapshot()
@@ -552,7 +558,7 @@ async def _reshard(
             advice="review with `kconsole plan` and ",
             preview=preview,
         )
-        return await executor.execute(build, expected=plan, wait=options.wait), readers
+        return await executor.execute(build, expected=plan, wait=options.wait), readers, plan
 
 
 def render_result(result: ExecutionResult) -> str:
