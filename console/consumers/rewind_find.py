@@ -173,7 +173,7 @@ async def check_retention(backend: ConsoleBackend, stream: str, target: Target, 
     oldest = now - timedelta(hours=summary.retention_hours)
     if target.moment is not None and target.moment < oldest - CLOCK_SKEW:
         raise BadInput(
-            f"--to {iso_millis(target.moment)} is beyond {stream}'s retention of {summary.retention_hours} h "
+            f"the point {iso_millis(target.moment)} is beyond {stream}'s retention of {summary.retention_hours} h "
             f"(its oldest records arrived after {iso_millis(oldest)})"
         )
     return oldest

@@ -41,7 +41,7 @@ def write_export(target: ExportTarget, output: str, records: list[DecodedRecord]
 
 def export_records(records: list[DecodedRecord], output: str, path: Path) -> int:
     """`records` to `path`, under a temporary name until done; how many were written."""
-    target = ExportTarget(str(path), directory=False)
+    target = ExportTarget(str(path), directory=False, option="the export file")
     try:
         write_export(target, output, records, header=True)
     except BaseException:
@@ -65,7 +65,7 @@ async def export_window(
     end = options.end if options.end.moment is not None else EndPosition(datetime.now(UTC))
     options = replace(options, follow=False, end=end, where=where)
     try:
-        target = ExportTarget(str(path), directory=False)
+        target = ExportTarget(str(path), directory=False, option="the export file")
     except ConsoleError as error:
         notify(f"could not export: {error.message}", severity="error")
         return

@@ -334,3 +334,19 @@ async def test_the_preview_says_what_enter_does_as_the_focus_moves(kinesis, make
         await pilot.press("enter")
         await wait_until(pilot, lambda: any("cancelled" in note for note in app.notes), what="cancelled")
     assert (await kinesis.describe_stream_summary(name)).retention_hours == 24
+
+
+@pytest.mark.parametrize(
+    "problem, typed, field",
+    [
+        ("retention_problem", "9999", "retention"),
+        ("kms_key_problem", "has spaces", "the KMS key"),
+        ("record_size_problem", "99", "the record size in KiB"),
+        ("warm_throughput_problem", "-1", "warm throughput in MiB/s"),
+    ],
+)
+def test_a_dialogs_problem_names_its_field_not_a_flag(problem, typed, field):
+    from console.ui.screens import stream_actions
+
+    message = getattr(stream_actions, problem)(typed)
+    assert message.startswith(f"{field} must be") and "--" not in message, message
