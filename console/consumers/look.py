@@ -55,7 +55,7 @@ async def lease_pages(
         lease_like = lease_like or any(looks_like_lease_item(item) for item in items)
         if items and not lease_like:
             raise BadInput(
-                f"table {table!r} is not a KCL lease table: none of its {counted(len(items), 'item')} has "
+                f"table {table!r} is not a KCL lease table: of {counted(len(items), 'item')} read, none has "
                 "leaseKey, leaseCounter and checkpoint",
                 code="not_a_lease_table",
             )

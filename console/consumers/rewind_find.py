@@ -52,7 +52,7 @@ async def read_table(backend: ConsoleBackend, table: str, stream: str) -> LeaseT
     items = await backend.scan_table(table)
     if items and not any(looks_like_lease_item(item) for item in items):
         raise BadInput(
-            f"table {table!r} is not a KCL lease table: none of its {counted(len(items), 'item')} has leaseKey, "
+            f"table {table!r} is not a KCL lease table: of {counted(len(items), 'item')} read, none has leaseKey, "
             "leaseCounter and checkpoint",
             code="not_a_lease_table",
         )

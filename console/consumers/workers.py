@@ -344,7 +344,7 @@ async def read_workers(
     kcl_items = [item for item in items if looks_like_lease_item(item) or entity_of(item)]
     if items and not kcl_items:
         raise BadInput(
-            f"table {table!r} is not a KCL lease table: none of its {counted(len(items), 'item')} has "
+            f"table {table!r} is not a KCL lease table: of {counted(len(items), 'item')} read, none has "
             "leaseKey, leaseCounter and checkpoint, or a KCL entityType",
             code="not_a_lease_table",
         )
