@@ -6,7 +6,10 @@ from __future__ import annotations
 import math
 
 
-def counted(count: int, noun: str, plural: str | None = None) -> str:
+def counted(count: int | None, noun: str, plural: str | None = None) -> str:
+    """`count` and the noun in its number; a count not known yet (None) is "?" ("? open shards")."""
+    if count is None:
+        return f"? {plural or noun + 's'}"
     return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
 
 

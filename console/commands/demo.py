@@ -209,7 +209,7 @@ def _readers_text(made: Any, readers: list[dict[str, Any]], leases: int | str, n
         if reader["problem"]:
             state = f"not made: {reader['problem']}"
         elif reader["kind"] == "kcl":
-            state = f"{counted(leases, 'lease')}, checkpointed a third of the way into each shard"
+            state = f"{counted(leases, 'lease') if isinstance(leases, int) else leases}, checkpointed a third of the way into each shard"
         elif reader["lag_ms"] is not None:
             state = f"{format_millis(int(reader['lag_ms']))} behind"
         else:
