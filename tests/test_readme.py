@@ -43,6 +43,9 @@ NOT_RUN = (
     (re.compile(r"\|\s*source\s*(#|$)"), "fish syntax"),
 )
 EXPECTED_EXIT = re.compile(r"#\s*exits (\d)\b")
+# An example that looks for records (by key, filter or text) must find some: an earlier example
+# writes them. A JSON tail prints each as a line of its own; a copy says how many it copied.
+LOOKS_FOR_RECORDS = re.compile(r"^kconsole (tail|copy)\b.*\s--(key|where|grep)\b")
 
 
 def readme_lines() -> list[str]:
@@ -62,6 +65,14 @@ def reason_not_run(line: str) -> str | None:
 def expected_exit(line: str) -> int:
     found = EXPECTED_EXIT.search(line)
     return int(found.group(1)) if found else 0
+
+
+def found_records(line: str, output: str) -> bool:
+    if line.startswith("kconsole copy"):
+        return re.search(r"^copied [1-9][\d,]* record", output, re.M) is not None
+    if "--json" in line:
+        return any(printed.startswith("{") for printed in output.splitlines())
+    return any(printed and not printed.startswith(("tail:", "kconsole:")) for printed in output.splitlines())
 
 
 def test_readme_has_no_optional_brackets_in_commands():
@@ -124,6 +135,8 @@ def test_every_readme_line_runs_as_written(tmp_path):
             output = (work / f"out.{index}").read_text(errors="replace") if (work / f"out.{index}").exists() else ""
             if code != expected_exit(line) or "Traceback" in output:
                 results.append(f"{line!r} exited {code} after {seconds.get(str(index), 0):.1f} s:\n{output[-1500:]}")
+            elif LOOKS_FOR_RECORDS.search(line) and not found_records(line, output):
+                results.append(f"{line!r} found no records (no example before it writes them):\n{output[-1500:]}")
         assert len(ran) >= 30  # the examples really ran, not a README the patterns skipped whole
         assert results == [], "\n\n".join(results)
     finally:

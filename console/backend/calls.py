@@ -42,7 +42,7 @@ from console.backend.errors import (
 )
 from console.errors import BackendError, ConsoleError, EndpointUnreachable
 
-log = logging.getLogger("console.backend")
+log = logging.getLogger("kconsole.backend")  # the command users know: a shown record names kconsole
 
 # Server-side hiccups worth another try, like throttling (but not reported as throttling).
 _TRANSIENT_CODES = frozenset(

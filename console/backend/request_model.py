@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from console.errors import BadInput
+from console.words import counted
 
 MAX_PROBLEMS_SHOWN = 3
 
@@ -41,12 +42,12 @@ def _constraints(shape: Any, value: Any, path: str, problems: list[str]) -> None
                 _constraints(member, value[name], f"{path}.{name}", problems)
     elif kind == "list" and isinstance(value, list):
         if "max" in meta and len(value) > meta["max"]:
-            problems.append(f"{path} holds {len(value)} items, at most {meta['max']}")
+            problems.append(f"{path} holds {counted(len(value), 'item')}, at most {meta['max']}")
         for index, item in enumerate(value):
             _constraints(shape.member, item, f"{path}[{index}]", problems)
     elif kind == "map" and isinstance(value, dict):
         if "max" in meta and len(value) > meta["max"]:
-            problems.append(f"{path} holds {len(value)} entries, at most {meta['max']}")
+            problems.append(f"{path} holds {counted(len(value), 'entry', 'entries')}, at most {meta['max']}")
         for key, item in value.items():
             _constraints(shape.key, key, f"{path} key", problems)
             _constraints(shape.value, item, f"{path}[{key!r}]", problems)

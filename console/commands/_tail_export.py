@@ -89,9 +89,13 @@ class TailExport:
         self._said_at = now
         positions = sorted(reader.positions.items())
         shown = ", ".join(f"{shard_id} at {position}" for shard_id, position in positions[:SHARDS_IN_PROGRESS])
-        more = f" (+{len(positions) - SHARDS_IN_PROGRESS} shards)" if len(positions) > SHARDS_IN_PROGRESS else ""
+        more = (
+            f" (+{counted(len(positions) - SHARDS_IN_PROGRESS, 'shard')})"
+            if len(positions) > SHARDS_IN_PROGRESS
+            else ""
+        )
         note(
-            f"export: {self.writer.records:,} records{decode_errors(reader)}, {self.writer.bytes:,} bytes to "
+            f"export: {counted(self.writer.records, 'record')}{decode_errors(reader)}, {self.writer.bytes:,} bytes to "
             f"{self.path}" + (f"; {shown}{more}" if shown else "")
         )
 
@@ -100,7 +104,7 @@ class TailExport:
             return
         self.writer.commit()
         if self.path is not None:
-            note(f"tail: wrote {self.writer.records:,} records ({self.writer.bytes:,} bytes) to {self.path}")
+            note(f"tail: wrote {counted(self.writer.records, 'record')} ({self.writer.bytes:,} bytes) to {self.path}")
 
     def discard(self) -> None:
         if self.writer is not None:

@@ -28,6 +28,7 @@ from console.commands._confirm import confirm_by_stream_name, refuse_if_read_onl
 from console.commands._output import emit, note, run_async
 from console.commands._stream_args import validate_stream_name
 from console.errors import BadInput
+from console.words import plain_number
 
 if TYPE_CHECKING:
     from console.commands._consumers_options import ConsumersOptions
@@ -62,7 +63,9 @@ def run_checkpoints(args: argparse.Namespace, options: ConsumersOptions, action:
     validate_scan_cap(options.scan_cap)
     watch = DEFAULT_WATCH_SECONDS if options.watch is None else options.watch
     if not math.isfinite(watch) or not 0 <= watch <= MAX_WATCH_SECONDS:
-        raise BadInput(f"--watch must be from 0 to {MAX_WATCH_SECONDS:g} seconds; got {watch:g}", code="usage")
+        raise BadInput(
+            f"--watch must be from 0 to {MAX_WATCH_SECONDS:g} seconds; got {plain_number(watch)}", code="usage"
+        )
     sub, file = None, ""
     if action == "checkpoints":
         if len(words) != 3 or words[0] not in ("export", "import"):

@@ -37,6 +37,7 @@ from console.consumers.report import ConsumerReport, StallTracker, format_millis
 from console.errors import BadInput
 from console.read.efo import is_temporary_consumer
 from console.topology.model import EfoConsumer
+from console.words import counted, plain_number
 
 ACTIONS = ("register", "deregister")
 CHECKPOINT_ACTIONS = ("rewind", "skip", "clone", "checkpoints")
@@ -212,7 +213,7 @@ def run_consumers(args: argparse.Namespace) -> int:
             raise BadInput("--watch needs --lease-table (stalls are read from lease counters)", code="usage")
         if not math.isfinite(options.watch) or not 0 < options.watch <= MAX_WATCH_SECONDS:
             raise BadInput(
-                f"--watch must be above 0 and at most {MAX_WATCH_SECONDS:g} seconds; got {options.watch:g}",
+                f"--watch must be above 0 and at most {MAX_WATCH_SECONDS:g} seconds; got {plain_number(options.watch)}",
                 code="usage",
             )
     if (options.workers or options.all_streams) and options.lease_table is None:
@@ -460,7 +461,7 @@ def run_recommend(args: argparse.Namespace) -> int:
     validate_stream_name(options.stream)
     window = parse_duration(options.window)
     if not math.isfinite(options.target) or not 1 <= options.target <= 100:
-        raise BadInput(f"--target must be a percentage from 1 to 100; got {options.target:g}", code="usage")
+        raise BadInput(f"--target must be a percentage from 1 to 100; got {plain_number(options.target)}", code="usage")
     if not 0 <= options.shared_readers <= 20:
         raise BadInput(f"--shared-readers must be from 0 to 20; got {options.shared_readers}", code="usage")
     validate_scan_cap(options.scan_cap)
@@ -517,9 +518,9 @@ async def _recommend(args: argparse.Namespace, options: RecommendOptions, window
 
 def render_recommendation(rec: Recommendation, source: str) -> str:
     lines = [
-        f"stream {rec.stream}: {rec.current_shards} open shards, peak utilisation {rec.peak_utilisation:.0%} "
+        f"stream {rec.stream}: {counted(rec.current_shards, 'open shard')}, peak utilisation {rec.peak_utilisation:.0%} "
         f"(from {source}; target {rec.target:.0%}, {rec.shared_readers} shared reader(s))",
-        f"recommended: {rec.recommended_shards} shards",
+        f"recommended: {counted(rec.recommended_shards, 'shard')}",
     ]
     lines += [f"  {reason}" for reason in rec.reasons]
     lines += rec.commands

@@ -32,6 +32,7 @@ from console.read.positions import EndPosition, check_retention, resolve_window
 from console.read.tail import TailOptions, TailReader
 from console.read.where import RecordFilter
 from console.topology.model import NO_KEY
+from console.words import counted
 
 if TYPE_CHECKING:
     from console.backend import BackendConfig
@@ -527,10 +528,10 @@ def _summary(
 
 def _summary_text(document: dict[str, Any]) -> str:
     lines = [
-        f"copied {document['copied']:,} records from {document['source']} to {document['destination']} in "
+        f"copied {counted(document['copied'], 'record')} from {document['source']} to {document['destination']} in "
         f"{document['seconds']:.2f} s ({document['read']:,} read, {document['filtered_out']:,} filtered out, "
-        f"{document['already_copied']:,} already copied, {document['retries']} retries, "
-        f"{document['possible_duplicates']} possible duplicates)"
+        f"{document['already_copied']:,} already copied, {counted(document['retries'], 'retry', 'retries')}, "
+        f"{counted(document['possible_duplicates'], 'possible duplicate')})"
     ]
     if document["stopped"]:
         lines.append(f"stopped: {document['stopped']}")

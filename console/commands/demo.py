@@ -21,6 +21,7 @@ from console.commands._options import options_from
 from console.commands._output import emit, run_async
 from console.commands._stream_args import validate_stream_name
 from console.errors import BackendError, BadInput
+from console.words import counted
 
 if TYPE_CHECKING:
     from console.backend import BackendConfig
@@ -116,7 +117,7 @@ def lease_table_command(args: argparse.Namespace) -> int:
         args,
         {"stream": stream, "lease_table": table, "leases": leases},
         lambda: (
-            f"wrote lease table {table} for {stream}: {leases} leases "
+            f"wrote lease table {table} for {stream}: {counted(leases, 'lease')} "
             f"(kconsole consumers {stream} --lease-table {table})"
         ),
     )
@@ -201,7 +202,7 @@ def _readers_text(made: Any, readers: list[dict[str, Any]], leases: int | str, n
     from console.consumers.report import format_millis
 
     lines = [
-        f"made readers of {made.names.stream} ({made.records_put} records put, {made.metric_points} metric points):"
+        f"made readers of {made.names.stream} ({counted(made.records_put, 'record')} put, {counted(made.metric_points, 'metric point')}):"
     ]
     kind_width = max(len(text) for text in READER_KINDS.values())
     name_width = max(len(reader["name"]) for reader in readers)
@@ -209,7 +210,7 @@ def _readers_text(made: Any, readers: list[dict[str, Any]], leases: int | str, n
         if reader["problem"]:
             state = f"not made: {reader['problem']}"
         elif reader["kind"] == "kcl":
-            state = f"{leases} leases, checkpointed a third of the way into each shard"
+            state = f"{counted(leases, 'lease') if isinstance(leases, int) else leases}, checkpointed a third of the way into each shard"
         elif reader["lag_ms"] is not None:
             state = f"{format_millis(int(reader['lag_ms']))} behind"
         else:
@@ -323,7 +324,7 @@ def schemas_command(args: argparse.Namespace) -> int:
         made,
         lambda: "\n".join(
             [f"registered {schema['name']} v{schema['version']} ({schema['format']})" for schema in made["schemas"]]
-            + [f"put {made['records_put']} records on {stream}", f"next: kconsole tail {stream}"]
+            + [f"put {counted(made['records_put'], 'record')} on {stream}", f"next: kconsole tail {stream}"]
         ),
     )
     return 0

@@ -39,7 +39,7 @@ from console.commands._output import emit, note, render_table, run_async
 from console.commands._read_share import add_read_share_argument, read_share_for
 from console.errors import BadInput
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS, ShardMetricsHeat, cloudwatch_heat, limits_json
-from console.heat.hotkey import HotKeyWhatIf, hot_key_what_if
+from console.heat.hotkey import HotKeyWhatIf, hot_key_what_if, needs_write_sharding
 from console.heat.rates import DOMINANT_SHARE
 from console.heat.sampler import DEFAULT_READS_PER_SECOND, MAX_READS_PER_SECOND, HeatSampler
 from console.heat.snapshot import (
@@ -53,6 +53,7 @@ from console.lifecycle.rules import parse_shard_count
 from console.read.printable import printable
 from console.read.share import ReadShare
 from console.topology.model import NO_KEY, auto_notice
+from console.words import counted, plain_number
 
 MAX_SECONDS = 3600
 MAX_CLOUDWATCH_SECONDS = 14 * 24 * 3600  # 1-minute datapoints are kept for 15 days
@@ -145,13 +146,13 @@ def _validated(args: argparse.Namespace) -> HeatOptions:
         options = replace(options, seconds=DEFAULT_CLOUDWATCH_SECONDS if cloudwatch else DEFAULT_SAMPLE_SECONDS)
     most = MAX_CLOUDWATCH_SECONDS if cloudwatch else MAX_SECONDS
     if not math.isfinite(options.window) or not 0 < options.window <= most:
-        raise BadInput(f"--seconds must be above 0 and at most {most}; got {options.window:g}")
+        raise BadInput(f"--seconds must be above 0 and at most {most}; got {plain_number(options.window)}")
     if not 1 <= options.top <= MAX_TOP:
         raise BadInput(f"--top must be from 1 to {MAX_TOP}; got {options.top}")
     if not math.isfinite(options.reads_per_second) or not 0 < options.reads_per_second <= MAX_READS_PER_SECOND:
         raise BadInput(
             f"--reads-per-second must be above 0 and at most {MAX_READS_PER_SECOND:g} "
-            f"(the GetRecords limit per shard); got {options.reads_per_second:g}"
+            f"(the GetRecords limit per shard); got {plain_number(options.reads_per_second)}"
         )
     if options.efo and cloudwatch:
         raise BadInput("--efo samples the records: it does not go with --source cloudwatch", code="usage")
@@ -205,7 +206,7 @@ async def _sample(
         try:
             note(
                 f"sampling {options.stream} for {options.window:g} s from LATEST "
-                f"({len(sampler.heat.shards) if sampler.heat else 0} open shards, "
+                f"({counted(len(sampler.heat.shards) if sampler.heat else 0, 'open shard')}, "
                 + (
                     "counted from enhanced fan-out's pushed events)..."
                     if options.efo
@@ -232,7 +233,8 @@ def _reads_each(options: HeatOptions, read_share: ReadShare) -> str:
 
 
 def advise(snapshot: StreamHeatSnapshot) -> dict[str, Any]:
-    """The hottest shard's split point and a write-sharding what-if for each dominant key."""
+    """The hottest shard's split point and a write-sharding what-if for each dominant key that is
+    hot (needs_write_sharding): a key of a quiet shard needs no sharding, however dominant."""
     shards = [(s.shard_id, s.starting_hash_key, s.ending_hash_key) for s in snapshot.open_shards]
     index = HashRangeIndex.build(shards) if shards else None
     hot_keys: list[tuple[ShardHeatSnapshot, HotKeyWhatIf]] = []
@@ -242,7 +244,7 @@ def advise(snapshot: StreamHeatSnapshot) -> dict[str, Any]:
         if not shard.top_keys or index is None or not shard.is_open:
             continue
         top = shard.top_keys[0]
-        if top.share >= DOMINANT_SHARE:
+        if top.share >= DOMINANT_SHARE and needs_write_sharding(shard.peak_utilisation, top.share):
             # Against the shard's limits a key counts the Kinesis records it takes: its user records, or
             # for a key inside aggregates, its share of the aggregates (they carry it).
             key_rate = shard.records_per_s * top.share

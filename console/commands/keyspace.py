@@ -25,6 +25,7 @@ from console.keyspace.hashkeys import (
     share_of_space,
     validate_partition_keys,
 )
+from console.words import counted
 
 if TYPE_CHECKING:
     from console.keyspace.keytree.balance import BalanceReport
@@ -138,8 +139,10 @@ class ShardSet:
 
     def describe(self) -> str:
         if "stream" in self.source:
-            return f"stream {self.source['stream']} ({len(self.index)} open shards, {self.source['backend']})"
-        return f"an even split of {len(self.index)} shards"
+            return (
+                f"stream {self.source['stream']} ({counted(len(self.index), 'open shard')}, {self.source['backend']})"
+            )
+        return f"an even split of {counted(len(self.index), 'shard')}"
 
 
 def parse_shard_count(value: object, *, option: str = "--shards") -> int:
@@ -432,7 +435,7 @@ def format_keytree(keys: list[int], report: BalanceReport, space: int, existing:
     lines += [str(k) for k in shown]
     if len(shown) < len(keys):
         lines.append(f"... {len(keys) - len(shown)} more (use --json for all)")
-    lines += ["", f"balance of all {report.total_keys} keys (depths without keys left out):"]
+    lines += ["", f"balance of all {counted(report.total_keys, 'key')} (depths without keys left out):"]
     table = [[str(lv.depth), str(lv.keys), str(lv.capacity), f"{lv.fill:.1%}"] for lv in report.levels if lv.keys]
     lines.append(
         render_table(["DEPTH", "KEYS", "CAPACITY", "FILL"], table, right_aligned={0, 1, 2, 3}, max_rows=MAX_ROWS)
@@ -483,7 +486,7 @@ def spread_command(args: argparse.Namespace) -> int:
 def format_spread(result: Spread, shard_set: ShardSet) -> str:
     lines = [
         f"hot key {result.partition_key!r} split {result.suffix_count} ways against {shard_set.describe()}: "
-        f"the sharded keys reach {result.shards_reached} of {len(shard_set.index)} shards",
+        f"the sharded keys reach {result.shards_reached} of {counted(len(shard_set.index), 'shard')}",
         "",
     ]
     suffix_rows = [

@@ -21,6 +21,7 @@ from console.commands._options import options_from
 from console.commands._output import emit
 from console.errors import BadInput, ConsoleError
 from console.lifecycle.rules import DEFAULT_SHARDS, parse_shard_count
+from console.words import counted
 
 DEFAULT_PORT = 4567
 
@@ -126,7 +127,7 @@ def serve_command(args: argparse.Namespace) -> int:
         threading.Thread(target=create, name="create-streams", daemon=True).start()
 
     def announce(url: str) -> None:
-        text = "".join(f"created stream {name!r} with {shards} shards\n" for name in streams)
+        text = "".join(f"created stream {name!r} with {counted(shards, 'shard')}\n" for name in streams)
         emit(
             args,
             {"endpoint_url": url, "region": args.region or "us-east-1", "streams": streams},

@@ -16,6 +16,7 @@ import contextlib
 import gc
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -55,11 +56,13 @@ def register(subparsers: Subparsers, common: Parents) -> None:
         "misplaced records.",
     )
     parser.add_argument("stream", metavar="STREAM", help="stream name (created with --local if missing)")
-    parser.add_argument("--keys", type=_whole, required=True, metavar="K", help="number of partition keys")
-    parser.add_argument("--records-per-key", type=_whole, required=True, metavar="R", help="records per key")
+    parser.add_argument("--keys", type=_whole("--keys"), required=True, metavar="K", help="number of partition keys")
+    parser.add_argument(
+        "--records-per-key", type=_whole("--records-per-key"), required=True, metavar="R", help="records per key"
+    )
     parser.add_argument(
         "--payload-bytes",
-        type=_whole,
+        type=_whole("--payload-bytes"),
         default=128,
         metavar="B",
         help="data size of each record (default 128; the JSON header is ~90 bytes); at most the "
@@ -73,7 +76,7 @@ def register(subparsers: Subparsers, common: Parents) -> None:
     )
     parser.add_argument(
         "--rate",
-        type=_positive,
+        type=_positive("--rate"),
         default=None,
         metavar="N",
         help="records per second for the whole run (default: as fast as the shards allow)",
@@ -87,14 +90,14 @@ def register(subparsers: Subparsers, common: Parents) -> None:
     )
     parser.add_argument(
         "--concurrency",
-        type=_whole,
+        type=_whole("--concurrency"),
         default=8,
         metavar="N",
         help="requests in flight (batch) or keys in progress (sequential); default 8",
     )
     parser.add_argument(
         "--batch-size",
-        type=_whole,
+        type=_whole("--batch-size"),
         default=500,
         metavar="N",
         help="records per PutRecords request, at most 500 (default)",
@@ -126,7 +129,7 @@ def register(subparsers: Subparsers, common: Parents) -> None:
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a TTY)")
     parser.add_argument(
         "--give-up-after",
-        type=_positive,
+        type=_positive("--give-up-after"),
         default=60.0,
         metavar="SECONDS",
         help="stop the run, with its partial report, when the endpoint has answered nothing for this long (default 60)",
@@ -134,21 +137,31 @@ def register(subparsers: Subparsers, common: Parents) -> None:
     parser.set_defaults(handler=handle)
 
 
-def _whole(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise BadInput(f"expected a whole number; got {text!r}") from None
+def _whole(option: str) -> Callable[[str], int]:
+    """An argparse `type=` for `option`: a whole number, or one line that names the option."""
+
+    def whole(text: str) -> int:
+        try:
+            return int(text)
+        except ValueError:
+            raise BadInput(f"{option} must be a whole number; got {text!r}") from None
+
+    return whole
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0 or value == float("inf"):
-        raise BadInput(f"expected a positive number; got {text!r}")
-    return value
+def _positive(option: str) -> Callable[[str], float]:
+    """An argparse `type=` for `option`: a finite number above 0, or one line that names the option."""
+
+    def positive(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not value > 0 or value == float("inf"):
+            raise BadInput(f"{option} must be a positive number; got {text!r}")
+        return value
+
+    return positive
 
 
 def check_verify_efo_args(args: argparse.Namespace, stream: str, *, efo: bool, verify: bool) -> None:
@@ -359,12 +372,12 @@ def summary_text(result: ProduceResult, report: VerificationReport | None) -> st
     lines = [
         f"run {result.run_id} on {result.stream}: {result.acknowledged}/{result.sent} acknowledged in "
         f"{result.elapsed:.2f} s ({result.acknowledged / result.elapsed:.0f} records/s), "
-        f"{result.retries} retries, {result.throttled} throttled, {result.possible_duplicates} possible duplicates",
+        f"{counted(result.retries, 'retry', 'retries')}, {result.throttled} throttled, {counted(result.possible_duplicates, 'possible duplicate')}",
     ]
     if aggregated := aggregation_line(result.to_json().get("aggregation")):
         lines.append(aggregated)
     if result.mismatch_count:
-        lines.append(f"shard map mispredicted {result.mismatch_count} puts (reported to the map)")
+        lines.append(f"shard map mispredicted {counted(result.mismatch_count, 'put')} (reported to the map)")
     if result.stopped:
         lines.append(f"STOPPED EARLY: {result.stopped}")
     if result.failed or result.stopped:

@@ -405,8 +405,8 @@ def _shown_key(name: str) -> str | None:
 
 def summary_text(document: dict[str, Any]) -> str:
     lines = [
-        f"put {document['acknowledged']}/{document['records']} records to {document['stream']} in "
-        f"{document['seconds']:.2f} s ({document['retries']} retries, {document['throttled']} throttled"
+        f"put {document['acknowledged']}/{counted(document['records'], 'record')} to {document['stream']} in "
+        f"{document['seconds']:.2f} s ({counted(document['retries'], 'retry', 'retries')}, {document['throttled']} throttled"
         + (f", {document['skipped_bad_lines']} bad lines skipped" if document["skipped_bad_lines"] else "")
         + ")"
     ]

@@ -53,6 +53,7 @@ from console.reshard.plan import (
 )
 from console.reshard.sample import DEFAULT_SAMPLE_LIMIT, DEFAULT_SAMPLE_SECONDS
 from console.topology.model import Shard, StreamSummary
+from console.words import counted
 
 if TYPE_CHECKING:
     from console.backend.protocol import BackendConnection, ConsoleBackend, ConsumersBackend, RecordsBackend
@@ -329,7 +330,7 @@ def plan_builder(
                 key, basis = (
                     median.key,
                     (
-                        f"median of {median.inside} keys in {options.at_median_of}"
+                        f"median of {counted(median.inside, 'key')} in {options.at_median_of}"
                         + (f"; {outside} more hash outside the shard" if outside else "")
                     ),
                 )
@@ -337,7 +338,10 @@ def plan_builder(
                 if recent_median is None or recent_median.shard_id != target.shard_id:
                     raise ValueError("--at-median-of-recent: sample the shard's records before planning")
                 median = recent_median
-                key, basis = median.key, f"median of {median.inside} records of the last {inputs.sample_seconds:g} s"
+                key, basis = (
+                    median.key,
+                    f"median of {counted(median.inside, 'record')} of the last {inputs.sample_seconds:g} s",
+                )
             else:  # midpoint, or a closed shard (which the plan rejects whatever the key)
                 key, basis = midpoint(target), "midpoint"
             return plan_split(
@@ -505,8 +509,14 @@ def run_reshard(args: argparse.Namespace) -> int:
     done = run_async(_reshard(args, options, inputs, build))
     if done is None:
         return 0
-    result, readers = done
-    emit(args, result.to_json() | ({"readers": readers.to_json()} if readers else {}), lambda: render_result(result))
+    result, readers, plan = done
+    # With --yes no prompt showed the plan: the text says what was planned before what was called.
+    shown_plan = render_plan(plan) + "\n" if args.yes else ""
+    emit(
+        args,
+        result.to_json() | ({"readers": readers.to_json()} if readers else {}),
+        lambda: shown_plan + render_result(result),
+    )
     if result.changed_by_others:
         note(
             f"kconsole: {options.stream} was changed by someone else meanwhile: "
@@ -525,7 +535,7 @@ def run_reshard(args: argparse.Namespace) -> int:
 
 async def _reshard(
     args: argparse.Namespace, options: ReshardOptions, inputs: PlanInputs, build: PlanBuilder
-) -> tuple[ExecutionResult, ReshardReaders | None] | None:
+) -> tuple[ExecutionResult, ReshardReaders | None, ReshardPlan] | None:
     async with with_backend(args, stream=options.stream) as kinesis:
         executor = _executor(kinesis, options)
         summary, shards, context = await executor.snapshot()
@@ -555,7 +565,7 @@ async def _reshard(
             advice="review with `kconsole plan` and ",
             preview=preview,
         )
-        return await executor.execute(build, expected=plan, wait=options.wait), readers
+        return await executor.execute(build, expected=plan, wait=options.wait), readers, plan
 
 
 def render_result(result: ExecutionResult) -> str:
@@ -573,5 +583,5 @@ def render_result(result: ExecutionResult) -> str:
         lines.append("Observed open shards differ from the plan:")
         lines += [f"  - {d}" for d in result.differences[:20]]
     else:
-        lines.append(f"Done: {len(result.after)} open shards, exactly as planned.")
+        lines.append(f"Done: {counted(len(result.after), 'open shard')}, exactly as planned.")
     return "\n".join(lines)

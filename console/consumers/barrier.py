@@ -16,6 +16,7 @@ from typing import Any
 
 from console.consumers.report import ConsumerReport, LeaseRow
 from console.topology.model import Shard
+from console.words import counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +45,9 @@ class BarrierShard:
 
     def describe(self, cap: int) -> str:
         if self.records_behind is None:
-            records = f"more than {cap:,} records" if self.over_cap else "an unknown number of records"
+            records = f"more than {counted(cap, 'record')}" if self.over_cap else "an unknown number of records"
         else:
-            records = f"{self.records_behind:,} records"
+            records = f"{counted(self.records_behind, 'record')}"
         age = f", {self.millis_behind / 1000:.1f} s behind" if self.millis_behind else ""
         return f"{self.shard_id}: {records}{age} ({self.state}, owner {self.owner or '-'})"
 
@@ -82,7 +83,7 @@ class BarrierReport:
         parts = []
         if self.behind_barrier:
             total = self.records_behind
-            amount = f"{total:,} records" if total is not None else "records (over the scan cap)"
+            amount = f"{counted(total, 'record')}" if total is not None else "records (over the scan cap)"
             parts.append(
                 f"consumers in {self.lease_table} still have {amount} to read in "
                 f"{', '.join(s.shard_id for s in self.behind_barrier)}; their children would wait "

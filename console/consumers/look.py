@@ -21,6 +21,7 @@ from console.consumers.leases import (
 from console.consumers.report import ConsumerReport, StallTracker, build_report
 from console.errors import BadInput, ConsoleError
 from console.topology.model import EfoConsumer, Shard
+from console.words import counted
 
 SAMPLE_ITEMS = 25  # items read from each table when looking for lease tables
 LEASE_PAGE = 250  # lease items per Scan page when measuring lag: small enough to start reading early
@@ -53,7 +54,7 @@ async def lease_pages(
         lease_like = lease_like or any(looks_like_lease_item(item) for item in items)
         if items and not lease_like:
             raise BadInput(
-                f"table {table!r} is not a KCL lease table: none of its {len(items)} items has "
+                f"table {table!r} is not a KCL lease table: of {counted(len(items), 'item')} read, none has "
                 "leaseKey, leaseCounter and checkpoint",
                 code="not_a_lease_table",
             )

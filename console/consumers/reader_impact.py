@@ -25,6 +25,7 @@ from console.consumers.reader_sources import (
     stream_of_source,
 )
 from console.consumers.report import format_millis
+from console.words import counted
 
 # ---- what a reshard does to the readers -----------------------------------------------------------
 
@@ -82,13 +83,13 @@ def reshard_impact(
             seen, most = (workers or {}).get(reader.name, (leased_by if isinstance(leased_by, int) else 0, None))
             if most is not None and seen and seen * most < shards_after:
                 lines.append(
-                    f"{seen} workers × maxLeasesForWorker {most} hold {seen * most} leases, fewer than "
-                    f"{shards_after} shards: {shards_after - seen * most} would go unread"
+                    f"{counted(seen, 'worker')} × maxLeasesForWorker {most} hold {counted(seen * most, 'lease')}, fewer than "
+                    f"{counted(shards_after, 'shard')}: {shards_after - seen * most} would go unread"
                 )
             elif seen and shards_after > shards_before:
                 each = -(-shards_after // seen)
                 lines.append(
-                    f"{seen} workers will hold {shards_after} leases: each worker's maxLeasesForWorker "
+                    f"{counted(seen, 'worker')} will hold {counted(shards_after, 'lease')}: each worker's maxLeasesForWorker "
                     f"must be at least {each}, or shards go unread"
                 )
         if reader.failing:
@@ -124,7 +125,7 @@ def _parents_backlog(reader: Reader, parents: Sequence[str]) -> str:
         millis = [p.millis_behind for p in positions if p.millis_behind is not None]
         if positions and all(r is not None for r in records):
             total = sum(r for r in records if r is not None)
-            return f" (the parents' backlog: {total:,} records, {format_millis(max(millis, default=0))})"
+            return f" (the parents' backlog: {counted(total, 'record')}, {format_millis(max(millis, default=0))})"
         if millis:
             return f" (the parents' backlog: {format_millis(max(millis))})"
         return ""

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from console.consumers.report import format_millis
+from console.words import counted
 
 LAMBDA, FIREHOSE, PIPE, FLINK, EFO, KCL = "lambda", "firehose", "pipe", "flink", "efo", "kcl"
 KINDS = (LAMBDA, FIREHOSE, PIPE, FLINK, EFO, KCL)
@@ -82,8 +83,8 @@ class Reader:
     def behind_text(self) -> str:
         """'3.2 min' (and records where known), or 'lag unknown'."""
         if self.millis_behind is None:
-            return "lag unknown" if self.records_behind is None else f"{self.records_behind:,} records"
-        records = f", {self.records_behind:,} records" if self.records_behind is not None else ""
+            return "lag unknown" if self.records_behind is None else f"{counted(self.records_behind, 'record')}"
+        records = f", {counted(self.records_behind, 'record')}" if self.records_behind is not None else ""
         return f"{format_millis(self.millis_behind)}{records}"
 
     def sort_key(self) -> tuple[bool, bool, int, int, int, str]:

@@ -33,6 +33,7 @@ from console.consumers.reader_model import (
 from console.consumers.report import ConsumerReport
 from console.errors import ConsoleError
 from console.topology.model import EfoConsumer
+from console.words import counted
 
 T = TypeVar("T")
 _LIST_SEPARATORS = re.compile(r"[,;\s]+")
@@ -269,7 +270,7 @@ def lambda_reader(mapping: Mapping[str, Any], via: str | None, missing: set[str]
     if result and str(result).upper().startswith("PROBLEM"):
         problems.append(f"last result: {result}")
     if errors:
-        problems.append(f"{errors:,} errors in {METRIC_WINDOW_MINUTES} min")
+        problems.append(f"{counted(errors, 'error')} in {METRIC_WINDOW_MINUTES} min")
     if throttles:
         problems.append(f"{throttles:,} throttles in {METRIC_WINDOW_MINUTES} min")
     destination = ((mapping.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination")
@@ -428,7 +429,8 @@ def kcl_reader(report: ConsumerReport, consumers: AbstractSet[str] = frozenset()
     if unowned:
         reasons.append(f"{len(unowned)} of {len(open_rows)} unfinished leases have no owner")
     if report.unleased_shards:
-        reasons.append(f"{len(report.unleased_shards)} open shards have no lease")
+        unleased = len(report.unleased_shards)
+        reasons.append(f"{counted(unleased, 'open shard')} {'has' if unleased == 1 else 'have'} no lease")
     positions = tuple(
         ShardPosition(row.shard_id, row.millis_behind, row.records_behind, row.lease.checkpoint)
         for row in sorted(report.rows, key=lambda row: row.shard_id)

@@ -25,6 +25,7 @@ from console.backend.protocol import ConsoleBackend
 from console.errors import ConsoleError
 from console.read.cursor import ShardCursor
 from console.topology.model import Shard
+from console.words import counted
 
 SHARD_READ_BYTES_LIMIT = 2 * 1024 * 1024  # bytes/s a shard serves its shared-throughput consumers together
 MERGE_HEADROOM = 0.5  # merge two shards only if together they stay under half the target
@@ -113,7 +114,7 @@ def recommend(
         recommended = math.ceil(count * factor)
         commands.append(f"kconsole plan scale {stream} --to {recommended}")
         reasons.append(
-            f"{len(hot)} of {count} shards peak above {target:.0%}; the hottest at {peak:.0%} needs "
+            f"{len(hot)} of {counted(count, 'shard')} peak above {target:.0%}; the hottest at {peak:.0%} needs "
             f"{factor:.2f}x the shards: rescale evenly"
         )
     elif hot:

@@ -28,6 +28,7 @@ from console.consumers.workers import check_lease_table
 from console.errors import BadInput, ConsoleError
 from console.read.cursor import AFTER_SEQUENCE_NUMBER, ShardCursor
 from console.read.positions import CLOCK_SKEW
+from console.words import counted
 
 MAX_SCANNED = 1_000_000  # records read at most to find one shard's point before a time
 MAX_EMPTY_PAGES = 20
@@ -51,7 +52,7 @@ async def read_table(backend: ConsoleBackend, table: str, stream: str) -> LeaseT
     items = await backend.scan_table(table)
     if items and not any(looks_like_lease_item(item) for item in items):
         raise BadInput(
-            f"table {table!r} is not a KCL lease table: none of its {len(items)} items has leaseKey, "
+            f"table {table!r} is not a KCL lease table: of {counted(len(items), 'item')} read, none has leaseKey, "
             "leaseCounter and checkpoint",
             code="not_a_lease_table",
         )
@@ -172,7 +173,7 @@ async def check_retention(backend: ConsoleBackend, stream: str, target: Target, 
     oldest = now - timedelta(hours=summary.retention_hours)
     if target.moment is not None and target.moment < oldest - CLOCK_SKEW:
         raise BadInput(
-            f"--to {iso_millis(target.moment)} is beyond {stream}'s retention of {summary.retention_hours} h "
+            f"the point {iso_millis(target.moment)} is beyond {stream}'s retention of {summary.retention_hours} h "
             f"(its oldest records arrived after {iso_millis(oldest)})"
         )
     return oldest

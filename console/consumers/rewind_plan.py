@@ -40,37 +40,37 @@ class Target:
         return self.kind
 
 
-def parse_target(values: Sequence[str], now: datetime) -> Target:
-    """--to: trim-horizon | latest | an ISO-8601 time | -DURATION (e.g. -1h) | shardId-…=SEQ (repeatable)."""
+def parse_target(values: Sequence[str], now: datetime, *, option: str = "--to") -> Target:
+    """`option` (--to; a dialog names its field): trim-horizon | latest | an ISO-8601 time | -DURATION (e.g. -1h) | shardId-…=SEQ (repeatable)."""
     values = [value.strip() for value in values if value and value.strip()]
     if not values:
-        raise BadInput("--to needs trim-horizon, latest, a time (ISO 8601 or -1h) or shardId-…=SEQ", code="usage")
+        raise BadInput(f"{option} needs trim-horizon, latest, a time (ISO 8601 or -1h) or shardId-…=SEQ", code="usage")
     if any("=" in value for value in values):
         sequences: dict[str, str] = {}
         for value in values:
             shard, _, sequence = value.partition("=")
             if not shard.startswith("shardId-") or not sequence.isdigit() or len(sequence) > 128:
-                raise BadInput(f"--to {value[:80]!r}: per shard, give shardId-…=SEQUENCE_NUMBER (digits)")
+                raise BadInput(f"{option} {value[:80]!r}: per shard, give shardId-…=SEQUENCE_NUMBER (digits)")
             sequences[shard] = sequence
         return Target("sequences", sequences=sequences)
     if len(values) > 1:
-        raise BadInput("--to takes one point (or several shardId-…=SEQ)", code="usage")
+        raise BadInput(f"{option} takes one point (or several shardId-…=SEQ)", code="usage")
     raw = values[0]
     lowered = raw.lower().replace("_", "-")
     if lowered in ("trim-horizon", "latest"):
         return Target(lowered)
     if raw.startswith("-"):
-        moment = now - parse_duration(raw[1:], "--to")
+        moment = now - parse_duration(raw[1:], option)
     else:
         try:
-            moment = parse_time(raw, "--to")
+            moment = parse_time(raw, option)
         except BadInput:
             raise BadInput(
-                f"--to must be trim-horizon, latest, an ISO-8601 time, -DURATION (e.g. -1h) or "
+                f"{option} must be trim-horizon, latest, an ISO-8601 time, -DURATION (e.g. -1h) or "
                 f"shardId-…=SEQ; got {raw[:80]!r}"
             ) from None
     if moment > now + CLOCK_SKEW:
-        raise BadInput(f"--to {iso_millis(moment)} is in the future (now is {iso_millis(now)})")
+        raise BadInput(f"{option} {iso_millis(moment)} is in the future (now is {iso_millis(now)})")
     return Target("time", moment=moment)
 
 

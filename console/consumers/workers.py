@@ -44,6 +44,7 @@ from console.consumers.leases import (
 )
 from console.consumers.throughput import LEASE, ShardThroughput, ShardThroughputMeter
 from console.errors import BadInput
+from console.words import counted
 
 ONLY_CLOSED = "only-closed"
 LEASES_OVER = "leases>2x"
@@ -343,7 +344,7 @@ async def read_workers(
     kcl_items = [item for item in items if looks_like_lease_item(item) or entity_of(item)]
     if items and not kcl_items:
         raise BadInput(
-            f"table {table!r} is not a KCL lease table: none of its {len(items)} items has "
+            f"table {table!r} is not a KCL lease table: of {counted(len(items), 'item')} read, none has "
             "leaseKey, leaseCounter and checkpoint, or a KCL entityType",
             code="not_a_lease_table",
         )

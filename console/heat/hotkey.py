@@ -44,6 +44,13 @@ class HotKeyWhatIf:
         }
 
 
+def needs_write_sharding(peak_utilisation: float, key_share: float, target: float = TARGET_UTILISATION) -> bool:
+    """Whether a key is hot enough to write-shard: in its shard's busiest second (`peak_utilisation`
+    of the shard's limit) its `key_share` alone took at least `target`, what each sharded key is left.
+    A dominant key of a quiet shard needs nothing."""
+    return peak_utilisation * key_share >= target
+
+
 def suffixes_needed(records_per_s: float, bytes_per_s: float, target: float = TARGET_UTILISATION) -> int:
     """The smallest power of two n >= 2 such that 1/n of the key's traffic stays under `target` of a shard."""
     needed = max(records_per_s / (target * SHARD_RECORDS_LIMIT), bytes_per_s / (target * SHARD_BYTES_LIMIT))

@@ -40,6 +40,7 @@ from console.read.cursor import ShardCursor
 from console.read.efo import Subscribe, SubscriptionCursor, starting_position
 from console.read.share import ReadShare
 from console.topology.model import Shard
+from console.words import plain_number
 
 MAX_READS_PER_SECOND = 5.0  # GetRecords transactions per second per shard (AWS limit)
 DEFAULT_READS_PER_SECOND = 2.0
@@ -75,7 +76,7 @@ class HeatSampler:
         if not 0 < reads_per_second <= MAX_READS_PER_SECOND:
             raise BadInput(
                 f"reads per second per shard must be above 0 and at most {MAX_READS_PER_SECOND:g} "
-                f"(the GetRecords limit); got {reads_per_second:g}"
+                f"(the GetRecords limit); got {plain_number(reads_per_second)}"
             )
         self.backend = backend
         self.stream = stream

@@ -52,6 +52,7 @@ from console.lifecycle.settings import (
     same_json,
 )
 from console.topology.model import EfoConsumer
+from console.words import counted
 
 WAIT_SECONDS = 300.0  # for ACTIVE between two calls of one plan
 SETTLE_WAIT_SECONDS = 60.0  # how long a read-back waits for the stream to leave UPDATING
@@ -561,10 +562,13 @@ async def _read_back(kinesis: Any, stream: str, operation: str, params: dict[str
     if operation == "UpdateShardCount":
         target = params["TargetShardCount"]
         if summary.open_shard_count == target:
-            return True, f"the stream shows the change: {target} open shards"
+            return True, f"the stream shows the change: {counted(target, 'open shard')}"
         if summary.open_shard_count == before.open_shard_count:
-            return False, f"still {before.open_shard_count} open shards"
-        return None, f"{summary.open_shard_count} open shards, neither {before.open_shard_count} nor {target}"
+            return False, f"still {counted(before.open_shard_count, 'open shard')}"
+        return (
+            None,
+            f"{counted(summary.open_shard_count, 'open shard')}, neither {before.open_shard_count} nor {target}",
+        )
     if operation == "StartStreamEncryption":
         key = (await kinesis.describe_stream_details(stream)).get("KeyId")
         if summary.encryption == "KMS" and key == params["KeyId"]:

@@ -127,7 +127,7 @@ def plan_delete(
     the stream; AWS refuses to delete it while any are."""
     lost = [
         f"every record in it: up to {_hours(summary.retention_hours)} of data, unrecoverable",
-        f"{summary.open_shard_count} open shards"
+        f"{counted(summary.open_shard_count, 'open shard')}"
         + (
             f" ({total_shards} with closed ones in retention)"
             if total_shards and total_shards != summary.open_shard_count
@@ -205,7 +205,9 @@ def plan_mode(
     if mode == summary.mode:
         summary_text = f"the stream is already {target}"
         if shards is not None and shards != summary.open_shard_count:
-            consequences.append(f"for {shards} shards, rescale: kconsole plan scale {summary.name} --to {shards}")
+            consequences.append(
+                f"for {counted(shards, 'shard')}, rescale: kconsole plan scale {summary.name} --to {shards}"
+            )
         return LifecyclePlan("mode", summary.name, summary_text, (), tuple(consequences))
     calls.append(
         Call("UpdateStreamMode", {"StreamARN": summary.arn or summary.name, "StreamModeDetails": {"StreamMode": mode}})
@@ -219,9 +221,9 @@ def plan_mode(
         ]
     else:
         count = summary.open_shard_count if shards is None else shards
-        summary_text = f"switch {summary.name} from on-demand to provisioned with {count} shards"
+        summary_text = f"switch {summary.name} from on-demand to provisioned with {counted(count, 'shard')}"
         consequences.append(
-            f"the stream keeps its {summary.open_shard_count} open shards; from now on "
+            f"the stream keeps its {counted(summary.open_shard_count, 'open shard')}; from now on "
             "you scale it (billed per shard hour)"
         )
         if shards is not None and shards != summary.open_shard_count:
@@ -231,7 +233,9 @@ def plan_mode(
                     {"StreamName": summary.name, "TargetShardCount": shards, "ScalingType": "UNIFORM_SCALING"},
                 )
             )
-            consequences.append(f"then rescaled from {summary.open_shard_count} to {shards} shards once ACTIVE")
+            consequences.append(
+                f"then rescaled from {summary.open_shard_count} to {counted(shards, 'shard')} once ACTIVE"
+            )
     recent = sorted(t for t in recent_switches if now - t < MODE_SWITCH_WINDOW_SECONDS)
     refusal = _not_active(summary)
     if refusal is None and len(recent) >= MODE_SWITCHES_PER_WINDOW:

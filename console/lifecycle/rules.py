@@ -39,11 +39,11 @@ def check_retention_hours(hours: object, *, option: str = "--hours") -> int:
     return int(value)
 
 
-def check_kms_key(key: str) -> str:
+def check_kms_key(key: str, *, what: str = "--kms-key") -> str:
     key = (key or "").strip()
     if not 1 <= len(key) <= MAX_KMS_KEY_LENGTH or any(ch.isspace() or not ch.isprintable() for ch in key):
         raise BadInput(
-            "--kms-key must be a KMS key alias (alias/...), key id or ARN of 1 to 2048 characters without spaces",
+            f"{what} must be a KMS key alias (alias/...), key id or ARN of 1 to 2048 characters without spaces",
             code="bad_kms_key",
         )
     return key

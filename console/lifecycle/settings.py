@@ -17,6 +17,7 @@ from console.bounds import MAX_RECORD_SIZE_KIB, MAX_WARM_THROUGHPUT_MIBPS, MIN_R
 from console.errors import BadInput
 from console.lifecycle.plans import Call, LifecyclePlan
 from console.topology.model import AUTO_DISTRIBUTION, KEY_DISTRIBUTION, StreamSummary, format_kib
+from console.words import counted
 
 DISTRIBUTIONS = {"auto": AUTO_DISTRIBUTION, "partition-key": KEY_DISTRIBUTION}
 # TagResource: at most 50 tags a resource; keys 1-128 and values 0-256 characters of letters, digits,
@@ -215,7 +216,7 @@ def plan_tag(summary: StreamSummary, tags: dict[str, str], existing: dict[str, s
     total = len(set(existing) | set(tags))
     if total > MAX_TAGS:
         raise BadInput(
-            f"{summary.name} would have {total} tags; AWS allows at most {MAX_TAGS} a resource; nothing was called",
+            f"{summary.name} would have {counted(total, 'tag')}; AWS allows at most {MAX_TAGS} a resource; nothing was called",
             code="too_many_tags",
         )
     consequences = tuple(

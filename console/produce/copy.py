@@ -48,6 +48,7 @@ from console.read.masking import Masker
 from console.read.payloads import KIND_ERROR
 from console.read.schemas import SchemaCatalog
 from console.read.tail import TailReader
+from console.words import counted
 
 CHUNK_RECORDS = 50_000
 CHECKPOINT_RECORDS = 1_000  # acknowledged records between two saves of the checkpoint, at most
@@ -460,7 +461,10 @@ def _account(
     if result.stopped:
         progress.stopped = result.stopped
     elif len(acked) < len(records) and not result.failed:
-        progress.stopped = f"{len(records) - len(acked)} records were not acknowledged"
+        unacknowledged = len(records) - len(acked)
+        progress.stopped = (
+            f"{counted(unacknowledged, 'record')} {'was' if unacknowledged == 1 else 'were'} not acknowledged"
+        )
     if report is not None:
         for name, value in report.to_json().items():
             if isinstance(value, int) and not isinstance(value, bool):

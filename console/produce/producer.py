@@ -51,6 +51,7 @@ from console.produce.report import (
     ProducerProgress,
 )
 from console.topology.model import put_records_entry
+from console.words import counted
 
 THROTTLE_ERROR = "ProvisionedThroughputExceededException"
 # Errors after which no record can succeed: the run stops, with its partial report.
@@ -397,7 +398,7 @@ class OrderedProducer(ProducerState):
             # A malformed answer says nothing trustworthy about any record in it.
             self._ledger.retry_all(
                 batch,
-                f"PutRecords answered {len(results)} results for {len(entries)} records",
+                f"PutRecords answered {counted(len(results), 'result')} for {counted(len(entries), 'record')}",
                 requeue,
                 outcome_known=False,
                 sent_wall=sent_wall,

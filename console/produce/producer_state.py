@@ -17,6 +17,7 @@ from console.produce.pacing import PacingLimits, ShardPacer, TokenBucket
 from console.produce.report import ProduceResult, ProgressCallback, ProgressMeter
 from console.produce.settings import ProducerSettings
 from console.produce.testrecords import ledger_key, partition_key_for
+from console.words import counted
 
 PutRecords = Callable[[str, list[dict[str, Any]]], Awaitable[dict[str, Any]]]
 PutRecord = Callable[..., Awaitable[dict[str, Any]]]
@@ -100,7 +101,9 @@ class ProducerState:
                 source = keytree_hash_keys
             explicit = list(source(settings.keys))
             if len(explicit) != settings.keys:
-                raise BadInput(f"the key tree handed out {len(explicit)} hash keys for {settings.keys} keys")
+                raise BadInput(
+                    f"the key tree handed out {counted(len(explicit), 'hash key')} for {counted(settings.keys, 'key')}"
+                )
         keys = []
         for index in range(settings.keys):
             name = partition_key_for(settings.run_id, index)

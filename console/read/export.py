@@ -42,6 +42,7 @@ from console.errors import BadInput
 from console.read.decoding import DecodedRecord
 from console.read.printable import printable
 from console.read.where import fields_of
+from console.words import counted
 
 # Each export format (as --output takes it), what a chooser calls it, and its files' extension: the CLI
 # and the console's export dialog offer these, in this order.
@@ -66,7 +67,7 @@ def parse_fields(text: str | None) -> tuple[tuple[str, ...], ...]:
             code="usage",
         )
     if len(names) > MAX_FIELDS:
-        raise BadInput(f"--fields names {len(names)} columns; the most is {MAX_FIELDS}", code="usage")
+        raise BadInput(f"--fields names {counted(len(names), 'column')}; the most is {MAX_FIELDS}", code="usage")
     paths = []
     for name in names:
         path = tuple(name.split("."))

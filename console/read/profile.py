@@ -15,6 +15,7 @@ from typing import Any
 
 from console.read.decoding import DecodedRecord
 from console.read.payloads import KIND_JSON
+from console.words import counted
 
 MAX_DISTINCT = 1000
 MAX_SAMPLES = 10_000
@@ -166,7 +167,7 @@ class WindowProfile:
 
     def lines(self) -> list[str]:
         """The report as lines of text; what came from the stream in them is the caller's to escape."""
-        lines = [f"{self.records:,} records"]
+        lines = [f"{counted(self.records, 'record')}"]
         if self.kinds:
             lines.append("kinds: " + ", ".join(f"{kind} {count:,}" for kind, count in self.kinds.most_common()))
         if self.schemas:

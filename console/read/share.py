@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from console.errors import BadInput
+from console.words import plain_number
 
 SHARD_CALLS_PER_SECOND = 5.0  # GetRecords per shard, every reader together (AWS limit)
 SHARD_BYTES_PER_SECOND = 2 * 1024 * 1024  # read throughput per shard, every polling reader together
@@ -101,7 +102,7 @@ class ReadShare:
 
     def __init__(self, share: float | None = DEFAULT_READ_SHARE, *, clock: Callable[[], float] = time.monotonic):
         if share is not None and not 0 < share <= 1:
-            raise BadInput(f"read share must be above 0 and at most 1; got {share:g}")
+            raise BadInput(f"read share must be above 0 and at most 1; got {plain_number(share)}")
         self.share = share
         self._clock = clock
         self._shards: dict[str, _ShardLedger] = {}

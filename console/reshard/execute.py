@@ -25,6 +25,7 @@ from console.reshard.actionlog import ActionLog, Reading, Settle, logged_call
 from console.reshard.limits import StreamContext
 from console.reshard.plan import Operation, ReshardPlan
 from console.topology.model import Shard, StreamSummary
+from console.words import counted
 
 Progress = Callable[[str], None]
 PlanBuilder = Callable[[Sequence[Shard], StreamContext | None], ReshardPlan]
@@ -81,7 +82,7 @@ def compare_with_plan(plan: ReshardPlan, observed: Sequence[Shard]) -> list[str]
     planned = [(s.shard_id, s.starting_hash_key, s.ending_hash_key) for s in plan.after]
     seen = sorted(observed, key=lambda s: s.starting_hash_key)
     if len(planned) != len(seen):
-        return [f"planned {len(planned)} open shards, observed {len(seen)}"]
+        return [f"planned {counted(len(planned), 'open shard')}, observed {len(seen)}"]
     differences = []
     for (planned_id, start, end), shard in zip(planned, seen):
         if (start, end) != (shard.starting_hash_key, shard.ending_hash_key):
@@ -202,7 +203,9 @@ class Executor:
             elapsed = self.clock() - started
             if summary.status == "ACTIVE":
                 if waited:
-                    self.progress(f"{self.stream}: ACTIVE after {elapsed:.0f}s, {summary.open_shard_count} open shards")
+                    self.progress(
+                        f"{self.stream}: ACTIVE after {elapsed:.0f}s, {counted(summary.open_shard_count, 'open shard')}"
+                    )
                 return summary
             if summary.status not in ("UPDATING", "CREATING"):
                 raise BackendError(
@@ -216,7 +219,7 @@ class Executor:
                 )
             waited = True
             self.progress(
-                f"{self.stream}: {summary.status} ({reason}), {summary.open_shard_count} open shards, "
+                f"{self.stream}: {summary.status} ({reason}), {counted(summary.open_shard_count, 'open shard')}, "
                 f"{elapsed:.0f}s elapsed"
             )
             await self.sleep(self.poll_interval)
@@ -280,8 +283,11 @@ class Executor:
                 if open_now == before_open:
                     return False, f"the open shards are still the same {len(open_now)}"
                 if len(open_now) == operation.target_shard_count:
-                    return True, f"the stream shows the change: {len(open_now)} open shards"
-                return None, f"{len(open_now)} open shards, neither the {len(before_open)} before nor the target"
+                    return True, f"the stream shows the change: {counted(len(open_now), 'open shard')}"
+                return (
+                    None,
+                    f"{counted(len(open_now), 'open shard')}, neither the {len(before_open)} before nor the target",
+                )
             adjacent = operation.adjacent_shard_id if operation.kind == "merge" else None
             parents = {shard_id for shard_id in (operation.shard_id, adjacent) if shard_id is not None}
             if all(p in by_id and by_id[p].is_open for p in parents):

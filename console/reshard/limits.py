@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.bounds import UPDATE_SHARD_COUNT_MAX
+from console.words import counted
 
 SCALE_CALLS_PER_24H = 10
 MAX_SHARDS_PER_STREAM_UPDATE = UPDATE_SHARD_COUNT_MAX
@@ -127,7 +128,7 @@ def check_account_shards(
         Breach(
             "account_shard_limit",
             f"open shards in the account (short-lived ones included) may not exceed the shard quota ({quota})",
-            f"this change needs up to {needed} open shards in the account ({peak_open} in this stream)",
+            f"this change needs up to {counted(needed, 'open shard')} in the account ({peak_open} in this stream)",
             {"quota": quota, "needed": needed},
         )
     ]
@@ -143,7 +144,7 @@ def check_update_shard_count(
         breaches.append(
             Breach(
                 "stream_shard_limit",
-                f"UpdateShardCount may not scale a stream above {cap} shards",
+                f"UpdateShardCount may not scale a stream above {counted(cap, 'shard')}",
                 f"target {target} is above {cap}",
                 {"target": target, "max": cap},
             )
@@ -152,7 +153,7 @@ def check_update_shard_count(
         breaches.append(
             Breach(
                 "stream_shard_limit",
-                f"a stream with more than {cap} shards may only be scaled down to fewer than {cap}",
+                f"a stream with more than {counted(cap, 'shard')} may only be scaled down to fewer than {cap}",
                 f"target {target} is not below {cap}",
                 {"target": target, "max": cap - 1},
             )

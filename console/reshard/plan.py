@@ -51,6 +51,7 @@ from console.reshard.model import (
 from console.reshard.render import RIBBON_BEFORE, RIBBON_NEW, render_plan, ribbon, ribbon_labels, ribbons
 from console.reshard.sample import key_movement, median_hash_key, median_split
 from console.topology.model import Shard
+from console.words import counted
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -467,7 +468,7 @@ def plan_scale(
         _kept(before_by_range[(start, end)]) if (start, end) in before_by_range else PlannedShard(None, start, end)
         for start, end in target_ranges
     )
-    summary = f"rescale {len(before)} -> {target} open shards (UpdateShardCount, UNIFORM_SCALING)"
+    summary = f"rescale {len(before)} -> {counted(target, 'open shard')} (UpdateShardCount, UNIFORM_SCALING)"
     notes = []
     near = _rounding_near_misses(before, target_ranges)
     if near:
@@ -525,21 +526,23 @@ def plan_even(
         breaches = check_stream_state(context, "SplitShard/MergeShards")
         breaches += check_account_shards(len(before), walk.peak, context, limits)
     notes = [
-        f"{len(walk.operations)} calls ({walk.splits} splits, then {walk.merges} merges), each waiting "
+        f"{counted(len(walk.operations), 'call')} ({counted(walk.splits, 'split')}, then {counted(walk.merges, 'merge')}), each waiting "
         "for the stream to be ACTIVE again"
         if walk.operations
         else "the open shards are already equal: nothing to do"
     ]
     if walk.short_lived:
-        notes.append(f"{walk.short_lived} shards are created and merged away again")
+        notes.append(
+            f"{counted(walk.short_lived, 'shard')} {'is' if walk.short_lived == 1 else 'are'} created and merged away again"
+        )
     if kept_near:
         notes.append(
-            f"{kept_near} boundaries within {tolerance} hash keys (a millionth of an even shard) of the "
+            f"{kept_near} boundaries within {counted(tolerance, 'hash key')} (a millionth of an even shard) of the "
             "even split are kept as they are: counted as even"
         )
     return _plan(
         "even",
-        f"make {len(before)} open shards into {target} equal shards",
+        f"make {counted(len(before), 'open shard')} into {target} equal shards",
         before,
         walk.after,
         walk.operations,

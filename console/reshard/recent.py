@@ -15,6 +15,7 @@ from console.read.tail import GET_RECORDS_LIMIT, TailOptions, TailReader
 from console.reshard.plan import KeySample, MedianSplit, median_split
 from console.reshard.sample import DEFAULT_SAMPLE_LIMIT, DEFAULT_SAMPLE_SECONDS
 from console.topology.model import Shard
+from console.words import plain_number
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ async def sample_recent_keys(
     partition key and may fall outside the shard; median_split leaves those out and says how many.
     """
     if not seconds > 0:
-        raise BadInput(f"--sample-seconds must be above 0; got {seconds:g}", code="bad_sample")
+        raise BadInput(f"--sample-seconds must be above 0; got {plain_number(seconds)}", code="bad_sample")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise BadInput(f"--sample-limit must be a whole number of at least 1; got {limit!r}", code="bad_sample")
     start = (now or datetime.now(UTC)) - timedelta(seconds=seconds)

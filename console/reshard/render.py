@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from console.keyspace.hashkeys import HASH_SPACE
 from console.reshard.model import PlannedShard, ReshardPlan
 from console.topology.model import Shard
+from console.words import counted
 
 RIBBON_BEFORE = "0123456789abcdefghijklmnopqrstuvwxyz"
 RIBBON_NEW = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -90,17 +91,17 @@ def plan_details(
         lines += [f"  {i + 1}. {op.describe()}" for i, op in enumerate(plan.operations[:max_rows])]
         if len(plan.operations) > max_rows:
             lines.append(f"  ... {len(plan.operations) - max_rows} more")
-    lines.append(f"Before: {len(plan.before)} open shards")
+    lines.append(f"Before: {counted(len(plan.before), 'open shard')}")
     lines += _shard_rows(plan.before, max_rows, key_text, shard_name)
-    lines.append(f"After: {len(plan.after)} open shards (+ = new)")
+    lines.append(f"After: {counted(len(plan.after), 'open shard')} (+ = new)")
     lines += _shard_rows(plan.after, max_rows, key_text, shard_name)
     if plan.median is not None:
         lines.append(f"Split key: {plan.median.describe()}")
     lines.append(f"Key space moving to another shard: {plan.moved_fraction:.2%}")
     if plan.action in ("scale", "even"):
         lines.append(
-            f"Steps: {plan.split_steps} splits, {plan.merge_steps} merges; "
-            f"{plan.short_lived_shards} short-lived shards; peak {plan.peak_open_shards} open shards"
+            f"Steps: {counted(plan.split_steps, 'split')}, {counted(plan.merge_steps, 'merge')}; "
+            f"{counted(plan.short_lived_shards, 'short-lived shard')}; peak {counted(plan.peak_open_shards, 'open shard')}"
         )
     movement = plan.key_movement
     if movement is not None:

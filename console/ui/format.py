@@ -27,6 +27,15 @@ def format_hash_key(value: int, key_format: str = "decimal") -> str:
     return f"0x{value:032x}" if key_format == "hex" else str(value)
 
 
+def shorten_middle(text: str, width: int) -> str:
+    """`text` whole if it fits `width`, else its start and its end around "…": keys that differ
+    only at the end (2**128 and 2**128 - 1, "order-17" and "order-18") stay apart."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return f"{text[:head]}…{text[len(text) - (width - 1 - head) :]}"
+
+
 def format_share(share: float) -> str:
     if share >= 0.0995:
         return f"{share * 100:.1f}%"

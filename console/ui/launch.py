@@ -23,6 +23,7 @@ from console.bounds import validate_stream_name
 from console.errors import BadInput
 from console.lifecycle.rules import DEFAULT_SHARDS
 from console.ui.source import StreamView, fetch_stream
+from console.words import plain_number
 
 if TYPE_CHECKING:
     from console.ui.app import KConsoleApp
@@ -41,7 +42,7 @@ class DemoBackend(ConsoleBackend, Protocol):
 def resolve_interval(cli_value: float | None, config_value: float) -> float:
     value = config_value if cli_value is None else cli_value
     if not 0.2 <= value <= 3600:
-        raise BadInput(f"--interval must be from 0.2 to 3600 seconds; got {value:g}", code="usage")
+        raise BadInput(f"--interval must be from 0.2 to 3600 seconds; got {plain_number(value)}", code="usage")
     return float(value)
 
 

@@ -39,6 +39,7 @@ from console.topology.model import Shard
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
 from console.ui.screens.reshard import ReshardPreviewScreen
+from console.words import counted
 
 OPERATIONS = ("split", "merge", "scale")
 
@@ -213,7 +214,7 @@ async def run_reshard(request: ReshardRequest, dialogs: ReshardDialogs) -> None:
         current = request.open_shard_count
         answer = await ask(
             PromptScreen(
-                f"Rescale {stream} (now {current} open shards)",
+                f"Rescale {stream} (now {counted(current, 'open shard')})",
                 "Target open shard count (UpdateShardCount, uniform)",
                 str(current * 2),
                 lambda text: scale_target_problem(text, current),

@@ -43,7 +43,8 @@ async def test_heat_json_names_hot_shard_key_split_and_what_if(kinesis, make_str
     index = HashRangeIndex.build((s.shard_id, s.starting_hash_key, s.ending_hash_key) for s in shards)
     hot_shard = index.predict(md5_hash_key(HOT_KEY))
     stop = asyncio.Event()
-    writer = asyncio.create_task(write_steadily(kinesis, stream, stop))
+    # 1,000 records/s, 600 of them HOT_KEY's: the key alone takes over half its shard's limit
+    writer = asyncio.create_task(write_steadily(kinesis, stream, stop, rate=1000))
     try:
         code, out, err = await kconsole(
             "heat",
@@ -68,7 +69,7 @@ async def test_heat_json_names_hot_shard_key_split_and_what_if(kinesis, make_str
     assert set(first) >= {"shard_id", "records_per_s", "bytes_per_s", "peak_records_per_s", "utilisation", "top_keys"}
     assert first["top_keys"][0]["key"] == HOT_KEY and len(first["top_keys"]) <= 2
     assert set(first["top_keys"][0]) >= {"key", "records", "share"}
-    assert doc["records_per_s"] == pytest.approx(300, rel=0.15)  # the subprocess starts while writing
+    assert doc["records_per_s"] == pytest.approx(1000, rel=0.15)  # the subprocess starts while writing
     assert doc["split_suggestion"]["command"].startswith(f"kconsole plan split {stream} --shard {hot_shard} --at ")
     what_if = doc["hot_keys"][0]
     assert what_if["key"] == HOT_KEY and what_if["shard_id"] == hot_shard
@@ -82,6 +83,24 @@ async def test_heat_json_names_hot_shard_key_split_and_what_if(kinesis, make_str
     code, out, err = await kconsole(*suggested, "--json", "--endpoint-url", local_kinesis.endpoint_url)
     assert code == 0, err
     assert doc["split_suggestion"]["at"] in out
+
+
+async def test_a_dominant_key_of_a_quiet_shard_is_named_but_not_write_sharded(kinesis, make_stream, local_kinesis):
+    """300 records/s, 60% HOT_KEY: it leads its shard's keys, yet takes a fifth of the shard's limit:
+    no write-sharding is advised."""
+    stream = await make_stream(shards=4)
+    stop = asyncio.Event()
+    writer = asyncio.create_task(write_steadily(kinesis, stream, stop, rate=300))
+    try:
+        code, out, err = await kconsole(
+            "heat", stream, "--seconds", "1.5", "--read-only", "--endpoint-url", local_kinesis.endpoint_url
+        )
+    finally:
+        stop.set()
+        await writer
+    assert code == 0, err
+    assert HOT_KEY in out and "hottest:" in out
+    assert "write-shard" not in out, out
 
 
 async def test_heat_text_on_an_idle_stream(make_stream, local_kinesis):
@@ -108,6 +127,7 @@ async def test_heat_unknown_stream_is_one_line(local_kinesis):
     [
         (["--seconds", "0"], "--seconds must be above 0"),
         (["--seconds", "nan"], "--seconds must be above 0"),
+        (["--seconds", "99999999999"], "at most 3600; got 99,999,999,999"),  # as typed, never 1e+11
         (["--top", "0"], "--top must be from 1"),
         (["--reads-per-second", "9"], "at most 5"),
         (["--seconds", "ten"], "invalid float value"),

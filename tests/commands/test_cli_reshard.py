@@ -225,6 +225,8 @@ async def test_reshard_merge_text_output(capsys, local_kinesis, kinesis, make_st
     assert code == 0, err
     assert "MergeShards shardId-000000000001 + shardId-000000000002" in out and "exactly as planned" in out
     assert len(await open_ranges(kinesis, stream)) == 2
+    # --yes asked nothing, so no prompt showed the plan: the output does, before what was called
+    assert out.index("Before: 3 open shards") < out.index("After: 2 open shards") < out.index("Called: MergeShards")
 
 
 async def refused(capsys, kinesis, stream, log, argv, *, code=1, match=""):

@@ -285,7 +285,7 @@ async def test_a_reshard_names_the_readers_it_affects(kinesis, make_stream, made
         report, parents=[shards[0].shard_id], shards_before=2, shards_after=3, workers={table: (1, 2)}
     )
     [kcl_lines] = [i.lines for i in tight if i.reader == f"kcl {table}"]
-    assert "1 workers × maxLeasesForWorker 2 hold 2 leases, fewer than 3 shards: 1 would go unread" in kcl_lines
+    assert "1 worker × maxLeasesForWorker 2 hold 2 leases, fewer than 3 shards: 1 would go unread" in kcl_lines
 
 
 async def test_the_fleet_sees_every_streams_worst_reader_in_a_few_calls(kinesis, make_stream, made):

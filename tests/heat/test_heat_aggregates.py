@@ -194,6 +194,6 @@ async def test_heat_json_names_the_hot_inner_key_on_both_servers(server):
         top = shard["top_keys"][0]
         assert top["key"] == HOT_KEY and top["aggregated"] is True
         assert top["share"] == pytest.approx(0.6, abs=0.02)
-    assert HOT_KEY in {row["key"] for row in doc["hot_keys"]}
-    assert all(row["aggregated"] for row in doc["hot_keys"] if row["key"] == HOT_KEY)
+    # 20 aggregates a second take a few percent of a shard: the key leads, but nothing is write-sharded
+    assert doc["hot_keys"] == []
     assert doc["split_suggestion"]["placed_by"] == "aggregates"

@@ -405,7 +405,7 @@ def test_boundaries_a_few_keys_off_the_even_split_are_already_even(count):
     assert [(s.starting_hash_key, s.ending_hash_key) for s in shards] != even_split(count)
     plan = plan_even(shards)
     assert plan.is_noop and plan.moved_fraction == 0 and plan.split_steps == plan.merge_steps == 0
-    assert any(f"within {even_tolerance(count)} hash keys" in note for note in plan.notes)
+    assert any(f"within {even_tolerance(count):,} hash keys" in note for note in plan.notes)
 
 
 def test_a_boundary_just_beyond_the_tolerance_is_moved():

@@ -35,6 +35,7 @@ from console.errors import BadInput
 from console.keyspace.hashkeys import HASH_SPACE
 from console.keyspace.keytree.balance import BalanceReport, Imbalance, LevelFill
 from console.keyspace.keytree.batch import Batch, deliver, plan_sides
+from console.words import counted
 
 __all__ = [
     "BALANCED",
@@ -209,7 +210,7 @@ class KeyTree:
         if root is _EMPTY:
             root = self._root = _Node(self.ceil >> 1, self.bits, 0, BALANCED)
         elif root.count >= root.capacity:
-            raise KeySpaceExhausted(f"all {self.ceil} keys of the key space are in use")
+            raise KeySpaceExhausted(f"all {counted(self.ceil, 'key')} of the key space are in use")
         per_level = self._keys_per_level
         node = root
         while True:
@@ -250,7 +251,9 @@ class KeyTree:
             raise BadInput(f"key count must be a whole number of at least 0; got {count!r}")
         free = self.ceil - len(self)
         if count > free:
-            raise KeySpaceExhausted(f"asked for {count} keys but only {free} of the {self.ceil} keys are free")
+            raise KeySpaceExhausted(
+                f"asked for {counted(count, 'key')} but only {free} of the {counted(self.ceil, 'key')} are free"
+            )
         if not count:
             return []
         if self._root is _EMPTY:

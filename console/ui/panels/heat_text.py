@@ -9,6 +9,7 @@ from typing import overload
 
 from rich.text import Text
 
+from console.heat.hotkey import needs_write_sharding
 from console.heat.snapshot import RECENT_SECONDS, ShardHeatSnapshot, StreamHeatSnapshot
 from console.read.printable import printable
 from console.read.share import BACKING_OFF_NOTE
@@ -17,6 +18,7 @@ from console.ui.source import CloudWatchReading
 from console.ui.widgets.heat_map import HeatRow
 from console.ui.widgets.metric_lines import stream_capacity_text
 from console.ui.widgets.shard_columns import ShardHeat
+from console.words import counted
 
 
 def cloudwatch_text(reading: CloudWatchReading | None) -> Text:
@@ -43,14 +45,14 @@ def top_keys_text(shard: ShardHeatSnapshot | None, stream: str, *, auto: bool = 
     if auto:
         text.append("AUTO distribution: Kinesis spread these records; keys as sent:\n", style="yellow")
     if shard.keyless_records:
-        text.append(f"  {NO_KEY}  {shard.keyless_records} records without a key\n")
+        text.append(f"  {NO_KEY}  {counted(shard.keyless_records, 'record')} without a key\n")
     if not shard.records:
         text.append("no records sampled yet\n", style="dim")
     elif not repeated:
         text.append("no key repeats: the traffic is spread\n", style="dim")
     for row in repeated:
         inside = "  (aggregated)" if row.aggregated else ""
-        text.append(f"  {printable(row.key)}  {row.records} records  {row.share:.0%}{inside}\n")
+        text.append(f"  {printable(row.key)}  {counted(row.records, 'record')}  {row.share:.0%}{inside}\n")
     if shard.split is not None and shard.records:
         basis = "where its aggregates land" if shard.split.by_aggregates else "median"
         text.append(
@@ -65,9 +67,13 @@ def top_keys_text(shard: ShardHeatSnapshot | None, stream: str, *, auto: bool = 
                 style="yellow",
             )
         elif shard.split.dominant_key:
+            advice = (
+                "write-shard it (`kconsole heat` shows the what-if)"
+                if needs_write_sharding(shard.peak_utilisation, shard.split.dominant_share)
+                else "a split cannot divide one key; too little of the shard's limit to write-shard"
+            )
             text.append(
-                f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%}: "
-                "write-shard it (`kconsole heat` shows the what-if)\n",
+                f"  {printable(shard.split.dominant_key)} carries {shard.split.dominant_share:.0%}: {advice}\n",
                 style="yellow",
             )
     return text
@@ -116,7 +122,7 @@ def total_text(
         seconds = snapshot.window_end - snapshot.window_start
         if rotating:  # only what was read is known
             read = sum(1 for shard in snapshot.shards if shard.sampled_at is not None)
-            idle = f"idle in the {read:,} of {len(snapshot.shards):,} shards read in {seconds:.0f} s so far"
+            idle = f"idle in the {read:,} of {counted(len(snapshot.shards), 'shard')} read in {seconds:.0f} s so far"
         else:
             idle = f"idle, no records written in the {seconds:.0f} s sampled so far"
         total = Text(f"{snapshot.stream}: {idle}", style="italic")

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Input, Static, TextArea
 
-from console.bounds import read_text_lines
+from console.bounds import read_text_lines, whole_number
 from console.errors import BadInput
 from console.keyspace.hashkeys import parse_typed_hash_key
 from console.keyspace.keytree.balance import LevelFill
@@ -21,6 +21,7 @@ from console.keyspace.keytree.tree import BalanceReport, KeyTree
 from console.words import counted
 
 NEXT_KEYS_DEFAULT = 8
+MAX_NEXT_KEYS = 256
 
 
 def parse_keys(text: str) -> tuple[list[int], list[str]]:
@@ -145,19 +146,25 @@ class KeyTreePanel(Vertical):
         self.set_keys("\n".join(lines) + "\n")
         self.notify(f"loaded {path}")
 
-    def _wanted_count(self) -> int:
+    def _wanted_count(self) -> tuple[int, str | None]:
+        """How many next keys the box asks for (empty: the default), or none and why not."""
         raw = self.query_one("#keytree-count", Input).value.strip()
+        if not raw:
+            return NEXT_KEYS_DEFAULT, None
         try:
-            return max(0, min(256, int(raw)))
-        except ValueError:
-            return NEXT_KEYS_DEFAULT
+            return whole_number(raw, what="the count of next keys", low=0, high=MAX_NEXT_KEYS), None
+        except BadInput as error:
+            return 0, error.message
 
     def recompute(self) -> None:
         keys, problems = parse_keys(self.query_one("#keytree-input", TextArea).text)
         tree = KeyTree.rehydrate(keys)
         self.report = tree.balance()
+        wanted, count_problem = self._wanted_count()
+        if count_problem is not None:
+            problems.insert(0, count_problem)
         try:
-            self.next_keys = tree.next_keys(self._wanted_count())
+            self.next_keys = tree.next_keys(wanted)
         except BadInput as error:
             self.next_keys = []
             problems.append(error.message)
@@ -180,5 +187,8 @@ class KeyTreePanel(Vertical):
         self.query_one("#keytree-summary", Static).update(summary)
         self.query_one("#keytree-levels", Static).update(balance_table(self.report))
         next_text = Text("Next balanced keys:\n", style="bold")
-        next_text.append("\n".join(str(key) for key in self.next_keys) or "(none)")
+        if count_problem is not None:
+            next_text.append(f"(give a count from 0 to {MAX_NEXT_KEYS} above)", style="red")
+        else:
+            next_text.append("\n".join(str(key) for key in self.next_keys) or "(none)")
         self.query_one("#keytree-next", Static).update(next_text)

@@ -24,6 +24,7 @@ from console.topology.lineage import OPEN, Lineage, LineageNode
 from console.ui.format import format_share, short_shard_id
 from console.ui.source import StreamView
 from console.ui.widgets.cursor import CURSOR_BINDINGS, CursorNavigation
+from console.words import counted
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -267,7 +268,7 @@ class LineageTree(CursorNavigation, can_focus=True):
                 f"  (parent {', '.join(short_shard_id(p) for p in node.missing_parents)} aged out)", style="dim"
             )
         if folded:
-            text.append(f"  ({len(node.children)} children folded)", style="dim")
+            text.append(f"  ({counted(len(node.children), 'child', 'children')} folded)", style="dim")
         if not is_open:
             text.stylize(self._style("lineage-tree--closed"))
         return text

@@ -31,12 +31,12 @@ from console.keyspace.hashkeys import (
 )
 from console.read.printable import printable
 from console.reshard.model import KeySample
-from console.ui.format import KEY_WIDTHS, format_hash_key, format_share, short_shard_id
+from console.ui.format import KEY_WIDTHS, format_hash_key, format_share, short_shard_id, shorten_middle
 from console.ui.source import StreamView
 from console.words import counted
 
 SHOWN_ROWS = 200  # the table lists the first keys; the summary covers all of them
-KEY_COLUMN_WIDTH = 24  # longer keys are cut here (the hash is of the whole key)
+KEY_COLUMN_WIDTH = 40  # a hash key (39 digits) in full; a longer key keeps its start and end (shorten_middle)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +94,7 @@ def distribution_summary(placements: list[Placement], index: HashRangeIndex | No
         parts.append(f"max/mean skew {dist.skew:.2f}")
     if bad:
         first = next(p for p in placements if p.problem)
-        parts.append(f"{bad} invalid (first, {first.key[:KEY_COLUMN_WIDTH]!r}: {first.problem})")
+        parts.append(f"{bad} invalid (first, {shorten_middle(first.key, KEY_COLUMN_WIDTH)!r}: {first.problem})")
     return " · ".join(parts)
 
 
@@ -220,7 +220,9 @@ class PlacementPanel(Vertical):
         table.clear(columns=True)  # the Problem column's width starts again from what is shown now
         self._add_columns(table)
         for placement in self.placements[:SHOWN_ROWS]:
-            key = Text(printable(placement.key[:KEY_COLUMN_WIDTH]))  # Text: a key is never read as markup
+            key = Text(
+                printable(shorten_middle(placement.key, KEY_COLUMN_WIDTH))
+            )  # Text: a key is never read as markup
             cells: tuple[Text, str, str, Text | str]
             if placement.problem or placement.hash_key is None:
                 cells = (key, "-", "-", Text(printable(placement.problem or "no hash key"), style="red"))

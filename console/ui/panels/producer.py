@@ -132,6 +132,8 @@ class ProducerPanel(Vertical):
         self.report: VerificationReport | None = None
         self.running = False
         self._pacing = False  # the run's setting, for the Pace column
+        self._progress: ProducerProgress | None = None  # the run's latest progress report
+        self._stopped = False  # the run was stopped with ctrl+t or Stop
 
     def compose(self) -> ComposeResult:
         with Grid(id="producer-form"):
@@ -304,7 +306,12 @@ class ProducerPanel(Vertical):
 
     def on_producer_panel_stop_requested(self, _message: StopRequested) -> None:
         self.workers.cancel_group(self, "producer")
-        self.show_error("stopped")
+        self._stopped = True
+        self.show_error(self._stopped_line())
+
+    def _stopped_line(self) -> str:
+        """ "stopped", and how far the run got (its last progress report): a stopped run keeps its counts."""
+        return "stopped" if self._progress is None else f"stopped · {self._progress.line()}"
 
     @work(exclusive=True, group="producer", exit_on_error=False)
     async def _run(self, settings: ProducerSettings, verify: bool, stream: str, aggregate: bool = False) -> None:
@@ -344,6 +351,8 @@ class ProducerPanel(Vertical):
 
     def show_started(self, settings: ProducerSettings) -> None:
         self.running = True
+        self._stopped = False
+        self._progress = None
         self.report = None
         self._pacing = settings.pacing
         self._set_running(True)
@@ -359,9 +368,12 @@ class ProducerPanel(Vertical):
         self.query_one("#producer-report", Static).update("")
 
     def show_progress(self, progress: ProducerProgress) -> None:
+        self._progress = progress
         self.query_one("#producer-progress", ProgressBar).update(total=progress.total, progress=progress.acknowledged)
-        if self.running:  # a stopped run reports once more as it ends: its status stays what stopped it
+        if self.running:
             self._status(f"{progress.line()} · {progress.elapsed:.1f} s", error=bool(progress.failing_now))
+        elif self._stopped:  # a stopped run reports once more as it ends: still "stopped", with its final counts
+            self._status(self._stopped_line(), error=True)
         table = self.query_one("#producer-shards", DataTable)
         table.clear()
         for shard_id, shard in progress.shards.items():

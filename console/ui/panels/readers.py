@@ -39,6 +39,7 @@ from console.errors import ConsoleError
 from console.read.printable import printable
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.widgets.table_rows import plain, replace_rows
+from console.words import counted
 
 if TYPE_CHECKING:
     from console.consumers.readers import Reader, ReadersReport, ShardPosition
@@ -90,7 +91,7 @@ def position_text(position: ShardPosition) -> str:
     if position.millis_behind is not None:
         parts.append(format_millis(position.millis_behind))
     if position.records_behind is not None:
-        parts.append(f"{position.records_behind:,} records")
+        parts.append(f"{counted(position.records_behind, 'record')}")
     return ", ".join(parts) or f"checkpoint {position.checkpoint or 'none'}"
 
 

@@ -64,6 +64,7 @@ from console.ui.panels.tail_profile import ProfileView
 from console.ui.panels.tail_ring import DEFAULT_CAPACITY, RecordRing
 from console.ui.source import CloudWatchReading
 from console.userdirs import data_dir
+from console.words import counted
 
 FLUSH_INTERVAL = 0.1
 RATE_WINDOW = 3.0  # seconds of history behind the records/s figure
@@ -307,7 +308,7 @@ class TailView(Vertical):
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             if scope == "held":
                 count = self.export_held(output, Path(path))
-                self.notify(f"exported {count} records to {path}")
+                self.notify(f"exported {counted(count, 'record')} to {path}")
             else:
                 self._export_window(output, Path(path), self.read_options())
         except ConsoleError as error:

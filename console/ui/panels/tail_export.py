@@ -16,6 +16,7 @@ from console.read.export import ExportWriter
 from console.read.positions import EndPosition
 from console.read.tail import TailOptions, TailReader
 from console.read.where import RecordFilter
+from console.words import counted
 
 
 def export_records(records: list[DecodedRecord], output: str, path: Path) -> int:
@@ -59,4 +60,4 @@ async def export_window(
             return
         raise
     writer.commit()
-    notify(f"exported {writer.records} records to {path}")
+    notify(f"exported {counted(writer.records, 'record')} to {path}")

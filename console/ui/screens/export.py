@@ -17,6 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Select, Static
 
 from console.read.export import EXPORT_EXTENSIONS, EXPORT_FORMAT_NAMES
+from console.words import counted
 
 FORMATS = [(name, output) for output, name in EXPORT_FORMAT_NAMES.items()]
 
@@ -44,7 +45,7 @@ class ExportScreen(ModalScreen["tuple[str, str, str] | None"]):
             yield Select(FORMATS, value="jsonl", allow_blank=False, id="export-format")
             yield Select(
                 [
-                    (f"the {self.shown:,} records shown", "held"),
+                    (f"the {counted(self.shown, 'record')} shown", "held"),
                     ("the whole From/To window, read again (To empty: until now)", "window"),
                 ],
                 value="held",

@@ -36,6 +36,7 @@ from console.reshard.render import plan_details
 from console.topology.model import Shard
 from console.ui.format import format_hash_key, short_shard_id
 
+SHORT_SCREEN_ROWS = 30  # fewer terminal lines than this: the preview drops its blank lines
 RIBBON_WIDTH = 64  # at most; a narrow terminal gets a shorter bar (ribbon_width)
 LEGEND_ENTRIES = 24  # per bar; a bigger stream's legend ends in "…"
 MAX_ROWS = 20
@@ -182,6 +183,16 @@ class ReshardPreviewScreen(ModalScreen[bool]):
         width: 1fr;
         color: $text-muted;
     }
+    /* A short terminal: the whole height and no blank lines between the parts, so the plan keeps room */
+    ReshardPreviewScreen.-short #preview-dialog {
+        height: 100%;
+    }
+    ReshardPreviewScreen.-short #preview-title, ReshardPreviewScreen.-short #preview-ribbons {
+        margin-bottom: 0;
+    }
+    ReshardPreviewScreen.-short #preview-buttons {
+        margin-top: 0;
+    }
     """
 
     BINDINGS = [
@@ -284,7 +295,11 @@ class ReshardPreviewScreen(ModalScreen[bool]):
                         "Proceed", id="proceed", variant="warning", disabled=not self.can_proceed, compact=True
                     )
 
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.height < SHORT_SCREEN_ROWS, "-short")
+
     def on_mount(self) -> None:
+        self.set_class(self.app.size.height < SHORT_SCREEN_ROWS, "-short")
         if self.plan.operations:  # on the box's border: no line taken from the plan on a 24-line terminal
             self.query_one("#preview-body").border_subtitle = "c copies the calls"
         # Focus never starts on a button that changes the stream when consumers hold the change back.

@@ -198,7 +198,7 @@ class RewindScreen(ModalScreen["RunResult | None"]):
 
         now = datetime.now(UTC)
         try:
-            target = rewind.parse_target(target_text.split(), now)  # the words --to takes
+            target = rewind.parse_target(target_text.split(), now, option="the point to rewind to")  # --to's words
             plan = await rewind.prepare_rewind(self.backend, self.stream, self.table, target, now=now, shards=shards)
         except ConsoleError as error:
             self.query_one("#rewind-plan", Static).update("")

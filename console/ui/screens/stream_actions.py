@@ -37,6 +37,7 @@ from console.topology.model import AUTO_DISTRIBUTION, KEY_DISTRIBUTION, StreamSu
 from console.ui.reshard_flow import ReshardActivity, ReshardDialogs, ReshardProgressed
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.screens.prompt import ChoiceScreen, PromptScreen
+from console.words import counted
 
 ACTIONS = (  # each detail short enough that an entry is one line in the dialog's 76 columns
     ("retention", "Retention", "how long records stay readable"),
@@ -77,7 +78,7 @@ class StreamActionsScreen(ModalScreen[str | None]):
             yield Static(Text(f"Stream actions: {s.name}"), classes="prompt-title")
             yield Static(
                 Text(
-                    f"{s.status} · {MODE_NAMES.get(s.mode, s.mode)} · {s.open_shard_count} open shards · "
+                    f"{s.status} · {MODE_NAMES.get(s.mode, s.mode)} · {counted(s.open_shard_count, 'open shard')} · "
                     f"retention {s.retention_hours} h · encryption {s.encryption}"
                 )
             )
@@ -193,6 +194,29 @@ def _problem(check: Callable[[str], object], text: str) -> str | None:
     return None
 
 
+# What a dialog's message calls its field: the CLI's messages name the flag (--hours), a dialog has none.
+RETENTION = "retention"
+KMS_KEY = "the KMS key"
+RECORD_SIZE = "the record size in KiB"
+WARM_THROUGHPUT = "warm throughput in MiB/s"
+
+
+def retention_problem(text: str) -> str | None:
+    return _problem(lambda typed: check_retention_hours(typed, option=RETENTION), text)
+
+
+def kms_key_problem(text: str) -> str | None:
+    return None if text.lower() == "off" else _problem(lambda typed: check_kms_key(typed, what=KMS_KEY), text)
+
+
+def record_size_problem(text: str) -> str | None:
+    return _problem(lambda typed: record_size_kib(typed, RECORD_SIZE), text)
+
+
+def warm_throughput_problem(text: str) -> str | None:
+    return _problem(lambda typed: warm_throughput_mibps(typed, WARM_THROUGHPUT), text)
+
+
 async def run_action(request: StreamActionRequest, dialogs: ReshardDialogs) -> None:
     """Ask what the action needs, have console.lifecycle.actions prepare the plan, preview it, take the
     typed name, then have it run; progress goes back to the app as messages (the header's activity
@@ -244,11 +268,13 @@ async def _prepare(request: StreamActionRequest, dialogs: ReshardDialogs) -> Lif
                 f"Retention of {stream} (now {summary.retention_hours} h)",
                 "Hours, from 24 to 8760; a decrease makes older records unreadable at once",
                 str(summary.retention_hours),
-                lambda text: _problem(check_retention_hours, text),
+                retention_problem,
             )
         )
         return (
-            None if answer is None else await actions.prepare_retention(backend, stream, check_retention_hours(answer))
+            None
+            if answer is None
+            else await actions.prepare_retention(backend, stream, check_retention_hours(answer, option=RETENTION))
         )
     if action == "mode":
         other = "ON_DEMAND" if summary.mode == "PROVISIONED" else "PROVISIONED"
@@ -270,12 +296,12 @@ async def _prepare(request: StreamActionRequest, dialogs: ReshardDialogs) -> Lif
                 f"Encryption of {stream} (now {summary.encryption}" + (f", key {key_now})" if key_now else ")"),
                 f"A KMS key alias, id or ARN ({AWS_MANAGED_KMS_KEY} is AWS's own), or 'off'",
                 "off" if summary.encryption == "KMS" else AWS_MANAGED_KMS_KEY,
-                lambda text: None if text.lower() == "off" else _problem(check_kms_key, text),
+                kms_key_problem,
             )
         )
         if answer is None:
             return None
-        key = None if answer.lower() == "off" else check_kms_key(answer)
+        key = None if answer.lower() == "off" else check_kms_key(answer, what=KMS_KEY)
         return await actions.prepare_encryption(backend, stream, key)
     if action in ("distribution", "max-record-size", "warm-throughput"):
         return await _prepare_setting(action, backend, summary, dialogs)
@@ -325,24 +351,26 @@ async def _prepare_setting(
                 f"Largest record of {stream} (now {summary.max_record_size_kib} KiB)",
                 "KiB, from 1024 (1 MiB) to 10240 (10 MiB)",
                 str(summary.max_record_size_kib),
-                lambda text: _problem(record_size_kib, text),
+                record_size_problem,
             )
         )
         return (
-            None if answer is None else await actions.prepare_max_record_size(backend, stream, record_size_kib(answer))
+            None
+            if answer is None
+            else await actions.prepare_max_record_size(backend, stream, record_size_kib(answer, RECORD_SIZE))
         )
     answer = await dialogs.ask(
         PromptScreen(
             f"Warm throughput of {stream} (now {summary.warm_throughput_target_mibps or 0} MiB/s)",
             "MiB/s, from 0 to 10240; on-demand streams, with the account's On-demand Advantage",
             str(summary.warm_throughput_target_mibps or 0),
-            lambda text: _problem(warm_throughput_mibps, text),
+            warm_throughput_problem,
         )
     )
     return (
         None
         if answer is None
-        else await actions.prepare_warm_throughput(backend, stream, warm_throughput_mibps(answer))
+        else await actions.prepare_warm_throughput(backend, stream, warm_throughput_mibps(answer, WARM_THROUGHPUT))
     )
 
 

@@ -44,6 +44,7 @@ from console.heat.fleet import (
 from console.read.printable import printable
 from console.ui.source import describe_failure
 from console.ui.widgets.fleet_table import FleetLine, FleetTable
+from console.words import counted
 
 # The reason first after the name: on a narrow terminal the table scrolls sideways, the trouble stays.
 COLUMNS = (
@@ -204,7 +205,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
             return
         if CLOUDWATCH not in self._backend.capabilities:
             self.query_one("#picker-status", Static).update(
-                f"{len(self._facts)} streams; no metrics: this backend has no CloudWatch"
+                f"{counted(len(self._facts), 'stream')}; no metrics: this backend has no CloudWatch"
             )
             return
         self._refreshing = True
@@ -212,7 +213,9 @@ class StreamPickerScreen(ModalScreen[str | None]):
         try:
             fleet = await self._fleet_with_readers()
         except Exception as error:  # a source without CloudWatch: the rows stand
-            status.update(f"{len(self._facts)} streams; no metrics: {describe_failure(error, self._timeout)}")
+            status.update(
+                f"{counted(len(self._facts), 'stream')}; no metrics: {describe_failure(error, self._timeout)}"
+            )
             return
         finally:
             self._refreshing = False
@@ -221,7 +224,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
         self._show()
         troubled = sum(1 for row in fleet.rows if row.trouble)
         status.update(
-            f"{len(fleet.rows)} streams, {troubled} in trouble"
+            f"{counted(len(fleet.rows), 'stream')}, {troubled} in trouble"
             + (f"; no metrics: {fleet.problem}" if fleet.problem else "")
             + f"\n{FLEET_READ_COST}"
         )

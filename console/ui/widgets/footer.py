@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from textual import events
 from textual.app import ComposeResult
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+from textual.widgets._footer import FooterKey, FooterLabel, KeyGroup
 
 
 class CoalescingFooter(Footer):
@@ -58,6 +60,39 @@ class CoalescingFooter(Footer):
             return
         self._shown_keys = keys
         await self.recompose()
+
+    async def recompose(self) -> None:
+        await super().recompose()
+        self.call_after_refresh(self._show_whole_keys)
+
+    def on_resize(self, _event: events.Resize) -> None:
+        for item in self._items():  # measured afresh at the new width
+            item.display = True
+        self.call_after_refresh(self._show_whole_keys)
+
+    def _items(self) -> list[Widget]:
+        return [child for child in self.children if not child.has_class("-command-palette")]
+
+    def _show_whole_keys(self) -> None:
+        """Hide the keys that would run under the command-palette key or off the edge: a narrow
+        terminal shows fewer keys, each whole ("x Sc" said nothing); ? lists them all."""
+        palette = [child for child in self.children if child.has_class("-command-palette")]
+        room = self.size.width - sum(key.outer_size.width for key in palette)
+        items = self._items()
+        cut = next(
+            (
+                index
+                for index, item in enumerate(items)
+                if item.display and item.virtual_region.right + item.styles.margin.right > room
+            ),
+            None,
+        )
+        if cut is None:
+            return
+        if cut > 0 and isinstance(items[cut], FooterLabel) and isinstance(items[cut - 1], KeyGroup):
+            cut -= 1  # a group's keys say nothing without its label
+        for item in items[cut:]:
+            item.display = False
 
     def compose(self) -> ComposeResult:
         """Textual's keys, born compact when the footer is: each key's compact watcher then finds its

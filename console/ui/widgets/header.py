@@ -26,6 +26,7 @@ from textual.widget import Widget
 from console.topology.model import StreamSummary
 from console.ui.format import format_age
 from console.ui.widgets.metric_lines import summary_text
+from console.words import counted
 
 if TYPE_CHECKING:
     from console.heat.capacity import CapacitySummary
@@ -145,9 +146,9 @@ class ConsoleHeader(Widget):
             # (the screenshots) would otherwise run the words together.
             line.append(summary.status + gap, style=self._part("ok" if healthy else "busy"))
             shards, retention = (
-                (f"{summary.open_shard_count} shards", f"{summary.retention_hours}h")
+                (f"{counted(summary.open_shard_count, 'shard')}", f"{summary.retention_hours}h")
                 if compact
-                else (f"{summary.open_shard_count} open shards", f"retention {summary.retention_hours}h")
+                else (f"{counted(summary.open_shard_count, 'open shard')}", f"retention {summary.retention_hours}h")
             )
             line.append(f"{summary.mode}{gap}{shards}{gap}{retention}")
             for badge in summary.badges(compact=compact):  # what changes how the stream behaves
@@ -157,11 +158,12 @@ class ConsoleHeader(Widget):
 
 
 def _spread(left: Text, right: Text, width: int) -> Text:
-    """`left` then `right` flush with the right edge; the left part is cut (with …) when both do not fit."""
-    room = max(0, width - right.cell_len)
+    """`left` then `right` flush with the right edge, at least a space between them; the left part is
+    cut (with …) when both do not fit."""
+    room = max(0, width - right.cell_len - (1 if right.cell_len else 0))
     if left.cell_len > room:
         left = left.copy()
-        left.truncate(max(0, room - 1), overflow="ellipsis")  # ends in "…"; one space before `right`
+        left.truncate(room, overflow="ellipsis")  # ends in "…"
     line = left.copy()
     line.append(" " * max(0, width - left.cell_len - right.cell_len))
     line.append_text(right)

@@ -108,24 +108,37 @@ def columns_for(key_format: str) -> tuple[Column, ...]:
 
 def fit_columns(columns: tuple[Column, ...], width: int) -> tuple[Column, ...]:
     """The columns that fit `width`, keys in full where they fit. On a narrower terminal, in turn:
-    the end key goes (the next row's start key implies it, and the detail line shows it in full),
-    then the parents, then shard ids shorten to '#n'; last, the start key keeps its leading digits."""
+    shard ids shorten to '#n'; the start and end keys share what is left, each keeping its leading
+    digits (at least NARROWEST_KEY_WIDTH; the detail line shows the selected shard's keys in full), so
+    an 80-column terminal still shows every column; only narrower, the end key goes (the next row's
+    start key implies it), then the parents, and last the start key keeps fewer leading digits."""
 
     def total(cols: tuple[Column, ...]) -> int:
         return sum(c.width + 1 for c in cols) + 1
 
-    for step in ("end", "parents", "shard"):
-        if total(columns) <= width:
-            return columns
-        if step == "shard":
-            columns = tuple(
-                replace(c, width=NARROW_SHARD_WIDTH, text=lambda s, h: short_shard_id(s.shard_id))
-                if c.key == "shard"
-                else c
-                for c in columns
-            )
-        else:
+    def keys_share(cols: tuple[Column, ...]) -> tuple[Column, ...]:
+        """The key columns narrowed (evenly) until the whole fits, none below NARROWEST_KEY_WIDTH."""
+        keys = [c for c in cols if c.key in ("start", "end")]
+        over = total(cols) - width
+        if over <= 0 or not keys:
+            return cols
+        room = sum(c.width for c in keys) - over
+        each, extra = divmod(max(room, NARROWEST_KEY_WIDTH * len(keys)), len(keys))
+        widths = {c.key: min(c.width, each + (1 if i < extra else 0)) for i, c in enumerate(keys)}
+        return tuple(replace(c, width=widths[c.key]) if c.key in widths else c for c in cols)
+
+    if total(columns) <= width:
+        return columns
+    columns = tuple(
+        replace(c, width=NARROW_SHARD_WIDTH, text=lambda s, h: short_shard_id(s.shard_id)) if c.key == "shard" else c
+        for c in columns
+    )
+    for step in ("keys", "end", "parents"):
+        if step != "keys":
             columns = tuple(c for c in columns if c.key != step)
+        narrowed = keys_share(columns)
+        if total(narrowed) <= width:
+            return narrowed
     over = total(columns) - width
     if over > 0:
         columns = tuple(

@@ -82,3 +82,22 @@ async def test_a_keys_file_is_loaded_into_the_box(tmp_path):
             "# a comment",
             "170141183460469231731687303715884105728",
         ]
+
+
+@pytest.mark.parametrize("typed", ["-5", "9999"])
+async def test_a_count_out_of_range_says_so(typed):
+    """A negative or too large count of next keys is named in red, never a silent "(none)"."""
+    from tests.ui.test_ui_console import wait_until
+    from tests.ui.test_ui_interaction import static_app
+
+    app = static_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.refreshed)
+        await pilot.press("4")
+        await pilot.pause()
+        app.query_one("#keytree-count", Input).value = typed
+        await pilot.pause()
+        summary = str(app.query_one("#keytree-summary").render())
+        shown = str(app.query_one("#keytree-next").render())
+        assert "next keys must be a whole number from 0 to 256" in summary and repr(typed) in summary, summary
+        assert "(none)" not in shown, shown

@@ -4,6 +4,8 @@ and off read differently."""
 
 from __future__ import annotations
 
+import re
+
 from textual.widgets import Checkbox, DataTable, ProgressBar
 
 from console.ui.screens.confirm import ConfirmByNameScreen
@@ -83,3 +85,5 @@ async def test_a_stopped_run_says_stopped_after_its_last_progress(kinesis, make_
         status = str(app.query_one("#producer-status").render())
         assert status.startswith("stopped"), status
         assert 0 < (progress.progress or 0) < progress.total
+        # ... with the counts it reached: a stopped run says how far it got
+        assert re.search(r"\d[\d,]*/200,000 acknowledged", status), status

@@ -48,7 +48,8 @@ async def test_retention_from_the_menu_changes_the_stream(kinesis, make_stream):
     async with app.run_test(size=(120, 40)) as pilot:
         await retention_prompt(pilot, app)
         await pilot.press(*["backspace"] * 4, "9", "9", "9", "9", "enter")
-        assert "from 24 to 8760" in str(app.screen.query_one("#prompt-error").render())  # stays, says why
+        problem = str(app.screen.query_one("#prompt-error").render())
+        assert "retention must be" in problem and "from 24 to 8760" in problem and "--" not in problem  # says why
         await pilot.press(*["backspace"] * 4, "7", "2", "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, LifecyclePreviewScreen), what="preview")
         assert "increase retention from 24 h to 72 h" in app.screen.plan.render()
@@ -333,3 +334,19 @@ async def test_the_preview_says_what_enter_does_as_the_focus_moves(kinesis, make
         await pilot.press("enter")
         await wait_until(pilot, lambda: any("cancelled" in note for note in app.notes), what="cancelled")
     assert (await kinesis.describe_stream_summary(name)).retention_hours == 24
+
+
+@pytest.mark.parametrize(
+    "problem, typed, field",
+    [
+        ("retention_problem", "9999", "retention"),
+        ("kms_key_problem", "has spaces", "the KMS key"),
+        ("record_size_problem", "99", "the record size in KiB"),
+        ("warm_throughput_problem", "-1", "warm throughput in MiB/s"),
+    ],
+)
+def test_a_dialogs_problem_names_its_field_not_a_flag(problem, typed, field):
+    from console.ui.screens import stream_actions
+
+    message = getattr(stream_actions, problem)(typed)
+    assert message.startswith(f"{field} must be") and "--" not in message, message

@@ -31,17 +31,22 @@ def test_columns_narrow_in_order_and_keys_stay_full_while_they_fit(key_format):
     wide = fit_columns(columns[:-1], 138)
     assert [c.key for c in wide] == ["shard", "state", "start", "end", "share", "parents"]
     assert {c.width for c in wide if c.key in ("start", "end")} == {key_width}
-    at_80 = fit_columns(columns[:-1], 78)
-    assert [c.key for c in at_80] == ["shard", "state", "start", "share"]
-    assert next(c for c in at_80 if c.key == "start").width == key_width
-    with_rate = fit_columns(columns, 78)  # the Rate column: shard ids shorten before keys do
-    assert [c.key for c in with_rate] == ["shard", "state", "start", "share", "throughput"]
-    assert next(c for c in with_rate if c.key == "shard").width < COLUMNS[0].width
+    at_80 = fit_columns(columns[:-1], 78)  # every column: shard ids shorten, the keys keep their leading digits
+    assert [c.key for c in at_80] == ["shard", "state", "start", "end", "share", "parents"]
+    assert next(c for c in at_80 if c.key == "shard").width < COLUMNS[0].width
+    assert {c.width for c in at_80 if c.key in ("start", "end")} <= {20, 21}
+    with_rate = fit_columns(columns, 78)
+    assert [c.key for c in with_rate] == ["shard", "state", "start", "end", "share", "parents", "throughput"]
+    narrow = fit_columns(columns, 60)  # narrower: the end key goes, then the parents
+    assert [c.key for c in narrow] == ["shard", "state", "start", "share", "throughput"]
+    assert sum(c.width + 1 for c in narrow) + 1 <= 60
     assert sum(c.width + 1 for c in with_rate) + 1 <= 78
 
 
 @pytest.mark.parametrize("key_format, size", [("decimal", (140, 45)), ("hex", (140, 45)), ("decimal", (80, 24))])
 async def test_the_table_shows_full_keys_in_the_chosen_format(key_format, size):
+    """Full where they fit; at 80 columns the table keeps each key's leading digits and the detail
+    line has the selected shard's keys in full."""
     app = static_app(key_format=key_format)
     async with app.run_test(size=size) as pilot:
         await wait_until(pilot, lambda: app.refreshed)
@@ -49,8 +54,8 @@ async def test_the_table_shows_full_keys_in_the_chosen_format(key_format, size):
         lines = [app.table.render_line(y).text for y in range(app.table.row_count + 1)]
         text = "\n".join(lines)
         assert not re.search(r"\d\.\d+e\+\d", text)
-        last = app.view.shards[-1]
-        assert format_hash_key(last.starting_hash_key, key_format) in text
+        last = format_hash_key(app.view.shards[-1].starting_hash_key, key_format)
+        assert (last if size[0] > 80 else last[:12]) in text
         detail = str(app.query_one("#shard-detail").render())
         selected = app.table.shard(app.selected_shard_id)
         assert format_hash_key(selected.ending_hash_key, key_format) in detail
