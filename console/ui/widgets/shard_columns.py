@@ -93,6 +93,9 @@ COLUMNS: tuple[Column, ...] = (
 LAG_COLUMN = Column("lag", "Lag", 9, lambda s, h: "", lambda s, h: s.shard_id, align_right=True)
 NARROW_SHARD_WIDTH = 6  # "#12345": the short id, when the full one does not fit
 NARROWEST_KEY_WIDTH = 12
+# Keys at least this wide (a third of a decimal hash key) keep the shard ids whole; narrower, the ids
+# shorten first.
+KEYS_BESIDE_FULL_IDS = 14
 
 
 def columns_for(key_format: str) -> tuple[Column, ...]:
@@ -108,7 +111,7 @@ def columns_for(key_format: str) -> tuple[Column, ...]:
 
 def fit_columns(columns: tuple[Column, ...], width: int) -> tuple[Column, ...]:
     """The columns that fit `width`, keys in full where they fit. On a narrower terminal, in turn:
-    shard ids shorten to '#n'; the start and end keys share what is left, each keeping its leading
+    the keys narrow while they keep KEYS_BESIDE_FULL_IDS digits; then shard ids shorten to '#n'; the start and end keys share what is left, each keeping its leading
     digits (at least NARROWEST_KEY_WIDTH; the detail line shows the selected shard's keys in full), so
     an 80-column terminal still shows every column; only narrower, the end key goes (the next row's
     start key implies it), then the parents, and last the start key keeps fewer leading digits."""
@@ -129,6 +132,11 @@ def fit_columns(columns: tuple[Column, ...], width: int) -> tuple[Column, ...]:
 
     if total(columns) <= width:
         return columns
+    keys_narrowed = keys_share(columns)
+    if total(keys_narrowed) <= width and all(
+        c.width >= KEYS_BESIDE_FULL_IDS for c in keys_narrowed if c.key in ("start", "end")
+    ):
+        return keys_narrowed  # a full shard id is worth more than a key's last digits
     columns = tuple(
         replace(c, width=NARROW_SHARD_WIDTH, text=lambda s, h: short_shard_id(s.shard_id)) if c.key == "shard" else c
         for c in columns
