@@ -26,7 +26,10 @@ on CloudWatch enhanced monitoring (the app asks for the stream name first; greye
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual import events, on, work
@@ -37,8 +40,9 @@ from textual.message import Message
 from textual.reactive import reactive, var
 from textual.widget import Widget
 from textual.widgets import Static
+from textual.worker import get_current_worker
 
-from console.backend.protocol import CLOUDWATCH, ConsoleBackend
+from console.backend.protocol import CLOUDWATCH, OWN_LOOP, ConsoleBackend
 from console.errors import ConsoleError
 from console.heat.capacity import MetricSeries, enabled_shard_metrics, shard_metrics, unavailable_reason
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS
@@ -62,6 +66,17 @@ SHARD_CAPACITY_SECONDS = 60.0  # a selected shard's metrics are fetched again af
 SETTLE_SECONDS = 0.3  # after a selection change: arrow keys held down fetch once, for where they stop
 EFO_OFFER = "f samples with EFO, without sharing"  # a throttled sampler's offer
 MONITORING_OFF = "per-shard CloudWatch metrics need enhanced monitoring on the stream (e turns it on)"
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One second of the sampler: its snapshot and the header's lines about the sampling itself."""
+
+    stream: str
+    snapshot: StreamHeatSnapshot
+    coverage: str  # what a second of sampling covers
+    read_cost: str  # what kconsole's own reads take of each shard's budget
+    rotating: bool  # read in turn (each row's figures are as of its last read)
 
 
 class HeatPanel(Widget, can_focus=True):
@@ -148,7 +163,12 @@ class HeatPanel(Widget, can_focus=True):
         self.rotating = False
         self.reads_with_efo = False  # f: sample from enhanced fan-out's pushed events
         self.efo = EfoConsumer(self, "heat")
+        # The running sampler and the loop it runs on (a worker thread's, or the UI's with EFO).
         self._sampler: HeatSampler | None = None
+        self._sampler_loop: asyncio.AbstractEventLoop | None = None
+        self._run = 0  # which sampling run the readings shown come from (a stopped run's are dropped)
+        self._sampling_done = threading.Event()  # set when the last sampler's thread has stopped
+        self._sampling_done.set()
         self._ordered: list[ShardHeatSnapshot] | None = None  # ordered_shards of this snapshot and order
         self._positions: dict[str, int] = {}  # shard id -> its place in _ordered
         # Per shard, the snapshot a row (or the live figures) was made from: made again only when it changes.
@@ -204,7 +224,9 @@ class HeatPanel(Widget, can_focus=True):
             self._watch_shard_capacity(self.backend, self.stream)
 
     def _stop_work(self) -> None:
-        # The sampler's readers stop with the worker (HeatSampler.__aexit__ awaits them all).
+        # The sampler's readers stop with the worker (HeatSampler.__aexit__ awaits them all); what its
+        # thread posted meanwhile is not shown.
+        self._run += 1
         self.workers.cancel_group(self, "heat")
         self.workers.cancel_group(self, "heat-cloudwatch")
 
@@ -229,14 +251,59 @@ class HeatPanel(Widget, can_focus=True):
             self.notify(f"heat: {error.message}; sampling with GetRecords", severity="warning", timeout=8)
             return None
 
+    def _sample(self, backend: ConsoleBackend, stream: str) -> None:
+        """Start sampling `stream` (the running sampler stops first). GetRecords' calls, their decoding
+        and the counting run in a worker thread on its own loop and backend, so keys never wait behind
+        them; only the readings come to the UI's loop. With EFO (its subscriptions live on the app's
+        backend), or a source that cannot be opened again, the sampler runs on the UI's loop."""
+        self._run += 1
+        if self.reads_with_efo or OWN_LOOP not in backend.capabilities:
+            self._sample_on_loop(backend, stream, self._run)
+            return
+        previous, self._sampling_done = self._sampling_done, threading.Event()
+        self._sample_in_thread(backend, stream, self._run, previous, self._sampling_done)
+
     @work(exclusive=True, group="heat", exit_on_error=False)
-    async def _sample(self, backend: ConsoleBackend, stream: str) -> None:
+    async def _sample_on_loop(self, backend: ConsoleBackend, stream: str, run: int) -> None:
         try:
-            await self._sample_with(backend, stream, await self._subscriptions(backend, stream))
+            subscribe = await self._subscriptions(backend, stream)
+            await self._sample_with(backend, stream, subscribe, lambda reading: self._take_reading(run, reading))
+        except ConsoleError as error:
+            self._sampling_failed(run, stream, error.message)
         finally:
             await self.efo.release()
 
-    async def _sample_with(self, backend: ConsoleBackend, stream: str, subscribe: Subscribe | None) -> None:
+    @work(thread=True, exclusive=True, group="heat", exit_on_error=False)
+    async def _sample_in_thread(
+        self, backend: ConsoleBackend, stream: str, run: int, previous: threading.Event, done: threading.Event
+    ) -> None:
+        """The sampler on this thread's own loop, with a backend of its own; each reading is posted to
+        the panel. Ends when the worker is cancelled (the tab hidden, another stream, unmounted)."""
+        worker = get_current_worker()
+        try:
+            # The last sampler hands its window over (`_history`) when it has stopped.
+            while not previous.wait(0.05):
+                if worker.is_cancelled:
+                    return
+            async with backend.opened_again() as own:
+                own.on_retry = lambda event: self.post_message(self._Retried(run, event))
+                sampling = asyncio.create_task(
+                    self._sample_with(own, stream, None, lambda reading: self.post_message(self._Reading(run, reading)))
+                )
+                while not sampling.done():
+                    if worker.cancelled_event.is_set():
+                        sampling.cancel()
+                    await asyncio.wait({sampling}, timeout=0.1)
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sampling
+        except ConsoleError as error:
+            self.post_message(self._Failed(run, stream, error.message))
+        finally:
+            done.set()
+
+    async def _sample_with(
+        self, backend: ConsoleBackend, stream: str, subscribe: Subscribe | None, deliver: Callable[[Reading], None]
+    ) -> None:
         # Back on the tab, the last window carries on: its minutes of history stay, and what arrived
         # while the tab was hidden is read and counted (HeatSampler's resume).
         sampler = HeatSampler(
@@ -249,27 +316,73 @@ class HeatPanel(Widget, can_focus=True):
         )
         sampler.selected = self.selected_shard
         sampler.rank_by_cloudwatch = self._cloudwatch_ranks()
-        self._sampler = sampler
+        self._sampler, self._sampler_loop = sampler, asyncio.get_running_loop()
         try:
             async with sampler:
-                self.rotating = sampler.rotation is not None
                 async for snapshot in sampler.snapshots(every=1.0, series_seconds=MAP_SECONDS):
                     if sampler.heat is not None and sampler.heat.auto_distribution != self._auto_distribution:
                         sampler.heat.auto_distribution = self._auto_distribution  # the next snapshot follows
-                    self.coverage = sampler.coverage_text()
-                    self.read_cost = EFO_READ_COST if subscribe else sampler.read_share.summary(EFO_OFFER)
-                    self.update_snapshot(snapshot)
-                    self.post_message(self.HeatChanged(stream, self.live_figures(snapshot)))
-        except ConsoleError as error:
-            self.notify(f"heat: {error.message}", severity="error", timeout=8)
-            if stream == self.stream:  # the toast goes; the panel keeps saying why it has no rows
-                self._show_no_snapshot(Text(f"heat: {printable(error.message)}", style="bold red"))
-            self.post_message(self.HeatStopped())
+                    deliver(
+                        Reading(
+                            stream,
+                            snapshot,
+                            coverage=sampler.coverage_text(),
+                            read_cost=EFO_READ_COST if subscribe else sampler.read_share.summary(EFO_OFFER),
+                            rotating=sampler.rotation is not None,
+                        )
+                    )
         finally:
             if self._sampler is sampler:
-                self._sampler = None
+                self._sampler = self._sampler_loop = None
             if stream == self.stream and sampler.heat is not None:
                 self._history = sampler.heat
+
+    class _Reading(Message, bubble=False):
+        """A reading of the sampler's thread, for the panel on the UI's loop."""
+
+        def __init__(self, run: int, reading: Reading) -> None:
+            super().__init__()
+            self.run, self.reading = run, reading
+
+    class _Failed(Message, bubble=False):
+        def __init__(self, run: int, stream: str, message: str) -> None:
+            super().__init__()
+            self.run, self.stream, self.message = run, stream, message
+
+    class _Retried(Message, bubble=False):
+        """A call of the sampler's backend retried: shown where the app's own retries are."""
+
+        def __init__(self, run: int, event: object) -> None:
+            super().__init__()
+            self.run, self.event = run, event
+
+    @on(_Reading)
+    def _reading_posted(self, message: _Reading) -> None:
+        self._take_reading(message.run, message.reading)
+
+    @on(_Failed)
+    def _failure_posted(self, message: _Failed) -> None:
+        self._sampling_failed(message.run, message.stream, message.message)
+
+    @on(_Retried)
+    def _retry_posted(self, message: _Retried) -> None:
+        if message.run == self._run and self.backend is not None and self.backend.on_retry is not None:
+            self.backend.on_retry(message.event)
+
+    def _take_reading(self, run: int, reading: Reading) -> None:
+        if run != self._run or reading.stream != self.stream:
+            return  # a sampler stopped since: its last readings are not shown
+        self.rotating, self.coverage, self.read_cost = reading.rotating, reading.coverage, reading.read_cost
+        self.update_snapshot(reading.snapshot)
+        self.post_message(self.HeatChanged(reading.stream, self.live_figures(reading.snapshot)))
+
+    def _sampling_failed(self, run: int, stream: str, message: str) -> None:
+        if run != self._run:
+            return
+        self.notify(f"heat: {message}", severity="error", timeout=8)
+        if stream == self.stream:  # the toast goes; the panel keeps saying why it has no rows
+            self._show_no_snapshot(Text(f"heat: {printable(message)}", style="bold red"))
+        self.post_message(self.HeatStopped())
 
     @work(exclusive=True, group="heat-cloudwatch", exit_on_error=False)
     async def _watch_shard_capacity(self, backend: ConsoleBackend, stream: str) -> None:
@@ -393,9 +506,13 @@ class HeatPanel(Widget, can_focus=True):
         """The stream-level CloudWatch metrics (no metrics: the reading's problem says why)."""
         if self.is_mounted:
             self.query_one("#heat-capacity", Static).update(cloudwatch_text(reading))
-        if self._sampler is not None and reading is not None and reading.metrics is not None:
-            # Readers refused while kconsole samples: it gives them back some of the shards' budget.
-            self._sampler.read_share.stream_throttled(reading.metrics.latest("ReadProvisionedThroughputExceeded"))
+        sampler, loop = self._sampler, self._sampler_loop
+        if sampler is not None and loop is not None and reading is not None and reading.metrics is not None:
+            # Readers refused while kconsole samples: it gives them back some of the shards' budget
+            # (on the sampler's own loop, which may be its thread's).
+            refused = reading.metrics.latest("ReadProvisionedThroughputExceeded")
+            with contextlib.suppress(RuntimeError):  # its loop has just closed: nothing to give back
+                loop.call_soon_threadsafe(sampler.read_share.stream_throttled, refused)
 
     def show_shard_capacity(self, shard_id: str | None, metrics: MetricSeries | None, note: str | None = None) -> None:
         """The selected shard's shard-level CloudWatch metrics, or a line saying why there are none
