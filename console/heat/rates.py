@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-from console.heat.aggregates import Aggregate
+from aws_kinesis_agg import MAGIC
+
+from console.heat.aggregates import Aggregate, split_page
 from console.heat.heavyhitters import SpaceSaving
 from console.heat.snapshot import (
     RECENT_SECONDS,
@@ -32,6 +35,7 @@ from console.heat.snapshot import (
 from console.keyspace.hashkeys import md5_hash_key
 from console.topology.model import Shard
 
+MAGIC_FIRST = MAGIC[0]  # a KPL aggregate's first byte: most records are told apart by it alone
 HISTORY_SECONDS = 300  # 1-second buckets kept per shard (sparklines, peaks)
 HASH_BINS = 512  # resolution of the per-shard traffic histogram over its hash range
 HASH_CACHE_SIZE = 4096  # MD5s of recently seen keys (hot keys repeat; cleared when full)
@@ -40,6 +44,19 @@ MEDIAN_ATOMS = 32  # heaviest keys placed exactly (not smeared over a bin) when 
 
 # (arrival epoch seconds, partition key (None: sent without one), size counted against the shard limit)
 Observation = tuple[float, str | None, int]
+
+
+def record_arrival(record: Mapping[str, Any]) -> Callable[[Any], float]:
+    """How to read the arrival of records like `record`: botocore hands datetimes over, a test or a
+    replay may hand epoch seconds."""
+    return datetime.timestamp if isinstance(record["ApproximateArrivalTimestamp"], datetime) else float
+
+
+def _bound_like(record: Mapping[str, Any]) -> Callable[[int], Any]:
+    """A whole second as the records give arrival: a UTC datetime, or epoch seconds."""
+    if isinstance(record["ApproximateArrivalTimestamp"], datetime):
+        return lambda second: datetime.fromtimestamp(second, UTC)
+    return float
 
 
 def observations_from_records(records: Iterable[Mapping[str, Any]]) -> list[Observation]:
@@ -139,6 +156,83 @@ class ShardHeat:
                 continue
             keys.append(key)
             key_bytes[key] = key_bytes.get(key, 0) + size
+        return self._book(keys, key_bytes, total_bytes, keyless, aggregates, start, end)
+
+    def observe_page(
+        self, records: Sequence[Mapping[str, Any]], start: float = float("-inf"), end: float = float("inf")
+    ) -> int:
+        """Count a GetRecords page (its `Records`, as the backend hands them over) whose arrival lies in
+        [start, end); KPL aggregates are opened to their user records. Returns how many Kinesis records
+        counted. One pass over the plain records, each second's figures added to its bucket at once:
+        this runs for every record the sampler reads."""
+        if not records:
+            return 0
+        arrival_of = record_arrival(records[0])
+        bound = _bound_like(records[0])
+        keys: list[str] = []
+        append = keys.append
+        key_bytes: dict[str, int] = {}
+        wrapped: list[Mapping[str, Any]] = []
+        total_bytes = keyless = 0
+        # The second being added up (not yet in its bucket), and its bounds as the records give arrival
+        # (datetimes from botocore): a record inside them needs no conversion, only two comparisons.
+        current, in_second, bytes_in_second = -1, 0, 0
+        low = high = bound(0)
+        for record in records:
+            data = record["Data"]
+            if data and data[0] == MAGIC_FIRST and data[:4] == MAGIC:
+                wrapped.append(record)
+                continue
+            arrival = record["ApproximateArrivalTimestamp"]
+            if not low <= arrival < high:  # another second: its bounds, and the window checked
+                seconds = arrival_of(arrival)
+                if not start <= seconds < end:
+                    continue
+                second = int(seconds)
+                if second != current:
+                    if in_second:
+                        self._add_to_second(current, in_second, bytes_in_second)
+                        total_bytes += bytes_in_second
+                    current, in_second, bytes_in_second = second, 0, 0
+                    # Only a second wholly inside the window is taken by its bounds alone.
+                    low, high = (
+                        (bound(second), bound(second + 1)) if start <= second and second + 1 <= end else (low, low)
+                    )
+            key = record.get("PartitionKey")  # optional on an AUTO stream
+            if key is None:
+                keyless += 1
+                size = len(data)
+            else:
+                size = len(data) + len(key.encode())
+                append(key)
+                key_bytes[key] = key_bytes.get(key, 0) + size
+            in_second += 1
+            bytes_in_second += size
+        if in_second:
+            self._add_to_second(current, in_second, bytes_in_second)
+            total_bytes += bytes_in_second
+        aggregates = split_page(wrapped)[1] if wrapped else ()
+        return self._book(keys, key_bytes, total_bytes, keyless, aggregates, start, end)
+
+    def _add_to_second(self, second: int, records: int, nbytes: int) -> None:
+        bucket = self._buckets.get(second) or self._new_bucket(second)
+        bucket[0] += records
+        bucket[1] += nbytes
+        bucket[2] += records
+
+    def _book(
+        self,
+        keys: list[str],
+        key_bytes: dict[str, int],
+        total_bytes: int,
+        keyless: int,
+        aggregates: Iterable[Aggregate],
+        start: float,
+        end: float,
+    ) -> int:
+        """What a batch's plain records came to (their seconds already counted), with its aggregates:
+        the totals, the top keys and the placement."""
+        buckets = self._buckets
         outer_keys: list[str] = []
         inner_keys: list[str] = []
         aggregates_counted = 0
@@ -502,6 +596,14 @@ class StreamHeat:
         end = self.window_end if self.window_end is not None else float("inf")
         self._touch(shard_id)
         return self.shards[shard_id].observe(observations, self.window_start, end, aggregates)
+
+    def observe_page(self, shard_id: str, records: Sequence[Mapping[str, Any]]) -> int:
+        """Count a GetRecords page of the shard (its `Records`), KPL aggregates opened to their user records."""
+        if not records:
+            return 0
+        end = self.window_end if self.window_end is not None else float("inf")
+        self._touch(shard_id)
+        return self.shards[shard_id].observe_page(records, self.window_start, end)
 
     def close(self, window_end: float) -> None:
         """Stop counting arrivals at `window_end` (later reads are drained but not counted)."""
