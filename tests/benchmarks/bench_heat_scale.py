@@ -139,6 +139,7 @@ async def bench(endpoint: str) -> dict:
                 tabs = app.query_one(TabbedContent)
                 switch = await press(app, "1", lambda: tabs.active == "shards")
                 heartbeat.timer.stop()
+                await asyncio.sleep(0.5)  # the hidden tab's last messages handled before the app closes
         finally:
             writer.stopping.set()
             writer.join(timeout=10)
