@@ -14,6 +14,7 @@ the aggregates land, never from the MD5 of keys that travelled inside them.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -50,6 +51,11 @@ def record_arrival(record: Mapping[str, Any]) -> Callable[[Any], float]:
     """How to read the arrival of records like `record`: botocore hands datetimes over, a test or a
     replay may hand epoch seconds."""
     return datetime.timestamp if isinstance(record["ApproximateArrivalTimestamp"], datetime) else float
+
+
+@functools.cache
+def _zeros(length: int) -> tuple[int, ...]:
+    return (0,) * length
 
 
 def _bound_like(record: Mapping[str, Any]) -> Callable[[int], Any]:
@@ -326,6 +332,16 @@ class ShardHeat:
             for s in range(until_second - seconds, until_second)
         ]
 
+    def _series_tuple(
+        self, until_second: int, seconds: int, made_by: Callable[[int, int], Sequence[float]]
+    ) -> tuple[float, ...]:
+        """A series for a snapshot; an idle stretch is one shared tuple of zeros per length (a
+        10,000-shard view holds two series per shard, most of them idle)."""
+        buckets = self._buckets
+        if not buckets or not any(until_second - seconds <= second < until_second for second in buckets):
+            return _zeros(seconds)
+        return tuple(made_by(until_second, seconds))
+
     def recent_rates(self, first_second: int, until_second: int) -> tuple[float, float]:
         """Records/s and bytes/s over the last RECENT_SECONDS whole seconds before `until_second`
         (not before `first_second`); falls back to nothing-yet (0, 0) in the first second."""
@@ -348,7 +364,9 @@ class ShardHeat:
 
     def split_suggestion(self) -> SplitSuggestion | None:
         start, end = self.shard.starting_hash_key, self.shard.ending_hash_key
-        placed = sum(self._bins)
+        if self._histogram is None:  # nothing placed yet (not made for a snapshot: most shards are idle)
+            return None
+        placed = sum(self._histogram)
         if placed == 0 or end - start < 4:
             return None
         at, below = self._median_hash(placed)
@@ -436,12 +454,21 @@ class ShardHeat:
                 peak_bytes = max(peak_bytes, nbytes)
         span = min(series_seconds, max(1, last_second - first_second))
         recent_records, recent_bytes, recent_users = self.recent_rates_with_users(first_second, last_second)
-        top_keys = tuple(self._top_key(row.key, row.count, row.guaranteed) for row in self.by_records.top(top))
-        by_bytes = tuple(
-            self._top_key(
-                row.key, self.by_records.count(row.key), self.by_records.guaranteed(row.key), nbytes=row.count
+        # A shard without keys yet (idle, or keyless records only) gets no summaries made for its snapshot.
+        top_keys = (
+            tuple(self._top_key(row.key, row.count, row.guaranteed) for row in self.by_records.top(top))
+            if self._by_records is not None
+            else ()
+        )
+        by_bytes = (
+            tuple(
+                self._top_key(
+                    row.key, self.by_records.count(row.key), self.by_records.guaranteed(row.key), nbytes=row.count
+                )
+                for row in self.by_bytes.top(top)
             )
-            for row in self.by_bytes.top(top)
+            if self._by_bytes is not None
+            else ()
         )
         return ShardHeatSnapshot(
             shard_id=self.shard.shard_id,
@@ -458,13 +485,13 @@ class ShardHeat:
             peak_utilisation=utilisation(peak_records, peak_bytes),
             recent_records_per_s=recent_records,
             recent_bytes_per_s=recent_bytes,
-            series=tuple(self.series(last_second, span)),
-            utilisation_series=tuple(self.utilisation_series(last_second, span)),
+            series=self._series_tuple(last_second, span, self.series),
+            utilisation_series=self._series_tuple(last_second, span, self.utilisation_series),
             top_keys=top_keys,
             top_keys_by_bytes=by_bytes,
             split=self.split_suggestion() if keys_place else None,
             unplaced_records=self.unplaced if keys_place else 0,
-            key_error_bound=self.by_records.error_bound,
+            key_error_bound=self._by_records.error_bound if self._by_records is not None else 0,
             is_open=is_open,
             user_records=self.user_records,
             user_records_per_s=self.user_records / window,

@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.text import Text
 from textual import events, on, work
@@ -70,13 +70,81 @@ MONITORING_OFF = "per-shard CloudWatch metrics need enhanced monitoring on the s
 
 @dataclass(frozen=True, slots=True)
 class Reading:
-    """One second of the sampler: its snapshot and the header's lines about the sampling itself."""
+    """One second of the sampler, worked out on the sampler's loop (ReadingMaker) so that the UI's loop
+    only shows it: the snapshot (keys masked when masking), the header, the shard table's figures and
+    each shard's place in key-space order."""
 
     stream: str
     snapshot: StreamHeatSnapshot
     coverage: str  # what a second of sampling covers
     read_cost: str  # what kconsole's own reads take of each shard's budget
     rotating: bool  # read in turn (each row's figures are as of its last read)
+    total: Text  # the header, for the order `hottest_first`
+    hottest_first: bool
+    figures: dict[str, ShardHeat]  # what the shard table and the ribbon show (see `shard_figures`)
+    positions: dict[str, int]  # shard id -> its place in key-space order
+
+
+class ReadingMaker:
+    """Readings of one sampler, made where it runs. At 10,000 shards a second's reading touches every
+    shard (masking, figures, positions, header sums): done here, off the UI's loop, and only for the
+    shards read since the last one (the others' objects are handed on as they were, which is what lets
+    the map and the shard table skip them)."""
+
+    def __init__(self) -> None:
+        self._masked: dict[str, tuple[ShardHeatSnapshot, ShardHeatSnapshot]] = {}
+        self._figures: dict[str, tuple[ShardHeatSnapshot, ShardHeat]] = {}
+        self._ids: list[str] = []
+        self._positions: dict[str, int] = {}
+
+    def make(
+        self,
+        snapshot: StreamHeatSnapshot,
+        *,
+        key_mask: Callable[[str], str] | None,
+        coverage: str,
+        read_cost: str,
+        rotating: bool,
+        hottest_first: bool,
+    ) -> Reading:
+        if key_mask is not None:
+            snapshot = replace(snapshot, shards=tuple(self._mask(shard, key_mask) for shard in snapshot.shards))
+        ids = [shard.shard_id for shard in snapshot.shards]
+        if ids != self._ids:  # shards born or closed: the places change (a new dict: the old one stays as shown)
+            self._ids, self._positions = ids, {shard_id: index for index, shard_id in enumerate(ids)}
+            self._masked = {shard_id: known for shard_id, known in self._masked.items() if shard_id in self._positions}
+        return Reading(
+            snapshot.stream,
+            snapshot,
+            coverage,
+            read_cost,
+            rotating,
+            total_text(
+                snapshot, rotating=rotating, hottest_first=hottest_first, coverage=coverage, read_cost=read_cost
+            ),
+            hottest_first,
+            self._live_figures(snapshot),
+            self._positions,
+        )
+
+    def _mask(self, shard: ShardHeatSnapshot, key_mask: Callable[[str], str]) -> ShardHeatSnapshot:
+        known = self._masked.get(shard.shard_id)
+        if known is not None and known[0] is shard:
+            return known[1]
+        masked = shard.with_keys(key_mask)
+        self._masked[shard.shard_id] = (shard, masked)
+        return masked
+
+    def _live_figures(self, snapshot: StreamHeatSnapshot) -> dict[str, ShardHeat]:
+        made = self._figures
+        for shard in snapshot.shards:
+            known = made.get(shard.shard_id)
+            if known is None or known[0] is not shard:
+                made[shard.shard_id] = (shard, shard_figures(shard))
+        if len(made) > len(snapshot.shards):  # shards gone: forget them
+            for shard_id in [shard_id for shard_id in made if shard_id not in self._positions]:
+                del made[shard_id]
+        return {shard_id: known[1] for shard_id, known in made.items()}
 
 
 class HeatPanel(Widget, can_focus=True):
@@ -173,7 +241,6 @@ class HeatPanel(Widget, can_focus=True):
         self._positions: dict[str, int] = {}  # shard id -> its place in _ordered
         # Per shard, the snapshot a row (or the live figures) was made from: made again only when it changes.
         self._rows: dict[str, tuple[ShardHeatSnapshot, HeatRow]] = {}
-        self._figures: dict[str, tuple[ShardHeatSnapshot, ShardHeat]] = {}
         # Per Static: what it shows, at what width, in how many lines.
         self._texts: dict[str, tuple[Text, int, int]] = {}
         self._shown = False
@@ -317,20 +384,21 @@ class HeatPanel(Widget, can_focus=True):
         sampler.selected = self.selected_shard
         sampler.rank_by_cloudwatch = self._cloudwatch_ranks()
         self._sampler, self._sampler_loop = sampler, asyncio.get_running_loop()
+        maker = ReadingMaker()
         try:
             async with sampler:
                 async for snapshot in sampler.snapshots(every=1.0, series_seconds=MAP_SECONDS):
                     if sampler.heat is not None and sampler.heat.auto_distribution != self._auto_distribution:
                         sampler.heat.auto_distribution = self._auto_distribution  # the next snapshot follows
-                    deliver(
-                        Reading(
-                            stream,
-                            snapshot,
-                            coverage=sampler.coverage_text(),
-                            read_cost=EFO_READ_COST if subscribe else sampler.read_share.summary(EFO_OFFER),
-                            rotating=sampler.rotation is not None,
-                        )
+                    reading = maker.make(
+                        snapshot,
+                        key_mask=self.key_mask if self.masking else None,
+                        coverage=sampler.coverage_text(),
+                        read_cost=EFO_READ_COST if subscribe else sampler.read_share.summary(EFO_OFFER),
+                        rotating=sampler.rotation is not None,
+                        hottest_first=self.hottest_first,
                     )
+                    deliver(reading)
         finally:
             if self._sampler is sampler:
                 self._sampler = self._sampler_loop = None
@@ -373,8 +441,12 @@ class HeatPanel(Widget, can_focus=True):
         if run != self._run or reading.stream != self.stream:
             return  # a sampler stopped since: its last readings are not shown
         self.rotating, self.coverage, self.read_cost = reading.rotating, reading.coverage, reading.read_cost
-        self.update_snapshot(reading.snapshot)
-        self.post_message(self.HeatChanged(reading.stream, self.live_figures(reading.snapshot)))
+        self._show_snapshot(
+            reading.snapshot,
+            positions=reading.positions,
+            total=reading.total if reading.hottest_first == self.hottest_first else None,
+        )
+        self.post_message(self.HeatChanged(reading.stream, reading.figures))
 
     def _sampling_failed(self, run: int, stream: str, message: str) -> None:
         if run != self._run:
@@ -495,12 +567,21 @@ class HeatPanel(Widget, can_focus=True):
     def update_snapshot(self, snapshot: StreamHeatSnapshot) -> None:
         if self.key_mask is not None and self.masking:
             snapshot = snapshot.with_keys(self.key_mask)
+        self._show_snapshot(snapshot)
+
+    def _show_snapshot(
+        self, snapshot: StreamHeatSnapshot, *, positions: dict[str, int] | None = None, total: Text | None = None
+    ) -> None:
+        """Show a snapshot; `positions` (each shard's place in key-space order) and `total` (the header)
+        when its reading worked them out already."""
         self.snapshot = snapshot
         self._ordered = None
+        if positions is not None and not self.hottest_first:
+            self._ordered, self._positions = list(snapshot.shards), positions
         if self.selected_shard not in self._ordered_positions():
             hottest = snapshot.hottest
             self._select(hottest.shard_id if hottest else (snapshot.shards[0].shard_id if snapshot.shards else None))
-        self._render_snapshot()
+        self._render_snapshot(total)
 
     def watch_cloudwatch(self, reading: CloudWatchReading | None) -> None:
         """The stream-level CloudWatch metrics (no metrics: the reading's problem says why)."""
@@ -570,31 +651,18 @@ class HeatPanel(Widget, can_focus=True):
         self._rows[shard.shard_id] = (shard, row)
         return row
 
-    def live_figures(self, snapshot: StreamHeatSnapshot) -> dict[str, ShardHeat]:
-        """What the shard table and the ribbon show of a reading (see `shard_figures`); the figures of
-        shards not read since the last reading are the same objects as before."""
-        made = self._figures
-        for shard in snapshot.shards:
-            known = made.get(shard.shard_id)
-            if known is None or known[0] is not shard:
-                made[shard.shard_id] = (shard, shard_figures(shard))
-        if len(made) > len(snapshot.shards):  # shards gone (another stream): forget them
-            current = {shard.shard_id for shard in snapshot.shards}
-            for shard_id in [shard_id for shard_id in made if shard_id not in current]:
-                del made[shard_id]
-        return {shard_id: known[1] for shard_id, known in made.items()}
-
-    def _render_snapshot(self) -> None:
+    def _render_snapshot(self, total: Text | None = None) -> None:
         snapshot = self.snapshot
         if snapshot is None or not self.is_mounted:
             return
-        total = total_text(
-            snapshot,
-            rotating=self.rotating,
-            hottest_first=self.hottest_first,
-            coverage=self.coverage,
-            read_cost=self.read_cost,
-        )
+        if total is None:
+            total = total_text(
+                snapshot,
+                rotating=self.rotating,
+                hottest_first=self.hottest_first,
+                coverage=self.coverage,
+                read_cost=self.read_cost,
+            )
         self._show_text("#heat-total", total)
         heat_map = self.query_one(HeatMap)
         heat_map.show(
