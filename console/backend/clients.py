@@ -379,6 +379,7 @@ async def open_backend(config: BackendConfig) -> AsyncIterator[KinesisBackend]:
             checked_puts_client=checked_puts_client,
         )
         backend.local_server = local_server
+        backend.opener = open_backend
 
         async def signing_credentials() -> Any:
             """What SubscribeToShard's requests are signed with: the client's own credentials."""

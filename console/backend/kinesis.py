@@ -38,12 +38,12 @@ class KinesisBackend(StreamSettingsCalls, SideServiceCalls):
         """Another backend on the same endpoint, region and credentials, opened by `open_backend` as
         this one was, to be entered on another event loop (a worker thread's): aiobotocore's clients
         belong to the loop that made them. On the embedded server it attaches to the running server."""
-        from console.backend.clients import open_backend
-
+        if self.opener is None:
+            raise BackendError("another backend can only be opened from one that open_backend opened")
         config = replace(self.config, region=self.region)
         if config.kind == "local":
             config = replace(config, endpoint_url=self.endpoint_url)
-        return open_backend(config)
+        return self.opener(config)
 
     # ---- streams -------------------------------------------------------------------------------
 
