@@ -19,7 +19,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from aws_kinesis_agg import MAGIC
 
@@ -53,8 +53,11 @@ def record_arrival(record: Mapping[str, Any]) -> Callable[[Any], float]:
     return datetime.timestamp if isinstance(record["ApproximateArrivalTimestamp"], datetime) else float
 
 
+Figure = TypeVar("Figure", int, float)
+
+
 @functools.cache
-def _zeros(length: int) -> tuple[int, ...]:
+def _zeros(length: int) -> tuple[Any, ...]:
     return (0,) * length
 
 
@@ -333,8 +336,8 @@ class ShardHeat:
         ]
 
     def _series_tuple(
-        self, until_second: int, seconds: int, made_by: Callable[[int, int], Sequence[float]]
-    ) -> tuple[float, ...]:
+        self, until_second: int, seconds: int, made_by: Callable[[int, int], Sequence[Figure]]
+    ) -> tuple[Figure, ...]:
         """A series for a snapshot; an idle stretch is one shared tuple of zeros per length (a
         10,000-shard view holds two series per shard, most of them idle)."""
         buckets = self._buckets

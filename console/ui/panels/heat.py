@@ -369,7 +369,7 @@ class HeatPanel(Widget, can_focus=True):
             done.set()
 
     async def _sample_with(
-        self, backend: ConsoleBackend, stream: str, subscribe: Subscribe | None, deliver: Callable[[Reading], None]
+        self, backend: ConsoleBackend, stream: str, subscribe: Subscribe | None, deliver: Callable[[Reading], object]
     ) -> None:
         # Back on the tab, the last window carries on: its minutes of history stay, and what arrived
         # while the tab was hidden is read and counted (HeatSampler's resume).
