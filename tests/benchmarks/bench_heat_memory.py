@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _measure import aws_environment, local_serve, process_rss
 from bench_console import wait_for
-from bench_heat_scale import SHARDS, SIZE, Writer
+from bench_heat_scale import HOT_SHARDS, SHARDS, SIZE, Writer
 
 from console.backend import BackendConfig, open_backend
 from console.ui.app import KConsoleApp
@@ -45,21 +45,21 @@ def rss_mib() -> float:
     return process_rss(os.getpid()) / MIB
 
 
-async def bench(endpoint: str, minutes: float, trace: bool) -> dict:
+async def bench(endpoint: str, minutes: float, trace: bool, shards: int) -> dict:
     config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=endpoint)
     async with open_backend(config) as kinesis:
-        await kinesis.ensure_stream("big", SHARDS)
+        await kinesis.ensure_stream("big", shards)
         writer = Writer(config)
         writer.start()
         try:
             app = KConsoleApp(kinesis, stream="big")
             async with app.run_test(size=SIZE) as pilot:
-                await wait_for(lambda: app.table.row_count == SHARDS, timeout=180)
+                await wait_for(lambda: app.table.row_count == shards, timeout=180)
                 await pilot.press("7")
 
                 def heat_rows_shown() -> bool:
                     maps = app.query(HeatMap)
-                    return bool(maps) and len(maps.first().rows) == SHARDS
+                    return bool(maps) and len(maps.first().rows) == shards
 
                 await wait_for(heat_rows_shown, timeout=60)
                 began = time.monotonic()
@@ -80,6 +80,8 @@ async def bench(endpoint: str, minutes: float, trace: bool) -> dict:
                     tracemalloc.stop()
                 panel = app.lazy_pane("heat").panel
                 header = str(panel.query_one("#heat-total").render())
+                await pilot.press("1")  # Heat stopped, and its HeatStopped handled, before the app closes
+                await wait_for(lambda: app.table.heat_stale, timeout=60)
         finally:
             writer.stopping.set()
             writer.join(timeout=10)
@@ -96,16 +98,19 @@ def main() -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=60.0, help="how long Heat samples (default 60)")
     parser.add_argument("--trace", action="store_true", help="list what grew between the checkpoints (stderr)")
+    parser.add_argument("--shards", type=int, default=SHARDS, help=f"the stream's shards (default {SHARDS:,})")
     args = parser.parse_args()
+    if args.shards < len(HOT_SHARDS):
+        parser.error(f"--shards must be at least {len(HOT_SHARDS)} (the writer's hot shards); got {args.shards}")
     if args.minutes <= 0:
         parser.error(f"--minutes must be above 0; got {args.minutes:g}")
     os.environ.update(aws_environment())
     with local_serve() as endpoint:
-        raw = asyncio.run(bench(endpoint, args.minutes, args.trace))
+        raw = asyncio.run(bench(endpoint, args.minutes, args.trace, args.shards))
     ratio = raw["end_mib"] / raw["first_mib"]
     return {
         "benchmark": "heat_memory",
-        "path": f"the console's Heat tab sampling a {SHARDS:,}-shard stream on `kconsole local serve`, 50 rec/s written",
+        "path": f"the console's Heat tab sampling a {args.shards:,}-shard stream on `kconsole local serve`, 50 rec/s written",
         "baseline": f"the same console's RSS at {args.minutes / 6:g} minutes",
         "minutes": args.minutes,
         "traced": args.trace,
