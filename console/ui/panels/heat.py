@@ -2,8 +2,11 @@
 the stream total, the stream's CloudWatch metrics of the last 30 minutes, and the top keys (and, with
 enhanced monitoring, the shard-level CloudWatch metrics) of the selected shard.
 
-The panel runs its own work while it is shown: `console.heat.sampler.HeatSampler` in one worker
-(each `StreamHeatSnapshot` goes to `update_snapshot()`); a stream with more open shards than
+The panel runs its own work while it is shown: `console.heat.sampler.HeatSampler` in one worker, a
+thread with its own event loop and its own backend (opened again the way the app's was,
+`opened_again`), so that GetRecords' calls, their decoding, the counting and each second's reading
+(`ReadingMaker`) never hold up a key; each `Reading` is posted to the panel, which only shows it (with
+EFO, whose subscriptions live on the app's backend, the sampler runs on the UI's loop); a stream with more open shards than
 `shards_per_second` is read in turn (console.heat.rotation: the selected shard and the hottest every
 second, the rest once a pass), the header says how much a pass covers and each row how old its
 figures are. Only the rows of shards read since the last snapshot are built again, so a
