@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -65,6 +66,7 @@ from console.ui.widgets.heat_map import MAP_SECONDS, HeatMap, HeatRow, legend
 from console.ui.widgets.metric_lines import capacity_text
 from console.ui.widgets.shard_columns import ShardHeat
 
+LOCK_HANDOVER_SECONDS = 0.001  # the interpreter's switch interval while the sampler's thread runs
 SHARD_CAPACITY_SECONDS = 60.0  # a selected shard's metrics are fetched again after this long (CloudWatch's resolution)
 SETTLE_SECONDS = 0.3  # after a selection change: arrow keys held down fetch once, for where they stop
 EFO_OFFER = "f samples with EFO, without sharing"  # a throttled sampler's offer
@@ -350,6 +352,9 @@ class HeatPanel(Widget, can_focus=True):
         """The sampler on this thread's own loop, with a backend of its own; each reading is posted to
         the panel. Ends when the worker is cancelled (the tab hidden, another stream, unmounted)."""
         worker = get_current_worker()
+        # Two threads of Python now share one interpreter lock: the UI's loop, woken by a key, waits for
+        # this one to hand it over, by default after up to 5 ms each time. Handed over within 1 ms.
+        sys.setswitchinterval(min(sys.getswitchinterval(), LOCK_HANDOVER_SECONDS))
         try:
             # The last sampler hands its window over (`_history`) when it has stopped.
             while not previous.wait(0.05):
