@@ -432,6 +432,7 @@ async def open_backend(
         backend.local_server = local_server
         if server_started is not None and not wait_for_server:
             backend.server_ready = server_started
+        backend.opener = open_backend
 
         async def signing_credentials() -> Any:
             """What SubscribeToShard's requests are signed with: the client's own credentials."""

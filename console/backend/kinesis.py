@@ -14,11 +14,13 @@ services' calls in console.backend.side_services.
 from __future__ import annotations
 
 import asyncio
+from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from console.backend.kinesis_settings import StreamSettingsCalls
-from console.backend.protocol import CLOUDWATCH, READERS, RETRY_EVENTS
+from console.backend.protocol import CLOUDWATCH, OWN_LOOP, READERS, RETRY_EVENTS
 from console.backend.side_services import SideServiceCalls
 from console.backend.subscribe import SubscribeTransport
 from console.errors import BackendError, BadInput, ResourceInUse, StreamNotFound
@@ -29,8 +31,19 @@ class KinesisBackend(StreamSettingsCalls, SideServiceCalls):
     """One open connection to a Kinesis endpoint. Create through `open_backend`."""
 
     # What the console may use beyond the streams (console.backend.protocol): CloudWatch, the other
-    # readers' services, retry events.
-    capabilities = frozenset({CLOUDWATCH, READERS, RETRY_EVENTS})
+    # readers' services, retry events, another backend for a thread's own loop.
+    capabilities = frozenset({CLOUDWATCH, READERS, RETRY_EVENTS, OWN_LOOP})
+
+    def opened_again(self) -> AbstractAsyncContextManager[KinesisBackend]:
+        """Another backend on the same endpoint, region and credentials, opened by `open_backend` as
+        this one was, to be entered on another event loop (a worker thread's): aiobotocore's clients
+        belong to the loop that made them. On the embedded server it attaches to the running server."""
+        if self.opener is None:
+            raise BackendError("another backend can only be opened from one that open_backend opened")
+        config = replace(self.config, region=self.region)
+        if config.kind == "local":
+            config = replace(config, endpoint_url=self.endpoint_url)
+        return self.opener(config)
 
     # ---- streams -------------------------------------------------------------------------------
 

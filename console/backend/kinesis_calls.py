@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 from console.backend.calls import CallPath
@@ -51,6 +52,8 @@ class KinesisCalls(CallPath):
         self._open_checked_puts_client = checked_puts_client
         self._checked_puts_client: asyncio.Future[Any] | None = None
         self.local_server: LocalKinesisServer | None = None  # the embedded server for kind "local"
+        # How this backend was opened (open_backend, set there): `opened_again` opens another the same way.
+        self.opener: Callable[[BackendConfig], AbstractAsyncContextManager[Any]] | None = None
         # () -> the credentials this backend's calls are signed with (set by open_backend), for the
         # SubscribeToShard requests made outside botocore's HTTP/1.1 client.
         self.signing_credentials: Callable[[], Awaitable[Any]] | None = None

@@ -18,6 +18,7 @@ console asks `CLOUDWATCH in backend.capabilities` rather than whether some metho
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -33,6 +34,9 @@ CLOUDWATCH = "cloudwatch"
 READERS = "readers"
 # Every backend call may be retried; the console shows each retry in its header through `on_retry`.
 RETRY_EVENTS = "retry-events"
+# The source can open another of itself (`opened_again`) for an event loop of its own, in a worker
+# thread: its clients belong to the loop that made them.
+OWN_LOOP = "own-loop"
 
 MetricPoints = list[tuple[datetime, float]]
 
@@ -40,7 +44,7 @@ MetricPoints = list[tuple[datetime, float]]
 class BackendConnection(Protocol):
     """Where the console is connected (for its header) and what the source offers."""
 
-    # Which optional parts this source offers (CLOUDWATCH, READERS, RETRY_EVENTS).
+    # Which optional parts this source offers (CLOUDWATCH, READERS, RETRY_EVENTS, OWN_LOOP).
     capabilities: frozenset[str]
     # Called with each retried call (a console.backend.calls.RetryEvent), when RETRY_EVENTS is offered.
     on_retry: Callable[[Any], None] | None
@@ -53,6 +57,9 @@ class BackendConnection(Protocol):
 
     @property
     def profile(self) -> str | None: ...
+
+    # With OWN_LOOP: the same source opened again, by the same path, to be entered on another loop.
+    def opened_again(self) -> AbstractAsyncContextManager[Any]: ...
 
 
 class StreamReads(Protocol):

@@ -14,12 +14,16 @@ the aggregates land, never from the MD5 of keys that travelled inside them.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
-from console.heat.aggregates import Aggregate
+from aws_kinesis_agg import MAGIC
+
+from console.heat.aggregates import Aggregate, split_page
 from console.heat.heavyhitters import SpaceSaving
 from console.heat.snapshot import (
     RECENT_SECONDS,
@@ -32,6 +36,7 @@ from console.heat.snapshot import (
 from console.keyspace.hashkeys import md5_hash_key
 from console.topology.model import Shard
 
+MAGIC_FIRST = MAGIC[0]  # a KPL aggregate's first byte: most records are told apart by it alone
 HISTORY_SECONDS = 300  # 1-second buckets kept per shard (sparklines, peaks)
 HASH_BINS = 512  # resolution of the per-shard traffic histogram over its hash range
 HASH_CACHE_SIZE = 4096  # MD5s of recently seen keys (hot keys repeat; cleared when full)
@@ -40,6 +45,27 @@ MEDIAN_ATOMS = 32  # heaviest keys placed exactly (not smeared over a bin) when 
 
 # (arrival epoch seconds, partition key (None: sent without one), size counted against the shard limit)
 Observation = tuple[float, str | None, int]
+
+
+def record_arrival(record: Mapping[str, Any]) -> Callable[[Any], float]:
+    """How to read the arrival of records like `record`: botocore hands datetimes over, a test or a
+    replay may hand epoch seconds."""
+    return datetime.timestamp if isinstance(record["ApproximateArrivalTimestamp"], datetime) else float
+
+
+Figure = TypeVar("Figure", int, float)
+
+
+@functools.cache
+def _zeros(length: int) -> tuple[Any, ...]:
+    return (0,) * length
+
+
+def _bound_like(record: Mapping[str, Any]) -> Callable[[int], Any]:
+    """A whole second as the records give arrival: a UTC datetime, or epoch seconds."""
+    if isinstance(record["ApproximateArrivalTimestamp"], datetime):
+        return lambda second: datetime.fromtimestamp(second, UTC)
+    return float
 
 
 def observations_from_records(records: Iterable[Mapping[str, Any]]) -> list[Observation]:
@@ -139,6 +165,83 @@ class ShardHeat:
                 continue
             keys.append(key)
             key_bytes[key] = key_bytes.get(key, 0) + size
+        return self._book(keys, key_bytes, total_bytes, keyless, aggregates, start, end)
+
+    def observe_page(
+        self, records: Sequence[Mapping[str, Any]], start: float = float("-inf"), end: float = float("inf")
+    ) -> int:
+        """Count a GetRecords page (its `Records`, as the backend hands them over) whose arrival lies in
+        [start, end); KPL aggregates are opened to their user records. Returns how many Kinesis records
+        counted. One pass over the plain records, each second's figures added to its bucket at once:
+        this runs for every record the sampler reads."""
+        if not records:
+            return 0
+        arrival_of = record_arrival(records[0])
+        bound = _bound_like(records[0])
+        keys: list[str] = []
+        append = keys.append
+        key_bytes: dict[str, int] = {}
+        wrapped: list[Mapping[str, Any]] = []
+        total_bytes = keyless = 0
+        # The second being added up (not yet in its bucket), and its bounds as the records give arrival
+        # (datetimes from botocore): a record inside them needs no conversion, only two comparisons.
+        current, in_second, bytes_in_second = -1, 0, 0
+        low = high = bound(0)
+        for record in records:
+            data = record["Data"]
+            if data and data[0] == MAGIC_FIRST and data[:4] == MAGIC:
+                wrapped.append(record)
+                continue
+            arrival = record["ApproximateArrivalTimestamp"]
+            if not low <= arrival < high:  # another second: its bounds, and the window checked
+                seconds = arrival_of(arrival)
+                if not start <= seconds < end:
+                    continue
+                second = int(seconds)
+                if second != current:
+                    if in_second:
+                        self._add_to_second(current, in_second, bytes_in_second)
+                        total_bytes += bytes_in_second
+                    current, in_second, bytes_in_second = second, 0, 0
+                    # Only a second wholly inside the window is taken by its bounds alone.
+                    low, high = (
+                        (bound(second), bound(second + 1)) if start <= second and second + 1 <= end else (low, low)
+                    )
+            key = record.get("PartitionKey")  # optional on an AUTO stream
+            if key is None:
+                keyless += 1
+                size = len(data)
+            else:
+                size = len(data) + len(key.encode())
+                append(key)
+                key_bytes[key] = key_bytes.get(key, 0) + size
+            in_second += 1
+            bytes_in_second += size
+        if in_second:
+            self._add_to_second(current, in_second, bytes_in_second)
+            total_bytes += bytes_in_second
+        aggregates = split_page(wrapped)[1] if wrapped else ()
+        return self._book(keys, key_bytes, total_bytes, keyless, aggregates, start, end)
+
+    def _add_to_second(self, second: int, records: int, nbytes: int) -> None:
+        bucket = self._buckets.get(second) or self._new_bucket(second)
+        bucket[0] += records
+        bucket[1] += nbytes
+        bucket[2] += records
+
+    def _book(
+        self,
+        keys: list[str],
+        key_bytes: dict[str, int],
+        total_bytes: int,
+        keyless: int,
+        aggregates: Iterable[Aggregate],
+        start: float,
+        end: float,
+    ) -> int:
+        """What a batch's plain records came to (their seconds already counted), with its aggregates:
+        the totals, the top keys and the placement."""
+        buckets = self._buckets
         outer_keys: list[str] = []
         inner_keys: list[str] = []
         aggregates_counted = 0
@@ -232,6 +335,16 @@ class ShardHeat:
             for s in range(until_second - seconds, until_second)
         ]
 
+    def _series_tuple(
+        self, until_second: int, seconds: int, made_by: Callable[[int, int], Sequence[Figure]]
+    ) -> tuple[Figure, ...]:
+        """A series for a snapshot; an idle stretch is one shared tuple of zeros per length (a
+        10,000-shard view holds two series per shard, most of them idle)."""
+        buckets = self._buckets
+        if not buckets or not any(until_second - seconds <= second < until_second for second in buckets):
+            return _zeros(seconds)
+        return tuple(made_by(until_second, seconds))
+
     def recent_rates(self, first_second: int, until_second: int) -> tuple[float, float]:
         """Records/s and bytes/s over the last RECENT_SECONDS whole seconds before `until_second`
         (not before `first_second`); falls back to nothing-yet (0, 0) in the first second."""
@@ -254,7 +367,9 @@ class ShardHeat:
 
     def split_suggestion(self) -> SplitSuggestion | None:
         start, end = self.shard.starting_hash_key, self.shard.ending_hash_key
-        placed = sum(self._bins)
+        if self._histogram is None:  # nothing placed yet (not made for a snapshot: most shards are idle)
+            return None
+        placed = sum(self._histogram)
         if placed == 0 or end - start < 4:
             return None
         at, below = self._median_hash(placed)
@@ -342,12 +457,21 @@ class ShardHeat:
                 peak_bytes = max(peak_bytes, nbytes)
         span = min(series_seconds, max(1, last_second - first_second))
         recent_records, recent_bytes, recent_users = self.recent_rates_with_users(first_second, last_second)
-        top_keys = tuple(self._top_key(row.key, row.count, row.guaranteed) for row in self.by_records.top(top))
-        by_bytes = tuple(
-            self._top_key(
-                row.key, self.by_records.count(row.key), self.by_records.guaranteed(row.key), nbytes=row.count
+        # A shard without keys yet (idle, or keyless records only) gets no summaries made for its snapshot.
+        top_keys = (
+            tuple(self._top_key(row.key, row.count, row.guaranteed) for row in self.by_records.top(top))
+            if self._by_records is not None
+            else ()
+        )
+        by_bytes = (
+            tuple(
+                self._top_key(
+                    row.key, self.by_records.count(row.key), self.by_records.guaranteed(row.key), nbytes=row.count
+                )
+                for row in self.by_bytes.top(top)
             )
-            for row in self.by_bytes.top(top)
+            if self._by_bytes is not None
+            else ()
         )
         return ShardHeatSnapshot(
             shard_id=self.shard.shard_id,
@@ -364,13 +488,13 @@ class ShardHeat:
             peak_utilisation=utilisation(peak_records, peak_bytes),
             recent_records_per_s=recent_records,
             recent_bytes_per_s=recent_bytes,
-            series=tuple(self.series(last_second, span)),
-            utilisation_series=tuple(self.utilisation_series(last_second, span)),
+            series=self._series_tuple(last_second, span, self.series),
+            utilisation_series=self._series_tuple(last_second, span, self.utilisation_series),
             top_keys=top_keys,
             top_keys_by_bytes=by_bytes,
             split=self.split_suggestion() if keys_place else None,
             unplaced_records=self.unplaced if keys_place else 0,
-            key_error_bound=self.by_records.error_bound,
+            key_error_bound=self._by_records.error_bound if self._by_records is not None else 0,
             is_open=is_open,
             user_records=self.user_records,
             user_records_per_s=self.user_records / window,
@@ -502,6 +626,14 @@ class StreamHeat:
         end = self.window_end if self.window_end is not None else float("inf")
         self._touch(shard_id)
         return self.shards[shard_id].observe(observations, self.window_start, end, aggregates)
+
+    def observe_page(self, shard_id: str, records: Sequence[Mapping[str, Any]]) -> int:
+        """Count a GetRecords page of the shard (its `Records`), KPL aggregates opened to their user records."""
+        if not records:
+            return 0
+        end = self.window_end if self.window_end is not None else float("inf")
+        self._touch(shard_id)
+        return self.shards[shard_id].observe_page(records, self.window_start, end)
 
     def close(self, window_end: float) -> None:
         """Stop counting arrivals at `window_end` (later reads are drained but not counted)."""

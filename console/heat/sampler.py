@@ -31,9 +31,8 @@ from typing import Any
 
 from console.backend.protocol import ConsoleBackend
 from console.errors import BadInput, ConsoleError, Throttled
-from console.heat.aggregates import split_page
 from console.heat.cloudwatch import shard_utilisation
-from console.heat.rates import HISTORY_SECONDS, StreamHeat, observations_from_records
+from console.heat.rates import HISTORY_SECONDS, StreamHeat
 from console.heat.rotation import SamplingRotation
 from console.heat.snapshot import StreamHeatSnapshot, utilisation
 from console.read.cursor import ShardCursor
@@ -289,10 +288,8 @@ class HeatSampler:
                 await self._pause(self.interval - (time.monotonic() - cursor.last_call_at))
 
     def _count(self, shard_id: str, records: list[dict[str, Any]]) -> None:
-        if records:
-            assert self.heat is not None
-            plain, aggregates = split_page(records)  # KPL aggregates opened to their user records
-            self.heat.observe(shard_id, observations_from_records(plain), aggregates)
+        assert self.heat is not None
+        self.heat.observe_page(shard_id, records)
 
     # ---- reading in turn --------------------------------------------------------------------------
 

@@ -15,8 +15,10 @@ shards. Measured in one run, on the console's own loop:
                     samples, per wall second
 
 Key latencies are the median and the worst of KEYS presses, spaced irregularly so they fall at every
-phase of the sampler's second. Targets: heat_open_s < 1 s; heat_key_s (worst) < 100 ms.
-`ratio` = heat_key_s median / shards_key_s median. Prints one JSON line last.
+phase of the sampler's second. The sampler reads and counts in a worker thread (its own loop and
+backend), so a key on the Heat tab should cost what it costs on the Shards tab. Targets: heat_open_s
+< 1 s; `ratio` = heat_key_s median / shards_key_s median <= 1.3; heat_key_s worst < 50 ms.
+Prints one JSON line last.
 
     python tests/benchmarks/bench_heat_scale.py
 """
@@ -49,7 +51,7 @@ KEYS = 25
 SIZE = (140, 45)
 WRITE_PER_SECOND = 50
 HOT_SHARDS = (17, 2_500, 5_000, 7_500, 9_990)
-TARGETS = {"heat_open_s": 1.0, "heat_key_s": 0.100}
+TARGETS = {"heat_open_s": 1.0, "ratio": 1.3, "heat_key_worst_s": 0.050}
 
 
 class Writer(threading.Thread):
@@ -67,7 +69,7 @@ class Writer(threading.Thread):
     async def _write(self) -> None:
         async with open_backend(self.config) as kinesis:
             shards = await kinesis.all_shards("big")
-            targets = [shards[index] for index in HOT_SHARDS]
+            targets = [shards[index * len(shards) // SHARDS] for index in HOT_SHARDS]  # as placed on a smaller stream
             tick = 0
             began = time.monotonic()
             while not self.stopping.is_set():
@@ -137,6 +139,8 @@ async def bench(endpoint: str) -> dict:
                 tabs = app.query_one(TabbedContent)
                 switch = await press(app, "1", lambda: tabs.active == "shards")
                 heartbeat.timer.stop()
+                # The hidden tab's HeatStopped handled before the app closes (slow on a loaded machine).
+                await wait_for(lambda: app.table.heat_stale, timeout=60)
         finally:
             writer.stopping.set()
             writer.join(timeout=10)
@@ -175,8 +179,14 @@ def main() -> dict:
         "switch_to_shards_s": round(raw["switch_to_shards_s"], 4),
         "heat_cpu_percent": round(100 * raw["heat_cpu"], 1),
         "ratio": round(heat_median / shards_median, 2) if shards_median else None,
+        "heat_key_worst_ms": round(1000 * heat_worst, 1),
     }
-    figures["targets_met"] = raw["heat_open_s"] < TARGETS["heat_open_s"] and heat_worst < TARGETS["heat_key_s"]
+    figures["targets_met"] = (
+        raw["heat_open_s"] < TARGETS["heat_open_s"]
+        and figures["ratio"] is not None
+        and figures["ratio"] <= TARGETS["ratio"]
+        and heat_worst < TARGETS["heat_key_worst_s"]
+    )
     return figures
 
 

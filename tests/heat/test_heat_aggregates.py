@@ -197,3 +197,34 @@ async def test_heat_json_names_the_hot_inner_key_on_both_servers(server):
     # 20 aggregates a second take a few percent of a shard: the key leads, but nothing is write-sharded
     assert doc["hot_keys"] == []
     assert doc["split_suggestion"]["placed_by"] == "aggregates"
+
+
+@pytest.mark.parametrize("as_datetimes", [True, False])
+def test_a_page_counts_as_its_observations_do_at_the_window_edges_and_out_of_order(as_datetimes):
+    """The sampler's one-pass page path (ShardHeat.observe_page) books exactly what the observation path
+    books: seconds cut by the window's edges, an arrival going back a second, keyless records,
+    multi-byte keys and aggregates among plain records."""
+    outer, _, data = aggregate(["a", "b", "b"])
+    offsets = [0.1, 0.2, 0.12, 0.9, 1.0, 1.5, 0.7, 2.2, 2.95, 3.0, 3.4, 4.1, 5.2, 5.7, 5.9]
+    page = [record(b"x" * (10 + n), ["k1", "ké", "k2"][n % 3], offset) for n, offset in enumerate(offsets)]
+    page[4].pop("PartitionKey")  # keyless (an AUTO stream)
+    page.insert(6, record(data, outer, 2.5))
+    if not as_datetimes:
+        for row in page:
+            row["ApproximateArrivalTimestamp"] = row["ApproximateArrivalTimestamp"].timestamp()
+    start, end = NOW.timestamp() + 0.15, NOW.timestamp() + 5.5
+    by_page, by_observations = ShardHeat(whole_range_shard()), ShardHeat(whole_range_shard())
+    counted = by_page.observe_page(page, start, end)
+    plain, aggregates = split_page(page)
+    assert counted == by_observations.observe(observations_from_records(plain), start, end, aggregates) == 12
+    assert by_page._buckets == by_observations._buckets
+    assert (by_page.records, by_page.bytes, by_page.user_records, by_page.keyless, by_page.aggregates) == (
+        by_observations.records,
+        by_observations.bytes,
+        by_observations.user_records,
+        by_observations.keyless,
+        by_observations.aggregates,
+    )
+    assert by_page.by_records.top(5) == by_observations.by_records.top(5)
+    assert by_page.by_bytes.top(5) == by_observations.by_bytes.top(5)
+    assert by_page._bins == by_observations._bins

@@ -2,8 +2,11 @@
 the stream total, the stream's CloudWatch metrics of the last 30 minutes, and the top keys (and, with
 enhanced monitoring, the shard-level CloudWatch metrics) of the selected shard.
 
-The panel runs its own work while it is shown: `console.heat.sampler.HeatSampler` in one worker
-(each `StreamHeatSnapshot` goes to `update_snapshot()`); a stream with more open shards than
+The panel runs its own work while it is shown: `console.heat.sampler.HeatSampler` in one worker, a
+thread with its own event loop and its own backend (opened again the way the app's was,
+`opened_again`), so that GetRecords' calls, their decoding, the counting and each second's reading
+(`ReadingMaker`) never hold up a key; each `Reading` is posted to the panel, which only shows it (with
+EFO, whose subscriptions live on the app's backend, the sampler runs on the UI's loop); a stream with more open shards than
 `shards_per_second` is read in turn (console.heat.rotation: the selected shard and the hottest every
 second, the rest once a pass), the header says how much a pass covers and each row how old its
 figures are. Only the rows of shards read since the last snapshot are built again, so a
@@ -26,7 +29,11 @@ on CloudWatch enhanced monitoring (the app asks for the stream name first; greye
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from rich.text import Text
 from textual import events, on, work
@@ -37,8 +44,9 @@ from textual.message import Message
 from textual.reactive import reactive, var
 from textual.widget import Widget
 from textual.widgets import Static
+from textual.worker import get_current_worker
 
-from console.backend.protocol import CLOUDWATCH, ConsoleBackend
+from console.backend.protocol import CLOUDWATCH, OWN_LOOP, ConsoleBackend
 from console.errors import ConsoleError
 from console.heat.capacity import MetricSeries, enabled_shard_metrics, shard_metrics, unavailable_reason
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS
@@ -58,10 +66,90 @@ from console.ui.widgets.heat_map import MAP_SECONDS, HeatMap, HeatRow, legend
 from console.ui.widgets.metric_lines import capacity_text
 from console.ui.widgets.shard_columns import ShardHeat
 
+LOCK_HANDOVER_SECONDS = 0.001  # the interpreter's switch interval while the sampler's thread runs
 SHARD_CAPACITY_SECONDS = 60.0  # a selected shard's metrics are fetched again after this long (CloudWatch's resolution)
 SETTLE_SECONDS = 0.3  # after a selection change: arrow keys held down fetch once, for where they stop
 EFO_OFFER = "f samples with EFO, without sharing"  # a throttled sampler's offer
 MONITORING_OFF = "per-shard CloudWatch metrics need enhanced monitoring on the stream (e turns it on)"
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One second of the sampler, worked out on the sampler's loop (ReadingMaker) so that the UI's loop
+    only shows it: the snapshot (keys masked when masking), the header, the shard table's figures and
+    each shard's place in key-space order."""
+
+    stream: str
+    snapshot: StreamHeatSnapshot
+    coverage: str  # what a second of sampling covers
+    read_cost: str  # what kconsole's own reads take of each shard's budget
+    rotating: bool  # read in turn (each row's figures are as of its last read)
+    total: Text  # the header, for the order `hottest_first`
+    hottest_first: bool
+    figures: dict[str, ShardHeat]  # what the shard table and the ribbon show (see `shard_figures`)
+    positions: dict[str, int]  # shard id -> its place in key-space order
+
+
+class ReadingMaker:
+    """Readings of one sampler, made where it runs. At 10,000 shards a second's reading touches every
+    shard (masking, figures, positions, header sums): done here, off the UI's loop, and only for the
+    shards read since the last one (the others' objects are handed on as they were, which is what lets
+    the map and the shard table skip them)."""
+
+    def __init__(self) -> None:
+        self._masked: dict[str, tuple[ShardHeatSnapshot, ShardHeatSnapshot]] = {}
+        self._figures: dict[str, tuple[ShardHeatSnapshot, ShardHeat]] = {}
+        self._ids: list[str] = []
+        self._positions: dict[str, int] = {}
+
+    def make(
+        self,
+        snapshot: StreamHeatSnapshot,
+        *,
+        key_mask: Callable[[str], str] | None,
+        coverage: str,
+        read_cost: str,
+        rotating: bool,
+        hottest_first: bool,
+    ) -> Reading:
+        if key_mask is not None:
+            snapshot = replace(snapshot, shards=tuple(self._mask(shard, key_mask) for shard in snapshot.shards))
+        ids = [shard.shard_id for shard in snapshot.shards]
+        if ids != self._ids:  # shards born or closed: the places change (a new dict: the old one stays as shown)
+            self._ids, self._positions = ids, {shard_id: index for index, shard_id in enumerate(ids)}
+            self._masked = {shard_id: known for shard_id, known in self._masked.items() if shard_id in self._positions}
+        return Reading(
+            snapshot.stream,
+            snapshot,
+            coverage,
+            read_cost,
+            rotating,
+            total_text(
+                snapshot, rotating=rotating, hottest_first=hottest_first, coverage=coverage, read_cost=read_cost
+            ),
+            hottest_first,
+            self._live_figures(snapshot),
+            self._positions,
+        )
+
+    def _mask(self, shard: ShardHeatSnapshot, key_mask: Callable[[str], str]) -> ShardHeatSnapshot:
+        known = self._masked.get(shard.shard_id)
+        if known is not None and known[0] is shard:
+            return known[1]
+        masked = shard.with_keys(key_mask)
+        self._masked[shard.shard_id] = (shard, masked)
+        return masked
+
+    def _live_figures(self, snapshot: StreamHeatSnapshot) -> dict[str, ShardHeat]:
+        made = self._figures
+        for shard in snapshot.shards:
+            known = made.get(shard.shard_id)
+            if known is None or known[0] is not shard:
+                made[shard.shard_id] = (shard, shard_figures(shard))
+        if len(made) > len(snapshot.shards):  # shards gone: forget them
+            for shard_id in [shard_id for shard_id in made if shard_id not in self._positions]:
+                del made[shard_id]
+        return {shard_id: known[1] for shard_id, known in made.items()}
 
 
 class HeatPanel(Widget, can_focus=True):
@@ -148,12 +236,16 @@ class HeatPanel(Widget, can_focus=True):
         self.rotating = False
         self.reads_with_efo = False  # f: sample from enhanced fan-out's pushed events
         self.efo = EfoConsumer(self, "heat")
+        # The running sampler and the loop it runs on (a worker thread's, or the UI's with EFO).
         self._sampler: HeatSampler | None = None
+        self._sampler_loop: asyncio.AbstractEventLoop | None = None
+        self._run = 0  # which sampling run the readings shown come from (a stopped run's are dropped)
+        self._sampling_done = threading.Event()  # set when the last sampler's thread has stopped
+        self._sampling_done.set()
         self._ordered: list[ShardHeatSnapshot] | None = None  # ordered_shards of this snapshot and order
         self._positions: dict[str, int] = {}  # shard id -> its place in _ordered
         # Per shard, the snapshot a row (or the live figures) was made from: made again only when it changes.
         self._rows: dict[str, tuple[ShardHeatSnapshot, HeatRow]] = {}
-        self._figures: dict[str, tuple[ShardHeatSnapshot, ShardHeat]] = {}
         # Per Static: what it shows, at what width, in how many lines.
         self._texts: dict[str, tuple[Text, int, int]] = {}
         self._shown = False
@@ -204,7 +296,9 @@ class HeatPanel(Widget, can_focus=True):
             self._watch_shard_capacity(self.backend, self.stream)
 
     def _stop_work(self) -> None:
-        # The sampler's readers stop with the worker (HeatSampler.__aexit__ awaits them all).
+        # The sampler's readers stop with the worker (HeatSampler.__aexit__ awaits them all); what its
+        # thread posted meanwhile is not shown.
+        self._run += 1
         self.workers.cancel_group(self, "heat")
         self.workers.cancel_group(self, "heat-cloudwatch")
 
@@ -229,14 +323,64 @@ class HeatPanel(Widget, can_focus=True):
             self.notify(f"heat: {error.message}; sampling with GetRecords", severity="warning", timeout=8)
             return None
 
+    def _sample(self, backend: ConsoleBackend, stream: str) -> None:
+        """Start sampling `stream` (the running sampler stops first). GetRecords' calls, their decoding
+        and the counting run in a worker thread on its own loop and backend, so keys never wait behind
+        them; only the readings come to the UI's loop. With EFO (its subscriptions live on the app's
+        backend), or a source that cannot be opened again, the sampler runs on the UI's loop."""
+        self._run += 1
+        if self.reads_with_efo or OWN_LOOP not in backend.capabilities:
+            self._sample_on_loop(backend, stream, self._run)
+            return
+        previous, self._sampling_done = self._sampling_done, threading.Event()
+        self._sample_in_thread(backend, stream, self._run, previous, self._sampling_done)
+
     @work(exclusive=True, group="heat", exit_on_error=False)
-    async def _sample(self, backend: ConsoleBackend, stream: str) -> None:
+    async def _sample_on_loop(self, backend: ConsoleBackend, stream: str, run: int) -> None:
         try:
-            await self._sample_with(backend, stream, await self._subscriptions(backend, stream))
+            subscribe = await self._subscriptions(backend, stream)
+            await self._sample_with(backend, stream, subscribe, lambda reading: self._take_reading(run, reading))
+        except ConsoleError as error:
+            self._sampling_failed(run, stream, error.message)
         finally:
             await self.efo.release()
 
-    async def _sample_with(self, backend: ConsoleBackend, stream: str, subscribe: Subscribe | None) -> None:
+    @work(thread=True, exclusive=True, group="heat", exit_on_error=False)
+    async def _sample_in_thread(
+        self, backend: ConsoleBackend, stream: str, run: int, previous: threading.Event, done: threading.Event
+    ) -> None:
+        """The sampler on this thread's own loop, with a backend of its own; each reading is posted to
+        the panel. Ends when the worker is cancelled (the tab hidden, another stream, unmounted)."""
+        worker = get_current_worker()
+        # Two threads of Python now share one interpreter lock: the UI's loop, woken by a key, waits for
+        # this one to hand it over, by default after up to 5 ms each time. Handed over within 1 ms.
+        handover = sys.getswitchinterval()
+        sys.setswitchinterval(min(handover, LOCK_HANDOVER_SECONDS))
+        try:
+            # The last sampler hands its window over (`_history`) when it has stopped.
+            while not previous.wait(0.05):
+                if worker.is_cancelled:
+                    return
+            async with backend.opened_again() as own:
+                own.on_retry = lambda event: self.post_message(self._Retried(run, event))
+                sampling = asyncio.create_task(
+                    self._sample_with(own, stream, None, lambda reading: self.post_message(self._Reading(run, reading)))
+                )
+                while not sampling.done():
+                    if worker.cancelled_event.is_set():
+                        sampling.cancel()
+                    await asyncio.wait({sampling}, timeout=0.1)
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sampling
+        except ConsoleError as error:
+            self.post_message(self._Failed(run, stream, error.message))
+        finally:
+            sys.setswitchinterval(handover)  # the thread is gone: the default handover is cheaper
+            done.set()
+
+    async def _sample_with(
+        self, backend: ConsoleBackend, stream: str, subscribe: Subscribe | None, deliver: Callable[[Reading], object]
+    ) -> None:
         # Back on the tab, the last window carries on: its minutes of history stay, and what arrived
         # while the tab was hidden is read and counted (HeatSampler's resume).
         sampler = HeatSampler(
@@ -249,27 +393,78 @@ class HeatPanel(Widget, can_focus=True):
         )
         sampler.selected = self.selected_shard
         sampler.rank_by_cloudwatch = self._cloudwatch_ranks()
-        self._sampler = sampler
+        self._sampler, self._sampler_loop = sampler, asyncio.get_running_loop()
+        maker = ReadingMaker()
         try:
             async with sampler:
-                self.rotating = sampler.rotation is not None
                 async for snapshot in sampler.snapshots(every=1.0, series_seconds=MAP_SECONDS):
                     if sampler.heat is not None and sampler.heat.auto_distribution != self._auto_distribution:
                         sampler.heat.auto_distribution = self._auto_distribution  # the next snapshot follows
-                    self.coverage = sampler.coverage_text()
-                    self.read_cost = EFO_READ_COST if subscribe else sampler.read_share.summary(EFO_OFFER)
-                    self.update_snapshot(snapshot)
-                    self.post_message(self.HeatChanged(stream, self.live_figures(snapshot)))
-        except ConsoleError as error:
-            self.notify(f"heat: {error.message}", severity="error", timeout=8)
-            if stream == self.stream:  # the toast goes; the panel keeps saying why it has no rows
-                self._show_no_snapshot(Text(f"heat: {printable(error.message)}", style="bold red"))
-            self.post_message(self.HeatStopped())
+                    reading = maker.make(
+                        snapshot,
+                        key_mask=self.key_mask if self.masking else None,
+                        coverage=sampler.coverage_text(),
+                        read_cost=EFO_READ_COST if subscribe else sampler.read_share.summary(EFO_OFFER),
+                        rotating=sampler.rotation is not None,
+                        hottest_first=self.hottest_first,
+                    )
+                    deliver(reading)
         finally:
             if self._sampler is sampler:
-                self._sampler = None
+                self._sampler = self._sampler_loop = None
             if stream == self.stream and sampler.heat is not None:
                 self._history = sampler.heat
+
+    class _Reading(Message, bubble=False):
+        """A reading of the sampler's thread, for the panel on the UI's loop."""
+
+        def __init__(self, run: int, reading: Reading) -> None:
+            super().__init__()
+            self.run, self.reading = run, reading
+
+    class _Failed(Message, bubble=False):
+        def __init__(self, run: int, stream: str, message: str) -> None:
+            super().__init__()
+            self.run, self.stream, self.message = run, stream, message
+
+    class _Retried(Message, bubble=False):
+        """A call of the sampler's backend retried: shown where the app's own retries are."""
+
+        def __init__(self, run: int, event: object) -> None:
+            super().__init__()
+            self.run, self.event = run, event
+
+    @on(_Reading)
+    def _reading_posted(self, message: _Reading) -> None:
+        self._take_reading(message.run, message.reading)
+
+    @on(_Failed)
+    def _failure_posted(self, message: _Failed) -> None:
+        self._sampling_failed(message.run, message.stream, message.message)
+
+    @on(_Retried)
+    def _retry_posted(self, message: _Retried) -> None:
+        if message.run == self._run and self.backend is not None and self.backend.on_retry is not None:
+            self.backend.on_retry(message.event)
+
+    def _take_reading(self, run: int, reading: Reading) -> None:
+        if run != self._run or reading.stream != self.stream:
+            return  # a sampler stopped since: its last readings are not shown
+        self.rotating, self.coverage, self.read_cost = reading.rotating, reading.coverage, reading.read_cost
+        self._show_snapshot(
+            reading.snapshot,
+            positions=reading.positions,
+            total=reading.total if reading.hottest_first == self.hottest_first else None,
+        )
+        self.post_message(self.HeatChanged(reading.stream, reading.figures))
+
+    def _sampling_failed(self, run: int, stream: str, message: str) -> None:
+        if run != self._run:
+            return
+        self.notify(f"heat: {message}", severity="error", timeout=8)
+        if stream == self.stream:  # the toast goes; the panel keeps saying why it has no rows
+            self._show_no_snapshot(Text(f"heat: {printable(message)}", style="bold red"))
+        self.post_message(self.HeatStopped())
 
     @work(exclusive=True, group="heat-cloudwatch", exit_on_error=False)
     async def _watch_shard_capacity(self, backend: ConsoleBackend, stream: str) -> None:
@@ -382,20 +577,33 @@ class HeatPanel(Widget, can_focus=True):
     def update_snapshot(self, snapshot: StreamHeatSnapshot) -> None:
         if self.key_mask is not None and self.masking:
             snapshot = snapshot.with_keys(self.key_mask)
+        self._show_snapshot(snapshot)
+
+    def _show_snapshot(
+        self, snapshot: StreamHeatSnapshot, *, positions: dict[str, int] | None = None, total: Text | None = None
+    ) -> None:
+        """Show a snapshot; `positions` (each shard's place in key-space order) and `total` (the header)
+        when its reading worked them out already."""
         self.snapshot = snapshot
         self._ordered = None
+        if positions is not None and not self.hottest_first:
+            self._ordered, self._positions = list(snapshot.shards), positions
         if self.selected_shard not in self._ordered_positions():
             hottest = snapshot.hottest
             self._select(hottest.shard_id if hottest else (snapshot.shards[0].shard_id if snapshot.shards else None))
-        self._render_snapshot()
+        self._render_snapshot(total)
 
     def watch_cloudwatch(self, reading: CloudWatchReading | None) -> None:
         """The stream-level CloudWatch metrics (no metrics: the reading's problem says why)."""
         if self.is_mounted:
             self.query_one("#heat-capacity", Static).update(cloudwatch_text(reading))
-        if self._sampler is not None and reading is not None and reading.metrics is not None:
-            # Readers refused while kconsole samples: it gives them back some of the shards' budget.
-            self._sampler.read_share.stream_throttled(reading.metrics.latest("ReadProvisionedThroughputExceeded"))
+        sampler, loop = self._sampler, self._sampler_loop
+        if sampler is not None and loop is not None and reading is not None and reading.metrics is not None:
+            # Readers refused while kconsole samples: it gives them back some of the shards' budget
+            # (on the sampler's own loop, which may be its thread's).
+            refused = reading.metrics.latest("ReadProvisionedThroughputExceeded")
+            with contextlib.suppress(RuntimeError):  # its loop has just closed: nothing to give back
+                loop.call_soon_threadsafe(sampler.read_share.stream_throttled, refused)
 
     def show_shard_capacity(self, shard_id: str | None, metrics: MetricSeries | None, note: str | None = None) -> None:
         """The selected shard's shard-level CloudWatch metrics, or a line saying why there are none
@@ -453,31 +661,18 @@ class HeatPanel(Widget, can_focus=True):
         self._rows[shard.shard_id] = (shard, row)
         return row
 
-    def live_figures(self, snapshot: StreamHeatSnapshot) -> dict[str, ShardHeat]:
-        """What the shard table and the ribbon show of a reading (see `shard_figures`); the figures of
-        shards not read since the last reading are the same objects as before."""
-        made = self._figures
-        for shard in snapshot.shards:
-            known = made.get(shard.shard_id)
-            if known is None or known[0] is not shard:
-                made[shard.shard_id] = (shard, shard_figures(shard))
-        if len(made) > len(snapshot.shards):  # shards gone (another stream): forget them
-            current = {shard.shard_id for shard in snapshot.shards}
-            for shard_id in [shard_id for shard_id in made if shard_id not in current]:
-                del made[shard_id]
-        return {shard_id: known[1] for shard_id, known in made.items()}
-
-    def _render_snapshot(self) -> None:
+    def _render_snapshot(self, total: Text | None = None) -> None:
         snapshot = self.snapshot
         if snapshot is None or not self.is_mounted:
             return
-        total = total_text(
-            snapshot,
-            rotating=self.rotating,
-            hottest_first=self.hottest_first,
-            coverage=self.coverage,
-            read_cost=self.read_cost,
-        )
+        if total is None:
+            total = total_text(
+                snapshot,
+                rotating=self.rotating,
+                hottest_first=self.hottest_first,
+                coverage=self.coverage,
+                read_cost=self.read_cost,
+            )
         self._show_text("#heat-total", total)
         heat_map = self.query_one(HeatMap)
         heat_map.show(

@@ -127,12 +127,16 @@ def total_text(
             idle = f"idle, no records written in the {seconds:.0f} s sampled so far"
         total = Text(f"{snapshot.stream}: {idle}", style="italic")
     else:
-        # Reading in turn, each shard counts as of its last read (its age in the map).
+        # Reading in turn, each shard counts as of its last read (its age in the map), and the shards not
+        # read yet count nothing: until the first pass has read them all, the figure says what it covers.
         last = "each shard's last" if rotating else "last"
+        read = sum(1 for shard in snapshot.shards if shard.sampled_at is not None) if rotating else 0
+        unread = rotating and read < len(snapshot.shards)
+        covers = f"; covers {read:,} of {len(snapshot.shards):,} shards" if unread else ""
         total = Text(
             f"{snapshot.stream}: {recent:,.1f} rec/s  {recent_bytes / 1024:,.1f} KiB/s "
             f"({last} {RECENT_SECONDS} s; {snapshot.records_per_s:,.1f} rec/s over "
-            f"{snapshot.window_end - snapshot.window_start:.0f} s)"
+            f"{snapshot.window_end - snapshot.window_start:.0f} s{covers})"
         )
     total.append(f"  ({order}; h toggles, ↑↓ select)", style="dim")
     if rotating and coverage:

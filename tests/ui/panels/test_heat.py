@@ -112,3 +112,24 @@ async def test_heat_panel_tells_the_app_when_its_tab_is_left_and_revisited():
         await pilot.pause()
         await pilot.pause()
         assert seen[-1:] == ["hidden"]
+
+
+def test_the_total_says_how_many_shards_it_covers_until_a_pass_has_read_them_all():
+    """Reading in turn, a shard not read yet counts nothing: the stream's rate says what it covers."""
+    from console.ui.panels.heat_text import total_text
+
+    index = HashRangeIndex.even(6)
+    shards = [Shard(sid, s, e) for sid, s, e in zip(index.shard_ids, index.starts, index.endings)]
+    heat = StreamHeat("orders", shards, window_start=100.0)
+    for shard in shards[:2]:
+        heat.observe(shard.shard_id, [(100.0 + n / 10, "k", 100) for n in range(50)])
+        heat.mark_sampled(shard.shard_id, 105.0)
+
+    def header() -> str:
+        snapshot = heat.snapshot(now=105.0, series_seconds=MAP_SECONDS, as_sampled=True)
+        return str(total_text(snapshot, rotating=True, hottest_first=False, coverage="", read_cost=""))
+
+    assert "covers 2 of 6 shards" in header()
+    for shard in shards[2:]:
+        heat.mark_sampled(shard.shard_id, 105.0)
+    assert "rec/s" in header() and "covers" not in header()  # every shard read: the figure is the stream's
