@@ -16,6 +16,7 @@ on screen, so a refresh of 1,000 streams never holds the keys up.
 from __future__ import annotations
 
 import asyncio
+import importlib
 from typing import Any
 
 from textual import work
@@ -228,15 +229,13 @@ class StreamPickerScreen(ModalScreen[str | None]):
         """The rows, with each stream's worst reader read beside the metrics when the source offers
         the readers' services (a few calls for the whole region: console.consumers.readers); a
         readers' service that cannot be listed only leaves the rows without their readers."""
-        from console.consumers.readers import fleet_reader_lag
-
         facts = list(self._facts.values())
         names = [f.name for f in facts]
-        readers = (
-            asyncio.ensure_future(fleet_reader_lag(self._backend, names))
-            if READERS in self._backend.capabilities
-            else None
-        )
+        readers = None
+        if READERS in self._backend.capabilities:
+            # Imported in a thread the first time: its ~60 ms of module code would hold the keys up.
+            lag = await asyncio.to_thread(importlib.import_module, "console.consumers.readers")
+            readers = asyncio.ensure_future(lag.fleet_reader_lag(self._backend, names))
         try:
             metrics = await read_fleet_metrics(self._backend, names)
         except BaseException:

@@ -86,7 +86,10 @@ class FleetTable(CursorNavigation, can_focus=True):
     # ---- data in -------------------------------------------------------------------------------
 
     def set_lines(self, lines: Sequence[FleetLine], *, cursor_on: str | None = None) -> None:
-        """Every line, in order, at once; the cursor on `cursor_on` when shown, else on its row."""
+        """Every line, in order, at once; the cursor on `cursor_on` when shown, else on its row. The
+        table is drawn again only when what it shows changed: a batch of rows below the screen costs
+        no frame."""
+        shown = self._on_screen()
         self._lines = list(lines)
         self._index = {line.key: row for row, line in enumerate(self._lines)}
         widths = [cell_len(label) for label in self._labels]
@@ -97,7 +100,15 @@ class FleetTable(CursorNavigation, can_focus=True):
         self._cursor = max(0, min(self._cursor, len(self._lines) - 1))
         self._update_virtual_size()
         self._scroll_cursor_into_view()
-        self.refresh()
+        if self._on_screen() != shown:
+            self.refresh()
+
+    def _on_screen(self) -> tuple[object, ...]:
+        """What the table's drawing depends on: the lines in sight, the cursor, the scroll and the
+        column widths."""
+        top = round(self.scroll_y)
+        in_sight = tuple(self._lines[top : top + self._lines_visible()])
+        return (in_sight, self._cursor, top, round(self.scroll_x), tuple(self._widths))
 
     @property
     def row_count(self) -> int:
