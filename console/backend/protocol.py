@@ -225,7 +225,14 @@ class MetricsBackend(Protocol):
     ) -> dict[str, dict[str, MetricPoints]]: ...
 
     async def streams_metrics(
-        self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime, period: int = 60
+        self,
+        streams: list[str],
+        metrics: dict[str, str],
+        start: datetime,
+        end: datetime,
+        period: int = 60,
+        *,
+        per_call: int | None = None,
     ) -> StreamsMetrics: ...
 
     async def metric_series(
