@@ -3,9 +3,10 @@ every stream of the region with its rates, the last 30 minutes as a sparkline, u
 age, throttles and EFO consumers, worst first; a row in trouble is red and says why.
 
 The screen runs its own work: the list (ListStreams' summaries, the first rows), then, together,
-every stream's CloudWatch metrics in one batched read and each stream's summary for shard and
-consumer counts (DESCRIBE_CONCURRENCY at once, as `kconsole streams` does, shown a batch at a time);
-the metrics are read again once a minute, a refresh starting only when the previous one has ended.
+every stream's CloudWatch metrics in one batched read (METRIC_QUERIES_PER_CALL queries a call) and
+each stream's summary for shard and consumer counts (DESCRIBE_CONCURRENCY at once, as `kconsole
+streams` does, shown a batch at a time); the metrics are read again once a minute, a refresh
+starting only when the previous one has ended.
 Enter opens the highlighted stream; `/` filters by name; `s` changes the order; `r` refreshes now;
 j / k move as everywhere in the console.
 
