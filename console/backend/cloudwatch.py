@@ -76,27 +76,17 @@ class CloudWatchBackend:
         return {name: sorted(found.get(index, [])) for index, name in enumerate(names)}
 
     async def streams_metrics(
-        self,
-        streams: list[str],
-        metrics: dict[str, str],
-        start: datetime,
-        end: datetime,
-        period: int = 60,
-        *,
-        per_call: int | None = None,
+        self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime, period: int = 60
     ) -> StreamsMetrics:
         """Stream-level series of many streams ({stream: {metric: points}}): one query per stream and
-        metric, 500 to a GetMetricData call (its limit), so 1,000 streams x 5 metrics is 10 calls;
-        `per_call` fewer to a call where each call's work must stay short (the same queries, so the
-        same CloudWatch charge, in more calls: a console's UI loop serves keys between them). A
+        metric, 500 to a GetMetricData call (its limit), so 1,000 streams x 5 metrics is 10 calls. A
         query CloudWatch answers Forbidden or InternalError marks its stream; the others keep theirs.
         So does a call that fails once an earlier one was answered (CloudWatch is there: the failure is
         that call's); a first call that fails raises (no CloudWatch, no permission: one reason for all)."""
         pairs = [(stream, metric) for stream in streams for metric in metrics]
         found = StreamsMetrics({stream: {metric: [] for metric in metrics} for stream in streams}, {}, 0)
-        size = min(per_call or QUERIES_PER_CALL, QUERIES_PER_CALL)
-        for offset in range(0, len(pairs), size):
-            batch = pairs[offset : offset + size]
+        for offset in range(0, len(pairs), QUERIES_PER_CALL):
+            batch = pairs[offset : offset + QUERIES_PER_CALL]
             queries = [
                 _metric_query(index, metric, metrics[metric], period, StreamName=stream)
                 for index, (stream, metric) in enumerate(batch)

@@ -225,14 +225,7 @@ class MetricsBackend(Protocol):
     ) -> dict[str, dict[str, MetricPoints]]: ...
 
     async def streams_metrics(
-        self,
-        streams: list[str],
-        metrics: dict[str, str],
-        start: datetime,
-        end: datetime,
-        period: int = 60,
-        *,
-        per_call: int | None = None,
+        self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime, period: int = 60
     ) -> StreamsMetrics: ...
 
     async def metric_series(

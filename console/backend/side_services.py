@@ -69,16 +69,9 @@ class SideServiceCalls(KinesisCalls):
         return await self._cloudwatch.stream_metrics(stream, metrics, start, end, period)
 
     async def streams_metrics(
-        self,
-        streams: list[str],
-        metrics: dict[str, str],
-        start: datetime,
-        end: datetime,
-        period: int = 60,
-        *,
-        per_call: int | None = None,
+        self, streams: list[str], metrics: dict[str, str], start: datetime, end: datetime, period: int = 60
     ) -> StreamsMetrics:
-        return await self._cloudwatch.streams_metrics(streams, metrics, start, end, period, per_call=per_call)
+        return await self._cloudwatch.streams_metrics(streams, metrics, start, end, period)
 
     async def put_metric_data(self, namespace: str, points: list[dict[str, Any]]) -> None:
         await self._cloudwatch.put_metric_data(namespace, points)

@@ -320,15 +320,12 @@ class FleetMetrics:
     problem: str | None = None  # one line when CloudWatch could not be read at all
 
 
-async def read_fleet_metrics(
-    backend: Any, names: Sequence[str], *, now: datetime | None = None, per_call: int | None = None
-) -> FleetMetrics:
-    """The last 30 minutes' stream-level metrics of `names`, in one batched read (`per_call` queries
-    to a GetMetricData call, else its limit). It needs only the names, so a caller may run it while
-    it still describes the streams."""
+async def read_fleet_metrics(backend: Any, names: Sequence[str], *, now: datetime | None = None) -> FleetMetrics:
+    """The last 30 minutes' stream-level metrics of `names`, in one batched read. It needs only the
+    names, so a caller may run it while it still describes the streams."""
     start, end = minute_window(WINDOW_MINUTES, now)
     try:
-        found = await backend.streams_metrics(list(names), FLEET_METRICS, start, end, PERIOD, per_call=per_call)
+        found = await backend.streams_metrics(list(names), FLEET_METRICS, start, end, PERIOD)
     except ConsoleError as error:  # no permission, no CloudWatch: the list stands, the reason is one line
         return FleetMetrics(start, problem=unavailable_reason(error).removeprefix("no CloudWatch metrics: "))
     return FleetMetrics(start, found)

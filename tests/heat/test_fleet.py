@@ -25,7 +25,6 @@ from console.heat.fleet import (
     StreamFacts,
     build_row,
     fleet_rows,
-    read_fleet_metrics,
     sort_rows,
     sparkline,
 )
@@ -148,26 +147,6 @@ async def test_getmetricdata_is_batched_500_queries_a_call(local_kinesis, make_s
             fleet = await fleet_rows(backend, facts)
     assert len(fleet.rows) == 250 and fleet.problem is None
     assert proxy.stats["pass:GetMetricData"] == fleet.metric_calls == 3  # 1,250 queries: 500, 500, 250
-
-
-async def test_fewer_queries_a_call_read_the_same_series_in_more_calls(local_kinesis, make_stream):
-    """The fleet screen's smaller GetMetricData calls (each one's work short on the UI loop) read what
-    the 500-query calls read."""
-    streams = [await make_stream(shards=1) for _ in range(3)]
-    await put_points(
-        local_kinesis.endpoint_url,
-        [(name, "IncomingRecords", 60.0 * (i + 1), minutes_ago(2)) for i, name in enumerate(streams)],
-    )
-    names = streams + [f"absent-{i}" for i in range(57)]  # 60 streams x 5 metrics: 300 queries
-    async with FaultProxy(int(local_kinesis.endpoint_url.rsplit(":", 1)[1])) as proxy:
-        config = BackendConfig(kind="endpoint", region="us-east-1", endpoint_url=proxy.endpoint_url)
-        async with open_backend(config) as backend:
-            whole = await read_fleet_metrics(backend, names)
-            sliced = await read_fleet_metrics(backend, names, per_call=100)
-    assert (whole.found.calls, sliced.found.calls) == (1, 3)
-    assert proxy.stats["pass:GetMetricData"] == 4
-    assert sliced.found.series == whole.found.series
-    assert [sum(v for _, v in sliced.found.series[name]["IncomingRecords"]) for name in streams] == [60.0, 120.0, 180.0]
 
 
 async def test_a_failed_getmetricdata_call_marks_only_its_own_streams(local_kinesis, make_stream):

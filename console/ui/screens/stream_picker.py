@@ -3,10 +3,9 @@ every stream of the region with its rates, the last 30 minutes as a sparkline, u
 age, throttles and EFO consumers, worst first; a row in trouble is red and says why.
 
 The screen runs its own work: the list (ListStreams' summaries, the first rows), then, together,
-every stream's CloudWatch metrics in one batched read (METRIC_QUERIES_PER_CALL queries a call) and
-each stream's summary for shard and consumer counts (DESCRIBE_CONCURRENCY at once, as `kconsole
-streams` does, shown a batch at a time); the metrics are read again once a minute, a refresh
-starting only when the previous one has ended.
+every stream's CloudWatch metrics in one batched read and each stream's summary for shard and
+consumer counts (DESCRIBE_CONCURRENCY at once, as `kconsole streams` does, shown a batch at a time);
+the metrics are read again once a minute, a refresh starting only when the previous one has ended.
 Enter opens the highlighted stream; `/` filters by name; `s` changes the order; `r` refreshes now;
 j / k move as everywhere in the console.
 
@@ -66,9 +65,6 @@ COLUMNS = (
 
 # Streams described a batch at a time: the Shards and EFO columns fill as the answers come.
 COUNTS_BATCH = 100
-# GetMetricData queries a call: building and parsing 500 (its limit) is ~50 ms on the UI loop, 100
-# about a fifth, so a key waits no longer; the same queries, so the same CloudWatch charge.
-METRIC_QUERIES_PER_CALL = 100
 # Rows built (or their lines made) between two turns of the UI loop: ~10 ms of work, so a key waits no longer.
 ROWS_PER_STEP = 50
 
@@ -241,7 +237,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
             lag = await asyncio.to_thread(importlib.import_module, "console.consumers.readers")
             readers = asyncio.ensure_future(lag.fleet_reader_lag(self._backend, names))
         try:
-            metrics = await read_fleet_metrics(self._backend, names, per_call=METRIC_QUERIES_PER_CALL)
+            metrics = await read_fleet_metrics(self._backend, names)
         except BaseException:
             if readers is not None:
                 readers.cancel()
