@@ -208,6 +208,17 @@ def client_config(config: BackendConfig | None = None) -> Any:
     )
 
 
+def load_service_models(session: Any, service: str) -> None:
+    """Load (into the session's loader cache) what creating `service`'s client reads: its API model
+    and its endpoint rules."""
+    loader = session.get_component("data_loader")
+    for kind in ("service-2", "endpoint-rule-set-1"):
+        try:
+            loader.load_service_model(service, kind)
+        except Exception:  # a model this botocore lacks: creating the client says so, on its own terms
+            return
+
+
 def create_client(
     session: Any, service: str, region: str, endpoint_url: str | None, config: Any, credentials: tuple[str, str] | None
 ) -> Any:
@@ -282,6 +293,9 @@ class SideClients:
 
     async def get(self, service: str) -> Any:
         if service not in self._clients:
+            # The service's model read in a thread first (tens of ms of JSON a service): a console asks
+            # for these clients while its UI loop serves keys, and the client then finds it cached.
+            await asyncio.to_thread(load_service_models, self._session, service)
             config = self._config
             if service in UNCHECKED_SERVICES:
                 from aiobotocore.config import AioConfig

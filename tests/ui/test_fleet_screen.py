@@ -284,3 +284,45 @@ async def test_refreshing_the_fleet_over_and_over_holds_its_memory_flat(local_ki
                 finally:
                     tracemalloc.stop()
     assert grown < 2 * 1024 * 1024, f"10 refreshes left {grown / 1024:.0f} KiB more held"
+
+
+async def test_a_metrics_pass_ends_with_the_shard_counts_described_while_it_ran(local_kinesis):
+    """A refresh of the metrics is held at the transport (GetMetricData stalled); meanwhile the stream
+    goes from one shard to two and `r` describes it again. When the held refresh ends, the row shows
+    two shards: its rows take the newest facts, not the ones the refresh began with."""
+    from console.backend import BackendConfig, open_backend
+    from tests.faultproxy import FaultProxy, Faults
+
+    region = "eu-north-1"
+    async with open_backend(
+        BackendConfig(kind="local", region=region, endpoint_url=local_kinesis.endpoint_url)
+    ) as backend:
+        (name,) = await create_streams(backend, "fleet-race-", 1)
+        await put_points(local_kinesis.endpoint_url, [(name, "IncomingRecords", 60.0, minutes_ago(2))], region=region)
+        async with FaultProxy(int(local_kinesis.endpoint_url.rsplit(":", 1)[1])) as proxy:
+            config = BackendConfig(kind="endpoint", region=region, endpoint_url=proxy.endpoint_url)
+            async with open_backend(config) as source:
+                app = RecordingApp(source, stream=None, interval=60)
+                async with app.run_test(size=(160, 40)) as pilot:
+                    await wait_until(pilot, lambda: isinstance(app.screen, StreamPickerScreen), what="the fleet")
+                    screen = app.screen
+                    table = screen.query_one("#picker-list", FleetTable)
+                    shards = COLUMNS.index("Shards")
+
+                    def shown() -> str:
+                        return table.line(name).cells[shards] if name in table.keys else ""
+
+                    def refreshed() -> bool:
+                        return "in trouble" in str(screen.query_one("#picker-status").render())
+
+                    await wait_until(pilot, lambda: refreshed() and shown() == "1", what="the fleet loaded")
+                    proxy.faults = Faults(stall=1.0, stall_seconds=4.0, operations=frozenset({"GetMetricData"}))
+                    screen._refresh_metrics()  # the minute's refresh, now
+                    await wait_until(pilot, lambda: proxy.stats["stall:GetMetricData"] >= 1, what="the refresh held")
+                    await backend.update_shard_count(name, 2)
+                    await pilot.press("r")  # the list again, each stream described while the refresh is held
+                    await wait_until(pilot, lambda: shown() == "2", what="two shards described")
+                    assert not refreshed(), "the refresh was not held until the stream was described again"
+                    await wait_until(pilot, refreshed, timeout=30, what="the held refresh ended")
+                    await pilot.pause(0.1)
+                    assert shown() == "2", f"the held refresh left the row at {shown()!r} shards"

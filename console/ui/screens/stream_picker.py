@@ -16,6 +16,7 @@ on screen, so a refresh of 1,000 streams never holds the keys up.
 from __future__ import annotations
 
 import asyncio
+import importlib
 from typing import Any
 
 from textual import work
@@ -65,8 +66,8 @@ COLUMNS = (
 
 # Streams described a batch at a time: the Shards and EFO columns fill as the answers come.
 COUNTS_BATCH = 100
-# Rows built from a read of the metrics between two turns of the UI loop.
-ROWS_PER_STEP = 250
+# Rows built (or their lines made) between two turns of the UI loop: ~10 ms of work, so a key waits no longer.
+ROWS_PER_STEP = 50
 
 
 def row_cells(row: FleetRow) -> tuple[str, ...]:
@@ -163,7 +164,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
         facts = [StreamFacts.from_stream(summary) for summary in listed]
         self._facts = {f.name: f for f in facts}
         self._rows = {f.name: self._rows.get(f.name) or build_row(f, None) for f in facts}
-        self._show()
+        await self._update_table()
         if not facts:
             status.update(
                 "this backend has no streams; create one: kconsole stream create NAME (plus this "
@@ -189,8 +190,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
             for summary in described:
                 if summary.name in self._facts:
                     self._facts[summary.name] = StreamFacts.from_stream(summary)
-            self._recompute()
-            self._show()
+            await self._update_table()
 
     def _refresh_metrics(self) -> None:
         if not self._refreshing and self._facts:  # never overlapping: a slow read delays the next one
@@ -220,8 +220,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
         finally:
             self._refreshing = False
         self._rows.update({row.name: row for row in fleet.rows})
-        self._recompute()  # the metrics were asked with the facts of then: counts described since stay
-        self._show()
+        await self._update_table()  # the metrics were asked with the facts of then: counts described since stay
         troubled = sum(1 for row in fleet.rows if row.trouble)
         status.update(
             f"{counted(len(fleet.rows), 'stream')}, {troubled} in trouble"
@@ -233,15 +232,13 @@ class StreamPickerScreen(ModalScreen[str | None]):
         """The rows, with each stream's worst reader read beside the metrics when the source offers
         the readers' services (a few calls for the whole region: console.consumers.readers); a
         readers' service that cannot be listed only leaves the rows without their readers."""
-        from console.consumers.readers import fleet_reader_lag
-
         facts = list(self._facts.values())
         names = [f.name for f in facts]
-        readers = (
-            asyncio.ensure_future(fleet_reader_lag(self._backend, names))
-            if READERS in self._backend.capabilities
-            else None
-        )
+        readers = None
+        if READERS in self._backend.capabilities:
+            # Imported in a thread the first time: its ~60 ms of module code would hold the keys up.
+            lag = await asyncio.to_thread(importlib.import_module, "console.consumers.readers")
+            readers = asyncio.ensure_future(lag.fleet_reader_lag(self._backend, names))
         try:
             metrics = await read_fleet_metrics(self._backend, names)
         except BaseException:
@@ -251,7 +248,7 @@ class StreamPickerScreen(ModalScreen[str | None]):
             raise
         found = await readers if readers is not None else None
         worst = found.worst if found else None
-        # The rows a few hundred at a time, the keys served in between (1,000 rows are ~100 ms of work).
+        # The rows a slice at a time, the keys served in between (1,000 rows are ~100 ms of work).
         part = fleet_from([], metrics, worst)
         rows: list[FleetRow] = []
         for offset in range(0, len(facts), ROWS_PER_STEP):
@@ -260,12 +257,26 @@ class StreamPickerScreen(ModalScreen[str | None]):
             await asyncio.sleep(0)
         return Fleet(rows, part.metric_calls, part.problem, found.unavailable if found else ())
 
-    def _recompute(self) -> None:
-        """Rows rebuilt on new counts keep their metrics (utilisation needs the shard count)."""
-        for name, facts in self._facts.items():
-            row = self._rows.get(name)
-            if row is not None and row.facts != facts:
-                self._rows[name] = row.with_facts(facts)
+    async def _update_table(self) -> None:
+        """Rows whose facts changed rebuilt (they keep their metrics: utilisation needs the shard count)
+        and new rows' lines made, a slice at a time with the keys served in between; then the table
+        at once. Each slice reads the newest rows and facts, so a writer that awaited meanwhile is
+        never undone."""
+        made_since_yield = 0
+        for name in list(self._facts):
+            row, facts = self._rows.get(name), self._facts.get(name)
+            if row is None:
+                continue
+            if facts is not None and row.facts != facts:
+                row = self._rows[name] = row.with_facts(facts)
+            made = self._lines.get(name)
+            if made is None or made[0] is not row:
+                self._lines[name] = (row, fleet_line(row))
+                made_since_yield += 1
+                if made_since_yield >= ROWS_PER_STEP:
+                    made_since_yield = 0
+                    await asyncio.sleep(0)
+        self._show()
 
     # ---- the table -----------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ drawn, each as one strip: a refresh of 1,000 rows costs building their texts, an
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -31,6 +31,11 @@ class FleetLine:
     key: str
     cells: tuple[str, ...]
     trouble: bool = False
+    # Each cell's width, measured once when the line is made (the table's widths are their maxima).
+    widths: tuple[int, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "widths", tuple(cell_len(text) for text in self.cells))
 
 
 class FleetTable(CursorNavigation, can_focus=True):
@@ -81,18 +86,29 @@ class FleetTable(CursorNavigation, can_focus=True):
     # ---- data in -------------------------------------------------------------------------------
 
     def set_lines(self, lines: Sequence[FleetLine], *, cursor_on: str | None = None) -> None:
-        """Every line, in order, at once; the cursor on `cursor_on` when shown, else on its row."""
+        """Every line, in order, at once; the cursor on `cursor_on` when shown, else on its row. The
+        table is drawn again only when what it shows changed: a batch of rows below the screen costs
+        no frame."""
+        shown = self._on_screen()
         self._lines = list(lines)
         self._index = {line.key: row for row, line in enumerate(self._lines)}
         widths = [cell_len(label) for label in self._labels]
-        for line in self._lines:
-            widths = [max(width, cell_len(text)) for width, text in zip(widths, line.cells)]
+        if self._lines:  # each column's widest line, its widths measured when it was made
+            widths = [max(label, *column) for label, column in zip(widths, zip(*(line.widths for line in self._lines)))]
         self._widths = widths
         self._cursor = self._index.get(cursor_on, self._cursor) if cursor_on is not None else self._cursor
         self._cursor = max(0, min(self._cursor, len(self._lines) - 1))
         self._update_virtual_size()
         self._scroll_cursor_into_view()
-        self.refresh()
+        if self._on_screen() != shown:
+            self.refresh()
+
+    def _on_screen(self) -> tuple[object, ...]:
+        """What the table's drawing depends on: the lines in sight, the cursor, the scroll and the
+        column widths."""
+        top = round(self.scroll_y)
+        in_sight = tuple(self._lines[top : top + self._lines_visible()])
+        return (in_sight, self._cursor, top, round(self.scroll_x), tuple(self._widths))
 
     @property
     def row_count(self) -> int:
@@ -160,7 +176,8 @@ class FleetTable(CursorNavigation, can_focus=True):
         scroll_x = round(self.scroll_x)
         base = self._style("")
         if y == 0:
-            strip = self._strip(self._labels, self._style("fleet-table--header"))
+            labels = self._labels
+            strip = self._strip(labels, [cell_len(label) for label in labels], self._style("fleet-table--header"))
         else:
             row = round(self.scroll_y) + y - 1
             if row >= len(self._lines):
@@ -172,11 +189,13 @@ class FleetTable(CursorNavigation, can_focus=True):
             if line.trouble:  # its colour on the cursor's line too: the trouble stays in sight
                 trouble = self._style("fleet-table--trouble")
                 style += Style(color=trouble.color, bold=trouble.bold)
-            strip = self._strip(line.cells, style)
+            strip = self._strip(line.cells, line.widths, style)
         return strip.crop_extend(scroll_x, scroll_x + width, base)
 
-    def _strip(self, texts: Sequence[str], style: Style) -> Strip:
-        padded = " " + "  ".join(text + " " * (width - cell_len(text)) for text, width in zip(texts, self._widths))
+    def _strip(self, texts: Sequence[str], measured: Sequence[int], style: Style) -> Strip:
+        padded = " " + "  ".join(
+            text + " " * (width - used) for text, used, width in zip(texts, measured, self._widths)
+        )
         return Strip([Segment(padded, style)])
 
     def on_resize(self, _event: events.Resize) -> None:
