@@ -133,7 +133,7 @@ def _web_server(command: str, port: int) -> Any:
     class TabConsole(AppService):
         """One tab's console: its own session, and a stop that ends it within STOP_GRACE_S."""
 
-        async def _open_app_process(self, width: int = 80, height: int = 24) -> asyncio.subprocess.Process:
+        async def start(self, width: int, height: int) -> None:
             self._process = process = await asyncio.create_subprocess_exec(
                 *shlex.split(self.command),
                 stdin=asyncio.subprocess.PIPE,
@@ -143,7 +143,7 @@ def _web_server(command: str, port: int) -> Any:
                 start_new_session=True,  # Ctrl-C reaches the server, which stops the tabs in order
             )
             self._stdin = process.stdin
-            return process
+            self._task = asyncio.create_task(self.run())
 
         async def stop(self) -> None:
             task, process = self._task, self._process
