@@ -283,9 +283,9 @@ def launch_console(args: argparse.Namespace) -> int:
                 )
                 app.on_theme_changed = lambda theme: remember(theme=theme)
                 if served_to_a_browser():
-                    from console.ui.browser_session import exit_when_server_leaves
+                    from console.ui.browser_session import serve_to_browser
 
-                    exit_when_server_leaves(app)
+                    serve_to_browser(app)
                 shown["app"] = app
                 for text in said:
                     app.notify(text, title="first contact", timeout=8)  # shown once the console is up

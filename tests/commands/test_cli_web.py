@@ -4,8 +4,11 @@ console (whose stdout is then a pipe, not a terminal)."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import os
 import signal
+import socket
 import sys
 import uuid
 from pathlib import Path
@@ -73,8 +76,8 @@ def test_web_refuses_a_bad_port_and_output_options(capsys):
 
 
 def _processes_marked(mark: str) -> list[int]:
-    """Every process whose environment carries `mark`: the web server, each tab's shell, console and
-    embedded server, whoever owns them now."""
+    """Every process whose environment carries `mark`: the web server, each tab's console and embedded
+    server, whoever owns them now."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -87,12 +90,27 @@ def _processes_marked(mark: str) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize(
-    "stop_signal", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["ctrl-c", "terminated", "killed"]
-)
-async def test_a_tab_that_left_leaves_no_process_once_the_server_stops(stop_signal):
-    mark = uuid.uuid4().hex
-    port = free_port()
+async def _until_only(mark: str, kept: set[int], seconds: float) -> list[int]:
+    """The marked processes beyond `kept` still there after up to `seconds`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while (left := [pid for pid in _processes_marked(mark) if pid not in kept]) and loop.time() < deadline:
+        await asyncio.sleep(0.1)
+    return left
+
+
+def _described(pids: list[int]) -> list[bytes]:
+    described = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            described.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" "))
+    return described
+
+
+@contextlib.asynccontextmanager
+async def _web_server(mark: str, port: int):
+    """`kconsole web --local` in a session of its own, as a shell in a terminal starts it; whatever is left
+    of it and its tabs is killed on the way out."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -104,20 +122,74 @@ async def test_a_tab_that_left_leaves_no_process_once_the_server_stops(stop_sign
         env=dict(os.environ, KCONSOLE_TEST_MARK=mark),
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         await _wait_for_page(f"http://127.0.0.1:{port}/", process)
-        seen = await _console_output_until(f"http://127.0.0.1:{port}/ws?width=100&height=30", b"kconsole-demo")
-        assert b"kconsole-demo" in seen  # the tab's console (and its embedded server) ran, then the tab left
-        assert len(_processes_marked(mark)) >= 3
-        process.send_signal(stop_signal)
-        await asyncio.wait_for(process.wait(), 20)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 5.0
-        while _processes_marked(mark) and loop.time() < deadline:
-            await asyncio.sleep(0.1)
-        left = _processes_marked(mark)
-        assert not left, [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in left]
+        yield process
     finally:
         for pid in _processes_marked(mark):
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        await process.wait()
+
+
+def _stop(process, stop_signal: signal.Signals) -> None:
+    """Ctrl-C in a terminal reaches the whole foreground group; SIGTERM and SIGKILL are sent to the server."""
+    if stop_signal == signal.SIGINT:
+        os.killpg(process.pid, stop_signal)
+    else:
+        process.send_signal(stop_signal)
+
+
+STOPS = pytest.mark.parametrize(
+    "stop_signal", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["ctrl-c", "terminated", "killed"]
+)
+
+
+@STOPS
+async def test_a_tab_that_left_leaves_no_process_once_the_server_stops(stop_signal):
+    mark = uuid.uuid4().hex
+    port = free_port()
+    async with _web_server(mark, port) as process:
+        seen = await _console_output_until(f"http://127.0.0.1:{port}/ws?width=100&height=30", b"kconsole-demo")
+        assert b"kconsole-demo" in seen  # the tab's console (and its embedded server) ran, then the tab left
+        left = await _until_only(mark, {process.pid}, 5.0)
+        assert not left, _described(left)  # the tab's console and its embedded server ended with the tab
+        _stop(process, stop_signal)
+        await asyncio.wait_for(process.wait(), 10)
+        left = await _until_only(mark, set(), 5.0)
+        assert not left, _described(left)
+
+
+@STOPS
+async def test_a_tab_whose_browser_reads_nothing_leaves_no_process_once_the_server_stops(stop_signal):
+    """A browser that takes no more frames (a frozen or throttled tab): the server can no longer pass the
+    console's output on, yet its stop ends the console, the embedded server and itself."""
+    mark = uuid.uuid4().hex
+    port = free_port()
+    async with _web_server(mark, port) as process:
+        loop = asyncio.get_running_loop()
+        browser = socket.socket()
+        browser.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        browser.setblocking(False)
+        try:
+            await loop.sock_connect(browser, ("127.0.0.1", port))
+            key = base64.b64encode(os.urandom(16)).decode()
+            await loop.sock_sendall(
+                browser,
+                f"GET /ws?width=300&height=100 HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode(),
+            )
+            assert b" 101 " in await loop.sock_recv(browser, 200)  # upgraded; nothing is read from here on
+            deadline = loop.time() + 30
+            while len(_processes_marked(mark)) < 3 and loop.time() < deadline:  # the console and its server
+                await asyncio.sleep(0.1)
+            assert len(_processes_marked(mark)) >= 3
+            await asyncio.sleep(2.0)  # the console's first screens fill what the browser does not read
+            _stop(process, stop_signal)
+            await asyncio.wait_for(process.wait(), 10)
+            left = await _until_only(mark, set(), 5.0)
+            assert not left, _described(left)
+        finally:
+            browser.close()
