@@ -32,9 +32,10 @@ from typing import Any
 from console.backend.protocol import ConsoleBackend
 from console.errors import BadInput, ConsoleError, Throttled
 from console.heat.cloudwatch import shard_utilisation
-from console.heat.rates import HISTORY_SECONDS, StreamHeat
+from console.heat.rates import HISTORY_SECONDS
 from console.heat.rotation import SamplingRotation
 from console.heat.snapshot import StreamHeatSnapshot, utilisation
+from console.heat.stream_heat import StreamHeat
 from console.read.cursor import ShardCursor
 from console.read.efo import Subscribe, SubscriptionCursor, starting_position
 from console.read.share import ReadShare

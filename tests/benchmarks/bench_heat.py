@@ -49,7 +49,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from console.heat.heavyhitters import SpaceSaving
-from console.heat.rates import HASH_BINS, StreamHeat
+from console.heat.rates import HASH_BINS
+from console.heat.stream_heat import StreamHeat
 from console.keyspace.hashkeys import MAX_HASH_KEY
 from console.topology.model import Shard
 

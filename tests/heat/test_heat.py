@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from console.heat.heavyhitters import CHUNK, SpaceSaving
 from console.heat.hotkey import hot_key_what_if, suffixes_needed
-from console.heat.rates import HISTORY_SECONDS, ShardHeat, StreamHeat, observations_from_records
+from console.heat.rates import HISTORY_SECONDS, ShardHeat, observations_from_records
 from console.heat.snapshot import SHARD_BYTES_LIMIT, utilisation
+from console.heat.stream_heat import StreamHeat
 from console.keyspace.hashkeys import MAX_HASH_KEY, HashRangeIndex, md5_hash_key
 from console.topology.model import Shard
 

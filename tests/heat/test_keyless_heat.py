@@ -4,7 +4,8 @@ KeyError; on an AUTO stream the keys are only as sent, so no split at their medi
 from __future__ import annotations
 
 from console.commands.heat import advise, render
-from console.heat.rates import StreamHeat, observations_from_records
+from console.heat.rates import observations_from_records
+from console.heat.stream_heat import StreamHeat
 from console.topology.model import Shard
 
 HALF = 2**127

@@ -9,9 +9,9 @@ import time
 import pytest
 
 from console.errors import StreamNotFound
-from console.heat.rates import StreamHeat
 from console.heat.rotation import SamplingRotation, age_text, duration_text
 from console.heat.sampler import HeatSampler
+from console.heat.stream_heat import StreamHeat
 from console.keyspace.hashkeys import even_split, shard_id_for_index
 from console.topology.model import Shard
 

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.app import App
 from textual.widgets import Static
 
-from console.heat.rates import StreamHeat
+from console.heat.stream_heat import StreamHeat
 from console.keyspace.hashkeys import HashRangeIndex, md5_hash_key
 from console.read.masking import Masker, masker
 from console.read.tail import TailBatch

@@ -201,7 +201,7 @@ def test_split_preview_legend_and_aligned_ranges(snap_compare, size):
 
 def heat_snapshot():
     """Six shards over 200 s: one ramps up to its limit, one is idle, the rest calm; fixed data."""
-    from console.heat.rates import StreamHeat
+    from console.heat.stream_heat import StreamHeat
     from console.keyspace.hashkeys import HashRangeIndex, md5_hash_key
     from console.topology.model import Shard
     from console.ui.widgets.heat_map import MAP_SECONDS

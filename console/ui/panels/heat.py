@@ -50,10 +50,10 @@ from console.backend.protocol import CLOUDWATCH, OWN_LOOP, ConsoleBackend
 from console.errors import ConsoleError
 from console.heat.capacity import MetricSeries, enabled_shard_metrics, shard_metrics, unavailable_reason
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS
-from console.heat.rates import StreamHeat
 from console.heat.rotation import DEFAULT_SHARDS_PER_SECOND
 from console.heat.sampler import HeatSampler
 from console.heat.snapshot import ShardHeatSnapshot, StreamHeatSnapshot
+from console.heat.stream_heat import StreamHeat
 from console.read.efo import Subscribe
 from console.read.printable import printable
 from console.read.share import EFO_READ_COST, ReadShare

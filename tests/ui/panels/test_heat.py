@@ -7,7 +7,7 @@ import pytest
 from textual.app import App
 from textual.widgets import Static, TabbedContent, TabPane
 
-from console.heat.rates import StreamHeat
+from console.heat.stream_heat import StreamHeat
 from console.keyspace.hashkeys import HashRangeIndex, md5_hash_key
 from console.topology.model import Shard
 from console.ui.panels.heat import HeatPanel
