@@ -12,7 +12,7 @@ from textual.widgets import Static
 
 from console.heat.capacity import CapacitySummary
 from console.topology.model import StreamSummary
-from console.ui.panels.heat import MONITORING_OFF
+from console.ui.panels.heat_shard_metrics import MONITORING_OFF
 from console.ui.widgets.header import ConsoleHeader
 from console.ui.widgets.metric_lines import LABEL_WIDTH
 from tests.heat.test_capacity import put_metric

@@ -6,13 +6,14 @@ The panel runs its own work while it is shown: `console.heat.sampler.HeatSampler
 thread with its own event loop and its own backend (opened again the way the app's was,
 `opened_again`), so that GetRecords' calls, their decoding, the counting and each second's reading
 (`ReadingMaker`) never hold up a key; each `Reading` is posted to the panel, which only shows it (with
-EFO, whose subscriptions live on the app's backend, the sampler runs on the UI's loop); a stream with more open shards than
+EFO, whose subscriptions live on the app's backend, the sampler runs on the UI's loop; the sampler's run,
+its readings and their messages are in console.ui.panels.heat_sampling); a stream with more open shards than
 `shards_per_second` is read in turn (console.heat.rotation: the selected shard and the hottest every
 second, the rest once a pass), the header says how much a pass covers and each row how old its
 figures are. Only the rows of shards read since the last snapshot are built again, so a
 10,000-shard stream costs a second of sampling what a few dozen shards do, and the selected shard's CloudWatch metrics
 in another (only that shard: a 10,000-shard stream costs no more than one; fetched when the selection
-settles, and again each minute). Hiding the panel, or another stream being opened, cancels both.
+settles, and again each minute: console.ui.panels.heat_shard_metrics, with e's enhanced monitoring). Hiding the panel, or another stream being opened, cancels both.
 What the shard table and the ribbon need leaves as messages the app routes: `HeatChanged` (the live
 figures per shard) and `HeatStopped` (no sampler runs: the figures are stale). The stream-level
 CloudWatch metrics come from the app's once-a-minute fetch (its `cloudwatch`, followed here), and each
@@ -30,10 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 
 from rich.text import Text
 from textual import events, on, work
@@ -44,11 +43,10 @@ from textual.message import Message
 from textual.reactive import reactive, var
 from textual.widget import Widget
 from textual.widgets import Static
-from textual.worker import get_current_worker
 
 from console.backend.protocol import CLOUDWATCH, OWN_LOOP, ConsoleBackend
 from console.errors import ConsoleError
-from console.heat.capacity import MetricSeries, enabled_shard_metrics, shard_metrics, unavailable_reason
+from console.heat.capacity import MetricSeries, enabled_shard_metrics
 from console.heat.cloudwatch import SHARD_LEVEL_METRICS
 from console.heat.rotation import DEFAULT_SHARDS_PER_SECOND
 from console.heat.sampler import HeatSampler
@@ -56,100 +54,27 @@ from console.heat.snapshot import ShardHeatSnapshot, StreamHeatSnapshot
 from console.heat.stream_heat import StreamHeat
 from console.read.efo import Subscribe
 from console.read.printable import printable
-from console.read.share import EFO_READ_COST, ReadShare
 from console.topology.model import StreamSummary
 from console.ui.efo_consumer import EfoConsumer
-from console.ui.panels.heat_text import HeatRows, cloudwatch_text, shard_figures, top_keys_text, total_text
+from console.ui.panels.heat_sampling import (
+    Reading,
+    ReadingPosted,
+    SamplerRetried,
+    SamplingFailed,
+    sample,
+    sample_in_this_thread,
+)
+from console.ui.panels.heat_shard_metrics import (
+    enable_enhanced_monitoring,
+    show_selected_shard_metrics,
+    watch_selected_shard_metrics,
+)
+from console.ui.panels.heat_text import HeatRows, cloudwatch_text, top_keys_text, total_text
 from console.ui.screens.confirm import ConfirmByNameScreen
 from console.ui.source import CloudWatchReading, StreamView
-from console.ui.widgets.heat_map import MAP_SECONDS, HeatMap, HeatRow, legend
+from console.ui.widgets.heat_map import HeatMap, HeatRow, legend
 from console.ui.widgets.metric_lines import capacity_text
 from console.ui.widgets.shard_columns import ShardHeat
-
-LOCK_HANDOVER_SECONDS = 0.001  # the interpreter's switch interval while the sampler's thread runs
-SHARD_CAPACITY_SECONDS = 60.0  # a selected shard's metrics are fetched again after this long (CloudWatch's resolution)
-SETTLE_SECONDS = 0.3  # after a selection change: arrow keys held down fetch once, for where they stop
-EFO_OFFER = "f samples with EFO, without sharing"  # a throttled sampler's offer
-MONITORING_OFF = "per-shard CloudWatch metrics need enhanced monitoring on the stream (e turns it on)"
-
-
-@dataclass(frozen=True, slots=True)
-class Reading:
-    """One second of the sampler, worked out on the sampler's loop (ReadingMaker) so that the UI's loop
-    only shows it: the snapshot (keys masked when masking), the header, the shard table's figures and
-    each shard's place in key-space order."""
-
-    stream: str
-    snapshot: StreamHeatSnapshot
-    coverage: str  # what a second of sampling covers
-    read_cost: str  # what kconsole's own reads take of each shard's budget
-    rotating: bool  # read in turn (each row's figures are as of its last read)
-    total: Text  # the header, for the order `hottest_first`
-    hottest_first: bool
-    figures: dict[str, ShardHeat]  # what the shard table and the ribbon show (see `shard_figures`)
-    positions: dict[str, int]  # shard id -> its place in key-space order
-
-
-class ReadingMaker:
-    """Readings of one sampler, made where it runs. At 10,000 shards a second's reading touches every
-    shard (masking, figures, positions, header sums): done here, off the UI's loop, and only for the
-    shards read since the last one (the others' objects are handed on as they were, which is what lets
-    the map and the shard table skip them)."""
-
-    def __init__(self) -> None:
-        self._masked: dict[str, tuple[ShardHeatSnapshot, ShardHeatSnapshot]] = {}
-        self._figures: dict[str, tuple[ShardHeatSnapshot, ShardHeat]] = {}
-        self._ids: list[str] = []
-        self._positions: dict[str, int] = {}
-
-    def make(
-        self,
-        snapshot: StreamHeatSnapshot,
-        *,
-        key_mask: Callable[[str], str] | None,
-        coverage: str,
-        read_cost: str,
-        rotating: bool,
-        hottest_first: bool,
-    ) -> Reading:
-        if key_mask is not None:
-            snapshot = replace(snapshot, shards=tuple(self._mask(shard, key_mask) for shard in snapshot.shards))
-        ids = [shard.shard_id for shard in snapshot.shards]
-        if ids != self._ids:  # shards born or closed: the places change (a new dict: the old one stays as shown)
-            self._ids, self._positions = ids, {shard_id: index for index, shard_id in enumerate(ids)}
-            self._masked = {shard_id: known for shard_id, known in self._masked.items() if shard_id in self._positions}
-        return Reading(
-            snapshot.stream,
-            snapshot,
-            coverage,
-            read_cost,
-            rotating,
-            total_text(
-                snapshot, rotating=rotating, hottest_first=hottest_first, coverage=coverage, read_cost=read_cost
-            ),
-            hottest_first,
-            self._live_figures(snapshot),
-            self._positions,
-        )
-
-    def _mask(self, shard: ShardHeatSnapshot, key_mask: Callable[[str], str]) -> ShardHeatSnapshot:
-        known = self._masked.get(shard.shard_id)
-        if known is not None and known[0] is shard:
-            return known[1]
-        masked = shard.with_keys(key_mask)
-        self._masked[shard.shard_id] = (shard, masked)
-        return masked
-
-    def _live_figures(self, snapshot: StreamHeatSnapshot) -> dict[str, ShardHeat]:
-        made = self._figures
-        for shard in snapshot.shards:
-            known = made.get(shard.shard_id)
-            if known is None or known[0] is not shard:
-                made[shard.shard_id] = (shard, shard_figures(shard))
-        if len(made) > len(snapshot.shards):  # shards gone: forget them
-            for shard_id in [shard_id for shard_id in made if shard_id not in self._positions]:
-                del made[shard_id]
-        return {shard_id: known[1] for shard_id, known in made.items()}
 
 
 class HeatPanel(Widget, can_focus=True):
@@ -339,7 +264,7 @@ class HeatPanel(Widget, can_focus=True):
     async def _sample_on_loop(self, backend: ConsoleBackend, stream: str, run: int) -> None:
         try:
             subscribe = await self._subscriptions(backend, stream)
-            await self._sample_with(backend, stream, subscribe, lambda reading: self._take_reading(run, reading))
+            await sample(self, backend, stream, subscribe, lambda reading: self._take_reading(run, reading))
         except ConsoleError as error:
             self._sampling_failed(run, stream, error.message)
         finally:
@@ -349,101 +274,19 @@ class HeatPanel(Widget, can_focus=True):
     async def _sample_in_thread(
         self, backend: ConsoleBackend, stream: str, run: int, previous: threading.Event, done: threading.Event
     ) -> None:
-        """The sampler on this thread's own loop, with a backend of its own; each reading is posted to
-        the panel. Ends when the worker is cancelled (the tab hidden, another stream, unmounted)."""
-        worker = get_current_worker()
-        # Two threads of Python now share one interpreter lock: the UI's loop, woken by a key, waits for
-        # this one to hand it over, by default after up to 5 ms each time. Handed over within 1 ms.
-        handover = sys.getswitchinterval()
-        sys.setswitchinterval(min(handover, LOCK_HANDOVER_SECONDS))
-        try:
-            # The last sampler hands its window over (`_history`) when it has stopped.
-            while not previous.wait(0.05):
-                if worker.is_cancelled:
-                    return
-            async with backend.opened_again() as own:
-                own.on_retry = lambda event: self.post_message(self._Retried(run, event))
-                sampling = asyncio.create_task(
-                    self._sample_with(own, stream, None, lambda reading: self.post_message(self._Reading(run, reading)))
-                )
-                while not sampling.done():
-                    if worker.cancelled_event.is_set():
-                        sampling.cancel()
-                    await asyncio.wait({sampling}, timeout=0.1)
-                with contextlib.suppress(asyncio.CancelledError):
-                    await sampling
-        except ConsoleError as error:
-            self.post_message(self._Failed(run, stream, error.message))
-        finally:
-            sys.setswitchinterval(handover)  # the thread is gone: the default handover is cheaper
-            done.set()
+        """The sampler on this thread's own loop and backend; each reading is posted to the panel."""
+        await sample_in_this_thread(self, backend, stream, run, previous, done)
 
-    async def _sample_with(
-        self, backend: ConsoleBackend, stream: str, subscribe: Subscribe | None, deliver: Callable[[Reading], object]
-    ) -> None:
-        # Back on the tab, the last window carries on: its minutes of history stay, and what arrived
-        # while the tab was hidden is read and counted (HeatSampler's resume).
-        sampler = HeatSampler(
-            backend,
-            stream,
-            resume=self._history,
-            shards_per_second=self.shards_per_second,
-            read_share=ReadShare(getattr(self.app, "read_share", None)),
-            subscribe=subscribe,
-        )
-        sampler.selected = self.selected_shard
-        sampler.rank_by_cloudwatch = self._cloudwatch_ranks()
-        self._sampler, self._sampler_loop = sampler, asyncio.get_running_loop()
-        maker = ReadingMaker()
-        try:
-            async with sampler:
-                async for snapshot in sampler.snapshots(every=1.0, series_seconds=MAP_SECONDS):
-                    if sampler.heat is not None and sampler.heat.auto_distribution != self._auto_distribution:
-                        sampler.heat.auto_distribution = self._auto_distribution  # the next snapshot follows
-                    reading = maker.make(
-                        snapshot,
-                        key_mask=self.key_mask if self.masking else None,
-                        coverage=sampler.coverage_text(),
-                        read_cost=EFO_READ_COST if subscribe else sampler.read_share.summary(EFO_OFFER),
-                        rotating=sampler.rotation is not None,
-                        hottest_first=self.hottest_first,
-                    )
-                    deliver(reading)
-        finally:
-            if self._sampler is sampler:
-                self._sampler = self._sampler_loop = None
-            if stream == self.stream and sampler.heat is not None:
-                self._history = sampler.heat
-
-    class _Reading(Message, bubble=False):
-        """A reading of the sampler's thread, for the panel on the UI's loop."""
-
-        def __init__(self, run: int, reading: Reading) -> None:
-            super().__init__()
-            self.run, self.reading = run, reading
-
-    class _Failed(Message, bubble=False):
-        def __init__(self, run: int, stream: str, message: str) -> None:
-            super().__init__()
-            self.run, self.stream, self.message = run, stream, message
-
-    class _Retried(Message, bubble=False):
-        """A call of the sampler's backend retried: shown where the app's own retries are."""
-
-        def __init__(self, run: int, event: object) -> None:
-            super().__init__()
-            self.run, self.event = run, event
-
-    @on(_Reading)
-    def _reading_posted(self, message: _Reading) -> None:
+    @on(ReadingPosted)
+    def _reading_posted(self, message: ReadingPosted) -> None:
         self._take_reading(message.run, message.reading)
 
-    @on(_Failed)
-    def _failure_posted(self, message: _Failed) -> None:
+    @on(SamplingFailed)
+    def _failure_posted(self, message: SamplingFailed) -> None:
         self._sampling_failed(message.run, message.stream, message.message)
 
-    @on(_Retried)
-    def _retry_posted(self, message: _Retried) -> None:
+    @on(SamplerRetried)
+    def _retry_posted(self, message: SamplerRetried) -> None:
         if message.run == self._run and self.backend is not None and self.backend.on_retry is not None:
             self.backend.on_retry(message.event)
 
@@ -468,46 +311,8 @@ class HeatPanel(Widget, can_focus=True):
 
     @work(exclusive=True, group="heat-cloudwatch", exit_on_error=False)
     async def _watch_shard_capacity(self, backend: ConsoleBackend, stream: str) -> None:
-        """The selected shard's CloudWatch metrics: fetched when the selection (or enhanced
-        monitoring) changes and settles, and again each minute. One loop: fetches never overlap."""
-        while True:
-            self._wake.clear()  # before fetching: a wake during the fetch starts the next round at once
-            if self._show_selected_shard_capacity():
-                await self._fetch_selected_shard_capacity(backend, stream)
-            try:
-                await asyncio.wait_for(self._wake.wait(), SHARD_CAPACITY_SECONDS)
-            except TimeoutError:
-                self._shard_capacity = {}  # a minute old: fetched again
-                continue
-            await asyncio.sleep(SETTLE_SECONDS)
-
-    def _show_selected_shard_capacity(self) -> bool:
-        """Show what is known of the selected shard's metrics; True when they still need fetching."""
-        shard_id = self.selected_shard
-        if not self._shard_metrics_on:
-            self.show_shard_capacity(shard_id, None, MONITORING_OFF)
-            return False
-        if shard_id is None:
-            return False
-        known = self._shard_capacity.get(shard_id)
-        if known is not None:
-            self.show_shard_capacity(shard_id, known)
-            return False
-        self.show_shard_capacity(shard_id, None, f"fetching CloudWatch metrics of {shard_id}…")
-        return True
-
-    async def _fetch_selected_shard_capacity(self, backend: ConsoleBackend, stream: str) -> None:
-        shard_id = self.selected_shard
-        if shard_id is None:
-            return
-        try:
-            found = await shard_metrics(backend, stream, [shard_id], self._shard_metrics_on)
-        except ConsoleError as error:
-            self.show_shard_capacity(shard_id, None, unavailable_reason(error))
-            return
-        self._shard_capacity[shard_id] = found[shard_id]
-        if self.selected_shard == shard_id:
-            self.show_shard_capacity(shard_id, found[shard_id])
+        """The selected shard's CloudWatch metrics, in a loop of their own until cancelled."""
+        await watch_selected_shard_metrics(self, backend, stream)
 
     def enable_monitoring(self) -> None:
         """Turn on shard-level enhanced monitoring, once the operator typed the stream name (it is a
@@ -529,25 +334,8 @@ class HeatPanel(Widget, can_focus=True):
     @work(exclusive=True, group="heat-monitoring", exit_on_error=False)
     async def _enable_monitoring(self, backend: ConsoleBackend, stream: str, metrics: tuple[str, ...]) -> None:
         """Prepared and run by console.lifecycle.actions, as `kconsole heat --enable-enhanced-monitoring`."""
-        from console.lifecycle import actions
-        from console.reshard.actionlog import ActionLog
-
-        try:
-            plan = await actions.prepare_enhanced_monitoring(backend, stream, metrics)
-            await actions.run(
-                backend,
-                plan,
-                action_log=ActionLog.default(),
-                progress=lambda text: (
-                    None if text.startswith("calling") else self.notify(text, title="heat", timeout=5)
-                ),
-            )
-            enabled = (await backend.describe_stream_summary(stream)).enhanced_metrics
-        except ConsoleError as error:
-            self.notify(f"enhanced monitoring: {error.message}", severity="error", timeout=10)
-            return
-        self.notify(f"enhanced monitoring on {stream}: {', '.join(sorted(enabled)) or 'none'}", title="heat", timeout=8)
-        self.post_message(self.MonitoringEnabled(stream))
+        if await enable_enhanced_monitoring(self, backend, stream, metrics):
+            self.post_message(self.MonitoringEnabled(stream))
 
     # ---- fed by its workers and the app's polls -----------------------------------------------
 
@@ -628,7 +416,7 @@ class HeatPanel(Widget, can_focus=True):
             if self._sampler is not None:
                 self._sampler.selected = shard_id  # read every second from now on
             self.post_message(self.SelectionChanged(shard_id))
-            if self.backend is not None and self._show_selected_shard_capacity():
+            if self.backend is not None and show_selected_shard_metrics(self):
                 self._wake.set()
 
     @property
