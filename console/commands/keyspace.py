@@ -7,9 +7,8 @@ default 4). `predict` and `spread` can instead use a live stream's open shards (
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from console.bounds import read_text_lines, shard_count, whole_number
 from console.commands import Parents, Subparsers, command_help
@@ -226,17 +225,15 @@ def shard_distribution(index: HashRangeIndex, shard_indices: Iterable[int]) -> D
 # -- kconsole predict ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ShardSource:
-    """--shards N (an even split; unparsed: checked where it is used) or --stream NAME (its open shards)."""
+# The keyspace commands' options are NamedTuples: these commands start in a few times `python -c pass`,
+# and a dataclass would import `inspect` (~9 ms) before the first key is hashed.
 
+
+class PredictOptions(NamedTuple):
+    # --shards N (an even split; unparsed: checked where it is used) or --stream NAME (its open shards)
     shards: object = None
     stream: str | None = None
-
-
-@dataclass(frozen=True)
-class PredictOptions(ShardSource):
-    keys: list[str] = field(default_factory=list)
+    keys: Sequence[str] = ()
     keys_file: str | None = None
     explicit_hash_key: str | None = None
 
@@ -366,9 +363,9 @@ def format_predictions(predictions: Predictions, distribution: Distribution, sha
 # -- kconsole keytree ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class KeytreeOptions:
-    count: str = "1"  # checked: whole_number
+class KeytreeOptions(NamedTuple):
+    # argparse's dest, which shadows tuple.count (never called on options)
+    count: str = "1"  # type: ignore[assignment]  # checked: whole_number
     existing_file: str | None = None
     space: str = str(HASH_SPACE)  # checked: _parse_space
 
@@ -454,11 +451,12 @@ def format_keytree(keys: list[int], report: BalanceReport, space: int, existing:
 # -- kconsole spread -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SpreadOptions(ShardSource):
+class SpreadOptions(NamedTuple):
+    shards: object = None  # as predict's
+    stream: str | None = None
     partition_key: str = ""
     suffixes: str = ""  # checked: a power of two
-    sort_key: list[str] = field(default_factory=list)
+    sort_key: Sequence[str] = ()
     sort_keys_file: str | None = None
 
 

@@ -132,7 +132,7 @@ def total_text(
         last = "each shard's last" if rotating else "last"
         read = sum(1 for shard in snapshot.shards if shard.sampled_at is not None) if rotating else 0
         unread = rotating and read < len(snapshot.shards)
-        covers = f"; covers {read:,} of {len(snapshot.shards):,} shards" if unread else ""
+        covers = f"; covers {read:,} of {counted(len(snapshot.shards), 'shard')}" if unread else ""
         total = Text(
             f"{snapshot.stream}: {recent:,.1f} rec/s  {recent_bytes / 1024:,.1f} KiB/s "
             f"({last} {RECENT_SECONDS} s; {snapshot.records_per_s:,.1f} rec/s over "
