@@ -47,18 +47,19 @@ from console.ui.source import describe_failure
 from console.ui.widgets.fleet_table import FleetLine, FleetTable
 from console.words import counted
 
-# The reason first after the name: on a narrow terminal the table scrolls sideways, the trouble stays.
+# The reason first after the name: on a narrow terminal the table scrolls sideways, the trouble stays;
+# the figures before the 30-character sparkline, so a 140-column terminal shows every one of them.
 COLUMNS = (
     "Stream",
     "Trouble",
     f"In rec/s ({RATE_WINDOW})",
     f"In KB/s ({RATE_WINDOW})",
-    "Last 30 min",
     "Used",
     "Iter age",
     "Throttled W/R",
     "Shards",
     "EFO",
+    "Last 30 min",
     "Mode",
     "Status",
 )
@@ -78,12 +79,12 @@ def row_cells(row: FleetRow) -> tuple[str, ...]:
         printable(text.trouble),
         text.records_per_s,
         text.kib_per_s,
-        text.sparkline,
         text.used,
         text.iterator_age,
         text.throttled,
         text.shards,
         text.consumers,
+        text.sparkline,
         text.mode,
         printable(row.facts.status),
     )
