@@ -284,9 +284,16 @@ class KConsoleApp(App[None]):
 
     def on_heat_panel_heat_stopped(self, _event: HeatPanel.HeatStopped) -> None:
         """The table keeps its last rates marked stale; the ribbon goes back to colouring by share
-        (a heat colour that no longer updates would mislead)."""
-        self.table.set_heat_stale()
-        self.ribbon.set_heat({})
+        (a heat colour that no longer updates would mislead). The sampler's stop can arrive while a
+        dialog covers the console (the shards view is on the screen below it), or while the app closes
+        and the shards view is gone: nothing is left to mark then."""
+        if not self.screen_stack:
+            return
+        console = self.screen_stack[0]
+        for table in console.query(ShardTable):
+            table.set_heat_stale()
+        for ribbon in console.query(KeySpaceRibbon):
+            ribbon.set_heat({})
 
     def on_heat_panel_monitoring_enabled(self, event: HeatPanel.MonitoringEnabled) -> None:
         self._stream_written(event.stream)
